@@ -1,0 +1,246 @@
+"""Model and hardware catalog: typed specs loaded from `scenarios/models/` and `scenarios/hardware/`.
+
+A catalog file is plain YAML describing an architecture in its own fields; its sources are cited
+in a leading comment. A scenario names an entry (`model: deepseek-v3`) or overrides fields of one
+(`model: {from: deepseek-v3, dtypes: {experts: fp4}}`), deep-merged before validation.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from mtpsim.errors import ScenarioError
+
+CATALOG_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+
+Dtype = Literal["fp32", "bf16", "fp16", "fp8", "fp4"]
+DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp4": 0.5}
+
+
+class Spec(BaseModel):
+    """Base for catalog specs: unknown keys are errors, specs are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AttentionSpec(Spec):
+    """One attention kind.
+
+    kind: `gqa` (MHA is gqa with num_kv_heads == num_heads), `mla` (DeepSeek latent attention,
+    absorbed at decode), `linear` (Gated DeltaNet style: a constant-size state per request).
+    window: sliding-window length in tokens; None = global.
+    kv_source: for query-only (frozen-KV assistant) layers, which target layer's KV they read.
+    """
+
+    kind: Literal["gqa", "mla", "linear"]
+    num_heads: int = Field(gt=0)
+    num_kv_heads: int | None = Field(default=None, gt=0)
+    head_dim: int | None = Field(default=None, gt=0)
+    window: int | None = Field(default=None, gt=0)
+    # MLA
+    q_lora_rank: int | None = Field(default=None, ge=0)
+    kv_lora_rank: int | None = Field(default=None, gt=0)
+    qk_nope_head_dim: int | None = Field(default=None, gt=0)
+    qk_rope_head_dim: int | None = Field(default=None, gt=0)
+    v_head_dim: int | None = Field(default=None, gt=0)
+    # linear attention (Gated DeltaNet): num_heads are value heads, num_kv_heads key heads
+    value_head_dim: int | None = Field(default=None, gt=0)
+    conv_kernel: int = Field(default=4, gt=0)
+    # frozen-KV assistant layers
+    kv_source: Literal["target_last_sliding", "target_last_full"] | None = None
+
+    @model_validator(mode="after")
+    def _fields_for_kind(self) -> "AttentionSpec":
+        need = {
+            "gqa": ["num_kv_heads", "head_dim"],
+            "mla": ["kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"],
+            "linear": ["num_kv_heads", "head_dim", "value_head_dim"],
+        }[self.kind]
+        missing = [f for f in need if getattr(self, f) is None]
+        if missing:
+            raise ValueError(f"attention kind {self.kind!r} needs {', '.join(missing)}")
+        return self
+
+
+class FFNSpec(Spec):
+    """One FFN kind: `dense` (gated, 3 matrices) or `moe` (routed experts + shared experts)."""
+
+    kind: Literal["dense", "moe"]
+    intermediate_size: int | None = Field(default=None, gt=0)
+    num_experts: int | None = Field(default=None, gt=0)
+    top_k: int | None = Field(default=None, gt=0)
+    expert_intermediate_size: int | None = Field(default=None, gt=0)
+    num_shared_experts: int = Field(default=0, ge=0)
+    shared_intermediate_size: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _fields_for_kind(self) -> "FFNSpec":
+        need = {"dense": ["intermediate_size"],
+                "moe": ["num_experts", "top_k", "expert_intermediate_size"]}[self.kind]
+        missing = [f for f in need if getattr(self, f) is None]
+        if missing:
+            raise ValueError(f"ffn kind {self.kind!r} needs {', '.join(missing)}")
+        if self.kind == "moe" and self.top_k > self.num_experts:
+            raise ValueError("top_k exceeds num_experts")
+        return self
+
+
+class LayerRef(Spec):
+    """A layer as a pair of kinds named in the model's `attention_kinds` / `ffn_kinds`."""
+
+    attention: str
+    ffn: str
+
+
+class LayerGroup(LayerRef):
+    """`count` consecutive layers of one kind pair, in model order."""
+
+    count: int = Field(gt=0)
+
+
+class Dtypes(Spec):
+    attention: Dtype = "bf16"
+    dense_ffn: Dtype = "bf16"
+    experts: Dtype = "bf16"
+    mtp: Dtype = "bf16"
+    lm_head: Dtype = "bf16"
+    kv_cache: Dtype = "bf16"
+
+
+class LMHeadSpec(Spec):
+    """`full`: T × d × V matmul. `centroid`: score num_centroids clusters, expand top_clusters."""
+
+    kind: Literal["full", "centroid"] = "full"
+    num_centroids: int | None = Field(default=None, gt=0)
+    top_clusters: int | None = Field(default=None, gt=0)
+
+
+class MTPSpec(Spec):
+    """The model's own draft layers (MTP modules, EAGLE-style head or parallel heads).
+
+    Each layer takes concat(norm(hidden), norm(embedding)) through a 2h x h projection when
+    `input_projection` is set, runs one decoder layer, and shares the target's LM head unless
+    `vocab_size` gives it a head of its own (EAGLE-3's pruned vocabulary).
+    """
+
+    num_layers: int = Field(gt=0)
+    layer: LayerRef
+    input_projection: bool = True
+    vocab_size: int | None = Field(default=None, gt=0)
+    parallel: bool = False  # Meta-style heads over the trunk's last hidden, not chained
+
+
+class ModelSpec(Spec):
+    """A target model, or a frozen-KV assistant (`role: assistant`)."""
+
+    name: str
+    role: Literal["target", "assistant"] = "target"
+    hidden_size: int = Field(gt=0)
+    vocab_size: int = Field(gt=0)
+    layers: list[LayerGroup] = Field(min_length=1)
+    attention_kinds: dict[str, AttentionSpec]
+    ffn_kinds: dict[str, FFNSpec]
+    tie_embeddings: bool = False
+    lm_head: LMHeadSpec = LMHeadSpec()
+    dtypes: Dtypes = Dtypes()
+    mtp: MTPSpec | None = None
+    assistant: str | None = None            # default frozen_kv assistant (catalog name)
+    backbone_hidden_size: int | None = Field(default=None, gt=0)  # assistants: target width
+
+    @model_validator(mode="after")
+    def _refs_exist(self) -> "ModelSpec":
+        refs = [*self.layers] + ([self.mtp.layer] if self.mtp else [])
+        for ref in refs:
+            if ref.attention not in self.attention_kinds:
+                raise ValueError(f"layer names unknown attention kind {ref.attention!r}")
+            if ref.ffn not in self.ffn_kinds:
+                raise ValueError(f"layer names unknown ffn kind {ref.ffn!r}")
+        if self.role == "assistant" and self.backbone_hidden_size is None:
+            raise ValueError("an assistant needs backbone_hidden_size")
+        return self
+
+    @property
+    def num_layers(self) -> int:
+        return sum(g.count for g in self.layers)
+
+    @cached_property
+    def expanded_layers(self) -> list[LayerRef]:
+        """Every layer in model order."""
+        return [LayerRef(attention=g.attention, ffn=g.ffn) for g in self.layers for _ in range(g.count)]
+
+
+class HardwareSpec(Spec):
+    """One accelerator (per-GPU figures) and its interconnect."""
+
+    name: str
+    peak_flops: dict[Dtype, float]          # dense tensor-core FLOP/s per dtype
+    memory_bandwidth_bytes_per_s: float = Field(gt=0)
+    memory_capacity_bytes: float = Field(gt=0)
+    link_bandwidth_bytes_per_s: float = Field(gt=0)   # per GPU, one direction
+    link_latency_s: float = Field(ge=0)               # per collective hop
+    launch_overhead_s: float = Field(ge=0)            # per kernel, eager
+    graph_launch_overhead_s: float = Field(ge=0)      # per kernel inside a CUDA-graph replay
+    host_overhead_s: float = Field(default=0.0, ge=0)  # per iteration: schedule, sample, bookkeeping
+    efficiency_flops: float = Field(default=0.7, gt=0, le=1)
+    efficiency_bandwidth: float = Field(default=0.8, gt=0, le=1)
+    usable_memory_fraction: float = Field(default=0.9, gt=0, le=1)
+
+    def flops_per_s(self, dtype: Dtype) -> float:
+        """Peak for `dtype`, falling back to the widest supported type (FP4 weights on Hopper
+        are dequantised and computed in FP8 or BF16)."""
+        for d in (dtype, "fp8", "bf16", "fp16", "fp32"):
+            if d in self.peak_flops and (DTYPE_BYTES[d] >= DTYPE_BYTES[dtype]):
+                return self.peak_flops[d]
+        raise ScenarioError(f"hardware {self.name!r}", "peak_flops", f"no entry usable for {dtype}")
+
+
+def names(kind: Literal["models", "hardware"]) -> list[str]:
+    """Catalog entries of one kind, sorted."""
+    return sorted(p.stem for p in (CATALOG_DIR / kind).glob("*.yaml"))
+
+
+def _read(kind: str, name: str, where: str) -> dict[str, Any]:
+    path = CATALOG_DIR / kind / f"{name}.yaml"
+    if not path.is_file():
+        raise ScenarioError(where, "", f"unknown {kind} catalog name {name!r} "
+                            f"(known: {', '.join(names(kind))})")  # type: ignore[arg-type]
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ScenarioError(str(path), "", f"YAML syntax error: {exc}") from None
+    if not isinstance(data, dict):
+        raise ScenarioError(str(path), "", "a catalog file must be a mapping")
+    return data
+
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` wins; nested mappings merge key by key, lists and scalars replace."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def resolve(kind: Literal["models", "hardware"], ref: str | dict[str, Any], where: str) -> dict[str, Any]:
+    """A catalog name or `{from: NAME, ...overrides}` -> the merged raw mapping."""
+    if isinstance(ref, str):
+        return _read(kind, ref, where)
+    if "from" not in ref:
+        return dict(ref)  # a full inline spec
+    over = {k: v for k, v in ref.items() if k != "from"}
+    return deep_merge(_read(kind, ref["from"], where), over)
+
+
+def load_model(name: str) -> ModelSpec:
+    return ModelSpec.model_validate(_read("models", name, f"models/{name}.yaml"))
+
+
+def load_hardware(name: str) -> HardwareSpec:
+    return HardwareSpec.model_validate(_read("hardware", name, f"hardware/{name}.yaml"))

@@ -1,0 +1,83 @@
+"""Command line: `mtpsim cost | run | calibrate | verify | plot`.
+
+Bad input of any kind exits with status 2 and one line naming the file, the key and the reason.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import pandas as pd
+
+from mtpsim import scenario as sc
+from mtpsim.errors import ScenarioError
+
+
+def _add_scenario(p: argparse.ArgumentParser) -> None:
+    p.add_argument("scenario", help="scenario YAML file")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="override a key (value parsed as YAML); repeatable")
+
+
+def cmd_cost(args) -> int:
+    from mtpsim.report import cost_report
+    points = sc.load(args.scenario, args.sets)
+    s = points[0]
+    batch = args.batch or s.workload.concurrency
+    context = args.context or _mean_len(s.workload.input_len)
+    if len(points) > 1:
+        print(f"(scenario sweeps {len(points)} points; pricing the first: {s.point})")
+    report = cost_report(s, batch, context)
+    hw = s.specs.hardware.name
+    print(f"{s.name}: {s.specs.model.name} on {s.parallel.tp}x{hw} (tp {s.parallel.tp}, ep {s.parallel.ep}), "
+          f"batch {batch}, context {context}, cost model {s.cost.model}\n")
+    _print("Passes of one iteration (per GPU)", report["passes"])
+    _print("Iteration", report["iterations"].assign(**{
+        c: report["iterations"][c] * 1e3 for c in ("gpu_s", "host_s", "exposed_host_s", "iteration_s")
+    }).rename(columns=lambda c: c.replace("_s", "_ms")))
+    _print("Memory budget per GPU", report["memory"])
+    return 0
+
+
+def _mean_len(length) -> int:
+    if isinstance(length, int):
+        return length
+    if length.dist == "uniform":
+        return (length.min + length.max) // 2
+    return int(length.mean)
+
+
+def _print(title: str, df: pd.DataFrame) -> None:
+    print(f"== {title}")
+    with pd.option_context("display.width", 200, "display.max_columns", 30,
+                           "display.float_format", lambda x: f"{x:.4g}"):
+        print(df.to_string(index=False))
+    print()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mtpsim", description="Predict MTP speculative-decoding speed.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("cost", help="price one iteration pass by pass, with the memory budget")
+    _add_scenario(p)
+    p.add_argument("--batch", type=int, help="running requests (default: workload.concurrency)")
+    p.add_argument("--context", type=int, help="committed KV length per request (default: mean input_len)")
+    p.set_defaults(func=cmd_cost)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except ScenarioError as exc:
+        print(f"mtpsim: error: {exc.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("mtpsim: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

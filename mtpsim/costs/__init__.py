@@ -1,0 +1,29 @@
+"""Cost models: ops (shapes), roofline (datasheet), calibrated (measured profile), passes (pricing).
+
+`build_pricer(scenario)` is the entry: it picks the scenario's cost model and returns a Pricer
+whose `price(shape, q_lens, kv_lens)` gives a PassCost.
+"""
+from __future__ import annotations
+
+from mtpsim.costs.passes import PassCost, PassShape, Pricer
+from mtpsim.costs.roofline import RooflineCosts
+
+
+def build_costs(scenario):
+    """The scenario's op-level cost model (roofline, or calibrated from a profile folder)."""
+    hw = scenario.specs.hardware
+    if scenario.cost.model == "calibrated":
+        from mtpsim.costs.calibrated import CalibratedCosts
+        return CalibratedCosts.from_profile(scenario.cost.profile, hw)
+    return RooflineCosts(hw)
+
+
+def build_pricer(scenario, costs=None) -> Pricer:
+    s = scenario
+    return Pricer(s.specs.model, s.specs.hardware, costs or build_costs(s), tp=s.parallel.tp,
+                  ep=s.parallel.ep, assistant=s.specs.assistant, moe_skew=s.cost.moe_skew,
+                  cuda_graphs=s.engine.cuda_graphs, max_graph_batch=s.engine.max_graph_batch,
+                  heads=s.speculative.steps)
+
+
+__all__ = ["PassCost", "PassShape", "Pricer", "build_costs", "build_pricer"]

@@ -1,0 +1,232 @@
+"""Op shapes: what one GPU of a replica computes and moves for each op of a pass (DESIGN §4).
+
+Every function returns `Op`s with flops and bytes *per GPU* (the shard under tp/ep), their
+family and shape (the keys a calibrated profile is looked up by), and how many kernels they
+launch. Pricing them is the cost models' job (roofline.py, calibrated.py); this file only counts.
+
+Units: flops in FLOP, bytes in bytes, token counts in tokens.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mtpsim.catalog import DTYPE_BYTES, AttentionSpec, FFNSpec, ModelSpec
+
+ACT_BYTES = 2.0  # activations move in bf16
+
+
+@dataclass(frozen=True)
+class Op:
+    """One op on one GPU. `shape` holds the lookup keys for a calibrated profile."""
+
+    name: str
+    family: str                     # gemm | attention | moe | lm_head | allreduce | alltoall | state
+    flops: float = 0.0
+    weight_bytes: float = 0.0
+    kv_bytes: float = 0.0
+    act_bytes: float = 0.0
+    comm_bytes: float = 0.0
+    kernels: int = 1
+    dtype: str = "bf16"
+    shape: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def bytes(self) -> float:
+        return self.weight_bytes + self.kv_bytes + self.act_bytes
+
+
+@dataclass(frozen=True)
+class Parallel:
+    tp: int = 1
+    ep: int = 1
+
+    @property
+    def expert_shard(self) -> int:
+        """GPUs one expert is split over."""
+        return self.tp // self.ep
+
+
+def gemm(name: str, m: int, k: int, n: int, dtype: str, *, family: str = "gemm", kernels: int = 1) -> Op:
+    """`m` tokens through a `k x n` weight: 2mkn flops; weights once plus activations in and out."""
+    w = DTYPE_BYTES[dtype]
+    return Op(name, family, flops=2.0 * m * k * n, weight_bytes=k * n * w,
+              act_bytes=(m * k + m * n) * ACT_BYTES, kernels=kernels, dtype=dtype,
+              shape={"m": m, "k": k, "n": n, "dtype": dtype})
+
+
+# ----------------------------------------------------------------------------- attention
+
+def attention_projections(att: AttentionSpec, d: int, tokens: int, dtype: str, par: Parallel,
+                          query_only: bool = False) -> list[Op]:
+    """Weight GEMMs around the attention core for `tokens` tokens on one GPU."""
+    tp = par.tp
+    if att.kind == "gqa":
+        heads, kv_heads = _heads_per_gpu(att.num_heads, tp), _heads_per_gpu(att.num_kv_heads, tp)
+        hd, vd = att.head_dim, att.v_head_dim or att.head_dim
+        ops = [gemm("attn.q_proj", tokens, d, heads * hd, dtype)]
+        if not query_only:
+            ops.append(gemm("attn.kv_proj", tokens, d, kv_heads * (hd + vd), dtype))
+        return ops + [gemm("attn.o_proj", tokens, heads * vd, d, dtype)]
+    if att.kind == "mla":
+        heads, rope, nope = _heads_per_gpu(att.num_heads, tp), att.qk_rope_head_dim, att.qk_nope_head_dim
+        lora = att.kv_lora_rank
+        if att.q_lora_rank:
+            q = [gemm("attn.q_a_proj", tokens, d, att.q_lora_rank, dtype),
+                 gemm("attn.q_b_proj", tokens, att.q_lora_rank, heads * (nope + rope), dtype)]
+        else:
+            q = [gemm("attn.q_proj", tokens, d, heads * (nope + rope), dtype)]
+        # absorbed decode: q_nope is multiplied into the latent space (W_UK) and the latent output
+        # out of it (W_UV), per head, so the cache stays kv_lora_rank + rope wide.
+        return q + [gemm("attn.kv_a_proj", tokens, d, lora + rope, dtype),
+                    gemm("attn.w_uk", tokens, heads * nope, lora, "bf16"),
+                    gemm("attn.w_uv", tokens, heads * lora, att.v_head_dim, "bf16"),
+                    gemm("attn.o_proj", tokens, heads * att.v_head_dim, d, dtype)]
+    # linear (Gated DeltaNet): q, k (key heads), v, z gate (value heads), per-head a/b gates
+    qk = 2 * _heads_per_gpu(att.num_kv_heads, tp) * att.head_dim
+    vz = 2 * _heads_per_gpu(att.num_heads, tp) * att.value_head_dim
+    return [gemm("attn.in_proj", tokens, d, qk + vz + 2 * _heads_per_gpu(att.num_heads, tp), dtype),
+            gemm("attn.o_proj", tokens, vz // 2, d, dtype)]
+
+
+def kv_bytes_per_token(att: AttentionSpec, kv_dtype: str, tp: int) -> float:
+    """KV cache bytes one token adds to one layer on one GPU (0 for linear attention).
+
+    MLA's latent cache is replicated on every tp rank; GQA's KV heads are split (and replicated
+    when there are fewer KV heads than ranks)."""
+    w = DTYPE_BYTES[kv_dtype]
+    if att.kind == "mla":
+        return (att.kv_lora_rank + att.qk_rope_head_dim) * w
+    if att.kind == "gqa":  # K head_dim wide, V v_head_dim wide (equal unless the model says so)
+        return _heads_per_gpu(att.num_kv_heads, tp) * (att.head_dim + (att.v_head_dim or att.head_dim)) * w
+    return 0.0
+
+
+def linear_state_bytes(att: AttentionSpec, tp: int) -> float:
+    """Gated DeltaNet recurrent state per request per layer on one GPU (fp32), conv state included."""
+    heads = _heads_per_gpu(att.num_heads, tp)
+    conv = (2 * _heads_per_gpu(att.num_kv_heads, tp) * att.head_dim + heads * att.value_head_dim) * (att.conv_kernel - 1)
+    return (heads * att.head_dim * att.value_head_dim + conv) * 4.0
+
+
+def attention_core(att: AttentionSpec, q_lens: np.ndarray, kv_lens: np.ndarray, kv_dtype: str,
+                   tp: int) -> Op:
+    """The attention kernel for a batch: request i has q_lens[i] new tokens after kv_lens[i] cached.
+
+    Bytes: each request reads its visible KV once, min(kv + q, window) tokens, so cost follows
+    the *sum* of per-request lengths. Flops: QK^T and PV, 2 * 2 * q * kv * heads * head width."""
+    if att.kind == "linear":
+        return _linear_core(att, q_lens, tp)
+    visible = kv_lens + q_lens
+    if att.window is not None:
+        visible = np.minimum(visible, att.window)
+    kv_tokens = float(visible.sum())
+    qk_tokens = float((q_lens * visible).sum())
+    heads = _heads_per_gpu(att.num_heads, tp)
+    if att.kind == "mla":  # absorbed: scores over kv_lora + rope, values over kv_lora
+        width = 2 * att.kv_lora_rank + att.qk_rope_head_dim
+        flops = 2.0 * qk_tokens * heads * width
+    else:
+        flops = 2.0 * qk_tokens * heads * (att.head_dim + (att.v_head_dim or att.head_dim))
+    q_tokens = float(q_lens.sum())
+    return Op("attn.core", "attention", flops=flops,
+              kv_bytes=kv_tokens * kv_bytes_per_token(att, kv_dtype, tp),
+              act_bytes=2 * q_tokens * heads * (att.head_dim or att.kv_lora_rank) * ACT_BYTES,
+              dtype="bf16",
+              shape={"kind": att.kind, "batch": len(q_lens), "q": q_tokens / max(len(q_lens), 1),
+                     "kv_tokens": kv_tokens, "heads": heads, "window": att.window or 0})
+
+
+def _linear_core(att: AttentionSpec, q_lens: np.ndarray, tp: int) -> Op:
+    """Gated DeltaNet: read each request's state, update it per token, write it back; for
+    speculative verify every intermediate state is kept for rollback (one write per token)."""
+    heads = _heads_per_gpu(att.num_heads, tp)
+    state = linear_state_bytes(att, tp)
+    batch, tokens = len(q_lens), float(q_lens.sum())
+    writes = tokens if tokens > batch else batch
+    flops = 6.0 * tokens * heads * att.head_dim * att.value_head_dim
+    return Op("attn.linear_state", "state", flops=flops, kv_bytes=state * (batch + writes), kernels=2,
+              shape={"kind": "linear", "batch": batch, "q": tokens / max(batch, 1), "heads": heads})
+
+
+def _heads_per_gpu(heads: int, tp: int) -> int:
+    return max(1, math.ceil(heads / tp))
+
+
+# ----------------------------------------------------------------------------- FFN
+
+def experts_touched(num_experts: int, top_k: int, tokens: int, skew: float = 0.0) -> float:
+    """Expected distinct experts hit by `tokens` tokens, each routed to `top_k` of them.
+
+    Uniform routing: E * (1 - (1 - k/E)^T). `skew` in [0, 1) concentrates routing on a hot
+    subset of E * (1 - skew) experts (at least top_k), which lowers the count at mid batch."""
+    hot = max(float(top_k), num_experts * (1.0 - skew))
+    return hot * (1.0 - (1.0 - top_k / hot) ** tokens)
+
+
+def ffn_ops(ffn: FFNSpec, d: int, tokens: int, dtype: str, expert_dtype: str, par: Parallel,
+            skew: float = 0.0) -> list[Op]:
+    """Dense gated FFN (gate, up, down), or MoE: router + routed experts + shared experts."""
+    if ffn.kind == "dense":
+        inter = ffn.intermediate_size // par.tp
+        return [gemm("ffn.gate_up", tokens, d, 2 * inter, dtype),
+                gemm("ffn.down", tokens, inter, d, dtype)]
+    ops = [gemm("moe.router", tokens, d, ffn.num_experts, "bf16", kernels=2)]
+    ops.append(moe_experts(ffn, d, tokens, expert_dtype, par, skew))
+    if ffn.num_shared_experts:
+        inter = ffn.num_shared_experts * (ffn.shared_intermediate_size or ffn.expert_intermediate_size) // par.tp
+        ops += [gemm("moe.shared_gate_up", tokens, d, 2 * inter, expert_dtype),
+                gemm("moe.shared_down", tokens, inter, d, expert_dtype)]
+    return ops
+
+
+def moe_experts(ffn: FFNSpec, d: int, tokens: int, dtype: str, par: Parallel, skew: float = 0.0) -> Op:
+    """Routed experts on one GPU: its ep group holds E/ep experts, each split over tp/ep GPUs.
+
+    Bytes are the touched experts' weights (gate, up, down); flops 2 * T * k * 3 * d * d_expert
+    spread evenly over the replica's tp GPUs."""
+    e, k, inter = ffn.num_experts, ffn.top_k, ffn.expert_intermediate_size
+    touched = experts_touched(e, k, tokens, skew) / par.ep
+    per_expert = 3 * d * inter * DTYPE_BYTES[dtype] / par.expert_shard
+    return Op("moe.experts", "moe", flops=2.0 * tokens * k * 3 * d * inter / par.tp,
+              weight_bytes=touched * per_expert,
+              act_bytes=tokens * k * 2 * d * ACT_BYTES / par.ep, kernels=4, dtype=dtype,
+              shape={"tokens": tokens, "num_experts": e // par.ep, "top_k": k, "d": d,
+                     "inter": inter // par.expert_shard, "touched": touched, "dtype": dtype})
+
+
+# ----------------------------------------------------------------------------- heads and comms
+
+def lm_head_ops(model: ModelSpec, rows: int, dtype: str, tp: int, d: int | None = None,
+                vocab: int | None = None) -> list[Op]:
+    """Logits for `rows` tokens, vocab split over tp. The centroid head scores num_centroids
+    clusters, then the top_clusters' rows of the full head (V / C rows each) per token."""
+    d, vocab = d or model.hidden_size, vocab or model.vocab_size
+    head = model.lm_head
+    if head.kind == "full":
+        return [gemm("lm_head", rows, d, math.ceil(vocab / tp), dtype, family="lm_head")]
+    c, top = head.num_centroids, head.top_clusters
+    rows_per_token = top * math.ceil(vocab / c)
+    w = DTYPE_BYTES[dtype]
+    expand = Op("lm_head.centroid_expand", "lm_head", flops=2.0 * rows * rows_per_token * d / tp,
+                weight_bytes=min(rows * rows_per_token, vocab) * d * w / tp, kernels=3, dtype=dtype,
+                shape={"m": rows, "k": d, "n": rows_per_token, "dtype": dtype})
+    return [gemm("lm_head.centroids", rows, d, c, dtype, family="lm_head"), expand]
+
+
+def allreduce(tokens: int, d: int, tp: int) -> Op | None:
+    """Tensor-parallel all-reduce of a tokens x d bf16 activation (one per attention, one per FFN)."""
+    if tp == 1:
+        return None
+    return Op("comm.allreduce", "allreduce", comm_bytes=tokens * d * ACT_BYTES,
+              shape={"bytes": tokens * d * ACT_BYTES, "ranks": tp})
+
+
+def alltoall(tokens: int, top_k: int, d: int, ep: int) -> Op | None:
+    """Expert-parallel dispatch + combine: each routed copy of a token crosses once each way."""
+    if ep == 1:
+        return None
+    return Op("comm.alltoall", "alltoall", comm_bytes=2 * tokens * top_k * d * ACT_BYTES / ep, kernels=2,
+              shape={"bytes": 2 * tokens * top_k * d * ACT_BYTES / ep, "ranks": ep})

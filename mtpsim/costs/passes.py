@@ -1,0 +1,187 @@
+"""Pricing a pass: a forward of one model part over a batch, as ops priced by a cost model.
+
+`Pricer.price(shape, q_lens, kv_lens)` is the one public call: it returns a `PassCost` with the
+time and a named breakdown. Ops that depend only on token counts (GEMMs, experts, LM head,
+collectives) are built once per token count and cached; the attention core is priced per call
+from the per-request KV lengths.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from mtpsim.catalog import HardwareSpec, LayerRef, ModelSpec
+from mtpsim.costs import ops as O
+from mtpsim.costs.roofline import OpTime
+
+# SGLang's default captured batch sizes (cuda_graph_bs), capped by max_graph_batch.
+GRAPH_BUCKETS = (1, 2, 4, 8, 12, *range(16, 1025, 8))
+
+
+@dataclass(frozen=True)
+class PassShape:
+    """One pass as the design describes it (DESIGN §3).
+
+    kind: decode | draft | verify | extend | prefill. part: target | mtp | assistant | heads.
+    tokens_per_request: query tokens per request; logits_per_request: LM-head rows per request;
+    layer: which MTP layer (multi_layer); kv_offset: tokens this pass sees beyond the committed KV.
+    """
+
+    kind: str
+    part: str
+    tokens_per_request: int
+    logits_per_request: int
+    layer: int = 0
+    kv_offset: int = 0
+
+
+@dataclass(frozen=True)
+class PassCost:
+    """Seconds and work of one pass on one GPU of a replica."""
+
+    kind: str
+    part: str
+    tokens: int
+    time_s: float
+    compute_s: float
+    memory_s: float
+    comm_s: float
+    overhead_s: float
+    flops: float
+    weight_bytes: float
+    kv_bytes: float
+    comm_bytes: float
+    sources: tuple[str, ...] = ()
+    ops: tuple[tuple[O.Op, OpTime, int], ...] = field(default=(), repr=False)
+
+    @property
+    def bound(self) -> str:
+        """What dominates: compute, memory, comm or overhead."""
+        terms = {"compute": self.compute_s, "memory": self.memory_s, "comm": self.comm_s,
+                 "overhead": self.overhead_s}
+        return max(terms, key=terms.get)
+
+
+@dataclass(frozen=True)
+class PartLayers:
+    """A model part as (count, layer) groups plus its dtypes and flags."""
+
+    groups: tuple[tuple[int, LayerRef], ...]
+    spec: ModelSpec
+    attn_dtype: str
+    ffn_dtype: str
+    expert_dtype: str
+    query_only: bool = False
+
+
+class Pricer:
+    """Builds and prices passes for one scenario's model, draft and hardware."""
+
+    def __init__(self, model: ModelSpec, hardware: HardwareSpec, costs, *, tp: int = 1, ep: int = 1,
+                 assistant: ModelSpec | None = None, moe_skew: float = 0.0, cuda_graphs: bool = True,
+                 max_graph_batch: int = 256, heads: int = 1):
+        self.model, self.hw, self.costs, self.assistant = model, hardware, costs, assistant
+        self.par = O.Parallel(tp, ep)
+        self.skew, self.graphs, self.max_graph_batch = moe_skew, cuda_graphs, max_graph_batch
+        self.heads = heads  # parallel_heads: how many heads run (one per step)
+        self.static_ops = lru_cache(maxsize=4096)(self._build_static)
+
+    # ------------------------------------------------------------------ public
+    def price(self, shape: PassShape, q_lens: np.ndarray, kv_lens: np.ndarray, keep_ops: bool = False) -> PassCost:
+        """Time of `shape` over a batch: request i adds q_lens[i] tokens after kv_lens[i] cached."""
+        batch = len(q_lens)
+        graphs = self.uses_graphs(shape, batch)
+        rows = self.padded_batch(batch) if graphs else batch
+        tokens = int(q_lens.sum()) if shape.kind == "prefill" else rows * shape.tokens_per_request
+        logits = (batch if shape.kind == "prefill" else rows) * shape.logits_per_request
+        priced = list(self.static_ops(shape.part, shape.layer, tokens, logits, graphs))
+        for att, count, kv_dtype in self._attention_kinds(shape.part):
+            op = O.attention_core(att, q_lens, kv_lens + shape.kv_offset, kv_dtype, self.par.tp)
+            priced.append((op, self.costs.time(op, graphs), count))
+        return self._sum(shape, tokens, priced, graphs, keep_ops)
+
+    def uses_graphs(self, shape: PassShape, batch: int) -> bool:
+        """Decode-shaped passes replay CUDA graphs up to max_graph_batch; prefill runs eagerly."""
+        return self.graphs and shape.kind != "prefill" and batch <= self.max_graph_batch
+
+    def padded_batch(self, batch: int) -> int:
+        return next((b for b in GRAPH_BUCKETS if b >= batch and b <= self.max_graph_batch), batch)
+
+    def layers(self, part: str) -> PartLayers:
+        m, dt = self.model, self.model.dtypes
+        if part == "target":
+            counts = Counter((g.attention, g.ffn) for g in m.layers for _ in range(g.count))
+            groups = tuple((n, LayerRef(attention=a, ffn=f)) for (a, f), n in counts.items())
+            return PartLayers(groups, m, dt.attention, dt.dense_ffn, dt.experts)
+        if part in ("mtp", "heads"):
+            n = 1 if part == "mtp" else self.heads
+            return PartLayers(((n, m.mtp.layer),), m, dt.mtp, dt.mtp, dt.mtp)
+        a = self.assistant
+        counts = Counter((g.attention, g.ffn) for g in a.layers for _ in range(g.count))
+        groups = tuple((n, LayerRef(attention=x, ffn=f)) for (x, f), n in counts.items())
+        return PartLayers(groups, a, a.dtypes.attention, a.dtypes.dense_ffn, a.dtypes.experts, query_only=True)
+
+    # ------------------------------------------------------------------ building
+    def _build_static(self, part: str, layer: int, tokens: int, logits: int, graphs: bool):
+        ops = [(op, n) for n, op in self._layer_ops(part, tokens)] + [(op, 1) for op in self._edge_ops(part, tokens, logits)]
+        return tuple((op, self.costs.time(op, graphs), n) for op, n in ops if op is not None)
+
+    def _layer_ops(self, part: str, tokens: int):
+        spec = self.layers(part)
+        d, tp = spec.spec.hidden_size, self.par.tp
+        for count, ref in spec.groups:
+            att, ffn = spec.spec.attention_kinds[ref.attention], spec.spec.ffn_kinds[ref.ffn]
+            layer = O.attention_projections(att, d, tokens, spec.attn_dtype, self.par, spec.query_only)
+            layer += O.ffn_ops(ffn, d, tokens, spec.ffn_dtype, spec.expert_dtype, self.par, self.skew)
+            layer += [O.Op("norms+rope+act", "elementwise", act_bytes=6 * tokens * d * O.ACT_BYTES, kernels=4),
+                      O.allreduce(tokens, d, tp), O.allreduce(tokens, d, tp)]
+            if ffn.kind == "moe":
+                layer.append(O.alltoall(tokens, ffn.top_k, d, self.par.ep))
+            yield from ((count, op) for op in layer)
+
+    def _edge_ops(self, part: str, tokens: int, logits: int) -> list[O.Op | None]:
+        """What a part runs outside its layers: input projections and the LM head."""
+        m, tp, dt = self.model, self.par.tp, self.model.dtypes
+        if part == "target":
+            return O.lm_head_ops(m, logits, dt.lm_head, tp)
+        if part in ("mtp", "heads"):
+            mtp, n = m.mtp, (1 if part == "mtp" else self.heads)
+            proj = [O.gemm("mtp.eh_proj", tokens, 2 * m.hidden_size, m.hidden_size, dt.mtp)] * n if mtp.input_projection else []
+            return proj + O.lm_head_ops(m, logits * n, dt.lm_head, tp, vocab=mtp.vocab_size)
+        a = self.assistant
+        return [O.gemm("assistant.pre_proj", tokens, 2 * a.backbone_hidden_size, a.hidden_size, a.dtypes.dense_ffn),
+                O.gemm("assistant.post_proj", tokens, a.hidden_size, a.backbone_hidden_size, a.dtypes.dense_ffn),
+                *O.lm_head_ops(a, logits, a.dtypes.lm_head, tp)]
+
+    @lru_cache(maxsize=8)
+    def _attention_kinds(self, part: str):
+        """(attention spec, layer count, kv dtype) per attention kind of a part."""
+        spec = self.layers(part)
+        kv_dtype = self.model.dtypes.kv_cache
+        counts = Counter()
+        for count, ref in spec.groups:
+            counts[ref.attention] += count
+        return tuple((spec.spec.attention_kinds[name], n, kv_dtype) for name, n in counts.items())
+
+    def _sum(self, shape: PassShape, tokens: int, priced, graphs: bool, keep_ops: bool) -> PassCost:
+        compute = memory = comm = overhead = flops = wbytes = kvbytes = cbytes = 0.0
+        sources = set()
+        for op, t, n in priced:
+            if t.compute_s >= t.memory_s:
+                compute += n * t.compute_s
+            else:
+                memory += n * t.memory_s
+            comm += n * t.comm_s
+            overhead += n * t.overhead_s
+            flops += n * op.flops
+            wbytes += n * op.weight_bytes
+            kvbytes += n * op.kv_bytes
+            cbytes += n * op.comm_bytes
+            sources.add(t.source)
+        overhead += self.costs.pass_overhead_s(graphs)
+        return PassCost(shape.kind, shape.part, tokens, compute + memory + comm + overhead, compute, memory,
+                        comm, overhead, flops, wbytes, kvbytes, cbytes, tuple(sorted(sources)),
+                        tuple(priced) if keep_ops else ())

@@ -1,0 +1,41 @@
+"""The one error type users see: a file, a key path and a reason, printed without a traceback."""
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+
+class ScenarioError(Exception):
+    """Bad input. `where` is the file (or catalog entry), `key` the dotted key path ('' = whole)."""
+
+    def __init__(self, where: str, key: str, reason: str):
+        self.where, self.key, self.reason = where, key, reason
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        at = f": {self.key}" if self.key else ""
+        return f"{self.where}{at}: {self.reason}"
+
+
+def from_validation(exc: ValidationError, where: str, prefix: str = "") -> ScenarioError:
+    """The first pydantic error as a ScenarioError with a dotted key path."""
+    errors = exc.errors()
+    err = errors[0]
+    if isinstance(err.get("input"), dict):  # a union like `int | mapping`: report the mapping's error
+        err = next((e for e in errors if not e["type"].endswith("_type")), err)
+    parts = [str(p) for p in err["loc"] if not _is_union_tag(str(p))]
+    key = ".".join(p for p in [prefix, *parts] if p)
+    reason = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        reason = "unknown key"
+    elif err["type"] == "missing":
+        reason = "required key is missing"
+    elif "input" in err and err["type"] not in ("value_error", "assertion_error"):
+        reason = f"{reason} (got {err['input']!r})"
+    return ScenarioError(where, key, reason)
+
+
+def _is_union_tag(part: str) -> bool:
+    """pydantic names union branches in error locations (`int`, `LengthDist`, `function-after[...]`)."""
+    return part.startswith("function-") or part in ("int", "str", "float", "bool") or part[:1].isupper() \
+        or part.startswith(("dict[", "list["))

@@ -1,0 +1,63 @@
+"""`mtpsim cost`: one iteration of a design priced pass by pass, beside plain decoding, with the
+memory budget. Returns tables (DataFrames) so the CLI prints them and notebooks reuse them.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from mtpsim.costs import Pricer, build_pricer
+from mtpsim.designs import DesignShape, iteration_passes, overlap_window
+from mtpsim.memory import memory_budget
+
+
+def iteration_table(pricer: Pricer, design: DesignShape, batch: int, context: int) -> pd.DataFrame:
+    """One row per pass of one iteration at `batch` requests of `context` committed tokens."""
+    kv = np.full(batch, context)
+    rows = []
+    for shape in iteration_passes(design):
+        cost = pricer.price(shape, np.full(batch, shape.tokens_per_request), kv)
+        rows.append({
+            "design": design.design, "pass": f"{shape.kind}:{shape.part}", "tokens": cost.tokens,
+            "time_ms": cost.time_s * 1e3, "weight_GB": cost.weight_bytes / 1e9,
+            "kv_GB": cost.kv_bytes / 1e9, "gflop": cost.flops / 1e9, "comm_ms": cost.comm_s * 1e3,
+            "overhead_ms": cost.overhead_s * 1e3, "bound": cost.bound, "priced_by": "+".join(cost.sources),
+        })
+    return pd.DataFrame(rows)
+
+
+def iteration_time_s(pricer: Pricer, design: DesignShape, table: pd.DataFrame, overlap: bool) -> dict:
+    """Iteration time = passes + the host time the overlap window does not hide."""
+    gpu_s = table.time_ms.sum() / 1e3
+    window = overlap_window(design) if overlap else ()
+    hidden_s = sum(t / 1e3 for p, t in zip(table["pass"], table.time_ms) if p.split(":")[0] in window)
+    host_s = pricer.hw.host_overhead_s
+    exposed_s = max(0.0, host_s - hidden_s)
+    return {"gpu_s": gpu_s, "host_s": host_s, "exposed_host_s": exposed_s, "iteration_s": gpu_s + exposed_s}
+
+
+def memory_table(pricer: Pricer, designs: list[DesignShape], context: int) -> pd.DataFrame:
+    rows = []
+    for d in designs:
+        m = memory_budget(pricer, d)
+        rows.append({"design": d.design, "target_weights_GB": m.target_weight_bytes / 1e9,
+                     "draft_weights_GB": m.draft_weight_bytes / 1e9, "kv_budget_GB": m.kv_budget_bytes / 1e9,
+                     "kv_bytes_per_token": m.kv_bytes_per_token, "draft_kv_bytes_per_token": m.draft_kv_bytes_per_token,
+                     "reserved_tokens": m.reserved_tokens, "max_kv_tokens": m.max_kv_tokens,
+                     f"max_requests@{context}": m.max_requests(context)})
+    return pd.DataFrame(rows)
+
+
+def cost_report(scenario, batch: int, context: int) -> dict:
+    """Tables for the scenario's design and for `none`, at one batch and context."""
+    pricer = build_pricer(scenario)
+    designs = [DesignShape("none")]
+    if scenario.speculative.design != "none":
+        designs.append(DesignShape.of(scenario.speculative))
+    passes, totals = [], []
+    for d in designs:
+        table = iteration_table(pricer, d, batch, context)
+        passes.append(table)
+        totals.append({"design": d.design, **iteration_time_s(pricer, d, table, scenario.engine.overlap_schedule)})
+    return {"passes": pd.concat(passes, ignore_index=True), "iterations": pd.DataFrame(totals),
+            "memory": memory_table(pricer, designs, context)}

@@ -1,0 +1,31 @@
+"""Shared fixtures: small scenario files written into tmp_path."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+BASE = {
+    "name": "t",
+    "model": "deepseek-v3",
+    "hardware": "h200",
+    "parallel": {"tp": 8},
+    "speculative": {"design": "nextn", "steps": 3},
+    "acceptance": {"per_depth": [0.9, 0.8, 0.7]},
+    "workload": {"arrival": "batch", "concurrency": 4, "num_requests": 4, "input_len": 256, "output_len": 32},
+}
+
+
+@pytest.fixture
+def write_scenario(tmp_path):
+    """write_scenario(dict | str) -> path of a scenario file in tmp_path."""
+    def write(content, name="s.yaml") -> Path:
+        path = tmp_path / name
+        text = content if isinstance(content, str) else yaml.safe_dump(content, sort_keys=False)
+        path.write_text(textwrap.dedent(text))
+        return path
+    return write
