@@ -63,7 +63,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, help="running requests (default: workload.concurrency)")
     p.add_argument("--context", type=int, help="committed KV length per request (default: mean input_len)")
     p.set_defaults(func=cmd_cost)
+
+    p = sub.add_parser("calibrate", help="time the ops on this machine's device and write a profile (needs torch)")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("--quick", action="store_true", help="a small grid (under 3 minutes on 2 CPU cores)")
+    p.add_argument("--out", help="profile folder (default calibrate/profiles/<device>)")
+    p.add_argument("--threads", type=int, help="CPU threads for torch (default: all cores)")
+    p.set_defaults(func=lambda a: _torch_command("mtpsim.calibration.command", a))
+
+    p = sub.add_parser("verify", help="run the real decode loop in PyTorch and compare it with the prediction")
+    _add_scenario(p)
+    p.add_argument("--out", help="output folder (default runs/<name>-verify-<timestamp>)")
+    p.add_argument("--calibrate", action="store_true", help="measure a profile on the spot instead of the committed one")
+    p.set_defaults(func=lambda a: _torch_command("mtpsim.verify.command", a))
     return parser
+
+
+def _torch_command(module: str, args) -> int:
+    """calibrate and verify import torch; say how to get it rather than fail with ImportError."""
+    import importlib
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("mtpsim: error: this command needs PyTorch: pip install 'mtpsim[torch]'", file=sys.stderr)
+        return 2
+    return importlib.import_module(module).main(args)
 
 
 def main(argv: list[str] | None = None) -> int:
