@@ -17,7 +17,7 @@ install-dev: $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev,torch]'
 
 run: install
-	$(BIN)/mtpsim cost scenarios/quickstart.yaml
+	$(BIN)/mtpsim run scenarios/quickstart.yaml
 
 test: install-dev
 	$(BIN)/python -m pytest -q

@@ -16,6 +16,7 @@ import numpy as np
 from mtpsim.catalog import DTYPE_BYTES, AttentionSpec, FFNSpec, ModelSpec
 
 ACT_BYTES = 2.0  # activations move in bf16
+MLA_ABSORB_MAX_Q = 64  # query tokens per request up to which MLA runs absorbed (decode, verify)
 
 
 @dataclass(frozen=True)
@@ -120,12 +121,18 @@ def attention_core(att: AttentionSpec, q_lens: np.ndarray, kv_lens: np.ndarray, 
     if att.kind == "linear":
         return _linear_core(att, q_lens, tp)
     visible = kv_lens + q_lens
+    # causal: query j of the q new tokens sees kv + j + 1 keys, on average kv + (q + 1) / 2
+    per_query = kv_lens + (q_lens + 1) / 2
     if att.window is not None:
         visible = np.minimum(visible, att.window)
+        per_query = np.minimum(per_query, att.window)
     kv_tokens = float(visible.sum())
-    qk_tokens = float((q_lens * visible).sum())
+    qk_tokens = float((q_lens * per_query).sum())
     heads = _heads_per_gpu(att.num_heads, tp)
-    if att.kind == "mla":  # absorbed: scores over kv_lora + rope, values over kv_lora
+    if att.kind == "mla" and q_lens.max(initial=0) > MLA_ABSORB_MAX_Q:
+        # prefill-sized queries run MLA unabsorbed (engines expand K and V from the latent)
+        flops = 2.0 * qk_tokens * heads * (att.qk_nope_head_dim + att.qk_rope_head_dim + att.v_head_dim)
+    elif att.kind == "mla":  # absorbed: scores over kv_lora + rope, values over kv_lora
         width = 2 * att.kv_lora_rank + att.qk_rope_head_dim
         flops = 2.0 * qk_tokens * heads * width
     else:
@@ -136,7 +143,17 @@ def attention_core(att: AttentionSpec, q_lens: np.ndarray, kv_lens: np.ndarray, 
               act_bytes=2 * q_tokens * heads * (att.head_dim or att.kv_lora_rank) * ACT_BYTES,
               dtype="bf16",
               shape={"kind": att.kind, "batch": len(q_lens), "q": q_tokens / max(len(q_lens), 1),
-                     "kv_tokens": kv_tokens, "heads": heads, "window": att.window or 0})
+                     "kv_tokens": kv_tokens, "heads": heads, "window": att.window or 0,
+                     **_attention_widths(att, tp), "query_only": att.kv_source is not None})
+
+
+def _attention_widths(att: AttentionSpec, tp: int) -> dict:
+    """KV heads per GPU and the score / value widths per head (MLA: one latent head, scores over
+    kv_lora_rank + rope, values over kv_lora_rank), for calibrated lookups."""
+    if att.kind == "mla":
+        return {"kv_heads": 1, "head_dim": att.kv_lora_rank + att.qk_rope_head_dim, "v_head_dim": att.kv_lora_rank}
+    return {"kv_heads": _heads_per_gpu(att.num_kv_heads, tp), "head_dim": att.head_dim,
+            "v_head_dim": att.v_head_dim or att.head_dim}
 
 
 def _linear_core(att: AttentionSpec, q_lens: np.ndarray, tp: int) -> Op:
@@ -192,7 +209,9 @@ def moe_experts(ffn: FFNSpec, d: int, tokens: int, dtype: str, par: Parallel, sk
     per_expert = 3 * d * inter * DTYPE_BYTES[dtype] / par.expert_shard
     return Op("moe.experts", "moe", flops=2.0 * tokens * k * 3 * d * inter / par.tp,
               weight_bytes=touched * per_expert,
-              act_bytes=tokens * k * 2 * d * ACT_BYTES / par.ep, kernels=4, dtype=dtype,
+              # hidden states in and out once; each routed copy's intermediate written and read
+              act_bytes=(2 * tokens * d + 2 * tokens * k * inter / par.expert_shard) * ACT_BYTES / par.ep,
+              kernels=4, dtype=dtype,
               shape={"tokens": tokens, "num_experts": e // par.ep, "top_k": k, "d": d,
                      "inter": inter // par.expert_shard, "touched": touched, "dtype": dtype})
 
@@ -206,14 +225,20 @@ def lm_head_ops(model: ModelSpec, rows: int, dtype: str, tp: int, d: int | None 
     d, vocab = d or model.hidden_size, vocab or model.vocab_size
     head = model.lm_head
     if head.kind == "full":
-        return [gemm("lm_head", rows, d, math.ceil(vocab / tp), dtype, family="lm_head")]
+        return [_head_kind(gemm("lm_head", rows, d, math.ceil(vocab / tp), dtype, family="lm_head"), "full")]
     c, top = head.num_centroids, head.top_clusters
     rows_per_token = top * math.ceil(vocab / c)
     w = DTYPE_BYTES[dtype]
     expand = Op("lm_head.centroid_expand", "lm_head", flops=2.0 * rows * rows_per_token * d / tp,
                 weight_bytes=min(rows * rows_per_token, vocab) * d * w / tp, kernels=3, dtype=dtype,
-                shape={"m": rows, "k": d, "n": rows_per_token, "dtype": dtype})
-    return [gemm("lm_head.centroids", rows, d, c, dtype, family="lm_head"), expand]
+                shape={"m": rows, "k": d, "n": rows_per_token, "dtype": dtype, "kind": "expand"})
+    return [_head_kind(gemm("lm_head.centroids", rows, d, c, dtype, family="lm_head"), "full"), expand]
+
+
+def _head_kind(op: Op, kind: str) -> Op:
+    """Tag an LM-head op `full` (a plain matmul) or `expand` (top clusters' rows, gathered)."""
+    op.shape["kind"] = kind
+    return op
 
 
 def allreduce(tokens: int, d: int, tp: int) -> Op | None:

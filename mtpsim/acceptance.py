@@ -1,0 +1,126 @@
+"""Acceptance profiles (DESIGN §5): conditional per-depth acceptance, its other forms, sampling.
+
+alpha_k = P(draft k accepted | drafts 1..k-1 accepted); a_k = prod_{j<=k} alpha_j = P(at least k
+accepted); E[A] = 1 + sum_k a_k. A measured histogram `accept_counts[j]` (iterations in which
+exactly j drafts were accepted) converts to the same form, so measurements feed in unchanged.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mtpsim.errors import ScenarioError
+
+
+@dataclass(frozen=True)
+class AcceptanceProfile:
+    """Conditional acceptance per depth, and the per-request spread (0 = identical requests)."""
+
+    alphas: tuple[float, ...]
+    spread: float = 0.0
+
+    # ------------------------------------------------------------------ forms
+    @classmethod
+    def from_cumulative(cls, cumulative, spread: float = 0.0) -> "AcceptanceProfile":
+        """a_k -> alpha_k = a_k / a_{k-1} (0 once a depth is never reached)."""
+        a = np.asarray(cumulative, dtype=float)
+        prev = np.concatenate([[1.0], a[:-1]])
+        alphas = np.divide(a, prev, out=np.zeros_like(a), where=prev > 0)
+        return cls(tuple(float(x) for x in alphas), spread)
+
+    @classmethod
+    def from_accept_length(cls, accept_length: float, steps: int, spread: float = 0.0) -> "AcceptanceProfile":
+        """The geometric profile (alpha constant over depth) whose E[A] over `steps` matches."""
+        if not 1.0 <= accept_length <= steps + 1:
+            raise ValueError(f"accept length {accept_length} outside [1, {steps + 1}]")
+        lo, hi = 0.0, 1.0
+        for _ in range(60):  # bisection: E[A] is increasing in alpha
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if 1 + sum(mid ** k for k in range(1, steps + 1)) < accept_length else (lo, mid)
+        return cls((lo,) * steps, spread)
+
+    @classmethod
+    def from_histogram(cls, counts, spread: float = 0.0) -> "AcceptanceProfile":
+        """counts[j] = iterations with exactly j drafts accepted -> conditional alphas.
+
+        Only iterations that could have accepted more count toward a depth; here every iteration
+        proposes len(counts) - 1 drafts, so P(at least k) = sum_{j>=k} counts[j] / total."""
+        c = np.asarray(counts, dtype=float)
+        if c.ndim != 1 or len(c) < 2 or c.sum() <= 0 or (c < 0).any():
+            raise ValueError("a histogram needs at least two non-negative counts with a positive total")
+        at_least = c[::-1].cumsum()[::-1] / c.sum()
+        return cls.from_cumulative(at_least[1:], spread)
+
+    @classmethod
+    def from_section(cls, acc, steps: int, where: str) -> "AcceptanceProfile":
+        """From a scenario's `acceptance` section."""
+        if acc.per_depth is not None:
+            return cls(tuple(acc.per_depth), acc.spread)
+        if acc.cumulative is not None:
+            return cls.from_cumulative(acc.cumulative, acc.spread)
+        if acc.accept_length is not None:
+            return cls.from_accept_length(acc.accept_length, steps, acc.spread)
+        if acc.histogram is not None:
+            return cls.from_histogram(read_histogram(acc.histogram, where), acc.spread)
+        return cls((0.0,) * steps)
+
+    # ------------------------------------------------------------------ closed forms
+    def cumulative(self, steps: int) -> np.ndarray:
+        """a_1..a_steps (depths past the profile count as never accepted)."""
+        alphas = np.zeros(steps)
+        n = min(steps, len(self.alphas))
+        alphas[:n] = self.alphas[:n]
+        return np.cumprod(alphas)
+
+    def expected_accept_length(self, steps: int) -> float:
+        """E[A] = 1 + sum_k a_k: tokens per request per iteration, bonus included."""
+        return 1.0 + float(self.cumulative(steps).sum())
+
+    # ------------------------------------------------------------------ sampling
+    def request_levels(self, rng: np.random.Generator, n: int, steps: int) -> np.ndarray:
+        """Per-request alphas (n x steps): each a Beta with the profile's mean and variance
+        spread^2 * alpha(1 - alpha), drawn once per request; the profile itself when spread is 0."""
+        alphas = np.zeros(steps)
+        n_given = min(steps, len(self.alphas))
+        alphas[:n_given] = self.alphas[:n_given]
+        if self.spread < 1e-6:  # below this the Beta is indistinguishable from the mean
+            return np.broadcast_to(alphas, (n, steps)).copy()
+        kappa = 1.0 / self.spread ** 2 - 1.0
+        inner = (alphas > 1e-9) & (alphas < 1 - 1e-9)  # 0 and 1 stay exact (Beta would underflow)
+        out = np.broadcast_to(alphas, (n, steps)).copy()
+        a, b = alphas[inner] * kappa, (1 - alphas[inner]) * kappa
+        out[:, inner] = rng.beta(a, b, size=(n, int(inner.sum())))
+        return out
+
+    @staticmethod
+    def sample(rng: np.random.Generator, levels: np.ndarray, remaining: np.ndarray | None = None) -> np.ndarray:
+        """Accepted drafts per request for one iteration: the leading run of successes of
+        Bernoulli(levels[i, k]) over depths, capped so accepted + 1 bonus <= remaining tokens."""
+        success = rng.random(levels.shape) < levels
+        accepted = np.cumprod(success, axis=1).sum(axis=1)
+        if remaining is not None:
+            accepted = np.minimum(accepted, np.maximum(remaining - 1, 0))
+        return accepted
+
+
+def read_histogram(path: str | Path, where: str = "") -> np.ndarray:
+    """A CSV `accepted,count` -> counts indexed by accepted drafts (missing rows are 0)."""
+    try:
+        df = pd.read_csv(path)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise ScenarioError(str(path), "", f"cannot read histogram: {exc}") from None
+    for col in ("accepted", "count"):
+        if col not in df.columns:
+            raise ScenarioError(str(path), col, "missing column (need accepted,count)")
+    if (df.accepted < 0).any() or (df["count"] < 0).any():
+        raise ScenarioError(str(path), "", "accepted and count must be non-negative")
+    counts = np.zeros(int(df.accepted.max()) + 1)
+    np.add.at(counts, df.accepted.astype(int).to_numpy(), df["count"].to_numpy(dtype=float))
+    return counts
+
+
+def write_histogram(counts, path: str | Path) -> None:
+    pd.DataFrame({"accepted": np.arange(len(counts)), "count": np.asarray(counts)}).to_csv(path, index=False)

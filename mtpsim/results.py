@@ -1,0 +1,120 @@
+"""Records -> DataFrames -> summary (DESIGN §7, §10).
+
+The engine appends flat rows; this module turns them into `requests`, `iterations` and `passes`
+DataFrames and one summary row. Iteration rows stop being kept past `max_iteration_rows`
+(memory stays flat in the token count); totals by pass kind keep counting all of them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+ITERATION_COLUMNS = ["replica", "index", "kind", "start_s", "duration_s", "batch", "emitted",
+                     "draft_s", "verify_s", "extend_s", "prefill_s", "host_s"]
+REQUEST_COLUMNS = ["request_id", "replica", "arrival_s", "admitted_s", "first_token_s", "finish_s",
+                   "input_len", "output_len", "iterations", "accepted"]
+PASS_COLUMNS = ["replica", "start_s", "duration_s", "kind", "part", "tokens"]
+TIME_COLUMNS = ("draft_s", "verify_s", "extend_s", "prefill_s", "host_s")
+
+
+@dataclass
+class Records:
+    """Flat rows as the simulation appends them."""
+
+    max_iteration_rows: int = 200_000
+    keep_passes: bool = False
+    requests: list = field(default_factory=list)
+    iterations: list = field(default_factory=list)
+    passes: list = field(default_factory=list)
+    totals: dict = field(default_factory=lambda: dict.fromkeys(TIME_COLUMNS, 0.0))
+    num_iterations: int = 0
+    accept_counts: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+
+    def add_request(self, r) -> None:
+        self.requests.append((r.request_id, r.replica, r.arrival_s, r.admitted_s, r.first_token_s,
+                              r.finish_s, r.input_len, r.output_len, r.iterations, r.accepted))
+
+    def add_iteration(self, replica, index, kind, start_s, duration_s, batch, emitted, times, host_s) -> None:
+        self.num_iterations += 1
+        for key in TIME_COLUMNS[:-1]:
+            self.totals[key] += times[key]
+        self.totals["host_s"] += host_s
+        if len(self.iterations) < self.max_iteration_rows:
+            self.iterations.append((replica, index, kind, start_s, duration_s, batch, emitted,
+                                    times["draft_s"], times["verify_s"], times["extend_s"], times["prefill_s"], host_s))
+
+    def add_pass(self, replica, start_s, shape, cost) -> None:
+        if self.keep_passes:
+            self.passes.append((replica, start_s, cost.time_s, shape.kind, shape.part, cost.tokens))
+
+    def add_accepts(self, accepted: np.ndarray, steps: int) -> None:
+        """Histogram: iterations (per request) in which exactly j drafts were accepted."""
+        if len(self.accept_counts) < steps + 1:
+            self.accept_counts = np.pad(self.accept_counts, (0, steps + 1 - len(self.accept_counts)))
+        self.accept_counts += np.bincount(accepted, minlength=len(self.accept_counts))[: len(self.accept_counts)]
+
+    @property
+    def iterations_truncated(self) -> bool:
+        return self.num_iterations > len(self.iterations)
+
+
+@dataclass
+class Results:
+    """A run's records as DataFrames, and its summary row."""
+
+    requests: pd.DataFrame
+    iterations: pd.DataFrame
+    passes: pd.DataFrame
+    accept_counts: np.ndarray
+    summary: pd.DataFrame
+    iterations_truncated: bool = False
+
+
+def to_results(records: Records, identity: dict, max_kv_tokens: int, sim_wall_s: float) -> Results:
+    requests = pd.DataFrame(records.requests, columns=REQUEST_COLUMNS).sort_values("request_id", ignore_index=True)
+    iterations = pd.DataFrame(records.iterations, columns=ITERATION_COLUMNS)
+    passes = pd.DataFrame(records.passes, columns=PASS_COLUMNS)
+    row = {**identity, **summarize(requests, records), "max_kv_tokens": max_kv_tokens,
+           "iterations_kept": len(records.iterations), "iterations_total": records.num_iterations,
+           "sim_wall_s": sim_wall_s}
+    return Results(requests, iterations, passes, records.accept_counts.copy(), pd.DataFrame([row]),
+                   records.iterations_truncated)
+
+
+def summarize(req: pd.DataFrame, records: Records) -> dict:
+    """Throughput, latency percentiles, accept length and time shares of one run.
+
+    tps: output tokens / makespan (first arrival to last finish). per_user_tps: mean over
+    requests of decode tokens / (finish - first token). tpot: (finish - first token) / decode
+    tokens. accept_length: tokens emitted per request per decode iteration. Shares: fractions of
+    busy time (GPU passes + exposed host time) by pass kind."""
+    decode_tokens = req.output_len - 1
+    decode_time = req.finish_s - req.first_token_s
+    has_decode = decode_tokens > 0
+    makespan = req.finish_s.max() - req.arrival_s.min()
+    busy = sum(records.totals.values()) or 1.0
+    shares = {f"{k.removesuffix('_s')}_share": records.totals[k] / busy for k in TIME_COLUMNS[:-1]}
+    return {
+        "tps": req.output_len.sum() / makespan if makespan > 0 else float("nan"),
+        "per_user_tps": (decode_tokens[has_decode] / decode_time[has_decode]).mean(),
+        "ttft_p50_s": (req.first_token_s - req.arrival_s).quantile(0.5),
+        "ttft_p99_s": (req.first_token_s - req.arrival_s).quantile(0.99),
+        "tpot_p50_s": (decode_time[has_decode] / decode_tokens[has_decode]).quantile(0.5),
+        "tpot_p99_s": (decode_time[has_decode] / decode_tokens[has_decode]).quantile(0.99),
+        "e2e_mean_s": (req.finish_s - req.arrival_s).mean(),
+        "accept_length": decode_tokens.sum() / req.iterations.sum() if req.iterations.sum() else float("nan"),
+        **shares, "overhead_share": records.totals["host_s"] / busy,
+    }
+
+
+def add_speedups(summary: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:
+    """speedup and per_user_speedup of each row over the `none` row with the same baseline key."""
+    base = baseline[["baseline_key", "tps", "per_user_tps"]].rename(
+        columns={"tps": "tps_none", "per_user_tps": "per_user_tps_none"})
+    joined = summary.merge(base, on="baseline_key", how="left")
+    summary = summary.copy()
+    summary["speedup"] = (joined.tps / joined.tps_none).to_numpy()
+    summary["per_user_speedup"] = (joined.per_user_tps / joined.per_user_tps_none).to_numpy()
+    return summary

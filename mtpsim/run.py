@@ -1,0 +1,145 @@
+"""`mtpsim run`: every sweep point plus its `none` baseline, a table, and a run folder.
+
+The run folder holds the resolved scenario (every default filled in, catalog entries expanded),
+summary.csv (one row per point and per baseline), requests.csv and iterations.csv (with a
+`point` column), and accept_counts.csv.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import yaml
+from tqdm import tqdm
+
+from mtpsim import scenario as sc
+from mtpsim.errors import ScenarioError
+from mtpsim.results import Results, add_speedups
+from mtpsim.sim import simulate
+
+BASELINE_FREE = {"name", "question", "speculative", "acceptance", "sweep", "verify"}
+
+
+def baseline_key(s: sc.Scenario) -> str:
+    """Everything but the speculation: points that share it share one `none` run."""
+    return json.dumps(s.model_dump(exclude=BASELINE_FREE), sort_keys=True, default=str)
+
+
+def baseline_of(s: sc.Scenario) -> sc.Scenario:
+    data = s.model_dump(exclude={"sweep"}, exclude_none=True)
+    data["speculative"], data["acceptance"] = {"design": "none"}, {}
+    return sc.validate(data, s.source, s.point)
+
+
+def run_points(points: list[sc.Scenario], jobs: int = 1, progress: bool = True,
+               keep_passes: bool = False) -> tuple[pd.DataFrame, list[Results]]:
+    """Simulate each point and the baselines it needs. Returns (summary, results per point)."""
+    baselines: dict[str, sc.Scenario] = {}
+    for s in points:
+        baselines.setdefault(baseline_key(s), s if s.speculative.design == "none" else baseline_of(s))
+    tasks = list(points) + [b for b in baselines.values() if b not in points]
+    results = _map(tasks, jobs, progress, keep_passes)
+    rows = []
+    for i, (s, r) in enumerate(zip(tasks, results)):
+        row = r.summary.assign(point=i if i < len(points) else -1, baseline_key=baseline_key(s))
+        rows.append(row)
+    summary = pd.concat(rows, ignore_index=True)
+    base = summary[summary.design == "none"].drop_duplicates("baseline_key")
+    summary = add_speedups(summary, base).drop(columns="baseline_key")
+    point_rows = summary[summary.point >= 0]
+    extra = summary[(summary.point < 0)]
+    return pd.concat([point_rows, extra], ignore_index=True), results[: len(points)]
+
+
+def _map(tasks, jobs: int, progress: bool, keep_passes: bool) -> list[Results]:
+    bar = tqdm(total=len(tasks), desc="simulating", unit="run", disable=not progress or len(tasks) <= 2)
+    if jobs <= 1 or len(tasks) <= 2:
+        out = []
+        for s in tasks:
+            out.append(simulate(s, keep_passes=keep_passes))
+            bar.update()
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(simulate, s, keep_passes=keep_passes) for s in tasks]
+            out = []
+            for f in futures:
+                out.append(f.result())
+                bar.update()
+    bar.close()
+    return out
+
+
+def output_dir(name: str, out: str | None) -> Path:
+    """The run folder: new, or an existing empty one. Never reuses a folder with files in it."""
+    path = Path(out) if out else Path("runs") / f"{name}-{datetime.now():%Y%m%d-%H%M%S}"
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise ScenarioError(str(path), "", "output folder exists and is not empty (nothing overwritten); "
+                            "pass another --out")
+    return path
+
+
+def write_run(path: Path, points: list[sc.Scenario], summary: pd.DataFrame, results: list[Results]) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    resolved = [{**p.model_dump(exclude={"sweep"}, exclude_none=True), "point": p.point,
+                 "resolved_specs": p.specs.model_dump(exclude_none=True)} for p in points]
+    (path / "scenario.resolved.yaml").write_text(yaml.safe_dump_all(resolved, sort_keys=False))
+    summary.to_csv(path / "summary.csv", index=False)
+    _concat(results, "requests").to_csv(path / "requests.csv", index=False)
+    _concat(results, "iterations").to_csv(path / "iterations.csv", index=False)
+    counts = pd.concat([pd.DataFrame({"point": i, "accepted": range(len(r.accept_counts)), "count": r.accept_counts})
+                        for i, r in enumerate(results)], ignore_index=True)
+    counts.to_csv(path / "accept_counts.csv", index=False)
+    if any(r.passes is not None and len(r.passes) for r in results):
+        _concat(results, "passes").to_csv(path / "passes.csv", index=False)
+
+
+def _concat(results: list[Results], attr: str) -> pd.DataFrame:
+    return pd.concat([getattr(r, attr).assign(point=i) for i, r in enumerate(results)], ignore_index=True)
+
+
+TABLE = {"design": "design", "steps": "S", "concurrency": "conc", "rate_per_s": "rate/s", "tps": "TPS",
+         "per_user_tps": "user TPS", "ttft_p50_s": "TTFT p50 ms", "ttft_p99_s": "TTFT p99 ms",
+         "tpot_p50_s": "TPOT p50 ms", "tpot_p99_s": "TPOT p99 ms", "accept_length": "AL", "speedup": "speedup",
+         "draft_share": "draft%", "verify_share": "verify%", "extend_share": "extend%",
+         "prefill_share": "prefill%", "overhead_share": "host%"}
+
+
+def format_table(summary: pd.DataFrame) -> str:
+    df = summary[[c for c in TABLE if c in summary.columns]].copy()
+    if df.rate_per_s.isna().all():
+        df = df.drop(columns="rate_per_s")
+    for col in df.columns:
+        if col.endswith("_s"):
+            df[col] = df[col] * 1e3
+        if col.endswith("_share"):
+            df[col] = df[col] * 100
+    df = df.rename(columns=TABLE)
+    return df.to_string(index=False, float_format=lambda x: f"{x:.3g}" if abs(x) < 100 else f"{x:.0f}")
+
+
+def default_jobs(n_points: int) -> int:
+    return max(1, min(n_points, os.cpu_count() or 1))
+
+
+def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None) -> tuple[Path, pd.DataFrame]:
+    """Load, simulate, print, write. Returns the run folder and the summary."""
+    points = sc.load(path, sets)
+    folder = output_dir(points[0].name, out)
+    started = time.perf_counter()
+    summary, results = run_points(points, jobs or default_jobs(len(points)))
+    write_run(folder, points, summary, results)
+    s = points[0]
+    if s.question:
+        print(f"Q: {s.question}")
+    print(f"{s.name}: {s.specs.model.name} on {s.parallel.dp}x{s.parallel.tp} {s.specs.hardware.name}, "
+          f"cost model {s.cost.model}, {len(points)} point(s) in {time.perf_counter() - started:.1f} s\n")
+    print(format_table(summary))
+    if any(r.iterations_truncated for r in results):
+        print("\n(iterations.csv keeps the first rows of very long runs; the summary counts every iteration)")
+    print(f"\nwrote {folder}/")
+    return folder, summary

@@ -1,0 +1,89 @@
+"""The event simulator: `simulate(scenario) -> Results`."""
+from __future__ import annotations
+
+import itertools
+import time
+
+import numpy as np
+import simpy
+
+from mtpsim.acceptance import AcceptanceProfile
+from mtpsim.costs import build_pricer
+from mtpsim.designs import DesignShape
+from mtpsim.errors import ScenarioError
+from mtpsim.memory import memory_budget
+from mtpsim.results import Records, Results, to_results
+from mtpsim.sim.engine import Arrivals, Engine, Replica
+from mtpsim.sim.scheduler import Router, Scheduler
+from mtpsim.sim.workload import Request, open_arrivals, sample_lengths
+
+
+def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 200_000, pricer=None) -> Results:
+    """Run one scenario point: build costs and acceptance, start the processes, run, collect."""
+    wall = time.perf_counter()
+    s, design = scenario, DesignShape.of(scenario.speculative)
+    _check_simulable(s)
+    pricer = pricer or build_pricer(s)
+    budget = memory_budget(pricer, design)
+    profile = AcceptanceProfile.from_section(s.acceptance, design.steps, s.source)
+    env, records = simpy.Environment(), Records(max_iteration_rows, keep_passes)
+    engine = Engine(env, pricer, design, profile, records, np.random.default_rng([s.seed, 1]),
+                    s.specs.hardware.host_overhead_s, s.engine.overlap_schedule, s.engine.chunked_prefill_tokens)
+    replicas = [Replica(i, Scheduler(s.engine.max_running_requests, budget.kv_budget_bytes, budget.request_bytes))
+                for i in range(s.parallel.dp)]
+    arrivals = Arrivals(env, Router([r.scheduler for r in replicas]), replicas,
+                        _request_factory(env, profile, design, np.random.default_rng([s.seed, 2])))
+    num_requests = _start_arrivals(env, arrivals, s, budget)
+    for rep in replicas:
+        env.process(engine.serve(rep))
+    env.run()
+    if len(records.requests) != num_requests:
+        raise RuntimeError(f"{num_requests - len(records.requests)} requests never finished")  # a simulator bug
+    return to_results(records, identity(s), budget.max_kv_tokens, time.perf_counter() - wall)
+
+
+def identity(s) -> dict:
+    """Columns that name a run point in the summary."""
+    d = DesignShape.of(s.speculative)
+    return {"name": s.name, "design": d.design, "steps": d.steps if d.design != "none" else 0,
+            "topk": d.topk, "draft_tokens": d.draft_tokens, "concurrency": s.workload.concurrency,
+            "rate_per_s": s.workload.rate_per_s, "num_requests": s.workload.num_requests, "dp": s.parallel.dp,
+            **{k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in s.point.items()}}
+
+
+def _check_simulable(s) -> None:
+    if s.speculative.design != "none" and s.speculative.topk > 1:
+        raise ScenarioError(s.source, "speculative.topk", "tree drafts (topk > 1) need per-depth, per-branch "
+                            "acceptance, which v1 does not model; `mtpsim cost` prices their passes")
+
+
+def _request_factory(env, profile: AcceptanceProfile, design: DesignShape, rng):
+    ids = itertools.count()
+
+    def new_request(input_len: int, output_len: int) -> Request:
+        levels = profile.request_levels(rng, 1, design.steps)[0]
+        return Request(next(ids), env.now, int(input_len), int(output_len), levels=levels)
+    return new_request
+
+
+def _start_arrivals(env, arrivals: Arrivals, s, budget) -> int:
+    """Start the arrival process(es); returns how many requests will arrive."""
+    rng, w = np.random.default_rng([s.seed, 0]), s.workload
+    if w.arrival == "closed":
+        inputs, outputs = sample_lengths(rng, w.input_len, w.num_requests), sample_lengths(rng, w.output_len, w.num_requests)
+        lengths = list(zip(inputs.tolist(), outputs.tolist()))
+        for user in range(min(w.concurrency, w.num_requests)):
+            env.process(arrivals.closed_user(lengths[user::w.concurrency]))
+    else:
+        planned = open_arrivals(w, rng)
+        lengths = [(i, o) for _, i, o in planned]
+        env.process(arrivals.open_loop(planned))
+    longest = max(i + o for i, o in lengths)
+    if budget.request_bytes(longest) > budget.kv_budget_bytes:
+        raise ScenarioError(s.source, "workload", f"a request of {longest} tokens needs "
+                            f"{budget.request_bytes(longest) / 1e9:.2f} GB of KV per GPU, more than the "
+                            f"{budget.kv_budget_bytes / 1e9:.2f} GB left after weights")
+    return len(lengths)
+
+
+__all__ = ["simulate", "Results"]

@@ -1,0 +1,173 @@
+"""simpy processes (DESIGN §7): arrivals, and one serving loop per dp replica.
+
+Each replica loop: admit what fits, prefill it (the running batch waits: no mixed batches with
+speculation), then one decode iteration for the running batch as the design's passes, each a
+timed event; sample acceptance, commit tokens, retire the finished.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import simpy
+
+from mtpsim.acceptance import AcceptanceProfile
+from mtpsim.costs.passes import Pricer
+from mtpsim.designs import DesignShape, iteration_passes, overlap_window, prefill_passes
+from mtpsim.results import Records
+from mtpsim.sim.scheduler import Router, Scheduler
+from mtpsim.sim.workload import Request
+
+PASS_COLUMN = {"draft": "draft_s", "verify": "verify_s", "decode": "verify_s", "extend": "extend_s",
+               "prefill": "prefill_s"}
+
+
+@dataclass
+class Replica:
+    index: int
+    scheduler: Scheduler
+    wakeup: simpy.Event | None = None
+    iterations: int = 0
+
+
+@dataclass
+class Engine:
+    """Shared by all replicas of one run: how to price, what to run, where to record."""
+
+    env: simpy.Environment
+    pricer: Pricer
+    design: DesignShape
+    profile: AcceptanceProfile
+    records: Records
+    rng: np.random.Generator
+    host_overhead_s: float
+    overlap: bool
+    chunk_tokens: int
+    passes: list = field(init=False)
+
+    def __post_init__(self):
+        self.passes = iteration_passes(self.design)
+        self.window = overlap_window(self.design) if self.overlap else ()
+
+    # ------------------------------------------------------------------ the loop
+    def serve(self, rep: Replica):
+        """One replica, forever: admit, prefill, decode."""
+        while True:
+            admitted = rep.scheduler.admit()
+            if admitted:
+                yield from self.prefill(rep, admitted)
+            if rep.scheduler.running:
+                yield from self.decode(rep)
+            elif not admitted:
+                rep.wakeup = self.env.event()
+                yield rep.wakeup
+
+    def decode(self, rep: Replica):
+        """One decode iteration: the design's passes, then acceptance and commit."""
+        batch = rep.scheduler.running
+        kv = np.fromiter((r.kv_len for r in batch), np.int64, len(batch))
+        start, times, hidden = self.env.now, dict.fromkeys(PASS_COLUMN.values(), 0.0), 0.0
+        for shape in self.passes:
+            cost = self.pricer.price(shape, np.full(len(batch), shape.tokens_per_request), kv)
+            yield self.env.timeout(cost.time_s)
+            self.records.add_pass(rep.index, self.env.now - cost.time_s, shape, cost)
+            times[PASS_COLUMN[shape.kind]] += cost.time_s
+            hidden += cost.time_s if shape.kind in self.window else 0.0
+        host = max(0.0, self.host_overhead_s - hidden)  # what the overlap window does not hide
+        yield self.env.timeout(host)
+        emitted = self.commit(batch)
+        self.records.add_iteration(rep.index, rep.iterations, "decode", start, self.env.now - start,
+                                   len(batch), emitted, times, host)
+        rep.iterations += 1
+        self.finish(rep, [r for r in batch if r.remaining == 0])
+
+    def commit(self, batch: list[Request]) -> int:
+        """Draw accepted drafts per request; each emits accepted + 1 (the bonus) tokens."""
+        remaining = np.fromiter((r.remaining for r in batch), np.int64, len(batch))
+        if self.design.design == "none":
+            accepted = np.zeros(len(batch), np.int64)
+        else:
+            levels = np.stack([r.levels for r in batch])
+            accepted = self.profile.sample(self.rng, levels, remaining)
+        for r, a in zip(batch, accepted.tolist()):
+            r.generated += a + 1
+            r.accepted += a
+            r.iterations += 1
+        self.records.add_accepts(accepted, self.design.steps)
+        return int(accepted.sum()) + len(batch)
+
+    def prefill(self, rep: Replica, admitted: list[Request]):
+        """Prompts in chunks of at most chunk_tokens; a request's first token comes with its last chunk."""
+        now = self.env.now
+        for r in admitted:
+            r.admitted_s = now
+        for chunk in self.chunks(admitted):
+            start, times = self.env.now, dict.fromkeys(PASS_COLUMN.values(), 0.0)
+            q = np.array([n for _, n, _ in chunk])
+            kv = np.array([done for _, _, done in chunk])
+            for shape in prefill_passes(self.design):
+                cost = self.pricer.price(shape, q, kv)
+                yield self.env.timeout(cost.time_s)
+                self.records.add_pass(rep.index, self.env.now - cost.time_s, shape, cost)
+                times["prefill_s"] += cost.time_s
+            host = self.host_overhead_s if not self.overlap else max(0.0, self.host_overhead_s - times["prefill_s"])
+            yield self.env.timeout(host)
+            firsts = [r for r, n, done in chunk if done + n == r.input_len]
+            for r in firsts:
+                r.first_token_s, r.generated = self.env.now, 1
+            self.records.add_iteration(rep.index, rep.iterations, "prefill", start, self.env.now - start,
+                                       len(chunk), len(firsts), times, host)
+            rep.iterations += 1
+            self.finish(rep, [r for r in firsts if r.remaining == 0])
+
+    def chunks(self, admitted: list[Request]):
+        """Lists of (request, tokens in this chunk, tokens already prefilled)."""
+        chunk, room = [], self.chunk_tokens
+        for r in admitted:
+            done = 0
+            while done < r.input_len:
+                n = min(room, r.input_len - done)
+                chunk.append((r, n, done))
+                done, room = done + n, room - n
+                if room == 0:
+                    yield chunk
+                    chunk, room = [], self.chunk_tokens
+        if chunk:
+            yield chunk
+
+    def finish(self, rep: Replica, finished: list[Request]) -> None:
+        for r in finished:
+            r.finish_s = self.env.now
+            self.records.add_request(r)
+            if r.done is not None:
+                r.done.succeed()
+        rep.scheduler.retire(finished)
+
+
+# ---------------------------------------------------------------------- arrivals
+
+class Arrivals:
+    """Creates requests and routes them; wakes an idle replica."""
+
+    def __init__(self, env: simpy.Environment, router: Router, replicas: list[Replica], new_request):
+        self.env, self.router, self.replicas, self.new_request = env, router, replicas, new_request
+
+    def submit(self, request: Request) -> None:
+        rep = self.replicas[self.router.route(request)]
+        if rep.wakeup is not None and not rep.wakeup.triggered:
+            rep.wakeup.succeed()
+
+    def open_loop(self, arrivals: list[tuple[float, int, int]]):
+        """Requests at known times (batch, poisson, trace)."""
+        for arrival_s, input_len, output_len in arrivals:
+            if arrival_s > self.env.now:
+                yield self.env.timeout(arrival_s - self.env.now)
+            self.submit(self.new_request(input_len, output_len))
+
+    def closed_user(self, lengths):
+        """One user of a closed loop: send, wait for the answer, send the next (no think time)."""
+        for input_len, output_len in lengths:
+            request = self.new_request(input_len, output_len)
+            request.done = self.env.event()
+            self.submit(request)
+            yield request.done

@@ -1,0 +1,85 @@
+"""Workload: request lengths and arrival times (DESIGN §7), seeded.
+
+`closed` arrivals are driven by completions (the engine's arrival process); the other kinds are
+known up front as a list of (arrival_s, input_len, output_len).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from mtpsim.errors import ScenarioError
+
+
+@dataclass(slots=True)
+class Request:
+    """One request and its progress. Times in simulated seconds."""
+
+    request_id: int
+    arrival_s: float
+    input_len: int
+    output_len: int
+    replica: int = -1
+    admitted_s: float = -1.0
+    first_token_s: float = -1.0
+    finish_s: float = -1.0
+    generated: int = 0          # output tokens so far (the prefill emits the first)
+    iterations: int = 0         # decode iterations this request took part in
+    accepted: int = 0           # draft tokens accepted over its life
+    levels: np.ndarray | None = None   # per-depth acceptance of this request (spread)
+    done: object = None         # simpy event, triggered at finish
+
+    @property
+    def kv_len(self) -> int:
+        """Committed KV: the prompt plus every emitted token but the last (not yet fed back)."""
+        return self.input_len + max(self.generated - 1, 0)
+
+    @property
+    def remaining(self) -> int:
+        return self.output_len - self.generated
+
+
+def sample_lengths(rng: np.random.Generator, spec, n: int) -> np.ndarray:
+    """`n` lengths from an int (fixed) or a LengthDist, rounded and clipped to [min, max]."""
+    if isinstance(spec, int):
+        return np.full(n, spec, dtype=np.int64)
+    if spec.dist == "uniform":
+        values = rng.integers(spec.min, spec.max + 1, size=n)
+    elif spec.dist == "normal":
+        values = rng.normal(spec.mean, spec.std, size=n)
+    else:  # lognormal with the given mean and std of the lengths themselves
+        sigma2 = np.log1p((spec.std / spec.mean) ** 2)
+        values = rng.lognormal(np.log(spec.mean) - sigma2 / 2, np.sqrt(sigma2), size=n)
+    return np.clip(np.rint(values), spec.min, spec.max or np.iinfo(np.int64).max).astype(np.int64)
+
+
+def open_arrivals(workload, rng: np.random.Generator) -> list[tuple[float, int, int]]:
+    """(arrival_s, input_len, output_len) for batch, poisson and trace workloads."""
+    if workload.arrival == "trace":
+        return read_trace(workload.trace)
+    n = workload.num_requests
+    inputs, outputs = sample_lengths(rng, workload.input_len, n), sample_lengths(rng, workload.output_len, n)
+    if workload.arrival == "batch":
+        times = np.zeros(n)
+    else:
+        times = np.cumsum(rng.exponential(1.0 / workload.rate_per_s, size=n))
+    return list(zip(times.tolist(), inputs.tolist(), outputs.tolist()))
+
+
+def read_trace(path: str) -> list[tuple[float, int, int]]:
+    """A CSV with arrival_s,input_len,output_len; rows sorted by arrival."""
+    try:
+        df = pd.read_csv(path)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise ScenarioError(path, "", f"cannot read trace: {exc}") from None
+    for col in ("arrival_s", "input_len", "output_len"):
+        if col not in df.columns:
+            raise ScenarioError(path, col, "missing column (need arrival_s,input_len,output_len)")
+        if df[col].isna().any() or (df[col] < (0 if col == "arrival_s" else 1)).any():
+            raise ScenarioError(path, col, "values must be present and " + ("non-negative" if col == "arrival_s" else "at least 1"))
+    if df.empty:
+        raise ScenarioError(path, "", "the trace has no requests")
+    df = df.sort_values("arrival_s", kind="stable")
+    return list(zip(df.arrival_s.astype(float), df.input_len.astype(int), df.output_len.astype(int)))
