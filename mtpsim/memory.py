@@ -68,7 +68,8 @@ class MemoryBudget:
 
 def memory_budget(pricer: Pricer, design: DesignShape) -> MemoryBudget:
     hw, model = pricer.hw, pricer.model
-    target_w = part_weight_bytes(pricer, "target") + model.vocab_size * model.hidden_size * 2 / pricer.par.tp
+    embedding = 0.0 if model.tie_embeddings else model.vocab_size * model.hidden_size * 2 / pricer.par.tp
+    target_w = part_weight_bytes(pricer, "target") + embedding
     draft_w, draft_kv = 0.0, ()
     if design.design in ("nextn", "multi_layer", "parallel_heads"):
         layers = 1 if design.design == "nextn" else design.steps
