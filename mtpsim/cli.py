@@ -19,6 +19,12 @@ def _add_scenario(p: argparse.ArgumentParser) -> None:
                    help="override a key (value parsed as YAML); repeatable")
 
 
+def cmd_run(args) -> int:
+    from mtpsim.run import run_scenario
+    run_scenario(args.scenario, args.sets, args.out, args.jobs)
+    return 0
+
+
 def cmd_cost(args) -> int:
     from mtpsim.report import cost_report
     points = sc.load(args.scenario, args.sets)
@@ -27,7 +33,7 @@ def cmd_cost(args) -> int:
     context = args.context or _mean_len(s.workload.input_len)
     if len(points) > 1:
         print(f"(scenario sweeps {len(points)} points; pricing the first: {s.point})")
-    report = cost_report(s, batch, context)
+    report = cost_report(s, batch, context, ops=args.ops)
     hw = s.specs.hardware.name
     print(f"{s.name}: {s.specs.model.name} on {s.parallel.tp}x{hw} (tp {s.parallel.tp}, ep {s.parallel.ep}), "
           f"batch {batch}, context {context}, cost model {s.cost.model}\n")
@@ -36,6 +42,8 @@ def cmd_cost(args) -> int:
         c: report["iterations"][c] * 1e3 for c in ("gpu_s", "host_s", "exposed_host_s", "iteration_s")
     }).rename(columns=lambda c: c.replace("_s", "_ms")))
     _print("Memory budget per GPU", report["memory"])
+    if args.ops:
+        _print(f"Ops of one {s.speculative.design} iteration (per GPU; count = layers x ops per layer)", report["ops"])
     return 0
 
 
@@ -58,10 +66,17 @@ def _print(title: str, df: pd.DataFrame) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mtpsim", description="Predict MTP speculative-decoding speed.")
     sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="simulate every sweep point and its no-speculation baseline")
+    _add_scenario(p)
+    p.add_argument("--out", help="run folder (default runs/<name>-<timestamp>; must not hold files)")
+    p.add_argument("--jobs", type=int, help="worker processes for sweeps (default: one per core)")
+    p.set_defaults(func=cmd_run)
+
     p = sub.add_parser("cost", help="price one iteration pass by pass, with the memory budget")
     _add_scenario(p)
     p.add_argument("--batch", type=int, help="running requests (default: workload.concurrency)")
     p.add_argument("--context", type=int, help="committed KV length per request (default: mean input_len)")
+    p.add_argument("--ops", action="store_true", help="also list every op: time, bound, and which model priced it")
     p.set_defaults(func=cmd_cost)
 
     p = sub.add_parser("calibrate", help="time the ops on this machine's device and write a profile (needs torch)")

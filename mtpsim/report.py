@@ -26,6 +26,25 @@ def iteration_table(pricer: Pricer, design: DesignShape, batch: int, context: in
     return pd.DataFrame(rows)
 
 
+def op_table(pricer: Pricer, design: DesignShape, batch: int, context: int) -> pd.DataFrame:
+    """One row per op kind of each pass: count per pass, time, bound and which model priced it."""
+    kv = np.full(batch, context)
+    rows = []
+    for shape in iteration_passes(design):
+        cost = pricer.price(shape, np.full(batch, shape.tokens_per_request), kv, keep_ops=True)
+        for op, t, n in cost.ops:
+            rows.append({"pass": f"{shape.kind}:{shape.part}", "op": op.name, "family": op.family, "count": n,
+                         "time_ms": n * t.total_s * 1e3, "bound": _op_bound(t), "priced_by": t.source})
+    df = pd.DataFrame(rows)
+    keys = ["pass", "op", "family", "bound", "priced_by"]
+    return df.groupby(keys, sort=False, as_index=False).agg(count=("count", "sum"), time_ms=("time_ms", "sum"))
+
+
+def _op_bound(t) -> str:
+    terms = {"compute": t.compute_s, "memory": t.memory_s, "comm": t.comm_s, "overhead": t.overhead_s}
+    return max(terms, key=terms.get)
+
+
 def iteration_time_s(pricer: Pricer, design: DesignShape, table: pd.DataFrame, overlap: bool) -> dict:
     """Iteration time = passes + the host time the overlap window does not hide."""
     gpu_s = table.time_ms.sum() / 1e3
@@ -48,7 +67,7 @@ def memory_table(pricer: Pricer, designs: list[DesignShape], context: int) -> pd
     return pd.DataFrame(rows)
 
 
-def cost_report(scenario, batch: int, context: int) -> dict:
+def cost_report(scenario, batch: int, context: int, ops: bool = False) -> dict:
     """Tables for the scenario's design and for `none`, at one batch and context."""
     pricer = build_pricer(scenario)
     designs = [DesignShape("none")]
@@ -59,5 +78,8 @@ def cost_report(scenario, batch: int, context: int) -> dict:
         table = iteration_table(pricer, d, batch, context)
         passes.append(table)
         totals.append({"design": d.design, **iteration_time_s(pricer, d, table, scenario.engine.overlap_schedule)})
-    return {"passes": pd.concat(passes, ignore_index=True), "iterations": pd.DataFrame(totals),
-            "memory": memory_table(pricer, designs, context)}
+    report = {"passes": pd.concat(passes, ignore_index=True), "iterations": pd.DataFrame(totals),
+              "memory": memory_table(pricer, designs, context)}
+    if ops:
+        report["ops"] = op_table(pricer, designs[-1], batch, context)
+    return report
