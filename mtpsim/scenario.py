@@ -265,8 +265,20 @@ def load(path: str | Path, sets: list[str] = ()) -> list[Scenario]:
         if not isinstance(values, list) or not values:
             raise ScenarioError(where, f"sweep.{key}", "must be a non-empty list")
         _check_key_exists(key, where)
+    _anchor_paths(data, Path(path).parent)
     points = [dict(zip(sweep, combo)) for combo in itertools.product(*sweep.values())] or [{}]
     return [validate(_with_point(data, point, where), where, point) for point in points]
+
+
+def _anchor_paths(data: dict[str, Any], folder: Path) -> None:
+    """Relative trace / histogram paths that do not exist from the current folder are read
+    beside the scenario file, so scenarios can ship their data next to them."""
+    for section, key in (("workload", "trace"), ("acceptance", "histogram")):
+        node = data.get(section)
+        value = node.get(key) if isinstance(node, dict) else None
+        if isinstance(value, str) and not Path(value).is_absolute() and not Path(value).exists() \
+                and (folder / value).exists():
+            node[key] = str(folder / value)
 
 
 def _with_point(data: dict[str, Any], point: dict[str, Any], where: str) -> dict[str, Any]:

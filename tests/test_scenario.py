@@ -128,3 +128,10 @@ def test_bad_input_exits_2_without_traceback(write_scenario, capsys, tmp_path, c
 def test_bad_set_value(write_scenario):
     with pytest.raises(ScenarioError, match="key.path=value"):
         sc.load(write_scenario(BASE), ["speculative.steps"])
+
+
+def test_relative_trace_is_read_beside_the_scenario(tmp_path, write_scenario):
+    (tmp_path / "trace.csv").write_text("arrival_s,input_len,output_len\n0,10,5\n")
+    data = {**BASE, "workload": {"arrival": "trace", "trace": "trace.csv"}}
+    s = sc.load(write_scenario(data))[0]
+    assert s.workload.trace == str(tmp_path / "trace.csv")
