@@ -1,0 +1,197 @@
+"""Scenario schema v1 (DESIGN §9): one frozen pydantic model per YAML section.
+
+Every key, its type and default lives here; cross-section checks that need the catalog (a
+design the model cannot run, an acceptance list shorter than steps) are in scenario.py.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from mtpsim.catalog import HardwareSpec, ModelSpec
+
+Probability = float
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Parallel(Section):
+    tp: int = Field(default=1, ge=1)   # GPUs per replica
+    ep: int = Field(default=1, ge=1)   # expert groups within a replica
+    dp: int = Field(default=1, ge=1)   # independent replicas
+
+    @model_validator(mode="after")
+    def _ep_divides_tp(self) -> "Parallel":
+        if self.tp % self.ep:
+            raise ValueError(f"ep ({self.ep}) must divide tp ({self.tp})")
+        return self
+
+
+Design = Literal["none", "nextn", "multi_layer", "frozen_kv", "parallel_heads"]
+
+
+class Speculative(Section):
+    design: Design = "none"
+    steps: int = Field(default=3, ge=1, le=64)
+    topk: int = Field(default=1, ge=1, le=64)
+    draft_tokens: int | None = Field(default=None, ge=2)
+    draft: str | None = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> "Speculative":
+        if self.design == "multi_layer" and self.topk > 1:
+            raise ValueError("topk > 1 is impossible with multi_layer (one layer per step, chain only)")
+        if self.topk == 1 and self.draft_tokens not in (None, self.steps + 1):
+            raise ValueError(f"with topk 1, draft_tokens must be steps + 1 = {self.steps + 1}")
+        if self.topk > 1 and self.draft_tokens is not None and self.draft_tokens > 1 + self.steps * self.topk:
+            raise ValueError("draft_tokens exceeds 1 + steps * topk (more than the tree holds)")
+        return self
+
+    @property
+    def num_draft_tokens(self) -> int:
+        """N: tokens verified per request per iteration, root included (1 without speculation)."""
+        if self.design == "none":
+            return 1
+        return self.draft_tokens or (self.steps + 1 if self.topk == 1 else 1 + self.steps * self.topk)
+
+
+class Acceptance(Section):
+    per_depth: list[Probability] | None = None     # conditional alpha_k
+    cumulative: list[Probability] | None = None    # a_k = P(at least k accepted)
+    accept_length: float | None = Field(default=None, ge=1)
+    histogram: str | None = None                   # CSV accepted,count (measured)
+    spread: float = Field(default=0.0, ge=0, lt=1)
+
+    @model_validator(mode="after")
+    def _one_form(self) -> "Acceptance":
+        given = [k for k in ("per_depth", "cumulative", "accept_length", "histogram")
+                 if getattr(self, k) is not None]
+        if len(given) > 1:
+            raise ValueError(f"give one of per_depth, cumulative, accept_length, histogram (got {given})")
+        for key in ("per_depth", "cumulative"):
+            values = getattr(self, key) or []
+            if any(not 0.0 <= v <= 1.0 for v in values):
+                raise ValueError(f"{key}: probabilities must lie in [0, 1]")
+        if self.cumulative and any(b > a for a, b in zip(self.cumulative, self.cumulative[1:])):
+            raise ValueError("cumulative: must not increase with depth")
+        return self
+
+
+class LengthDist(Section):
+    dist: Literal["uniform", "normal", "lognormal"]
+    min: int = Field(default=1, ge=1)
+    max: int | None = Field(default=None, ge=1)
+    mean: float | None = Field(default=None, gt=0)      # normal, lognormal (the mean of the lengths)
+    std: float | None = Field(default=None, ge=0)       # normal, lognormal
+
+    @model_validator(mode="after")
+    def _params(self) -> "LengthDist":
+        if self.dist == "uniform" and self.max is None:
+            raise ValueError("uniform needs min and max")
+        if self.dist != "uniform" and (self.mean is None or self.std is None):
+            raise ValueError(f"{self.dist} needs mean and std")
+        if self.max is not None and self.max < self.min:
+            raise ValueError("max is below min")
+        return self
+
+
+Length = int | LengthDist
+
+
+class Workload(Section):
+    arrival: Literal["closed", "poisson", "batch", "trace"] = "closed"
+    concurrency: int = Field(default=1, ge=1)
+    rate_per_s: float | None = Field(default=None, gt=0)
+    num_requests: int = Field(default=64, ge=1)
+    input_len: Length = Field(default=1024)
+    output_len: Length = Field(default=256)
+    trace: str | None = None
+
+    @model_validator(mode="after")
+    def _arrival_needs(self) -> "Workload":
+        if self.arrival == "poisson" and self.rate_per_s is None:
+            raise ValueError("arrival poisson needs rate_per_s")
+        if self.arrival == "trace" and self.trace is None:
+            raise ValueError("arrival trace needs trace (a CSV with arrival_s,input_len,output_len)")
+        for key in ("input_len", "output_len"):
+            if isinstance(getattr(self, key), int) and getattr(self, key) < 1:
+                raise ValueError(f"{key} must be at least 1")
+        return self
+
+
+class Engine(Section):
+    max_running_requests: int = Field(default=256, ge=1)
+    cuda_graphs: bool = True
+    max_graph_batch: int = Field(default=256, ge=1)
+    overlap_schedule: bool = True
+    chunked_prefill_tokens: int = Field(default=8192, ge=1)
+
+
+class Cost(Section):
+    model: Literal["roofline", "calibrated"] = "roofline"
+    profile: str | None = None
+    moe_skew: float = Field(default=0.0, ge=0, lt=1)  # routing skew: 0 = uniform (DESIGN §4)
+
+    @model_validator(mode="after")
+    def _profile(self) -> "Cost":
+        if self.model == "calibrated" and not self.profile:
+            raise ValueError("cost model calibrated needs profile (a calibrate/profiles/<device> folder)")
+        return self
+
+
+class Verify(Section):
+    num_layers: int = Field(default=2, ge=1)
+    hidden_scale: float = Field(default=0.0625, gt=0, le=1)
+    num_experts: int = Field(default=8, ge=1)
+    device: Literal["cpu", "cuda", "auto"] = "auto"
+    iterations: int = Field(default=50, ge=1)
+    warmup_iterations: int = Field(default=5, ge=0)
+    acceptance: Literal["forced", "greedy"] = "forced"
+    dtype: Literal["fp32", "bf16", "fp16"] | None = None
+
+
+class Scenario(Section):
+    """A validated scenario (one sweep point). Catalog specs are resolved into `specs`."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+    question: str | None = None
+    model: str | dict[str, Any]
+    hardware: str | dict[str, Any]
+    parallel: Parallel = Parallel()
+    speculative: Speculative = Speculative()
+    acceptance: Acceptance = Acceptance()
+    workload: Workload = Workload()
+    engine: Engine = Engine()
+    cost: Cost = Cost()
+    verify: Verify = Verify()
+    seed: int = 0
+    sweep: dict[str, list[Any]] | None = None
+
+    _specs: "Specs" = PrivateAttr()
+    _source: str = PrivateAttr(default="<scenario>")
+    _point: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @property
+    def specs(self) -> "Specs":
+        return self._specs
+
+    @property
+    def source(self) -> str:
+        return self._source
+
+    @property
+    def point(self) -> dict[str, Any]:
+        """The sweep values that made this point ({} when there is no sweep)."""
+        return self._point
+
+
+class Specs(BaseModel):
+    """Catalog entries a scenario resolves to."""
+
+    model_config = ConfigDict(frozen=True)
+    model: ModelSpec
+    hardware: HardwareSpec
+    assistant: ModelSpec | None = None
