@@ -109,6 +109,7 @@ class Dtypes(Spec):
     mtp: Dtype = "bf16"
     lm_head: Dtype = "bf16"
     kv_cache: Dtype = "bf16"
+    activations: Literal["fp32", "bf16", "fp16"] = "bf16"  # hidden states; small per-head matmuls
 
 
 class LMHeadSpec(Spec):

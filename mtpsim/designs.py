@@ -53,8 +53,9 @@ def iteration_passes(d: DesignShape) -> list[PassShape]:
         # one logits row per request
         return [verify] + [PassShape("extend", "mtp", S + 1, 1, layer=k) for k in range(S)]
     if d.design == "frozen_kv":
-        # a seed pass from the last accepted target hidden, then S-1 more; no draft KV, no extend
-        return [PassShape("draft", "assistant", K, K, kv_offset=j) for j in range(S)] + [verify]
+        # a seed pass from the last accepted target hidden, then S-1 more, each reading only the
+        # target's committed KV (no draft KV, no extend)
+        return [PassShape("draft", "assistant", K, K) for _ in range(S)] + [verify]
     if d.design == "parallel_heads":
         return [verify, PassShape("draft", "heads", N, N)]
     raise ValueError(f"unknown design {d.design!r}")

@@ -148,7 +148,7 @@ def _resolve_specs(s: Scenario, where: str) -> Specs:
                                 f"frozen_kv needs an assistant and model {model.name!r} names none")
         assistant = _spec("models", name, ModelSpec, where, "speculative.draft")
         if assistant.role != "assistant":
-            raise ScenarioError(where, "speculative.draft", f"{name!r} is not an assistant (role: assistant)")
+            raise ScenarioError(where, "speculative.draft", f"{assistant.name!r} is not an assistant (role: assistant)")
     return Specs(model=model, hardware=hardware, assistant=assistant)
 
 

@@ -38,7 +38,7 @@ class Speculative(Section):
     steps: int = Field(default=3, ge=1, le=64)
     topk: int = Field(default=1, ge=1, le=64)
     draft_tokens: int | None = Field(default=None, ge=2)
-    draft: str | None = None
+    draft: str | dict[str, Any] | None = None  # assistant: catalog name, {from: NAME, ...} or inline spec
 
     @model_validator(mode="after")
     def _shape(self) -> "Speculative":

@@ -15,7 +15,7 @@ import numpy as np
 
 from mtpsim.catalog import DTYPE_BYTES, AttentionSpec, FFNSpec, ModelSpec
 
-ACT_BYTES = 2.0  # activations move in bf16
+ACT = "bf16"  # default activation dtype: activations move, and small per-head matmuls compute, in it
 MLA_ABSORB_MAX_Q = 64  # query tokens per request up to which MLA runs absorbed (decode, verify)
 
 
@@ -50,46 +50,47 @@ class Parallel:
         return self.tp // self.ep
 
 
-def gemm(name: str, m: int, k: int, n: int, dtype: str, *, family: str = "gemm", kernels: int = 1) -> Op:
+def gemm(name: str, m: int, k: int, n: int, dtype: str, *, family: str = "gemm", kernels: int = 1,
+         act: str = ACT) -> Op:
     """`m` tokens through a `k x n` weight: 2mkn flops; weights once plus activations in and out."""
     w = DTYPE_BYTES[dtype]
     return Op(name, family, flops=2.0 * m * k * n, weight_bytes=k * n * w,
-              act_bytes=(m * k + m * n) * ACT_BYTES, kernels=kernels, dtype=dtype,
+              act_bytes=(m * k + m * n) * DTYPE_BYTES[act], kernels=kernels, dtype=dtype,
               shape={"m": m, "k": k, "n": n, "dtype": dtype})
 
 
 # ----------------------------------------------------------------------------- attention
 
 def attention_projections(att: AttentionSpec, d: int, tokens: int, dtype: str, par: Parallel,
-                          query_only: bool = False) -> list[Op]:
+                          query_only: bool = False, act: str = ACT) -> list[Op]:
     """Weight GEMMs around the attention core for `tokens` tokens on one GPU."""
     tp = par.tp
     if att.kind == "gqa":
         heads, kv_heads = _heads_per_gpu(att.num_heads, tp), _heads_per_gpu(att.num_kv_heads, tp)
         hd, vd = att.head_dim, att.v_head_dim or att.head_dim
-        ops = [gemm("attn.q_proj", tokens, d, heads * hd, dtype)]
+        ops = [gemm("attn.q_proj", tokens, d, heads * hd, dtype, act=act)]
         if not query_only:
-            ops.append(gemm("attn.kv_proj", tokens, d, kv_heads * (hd + vd), dtype))
-        return ops + [gemm("attn.o_proj", tokens, heads * vd, d, dtype)]
+            ops.append(gemm("attn.kv_proj", tokens, d, kv_heads * (hd + vd), dtype, act=act))
+        return ops + [gemm("attn.o_proj", tokens, heads * vd, d, dtype, act=act)]
     if att.kind == "mla":
         heads, rope, nope = _heads_per_gpu(att.num_heads, tp), att.qk_rope_head_dim, att.qk_nope_head_dim
         lora = att.kv_lora_rank
         if att.q_lora_rank:
-            q = [gemm("attn.q_a_proj", tokens, d, att.q_lora_rank, dtype),
-                 gemm("attn.q_b_proj", tokens, att.q_lora_rank, heads * (nope + rope), dtype)]
+            q = [gemm("attn.q_a_proj", tokens, d, att.q_lora_rank, dtype, act=act),
+                 gemm("attn.q_b_proj", tokens, att.q_lora_rank, heads * (nope + rope), dtype, act=act)]
         else:
-            q = [gemm("attn.q_proj", tokens, d, heads * (nope + rope), dtype)]
+            q = [gemm("attn.q_proj", tokens, d, heads * (nope + rope), dtype, act=act)]
         # absorbed decode: q_nope is multiplied into the latent space (W_UK) and the latent output
         # out of it (W_UV), per head, so the cache stays kv_lora_rank + rope wide.
-        return q + [gemm("attn.kv_a_proj", tokens, d, lora + rope, dtype),
-                    gemm("attn.w_uk", tokens, heads * nope, lora, "bf16"),
-                    gemm("attn.w_uv", tokens, heads * lora, att.v_head_dim, "bf16"),
-                    gemm("attn.o_proj", tokens, heads * att.v_head_dim, d, dtype)]
+        return q + [gemm("attn.kv_a_proj", tokens, d, lora + rope, dtype, act=act),
+                    gemm("attn.w_uk", tokens, heads * nope, lora, act, act=act),
+                    gemm("attn.w_uv", tokens, heads * lora, att.v_head_dim, act, act=act),
+                    gemm("attn.o_proj", tokens, heads * att.v_head_dim, d, dtype, act=act)]
     # linear (Gated DeltaNet): q, k (key heads), v, z gate (value heads), per-head a/b gates
     qk = 2 * _heads_per_gpu(att.num_kv_heads, tp) * att.head_dim
     vz = 2 * _heads_per_gpu(att.num_heads, tp) * att.value_head_dim
-    return [gemm("attn.in_proj", tokens, d, qk + vz + 2 * _heads_per_gpu(att.num_heads, tp), dtype),
-            gemm("attn.o_proj", tokens, vz // 2, d, dtype)]
+    return [gemm("attn.in_proj", tokens, d, qk + vz + 2 * _heads_per_gpu(att.num_heads, tp), dtype, act=act),
+            gemm("attn.o_proj", tokens, vz // 2, d, dtype, act=act)]
 
 
 def kv_bytes_per_token(att: AttentionSpec, kv_dtype: str, tp: int) -> float:
@@ -113,7 +114,7 @@ def linear_state_bytes(att: AttentionSpec, tp: int) -> float:
 
 
 def attention_core(att: AttentionSpec, q_lens: np.ndarray, kv_lens: np.ndarray, kv_dtype: str,
-                   tp: int) -> Op:
+                   tp: int, act: str = ACT) -> Op:
     """The attention kernel for a batch: request i has q_lens[i] new tokens after kv_lens[i] cached.
 
     Bytes: each request reads its visible KV once, min(kv + q, window) tokens, so cost follows
@@ -140,8 +141,8 @@ def attention_core(att: AttentionSpec, q_lens: np.ndarray, kv_lens: np.ndarray, 
     q_tokens = float(q_lens.sum())
     return Op("attn.core", "attention", flops=flops,
               kv_bytes=kv_tokens * kv_bytes_per_token(att, kv_dtype, tp),
-              act_bytes=2 * q_tokens * heads * (att.head_dim or att.kv_lora_rank) * ACT_BYTES,
-              dtype="bf16",
+              act_bytes=2 * q_tokens * heads * (att.head_dim or att.kv_lora_rank) * DTYPE_BYTES[act],
+              dtype=act,
               shape={"kind": att.kind, "batch": len(q_lens), "q": q_tokens / max(len(q_lens), 1),
                      "kv_tokens": kv_tokens, "heads": heads, "window": att.window or 0,
                      **_attention_widths(att, tp), "query_only": att.kv_source is not None})
@@ -184,22 +185,23 @@ def experts_touched(num_experts: int, top_k: int, tokens: int, skew: float = 0.0
 
 
 def ffn_ops(ffn: FFNSpec, d: int, tokens: int, dtype: str, expert_dtype: str, par: Parallel,
-            skew: float = 0.0) -> list[Op]:
+            skew: float = 0.0, act: str = ACT) -> list[Op]:
     """Dense gated FFN (gate, up, down), or MoE: router + routed experts + shared experts."""
     if ffn.kind == "dense":
         inter = ffn.intermediate_size // par.tp
-        return [gemm("ffn.gate_up", tokens, d, 2 * inter, dtype),
-                gemm("ffn.down", tokens, inter, d, dtype)]
-    ops = [gemm("moe.router", tokens, d, ffn.num_experts, "bf16", kernels=2)]
-    ops.append(moe_experts(ffn, d, tokens, expert_dtype, par, skew))
+        return [gemm("ffn.gate_up", tokens, d, 2 * inter, dtype, act=act),
+                gemm("ffn.down", tokens, inter, d, dtype, act=act)]
+    ops = [gemm("moe.router", tokens, d, ffn.num_experts, act, kernels=2, act=act)]
+    ops.append(moe_experts(ffn, d, tokens, expert_dtype, par, skew, act))
     if ffn.num_shared_experts:
         inter = ffn.num_shared_experts * (ffn.shared_intermediate_size or ffn.expert_intermediate_size) // par.tp
-        ops += [gemm("moe.shared_gate_up", tokens, d, 2 * inter, expert_dtype),
-                gemm("moe.shared_down", tokens, inter, d, expert_dtype)]
+        ops += [gemm("moe.shared_gate_up", tokens, d, 2 * inter, expert_dtype, act=act),
+                gemm("moe.shared_down", tokens, inter, d, expert_dtype, act=act)]
     return ops
 
 
-def moe_experts(ffn: FFNSpec, d: int, tokens: int, dtype: str, par: Parallel, skew: float = 0.0) -> Op:
+def moe_experts(ffn: FFNSpec, d: int, tokens: int, dtype: str, par: Parallel, skew: float = 0.0,
+                act: str = ACT) -> Op:
     """Routed experts on one GPU: its ep group holds E/ep experts, each split over tp/ep GPUs.
 
     Bytes are the touched experts' weights (gate, up, down); flops 2 * T * k * 3 * d * d_expert
@@ -210,7 +212,7 @@ def moe_experts(ffn: FFNSpec, d: int, tokens: int, dtype: str, par: Parallel, sk
     return Op("moe.experts", "moe", flops=2.0 * tokens * k * 3 * d * inter / par.tp,
               weight_bytes=touched * per_expert,
               # hidden states in and out once; each routed copy's intermediate written and read
-              act_bytes=(2 * tokens * d + 2 * tokens * k * inter / par.expert_shard) * ACT_BYTES / par.ep,
+              act_bytes=(2 * tokens * d + 2 * tokens * k * inter / par.expert_shard) * DTYPE_BYTES[act] / par.ep,
               kernels=4, dtype=dtype,
               shape={"tokens": tokens, "num_experts": e // par.ep, "top_k": k, "d": d,
                      "inter": inter // par.expert_shard, "touched": touched, "dtype": dtype})
@@ -219,20 +221,20 @@ def moe_experts(ffn: FFNSpec, d: int, tokens: int, dtype: str, par: Parallel, sk
 # ----------------------------------------------------------------------------- heads and comms
 
 def lm_head_ops(model: ModelSpec, rows: int, dtype: str, tp: int, d: int | None = None,
-                vocab: int | None = None) -> list[Op]:
+                vocab: int | None = None, act: str = ACT) -> list[Op]:
     """Logits for `rows` tokens, vocab split over tp. The centroid head scores num_centroids
     clusters, then the top_clusters' rows of the full head (V / C rows each) per token."""
     d, vocab = d or model.hidden_size, vocab or model.vocab_size
     head = model.lm_head
     if head.kind == "full":
-        return [_head_kind(gemm("lm_head", rows, d, math.ceil(vocab / tp), dtype, family="lm_head"), "full")]
+        return [_head_kind(gemm("lm_head", rows, d, math.ceil(vocab / tp), dtype, family="lm_head", act=act), "full")]
     c, top = head.num_centroids, head.top_clusters
     rows_per_token = top * math.ceil(vocab / c)
     w = DTYPE_BYTES[dtype]
     expand = Op("lm_head.centroid_expand", "lm_head", flops=2.0 * rows * rows_per_token * d / tp,
                 weight_bytes=min(rows * rows_per_token, vocab) * d * w / tp, kernels=3, dtype=dtype,
                 shape={"m": rows, "k": d, "n": rows_per_token, "dtype": dtype, "kind": "expand"})
-    return [_head_kind(gemm("lm_head.centroids", rows, d, c, dtype, family="lm_head"), "full"), expand]
+    return [_head_kind(gemm("lm_head.centroids", rows, d, c, dtype, family="lm_head", act=act), "full"), expand]
 
 
 def _head_kind(op: Op, kind: str) -> Op:
@@ -241,17 +243,17 @@ def _head_kind(op: Op, kind: str) -> Op:
     return op
 
 
-def allreduce(tokens: int, d: int, tp: int) -> Op | None:
-    """Tensor-parallel all-reduce of a tokens x d bf16 activation (one per attention, one per FFN)."""
+def allreduce(tokens: int, d: int, tp: int, act: str = ACT) -> Op | None:
+    """Tensor-parallel all-reduce of a tokens x d activation (one per attention, one per FFN)."""
     if tp == 1:
         return None
-    return Op("comm.allreduce", "allreduce", comm_bytes=tokens * d * ACT_BYTES,
-              shape={"bytes": tokens * d * ACT_BYTES, "ranks": tp})
+    size = tokens * d * DTYPE_BYTES[act]
+    return Op("comm.allreduce", "allreduce", comm_bytes=size, shape={"bytes": size, "ranks": tp})
 
 
-def alltoall(tokens: int, top_k: int, d: int, ep: int) -> Op | None:
+def alltoall(tokens: int, top_k: int, d: int, ep: int, act: str = ACT) -> Op | None:
     """Expert-parallel dispatch + combine: each routed copy of a token crosses once each way."""
     if ep == 1:
         return None
-    return Op("comm.alltoall", "alltoall", comm_bytes=2 * tokens * top_k * d * ACT_BYTES / ep, kernels=2,
-              shape={"bytes": 2 * tokens * top_k * d * ACT_BYTES / ep, "ranks": ep})
+    size = 2 * tokens * top_k * d * DTYPE_BYTES[act] / ep
+    return Op("comm.alltoall", "alltoall", comm_bytes=size, kernels=2, shape={"bytes": size, "ranks": ep})

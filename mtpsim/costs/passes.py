@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from mtpsim.catalog import HardwareSpec, LayerRef, ModelSpec
+from mtpsim.catalog import DTYPE_BYTES, HardwareSpec, LayerRef, ModelSpec
 from mtpsim.costs import ops as O
 from mtpsim.costs.roofline import OpTime
 
@@ -87,6 +87,7 @@ class Pricer:
         self.par = O.Parallel(tp, ep)
         self.skew, self.graphs, self.max_graph_batch = moe_skew, cuda_graphs, max_graph_batch
         self.heads = heads  # parallel_heads: how many heads run (one per step)
+        self.act = model.dtypes.activations
         self.static_ops = lru_cache(maxsize=4096)(self._build_static)
 
     # ------------------------------------------------------------------ public
@@ -99,7 +100,7 @@ class Pricer:
         logits = (batch if shape.kind == "prefill" else rows) * shape.logits_per_request
         priced = list(self.static_ops(shape.part, shape.layer, tokens, logits, graphs))
         for att, count, kv_dtype in self._attention_kinds(shape.part):
-            op = O.attention_core(att, q_lens, kv_lens + shape.kv_offset, kv_dtype, self.par.tp)
+            op = O.attention_core(att, q_lens, kv_lens + shape.kv_offset, kv_dtype, self.par.tp, self.act)
             priced.append((op, self.costs.time(op, graphs), count))
         return self._sum(shape, tokens, priced, graphs, keep_ops)
 
@@ -131,30 +132,32 @@ class Pricer:
 
     def _layer_ops(self, part: str, tokens: int):
         spec = self.layers(part)
-        d, tp = spec.spec.hidden_size, self.par.tp
+        d, tp, act = spec.spec.hidden_size, self.par.tp, self.act
         for count, ref in spec.groups:
             att, ffn = spec.spec.attention_kinds[ref.attention], spec.spec.ffn_kinds[ref.ffn]
-            layer = O.attention_projections(att, d, tokens, spec.attn_dtype, self.par, spec.query_only)
-            layer += O.ffn_ops(ffn, d, tokens, spec.ffn_dtype, spec.expert_dtype, self.par, self.skew)
-            layer += [O.Op("norms+rope+act", "elementwise", act_bytes=6 * tokens * d * O.ACT_BYTES, kernels=4),
-                      O.allreduce(tokens, d, tp), O.allreduce(tokens, d, tp)]
+            layer = O.attention_projections(att, d, tokens, spec.attn_dtype, self.par, spec.query_only, act)
+            layer += O.ffn_ops(ffn, d, tokens, spec.ffn_dtype, spec.expert_dtype, self.par, self.skew, act)
+            layer += [O.Op("norms+rope+act", "elementwise", act_bytes=6 * tokens * d * DTYPE_BYTES[act], kernels=4,
+                           dtype=act, shape={"tokens": tokens, "d": d}),
+                      O.allreduce(tokens, d, tp, act), O.allreduce(tokens, d, tp, act)]
             if ffn.kind == "moe":
-                layer.append(O.alltoall(tokens, ffn.top_k, d, self.par.ep))
+                layer.append(O.alltoall(tokens, ffn.top_k, d, self.par.ep, act))
             yield from ((count, op) for op in layer)
 
     def _edge_ops(self, part: str, tokens: int, logits: int) -> list[O.Op | None]:
         """What a part runs outside its layers: input projections and the LM head."""
-        m, tp, dt = self.model, self.par.tp, self.model.dtypes
+        m, tp, dt, act = self.model, self.par.tp, self.model.dtypes, self.act
         if part == "target":
-            return O.lm_head_ops(m, logits, dt.lm_head, tp)
+            return O.lm_head_ops(m, logits, dt.lm_head, tp, act=act)
         if part in ("mtp", "heads"):
             mtp, n = m.mtp, (1 if part == "mtp" else self.heads)
-            proj = [O.gemm("mtp.eh_proj", tokens, 2 * m.hidden_size, m.hidden_size, dt.mtp)] * n if mtp.input_projection else []
-            return proj + O.lm_head_ops(m, logits * n, dt.lm_head, tp, vocab=mtp.vocab_size)
+            proj = O.gemm("mtp.eh_proj", tokens, 2 * m.hidden_size, m.hidden_size, dt.mtp, act=act)
+            return ([proj] * n if mtp.input_projection else []) + \
+                O.lm_head_ops(m, logits * n, dt.lm_head, tp, vocab=mtp.vocab_size, act=act)
         a = self.assistant
-        return [O.gemm("assistant.pre_proj", tokens, 2 * a.backbone_hidden_size, a.hidden_size, a.dtypes.dense_ffn),
-                O.gemm("assistant.post_proj", tokens, a.hidden_size, a.backbone_hidden_size, a.dtypes.dense_ffn),
-                *O.lm_head_ops(a, logits, a.dtypes.lm_head, tp)]
+        return [O.gemm("assistant.pre_proj", tokens, 2 * a.backbone_hidden_size, a.hidden_size, a.dtypes.dense_ffn, act=act),
+                O.gemm("assistant.post_proj", tokens, a.hidden_size, a.backbone_hidden_size, a.dtypes.dense_ffn, act=act),
+                *O.lm_head_ops(a, logits, a.dtypes.lm_head, tp, act=act)]
 
     @lru_cache(maxsize=8)
     def _attention_kinds(self, part: str):
