@@ -1,0 +1,144 @@
+"""`mtpsim verify SCENARIO [--out DIR] [--calibrate]` (DESIGN §8).
+
+Per scenario point: shrink the model as `verify:` says, build it in PyTorch, run the design's
+real decode loop for B requests (warm-up excluded), then simulate the same shrunken
+configuration with the cost model calibrated on this device and the acceptance observed, and
+print predicted vs measured per pass kind and TPS. Writes DIR/verify.csv, DIR/verify.png and,
+per point, the measured iterations, the accept histogram and the simulated scenario.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+import yaml
+
+from mtpsim import scenario as sc
+from mtpsim.acceptance import AcceptanceProfile
+from mtpsim.errors import ScenarioError
+from mtpsim.sim.workload import sample_lengths
+from mtpsim.verify.compare import REPO, comparison, plot, predict, simulated_mapping
+from mtpsim.verify.measure import Setup, measure
+from mtpsim.verify.shrink import shrink_assistant, shrink_model
+
+# torch.cuda.get_device_name() fragments -> hardware catalog entries
+CUDA_HARDWARE = {"H200": "h200", "H100": "h100-sxm", "A100": "a100-80g", "B200": "b200", "MI300X": "mi300x"}
+
+
+def main(args) -> int:
+    points = sc.load(args.scenario, args.sets)
+    out = Path(args.out or f"runs/{points[0].name}-verify-{time.strftime('%Y%m%d-%H%M%S')}")
+    out.mkdir(parents=True, exist_ok=True)
+    device = pick_device(points[0].verify.device)
+    hardware, profile = cost_source(device, args.calibrate, out)
+    print(f"verify {points[0].name} on {device} ({hardware}); cost model: "
+          f"{'calibrated, ' + profile if profile else 'roofline (no profile for this device yet)'}")
+    tables = []
+    for i, s in enumerate(points):
+        folder = out / f"{i:02d}-{s.speculative.design}-b{s.workload.concurrency}"
+        folder.mkdir(exist_ok=True)
+        tables.append(verify_point(s, device, hardware, profile, folder))
+    table = pd.concat(tables, ignore_index=True)
+    table.to_csv(out / "verify.csv", index=False)
+    plot(table, out / "verify.png")
+    tps = table[table.kind == "tps"].rel_error.abs()
+    print(f"\n|TPS error|: median {tps.median():.1%}, worst {tps.max():.1%}  ->  {out / 'verify.csv'}")
+    return 0
+
+
+def pick_device(choice: str) -> str:
+    if choice == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if choice == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("mtpsim: error: verify.device is cuda and no CUDA device is visible")
+    return choice
+
+
+def cost_source(device: str, calibrate: bool, out: Path) -> tuple[str, str | None]:
+    """(hardware catalog name, profile folder or None): the committed profile of this device,
+    or one measured now with --calibrate; roofline when there is neither."""
+    hardware = "cpu"
+    if device == "cuda":
+        name = torch.cuda.get_device_name()
+        hardware = next((v for k, v in CUDA_HARDWARE.items() if k in name), None)
+        if hardware is None:
+            raise SystemExit(f"mtpsim: error: no hardware catalog entry for {name!r}")
+    if calibrate:
+        from mtpsim.cli import main as cli
+        folder = out / "profile"
+        if cli(["calibrate", "--device", device, "--quick", "--out", str(folder)]) != 0:
+            raise SystemExit("mtpsim: error: calibration failed")
+        return hardware, str(folder)
+    folder = REPO / "calibrate" / "profiles" / hardware
+    if (folder / "meta.yaml").is_file():
+        _match_threads(folder, device)
+        return hardware, str(folder)
+    if device == "cpu":
+        torch.set_num_threads(1)  # see _match_threads
+    return hardware, None
+
+
+def _match_threads(folder: Path, device: str) -> None:
+    """Time with the CPU thread count the profile was measured with (1 when it does not say:
+    on a shared 2-core machine two spinning OpenMP threads make tiny ops 10x slower and noisy)."""
+    meta = yaml.safe_load((folder / "meta.yaml").read_text()) or {}
+    threads = meta.get("threads")
+    if device == "cpu":
+        torch.set_num_threads(threads if isinstance(threads, int) and threads > 0 else 1)
+
+
+def setup_of(s, device: str) -> Setup:
+    """The verification run a scenario point asks for, shrunken."""
+    v, design = s.verify, s.speculative.design
+    dtype = v.dtype or ("bf16" if device == "cuda" else "fp32")
+    model = shrink_model(s.specs.model, v, dtype)
+    try:
+        assistant = shrink_assistant(s.specs.assistant, model, v, dtype) if s.specs.assistant else None
+    except ValueError as exc:  # too few layers kept for the assistant's KV sources
+        raise ScenarioError(s.source, "verify.num_layers", str(exc)) from None
+    rng = np.random.default_rng([s.seed, 0])
+    prompts = sample_lengths(rng, s.workload.input_len, s.workload.concurrency).tolist()
+    steps = s.speculative.steps if design != "none" else 0
+    profile = AcceptanceProfile.from_section(s.acceptance, steps, s.source) if design != "none" else None
+    return Setup(model, assistant, design, steps, prompts, v.iterations, v.warmup_iterations,
+                 v.acceptance, profile, device, dtype, s.seed)
+
+
+def verify_point(s, device: str, hardware: str, profile: str | None, folder: Path) -> pd.DataFrame:
+    setup = setup_of(s, device)
+    measured = measure(setup)
+    measured.iterations.to_csv(folder / "measured_iterations.csv", index=False)
+    mapping = simulated_mapping(s, setup.model.model_dump(mode="json"), setup.prompt_lens,
+                                measured.accept_counts, folder, hardware, profile,
+                                setup.warmup_iterations + setup.iterations)
+    (folder / "simulated.yaml").write_text(yaml.safe_dump(mapping, sort_keys=False))
+    predicted = predict(mapping, setup.assistant, str(folder / "simulated.yaml"),
+                        setup.warmup_iterations, setup.iterations)
+    predicted.to_csv(folder / "predicted_iterations.csv", index=False)
+    table = comparison(setup.design, setup.batch, measured.iterations, predicted)
+    _print(s, setup, measured, table)
+    return table
+
+
+def _print(s, setup: Setup, measured, table: pd.DataFrame) -> None:
+    it = measured.iterations
+    passes = it[["draft_s", "verify_s", "extend_s"]].sum(axis=1)
+    print(f"\n== {s.speculative.design}, steps {setup.steps}, batch {setup.batch}, prompts {setup.prompt_lens}: "
+          f"{setup.model.num_layers} target layers, hidden {setup.model.hidden_size}, {setup.dtype}")
+    if setup.design != "none":
+        counts = measured.accept_counts
+        length = 1 + (counts * np.arange(len(counts))).sum() / max(counts.sum(), 1)
+        print(f"accept histogram (drafts accepted: count) {dict(enumerate(counts.tolist()))}, "
+              f"accept length {length:.2f} ({setup.acceptance})")
+        if setup.acceptance == "greedy":
+            print("note: greedy acceptance with random weights: the drafts almost never match the target, "
+                  "so acceptance is near zero; use forced acceptance to exercise longer accepts")
+    print(f"measured host time outside passes: {(it.iteration_s - passes).mean() * 1e3:.3f} ms per iteration")
+    shown = table.assign(predicted=lambda d: np.where(d.kind == "tps", d.predicted, d.predicted * 1e3),
+                         measured=lambda d: np.where(d.kind == "tps", d.measured, d.measured * 1e3))
+    shown["kind"] = [k if k == "tps" else k.replace("_s", "_ms") for k in shown.kind]
+    with pd.option_context("display.float_format", lambda x: f"{x:.4g}"):
+        print(shown[["kind", "predicted", "measured", "rel_error"]].to_string(index=False))

@@ -1,0 +1,256 @@
+"""Decoder-layer building blocks in PyTorch, computing what `mtpsim.costs.ops` prices.
+
+Each module runs the ops the cost model counts for it, at the catalog's (shrunken) shapes:
+GQA/MHA (q, kv, o projections; sliding window; query-only layers of a frozen-KV assistant),
+absorbed MLA (q_a, q_b, kv_a, per-head W_UK / W_UV, o; attention over the kv_lora + rope
+latent), Gated DeltaNet linear attention (in_proj, short conv, per-token delta-rule state,
+o_proj), dense gated FFN, MoE (router, top-k, routed experts one by one, shared experts), and
+the LM heads (full; centroid: score clusters, expand the top ones). Heads return greedy tokens.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from mtpsim.catalog import AttentionSpec, FFNSpec, LMHeadSpec
+from mtpsim.verify.cache import Batch, KVSlots, LinearState
+
+
+def linear(d_in: int, d_out: int) -> nn.Linear:
+    layer = nn.Linear(d_in, d_out, bias=False)
+    nn.init.normal_(layer.weight, std=d_in ** -0.5)
+    return layer
+
+
+def rope(x: torch.Tensor, batch: Batch) -> torch.Tensor:
+    """Rotary embedding on the last dim of x [B, q, heads, dim] at the batch's positions
+    (cos / sin computed once per pass and width, as engines do)."""
+    half = x.shape[-1] // 2
+    key = ("rope", half, x.dtype)
+    if key not in batch.memo:
+        freq = 10000.0 ** (-torch.arange(half, device=x.device, dtype=torch.float32) / half)
+        angle = (batch.q_pos[..., None].float() * freq)[:, :, None, :]
+        batch.memo[key] = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+    cos, sin = batch.memo[key]
+    a, b = x[..., :half], x[..., half:2 * half]
+    return torch.cat([a * cos - b * sin, a * sin + b * cos, x[..., 2 * half:]], dim=-1)
+
+
+class Attention(nn.Module):
+    """GQA (MHA when kv heads = heads), optionally sliding-window, optionally query-only."""
+
+    def __init__(self, att: AttentionSpec, d: int, query_only: bool = False):
+        super().__init__()
+        self.heads, self.kv_heads, self.window = att.num_heads, att.num_kv_heads, att.window
+        self.hd, self.vd, self.query_only = att.head_dim, att.v_head_dim or att.head_dim, query_only
+        self.q_proj = linear(d, self.heads * self.hd)
+        self.kv_proj = None if query_only else linear(d, self.kv_heads * (self.hd + self.vd))
+        self.o_proj = linear(self.heads * self.vd, d)
+
+    def new_storage(self, batch: int, capacity: int, max_pass: int, dtype, device) -> KVSlots | None:
+        if self.query_only:
+            return None
+        slots = min(capacity, self.window + max_pass) if self.window else capacity
+        return KVSlots(batch, self.kv_heads, slots, self.hd, self.vd, dtype, device)
+
+    def forward(self, x: torch.Tensor, batch: Batch, kv: KVSlots) -> torch.Tensor:
+        B, q, _ = x.shape
+        query = rope(self.q_proj(x).view(B, q, self.heads, self.hd), batch).transpose(1, 2)
+        if self.kv_proj is not None:
+            k, v = self.kv_proj(x).view(B, q, self.kv_heads, self.hd + self.vd).split([self.hd, self.vd], -1)
+            k = rope(k, batch)
+            if batch.prefill and q > kv.capacity:  # a prompt longer than the ring: attend to it fresh
+                out = self._attend(query, k.transpose(1, 2), v.transpose(1, 2), batch.mask(NEVER_WRAP, self.window, q))
+                kv.write(batch.q_pos[:, -kv.capacity:], k[:, -kv.capacity:], v[:, -kv.capacity:])
+                return self.o_proj(out.transpose(1, 2).reshape(B, q, -1))
+            kv.write(batch.q_pos, k, v)
+        n = batch.read_len(kv.capacity)
+        out = self._attend(query, kv.k[:, :, :n], kv.v[:, :, :n], batch.mask(kv.capacity, self.window, n))
+        return self.o_proj(out.transpose(1, 2).reshape(B, q, -1))
+
+    def _attend(self, q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=self.heads != k.shape[1])
+
+
+NEVER_WRAP = 1 << 40  # a "capacity" under which slot j holds position j (fresh, unwrapped KV)
+
+
+class MLA(nn.Module):
+    """DeepSeek multi-head latent attention, absorbed: the cache holds kv_lora + rope per token;
+    q_nope goes through W_UK into the latent space and the latent output through W_UV."""
+
+    def __init__(self, att: AttentionSpec, d: int):
+        super().__init__()
+        self.heads, self.lora, self.rope_dim = att.num_heads, att.kv_lora_rank, att.qk_rope_head_dim
+        self.nope, self.vd = att.qk_nope_head_dim, att.v_head_dim
+        width = self.heads * (self.nope + self.rope_dim)
+        if att.q_lora_rank:
+            self.q_a_proj, self.q_norm = linear(d, att.q_lora_rank), nn.RMSNorm(att.q_lora_rank)
+            self.q_b_proj = linear(att.q_lora_rank, width)
+        else:
+            self.q_a_proj, self.q_norm, self.q_b_proj = None, None, linear(d, width)
+        self.kv_a_proj, self.kv_norm = linear(d, self.lora + self.rope_dim), nn.RMSNorm(self.lora)
+        self.w_uk = nn.Parameter(torch.randn(self.heads, self.nope, self.lora) * self.nope ** -0.5)
+        self.w_uv = nn.Parameter(torch.randn(self.heads, self.lora, self.vd) * self.lora ** -0.5)
+        self.o_proj = linear(self.heads * self.vd, d)
+        self.window = att.window
+
+    def new_storage(self, batch: int, capacity: int, max_pass: int, dtype, device) -> KVSlots:
+        return KVSlots(batch, 1, capacity, self.lora + self.rope_dim, None, dtype, device)
+
+    def forward(self, x: torch.Tensor, batch: Batch, kv: KVSlots) -> torch.Tensor:
+        B, q, _ = x.shape
+        hq = x if self.q_a_proj is None else self.q_norm(self.q_a_proj(x))
+        q_nope, q_rope = self.q_b_proj(hq).view(B, q, self.heads, -1).split([self.nope, self.rope_dim], -1)
+        latent, k_rope = self.kv_a_proj(x).split([self.lora, self.rope_dim], -1)
+        k_rope = rope(k_rope[:, :, None], batch)
+        kv.write(batch.q_pos, torch.cat([self.kv_norm(latent)[:, :, None], k_rope], -1), None)
+        q_latent = torch.einsum("bqhn,hnl->bqhl", q_nope, self.w_uk)
+        query = torch.cat([q_latent, rope(q_rope, batch)], -1).transpose(1, 2)
+        n = batch.read_len(kv.capacity)
+        keys = kv.k[:, :, :n]
+        out = F.scaled_dot_product_attention(query, keys, keys[..., :self.lora], enable_gqa=True,
+                                             attn_mask=batch.mask(kv.capacity, self.window, n),
+                                             scale=(self.nope + self.rope_dim) ** -0.5)
+        out = torch.einsum("bhql,hlv->bqhv", out, self.w_uv)
+        return self.o_proj(out.reshape(B, q, -1))
+
+
+class LinearAttention(nn.Module):
+    """Gated DeltaNet: S_t = g_t S_{t-1} + beta_t k_t (v_t - S_{t-1}^T k_t g_t)^T, o_t = S_t^T q_t,
+    one token at a time; the state after every token of a pass is kept for rollback."""
+
+    def __init__(self, att: AttentionSpec, d: int):
+        super().__init__()
+        self.heads, self.k_heads, self.dk, self.dv = att.num_heads, att.num_kv_heads, att.head_dim, att.value_head_dim
+        self.kernel = att.conv_kernel
+        self.channels = 2 * self.k_heads * self.dk + self.heads * self.dv
+        self.in_proj = linear(d, self.channels + self.heads * self.dv + 2 * self.heads)
+        self.conv = nn.Parameter(torch.randn(self.channels, 1, self.kernel) * self.kernel ** -0.5)
+        self.norm = nn.RMSNorm(self.dv)
+        self.o_proj = linear(self.heads * self.dv, d)
+
+    def new_storage(self, batch: int, capacity: int, max_pass: int, dtype, device) -> LinearState:
+        return LinearState(batch, self.heads, self.dk, self.dv, self.channels, self.kernel, device,
+                           torch.promote_types(dtype, torch.float32))
+
+    def forward(self, x: torch.Tensor, batch: Batch, st: LinearState) -> torch.Tensor:
+        B, q, _ = x.shape
+        mixed, z, a, b = self.in_proj(x).split([self.channels, self.heads * self.dv, self.heads, self.heads], -1)
+        seq = torch.cat([st.conv, mixed.transpose(1, 2).to(st.conv.dtype)], -1)   # [B, C, k-1+q]
+        conv = F.silu(F.conv1d(seq, self.conv.to(seq.dtype), groups=self.channels))  # [B, C, q]
+        qs, ks, vs = conv.transpose(1, 2).split([self.k_heads * self.dk, self.k_heads * self.dk, self.heads * self.dv], -1)
+        rep = self.heads // self.k_heads
+        qs = F.normalize(qs.view(B, q, self.k_heads, self.dk), dim=-1).repeat_interleave(rep, 2)
+        ks = F.normalize(ks.view(B, q, self.k_heads, self.dk), dim=-1).repeat_interleave(rep, 2)
+        vs = vs.view(B, q, self.heads, self.dv)
+        decay = torch.exp(-F.softplus(a.to(seq.dtype)))
+        beta = torch.sigmoid(b.to(seq.dtype))
+        state, states, outs = st.state, [st.state], []
+        for t in range(q):
+            state = state * decay[:, t, :, None, None]
+            error = vs[:, t] - torch.einsum("bhk,bhkv->bhv", ks[:, t], state)
+            state = state + torch.einsum("bhk,bhv->bhkv", ks[:, t], beta[:, t, :, None] * error)
+            outs.append(torch.einsum("bhk,bhkv->bhv", qs[:, t], state))
+            states.append(state)
+        convs = seq.unfold(-1, self.kernel - 1, 1).transpose(1, 2)               # [B, q+1, C, k-1]
+        st.pending = (torch.stack(states, 1), convs)
+        out = self.norm(torch.stack(outs, 1).to(x.dtype)) * F.silu(z.view(B, q, self.heads, self.dv))
+        return self.o_proj(out.reshape(B, q, -1))
+
+
+class DenseFFN(nn.Module):
+    def __init__(self, d: int, inter: int):
+        super().__init__()
+        self.gate_up, self.down = linear(d, 2 * inter), linear(inter, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate, up = self.gate_up(x).chunk(2, -1)
+        return self.down(F.silu(gate) * up)
+
+
+class MoE(nn.Module):
+    """Router, softmax top-k, each touched expert over its tokens, plus shared experts."""
+
+    def __init__(self, ffn: FFNSpec, d: int):
+        super().__init__()
+        e, inter = ffn.num_experts, ffn.expert_intermediate_size
+        self.top_k = ffn.top_k
+        self.router = linear(d, e)
+        self.w13 = nn.Parameter(torch.randn(e, d, 2 * inter) * d ** -0.5)
+        self.w2 = nn.Parameter(torch.randn(e, inter, d) * inter ** -0.5)
+        shared = ffn.num_shared_experts * (ffn.shared_intermediate_size or inter)
+        self.shared = DenseFFN(d, shared) if ffn.num_shared_experts else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = x.shape
+        x = x.reshape(-1, shape[-1])
+        weights, experts = torch.softmax(self.router(x), -1).topk(self.top_k, -1)
+        weights = weights / weights.sum(-1, keepdim=True)
+        order = experts.flatten().argsort()
+        token = order // self.top_k
+        counts = torch.bincount(experts.flatten(), minlength=self.w13.shape[0]).tolist()
+        xs, outs, start = x[token], [], 0
+        for e, n in enumerate(counts):
+            if n:
+                gate, up = (xs[start:start + n] @ self.w13[e]).chunk(2, -1)
+                outs.append((F.silu(gate) * up) @ self.w2[e])
+                start += n
+        routed = torch.cat(outs) * weights.flatten()[order, None]
+        out = torch.zeros_like(x).index_add_(0, token, routed)
+        if self.shared is not None:
+            out = out + self.shared(x)
+        return out.view(shape)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, att: AttentionSpec, ffn: FFNSpec, d: int, query_only: bool = False):
+        super().__init__()
+        self.attn_norm, self.ffn_norm = nn.RMSNorm(d), nn.RMSNorm(d)
+        self.attn = {"gqa": lambda: Attention(att, d, query_only), "mla": lambda: MLA(att, d),
+                     "linear": lambda: LinearAttention(att, d)}[att.kind]()
+        self.ffn = DenseFFN(d, ffn.intermediate_size) if ffn.kind == "dense" else MoE(ffn, d)
+
+    def new_storage(self, *args):
+        return self.attn.new_storage(*args)
+
+    def forward(self, x: torch.Tensor, batch: Batch, storage) -> torch.Tensor:
+        x = x + self.attn(self.attn_norm(x), batch, storage)
+        return x + self.ffn(self.ffn_norm(x))
+
+
+class FullHead(nn.Module):
+    """T x d x V logits, greedy token per row."""
+
+    def __init__(self, d: int, vocab: int):
+        super().__init__()
+        self.proj = linear(d, vocab)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(x).argmax(-1)
+
+
+class CentroidHead(nn.Module):
+    """Score num_centroids clusters, expand the top_clusters' V / C rows each, greedy token."""
+
+    def __init__(self, d: int, vocab: int, head: LMHeadSpec):
+        super().__init__()
+        self.top, self.per, self.vocab = head.top_clusters, math.ceil(vocab / head.num_centroids), vocab
+        self.centroids = linear(d, head.num_centroids)
+        self.rows = nn.Parameter(torch.randn(head.num_centroids, self.per, d) * d ** -0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = x.shape[:-1]
+        x = x.reshape(-1, x.shape[-1])
+        clusters = self.centroids(x).topk(self.top, -1).indices                 # [T, top]
+        logits = torch.einsum("td,tcrd->tcr", x, self.rows[clusters]).flatten(1)  # [T, top * per]
+        best = logits.argmax(-1)
+        token = clusters.gather(1, (best // self.per)[:, None])[:, 0] * self.per + best % self.per
+        return (token % self.vocab).view(shape)  # the last cluster may run past the vocabulary
+
+
+def make_head(d: int, vocab: int, head: LMHeadSpec) -> nn.Module:
+    return FullHead(d, vocab) if head.kind == "full" else CentroidHead(d, vocab, head)

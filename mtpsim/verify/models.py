@@ -1,0 +1,117 @@
+"""Target and drafts built from catalog specs with random weights (DESIGN §8).
+
+- `Target`: embedding, the spec's layers in order, final norm, LM head.
+- `MTPLayer`: one draft layer of `nextn` / `multi_layer` / `parallel_heads`: norms of the token
+  embedding and of the incoming hidden, the 2h -> h projection (when the spec has one), one
+  decoder layer with its own KV, the shared head (or its own, for a pruned draft vocabulary).
+- `Assistant`: a frozen-KV drafter: concat(target-width hidden, target token embedding) -> pre
+  projection, query-only layers reading the target's last sliding / full layer KV, a post
+  projection back to the target width (the next step's carry), its own head (full or centroid).
+Every `forward` returns (hidden, greedy tokens); `rows` picks which rows get logits.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from mtpsim.catalog import LMHeadSpec, ModelSpec
+from mtpsim.verify.cache import Batch, Cache
+from mtpsim.verify.layers import DecoderLayer, linear, make_head
+from mtpsim.verify.shrink import source_layer
+
+
+def _select(x: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
+    """rows: None = every row; else [B] index of the one row per request that gets logits."""
+    if rows is None:
+        return x
+    return x[torch.arange(x.shape[0], device=x.device), rows][:, None]
+
+
+class Target(nn.Module):
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        d = spec.hidden_size
+        self.embed = nn.Embedding(spec.vocab_size, d)
+        self.layers = nn.ModuleList(DecoderLayer(spec.attention_kinds[r.attention], spec.ffn_kinds[r.ffn], d)
+                                    for r in spec.expanded_layers)
+        self.norm = nn.RMSNorm(d)
+        self.head = make_head(d, spec.vocab_size, spec.lm_head)
+
+    def new_cache(self, batch: int, capacity: int, max_pass: int) -> Cache:
+        p = next(self.parameters())
+        return Cache([layer.new_storage(batch, capacity, max_pass, p.dtype, p.device) for layer in self.layers],
+                     torch.zeros(batch, dtype=torch.int64).numpy())
+
+    def forward(self, tokens: torch.Tensor, batch: Batch, cache: Cache, rows=None):
+        cache.begin()
+        x = self.embed(tokens)
+        for layer, storage in zip(self.layers, cache.layers):
+            x = layer(x, batch, storage)
+        return x, self.head(self.norm(_select(x, rows)))
+
+
+class MTPLayer(nn.Module):
+    def __init__(self, spec: ModelSpec, target: Target):
+        super().__init__()
+        mtp, d = spec.mtp, spec.hidden_size
+        self.embed = target.embed  # shared embedding (not a parameter of its own)
+        self.project = mtp.input_projection
+        if self.project:
+            self.enorm, self.hnorm, self.eh_proj = nn.RMSNorm(d), nn.RMSNorm(d), linear(2 * d, d)
+        self.layer = DecoderLayer(spec.attention_kinds[mtp.layer.attention], spec.ffn_kinds[mtp.layer.ffn], d)
+        self.norm = nn.RMSNorm(d)
+        self.head = make_head(d, mtp.vocab_size, LMHeadSpec()) if mtp.vocab_size else target.head
+
+    def new_cache(self, batch: int, capacity: int, max_pass: int) -> Cache:
+        p = self.norm.weight
+        return Cache([self.layer.new_storage(batch, capacity, max_pass, p.dtype, p.device)],
+                     torch.zeros(batch, dtype=torch.int64).numpy())
+
+    def forward(self, hidden: torch.Tensor, tokens: torch.Tensor, batch: Batch, cache: Cache, rows=None):
+        cache.begin()
+        x = hidden
+        if self.project:
+            x = self.eh_proj(torch.cat([self.enorm(self.embed(tokens)), self.hnorm(hidden)], -1))
+        x = self.layer(x, batch, cache.layers[0])
+        return x, self.head(self.norm(_select(x, rows)))
+
+
+class Assistant(nn.Module):
+    def __init__(self, spec: ModelSpec, target_spec: ModelSpec, target: Target):
+        super().__init__()
+        d, backbone = spec.hidden_size, spec.backbone_hidden_size
+        self.embed = target.embed
+        self.pre_proj, self.post_proj = linear(2 * backbone, d), linear(d, backbone)
+        self.layers = nn.ModuleList(DecoderLayer(spec.attention_kinds[r.attention], spec.ffn_kinds[r.ffn], d,
+                                                 query_only=True) for r in spec.expanded_layers)
+        self.sources = [source_layer(target_spec, spec.attention_kinds[r.attention].kv_source)
+                        for r in spec.expanded_layers]
+        self.norm = nn.RMSNorm(d)
+        self.head = make_head(d, spec.vocab_size, spec.lm_head)
+
+    def forward(self, carry: torch.Tensor, tokens: torch.Tensor, batch: Batch, target_cache: Cache):
+        """carry [B, 1, target width]: the last target hidden, or the previous step's carry."""
+        x = self.pre_proj(torch.cat([carry, self.embed(tokens)], -1))
+        for layer, source in zip(self.layers, self.sources):
+            x = layer(x, batch, target_cache.layers[source])
+        return self.post_proj(x), self.head(self.norm(x))
+
+
+def build(model: ModelSpec, design: str, steps: int, assistant: ModelSpec | None, dtype, device, seed: int = 0):
+    """(target, drafts): drafts is a list of MTPLayer (one for nextn, `steps` for multi_layer and
+    parallel_heads), [Assistant] for frozen_kv, [] for none."""
+    torch.manual_seed(seed)
+    with torch.device(device):
+        target = Target(model)
+        if design == "nextn":
+            drafts = [MTPLayer(model, target)]
+        elif design in ("multi_layer", "parallel_heads"):
+            drafts = [MTPLayer(model, target) for _ in range(steps)]
+        elif design == "frozen_kv":
+            drafts = [Assistant(assistant, model, target)]
+        else:
+            drafts = []
+    modules = [target, *drafts]
+    for m in modules:
+        m.to(dtype).eval().requires_grad_(False)
+    return target, drafts
