@@ -11,6 +11,7 @@ import pandas as pd
 
 from mtpsim import scenario as sc
 from mtpsim.errors import ScenarioError
+from mtpsim.schema import mean_length
 
 
 def _add_scenario(p: argparse.ArgumentParser) -> None:
@@ -21,7 +22,13 @@ def _add_scenario(p: argparse.ArgumentParser) -> None:
 
 def cmd_run(args) -> int:
     from mtpsim.run import run_scenario
-    run_scenario(args.scenario, args.sets, args.out, args.jobs)
+    run_scenario(args.scenario, args.sets, args.out, args.jobs, plot=args.plot, trace=args.trace)
+    return 0
+
+
+def cmd_plot(args) -> int:
+    from mtpsim.run import plot_run
+    plot_run(args.run_dir)
     return 0
 
 
@@ -30,7 +37,7 @@ def cmd_cost(args) -> int:
     points = sc.load(args.scenario, args.sets)
     s = points[0]
     batch = args.batch or s.workload.concurrency
-    context = args.context or _mean_len(s.workload.input_len)
+    context = args.context or mean_length(s.workload.input_len)
     if len(points) > 1:
         print(f"(scenario sweeps {len(points)} points; pricing the first: {s.point})")
     report = cost_report(s, batch, context, ops=args.ops)
@@ -45,14 +52,6 @@ def cmd_cost(args) -> int:
     if args.ops:
         _print(f"Ops of one {s.speculative.design} iteration (per GPU; count = layers x ops per layer)", report["ops"])
     return 0
-
-
-def _mean_len(length) -> int:
-    if isinstance(length, int):
-        return length
-    if length.dist == "uniform":
-        return (length.min + length.max) // 2
-    return int(length.mean)
 
 
 def _print(title: str, df: pd.DataFrame) -> None:
@@ -70,7 +69,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_scenario(p)
     p.add_argument("--out", help="run folder (default runs/<name>-<timestamp>; must not hold files)")
     p.add_argument("--jobs", type=int, help="worker processes for sweeps (default: one per core)")
+    p.add_argument("--plot", action="store_true", help="also draw PNGs into the run folder")
+    p.add_argument("--trace", action="store_true",
+                   help="also record every pass: passes.csv and trace.json (Chrome/Perfetto timeline)")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("plot", help="draw the PNGs of a finished run folder")
+    p.add_argument("run_dir", help="a folder written by `mtpsim run`")
+    p.set_defaults(func=cmd_plot)
 
     p = sub.add_parser("cost", help="price one iteration pass by pass, with the memory budget")
     _add_scenario(p)

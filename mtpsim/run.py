@@ -20,6 +20,7 @@ from tqdm import tqdm
 from mtpsim import scenario as sc
 from mtpsim.errors import ScenarioError
 from mtpsim.results import Results, add_speedups
+from mtpsim.schema import mean_length
 from mtpsim.sim import simulate
 
 BASELINE_FREE = {"name", "question", "speculative", "acceptance", "sweep", "verify"}
@@ -126,13 +127,19 @@ def default_jobs(n_points: int) -> int:
     return max(1, min(n_points, os.cpu_count() or 1))
 
 
-def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None) -> tuple[Path, pd.DataFrame]:
-    """Load, simulate, print, write. Returns the run folder and the summary."""
+def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None,
+                 plot: bool = False, trace: bool = False) -> tuple[Path, pd.DataFrame]:
+    """Load, simulate, print, write (plots and trace.json on request). Returns the run folder and the summary."""
     points = sc.load(path, sets)
     folder = output_dir(points[0].name, out)
     started = time.perf_counter()
-    summary, results = run_points(points, jobs or default_jobs(len(points)))
+    summary, results = run_points(points, jobs or default_jobs(len(points)), keep_passes=trace)
     write_run(folder, points, summary, results)
+    if trace:
+        from mtpsim.trace import write_trace
+        write_trace(folder / "trace.json", _concat(results, "passes"), summary)
+    if plot:
+        plot_run(folder, points)
     s = points[0]
     if s.question:
         print(f"Q: {s.question}")
@@ -143,3 +150,56 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None) 
         print("\n(iterations.csv keeps the first rows of very long runs; the summary counts every iteration)")
     print(f"\nwrote {folder}/")
     return folder, summary
+
+
+# ---------------------------------------------------------------------------- plots of a run folder
+
+def memory_frame(points: list[sc.Scenario]) -> pd.DataFrame:
+    """Per-GPU memory budget of each distinct design in the run (and `none`): weights, KV budget,
+    and max concurrent requests at the workload's mean input + output length."""
+    from mtpsim.costs import build_pricer
+    from mtpsim.designs import DesignShape
+    from mtpsim.memory import memory_budget
+    rows = {}
+    for s in points:
+        pricer, context = build_pricer(s), mean_length(s.workload.input_len) + mean_length(s.workload.output_len)
+        for d in (DesignShape("none"), DesignShape.of(s.speculative)):
+            label = d.design if d.design == "none" else f"{d.design} S={d.steps}"
+            label += "".join(f", {k.split('.')[-1]}={v}" for k, v in s.point.items()
+                             if k.startswith("model") and d.design != "none")
+            m = memory_budget(pricer, d)
+            rows.setdefault((label, context), {
+                "label": label, "design": d.design, "steps": d.steps if d.design != "none" else 0,
+                "context": context, "target_weights_GB": m.target_weight_bytes / 1e9,
+                "draft_weights_GB": m.draft_weight_bytes / 1e9, "kv_budget_GB": m.kv_budget_bytes / 1e9,
+                "max_requests": m.max_requests(context)})
+    return pd.DataFrame(list(rows.values()))
+
+
+def load_run_points(folder: Path) -> list[sc.Scenario]:
+    """The points of a finished run, from its scenario.resolved.yaml."""
+    docs = list(yaml.safe_load_all((Path(folder) / "scenario.resolved.yaml").read_text()))
+    points = []
+    for doc in docs:
+        point = doc.pop("point", {}) or {}
+        doc.pop("resolved_specs", None)
+        points.append(sc.validate(doc, str(folder / "scenario.resolved.yaml"), point))
+    return points
+
+
+def plot_run(folder: Path, points: list[sc.Scenario] | None = None) -> list[Path]:
+    """Draw the run folder's PNGs from its CSVs (and memory budgets from its scenario)."""
+    from mtpsim.plots import write_plots
+    folder = Path(folder)
+    if not (folder / "summary.csv").is_file():
+        raise ScenarioError(str(folder), "", "not a run folder (no summary.csv)")
+    read = lambda name: pd.read_csv(folder / name) if (folder / name).is_file() else None  # noqa: E731
+    try:
+        memory = memory_frame(points or load_run_points(folder))
+    except (ScenarioError, OSError) as exc:
+        print(f"(memory plot skipped: {exc})")
+        memory = None
+    paths = write_plots(folder, read("summary.csv"), read("accept_counts.csv"), read("iterations.csv"),
+                        read("passes.csv"), memory)
+    print(f"plots: {', '.join(p.name for p in paths)}")
+    return paths

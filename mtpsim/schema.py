@@ -101,6 +101,13 @@ class LengthDist(Section):
 Length = int | LengthDist
 
 
+def mean_length(length: Length) -> int:
+    """The typical length of a fixed or distributed `input_len` / `output_len`."""
+    if isinstance(length, int):
+        return length
+    return (length.min + length.max) // 2 if length.dist == "uniform" else int(length.mean)
+
+
 class Workload(Section):
     arrival: Literal["closed", "poisson", "batch", "trace"] = "closed"
     concurrency: int = Field(default=1, ge=1)

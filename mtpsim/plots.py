@@ -1,0 +1,237 @@
+"""DataFrames -> figures (DESIGN §10). Nothing here simulates or prices anything.
+
+Each function takes the frames a run folder holds (summary.csv, accept_counts.csv,
+iterations.csv, passes.csv, memory.csv) and returns a matplotlib Figure whose title names the
+scenario. `write_plots` saves the set as PNGs; `mtpsim plot RUN_DIR` and `mtpsim run --plot`
+call it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, never a window
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+KIND_COLORS = {"draft": "tab:orange", "verify": "tab:blue", "decode": "tab:blue", "extend": "tab:green",
+               "prefill": "tab:gray", "host": "tab:red"}
+SHARES = {"draft_share": "draft", "verify_share": "verify / decode", "extend_share": "extend",
+          "prefill_share": "prefill", "overhead_share": "host (exposed)"}
+# Pass order of one iteration per design, for timelines drawn from iterations.csv (no passes.csv).
+ITERATION_ORDER = {"none": ("verify", "host"), "nextn": ("draft", "verify", "extend", "host"),
+                   "multi_layer": ("verify", "extend", "host"), "frozen_kv": ("draft", "verify", "host"),
+                   "parallel_heads": ("verify", "draft", "host")}
+# Summary columns that name a run but never tell series apart.
+NOT_SERIES = {"name", "concurrency", "rate_per_s", "num_requests", "draft_tokens", "dp", "point"}
+
+
+# ---------------------------------------------------------------------------- helpers
+
+def _figure(title: str, size=(7.5, 4.5)) -> tuple[Figure, plt.Axes]:
+    fig, ax = plt.subplots(figsize=size, layout="constrained")
+    fig.suptitle(title, fontsize=11)
+    ax.grid(True, alpha=0.3)
+    return fig, ax
+
+
+def _name(summary: pd.DataFrame) -> str:
+    return str(summary["name"].iloc[0]) if "name" in summary and len(summary) else "run"
+
+
+def series_columns(summary: pd.DataFrame) -> list[str]:
+    """design, steps and any swept key other than the workload that varies between rows."""
+    cols = list(summary.columns)
+    sweep = cols[cols.index("dp") + 1: cols.index("tps")] if {"dp", "tps"} <= set(cols) else []
+    swept = [c for c in sweep if not c.startswith(("workload", "speculative.")) and c not in NOT_SERIES]
+    return ["design", "steps"] + [c for c in swept if summary[c].nunique(dropna=False) > 1]
+
+
+def _label(row, keys: list[str]) -> str:
+    parts = [f"{row.design}" if row.design == "none" else f"{row.design} S={row.steps}"]
+    parts += [f"{k.split('.')[-1]}={row[k]}" for k in keys if k not in ("design", "steps")]
+    return ", ".join(parts)
+
+
+def load_axis(summary: pd.DataFrame) -> tuple[str, str]:
+    """The load column a sweep varies and its axis label: concurrency, else Poisson rate."""
+    if "rate_per_s" in summary and summary.rate_per_s.notna().any() and summary.concurrency.nunique() <= 1:
+        return "rate_per_s", "arrival rate (requests/s)"
+    return "concurrency", "concurrent requests"
+
+
+def _series(summary: pd.DataFrame):
+    keys = series_columns(summary)
+    for _, group in summary.groupby(keys, sort=False, dropna=False):
+        yield _label(group.iloc[0], keys), group
+
+
+# ---------------------------------------------------------------------------- the plots
+
+def speedup_vs_load(summary: pd.DataFrame) -> Figure:
+    """Speedup over `none` against concurrency (or rate), one line per design/steps series."""
+    x, xlabel = load_axis(summary)
+    fig, ax = _figure(f"{_name(summary)}: speedup over plain decoding")
+    for label, g in _series(summary[summary.design != "none"]):
+        g = g.sort_values(x)
+        ax.plot(g[x], g.speedup, marker="o", label=label)
+    ax.axhline(1.0, color="black", lw=1, ls="--", label="no gain (1x)")
+    if summary[x].min() > 0 and summary[x].max() / summary[x].min() >= 8:
+        ax.set_xscale("log", base=2)
+    ax.set(xlabel=xlabel, ylabel="speedup (TPS / TPS without speculation)")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def throughput_frontier(summary: pd.DataFrame) -> Figure:
+    """Total TPS against per-user TPS, one curve per series (baseline included), points labelled by load."""
+    x, _ = load_axis(summary)
+    fig, ax = _figure(f"{_name(summary)}: throughput vs per-user speed")
+    for label, g in _series(summary.drop_duplicates(subset=[c for c in summary if c != "point"])):
+        g = g.sort_values(x)
+        style = dict(color="black", ls="--") if g.design.iloc[0] == "none" else {}
+        ax.plot(g.per_user_tps, g.tps, marker="o", label=label, **style)
+        for _, row in g.iterrows():
+            ax.annotate(f"{row[x]:g}", (row.per_user_tps, row.tps), fontsize=7, xytext=(3, 3),
+                        textcoords="offset points")
+    ax.set(xlabel="per-user speed (tokens/s per request)", ylabel="total throughput (tokens/s)")
+    ax.legend(fontsize=8, title=f"labels: {x}", title_fontsize=8)
+    return fig
+
+
+def time_breakdown(summary: pd.DataFrame) -> Figure:
+    """Share of busy time by pass kind, one stacked horizontal bar per run (points and baselines)."""
+    rows = summary.drop_duplicates(subset=[c for c in summary if c != "point"]).reset_index(drop=True)
+    x, _ = load_axis(rows)
+    keys = series_columns(rows)
+    labels = [f"{_label(r, keys)}, {x} {r[x]:g}" for _, r in rows.iterrows()]
+    fig, ax = _figure(f"{_name(summary)}: where the GPU time goes", size=(8.5, 1.2 + 0.3 * len(rows)))
+    left = pd.Series(0.0, index=rows.index)
+    for col, kind in SHARES.items():
+        if col in rows:
+            share = rows[col] * 100
+            ax.barh(range(len(rows)), share, left=left, label=kind, color=KIND_COLORS[kind.split()[0]], height=0.7)
+            left += share
+    ax.set_yticks(range(len(rows)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set(xlabel="share of busy time: GPU passes + exposed host time (%)", xlim=(0, 100))
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig
+
+
+def accept_histogram(counts: pd.DataFrame, summary: pd.DataFrame, max_series: int = 6) -> Figure:
+    """Drafts accepted per request-iteration (0..S) as shares, grouped bars per design/steps.
+
+    counts: accept_counts.csv (point, accepted, count)."""
+    points = summary[(summary.point >= 0) & (summary.design != "none")]
+    keys = series_columns(points) if len(points) else ["design", "steps"]
+    first = points.drop_duplicates(subset=keys).head(max_series)
+    fig, ax = _figure(f"{_name(summary)}: accepted drafts per iteration")
+    width = 0.8 / max(1, len(first))
+    for i, (_, row) in enumerate(first.iterrows()):
+        c = counts[counts.point == row.point]
+        share = c["count"] / max(1, c["count"].sum()) * 100
+        ax.bar(c.accepted + (i - (len(first) - 1) / 2) * width, share, width,
+               label=f"{_label(row, keys)} (AL {row.accept_length:.2f})")
+    ax.set(xlabel="drafts accepted in one iteration (accept length - 1)",
+           ylabel="share of request-iterations (%)")
+    if len(first):
+        ax.set_xticks(range(int(counts.accepted.max()) + 1))
+        ax.legend(fontsize=8)
+    return fig
+
+
+def memory_budget(memory: pd.DataFrame, name: str = "run") -> Figure:
+    """Per GPU: weights and KV budget (stacked, GB), and the max concurrent requests per design.
+
+    memory: one row per design (label, target_weights_GB, draft_weights_GB, kv_budget_GB,
+    max_requests, context)."""
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 4.5), layout="constrained")
+    fig.suptitle(f"{name}: memory per GPU and how many requests fit", fontsize=11)
+    pos = range(len(memory))
+    ax.bar(pos, memory.target_weights_GB, label="target weights", color="tab:gray")
+    ax.bar(pos, memory.draft_weights_GB, bottom=memory.target_weights_GB, label="draft weights", color="tab:orange")
+    ax.bar(pos, memory.kv_budget_GB, bottom=memory.target_weights_GB + memory.draft_weights_GB,
+           label="KV budget", color="tab:blue")
+    ax.set_xticks(pos, memory.label, fontsize=8, rotation=20, ha="right")
+    top = (memory.target_weights_GB + memory.draft_weights_GB + memory.kv_budget_GB).max()
+    ax.set(ylabel="memory per GPU (GB)", ylim=(0, 1.3 * top))
+    ax.legend(fontsize=8, ncols=3, loc="upper center")
+    bars = ax2.bar(pos, memory.max_requests, color="tab:green")
+    ax2.bar_label(bars, fmt="%d", fontsize=8)
+    ax2.set_xticks(pos, memory.label, fontsize=8, rotation=20, ha="right")
+    context = ", ".join(sorted({f"{c:g}" for c in memory.context}))
+    ax2.set(ylabel="max concurrent requests (KV budget)", title=f"at {context} tokens per request")
+    ax2.title.set_fontsize(9)
+    for a in (ax, ax2):
+        a.grid(True, axis="y", alpha=0.3)
+    return fig
+
+
+def passes_from_iterations(iterations: pd.DataFrame, design: str) -> pd.DataFrame:
+    """Pass-like rows (one per kind per iteration, in the design's order) when passes.csv is absent."""
+    order = ITERATION_ORDER.get(design, ("draft", "verify", "extend", "host"))
+    rows = []
+    for it in iterations.itertuples():
+        t = it.start_s
+        kinds = ("prefill", "host") if it.kind == "prefill" else order
+        for kind in kinds:
+            d = getattr(it, f"{kind}_s")
+            if d > 0:
+                rows.append((it.replica, t, d, "decode" if design == "none" and kind == "verify" else kind,
+                             "", 0))
+                t += d
+    return pd.DataFrame(rows, columns=["replica", "start_s", "duration_s", "kind", "part", "tokens"])
+
+
+def timeline(passes: pd.DataFrame, iterations: pd.DataFrame, name: str = "run", num_iterations: int = 5) -> Figure:
+    """The passes of the first `num_iterations` decode iterations, one lane per replica.
+
+    passes: passes.csv rows of one point (or passes_from_iterations); iterations: its
+    iterations.csv rows, which fix the window (prefill before the first decode is skipped)."""
+    decode = iterations[iterations.kind == "decode"].sort_values("start_s")
+    start = decode.start_s.min() if len(decode) else iterations.start_s.min()
+    end_rows = decode.groupby("replica").head(num_iterations)
+    end = (end_rows.start_s + end_rows.duration_s).max() if len(end_rows) else start + 1
+    shown = passes[(passes.start_s >= start - 1e-12) & (passes.start_s < end)]
+    fig, ax = _figure(f"{name}: first {num_iterations} decode iterations, pass by pass", size=(10, 3.5))
+    seen = set()
+    for p in shown.itertuples():
+        kind = p.kind if p.kind in KIND_COLORS else "verify"
+        ax.barh(p.replica, p.duration_s * 1e3, left=(p.start_s - start) * 1e3, height=0.6,
+                color=KIND_COLORS[kind], edgecolor="white", label=None if kind in seen else kind)
+        seen.add(kind)
+        if p.tokens and p.duration_s > 0.06 * (end - start):
+            ax.text((p.start_s - start + p.duration_s / 2) * 1e3, p.replica, f"{p.tokens} tok",
+                    ha="center", va="center", fontsize=7, color="white")
+    replicas = sorted(passes.replica.unique())
+    ax.set_yticks(replicas, [f"replica {r}" for r in replicas])
+    ax.set(xlabel="time since the first decode iteration (ms); gaps = exposed host time")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig
+
+
+# ---------------------------------------------------------------------------- a run folder
+
+def write_plots(folder: Path, summary: pd.DataFrame, counts: pd.DataFrame, iterations: pd.DataFrame,
+                passes: pd.DataFrame | None = None, memory: pd.DataFrame | None = None) -> list[Path]:
+    """Save every plot the frames allow into `folder`; returns the PNG paths."""
+    folder, name = Path(folder), _name(summary)
+    point0 = summary[summary.point == 0].iloc[0]
+    it0 = iterations[iterations.point == 0]
+    lane = passes[passes.point == 0] if passes is not None and len(passes) else \
+        passes_from_iterations(it0, point0.design)
+    figures = {"speedup.png": speedup_vs_load(summary), "frontier.png": throughput_frontier(summary),
+               "breakdown.png": time_breakdown(summary), "timeline.png": timeline(lane, it0, name)}
+    if (summary.design != "none").any():
+        figures["acceptance.png"] = accept_histogram(counts, summary)
+    if memory is not None and len(memory):
+        figures["memory.png"] = memory_budget(memory, name)
+    paths = []
+    for file, fig in figures.items():
+        fig.savefig(folder / file, dpi=110)
+        plt.close(fig)
+        paths.append(folder / file)
+    return paths
