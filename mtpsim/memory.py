@@ -85,7 +85,7 @@ def memory_budget(pricer: Pricer, design: DesignShape) -> MemoryBudget:
 
 def part_weight_bytes(pricer: Pricer, part: str, with_shared_head: bool = True) -> float:
     """Weight bytes of a part on one GPU: its ops over enough tokens to touch every expert."""
-    ops = [op for op, _, n in pricer.static_ops(part, 0, ALL_EXPERTS_TOKENS, 1, False) for _ in range(n)]
+    ops = [op for op, _, n in pricer.static_ops(part, 0, ALL_EXPERTS_TOKENS, 1, False)[0] for _ in range(n)]
     shared_head = part == "mtp" and pricer.model.mtp.vocab_size is None
     return sum(op.weight_bytes for op in ops
                if with_shared_head or not (shared_head and op.family == "lm_head"))

@@ -23,7 +23,7 @@ TIME_COLUMNS = ("draft_s", "verify_s", "extend_s", "prefill_s", "host_s")
 class Records:
     """Flat rows as the simulation appends them."""
 
-    max_iteration_rows: int = 200_000
+    max_iteration_rows: int = 10_000
     keep_passes: bool = False
     requests: list = field(default_factory=list)
     iterations: list = field(default_factory=list)

@@ -98,11 +98,19 @@ class Pricer:
         rows = self.padded_batch(batch) if graphs else batch
         tokens = int(q_lens.sum()) if shape.kind == "prefill" else rows * shape.tokens_per_request
         logits = (batch if shape.kind == "prefill" else rows) * shape.logits_per_request
-        priced = list(self.static_ops(shape.part, shape.layer, tokens, logits, graphs))
+        static, totals, sources = self.static_ops(shape.part, shape.layer, tokens, logits, graphs)
+        totals, sources, dynamic = totals.copy(), set(sources), []
         for att, count, kv_dtype in self._attention_kinds(shape.part):
             op = O.attention_core(att, q_lens, kv_lens + shape.kv_offset, kv_dtype, self.par.tp, self.act)
-            priced.append((op, self.costs.time(op, graphs), count))
-        return self._sum(shape, tokens, priced, graphs, keep_ops)
+            t = self.costs.time(op, graphs)
+            totals += _vector(op, t, count)
+            sources.add(t.source)
+            dynamic.append((op, t, count))
+        totals[3] += self.costs.pass_overhead_s(graphs)
+        compute, memory, comm, overhead, flops, wbytes, kvbytes, cbytes = totals.tolist()
+        return PassCost(shape.kind, shape.part, tokens, compute + memory + comm + overhead, compute, memory,
+                        comm, overhead, flops, wbytes, kvbytes, cbytes, tuple(sorted(sources)),
+                        static + tuple(dynamic) if keep_ops else ())
 
     def uses_graphs(self, shape: PassShape, batch: int) -> bool:
         """Decode-shaped passes replay CUDA graphs up to max_graph_batch; prefill runs eagerly."""
@@ -127,8 +135,11 @@ class Pricer:
 
     # ------------------------------------------------------------------ building
     def _build_static(self, part: str, layer: int, tokens: int, logits: int, graphs: bool):
+        """Ops that depend on token counts only, priced once: (ops, summed vector, sources)."""
         ops = [(op, n) for n, op in self._layer_ops(part, tokens)] + [(op, 1) for op in self._edge_ops(part, tokens, logits)]
-        return tuple((op, self.costs.time(op, graphs), n) for op, n in ops if op is not None)
+        priced = tuple((op, self.costs.time(op, graphs), n) for op, n in ops if op is not None)
+        totals = sum((_vector(op, t, n) for op, t, n in priced), np.zeros(8))
+        return priced, totals, frozenset(t.source for _, t, _ in priced)
 
     def _layer_ops(self, part: str, tokens: int):
         spec = self.layers(part)
@@ -169,22 +180,10 @@ class Pricer:
             counts[ref.attention] += count
         return tuple((spec.spec.attention_kinds[name], n, kv_dtype) for name, n in counts.items())
 
-    def _sum(self, shape: PassShape, tokens: int, priced, graphs: bool, keep_ops: bool) -> PassCost:
-        compute = memory = comm = overhead = flops = wbytes = kvbytes = cbytes = 0.0
-        sources = set()
-        for op, t, n in priced:
-            if t.compute_s >= t.memory_s:
-                compute += n * t.compute_s
-            else:
-                memory += n * t.memory_s
-            comm += n * t.comm_s
-            overhead += n * t.overhead_s
-            flops += n * op.flops
-            wbytes += n * op.weight_bytes
-            kvbytes += n * op.kv_bytes
-            cbytes += n * op.comm_bytes
-            sources.add(t.source)
-        overhead += self.costs.pass_overhead_s(graphs)
-        return PassCost(shape.kind, shape.part, tokens, compute + memory + comm + overhead, compute, memory,
-                        comm, overhead, flops, wbytes, kvbytes, cbytes, tuple(sorted(sources)),
-                        tuple(priced) if keep_ops else ())
+
+
+def _vector(op: O.Op, t: OpTime, n: int) -> np.ndarray:
+    """n copies of an op as [compute, memory, comm, overhead, flops, weight, kv, comm bytes]; an op's
+    roofline time counts as compute or memory, whichever bounds it."""
+    bound = (t.compute_s, 0.0) if t.compute_s >= t.memory_s else (0.0, t.memory_s)
+    return n * np.array([*bound, t.comm_s, t.overhead_s, op.flops, op.weight_bytes, op.kv_bytes, op.comm_bytes])

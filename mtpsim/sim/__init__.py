@@ -18,7 +18,7 @@ from mtpsim.sim.scheduler import Router, Scheduler
 from mtpsim.sim.workload import Request, open_arrivals, sample_lengths
 
 
-def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 200_000, pricer=None) -> Results:
+def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 10_000, pricer=None) -> Results:
     """Run one scenario point: build costs and acceptance, start the processes, run, collect."""
     wall = time.perf_counter()
     s, design = scenario, DesignShape.of(scenario.speculative)

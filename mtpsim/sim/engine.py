@@ -48,6 +48,9 @@ class Engine:
     def __post_init__(self):
         self.passes = iteration_passes(self.design)
         self.window = overlap_window(self.design) if self.overlap else ()
+        # identical requests share one acceptance row; with spread each request has its own
+        self.per_request_levels = self.profile.spread >= 1e-6
+        self.levels = self.profile.request_levels(self.rng, 1, self.design.steps)[0]
 
     # ------------------------------------------------------------------ the loop
     def serve(self, rep: Replica):
@@ -65,7 +68,7 @@ class Engine:
     def decode(self, rep: Replica):
         """One decode iteration: the design's passes, then acceptance and commit."""
         batch = rep.scheduler.running
-        kv = np.fromiter((r.kv_len for r in batch), np.int64, len(batch))
+        kv = np.fromiter((r.input_len + r.generated - 1 for r in batch), np.int64, len(batch))  # Request.kv_len
         start, times, hidden = self.env.now, dict.fromkeys(PASS_COLUMN.values(), 0.0), 0.0
         for shape in self.passes:
             cost = self.pricer.price(shape, np.full(len(batch), shape.tokens_per_request), kv)
@@ -83,11 +86,12 @@ class Engine:
 
     def commit(self, batch: list[Request]) -> int:
         """Draw accepted drafts per request; each emits accepted + 1 (the bonus) tokens."""
-        remaining = np.fromiter((r.remaining for r in batch), np.int64, len(batch))
+        remaining = np.fromiter((r.output_len - r.generated for r in batch), np.int64, len(batch))
         if self.design.design == "none":
             accepted = np.zeros(len(batch), np.int64)
         else:
-            levels = np.stack([r.levels for r in batch])
+            levels = np.stack([r.levels for r in batch]) if self.per_request_levels else \
+                np.broadcast_to(self.levels, (len(batch), len(self.levels)))
             accepted = self.profile.sample(self.rng, levels, remaining)
         for r, a in zip(batch, accepted.tolist()):
             r.generated += a + 1
