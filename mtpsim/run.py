@@ -23,12 +23,14 @@ from mtpsim.results import Results, add_speedups
 from mtpsim.schema import mean_length
 from mtpsim.sim import simulate
 
-BASELINE_FREE = {"name", "question", "speculative", "acceptance", "sweep", "verify"}
+BASELINE_FREE = {"name", "question", "speculative", "acceptance", "sweep", "verify", "model"}
 
 
 def baseline_key(s: sc.Scenario) -> str:
-    """Everything but the speculation: points that share it share one `none` run."""
-    return json.dumps(s.model_dump(exclude=BASELINE_FREE), sort_keys=True, default=str)
+    """Everything but the speculation: points that share it share one `none` run. The model counts
+    as its resolved spec without its draft (an `mtp` override changes nothing for `none`)."""
+    target = s.specs.model.model_dump(exclude={"mtp", "assistant"})
+    return json.dumps([s.model_dump(exclude=BASELINE_FREE), target], sort_keys=True, default=str)
 
 
 def baseline_of(s: sc.Scenario) -> sc.Scenario:
@@ -111,7 +113,11 @@ TABLE = {"design": "design", "steps": "S", "concurrency": "conc", "rate_per_s": 
 
 
 def format_table(summary: pd.DataFrame) -> str:
-    df = summary[[c for c in TABLE if c in summary.columns]].copy()
+    """The run's table; swept keys the fixed columns do not show get a column of their own."""
+    shown = {"workload.concurrency", "speculative.steps", "speculative.design", "workload.rate_per_s"}
+    swept = [c for c in summary.columns if "." in c and c not in shown]
+    df = summary[[c for c in TABLE if c in summary.columns] + swept].copy()
+    df = df.rename(columns={c: c.split(".")[-1] for c in swept})
     if df.rate_per_s.isna().all():
         df = df.drop(columns="rate_per_s")
     for col in df.columns:

@@ -72,8 +72,8 @@ def load(path: str | Path, sets: list[str] = ()) -> list[Scenario]:
     """Read, override, expand the sweep and validate: one Scenario per point."""
     where = str(path)
     data = read_yaml(path)
-    for item in sets:
-        key, value = parse_set(item)
+    overrides = [parse_set(item) for item in sets]
+    for key, value in overrides:
         set_key(data, key, value, "--set")
     sweep = data.get("sweep") or {}
     if not isinstance(sweep, dict):
@@ -82,9 +82,12 @@ def load(path: str | Path, sets: list[str] = ()) -> list[Scenario]:
         if not isinstance(values, list) or not values:
             raise ScenarioError(where, f"sweep.{key}", "must be a non-empty list")
         _check_key_exists(key, where)
+    # --set wins over the sweep: a swept key it names (or lies under) stops being swept, and a
+    # swept section it lies inside is overridden point by point
+    sweep = {k: v for k, v in sweep.items() if not any(k == o or k.startswith(o + ".") for o, _ in overrides)}
     _anchor_paths(data, Path(path).parent)
     points = [dict(zip(sweep, combo)) for combo in itertools.product(*sweep.values())] or [{}]
-    return [validate(_with_point(data, point, where), where, point) for point in points]
+    return [validate(_with_point(data, point, where, overrides), where, point) for point in points]
 
 
 def _anchor_paths(data: dict[str, Any], folder: Path) -> None:
@@ -98,10 +101,11 @@ def _anchor_paths(data: dict[str, Any], folder: Path) -> None:
             node[key] = str(folder / value)
 
 
-def _with_point(data: dict[str, Any], point: dict[str, Any], where: str) -> dict[str, Any]:
+def _with_point(data: dict[str, Any], point: dict[str, Any], where: str, overrides=()) -> dict[str, Any]:
     out = copy.deepcopy(data)
-    for key, value in point.items():
-        set_key(out, key, value, where)
+    out.pop("sweep", None)
+    for key, value in [*point.items(), *overrides]:
+        set_key(out, key, copy.deepcopy(value), where)
     return out
 
 
@@ -166,6 +170,9 @@ def _check_against_specs(s: Scenario, where: str) -> None:
     moe = [f for f in spec.ffn_kinds.values() if f.kind == "moe"]
     if s.parallel.ep > 1 and not moe:
         raise ScenarioError(where, "parallel.ep", f"model {spec.name!r} has no experts to split")
+    if s.workload.arrival == "closed" and s.workload.concurrency > s.workload.num_requests:
+        raise ScenarioError(where, "workload.concurrency", f"{s.workload.concurrency} closed-loop users need "
+                            f"num_requests >= concurrency (got {s.workload.num_requests})")
     if s.workload.arrival == "trace" and not Path(s.workload.trace).is_file():
         raise ScenarioError(where, "workload.trace", f"no such file: {s.workload.trace}")
     if s.acceptance.histogram and not Path(s.acceptance.histogram).is_file():

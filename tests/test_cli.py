@@ -51,3 +51,14 @@ def test_sweep_runs_each_point_once_and_baselines_once(write_scenario, tmp_path)
     summary = pd.read_csv(out / "summary.csv")
     assert (summary.design == "nextn").sum() == 4 and (summary.design == "none").sum() == 2
     assert summary.speedup.notna().all()
+
+
+def test_draft_only_sweeps_share_one_baseline(write_scenario, tmp_path, capsys):
+    mtp = [{"num_layers": 1, "layer": {"attention": "mla", "ffn": "moe"}},
+           {"num_layers": 1, "layer": {"attention": "mla", "ffn": "dense"}}]
+    data = {**BASE, "sweep": {"model.mtp": mtp}, "workload": {**BASE["workload"], "output_len": 8}}
+    out = tmp_path / "mtp"
+    assert main(["run", str(write_scenario(data)), "--out", str(out), "--jobs", "1"]) == 0
+    summary = pd.read_csv(out / "summary.csv")
+    assert (summary.design == "none").sum() == 1
+    assert any(line.rstrip().endswith("mtp") for line in capsys.readouterr().out.splitlines())  # its own column

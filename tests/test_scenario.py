@@ -135,3 +135,22 @@ def test_relative_trace_is_read_beside_the_scenario(tmp_path, write_scenario):
     data = {**BASE, "workload": {"arrival": "trace", "trace": "trace.csv"}}
     s = sc.load(write_scenario(data))[0]
     assert s.workload.trace == str(tmp_path / "trace.csv")
+
+
+def test_set_wins_over_a_swept_key(write_scenario):
+    data = with_("sweep", {"speculative.steps": [1, 2, 3], "workload.concurrency": [1, 4]})
+    points = sc.load(write_scenario(data), ["speculative.steps=2"])
+    assert len(points) == 2 and {p.speculative.steps for p in points} == {2}
+
+
+def test_set_inside_a_swept_section_applies_to_every_point(write_scenario):
+    data = with_("sweep", {"workload": [{"arrival": "batch", "num_requests": 4, "concurrency": 4},
+                                        {"arrival": "batch", "num_requests": 8, "concurrency": 8}]})
+    points = sc.load(write_scenario(data), ["workload.output_len=7"])
+    assert [p.workload.output_len for p in points] == [7, 7] and [p.workload.num_requests for p in points] == [4, 8]
+
+
+def test_closed_loop_needs_enough_requests(write_scenario):
+    data = with_("workload", {"arrival": "closed", "concurrency": 16, "num_requests": 8})
+    with pytest.raises(ScenarioError, match="num_requests >= concurrency"):
+        sc.load(write_scenario(data))
