@@ -68,7 +68,8 @@ class Engine:
     def decode(self, rep: Replica):
         """One decode iteration: the design's passes, then acceptance and commit."""
         batch = rep.scheduler.running
-        kv = np.fromiter((r.input_len + r.generated - 1 for r in batch), np.int64, len(batch))  # Request.kv_len
+        # committed KV: the prompt and every emitted token but the last, which this iteration feeds
+        kv = np.fromiter((r.input_len + r.generated - 1 for r in batch), np.int64, len(batch))
         start, times, hidden = self.env.now, dict.fromkeys(PASS_COLUMN.values(), 0.0), 0.0
         for shape in self.passes:
             cost = self.pricer.price(shape, np.full(len(batch), shape.tokens_per_request), kv)

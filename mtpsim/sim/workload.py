@@ -32,11 +32,6 @@ class Request:
     done: object = None         # simpy event, triggered at finish
 
     @property
-    def kv_len(self) -> int:
-        """Committed KV: the prompt plus every emitted token but the last (not yet fed back)."""
-        return self.input_len + max(self.generated - 1, 0)
-
-    @property
     def remaining(self) -> int:
         return self.output_len - self.generated
 
