@@ -1,0 +1,10 @@
+"""Calibration: time the cost model's ops with PyTorch and write a profile (DESIGN §6).
+
+grid.py     the documented shapes per op family and device (torch-free: the benchmark reads it)
+timing.py   warm-up, rotated inputs, medians; CUDA events and graphs
+kernels.py  the primitive torch calls per op family (the same calls whole layers are built from)
+layers.py   whole layers built from those calls, and their ops as the simulator prices them
+command.py  `mtpsim calibrate`: run the grid with a progress bar, write the profile folder
+
+Only grid.py is importable without torch.
+"""

@@ -1,0 +1,179 @@
+"""`mtpsim calibrate`: time the grid on this machine's device and write a profile folder.
+
+    mtpsim calibrate --device cpu --threads 1 --out calibrate/profiles/cpu
+
+The folder (DESIGN §6): `<family>.csv` per op family (shape columns, the op's flops and bytes
+as ops.py counts them, `time_s`), `holdout/<family>.csv` (shapes between the grid's values, not
+used by the model: the benchmark's test set), `layers.csv` (whole layers) and `meta.yaml`.
+An existing non-empty folder is never overwritten, except a profile folder (one holding
+meta.yaml) when MTPSIM_CALIBRATE_REPLACE=1 is set: the new profile is written beside it and
+swapped in only when complete.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import random
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+import yaml
+from tqdm import tqdm
+
+from mtpsim.calibration import grid as G
+from mtpsim.calibration import kernels as K
+from mtpsim.calibration import timing as T
+from mtpsim.calibration.layers import layer_case
+
+HOLDOUT_PER_CONFIG = {"gemm": 40, "lm_head": 12, "attention": 14, "moe": 30, "elementwise": 6}
+POOL_MIB = {"cpu": 768, "cuda": 4096}      # random data inputs are sliced from
+ROTATE_MIB = {"cpu": 16, "cuda": 256}      # rotated input sets span at least this much
+# per point: flops, bytes, attention score cells (batch x heads x kv x (head_dim + v_head_dim)),
+# and whole layers' hidden width
+LIMITS = {"cpu": dict(flops=4e9, bytes=600e6, cells=2 ** 26, d=1024),
+          "cuda": dict(flops=4e12, bytes=8e9, cells=2 ** 50, d=1 << 20)}
+ROTATE = {"cpu": "L2 (2 x 2 MiB): rotated sets span 16 MiB, so data comes from L3 or memory, as in a "
+                 "small model's pass", "cuda": "L2 (50 MB): rotated sets span 256 MiB"}
+
+
+def main(args) -> int:
+    device = _device(args.device)
+    if device is None:
+        print("mtpsim: error: --device cuda but torch sees no CUDA device", file=sys.stderr)
+        return 2
+    out = Path(args.out or f"calibrate/profiles/{device}")
+    problem = _check_out(out)
+    if problem:
+        print(f"mtpsim: error: {out}: {problem}", file=sys.stderr)
+        return 2
+    if device == "cpu" and args.threads:
+        torch.set_num_threads(args.threads)
+    started = time.time()
+    tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / "holdout").mkdir(parents=True)
+    meta = calibrate(device, args.quick, tmp)
+    meta["wall_s"] = round(time.time() - started, 1)
+    (tmp / "meta.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
+    if out.exists():
+        shutil.rmtree(out)
+    tmp.rename(out)
+    print(f"wrote {out} in {meta['wall_s']:.0f} s")
+    return 0
+
+
+def _device(choice: str) -> str | None:
+    if choice == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if choice == "cuda" and not torch.cuda.is_available():
+        return None
+    return choice
+
+
+def _check_out(out: Path) -> str | None:
+    """Why `out` must not be written, or None."""
+    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
+        return None
+    if not out.is_dir():
+        return "exists and is not a folder"
+    if not (out / "meta.yaml").is_file():
+        return "folder is not empty and is not a profile (no meta.yaml); choose another --out"
+    if os.environ.get("MTPSIM_CALIBRATE_REPLACE") != "1":
+        return "a profile is already there; set MTPSIM_CALIBRATE_REPLACE=1 to replace it"
+    return None
+
+
+def calibrate(device: str, quick: bool, folder: Path) -> dict:
+    """Time ceilings, overheads, the grid, held-out shapes and whole layers into `folder`."""
+    dtype_name = G.DTYPE[device]
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype_name]
+    pool = T.Pool(device, dtype, POOL_MIB[device] << 20, ROTATE_MIB[device] << 20)
+    configs = G.grid(device, quick)
+    jobs = [(c, p, "grid") for c in configs for p in c.points() if _fits(c.family, p, device, dtype_name)]
+    jobs += [(c, p, "holdout") for c in configs
+             for p in G.holdout(c, max(2, HOLDOUT_PER_CONFIG[c.family] // (3 if quick else 1)))
+             if _fits(c.family, p, device, dtype_name)]
+    layers = [r for r in G.layer_grid(device, quick) if G.layer_spec(r["layer"], r["scale"])[0] <= LIMITS[device]["d"]]
+    meta = _header(device, dtype_name, quick)
+    meta["ceilings"] = _ceilings(pool, device)
+    meta["overhead"] = {**T.overheads(pool, device), "included_in_op_times": device == "cpu"}
+    rows, layer_rows = {"grid": {}, "holdout": {}}, []
+    # one shuffled order: a slow spell of the machine (other work on shared cores) then lands on
+    # grid, held-out and layer shapes alike instead of biasing one against the others
+    order = jobs + [(None, r, "layer") for r in layers]
+    random.Random(0).shuffle(order)
+    with tqdm(total=len(order), desc=f"calibrate {device}", unit="shape", smoothing=0.05) as bar:
+        for c, p, part in order:
+            if part == "layer":
+                sets, fn = layer_case(p, pool)
+                layer_rows.append({**p, "d": G.layer_spec(p["layer"], p["scale"])[0],
+                                   "time_s": T.median_time_s(sets, fn, device, graphs=False)})
+            else:
+                sets, fn = K.case(c.family, p, pool)
+                op = G.op_of(c.family, p, dtype_name)
+                t = T.median_time_s(sets, fn, device, graphs=c.family != "moe")
+                rows[part].setdefault(c.family, []).append({**p, "flops": op.flops, "bytes": op.bytes, "time_s": t})
+            bar.update()
+    for part, sub in (("grid", folder), ("holdout", folder / "holdout")):
+        for family, fam_rows in rows[part].items():
+            _write(pd.DataFrame(fam_rows), sub / f"{family}.csv")
+    _write(pd.DataFrame(layer_rows), folder / "layers.csv")
+    meta["families"] = {f: len(r) for f, r in rows["grid"].items()}
+    return meta
+
+
+def _write(df: pd.DataFrame, path: Path) -> None:
+    """Rows sorted by their shape columns (they were measured in shuffled order)."""
+    shape = [c for c in df.columns if c not in ("flops", "bytes", "time_s")]
+    df.sort_values(shape).to_csv(path, index=False, float_format="%.6g")
+
+
+def _fits(family: str, p: dict, device: str, dtype: str) -> bool:
+    """Skip cells past the device's budget per point and routings that cannot happen
+    (touched experts must lie in [top_k, tokens x top_k])."""
+    if family == "moe" and not (p["top_k"] <= p["touched"] <= p["tokens"] * p["top_k"]):
+        return False
+    lim = LIMITS[device]
+    if family == "attention" and p["batch"] * p["heads"] * p["kv"] * (p["head_dim"] + p["v_head_dim"]) > lim["cells"]:
+        return False
+    op = G.op_of(family, p, dtype)
+    return op.flops <= lim["flops"] and op.bytes <= lim["bytes"]
+
+
+def _ceilings(pool: T.Pool, device: str) -> dict:
+    cases = K.ceilings_cases(pool, device)
+    out = {}
+    for name, (sets, fn, work) in cases.items():
+        out["copy_bytes_per_s" if name == "copy" else "matmul_flops_per_s"] = float(f"{work / T.median_time_s(sets, fn, device, graphs=False):.4g}")
+    return out
+
+
+def _header(device: str, dtype: str, quick: bool) -> dict:
+    name = torch.cuda.get_device_name() if device == "cuda" else (platform.processor() or platform.machine())
+    if device == "cpu":
+        name = _cpu_model() or name
+    return {"device": device, "device_name": name, "torch": str(torch.__version__), "dtype": dtype,
+            "date": datetime.datetime.now().isoformat(timespec="seconds"),
+            "threads": torch.get_num_threads() if device == "cpu" else None, "quick": quick,
+            "timing": {"statistic": f"median of {T.MIN_REPS}..{T.MAX_REPS} calls after 3 warm-up calls",
+                       "clock": "host perf_counter per call (CPU ops are synchronous)" if device == "cpu"
+                       else f"CUDA events; ops under {T.GRAPH_BELOW_S * 1e3:g} ms replayed from a CUDA graph",
+                       "rotation": ROTATE[device]},
+            "overhead_note": "CPU: each op time includes PyTorch's per-call dispatch, so the calibrated model "
+                             "adds no kernel or pass overhead. CUDA: op times are in-graph kernel times; eager "
+                             "passes add (launch_s - graph_kernel_s) per kernel, graph passes one graph_replay_s."}
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        return None
+    return None

@@ -1,0 +1,283 @@
+"""Calibrated cost model: ops priced from a measured profile folder (DESIGN §4, §6).
+
+A profile (written by `mtpsim calibrate`) holds one CSV per op family: a product grid over the
+family's *axes* for each *config* (the fixed dims: head widths, expert width, dtype), with the
+op's flops, bytes and the measured median `time_s`. An op is priced by, in order:
+
+- `calibrated`: its config was measured and its axes lie inside the grid: log-linear
+  interpolation of time over log axes (exact at grid points; a measured time that falls as
+  tokens, batch or KV grow is lifted to the running maximum when loading, so the model is
+  monotone in them);
+- `calibrated-scaled`: inside the grid of the nearest measured config (other head widths, expert
+  width or dtype): t = f + (t_ref - f) * w(op) / w_ref, where w is the roofline work
+  max(flops / matmul ceiling, bytes / copy ceiling) and f the config's fastest time (the
+  per-call floor, which does not scale with work);
+- `roofline-scaled`: outside the measured range (or in a cell skipped as too slow): the same
+  affine scaling from the nearest measured cell, i.e. the roofline at that cell's efficiency;
+- `roofline`: families no profile measures (linear-attention state, collectives) and attention
+  or head kinds the profile lacks.
+
+Overheads: on CPU every measured time already includes PyTorch's per-call dispatch (meta.yaml
+`overhead.included_in_op_times: true`), so kernel and pass overheads are 0. On CUDA, times are
+in-graph kernel times: eager passes add (launch_s - graph_kernel_s) per kernel, graph passes
+one graph_replay_s.
+"""
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from dataclasses import dataclass
+from itertools import product
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from mtpsim.catalog import HardwareSpec
+from mtpsim.costs.ops import Op
+from mtpsim.costs.roofline import OpTime, RooflineCosts
+from mtpsim.errors import ScenarioError
+
+
+@dataclass(frozen=True)
+class Family:
+    keys: tuple[str, ...]       # must match exactly (kind)
+    dims: tuple[str, ...]       # fixed per config; another value is scaled by roofline work
+    axes: tuple[str, ...]       # interpolated over, in log space
+    monotone: tuple[str, ...]   # time may not fall as these grow
+
+
+FAMILIES = {
+    "gemm": Family((), ("dtype",), ("m", "k", "n"), ("m",)),
+    "lm_head": Family(("kind",), ("dtype",), ("m", "k", "n"), ("m",)),
+    "attention": Family(("kind",), ("kv_heads", "head_dim", "v_head_dim"), ("batch", "q", "kv", "heads"), ("batch", "q", "kv")),
+    "moe": Family((), ("dtype", "inter", "num_experts"), ("tokens", "touched", "top_k", "d"), ("tokens", "touched")),
+    "elementwise": Family((), ("d",), ("tokens",), ("tokens",)),
+}
+META_KEYS = ("device", "device_name", "torch", "dtype", "date", "threads", "ceilings", "overhead")
+CEILINGS = ("copy_bytes_per_s", "matmul_flops_per_s")
+
+
+@dataclass
+class Table:
+    """One config's grid: axis values, log time and log roofline work (NaN = not measured)."""
+
+    axes: dict[str, np.ndarray]
+    dims: dict
+    log_t: np.ndarray
+    log_w: np.ndarray
+    floor_s: float
+
+
+class CalibratedCosts:
+    """Prices ops from a profile folder; same interface as RooflineCosts."""
+
+    name = "calibrated"
+
+    def __init__(self, tables: dict, meta: dict, hw: HardwareSpec):
+        self.tables, self.meta, self.hw = tables, meta, hw
+        self.roofline = RooflineCosts(hw)
+        c = meta["ceilings"]
+        self.peak_flops, self.peak_bytes = c["matmul_flops_per_s"], c["copy_bytes_per_s"]
+        self.overhead = meta["overhead"]
+
+    @classmethod
+    def from_profile(cls, path, hw: HardwareSpec) -> "CalibratedCosts":
+        """Load and validate `path`; a missing file, column or meta key is a ScenarioError naming it."""
+        folder = Path(path)
+        if not folder.is_dir():
+            raise ScenarioError(str(folder), "", "profile folder not found (run `mtpsim calibrate`)")
+        meta = load_meta(folder / "meta.yaml")
+        tables = {f: build_tables(f, read_family(folder / f"{f}.csv", f), meta["ceilings"]) for f in FAMILIES}
+        return cls(tables, meta, hw)
+
+    # ------------------------------------------------------------------ interface
+    def kernel_overhead_s(self, graphs: bool) -> float:
+        """Per-kernel cost not inside the measured times (0 on CPU: dispatch is measured)."""
+        if self.overhead["included_in_op_times"] or graphs:
+            return 0.0
+        return max(0.0, self.overhead["launch_s"] - self.overhead["graph_kernel_s"])
+
+    def pass_overhead_s(self, graphs: bool) -> float:
+        if self.overhead["included_in_op_times"] or not graphs:
+            return 0.0
+        return self.overhead["graph_replay_s"]
+
+    def time(self, op: Op, graphs: bool) -> OpTime:
+        found = self.predict(op)
+        if found is None:
+            return self.roofline.time(op, graphs)
+        t, source = found
+        fixed = min(t, op.kernels * self.overhead["call_s"]) if self.overhead["included_in_op_times"] else 0.0
+        rest = t - fixed
+        compute, memory = self.roofline.compute_s(op), self.roofline.memory_s(op)
+        split = (rest, min(rest, memory)) if compute >= memory else (min(rest, compute), rest)
+        return OpTime(*split, 0.0, fixed + op.kernels * self.kernel_overhead_s(graphs), source)
+
+    # ------------------------------------------------------------------ lookup
+    def predict(self, op: Op) -> tuple[float, str] | None:
+        """(seconds, source) from the profile, or None for the plain roofline."""
+        point = lookup_point(op)
+        if point is None:
+            return None
+        family, keys, dims, x = point
+        tables = self.tables[family].get(keys)
+        if not tables:
+            return None
+        exact = [t for t in tables if dims is None or t.dims == dims]
+        table = exact[0] if exact else min(tables, key=lambda t: _dims_distance(t.dims, dims))
+        if family == "elementwise":  # the grid's tokens at its width d holding as many elements
+            x = {"tokens": x["elements"] / table.dims["d"]}
+        hit = interpolate(table, x)
+        if hit is not None and exact:
+            return math.exp(hit[0]), "calibrated"
+        source = "calibrated-scaled" if hit is not None else "roofline-scaled"
+        log_t, log_w = hit if hit is not None else nearest_cell(table, x)
+        t_ref, w_ref = math.exp(log_t), math.exp(log_w)
+        floor = min(table.floor_s, t_ref)
+        return floor + (t_ref - floor) * self.work_s(op) / w_ref, source
+
+    def work_s(self, op: Op) -> float:
+        return max(op.flops / self.peak_flops, op.bytes / self.peak_bytes)
+
+
+def lookup_point(op: Op):
+    """(family, keys, dims, axis values) of an op, or None when no profile family prices it."""
+    s = op.shape
+    if op.family in ("gemm", "lm_head"):
+        keys = (s["kind"],) if op.family == "lm_head" else ()
+        return op.family, keys, {"dtype": s["dtype"]}, {"m": s["m"], "k": s["k"], "n": s["n"]}
+    if op.family == "attention":
+        kind = "mla" if s["kind"] == "mla" else "frozen" if s["query_only"] else "swa" if s["window"] else "gqa"
+        dims = {d: s[d] for d in FAMILIES["attention"].dims}
+        return "attention", (kind,), dims, {"batch": s["batch"], "q": s["q"], "kv": s["kv_tokens"] / s["batch"],
+                                            "heads": s["heads"]}
+    if op.family == "moe":
+        return "moe", (), {d: s[d] for d in FAMILIES["moe"].dims}, {a: s[a] for a in FAMILIES["moe"].axes}
+    if op.family == "elementwise":  # looked up by element count, tokens x d, at the grid's width
+        return "elementwise", (), None, {"elements": s["tokens"] * s["d"]}
+    return None
+
+
+def _dims_distance(a: dict, b: dict) -> float:
+    return sum(abs(math.log(a[k] / b[k])) if isinstance(a[k], (int, float)) else float(a[k] != b[k]) for k in a)
+
+
+def interpolate(table: Table, x: dict) -> tuple[float, float] | None:
+    """(log time, log work) multilinear in log axes; None outside the grid or at a gap."""
+    corners = []
+    for name, values in table.axes.items():
+        v = x[name]
+        if v < values[0] * (1 - 1e-9) or v > values[-1] * (1 + 1e-9):
+            return None
+        i = min(bisect_left(values, v), len(values) - 1)
+        if abs(values[i] - v) <= 1e-9 * v or i == 0:
+            corners.append(((i, 1.0),))
+            continue
+        f = (math.log(v) - math.log(values[i - 1])) / (math.log(values[i]) - math.log(values[i - 1]))
+        corners.append(((i - 1, 1.0 - f), (i, f)))
+    log_t = log_w = 0.0
+    for combo in product(*corners):
+        idx = tuple(i for i, _ in combo)
+        weight = math.prod(w for _, w in combo)
+        if weight == 0.0:
+            continue
+        if math.isnan(table.log_t[idx]):
+            return None
+        log_t += weight * table.log_t[idx]
+        log_w += weight * table.log_w[idx]
+    return log_t, log_w
+
+
+def nearest_cell(table: Table, x: dict) -> tuple[float, float]:
+    """The measured cell closest in log axes (each axis in units of its grid span)."""
+    grids = np.meshgrid(*[np.log(v) for v in table.axes.values()], indexing="ij")
+    dist = np.zeros_like(table.log_t)
+    for g, (name, values) in zip(grids, table.axes.items()):
+        v = x[name]
+        span = max(math.log(values[-1] / values[0]), 1.0)
+        dist += ((g - math.log(max(v, 1e-12))) / span) ** 2
+    dist[np.isnan(table.log_t)] = np.inf
+    idx = np.unravel_index(np.argmin(dist), dist.shape)
+    return float(table.log_t[idx]), float(table.log_w[idx])
+
+
+# ----------------------------------------------------------------------------- loading
+
+def load_meta(path: Path) -> dict:
+    if not path.is_file():
+        raise ScenarioError(str(path), "", "missing profile file")
+    meta = yaml.safe_load(path.read_text())
+    if not isinstance(meta, dict):
+        raise ScenarioError(str(path), "", "meta.yaml must be a mapping")
+    for key in META_KEYS:
+        if key not in meta:
+            raise ScenarioError(str(path), key, "missing key")
+    for key in CEILINGS:
+        if not _positive(meta["ceilings"].get(key) if isinstance(meta["ceilings"], dict) else None):
+            raise ScenarioError(str(path), f"ceilings.{key}", "missing or not a positive number")
+    need = ("call_s",) if meta["overhead"].get("included_in_op_times") else ("launch_s", "graph_kernel_s", "graph_replay_s")
+    for key in ("included_in_op_times", *need):
+        if key not in meta["overhead"]:
+            raise ScenarioError(str(path), f"overhead.{key}", "missing key")
+    return meta
+
+
+def read_family(path: Path, family: str) -> pd.DataFrame:
+    """A family CSV with every column the schema names; times positive and finite."""
+    if not path.is_file():
+        raise ScenarioError(str(path), "", f"missing profile file for op family {family!r}")
+    df = pd.read_csv(path)
+    f = FAMILIES[family]
+    for col in (*f.keys, *f.dims, *f.axes, "flops", "bytes", "time_s"):
+        if col not in df.columns:
+            raise ScenarioError(str(path), col, "missing column")
+    for col in (*f.axes, "flops", "bytes", "time_s"):
+        values = pd.to_numeric(df[col], errors="coerce")
+        bad = values.isna() | (values < 0) | ((values <= 0) if col not in ("flops",) else False)
+        if bad.any():
+            raise ScenarioError(str(path), col, f"row {int(bad.idxmax()) + 2}: not a positive number")
+    if df.empty:
+        raise ScenarioError(str(path), "", "no rows")
+    return df
+
+
+def build_tables(family: str, df: pd.DataFrame, ceilings: dict) -> dict:
+    """keys tuple -> [Table per config]."""
+    f = FAMILIES[family]
+    work = np.maximum(df["flops"] / ceilings["matmul_flops_per_s"], df["bytes"] / ceilings["copy_bytes_per_s"])
+    df = df.assign(_log_t=np.log(df["time_s"]), _log_w=np.log(np.maximum(work, 1e-15)))
+    out: dict = {}
+    for key_vals, group in df.groupby(list(f.keys + f.dims), sort=True) if f.keys + f.dims else [((), df)]:
+        key_vals = key_vals if isinstance(key_vals, tuple) else (key_vals,)
+        keys, dims = tuple(key_vals[:len(f.keys)]), dict(zip(f.dims, key_vals[len(f.keys):]))
+        axes = {a: np.array(sorted(group[a].unique()), dtype=float) for a in f.axes}
+        log_t, log_w = (np.full([len(v) for v in axes.values()], np.nan) for _ in range(2))
+        idx = tuple(np.searchsorted(axes[a], group[a].to_numpy(float)) for a in f.axes)
+        log_t[idx], log_w[idx] = group["_log_t"].to_numpy(), group["_log_w"].to_numpy()
+        if family == "moe":  # routings that cannot happen take the nearest feasible touched count
+            log_t, log_w = (_fill_along(a, list(f.axes).index("touched")) for a in (log_t, log_w))
+        for a in f.monotone:
+            log_t = _running_max(log_t, list(f.axes).index(a))
+        out.setdefault(keys, []).append(Table(axes, dims if f.dims else None, log_t, log_w, float(group["time_s"].min())))
+    return out
+
+
+def _running_max(a: np.ndarray, axis: int) -> np.ndarray:
+    out = np.fmax.accumulate(a, axis=axis)
+    out[np.isnan(a)] = np.nan
+    return out
+
+
+def _fill_along(a: np.ndarray, axis: int) -> np.ndarray:
+    def fill(line):
+        ok = np.flatnonzero(~np.isnan(line))
+        if not len(ok):
+            return line
+        return line[ok[np.abs(np.arange(len(line))[:, None] - ok[None, :]).argmin(1)]]
+    return np.apply_along_axis(fill, axis, a)
+
+
+def _positive(x) -> bool:
+    return isinstance(x, (int, float)) and x > 0 and math.isfinite(x)

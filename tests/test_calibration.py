@@ -1,0 +1,99 @@
+"""`mtpsim calibrate` on CPU with a tiny grid: the folder it writes, the guard on --out, and
+the primitive calls it times. Torch tests; each runs in seconds."""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from mtpsim.calibration import command, kernels  # noqa: E402
+from mtpsim.calibration import grid as G  # noqa: E402
+from mtpsim.catalog import load_hardware  # noqa: E402
+from mtpsim.costs.calibrated import FAMILIES, CalibratedCosts  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = [
+    G.Config("gemm", {}, {"dtype": "fp32"}, dict(m=(1, 8), k=(16, 64), n=(16, 64))),
+    G.Config("lm_head", {"kind": "full"}, {"dtype": "fp32"}, dict(m=(1, 4), k=(16,), n=(256,))),
+    G.Config("lm_head", {"kind": "expand"}, {"dtype": "fp32"}, dict(m=(1, 4), k=(16,), n=(256,))),
+    *[G.Config("attention", {"kind": k}, {"kv_heads": 1, "head_dim": 32, "v_head_dim": 32 if k != "mla" else 16},
+               dict(batch=(1, 2), q=(1, 2), kv=(16, 32), heads=(1, 2))) for k in ("gqa", "swa", "frozen", "mla")],
+    G.Config("moe", {}, {"dtype": "fp32", "inter": 16, "num_experts": 4}, dict(tokens=(1, 4), touched=(1, 2, 4), top_k=(1, 2), d=(16,))),
+    G.Config("elementwise", {}, {"d": 64}, dict(tokens=(1, 8))),
+]
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    monkeypatch.setattr(G, "grid", lambda device, quick: TINY)
+    monkeypatch.setattr(G, "layer_grid", lambda device, quick: [
+        dict(layer=k, scale=0.0625, batch=2, q=2, kv=64) for k in G.LAYER_KINDS])
+    monkeypatch.setattr(command, "POOL_MIB", {"cpu": 16})
+    monkeypatch.setattr(command, "ROTATE_MIB", {"cpu": 1})
+    monkeypatch.setattr(command, "HOLDOUT_PER_CONFIG", dict.fromkeys(FAMILIES, 2))
+    monkeypatch.setattr(kernels, "CEILING_SIZES", {"cpu": (4 << 20, 128)})
+    monkeypatch.delenv("MTPSIM_CALIBRATE_REPLACE", raising=False)
+
+
+def args(out: Path) -> argparse.Namespace:
+    return argparse.Namespace(device="cpu", quick=True, out=str(out), threads=1)
+
+
+def test_calibrate_writes_a_profile_that_loads(tiny, tmp_path):
+    out = tmp_path / "prof"
+    assert command.main(args(out)) == 0
+    for family in FAMILIES:
+        assert (out / f"{family}.csv").is_file() and (out / "holdout" / f"{family}.csv").is_file()
+    layers = pd.read_csv(out / "layers.csv")
+    assert set(layers.layer) == set(G.LAYER_KINDS) and (layers.time_s > 0).all()
+    costs = CalibratedCosts.from_profile(out, load_hardware("cpu"))
+    assert costs.meta["threads"] == 1 and costs.meta["overhead"]["included_in_op_times"]
+    assert costs.meta["ceilings"]["copy_bytes_per_s"] > 0
+    op = G.op_of("gemm", dict(m=8, k=64, n=16, dtype="fp32"), "fp32")
+    assert costs.time(op, False).source == "calibrated"
+
+
+def test_out_folder_is_guarded(tiny, tmp_path, monkeypatch):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    assert command.main(args(other)) == 2 and (other / "notes.txt").is_file()
+    prof = tmp_path / "prof"
+    assert command.main(args(prof)) == 0
+    stamp = (prof / "meta.yaml").read_text()
+    assert command.main(args(prof)) == 2                      # a profile: not without asking
+    monkeypatch.setenv("MTPSIM_CALIBRATE_REPLACE", "1")
+    assert command.main(args(prof)) == 0 and (prof / "meta.yaml").read_text() != stamp
+
+
+def test_routing_touches_the_asked_experts():
+    for tokens, touched, top_k in [(1, 2, 2), (4, 3, 1), (8, 8, 2), (16, 4, 4)]:
+        logits = kernels.routing_logits(tokens, touched, top_k, 8, "cpu")
+        experts = torch.softmax(logits, -1).topk(top_k, -1).indices
+        assert len(experts.unique()) == touched
+
+
+@pytest.mark.parametrize("window", [0, 3])
+def test_attention_kernel_matches_reference(window):
+    torch.manual_seed(0)
+    q, kv = 2, 6
+    query, keys, values = torch.randn(1, 2, q, 8), torch.randn(1, 2, kv, 8), torch.randn(1, 2, kv, 8)
+    out = kernels.attend(query, keys, values, kernels.causal_mask(q, kv, window, "cpu"))
+    for i in range(q):
+        pos = kv - q + i
+        lo = max(0, pos - window + 1) if window else 0
+        p = torch.softmax(torch.einsum("hd,hnd->hn", query[0, :, i], keys[0, :, lo:pos + 1]) / 8 ** 0.5, -1)
+        assert torch.allclose(out[0, :, i], torch.einsum("hn,hnd->hd", p, values[0, :, lo:pos + 1]), atol=1e-5)
+
+
+def test_gpu_script_dry_run():
+    run = subprocess.run([sys.executable, str(ROOT / "calibrate" / "gpu_calibrate.py"), "--dry-run"],
+                         capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    assert "estimated" in run.stdout
