@@ -5,8 +5,10 @@
 Two checks, both on times measured by the same `mtpsim calibrate` run as the profile:
 - held-out op shapes (`holdout/<family>.csv`: shapes between the grid's values, never used by
   the model): median and worst |predicted / measured - 1| per op family and kind;
-- whole layers (`layers.csv`): the sum of the layer's ops as the simulator prices them against
-  the measured layer (MLA + MoE, GQA + dense, SWA + dense, frozen-KV assistant layer).
+- whole layers (`layers.csv`): the sum of the layer's ops as the simulator prices them (with the
+  layer glue fitted on the other widths) against the measured layer (MLA + MoE, GQA + dense,
+  SWA + dense, frozen-KV assistant layer), on the held-out width (grid.HELDOUT_SCALE) and on
+  the training widths; `ops only` leaves the glue out.
 Targets on CPU: median <= 10% on held-out op shapes, <= 15% on whole layers.
 Torch is not needed.
 """
@@ -18,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from mtpsim.calibration.grid import layer_ops, op_of
+from mtpsim.calibration.grid import HELDOUT_SCALE, layer_ops, op_of
 from mtpsim.catalog import load_hardware
 from mtpsim.costs.calibrated import FAMILIES, CalibratedCosts
 
@@ -38,11 +40,12 @@ def op_errors(costs: CalibratedCosts, folder: Path, dtype: str) -> pd.DataFrame:
     return _with_error(pd.DataFrame(rows))
 
 
-def layer_errors(costs: CalibratedCosts, folder: Path, dtype: str) -> pd.DataFrame:
+def layer_errors(costs: CalibratedCosts, folder: Path, dtype: str, glue: bool = True) -> pd.DataFrame:
     rows = []
     for r in pd.read_csv(folder / "layers.csv").to_dict("records"):
-        times = [costs.time(op, graphs=False) for op in layer_ops(r, dtype)]
-        rows.append({"family": "layer", "kind": r["layer"], "scale": r["scale"], "batch": r["batch"], "q": r["q"],
+        times = [costs.time(op, graphs=False) for op in layer_ops(r, dtype, glue)]
+        split = "held-out" if abs(r["scale"] - HELDOUT_SCALE) < 1e-9 else "train"
+        rows.append({"family": f"layer {split}" if glue else "ops only", "kind": r["layer"], "scale": r["scale"], "batch": r["batch"], "q": r["q"],
                      "kv": r["kv"], "source": "+".join(sorted({t.source for t in times})),
                      "measured_s": r["time_s"], "predicted_s": sum(t.total_s for t in times)})
     return _with_error(pd.DataFrame(rows))
@@ -65,15 +68,19 @@ def main(argv: list[str]) -> int:
     meta = yaml.safe_load((folder / "meta.yaml").read_text())
     costs = CalibratedCosts.from_profile(folder, load_hardware(HARDWARE[meta["device"]]))
     ops, layers = op_errors(costs, folder, meta["dtype"]), layer_errors(costs, folder, meta["dtype"])
+    bare = layer_errors(costs, folder, meta["dtype"], glue=False)
     fmt = {"display.width": 160, "display.float_format": lambda x: f"{x:.3f}"}
     with pd.option_context(*[x for kv in fmt.items() for x in kv]):
         print(f"profile {folder}: {meta['device_name']}, {meta['dtype']}, {meta['threads']} thread(s), {meta['date']}\n")
         print("held-out op shapes: |predicted / measured - 1|")
         print(summary(ops).to_string(index=False))
         print(f"\nall held-out ops: median {ops.abs_error.median():.3f}, worst {ops.abs_error.max():.3f} (n={len(ops)})")
-        print("\nwhole layers: sum of ops vs measured layer")
-        print(summary(layers).to_string(index=False))
-        print(f"\nall layers: median {layers.abs_error.median():.3f}, worst {layers.abs_error.max():.3f} (n={len(layers)})")
+        print("\nwhole layers: sum of ops (+ fitted glue) vs measured layer")
+        print(summary(pd.concat([layers, bare])).to_string(index=False))
+        held = layers[layers.family == "layer held-out"]
+        print(f"\nheld-out layers: median {held.abs_error.median():.3f}, worst {held.abs_error.max():.3f} (n={len(held)})")
+        print(f"all layers: median {layers.abs_error.median():.3f}, worst {layers.abs_error.max():.3f} (n={len(layers)}); "
+              f"ops only: median {bare.abs_error.median():.3f}")
         worst = layers.sort_values("abs_error").tail(5)
         print("\nworst layers:\n" + worst.drop(columns=["family", "abs_error"]).to_string(index=False))
     return 0

@@ -45,12 +45,12 @@ def _op_bound(t) -> str:
     return max(terms, key=terms.get)
 
 
-def iteration_time_s(pricer: Pricer, design: DesignShape, table: pd.DataFrame, overlap: bool) -> dict:
+def iteration_time_s(pricer: Pricer, design: DesignShape, table: pd.DataFrame, overlap: bool, batch: int) -> dict:
     """Iteration time = passes + the host time the overlap window does not hide."""
     gpu_s = table.time_ms.sum() / 1e3
     window = overlap_window(design) if overlap else ()
     hidden_s = sum(t / 1e3 for p, t in zip(table["pass"], table.time_ms) if p.split(":")[0] in window)
-    host_s = pricer.hw.host_overhead_s
+    host_s = pricer.costs.host_overhead_s(design.design, batch)
     exposed_s = max(0.0, host_s - hidden_s)
     return {"gpu_s": gpu_s, "host_s": host_s, "exposed_host_s": exposed_s, "iteration_s": gpu_s + exposed_s}
 
@@ -77,7 +77,7 @@ def cost_report(scenario, batch: int, context: int, ops: bool = False) -> dict:
     for d in designs:
         table = iteration_table(pricer, d, batch, context)
         passes.append(table)
-        totals.append({"design": d.design, **iteration_time_s(pricer, d, table, scenario.engine.overlap_schedule)})
+        totals.append({"design": d.design, **iteration_time_s(pricer, d, table, scenario.engine.overlap_schedule, batch)})
     report = {"passes": pd.concat(passes, ignore_index=True), "iterations": pd.DataFrame(totals),
               "memory": memory_table(pricer, designs, context)}
     if ops:

@@ -30,6 +30,8 @@ CONFIGS = [
     Config("moe", {}, {"dtype": "fp32", "inter": 128, "num_experts": 8},
            dict(tokens=(1, 4, 16), touched=(1, 2, 4, 8), top_k=(1, 2), d=(128, 256))),
     Config("elementwise", {}, {"d": 256}, dict(tokens=(1, 16, 256))),
+    Config("pass", {}, {"d": 256}, dict(batch=(1, 4), q=(1, 4), kv=(64, 1024))),
+    Config("argmax", {}, {}, dict(m=(1, 16), n=(1024, 8192))),
 ]
 HW = load_hardware("cpu")
 
@@ -213,3 +215,47 @@ def test_committed_profile_prices_whole_layers():
     assert np.median(errors) <= 0.30
 
 
+
+
+# ----------------------------------------------------------------------------- host time, glue, padded kv
+
+def test_host_time_from_meta_else_hardware(profile, tmp_path):
+    costs = CalibratedCosts.from_profile(profile, HW)
+    assert costs.host_overhead_s("nextn", 4) == HW.host_overhead_s  # not measured: the catalog's
+    folder = shutil.copytree(profile, tmp_path / "p")
+    meta = yaml.safe_load((folder / "meta.yaml").read_text())
+    meta["host_s"] = {"nextn": {1: 1e-4, 16: 4e-4}}
+    (folder / "meta.yaml").write_text(yaml.safe_dump(meta))
+    costs = CalibratedCosts.from_profile(folder, HW)
+    assert costs.host_overhead_s("nextn", 1) == pytest.approx(1e-4)
+    assert costs.host_overhead_s("nextn", 8.5) == pytest.approx(2.5e-4)
+    assert costs.host_overhead_s("nextn", 64) == pytest.approx(4e-4)   # flat beyond the measured
+    assert costs.host_overhead_s("none", 4) == HW.host_overhead_s
+
+
+def test_layer_glue_is_the_fitted_residual(profile, tmp_path):
+    folder = shutil.copytree(profile, tmp_path / "p")
+    rows = [dict(layer="gqa_dense", scale=s, batch=b, q=1, kv=256, d=256) for s in (0.0625, 0.125) for b in (1, 4)]
+    bare = CalibratedCosts.from_profile(folder, HW)
+    for r in rows:  # measured = ops + 1e-4 s of glue per layer, whatever the tokens
+        r["time_s"] = sum(bare.time(op, False).total_s for op in layer_ops(r, "fp32", glue=False)) + 1e-4
+    pd.DataFrame(rows).to_csv(folder / "layers.csv", index=False)
+    costs = CalibratedCosts.from_profile(folder, HW)
+    glue = O.layer_glue("gqa_dense", 2, 256)
+    assert costs.time(glue, False).total_s == pytest.approx(1e-4, rel=1e-6)
+    assert costs.time(O.layer_glue("gqa_moe", 2, 256), False).total_s == pytest.approx(1e-4, rel=1e-6)  # same attention
+    assert costs.roofline.time(glue, False).total_s == 0.0
+
+
+def test_padded_attention_reads_the_longest(profile, tmp_path):
+    folder = shutil.copytree(profile, tmp_path / "p")
+    meta = yaml.safe_load((folder / "meta.yaml").read_text())
+    meta["attention_kv"] = "batch_max"
+    (folder / "meta.yaml").write_text(yaml.safe_dump(meta))
+    padded, paged = CalibratedCosts.from_profile(folder, HW), CalibratedCosts.from_profile(profile, HW)
+    att = op_of("attention", dict(kind="gqa", batch=4, q=1, kv=256, heads=4, kv_heads=1, head_dim=128,
+                                  v_head_dim=128), "fp32").shape
+    spec = O.AttentionSpec(kind="gqa", num_heads=4, num_kv_heads=1, head_dim=128)
+    op = O.attention_core(spec, np.ones(4, int), np.array([63, 63, 63, 1023]), "fp32", 1, "fp32")
+    assert att["kind"] == "gqa"
+    assert padded.time(op, False).total_s > paged.time(op, False).total_s

@@ -26,6 +26,8 @@ TINY = [
                dict(batch=(1, 2), q=(1, 2), kv=(16, 32), heads=(1, 2))) for k in ("gqa", "swa", "frozen", "mla")],
     G.Config("moe", {}, {"dtype": "fp32", "inter": 16, "num_experts": 4}, dict(tokens=(1, 4), touched=(1, 2, 4), top_k=(1, 2), d=(16,))),
     G.Config("elementwise", {}, {"d": 64}, dict(tokens=(1, 8))),
+    G.Config("pass", {}, {"d": 64}, dict(batch=(1, 2), q=(1, 2), kv=(16, 32))),
+    G.Config("argmax", {}, {}, dict(m=(1, 4), n=(256, 1024))),
 ]
 
 
@@ -79,12 +81,22 @@ def test_routing_touches_the_asked_experts():
         assert len(experts.unique()) == touched
 
 
+def test_calibration_times_the_verification_primitives():
+    from mtpsim.verify import kernels as shared
+    for name in ("attend_cache", "moe_experts", "centroid_logits", "rope", "glu"):
+        assert getattr(kernels, name) is getattr(shared, name)
+
+
 @pytest.mark.parametrize("window", [0, 3])
 def test_attention_kernel_matches_reference(window):
+    import numpy as np
+
+    from mtpsim.verify.cache import Batch, KVSlots
     torch.manual_seed(0)
     q, kv = 2, 6
     query, keys, values = torch.randn(1, 2, q, 8), torch.randn(1, 2, kv, 8), torch.randn(1, 2, kv, 8)
-    out = kernels.attend(query, keys, values, kernels.causal_mask(q, kv, window, "cpu"))
+    batch = Batch.at(np.array([kv - q]), q, "cpu")
+    out = kernels.attend_cache(query, KVSlots.of(keys, values), batch, window or None)
     for i in range(q):
         pos = kv - q + i
         lo = max(0, pos - window + 1) if window else 0

@@ -2,7 +2,7 @@
 
 grid.py     the documented shapes per op family and device (torch-free: the benchmark reads it)
 timing.py   warm-up, rotated inputs, medians; CUDA events and graphs
-kernels.py  the primitive torch calls per op family (the same calls whole layers are built from)
+kernels.py  timed cases per op family over the verification mode's own primitives (mtpsim/verify/kernels.py)
 layers.py   whole layers built from those calls, and their ops as the simulator prices them
 command.py  `mtpsim calibrate`: run the grid with a progress bar, write the profile folder
 

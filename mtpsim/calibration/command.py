@@ -28,9 +28,11 @@ from tqdm import tqdm
 from mtpsim.calibration import grid as G
 from mtpsim.calibration import kernels as K
 from mtpsim.calibration import timing as T
+from mtpsim.calibration.host import host_times
 from mtpsim.calibration.layers import layer_case
+from mtpsim.verify.kernels import keep_freed_memory
 
-HOLDOUT_PER_CONFIG = {"gemm": 40, "lm_head": 12, "attention": 14, "moe": 30, "elementwise": 6}
+HOLDOUT_PER_CONFIG = {"gemm": 40, "lm_head": 12, "attention": 14, "moe": 30, "elementwise": 6, "pass": 12, "argmax": 12}
 POOL_MIB = {"cpu": 768, "cuda": 4096}      # random data inputs are sliced from
 ROTATE_MIB = {"cpu": 16, "cuda": 256}      # rotated input sets span at least this much
 # per point: flops, bytes, attention score cells (batch x heads x kv x (head_dim + v_head_dim)),
@@ -51,8 +53,10 @@ def main(args) -> int:
     if problem:
         print(f"mtpsim: error: {out}: {problem}", file=sys.stderr)
         return 2
-    if device == "cpu" and args.threads:
-        torch.set_num_threads(args.threads)
+    if device == "cpu":
+        keep_freed_memory()  # as the verification loop runs (see there)
+        if args.threads:
+            torch.set_num_threads(args.threads)
     started = time.time()
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -124,6 +128,8 @@ def calibrate(device: str, quick: bool, folder: Path) -> dict:
             _write(pd.DataFrame(fam_rows), sub / f"{family}.csv")
     _write(pd.DataFrame(layer_rows), folder / "layers.csv")
     meta["families"] = {f: len(r) for f, r in rows["grid"].items()}
+    meta["attention_kv"] = "batch_max"  # attend_cache reads every request up to the longest
+    meta["host_s"] = host_times(device, dtype_name)
     return meta
 
 

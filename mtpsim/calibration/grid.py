@@ -74,6 +74,8 @@ def _cpu_grid() -> list[Config]:
         Config("moe", {}, {"dtype": dt, "inter": 128, "num_experts": 8},
                dict(tokens=P2(1, 512), touched=P2(1, 8), top_k=P2(1, 8), d=P2(128, 1024))),
         Config("elementwise", {}, {"d": 256}, dict(tokens=P2(1, 8192))),
+        Config("pass", {}, {"d": 256}, dict(batch=P2(1, 16), q=P2(1, 8), kv=P4(64, 4096))),
+        Config("argmax", {}, {}, dict(m=P2(1, 256), n=P2(1024, 131072))),
     ]
 
 
@@ -93,6 +95,8 @@ def _cuda_grid() -> list[Config]:
         Config("moe", {}, {"dtype": dt, "inter": 2048, "num_experts": 256},
                dict(tokens=P4(1, 4096), touched=P4(1, 256), top_k=(8,), d=(7168,))),
         Config("elementwise", {}, {"d": 4096}, dict(tokens=tokens)),
+        Config("pass", {}, {"d": 4096}, dict(batch=P4(1, 256), q=P2(1, 8), kv=P4(128, 131072))),
+        Config("argmax", {}, {}, dict(m=P4(1, 4096), n=P4(16384, 262144))),
     ]
 
 
@@ -140,6 +144,10 @@ def op_of(family: str, p: dict, dtype: str) -> O.Op:
     if family == "elementwise":  # as Pricer builds it: 6 tokens x d activations, 4 kernels
         t, d = p["tokens"], p["d"]
         return elementwise_op(p["tokens"], p["d"], dtype)
+    if family == "pass":
+        return O.pass_frame(p["batch"], p["q"], p["kv"], p["d"])
+    if family == "argmax":
+        return O.greedy_sample(p["m"], p["n"], dtype)
     raise ValueError(family)
 
 
@@ -169,6 +177,9 @@ LAYER_KINDS = {
     "swa_dense": ("mimo-v2-flash", "swa", "dense", False),
     "assistant": ("gemma-4-e2b-assistant", "sliding", "dense", True),
 }
+
+
+HELDOUT_SCALE = 0.125  # whole layers at this width never train the glue fit (calibration_fit reports them)
 
 
 def layer_grid(device: str, quick: bool) -> list[dict]:
@@ -202,8 +213,9 @@ def layer_spec(kind: str, scale: float, max_experts: int = 8) -> tuple[int, Atte
     return _width(spec.hidden_size, scale), AttentionSpec(**att), FFNSpec(**ffn)
 
 
-def layer_ops(row: dict, dtype: str) -> list[O.Op]:
-    """The ops the simulator prices for one whole layer (tp 1), as the Pricer builds them."""
+def layer_ops(row: dict, dtype: str, glue: bool = True) -> list[O.Op]:
+    """The ops the simulator prices for one whole layer (tp 1), as the Pricer builds them
+    (`glue`: with the layer's glue op, which a calibrated profile fits from these layers)."""
     d, att, ffn = layer_spec(row["layer"], row["scale"])
     query_only = LAYER_KINDS[row["layer"]][3]
     B, q, kv = row["batch"], row["q"], row["kv"]
@@ -211,7 +223,8 @@ def layer_ops(row: dict, dtype: str) -> list[O.Op]:
     ops = O.attention_projections(att, d, tokens, dtype, par, query_only, act=dtype)
     ops.append(O.attention_core(att, np.full(B, q), np.full(B, kv - q), dtype, 1, act=dtype))
     ops += O.ffn_ops(ffn, d, tokens, dtype, dtype, par, act=dtype)
-    return ops + [elementwise_op(tokens, d, dtype)]
+    ops.append(elementwise_op(tokens, d, dtype))
+    return ops + [O.layer_glue(O.layer_kind(att, ffn, query_only), tokens, d)] if glue else ops
 
 
 def elementwise_op(tokens: int, d: int, dtype: str) -> O.Op:

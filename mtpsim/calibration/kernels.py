@@ -1,87 +1,33 @@
-"""The primitive torch calls, one function per op family, and builders of timed cases.
-
-The calls mirror how the verification mode's layers compute (mtpsim/verify/layers.py): F.linear
-for weights, SDPA with a boolean mask (enable_gqa when KV heads are fewer), absorbed MLA over
-one latent cache, experts one by one after a softmax top-k, the centroid head's gather + einsum,
-RMSNorm and rotate-half RoPE. Whole layers (layers.py) are built from these same functions.
+"""Builders of timed cases, one per op family, calling the verification mode's own primitives
+(mtpsim/verify/kernels.py: attention over KV slots read up to the batch's furthest position
+with a position mask, MoE routing + experts, the centroid head, RoPE, SiLU x up) on the cache
+and batch structures the decode loop uses (`KVSlots`, `Batch`), so a profile times the very
+calls the loop makes. Whole layers (layers.py) run the verification mode's `DecoderLayer`.
 
 A case is `(inputs, fn)`: `inputs` a list of rotated input sets, `fn(set)` runs the op once.
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from mtpsim.calibration.timing import Pool
+from mtpsim.verify.cache import Batch, KVSlots
+from mtpsim.verify.kernels import attend_cache, centroid_logits, glu, moe_experts, rope, rope_table
+
+MAX_PASS = 8  # a sliding layer's ring holds window + the longest pass (verify.layers.Attention)
 
 # ----------------------------------------------------------------------------- primitives
 
-
-def rope(x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
-    """Rotary embedding on the last dim of x [B, q, heads, dim] at positions pos [B, q]."""
-    half = x.shape[-1] // 2
-    freq = 10000.0 ** (-torch.arange(half, device=x.device, dtype=torch.float32) / half)
-    angle = (pos[..., None].float() * freq)[:, :, None, :]
-    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
-    a, b = x[..., :half], x[..., half:2 * half]
-    return torch.cat([a * cos - b * sin, a * sin + b * cos, x[..., 2 * half:]], dim=-1)
-
-
-def causal_mask(q: int, visible: int, window: int, device) -> torch.Tensor:
-    """[q, visible] boolean: query i (at position visible - q + i) sees keys <= its position,
-    and within `window` of it when window > 0."""
-    qpos = torch.arange(visible - q, visible, device=device)[:, None]
-    kpos = torch.arange(visible, device=device)[None, :]
-    ok = kpos <= qpos
-    return ok & (kpos > qpos - window) if window else ok
-
-
-def attend(query, keys, values, mask, scale=None) -> torch.Tensor:
-    """SDPA over [B, heads, q, dim] queries and [B, kv_heads, n, dim] keys / values."""
-    return F.scaled_dot_product_attention(query, keys, values, attn_mask=mask, scale=scale,
-                                          enable_gqa=query.shape[1] != keys.shape[1])
-
-
-def write_kv(cache: torch.Tensor, new: torch.Tensor, start: int) -> None:
-    """new [B, q, heads, dim] into cache [B, heads, capacity, dim] at start..start+q (as index)."""
-    B, q = new.shape[:2]
-    pos = torch.arange(start, start + q, device=new.device)[None, :].expand(B, q)
-    rows = torch.arange(B, device=new.device)[:, None].expand(B, q)
-    cache[rows, :, pos] = new
-
-
-def moe_experts(x, logits, w13, w2, top_k: int) -> torch.Tensor:
-    """Softmax top-k routing, each touched expert over its tokens, weighted combine."""
-    weights, experts = torch.softmax(logits, -1).topk(top_k, -1)
-    weights = weights / weights.sum(-1, keepdim=True)
-    order = experts.flatten().argsort()
-    token = order // top_k
-    counts = torch.bincount(experts.flatten(), minlength=w13.shape[0]).tolist()
-    xs, outs, start = x[token], [], 0
-    for e, n in enumerate(counts):
-        if n:
-            gate, up = (xs[start:start + n] @ w13[e]).chunk(2, -1)
-            outs.append((F.silu(gate) * up) @ w2[e])
-            start += n
-    routed = torch.cat(outs) * weights.flatten()[order, None]
-    return torch.zeros_like(x).index_add_(0, token, routed)
-
-
-def centroid_expand(x, scores, rows, top: int) -> torch.Tensor:
-    """Top clusters of the centroid scores, their rows gathered, logits by einsum."""
-    clusters = scores.topk(top, -1).indices
-    return torch.einsum("td,tcrd->tcr", x, rows[clusters]).flatten(1)
-
-
-def norms_rope_act(x, attn_out, ffn_out, q, k, pos, gate_up, norm_w) -> torch.Tensor:
+def norms_rope_act(x, attn_out, ffn_out, q, k, batch, gate_up, norm_w) -> torch.Tensor:
     """The elementwise work around one layer's GEMMs: two RMSNorms, RoPE on q and k, two
     residual adds, SiLU x up."""
     h = F.rms_norm(x, norm_w.shape, norm_w)
-    rope(q, pos), rope(k, pos)
+    rope(q, batch), rope(k, batch)
     x = x + attn_out
     h = F.rms_norm(x, norm_w.shape, norm_w)
-    gate, up = gate_up.chunk(2, -1)
-    F.silu(gate) * up
+    glu(gate_up)
     return x + ffn_out + h
 
 
@@ -90,7 +36,7 @@ def norms_rope_act(x, attn_out, ffn_out, q, k, pos, gate_up, norm_w) -> torch.Te
 def case(family: str, p: dict, pool: Pool):
     """Rotated inputs and the call for one grid point of `family`."""
     return {"gemm": _gemm, "lm_head": _lm_head, "attention": _attention, "moe": _moe,
-            "elementwise": _elementwise}[family](p, pool)
+            "elementwise": _elementwise, "pass": _pass, "argmax": _argmax}[family](p, pool)
 
 
 def _gemm(p, pool):
@@ -104,34 +50,37 @@ def _lm_head(p, pool):
     m, d, n, top = p["m"], p["k"], p["n"], 32
     per = max(1, n // top)                      # rows per cluster; 4 * top clusters to choose from
     sets = pool.sets(lambda: (pool.rand(m, d), pool.rand(m, 4 * top), pool.rand(4 * top, per, d)))
-    return sets, lambda s: centroid_expand(s[0], s[1], s[2], top)
+    return sets, lambda s: centroid_logits(s[0], s[1], s[2], top)
 
 
 def _attention(p, pool):
+    """KV write of the q new tokens (not for frozen) and SDPA over the slots, as the loop runs a
+    layer's attention: requests at kv - q..kv - 1 (frozen: kv..kv + q - 1 reading kv cached)."""
     B, q, kv, h, kvh = p["batch"], p["q"], p["kv"], p["heads"], p["kv_heads"]
-    hd, vd, dev = p["head_dim"], p["v_head_dim"], pool.device
-    mask = causal_mask(q, kv, 0, dev)
-    if p["kind"] == "mla":  # one latent head: keys [latent | rope], values the latent part
-        def make():
-            return pool.rand(B, h, q, hd), pool.rand(B, 1, kv, hd), pool.rand(B, q, 1, hd)
-        sets = pool.sets(make)
+    hd, vd, dev, kind = p["head_dim"], p["v_head_dim"], pool.device, p["kind"]
+    if kind == "frozen":
+        batch, cap, window = Batch.at(np.full(B, kv), q, dev, limit=np.full(B, kv)), kv + q, None
+    elif kind == "swa":  # a ring of window + MAX_PASS slots, long past its first wrap
+        cap, window = kv + MAX_PASS, kv
+        batch = Batch.at(np.full(B, 4 * cap - q), q, dev)
+    else:
+        batch, cap, window = Batch.at(np.full(B, kv - q), q, dev), kv + MAX_PASS, None
+    if kind == "mla":  # one latent head: keys [latent | rope], values the latent part
+        sets = pool.sets(lambda: (pool.rand(B, h, q, hd), pool.rand(B, 1, cap, hd), pool.rand(B, q, 1, hd)))
 
-        def run(s):
-            write_kv(s[1], s[2], kv - q)
-            return attend(s[0], s[1], s[1][..., :vd], mask, scale=hd ** -0.5)
-        return sets, run
-    cap = kv + (kv if p["kind"] == "swa" else 0)  # a sliding layer's cache runs past its window
+        def run_mla(s):
+            slots = KVSlots.of(s[1], None)
+            slots.write(batch.q_pos, s[2], None)
+            return attend_cache(s[0], slots, batch, None, vd, hd ** -0.5)
+        return sets, run_mla
     sets = pool.sets(lambda: (pool.rand(B, h, q, hd), pool.rand(B, kvh, cap, hd), pool.rand(B, kvh, cap, vd),
                               pool.rand(B, q, kvh, hd), pool.rand(B, q, kvh, vd)))
-    if p["kind"] == "frozen":  # query-only: reads another layer's cache, writes nothing
-        seen = torch.ones(q, kv, dtype=torch.bool, device=dev)
-        return sets, lambda s: attend(s[0], s[1][:, :, :kv], s[2][:, :, :kv], seen)
-    start = cap - kv  # swa: the window is the last kv positions of a longer cache
 
     def run(s):
-        write_kv(s[1], s[3], cap - q)
-        write_kv(s[2], s[4], cap - q)
-        return attend(s[0], s[1][:, :, start:], s[2][:, :, start:], mask)
+        slots = KVSlots.of(s[1], s[2])
+        if kind != "frozen":
+            slots.write(batch.q_pos, s[3], s[4])
+        return attend_cache(s[0], slots, batch, window)
     return sets, run
 
 
@@ -157,11 +106,32 @@ def _elementwise(p, pool):
     T, d = p["tokens"], p["d"]
     hd = 64
     heads = max(1, d // hd)
-    pos = torch.arange(T, device=pool.device)[None, :]
+    batch = Batch.at(np.zeros(1, np.int64), T, pool.device)
     norm_w = torch.ones(d, device=pool.device, dtype=pool.dtype)
     sets = pool.sets(lambda: (pool.rand(T, d), pool.rand(T, d), pool.rand(T, d), pool.rand(1, T, heads, hd),
                               pool.rand(1, T, max(1, heads // 4), hd), pool.rand(T, 2 * d)))
-    return sets, lambda s: norms_rope_act(s[0], s[1], s[2], s[3], s[4], pos, s[5], norm_w)
+    return sets, lambda s: norms_rope_act(s[0], s[1], s[2], s[3], s[4], batch, s[5], norm_w)
+
+
+def _pass(p, pool):
+    """A pass's frame as the loop builds it: positions (`Batch.at`), the mask over the batch's
+    longest visible KV, a rotary table, the token embedding, the final RMSNorm."""
+    B, q, kv, d, dev = p["batch"], p["q"], p["kv"], p["d"], pool.device
+    starts = np.full(B, kv - q)
+    norm_w = torch.ones(d, device=dev, dtype=pool.dtype)
+    sets = pool.sets(lambda: (pool.rand(1024, d), torch.randint(1024, (B, q), device=dev)))
+
+    def run(s):
+        batch = Batch.at(starts, q, dev)
+        batch.mask(kv + MAX_PASS, None, batch.read_len(kv + MAX_PASS))
+        rope_table(batch, 32, pool.dtype)
+        return F.rms_norm(F.embedding(s[1], s[0]), norm_w.shape, norm_w)
+    return sets, run
+
+
+def _argmax(p, pool):
+    sets = pool.sets(lambda: (pool.rand(p["m"], p["n"]),))
+    return sets, lambda s: s[0].argmax(-1)
 
 
 def tiny_call(pool: Pool):

@@ -17,6 +17,12 @@ op's flops, bytes and the measured median `time_s`. An op is priced by, in order
 - `roofline`: families no profile measures (linear-attention state, collectives) and attention
   or head kinds the profile lacks.
 
+Host time per iteration (`host_overhead_s(design, batch)`): measured per design around the
+verification loop by `mtpsim calibrate` (meta.yaml `host_s`), else the hardware's figure.
+
+Layer glue (`layer.glue` ops): what a whole layer costs beyond its priced ops, fitted from the
+profile's whole-layer measurements (`fit_glue`), widths grid.HELDOUT_SCALE held out.
+
 Overheads: on CPU every measured time already includes PyTorch's per-call dispatch (meta.yaml
 `overhead.included_in_op_times: true`), so kernel and pass overheads are 0. On CUDA, times are
 in-graph kernel times: eager passes add (launch_s - graph_kernel_s) per kernel, graph passes
@@ -54,6 +60,8 @@ FAMILIES = {
     "attention": Family(("kind",), ("kv_heads", "head_dim", "v_head_dim"), ("batch", "q", "kv", "heads"), ("batch", "q", "kv")),
     "moe": Family((), ("dtype", "inter", "num_experts"), ("tokens", "touched", "top_k", "d"), ("tokens", "touched")),
     "elementwise": Family((), ("d",), ("tokens",), ("tokens",)),
+    "pass": Family((), (), ("batch", "q", "kv"), ("batch", "q", "kv")),
+    "argmax": Family((), (), ("m", "n"), ("m", "n")),
 }
 META_KEYS = ("device", "device_name", "torch", "dtype", "date", "threads", "ceilings", "overhead")
 CEILINGS = ("copy_bytes_per_s", "matmul_flops_per_s")
@@ -75,12 +83,15 @@ class CalibratedCosts:
 
     name = "calibrated"
 
-    def __init__(self, tables: dict, meta: dict, hw: HardwareSpec):
+    def __init__(self, tables: dict, meta: dict, hw: HardwareSpec, layers: pd.DataFrame | None = None):
         self.tables, self.meta, self.hw = tables, meta, hw
         self.roofline = RooflineCosts(hw)
         c = meta["ceilings"]
         self.peak_flops, self.peak_bytes = c["matmul_flops_per_s"], c["copy_bytes_per_s"]
         self.overhead = meta["overhead"]
+        # the attention op the profile timed reads every request up to the batch's longest
+        self.kv_key = "kv_max" if meta.get("attention_kv") == "batch_max" else "kv_tokens"
+        self.glue = fit_glue(self, layers) if layers is not None else {}
 
     @classmethod
     def from_profile(cls, path, hw: HardwareSpec) -> "CalibratedCosts":
@@ -90,7 +101,8 @@ class CalibratedCosts:
             raise ScenarioError(str(folder), "", "profile folder not found (run `mtpsim calibrate`)")
         meta = load_meta(folder / "meta.yaml")
         tables = {f: build_tables(f, read_family(folder / f"{f}.csv", f), meta["ceilings"]) for f in FAMILIES}
-        return cls(tables, meta, hw)
+        layers = pd.read_csv(folder / "layers.csv") if (folder / "layers.csv").is_file() else None
+        return cls(tables, meta, hw, layers)
 
     # ------------------------------------------------------------------ interface
     def kernel_overhead_s(self, graphs: bool) -> float:
@@ -104,7 +116,19 @@ class CalibratedCosts:
             return 0.0
         return self.overhead["graph_replay_s"]
 
+    def host_overhead_s(self, design: str, batch: int) -> float:
+        """Host seconds per iteration outside the passes, as `mtpsim calibrate` timed them around
+        the verification loop (meta.yaml `host_s`: design -> batch -> seconds; linear in batch
+        between measured batches, held flat beyond); the hardware's figure for designs not timed."""
+        table = (self.meta.get("host_s") or {}).get(design)
+        if not table:
+            return self.roofline.host_overhead_s(design, batch)
+        batches = sorted(table)
+        return float(np.interp(batch, batches, [table[b] for b in batches]))
+
     def time(self, op: Op, graphs: bool) -> OpTime:
+        if op.family == "glue":
+            return OpTime(0.0, 0.0, 0.0, self.glue_s(op.shape["layer"], op.shape["tokens"], op.shape["d"]), "calibrated")
         found = self.predict(op)
         if found is None:
             return self.roofline.time(op, graphs)
@@ -115,14 +139,24 @@ class CalibratedCosts:
         split = (rest, min(rest, memory)) if compute >= memory else (min(rest, compute), rest)
         return OpTime(*split, 0.0, fixed + op.kernels * self.kernel_overhead_s(graphs), source)
 
+    def glue_s(self, kind: str, tokens: float, d: int) -> float:
+        """A layer's glue seconds, a + b * tokens * d as fitted for its kind (else for the measured
+        kind with the same attention, then the same FFN); 0 when none was measured."""
+        a, f = kind.split("_", 1) if "_" in kind else (kind, "")
+        fit = self.glue.get(kind) or next((v for k, v in self.glue.items() if k.startswith(a + "_")), None) or \
+            next((v for k, v in self.glue.items() if f and k.endswith("_" + f)), None)
+        if fit is None:
+            return 0.0
+        return fit[0] + fit[1] * tokens * d
+
     # ------------------------------------------------------------------ lookup
     def predict(self, op: Op) -> tuple[float, str] | None:
         """(seconds, source) from the profile, or None for the plain roofline."""
-        point = lookup_point(op)
+        point = lookup_point(op, self.kv_key)
         if point is None:
             return None
         family, keys, dims, x = point
-        tables = self.tables[family].get(keys)
+        tables = self.tables.get(family, {}).get(keys)
         if not tables:
             return None
         exact = [t for t in tables if dims is None or t.dims == dims]
@@ -142,8 +176,10 @@ class CalibratedCosts:
         return max(op.flops / self.peak_flops, op.bytes / self.peak_bytes)
 
 
-def lookup_point(op: Op):
-    """(family, keys, dims, axis values) of an op, or None when no profile family prices it."""
+def lookup_point(op: Op, kv_key: str = "kv_tokens"):
+    """(family, keys, dims, axis values) of an op, or None when no profile family prices it.
+    Attention's kv: the mean visible length (`kv_tokens`: the sum over requests, as a paged kernel
+    reads) or the batch's longest (`kv_max`: a padded batch, as the verification loop reads)."""
     s = op.shape
     if op.family in ("gemm", "lm_head"):
         keys = (s["kind"],) if op.family == "lm_head" else ()
@@ -151,10 +187,12 @@ def lookup_point(op: Op):
     if op.family == "attention":
         kind = "mla" if s["kind"] == "mla" else "frozen" if s["query_only"] else "swa" if s["window"] else "gqa"
         dims = {d: s[d] for d in FAMILIES["attention"].dims}
-        return "attention", (kind,), dims, {"batch": s["batch"], "q": s["q"], "kv": s["kv_tokens"] / s["batch"],
-                                            "heads": s["heads"]}
+        kv = s["kv_max"] if kv_key == "kv_max" else s["kv_tokens"] / s["batch"]
+        return "attention", (kind,), dims, {"batch": s["batch"], "q": s["q"], "kv": kv, "heads": s["heads"]}
     if op.family == "moe":
         return "moe", (), {d: s[d] for d in FAMILIES["moe"].dims}, {a: s[a] for a in FAMILIES["moe"].axes}
+    if op.family in ("pass", "argmax"):
+        return op.family, (), None, {a: s[a] for a in FAMILIES[op.family].axes}
     if op.family == "elementwise":  # looked up by element count, tokens x d, at the grid's width
         return "elementwise", (), None, {"elements": s["tokens"] * s["d"]}
     return None
@@ -201,6 +239,25 @@ def nearest_cell(table: Table, x: dict) -> tuple[float, float]:
     dist[np.isnan(table.log_t)] = np.inf
     idx = np.unravel_index(np.argmin(dist), dist.shape)
     return float(table.log_t[idx]), float(table.log_w[idx])
+
+
+def fit_glue(costs: "CalibratedCosts", layers: pd.DataFrame) -> dict:
+    """layer kind -> (a_s, b_s): glue = a + b * tokens * d, the fixed calls a layer makes plus the
+    activations its views, transposes and copies move, fitted to measured layer - the sum of its
+    priced ops over the training layers (every width but grid.HELDOUT_SCALE), least squares on
+    the relative error (so the widest layers' op errors do not swamp the narrow ones), a, b >= 0."""
+    from mtpsim.calibration.grid import HELDOUT_SCALE, layer_ops
+    dtype, rows = costs.meta["dtype"], []
+    for r in layers[~np.isclose(layers["scale"], HELDOUT_SCALE)].to_dict("records"):
+        ops = sum(costs.time(op, graphs=False).total_s for op in layer_ops(r, dtype, glue=False))
+        rows.append({"layer": r["layer"], "x": r["batch"] * r["q"] * r["d"], "t": r["time_s"], "ops": ops})
+    fits = {}
+    for kind, g in pd.DataFrame(rows, columns=["layer", "x", "t", "ops"]).groupby("layer"):
+        t = g.t.to_numpy()
+        design = np.stack([np.ones(len(g)), g.x.to_numpy(float)], 1) / t[:, None]
+        (a, b), *_ = np.linalg.lstsq(design, (t - g.ops.to_numpy()) / t, rcond=None)
+        fits[kind] = (max(float(a), 0.0), max(float(b), 0.0))
+    return fits
 
 
 # ----------------------------------------------------------------------------- loading

@@ -24,7 +24,7 @@ class Op:
     """One op on one GPU. `shape` holds the lookup keys for a calibrated profile."""
 
     name: str
-    family: str                     # gemm | attention | moe | lm_head | allreduce | alltoall | state
+    family: str                     # gemm | attention | moe | lm_head | allreduce | alltoall | state | elementwise | pass | argmax | glue
     flops: float = 0.0
     weight_bytes: float = 0.0
     kv_bytes: float = 0.0
@@ -144,7 +144,7 @@ def attention_core(att: AttentionSpec, q_lens: np.ndarray, kv_lens: np.ndarray, 
               act_bytes=2 * q_tokens * heads * (att.head_dim or att.kv_lora_rank) * DTYPE_BYTES[act],
               dtype=act,
               shape={"kind": att.kind, "batch": len(q_lens), "q": q_tokens / max(len(q_lens), 1),
-                     "kv_tokens": kv_tokens, "heads": heads, "window": att.window or 0,
+                     "kv_tokens": kv_tokens, "kv_max": float(visible.max(initial=0)), "heads": heads, "window": att.window or 0,
                      **_attention_widths(att, tp), "query_only": att.kv_source is not None})
 
 
@@ -171,6 +171,36 @@ def _linear_core(att: AttentionSpec, q_lens: np.ndarray, tp: int) -> Op:
 
 def _heads_per_gpu(heads: int, tp: int) -> int:
     return max(1, math.ceil(heads / tp))
+
+
+def pass_frame(batch: int, q: float, kv_max: float, d: int) -> Op:
+    """What a pass runs once outside its layers and heads: token positions, the attention mask
+    over the batch's longest visible KV, rotary tables, the token embedding and the final norm.
+    Bytes: the embedded and normed activations written, the boolean mask written; no kernels
+    counted (the roofline prices it as those bytes); a calibrated profile measures it."""
+    act = 2 * batch * q * d * DTYPE_BYTES[ACT] + batch * q * kv_max
+    return Op("pass.frame", "pass", act_bytes=act, kernels=0, shape={"batch": batch, "q": q, "kv": kv_max, "d": d})
+
+
+def greedy_sample(rows: int, width: int, act: str = ACT) -> Op:
+    """Greedy sampling: argmax over `rows` x `width` logits, read once."""
+    return Op("sample.argmax", "argmax", act_bytes=rows * width * DTYPE_BYTES[act], kernels=0, dtype=act,
+              shape={"m": rows, "n": width})
+
+
+def layer_glue(kind: str, tokens: int, d: int) -> Op:
+    """What one layer runs besides its priced ops (views, transposes, cat, index building, the
+    residual adds' dispatch): no flops or bytes, so the roofline prices it 0; a calibrated
+    profile prices it from whole-layer measurements. kind: `layer_kind`."""
+    return Op("layer.glue", "glue", kernels=0, shape={"layer": kind, "tokens": tokens, "d": d})
+
+
+def layer_kind(att: AttentionSpec, ffn: FFNSpec, query_only: bool = False) -> str:
+    """mla_moe, gqa_dense, swa_dense, assistant (query-only), ...: the whole-layer kinds."""
+    if query_only:
+        return "assistant"
+    a = "swa" if att.kind == "gqa" and att.window else att.kind
+    return f"{a}_{ffn.kind}"
 
 
 # ----------------------------------------------------------------------------- FFN

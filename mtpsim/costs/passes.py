@@ -7,6 +7,7 @@ from the per-request KV lengths.
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -106,6 +107,12 @@ class Pricer:
             totals += _vector(op, t, count)
             sources.add(t.source)
             dynamic.append((op, t, count))
+        frame = O.pass_frame(batch, float(q_lens.mean()), float((kv_lens + shape.kv_offset + q_lens).max(initial=0)),
+                             self.layers(shape.part).spec.hidden_size)
+        t = self.costs.time(frame, graphs)
+        totals += _vector(frame, t, 1)
+        sources.add(t.source)
+        dynamic.append((frame, t, 1))
         totals[3] += self.costs.pass_overhead_s(graphs)
         compute, memory, comm, overhead, flops, wbytes, kvbytes, cbytes = totals.tolist()
         return PassCost(shape.kind, shape.part, tokens, compute + memory + comm + overhead, compute, memory,
@@ -150,7 +157,8 @@ class Pricer:
             layer += O.ffn_ops(ffn, d, tokens, spec.ffn_dtype, spec.expert_dtype, self.par, self.skew, act)
             layer += [O.Op("norms+rope+act", "elementwise", act_bytes=6 * tokens * d * DTYPE_BYTES[act], kernels=4,
                            dtype=act, shape={"tokens": tokens, "d": d}),
-                      O.allreduce(tokens, d, tp, act), O.allreduce(tokens, d, tp, act)]
+                      O.allreduce(tokens, d, tp, act), O.allreduce(tokens, d, tp, act),
+                      O.layer_glue(O.layer_kind(att, ffn, spec.query_only), tokens, d)]
             if ffn.kind == "moe":
                 layer.append(O.alltoall(tokens, ffn.top_k, d, self.par.ep, act))
             yield from ((count, op) for op in layer)
@@ -159,16 +167,18 @@ class Pricer:
         """What a part runs outside its layers: input projections and the LM head."""
         m, tp, dt, act = self.model, self.par.tp, self.model.dtypes, self.act
         if part == "target":
-            return O.lm_head_ops(m, logits, dt.lm_head, tp, act=act)
+            return O.lm_head_ops(m, logits, dt.lm_head, tp, act=act) + [_sample(m.lm_head, logits, m.vocab_size, tp, act)]
         if part in ("mtp", "heads"):
             mtp, n = m.mtp, (1 if part == "mtp" else self.heads)
             proj = O.gemm("mtp.eh_proj", tokens, 2 * m.hidden_size, m.hidden_size, dt.mtp, act=act)
+            head, vocab = (m.lm_head, m.vocab_size) if not mtp.vocab_size else (None, mtp.vocab_size)
             return ([proj] * n if mtp.input_projection else []) + \
-                O.lm_head_ops(m, logits * n, dt.lm_head, tp, vocab=mtp.vocab_size, act=act)
+                O.lm_head_ops(m, logits * n, dt.lm_head, tp, vocab=mtp.vocab_size, act=act) + \
+                [_sample(head, logits * n, vocab, tp, act)]
         a = self.assistant
         return [O.gemm("assistant.pre_proj", tokens, 2 * a.backbone_hidden_size, a.hidden_size, a.dtypes.dense_ffn, act=act),
                 O.gemm("assistant.post_proj", tokens, a.hidden_size, a.backbone_hidden_size, a.dtypes.dense_ffn, act=act),
-                *O.lm_head_ops(a, logits, a.dtypes.lm_head, tp, act=act)]
+                *O.lm_head_ops(a, logits, a.dtypes.lm_head, tp, act=act), _sample(a.lm_head, logits, a.vocab_size, tp, act)]
 
     @lru_cache(maxsize=8)
     def _attention_kinds(self, part: str):
@@ -180,6 +190,14 @@ class Pricer:
             counts[ref.attention] += count
         return tuple((spec.spec.attention_kinds[name], n, kv_dtype) for name, n in counts.items())
 
+
+
+def _sample(head, rows: int, vocab: int, tp: int, act: str) -> O.Op:
+    """Greedy sampling over a head's logits: the vocabulary (its tp shard), or the centroid head's
+    expanded rows (top clusters x vocab / centroids)."""
+    if head is not None and head.kind == "centroid":
+        return O.greedy_sample(rows, head.top_clusters * math.ceil(vocab / head.num_centroids), act)
+    return O.greedy_sample(rows, math.ceil(vocab / tp), act)
 
 
 def _vector(op: O.Op, t: OpTime, n: int) -> np.ndarray:

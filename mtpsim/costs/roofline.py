@@ -41,6 +41,11 @@ class RooflineCosts:
         (eager kernels each pay their own launch)."""
         return self.hw.launch_overhead_s if graphs else 0.0
 
+    def host_overhead_s(self, design: str, batch: int) -> float:
+        """Host seconds per iteration outside the passes (scheduling, sampling, acceptance,
+        rollback, bookkeeping): the hardware catalog's figure, whatever the design and batch."""
+        return self.hw.host_overhead_s
+
     def time(self, op: Op, graphs: bool) -> OpTime:
         return OpTime(self.compute_s(op), self.memory_s(op), self.comm_s(op),
                       op.kernels * self.kernel_overhead_s(graphs))

@@ -28,7 +28,7 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
     profile = AcceptanceProfile.from_section(s.acceptance, design.steps, s.source)
     env, records = simpy.Environment(), Records(max_iteration_rows, keep_passes)
     engine = Engine(env, pricer, design, profile, records, np.random.default_rng([s.seed, 1]),
-                    s.specs.hardware.host_overhead_s, s.engine.overlap_schedule, s.engine.chunked_prefill_tokens)
+                    s.engine.overlap_schedule, s.engine.chunked_prefill_tokens)
     replicas = [Replica(i, Scheduler(s.engine.max_running_requests, budget.kv_budget_bytes, budget.request_bytes))
                 for i in range(s.parallel.dp)]
     arrivals = Arrivals(env, Router([r.scheduler for r in replicas]), replicas,

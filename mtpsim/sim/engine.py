@@ -40,7 +40,6 @@ class Engine:
     profile: AcceptanceProfile
     records: Records
     rng: np.random.Generator
-    host_overhead_s: float
     overlap: bool
     chunk_tokens: int
     passes: list = field(init=False)
@@ -77,7 +76,8 @@ class Engine:
             self.records.add_pass(rep.index, self.env.now - cost.time_s, shape, cost)
             times[PASS_COLUMN[shape.kind]] += cost.time_s
             hidden += cost.time_s if shape.kind in self.window else 0.0
-        host = max(0.0, self.host_overhead_s - hidden)  # what the overlap window does not hide
+        host_s = self.pricer.costs.host_overhead_s(self.design.design, len(batch))
+        host = max(0.0, host_s - hidden)  # what the overlap window does not hide
         yield self.env.timeout(host)
         emitted = self.commit(batch)
         self.records.add_iteration(rep.index, rep.iterations, "decode", start, self.env.now - start,
@@ -115,7 +115,8 @@ class Engine:
                 yield self.env.timeout(cost.time_s)
                 self.records.add_pass(rep.index, self.env.now - cost.time_s, shape, cost)
                 times["prefill_s"] += cost.time_s
-            host = self.host_overhead_s if not self.overlap else max(0.0, self.host_overhead_s - times["prefill_s"])
+            host_s = self.pricer.costs.host_overhead_s(self.design.design, len(chunk))
+            host = host_s if not self.overlap else max(0.0, host_s - times["prefill_s"])
             yield self.env.timeout(host)
             firsts = [r for r, n, done in chunk if done + n == r.input_len]
             for r in firsts:

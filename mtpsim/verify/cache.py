@@ -28,6 +28,13 @@ class KVSlots:
         self.k = torch.zeros(batch, heads, capacity, k_dim, dtype=dtype, device=device)
         self.v = None if v_dim is None else torch.zeros(batch, heads, capacity, v_dim, dtype=dtype, device=device)
 
+    @classmethod
+    def of(cls, k: torch.Tensor, v: torch.Tensor | None) -> "KVSlots":
+        """Slots over existing tensors (calibration rotates them over preallocated inputs)."""
+        out = object.__new__(cls)
+        out.capacity, out.k, out.v = k.shape[2], k, v
+        return out
+
     def view(self, b: int) -> "KVSlots":
         out = object.__new__(KVSlots)
         out.capacity, out.k = self.capacity, self.k[b:b + 1]

@@ -21,6 +21,7 @@ from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.errors import ScenarioError
 from mtpsim.sim.workload import sample_lengths
 from mtpsim.verify.compare import REPO, comparison, plot, predict, simulated_mapping
+from mtpsim.verify.kernels import keep_freed_memory
 from mtpsim.verify.measure import Setup, measure
 from mtpsim.verify.shrink import shrink_assistant, shrink_model
 
@@ -33,6 +34,8 @@ def main(args) -> int:
     out = Path(args.out or f"runs/{points[0].name}-verify-{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
     device = pick_device(points[0].verify.device)
+    if device == "cpu":
+        keep_freed_memory()  # large temporaries reuse kept memory, as in the calibration
     hardware, profile = cost_source(device, args.calibrate, out)
     print(f"verify {points[0].name} on {device} ({hardware}); cost model: "
           f"{'calibrated, ' + profile if profile else 'roofline (no profile for this device yet)'}")

@@ -17,26 +17,13 @@ from torch import nn
 
 from mtpsim.catalog import AttentionSpec, FFNSpec, LMHeadSpec
 from mtpsim.verify.cache import Batch, KVSlots, LinearState
+from mtpsim.verify.kernels import attend, attend_cache, centroid_logits, glu, moe_experts, rope
 
 
 def linear(d_in: int, d_out: int) -> nn.Linear:
     layer = nn.Linear(d_in, d_out, bias=False)
     nn.init.normal_(layer.weight, std=d_in ** -0.5)
     return layer
-
-
-def rope(x: torch.Tensor, batch: Batch) -> torch.Tensor:
-    """Rotary embedding on the last dim of x [B, q, heads, dim] at the batch's positions
-    (cos / sin computed once per pass and width, as engines do)."""
-    half = x.shape[-1] // 2
-    key = ("rope", half, x.dtype)
-    if key not in batch.memo:
-        freq = 10000.0 ** (-torch.arange(half, device=x.device, dtype=torch.float32) / half)
-        angle = (batch.q_pos[..., None].float() * freq)[:, :, None, :]
-        batch.memo[key] = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
-    cos, sin = batch.memo[key]
-    a, b = x[..., :half], x[..., half:2 * half]
-    return torch.cat([a * cos - b * sin, a * sin + b * cos, x[..., 2 * half:]], dim=-1)
 
 
 class Attention(nn.Module):
@@ -63,16 +50,12 @@ class Attention(nn.Module):
             k, v = self.kv_proj(x).view(B, q, self.kv_heads, self.hd + self.vd).split([self.hd, self.vd], -1)
             k = rope(k, batch)
             if batch.prefill and q > kv.capacity:  # a prompt longer than the ring: attend to it fresh
-                out = self._attend(query, k.transpose(1, 2), v.transpose(1, 2), batch.mask(NEVER_WRAP, self.window, q))
+                out = attend(query, k.transpose(1, 2), v.transpose(1, 2), batch.mask(NEVER_WRAP, self.window, q))
                 kv.write(batch.q_pos[:, -kv.capacity:], k[:, -kv.capacity:], v[:, -kv.capacity:])
                 return self.o_proj(out.transpose(1, 2).reshape(B, q, -1))
             kv.write(batch.q_pos, k, v)
-        n = batch.read_len(kv.capacity)
-        out = self._attend(query, kv.k[:, :, :n], kv.v[:, :, :n], batch.mask(kv.capacity, self.window, n))
+        out = attend_cache(query, kv, batch, self.window)
         return self.o_proj(out.transpose(1, 2).reshape(B, q, -1))
-
-    def _attend(self, q, k, v, mask):
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=self.heads != k.shape[1])
 
 
 NEVER_WRAP = 1 << 40  # a "capacity" under which slot j holds position j (fresh, unwrapped KV)
@@ -110,11 +93,7 @@ class MLA(nn.Module):
         kv.write(batch.q_pos, torch.cat([self.kv_norm(latent)[:, :, None], k_rope], -1), None)
         q_latent = torch.einsum("bqhn,hnl->bqhl", q_nope, self.w_uk)
         query = torch.cat([q_latent, rope(q_rope, batch)], -1).transpose(1, 2)
-        n = batch.read_len(kv.capacity)
-        keys = kv.k[:, :, :n]
-        out = F.scaled_dot_product_attention(query, keys, keys[..., :self.lora], enable_gqa=True,
-                                             attn_mask=batch.mask(kv.capacity, self.window, n),
-                                             scale=(self.nope + self.rope_dim) ** -0.5)
+        out = attend_cache(query, kv, batch, self.window, self.lora, (self.nope + self.rope_dim) ** -0.5)
         out = torch.einsum("bhql,hlv->bqhv", out, self.w_uv)
         return self.o_proj(out.reshape(B, q, -1))
 
@@ -168,8 +147,7 @@ class DenseFFN(nn.Module):
         self.gate_up, self.down = linear(d, 2 * inter), linear(inter, d)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate, up = self.gate_up(x).chunk(2, -1)
-        return self.down(F.silu(gate) * up)
+        return self.down(glu(self.gate_up(x)))
 
 
 class MoE(nn.Module):
@@ -188,19 +166,7 @@ class MoE(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
         x = x.reshape(-1, shape[-1])
-        weights, experts = torch.softmax(self.router(x), -1).topk(self.top_k, -1)
-        weights = weights / weights.sum(-1, keepdim=True)
-        order = experts.flatten().argsort()
-        token = order // self.top_k
-        counts = torch.bincount(experts.flatten(), minlength=self.w13.shape[0]).tolist()
-        xs, outs, start = x[token], [], 0
-        for e, n in enumerate(counts):
-            if n:
-                gate, up = (xs[start:start + n] @ self.w13[e]).chunk(2, -1)
-                outs.append((F.silu(gate) * up) @ self.w2[e])
-                start += n
-        routed = torch.cat(outs) * weights.flatten()[order, None]
-        out = torch.zeros_like(x).index_add_(0, token, routed)
+        out = moe_experts(x, self.router(x), self.w13, self.w2, self.top_k)
         if self.shared is not None:
             out = out + self.shared(x)
         return out.view(shape)
@@ -245,8 +211,7 @@ class CentroidHead(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape[:-1]
         x = x.reshape(-1, x.shape[-1])
-        clusters = self.centroids(x).topk(self.top, -1).indices                 # [T, top]
-        logits = torch.einsum("td,tcrd->tcr", x, self.rows[clusters]).flatten(1)  # [T, top * per]
+        logits, clusters = centroid_logits(x, self.centroids(x), self.rows, self.top)  # [T, top * per]
         best = logits.argmax(-1)
         token = clusters.gather(1, (best // self.per)[:, None])[:, 0] * self.per + best % self.per
         return (token % self.vocab).view(shape)  # the last cluster may run past the vocabulary
