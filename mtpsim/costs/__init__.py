@@ -1,4 +1,5 @@
-"""Cost models: ops (shapes), roofline (datasheet), calibrated (measured profile), passes (pricing).
+"""Cost models: ops (shapes), roofline (datasheet), calibrated (measured profile, read by profile.py),
+passes (pricing).
 
 `build_pricer(scenario)` is the entry: it picks the scenario's cost model and returns a Pricer
 whose `price(shape, q_lens, kv_lens)` gives a PassCost.
