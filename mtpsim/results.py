@@ -30,6 +30,7 @@ class Records:
     passes: list = field(default_factory=list)
     totals: dict = field(default_factory=lambda: dict.fromkeys(TIME_COLUMNS, 0.0))
     num_iterations: int = 0
+    num_decode_iterations: int = 0
     accept_counts: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
 
     def add_request(self, r) -> None:
@@ -38,6 +39,7 @@ class Records:
 
     def add_iteration(self, replica, index, kind, start_s, duration_s, batch, emitted, times, host_s) -> None:
         self.num_iterations += 1
+        self.num_decode_iterations += kind == "decode"
         for key in TIME_COLUMNS[:-1]:
             self.totals[key] += times[key]
         self.totals["host_s"] += host_s
@@ -78,6 +80,7 @@ def to_results(records: Records, identity: dict, max_kv_tokens: int, sim_wall_s:
     passes = pd.DataFrame(records.passes, columns=PASS_COLUMNS)
     row = {**identity, **summarize(requests, records), "max_kv_tokens": max_kv_tokens,
            "iterations_kept": len(records.iterations), "iterations_total": records.num_iterations,
+           "decode_iterations": records.num_decode_iterations,
            "sim_wall_s": sim_wall_s}
     return Results(requests, iterations, passes, records.accept_counts.copy(), pd.DataFrame([row]),
                    records.iterations_truncated)

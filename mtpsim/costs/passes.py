@@ -90,6 +90,7 @@ class Pricer:
         self.heads = heads  # parallel_heads: how many heads run (one per step)
         self.act = model.dtypes.activations
         self.static_ops = lru_cache(maxsize=4096)(self._build_static)
+        self.layers = lru_cache(maxsize=8)(self._layers)  # a part's layer groups never change
 
     # ------------------------------------------------------------------ public
     def price(self, shape: PassShape, q_lens: np.ndarray, kv_lens: np.ndarray, keep_ops: bool = False) -> PassCost:
@@ -107,7 +108,7 @@ class Pricer:
             totals += _vector(op, t, count)
             sources.add(t.source)
             dynamic.append((op, t, count))
-        frame = O.pass_frame(batch, float(q_lens.mean()), float((kv_lens + shape.kv_offset + q_lens).max(initial=0)),
+        frame = O.pass_frame(batch, int(q_lens.sum()) / max(batch, 1), float((kv_lens + shape.kv_offset + q_lens).max(initial=0)),
                              self.layers(shape.part).spec.hidden_size)
         t = self.costs.time(frame, graphs)
         totals += _vector(frame, t, 1)
@@ -126,7 +127,7 @@ class Pricer:
     def padded_batch(self, batch: int) -> int:
         return next((b for b in GRAPH_BUCKETS if b >= batch and b <= self.max_graph_batch), batch)
 
-    def layers(self, part: str) -> PartLayers:
+    def _layers(self, part: str) -> PartLayers:
         m, dt = self.model, self.model.dtypes
         if part == "target":
             counts = Counter((g.attention, g.ffn) for g in m.layers for _ in range(g.count))
