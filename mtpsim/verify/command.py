@@ -117,8 +117,10 @@ def verify_point(s, device: str, hardware: str, profile: str | None, folder: Pat
     mapping = simulated_mapping(s, setup.model.model_dump(mode="json"), setup.prompt_lens,
                                 measured.accept_counts, folder, hardware, profile,
                                 setup.warmup_iterations + setup.iterations)
+    if setup.assistant is not None:  # the shrunken assistant, inline, so simulated.yaml reproduces the prediction
+        mapping["speculative"]["draft"] = setup.assistant.model_dump(mode="json", exclude_none=True)
     (folder / "simulated.yaml").write_text(yaml.safe_dump(mapping, sort_keys=False))
-    predicted = predict(mapping, setup.assistant, str(folder / "simulated.yaml"),
+    predicted = predict(mapping, str(folder / "simulated.yaml"),
                         setup.warmup_iterations, setup.iterations)
     predicted.to_csv(folder / "predicted_iterations.csv", index=False)
     table = comparison(setup.design, setup.batch, measured.iterations, predicted)

@@ -45,12 +45,9 @@ def simulated_mapping(s, model: dict, prompt_lens: list[int], accept_counts, fol
     return mapping
 
 
-def predict(mapping: dict, assistant, where: str, warmup: int, iterations: int) -> pd.DataFrame:
-    """Simulated decode iterations warmup..warmup+iterations (kind, duration, pass times).
-    `assistant`: the shrunken frozen-KV assistant spec, or None."""
+def predict(mapping: dict, where: str, warmup: int, iterations: int) -> pd.DataFrame:
+    """Simulated decode iterations warmup..warmup+iterations (kind, duration, pass times)."""
     from mtpsim.sim import simulate
-    if assistant is not None:  # the shrunken assistant, inline
-        mapping = {**mapping, "speculative": {**mapping["speculative"], "draft": assistant.model_dump(exclude_none=True)}}
     scenario = sc.validate(mapping, where)
     decode = simulate(scenario).iterations.query("kind == 'decode'")
     return decode.iloc[warmup:warmup + iterations].rename(columns={"duration_s": "iteration_s"})
