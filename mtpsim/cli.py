@@ -103,9 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _torch_command(module: str, args) -> int:
     """calibrate and verify import torch; say how to get it rather than fail with ImportError."""
     import importlib
-    try:
-        import torch  # noqa: F401
-    except ImportError:
+    import importlib.util
+    if importlib.util.find_spec("torch") is None:
         print("mtpsim: error: this command needs PyTorch: pip install 'mtpsim[torch]'", file=sys.stderr)
         return 2
     return importlib.import_module(module).main(args)

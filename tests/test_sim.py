@@ -1,10 +1,8 @@
 """The simulator against theory: closed forms, Little's law, conservation, determinism."""
 from __future__ import annotations
 
-import copy
 import math
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

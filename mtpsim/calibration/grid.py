@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mtpsim.catalog import DTYPE_BYTES, AttentionSpec, FFNSpec, load_model
+from mtpsim.catalog import AttentionSpec, FFNSpec, load_model
 from mtpsim.costs import ops as O
 
 P2 = lambda lo, hi: tuple(2 ** i for i in range(int(math.log2(lo)), int(math.log2(hi)) + 1))  # noqa: E731
@@ -141,9 +141,8 @@ def op_of(family: str, p: dict, dtype: str) -> O.Op:
         per_expert = op.weight_bytes / op.shape["touched"]
         return O.Op(op.name, "moe", flops=op.flops, weight_bytes=per_expert * p["touched"], act_bytes=op.act_bytes,
                     kernels=op.kernels, dtype=op.dtype, shape={**op.shape, "touched": p["touched"]})
-    if family == "elementwise":  # as Pricer builds it: 6 tokens x d activations, 4 kernels
-        t, d = p["tokens"], p["d"]
-        return elementwise_op(p["tokens"], p["d"], dtype)
+    if family == "elementwise":
+        return O.layer_elementwise(p["tokens"], p["d"], dtype)
     if family == "pass":
         return O.pass_frame(p["batch"], p["q"], p["kv"], p["d"])
     if family == "argmax":
@@ -223,14 +222,8 @@ def layer_ops(row: dict, dtype: str, glue: bool = True) -> list[O.Op]:
     ops = O.attention_projections(att, d, tokens, dtype, par, query_only, act=dtype)
     ops.append(O.attention_core(att, np.full(B, q), np.full(B, kv - q), dtype, 1, act=dtype))
     ops += O.ffn_ops(ffn, d, tokens, dtype, dtype, par, act=dtype)
-    ops.append(elementwise_op(tokens, d, dtype))
+    ops.append(O.layer_elementwise(tokens, d, dtype))
     return ops + [O.layer_glue(O.layer_kind(att, ffn, query_only), tokens, d)] if glue else ops
-
-
-def elementwise_op(tokens: int, d: int, dtype: str) -> O.Op:
-    """Norms, RoPE, activation and residuals of one layer, as the Pricer builds them."""
-    return O.Op("norms+rope+act", "elementwise", act_bytes=6 * tokens * d * DTYPE_BYTES[dtype], kernels=4,
-                dtype=dtype, shape={"tokens": tokens, "d": d})
 
 
 def _width(x: int, scale: float) -> int:

@@ -134,12 +134,6 @@ def _argmax(p, pool):
     return sets, lambda s: s[0].argmax(-1)
 
 
-def tiny_call(pool: Pool):
-    """The cheapest torch call (a 1-element add): the per-call dispatch floor."""
-    a, b = pool.rand(1), pool.rand(1)
-    return [(a, b)], lambda s: torch.add(s[0], s[1])
-
-
 CEILING_SIZES = {"cpu": (512 << 20, 2048), "cuda": (4 << 30, 8192)}  # copy bytes, matmul n
 
 

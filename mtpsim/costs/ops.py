@@ -182,6 +182,13 @@ def pass_frame(batch: int, q: float, kv_max: float, d: int) -> Op:
     return Op("pass.frame", "pass", act_bytes=act, kernels=0, shape={"batch": batch, "q": q, "kv": kv_max, "d": d})
 
 
+def layer_elementwise(tokens: int, d: int, act: str = ACT) -> Op:
+    """Norms, RoPE, activation and residual adds of one layer: about six passes over the
+    tokens x d hidden states, in four kernels."""
+    return Op("norms+rope+act", "elementwise", act_bytes=6 * tokens * d * DTYPE_BYTES[act], kernels=4,
+              dtype=act, shape={"tokens": tokens, "d": d})
+
+
 def greedy_sample(rows: int, width: int, act: str = ACT) -> Op:
     """Greedy sampling: argmax over `rows` x `width` logits, read once."""
     return Op("sample.argmax", "argmax", act_bytes=rows * width * DTYPE_BYTES[act], kernels=0, dtype=act,

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from mtpsim.catalog import DTYPE_BYTES, HardwareSpec, LayerRef, ModelSpec
+from mtpsim.catalog import HardwareSpec, LayerRef, ModelSpec
 from mtpsim.costs import ops as O
 from mtpsim.costs.roofline import OpTime
 
@@ -156,8 +156,7 @@ class Pricer:
             att, ffn = spec.spec.attention_kinds[ref.attention], spec.spec.ffn_kinds[ref.ffn]
             layer = O.attention_projections(att, d, tokens, spec.attn_dtype, self.par, spec.query_only, act)
             layer += O.ffn_ops(ffn, d, tokens, spec.ffn_dtype, spec.expert_dtype, self.par, self.skew, act)
-            layer += [O.Op("norms+rope+act", "elementwise", act_bytes=6 * tokens * d * DTYPE_BYTES[act], kernels=4,
-                           dtype=act, shape={"tokens": tokens, "d": d}),
+            layer += [O.layer_elementwise(tokens, d, act),
                       O.allreduce(tokens, d, tp, act), O.allreduce(tokens, d, tp, act),
                       O.layer_glue(O.layer_kind(att, ffn, spec.query_only), tokens, d)]
             if ffn.kind == "moe":
