@@ -1,16 +1,20 @@
 """How repeatable are this machine's op timings? Re-times the committed profile's held-out shapes
-and prints |retimed / committed - 1| per family: the noise floor under which no calibrated
-model's held-out error can fall (compare with benchmarks/calibration_fit.py).
+the way `mtpsim calibrate` times them (the same visits, each pass over the shapes in a new
+shuffled order) and prints |retimed / committed - 1| per family, and how far the re-timings
+differ from each other: the noise floor under which no calibrated model's held-out error can
+fall (compare with benchmarks/calibration_fit.py).
 
-  .venv/bin/python benchmarks/calibration_noise.py [--profile calibrate/profiles/cpu] [--repeats 2]
+  .venv/bin/python benchmarks/calibration_noise.py [--profile calibrate/profiles/cpu] [--repeats 2] [--visits N]
 
 Prints numbers; asserts nothing. CPU profiles only (same thread count as the profile).
 """
 from __future__ import annotations
 
 import argparse
+import statistics
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import torch
 import yaml
@@ -23,18 +27,26 @@ from mtpsim.verify.kernels import keep_freed_memory
 MEASURED = ("flops", "bytes", "time_s")
 
 
-def retime(profile: Path, repeats: int) -> pd.DataFrame:
+def retime(profile: Path, repeats: int, visits: int) -> pd.DataFrame:
     """One row per held-out shape and repeat: family, committed and retimed seconds."""
     pool = T.Pool("cpu", torch.float32, POOL_MIB["cpu"] << 20, ROTATE_MIB["cpu"] << 20)
-    rows = []
+    cases = []
     for path in sorted((profile / "holdout").glob("*.csv")):
-        family = path.stem
         for _, row in pd.read_csv(path).iterrows():
             shape = {k: _plain(v) for k, v in row.items() if k not in MEASURED and pd.notna(v)}
-            sets, fn = K.case(family, shape, pool)
-            for r in range(repeats):
-                rows.append({"family": family, "repeat": r, "committed_s": row.time_s,
-                             "retimed_s": T.median_time_s(sets, fn, "cpu", graphs=False)})
+            cases.append((path.stem, shape, row.time_s))
+
+    def visit(i: int, share: float, first: bool) -> list[float]:
+        family, shape, _ = cases[i]
+        sets, fn = K.case(family, shape, pool)
+        return T.samples_s(sets, fn, "cpu", graphs=False, share=share, first=first)
+
+    rows = []
+    for r in range(repeats):
+        samples = T.interleaved(len(cases), visit, visits, seed=1000 + r)
+        rows += [{"case": i, "family": family, "repeat": r, "committed_s": committed,
+                  "retimed_s": statistics.median(times)}
+                 for i, ((family, _, committed), times) in enumerate(zip(cases, samples))]
     return pd.DataFrame(rows)
 
 
@@ -49,6 +61,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", default="calibrate/profiles/cpu")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--visits", type=int, help="visits per shape (default: the profile's, from meta.yaml)")
     args = parser.parse_args()
     profile = Path(args.profile)
     meta = yaml.safe_load((profile / "meta.yaml").read_text())
@@ -56,20 +69,31 @@ def main() -> None:
         raise SystemExit(f"{profile}: a {meta['device']} profile; this benchmark re-times CPU profiles only")
     keep_freed_memory()
     torch.set_num_threads(int(meta["threads"]))
-    df = retime(profile, args.repeats)
-    df["signed"] = df.retimed_s / df.committed_s - 1
-    df["vs_committed"] = df.signed.abs()
-    pairs = df.pivot_table(index=[df.index // args.repeats], values="retimed_s", aggfunc=["min", "max"])
+    visits = args.visits or int(meta.get("visits", 1))
+    df = retime(profile, args.repeats, visits)
+    first = df[df.repeat == 0].set_index("case").retimed_s
+    df["vs_committed"] = df.retimed_s / df.committed_s
+    df["vs_first"] = df.retimed_s / df["case"].map(first)
+    # a repeat's level: how fast the machine ran then, shared by every shape it timed (the
+    # geometric median ratio); the grid and held-out shapes of one calibrate run share theirs
+    for col in ("vs_committed", "vs_first"):
+        level = df.groupby("repeat")[col].transform(lambda x: float(np.exp(np.median(np.log(x)))))
+        df[col + "_level"], df[col + "_shape"] = level, df[col] / level
+    err = lambda x: (x - 1).abs().median()  # noqa: E731
     print(f"profile {profile} ({meta['date']}), {meta['threads']} thread(s), {len(df)} timings "
-          f"of {len(df) // args.repeats} held-out shapes\n")
-    print("|retimed / committed - 1| per family (the noise floor for held-out error):")
-    table = df.groupby("family").agg(count=("vs_committed", "size"), median=("vs_committed", "median"),
-                                     worst=("vs_committed", "max"), bias=("signed", "median"))
+          f"of {df['case'].nunique()} held-out shapes, {visits} visit(s) per shape\n")
+    print("re-timed vs committed, median |ratio - 1| per family; `shape`: with each repeat's level divided out,")
+    print("the noise floor for held-out error (grid and held-out shapes of one run share a level):")
+    table = df.groupby("family").agg(count=("vs_committed", "size"), raw=("vs_committed", err),
+                                     shape=("vs_committed_shape", err), worst=("vs_committed_shape", lambda x: (x - 1).abs().max()))
     print(table.to_string(float_format=lambda x: f"{x:.3f}"))
-    spread = (pairs[("max", "retimed_s")] / pairs[("min", "retimed_s")] - 1)
-    print(f"\nall: median {df.vs_committed.median():.3f}; back-to-back repeats differ by a median "
-          f"{spread.median():.3f} (worst {spread.max():.3f})")
-
+    print(f"\nall: raw {err(df.vs_committed):.3f}, shape {err(df.vs_committed_shape):.3f}; "
+          f"machine level now vs then: {', '.join(f'{v:.3f}' for v in df.groupby('repeat').vs_committed_level.first())}")
+    later = df[df.repeat > 0]
+    if len(later):
+        print(f"repeats vs the first: raw {err(later.vs_first):.3f}, shape {err(later.vs_first_shape):.3f} "
+              f"(worst {(later.vs_first_shape - 1).abs().max():.3f}); levels "
+              f"{', '.join(f'{v:.3f}' for v in later.groupby('repeat').vs_first_level.first())}")
 
 if __name__ == "__main__":
     main()

@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="a small grid (under 3 minutes on 2 CPU cores)")
     p.add_argument("--out", help="profile folder (default calibrate/profiles/<device>)")
     p.add_argument("--threads", type=int, help="CPU threads for torch (default: all cores)")
+    p.add_argument("--visits", type=_at_least_one, help="passes over the shapes, each taking a share of every shape's "
+                   "repeats, so a slow spell of a shared machine is spread over all shapes (default: CPU 6, "
+                   "CPU --quick 3, CUDA 1)")
     p.set_defaults(func=lambda a: _torch_command("mtpsim.calibration.command", a))
 
     p = sub.add_parser("verify", help="run the real decode loop in PyTorch and compare it with the prediction")
@@ -98,6 +101,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calibrate", action="store_true", help="measure a profile on the spot instead of the committed one")
     p.set_defaults(func=lambda a: _torch_command("mtpsim.verify.command", a))
     return parser
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
+    return value
 
 
 def _torch_command(module: str, args) -> int:

@@ -43,8 +43,8 @@ def tiny(monkeypatch):
     monkeypatch.delenv("MTPSIM_CALIBRATE_REPLACE", raising=False)
 
 
-def args(out: Path) -> argparse.Namespace:
-    return argparse.Namespace(device="cpu", quick=True, out=str(out), threads=1)
+def args(out: Path, visits: int | None = None) -> argparse.Namespace:
+    return argparse.Namespace(device="cpu", quick=True, out=str(out), threads=1, visits=visits)
 
 
 def test_calibrate_writes_a_profile_that_loads(tiny, tmp_path):
@@ -59,6 +59,47 @@ def test_calibrate_writes_a_profile_that_loads(tiny, tmp_path):
     assert costs.meta["ceilings"]["copy_bytes_per_s"] > 0
     op = G.op_of("gemm", dict(m=8, k=64, n=16, dtype="fp32"), "fp32")
     assert costs.time(op, False).source == "calibrated"
+
+
+def test_visits_are_recorded_and_spread_the_repeats(tiny, tmp_path, monkeypatch):
+    calls = []
+    real = command.T.samples_s
+    monkeypatch.setattr(command.T, "samples_s", lambda *a, **k: calls.append(k) or real(*a, **k))
+    out = tmp_path / "prof"
+    assert command.main(args(out, visits=3)) == 0
+    meta = CalibratedCosts.from_profile(out, load_hardware("cpu")).meta
+    assert meta["visits"] == 3 and "3 visits" in meta["timing"]["statistic"]
+    calls = [c for c in calls if "share" in c]          # the grid's, not the ceilings' single visits
+    assert {c["share"] for c in calls} == {1 / 3}
+    firsts = sum(c["first"] for c in calls)
+    assert firsts and len(calls) == 3 * firsts   # every shape here is fast: visited 3 times
+
+
+def test_interleaved_shuffles_each_pass_and_visits_slow_ops_once():
+    from mtpsim.calibration import timing as T
+    seen, ticks = [], []
+    slow = {2}
+
+    def visit(i, share, first):
+        seen.append((i, share, first))
+        return [T.SLOW_S * 2] * 3 if i in slow else [1e-4, 2e-4]
+
+    samples = T.interleaved(6, visit, 4, seed=1, progress=ticks.append)
+    assert len(ticks) == 24                              # progress counts every (op, pass)
+    assert [len(s) for s in samples] == [8, 8, 3, 8, 8, 8]
+    order = [i for i, _, _ in seen]
+    passes = [tuple(i for i in order[:6] if i not in slow)] + [tuple(order[6 + 5 * k:11 + 5 * k]) for k in range(3)]
+    assert all(sorted(p) == [0, 1, 3, 4, 5] for p in passes)
+    assert len(set(passes)) == 4                        # a new order each pass (seed 1)
+    assert all(share == 0.25 for _, share, _ in seen)
+    assert sorted(i for i, _, first in seen if first) == list(range(6))
+
+
+def test_visits_flag_rejects_nonsense(capsys):
+    from mtpsim import cli
+    with pytest.raises(SystemExit) as exit:
+        cli.main(["calibrate", "--visits", "0"])
+    assert exit.value.code == 2 and "--visits" in capsys.readouterr().err
 
 
 def test_out_folder_is_guarded(tiny, tmp_path, monkeypatch):

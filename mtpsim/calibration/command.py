@@ -14,8 +14,8 @@ from __future__ import annotations
 import datetime
 import os
 import platform
-import random
 import shutil
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -35,6 +35,7 @@ from mtpsim.verify.kernels import keep_freed_memory
 HOLDOUT_PER_CONFIG = {"gemm": 40, "lm_head": 12, "attention": 14, "moe": 30, "elementwise": 6, "pass": 12, "argmax": 12}
 POOL_MIB = {"cpu": 768, "cuda": 4096}      # random data inputs are sliced from
 ROTATE_MIB = {"cpu": 16, "cuda": 256}      # rotated input sets span at least this much
+VISITS = {"cpu": {False: 6, True: 3}, "cuda": {False: 1, True: 1}}  # [device][quick]: passes over the shapes
 # per point: flops, bytes, attention score cells (batch x heads x kv x (head_dim + v_head_dim)),
 # and whole layers' hidden width
 LIMITS = {"cpu": dict(flops=4e9, bytes=600e6, cells=2 ** 26, d=1024),
@@ -61,7 +62,7 @@ def main(args) -> int:
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "holdout").mkdir(parents=True)
-    meta = calibrate(device, args.quick, tmp)
+    meta = calibrate(device, args.quick, tmp, getattr(args, "visits", None))
     meta["wall_s"] = round(time.time() - started, 1)
     (tmp / "meta.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
     if out.exists():
@@ -92,8 +93,9 @@ def _check_out(out: Path) -> str | None:
     return None
 
 
-def calibrate(device: str, quick: bool, folder: Path) -> dict:
-    """Time ceilings, overheads, the grid, held-out shapes and whole layers into `folder`."""
+def calibrate(device: str, quick: bool, folder: Path, visits: int | None = None) -> dict:
+    """Time ceilings, overheads, the grid, held-out shapes and whole layers into `folder`,
+    in `visits` passes over the shapes (default VISITS)."""
     dtype_name = G.DTYPE[device]
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype_name]
     pool = T.Pool(device, dtype, POOL_MIB[device] << 20, ROTATE_MIB[device] << 20)
@@ -103,26 +105,31 @@ def calibrate(device: str, quick: bool, folder: Path) -> dict:
              for p in G.holdout(c, max(2, HOLDOUT_PER_CONFIG[c.family] // (3 if quick else 1)))
              if _fits(c.family, p, device, dtype_name)]
     layers = [r for r in G.layer_grid(device, quick) if G.layer_spec(r["layer"], r["scale"])[0] <= LIMITS[device]["d"]]
-    meta = _header(device, dtype_name, quick)
+    visits = visits or VISITS[device][quick]
+    meta = _header(device, dtype_name, quick, visits)
     meta["ceilings"] = _ceilings(pool, device)
     meta["overhead"] = {**T.overheads(pool, device), "included_in_op_times": device == "cpu"}
-    rows, layer_rows = {"grid": {}, "holdout": {}}, []
-    # one shuffled order: a slow spell of the machine (other work on shared cores) then lands on
-    # grid, held-out and layer shapes alike instead of biasing one against the others
+    # every op visited VISITS times, each pass in a new shuffled order: a slow spell of the
+    # machine (other work on shared cores) then lands on a share of every shape's repeats, and
+    # on grid, held-out and layer shapes alike, instead of biasing some against the others
     order = jobs + [(None, r, "layer") for r in layers]
-    random.Random(0).shuffle(order)
-    with tqdm(total=len(order), desc=f"calibrate {device}", unit="shape", smoothing=0.05) as bar:
-        for c, p, part in order:
-            if part == "layer":
-                sets, fn = layer_case(p, pool)
-                layer_rows.append({**p, "d": G.layer_spec(p["layer"], p["scale"])[0],
-                                   "time_s": T.median_time_s(sets, fn, device, graphs=False)})
-            else:
-                sets, fn = K.case(c.family, p, pool)
-                op = G.op_of(c.family, p, dtype_name)
-                t = T.median_time_s(sets, fn, device, graphs=c.family != "moe")
-                rows[part].setdefault(c.family, []).append({**p, "flops": op.flops, "bytes": op.bytes, "time_s": t})
-            bar.update()
+
+    def visit(i: int, share: float, first: bool) -> list[float]:
+        c, p, part = order[i]
+        sets, fn = layer_case(p, pool) if part == "layer" else K.case(c.family, p, pool)
+        return T.samples_s(sets, fn, device, graphs=part != "layer" and c.family != "moe", share=share, first=first)
+
+    with tqdm(total=len(order) * visits, desc=f"calibrate {device} ({visits} visits per shape)",
+              unit="shape", smoothing=0.05) as bar:
+        samples = T.interleaved(len(order), visit, visits, progress=bar.update)
+    rows, layer_rows = {"grid": {}, "holdout": {}}, []
+    for (c, p, part), times in zip(order, samples):
+        t = statistics.median(times)
+        if part == "layer":
+            layer_rows.append({**p, "d": G.layer_spec(p["layer"], p["scale"])[0], "time_s": t})
+        else:
+            op = G.op_of(c.family, p, dtype_name)
+            rows[part].setdefault(c.family, []).append({**p, "flops": op.flops, "bytes": op.bytes, "time_s": t})
     for part, sub in (("grid", folder), ("holdout", folder / "holdout")):
         for family, fam_rows in rows[part].items():
             _write(pd.DataFrame(fam_rows), sub / f"{family}.csv")
@@ -159,14 +166,16 @@ def _ceilings(pool: T.Pool, device: str) -> dict:
     return out
 
 
-def _header(device: str, dtype: str, quick: bool) -> dict:
+def _header(device: str, dtype: str, quick: bool, visits: int) -> dict:
     name = torch.cuda.get_device_name() if device == "cuda" else (platform.processor() or platform.machine())
     if device == "cpu":
         name = _cpu_model() or name
     return {"device": device, "device_name": name, "torch": str(torch.__version__), "dtype": dtype,
             "date": datetime.datetime.now().isoformat(timespec="seconds"),
-            "threads": torch.get_num_threads() if device == "cpu" else None, "quick": quick,
-            "timing": {"statistic": f"median of {T.MIN_REPS}..{T.MAX_REPS} calls after 3 warm-up calls",
+            "threads": torch.get_num_threads() if device == "cpu" else None, "quick": quick, "visits": visits,
+            "timing": {"statistic": f"median of {T.MIN_REPS}..{T.MAX_REPS} calls, spread over {visits} "
+                                    f"visits per shape (each pass over the shapes in a new shuffled order), "
+                                    f"after 3 warm-up calls on a shape's first visit, 1 on later ones",
                        "clock": "host perf_counter per call (CPU ops are synchronous)" if device == "cpu"
                        else f"CUDA events; ops under {T.GRAPH_BELOW_S * 1e3:g} ms replayed from a CUDA graph",
                        "rotation": ROTATE[device]},

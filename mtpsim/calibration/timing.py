@@ -1,7 +1,11 @@
-"""Timing one op: warm-up, rotated inputs, many repeats, the median.
+"""Timing ops: warm-up, rotated inputs, many repeats, the median.
 
 CPU: each call timed with the host clock (torch CPU ops are synchronous), so a time includes
-PyTorch's per-call dispatch, as a real pass pays it. CUDA: CUDA events; ops shorter than
+PyTorch's per-call dispatch, as a real pass pays it. Shared CPUs run in fast and slow spells
+(a neighbour's memory traffic; here they last about half a second and move op times by 10-30%),
+so `interleaved` spreads each op's repeats over several visits, each pass over the ops in a new
+shuffled order, and takes the median of all of them: a spell then lands on a few of every op's
+repeats rather than on all of a few ops' repeats. CUDA: CUDA events; ops shorter than
 `GRAPH_BELOW_S` are captured R times in a CUDA graph and a replay's time is divided by R, so
 the time is the kernel's own plus its in-graph gap, with the launch overheads measured apart
 (`overheads`). Ops that cannot be captured (MoE's host-side expert loop) are timed eagerly.
@@ -9,6 +13,7 @@ the time is the kernel's own plus its in-graph gap, with the launch overheads me
 from __future__ import annotations
 
 import math
+import random
 import statistics
 import time
 
@@ -18,6 +23,8 @@ MAX_SETS = 512           # rotated input sets per op at most
 GRAPH_BELOW_S = 1e-3     # CUDA: graph-capture ops shorter than this
 TARGET_S = {"cpu": 0.02, "cuda": 0.01}  # time spent repeating one point, roughly
 MIN_REPS, MAX_REPS = 7, 200
+SLOW_S = 0.05            # ops slower than this get 3 repeats and one visit (their spread is small)
+VISIT_MIN_REPS = 2       # repeats per visit at least
 
 
 class Pool:
@@ -52,43 +59,69 @@ class Pool:
 
 
 def median_time_s(sets: list, fn, device: str, graphs: bool = True) -> float:
-    """Median seconds of one `fn(set)` call over rotated sets, after warm-up."""
+    """Median seconds of one `fn(set)` call over rotated sets, after warm-up (one visit)."""
+    return statistics.median(samples_s(sets, fn, device, graphs))
+
+
+def samples_s(sets: list, fn, device: str, graphs: bool = True, share: float = 1.0, first: bool = True) -> list[float]:
+    """Seconds of `fn(set)` calls over rotated sets after warm-up (3 calls on an op's `first`
+    visit, else 1): `share` of the op's repeat budget (TARGET_S, MIN_REPS..MAX_REPS), at least
+    VISIT_MIN_REPS calls."""
     if device == "cuda":
-        return _cuda(sets, fn, graphs)
+        return _cuda(sets, fn, graphs, share)
     t0 = time.perf_counter()
     fn(sets[0])                       # warm-up, and an estimate for the repeat count
     estimate = time.perf_counter() - t0
-    for s in sets[1:3] if estimate < 0.05 else ():
+    for s in sets[1:3] if estimate < SLOW_S and first else ():
         fn(s)
-    reps = _reps(estimate, "cpu")
     times = []
-    for i in range(reps):
+    for i in range(_reps(estimate, "cpu", share)):
         s = sets[i % len(sets)]
         t0 = time.perf_counter_ns()
         fn(s)
         times.append(time.perf_counter_ns() - t0)
-    return statistics.median(times) * 1e-9
+    return [t * 1e-9 for t in times]
 
 
-def _reps(estimate_s: float, device: str) -> int:
-    """Repeats filling TARGET_S, 7..200; 3 for points slower than 0.05 s (their spread is small)."""
-    if estimate_s > 0.05:
+def interleaved(count: int, visit, visits: int, seed: int = 0, progress=None) -> list[list[float]]:
+    """Every op's timings from `visits` passes over ops 0..count-1, each pass in a new shuffled
+    order. `visit(i, share, first) -> list of seconds` times op i with `share` of its repeat
+    budget (`first`: its first visit);
+    an op slower than SLOW_S on the first pass is not visited again (its 3 repeats are taken
+    then). `progress(n)` is called as ops are timed (count * visits in all)."""
+    samples: list[list[float]] = [[] for _ in range(count)]
+    rng = random.Random(seed)
+    for v in range(visits):
+        order = list(range(count))
+        rng.shuffle(order)
+        for i in order:
+            if v == 0 or min(samples[i]) < SLOW_S:
+                samples[i] += visit(i, 1.0 / visits, v == 0)
+            if progress:
+                progress(1)
+    return samples
+
+
+def _reps(estimate_s: float, device: str, share: float = 1.0) -> int:
+    """Repeats filling `share` of TARGET_S (MIN_REPS..MAX_REPS in all, at least VISIT_MIN_REPS);
+    3 for points slower than SLOW_S."""
+    if estimate_s > SLOW_S:
         return 3
-    return int(min(MAX_REPS, max(MIN_REPS, TARGET_S[device] / max(estimate_s, 1e-7))))
+    total = min(MAX_REPS, max(MIN_REPS, TARGET_S[device] / max(estimate_s, 1e-7)))
+    return max(VISIT_MIN_REPS, round(total * share))
 
 
-def _cuda(sets: list, fn, graphs: bool) -> float:
+def _cuda(sets: list, fn, graphs: bool, share: float = 1.0) -> list[float]:
     for s in sets[:3]:
         fn(s)
     torch.cuda.synchronize()
     est = _events(lambda: fn(sets[0]))
     if graphs and est < GRAPH_BELOW_S:
         try:
-            return _graph(sets, fn, est)
+            return _graph(sets, fn, est, share)
         except RuntimeError:  # not capturable (a host sync inside): time it eagerly
             torch.cuda.synchronize()
-    times = [_events(lambda i=i: fn(sets[i % len(sets)])) for i in range(_reps(est, "cuda"))]
-    return statistics.median(times)
+    return [_events(lambda i=i: fn(sets[i % len(sets)])) for i in range(_reps(est, "cuda", share))]
 
 
 def _events(run) -> float:
@@ -100,7 +133,7 @@ def _events(run) -> float:
     return start.elapsed_time(end) * 1e-3
 
 
-def _graph(sets: list, fn, est_s: float) -> float:
+def _graph(sets: list, fn, est_s: float, share: float = 1.0) -> list[float]:
     """R calls over the rotated sets in one graph; replay time / R, median of replays."""
     calls = max(len(sets), min(200, math.ceil(2e-3 / max(est_s, 1e-6))))
     stream = torch.cuda.Stream()
@@ -114,8 +147,7 @@ def _graph(sets: list, fn, est_s: float) -> float:
         for i in range(calls):
             fn(sets[i % len(sets)])
     graph.replay()
-    times = [_events(graph.replay) / calls for _ in range(_reps(est_s * calls, "cuda"))]
-    return statistics.median(times)
+    return [_events(graph.replay) / calls for _ in range(_reps(est_s * calls, "cuda", share))]
 
 
 def overheads(pool: Pool, device: str) -> dict:
@@ -132,7 +164,7 @@ def overheads(pool: Pool, device: str) -> dict:
         torch.add(a, b)
     torch.cuda.synchronize()
     eager = (time.perf_counter() - t0) / n
-    in_graph = _graph([(a, b)], lambda s: torch.add(s[0], s[1]), 1e-5)
+    in_graph = statistics.median(_graph([(a, b)], lambda s: torch.add(s[0], s[1]), 1e-5))
     one = torch.cuda.CUDAGraph()
     with torch.cuda.graph(one):
         torch.add(a, b)
