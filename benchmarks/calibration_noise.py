@@ -11,50 +11,14 @@ Prints numbers; asserts nothing. CPU profiles only (same thread count as the pro
 from __future__ import annotations
 
 import argparse
-import statistics
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import torch
 import yaml
 
-from mtpsim.calibration import kernels as K
-from mtpsim.calibration import timing as T
-from mtpsim.calibration.command import POOL_MIB, ROTATE_MIB
+from mtpsim.calibration.level import level as level_of
+from mtpsim.calibration.level import retime
 from mtpsim.verify.kernels import keep_freed_memory
-
-MEASURED = ("flops", "bytes", "time_s")
-
-
-def retime(profile: Path, repeats: int, visits: int) -> pd.DataFrame:
-    """One row per held-out shape and repeat: family, committed and retimed seconds."""
-    pool = T.Pool("cpu", torch.float32, POOL_MIB["cpu"] << 20, ROTATE_MIB["cpu"] << 20)
-    cases = []
-    for path in sorted((profile / "holdout").glob("*.csv")):
-        for _, row in pd.read_csv(path).iterrows():
-            shape = {k: _plain(v) for k, v in row.items() if k not in MEASURED and pd.notna(v)}
-            cases.append((path.stem, shape, row.time_s))
-
-    def visit(i: int, share: float, first: bool) -> list[float]:
-        family, shape, _ = cases[i]
-        sets, fn = K.case(family, shape, pool)
-        return T.samples_s(sets, fn, "cpu", graphs=False, share=share, first=first)
-
-    rows = []
-    for r in range(repeats):
-        samples = T.interleaved(len(cases), visit, visits, seed=1000 + r)
-        rows += [{"case": i, "family": family, "repeat": r, "committed_s": committed,
-                  "retimed_s": statistics.median(times)}
-                 for i, ((family, _, committed), times) in enumerate(zip(cases, samples))]
-    return pd.DataFrame(rows)
-
-
-def _plain(v):
-    """CSV values back to the ints / floats / strings the kernels expect."""
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    return v.item() if hasattr(v, "item") else v
 
 
 def main() -> None:
@@ -70,14 +34,14 @@ def main() -> None:
     keep_freed_memory()
     torch.set_num_threads(int(meta["threads"]))
     visits = args.visits or int(meta.get("visits", 1))
-    df = retime(profile, args.repeats, visits)
+    df = retime(profile, visits, repeats=args.repeats)
     first = df[df.repeat == 0].set_index("case").retimed_s
     df["vs_committed"] = df.retimed_s / df.committed_s
     df["vs_first"] = df.retimed_s / df["case"].map(first)
     # a repeat's level: how fast the machine ran then, shared by every shape it timed (the
     # geometric median ratio); the grid and held-out shapes of one calibrate run share theirs
     for col in ("vs_committed", "vs_first"):
-        level = df.groupby("repeat")[col].transform(lambda x: float(np.exp(np.median(np.log(x)))))
+        level = df.groupby("repeat")[col].transform(level_of)
         df[col + "_level"], df[col + "_shape"] = level, df[col] / level
     err = lambda x: (x - 1).abs().median()  # noqa: E731
     print(f"profile {profile} ({meta['date']}), {meta['threads']} thread(s), {len(df)} timings "

@@ -69,8 +69,12 @@ def report(table: pd.DataFrame) -> None:
     print("\nrelative error (predicted - measured) / measured")
     with pd.option_context("display.float_format", lambda x: f"{x:+.1%}", "display.width", 160):
         print(wide.to_string())
-    tps = table[table.kind == "tps"].rel_error.abs()
-    print(f"\n|TPS error| over {len(tps)} runs: median {tps.median():.1%}, worst {tps.max():.1%}")
+    tps = table[table.kind == "tps"]
+    print(f"\n|TPS error| over {len(tps)} runs: median {tps.rel_error.abs().median():.1%}, worst {tps.rel_error.abs().max():.1%}")
+    if "rel_error_at_level" in tps:  # CPU: the machine's speed against the profile's, per design's run
+        levels = ", ".join(f"{d} {v:.2f}" for d, v in tps.groupby("design", sort=False).machine_level.first().items())
+        print(f"with the machine's level divided out ({levels}): median {tps.rel_error_at_level.abs().median():.1%}, "
+              f"worst {tps.rel_error_at_level.abs().max():.1%}")
 
 
 if __name__ == "__main__":

@@ -75,6 +75,16 @@ def test_visits_are_recorded_and_spread_the_repeats(tiny, tmp_path, monkeypatch)
     assert firsts and len(calls) == 3 * firsts   # every shape here is fast: visited 3 times
 
 
+def test_machine_level_of_a_fresh_profile_is_near_one(tiny, tmp_path):
+    from mtpsim.calibration.level import level, machine_level, retime
+    out = tmp_path / "prof"
+    assert command.main(args(out)) == 0
+    df = retime(out, visits=2, per_family=1)
+    assert sorted(df.family) == sorted(FAMILIES) and (df.retimed_s > 0).all()
+    assert level([1.0, 2.0, 4.0]) == pytest.approx(2.0)
+    assert 0.2 < machine_level(out, visits=1, per_family=2) < 5   # same machine, minutes apart: no unit slip
+
+
 def test_interleaved_shuffles_each_pass_and_visits_slow_ops_once():
     from mtpsim.calibration import timing as T
     seen, ticks = [], []

@@ -156,14 +156,27 @@ def test_verify_command_end_to_end(write_scenario, tmp_path, capsys):
     })
     assert main(["verify", str(path), "--out", str(tmp_path / "out")]) == 0
     table = pd.read_csv(tmp_path / "out" / "verify.csv")
-    assert list(table.columns) == ["design", "batch", "kind", "predicted", "measured", "rel_error"]
+    assert list(table.columns) == ["design", "batch", "kind", "predicted", "measured", "rel_error",
+                                   "machine_level", "rel_error_at_level"]  # CPU with a profile: its level
     assert set(table.kind) == {"tps", "iteration_s", "draft_s", "verify_s", "extend_s"}
+    assert table.machine_level.nunique() == 1 and 0.2 < table.machine_level[0] < 5
     assert (tmp_path / "out" / "verify.png").is_file()
     tps = table[table.kind == "tps"]
     print(tps.to_string(index=False))  # prediction error, for the log
     assert (tps.measured > 0).all() and (tps.predicted > 0).all()
     assert (tps.rel_error.abs() < 20).all()  # CPU timing in CI is noisy: only a loose bound
-    assert "accept histogram" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "accept histogram" in printed and "this CPU ran at" in printed
+
+
+def test_machine_level_scales_predictions():
+    from mtpsim.verify.command import at_level
+    table = pd.DataFrame({"kind": ["tps", "iteration_s", "draft_s"], "predicted": [100.0, 0.010, 0.0],
+                          "measured": [80.0, 0.0125, 0.0]})
+    assert at_level(table.copy(), [1.2, None]) is None
+    level = at_level(table, [1.21, 1.0])
+    assert level == pytest.approx(1.1)
+    assert table.rel_error_at_level.tolist() == pytest.approx([100 / 1.1 / 80 - 1, 0.011 / 0.0125 - 1, 0.0])
 
 
 def test_shrink_keeps_kinds_and_scales_widths():

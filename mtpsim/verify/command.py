@@ -5,6 +5,11 @@ real decode loop for B requests (warm-up excluded), then simulate the same shrun
 configuration with the cost model calibrated on this device and the acceptance observed, and
 print predicted vs measured per pass kind and TPS. Writes DIR/verify.csv, DIR/verify.png and,
 per point, the measured iterations, the accept histogram and the simulated scenario.
+
+On a CPU with a profile it also re-times a sample of the profile's held-out shapes before and
+after the runs (calibration/level.py): a shared CPU's speed drifts by 10-20% over minutes, which
+moves every measured time against the profile alike. verify.csv then carries `machine_level`
+and `rel_error_at_level` (the prediction scaled by that level) beside the plain `rel_error`.
 """
 from __future__ import annotations
 
@@ -39,17 +44,45 @@ def main(args) -> int:
     hardware, profile = cost_source(device, args.calibrate, out)
     print(f"verify {points[0].name} on {device} ({hardware}); cost model: "
           f"{'calibrated, ' + profile if profile else 'roofline (no profile for this device yet)'}")
+    levels = [_machine_level(device, profile)]
     tables = []
     for i, s in enumerate(points):
         folder = out / f"{i:02d}-{s.speculative.design}-b{s.workload.concurrency}"
         folder.mkdir(exist_ok=True)
         tables.append(verify_point(s, device, hardware, profile, folder))
+    levels.append(_machine_level(device, profile))
     table = pd.concat(tables, ignore_index=True)
+    level = at_level(table, levels)
     table.to_csv(out / "verify.csv", index=False)
     plot(table, out / "verify.png")
-    tps = table[table.kind == "tps"].rel_error.abs()
-    print(f"\n|TPS error|: median {tps.median():.1%}, worst {tps.max():.1%}  ->  {out / 'verify.csv'}")
+    tps = table[table.kind == "tps"]
+    print(f"\n|TPS error|: median {tps.rel_error.abs().median():.1%}, worst {tps.rel_error.abs().max():.1%}  ->  {out / 'verify.csv'}")
+    if level is not None:
+        print(f"this CPU ran at {level:.2f}x the profile's op times (held-out shapes re-timed before and after: "
+              f"{levels[0]:.2f}, {levels[1]:.2f}); with that divided out, |TPS error|: median "
+              f"{tps.rel_error_at_level.abs().median():.1%}, worst {tps.rel_error_at_level.abs().max():.1%}")
     return 0
+
+
+def _machine_level(device: str, profile: str | None) -> float | None:
+    """A shared CPU's speed now against its profile's (calibration/level.py); None on CUDA or
+    without a profile."""
+    if device != "cpu" or profile is None:
+        return None
+    from mtpsim.calibration.level import machine_level
+    return machine_level(Path(profile))
+
+
+def at_level(table: pd.DataFrame, levels: list) -> float | None:
+    """Add `machine_level` and `rel_error_at_level` (the prediction scaled by the machine's
+    level: times x level, TPS / level) to `table`; the level used (geometric mean), or None."""
+    if any(v is None for v in levels):
+        return None
+    level = float(np.exp(np.mean(np.log(levels))))
+    scaled = np.where(table.kind == "tps", table.predicted / level, table.predicted * level)
+    table["machine_level"] = level
+    table["rel_error_at_level"] = np.where(table.measured > 0, scaled / table.measured.where(table.measured > 0, 1) - 1, 0.0)
+    return level
 
 
 def pick_device(choice: str) -> str:
