@@ -35,6 +35,7 @@ from mtpsim.verify.kernels import keep_freed_memory
 HOLDOUT_PER_CONFIG = {"gemm": 40, "lm_head": 12, "attention": 14, "moe": 30, "elementwise": 6, "pass": 12, "argmax": 12}
 POOL_MIB = {"cpu": 768, "cuda": 4096}      # random data inputs are sliced from
 ROTATE_MIB = {"cpu": 16, "cuda": 256}      # rotated input sets span at least this much
+MEASURED = ("flops", "bytes", "time_s")   # the columns a profile row adds to its shape
 VISITS = {"cpu": {False: 6, True: 3}, "cuda": {False: 1, True: 1}}  # [device][quick]: passes over the shapes
 # per point: flops, bytes, attention score cells (batch x heads x kv x (head_dim + v_head_dim)),
 # and whole layers' hidden width
@@ -142,7 +143,7 @@ def calibrate(device: str, quick: bool, folder: Path, visits: int | None = None)
 
 def _write(df: pd.DataFrame, path: Path) -> None:
     """Rows sorted by their shape columns (they were measured in shuffled order)."""
-    shape = [c for c in df.columns if c not in ("flops", "bytes", "time_s")]
+    shape = [c for c in df.columns if c not in MEASURED]
     df.sort_values(shape).to_csv(path, index=False, float_format="%.6g")
 
 

@@ -19,9 +19,7 @@ import torch
 
 from mtpsim.calibration import kernels as K
 from mtpsim.calibration import timing as T
-from mtpsim.calibration.command import POOL_MIB, ROTATE_MIB
-
-MEASURED = ("flops", "bytes", "time_s")
+from mtpsim.calibration.command import MEASURED, POOL_MIB, ROTATE_MIB
 
 
 def retime(profile: Path, visits: int, repeats: int = 1, per_family: int | None = None,
