@@ -22,7 +22,8 @@ import yaml
 
 from mtpsim.calibration.grid import HELDOUT_SCALE, layer_ops, op_of
 from mtpsim.catalog import load_hardware
-from mtpsim.costs.calibrated import FAMILIES, CalibratedCosts
+from mtpsim.costs.calibrated import CalibratedCosts
+from mtpsim.costs.profile import MEASURED_BY_CALIBRATE as FAMILIES
 
 HARDWARE = {"cpu": "cpu", "cuda": "h200"}
 

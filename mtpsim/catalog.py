@@ -1,4 +1,5 @@
-"""Model and hardware catalog: typed specs loaded from `scenarios/models/` and `scenarios/hardware/`.
+"""Model, hardware and engine catalog: typed specs loaded from `scenarios/models/`,
+`scenarios/hardware/` and `scenarios/engines/`.
 
 A catalog file is plain YAML describing an architecture in its own fields; its sources are cited
 in a leading comment. A scenario names an entry (`model: deepseek-v3`) or overrides fields of one
@@ -185,10 +186,17 @@ class HardwareSpec(Spec):
     link_latency_s: float = Field(ge=0)               # per collective hop
     launch_overhead_s: float = Field(ge=0)            # per kernel, eager
     graph_launch_overhead_s: float = Field(ge=0)      # per kernel inside a CUDA-graph replay
-    host_overhead_s: float = Field(default=0.0, ge=0)  # per iteration: schedule, sample, bookkeeping
     efficiency_flops: float = Field(default=0.7, gt=0, le=1)
     efficiency_bandwidth: float = Field(default=0.8, gt=0, le=1)
     usable_memory_fraction: float = Field(default=0.9, gt=0, le=1)
+    # measured profiles (calibrate/profiles/<name>) by serving engine; `default` for other engines
+    profiles: dict[str, str] = Field(default_factory=dict)
+    # roofline latency floors fitted on measured GPUs (calibrate/latency_floors.yaml, costs/floors.py)
+    latency_floors: bool = False
+
+    def profile_for(self, engine: str) -> str | None:
+        """The measured profile that prices this GPU under `engine` by default, if any."""
+        return self.profiles.get(engine) or self.profiles.get("default")
 
     def flops_per_s(self, dtype: Dtype) -> float:
         """Peak for `dtype`, falling back to the widest supported type (FP4 weights on Hopper
@@ -199,7 +207,51 @@ class HardwareSpec(Spec):
         raise ScenarioError(f"hardware {self.name!r}", "peak_flops", f"no entry usable for {dtype}")
 
 
-def names(kind: Literal["models", "hardware"]) -> list[str]:
+class HostTime(Spec):
+    """Host seconds per decode iteration: base + per_request * running requests."""
+
+    base_s: float = Field(ge=0)
+    per_request_s: float = Field(default=0.0, ge=0)
+
+    def at(self, batch: float) -> float:
+        return self.base_s + self.per_request_s * batch
+
+
+class EngineSpec(Spec):
+    """A serving engine's host side (scenarios/engines/<kind>.yaml, sources in its comment).
+
+    host: per-iteration host time (scheduling, sampling, acceptance bookkeeping, input
+    preparation) for plain decoding and for speculative iterations. hides: per design, the pass
+    kinds during which the host prepares the next iteration (overlap scheduling); a design not
+    listed hides nothing, so its host time is exposed every iteration."""
+
+    name: str
+    host: dict[Literal["decode", "speculative"], HostTime]
+    hides: dict[str, list[Literal["decode", "draft", "verify", "extend", "prefill"]]] = Field(default_factory=dict)
+    # the running-request cap the engine sets for speculative decoding when none is configured
+    speculative_max_running_requests: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _both_host_times(self) -> "EngineSpec":
+        if set(self.host) != {"decode", "speculative"}:
+            raise ValueError("host needs decode and speculative")
+        return self
+
+    def host_s(self, design: str, batch: float) -> float:
+        return self.host["decode" if design == "none" else "speculative"].at(batch)
+
+    def hidden_by(self, design: str) -> tuple[str, ...]:
+        return tuple(self.hides.get(design, ()))
+
+    def max_running(self, design: str, configured: int, explicit: bool) -> int:
+        """The running-request cap in force: the scenario's when it set one, else the engine's
+        speculative default where it has one, else the scenario's default."""
+        if explicit or design == "none" or self.speculative_max_running_requests is None:
+            return configured
+        return self.speculative_max_running_requests
+
+
+def names(kind: Literal["models", "hardware", "engines"]) -> list[str]:
     """Catalog entries of one kind, sorted."""
     return sorted(p.stem for p in (CATALOG_DIR / kind).glob("*.yaml"))
 
@@ -229,7 +281,7 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def resolve(kind: Literal["models", "hardware"], ref: str | dict[str, Any], where: str) -> dict[str, Any]:
+def resolve(kind: Literal["models", "hardware", "engines"], ref: str | dict[str, Any], where: str) -> dict[str, Any]:
     """A catalog name or `{from: NAME, ...overrides}` -> the merged raw mapping."""
     if isinstance(ref, str):
         return _read(kind, ref, where)
@@ -245,3 +297,7 @@ def load_model(name: str) -> ModelSpec:
 
 def load_hardware(name: str) -> HardwareSpec:
     return HardwareSpec.model_validate(_read("hardware", name, f"hardware/{name}.yaml"))
+
+
+def load_engine(name: str) -> EngineSpec:
+    return EngineSpec.model_validate(_read("engines", name, f"engines/{name}.yaml"))

@@ -43,7 +43,7 @@ def cmd_cost(args) -> int:
     report = cost_report(s, batch, context, ops=args.ops)
     hw = s.specs.hardware.name
     print(f"{s.name}: {s.specs.model.name} on {s.parallel.tp}x{hw} (tp {s.parallel.tp}, ep {s.parallel.ep}), "
-          f"batch {batch}, context {context}, cost model {s.cost.model}\n")
+          f"batch {batch}, context {context}, engine {s.specs.engine.name}, priced by {s.specs.pricing}\n")
     _print("Passes of one iteration (per GPU)", report["passes"])
     _print("Iteration", report["iterations"].assign(**{
         c: report["iterations"][c] * 1e3 for c in ("gpu_s", "host_s", "exposed_host_s", "iteration_s")
@@ -93,7 +93,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--visits", type=_at_least_one, help="passes over the shapes, each taking a share of every shape's "
                    "repeats, so a slow spell of a shared machine is spread over all shapes (default: CPU 6, "
                    "CPU --quick 3, CUDA 1)")
-    p.set_defaults(func=lambda a: _torch_command("mtpsim.calibration.command", a))
+    p.add_argument("--from", dest="source", choices=["aiconfigurator"],
+                   help="convert a public measured kernel database instead of timing this machine "
+                        "(needs: pip install 'mtpsim[aiconfigurator]')")
+    p.add_argument("--system", default="h200_sxm", help="with --from aiconfigurator: the GPU system "
+                   "(h100_sxm, h200_sxm, b200_sxm, a100_sxm)")
+    p.add_argument("--backend", default="sglang", choices=["sglang", "trtllm", "vllm"],
+                   help="with --from aiconfigurator: the engine the kernels were measured under")
+    p.add_argument("--version", help="with --from aiconfigurator: the engine version (default: the "
+                   "database's current one; older versions fill the families it lacks)")
+    p.set_defaults(func=_calibrate)
 
     p = sub.add_parser("verify", help="run the real decode loop in PyTorch and compare it with the prediction")
     _add_scenario(p)
@@ -111,6 +120,14 @@ def _at_least_one(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
     return value
+
+
+def _calibrate(args) -> int:
+    """Time this machine (torch), or convert a measured database (torch-free)."""
+    if args.source == "aiconfigurator":
+        from mtpsim.calibration import aiconfigurator
+        return aiconfigurator.main(args)
+    return _torch_command("mtpsim.calibration.command", args)
 
 
 def _torch_command(module: str, args) -> int:

@@ -73,8 +73,7 @@ def prefill_passes(d: DesignShape) -> list[PassShape]:
     return [target]
 
 
-def overlap_window(d: DesignShape) -> tuple[str, ...]:
-    """Pass kinds during which the host can prepare the next iteration (DESIGN §3): the extends
-    after verify; for plain decode the decode pass itself; none for frozen_kv and parallel_heads,
-    whose next iteration needs the verify result at once."""
-    return {"none": ("decode",), "nextn": ("extend",), "multi_layer": ("extend",)}.get(d.design, ())
+def overlap_window(d: DesignShape, engine) -> tuple[str, ...]:
+    """Pass kinds during which the host can prepare the next iteration (DESIGN §3), as the
+    serving engine's overlap scheduler runs it (scenarios/engines/<kind>.yaml `hides`)."""
+    return engine.hidden_by(d.design)

@@ -48,7 +48,7 @@ def _op_bound(t) -> str:
 def iteration_time_s(pricer: Pricer, design: DesignShape, table: pd.DataFrame, overlap: bool, batch: int) -> dict:
     """Iteration time = passes + the host time the overlap window does not hide."""
     gpu_s = table.time_ms.sum() / 1e3
-    window = overlap_window(design) if overlap else ()
+    window = overlap_window(design, pricer.costs.engine) if overlap else ()
     hidden_s = sum(t / 1e3 for p, t in zip(table["pass"], table.time_ms) if p.split(":")[0] in window)
     host_s = pricer.costs.host_overhead_s(design.design, batch)
     exposed_s = max(0.0, host_s - hidden_s)

@@ -49,7 +49,8 @@ def run_points(points: list[sc.Scenario], jobs: int = 1, progress: bool = True,
     results = _map(tasks, jobs, progress, keep_passes)
     rows = []
     for i, (s, r) in enumerate(zip(tasks, results)):
-        row = r.summary.assign(point=i if i < len(points) else -1, baseline_key=baseline_key(s))
+        row = r.summary.assign(point=i if i < len(points) else -1, baseline_key=baseline_key(s),
+                               pricing=s.specs.pricing, engine=s.specs.engine.name)
         rows.append(row)
     summary = pd.concat(rows, ignore_index=True)
     base = summary[summary.design == "none"].drop_duplicates("baseline_key")
@@ -129,6 +130,11 @@ def format_table(summary: pd.DataFrame) -> str:
     return df.to_string(index=False, float_format=lambda x: f"{x:.3g}" if abs(x) < 100 else f"{x:.0f}")
 
 
+def _pricing(points: list[sc.Scenario]) -> str:
+    """What priced the run (one cost model, or each one a sweep used)."""
+    return ", ".join(dict.fromkeys(p.specs.pricing for p in points))
+
+
 def default_jobs(n_points: int) -> int:
     return max(1, min(n_points, os.cpu_count() or 1))
 
@@ -150,7 +156,8 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None,
     if s.question:
         print(f"Q: {s.question}")
     print(f"{s.name}: {s.specs.model.name} on {s.parallel.dp}x{s.parallel.tp} {s.specs.hardware.name}, "
-          f"cost model {s.cost.model}, {len(points)} point(s) in {time.perf_counter() - started:.1f} s\n")
+          f"engine {s.specs.engine.name}, priced by {_pricing(points)}, {len(points)} point(s) in "
+          f"{time.perf_counter() - started:.1f} s\n")
     print(format_table(summary))
     if any(r.iterations_truncated for r in results):
         print("\n(iterations.csv keeps the first rows of very long runs; the summary counts every iteration)")

@@ -15,7 +15,8 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from mtpsim import catalog
-from mtpsim.catalog import HardwareSpec, ModelSpec
+from mtpsim.catalog import EngineSpec, HardwareSpec, ModelSpec
+from mtpsim.costs.profile import committed_profiles, find_profile, profile_device
 from mtpsim.errors import ScenarioError, from_validation
 from mtpsim.schema import (Acceptance, Cost, Engine, LengthDist, Parallel, Scenario, Specs, Speculative,
                            Verify, Workload)
@@ -153,7 +154,36 @@ def _resolve_specs(s: Scenario, where: str) -> Specs:
         assistant = _spec("models", name, ModelSpec, where, "speculative.draft")
         if assistant.role != "assistant":
             raise ScenarioError(where, "speculative.draft", f"{assistant.name!r} is not an assistant (role: assistant)")
-    return Specs(model=model, hardware=hardware, assistant=assistant)
+    engine = _spec("engines", s.engine.kind, EngineSpec, where, "engine.kind")
+    cost_model, profile = _resolve_pricing(s, hardware, engine, where)
+    return Specs(model=model, hardware=hardware, engine=engine, assistant=assistant, cost_model=cost_model,
+                 profile=profile)
+
+
+def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, where: str) -> tuple[str, str | None]:
+    """(cost model, profile folder). auto: the profile the hardware names for the engine, else
+    the roofline; a profile measured on other hardware than the scenario's is an error (or, for
+    an auto default on hardware renamed from a measured GPU, the roofline)."""
+    c = s.cost
+    if c.model == "roofline":
+        return "roofline", None
+    ref = c.profile or hardware.profile_for(engine.name)
+    if ref is None:
+        if c.model == "calibrated":
+            raise ScenarioError(where, "cost.profile", f"cost model calibrated needs a profile and hardware "
+                                f"{hardware.name!r} names none (committed: {', '.join(committed_profiles())})")
+        return "roofline", None
+    path = find_profile(ref)
+    if path is None:
+        raise ScenarioError(where, "cost.profile", f"no profile folder {ref!r} (a path holding meta.yaml, or one of: "
+                            f"{', '.join(committed_profiles())})")
+    device = profile_device(path)
+    if device != hardware.name:
+        if c.profile is None and c.model == "auto":
+            return "roofline", None
+        raise ScenarioError(where, "cost.profile", f"profile {path.name!r} was measured on {device!r}, "
+                            f"not on the scenario's hardware {hardware.name!r}")
+    return "calibrated", str(path)
 
 
 def _check_against_specs(s: Scenario, where: str) -> None:

@@ -5,11 +5,12 @@ design the model cannot run, an acceptance list shorter than steps) are in scena
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from mtpsim.catalog import HardwareSpec, ModelSpec
+from mtpsim.catalog import EngineSpec, HardwareSpec, ModelSpec
 
 Probability = float
 
@@ -130,6 +131,7 @@ class Workload(Section):
 
 
 class Engine(Section):
+    kind: Literal["sglang", "vllm", "trtllm"] = "sglang"  # scenarios/engines/<kind>.yaml: host time, overlap
     max_running_requests: int = Field(default=256, ge=1)
     cuda_graphs: bool = True
     max_graph_batch: int = Field(default=256, ge=1)
@@ -138,15 +140,10 @@ class Engine(Section):
 
 
 class Cost(Section):
-    model: Literal["roofline", "calibrated"] = "roofline"
-    profile: str | None = None
+    # auto: the measured profile the hardware names for engine.kind, else the roofline
+    model: Literal["auto", "roofline", "calibrated"] = "auto"
+    profile: str | None = None  # a calibrate/profiles/<name> name, or a profile folder's path
     moe_skew: float = Field(default=0.0, ge=0, lt=1)  # routing skew: 0 = uniform (DESIGN §4)
-
-    @model_validator(mode="after")
-    def _profile(self) -> "Cost":
-        if self.model == "calibrated" and not self.profile:
-            raise ValueError("cost model calibrated needs profile (a calibrate/profiles/<device> folder)")
-        return self
 
 
 class Verify(Section):
@@ -196,9 +193,18 @@ class Scenario(Section):
 
 
 class Specs(BaseModel):
-    """Catalog entries a scenario resolves to."""
+    """Catalog entries a scenario resolves to, and the cost model that prices it: `cost_model`
+    roofline or calibrated, with `profile` the calibrated profile's folder."""
 
     model_config = ConfigDict(frozen=True)
     model: ModelSpec
     hardware: HardwareSpec
+    engine: EngineSpec
     assistant: ModelSpec | None = None
+    cost_model: Literal["roofline", "calibrated"] = "roofline"
+    profile: str | None = None
+
+    @property
+    def pricing(self) -> str:
+        """What priced the run, for headers and summaries: `roofline` or `calibrated:<profile>`."""
+        return "roofline" if self.profile is None else f"calibrated:{Path(self.profile).name}"

@@ -16,7 +16,8 @@ import yaml
 from mtpsim.calibration.grid import Config, layer_ops, op_of
 from mtpsim.catalog import load_hardware
 from mtpsim.costs import ops as O
-from mtpsim.costs.calibrated import FAMILIES, CalibratedCosts
+from mtpsim.costs.calibrated import CalibratedCosts
+from mtpsim.costs.profile import MEASURED_BY_CALIBRATE as FAMILIES
 from mtpsim.errors import ScenarioError
 
 COMMITTED = Path(__file__).resolve().parent.parent / "calibrate" / "profiles" / "cpu"
@@ -108,7 +109,7 @@ def test_bad_time_is_an_error_never_a_zero(profile, tmp_path, value):
     assert err.value.key == "time_s" and "row 5" in err.value.reason
 
 
-@pytest.mark.parametrize("key", ["dtype", "ceilings", "overhead"])
+@pytest.mark.parametrize("key", ["device", "ceilings", "overhead"])
 def test_missing_meta_key_is_named(profile, tmp_path, key):
     broken = shutil.copytree(profile, tmp_path / "p")
     meta = yaml.safe_load((broken / "meta.yaml").read_text())
@@ -221,7 +222,8 @@ def test_committed_profile_prices_whole_layers():
 
 def test_host_time_from_meta_else_hardware(profile, tmp_path):
     costs = CalibratedCosts.from_profile(profile, HW)
-    assert costs.host_overhead_s("nextn", 4) == HW.host_overhead_s  # not measured: the catalog's
+    engine = costs.engine
+    assert costs.host_overhead_s("nextn", 4) == engine.host_s("nextn", 4)  # not measured: the engine's
     folder = shutil.copytree(profile, tmp_path / "p")
     meta = yaml.safe_load((folder / "meta.yaml").read_text())
     meta["host_s"] = {"nextn": {1: 1e-4, 16: 4e-4}}
@@ -230,7 +232,7 @@ def test_host_time_from_meta_else_hardware(profile, tmp_path):
     assert costs.host_overhead_s("nextn", 1) == pytest.approx(1e-4)
     assert costs.host_overhead_s("nextn", 8.5) == pytest.approx(2.5e-4)
     assert costs.host_overhead_s("nextn", 64) == pytest.approx(4e-4)   # flat beyond the measured
-    assert costs.host_overhead_s("none", 4) == HW.host_overhead_s
+    assert costs.host_overhead_s("none", 4) == engine.host_s("none", 4)
 
 
 def test_layer_glue_is_the_fitted_residual(profile, tmp_path):

@@ -15,7 +15,8 @@ torch = pytest.importorskip("torch")
 from mtpsim.calibration import command, kernels  # noqa: E402
 from mtpsim.calibration import grid as G  # noqa: E402
 from mtpsim.catalog import load_hardware  # noqa: E402
-from mtpsim.costs.calibrated import FAMILIES, CalibratedCosts  # noqa: E402
+from mtpsim.costs.calibrated import CalibratedCosts  # noqa: E402
+from mtpsim.costs.profile import MEASURED_BY_CALIBRATE as FAMILIES  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = [

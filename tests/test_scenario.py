@@ -31,7 +31,7 @@ def test_defaults_follow_design_doc(write_scenario):
     s = sc.load(write_scenario({"name": "d", "model": "llama-3.1-8b", "hardware": "h100-sxm"}))[0]
     assert s.speculative.design == "none" and s.speculative.topk == 1
     assert s.engine.cuda_graphs and s.engine.overlap_schedule and s.engine.chunked_prefill_tokens == 8192
-    assert s.cost.model == "roofline" and s.verify.acceptance == "forced" and s.seed == 0
+    assert s.cost.model == "auto" and s.verify.acceptance == "forced" and s.seed == 0
     assert s.parallel.tp == s.parallel.ep == s.parallel.dp == 1
 
 
@@ -97,7 +97,8 @@ BAD = [
     ("poisson-no-rate", with_("workload", {"arrival": "poisson"}), "workload", "rate_per_s"),
     ("ep-not-divisor", with_("parallel", {"tp": 8, "ep": 3}), "parallel", "divide"),
     ("draft-tokens-chain", with_("speculative.draft_tokens", 7), "speculative", "steps + 1"),
-    ("calibrated-no-profile", with_("cost", {"model": "calibrated"}), "cost", "profile"),
+    ("profile-other-device", with_("cost", {"model": "calibrated", "profile": "cpu"}), "cost.profile", "measured on 'cpu'"),
+    ("profile-not-found", with_("cost", {"profile": "no-such-profile"}), "cost.profile", "no profile folder"),
     ("bad-override-path", with_("model", {"from": "deepseek-v3", "hidden_size": "wide"}), "model.hidden_size", "integer"),
     ("no-acceptance", with_("acceptance", DELETE), "acceptance", "profile"),
     ("length-dist", with_("workload.input_len", {"dist": "uniform", "min": 5}), "workload.input_len", "max"),
@@ -154,3 +155,33 @@ def test_closed_loop_needs_enough_requests(write_scenario):
     data = with_("workload", {"arrival": "closed", "concurrency": 16, "num_requests": 8})
     with pytest.raises(ScenarioError, match="num_requests >= concurrency"):
         sc.load(write_scenario(data))
+
+
+# ----------------------------------------------------------------------------- pricing: which cost model
+
+def test_gpu_scenario_defaults_to_its_measured_profile(write_scenario):
+    s = sc.load(write_scenario({**BASE, "hardware": "h200"}))[0]
+    assert s.specs.cost_model == "calibrated" and s.specs.pricing == "calibrated:h200-sglang"
+    trt = sc.load(write_scenario({**BASE, "hardware": "h200", "engine": {"kind": "trtllm"}}))[0]
+    assert trt.specs.pricing == "calibrated:h200-trtllm" and trt.specs.engine.name == "trtllm"
+
+
+def test_roofline_stays_selectable_and_unmeasured_gpus_use_it(write_scenario):
+    s = sc.load(write_scenario({**BASE, "hardware": "h200", "cost": {"model": "roofline"}}))[0]
+    assert s.specs.pricing == "roofline" and s.specs.profile is None
+    assert sc.load(write_scenario({**BASE, "hardware": "mi300x"}))[0].specs.pricing == "roofline"
+    # a what-if GPU renamed from a measured one is not priced by that GPU's profile
+    renamed = {**BASE, "hardware": {"from": "h200", "name": "h200-what-if", "memory_bandwidth_bytes_per_s": 9e12}}
+    assert sc.load(write_scenario(renamed))[0].specs.pricing == "roofline"
+
+
+def test_calibrated_without_any_profile_names_cost_profile(write_scenario):
+    with pytest.raises(ScenarioError) as err:
+        sc.load(write_scenario({**BASE, "hardware": "mi300x", "cost": {"model": "calibrated"}}))
+    assert err.value.key == "cost.profile" and "names none" in err.value.reason
+
+
+def test_profile_of_another_gpu_is_an_error(write_scenario):
+    with pytest.raises(ScenarioError) as err:
+        sc.load(write_scenario({**BASE, "hardware": "h100-sxm", "cost": {"profile": "h200-sglang"}}))
+    assert err.value.key == "cost.profile" and "'h200'" in err.value.reason and "'h100-sxm'" in err.value.reason

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from mtpsim import scenario as sc
 from mtpsim.acceptance import AcceptanceProfile
+from mtpsim.catalog import load_engine
 from mtpsim.costs import build_pricer
 from mtpsim.costs.roofline import OpTime
 from mtpsim.designs import DesignShape
@@ -35,6 +36,8 @@ class ConstCosts:
 
     def host_overhead_s(self, design, batch):
         return 1e-3
+
+    engine = load_engine("sglang")
 
 
 def make(design="nextn", steps=3, alphas=(0.9, 0.7, 0.5), model="llama-3.1-8b", hardware="h100-sxm", tp=1,
@@ -165,3 +168,16 @@ def test_random_scenarios_hold_invariants(d, steps, alphas, spread, arrival, con
     shares = row[["draft_share", "verify_share", "extend_share", "prefill_share", "overhead_share"]]
     assert shares.sum() == pytest.approx(1.0)
     assert row.tps > 0
+
+
+def test_sglang_caps_speculative_batches_at_48_unless_configured():
+    """SGLang's server_args resets max_running_requests to 48 for EAGLE/MTP when none is given."""
+    s = make(concurrency=64, num_requests=64, output_len=8)
+    assert simulate(s).iterations.batch.max() == 48
+    data = s.model_dump(exclude={"sweep"}, exclude_none=True)
+    data["engine"] = {"max_running_requests": 64}
+    assert simulate(sc.validate(data)).iterations.batch.max() == 64
+    assert simulate(make(design="none", concurrency=64, num_requests=64, output_len=8)).iterations.batch.max() == 64
+    vllm = make(concurrency=64, num_requests=64, output_len=8).model_dump(exclude={"sweep"}, exclude_none=True)
+    vllm["engine"] = {"kind": "vllm"}
+    assert simulate(sc.validate(vllm)).iterations.batch.max() == 64

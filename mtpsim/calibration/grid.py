@@ -132,9 +132,10 @@ def op_of(family: str, p: dict, dtype: str) -> O.Op:
     if family in ("gemm", "lm_head"):
         op = O.gemm(family, p["m"], p["k"], p["n"], p["dtype"], family=family, act=dtype)
         return op if family == "gemm" else _with(op, kind=p["kind"])
-    if family == "attention":
+    if family == "attention":  # the KV cache in the point's kv_dtype where it names one
+        kv_dtype = p.get("kv_dtype", dtype) if p.get("kv_dtype", "*") != "*" else dtype
         return O.attention_core(attention_spec(p), np.full(p["batch"], p["q"]),
-                                np.full(p["batch"], p["kv"] - p["q"]), dtype, tp=1, act=dtype)
+                                np.full(p["batch"], p["kv"] - p["q"]), kv_dtype, tp=1, act=dtype)
     if family == "moe":
         ffn = FFNSpec(kind="moe", num_experts=p["num_experts"], top_k=p["top_k"], expert_intermediate_size=p["inter"])
         op = O.moe_experts(ffn, p["d"], p["tokens"], p["dtype"], O.Parallel(), act=dtype)

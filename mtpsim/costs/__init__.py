@@ -1,5 +1,5 @@
 """Cost models: ops (shapes), roofline (datasheet), calibrated (measured profile, read by profile.py),
-passes (pricing).
+passes (pricing). The scenario loader picks which one prices a scenario (`Specs.cost_model`).
 
 `build_pricer(scenario)` is the entry: it picks the scenario's cost model and returns a Pricer
 whose `price(shape, q_lens, kv_lens)` gives a PassCost.
@@ -12,11 +12,11 @@ from mtpsim.costs.roofline import RooflineCosts
 
 def build_costs(scenario):
     """The scenario's op-level cost model (roofline, or calibrated from a profile folder)."""
-    hw = scenario.specs.hardware
-    if scenario.cost.model == "calibrated":
+    specs = scenario.specs
+    if specs.cost_model == "calibrated":
         from mtpsim.costs.calibrated import CalibratedCosts
-        return CalibratedCosts.from_profile(scenario.cost.profile, hw)
-    return RooflineCosts(hw)
+        return CalibratedCosts.from_profile(specs.profile, specs.hardware, specs.engine)
+    return RooflineCosts(specs.hardware, specs.engine)
 
 
 def build_pricer(scenario, costs=None) -> Pricer:

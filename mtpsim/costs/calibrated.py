@@ -14,11 +14,22 @@ op's flops, bytes and the measured median `time_s`. An op is priced by, in order
   per-call floor, which does not scale with work);
 - `roofline-scaled`: outside the measured range (or in a cell skipped as too slow): the same
   affine scaling from the nearest measured cell, i.e. the roofline at that cell's efficiency;
-- `roofline`: families no profile measures (linear-attention state, collectives) and attention
-  or head kinds the profile lacks.
+- `extrapolated`: attention with more query tokens per request than the profile measured
+  (verify and extend against cached KV; the measured GPU tables hold decode rows, q = 1 only):
+  the measured time at the largest measured q, scaled by the roofline work of the two shapes,
+  affinely as above;
+- `roofline`: families the profile does not hold (linear-attention state; elementwise, argmax
+  and pass framing in a converted GPU profile: bytes plus the launch figures) and collectives
+  at rank counts no table measured.
+
+Stand-ins, labelled with the rows they came from: query-only (frozen-KV) and sliding-window
+attention without a table of their own use the GQA decode rows (the same kernel over a capped
+or borrowed cache: `calibrated:gqa`); LM heads without a table use the GEMM rows
+(`calibrated:gemm`). Communication (`allreduce` by message bytes, `alltoall` dispatch + combine
+by tokens per rank) is priced from measured tables when the profile holds them.
 
 Host time per iteration (`host_overhead_s(design, batch)`): measured per design around the
-verification loop by `mtpsim calibrate` (meta.yaml `host_s`), else the hardware's figure.
+verification loop by `mtpsim calibrate` (meta.yaml `host_s`), else the serving engine's figure.
 
 Layer glue (`layer.glue` ops): what a whole layer costs beyond its priced ops, fitted from the
 profile's whole-layer measurements (`fit_glue`), widths grid.HELDOUT_SCALE held out.
@@ -31,16 +42,17 @@ one graph_replay_s.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from mtpsim.catalog import HardwareSpec
+from mtpsim.catalog import EngineSpec, HardwareSpec
 from mtpsim.costs.ops import Op
 from mtpsim.costs.roofline import OpTime, RooflineCosts
-from mtpsim.costs.profile import (FAMILIES, Family, Table, build_tables, interpolate, load_meta, nearest_cell,
-                                  read_family)
+from mtpsim.costs.profile import (ANY, FAMILIES, Family, Table, build_tables, family_path, interpolate, load_meta,
+                                  nearest_cell, profile_families, read_family)
 from mtpsim.errors import ScenarioError
 
 __all__ = ["CalibratedCosts", "FAMILIES", "Family", "Table"]
@@ -50,10 +62,12 @@ class CalibratedCosts:
     """Prices ops from a profile folder; same interface as RooflineCosts."""
 
     name = "calibrated"
+    label = "profile"  # the profile folder's name, for headers and summaries
 
-    def __init__(self, tables: dict, meta: dict, hw: HardwareSpec, layers: pd.DataFrame | None = None):
+    def __init__(self, tables: dict, meta: dict, hw: HardwareSpec, layers: pd.DataFrame | None = None,
+                 engine: EngineSpec | None = None):
         self.tables, self.meta, self.hw = tables, meta, hw
-        self.roofline = RooflineCosts(hw)
+        self.roofline = RooflineCosts(hw, engine)
         c = meta["ceilings"]
         self.peak_flops, self.peak_bytes = c["matmul_flops_per_s"], c["copy_bytes_per_s"]
         self.overhead = meta["overhead"]
@@ -62,17 +76,24 @@ class CalibratedCosts:
         self.glue = fit_glue(self, layers) if layers is not None else {}
 
     @classmethod
-    def from_profile(cls, path, hw: HardwareSpec) -> "CalibratedCosts":
+    def from_profile(cls, path, hw: HardwareSpec, engine: EngineSpec | None = None) -> "CalibratedCosts":
         """Load and validate `path`; a missing file, column or meta key is a ScenarioError naming it."""
         folder = Path(path)
         if not folder.is_dir():
             raise ScenarioError(str(folder), "", "profile folder not found (run `mtpsim calibrate`)")
         meta = load_meta(folder / "meta.yaml")
-        tables = {f: build_tables(f, read_family(folder / f"{f}.csv", f), meta["ceilings"]) for f in FAMILIES}
+        tables = {f: build_tables(f, read_family(family_path(folder, f), f), meta["ceilings"])
+                  for f in profile_families(meta, str(folder / "meta.yaml"))}
         layers = pd.read_csv(folder / "layers.csv") if (folder / "layers.csv").is_file() else None
-        return cls(tables, meta, hw, layers)
+        costs = cls(tables, meta, hw, layers, engine)
+        costs.label = folder.name
+        return costs
 
     # ------------------------------------------------------------------ interface
+    @property
+    def engine(self):
+        return self.roofline.engine
+
     def kernel_overhead_s(self, graphs: bool) -> float:
         """Per-kernel cost not inside the measured times (0 on CPU: dispatch is measured)."""
         if self.overhead["included_in_op_times"] or graphs:
@@ -87,7 +108,7 @@ class CalibratedCosts:
     def host_overhead_s(self, design: str, batch: int) -> float:
         """Host seconds per iteration outside the passes, as `mtpsim calibrate` timed them around
         the verification loop (meta.yaml `host_s`: design -> batch -> seconds; linear in batch
-        between measured batches, held flat beyond); the hardware's figure for designs not timed."""
+        between measured batches, held flat beyond); the serving engine's figure otherwise."""
         table = (self.meta.get("host_s") or {}).get(design)
         if not table:
             return self.roofline.host_overhead_s(design, batch)
@@ -101,6 +122,8 @@ class CalibratedCosts:
         if found is None:
             return self.roofline.time(op, graphs)
         t, source = found
+        if op.family in COMM:  # a measured collective: its whole time is communication
+            return OpTime(0.0, 0.0, t, 0.0, source)
         fixed = min(t, op.kernels * self.overhead["call_s"]) if self.overhead["included_in_op_times"] else 0.0
         rest = t - fixed
         compute, memory = self.roofline.compute_s(op), self.roofline.memory_s(op)
@@ -124,21 +147,45 @@ class CalibratedCosts:
         if point is None:
             return None
         family, keys, dims, x = point
-        tables = self.tables.get(family, {}).get(keys)
+        tables, stand_in = self._tables(family, keys)
         if not tables:
             return None
-        exact = [t for t in tables if dims is None or t.dims == dims]
+        exact = [t for t in tables if dims is None or _dims_match(t.dims, dims)]
         table = exact[0] if exact else min(tables, key=lambda t: _dims_distance(t.dims, dims))
         if family == "elementwise":  # the grid's tokens at its width d holding as many elements
             x = {"tokens": x["elements"] / table.dims["d"]}
+        work = self.work_s(op)
+        if family == "attention" and x["q"] > table.axes["q"][-1] * (1 + 1e-9):
+            # more query tokens than measured (verify): the largest measured q, scaled by work
+            q_ref = float(table.axes["q"][-1])
+            x, work_ref = {**x, "q": q_ref}, self.work_s(_fewer_queries(op, q_ref / x["q"]))
+            hit = interpolate(table, x)
+            log_t, log_w = hit if hit is not None else nearest_cell(table, x)
+            return self._scaled(table, math.exp(log_t), work_ref, work), "extrapolated" + stand_in
         hit = interpolate(table, x)
         if hit is not None and exact:
-            return math.exp(hit[0]), "calibrated"
-        source = "calibrated-scaled" if hit is not None else "roofline-scaled"
+            return math.exp(hit[0]), "calibrated" + stand_in
+        source = ("calibrated-scaled" if hit is not None else "roofline-scaled") + stand_in
         log_t, log_w = hit if hit is not None else nearest_cell(table, x)
-        t_ref, w_ref = math.exp(log_t), math.exp(log_w)
+        return self._scaled(table, math.exp(log_t), math.exp(log_w), work), source
+
+    def _tables(self, family: str, keys: tuple) -> tuple[list, str]:
+        """The tables for (family, keys), else a stand-in's and its label: GQA decode rows for
+        query-only and sliding-window attention, GEMM rows for an LM head."""
+        found = self.tables.get(family, {}).get(keys)
+        if found:
+            return found, ""
+        if family == "attention" and keys[0] in ("frozen", "swa") and self.tables.get("attention", {}).get(("gqa",)):
+            return self.tables["attention"][("gqa",)], ":gqa"
+        if family == "lm_head" and "lm_head" not in self.tables and self.tables.get("gemm", {}).get(()):
+            return self.tables["gemm"][()], ":gemm"
+        return [], ""
+
+    @staticmethod
+    def _scaled(table: Table, t_ref: float, w_ref: float, work: float) -> float:
+        """t_ref at work w_ref moved to `work`: the per-call floor stays, the rest scales."""
         floor = min(table.floor_s, t_ref)
-        return floor + (t_ref - floor) * self.work_s(op) / w_ref, source
+        return floor + (t_ref - floor) * work / w_ref
 
     def work_s(self, op: Op) -> float:
         return max(op.flops / self.peak_flops, op.bytes / self.peak_bytes)
@@ -159,6 +206,10 @@ def lookup_point(op: Op, kv_key: str = "kv_tokens"):
         return "attention", (kind,), dims, {"batch": s["batch"], "q": s["q"], "kv": kv, "heads": s["heads"]}
     if op.family == "moe":
         return "moe", (), {d: s[d] for d in FAMILIES["moe"].dims}, {a: s[a] for a in FAMILIES["moe"].axes}
+    if op.family == "allreduce":
+        return "allreduce", (s["ranks"],), None, {"bytes": s["bytes"]}
+    if op.family == "alltoall":
+        return "alltoall", (s["ranks"],), {"d": s["d"], "top_k": s["top_k"]}, {"tokens": s["tokens"]}
     if op.family in ("pass", "argmax"):
         return op.family, (), None, {a: s[a] for a in FAMILIES[op.family].axes}
     if op.family == "elementwise":  # looked up by element count, tokens x d, at the grid's width
@@ -166,8 +217,22 @@ def lookup_point(op: Op, kv_key: str = "kv_tokens"):
     return None
 
 
+COMM = ("allreduce", "alltoall")
+
+
+def _dims_match(table_dims: dict, dims: dict) -> bool:
+    return all(v == ANY or v == dims[k] for k, v in table_dims.items())
+
+
 def _dims_distance(a: dict, b: dict) -> float:
-    return sum(abs(math.log(a[k] / b[k])) if isinstance(a[k], (int, float)) else float(a[k] != b[k]) for k in a)
+    return sum(0.0 if a[k] == ANY else abs(math.log(a[k] / b[k])) if isinstance(a[k], (int, float))
+               else float(a[k] != b[k]) for k in a)
+
+
+def _fewer_queries(op: Op, share: float) -> Op:
+    """An attention op with `share` of its query tokens over the same KV: flops and query
+    activations scale, the KV read does not (the reference shape of an extrapolation)."""
+    return replace(op, flops=op.flops * share, act_bytes=op.act_bytes * share)
 
 
 def fit_glue(costs: "CalibratedCosts", layers: pd.DataFrame) -> dict:

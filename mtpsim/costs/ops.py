@@ -145,7 +145,7 @@ def attention_core(att: AttentionSpec, q_lens: np.ndarray, kv_lens: np.ndarray, 
               dtype=act,
               shape={"kind": att.kind, "batch": len(q_lens), "q": q_tokens / max(len(q_lens), 1),
                      "kv_tokens": kv_tokens, "kv_max": float(visible.max(initial=0)), "heads": heads, "window": att.window or 0,
-                     **_attention_widths(att, tp), "query_only": att.kv_source is not None})
+                     **_attention_widths(att, tp), "kv_dtype": kv_dtype, "query_only": att.kv_source is not None})
 
 
 def _attention_widths(att: AttentionSpec, tp: int) -> dict:
@@ -176,10 +176,11 @@ def _heads_per_gpu(heads: int, tp: int) -> int:
 def pass_frame(batch: int, q: float, kv_max: float, d: int) -> Op:
     """What a pass runs once outside its layers and heads: token positions, the attention mask
     over the batch's longest visible KV, rotary tables, the token embedding and the final norm.
-    Bytes: the embedded and normed activations written, the boolean mask written; no kernels
-    counted (the roofline prices it as those bytes); a calibrated profile measures it."""
+    Bytes: the embedded and normed activations written, the boolean mask written; two kernels
+    (the embedding gather and the final norm: the roofline prices their launches and bytes); a
+    calibrated profile measures it."""
     act = 2 * batch * q * d * DTYPE_BYTES[ACT] + batch * q * kv_max
-    return Op("pass.frame", "pass", act_bytes=act, kernels=0, shape={"batch": batch, "q": q, "kv": kv_max, "d": d})
+    return Op("pass.frame", "pass", act_bytes=act, kernels=2, shape={"batch": batch, "q": q, "kv": kv_max, "d": d})
 
 
 def layer_elementwise(tokens: int, d: int, act: str = ACT) -> Op:
@@ -190,8 +191,8 @@ def layer_elementwise(tokens: int, d: int, act: str = ACT) -> Op:
 
 
 def greedy_sample(rows: int, width: int, act: str = ACT) -> Op:
-    """Greedy sampling: argmax over `rows` x `width` logits, read once."""
-    return Op("sample.argmax", "argmax", act_bytes=rows * width * DTYPE_BYTES[act], kernels=0, dtype=act,
+    """Greedy sampling: argmax over `rows` x `width` logits, read once, in one kernel."""
+    return Op("sample.argmax", "argmax", act_bytes=rows * width * DTYPE_BYTES[act], kernels=1, dtype=act,
               shape={"m": rows, "n": width})
 
 
@@ -289,8 +290,10 @@ def allreduce(tokens: int, d: int, tp: int, act: str = ACT) -> Op | None:
 
 
 def alltoall(tokens: int, top_k: int, d: int, ep: int, act: str = ACT) -> Op | None:
-    """Expert-parallel dispatch + combine: each routed copy of a token crosses once each way."""
+    """Expert-parallel dispatch + combine: each routed copy of a token crosses once each way.
+    Shape: the tokens each rank sends, their width and top-k, as measured all-to-all tables key them."""
     if ep == 1:
         return None
     size = 2 * tokens * top_k * d * DTYPE_BYTES[act] / ep
-    return Op("comm.alltoall", "alltoall", comm_bytes=size, kernels=2, shape={"bytes": size, "ranks": ep})
+    return Op("comm.alltoall", "alltoall", comm_bytes=size, kernels=2,
+              shape={"bytes": size, "ranks": ep, "tokens": tokens, "top_k": top_k, "d": d})

@@ -157,8 +157,9 @@ class Pricer:
             layer = O.attention_projections(att, d, tokens, spec.attn_dtype, self.par, spec.query_only, act)
             layer += O.ffn_ops(ffn, d, tokens, spec.ffn_dtype, spec.expert_dtype, self.par, self.skew, act)
             layer += [O.layer_elementwise(tokens, d, act),
-                      O.allreduce(tokens, d, tp, act), O.allreduce(tokens, d, tp, act),
-                      O.layer_glue(O.layer_kind(att, ffn, spec.query_only), tokens, d)]
+                      O.allreduce(tokens, d, tp, act), O.allreduce(tokens, d, tp, act)]
+            if getattr(self.costs, "glue", None):  # only a profile with whole-layer timings prices glue
+                layer.append(O.layer_glue(O.layer_kind(att, ffn, spec.query_only), tokens, d))
             if ffn.kind == "moe":
                 layer.append(O.alltoall(tokens, ffn.top_k, d, self.par.ep, act))
             yield from ((count, op) for op in layer)

@@ -1,7 +1,10 @@
 """Calibration profiles on disk: the op families a profile measures, reading and validating
-its CSVs and meta.yaml, and interpolation over a family's measured grid (log axes).
+its CSVs (plain or gzipped) and meta.yaml, and interpolation over a family's measured grid (log axes).
 
-A missing file, column or meta key is a ScenarioError naming it, never a zero.
+A profile holds the families its meta.yaml lists under `families` (a profile without that list
+holds every family `mtpsim calibrate` measures). A listed family whose file or column is missing
+is a ScenarioError naming it, never a zero; a family a profile does not hold is priced by the
+roofline and labelled so.
 """
 from __future__ import annotations
 
@@ -24,23 +27,54 @@ class Family:
     dims: tuple[str, ...]       # fixed per config; another value is scaled by roofline work
     axes: tuple[str, ...]       # interpolated over, in log space
     monotone: tuple[str, ...]   # time may not fall as these grow
+    optional: tuple[str, ...] = ()  # dims older profiles lack: read as ANY, matching every value
 
+
+ANY = "*"
 
 FAMILIES = {
     "gemm": Family((), ("dtype",), ("m", "k", "n"), ("m",)),
     "lm_head": Family(("kind",), ("dtype",), ("m", "k", "n"), ("m",)),
-    "attention": Family(("kind",), ("kv_heads", "head_dim", "v_head_dim"), ("batch", "q", "kv", "heads"), ("batch", "q", "kv")),
+    "attention": Family(("kind",), ("kv_heads", "head_dim", "v_head_dim", "kv_dtype"), ("batch", "q", "kv", "heads"),
+                        ("batch", "q", "kv"), optional=("kv_dtype",)),
     "moe": Family((), ("dtype", "inter", "num_experts"), ("tokens", "touched", "top_k", "d"), ("tokens", "touched")),
     "elementwise": Family((), ("d",), ("tokens",), ("tokens",)),
     "pass": Family((), (), ("batch", "q", "kv"), ("batch", "q", "kv")),
     "argmax": Family((), (), ("m", "n"), ("m", "n")),
+    # communication: all-reduce by message bytes; all-to-all dispatch + combine by tokens per rank
+    "allreduce": Family(("ranks",), (), ("bytes",), ("bytes",)),
+    "alltoall": Family(("ranks",), ("d", "top_k"), ("tokens",), ("tokens",)),
 }
 
+# what `mtpsim calibrate` measures, so what a profile without a `families` list must hold
+MEASURED_BY_CALIBRATE = ("gemm", "lm_head", "attention", "moe", "elementwise", "pass", "argmax")
 
-META_KEYS = ("device", "device_name", "torch", "dtype", "date", "threads", "ceilings", "overhead")
+META_KEYS = ("device", "device_name", "date", "ceilings", "overhead")
 
 
 CEILINGS = ("copy_bytes_per_s", "matmul_flops_per_s")
+
+
+PROFILES_DIR = Path(__file__).resolve().parents[2] / "calibrate" / "profiles"
+
+
+def committed_profiles() -> list[str]:
+    return sorted(p.name for p in PROFILES_DIR.iterdir() if (p / "meta.yaml").is_file()) if PROFILES_DIR.is_dir() else []
+
+
+def find_profile(ref: str) -> Path | None:
+    """A profile folder from `cost.profile`: a path (from the current folder, or from the
+    project root as the committed scenarios write it), or a committed profile's name."""
+    for path in (Path(ref), PROFILES_DIR.parents[1] / ref, PROFILES_DIR / ref):
+        if (path / "meta.yaml").is_file():
+            return path
+    return None
+
+
+def profile_device(path: Path) -> str:
+    """The hardware catalog name (or device kind) a profile was measured on."""
+    meta = load_meta(path / "meta.yaml")
+    return str(meta["device"])
 
 
 @dataclass
@@ -112,12 +146,35 @@ def load_meta(path: Path) -> dict:
     return meta
 
 
+def profile_families(meta: dict, where: str = "meta.yaml") -> tuple[str, ...]:
+    """The op families a profile holds: meta.yaml's `families` keys, else what calibrate measures."""
+    listed = meta.get("families")
+    if listed is None:
+        return MEASURED_BY_CALIBRATE
+    if not isinstance(listed, dict) or not listed:
+        raise ScenarioError(where, "families", "must map op family names to their row counts or sources")
+    unknown = [f for f in listed if f not in FAMILIES]
+    if unknown:
+        raise ScenarioError(where, f"families.{unknown[0]}", f"unknown op family (known: {', '.join(FAMILIES)})")
+    return tuple(listed)
+
+
+def family_path(folder: Path, family: str) -> Path:
+    """`<family>.csv`, or its gzipped `<family>.csv.gz` (how the large GPU profiles are committed)."""
+    plain = folder / f"{family}.csv"
+    packed = folder / f"{family}.csv.gz"
+    return packed if packed.is_file() and not plain.is_file() else plain
+
+
 def read_family(path: Path, family: str) -> pd.DataFrame:
     """A family CSV with every column the schema names; times positive and finite."""
     if not path.is_file():
         raise ScenarioError(str(path), "", f"missing profile file for op family {family!r}")
     df = pd.read_csv(path)
     f = FAMILIES[family]
+    for col in f.optional:
+        if col not in df.columns:
+            df[col] = ANY
     for col in (*f.keys, *f.dims, *f.axes, "flops", "bytes", "time_s"):
         if col not in df.columns:
             raise ScenarioError(str(path), col, "missing column")

@@ -1,12 +1,24 @@
 """Roofline cost model: datasheet ceilings, modest efficiencies, latency terms (DESIGN §4).
 
 time(op) = max(flops / (peak * eff_f), bytes / (bw * eff_b)) + collective time + kernel overhead
+
+Hardware whose catalog entry sets `latency_floors: true` (the GPUs) prices GEMMs, LM heads,
+attention, MoE experts and collectives with the floors fitted on measured GPU tables
+(costs/floors.py, calibrate/latency_floors.yaml), per op group:
+
+    kernel op:   floor_s + per_item_s * items + max(flops / (peak * eff_flops), bytes / (bw * eff_bandwidth))
+    collective:  alpha_s + alpha_per_doubling_s * log2(ranks / 2) + share * bytes / (link_bw * eff_link)
+
+The fitted floor is an in-graph kernel time (what the measured tables hold), so such an op pays no
+per-kernel launch inside a CUDA graph, and (launch - graph launch) per kernel when eager. Other ops
+(norms, sampling, linear-attention state, ...) and hardware without floors (cpu) keep the plain form.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mtpsim.catalog import HardwareSpec
+from mtpsim.catalog import EngineSpec, HardwareSpec, load_engine
+from mtpsim.costs import floors as F
 from mtpsim.costs.ops import Op
 
 
@@ -30,8 +42,10 @@ class RooflineCosts:
 
     name = "roofline"
 
-    def __init__(self, hw: HardwareSpec):
+    def __init__(self, hw: HardwareSpec, engine: EngineSpec | None = None):
         self.hw = hw
+        self.engine = engine or load_engine("sglang")
+        self.floors = F.committed_floors() if hw.latency_floors else None
 
     def kernel_overhead_s(self, graphs: bool) -> float:
         return self.hw.graph_launch_overhead_s if graphs else self.hw.launch_overhead_s
@@ -43,26 +57,53 @@ class RooflineCosts:
 
     def host_overhead_s(self, design: str, batch: int) -> float:
         """Host seconds per iteration outside the passes (scheduling, sampling, acceptance,
-        rollback, bookkeeping): the hardware catalog's figure, whatever the design and batch."""
-        return self.hw.host_overhead_s
+        rollback, bookkeeping): the serving engine's figure (scenarios/engines/)."""
+        return self.engine.host_s(design, batch)
+
+    def floor_params(self, op: Op) -> dict | None:
+        """The fitted floor group pricing `op`, or None (no floors on this hardware, or a family
+        the fit does not cover)."""
+        if self.floors is None:
+            return None
+        return self.floors.params(op.family, dtype=op.dtype, kind=op.shape.get("kind"))
+
+    def floor_s(self, op: Op) -> float:
+        """The fitted latency floor of a kernel op (its fixed and per-item seconds); 0 without one."""
+        p = self.floor_params(op)
+        if p is None or op.family in F.COLLECTIVES:
+            return 0.0
+        return p["floor_s"] + p.get(F.ITEM_KEY, 0.0) * float(F.items(op.family, op.shape, op.flops))
 
     def time(self, op: Op, graphs: bool) -> OpTime:
-        return OpTime(self.compute_s(op), self.memory_s(op), self.comm_s(op),
-                      op.kernels * self.kernel_overhead_s(graphs))
+        if self.floor_params(op) is None:
+            return OpTime(self.compute_s(op), self.memory_s(op), self.comm_s(op),
+                          op.kernels * self.kernel_overhead_s(graphs))
+        launch = 0.0 if graphs else op.kernels * max(0.0, self.hw.launch_overhead_s - self.hw.graph_launch_overhead_s)
+        if op.family in F.COLLECTIVES:
+            return OpTime(0.0, 0.0, self.comm_s(op), launch)
+        return OpTime(self.compute_s(op), self.memory_s(op), 0.0, self.floor_s(op) + launch)
 
     def compute_s(self, op: Op) -> float:
         if not op.flops:
             return 0.0
-        return op.flops / (self.hw.flops_per_s(op.dtype) * self.hw.efficiency_flops)
+        p = self.floor_params(op)
+        eff = p["eff_flops"] if p is not None and "eff_flops" in p else self.hw.efficiency_flops
+        return op.flops / (self.hw.flops_per_s(op.dtype) * eff)
 
     def memory_s(self, op: Op) -> float:
-        return op.bytes / (self.hw.memory_bandwidth_bytes_per_s * self.hw.efficiency_bandwidth)
+        p = self.floor_params(op)
+        eff = p["eff_bandwidth"] if p is not None and "eff_bandwidth" in p else self.hw.efficiency_bandwidth
+        return op.bytes / (self.hw.memory_bandwidth_bytes_per_s * eff)
 
     def comm_s(self, op: Op) -> float:
         """Alpha-beta: one small-message latency plus the ring's bytes over the link.
-        All-reduce moves 2(r-1)/r of the buffer per GPU; all-to-all (r-1)/r."""
-        if op.family not in ("allreduce", "alltoall"):
+        All-reduce moves 2(r-1)/r of the buffer per GPU; all-to-all (r-1)/r. With fitted floors
+        the latency grows per doubling of the ranks and the link runs at its fitted fraction."""
+        if op.family not in F.COLLECTIVES:
             return 0.0
         ranks = op.shape["ranks"]
-        share = 2 * (ranks - 1) / ranks if op.family == "allreduce" else (ranks - 1) / ranks
-        return self.hw.link_latency_s + share * op.comm_bytes / self.hw.link_bandwidth_bytes_per_s
+        link_s = float(F.share(op.family, ranks)) * op.comm_bytes / self.hw.link_bandwidth_bytes_per_s
+        p = self.floor_params(op)
+        if p is None:
+            return self.hw.link_latency_s + link_s
+        return float(F.predict(p, 0.0, link_s, ranks))

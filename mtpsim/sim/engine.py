@@ -46,7 +46,7 @@ class Engine:
 
     def __post_init__(self):
         self.passes = iteration_passes(self.design)
-        self.window = overlap_window(self.design) if self.overlap else ()
+        self.window = overlap_window(self.design, self.pricer.costs.engine) if self.overlap else ()
         # identical requests share one acceptance row; with spread each request has its own
         self.per_request_levels = self.profile.spread >= 1e-6
         self.levels = self.profile.request_levels(self.rng, 1, self.design.steps)[0]

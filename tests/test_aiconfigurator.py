@@ -1,0 +1,175 @@
+"""The aiconfigurator converter on small fixture tables written here (no network, no package):
+units, foreign rows, per-GPU sharding, version back-fill; and the converted profile in the
+calibrated cost model: measured communication, extrapolated verify attention, stand-ins."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+pytest.importorskip("pyarrow")
+
+from mtpsim.calibration import aiconfigurator as A  # noqa: E402
+from mtpsim.catalog import AttentionSpec, FFNSpec, load_hardware  # noqa: E402
+from mtpsim.cli import main  # noqa: E402
+from mtpsim.costs import ops as O  # noqa: E402
+from mtpsim.costs.calibrated import CalibratedCosts  # noqa: E402
+
+DEVICE, SYSTEM = "NVIDIA H200", "h200_sxm"
+
+
+def _write(root: Path, family: str, backend: str, version: str, file: str, rows: list[dict], framework="SGLang",
+           device=DEVICE, row_version=None):
+    folder = root / "data" / SYSTEM / family / backend / version
+    folder.mkdir(parents=True, exist_ok=True)
+    df = pd.DataFrame(rows)
+    df.insert(0, "framework", framework)
+    df.insert(1, "version", row_version or version)
+    df.insert(2, "device", device)
+    df.to_parquet(folder / file)
+
+
+def _gemm(m, n, k, ms, dtype="bfloat16", kernel="torch"):
+    return dict(op_name="gemm", kernel_source=kernel, gemm_dtype=dtype, m=m, n=n, k=k, latency=ms)
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("aic") / "systems"
+    (root / "data" / SYSTEM).mkdir(parents=True)
+    (root / "query_versions.yaml").write_text(yaml.safe_dump({"defaults": {"sglang": {"current": "0.5.14"}}}))
+    gemm = [_gemm(m, n, k, 0.01 + 1e-6 * m * n * k / 1e6) for m in (1, 4, 16) for n in (1024, 2048) for k in (1024, 7168)]
+    gemm.append(_gemm(1, 1024, 1024, 0.005, kernel="faster"))             # two kernels: the fastest wins
+    gemm.append(_gemm(1, 1024, 1024, 0.001, dtype="fp8"))                  # per-tensor fp8: block rows exist
+    gemm += [_gemm(m, 1024, 1024, 0.02, dtype="fp8_block") for m in (1, 4)]
+    _write(root, "gemm", "sglang", "0.5.14", "gemm_perf.parquet", gemm)
+    # a foreign row in the same folder: another device's
+    _write(root, "gemm", "sglang", "0.5.14", "gemm_perf.parquet", gemm + [{**_gemm(1, 1024, 1024, 9.0)}])
+    df = pd.read_parquet(root / "data" / SYSTEM / "gemm/sglang/0.5.14/gemm_perf.parquet")
+    df.loc[len(df) - 1, "device"] = "NVIDIA H100 80GB HBM3"
+    df.to_parquet(root / "data" / SYSTEM / "gemm/sglang/0.5.14/gemm_perf.parquet")
+    att = [dict(op_name="generation_attention", kernel_source="fa3", batch_size=b, isl=1, num_heads=h, num_key_value_heads=1,
+                head_dim=128, beam_width=1, attn_dtype="bfloat16", kv_cache_dtype="bfloat16", step=s, window_size=0,
+                latency=0.01 + 1e-6 * b * s) for b in (1, 8) for h in (8, 16) for s in (127, 1023)]
+    _write(root, "attention", "sglang", "0.5.14", "generation_attention_perf.parquet", att)
+    mla = [dict(op_name="mla_generation", kernel_source="fa", mla_dtype="bfloat16", kv_cache_dtype="bfloat16",
+                num_heads=16, batch_size=b, isl=1, tp_size=8, step=s, latency=0.02 + 2e-6 * b * s)
+           for b in (1, 8, 64) for s in (127, 1023, 8191)]
+    _write(root, "mla", "sglang", "0.5.14", "generation_mla_perf.parquet", mla)
+    moe = [dict(op_name="moe", kernel_source="triton", moe_dtype="fp8_block", num_tokens=t, hidden_size=7168,
+                inter_size=2048, topk=8, num_experts=256, moe_tp_size=8, moe_ep_size=1, distribution=dist,
+                latency=0.03 + 0.001 * t) for t in (1, 4, 16) for dist in ("balanced", "power_law_1.2")]
+    _write(root, "moe", "sglang", "0.5.14", "moe_perf.parquet", moe)
+    ar = [dict(op_name="all_reduce", kernel_source="custom", allreduce_dtype="bfloat16", num_gpus=8, message_size=n,
+               latency=0.012 + n * 1e-9, backend=b) for n in (1024, 65536, 1048576) for b in ("sglang_graph", "sglang_eager")]
+    # only an older version holds the all-reduce table: it is back-filled, and says so
+    _write(root, "comm", "sglang", "0.5.10", "custom_allreduce_perf.parquet", ar)
+    _write(root, "comm", "sglang", "0.5.16", "custom_allreduce_perf.parquet",  # a newer one is never used
+           [{**r, "latency": 99.0} for r in ar])
+    a2a = [dict(op_name="ll", kernel_source="deepep", node_num=1, hidden_size=7168, num_token=t, num_topk=8, num_experts=256,
+                combine_avg_t_us=20.0 + t, combine_bandwidth_gbps=1.0, dispatch_avg_t_us=10.0 + t,
+                dispatch_bandwidth_gbps=1.0) for t in (1, 8, 64)]
+    _write(root, "comm", "sglang", "0.5.12", "wideep_deepep_ll_perf.parquet", a2a, framework="sglang")
+    return root
+
+
+@pytest.fixture(scope="module")
+def profile(root, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("out") / "h200-sglang"
+    A.convert(SYSTEM, "sglang", None, out, root=root, progress=lambda *_: None)
+    return out
+
+
+def _family(profile: Path, name: str) -> pd.DataFrame:
+    return pd.read_csv(profile / f"{name}.csv.gz")
+
+
+def test_units_kernels_and_foreign_rows(profile):
+    g = _family(profile, "gemm")
+    one = g[(g.dtype == "bf16") & (g.m == 1) & (g.n == 1024) & (g.k == 1024)]
+    assert len(one) == 1 and one.time_s.iloc[0] == pytest.approx(0.005e-3, rel=1e-5)  # ms -> s, fastest kernel, no 9 ms row
+    fp8 = g[g.dtype == "fp8"]
+    assert len(fp8) == 2 and fp8.time_s.min() == pytest.approx(0.02e-3)     # block-scaled rows, not per-tensor
+    a2a = _family(profile, "alltoall")
+    assert a2a[a2a.tokens == 8].time_s.iloc[0] == pytest.approx(46e-6)      # microseconds: dispatch 18 + combine 28
+    ar = _family(profile, "allreduce")
+    row = ar[ar.bytes == 2 * 65536]                                         # elements of bf16 -> bytes
+    assert len(row) == 1 and row.time_s.iloc[0] == pytest.approx((0.012 + 65536e-9) * 1e-3, rel=1e-5)
+
+
+def test_sharding_and_routing(profile):
+    moe = _family(profile, "moe")
+    assert set(moe.inter) == {256} and set(moe.num_experts) == {256}        # inter 2048 over moe tp 8
+    assert len(moe) == 3                                                    # balanced routing only
+    assert moe[moe.tokens == 1].touched.iloc[0] == pytest.approx(8.0)
+    att = _family(profile, "attention")
+    mla = att[att.kind == "mla"]
+    assert set(mla.kv) == {128, 1024, 8192} and set(mla.heads) == {16}      # step + the new token
+
+
+def test_meta_records_versions_rows_and_attribution(profile):
+    meta = yaml.safe_load((profile / "meta.yaml").read_text())
+    assert meta["device"] == "h200" and meta["source"]["backend"] == "sglang"
+    assert "Apache-2.0" in meta["source"]["attribution"]
+    ar = meta["families"]["allreduce"]["sources"][0]
+    assert ar["framework_version"] == "0.5.10" and ar["rows"] == 3          # back-filled, graph rows only
+    gemm = meta["families"]["gemm"]["sources"][0]
+    assert gemm["foreign_rows_dropped"] == 1 and gemm["dtypes"] == {"bf16": "bfloat16", "fp8": "fp8_block"}
+
+
+@pytest.fixture(scope="module")
+def costs(profile) -> CalibratedCosts:
+    return CalibratedCosts.from_profile(profile, load_hardware("h200"))
+
+
+def test_measured_communication_is_used(costs):
+    op = O.allreduce(32, 1024, 8)  # 65536 bytes
+    t = costs.time(op, graphs=True)
+    assert t.source == "calibrated" and t.comm_s == pytest.approx((0.012 + 32768e-9) * 1e-3, rel=0.05)
+    assert t.comm_s != pytest.approx(costs.roofline.time(op, True).comm_s, rel=0.05)
+    assert costs.time(O.allreduce(32, 1024, 4), True).source == "roofline"  # no 4-rank table
+    a2a = costs.time(O.alltoall(8, 8, 7168, 8), True)
+    assert a2a.source == "calibrated" and a2a.comm_s == pytest.approx(46e-6)
+
+
+MLA = AttentionSpec(kind="mla", num_heads=128, q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128,
+                    qk_rope_head_dim=64, v_head_dim=128)
+
+
+def test_verify_attention_is_extrapolated_and_labelled(costs):
+    decode = O.attention_core(MLA, np.ones(8, int), np.full(8, 1023), "bf16", tp=8)
+    verify = O.attention_core(MLA, np.full(8, 4), np.full(8, 1020), "bf16", tp=8)
+    t1, t4 = costs.time(decode, True), costs.time(verify, True)
+    assert t1.source == "calibrated" and t4.source == "extrapolated"
+    assert t4.total_s >= t1.total_s                                         # more work, never less time
+
+
+def test_stand_ins_are_labelled(costs):
+    frozen = AttentionSpec(kind="gqa", num_heads=16, num_kv_heads=1, head_dim=128, kv_source="target_last_full")
+    op = O.attention_core(frozen, np.ones(8, int), np.full(8, 1023), "bf16", tp=1)
+    assert costs.time(op, True).source == "calibrated:gqa"
+    head = O.lm_head_ops(_tiny_model(), 4, "bf16", 1)[0]
+    assert costs.time(head, True).source.endswith(":gemm")
+    assert costs.time(O.layer_elementwise(4, 1024), True).source == "roofline"  # launch figures, not zero
+    assert costs.time(O.layer_elementwise(4, 1024), True).total_s > 0
+
+
+def test_moe_priced_at_its_measured_shape(costs):
+    ffn = FFNSpec(kind="moe", num_experts=256, top_k=8, expert_intermediate_size=2048)
+    op = O.moe_experts(ffn, 7168, 4, "fp8", O.Parallel(tp=8, ep=1))
+    t = costs.time(op, True)
+    assert t.source == "calibrated" and t.total_s == pytest.approx(0.034e-3, rel=1e-6)
+
+
+def test_cli_refuses_an_existing_folder_and_needs_out(profile, capsys):
+    assert main(["calibrate", "--from", "aiconfigurator", "--out", str(profile)]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert main(["calibrate", "--from", "aiconfigurator"]) == 2
+
+
+def _tiny_model():
+    from mtpsim.catalog import load_model
+    return load_model("deepseek-v3")
