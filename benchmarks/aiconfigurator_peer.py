@@ -1,0 +1,354 @@
+"""NVIDIA aiconfigurator as a peer predictor: its own TPOT / tokens/s for a case, with and without MTP.
+
+Used to print "reported | mtpsim | aiconfigurator" side by side. Targets aiconfigurator==0.12.0
+(with aiconfigurator-core==0.12.0; no torch). It is not a dependency of mtpsim: install it in a
+separate venv, e.g.
+
+    python3 -m venv /tmp/aicvenv && /tmp/aicvenv/bin/pip install aiconfigurator==0.12.0
+
+How it is called: through aiconfigurator's Python API, ``aiconfigurator.cli.api.cli_estimate``
+(the programmatic twin of ``aiconfigurator cli estimate``; no CLI output is parsed). If
+aiconfigurator imports in the running interpreter the call is made in-process; otherwise this
+file is run as a worker (``python aiconfigurator_peer.py --worker``, JSON on stdin/stdout) under
+the interpreter named by $AICONFIGURATOR_PYTHON (pip install 'mtpsim[peer]' puts it in-process).
+
+What aiconfigurator assumes about MTP (read from its 0.12.0 source): a decode iteration costs the
+target's generation ops scaled by (num_layers + nextn) / num_layers (the drafts cost `nextn` average
+target layers) at a verify width of batch * (nextn + 1) tokens; progress per iteration is
+1 + nextn_accepted, where nextn_accepted = average accepted *draft* tokens. Our accept length counts
+the bonus token too, so nextn_accepted = accept_length - 1. Acceptance is one scalar, not a
+per-depth profile.
+
+    >>> estimate("deepseek-v3", "h200", "sglang", tp=8, moe_tp=8, moe_ep=1, batch=1, isl=1024,
+    ...          osl=512, nextn=3, accept_length=2.88)["tpot_ms"]            # doctest: +SKIP
+    >>> speedup("deepseek-v3", "h200", "sglang", 8, 8, 1, 32, 1024, 512, 3, 2.88)["speedup"]  # doctest: +SKIP
+
+Command line: ``python benchmarks/aiconfigurator_peer.py`` prints the published cases.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+PYTHON_ENV = "AICONFIGURATOR_PYTHON"
+DEFAULT_PYTHON = None  # only $AICONFIGURATOR_PYTHON names another interpreter
+TIMEOUT_S = 600
+
+# mtpsim catalog / hardware names -> aiconfigurator names (HF ids shipped in
+# aiconfigurator_core/model_configs, so nothing is downloaded).
+MODELS = {
+    "deepseek-v3": "deepseek-ai/DeepSeek-V3",
+    "deepseek-r1": "deepseek-ai/DeepSeek-R1",
+    "llama-3.1-8b": "meta-llama/Meta-Llama-3.1-8B",
+    "meta-llama/Llama-3.1-8B": "meta-llama/Meta-Llama-3.1-8B",
+    "meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Meta-Llama-3.1-8B",
+    "meta-llama/Meta-Llama-3.1-8B-Instruct": "meta-llama/Meta-Llama-3.1-8B",
+}
+SYSTEMS = {"h200": "h200_sxm", "h200-sxm": "h200_sxm", "h100": "h100_sxm", "h100-sxm": "h100_sxm",
+           "b200": "b200_sxm", "b200-sxm": "b200_sxm"}
+
+# Qwen3-Next-80B-A3B has no aiconfigurator model class (Qwen3NextForCausalLM is not a supported
+# architecture in 0.12.0) and no shipped config. proxy=True expresses it through the closest class
+# aiconfigurator has, Qwen3.5-MoE (same hybrid Gated-DeltaNet / gated-attention, 3:1 layout), with
+# Qwen3-Next's sizes (scenarios/models/qwen3-next-80b-a3b.yaml). Its 512-expert top-10 MoE has no
+# silicon rows, so the proxy runs in HYBRID database mode (SOL + empirical fill-in).
+QWEN3_NEXT = ("qwen3-next-80b-a3b", "qwen/qwen3-next-80b-a3b", "qwen/qwen3-next-80b-a3b-instruct",
+              "qwen/qwen3-next-80b-a3b-thinking")
+_PROXY_BASE = "Qwen--Qwen3.5-35B-A3B_config.json"
+_PROXY_TEXT = {"num_hidden_layers": 48, "hidden_size": 2048, "num_attention_heads": 16,
+               "num_key_value_heads": 2, "head_dim": 256, "num_experts": 512, "num_experts_per_tok": 10,
+               "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512,
+               "linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_key_head_dim": 128,
+               "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "full_attention_interval": 4,
+               "vocab_size": 151936, "mtp_num_hidden_layers": 1,
+               "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 12}
+
+# Extra keywords passed through to cli_estimate.
+PASSTHROUGH = {"mode", "database_mode", "backend_version", "ctx_tokens", "pp_size", "attention_dp_size",
+               "gemm_quant_mode", "kvcache_quant_mode", "fmha_quant_mode", "moe_quant_mode",
+               "comm_quant_mode", "free_gpu_memory_fraction", "attention_backend", "transfer_policy"}
+
+
+class NotExpressible(ValueError):
+    """The case cannot be put to aiconfigurator (model, system, backend, shape or perf data missing)."""
+
+
+class PeerError(RuntimeError):
+    """aiconfigurator failed for another reason, or its interpreter could not be run."""
+
+
+# ---------------------------------------------------------------- public API
+
+@functools.lru_cache(maxsize=1)
+def available() -> bool:
+    """True when aiconfigurator can be imported, here or under $AICONFIGURATOR_PYTHON."""
+    if _importable_here():
+        return True
+    python = _external_python()
+    if not python:
+        return False
+    try:
+        done = subprocess.run([python, "-c", "import aiconfigurator.cli.api"], capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def estimate(model: str, system: str, backend: str, tp: int, moe_tp: int | None, moe_ep: int | None,
+             batch: int, isl: int, osl: int, nextn: int = 0, accept_length: float | None = None,
+             *, proxy: bool = False, **options) -> dict:
+    """aiconfigurator's own prediction for one point (agg / in-flight batching mode by default).
+
+    model: HF id shipped with aiconfigurator, a local folder with config.json, or an mtpsim name
+    (deepseek-v3, llama-3.1-8b; qwen3-next-80b-a3b only with proxy=True). system: h200_sxm, h100_sxm,
+    b200_sxm (or h200 / h100-sxm / b200). backend: sglang, trtllm, vllm. batch: concurrent requests.
+    nextn: draft tokens per iteration; accept_length: tokens emitted per iteration including the
+    bonus token (required when nextn > 0). options: mode ("agg", "static", "static_gen", ...),
+    database_mode ("SILICON" default, "HYBRID", "EMPIRICAL", "SOL"), quant modes, ... (PASSTHROUGH).
+
+    Returns tpot_ms, tps_per_user, tps (all output tokens/s of the deployment), ttft_ms,
+    tps_per_gpu, request_latency_ms, concurrency, num_gpus, backend_version, nextn_accepted,
+    warnings, ... Raises NotExpressible when aiconfigurator cannot express the case.
+    """
+    return _run([_request(model, system, backend, tp, moe_tp, moe_ep, batch, isl, osl, nextn,
+                          accept_length, proxy, options)])[0]
+
+
+def speedup(model: str, system: str, backend: str, tp: int, moe_tp: int | None, moe_ep: int | None,
+            batch: int, isl: int, osl: int, nextn: int, accept_length: float, *, proxy: bool = False,
+            **options) -> dict:
+    """estimate with nextn over estimate without, as mtpsim defines them.
+
+    speedup = tps ratio, per_user_speedup = tps_per_user ratio, tpot_ratio = base TPOT / MTP TPOT;
+    "mtp" and "base" hold the two estimates."""
+    if not nextn:
+        raise ValueError("speedup needs nextn > 0")
+    base, mtp = _run([_request(model, system, backend, tp, moe_tp, moe_ep, batch, isl, osl, 0, None, proxy, options),
+                      _request(model, system, backend, tp, moe_tp, moe_ep, batch, isl, osl, nextn,
+                               accept_length, proxy, options)])
+    return {"speedup": _ratio(mtp["tps"], base["tps"]),
+            "per_user_speedup": _ratio(mtp["tps_per_user"], base["tps_per_user"]),
+            "tpot_ratio": _ratio(base["tpot_ms"], mtp["tpot_ms"]), "mtp": mtp, "base": base}
+
+
+# ---------------------------------------------------------------- request building (no aiconfigurator here)
+
+def _request(model, system, backend, tp, moe_tp, moe_ep, batch, isl, osl, nextn, accept_length, proxy, options):
+    unknown = set(options) - PASSTHROUGH
+    if unknown:
+        raise TypeError(f"unknown option(s) {sorted(unknown)}; allowed: {sorted(PASSTHROUGH)}")
+    nextn = int(nextn or 0)
+    if nextn < 0:
+        raise ValueError(f"nextn must be >= 0, got {nextn}")
+    accepted = None
+    if nextn:
+        if accept_length is None:
+            raise NotExpressible("aiconfigurator has no built-in acceptance: give accept_length with nextn > 0")
+        if not (math.isfinite(accept_length) and 1.0 <= accept_length <= nextn + 1):
+            raise ValueError(f"accept_length {accept_length} outside [1, nextn + 1 = {nextn + 1}]")
+        accepted = float(accept_length) - 1.0
+    backend = backend.lower()
+    if backend not in ("sglang", "trtllm", "vllm"):
+        raise NotExpressible(f"backend {backend!r}: aiconfigurator knows sglang, trtllm, vllm")
+    qwen3_next = model.lower() in QWEN3_NEXT
+    if qwen3_next and not proxy:
+        raise NotExpressible(
+            f"{model}: aiconfigurator 0.12.0 has no Qwen3-Next model (Qwen3NextForCausalLM is not a supported "
+            "architecture and no config ships); pass proxy=True to use its Qwen3.5-MoE class with Qwen3-Next "
+            "sizes in HYBRID database mode")
+    if qwen3_next:
+        options = {"database_mode": "HYBRID", **options}
+    return {"model": "@qwen3-next-proxy" if qwen3_next else MODELS.get(model, model),
+            "system": SYSTEMS.get(system.lower(), system.lower()), "backend": backend, "tp": int(tp),
+            "moe_tp": None if moe_tp is None else int(moe_tp), "moe_ep": None if moe_ep is None else int(moe_ep),
+            "batch": int(batch), "isl": int(isl), "osl": int(osl), "nextn": nextn, "nextn_accepted": accepted,
+            "accept_length": accept_length if nextn else None, "options": dict(options)}
+
+
+def _ratio(a, b):
+    return a / b if b else math.nan
+
+
+def _importable_here() -> bool:
+    try:
+        import aiconfigurator.cli.api  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+def _external_python() -> str | None:
+    python = os.environ.get(PYTHON_ENV, DEFAULT_PYTHON)
+    return python if python and Path(python).exists() else None
+
+
+def _run(requests: list[dict]) -> list[dict]:
+    """Answer requests in-process or in one worker subprocess; re-raise errors as our exceptions."""
+    if _importable_here():
+        answers = [_answer(r) for r in requests]
+    else:
+        python = _external_python()
+        if not python:
+            raise PeerError(f"aiconfigurator is not importable and ${PYTHON_ENV} ({os.environ.get(PYTHON_ENV, DEFAULT_PYTHON)})"
+                            " does not exist; install aiconfigurator==0.12.0 in a separate venv")
+        try:
+            done = subprocess.run([python, str(Path(__file__).resolve()), "--worker"], input=json.dumps(requests),
+                                  capture_output=True, text=True, timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired as exc:
+            raise PeerError(f"aiconfigurator worker timed out after {TIMEOUT_S} s") from exc
+        lines = [line for line in done.stdout.splitlines() if line.startswith(_MARK)]
+        if done.returncode != 0 or not lines:
+            raise PeerError(f"aiconfigurator worker failed (rc {done.returncode}): {done.stderr[-2000:]}")
+        answers = json.loads(lines[-1][len(_MARK):])
+    for answer in answers:
+        if "error" in answer:
+            kind = NotExpressible if answer["error"] == "not_expressible" else PeerError
+            raise kind(answer["message"])
+    return answers
+
+
+# ---------------------------------------------------------------- worker side (imports aiconfigurator)
+
+_MARK = "@@aiconfigurator_peer@@ "
+
+
+def _answer(req: dict) -> dict:
+    """One request -> result dict, or {"error": kind, "message": ...}. Runs where aiconfigurator imports."""
+    import logging
+
+    logging.getLogger("aiconfigurator").setLevel(logging.ERROR)
+    logging.getLogger("aiconfigurator_core").setLevel(logging.ERROR)
+    import warnings
+
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    from aiconfigurator.cli.api import cli_estimate
+
+    options = dict(req["options"])
+    model = _proxy_folder() if req["model"] == "@qwen3-next-proxy" else req["model"]
+    where = (f"{req['model']} on {req['system']}/{req['backend']} tp{req['tp']} moe_tp{req['moe_tp']} "
+             f"moe_ep{req['moe_ep']} batch {req['batch']} nextn {req['nextn']}")
+    missing = _missing_model(model)
+    if missing:
+        return {"error": "not_expressible", "message": f"{where}: {missing}"}
+    try:
+        result = cli_estimate(model, req["system"], backend_name=req["backend"], tp_size=req["tp"],
+                              moe_tp_size=req["moe_tp"], moe_ep_size=req["moe_ep"], batch_size=req["batch"],
+                              isl=req["isl"], osl=req["osl"], nextn=req["nextn"],
+                              nextn_accepted=req["nextn_accepted"], **options)
+    except Exception as exc:  # aiconfigurator raises many types; sort them into ours
+        return {"error": _kind(exc), "message": f"{where}: {type(exc).__name__}: {exc}"}
+    raw = result.raw
+    import aiconfigurator
+
+    return {"tpot_ms": float(result.tpot), "tps_per_user": float(raw.get("tokens/s/user", math.nan)),
+            "tps": float(raw.get("tokens/s", math.nan)), "ttft_ms": float(result.ttft),
+            "tps_per_gpu": float(raw.get("tokens/s/gpu", math.nan)),
+            "request_latency_ms": float(raw.get("request_latency", math.nan)),
+            "concurrency": float(raw.get("concurrency", math.nan)), "num_gpus": int(raw.get("num_total_gpus", 0)),
+            "memory_gb": float(raw.get("memory", math.nan)),
+            "model_path": req["model"], "system": req["system"], "backend": req["backend"],
+            "backend_version": result.backend_version, "mode": result.mode,
+            "database_mode": options.get("database_mode", "SILICON"),
+            "quant": {k: raw.get(k) for k in ("gemm", "moe", "kvcache", "fmha")},
+            "batch": req["batch"], "isl": req["isl"], "osl": req["osl"], "nextn": req["nextn"],
+            "nextn_accepted": req["nextn_accepted"], "accept_length": req["accept_length"],
+            "proxy": req["model"] == "@qwen3-next-proxy", "warnings": [w for w in [result.kv_cache_warning] if w],
+            "source": f"aiconfigurator {getattr(aiconfigurator, '__version__', '?')} cli_estimate"}
+
+
+def _missing_model(model: str) -> str | None:
+    """Why aiconfigurator would need the network for this model (no config shipped, not a local folder)."""
+    if Path(model).is_dir():
+        return None if (Path(model) / "config.json").exists() else f"{model} has no config.json"
+    import aiconfigurator_core
+
+    shipped = Path(aiconfigurator_core.__file__).parent / "model_configs"
+    if (shipped / f"{model.replace('/', '--')}_config.json").exists():
+        return None
+    return (f"no config for {model} ships with aiconfigurator (and there is no network); shipped: "
+            + ", ".join(sorted(p.name[:-len('_config.json')].replace('--', '/') for p in shipped.glob('*_config.json')
+                               if not p.name.endswith('_hf_quant_config.json'))))
+
+
+def _kind(exc: Exception) -> str:
+    name = type(exc).__name__
+    text = str(exc)
+    if name in ("PerfDataNotAvailableError", "InterpolationDataNotAvailableError", "HuggingFaceDownloadError",
+                "UnsupportedWideepConfigError", "UnsupportedAttentionBackendError", "InsufficientMemoryError",
+                "KVCacheCapacityError", "MissingSystemFlopsError", "EmpiricalNotImplementedError",
+                "SolNotImplementedError", "AssertionError"):
+        return "not_expressible"
+    if isinstance(exc, ValueError) or "OOM" in text or "not supported" in text or "No database" in text:
+        return "not_expressible"
+    return "error"
+
+
+@functools.lru_cache(maxsize=1)
+def _proxy_folder() -> str:
+    """A config.json for Qwen3-Next-80B-A3B in aiconfigurator's Qwen3.5-MoE format (written once per process)."""
+    import aiconfigurator_core
+
+    base = json.loads((Path(aiconfigurator_core.__file__).parent / "model_configs" / _PROXY_BASE).read_text())
+    base["text_config"].update(_PROXY_TEXT)
+    folder = Path(tempfile.mkdtemp(prefix="aic-qwen3-next-")) / "Qwen3-Next-80B-A3B-proxy"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(base, indent=1))
+    return str(folder)
+
+
+def _worker() -> None:
+    requests = json.loads(sys.stdin.read())
+    answers = []
+    for req in requests:
+        try:
+            answers.append(_answer(req))
+        except Exception as exc:
+            answers.append({"error": "error", "message": f"{type(exc).__name__}: {exc}"})
+    print(_MARK + json.dumps(answers), flush=True)
+
+
+# ---------------------------------------------------------------- the published cases
+
+# The scenarios' known settings are passed on (P2: BF16 MLA cache; aiconfigurator would otherwise infer an
+# FP8 cache from the checkpoint, whose measured SGLang MLA decode is about 2x slower at batch 32; P7: FP8 weights).
+CASES = [  # (label, model, system, backend, tp, moe_tp, moe_ep, batches, isl, osl, nextn, AL, options)
+    ("P2 DeepSeek-V3 8xH200 sglang", "deepseek-v3", "h200_sxm", "sglang", 8, 8, 1, (1, 32), 1024, 512, 3, 2.88,
+     {"kvcache_quant_mode": "bfloat16"}),
+    ("P7 Qwen3-Next 4xH100 vllm", "qwen3-next-80b-a3b", "h100_sxm", "vllm", 4, 4, 1, (8, 64), 1024, 256, 2, 1.37,
+     {"gemm_quant_mode": "fp8_block", "moe_quant_mode": "fp8_block"}),
+    ("P3 Llama-3.1-8B 1xH100 sglang", "llama-3.1-8b", "h100_sxm", "sglang", 1, 1, 1,
+     (1, 2, 4, 8, 16, 24, 32, 48, 56, 64), 768, 384, 3, 2.9, {}),
+]
+
+
+def main() -> None:
+    if not available():
+        print(f"aiconfigurator not available (set ${PYTHON_ENV})")
+        return
+    print(f"{'case':32s} {'batch':>5s} {'TPOT base':>9s} {'TPOT mtp':>9s} {'tok/s base':>10s} {'tok/s mtp':>10s} "
+          f"{'tok/s/u base':>12s} {'tok/s/u mtp':>11s} {'speedup':>7s} {'per-user':>8s}")
+    for label, model, system, backend, tp, moe_tp, moe_ep, batches, isl, osl, nextn, al, options in CASES:
+        for batch in batches:
+            try:
+                s = speedup(model, system, backend, tp, moe_tp, moe_ep, batch, isl, osl, nextn, al,
+                            proxy=True, **options)
+            except NotExpressible as exc:
+                print(f"{label:32s} {batch:5d} not expressible: {exc}")
+                continue
+            b, m = s["base"], s["mtp"]
+            print(f"{label:32s} {batch:5d} {b['tpot_ms']:9.3f} {m['tpot_ms']:9.3f} {b['tps']:10.1f} {m['tps']:10.1f} "
+                  f"{b['tps_per_user']:12.1f} {m['tps_per_user']:11.1f} {s['speedup']:7.3f} {s['per_user_speedup']:8.3f}"
+                  + ("  (proxy, HYBRID db)" if m["proxy"] else ""))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--worker"]:
+        _worker()
+    else:
+        main()
