@@ -56,7 +56,7 @@ SYSTEMS = {"h200": "h200_sxm", "h200-sxm": "h200_sxm", "h100": "h100_sxm", "h100
 # Qwen3-Next-80B-A3B has no aiconfigurator model class (Qwen3NextForCausalLM is not a supported
 # architecture in 0.12.0) and no shipped config. proxy=True expresses it through the closest class
 # aiconfigurator has, Qwen3.5-MoE (same hybrid Gated-DeltaNet / gated-attention, 3:1 layout), with
-# Qwen3-Next's sizes (scenarios/models/qwen3-next-80b-a3b.yaml). Its 512-expert top-10 MoE has no
+# Qwen3-Next's sizes (mtpsim/data/models/qwen3-next-80b-a3b.yaml). Its 512-expert top-10 MoE has no
 # silicon rows, so the proxy runs in HYBRID database mode (SOL + empirical fill-in).
 QWEN3_NEXT = ("qwen3-next-80b-a3b", "qwen/qwen3-next-80b-a3b", "qwen/qwen3-next-80b-a3b-instruct",
               "qwen/qwen3-next-80b-a3b-thinking")

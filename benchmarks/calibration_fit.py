@@ -1,6 +1,6 @@
 """How well the calibrated cost model predicts measurements it was not fitted on.
 
-    .venv/bin/python benchmarks/calibration_fit.py [calibrate/profiles/cpu]
+    .venv/bin/python benchmarks/calibration_fit.py [mtpsim/data/profiles/cpu]
 
 Two checks, both on times measured by the same `mtpsim calibrate` run as the profile:
 - held-out op shapes (`holdout/<family>.csv`: shapes between the grid's values, never used by
@@ -65,7 +65,7 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str]) -> int:
-    folder = Path(argv[0] if argv else "calibrate/profiles/cpu")
+    folder = Path(argv[0] if argv else "mtpsim/data/profiles/cpu")
     meta = yaml.safe_load((folder / "meta.yaml").read_text())
     costs = CalibratedCosts.from_profile(folder, load_hardware(HARDWARE[meta["device"]]))
     ops, layers = op_errors(costs, folder, meta["dtype"]), layer_errors(costs, folder, meta["dtype"])

@@ -4,7 +4,7 @@ shuffled order) and prints |retimed / committed - 1| per family, and how far the
 differ from each other: the noise floor under which no calibrated model's held-out error can
 fall (compare with benchmarks/calibration_fit.py).
 
-  .venv/bin/python benchmarks/calibration_noise.py [--profile calibrate/profiles/cpu] [--repeats 2] [--visits N]
+  .venv/bin/python benchmarks/calibration_noise.py [--profile mtpsim/data/profiles/cpu] [--repeats 2] [--visits N]
 
 Prints numbers; asserts nothing. CPU profiles only (same thread count as the profile).
 """
@@ -23,7 +23,7 @@ from mtpsim.verify.kernels import keep_freed_memory
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--profile", default="calibrate/profiles/cpu")
+    parser.add_argument("--profile", default="mtpsim/data/profiles/cpu")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--visits", type=int, help="visits per shape (default: the profile's, from meta.yaml)")
     args = parser.parse_args()

@@ -2,10 +2,10 @@
 
     .venv/bin/python benchmarks/latency_floors.py            # the held-out table
     .venv/bin/python benchmarks/latency_floors.py --write    # also refit on all three GPUs and
-                                                             # rewrite calibrate/latency_floors.yaml
+                                                             # rewrite mtpsim/data/latency_floors.yaml
 
 Each of H100 SXM, H200 and B200 is held out in turn: the floor model (mtpsim/costs/floors.py) is
-fitted on the other two GPUs' SGLang profiles (calibrate/profiles/<gpu>-sglang, NVIDIA's measured
+fitted on the other two GPUs' SGLang profiles (mtpsim/data/profiles/<gpu>-sglang, NVIDIA's measured
 kernel tables converted from aiconfigurator-core) and its |predicted / measured - 1| reported on
 the held-out GPU's rows, per op group: median and p90 over decode-sized shapes (m, tokens or
 batch <= 256; all-reduces up to 4 MiB) and over all rows. `datasheet` is the plain roofline without
@@ -73,7 +73,7 @@ def write_yaml(rows: dict[str, pd.DataFrame], errors: pd.DataFrame, path: Path =
                   "collective": "alpha_s + alpha_per_doubling_s * log2(ranks / 2) + share * bytes / (link_bw * eff_link)",
                   "items": "attention: batch x kv_heads per GPU; moe: routed token copies (tokens x top_k / ep)",
                   "peaks": "the hardware catalog's datasheet peak_flops, memory_bandwidth_bytes_per_s, link_bandwidth_bytes_per_s"},
-        "fitted_on": [f"calibrate/profiles/{g}-{ENGINE}" for g in GPUS],
+        "fitted_on": [f"mtpsim/data/profiles/{g}-{ENGINE}" for g in GPUS],
         "engine": ENGINE,
         "source": "NVIDIA-measured kernel tables from aiconfigurator-core 0.12.0, converted by mtpsim.calibration.aiconfigurator",
         "date": datetime.date.today().isoformat(),

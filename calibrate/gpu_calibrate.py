@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Calibrate a CUDA GPU (written for one H200): the full grid in one run, well under 8 minutes.
 
-    python calibrate/gpu_calibrate.py                      # -> calibrate/profiles/h200
+    python calibrate/gpu_calibrate.py                      # -> mtpsim/data/profiles/h200
     python calibrate/gpu_calibrate.py --out DIR --quick    # the thinned grid, a smoke test
     python calibrate/gpu_calibrate.py --dry-run            # anywhere, no GPU: the plan and its time
 
@@ -50,7 +50,7 @@ def plan() -> tuple[dict, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="calibrate/profiles/h200")
+    ap.add_argument("--out", default="mtpsim/data/profiles/h200")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--dry-run", action="store_true", help="print the plan and the estimated time; run nothing")
     a = ap.parse_args()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Verification on a CUDA machine, in one call, within 8 minutes: the real decode loops of
 # nextn / multi_layer / frozen_kv / none at batch 1, 8, 32, 128, measured against the prediction
-# with this GPU's committed profile (calibrate/profiles/<hardware>/), or a quick profile measured
+# with this GPU's committed profile (mtpsim/data/profiles/<hardware>/), or a quick profile measured
 # on the spot when there is none. Writes $OUT (or runs/gpu-verify) /all.csv and one folder per design.
 #
 #   calibrate/gpu_verify.sh                 # on the GPU box, from the repository root
@@ -28,7 +28,7 @@ print(next((v for k, v in CUDA_HARDWARE.items() if k in name), ""))
 PYEOF
 )
 extra=()
-if [[ -z "$hardware" || ! -f "calibrate/profiles/$hardware/meta.yaml" ]]; then
+if [[ -z "$hardware" || ! -f "mtpsim/data/profiles/$hardware/meta.yaml" ]]; then
   echo "no committed profile for '${hardware:-this GPU}': measuring a quick one first"
   extra=(--calibrate)
 fi

@@ -1,5 +1,5 @@
-"""Model, hardware and engine catalog: typed specs loaded from `scenarios/models/`,
-`scenarios/hardware/` and `scenarios/engines/`.
+"""Model, hardware and engine catalog: typed specs loaded from `mtpsim/data/models/`,
+`mtpsim/data/hardware/` and `mtpsim/data/engines/` (package data).
 
 A catalog file is plain YAML describing an architecture in its own fields; its sources are cited
 in a leading comment. A scenario names an entry (`model: deepseek-v3`) or overrides fields of one
@@ -15,8 +15,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mtpsim.errors import ScenarioError
+from mtpsim.packagedata import data_dir
 
-CATALOG_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+CATALOG_DIR = data_dir()  # the built-in catalog: models/, hardware/, engines/
 
 Dtype = Literal["fp32", "bf16", "fp16", "fp8", "fp4"]
 DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp4": 0.5}
@@ -189,9 +190,9 @@ class HardwareSpec(Spec):
     efficiency_flops: float = Field(default=0.7, gt=0, le=1)
     efficiency_bandwidth: float = Field(default=0.8, gt=0, le=1)
     usable_memory_fraction: float = Field(default=0.9, gt=0, le=1)
-    # measured profiles (calibrate/profiles/<name>) by serving engine; `default` for other engines
+    # measured profiles (mtpsim/data/profiles/<name>) by serving engine; `default` for other engines
     profiles: dict[str, str] = Field(default_factory=dict)
-    # roofline latency floors fitted on measured GPUs (calibrate/latency_floors.yaml, costs/floors.py)
+    # roofline latency floors fitted on measured GPUs (mtpsim/data/latency_floors.yaml, costs/floors.py)
     latency_floors: bool = False
 
     def profile_for(self, engine: str) -> str | None:
@@ -218,7 +219,7 @@ class HostTime(Spec):
 
 
 class EngineSpec(Spec):
-    """A serving engine's host side (scenarios/engines/<kind>.yaml, sources in its comment).
+    """A serving engine's host side (mtpsim/data/engines/<kind>.yaml, sources in its comment).
 
     host: per-iteration host time (scheduling, sampling, acceptance bookkeeping, input
     preparation) for plain decoding and for speculative iterations. hides: per design, the pass

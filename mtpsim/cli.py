@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("calibrate", help="time the ops on this machine's device and write a profile (needs torch)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--quick", action="store_true", help="a small grid (under 3 minutes on 2 CPU cores)")
-    p.add_argument("--out", help="profile folder (default calibrate/profiles/<device>)")
+    p.add_argument("--out", help="profile folder (default profiles/<device> in the current folder)")
     p.add_argument("--threads", type=int, help="CPU threads for torch (default: all cores)")
     p.add_argument("--visits", type=_at_least_one, help="passes over the shapes, each taking a share of every shape's "
                    "repeats, so a slow spell of a shared machine is spread over all shapes (default: CPU 6, "

@@ -131,7 +131,7 @@ class Workload(Section):
 
 
 class Engine(Section):
-    kind: Literal["sglang", "vllm", "trtllm"] = "sglang"  # scenarios/engines/<kind>.yaml: host time, overlap
+    kind: Literal["sglang", "vllm", "trtllm"] = "sglang"  # mtpsim/data/engines/<kind>.yaml: host time, overlap
     max_running_requests: int = Field(default=256, ge=1)
     cuda_graphs: bool = True
     max_graph_batch: int = Field(default=256, ge=1)
@@ -142,7 +142,7 @@ class Engine(Section):
 class Cost(Section):
     # auto: the measured profile the hardware names for engine.kind, else the roofline
     model: Literal["auto", "roofline", "calibrated"] = "auto"
-    profile: str | None = None  # a calibrate/profiles/<name> name, or a profile folder's path
+    profile: str | None = None  # a committed profile's name (mtpsim/data/profiles/), or a profile folder's path
     moe_skew: float = Field(default=0.0, ge=0, lt=1)  # routing skew: 0 = uniform (DESIGN §4)
 
 

@@ -18,9 +18,10 @@ from mtpsim.catalog import load_hardware
 from mtpsim.costs import ops as O
 from mtpsim.costs.calibrated import CalibratedCosts
 from mtpsim.costs.profile import MEASURED_BY_CALIBRATE as FAMILIES
+from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.errors import ScenarioError
 
-COMMITTED = Path(__file__).resolve().parent.parent / "calibrate" / "profiles" / "cpu"
+COMMITTED = PROFILES_DIR / "cpu"
 FLOOR_S, FLOPS, BYTES = 5e-6, 5e10, 5e9
 CONFIGS = [
     Config("gemm", {}, {"dtype": "fp32"}, dict(m=(1, 4, 16, 64), k=(64, 256), n=(64, 256))),

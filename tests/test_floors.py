@@ -1,4 +1,4 @@
-"""Roofline latency floors (mtpsim/costs/floors.py, calibrate/latency_floors.yaml)."""
+"""Roofline latency floors (mtpsim/costs/floors.py, mtpsim/data/latency_floors.yaml)."""
 from __future__ import annotations
 
 import numpy as np

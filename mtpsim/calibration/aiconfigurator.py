@@ -365,7 +365,7 @@ def profile_meta(system: str, backend: str, version: str, gemm: pd.DataFrame, fa
             "launch_s": hw.launch_overhead_s,
             "graph_kernel_s": hw.graph_launch_overhead_s,
             "graph_replay_s": hw.launch_overhead_s,
-            "source": f"scenarios/hardware/{sys_.hardware}.yaml launch_overhead_s, graph_launch_overhead_s",
+            "source": f"mtpsim/data/hardware/{sys_.hardware}.yaml launch_overhead_s, graph_launch_overhead_s",
         },
         "attention_kv": "per_request",
         "families": families,
@@ -387,7 +387,7 @@ def main(args) -> int:
     """The CLI entry: convert into a fresh folder, never over an existing one."""
     out = Path(args.out) if args.out else None
     if out is None:
-        raise ScenarioError("--out", "", "give the profile folder to write (e.g. calibrate/profiles/h200-sglang)")
+        raise ScenarioError("--out", "", "give the profile folder to write (e.g. profiles/h200-sglang)")
     if out.exists():
         raise ScenarioError(str(out), "", "already exists: give a new folder (nothing was overwritten)")
     if not out.parent.is_dir():

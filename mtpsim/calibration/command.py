@@ -1,6 +1,6 @@
 """`mtpsim calibrate`: time the grid on this machine's device and write a profile folder.
 
-    mtpsim calibrate --device cpu --threads 1 --out calibrate/profiles/cpu
+    mtpsim calibrate --device cpu --threads 1 --out profiles/cpu
 
 The folder (DESIGN §6): `<family>.csv` per op family (shape columns, the op's flops and bytes
 as ops.py counts them, `time_s`), `holdout/<family>.csv` (shapes between the grid's values, not
@@ -50,7 +50,7 @@ def main(args) -> int:
     if device is None:
         print("mtpsim: error: --device cuda but torch sees no CUDA device", file=sys.stderr)
         return 2
-    out = Path(args.out or f"calibrate/profiles/{device}")
+    out = Path(args.out or f"profiles/{device}")  # the current folder, never the package
     problem = _check_out(out)
     if problem:
         print(f"mtpsim: error: {out}: {problem}", file=sys.stderr)

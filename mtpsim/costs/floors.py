@@ -20,10 +20,10 @@ spec (efficiencies as fractions of the datasheet peaks):
     allreduce, alltoall      tensor-parallel all-reduce; expert-parallel dispatch + combine
 
 `fit(profiles)` fits them by weighted least squares on log time (a few Levenberg-Marquardt steps
-per group, numpy only) on the rows of measured profiles (calibrate/profiles/<gpu>-<engine>/, whose
+per group, numpy only) on the rows of measured profiles (mtpsim/data/profiles/<gpu>-<engine>/, whose
 flops and bytes are the simulator's own per-GPU counts for each shape); small-batch shapes (m,
 tokens or batch <= 256; all-reduces up to 256 tokens x 8192 wide in bf16) weigh SMALL_WEIGHT
-times the rest, as they decide decode speed. `calibrate/latency_floors.yaml` holds the committed
+times the rest, as they decide decode speed. `mtpsim/data/latency_floors.yaml` holds the committed
 fit (with its provenance); `load_floors()` reads it, and the roofline applies it to hardware whose
 catalog entry sets `latency_floors: true`.
 
@@ -42,8 +42,9 @@ import yaml
 from mtpsim.catalog import HardwareSpec, load_hardware
 from mtpsim.costs.profile import PROFILES_DIR, family_path
 from mtpsim.errors import ScenarioError
+from mtpsim.packagedata import data_dir
 
-FLOORS_PATH = PROFILES_DIR.parent / "latency_floors.yaml"
+FLOORS_PATH = data_dir() / "latency_floors.yaml"
 
 KERNEL_KEYS = ("floor_s", "eff_flops", "eff_bandwidth")
 ITEM_KEY = "per_item_s"  # attention: per (request x KV head); MoE: per routed token copy

@@ -19,6 +19,7 @@ import pandas as pd
 import yaml
 
 from mtpsim.errors import ScenarioError
+from mtpsim.packagedata import data_dir
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,8 @@ META_KEYS = ("device", "device_name", "date", "ceilings", "overhead")
 CEILINGS = ("copy_bytes_per_s", "matmul_flops_per_s")
 
 
-PROFILES_DIR = Path(__file__).resolve().parents[2] / "calibrate" / "profiles"
+PROFILES_DIR = data_dir() / "profiles"   # the committed profiles (package data)
+LEGACY_PREFIX = "calibrate/profiles/"    # where the committed profiles lived in the source tree
 
 
 def committed_profiles() -> list[str]:
@@ -63,9 +65,14 @@ def committed_profiles() -> list[str]:
 
 
 def find_profile(ref: str) -> Path | None:
-    """A profile folder from `cost.profile`: a path (from the current folder, or from the
-    project root as the committed scenarios write it), or a committed profile's name."""
-    for path in (Path(ref), PROFILES_DIR.parents[1] / ref, PROFILES_DIR / ref):
+    """A profile folder from `cost.profile`: a path from the current folder, or a committed
+    profile's name (`h200-sglang`; the old source-tree spelling `calibrate/profiles/NAME` still
+    names it when no such folder exists here)."""
+    candidates = [Path(ref)]
+    name = ref.removeprefix(LEGACY_PREFIX).rstrip("/")
+    if name and "/" not in name and "\\" not in name and name not in (".", ".."):
+        candidates.append(PROFILES_DIR / name)
+    for path in candidates:
         if (path / "meta.yaml").is_file():
             return path
     return None

@@ -4,7 +4,7 @@ time(op) = max(flops / (peak * eff_f), bytes / (bw * eff_b)) + collective time +
 
 Hardware whose catalog entry sets `latency_floors: true` (the GPUs) prices GEMMs, LM heads,
 attention, MoE experts and collectives with the floors fitted on measured GPU tables
-(costs/floors.py, calibrate/latency_floors.yaml), per op group:
+(costs/floors.py, mtpsim/data/latency_floors.yaml), per op group:
 
     kernel op:   floor_s + per_item_s * items + max(flops / (peak * eff_flops), bytes / (bw * eff_bandwidth))
     collective:  alpha_s + alpha_per_doubling_s * log2(ranks / 2) + share * bytes / (link_bw * eff_link)
@@ -57,7 +57,7 @@ class RooflineCosts:
 
     def host_overhead_s(self, design: str, batch: int) -> float:
         """Host seconds per iteration outside the passes (scheduling, sampling, acceptance,
-        rollback, bookkeeping): the serving engine's figure (scenarios/engines/)."""
+        rollback, bookkeeping): the serving engine's figure (mtpsim/data/engines/)."""
         return self.engine.host_s(design, batch)
 
     def floor_params(self, op: Op) -> dict | None:

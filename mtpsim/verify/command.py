@@ -23,9 +23,10 @@ import yaml
 
 from mtpsim import scenario as sc
 from mtpsim.acceptance import AcceptanceProfile
+from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.errors import ScenarioError
 from mtpsim.sim.workload import sample_lengths
-from mtpsim.verify.compare import REPO, comparison, plot, predict, simulated_mapping
+from mtpsim.verify.compare import comparison, plot, predict, simulated_mapping
 from mtpsim.verify.kernels import keep_freed_memory
 from mtpsim.verify.measure import Setup, measure
 from mtpsim.verify.shrink import shrink_assistant, shrink_model
@@ -108,7 +109,7 @@ def cost_source(device: str, calibrate: bool, out: Path) -> tuple[str, str | Non
         if cli(["calibrate", "--device", device, "--quick", "--out", str(folder)]) != 0:
             raise SystemExit("mtpsim: error: calibration failed")
         return hardware, str(folder)
-    folder = REPO / "calibrate" / "profiles" / hardware
+    folder = PROFILES_DIR / hardware
     if (folder / "meta.yaml").is_file():
         _match_threads(folder, device)
         return hardware, str(folder)

@@ -17,7 +17,6 @@ from mtpsim import scenario as sc
 from mtpsim.acceptance import write_histogram
 
 KINDS = ("iteration_s", "draft_s", "verify_s", "extend_s")
-REPO = Path(__file__).resolve().parents[2]
 
 
 def simulated_mapping(s, model: dict, prompt_lens: list[int], accept_counts, folder: Path, hardware: str,

@@ -1,0 +1,1 @@
+"""mtpsim: predict LLM decode speed with multi-token-prediction speculative decoding."""
