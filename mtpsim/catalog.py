@@ -4,9 +4,15 @@
 A catalog file is plain YAML describing an architecture in its own fields; its sources are cited
 in a leading comment. A scenario names an entry (`model: deepseek-v3`) or overrides fields of one
 (`model: {from: deepseek-v3, dtypes: {experts: fp4}}`), deep-merged before validation.
+
+A reference is a file when it is clearly a path (it contains '/' or ends in .yaml / .yml:
+`model: ./my-model.yaml`), else a catalog name, looked up in the folders MTPSIM_CATALOG names
+(`dir1:dir2`, each holding models/, hardware/, engines/) before the built-in catalog. A name is
+a plain file stem: it never resolves outside its catalog folder.
 """
 from __future__ import annotations
 
+import re
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -15,7 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mtpsim.errors import ScenarioError
-from mtpsim.packagedata import data_dir
+from mtpsim.packagedata import catalog_dirs, data_dir
 
 CATALOG_DIR = data_dir()  # the built-in catalog: models/, hardware/, engines/
 
@@ -252,20 +258,60 @@ class EngineSpec(Spec):
         return self.speculative_max_running_requests
 
 
-def names(kind: Literal["models", "hardware", "engines"]) -> list[str]:
-    """Catalog entries of one kind, sorted."""
-    return sorted(p.stem for p in (CATALOG_DIR / kind).glob("*.yaml"))
+Kind = Literal["models", "hardware", "engines"]
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 
-def _read(kind: str, name: str, where: str) -> dict[str, Any]:
-    path = CATALOG_DIR / kind / f"{name}.yaml"
-    if not path.is_file():
-        raise ScenarioError(where, "", f"unknown {kind} catalog name {name!r} "
-                            f"(known: {', '.join(names(kind))})")  # type: ignore[arg-type]
+def is_path(ref: str) -> bool:
+    """A reference that is clearly a file path, not a catalog name."""
+    return "/" in ref or "\\" in ref or ref.endswith((".yaml", ".yml"))
+
+
+def names(kind: Kind) -> list[str]:
+    """Catalog entries of one kind (user catalogs and built-in), sorted."""
+    return sorted({p.stem for folder in catalog_dirs() for p in (folder / kind).glob("*.yaml")})
+
+
+def find(kind: Kind, name: str) -> Path | None:
+    """The file of a catalog name, the first of MTPSIM_CATALOG's folders then the built-in one."""
+    for folder in catalog_dirs():
+        path = folder / kind / f"{name}.yaml"
+        if path.is_file():
+            return path
+    return None
+
+
+def _short(value: object, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _path_of(kind: Kind, ref: object, where: str, key: str = "", paths: bool = True) -> Path:
+    """The file a reference names: a file path (when `paths`) or a catalog name."""
+    if not isinstance(ref, str) or not ref:
+        raise ScenarioError(where, key, f"expected a {kind} catalog name or a .yaml file path, got {_short(ref)}")
+    if paths and is_path(ref):
+        path = Path(ref).expanduser()
+        if not path.is_file():
+            raise ScenarioError(where, key, f"no such {kind} file: {_short(ref, 200)}")
+        return path
+    if not NAME.fullmatch(ref) or ".." in ref:
+        raise ScenarioError(where, key, f"{_short(ref)} is not a {kind} catalog name (letters, digits, '.', '-', "
+                            "'_', '+'; no '/' or '..'); give a file as a path ending in .yaml")
+    path = find(kind, ref)
+    if path is None:
+        raise ScenarioError(where, key, f"unknown {kind} catalog name {ref!r} (known: {', '.join(names(kind))})")
+    return path
+
+
+def _read(kind: Kind, ref: object, where: str, key: str = "", paths: bool = True) -> dict[str, Any]:
+    path = _path_of(kind, ref, where, key, paths)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise ScenarioError(str(path), "", f"YAML syntax error: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(str(path), "", f"cannot read: {exc}") from None
     if not isinstance(data, dict):
         raise ScenarioError(str(path), "", "a catalog file must be a mapping")
     return data
@@ -282,23 +328,24 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def resolve(kind: Literal["models", "hardware", "engines"], ref: str | dict[str, Any], where: str) -> dict[str, Any]:
-    """A catalog name or `{from: NAME, ...overrides}` -> the merged raw mapping."""
+def resolve(kind: Kind, ref: str | dict[str, Any], where: str, key: str = "") -> dict[str, Any]:
+    """A catalog name, a file path or `{from: NAME-or-path, ...overrides}` -> the merged raw mapping."""
     if isinstance(ref, str):
-        return _read(kind, ref, where)
+        return _read(kind, ref, where, key)
     if "from" not in ref:
         return dict(ref)  # a full inline spec
     over = {k: v for k, v in ref.items() if k != "from"}
-    return deep_merge(_read(kind, ref["from"], where), over)
+    return deep_merge(_read(kind, ref["from"], where, f"{key}.from" if key else "from"), over)
 
 
 def load_model(name: str) -> ModelSpec:
-    return ModelSpec.model_validate(_read("models", name, f"models/{name}.yaml"))
+    """A catalog entry by name (never a path)."""
+    return ModelSpec.model_validate(_read("models", name, "models catalog", paths=False))
 
 
 def load_hardware(name: str) -> HardwareSpec:
-    return HardwareSpec.model_validate(_read("hardware", name, f"hardware/{name}.yaml"))
+    return HardwareSpec.model_validate(_read("hardware", name, "hardware catalog", paths=False))
 
 
 def load_engine(name: str) -> EngineSpec:
-    return EngineSpec.model_validate(_read("engines", name, f"engines/{name}.yaml"))
+    return EngineSpec.model_validate(_read("engines", name, "engines catalog", paths=False))

@@ -1,6 +1,7 @@
 """Where the data shipped inside the package lives: the model, hardware and engine catalogs
 (`mtpsim/data/{models,hardware,engines}/`), the committed profiles (`mtpsim/data/profiles/`) and
-the fitted latency floors (`mtpsim/data/latency_floors.yaml`).
+the fitted latency floors (`mtpsim/data/latency_floors.yaml`); and the user's catalog folders
+named by MTPSIM_CATALOG, searched first.
 
 Found with importlib.resources, so they resolve the same from a source checkout, an editable
 install, `pip install .` or a wheel, whatever the current folder.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -28,3 +30,27 @@ def data_dir() -> Path:
     stack = contextlib.ExitStack()
     atexit.register(stack.close)
     return Path(stack.enter_context(resources.as_file(root)))
+
+
+CATALOG_ENV = "MTPSIM_CATALOG"
+
+
+def user_catalog_dirs() -> list[Path]:
+    """The folders MTPSIM_CATALOG names (`dir1:dir2`, os.pathsep-separated), in search order.
+    Each may hold models/, hardware/, engines/ and profiles/ like the built-in catalog."""
+    from mtpsim.errors import ScenarioError
+    dirs = []
+    for part in os.environ.get(CATALOG_ENV, "").split(os.pathsep):
+        if not part.strip():
+            continue
+        folder = Path(part).expanduser()
+        if not folder.is_dir():
+            raise ScenarioError(CATALOG_ENV, "", f"no such folder: {part[:200]}")
+        dirs.append(folder)
+    return dirs
+
+
+def catalog_dirs() -> list[Path]:
+    """Where catalog names are looked up, first match wins: MTPSIM_CATALOG's folders, then the
+    built-in catalog."""
+    return [*user_catalog_dirs(), data_dir()]

@@ -86,20 +86,32 @@ def load(path: str | Path, sets: list[str] = ()) -> list[Scenario]:
     # --set wins over the sweep: a swept key it names (or lies under) stops being swept, and a
     # swept section it lies inside is overridden point by point
     sweep = {k: v for k, v in sweep.items() if not any(k == o or k.startswith(o + ".") for o, _ in overrides)}
-    _anchor_paths(data, Path(path).parent)
     points = [dict(zip(sweep, combo)) for combo in itertools.product(*sweep.values())] or [{}]
-    return [validate(_with_point(data, point, where, overrides), where, point) for point in points]
+    return [validate(_anchor_paths(_with_point(data, point, where, overrides), Path(path).parent), where, point)
+            for point in points]
 
 
-def _anchor_paths(data: dict[str, Any], folder: Path) -> None:
-    """Relative trace / histogram paths that do not exist from the current folder are read
-    beside the scenario file, so scenarios can ship their data next to them."""
-    for section, key in (("workload", "trace"), ("acceptance", "histogram")):
-        node = data.get(section)
-        value = node.get(key) if isinstance(node, dict) else None
+def _anchor_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """Relative trace / histogram paths and model / hardware / draft files that do not exist
+    from the current folder are read beside the scenario file, so scenarios can ship their data
+    next to them."""
+    def anchored(value: Any) -> Any:
         if isinstance(value, str) and not Path(value).is_absolute() and not Path(value).exists() \
                 and (folder / value).exists():
-            node[key] = str(folder / value)
+            return str(folder / value)
+        return value
+
+    for section, key in (("workload", "trace"), ("acceptance", "histogram")):
+        node = data.get(section)
+        if isinstance(node, dict) and key in node:
+            node[key] = anchored(node[key])
+    for node, key in ((data, "model"), (data, "hardware"), (data.get("speculative"), "draft")):
+        value = node.get(key) if isinstance(node, dict) else None
+        if isinstance(value, str) and catalog.is_path(value):
+            node[key] = anchored(value)
+        elif isinstance(value, dict) and isinstance(value.get("from"), str) and catalog.is_path(value["from"]):
+            value["from"] = anchored(value["from"])
+    return data
 
 
 def _with_point(data: dict[str, Any], point: dict[str, Any], where: str, overrides=()) -> dict[str, Any]:
@@ -135,7 +147,7 @@ def validate(data: dict[str, Any], where: str = "<scenario>", point: dict[str, A
 
 
 def _spec(kind: str, ref: str | dict[str, Any], cls: type[BaseModel], where: str, key: str):
-    raw = catalog.resolve(kind, ref, f"{where}: {key}")
+    raw = catalog.resolve(kind, ref, where, key)
     try:
         return cls.model_validate(raw)
     except ValidationError as exc:

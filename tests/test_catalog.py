@@ -1,9 +1,14 @@
 """Every catalog entry loads, cites its sources, and assistants fit their targets."""
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from mtpsim import catalog
+from mtpsim import scenario as sc
+from mtpsim.errors import ScenarioError
+from tests.conftest import BASE
 
 MODELS, HARDWARE = catalog.names("models"), catalog.names("hardware")
 REQUIRED_MODELS = {"deepseek-v3", "glm-4.5", "qwen3-next-80b-a3b", "mimo-7b", "mimo-v2-flash", "step-3.5-flash",
@@ -53,3 +58,65 @@ def test_mtp_models_have_mtp_and_others_do_not():
 def test_fp4_on_hopper_computes_in_fp8():
     assert catalog.load_hardware("h200").flops_per_s("fp4") == catalog.load_hardware("h200").peak_flops["fp8"]
     assert catalog.load_hardware("b200").flops_per_s("fp4") == catalog.load_hardware("b200").peak_flops["fp4"]
+
+
+# ----------------------------------------------------------------------------- user catalogs
+
+def _renamed(kind: str, name: str, new: str) -> str:
+    text = (catalog.CATALOG_DIR / kind / f"{name}.yaml").read_text()
+    return text.replace(f"\nname: {name}\n", f"\nname: {new}\n")
+
+
+def test_user_catalog_folders_are_searched_before_the_built_in_one(tmp_path, monkeypatch):
+    first, second = tmp_path / "a", tmp_path / "b"
+    for folder in (first, second):
+        (folder / "models").mkdir(parents=True)
+    (first / "models" / "mine.yaml").write_text(_renamed("models", "deepseek-v3", "mine"))
+    (second / "models" / "mine.yaml").write_text("not: used\n")
+    (second / "models" / "deepseek-v3.yaml").write_text(_renamed("models", "mimo-7b", "deepseek-v3"))
+    monkeypatch.setenv("MTPSIM_CATALOG", f"{first}:{second}")
+    assert {"mine", "deepseek-v3", "glm-4.5"} <= set(catalog.names("models"))
+    assert catalog.load_model("mine").num_layers == 61
+    assert catalog.load_model("deepseek-v3").hidden_size == catalog.load_model("mimo-7b").hidden_size  # shadowed
+
+
+def test_a_missing_user_catalog_folder_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "nowhere"))
+    with pytest.raises(ScenarioError, match="MTPSIM_CATALOG: no such folder"):
+        catalog.names("models")
+
+
+@pytest.mark.parametrize("name", ["..", "../deepseek-v3", "/etc/passwd", ".hidden", "a/../b", ""])
+def test_a_name_never_leaves_its_catalog_folder(name):
+    with pytest.raises(ScenarioError, match="catalog name"):
+        catalog.load_model(name)
+
+
+def test_a_file_path_is_read_as_a_spec(tmp_path, write_scenario):
+    (tmp_path / "my-model.yaml").write_text(_renamed("models", "deepseek-v3", "my-model"))
+    s = sc.load(write_scenario({**BASE, "model": "my-model.yaml"}))[0]   # beside the scenario
+    assert s.specs.model.name == "my-model"
+    over = sc.load(write_scenario({**BASE, "model": {"from": str(tmp_path / "my-model.yaml"),
+                                                     "dtypes": {"experts": "fp4"}}}))[0]
+    assert over.specs.model.dtypes.experts == "fp4"
+
+
+@pytest.mark.parametrize("ref, key, reason", [
+    ("..", "model", "not a models catalog name"),
+    ("nowhere/model.yaml", "model", "no such models file"),
+    ({"from": "../x"}, "model.from", "no such models file"),
+    ({"from": ".."}, "model.from", "not a models catalog name"),
+])
+def test_bad_references_name_the_key(write_scenario, ref, key, reason):
+    with pytest.raises(ScenarioError) as err:
+        sc.load(write_scenario({**BASE, "model": ref}))
+    assert err.value.key == key and reason in err.value.reason and "\n" not in err.value.message
+
+
+def test_profiles_resolve_by_name_from_user_catalogs_and_the_old_spelling(tmp_path, monkeypatch):
+    from mtpsim.costs.profile import PROFILES_DIR, find_profile
+    shutil.copytree(PROFILES_DIR / "cpu", tmp_path / "profiles" / "my-cpu")
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path))
+    assert find_profile("my-cpu") == tmp_path / "profiles" / "my-cpu"
+    assert find_profile("calibrate/profiles/cpu") == PROFILES_DIR / "cpu"  # scenarios written before the move
+    assert find_profile("../cpu") is None and find_profile("..") is None

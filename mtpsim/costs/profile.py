@@ -19,7 +19,7 @@ import pandas as pd
 import yaml
 
 from mtpsim.errors import ScenarioError
-from mtpsim.packagedata import data_dir
+from mtpsim.packagedata import data_dir, user_catalog_dirs
 
 
 @dataclass(frozen=True)
@@ -65,13 +65,14 @@ def committed_profiles() -> list[str]:
 
 
 def find_profile(ref: str) -> Path | None:
-    """A profile folder from `cost.profile`: a path from the current folder, or a committed
-    profile's name (`h200-sglang`; the old source-tree spelling `calibrate/profiles/NAME` still
-    names it when no such folder exists here)."""
+    """A profile folder from `cost.profile`: a path from the current folder, or a profile's name
+    (`h200-sglang`), looked up in MTPSIM_CATALOG's folders' profiles/ and then the committed
+    ones; the old source-tree spelling `calibrate/profiles/NAME` still names it when no such
+    folder exists here. A name never reaches outside those folders."""
     candidates = [Path(ref)]
     name = ref.removeprefix(LEGACY_PREFIX).rstrip("/")
-    if name and "/" not in name and "\\" not in name and name not in (".", ".."):
-        candidates.append(PROFILES_DIR / name)
+    if name and "/" not in name and "\\" not in name and ".." not in name and name != ".":
+        candidates += [folder / "profiles" / name for folder in user_catalog_dirs()] + [PROFILES_DIR / name]
     for path in candidates:
         if (path / "meta.yaml").is_file():
             return path
