@@ -1,4 +1,4 @@
-"""Command line: `mtpsim cost | run | calibrate | verify | plot`.
+"""Command line: `mtpsim run | cost | plot | calibrate | verify | models | hardware | schema`.
 
 Bad input of any kind exits with status 2 and one line naming the file, the key and the reason.
 """
@@ -54,6 +54,66 @@ def cmd_cost(args) -> int:
     return 0
 
 
+def describe_model(spec) -> str:
+    """One line: layers, width, experts, draft layers."""
+    moe = [f for f in spec.ffn_kinds.values() if f.kind == "moe"]
+    experts = f"{moe[0].num_experts} experts top-{moe[0].top_k}" if moe else "dense"
+    if spec.role == "assistant":
+        draft = f"frozen-KV assistant for width {spec.backbone_hidden_size}"
+    elif spec.mtp is None:
+        draft = f"no MTP (assistant: {spec.assistant})" if spec.assistant else "no MTP"
+    else:
+        n = spec.mtp.num_layers
+        draft = f"{n} parallel head{'s' * (n > 1)}" if spec.mtp.parallel else f"MTP {n} layer{'s' * (n > 1)}"
+    return f"{spec.num_layers} layers, hidden {spec.hidden_size}, {experts}, {draft}"
+
+
+def describe_hardware(spec) -> str:
+    """One line: memory, bandwidth and what prices it by default."""
+    from mtpsim.schema import Engine
+    default = Engine().kind
+    profile = spec.profile_for(default)
+    if profile:
+        others = sorted(k for k in spec.profiles if k not in (default, "default"))
+        pricing = f"default profile {profile}" + (f" (+ {', '.join(others)} profiles)" if others else "")
+    else:
+        pricing = "roofline" + (" + fitted latency floors" if spec.latency_floors else "")
+    bw = spec.memory_bandwidth_bytes_per_s
+    bandwidth = f"{bw / 1e12:.3g} TB/s" if bw >= 1e12 else f"{bw / 1e9:.3g} GB/s"
+    return f"{spec.memory_capacity_bytes / 1e9:.0f} GB, {bandwidth}, {pricing}"
+
+
+def cmd_list(args) -> int:
+    """`mtpsim models` / `mtpsim hardware`: every catalog entry, one line each."""
+    from pydantic import ValidationError
+
+    from mtpsim import catalog
+    from mtpsim.errors import from_validation
+    kind = args.kind
+    load, describe = {"models": (catalog.load_model, describe_model),
+                      "hardware": (catalog.load_hardware, describe_hardware)}[kind]
+    entries = catalog.names(kind)
+    width = max((len(n) for n in entries), default=0)
+    for name in entries:
+        try:
+            text = describe(load(name))
+        except ValidationError as exc:
+            text = f"invalid: {from_validation(exc, str(catalog.find(kind, name))).message}"
+        except ScenarioError as exc:
+            text = f"invalid: {exc.message}"
+        print(f"{name:<{width}}  {text}")
+    return 0
+
+
+def cmd_schema(args) -> int:
+    """The JSON Schema of a scenario file (every key, its type and default)."""
+    import json
+
+    from mtpsim.schema import json_schema
+    print(json.dumps(json_schema(), indent=2))
+    return 0
+
+
 def _print(title: str, df: pd.DataFrame) -> None:
     print(f"== {title}")
     with pd.option_context("display.width", 200, "display.max_columns", 30,
@@ -63,7 +123,9 @@ def _print(title: str, df: pd.DataFrame) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from mtpsim import __version__
     parser = argparse.ArgumentParser(prog="mtpsim", description="Predict MTP speculative-decoding speed.")
+    parser.add_argument("--version", action="version", version=f"mtpsim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="simulate every sweep point and its no-speculation baseline")
     _add_scenario(p)
@@ -109,6 +171,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output folder (default runs/<name>-verify-<timestamp>)")
     p.add_argument("--calibrate", action="store_true", help="measure a profile on the spot instead of the committed one")
     p.set_defaults(func=lambda a: _torch_command("mtpsim.verify.command", a))
+
+    for kind, what in (("models", "models: layers, width, experts, draft layers"),
+                       ("hardware", "GPUs: memory, bandwidth, default pricing")):
+        p = sub.add_parser(kind, help=f"list the catalog's {what} (MTPSIM_CATALOG's folders first)")
+        p.set_defaults(func=cmd_list, kind=kind)
+
+    p = sub.add_parser("schema", help="print the JSON Schema of a scenario file")
+    p.set_defaults(func=cmd_schema)
     return parser
 
 

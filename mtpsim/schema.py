@@ -208,3 +208,10 @@ class Specs(BaseModel):
     def pricing(self) -> str:
         """What priced the run, for headers and summaries: `roofline` or `calibrated:<profile>`."""
         return "roofline" if self.profile is None else f"calibrated:{Path(self.profile).name}"
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of a scenario file (`mtpsim schema`): every key, its type and default.
+    `model` and `hardware` are catalog names, spec files or mappings (catalog.py's specs)."""
+    schema = Scenario.model_json_schema()
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema, "title": "mtpsim scenario"}

@@ -1,7 +1,12 @@
 """The command line end to end: cost, run, the run folder, nothing overwritten."""
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pandas as pd
+import pytest
 import yaml
 
 from mtpsim.cli import main
@@ -62,3 +67,43 @@ def test_draft_only_sweeps_share_one_baseline(write_scenario, tmp_path, capsys):
     summary = pd.read_csv(out / "summary.csv")
     assert (summary.design == "none").sum() == 1
     assert any(line.rstrip().endswith("mtp") for line in capsys.readouterr().out.splitlines())  # its own column
+
+
+# ----------------------------------------------------------------------------- listings, version, schema
+
+def test_models_and_hardware_list_one_line_each(capsys):
+    from mtpsim import catalog
+    assert main(["models"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == catalog.names("models")
+    ds = next(line for line in lines if line.startswith("deepseek-v3 "))
+    assert "61 layers" in ds and "hidden 7168" in ds and "256 experts" in ds and "MTP 1 layer" in ds
+    assert main(["hardware"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == catalog.names("hardware")
+    h200 = next(line for line in lines if line.startswith("h200 "))
+    assert "141 GB" in h200 and "4.8 TB/s" in h200 and "h200-sglang" in h200
+
+
+def test_version(capsys):
+    import mtpsim
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"mtpsim {mtpsim.__version__}"
+    assert mtpsim.__version__[0].isdigit()
+
+
+def test_schema_is_the_scenario_json_schema(capsys):
+    assert main(["schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert {"model", "hardware", "speculative", "workload", "cost"} <= set(schema["properties"])
+    assert schema["required"] == ["name", "model", "hardware"] and schema["additionalProperties"] is False
+
+
+def test_package_api_is_lazy_and_torch_free(write_scenario):
+    code = ("import sys, mtpsim; assert 'torch' not in sys.modules and 'pandas' not in sys.modules; "
+            f"r = mtpsim.simulate(mtpsim.load({str(write_scenario(BASE))!r})[0]); "
+            "assert isinstance(r, mtpsim.Results) and r.summary.tps.iloc[0] > 0; "
+            "assert 'torch' not in sys.modules; print(mtpsim.__version__)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
