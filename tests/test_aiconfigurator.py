@@ -44,7 +44,7 @@ def root(tmp_path_factory) -> Path:
     gemm = [_gemm(m, n, k, 0.01 + 1e-6 * m * n * k / 1e6) for m in (1, 4, 16) for n in (1024, 2048) for k in (1024, 7168)]
     gemm.append(_gemm(1, 1024, 1024, 0.005, kernel="faster"))             # two kernels: the fastest wins
     gemm.append(_gemm(1, 1024, 1024, 0.001, dtype="fp8"))                  # per-tensor fp8: block rows exist
-    gemm += [_gemm(m, 1024, 1024, 0.02, dtype="fp8_block") for m in (1, 4)]
+    gemm += [_gemm(m, 1024, 1024, 0.004, dtype="fp8_block") for m in (1, 4)]
     _write(root, "gemm", "sglang", "0.5.14", "gemm_perf.parquet", gemm)
     # a foreign row in the same folder: another device's
     _write(root, "gemm", "sglang", "0.5.14", "gemm_perf.parquet", gemm + [{**_gemm(1, 1024, 1024, 9.0)}])
@@ -92,7 +92,7 @@ def test_units_kernels_and_foreign_rows(profile):
     one = g[(g.dtype == "bf16") & (g.m == 1) & (g.n == 1024) & (g.k == 1024)]
     assert len(one) == 1 and one.time_s.iloc[0] == pytest.approx(0.005e-3, rel=1e-5)  # ms -> s, fastest kernel, no 9 ms row
     fp8 = g[g.dtype == "fp8"]
-    assert len(fp8) == 2 and fp8.time_s.min() == pytest.approx(0.02e-3)     # block-scaled rows, not per-tensor
+    assert len(fp8) == 2 and fp8.time_s.min() == pytest.approx(0.004e-3, rel=1e-5)  # block-scaled, not per-tensor
     a2a = _family(profile, "alltoall")
     assert a2a[a2a.tokens == 8].time_s.iloc[0] == pytest.approx(46e-6)      # microseconds: dispatch 18 + combine 28
     ar = _family(profile, "allreduce")
@@ -108,6 +108,16 @@ def test_sharding_and_routing(profile):
     att = _family(profile, "attention")
     mla = att[att.kind == "mla"]
     assert set(mla.kv) == {128, 1024, 8192} and set(mla.heads) == {16}      # step + the new token
+
+
+def test_implausibly_slow_low_precision_rows_are_passed_over():
+    """Decode-sized fp8 GEMMs 10x slower than bf16 cannot be the serving kernel: the next
+    candidate (per-tensor fp8) is used, and the reason recorded."""
+    rows = [_gemm(m, n, 1024, 0.01) for m in (1, 16) for n in (1024, 2048)]
+    rows += [_gemm(m, n, 1024, 0.1, dtype="fp8_block") for m in (1, 16) for n in (1024, 2048)]
+    rows += [_gemm(m, n, 1024, 0.008, dtype="fp8") for m in (1, 16) for n in (1024, 2048)]
+    chosen, passed = A.choose_dtypes(pd.DataFrame(rows), A.GEMM_RULE)
+    assert chosen == {"bf16": "bfloat16", "fp8": "fp8"} and "10.0x" in passed["fp8_block"]
 
 
 def test_meta_records_versions_rows_and_attribution(profile):

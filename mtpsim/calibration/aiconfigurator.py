@@ -21,6 +21,8 @@ Conventions, applied here and nowhere else:
 - Dtypes: bfloat16 -> bf16; block-scaled fp8 (`fp8_block`, what DeepSeek-V3 and Qwen3 FP8
   checkpoints use) -> fp8, per-tensor fp8 only where no block rows exist; nvfp4 -> fp4, else
   the 4-bit MoE kernels the database has (mxfp4 weights with 16-bit activations, int4 weights).
+  A candidate whose decode-sized rows are implausibly slow against bf16 is passed over for the
+  next one, and meta.yaml says so (`choose_dtypes`).
 - Kernel sources: where a table holds several kernels for one shape (triton vs fa3, marlin vs
   cutlass) the fastest is kept, as an engine's dispatch picks it.
 - MoE: `balanced` routing only (uniform routing; `cost.moe_skew` models skew); its `touched`
@@ -152,16 +154,52 @@ def read_table(data: Path, backend: str, t: Table, device: str, framework: str |
     return df[keep].reset_index(drop=True), int((~keep).sum())
 
 
-def chosen_dtypes(df: pd.DataFrame, column: str, mapping: dict) -> dict:
-    """mtpsim dtype -> the best database dtype the table has for it."""
-    present = set(df[column].unique())
-    return {ours: src for ours, theirs in mapping.items() if (src := next((d for d in theirs if d in present), None))}
+@dataclass(frozen=True)
+class DtypeRule:
+    """How a table names its dtypes and shapes: the dtype column, mtpsim dtype -> the database's
+    dtypes for it (best first), the shape columns, and the token column (decode-sized <= 64)."""
+
+    column: str
+    mapping: dict
+    shape: tuple[str, ...]
+    tokens: str
 
 
-def _pick_dtypes(df: pd.DataFrame, column: str, mapping: dict) -> pd.DataFrame:
-    """Rows of the best database dtype for each mtpsim dtype, relabelled with the mtpsim name."""
-    chosen = chosen_dtypes(df, column, mapping)
-    parts = [df[df[column] == src].assign(dtype=ours) for ours, src in chosen.items()]
+GEMM_RULE = DtypeRule("gemm_dtype", GEMM_DTYPES, ("m", "n", "k"), "m")
+MOE_RULE = DtypeRule("moe_dtype", MOE_DTYPES, ("num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
+                                                "moe_tp_size", "moe_ep_size"), "num_tokens")
+IMPLAUSIBLE = 2.0  # a low-precision kernel at decode sizes this many times slower than bf16 (median)
+
+
+def choose_dtypes(df: pd.DataFrame, rule: DtypeRule) -> tuple[dict, dict]:
+    """(mtpsim dtype -> the database dtype used, database dtype -> why it was passed over).
+
+    Decode-sized GEMMs and expert kernels stream their weights, so a kernel reading 8-bit or
+    4-bit weights is never much slower than the bf16 one at the same shape; a table whose
+    decode-sized rows run at a median over IMPLAUSIBLE x the bf16 time was collected through
+    another path than the one engines serve with (vLLM's fp8_block GEMM rows: 7-30x) and the
+    next candidate is used instead."""
+    present = set(df[rule.column].unique())
+    small = df[df[rule.tokens] <= 64]
+    best = small.groupby([rule.column, *rule.shape]).latency.min()
+    bf16 = best.xs("bfloat16", level=0) if "bfloat16" in present else None
+    chosen, rejected = {}, {}
+    for ours, theirs in rule.mapping.items():
+        for src in (d for d in theirs if d in present):
+            if bf16 is not None and src != "bfloat16" and src in best.index.get_level_values(0):
+                ratio = (best.xs(src, level=0) / bf16).dropna()
+                if len(ratio) and ratio.median() > IMPLAUSIBLE:
+                    rejected[src] = f"decode-sized rows take {ratio.median():.1f}x the bf16 time (median of {len(ratio)} shapes)"
+                    continue
+            chosen[ours] = src
+            break
+    return chosen, rejected
+
+
+def _pick_dtypes(df: pd.DataFrame, rule: DtypeRule) -> pd.DataFrame:
+    """Rows of the chosen database dtype for each mtpsim dtype, relabelled with the mtpsim name."""
+    chosen, _ = choose_dtypes(df, rule)
+    parts = [df[df[rule.column] == src].assign(dtype=ours) for ours, src in chosen.items()]
     return pd.concat(parts, ignore_index=True) if parts else df.iloc[0:0].assign(dtype=[])
 
 
@@ -173,7 +211,7 @@ def _fastest(df: pd.DataFrame, shape: list[str], time: str = "latency") -> pd.Da
 # ----------------------------------------------------------------------------- families
 
 def gemm_rows(df: pd.DataFrame) -> pd.DataFrame:
-    df = _fastest(_pick_dtypes(df, "gemm_dtype", GEMM_DTYPES), ["dtype", "m", "n", "k"])
+    df = _fastest(_pick_dtypes(df, GEMM_RULE), ["dtype", "m", "n", "k"])
     ops = [O.gemm("gemm", m, k, n, dt, act=ACT) for dt, m, k, n in zip(df.dtype, df.m, df.k, df.n)]
     return _rows(df[["dtype", "m", "k", "n"]], ops, df.latency * 1e-3)
 
@@ -202,7 +240,7 @@ def mla_rows(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def moe_rows(df: pd.DataFrame) -> pd.DataFrame:
-    df = _pick_dtypes(df[df.distribution == "balanced"], "moe_dtype", MOE_DTYPES)
+    df = _pick_dtypes(_balanced(df), MOE_RULE)
     df = df[(df.inter_size % df.moe_tp_size == 0) & (df.num_experts % df.moe_ep_size == 0)]
     shape = ["dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"]
     df = _fastest(df, shape)
@@ -213,6 +251,10 @@ def moe_rows(df: pd.DataFrame) -> pd.DataFrame:
     cols = pd.DataFrame([{a: op.shape[a] for a in ("dtype", "inter", "num_experts", "tokens", "touched", "top_k", "d")}
                          for op in ops])
     return _rows(cols, ops, df.latency * 1e-3).groupby(list(cols.columns), as_index=False).median()
+
+
+def _balanced(df: pd.DataFrame) -> pd.DataFrame:
+    return df[df.distribution == "balanced"]
 
 
 def allreduce_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -263,20 +305,20 @@ def _point_rows(points: list[dict], seconds: pd.Series) -> pd.DataFrame:
 @dataclass(frozen=True)
 class Source:
     """Where an mtpsim family's rows come from: a database folder, its file names (the first
-    found wins), the row builder, and the dtype column the builder relabels (if any)."""
+    found wins), the row builder, and the dtype rule the builder relabels by (if any)."""
 
     family: str
     folder: str
     files: tuple[str, ...]
     build: object
-    dtypes: tuple[str, dict] | None = None
+    dtypes: DtypeRule | None = None
 
 
 SOURCES = [
-    Source("gemm", "gemm", ("gemm_perf.parquet",), gemm_rows, ("gemm_dtype", GEMM_DTYPES)),
+    Source("gemm", "gemm", ("gemm_perf.parquet",), gemm_rows, GEMM_RULE),
     Source("attention", "attention", ("generation_attention_perf.parquet",), attention_rows),
     Source("attention", "mla", ("generation_mla_perf.parquet",), mla_rows),
-    Source("moe", "moe", ("moe_perf.parquet",), moe_rows, ("moe_dtype", MOE_DTYPES)),
+    Source("moe", "moe", ("moe_perf.parquet",), moe_rows, MOE_RULE),
     Source("allreduce", "comm", ("custom_allreduce_perf.parquet",), allreduce_rows),
     Source("alltoall", "comm", ("wideep_deepep_ll_perf.parquet", "moe_a2a_perf.parquet"), alltoall_rows),
 ]
@@ -321,7 +363,7 @@ def convert(system: str, backend: str, version: str | None, out: Path, root: Pat
         sources.setdefault(family, []).append({
             "table": f"{folder}/{backend}/{table.version}/{table.file}", "framework_version": table.version,
             "rows_read": int(len(raw)), "foreign_rows_dropped": foreign, "rows": int(len(rows)),
-            **({"dtypes": chosen_dtypes(raw, *src.dtypes)} if src.dtypes else {})})
+            **(_dtype_record(raw, src) if src.dtypes else {})})
         progress(f"  {family:<10} {sources[family][-1]['table']}: {len(rows)} rows ({foreign} foreign dropped)")
     for need in ("gemm", "attention"):
         if need not in frames:
@@ -338,6 +380,12 @@ def convert(system: str, backend: str, version: str | None, out: Path, root: Pat
     meta = profile_meta(system, backend, version, frames["gemm"][0], families)
     (out / "meta.yaml").write_text(yaml.safe_dump(meta, sort_keys=False, width=100))
     return meta
+
+
+def _dtype_record(raw: pd.DataFrame, src: "Source") -> dict:
+    """meta.yaml's record of which database dtype each mtpsim dtype came from, and what was passed over."""
+    chosen, rejected = choose_dtypes(_balanced(raw) if src.family == "moe" else raw, src.dtypes)
+    return {"dtypes": chosen, **({"dtypes_passed_over": rejected} if rejected else {})}
 
 
 def profile_meta(system: str, backend: str, version: str, gemm: pd.DataFrame, families: dict) -> dict:
