@@ -22,9 +22,9 @@ fi
 "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no CUDA device visible')"
 hardware=$("$PY" - <<'PYEOF'
 import torch
-from mtpsim.verify.command import CUDA_HARDWARE
+from mtpsim.catalog import hardware_for_device
 name = torch.cuda.get_device_name()
-print(next((v for k, v in CUDA_HARDWARE.items() if k in name), ""))
+print(hardware_for_device(name) or "")
 PYEOF
 )
 extra=()

@@ -267,6 +267,15 @@ def is_path(ref: str) -> bool:
     return "/" in ref or "\\" in ref or ref.endswith((".yaml", ".yml"))
 
 
+# torch.cuda.get_device_name() fragments -> hardware catalog entries
+DEVICE_HARDWARE = {"H200": "h200", "H100": "h100-sxm", "A100": "a100-80g", "B200": "b200", "MI300X": "mi300x"}
+
+
+def hardware_for_device(device_name: str) -> str | None:
+    """The hardware catalog entry of a CUDA device name ("NVIDIA H200" -> h200), or None."""
+    return next((v for k, v in DEVICE_HARDWARE.items() if k in device_name), None)
+
+
 def names(kind: Kind) -> list[str]:
     """Catalog entries of one kind (user catalogs and built-in), sorted."""
     return sorted({p.stem for folder in catalog_dirs() for p in (folder / kind).glob("*.yaml")})

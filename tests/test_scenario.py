@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+import yaml
 
 from mtpsim import scenario as sc
 from mtpsim.cli import main
@@ -185,3 +186,17 @@ def test_profile_of_another_gpu_is_an_error(write_scenario):
     with pytest.raises(ScenarioError) as err:
         sc.load(write_scenario({**BASE, "hardware": "h100-sxm", "cost": {"profile": "h200-sglang"}}))
     assert err.value.key == "cost.profile" and "'h200'" in err.value.reason and "'h100-sxm'" in err.value.reason
+
+
+def test_a_gpu_calibrated_profile_names_its_hardware(write_scenario, tmp_path):
+    """`mtpsim calibrate` on a GPU writes device: cuda and hardware: <entry>; the entry decides."""
+    import shutil
+    from mtpsim.costs.profile import find_profile
+    folder = shutil.copytree(find_profile("h200-sglang"), tmp_path / "h200")
+    meta = yaml.safe_load((folder / "meta.yaml").read_text())
+    (folder / "meta.yaml").write_text(yaml.safe_dump({**meta, "device": "cuda", "hardware": "h200"}))
+    s = sc.load(write_scenario({**BASE, "cost": {"profile": str(folder)}}))[0]
+    assert s.specs.pricing == "calibrated:h200"
+    with pytest.raises(ScenarioError) as err:
+        sc.load(write_scenario({**BASE, "hardware": "b200", "cost": {"profile": str(folder)}}))
+    assert err.value.key == "cost.profile"

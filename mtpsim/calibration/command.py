@@ -26,6 +26,7 @@ import yaml
 from tqdm import tqdm
 
 from mtpsim.calibration import grid as G
+from mtpsim.catalog import hardware_for_device
 from mtpsim.calibration import kernels as K
 from mtpsim.calibration import timing as T
 from mtpsim.calibration.host import host_times
@@ -171,7 +172,9 @@ def _header(device: str, dtype: str, quick: bool, visits: int) -> dict:
     name = torch.cuda.get_device_name() if device == "cuda" else (platform.processor() or platform.machine())
     if device == "cpu":
         name = _cpu_model() or name
-    return {"device": device, "device_name": name, "torch": str(torch.__version__), "dtype": dtype,
+    hardware = "cpu" if device == "cpu" else hardware_for_device(name)
+    return {"device": device, "device_name": name, **({"hardware": hardware} if hardware else {}),
+            "torch": str(torch.__version__), "dtype": dtype,
             "date": datetime.datetime.now().isoformat(timespec="seconds"),
             "threads": torch.get_num_threads() if device == "cpu" else None, "quick": quick, "visits": visits,
             "timing": {"statistic": f"median of {T.MIN_REPS}..{T.MAX_REPS} calls, spread over {visits} "

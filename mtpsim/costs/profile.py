@@ -80,9 +80,10 @@ def find_profile(ref: str) -> Path | None:
 
 
 def profile_device(path: Path) -> str:
-    """The hardware catalog name (or device kind) a profile was measured on."""
+    """The hardware catalog entry a profile was measured on: meta.yaml's `hardware` (what
+    `mtpsim calibrate` writes on a GPU), else its `device` (cpu, or a converted profile's entry)."""
     meta = load_meta(path / "meta.yaml")
-    return str(meta["device"])
+    return str(meta.get("hardware") or meta["device"])
 
 
 @dataclass

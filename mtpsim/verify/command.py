@@ -23,6 +23,7 @@ import yaml
 
 from mtpsim import scenario as sc
 from mtpsim.acceptance import AcceptanceProfile
+from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.errors import ScenarioError
 from mtpsim.sim.workload import sample_lengths
@@ -31,8 +32,6 @@ from mtpsim.verify.kernels import keep_freed_memory
 from mtpsim.verify.measure import Setup, measure
 from mtpsim.verify.shrink import shrink_assistant, shrink_model
 
-# torch.cuda.get_device_name() fragments -> hardware catalog entries
-CUDA_HARDWARE = {"H200": "h200", "H100": "h100-sxm", "A100": "a100-80g", "B200": "b200", "MI300X": "mi300x"}
 
 
 def main(args) -> int:
@@ -100,7 +99,7 @@ def cost_source(device: str, calibrate: bool, out: Path) -> tuple[str, str | Non
     hardware = "cpu"
     if device == "cuda":
         name = torch.cuda.get_device_name()
-        hardware = next((v for k, v in CUDA_HARDWARE.items() if k in name), None)
+        hardware = hardware_for_device(name)
         if hardware is None:
             raise SystemExit(f"mtpsim: error: no hardware catalog entry for {name!r}")
     if calibrate:
