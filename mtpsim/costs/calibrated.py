@@ -62,7 +62,6 @@ class CalibratedCosts:
     """Prices ops from a profile folder; same interface as RooflineCosts."""
 
     name = "calibrated"
-    label = "profile"  # the profile folder's name, for headers and summaries
 
     def __init__(self, tables: dict, meta: dict, hw: HardwareSpec, layers: pd.DataFrame | None = None,
                  engine: EngineSpec | None = None):
@@ -85,9 +84,7 @@ class CalibratedCosts:
         tables = {f: build_tables(f, read_family(family_path(folder, f), f), meta["ceilings"])
                   for f in profile_families(meta, str(folder / "meta.yaml"))}
         layers = pd.read_csv(folder / "layers.csv") if (folder / "layers.csv").is_file() else None
-        costs = cls(tables, meta, hw, layers, engine)
-        costs.label = folder.name
-        return costs
+        return cls(tables, meta, hw, layers, engine)
 
     # ------------------------------------------------------------------ interface
     @property
