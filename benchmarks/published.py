@@ -121,13 +121,13 @@ def _errors(table: pd.DataFrame, column: str, label: str) -> str:
 def report(table: pd.DataFrame) -> str:
     shown = table if table["aiconfigurator"].notna().any() else table.drop(columns="aiconfigurator")
     text = shown.to_string(index=False, na_rep="-", float_format=lambda x: f"{x:.2f}")
-    lines = [text, "", _errors(table, "roofline error %", "roofline (datasheet)"),
-             _errors(table, "error %", "default (measured profiles) median")]
+    lines = [text, "", _errors(table, "roofline error %", "roofline (datasheet with fitted floors)")]
     if table["aiconfigurator"].notna().any():
         peer = table.dropna(subset=["aiconfigurator"])
         err = (100 * (peer["aiconfigurator"] - peer.reported) / peer.reported).abs()
-        lines.append(f"aiconfigurator on the {len(peer)} points it expresses: median |error| {err.median():.1f}% "
-                     f"(mtpsim default on the same points: {peer['error %'].abs().median():.1f}%)")
+        lines.append(f"aiconfigurator on the {len(peer)} points it expresses: |error| {err.median():.1f}% at the "
+                     f"median (mtpsim default on the same points: {peer['error %'].abs().median():.1f}%)")
+    lines.append(_errors(table, "error %", "default (measured profiles)"))  # the headline, last
     return "\n".join(lines)
 
 

@@ -8,25 +8,8 @@ one gzipped CSV per op family with the columns of `costs/profile.py`, every row 
 simulator's own `Op` (calibration/grid.py `op_of`), so the flops and bytes are the ones the
 cost model prices with.
 
-Conventions, applied here and nowhere else:
-- Units: `latency` is milliseconds in every table except the all-to-all ones, which are
-  microseconds (`*_us` columns, and `latency` in `moe_a2a`). time_s is seconds.
-- Sizes are per GPU. GEMM m/n/k are the shapes one GPU runs; attention `num_heads` and
-  `num_key_value_heads` are the heads on one GPU (MLA rows name the model's tp beside them);
-  MoE rows name the model's expert width and count with `moe_tp_size` / `moe_ep_size`, which
-  become the per-GPU `inter` = inter_size / moe_tp and `num_experts` = num_experts / moe_ep.
-- Attention rows are decode rows: one query token per request (`isl` 1) after `step` cached
-  tokens, so the visible KV is step + 1 (capped by `window_size` when it is set).
-- A comm `message_size` counts elements of `allreduce_dtype` (bf16: 2 bytes each).
-- Dtypes: bfloat16 -> bf16; block-scaled fp8 (`fp8_block`, what DeepSeek-V3 and Qwen3 FP8
-  checkpoints use) -> fp8, per-tensor fp8 only where no block rows exist; nvfp4 -> fp4, else
-  the 4-bit MoE kernels the database has (mxfp4 weights with 16-bit activations, int4 weights).
-  A candidate whose decode-sized rows are implausibly slow against bf16 is passed over for the
-  next one, and meta.yaml says so (`choose_dtypes`).
-- Kernel sources: where a table holds several kernels for one shape (triton vs fa3, marlin vs
-  cutlass) the fastest is kept, as an engine's dispatch picks it.
-- MoE: `balanced` routing only (uniform routing; `cost.moe_skew` models skew); its `touched`
-  column is the simulator's own expected count of distinct experts for that many tokens.
+Which tables, decided here (how each table becomes rows: units, per-GPU sizes, dtypes, kernels
+and routing, is decided in aic_rows.py):
 - Foreign rows: a folder may hold rows collected under another framework, version or device.
   Only rows whose framework, version and device match the folder and system are kept.
 - Versions: the backend's `current` version in the package's query_versions.yaml unless one is
@@ -40,12 +23,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import yaml
 
-from mtpsim.catalog import FFNSpec, load_hardware
-from mtpsim.costs import ops as O
+from mtpsim.calibration.aic_rows import (GEMM_RULE, MOE_RULE, DtypeRule, alltoall_rows, allreduce_rows, balanced,
+                                         attention_rows, choose_dtypes, gemm_rows, mla_rows, moe_rows)
+from mtpsim.catalog import load_hardware
 from mtpsim.costs.profile import FAMILIES
 from mtpsim.errors import ScenarioError
 
@@ -71,11 +54,6 @@ SYSTEMS = {
 }
 BACKENDS = ("sglang", "trtllm", "vllm")
 
-# mtpsim dtype -> the database's dtypes for it, best first
-GEMM_DTYPES = {"bf16": ("bfloat16",), "fp8": ("fp8_block", "fp8"), "fp4": ("nvfp4",)}
-MOE_DTYPES = {"bf16": ("bfloat16",), "fp8": ("fp8_block", "fp8"), "fp4": ("nvfp4", "w4a16_mxfp4", "int4_wo")}
-KV_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
-ACT = "bf16"  # activations: every table here runs bf16 activations
 
 
 @dataclass(frozen=True)
@@ -152,154 +130,6 @@ def read_table(data: Path, backend: str, t: Table, device: str, framework: str |
     if "version" in df.columns:
         keep &= df["version"].astype(str) == t.version
     return df[keep].reset_index(drop=True), int((~keep).sum())
-
-
-@dataclass(frozen=True)
-class DtypeRule:
-    """How a table names its dtypes and shapes: the dtype column, mtpsim dtype -> the database's
-    dtypes for it (best first), the shape columns, and the token column (decode-sized <= 64)."""
-
-    column: str
-    mapping: dict
-    shape: tuple[str, ...]
-    tokens: str
-
-
-GEMM_RULE = DtypeRule("gemm_dtype", GEMM_DTYPES, ("m", "n", "k"), "m")
-MOE_RULE = DtypeRule("moe_dtype", MOE_DTYPES, ("num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
-                                                "moe_tp_size", "moe_ep_size"), "num_tokens")
-IMPLAUSIBLE = 2.0  # a low-precision kernel at decode sizes this many times slower than bf16 (median)
-
-
-def choose_dtypes(df: pd.DataFrame, rule: DtypeRule) -> tuple[dict, dict]:
-    """(mtpsim dtype -> the database dtype used, database dtype -> why it was passed over).
-
-    Decode-sized GEMMs and expert kernels stream their weights, so a kernel reading 8-bit or
-    4-bit weights is never much slower than the bf16 one at the same shape; a table whose
-    decode-sized rows run at a median over IMPLAUSIBLE x the bf16 time was collected through
-    another path than the one engines serve with (vLLM's fp8_block GEMM rows: 7-30x) and the
-    next candidate is used instead."""
-    present = set(df[rule.column].unique())
-    small = df[df[rule.tokens] <= 64]
-    best = small.groupby([rule.column, *rule.shape]).latency.min()
-    bf16 = best.xs("bfloat16", level=0) if "bfloat16" in present else None
-    chosen, rejected = {}, {}
-    for ours, theirs in rule.mapping.items():
-        for src in (d for d in theirs if d in present):
-            if bf16 is not None and src != "bfloat16" and src in best.index.get_level_values(0):
-                ratio = (best.xs(src, level=0) / bf16).dropna()
-                if len(ratio) and ratio.median() > IMPLAUSIBLE:
-                    rejected[src] = f"decode-sized rows take {ratio.median():.1f}x the bf16 time (median of {len(ratio)} shapes)"
-                    continue
-            chosen[ours] = src
-            break
-    return chosen, rejected
-
-
-def _pick_dtypes(df: pd.DataFrame, rule: DtypeRule) -> pd.DataFrame:
-    """Rows of the chosen database dtype for each mtpsim dtype, relabelled with the mtpsim name."""
-    chosen, _ = choose_dtypes(df, rule)
-    parts = [df[df[rule.column] == src].assign(dtype=ours) for ours, src in chosen.items()]
-    return pd.concat(parts, ignore_index=True) if parts else df.iloc[0:0].assign(dtype=[])
-
-
-def _fastest(df: pd.DataFrame, shape: list[str], time: str = "latency") -> pd.DataFrame:
-    """One row per shape: the fastest kernel's."""
-    return df.loc[df.groupby(shape, sort=False)[time].idxmin()].reset_index(drop=True)
-
-
-# ----------------------------------------------------------------------------- families
-
-def gemm_rows(df: pd.DataFrame) -> pd.DataFrame:
-    df = _fastest(_pick_dtypes(df, GEMM_RULE), ["dtype", "m", "n", "k"])
-    ops = [O.gemm("gemm", m, k, n, dt, act=ACT) for dt, m, k, n in zip(df.dtype, df.m, df.k, df.n)]
-    return _rows(df[["dtype", "m", "k", "n"]], ops, df.latency * 1e-3)
-
-
-def attention_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """GQA (window 0) and sliding-window rows; the visible KV of a windowed row is capped by it."""
-    if "window_size" not in df.columns:  # older tables measured global attention only
-        df = df.assign(window_size=0)
-    df = df[df.kv_cache_dtype.isin(list(KV_DTYPES)) & (df.isl == 1)].assign(kv_dtype=lambda d: d.kv_cache_dtype.map(KV_DTYPES))
-    df = df.assign(kind=np.where(df.window_size > 0, "swa", "gqa"),
-                   kv=np.where(df.window_size > 0, np.minimum(df.step + 1, df.window_size), df.step + 1))
-    shape = ["kind", "num_key_value_heads", "head_dim", "kv_dtype", "batch_size", "num_heads", "kv"]
-    df = _fastest(df[df.num_heads % df.num_key_value_heads == 0], shape)
-    points = [dict(kind=k, kv_heads=kvh, head_dim=hd, v_head_dim=hd, kv_dtype=kd, batch=b, q=1, kv=kv, heads=h)
-              for k, kvh, hd, kd, b, h, kv in zip(*(df[c] for c in shape))]
-    return _point_rows(points, df.latency * 1e-3)
-
-
-def mla_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """DeepSeek-geometry MLA decode (kv_lora 512 + rope 64, absorbed): heads per GPU."""
-    df = df[df.kv_cache_dtype.isin(list(KV_DTYPES)) & (df.isl == 1)].assign(kv_dtype=lambda d: d.kv_cache_dtype.map(KV_DTYPES))
-    df = _fastest(df.assign(kv=df.step + 1), ["kv_dtype", "batch_size", "num_heads", "kv"])
-    points = [dict(kind="mla", kv_heads=1, head_dim=576, v_head_dim=512, kv_dtype=kd, batch=b, q=1, kv=kv, heads=h)
-              for kd, b, h, kv in zip(df.kv_dtype, df.batch_size, df.num_heads, df.kv)]
-    return _point_rows(points, df.latency * 1e-3)
-
-
-def moe_rows(df: pd.DataFrame) -> pd.DataFrame:
-    df = _pick_dtypes(_balanced(df), MOE_RULE)
-    df = df[(df.inter_size % df.moe_tp_size == 0) & (df.num_experts % df.moe_ep_size == 0)]
-    shape = ["dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"]
-    df = _fastest(df, shape)
-    ops = []
-    for dt, t, d, inter, k, e, mtp, mep in zip(*(df[c] for c in shape)):
-        ffn = FFNSpec(kind="moe", num_experts=int(e), top_k=int(k), expert_intermediate_size=int(inter))
-        ops.append(O.moe_experts(ffn, int(d), int(t), dt, O.Parallel(tp=int(mtp * mep), ep=int(mep)), act=ACT))
-    cols = pd.DataFrame([{a: op.shape[a] for a in ("dtype", "inter", "num_experts", "tokens", "touched", "top_k", "d")}
-                         for op in ops])
-    return _rows(cols, ops, df.latency * 1e-3).groupby(list(cols.columns), as_index=False).median()
-
-
-def _balanced(df: pd.DataFrame) -> pd.DataFrame:
-    return df[df.distribution == "balanced"]
-
-
-def allreduce_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """Custom all-reduce under CUDA-graph capture where the table times both (decode runs in graphs)."""
-    if "backend" in df.columns and df.backend.str.endswith("graph").any():
-        df = df[df.backend.str.endswith("graph")]
-    width = df.allreduce_dtype.map({"bfloat16": 2, "float16": 2, "half": 2, "float32": 4})
-    df = df.assign(ranks=df.num_gpus, bytes=df.message_size * width).dropna(subset=["bytes"])
-    df = _fastest(df, ["ranks", "bytes"])
-    return pd.DataFrame({"ranks": df.ranks, "bytes": df.bytes, "flops": 0.0, "time_s": df.latency * 1e-3})
-
-
-def alltoall_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """DeepEP low-latency dispatch + combine (the decode kernels), microseconds, by tokens per rank.
-    SGLang's table has both phases per row; vLLM's and TRT-LLM's `moe_a2a` one row per phase."""
-    if "dispatch_avg_t_us" in df.columns:
-        df = df.assign(ranks=8 * df.node_num, d=df.hidden_size, top_k=df.num_topk, tokens=df.num_token,
-                       t_us=df.dispatch_avg_t_us + df.combine_avg_t_us)
-    else:
-        df = df[df.comm_backend.str.endswith("deepep_ll")]
-        if "comm_dtype" in df.columns and (df.comm_dtype == "bfloat16").any():
-            df = df[df.comm_dtype == "bfloat16"]
-        phases = df.groupby(["ep_size", "hidden_size", "topk", "num_experts", "num_tokens", "phase"], as_index=False).latency.min()
-        wide = phases.pivot_table(index=["ep_size", "hidden_size", "topk", "num_experts", "num_tokens"],
-                                  columns="phase", values="latency").dropna().reset_index()
-        df = wide.assign(ranks=wide.ep_size, d=wide.hidden_size, top_k=wide.topk, tokens=wide.num_tokens,
-                         t_us=wide["dispatch"] + wide["combine"])
-    out = df.groupby(["ranks", "d", "top_k", "tokens"], as_index=False).t_us.median()
-    size = 2 * out.tokens * out.top_k * out.d * 2.0  # bf16, each routed copy once each way
-    return pd.DataFrame({"ranks": out.ranks, "d": out.d, "top_k": out.top_k, "tokens": out.tokens,
-                         "flops": 0.0, "bytes": size, "time_s": out.t_us * 1e-6})
-
-
-def _rows(cols: pd.DataFrame, ops, seconds: pd.Series) -> pd.DataFrame:
-    return cols.reset_index(drop=True).assign(flops=[op.flops for op in ops], bytes=[op.bytes for op in ops],
-                                              time_s=seconds.to_numpy())
-
-
-def _point_rows(points: list[dict], seconds: pd.Series) -> pd.DataFrame:
-    from mtpsim.calibration.grid import op_of
-    ops = [op_of("attention", p, ACT) for p in points]
-    df = pd.DataFrame(points).assign(flops=[op.flops for op in ops], bytes=[op.bytes for op in ops],
-                                     time_s=seconds.to_numpy())
-    # windowed rows whose visible KV is capped repeat a shape: their median
-    return df.groupby([c for c in df.columns if c not in ("flops", "bytes", "time_s")], as_index=False).median()
 
 
 @dataclass(frozen=True)
@@ -384,7 +214,7 @@ def convert(system: str, backend: str, version: str | None, out: Path, root: Pat
 
 def _dtype_record(raw: pd.DataFrame, src: "Source") -> dict:
     """meta.yaml's record of which database dtype each mtpsim dtype came from, and what was passed over."""
-    chosen, rejected = choose_dtypes(_balanced(raw) if src.family == "moe" else raw, src.dtypes)
+    chosen, rejected = choose_dtypes(balanced(raw) if src.family == "moe" else raw, src.dtypes)
     return {"dtypes": chosen, **({"dtypes_passed_over": rejected} if rejected else {})}
 
 
