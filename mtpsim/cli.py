@@ -5,6 +5,7 @@ Bad input of any kind exits with status 2 and one line naming the file, the key 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import pandas as pd
@@ -221,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mtpsim: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `mtpsim ... | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -16,6 +16,11 @@ class ScenarioError(Exception):
         at = f": {self.key}" if self.key else ""
         return f"{self.where}{at}: {self.reason}"
 
+    def __reduce__(self):
+        """Rebuilt from its three parts, so an error raised in a sweep's worker process reaches
+        the user as the same one-line error (the default pickling passes only the message)."""
+        return type(self), (self.where, self.key, self.reason)
+
 
 def from_validation(exc: ValidationError, where: str, prefix: str = "") -> ScenarioError:
     """The first pydantic error as a ScenarioError with a dotted key path."""

@@ -61,21 +61,27 @@ def run_points(points: list[sc.Scenario], jobs: int = 1, progress: bool = True,
 
 
 def _map(tasks, jobs: int, progress: bool, keep_passes: bool) -> list[Results]:
+    """Simulate the tasks in order (in worker processes for sweeps). The first point to fail
+    stops the rest, and its error reaches the caller as raised, after the progress bar's line."""
     bar = tqdm(total=len(tasks), desc="simulating", unit="run", disable=not progress or len(tasks) <= 2)
-    if jobs <= 1 or len(tasks) <= 2:
-        out = []
-        for s in tasks:
-            out.append(simulate(s, keep_passes=keep_passes))
-            bar.update()
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+    out = []
+    try:
+        if jobs <= 1 or len(tasks) <= 2:
+            for s in tasks:
+                out.append(simulate(s, keep_passes=keep_passes))
+                bar.update()
+            return out
+        pool = ProcessPoolExecutor(max_workers=jobs)
+        try:
             futures = [pool.submit(simulate, s, keep_passes=keep_passes) for s in tasks]
-            out = []
             for f in futures:
                 out.append(f.result())
                 bar.update()
-    bar.close()
-    return out
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        return out
+    finally:
+        bar.close()
 
 
 def output_dir(name: str, out: str | None) -> Path:
@@ -122,7 +128,7 @@ def format_table(summary: pd.DataFrame) -> str:
     if df.rate_per_s.isna().all():
         df = df.drop(columns="rate_per_s")
     for col in df.columns:
-        if col.endswith("_s"):
+        if col.endswith("_s") and not col.endswith("_per_s"):  # seconds shown as ms; rates as they are
             df[col] = df[col] * 1e3
         if col.endswith("_share"):
             df[col] = df[col] * 100
@@ -153,8 +159,8 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None,
     if plot:
         plot_run(folder, points)
     s = points[0]
-    if s.question:
-        print(f"Q: {s.question}")
+    if s.question:  # the question as written, and what --set changed of the scenario it asks about
+        print(f"Q: {s.question}" + (f" (with --set {', '.join(sets)})" if sets else ""))
     print(f"{s.name}: {s.specs.model.name} on {s.parallel.dp}x{s.parallel.tp} {s.specs.hardware.name}, "
           f"engine {s.specs.engine.name}, priced by {_pricing(points)}, {len(points)} point(s) in "
           f"{time.perf_counter() - started:.1f} s\n")

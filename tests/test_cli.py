@@ -107,3 +107,35 @@ def test_package_api_is_lazy_and_torch_free(write_scenario):
             "assert 'torch' not in sys.modules; print(mtpsim.__version__)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_sweep_point_failing_in_a_worker_is_one_line(tmp_path, capsys):
+    """A point that does not fit in memory, simulated in a worker process, gives the same
+    one-line error as a one-point run (not a BrokenProcessPool traceback)."""
+    code = main(["run", "scenarios/deepseek-v3-h200-steps.yaml", "--set", "hardware=a100-80g",
+                 "--jobs", "2", "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[-1].startswith("mtpsim: error: ") and "KV per GPU" in err[-1]
+    assert not any("Traceback" in line for line in err)
+
+
+def test_scenario_error_survives_pickling():
+    import pickle
+    from mtpsim.errors import ScenarioError
+    e = pickle.loads(pickle.dumps(ScenarioError("f.yaml", "workload.rate_per_s", "must be > 0")))
+    assert (e.where, e.key, e.reason) == ("f.yaml", "workload.rate_per_s", "must be > 0")
+
+
+def test_table_shows_rates_as_rates():
+    import pandas as pd
+    from mtpsim.run import format_table
+    table = format_table(pd.DataFrame([{"design": "nextn", "rate_per_s": 2.5, "ttft_p50_s": 0.25}]))
+    assert "2.5" in table and "2500" not in table and "250" in table  # TTFT in ms, the rate per second
+
+
+def test_output_into_a_closed_pipe_ends_quietly():
+    import subprocess
+    import sys
+    done = subprocess.run(f"{sys.executable} -m mtpsim.cli cost scenarios/quickstart.yaml --ops | head -1",
+                          shell=True, capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
