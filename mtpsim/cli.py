@@ -131,7 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="simulate every sweep point and its no-speculation baseline")
     _add_scenario(p)
     p.add_argument("--out", help="run folder (default runs/<name>-<timestamp>; must not hold files)")
-    p.add_argument("--jobs", type=int, help="worker processes for sweeps (default: one per core)")
+    p.add_argument("--jobs", type=_bounded(1, MAX_JOBS), help=f"worker processes for sweeps, 1..{MAX_JOBS} "
+                   "(default: one per core)")
     p.add_argument("--plot", action="store_true", help="also draw PNGs into the run folder")
     p.add_argument("--trace", action="store_true",
                    help="also record every pass: passes.csv and trace.json (Chrome/Perfetto timeline)")
@@ -143,8 +144,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("cost", help="price one iteration pass by pass, with the memory budget")
     _add_scenario(p)
-    p.add_argument("--batch", type=int, help="running requests (default: workload.concurrency)")
-    p.add_argument("--context", type=int, help="committed KV length per request (default: mean input_len)")
+    p.add_argument("--batch", type=_bounded(1, MAX_BATCH), help=f"running requests, 1..{MAX_BATCH} "
+                   "(default: workload.concurrency)")
+    p.add_argument("--context", type=_bounded(0, MAX_CONTEXT), help=f"committed KV length per request, "
+                   f"0..{MAX_CONTEXT} (default: mean input_len)")
     p.add_argument("--ops", action="store_true", help="also list every op: time, bound, and which model priced it")
     p.set_defaults(func=cmd_cost)
 
@@ -181,6 +184,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("schema", help="print the JSON Schema of a scenario file")
     p.set_defaults(func=cmd_schema)
     return parser
+
+
+MAX_JOBS, MAX_BATCH, MAX_CONTEXT = 256, 1 << 20, 1 << 24  # past these a command would only eat memory
+
+
+def _bounded(low: int, high: int):
+    """An argparse type: a whole number in [low, high], else argparse's one-line usage error."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is outside {low}..{high}")
+        return value
+    return parse
 
 
 def _at_least_one(text: str) -> int:

@@ -84,12 +84,26 @@ def _map(tasks, jobs: int, progress: bool, keep_passes: bool) -> list[Results]:
         bar.close()
 
 
+CLAIM = ".mtpsim-run"  # created exclusively in a run folder before anything is simulated
+
+
 def output_dir(name: str, out: str | None) -> Path:
-    """The run folder: new, or an existing empty one. Never reuses a folder with files in it."""
+    """The run folder, claimed before simulating: new, or an existing empty one, never one with
+    files in it, and never one another run is writing into (the claim file is created
+    exclusively, so of two runs started into one folder only one proceeds)."""
     path = Path(out) if out else Path("runs") / f"{name}-{datetime.now():%Y%m%d-%H%M%S}"
+    busy = ScenarioError(str(path), "", "output folder exists and is not empty (nothing overwritten); "
+                         "pass another --out")
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise ScenarioError(str(path), "", "output folder exists and is not empty (nothing overwritten); "
-                            "pass another --out")
+        raise busy
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(path / CLAIM, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        raise (busy if path.is_dir() else ScenarioError(str(path), "", "exists and is not a folder (a file, "
+               "or a link to nothing): pass another --out")) from None
+    except OSError as exc:
+        raise ScenarioError(str(path), "", f"cannot create the run folder: {exc.strerror or exc}") from None
     return path
 
 

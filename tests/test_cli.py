@@ -139,3 +139,30 @@ def test_output_into_a_closed_pipe_ends_quietly():
     done = subprocess.run(f"{sys.executable} -m mtpsim.cli cost scenarios/quickstart.yaml --ops | head -1",
                           shell=True, capture_output=True, text=True, timeout=120)
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
+
+
+def test_run_folder_is_claimed_before_simulating(tmp_path):
+    """Two runs into one --out: the second is refused at once, before it simulates anything."""
+    from mtpsim.errors import ScenarioError
+    from mtpsim.run import output_dir
+    first = output_dir("x", str(tmp_path / "run"))
+    assert first.is_dir()
+    with pytest.raises(ScenarioError, match="not empty"):
+        output_dir("x", str(tmp_path / "run"))
+    (tmp_path / "file").write_text("mine")
+    with pytest.raises(ScenarioError, match="cannot create"):
+        output_dir("x", str(tmp_path / "file" / "run"))
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(ScenarioError, match="not a folder"):
+        output_dir("x", str(tmp_path / "dangling"))
+    assert (tmp_path / "file").read_text() == "mine"
+
+
+@pytest.mark.parametrize("argv", [["run", "scenarios/quickstart.yaml", "--jobs", "0"],
+                                  ["run", "scenarios/quickstart.yaml", "--jobs", "100000"],
+                                  ["cost", "scenarios/quickstart.yaml", "--batch", "99999999999"],
+                                  ["cost", "scenarios/quickstart.yaml", "--context", "-1"]])
+def test_sizes_past_their_limits_are_refused(argv, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2 and "outside" in capsys.readouterr().err
