@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mtpsim.catalog import load_hardware  # noqa: E402
 from mtpsim.costs import floors as F  # noqa: E402
+from mtpsim.costs import floors_fit as FF  # noqa: E402
 
 GPUS = ("h100-sxm", "h200", "b200")
 ENGINE = "sglang"
@@ -36,11 +37,11 @@ def held_out(rows: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, dict]:
     tables, fits = [], {}
     for gpu in GPUS:
         train = pd.concat([rows[g] for g in GPUS if g != gpu], ignore_index=True)
-        groups = F.fit_rows(F.subsample(train))
+        groups = FF.fit_rows(FF.subsample(train))
         fits[gpu] = groups
         test = rows[gpu]
-        floors = F.errors(test, F.floors_predict(groups, test))
-        plain = F.errors(test, F.datasheet_predict(load_hardware(gpu), test))
+        floors = FF.errors(test, FF.floors_predict(groups, test))
+        plain = FF.errors(test, FF.datasheet_predict(load_hardware(gpu), test))
         tables.append(floors.merge(plain, on=["group", "rows"], suffixes=("", "_datasheet")).assign(held_out=gpu))
     return pd.concat(tables, ignore_index=True), fits
 
@@ -67,7 +68,7 @@ def summary(df: pd.DataFrame) -> dict:
 
 
 def write_yaml(rows: dict[str, pd.DataFrame], errors: pd.DataFrame, path: Path = F.FLOORS_PATH) -> dict:
-    groups = F.fit_rows(F.subsample(pd.concat(rows.values(), ignore_index=True)))
+    groups = FF.fit_rows(FF.subsample(pd.concat(rows.values(), ignore_index=True)))
     doc = {
         "model": {"kernel": "floor_s + per_item_s * items + max(flops / (peak(dtype) * eff_flops), bytes / (bw * eff_bandwidth))",
                   "collective": "alpha_s + alpha_per_doubling_s * log2(ranks / 2) + share * bytes / (link_bw * eff_link)",
@@ -78,8 +79,8 @@ def write_yaml(rows: dict[str, pd.DataFrame], errors: pd.DataFrame, path: Path =
         "source": "NVIDIA-measured kernel tables from aiconfigurator-core 0.12.0, converted by mtpsim.calibration.aiconfigurator",
         "date": datetime.date.today().isoformat(),
         "command": "python benchmarks/latency_floors.py --write",
-        "fit": f"weighted least squares on log time; decode-sized rows (<= {F.SMALL} tokens) weigh {F.SMALL_WEIGHT:g}x; "
-               f"at most {F.MAX_ROWS} rows per GPU and group (seeded subsample)",
+        "fit": f"weighted least squares on log time; decode-sized rows (<= {FF.SMALL} tokens) weigh {FF.SMALL_WEIGHT:g}x; "
+               f"at most {FF.MAX_ROWS} rows per GPU and group (seeded subsample)",
         "held_out_abs_rel_error": summary(errors),
         "groups": {k: {kk: float(f"{vv:.4g}") for kk, vv in v.items()} for k, v in groups.items()},
     }
@@ -94,7 +95,7 @@ def write_yaml(rows: dict[str, pd.DataFrame], errors: pd.DataFrame, path: Path =
 
 def main(argv: list[str]) -> None:
     t0 = time.time()
-    rows = {g: F.profile_rows(f"{g}-{ENGINE}") for g in GPUS}
+    rows = {g: FF.profile_rows(f"{g}-{ENGINE}") for g in GPUS}
     errors, fits = held_out(rows)
     print(f"Latency floors, held-out GPU: fitted on the other two GPUs' {ENGINE} profiles; |predicted/measured - 1|.")
     print("small: decode-sized shapes (m / tokens / batch <= 256; all-reduce <= 4 MiB); (ds): datasheet roofline, no floors.\n")

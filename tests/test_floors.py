@@ -8,6 +8,7 @@ import pytest
 from mtpsim import catalog
 from mtpsim.calibration.grid import op_of
 from mtpsim.costs import floors as F
+from mtpsim.costs import floors_fit as FF
 from mtpsim.costs import ops as O
 from mtpsim.costs.roofline import RooflineCosts
 
@@ -31,14 +32,14 @@ def _synthetic(p: dict, n: int = 3000, seed: int = 1, collective: bool = False) 
 
 def test_fit_recovers_known_kernel_parameters():
     truth = {"floor_s": 6e-6, "eff_flops": 0.45, "eff_bandwidth": 0.8, "per_item_s": 2e-8}
-    got = F.fit_rows(_synthetic(truth))["attention.gqa"]
+    got = FF.fit_rows(_synthetic(truth))["attention.gqa"]
     for k, v in truth.items():
         assert got[k] == pytest.approx(v, rel=0.02), k
 
 
 def test_fit_recovers_known_collective_parameters():
     truth = {"alpha_s": 3e-6, "alpha_per_doubling_s": 1e-6, "eff_link": 0.6}
-    got = F.fit_rows(_synthetic(truth, collective=True))["allreduce"]
+    got = FF.fit_rows(_synthetic(truth, collective=True))["allreduce"]
     for k, v in truth.items():
         assert got[k] == pytest.approx(v, rel=0.02), k
 
@@ -47,7 +48,7 @@ def test_fit_is_robust_to_noise():
     truth = {"floor_s": 6e-6, "eff_flops": 0.45, "eff_bandwidth": 0.8, "per_item_s": 2e-8}
     rows = _synthetic(truth)
     rows["time_s"] *= np.exp(np.random.default_rng(2).normal(0, 0.05, len(rows)))
-    got = F.fit_rows(rows)["attention.gqa"]
+    got = FF.fit_rows(rows)["attention.gqa"]
     for k, v in truth.items():
         assert got[k] == pytest.approx(v, rel=0.1), k
 
@@ -127,12 +128,12 @@ def test_roofline_matches_the_fits_vectorised_model_on_profile_rows():
     """RooflineCosts prices an op built from a profile row as floors_predict prices the row."""
     hw = catalog.load_hardware("h200")
     costs = RooflineCosts(hw)
-    rows = F.profile_rows("h200-sglang", hw)
-    pred = F.floors_predict(costs.floors.groups, rows)
-    raw = {f: pd.read_csv(F.family_path(F.PROFILES_DIR / "h200-sglang", f)) for f in F.FIT_FAMILIES}
+    rows = FF.profile_rows("h200-sglang", hw)
+    pred = FF.floors_predict(costs.floors.groups, rows)
+    raw = {f: pd.read_csv(FF.family_path(FF.PROFILES_DIR / "h200-sglang", f)) for f in FF.FIT_FAMILIES}
     raw["attention"] = raw["attention"][raw["attention"]["kind"].isin(["gqa", "mla"])].reset_index(drop=True)
     start = 0
-    for family in F.FIT_FAMILIES:
+    for family in FF.FIT_FAMILIES:
         df = raw[family]
         for i in (0, len(df) // 2, len(df) - 1):
             p = df.iloc[i].to_dict()
