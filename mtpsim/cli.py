@@ -128,6 +128,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mtpsim", description="Predict MTP speculative-decoding speed.")
     parser.add_argument("--version", action="version", version=f"mtpsim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    for add in (_add_run, _add_plot, _add_cost, _add_calibrate, _add_verify, _add_catalog_commands):
+        add(sub)
+    return parser
+
+
+def _add_run(sub) -> None:
+    """`mtpsim run`: simulate a scenario's points and their baselines."""
     p = sub.add_parser("run", help="simulate every sweep point and its no-speculation baseline")
     _add_scenario(p)
     p.add_argument("--out", help="run folder (default runs/<name>-<timestamp>; must not hold files)")
@@ -138,10 +145,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also record every pass: passes.csv and trace.json (Chrome/Perfetto timeline)")
     p.set_defaults(func=cmd_run)
 
+
+def _add_plot(sub) -> None:
+    """`mtpsim plot`: redraw a run folder's figures."""
     p = sub.add_parser("plot", help="draw the PNGs of a finished run folder")
     p.add_argument("run_dir", help="a folder written by `mtpsim run`")
     p.set_defaults(func=cmd_plot)
 
+
+def _add_cost(sub) -> None:
+    """`mtpsim cost`: one iteration priced pass by pass."""
     p = sub.add_parser("cost", help="price one iteration pass by pass, with the memory budget")
     _add_scenario(p)
     p.add_argument("--batch", type=_bounded(1, MAX_BATCH), help=f"running requests, 1..{MAX_BATCH} "
@@ -151,6 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ops", action="store_true", help="also list every op: time, bound, and which model priced it")
     p.set_defaults(func=cmd_cost)
 
+
+def _add_calibrate(sub) -> None:
+    """`mtpsim calibrate`: time this machine, or convert a measured database."""
     p = sub.add_parser("calibrate", help="time the ops on this machine's device and write a profile (needs torch)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--quick", action="store_true", help="a small grid (under 3 minutes on 2 CPU cores)")
@@ -170,12 +186,18 @@ def build_parser() -> argparse.ArgumentParser:
                    "database's current one; older versions fill the families it lacks)")
     p.set_defaults(func=_calibrate)
 
+
+def _add_verify(sub) -> None:
+    """`mtpsim verify`: the real decode loop against the prediction."""
     p = sub.add_parser("verify", help="run the real decode loop in PyTorch and compare it with the prediction")
     _add_scenario(p)
     p.add_argument("--out", help="output folder (default runs/<name>-verify-<timestamp>)")
     p.add_argument("--calibrate", action="store_true", help="measure a profile on the spot instead of the committed one")
     p.set_defaults(func=lambda a: _torch_command("mtpsim.verify.command", a))
 
+
+def _add_catalog_commands(sub) -> None:
+    """`mtpsim models | hardware | schema`: what the catalog and the schema hold."""
     for kind, what in (("models", "models: layers, width, experts, draft layers"),
                        ("hardware", "GPUs: memory, bandwidth, default pricing")):
         p = sub.add_parser(kind, help=f"list the catalog's {what} (MTPSIM_CATALOG's folders first)")
@@ -183,7 +205,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("schema", help="print the JSON Schema of a scenario file")
     p.set_defaults(func=cmd_schema)
-    return parser
 
 
 MAX_JOBS, MAX_BATCH, MAX_CONTEXT = 256, 1 << 20, 1 << 24  # past these a command would only eat memory
