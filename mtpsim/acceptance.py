@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from mtpsim.errors import ScenarioError
+from mtpsim.files import NON_NEGATIVE, Column, read_csv
 
 
 @dataclass(frozen=True)
@@ -106,19 +107,17 @@ class AcceptanceProfile:
         return accepted
 
 
+MAX_ACCEPTED = 64  # the most drafts a histogram row may count (speculative.steps' limit)
+
+
 def read_histogram(path: str | Path, where: str = "") -> np.ndarray:
-    """A CSV `accepted,count` -> counts indexed by accepted drafts (missing rows are 0)."""
-    try:
-        df = pd.read_csv(path)
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise ScenarioError(str(path), "", f"cannot read histogram: {exc}") from None
-    for col in ("accepted", "count"):
-        if col not in df.columns:
-            raise ScenarioError(str(path), col, "missing column (need accepted,count)")
-    if (df.accepted < 0).any() or (df["count"] < 0).any():
-        raise ScenarioError(str(path), "", "accepted and count must be non-negative")
+    """A CSV `accepted,count` -> counts indexed by accepted drafts (missing rows are 0): accepted
+    an integer in 0..64, counts non-negative with a positive total over at least two depths."""
+    df = read_csv(path, {"accepted": Column(low=0, high=MAX_ACCEPTED, integer=True), "count": NON_NEGATIVE})
     counts = np.zeros(int(df.accepted.max()) + 1)
-    np.add.at(counts, df.accepted.astype(int).to_numpy(), df["count"].to_numpy(dtype=float))
+    np.add.at(counts, df.accepted.to_numpy(), df["count"].to_numpy())
+    if len(counts) < 2 or counts.sum() <= 0:
+        raise ScenarioError(str(path), "count", "a histogram needs rows for at least accepted 0 and 1 and a positive total")
     return counts
 
 

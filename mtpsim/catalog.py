@@ -15,12 +15,12 @@ from __future__ import annotations
 import re
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mtpsim.errors import ScenarioError
+from mtpsim.errors import ScenarioError, short
+from mtpsim.files import load_yaml
 from mtpsim.packagedata import catalog_dirs, data_dir
 
 CATALOG_DIR = data_dir()  # the built-in catalog: models/, hardware/, engines/
@@ -30,9 +30,10 @@ DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp4": 0.5}
 
 
 class Spec(BaseModel):
-    """Base for catalog specs: unknown keys are errors, specs are immutable."""
+    """Base for catalog specs: unknown keys are errors, specs are immutable, types are strict
+    (no `true` for 1, no "8" for 8) and floats finite."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class AttentionSpec(Spec):
@@ -150,6 +151,8 @@ class ModelSpec(Spec):
     role: Literal["target", "assistant"] = "target"
     hidden_size: int = Field(gt=0)
     vocab_size: int = Field(gt=0)
+    # the longest sequence (prompt + output) the released model serves; None: not checked
+    max_context: int | None = Field(default=None, gt=0)
     layers: list[LayerGroup] = Field(min_length=1)
     attention_kinds: dict[str, AttentionSpec]
     ffn_kinds: dict[str, FFNSpec]
@@ -186,7 +189,7 @@ class HardwareSpec(Spec):
     """One accelerator (per-GPU figures) and its interconnect."""
 
     name: str
-    peak_flops: dict[Dtype, float]          # dense tensor-core FLOP/s per dtype
+    peak_flops: dict[Dtype, Annotated[float, Field(gt=0)]] = Field(min_length=1)  # dense tensor-core FLOP/s per dtype
     memory_bandwidth_bytes_per_s: float = Field(gt=0)
     memory_capacity_bytes: float = Field(gt=0)
     link_bandwidth_bytes_per_s: float = Field(gt=0)   # per GPU, one direction
@@ -290,22 +293,17 @@ def find(kind: Kind, name: str) -> Path | None:
     return None
 
 
-def _short(value: object, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _path_of(kind: Kind, ref: object, where: str, key: str = "", paths: bool = True) -> Path:
     """The file a reference names: a file path (when `paths`) or a catalog name."""
     if not isinstance(ref, str) or not ref:
-        raise ScenarioError(where, key, f"expected a {kind} catalog name or a .yaml file path, got {_short(ref)}")
+        raise ScenarioError(where, key, f"expected a {kind} catalog name or a .yaml file path, got {short(ref)}")
     if paths and is_path(ref):
         path = Path(ref).expanduser()
         if not path.is_file():
-            raise ScenarioError(where, key, f"no such {kind} file: {_short(ref, 200)}")
+            raise ScenarioError(where, key, f"no such {kind} file: {short(ref, 200)}")
         return path
     if not NAME.fullmatch(ref) or ".." in ref:
-        raise ScenarioError(where, key, f"{_short(ref)} is not a {kind} catalog name (letters, digits, '.', '-', "
+        raise ScenarioError(where, key, f"{short(ref)} is not a {kind} catalog name (letters, digits, '.', '-', "
                             "'_', '+'; no '/' or '..'); give a file as a path ending in .yaml")
     path = find(kind, ref)
     if path is None:
@@ -315,12 +313,7 @@ def _path_of(kind: Kind, ref: object, where: str, key: str = "", paths: bool = T
 
 def _read(kind: Kind, ref: object, where: str, key: str = "", paths: bool = True) -> dict[str, Any]:
     path = _path_of(kind, ref, where, key, paths)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ScenarioError(str(path), "", f"YAML syntax error: {exc}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(str(path), "", f"cannot read: {exc}") from None
+    data = load_yaml(path)
     if not isinstance(data, dict):
         raise ScenarioError(str(path), "", "a catalog file must be a mapping")
     return data

@@ -22,6 +22,12 @@ class ScenarioError(Exception):
         return type(self), (self.where, self.key, self.reason)
 
 
+def short(value: object, limit: int = 80) -> str:
+    """repr(value), cut to `limit` characters: an error message never echoes a huge value."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def from_validation(exc: ValidationError, where: str, prefix: str = "") -> ScenarioError:
     """The first pydantic error as a ScenarioError with a dotted key path."""
     errors = exc.errors()
@@ -36,7 +42,7 @@ def from_validation(exc: ValidationError, where: str, prefix: str = "") -> Scena
     elif err["type"] == "missing":
         reason = "required key is missing"
     elif "input" in err and err["type"] not in ("value_error", "assertion_error"):
-        reason = f"{reason} (got {err['input']!r})"
+        reason = f"{reason} (got {short(err['input'])})"
     return ScenarioError(where, key, reason)
 
 

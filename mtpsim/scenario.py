@@ -8,33 +8,28 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from mtpsim import catalog
+from mtpsim.acceptance import read_histogram
 from mtpsim.catalog import EngineSpec, HardwareSpec, ModelSpec
 from mtpsim.costs.profile import committed_profiles, find_profile, profile_device
 from mtpsim.errors import ScenarioError, from_validation
-from mtpsim.schema import (Acceptance, Cost, Engine, LengthDist, Parallel, Scenario, Specs, Speculative,
-                           Verify, Workload)
+from mtpsim.files import load_yaml, parse_yaml
+from mtpsim.schema import (MAX_SWEEP_POINTS, Acceptance, Cost, Engine, LengthDist, Parallel, Scenario, Specs, Speculative,
+                           Verify, Workload, max_length)
+from mtpsim.sim.workload import read_trace
 
 __all__ = ["Acceptance", "Cost", "Engine", "LengthDist", "Parallel", "Scenario", "Specs", "Speculative",
            "Verify", "Workload", "ScenarioError", "load", "validate", "read_yaml", "parse_set", "set_key"]
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
-    """A scenario file as a mapping, or ScenarioError naming the file (and line for syntax)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ScenarioError(str(path), "", "no such file")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f"line {mark.line + 1}" if mark else ""
-        raise ScenarioError(str(path), line, f"YAML syntax error: {getattr(exc, 'problem', exc)}") from None
+    """A scenario file as a mapping, or ScenarioError naming the file (mtpsim/files.py's rules)."""
+    data = load_yaml(path)
     if data is None:
         raise ScenarioError(str(path), "", "the file is empty")
     if not isinstance(data, dict):
@@ -64,9 +59,9 @@ def parse_set(item: str) -> tuple[str, Any]:
     if not sep or not key.strip():
         raise ScenarioError("--set", item, "expected key.path=value")
     try:
-        return key.strip(), yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        raise ScenarioError("--set", key, f"value is not valid YAML: {exc}") from None
+        return key.strip(), parse_yaml(raw, "--set")
+    except ScenarioError as exc:
+        raise ScenarioError("--set", key.strip(), f"value is not valid YAML: {exc.reason}") from None
 
 
 def load(path: str | Path, sets: list[str] = ()) -> list[Scenario]:
@@ -86,6 +81,10 @@ def load(path: str | Path, sets: list[str] = ()) -> list[Scenario]:
     # --set wins over the sweep: a swept key it names (or lies under) stops being swept, and a
     # swept section it lies inside is overridden point by point
     sweep = {k: v for k, v in sweep.items() if not any(k == o or k.startswith(o + ".") for o, _ in overrides)}
+    size = math.prod(len(v) for v in sweep.values())
+    if size > MAX_SWEEP_POINTS:
+        raise ScenarioError(where, "sweep", f"{size:,} points is over the limit of {MAX_SWEEP_POINTS:,} per scenario "
+                            "(split the study over several scenario files)")
     points = [dict(zip(sweep, combo)) for combo in itertools.product(*sweep.values())] or [{}]
     return [validate(_anchor_paths(_with_point(data, point, where, overrides), Path(path).parent), where, point)
             for point in points]
@@ -209,16 +208,64 @@ def _check_against_specs(s: Scenario, where: str) -> None:
         raise ScenarioError(where, "speculative.topk", "parallel_heads proposes a chain: topk must be 1")
     if design != "none":
         _check_acceptance_length(s, where)
-    moe = [f for f in spec.ffn_kinds.values() if f.kind == "moe"]
-    if s.parallel.ep > 1 and not moe:
-        raise ScenarioError(where, "parallel.ep", f"model {spec.name!r} has no experts to split")
+    _check_parallelism(s, where)
+    _check_context(s, where)
     if s.workload.arrival == "closed" and s.workload.concurrency > s.workload.num_requests:
         raise ScenarioError(where, "workload.concurrency", f"{s.workload.concurrency} closed-loop users need "
                             f"num_requests >= concurrency (got {s.workload.num_requests})")
-    if s.workload.arrival == "trace" and not Path(s.workload.trace).is_file():
-        raise ScenarioError(where, "workload.trace", f"no such file: {s.workload.trace}")
-    if s.acceptance.histogram and not Path(s.acceptance.histogram).is_file():
-        raise ScenarioError(where, "acceptance.histogram", f"no such file: {s.acceptance.histogram}")
+    if s.acceptance.histogram:
+        if not Path(s.acceptance.histogram).is_file():
+            raise ScenarioError(where, "acceptance.histogram", f"no such file: {s.acceptance.histogram}")
+        read_histogram(s.acceptance.histogram)
+
+
+def _check_parallelism(s: Scenario, where: str) -> None:
+    """Shard the model as SGLang would or say why it cannot: query heads and FFN widths split over
+    tp, KV heads split over tp or replicated (tp a multiple of them), experts over ep, each
+    expert's width over tp / ep (python/sglang/srt/configs/model_config.py get_num_kv_heads,
+    layers/linear.py divide(), layers/moe/ep_moe)."""
+    tp, ep = s.parallel.tp, s.parallel.ep
+    models = [s.specs.model] + ([s.specs.assistant] if s.specs.assistant else [])
+    for m in models:
+        for name, att in m.attention_kinds.items():
+            what = f"model {m.name!r} attention {name!r}"
+            if att.num_heads % tp:
+                relation = "fewer than" if tp > att.num_heads else "not divisible by"
+                raise ScenarioError(where, "parallel.tp", f"{what} has {att.num_heads} query heads, {relation} tp {tp}")
+            kv = att.num_kv_heads if att.kind != "mla" else None
+            if kv and (tp % kv if tp >= kv else kv % tp):
+                raise ScenarioError(where, "parallel.tp", f"{what} has {kv} KV heads: tp {tp} must divide them "
+                                    "or be a multiple of them")
+        for name, ffn in m.ffn_kinds.items():
+            what = f"model {m.name!r} ffn {name!r}"
+            if ffn.kind == "dense" and ffn.intermediate_size % tp:
+                raise ScenarioError(where, "parallel.tp", f"{what} is {ffn.intermediate_size} wide, not divisible by tp {tp}")
+            if ffn.kind == "moe":
+                if ffn.num_experts % ep:
+                    raise ScenarioError(where, "parallel.ep", f"{what} has {ffn.num_experts} experts, not divisible by ep {ep}")
+                if ffn.expert_intermediate_size % (tp // ep):
+                    raise ScenarioError(where, "parallel.tp", f"{what}'s experts are {ffn.expert_intermediate_size} wide, "
+                                        f"not divisible by tp / ep = {tp // ep}")
+    if ep > 1 and not any(f.kind == "moe" for f in s.specs.model.ffn_kinds.values()):
+        raise ScenarioError(where, "parallel.ep", f"model {s.specs.model.name!r} has no experts to split")
+
+
+def _check_context(s: Scenario, where: str) -> None:
+    """Every request fits the model's context window: prompt + output <= max_context."""
+    limit, w = s.specs.model.max_context, s.workload
+    if w.arrival == "trace":
+        if not Path(w.trace).is_file():
+            raise ScenarioError(where, "workload.trace", f"no such file: {w.trace}")
+        rows = read_trace(w.trace)
+        if limit is not None:
+            longest = max(rows, key=lambda r: r[1] + r[2])
+            if longest[1] + longest[2] > limit:
+                raise ScenarioError(w.trace, "input_len", f"row {rows.index(longest) + 2}: {longest[1]} + {longest[2]} "
+                                    f"output tokens exceed model {s.specs.model.name!r}'s max_context {limit}")
+        return
+    if limit is not None and max_length(w.input_len) + max_length(w.output_len) > limit:
+        raise ScenarioError(where, "workload.input_len", f"up to {max_length(w.input_len)} input + "
+                            f"{max_length(w.output_len)} output tokens exceed model {s.specs.model.name!r}'s max_context {limit}")
 
 
 def _check_acceptance_length(s: Scenario, where: str) -> None:

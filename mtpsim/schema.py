@@ -6,7 +6,7 @@ design the model cannot run, an acceptance list shorter than steps) are in scena
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -14,15 +14,28 @@ from mtpsim.catalog import EngineSpec, HardwareSpec, ModelSpec
 
 Probability = float
 
+# Size limits (documented in `mtpsim schema` and docs/limits.md): past them a run would take hours
+# or more memory than a workstation has, so they are refused up front rather than left to hang.
+MAX_REQUESTS = 1_000_000        # requests per run (~200 B of records each; a trace holds at most this)
+MAX_TOKENS = 2**24              # any one length (input, output, chunk); models' max_context binds first
+MAX_USERS = 1_000_000           # closed-loop users, running requests
+MAX_GPUS = 4096                 # tp, ep, dp
+MAX_SWEEP_POINTS = 10_000       # points per scenario (split larger studies over several files)
+MAX_RATE = 1e6                  # requests per second
+MAX_SEED = 2**63 - 1
+
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Unknown keys are errors; types are strict (no `true` for 1, no "8" for 8, no 8.0 for an
+    integer) and floats finite, so a typo is an error rather than a quietly different number."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class Parallel(Section):
-    tp: int = Field(default=1, ge=1)   # GPUs per replica
-    ep: int = Field(default=1, ge=1)   # expert groups within a replica
-    dp: int = Field(default=1, ge=1)   # independent replicas
+    tp: int = Field(default=1, ge=1, le=MAX_GPUS)   # GPUs per replica
+    ep: int = Field(default=1, ge=1, le=MAX_GPUS)   # expert groups within a replica
+    dp: int = Field(default=1, ge=1, le=MAX_GPUS)   # independent replicas
 
     @model_validator(mode="after")
     def _ep_divides_tp(self) -> "Parallel":
@@ -83,23 +96,28 @@ class Acceptance(Section):
 
 class LengthDist(Section):
     dist: Literal["uniform", "normal", "lognormal"]
-    min: int = Field(default=1, ge=1)
-    max: int | None = Field(default=None, ge=1)
-    mean: float | None = Field(default=None, gt=0)      # normal, lognormal (the mean of the lengths)
-    std: float | None = Field(default=None, ge=0)       # normal, lognormal
+    min: int = Field(default=1, ge=1, le=MAX_TOKENS)
+    max: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
+    mean: float | None = Field(default=None, gt=0, le=MAX_TOKENS)  # normal, lognormal (the mean of the lengths)
+    std: float | None = Field(default=None, ge=0, le=MAX_TOKENS)   # normal, lognormal
 
     @model_validator(mode="after")
     def _params(self) -> "LengthDist":
         if self.dist == "uniform" and self.max is None:
             raise ValueError("uniform needs min and max")
-        if self.dist != "uniform" and (self.mean is None or self.std is None):
-            raise ValueError(f"{self.dist} needs mean and std")
+        if self.dist != "uniform" and (self.mean is None or self.std is None or self.max is None):
+            raise ValueError(f"{self.dist} needs mean, std and max (a context window bounds every length)")
         if self.max is not None and self.max < self.min:
             raise ValueError("max is below min")
         return self
 
 
-Length = int | LengthDist
+Length = Annotated[int, Field(ge=1, le=MAX_TOKENS)] | LengthDist
+
+
+def max_length(length: Length) -> int:
+    """The longest a fixed or distributed `input_len` / `output_len` can be."""
+    return length if isinstance(length, int) else length.max
 
 
 def mean_length(length: Length) -> int:
@@ -111,9 +129,9 @@ def mean_length(length: Length) -> int:
 
 class Workload(Section):
     arrival: Literal["closed", "poisson", "batch", "trace"] = "closed"
-    concurrency: int = Field(default=1, ge=1)
-    rate_per_s: float | None = Field(default=None, gt=0)
-    num_requests: int = Field(default=64, ge=1)
+    concurrency: int = Field(default=1, ge=1, le=MAX_USERS)
+    rate_per_s: float | None = Field(default=None, gt=0, le=MAX_RATE)
+    num_requests: int = Field(default=64, ge=1, le=MAX_REQUESTS)
     input_len: Length = Field(default=1024)
     output_len: Length = Field(default=256)
     trace: str | None = None
@@ -124,19 +142,16 @@ class Workload(Section):
             raise ValueError("arrival poisson needs rate_per_s")
         if self.arrival == "trace" and self.trace is None:
             raise ValueError("arrival trace needs trace (a CSV with arrival_s,input_len,output_len)")
-        for key in ("input_len", "output_len"):
-            if isinstance(getattr(self, key), int) and getattr(self, key) < 1:
-                raise ValueError(f"{key} must be at least 1")
         return self
 
 
 class Engine(Section):
     kind: Literal["sglang", "vllm", "trtllm"] = "sglang"  # mtpsim/data/engines/<kind>.yaml: host time, overlap
-    max_running_requests: int = Field(default=256, ge=1)
+    max_running_requests: int = Field(default=256, ge=1, le=MAX_USERS)
     cuda_graphs: bool = True
-    max_graph_batch: int = Field(default=256, ge=1)
+    max_graph_batch: int = Field(default=256, ge=1, le=MAX_USERS)
     overlap_schedule: bool = True
-    chunked_prefill_tokens: int = Field(default=8192, ge=1)
+    chunked_prefill_tokens: int = Field(default=8192, ge=1, le=MAX_TOKENS)
 
 
 class Cost(Section):
@@ -147,12 +162,12 @@ class Cost(Section):
 
 
 class Verify(Section):
-    num_layers: int = Field(default=2, ge=1)
+    num_layers: int = Field(default=2, ge=1, le=256)
     hidden_scale: float = Field(default=0.0625, gt=0, le=1)
-    num_experts: int = Field(default=8, ge=1)
+    num_experts: int = Field(default=8, ge=1, le=1024)
     device: Literal["cpu", "cuda", "auto"] = "auto"
-    iterations: int = Field(default=50, ge=1)
-    warmup_iterations: int = Field(default=5, ge=0)
+    iterations: int = Field(default=50, ge=1, le=100_000)
+    warmup_iterations: int = Field(default=5, ge=0, le=100_000)
     acceptance: Literal["forced", "greedy"] = "forced"
     dtype: Literal["fp32", "bf16", "fp16"] | None = None
 
@@ -160,8 +175,8 @@ class Verify(Section):
 class Scenario(Section):
     """A validated scenario (one sweep point). Catalog specs are resolved into `specs`."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
-    question: str | None = None
+    name: str = Field(pattern=r"^[A-Za-z0-9._-]+$", max_length=120)
+    question: str | None = Field(default=None, max_length=2000)
     model: str | dict[str, Any]
     hardware: str | dict[str, Any]
     parallel: Parallel = Parallel()
@@ -171,7 +186,7 @@ class Scenario(Section):
     engine: Engine = Engine()
     cost: Cost = Cost()
     verify: Verify = Verify()
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
     sweep: dict[str, list[Any]] | None = None
 
     _specs: "Specs" = PrivateAttr()

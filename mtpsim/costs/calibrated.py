@@ -51,7 +51,7 @@ import pandas as pd
 from mtpsim.catalog import EngineSpec, HardwareSpec
 from mtpsim.costs.ops import Op
 from mtpsim.costs.roofline import OpTime, RooflineCosts
-from mtpsim.costs.profile import (ANY, FAMILIES, Family, Table, build_tables, family_path, interpolate, load_meta,
+from mtpsim.costs.profile import (ANY, FAMILIES, Family, Table, build_tables, family_path, interpolate, load_meta, read_layers,
                                   nearest_cell, profile_families, read_family)
 from mtpsim.errors import ScenarioError
 
@@ -83,7 +83,9 @@ class CalibratedCosts:
         meta = load_meta(folder / "meta.yaml")
         tables = {f: build_tables(f, read_family(family_path(folder, f), f), meta["ceilings"])
                   for f in profile_families(meta, str(folder / "meta.yaml"))}
-        layers = pd.read_csv(folder / "layers.csv") if (folder / "layers.csv").is_file() else None
+        layers = read_layers(folder)
+        if layers is not None and not meta.get("dtype"):
+            raise ScenarioError(str(folder / "meta.yaml"), "dtype", "a profile with layers.csv needs the dtype its layers ran in")
         return cls(tables, meta, hw, layers, engine)
 
     # ------------------------------------------------------------------ interface

@@ -8,17 +8,20 @@ roofline and labelled so.
 """
 from __future__ import annotations
 
+import datetime
 import math
 from bisect import bisect_left
 from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from mtpsim.errors import ScenarioError
+from mtpsim.errors import ScenarioError, from_validation
+from mtpsim.files import COUNT, NON_NEGATIVE, POSITIVE, TEXT, Column, load_yaml, read_csv
 from mtpsim.packagedata import data_dir, user_catalog_dirs
 
 
@@ -50,10 +53,6 @@ FAMILIES = {
 # what `mtpsim calibrate` measures, so what a profile without a `families` list must hold
 MEASURED_BY_CALIBRATE = ("gemm", "lm_head", "attention", "moe", "elementwise", "pass", "argmax")
 
-META_KEYS = ("device", "device_name", "date", "ceilings", "overhead")
-
-
-CEILINGS = ("copy_bytes_per_s", "matmul_flops_per_s")
 
 
 PROFILES_DIR = data_dir() / "profiles"   # the committed profiles (package data)
@@ -136,22 +135,64 @@ def nearest_cell(table: Table, x: dict) -> tuple[float, float]:
     return float(table.log_t[idx]), float(table.log_w[idx])
 
 
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, allow_inf_nan=False, frozen=True)
+
+
+class _Ceilings(_Strict):
+    copy_bytes_per_s: float = Field(gt=0)
+    matmul_flops_per_s: float = Field(gt=0)
+
+
+class _Overhead(_Strict):
+    """CPU profiles: dispatch is inside op times (`call_s` per call); GPU profiles: launch,
+    in-graph kernel and graph replay seconds added by the cost model."""
+
+    included_in_op_times: bool
+    call_s: float | None = Field(default=None, ge=0)
+    launch_s: float | None = Field(default=None, ge=0)
+    graph_kernel_s: float | None = Field(default=None, ge=0)
+    graph_replay_s: float | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _what_the_model_reads(self) -> "_Overhead":
+        need = ("call_s",) if self.included_in_op_times else ("launch_s", "graph_kernel_s", "graph_replay_s")
+        missing = [k for k in need if getattr(self, k) is None]
+        if missing:
+            raise ValueError(f"{missing[0]}: required key is missing")
+        return self
+
+
+class ProfileMeta(_Strict):
+    """The meta.yaml keys the cost model reads, typed; other keys (provenance, timing notes,
+    attribution) are kept as they are."""
+
+    model_config = ConfigDict(extra="allow")
+    device: str
+    device_name: str
+    date: str | datetime.datetime | datetime.date
+    hardware: str | None = None
+    dtype: str | None = None
+    ceilings: _Ceilings
+    overhead: _Overhead
+    families: dict[str, int | str | dict[str, Any]] | None = None
+    attention_kv: str | None = None
+    host_s: dict[str, dict[int, float]] | None = None
+
+
 def load_meta(path: Path) -> dict:
+    """meta.yaml, checked against ProfileMeta: a missing key or a wrong type names its key path."""
     if not path.is_file():
         raise ScenarioError(str(path), "", "missing profile file")
-    meta = yaml.safe_load(path.read_text())
+    meta = load_yaml(path)
     if not isinstance(meta, dict):
         raise ScenarioError(str(path), "", "meta.yaml must be a mapping")
-    for key in META_KEYS:
-        if key not in meta:
-            raise ScenarioError(str(path), key, "missing key")
-    for key in CEILINGS:
-        if not _positive(meta["ceilings"].get(key) if isinstance(meta["ceilings"], dict) else None):
-            raise ScenarioError(str(path), f"ceilings.{key}", "missing or not a positive number")
-    need = ("call_s",) if meta["overhead"].get("included_in_op_times") else ("launch_s", "graph_kernel_s", "graph_replay_s")
-    for key in ("included_in_op_times", *need):
-        if key not in meta["overhead"]:
-            raise ScenarioError(str(path), f"overhead.{key}", "missing key")
+    try:
+        ProfileMeta.model_validate(meta)
+    except ValidationError as exc:
+        raise from_validation(exc, str(path)) from None
+    if any(v <= 0 for table in (meta.get("host_s") or {}).values() for v in table.values()):
+        raise ScenarioError(str(path), "host_s", "host times must be positive")
     return meta
 
 
@@ -176,24 +217,37 @@ def family_path(folder: Path, family: str) -> Path:
 
 
 def read_family(path: Path, family: str) -> pd.DataFrame:
-    """A family CSV with every column the schema names; times positive and finite."""
+    """A family CSV with every column the schema names: axes and times positive and finite,
+    flops non-negative, key and dim columns present (optional dims read as ANY)."""
     if not path.is_file():
         raise ScenarioError(str(path), "", f"missing profile file for op family {family!r}")
-    df = pd.read_csv(path)
     f = FAMILIES[family]
+    columns = {c: TEXT for c in (*f.keys, *f.dims)} | {c: POSITIVE for c in f.axes} | \
+        {"flops": NON_NEGATIVE, "bytes": NON_NEGATIVE, "time_s": POSITIVE}
+    df = read_csv(path, columns, optional=f.optional)
     for col in f.optional:
         if col not in df.columns:
             df[col] = ANY
-    for col in (*f.keys, *f.dims, *f.axes, "flops", "bytes", "time_s"):
-        if col not in df.columns:
-            raise ScenarioError(str(path), col, "missing column")
-    for col in (*f.axes, "flops", "bytes", "time_s"):
-        values = pd.to_numeric(df[col], errors="coerce")
-        bad = values.isna() | (values < 0) | ((values <= 0) if col not in ("flops",) else False)
-        if bad.any():
-            raise ScenarioError(str(path), col, f"row {int(bad.idxmax()) + 2}: not a positive number")
-    if df.empty:
-        raise ScenarioError(str(path), "", "no rows")
+    for col in (*f.keys, *f.dims):
+        if df[col].isna().any():
+            raise ScenarioError(str(path), col, f"row {int(df[col].isna().to_numpy().argmax()) + 2}: empty")
+    return df
+
+
+LAYER_COLUMNS = {"layer": TEXT, "scale": POSITIVE, "batch": Column(low=1, integer=True),
+                 "q": Column(low=1, integer=True), "kv": COUNT, "d": Column(low=1, integer=True), "time_s": POSITIVE}
+
+
+def read_layers(folder: Path) -> pd.DataFrame | None:
+    """layers.csv (whole decoder layers timed by `mtpsim calibrate`), or None when the profile has none."""
+    path = folder / "layers.csv"
+    if not path.is_file():
+        return None
+    df = read_csv(path, LAYER_COLUMNS)
+    short_kv = df.kv < df.q
+    if short_kv.any():
+        raise ScenarioError(str(path), "kv", f"row {int(short_kv.to_numpy().argmax()) + 2}: kv counts the pass's own "
+                            "q tokens, so it cannot be below q")
     return df
 
 
@@ -231,7 +285,3 @@ def _fill_along(a: np.ndarray, axis: int) -> np.ndarray:
             return line
         return line[ok[np.abs(np.arange(len(line))[:, None] - ok[None, :]).argmin(1)]]
     return np.apply_along_axis(fill, axis, a)
-
-
-def _positive(x) -> bool:
-    return isinstance(x, (int, float)) and x > 0 and math.isfinite(x)
