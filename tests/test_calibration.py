@@ -134,7 +134,7 @@ def test_routing_touches_the_asked_experts():
 
 
 def test_calibration_times_the_verification_primitives():
-    from mtpsim.verify import kernels as shared
+    from mtpsim.torchkit import kernels as shared
     for name in ("attend_cache", "moe_experts", "centroid_logits", "rope", "glu"):
         assert getattr(kernels, name) is getattr(shared, name)
 
@@ -143,7 +143,7 @@ def test_calibration_times_the_verification_primitives():
 def test_attention_kernel_matches_reference(window):
     import numpy as np
 
-    from mtpsim.verify.cache import Batch, KVSlots
+    from mtpsim.torchkit.cache import Batch, KVSlots
     torch.manual_seed(0)
     q, kv = 2, 6
     query, keys, values = torch.randn(1, 2, q, 8), torch.randn(1, 2, kv, 8), torch.randn(1, 2, kv, 8)

@@ -19,9 +19,9 @@ from mtpsim import catalog  # noqa: E402
 from mtpsim.acceptance import AcceptanceProfile  # noqa: E402
 from mtpsim.catalog import ModelSpec  # noqa: E402
 from mtpsim.scenario import Verify  # noqa: E402
-from mtpsim.verify import loops  # noqa: E402
-from mtpsim.verify.measure import Setup, measure, start  # noqa: E402
-from mtpsim.verify.shrink import shrink_assistant, shrink_model  # noqa: E402
+from mtpsim.torchkit import loops  # noqa: E402
+from mtpsim.torchkit.measure import Setup, measure, start  # noqa: E402
+from mtpsim.shrink import shrink_assistant, shrink_model  # noqa: E402
 
 SMALL = Verify(num_layers=2, hidden_scale=1 / 32, num_experts=4)
 STEPS = 3
@@ -193,7 +193,7 @@ def test_shrink_keeps_kinds_and_scales_widths():
 
 
 def test_torch_free_imports():
-    code = ("import sys, mtpsim, mtpsim.sim, mtpsim.verify.shrink, mtpsim.verify.compare; "
+    code = ("import sys, mtpsim, mtpsim.sim, mtpsim.shrink, mtpsim.verify.compare; "
             "assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -31,7 +31,7 @@ from mtpsim.calibration import kernels as K
 from mtpsim.calibration import timing as T
 from mtpsim.calibration.host import host_times
 from mtpsim.calibration.layers import layer_case
-from mtpsim.verify.kernels import keep_freed_memory
+from mtpsim.torchkit.kernels import keep_freed_memory
 
 HOLDOUT_PER_CONFIG = {"gemm": 40, "lm_head": 12, "attention": 14, "moe": 30, "elementwise": 6, "pass": 12, "argmax": 12}
 POOL_MIB = {"cpu": 768, "cuda": 4096}      # random data inputs are sliced from

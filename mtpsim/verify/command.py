@@ -28,9 +28,9 @@ from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.errors import ScenarioError
 from mtpsim.sim.workload import sample_lengths
 from mtpsim.verify.compare import comparison, plot, predict, simulated_mapping
-from mtpsim.verify.kernels import keep_freed_memory
-from mtpsim.verify.measure import Setup, measure
-from mtpsim.verify.shrink import shrink_assistant, shrink_model
+from mtpsim.torchkit.kernels import keep_freed_memory
+from mtpsim.torchkit.measure import Setup, measure
+from mtpsim.shrink import shrink_assistant, shrink_model
 
 
 
