@@ -25,6 +25,7 @@ import numpy as np
 
 from mtpsim.catalog import AttentionSpec, FFNSpec, load_model
 from mtpsim.costs import ops as O
+from mtpsim.shrink import shrink_layer
 
 P2 = lambda lo, hi: tuple(2 ** i for i in range(int(math.log2(lo)), int(math.log2(hi)) + 1))  # noqa: E731
 P4 = lambda lo, hi: P2(lo, hi)[::2]  # noqa: E731  (every other power of two, from lo)
@@ -194,23 +195,10 @@ def layer_grid(device: str, quick: bool) -> list[dict]:
 
 
 def layer_spec(kind: str, scale: float, max_experts: int = 8) -> tuple[int, AttentionSpec, FFNSpec]:
-    """(hidden, attention, ffn) of one catalog layer shrunk like the verification mode does:
-    widths x scale rounded up to 8 (windows kept), head counts x scale (at least 1, a multiple of the KV
-    heads), head dims kept, experts capped, top-k capped at the experts left."""
+    """(hidden, attention, ffn) of one catalog layer shrunk as the verification mode shrinks it
+    (mtpsim/shrink.py `shrink_layer`, the one rule) at width `scale`, experts capped at `max_experts`."""
     model, att_name, ffn_name, _ = LAYER_KINDS[kind]
-    spec = load_model(model)
-    att, ffn = spec.attention_kinds[att_name].model_dump(), spec.ffn_kinds[ffn_name].model_dump()
-    kv = att["num_kv_heads"] and max(1, round(att["num_kv_heads"] * scale))
-    att["num_heads"] = max(kv or 1, round(att["num_heads"] * scale) // (kv or 1) * (kv or 1))
-    att["num_kv_heads"] = kv
-    for key in ("q_lora_rank", "kv_lora_rank"):
-        att[key] = att[key] and _width(att[key], scale)
-    for key in ("intermediate_size", "expert_intermediate_size", "shared_intermediate_size"):
-        ffn[key] = ffn[key] and _width(ffn[key], scale)
-    if ffn["num_experts"]:
-        ffn["num_experts"] = min(ffn["num_experts"], max_experts)
-        ffn["top_k"] = min(ffn["top_k"], ffn["num_experts"])
-    return _width(spec.hidden_size, scale), AttentionSpec(**att), FFNSpec(**ffn)
+    return shrink_layer(load_model(model), att_name, ffn_name, scale, max_experts)
 
 
 def layer_ops(row: dict, dtype: str, glue: bool = True) -> list[O.Op]:
@@ -226,6 +214,3 @@ def layer_ops(row: dict, dtype: str, glue: bool = True) -> list[O.Op]:
     ops.append(O.layer_elementwise(tokens, d, dtype))
     return ops + [O.layer_glue(O.layer_kind(att, ffn, query_only), tokens, d)] if glue else ops
 
-
-def _width(x: int, scale: float) -> int:
-    return max(8, math.ceil(x * scale / 8) * 8)
