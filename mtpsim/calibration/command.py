@@ -31,6 +31,7 @@ from mtpsim.calibration import kernels as K
 from mtpsim.calibration import timing as T
 from mtpsim.calibration.host import host_times
 from mtpsim.calibration.layers import layer_case
+from mtpsim.costs.layer import layer_spec
 from mtpsim.torchkit.kernels import keep_freed_memory
 
 HOLDOUT_PER_CONFIG = {"gemm": 40, "lm_head": 12, "attention": 14, "moe": 30, "elementwise": 6, "pass": 12, "argmax": 12}
@@ -106,7 +107,7 @@ def calibrate(device: str, quick: bool, folder: Path, visits: int | None = None)
     jobs += [(c, p, "holdout") for c in configs
              for p in G.holdout(c, max(2, HOLDOUT_PER_CONFIG[c.family] // (3 if quick else 1)))
              if _fits(c.family, p, device, dtype_name)]
-    layers = [r for r in G.layer_grid(device, quick) if G.layer_spec(r["layer"], r["scale"])[0] <= LIMITS[device]["d"]]
+    layers = [r for r in G.layer_grid(device, quick) if layer_spec(r["layer"], r["scale"])[0] <= LIMITS[device]["d"]]
     visits = visits or VISITS[device][quick]
     meta = _header(device, dtype_name, quick, visits)
     meta["ceilings"] = _ceilings(pool, device)
@@ -128,7 +129,7 @@ def calibrate(device: str, quick: bool, folder: Path, visits: int | None = None)
     for (c, p, part), times in zip(order, samples):
         t = statistics.median(times)
         if part == "layer":
-            layer_rows.append({**p, "d": G.layer_spec(p["layer"], p["scale"])[0], "time_s": t})
+            layer_rows.append({**p, "d": layer_spec(p["layer"], p["scale"])[0], "time_s": t})
         else:
             op = G.op_of(c.family, p, dtype_name)
             rows[part].setdefault(c.family, []).append({**p, "flops": op.flops, "bytes": op.bytes, "time_s": t})

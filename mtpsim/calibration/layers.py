@@ -14,9 +14,9 @@ import math
 import numpy as np
 import torch
 
-from mtpsim.calibration.grid import LAYER_KINDS, layer_spec
 from mtpsim.calibration.kernels import MAX_PASS
 from mtpsim.calibration.timing import MAX_SETS, Pool
+from mtpsim.costs.layer import LAYER_KINDS, layer_spec
 from mtpsim.torchkit.cache import Batch, KVSlots
 from mtpsim.torchkit.layers import DecoderLayer
 
