@@ -48,24 +48,31 @@ ROTATE = {"cpu": "L2 (2 x 2 MiB): rotated sets span 16 MiB, so data comes from L
 
 
 def main(args) -> int:
-    device = _device(args.device)
+    return write_profile(args.device, args.out, args.quick, args.threads, getattr(args, "visits", None))
+
+
+def write_profile(choice: str, out: str | None, quick: bool, threads: int | None = None,
+                  visits: int | None = None) -> int:
+    """Calibrate device `choice` (auto | cpu | cuda) into the profile folder `out` (default
+    profiles/<device>): 0, or 2 after a one-line error. `mtpsim verify --calibrate` calls it too."""
+    device = _device(choice)
     if device is None:
         print("mtpsim: error: --device cuda but torch sees no CUDA device", file=sys.stderr)
         return 2
-    out = Path(args.out or f"profiles/{device}")  # the current folder, never the package
+    out = Path(out or f"profiles/{device}")  # the current folder, never the package
     problem = _check_out(out)
     if problem:
         print(f"mtpsim: error: {out}: {problem}", file=sys.stderr)
         return 2
     if device == "cpu":
         keep_freed_memory()  # as the verification loop runs (see there)
-        if args.threads:
-            torch.set_num_threads(args.threads)
+        if threads:
+            torch.set_num_threads(threads)
     started = time.time()
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "holdout").mkdir(parents=True)
-    meta = calibrate(device, args.quick, tmp, getattr(args, "visits", None))
+    meta = calibrate(device, quick, tmp, visits)
     meta["wall_s"] = round(time.time() - started, 1)
     (tmp / "meta.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
     if out.exists():

@@ -103,9 +103,9 @@ def cost_source(device: str, calibrate: bool, out: Path) -> tuple[str, str | Non
         if hardware is None:
             raise SystemExit(f"mtpsim: error: no hardware catalog entry for {name!r}")
     if calibrate:
-        from mtpsim.cli import main as cli
+        from mtpsim.calibration.command import write_profile
         folder = out / "profile"
-        if cli(["calibrate", "--device", device, "--quick", "--out", str(folder)]) != 0:
+        if write_profile(device, str(folder), quick=True) != 0:
             raise SystemExit("mtpsim: error: calibration failed")
         return hardware, str(folder)
     folder = PROFILES_DIR / hardware
