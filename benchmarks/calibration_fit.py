@@ -7,7 +7,7 @@ Two checks, both on times measured by the same `mtpsim calibrate` run as the pro
   the model): median and worst |predicted / measured - 1| per op family and kind;
 - whole layers (`layers.csv`): the sum of the layer's ops as the simulator prices them (with the
   layer glue fitted on the other widths) against the measured layer (MLA + MoE, GQA + dense,
-  SWA + dense, frozen-KV assistant layer), on the held-out width (grid.HELDOUT_SCALE) and on
+  SWA + dense, frozen-KV assistant layer), on the held-out width (costs/layer.py HELDOUT_SCALE) and on
   the training widths; `ops only` leaves the glue out.
 Targets on CPU: median <= 10% on held-out op shapes, <= 15% on whole layers.
 Torch is not needed.
@@ -20,7 +20,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from mtpsim.calibration.grid import HELDOUT_SCALE, layer_ops, op_of
+from mtpsim.calibration.grid import op_of
+from mtpsim.costs.layer import HELDOUT_SCALE, whole_layer_ops
 from mtpsim.catalog import load_hardware
 from mtpsim.costs.calibrated import CalibratedCosts
 from mtpsim.costs.profile import MEASURED_BY_CALIBRATE as FAMILIES
@@ -44,7 +45,7 @@ def op_errors(costs: CalibratedCosts, folder: Path, dtype: str) -> pd.DataFrame:
 def layer_errors(costs: CalibratedCosts, folder: Path, dtype: str, glue: bool = True) -> pd.DataFrame:
     rows = []
     for r in pd.read_csv(folder / "layers.csv").to_dict("records"):
-        times = [costs.time(op, graphs=False) for op in layer_ops(r, dtype, glue)]
+        times = [costs.time(op, graphs=False) for op in whole_layer_ops(r, dtype, glue)]
         split = "held-out" if abs(r["scale"] - HELDOUT_SCALE) < 1e-9 else "train"
         rows.append({"family": f"layer {split}" if glue else "ops only", "kind": r["layer"], "scale": r["scale"], "batch": r["batch"], "q": r["q"],
                      "kv": r["kv"], "source": "+".join(sorted({t.source for t in times})),

@@ -18,7 +18,7 @@ import yaml
 
 from mtpsim.calibration.level import level as level_of
 from mtpsim.calibration.level import retime
-from mtpsim.verify.kernels import keep_freed_memory
+from mtpsim.torchkit.kernels import keep_freed_memory
 
 
 def main() -> None:

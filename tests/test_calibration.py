@@ -17,6 +17,7 @@ from mtpsim.calibration import grid as G  # noqa: E402
 from mtpsim.catalog import load_hardware  # noqa: E402
 from mtpsim.costs.calibrated import CalibratedCosts  # noqa: E402
 from mtpsim.costs.profile import MEASURED_BY_CALIBRATE as FAMILIES  # noqa: E402
+from mtpsim.costs.layer import LAYER_KINDS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = [
@@ -36,7 +37,7 @@ TINY = [
 def tiny(monkeypatch):
     monkeypatch.setattr(G, "grid", lambda device, quick: TINY)
     monkeypatch.setattr(G, "layer_grid", lambda device, quick: [
-        dict(layer=k, scale=0.0625, batch=2, q=2, kv=64) for k in G.LAYER_KINDS])
+        dict(layer=k, scale=0.0625, batch=2, q=2, kv=64) for k in LAYER_KINDS])
     monkeypatch.setattr(command, "POOL_MIB", {"cpu": 16})
     monkeypatch.setattr(command, "ROTATE_MIB", {"cpu": 1})
     monkeypatch.setattr(command, "HOLDOUT_PER_CONFIG", dict.fromkeys(FAMILIES, 2))
@@ -54,7 +55,7 @@ def test_calibrate_writes_a_profile_that_loads(tiny, tmp_path):
     for family in FAMILIES:
         assert (out / f"{family}.csv").is_file() and (out / "holdout" / f"{family}.csv").is_file()
     layers = pd.read_csv(out / "layers.csv")
-    assert set(layers.layer) == set(G.LAYER_KINDS) and (layers.time_s > 0).all()
+    assert set(layers.layer) == set(LAYER_KINDS) and (layers.time_s > 0).all()
     costs = CalibratedCosts.from_profile(out, load_hardware("cpu"))
     assert costs.meta["threads"] == 1 and costs.meta["overhead"]["included_in_op_times"]
     assert costs.meta["ceilings"]["copy_bytes_per_s"] > 0
@@ -134,7 +135,7 @@ def test_routing_touches_the_asked_experts():
 
 
 def test_calibration_times_the_verification_primitives():
-    from mtpsim.verify import kernels as shared
+    from mtpsim.torchkit import kernels as shared
     for name in ("attend_cache", "moe_experts", "centroid_logits", "rope", "glu"):
         assert getattr(kernels, name) is getattr(shared, name)
 
@@ -143,7 +144,7 @@ def test_calibration_times_the_verification_primitives():
 def test_attention_kernel_matches_reference(window):
     import numpy as np
 
-    from mtpsim.verify.cache import Batch, KVSlots
+    from mtpsim.torchkit.cache import Batch, KVSlots
     torch.manual_seed(0)
     q, kv = 2, 6
     query, keys, values = torch.randn(1, 2, q, 8), torch.randn(1, 2, kv, 8), torch.randn(1, 2, kv, 8)

@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 torch = pytest.importorskip("torch")
 
@@ -19,9 +20,9 @@ from mtpsim import catalog  # noqa: E402
 from mtpsim.acceptance import AcceptanceProfile  # noqa: E402
 from mtpsim.catalog import ModelSpec  # noqa: E402
 from mtpsim.scenario import Verify  # noqa: E402
-from mtpsim.verify import loops  # noqa: E402
-from mtpsim.verify.measure import Setup, measure, start  # noqa: E402
-from mtpsim.verify.shrink import shrink_assistant, shrink_model  # noqa: E402
+from mtpsim.shrink import shrink_assistant, shrink_model  # noqa: E402
+from mtpsim.torchkit import loops  # noqa: E402
+from mtpsim.torchkit.measure import Setup, measure, start  # noqa: E402
 
 SMALL = Verify(num_layers=2, hidden_scale=1 / 32, num_experts=4)
 STEPS = 3
@@ -169,6 +170,18 @@ def test_verify_command_end_to_end(write_scenario, tmp_path, capsys):
     assert "accept histogram" in printed and "this CPU ran at" in printed
 
 
+def test_verify_calibrate_writes_a_quick_profile_through_calibration(tmp_path, monkeypatch):
+    """--calibrate: calibration's public write_profile, quick, into the run folder (grid not run here)."""
+    from mtpsim.calibration import command as calibration
+    from mtpsim.verify.command import cost_source
+    seen = []
+    monkeypatch.setattr(calibration, "calibrate", lambda device, quick, folder, visits: seen.append(
+        (device, quick, visits)) or {"device": device, "quick": quick})
+    hardware, folder = cost_source("cpu", True, tmp_path)
+    assert (hardware, folder) == ("cpu", str(tmp_path / "profile")) and seen == [("cpu", True, None)]
+    assert yaml.safe_load((tmp_path / "profile" / "meta.yaml").read_text())["quick"] is True
+
+
 def test_machine_level_scales_predictions():
     from mtpsim.verify.command import at_level
     table = pd.DataFrame({"kind": ["tps", "iteration_s", "draft_s"], "predicted": [100.0, 0.010, 0.0],
@@ -193,7 +206,7 @@ def test_shrink_keeps_kinds_and_scales_widths():
 
 
 def test_torch_free_imports():
-    code = ("import sys, mtpsim, mtpsim.sim, mtpsim.verify.shrink, mtpsim.verify.compare; "
+    code = ("import sys, mtpsim, mtpsim.sim, mtpsim.shrink, mtpsim.verify.compare; "
             "assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 

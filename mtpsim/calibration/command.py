@@ -31,7 +31,8 @@ from mtpsim.calibration import kernels as K
 from mtpsim.calibration import timing as T
 from mtpsim.calibration.host import host_times
 from mtpsim.calibration.layers import layer_case
-from mtpsim.verify.kernels import keep_freed_memory
+from mtpsim.costs.layer import layer_spec
+from mtpsim.torchkit.kernels import keep_freed_memory
 
 HOLDOUT_PER_CONFIG = {"gemm": 40, "lm_head": 12, "attention": 14, "moe": 30, "elementwise": 6, "pass": 12, "argmax": 12}
 POOL_MIB = {"cpu": 768, "cuda": 4096}      # random data inputs are sliced from
@@ -47,24 +48,31 @@ ROTATE = {"cpu": "L2 (2 x 2 MiB): rotated sets span 16 MiB, so data comes from L
 
 
 def main(args) -> int:
-    device = _device(args.device)
+    return write_profile(args.device, args.out, args.quick, args.threads, getattr(args, "visits", None))
+
+
+def write_profile(choice: str, out: str | None, quick: bool, threads: int | None = None,
+                  visits: int | None = None) -> int:
+    """Calibrate device `choice` (auto | cpu | cuda) into the profile folder `out` (default
+    profiles/<device>): 0, or 2 after a one-line error. `mtpsim verify --calibrate` calls it too."""
+    device = _device(choice)
     if device is None:
         print("mtpsim: error: --device cuda but torch sees no CUDA device", file=sys.stderr)
         return 2
-    out = Path(args.out or f"profiles/{device}")  # the current folder, never the package
+    out = Path(out or f"profiles/{device}")  # the current folder, never the package
     problem = _check_out(out)
     if problem:
         print(f"mtpsim: error: {out}: {problem}", file=sys.stderr)
         return 2
     if device == "cpu":
         keep_freed_memory()  # as the verification loop runs (see there)
-        if args.threads:
-            torch.set_num_threads(args.threads)
+        if threads:
+            torch.set_num_threads(threads)
     started = time.time()
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "holdout").mkdir(parents=True)
-    meta = calibrate(device, args.quick, tmp, getattr(args, "visits", None))
+    meta = calibrate(device, quick, tmp, visits)
     meta["wall_s"] = round(time.time() - started, 1)
     (tmp / "meta.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
     if out.exists():
@@ -106,7 +114,7 @@ def calibrate(device: str, quick: bool, folder: Path, visits: int | None = None)
     jobs += [(c, p, "holdout") for c in configs
              for p in G.holdout(c, max(2, HOLDOUT_PER_CONFIG[c.family] // (3 if quick else 1)))
              if _fits(c.family, p, device, dtype_name)]
-    layers = [r for r in G.layer_grid(device, quick) if G.layer_spec(r["layer"], r["scale"])[0] <= LIMITS[device]["d"]]
+    layers = [r for r in G.layer_grid(device, quick) if layer_spec(r["layer"], r["scale"])[0] <= LIMITS[device]["d"]]
     visits = visits or VISITS[device][quick]
     meta = _header(device, dtype_name, quick, visits)
     meta["ceilings"] = _ceilings(pool, device)
@@ -128,7 +136,7 @@ def calibrate(device: str, quick: bool, folder: Path, visits: int | None = None)
     for (c, p, part), times in zip(order, samples):
         t = statistics.median(times)
         if part == "layer":
-            layer_rows.append({**p, "d": G.layer_spec(p["layer"], p["scale"])[0], "time_s": t})
+            layer_rows.append({**p, "d": layer_spec(p["layer"], p["scale"])[0], "time_s": t})
         else:
             op = G.op_of(c.family, p, dtype_name)
             rows[part].setdefault(c.family, []).append({**p, "flops": op.flops, "bytes": op.bytes, "time_s": t})

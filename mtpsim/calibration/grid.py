@@ -2,7 +2,9 @@
 
 Every measured row is built as the simulator's own `Op` (mtpsim/costs/ops.py), so its flops and
 bytes columns are the ones the cost model prices with; the torch side (kernels.py) runs the
-same shape. Torch-free: the benchmark and the tests read the layer specs from here.
+same shape. Torch-free: the benchmark, the converter and the tests read it. Whole layers: which
+ones are timed is decided here (`layer_grid`); what a layer row is, and its ops, in
+mtpsim/costs/layer.py, where the cost model reads them.
 
 Axes are log-spaced; the calibrated model interpolates between them (costs/calibrated.py).
 A cell whose roofline estimate exceeds `max_point_s` is skipped (compute-bound GEMMs that big
@@ -23,8 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mtpsim.catalog import AttentionSpec, FFNSpec, load_model
+from mtpsim.catalog import AttentionSpec, FFNSpec
 from mtpsim.costs import ops as O
+from mtpsim.costs.layer import LAYER_KINDS
 
 P2 = lambda lo, hi: tuple(2 ** i for i in range(int(math.log2(lo)), int(math.log2(hi)) + 1))  # noqa: E731
 P4 = lambda lo, hi: P2(lo, hi)[::2]  # noqa: E731  (every other power of two, from lo)
@@ -170,20 +173,9 @@ def _with(op: O.Op, **shape) -> O.Op:
 
 # ----------------------------------------------------------------------------- whole layers
 
-# layer kind -> (catalog model, attention kind, ffn kind, query_only)
-LAYER_KINDS = {
-    "mla_moe": ("deepseek-v3", "mla", "moe", False),
-    "gqa_dense": ("llama-3.1-8b", "gqa", "dense", False),
-    "swa_dense": ("mimo-v2-flash", "swa", "dense", False),
-    "assistant": ("gemma-4-e2b-assistant", "sliding", "dense", True),
-}
-
-
-HELDOUT_SCALE = 0.125  # whole layers at this width never train the glue fit (calibration_fit reports them)
-
-
 def layer_grid(device: str, quick: bool) -> list[dict]:
-    """Whole layers to time: kind x width scale x batch x query tokens x KV length."""
+    """Whole layers to time: kind (costs/layer.py LAYER_KINDS) x width scale x batch x query
+    tokens x KV length."""
     if device == "cuda":
         axes = dict(scale=(1.0,), batch=(1, 8, 64), q=(1, 4), kv=(1024, 8192))
     else:
@@ -191,41 +183,3 @@ def layer_grid(device: str, quick: bool) -> list[dict]:
     if quick:
         axes = {a: v[:1] + v[-1:] if len(v) > 1 else v for a, v in axes.items()}
     return [dict(layer=kind, **dict(zip(axes, vals))) for kind in LAYER_KINDS for vals in itertools.product(*axes.values())]
-
-
-def layer_spec(kind: str, scale: float, max_experts: int = 8) -> tuple[int, AttentionSpec, FFNSpec]:
-    """(hidden, attention, ffn) of one catalog layer shrunk like the verification mode does:
-    widths x scale rounded up to 8 (windows kept), head counts x scale (at least 1, a multiple of the KV
-    heads), head dims kept, experts capped, top-k capped at the experts left."""
-    model, att_name, ffn_name, _ = LAYER_KINDS[kind]
-    spec = load_model(model)
-    att, ffn = spec.attention_kinds[att_name].model_dump(), spec.ffn_kinds[ffn_name].model_dump()
-    kv = att["num_kv_heads"] and max(1, round(att["num_kv_heads"] * scale))
-    att["num_heads"] = max(kv or 1, round(att["num_heads"] * scale) // (kv or 1) * (kv or 1))
-    att["num_kv_heads"] = kv
-    for key in ("q_lora_rank", "kv_lora_rank"):
-        att[key] = att[key] and _width(att[key], scale)
-    for key in ("intermediate_size", "expert_intermediate_size", "shared_intermediate_size"):
-        ffn[key] = ffn[key] and _width(ffn[key], scale)
-    if ffn["num_experts"]:
-        ffn["num_experts"] = min(ffn["num_experts"], max_experts)
-        ffn["top_k"] = min(ffn["top_k"], ffn["num_experts"])
-    return _width(spec.hidden_size, scale), AttentionSpec(**att), FFNSpec(**ffn)
-
-
-def layer_ops(row: dict, dtype: str, glue: bool = True) -> list[O.Op]:
-    """The ops the simulator prices for one whole layer (tp 1), as the Pricer builds them
-    (`glue`: with the layer's glue op, which a calibrated profile fits from these layers)."""
-    d, att, ffn = layer_spec(row["layer"], row["scale"])
-    query_only = LAYER_KINDS[row["layer"]][3]
-    B, q, kv = row["batch"], row["q"], row["kv"]
-    tokens, par = B * q, O.Parallel()
-    ops = O.attention_projections(att, d, tokens, dtype, par, query_only, act=dtype)
-    ops.append(O.attention_core(att, np.full(B, q), np.full(B, kv - q), dtype, 1, act=dtype))
-    ops += O.ffn_ops(ffn, d, tokens, dtype, dtype, par, act=dtype)
-    ops.append(O.layer_elementwise(tokens, d, dtype))
-    return ops + [O.layer_glue(O.layer_kind(att, ffn, query_only), tokens, d)] if glue else ops
-
-
-def _width(x: int, scale: float) -> int:
-    return max(8, math.ceil(x * scale / 8) * 8)

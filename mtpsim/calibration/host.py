@@ -1,5 +1,9 @@
-"""Host time per iteration: what the verification decode loop spends outside its passes
-(acceptance, rollback, emitted-token bookkeeping, the next drafts) per design and batch.
+"""Host time per iteration: what the decode loop spends outside its passes (acceptance,
+rollback, emitted-token bookkeeping, the next drafts) per design and batch.
+
+A calibration step that runs the verification loop: torchkit's `measure` (mtpsim/torchkit/measure.py),
+the very loop `mtpsim verify` times, on models shrunk by the one shrink rule (mtpsim/shrink.py),
+so the host time a profile carries is the host time verification pays.
 
 Each design's loop runs on a tiny catalog model (1/16 width, 2 layers, 64-token prompts,
 forced acceptance from a fixed profile); host time = iteration wall time - the timed passes,
@@ -14,8 +18,8 @@ import torch
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.catalog import load_model
 from mtpsim.schema import Verify
-from mtpsim.verify.measure import Setup, measure
-from mtpsim.verify.shrink import shrink_assistant, shrink_model
+from mtpsim.torchkit.measure import Setup, measure
+from mtpsim.shrink import shrink_assistant, shrink_model
 
 # design -> (catalog model, assistant or None)
 DESIGNS = {"none": ("deepseek-v3", None), "nextn": ("deepseek-v3", None),

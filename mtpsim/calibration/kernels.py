@@ -1,8 +1,8 @@
-"""Builders of timed cases, one per op family, calling the verification mode's own primitives
-(mtpsim/verify/kernels.py: attention over KV slots read up to the batch's furthest position
+"""Builders of timed cases, one per op family, calling the primitives the decode loop runs
+(mtpsim/torchkit/kernels.py: attention over KV slots read up to the batch's furthest position
 with a position mask, MoE routing + experts, the centroid head, RoPE, SiLU x up) on the cache
 and batch structures the decode loop uses (`KVSlots`, `Batch`), so a profile times the very
-calls the loop makes. Whole layers (layers.py) run the verification mode's `DecoderLayer`.
+calls the loop makes. Whole layers (layers.py) run torchkit's `DecoderLayer`.
 
 A case is `(inputs, fn)`: `inputs` a list of rotated input sets, `fn(set)` runs the op once.
 """
@@ -13,10 +13,10 @@ import torch
 import torch.nn.functional as F
 
 from mtpsim.calibration.timing import Pool
-from mtpsim.verify.cache import Batch, KVSlots
-from mtpsim.verify.kernels import attend_cache, centroid_logits, glu, moe_experts, rope, rope_table
+from mtpsim.torchkit.cache import Batch, KVSlots
+from mtpsim.torchkit.kernels import attend_cache, centroid_logits, glu, moe_experts, rope, rope_table
 
-MAX_PASS = 8  # a sliding layer's ring holds window + the longest pass (verify.layers.Attention)
+MAX_PASS = 8  # a sliding layer's ring holds window + the longest pass (torchkit.layers.Attention)
 
 # ----------------------------------------------------------------------------- primitives
 

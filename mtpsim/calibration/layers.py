@@ -1,5 +1,5 @@
-"""Whole decoder layers, timed as the verification mode runs them: its own `DecoderLayer`
-(mtpsim/verify/layers.py) with random weights, its KV slots and a `Batch` of B requests x q new
+"""Whole decoder layers, timed as the verification mode runs them: torchkit's `DecoderLayer`
+(mtpsim/torchkit/layers.py) with random weights, its KV slots and a `Batch` of B requests x q new
 tokens after kv - q cached (visible kv; a query-only assistant layer reads kv cached tokens of
 another layer's cache). The measured time against the sum of the layer's op predictions gives
 the per-layer glue (views, transposes, cat, index building) no op prices.
@@ -14,11 +14,11 @@ import math
 import numpy as np
 import torch
 
-from mtpsim.calibration.grid import LAYER_KINDS, layer_spec
 from mtpsim.calibration.kernels import MAX_PASS
 from mtpsim.calibration.timing import MAX_SETS, Pool
-from mtpsim.verify.cache import Batch, KVSlots
-from mtpsim.verify.layers import DecoderLayer
+from mtpsim.costs.layer import LAYER_KINDS, layer_spec
+from mtpsim.torchkit.cache import Batch, KVSlots
+from mtpsim.torchkit.layers import DecoderLayer
 
 
 def layer_case(row: dict, pool: Pool):

@@ -1,5 +1,7 @@
-"""Cost models: ops (shapes), roofline (datasheet), calibrated (measured profile, read by profile.py),
-passes (pricing). The scenario loader picks which one prices a scenario (`Specs.cost_model`).
+"""Cost models: ops (shapes), layer (a decoder layer's ops; a profile's whole-layer rows), roofline
+(datasheet), calibrated (measured profile, read by profile.py), passes (pricing). The scenario
+loader picks which one prices a scenario (`Specs.cost_model`). Torch-free, and importing nothing
+from calibration/, verify/ or torchkit/: what a profile means is defined here (tests/test_imports.py).
 
 `build_pricer(scenario)` is the entry: it picks the scenario's cost model and returns a Pricer
 whose `price(shape, q_lens, kv_lens)` gives a PassCost.

@@ -32,7 +32,8 @@ Host time per iteration (`host_overhead_s(design, batch)`): measured per design 
 verification loop by `mtpsim calibrate` (meta.yaml `host_s`), else the serving engine's figure.
 
 Layer glue (`layer.glue` ops): what a whole layer costs beyond its priced ops, fitted from the
-profile's whole-layer measurements (`fit_glue`), widths grid.HELDOUT_SCALE held out.
+profile's whole-layer measurements (`fit_glue`; rows and their ops: layer.py), widths
+layer.HELDOUT_SCALE held out.
 
 Overheads: on CPU every measured time already includes PyTorch's per-call dispatch (meta.yaml
 `overhead.included_in_op_times: true`), so kernel and pass overheads are 0. On CUDA, times are
@@ -49,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 from mtpsim.catalog import EngineSpec, HardwareSpec
+from mtpsim.costs.layer import HELDOUT_SCALE, whole_layer_ops
 from mtpsim.costs.ops import Op
 from mtpsim.costs.roofline import OpTime, RooflineCosts
 from mtpsim.costs.profile import (ANY, FAMILIES, Family, Table, build_tables, family_path, interpolate, load_meta, read_layers,
@@ -237,12 +239,11 @@ def _fewer_queries(op: Op, share: float) -> Op:
 def fit_glue(costs: "CalibratedCosts", layers: pd.DataFrame) -> dict:
     """layer kind -> (a_s, b_s): glue = a + b * tokens * d, the fixed calls a layer makes plus the
     activations its views, transposes and copies move, fitted to measured layer - the sum of its
-    priced ops over the training layers (every width but grid.HELDOUT_SCALE), least squares on
+    priced ops over the training layers (every width but HELDOUT_SCALE), least squares on
     the relative error (so the widest layers' op errors do not swamp the narrow ones), a, b >= 0."""
-    from mtpsim.calibration.grid import HELDOUT_SCALE, layer_ops
     dtype, rows = costs.meta["dtype"], []
     for r in layers[~np.isclose(layers["scale"], HELDOUT_SCALE)].to_dict("records"):
-        ops = sum(costs.time(op, graphs=False).total_s for op in layer_ops(r, dtype, glue=False))
+        ops = sum(costs.time(op, graphs=False).total_s for op in whole_layer_ops(r, dtype, glue=False))
         rows.append({"layer": r["layer"], "x": r["batch"] * r["q"] * r["d"], "t": r["time_s"], "ops": ops})
     fits = {}
     for kind, g in pd.DataFrame(rows, columns=["layer", "x", "t", "ops"]).groupby("layer"):

@@ -16,6 +16,7 @@ import numpy as np
 
 from mtpsim.catalog import HardwareSpec, LayerRef, ModelSpec
 from mtpsim.costs import ops as O
+from mtpsim.costs.layer import decoder_layer_ops
 from mtpsim.costs.roofline import OpTime
 
 # SGLang's default captured batch sizes (cuda_graph_bs), capped by max_graph_batch.
@@ -150,18 +151,13 @@ class Pricer:
         return priced, totals, frozenset(t.source for _, t, _ in priced)
 
     def _layer_ops(self, part: str, tokens: int):
+        """(count, op) per layer group: costs/layer.py's one list of a decoder layer's ops."""
         spec = self.layers(part)
-        d, tp, act = spec.spec.hidden_size, self.par.tp, self.act
+        glue = bool(getattr(self.costs, "glue", None))  # only a profile with whole-layer timings prices glue
         for count, ref in spec.groups:
             att, ffn = spec.spec.attention_kinds[ref.attention], spec.spec.ffn_kinds[ref.ffn]
-            layer = O.attention_projections(att, d, tokens, spec.attn_dtype, self.par, spec.query_only, act)
-            layer += O.ffn_ops(ffn, d, tokens, spec.ffn_dtype, spec.expert_dtype, self.par, self.skew, act)
-            layer += [O.layer_elementwise(tokens, d, act),
-                      O.allreduce(tokens, d, tp, act), O.allreduce(tokens, d, tp, act)]
-            if getattr(self.costs, "glue", None):  # only a profile with whole-layer timings prices glue
-                layer.append(O.layer_glue(O.layer_kind(att, ffn, spec.query_only), tokens, d))
-            if ffn.kind == "moe":
-                layer.append(O.alltoall(tokens, ffn.top_k, d, self.par.ep, act))
+            layer = decoder_layer_ops(att, ffn, spec.spec.hidden_size, tokens, spec.attn_dtype, spec.ffn_dtype,
+                                      spec.expert_dtype, self.par, spec.query_only, self.skew, self.act, glue)
             yield from ((count, op) for op in layer)
 
     def _edge_ops(self, part: str, tokens: int, logits: int) -> list[O.Op | None]:

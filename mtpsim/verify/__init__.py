@@ -1,4 +1,12 @@
-"""Verification mode (DESIGN §8): real PyTorch decode loops per design, timed, beside the prediction.
+"""Verification mode (DESIGN §8): a scenario's real PyTorch decode loop, timed, beside the prediction.
 
-Only `shrink` and `compare` may be imported without torch; everything else here imports it.
+command.py  `mtpsim verify`: shrink the scenario's model (mtpsim/shrink.py), run the design's
+            decode loop (mtpsim/torchkit: measure, loops, models), simulate the same shrunken
+            configuration and compare
+compare.py  the simulated side: the scenario mapping, the prediction, the comparison table
+
+The decode loop itself lives in mtpsim/torchkit, shared with calibration (which times its host
+work). From calibration/ verification uses only its public entry points: `command.write_profile`
+(`--calibrate`) and `level.machine_level` (a shared CPU's speed against its profile);
+calibration never imports verify/. Only `compare` may be imported without torch.
 """

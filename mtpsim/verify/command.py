@@ -28,9 +28,9 @@ from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.errors import ScenarioError
 from mtpsim.sim.workload import sample_lengths
 from mtpsim.verify.compare import comparison, plot, predict, simulated_mapping
-from mtpsim.verify.kernels import keep_freed_memory
-from mtpsim.verify.measure import Setup, measure
-from mtpsim.verify.shrink import shrink_assistant, shrink_model
+from mtpsim.torchkit.kernels import keep_freed_memory
+from mtpsim.torchkit.measure import Setup, measure
+from mtpsim.shrink import shrink_assistant, shrink_model
 
 
 
@@ -103,9 +103,9 @@ def cost_source(device: str, calibrate: bool, out: Path) -> tuple[str, str | Non
         if hardware is None:
             raise SystemExit(f"mtpsim: error: no hardware catalog entry for {name!r}")
     if calibrate:
-        from mtpsim.cli import main as cli
+        from mtpsim.calibration.command import write_profile
         folder = out / "profile"
-        if cli(["calibrate", "--device", device, "--quick", "--out", str(folder)]) != 0:
+        if write_profile(device, str(folder), quick=True) != 0:
             raise SystemExit("mtpsim: error: calibration failed")
         return hardware, str(folder)
     folder = PROFILES_DIR / hardware

@@ -1,4 +1,4 @@
-"""The primitive torch calls of a decoder layer: one implementation, used by the verification
+"""The primitive torch calls of a decoder layer: one implementation, run by the decode loop's
 models (layers.py, models.py) and timed by `mtpsim calibrate` (mtpsim/calibration/kernels.py),
 so the op a profile measures is the op the decode loop runs.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from mtpsim.verify.cache import Batch, KVSlots
+from mtpsim.torchkit.cache import Batch, KVSlots
 
 
 def rope_table(batch: Batch, half: int, dtype) -> tuple[torch.Tensor, torch.Tensor]:

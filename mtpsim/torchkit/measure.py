@@ -1,5 +1,8 @@
 """Build the (shrunken) models, prefill B prompts, run warm-up + timed iterations, and record.
 
+The harness of both torch users: `mtpsim verify` measures a scenario's point with it, and
+`mtpsim calibrate` times the host work around its passes (calibration/host.py).
+
 `measure(setup)` returns a `Measurement`: one row per timed iteration (wall time and time per
 pass kind, tokens emitted), the accept histogram over timed iterations (per request: how many
 drafts were accepted), the emitted tokens and the final KV lengths of every cache.
@@ -14,8 +17,8 @@ import torch
 
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.catalog import ModelSpec
-from mtpsim.verify import loops
-from mtpsim.verify.models import build
+from mtpsim.torchkit import loops
+from mtpsim.torchkit.models import build
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "fp64": torch.float64}
 

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from mtpsim.verify.cache import Batch
+from mtpsim.torchkit.cache import Batch
 
 KINDS = ("draft_s", "verify_s", "extend_s")
 

@@ -1,13 +1,16 @@
 """Shrinking a catalog model to what verification builds (the `verify:` section), without torch.
 
-The simulated side of `mtpsim verify` prices the very spec returned here, so prediction and
-measurement describe one model. Rules:
+The one shrink rule: `mtpsim verify` builds and its simulated side prices the very spec returned
+here, so prediction and measurement describe one model; `mtpsim calibrate` times whole layers
+shrunk by it (`shrink_layer`, via mtpsim/costs/layer.py), so the layers a profile's glue is
+fitted on are the layers verification runs. Rules:
 - layers: `num_layers` of the target's layers, chosen so that every attention kind and every
   FFN kind survives (the last layer of each kind first, since a frozen-KV assistant reads the
   target's *last* sliding / full layer), then evenly spaced ones, kept in model order;
-- widths (hidden, FFN and expert widths, LoRA ranks, vocabulary, centroids) times
-  `hidden_scale`, rounded up to a multiple of 8; head counts times `hidden_scale` (at least 1,
-  query heads a multiple of KV heads) while head dims stay real, because attention cost per
+- widths (hidden, FFN and expert widths, LoRA ranks, vocabulary) times `hidden_scale`, rounded
+  up to a multiple of 8, at least MIN_WIDTH; centroids times `hidden_scale`, rounded, at least 1;
+- head counts times `hidden_scale`, rounded, at least 1; query heads then the nearest multiple
+  of the KV heads (at least one group), while head dims stay real, because attention cost per
   head depends on them;
 - routed experts capped at `num_experts`, top-k capped at the experts left;
 - every dtype set to the one the torch model runs in (fp32 on CPU, bf16 on CUDA by default).
@@ -17,7 +20,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from mtpsim.catalog import LayerRef, ModelSpec
+from mtpsim.catalog import AttentionSpec, FFNSpec, LayerRef, ModelSpec
 
 MIN_WIDTH = 16
 
@@ -59,6 +62,15 @@ def shrink_assistant(assistant: ModelSpec, target: ModelSpec, verify, dtype: str
                                              "v_head_dim": source.v_head_dim, "window": source.window,
                                              "num_heads": _multiple(att.num_heads, source.num_kv_heads)})
     return small.model_copy(update={"attention_kinds": kinds, "backbone_hidden_size": target.hidden_size})
+
+
+def shrink_layer(spec: ModelSpec, attention: str, ffn: str, scale: float,
+                 max_experts: int) -> tuple[int, AttentionSpec, FFNSpec]:
+    """(hidden, attention, ffn) of one of `spec`'s layers, its `attention` and `ffn` kinds shrunk
+    as `shrink_model` shrinks them at `hidden_scale` = scale and `num_experts` = max_experts."""
+    att = AttentionSpec.model_validate(_attention(spec.attention_kinds[attention].model_dump(), scale))
+    out = FFNSpec.model_validate(_ffn(spec.ffn_kinds[ffn].model_dump(), scale, max_experts))
+    return _width(spec.hidden_size, scale), att, out
 
 
 def source_layer(target: ModelSpec, kv_source: str) -> int:

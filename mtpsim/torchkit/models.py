@@ -15,9 +15,9 @@ import torch
 from torch import nn
 
 from mtpsim.catalog import LMHeadSpec, ModelSpec
-from mtpsim.verify.cache import Batch, Cache
-from mtpsim.verify.layers import DecoderLayer, linear, make_head
-from mtpsim.verify.shrink import source_layer
+from mtpsim.torchkit.cache import Batch, Cache
+from mtpsim.torchkit.layers import DecoderLayer, linear, make_head
+from mtpsim.shrink import source_layer
 
 
 def _select(x: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:

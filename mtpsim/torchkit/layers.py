@@ -16,8 +16,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from mtpsim.catalog import AttentionSpec, FFNSpec, LMHeadSpec
-from mtpsim.verify.cache import Batch, KVSlots, LinearState
-from mtpsim.verify.kernels import attend, attend_cache, centroid_logits, glu, moe_experts, rope
+from mtpsim.torchkit.cache import Batch, KVSlots, LinearState
+from mtpsim.torchkit.kernels import attend, attend_cache, centroid_logits, glu, moe_experts, rope
 
 
 def linear(d_in: int, d_out: int) -> nn.Linear:
