@@ -48,5 +48,5 @@ def from_validation(exc: ValidationError, where: str, prefix: str = "") -> Scena
 
 def _is_union_tag(part: str) -> bool:
     """pydantic names union branches in error locations (`int`, `LengthDist`, `function-after[...]`)."""
-    return part.startswith("function-") or part in ("int", "str", "float", "bool") or part[:1].isupper() \
+    return part.startswith(("function-", "constrained-")) or part in ("int", "str", "float", "bool") or part[:1].isupper() \
         or part.startswith(("dict[", "list["))

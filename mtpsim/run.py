@@ -18,7 +18,8 @@ import yaml
 from tqdm import tqdm
 
 from mtpsim import scenario as sc
-from mtpsim.errors import ScenarioError
+from mtpsim.errors import ScenarioError, short
+from mtpsim.files import TEXT, Column, read_csv, read_text
 from mtpsim.results import Results, add_speedups
 from mtpsim.schema import mean_length
 from mtpsim.sim import simulate
@@ -211,7 +212,13 @@ def memory_frame(points: list[sc.Scenario]) -> pd.DataFrame:
 
 def load_run_points(folder: Path) -> list[sc.Scenario]:
     """The points of a finished run, from its scenario.resolved.yaml."""
-    docs = list(yaml.safe_load_all((Path(folder) / "scenario.resolved.yaml").read_text()))
+    where = str(Path(folder) / "scenario.resolved.yaml")
+    try:
+        docs = list(yaml.safe_load_all(read_text(where)))
+    except yaml.YAMLError as exc:
+        raise ScenarioError(where, "", f"not readable YAML: {short(str(exc), 120)[1:-1]}") from None
+    if not docs or not all(isinstance(d, dict) for d in docs):
+        raise ScenarioError(where, "", "not a resolved scenario (one mapping per point)")
     points = []
     for doc in docs:
         point = doc.pop("point", {}) or {}
@@ -220,19 +227,49 @@ def load_run_points(folder: Path) -> list[sc.Scenario]:
     return points
 
 
+# what `mtpsim plot` reads from a run folder; numbers must be numbers, the rest only present
+POINT, TIME = Column(low=-1, integer=True), Column(low=0)  # point -1: a baseline added by the run
+RUN_TABLES = {
+    "summary.csv": {"point": POINT, "name": TEXT, "design": TEXT, "steps": Column(low=0, integer=True),
+                    "concurrency": Column(low=1, integer=True), "tps": TIME, "per_user_tps": TEXT,
+                    "speedup": TEXT, "accept_length": TEXT},
+    "iterations.csv": {"point": POINT, "replica": Column(low=0, integer=True), "kind": TEXT, "start_s": TIME,
+                       "duration_s": TIME},
+    "accept_counts.csv": {"point": POINT, "accepted": Column(low=0, integer=True), "count": Column(low=0)},
+    "passes.csv": {"point": POINT, "replica": Column(low=0, integer=True), "start_s": TIME},
+}
+
+
+def read_run_table(folder: Path, name: str, required: bool = True) -> pd.DataFrame | None:
+    """One CSV of a run folder, checked: present (unless optional), whole (pandas ends every
+    file it writes with a newline, so a file without one was cut short), and holding the
+    columns `mtpsim plot` reads (RUN_TABLES)."""
+    path = Path(folder) / name
+    if not path.is_file():
+        if required:
+            raise ScenarioError(str(folder), "", f"incomplete run folder: no {name}")
+        return None
+    text = read_text(path)
+    if text and not text.endswith("\n"):
+        raise ScenarioError(str(path), "", "truncated: its last row is cut off (was the run interrupted?)")
+    return read_csv(path, RUN_TABLES[name])
+
+
 def plot_run(folder: Path, points: list[sc.Scenario] | None = None) -> list[Path]:
     """Draw the run folder's PNGs from its CSVs (and memory budgets from its scenario)."""
     from mtpsim.plots import write_plots
     folder = Path(folder)
     if not (folder / "summary.csv").is_file():
         raise ScenarioError(str(folder), "", "not a run folder (no summary.csv)")
-    read = lambda name: pd.read_csv(folder / name) if (folder / name).is_file() else None  # noqa: E731
+    summary = read_run_table(folder, "summary.csv")
+    if not (summary.point == 0).any():
+        raise ScenarioError(str(folder / "summary.csv"), "point", "no row for point 0")
+    tables = [read_run_table(folder, name) for name in ("accept_counts.csv", "iterations.csv")]
     try:
         memory = memory_frame(points or load_run_points(folder))
     except (ScenarioError, OSError) as exc:
         print(f"(memory plot skipped: {exc})")
         memory = None
-    paths = write_plots(folder, read("summary.csv"), read("accept_counts.csv"), read("iterations.csv"),
-                        read("passes.csv"), memory)
+    paths = write_plots(folder, summary, *tables, read_run_table(folder, "passes.csv", required=False), memory)
     print(f"plots: {', '.join(p.name for p in paths)}")
     return paths

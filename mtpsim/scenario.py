@@ -61,7 +61,8 @@ def parse_set(item: str) -> tuple[str, Any]:
     try:
         return key.strip(), parse_yaml(raw, "--set")
     except ScenarioError as exc:
-        raise ScenarioError("--set", key.strip(), f"value is not valid YAML: {exc.reason}") from None
+        at = ".".join(k for k in (key.strip(), exc.key) if k and not k.startswith("line "))
+        raise ScenarioError("--set", at, f"value is not valid YAML: {exc.reason}") from None
 
 
 def load(path: str | Path, sets: list[str] = ()) -> list[Scenario]:

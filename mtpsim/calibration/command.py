@@ -70,11 +70,23 @@ def write_profile(choice: str, out: str | None, quick: bool, threads: int | None
             torch.set_num_threads(threads)
     started = time.time()
     tmp = out.with_name(out.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "holdout").mkdir(parents=True)
-    meta = calibrate(device, quick, tmp, visits)
-    meta["wall_s"] = round(time.time() - started, 1)
-    (tmp / "meta.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
+    try:  # ours alone: created exclusively, so a folder of that name we did not make is left alone
+        tmp.mkdir(parents=True)
+    except FileExistsError:
+        print(f"mtpsim: error: {tmp}: exists (another calibration writing there, or one that was stopped); "
+              "remove it yourself if it is stale", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"mtpsim: error: {tmp}: cannot create: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    try:
+        (tmp / "holdout").mkdir()
+        meta = calibrate(device, quick, tmp, visits)
+        meta["wall_s"] = round(time.time() - started, 1)
+        (tmp / "meta.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # the half-written profile we created
+        raise
     if out.exists():
         shutil.rmtree(out)
     tmp.rename(out)

@@ -50,12 +50,12 @@ import numpy as np
 import pandas as pd
 
 from mtpsim.catalog import EngineSpec, HardwareSpec
-from mtpsim.costs.layer import HELDOUT_SCALE, whole_layer_ops
+from mtpsim.costs.layer import HELDOUT_SCALE, LAYER_KINDS, whole_layer_ops
 from mtpsim.costs.ops import Op
 from mtpsim.costs.roofline import OpTime, RooflineCosts
 from mtpsim.costs.profile import (ANY, FAMILIES, Family, Table, build_tables, family_path, interpolate, load_meta, read_layers,
                                   nearest_cell, profile_families, read_family)
-from mtpsim.errors import ScenarioError
+from mtpsim.errors import ScenarioError, short
 
 __all__ = ["CalibratedCosts", "FAMILIES", "Family", "Table"]
 
@@ -88,6 +88,10 @@ class CalibratedCosts:
         layers = read_layers(folder)
         if layers is not None and not meta.get("dtype"):
             raise ScenarioError(str(folder / "meta.yaml"), "dtype", "a profile with layers.csv needs the dtype its layers ran in")
+        unknown = [] if layers is None else sorted(set(layers.layer) - set(LAYER_KINDS))
+        if unknown:
+            raise ScenarioError(str(folder / "layers.csv"), "layer", f"unknown layer kind {short(unknown[0])} "
+                                f"(known: {', '.join(LAYER_KINDS)})")
         return cls(tables, meta, hw, layers, engine)
 
     # ------------------------------------------------------------------ interface

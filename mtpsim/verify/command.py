@@ -13,7 +13,6 @@ and `rel_error_at_level` (the prediction scaled by that level) beside the plain 
 """
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +25,7 @@ from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.errors import ScenarioError
+from mtpsim.run import output_dir
 from mtpsim.sim.workload import sample_lengths
 from mtpsim.verify.compare import comparison, plot, predict, simulated_mapping
 from mtpsim.torchkit.kernels import keep_freed_memory
@@ -36,8 +36,7 @@ from mtpsim.shrink import shrink_assistant, shrink_model
 
 def main(args) -> int:
     points = sc.load(args.scenario, args.sets)
-    out = Path(args.out or f"runs/{points[0].name}-verify-{time.strftime('%Y%m%d-%H%M%S')}")
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(f"{points[0].name}-verify", args.out)  # claimed: new or empty, never one with files
     device = pick_device(points[0].verify.device)
     if device == "cpu":
         keep_freed_memory()  # large temporaries reuse kept memory, as in the calibration
