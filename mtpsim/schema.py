@@ -6,13 +6,15 @@ design the model cannot run, an acceptance list shorter than steps) are in scena
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from mtpsim.catalog import EngineSpec, HardwareSpec, ModelSpec
 
 Probability = float
+MAX_SEEDS = 1000  # replicates per point; past this a run is better split into several
+Seeds = Annotated[int, Field(ge=1, le=MAX_SEEDS, strict=True)]  # strict: `seeds: true` is not 1
 
 
 class Section(BaseModel):
@@ -172,6 +174,7 @@ class Scenario(Section):
     cost: Cost = Cost()
     verify: Verify = Verify()
     seed: int = 0
+    seeds: Seeds = 1  # replicates per point: seed, seed + 1, ... (intervals: mtpsim/intervals.py)
     sweep: dict[str, list[Any]] | None = None
 
     _specs: "Specs" = PrivateAttr()
