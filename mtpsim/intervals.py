@@ -37,7 +37,8 @@ def t_critical(df: int, level: float = LEVEL) -> float:
         if df == 1:
             return 2 * theta / math.pi
         term, total = 1.0, 1.0
-        first, extra = (2, (df - 3) // 2) if df % 2 else (1, df // 2 - 1)  # odd: 2/3, 2·4/(3·5)...; even: 1/2, 1·3/(2·4)...
+        # the series' ratios: odd df 2/3, 4/5, ... ((df-3)/2 terms); even df 1/2, 3/4, ... ((df-2)/2 terms)
+        first, extra = (2, (df - 3) // 2) if df % 2 else (1, df // 2 - 1)
         for k in range(extra):
             term *= c * (first + 2 * k) / (first + 2 * k + 1)
             total += term

@@ -61,18 +61,18 @@ def run_points(points: list[sc.Scenario], jobs: int = 1, progress: bool = True, 
     seed as the runs it is the baseline of. Returns (summary, results per point run, point-major
     then seed). backend: `pool` (processes on this machine) or `ray` (tasks on a Ray cluster at
     `address`, else a local one): the same summary either way."""
-    runs = [(i, r) for i, s in enumerate(points) for r in replicates(s)]
     groups: dict[str, int] = {}  # baseline key of a point's first seed -> its comparison group
+    group_of = [groups.setdefault(baseline_key(s), len(groups)) for s in points]
+    runs = [(i, r) for i, s in enumerate(points) for r in replicates(s)]
     baselines: dict[str, tuple[sc.Scenario, int]] = {}  # baseline key -> (its `none` run, group)
     for i, r in runs:
-        group = groups.setdefault(baseline_key(points[i]), len(groups))
-        if baseline_key(r) not in baselines:
-            baselines[baseline_key(r)] = (r if r.speculative.design == "none" else baseline_of(r), group)
+        if (key := baseline_key(r)) not in baselines:
+            baselines[key] = (r if r.speculative.design == "none" else baseline_of(r), group_of[i])
     scenarios = [r for _, r in runs]
     extra = [(b, g) for b, g in baselines.values() if b not in scenarios]
     tasks = scenarios + [b for b, _ in extra]
     results = _map(tasks, jobs, progress, keep_passes, backend, address)
-    labels = [(i, groups[baseline_key(points[i])]) for i, _ in runs] + [(-1, g) for _, g in extra]
+    labels = [(i, group_of[i]) for i, _ in runs] + [(-1, g) for _, g in extra]
     replicated = any(s.seeds > 1 for s in points)
     rows = []
     for s, r, (point, group) in zip(tasks, results, labels):
