@@ -12,7 +12,7 @@ import pandas as pd
 
 from mtpsim import scenario as sc
 from mtpsim.errors import ScenarioError
-from mtpsim.schema import mean_length
+from mtpsim.schema import MAX_SEEDS, mean_length
 
 
 def _add_scenario(p: argparse.ArgumentParser) -> None:
@@ -23,7 +23,8 @@ def _add_scenario(p: argparse.ArgumentParser) -> None:
 
 def cmd_run(args) -> int:
     from mtpsim.run import run_scenario
-    run_scenario(args.scenario, args.sets, args.out, args.jobs, plot=args.plot, trace=args.trace)
+    run_scenario(args.scenario, args.sets, args.out, args.jobs, plot=args.plot, trace=args.trace,
+                 seeds=args.seeds, backend=args.backend, address=args.address)
     return 0
 
 
@@ -140,6 +141,12 @@ def _add_run(sub) -> None:
     p.add_argument("--out", help="run folder (default runs/<name>-<timestamp>; must not hold files)")
     p.add_argument("--jobs", type=_bounded(1, MAX_JOBS), help=f"worker processes for sweeps, 1..{MAX_JOBS} "
                    "(default: one per core)")
+    p.add_argument("--seeds", metavar="N", help=f"run every point and baseline over N seeds (seed, seed + 1, ...), "
+                   f"1..{MAX_SEEDS}, and report means with 95%% intervals (default: the scenario's seeds, 1)")
+    p.add_argument("--backend", choices=["pool", "ray"], default="pool", help="where the runs go: worker "
+                   "processes on this machine (pool), or Ray tasks (ray; needs pip install 'mtpsim[ray]')")
+    p.add_argument("--address", help="with --backend ray: the cluster (host:port, or ray://host:10001; "
+                   "default RAY_ADDRESS, else a local Ray with --jobs CPUs)")
     p.add_argument("--plot", action="store_true", help="also draw PNGs into the run folder")
     p.add_argument("--trace", action="store_true",
                    help="also record every pass: passes.csv and trace.json (Chrome/Perfetto timeline)")

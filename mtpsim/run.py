@@ -3,9 +3,17 @@
 The run folder holds the resolved scenario (every default filled in, catalog entries expanded),
 summary.csv (one row per point and per baseline), requests.csv and iterations.csv (with a
 `point` column), and accept_counts.csv.
+
+With `seeds: N` (or `--seeds N`) above 1, each point and each baseline runs once per seed (seed,
+seed + 1, ...): summary.csv then has one row per seed, with `seed` and `baseline` columns
+(`baseline`: the comparison group, the points that share a `none` run and that run, alike for
+all seeds), the other CSVs a `seed` column, and summary_ci.csv one row per point and baseline
+with means and 95% Student t intervals over the seeds (mtpsim/intervals.py). The table shows
+mean ± half-width. With N = 1 the files and the table are as without seeds.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import time
@@ -15,15 +23,18 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
+from pydantic import TypeAdapter, ValidationError
 from tqdm import tqdm
 
 from mtpsim import scenario as sc
 from mtpsim.errors import ScenarioError, short
 from mtpsim.files import TEXT, Column, read_csv, read_text
+from mtpsim.intervals import seed_intervals
 from mtpsim.results import Results, add_speedups
-from mtpsim.schema import mean_length
+from mtpsim.schema import MAX_SEEDS, Seeds, mean_length
 from mtpsim.sim import simulate
 
+SEEDS = TypeAdapter(Seeds)
 BASELINE_FREE = {"name", "question", "speculative", "acceptance", "sweep", "verify", "model"}
 
 
@@ -40,33 +51,61 @@ def baseline_of(s: sc.Scenario) -> sc.Scenario:
     return sc.validate(data, s.source, s.point)
 
 
-def run_points(points: list[sc.Scenario], jobs: int = 1, progress: bool = True,
-               keep_passes: bool = False) -> tuple[pd.DataFrame, list[Results]]:
-    """Simulate each point and the baselines it needs. Returns (summary, results per point)."""
-    baselines: dict[str, sc.Scenario] = {}
-    for s in points:
-        baselines.setdefault(baseline_key(s), s if s.speculative.design == "none" else baseline_of(s))
-    tasks = list(points) + [b for b in baselines.values() if b not in points]
-    results = _map(tasks, jobs, progress, keep_passes)
+def replicates(s: sc.Scenario) -> list[sc.Scenario]:
+    """The point once per seed: seed, seed + 1, ..., seed + seeds - 1 (itself when seeds is 1)."""
+    return [s] if s.seeds == 1 else [s.model_copy(update={"seed": s.seed + k}) for k in range(s.seeds)]
+
+
+def run_points(points: list[sc.Scenario], jobs: int = 1, progress: bool = True, keep_passes: bool = False,
+               backend: str = "pool", address: str | None = None) -> tuple[pd.DataFrame, list[Results]]:
+    """Simulate each point (once per seed) and the baselines it needs, each baseline on the same
+    seed as the runs it is the baseline of. Returns (summary, results per point run, point-major
+    then seed). backend: `pool` (processes on this machine) or `ray` (tasks on a Ray cluster at
+    `address`, else a local one): the same summary either way."""
+    groups: dict[str, int] = {}  # baseline key of a point's first seed -> its comparison group
+    group_of = [groups.setdefault(baseline_key(s), len(groups)) for s in points]
+    runs = [(i, r) for i, s in enumerate(points) for r in replicates(s)]
+    baselines: dict[str, tuple[sc.Scenario, int]] = {}  # baseline key -> (its `none` run, group)
+    for i, r in runs:
+        if (key := baseline_key(r)) not in baselines:
+            baselines[key] = (r if r.speculative.design == "none" else baseline_of(r), group_of[i])
+    scenarios = [r for _, r in runs]
+    extra = [(b, g) for b, g in baselines.values() if b not in scenarios]
+    tasks = scenarios + [b for b, _ in extra]
+    results = _map(tasks, jobs, progress, keep_passes, backend, address)
+    labels = [(i, group_of[i]) for i, _ in runs] + [(-1, g) for _, g in extra]
+    replicated = any(s.seeds > 1 for s in points)
     rows = []
-    for i, (s, r) in enumerate(zip(tasks, results)):
-        row = r.summary.assign(point=i if i < len(points) else -1, baseline_key=baseline_key(s),
+    for s, r, (point, group) in zip(tasks, results, labels):
+        row = r.summary.assign(point=point, baseline_key=baseline_key(s),
                                pricing=s.specs.pricing, engine=s.specs.engine.name)
-        rows.append(row)
+        rows.append(row.assign(seed=s.seed, baseline=group) if replicated else row)
     summary = pd.concat(rows, ignore_index=True)
     base = summary[summary.design == "none"].drop_duplicates("baseline_key")
     summary = add_speedups(summary, base).drop(columns="baseline_key")
     point_rows = summary[summary.point >= 0]
-    extra = summary[(summary.point < 0)]
-    return pd.concat([point_rows, extra], ignore_index=True), results[: len(points)]
+    extra_rows = summary[(summary.point < 0)]
+    return pd.concat([point_rows, extra_rows], ignore_index=True), results[: len(runs)]
 
 
-def _map(tasks, jobs: int, progress: bool, keep_passes: bool) -> list[Results]:
-    """Simulate the tasks in order (in worker processes for sweeps). The first point to fail
-    stops the rest, and its error reaches the caller as raised, after the progress bar's line."""
+def interval_summary(summary: pd.DataFrame) -> pd.DataFrame:
+    """summary_ci.csv: a replicated run's per-seed summary -> one row per point and per baseline
+    (points first), with means, 95% intervals and the `overlaps` flag (intervals.seed_intervals)."""
+    unit = summary.point.astype(str).where(summary.point >= 0, "baseline " + summary.baseline.astype(str))
+    return seed_intervals(summary.assign(unit=unit), "unit", "baseline").drop(columns="unit")
+
+
+def _map(tasks, jobs: int, progress: bool, keep_passes: bool, backend: str = "pool",
+         address: str | None = None) -> list[Results]:
+    """Simulate the tasks in order (in worker processes for sweeps, or as Ray tasks). The first
+    point to fail stops the rest, and its error reaches the caller as raised, after the progress
+    bar's line."""
     bar = tqdm(total=len(tasks), desc="simulating", unit="run", disable=not progress or len(tasks) <= 2)
     out = []
     try:
+        if backend == "ray":
+            from mtpsim.ray_backend import map_ray
+            return map_ray(tasks, keep_passes, bar, address, jobs)
         if jobs <= 1 or len(tasks) <= 2:
             for s in tasks:
                 out.append(simulate(s, keep_passes=keep_passes))
@@ -108,23 +147,34 @@ def output_dir(name: str, out: str | None) -> Path:
     return path
 
 
+def run_labels(points: list[sc.Scenario]) -> list[dict]:
+    """Per point run, the columns that tell its rows apart in requests.csv and the others:
+    `point`, and `seed` when any point runs over several seeds."""
+    if all(s.seeds == 1 for s in points):
+        return [{"point": i} for i in range(len(points))]
+    return [{"point": i, "seed": r.seed} for i, s in enumerate(points) for r in replicates(s)]
+
+
 def write_run(path: Path, points: list[sc.Scenario], summary: pd.DataFrame, results: list[Results]) -> None:
     path.mkdir(parents=True, exist_ok=True)
+    labels = run_labels(points)
     resolved = [{**p.model_dump(exclude={"sweep"}, exclude_none=True), "point": p.point,
                  "resolved_specs": p.specs.model_dump(exclude_none=True)} for p in points]
     (path / "scenario.resolved.yaml").write_text(yaml.safe_dump_all(resolved, sort_keys=False))
     summary.to_csv(path / "summary.csv", index=False)
-    _concat(results, "requests").to_csv(path / "requests.csv", index=False)
-    _concat(results, "iterations").to_csv(path / "iterations.csv", index=False)
-    counts = pd.concat([pd.DataFrame({"point": i, "accepted": range(len(r.accept_counts)), "count": r.accept_counts})
-                        for i, r in enumerate(results)], ignore_index=True)
+    if "seed" in labels[0]:
+        interval_summary(summary).to_csv(path / "summary_ci.csv", index=False)
+    _concat(results, "requests", labels).to_csv(path / "requests.csv", index=False)
+    _concat(results, "iterations", labels).to_csv(path / "iterations.csv", index=False)
+    counts = pd.concat([pd.DataFrame({**label, "accepted": range(len(r.accept_counts)), "count": r.accept_counts})
+                        for label, r in zip(labels, results)], ignore_index=True)
     counts.to_csv(path / "accept_counts.csv", index=False)
     if any(r.passes is not None and len(r.passes) for r in results):
-        _concat(results, "passes").to_csv(path / "passes.csv", index=False)
+        _concat(results, "passes", labels).to_csv(path / "passes.csv", index=False)
 
 
-def _concat(results: list[Results], attr: str) -> pd.DataFrame:
-    return pd.concat([getattr(r, attr).assign(point=i) for i, r in enumerate(results)], ignore_index=True)
+def _concat(results: list[Results], attr: str, labels: list[dict]) -> pd.DataFrame:
+    return pd.concat([getattr(r, attr).assign(**label) for label, r in zip(labels, results)], ignore_index=True)
 
 
 TABLE = {"design": "design", "steps": "S", "concurrency": "conc", "rate_per_s": "rate/s", "tps": "TPS",
@@ -135,7 +185,10 @@ TABLE = {"design": "design", "steps": "S", "concurrency": "conc", "rate_per_s": 
 
 
 def format_table(summary: pd.DataFrame) -> str:
-    """The run's table; swept keys the fixed columns do not show get a column of their own."""
+    """The run's table; swept keys the fixed columns do not show get a column of their own. A
+    replicated run's interval summary (summary_ci.csv's rows) shows TPS, per-user TPS and speedup
+    as mean ± half-width, and `~` after a TPS whose interval overlaps another design's at the
+    same load (see legend())."""
     shown = {"workload.concurrency", "speculative.steps", "speculative.design", "workload.rate_per_s"}
     swept = [c for c in summary.columns if "." in c and c not in shown]
     df = summary[[c for c in TABLE if c in summary.columns] + swept].copy()
@@ -147,8 +200,27 @@ def format_table(summary: pd.DataFrame) -> str:
             df[col] = df[col] * 1e3
         if col.endswith("_share"):
             df[col] = df[col] * 100
+    if "tps_ci_half" in summary:
+        for col in ("tps", "per_user_tps", "speedup"):
+            df[col] = [f"{_number(m)} ± {_number(h)}" for m, h in zip(summary[col], summary[f"{col}_ci_half"])]
+        df["tps"] = [f"{v} {'~' if o else ' '}" for v, o in zip(df.tps, summary.overlaps)]
     df = df.rename(columns=TABLE)
-    return df.to_string(index=False, float_format=lambda x: f"{x:.3g}" if abs(x) < 100 else f"{x:.0f}")
+    return df.to_string(index=False, float_format=_number)
+
+
+def _number(x: float) -> str:
+    return f"{x:.3g}" if abs(x) < 100 else f"{x:.0f}"
+
+
+def legend(ci: pd.DataFrame) -> str:
+    """The lines under a replicated run's table: what ± is, and what ~ marks (when any)."""
+    seeds = ", ".join(str(n) for n in dict.fromkeys(ci.seeds))
+    lines = [f"± half-width of the 95% interval over {seeds} seeds (Student t; speedup seed by seed over "
+             "the baseline of the same seed)"]
+    if ci.overlaps.any():
+        lines.append("~ its TPS interval overlaps another design's at the same load: these seeds do not "
+                     "settle the difference")
+    return "\n".join(lines)
 
 
 def _pricing(points: list[sc.Scenario]) -> str:
@@ -160,26 +232,54 @@ def default_jobs(n_points: int) -> int:
     return max(1, min(n_points, os.cpu_count() or 1))
 
 
-def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None,
-                 plot: bool = False, trace: bool = False) -> tuple[Path, pd.DataFrame]:
-    """Load, simulate, print, write (plots and trace.json on request). Returns the run folder and the summary."""
-    points = sc.load(path, sets)
+def with_seeds(points: list[sc.Scenario], seeds: str | int | None) -> list[sc.Scenario]:
+    """`--seeds N` over every point's `seeds` (N as typed; a bad one is a ScenarioError naming --seeds)."""
+    if seeds is None:
+        return points
+    try:
+        n = SEEDS.validate_python(int(seeds))
+    except ValueError as exc:  # int() of a non-number, or pydantic's ValidationError (a ValueError)
+        reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else f"{seeds!r} is not a whole number"
+        raise ScenarioError("--seeds", "", f"{reason} (replicates per point, 1..{MAX_SEEDS})") from None
+    return [p.model_copy(update={"seeds": n}) for p in points]
+
+
+def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, plot: bool = False,
+                 trace: bool = False, seeds: str | int | None = None, backend: str = "pool",
+                 address: str | None = None) -> tuple[Path, pd.DataFrame]:
+    """Load, simulate, print, write (plots and trace.json on request). Returns the run folder and
+    the summary (per seed when the points run over several)."""
+    if address and backend != "ray":
+        raise ScenarioError("--address", "", "names a Ray cluster: use it with --backend ray")
+    if backend == "ray" and importlib.util.find_spec("ray") is None:
+        raise ScenarioError("--backend", "", "ray needs Ray installed: pip install 'mtpsim[ray]'")
+    points = with_seeds(sc.load(path, sets), seeds)
     folder = output_dir(points[0].name, out)
     started = time.perf_counter()
-    summary, results = run_points(points, jobs or default_jobs(len(points)), keep_passes=trace)
+    summary, results = run_points(points, jobs or default_jobs(len(points)), keep_passes=trace,
+                                  backend=backend, address=address)
     write_run(folder, points, summary, results)
-    if trace:
+    labels = run_labels(points)
+    if trace:  # one timeline per point: its first seed's
         from mtpsim.trace import write_trace
-        write_trace(folder / "trace.json", _concat(results, "passes"), summary)
+        first = [r for j, r in enumerate(results) if j == 0 or labels[j - 1]["point"] != labels[j]["point"]]
+        write_trace(folder / "trace.json", _concat(first, "passes", [{"point": i} for i in range(len(points))]),
+                    summary)
     if plot:
         plot_run(folder, points)
     s = points[0]
     if s.question:  # the question as written, and what --set changed of the scenario it asks about
         print(f"Q: {s.question}" + (f" (with --set {', '.join(sets)})" if sets else ""))
+    replicated = "seed" in labels[0]
     print(f"{s.name}: {s.specs.model.name} on {s.parallel.dp}x{s.parallel.tp} {s.specs.hardware.name}, "
-          f"engine {s.specs.engine.name}, priced by {_pricing(points)}, {len(points)} point(s) in "
+          f"engine {s.specs.engine.name}, priced by {_pricing(points)}, {len(points)} point(s)"
+          f"{f' x {len(labels) // len(points)} seeds' if replicated else ''} in "
           f"{time.perf_counter() - started:.1f} s\n")
-    print(format_table(summary))
+    if replicated:
+        ci = interval_summary(summary)
+        print(format_table(ci) + "\n\n" + legend(ci))
+    else:
+        print(format_table(summary))
     if any(r.iterations_truncated for r in results):
         print("\n(iterations.csv keeps the first rows of very long runs; the summary counts every iteration)")
     print(f"\nwrote {folder}/")
@@ -237,6 +337,7 @@ RUN_TABLES = {
                        "duration_s": TIME},
     "accept_counts.csv": {"point": POINT, "accepted": Column(low=0, integer=True), "count": Column(low=0)},
     "passes.csv": {"point": POINT, "replica": Column(low=0, integer=True), "start_s": TIME},
+    "summary_ci.csv": {"point": POINT, "design": TEXT, "steps": Column(low=0, integer=True), "tps": TIME},
 }
 
 
@@ -270,6 +371,17 @@ def plot_run(folder: Path, points: list[sc.Scenario] | None = None) -> list[Path
     except (ScenarioError, OSError) as exc:
         print(f"(memory plot skipped: {exc})")
         memory = None
-    paths = write_plots(folder, summary, *tables, read_run_table(folder, "passes.csv", required=False), memory)
+    counts, iterations = tables
+    passes = read_run_table(folder, "passes.csv", required=False)
+    if (folder / "summary_ci.csv").is_file():  # over seeds: their means, and one seed's timeline
+        summary, iterations, passes = read_run_table(folder, "summary_ci.csv"), _first_seed(iterations), _first_seed(passes)
+    paths = write_plots(folder, summary, counts, iterations, passes, memory)
     print(f"plots: {', '.join(p.name for p in paths)}")
     return paths
+
+
+def _first_seed(frame: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The rows of point 0's first seed (the one point whose timeline is drawn)."""
+    if frame is None or "seed" not in frame or not len(frame):
+        return frame
+    return frame[frame.seed == frame.seed[frame.point == 0].min()]

@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 from mtpsim.catalog import EngineSpec, HardwareSpec, ModelSpec
 
 Probability = float
+MAX_SEEDS = 1000  # replicates per point; past this a run is better split into several
+Seeds = Annotated[int, Field(ge=1, le=MAX_SEEDS, strict=True)]  # strict: `seeds: true` is not 1
 
 # Size limits (documented in `mtpsim schema` and docs/limits.md): past them a run would take hours
 # or more memory than a workstation has, so they are refused up front rather than left to hang.
@@ -187,6 +189,7 @@ class Scenario(Section):
     cost: Cost = Cost()
     verify: Verify = Verify()
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
+    seeds: Seeds = 1  # replicates per point: seed, seed + 1, ... (intervals: mtpsim/intervals.py)
     sweep: dict[str, list[Any]] | None = None
 
     _specs: "Specs" = PrivateAttr()

@@ -1,0 +1,75 @@
+"""`mtpsim run --backend ray`: a sweep's runs as Ray tasks, on this machine or a cluster.
+
+Imported only when that backend is chosen: the simulator itself never needs Ray. Each run is
+one `@ray.remote` task; `ray.wait` hands back the tasks as they finish, for the progress bar;
+the results come back in submission order, so the summary is the one the process pool gives.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import ray
+from ray.exceptions import RayTaskError
+
+import mtpsim
+from mtpsim.sim import simulate
+
+WAIT_S = 0.2  # the progress bar moves at least this often while tasks finish
+
+
+@ray.remote
+def _simulate(scenario, keep_passes: bool):
+    return simulate(scenario, keep_passes=keep_passes)
+
+
+def map_ray(tasks: list, keep_passes: bool, bar, address: str | None, jobs: int | None) -> list:
+    """Simulate `tasks` (Scenarios) as Ray tasks; returns their Results in order. The first task
+    to fail cancels the rest and its error is raised here as the worker raised it (a
+    ScenarioError stays one; it pickles whole)."""
+    started = _connect(address, jobs)
+    try:
+        refs = [_simulate.remote(s, keep_passes) for s in tasks]
+        order = {ref: i for i, ref in enumerate(refs)}
+        out: list = [None] * len(refs)
+        pending = refs
+        while pending:
+            done, pending = ray.wait(pending, num_returns=len(pending), timeout=WAIT_S)
+            for ref in done:
+                out[order[ref]] = _get(ref, pending)
+                bar.update()
+        return out
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _get(ref, pending: list):
+    try:
+        return ray.get(ref)
+    except RayTaskError as exc:
+        for other in pending:
+            ray.cancel(other)
+        raise exc.cause from None
+
+
+def runtime_env() -> dict:
+    """What every worker gets: this process's mtpsim package (py_modules), so that each node, this
+    machine's included, runs the simulator the driver runs whatever else it has installed (its
+    other packages, simpy, pydantic and the rest, must be there: see README, Sweeps on Ray)."""
+    return {"py_modules": [str(Path(mtpsim.__file__).parent)]}
+
+
+def _connect(address: str | None, jobs: int | None) -> bool:
+    """Join a Ray instance: the one this process already has, else `address` (or RAY_ADDRESS),
+    else a new local one with `jobs` CPUs. Returns whether this call connected (and so should
+    disconnect)."""
+    if ray.is_initialized():
+        return False
+    address = address or os.environ.get("RAY_ADDRESS")
+    quiet = {"logging_level": "ERROR", "log_to_driver": False}
+    if address:
+        ray.init(address=address, runtime_env=runtime_env(), **quiet)
+    else:
+        ray.init(address="local", num_cpus=jobs, include_dashboard=False, runtime_env=runtime_env(), **quiet)
+    return True
