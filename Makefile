@@ -1,10 +1,10 @@
-# The two ways in: `make run` (the quickstart scenario) and `make test` (the whole test suite).
+# The two ways in: `make run` (the quickstart scenario) and `make test` (ruff, then the whole test suite).
 # Both create .venv on first use and install what they need into it.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test install install-dev clean
+.PHONY: run test lint install install-dev clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -19,8 +19,12 @@ install-dev: $(BIN)/python
 run: install
 	$(BIN)/mtpsim run scenarios/quickstart.yaml
 
-test: install-dev
+# lint first: a style or unused-import slip fails CI as fast as a broken test
+test: install-dev lint
 	$(BIN)/python -m pytest -q
+
+lint: install-dev
+	$(BIN)/ruff check .
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

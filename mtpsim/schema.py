@@ -16,7 +16,7 @@ Probability = float
 MAX_SEEDS = 1000  # replicates per point; past this a run is better split into several
 Seeds = Annotated[int, Field(ge=1, le=MAX_SEEDS, strict=True)]  # strict: `seeds: true` is not 1
 
-# Size limits (documented in `mtpsim schema` and docs/limits.md): past them a run would take hours
+# Size limits (documented in docs/limits.md; ranges also in `mtpsim schema`): past them a run would take hours
 # or more memory than a workstation has, so they are refused up front rather than left to hang.
 MAX_REQUESTS = 1_000_000        # requests per run (~200 B of records each; a trace holds at most this)
 MAX_TOKENS = 2**24              # any one length (input, output, chunk); models' max_context binds first
