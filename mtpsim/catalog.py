@@ -61,6 +61,9 @@ class AttentionSpec(Spec):
     conv_kernel: int = Field(default=4, gt=0)
     # frozen-KV assistant layers
     kv_source: Literal["target_last_sliding", "target_last_full"] | None = None
+    # width the q/k/v projections read when it is not the hidden size (EAGLE-3's draft layer reads
+    # embedding ++ hidden, 2 x hidden)
+    input_size: int | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _fields_for_kind(self) -> "AttentionSpec":
@@ -72,6 +75,8 @@ class AttentionSpec(Spec):
         missing = [f for f in need if getattr(self, f) is None]
         if missing:
             raise ValueError(f"attention kind {self.kind!r} needs {', '.join(missing)}")
+        if self.input_size is not None and self.kind != "gqa":
+            raise ValueError("input_size is modelled for gqa attention only")
         return self
 
 
@@ -145,10 +150,11 @@ class MTPSpec(Spec):
 
 
 class ModelSpec(Spec):
-    """A target model, or a frozen-KV assistant (`role: assistant`)."""
+    """A target model, a frozen-KV assistant (`role: assistant`, for frozen_kv) or an external draft
+    model (`role: draft`, for nextn: its own layers and KV, fed the target's hidden states)."""
 
     name: str
-    role: Literal["target", "assistant"] = "target"
+    role: Literal["target", "assistant", "draft"] = "target"
     hidden_size: int = Field(gt=0)
     vocab_size: int = Field(gt=0)
     # the longest sequence (prompt + output) the released model serves; None: not checked
@@ -161,7 +167,12 @@ class ModelSpec(Spec):
     dtypes: Dtypes = Dtypes()
     mtp: MTPSpec | None = None
     assistant: str | None = None            # default frozen_kv assistant (catalog name)
-    backbone_hidden_size: int | None = Field(default=None, gt=0)  # assistants: target width
+    backbone_hidden_size: int | None = Field(default=None, gt=0)  # assistants, drafts: target width
+    # drafts: target layers whose hidden states an fc fuses (EAGLE-3: 3, low/mid/high; 3 x target
+    # width -> hidden), and the pruned vocabulary its own LM head scores (vocab_size stays the
+    # target's, which a d2t table maps the draft's tokens into)
+    fused_target_layers: int | None = Field(default=None, gt=0)
+    draft_vocab_size: int | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _refs_exist(self) -> "ModelSpec":
@@ -171,8 +182,8 @@ class ModelSpec(Spec):
                 raise ValueError(f"layer names unknown attention kind {ref.attention!r}")
             if ref.ffn not in self.ffn_kinds:
                 raise ValueError(f"layer names unknown ffn kind {ref.ffn!r}")
-        if self.role == "assistant" and self.backbone_hidden_size is None:
-            raise ValueError("an assistant needs backbone_hidden_size")
+        if self.role != "target" and self.backbone_hidden_size is None:
+            raise ValueError(f"{'an assistant' if self.role == 'assistant' else 'a draft'} needs backbone_hidden_size")
         return self
 
     @property

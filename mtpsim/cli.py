@@ -62,6 +62,9 @@ def describe_model(spec) -> str:
     experts = f"{moe[0].num_experts} experts top-{moe[0].top_k}" if moe else "dense"
     if spec.role == "assistant":
         draft = f"frozen-KV assistant for width {spec.backbone_hidden_size}"
+    elif spec.role == "draft":
+        draft = f"draft model (nextn) for width {spec.backbone_hidden_size}" + \
+            (f", own {spec.draft_vocab_size}-token head" if spec.draft_vocab_size else "")
     elif spec.mtp is None:
         draft = f"no MTP (assistant: {spec.assistant})" if spec.assistant else "no MTP"
     else:

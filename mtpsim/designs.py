@@ -1,76 +1,227 @@
-"""The designs as data (DESIGN §3): which passes one decode iteration and one prefill run.
+"""The designs as data (DESIGN §3): one frozen record per design, saying which passes one decode
+iteration and one prefill run, what its draft is, what it keeps in memory and what it needs of
+the model.
 
-Shapes depend on B, S, K, N only, never on how many drafts were accepted; acceptance only
-changes how fast KV grows. The engine runs whatever list these functions return, so designs
-differ here and nowhere else.
+Shapes depend on S, K, N only, never on how many drafts were accepted; acceptance only changes
+how fast KV grows. The engine, the memory budget, the scenario checks and the reports read these
+records, so designs differ here and nowhere else. `none` is the design with S = 0.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from mtpsim.costs.passes import PassShape
 
-DESIGNS = ("none", "nextn", "multi_layer", "frozen_kv", "parallel_heads")
+Check = Callable[[object, object, object], "tuple[str, str] | None"]  # (speculative, model, draft) -> (key, reason)
+
+
+@dataclass(frozen=True)
+class Design:
+    """One design.
+
+    iteration(S, K, N) / prefill(S): the passes of one decode iteration and of one prompt chunk,
+    per-request shapes in order. draft_part: the pricer part its draft passes run (mtp |
+    assistant | heads; None: no draft). layer_part and draft_layers(S): the memory budget counts
+    draft_layers(S) copies of `layer_part`'s weights (and of its KV when has_draft_kv).
+    chain: how its draft steps follow one another: `recursive` (one layer reused, its own hidden
+    carried to the next step: nextn), `stacked` (layer k reads layer k-1's hidden and the tokens
+    one further: multi_layer), `parallel` (every head reads the target's hidden: parallel_heads),
+    `seeded` (the target's last hidden seeds a carry the assistant updates: frozen_kv).
+    external: the catalog role a `speculative.draft` must have (None: the design takes none).
+    checks: what it needs of the target model and the external draft, as (key, reason) failures.
+    """
+
+    name: str
+    iteration: Callable[[int, int, int], list[PassShape]]
+    prefill: Callable[[int], list[PassShape]]
+    draft_part: str | None = None
+    layer_part: str | None = None
+    draft_layers: Callable[[int], int] = lambda steps: 0
+    has_draft_kv: bool = False
+    chain: str | None = None
+    external: str | None = None
+    checks: tuple[Check, ...] = ()
+
+    @property
+    def pass_kinds(self) -> tuple[str, ...]:
+        """Kinds of the passes an iteration runs, in order: what the host could prepare the next
+        iteration behind (which of them an engine's overlap scheduler uses is engine data,
+        `hides` in mtpsim/data/engines/)."""
+        return tuple(dict.fromkeys(p.kind for p in self.iteration(2, 1, 3)))
+
+    def label(self, steps: int) -> str:
+        """How tables and plots name a run of this design: `none`, `nextn S=3`."""
+        return self.name if self.draft_part is None else f"{self.name} S={steps}"
+
+    def problems(self, speculative, model, draft) -> list[tuple[str, str]]:
+        """(key, reason) for each way the model (and external draft) cannot run this design."""
+        return [p for p in (check(speculative, model, draft) for check in self.checks) if p]
+
+
+# ---------------------------------------------------------------------- passes
+
+def _verify(n: int) -> PassShape:
+    return PassShape("verify", "target", n, n)
+
+
+def _target_prefill() -> PassShape:
+    return PassShape("prefill", "target", 0, 1)  # token counts come from the chunk, one logits row per request
+
+
+def _nextn(S: int, K: int, N: int) -> list[PassShape]:
+    # the first draft token came out of the last extend: S-1 draft passes, then an extend over the
+    # whole verify window that fills the draft KV and proposes the next first draft
+    drafts = [PassShape("draft", "mtp", K, K, kv_offset=j) for j in range(1, S)]
+    return drafts + [_verify(N), PassShape("extend", "mtp", N, N, from_target=True)]
+
+
+def _multi_layer(S: int, K: int, N: int) -> list[PassShape]:
+    # drafts come out of the previous iteration's extends; layer k extends over S+1 tokens, one
+    # logits row per request
+    return [_verify(N)] + [PassShape("extend", "mtp", S + 1, 1, layer=k) for k in range(S)]
+
+
+def _frozen_kv(S: int, K: int, N: int) -> list[PassShape]:
+    # a seed pass from the last accepted target hidden, then S-1 more, each reading only the
+    # target's committed KV (no draft KV, no extend)
+    return [PassShape("draft", "assistant", K, K) for _ in range(S)] + [_verify(N)]
+
+
+# ---------------------------------------------------------------------- checks
+
+def _external_fits(spec, model, draft):
+    """An external draft reads the target's hidden states and proposes the target's tokens."""
+    if draft is None:
+        return None
+    if draft.backbone_hidden_size != model.hidden_size:
+        return ("speculative.draft", f"{draft.name!r} reads hidden states {draft.backbone_hidden_size} wide "
+                f"(backbone_hidden_size) and model {model.name!r} has hidden_size {model.hidden_size}")
+    if draft.vocab_size != model.vocab_size:
+        return ("speculative.draft", f"{draft.name!r} proposes tokens of a {draft.vocab_size}-token vocabulary and "
+                f"model {model.name!r} has {model.vocab_size}")
+    return None
+
+
+def _own_mtp_or_external(spec, model, draft):
+    if draft is None and model.mtp is None:
+        return ("speculative.draft", f"nextn needs MTP layers or an external draft (a catalog entry with role: "
+                f"draft) and model {model.name!r} has neither")
+    return None
+
+
+def _chained_mtp(spec, model, draft):
+    """nextn / multi_layer chain MTP layers: a model's own draft must not be parallel heads."""
+    if draft is None and model.mtp is None:
+        return ("speculative.design", f"{spec.design} needs MTP layers and model {model.name!r} has none")
+    if draft is None and model.mtp.parallel:
+        return ("speculative.design", f"model {model.name!r}'s draft is {model.mtp.num_layers} parallel heads, "
+                f"not chained MTP layers: use design parallel_heads")
+    return None
+
+
+def _takes_no_draft(spec, model, draft):
+    if spec.draft is not None:
+        return ("speculative.draft", f"{spec.design} runs the model's own MTP layers and takes no external draft")
+    return None
+
+
+def _parallel_heads(spec, model, draft):
+    if model.mtp is None or not model.mtp.parallel:
+        what = "no MTP layers" if model.mtp is None else "chained MTP layers (mtp.parallel is false)"
+        return ("speculative.design", f"parallel_heads needs parallel heads and model {model.name!r} has {what}")
+    return None
+
+
+def _one_layer_per_step(spec, model, draft):
+    if model.mtp is not None and spec.steps > model.mtp.num_layers:
+        return ("speculative.steps",
+                f"{spec.design} runs one MTP layer per step and {model.name!r} has {model.mtp.num_layers}")
+    return None
+
+
+def _chain_only(spec, model, draft):
+    if spec.topk > 1:
+        return ("speculative.topk", f"{spec.design} proposes a chain (one draft per step): topk must be 1")
+    return None
+
+
+# ---------------------------------------------------------------------- the records
+
+RECORDS: dict[str, Design] = {d.name: d for d in (
+    Design("none", lambda S, K, N: [PassShape("decode", "target", 1, 1)], lambda S: [_target_prefill()]),
+    Design("nextn", _nextn, lambda S: [_target_prefill(), PassShape("prefill", "mtp", 0, 1, from_target=True)],
+           draft_part="mtp", layer_part="mtp", draft_layers=lambda S: 1, has_draft_kv=True, chain="recursive",
+           external="draft",
+           checks=(_own_mtp_or_external, _chained_mtp, _external_fits)),
+    Design("multi_layer", _multi_layer,
+           lambda S: [_target_prefill()] + [PassShape("prefill", "mtp", 0, 1, layer=k) for k in range(S)],
+           draft_part="mtp", layer_part="mtp", draft_layers=lambda S: S, has_draft_kv=True, chain="stacked",
+           checks=(_takes_no_draft, _chain_only, _chained_mtp, _one_layer_per_step)),
+    Design("frozen_kv", _frozen_kv, lambda S: [_target_prefill()],
+           draft_part="assistant", layer_part="assistant", draft_layers=lambda S: 1, chain="seeded",
+           external="assistant",
+           checks=(_external_fits,)),
+    Design("parallel_heads", lambda S, K, N: [_verify(N), PassShape("draft", "heads", N, N)],
+           lambda S: [_target_prefill(), PassShape("prefill", "heads", 0, 1)],
+           draft_part="heads", layer_part="mtp", draft_layers=lambda S: S, has_draft_kv=True, chain="parallel",
+           checks=(_takes_no_draft, _parallel_heads, _one_layer_per_step, _chain_only)),
+)}
+DESIGNS = tuple(RECORDS)
+BASELINE = "none"  # the design speedups are measured against (plain decoding)
+
+
+def record(name: str) -> Design:
+    """The record of a design name (schema.Speculative has checked the name)."""
+    return RECORDS[name]
+
+
+def label(design: str, steps: int) -> str:
+    """`none` or `<design> S=<steps>`: the one way tables, plots and traces name a design."""
+    return record(design).label(steps)
 
 
 @dataclass(frozen=True)
 class DesignShape:
-    """design, steps S, topk K and draft_tokens N (N = 1 for `none`)."""
+    """design, steps S, topk K and draft_tokens N (S = 0 and N = 1 for `none`)."""
 
     design: str
-    steps: int = 1
+    steps: int = 0
     topk: int = 1
     draft_tokens: int = 1
 
     @classmethod
     def of(cls, spec) -> "DesignShape":
         """From a scenario's `speculative` section."""
-        if spec.design == "none":
-            return cls("none")
+        if record(spec.design).draft_part is None:
+            return cls(spec.design)
         return cls(spec.design, spec.steps, spec.topk, spec.num_draft_tokens)
 
     @property
+    def record(self) -> Design:
+        return RECORDS[self.design]
+
+    @property
     def reserved_tokens(self) -> int:
-        """KV slots each running request holds beyond its committed KV: 2 * max(S*K, N)."""
-        if self.design == "none":
+        """KV slots each running request holds beyond its committed KV: 2 * max(S*K, N), or the one
+        token a plain decode feeds."""
+        if self.record.draft_part is None:
             return 1
         return 2 * max(self.steps * self.topk, self.draft_tokens)
+
+    @property
+    def label(self) -> str:
+        return self.record.label(self.steps)
 
 
 def iteration_passes(d: DesignShape) -> list[PassShape]:
     """The passes of one decode iteration, in order, per request shapes."""
-    S, K, N = d.steps, d.topk, d.draft_tokens
-    verify = PassShape("verify", "target", N, N)
-    if d.design == "none":
-        return [PassShape("decode", "target", 1, 1)]
-    if d.design == "nextn":
-        # the first draft token came out of the last extend: S-1 draft passes, then an extend
-        # over the whole verify window that fills the draft KV and proposes the next first draft
-        drafts = [PassShape("draft", "mtp", K, K, kv_offset=j) for j in range(1, S)]
-        return drafts + [verify, PassShape("extend", "mtp", N, N)]
-    if d.design == "multi_layer":
-        # drafts come out of the previous iteration's extends; layer k extends over S+1 tokens,
-        # one logits row per request
-        return [verify] + [PassShape("extend", "mtp", S + 1, 1, layer=k) for k in range(S)]
-    if d.design == "frozen_kv":
-        # a seed pass from the last accepted target hidden, then S-1 more, each reading only the
-        # target's committed KV (no draft KV, no extend)
-        return [PassShape("draft", "assistant", K, K) for _ in range(S)] + [verify]
-    if d.design == "parallel_heads":
-        return [verify, PassShape("draft", "heads", N, N)]
-    raise ValueError(f"unknown design {d.design!r}")
+    return d.record.iteration(d.steps, d.topk, d.draft_tokens)
 
 
 def prefill_passes(d: DesignShape) -> list[PassShape]:
     """Passes over a prompt chunk (token counts come from the chunk, one logits row per request)."""
-    target = PassShape("prefill", "target", 0, 1)
-    if d.design == "nextn":
-        return [target, PassShape("prefill", "mtp", 0, 1)]
-    if d.design == "multi_layer":
-        return [target] + [PassShape("prefill", "mtp", 0, 1, layer=k) for k in range(d.steps)]
-    if d.design == "parallel_heads":
-        return [target, PassShape("prefill", "heads", 0, 1)]
-    return [target]
+    return d.record.prefill(d.steps)
 
 
 def overlap_window(d: DesignShape, engine) -> tuple[str, ...]:

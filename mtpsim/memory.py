@@ -2,8 +2,9 @@
 token of each, and how many requests fit.
 
 Full-attention layers cost KV bytes per token; sliding-window layers per token up to the window;
-linear-attention layers a constant state per request. Draft KV: `nextn` one MTP layer,
-`multi_layer` and `parallel_heads` one per step, `frozen_kv` none.
+linear-attention layers a constant state per request. Which draft layers hold weights and KV is
+each design's record (designs.py): `nextn` one MTP layer (or its external draft), `multi_layer`
+and `parallel_heads` one per step, `frozen_kv` the assistant's weights and no KV.
 """
 from __future__ import annotations
 
@@ -12,8 +13,6 @@ from dataclasses import dataclass
 from mtpsim.costs import ops as O
 from mtpsim.costs.passes import Pricer
 from mtpsim.designs import DesignShape
-
-ALL_EXPERTS_TOKENS = 1 << 30  # enough tokens that every expert is touched
 
 
 @dataclass(frozen=True)
@@ -67,28 +66,19 @@ class MemoryBudget:
 
 
 def memory_budget(pricer: Pricer, design: DesignShape) -> MemoryBudget:
-    hw, model = pricer.hw, pricer.model
+    """Per-GPU budget for a design: the design's record says how many draft layers hold weights
+    (and KV), and of which part; the pricer says what a part's weights weigh."""
+    hw, model, rec = pricer.hw, pricer.model, design.record
     embedding = 0.0 if model.tie_embeddings else model.vocab_size * model.hidden_size * 2 / pricer.par.tp
-    target_w = part_weight_bytes(pricer, "target") + embedding
+    target_w = pricer.weight_bytes("target") + embedding
     draft_w, draft_kv = 0.0, ()
-    if design.design in ("nextn", "multi_layer", "parallel_heads"):
-        layers = 1 if design.design == "nextn" else design.steps
-        per_layer = part_weight_bytes(pricer, "mtp", with_shared_head=False)
-        draft_w = layers * per_layer
-        draft_kv = part_kv(pricer, "mtp") * layers
-    elif design.design == "frozen_kv":
-        draft_w = part_weight_bytes(pricer, "assistant")
+    if rec.layer_part is not None:
+        layers = rec.draft_layers(design.steps)
+        draft_w = layers * pricer.weight_bytes(rec.layer_part, shared_head=False)
+        draft_kv = part_kv(pricer, rec.layer_part) * layers if rec.has_draft_kv else ()
     budget = hw.memory_capacity_bytes * hw.usable_memory_fraction - target_w - draft_w
     return MemoryBudget(hw.memory_capacity_bytes, target_w, draft_w, max(budget, 0.0),
                         part_kv(pricer, "target"), draft_kv, design.reserved_tokens)
-
-
-def part_weight_bytes(pricer: Pricer, part: str, with_shared_head: bool = True) -> float:
-    """Weight bytes of a part on one GPU: its ops over enough tokens to touch every expert."""
-    ops = [op for op, _, n in pricer.static_ops(part, 0, ALL_EXPERTS_TOKENS, 1, False)[0] for _ in range(n)]
-    shared_head = part == "mtp" and pricer.model.mtp.vocab_size is None
-    return sum(op.weight_bytes for op in ops
-               if with_shared_head or not (shared_head and op.family == "lm_head"))
 
 
 def part_kv(pricer: Pricer, part: str) -> tuple[LayerKV, ...]:

@@ -16,14 +16,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from mtpsim.designs import BASELINE, label, record  # noqa: E402
+from mtpsim.results import HOST_COLUMN, PASS_COLUMN, share_column  # noqa: E402
+
 KIND_COLORS = {"draft": "tab:orange", "verify": "tab:blue", "decode": "tab:blue", "extend": "tab:green",
                "prefill": "tab:gray", "host": "tab:red"}
-SHARES = {"draft_share": "draft", "verify_share": "verify / decode", "extend_share": "extend",
-          "prefill_share": "prefill", "overhead_share": "host (exposed)"}
-# Pass order of one iteration per design, for timelines drawn from iterations.csv (no passes.csv).
-ITERATION_ORDER = {"none": ("verify", "host"), "nextn": ("draft", "verify", "extend", "host"),
-                   "multi_layer": ("verify", "extend", "host"), "frozen_kv": ("draft", "verify", "host"),
-                   "parallel_heads": ("verify", "draft", "host")}
+SHARES = {share_column(PASS_COLUMN["draft"]): "draft", share_column(PASS_COLUMN["verify"]): "verify / decode",
+          share_column(PASS_COLUMN["extend"]): "extend", share_column(PASS_COLUMN["prefill"]): "prefill",
+          "overhead_share": "host (exposed)"}
 # Summary columns that name a run but never tell series apart.
 NOT_SERIES = {"name", "concurrency", "rate_per_s", "num_requests", "draft_tokens", "dp", "point"}
 
@@ -50,7 +50,7 @@ def series_columns(summary: pd.DataFrame) -> list[str]:
 
 
 def _label(row, keys: list[str]) -> str:
-    parts = [f"{row.design}" if row.design == "none" else f"{row.design} S={row.steps}"]
+    parts = [label(row.design, row.steps)]
     parts += [f"{k.split('.')[-1]}={row[k]}" for k in keys if k not in ("design", "steps")]
     return ", ".join(parts)
 
@@ -74,9 +74,9 @@ def speedup_vs_load(summary: pd.DataFrame) -> Figure:
     """Speedup over `none` against concurrency (or rate), one line per design/steps series."""
     x, xlabel = load_axis(summary)
     fig, ax = _figure(f"{_name(summary)}: speedup over plain decoding")
-    for label, g in _series(summary[summary.design != "none"]):
+    for name, g in _series(summary[summary.design != BASELINE]):
         g = g.sort_values(x)
-        ax.plot(g[x], g.speedup, marker="o", label=label)
+        ax.plot(g[x], g.speedup, marker="o", label=name)
     ax.axhline(1.0, color="black", lw=1, ls="--", label="no gain (1x)")
     if summary[x].min() > 0 and summary[x].max() / summary[x].min() >= 8:
         ax.set_xscale("log", base=2)
@@ -89,10 +89,10 @@ def throughput_frontier(summary: pd.DataFrame) -> Figure:
     """Total TPS against per-user TPS, one curve per series (baseline included), points labelled by load."""
     x, _ = load_axis(summary)
     fig, ax = _figure(f"{_name(summary)}: throughput vs per-user speed")
-    for label, g in _series(summary.drop_duplicates(subset=[c for c in summary if c != "point"])):
+    for name, g in _series(summary.drop_duplicates(subset=[c for c in summary if c != "point"])):
         g = g.sort_values(x)
-        style = dict(color="black", ls="--") if g.design.iloc[0] == "none" else {}
-        ax.plot(g.per_user_tps, g.tps, marker="o", label=label, **style)
+        style = dict(color="black", ls="--") if g.design.iloc[0] == BASELINE else {}
+        ax.plot(g.per_user_tps, g.tps, marker="o", label=name, **style)
         for _, row in g.iterrows():
             ax.annotate(f"{row[x]:g}", (row.per_user_tps, row.tps), fontsize=7, xytext=(3, 3),
                         textcoords="offset points")
@@ -125,7 +125,7 @@ def accept_histogram(counts: pd.DataFrame, summary: pd.DataFrame, max_series: in
     """Drafts accepted per request-iteration (0..S) as shares, grouped bars per design/steps.
 
     counts: accept_counts.csv (point, accepted, count)."""
-    points = summary[(summary.point >= 0) & (summary.design != "none")]
+    points = summary[(summary.point >= 0) & (summary.design != BASELINE)]
     keys = series_columns(points) if len(points) else ["design", "steps"]
     first = points.drop_duplicates(subset=keys).head(max_series)
     fig, ax = _figure(f"{_name(summary)}: accepted drafts per iteration")
@@ -172,16 +172,15 @@ def memory_budget(memory: pd.DataFrame, name: str = "run") -> Figure:
 
 def passes_from_iterations(iterations: pd.DataFrame, design: str) -> pd.DataFrame:
     """Pass-like rows (one per kind per iteration, in the design's order) when passes.csv is absent."""
-    order = ITERATION_ORDER.get(design, ("draft", "verify", "extend", "host"))
+    order = (*record(design).pass_kinds, "host")
     rows = []
     for it in iterations.itertuples():
         t = it.start_s
         kinds = ("prefill", "host") if it.kind == "prefill" else order
         for kind in kinds:
-            d = getattr(it, f"{kind}_s")
+            d = getattr(it, PASS_COLUMN.get(kind, HOST_COLUMN))
             if d > 0:
-                rows.append((it.replica, t, d, "decode" if design == "none" and kind == "verify" else kind,
-                             "", 0))
+                rows.append((it.replica, t, d, kind, "", 0))
                 t += d
     return pd.DataFrame(rows, columns=["replica", "start_s", "duration_s", "kind", "part", "tokens"])
 
@@ -225,7 +224,7 @@ def write_plots(folder: Path, summary: pd.DataFrame, counts: pd.DataFrame, itera
         passes_from_iterations(it0, point0.design)
     figures = {"speedup.png": speedup_vs_load(summary), "frontier.png": throughput_frontier(summary),
                "breakdown.png": time_breakdown(summary), "timeline.png": timeline(lane, it0, name)}
-    if (summary.design != "none").any():
+    if (summary.design != BASELINE).any():
         figures["acceptance.png"] = accept_histogram(counts, summary)
     if memory is not None and len(memory):
         figures["memory.png"] = memory_budget(memory, name)

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from mtpsim.costs import Pricer, build_pricer
-from mtpsim.designs import DesignShape, iteration_passes, overlap_window
+from mtpsim.designs import BASELINE, DesignShape, iteration_passes, overlap_window
 from mtpsim.memory import memory_budget
 
 
@@ -70,9 +70,8 @@ def memory_table(pricer: Pricer, designs: list[DesignShape], context: int) -> pd
 def cost_report(scenario, batch: int, context: int, ops: bool = False) -> dict:
     """Tables for the scenario's design and for `none`, at one batch and context."""
     pricer = build_pricer(scenario)
-    designs = [DesignShape("none")]
-    if scenario.speculative.design != "none":
-        designs.append(DesignShape.of(scenario.speculative))
+    design = DesignShape.of(scenario.speculative)
+    designs = [DesignShape(BASELINE)] + ([design] if design.design != BASELINE else [])
     passes, totals = [], []
     for d in designs:
         table = iteration_table(pricer, d, batch, context)

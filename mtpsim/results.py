@@ -11,12 +11,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-ITERATION_COLUMNS = ["replica", "index", "kind", "start_s", "duration_s", "batch", "emitted",
-                     "draft_s", "verify_s", "extend_s", "prefill_s", "host_s"]
+# GPU seconds per pass kind, one column each in iterations.csv (plain decoding's one pass counts
+# as verify), then the host time the overlap did not hide: the one home of these names
+PASS_COLUMN = {"draft": "draft_s", "verify": "verify_s", "decode": "verify_s", "extend": "extend_s",
+               "prefill": "prefill_s"}
+PASS_TIME_COLUMNS = ("draft_s", "verify_s", "extend_s", "prefill_s")
+HOST_COLUMN = "host_s"
+TIME_COLUMNS = (*PASS_TIME_COLUMNS, HOST_COLUMN)
+ITERATION_COLUMNS = ["replica", "index", "kind", "start_s", "duration_s", "batch", "emitted", *TIME_COLUMNS]
 REQUEST_COLUMNS = ["request_id", "replica", "arrival_s", "admitted_s", "first_token_s", "finish_s",
                    "input_len", "output_len", "iterations", "accepted"]
 PASS_COLUMNS = ["replica", "start_s", "duration_s", "kind", "part", "tokens"]
-TIME_COLUMNS = ("draft_s", "verify_s", "extend_s", "prefill_s", "host_s")
 
 
 @dataclass
@@ -40,12 +45,12 @@ class Records:
     def add_iteration(self, replica, index, kind, start_s, duration_s, batch, emitted, times, host_s) -> None:
         self.num_iterations += 1
         self.num_decode_iterations += kind == "decode"
-        for key in TIME_COLUMNS[:-1]:
+        for key in PASS_TIME_COLUMNS:
             self.totals[key] += times[key]
-        self.totals["host_s"] += host_s
+        self.totals[HOST_COLUMN] += host_s
         if len(self.iterations) < self.max_iteration_rows:
             self.iterations.append((replica, index, kind, start_s, duration_s, batch, emitted,
-                                    times["draft_s"], times["verify_s"], times["extend_s"], times["prefill_s"], host_s))
+                                    *map(times.__getitem__, PASS_TIME_COLUMNS), host_s))
 
     def add_pass(self, replica, start_s, shape, cost) -> None:
         if self.keep_passes:
@@ -98,7 +103,7 @@ def summarize(req: pd.DataFrame, records: Records) -> dict:
     has_decode = decode_tokens > 0
     makespan = req.finish_s.max() - req.arrival_s.min()
     busy = sum(records.totals.values()) or 1.0
-    shares = {f"{k.removesuffix('_s')}_share": records.totals[k] / busy for k in TIME_COLUMNS[:-1]}
+    shares = {share_column(k): records.totals[k] / busy for k in PASS_TIME_COLUMNS}
     return {
         "tps": req.output_len.sum() / makespan if makespan > 0 else float("nan"),
         "per_user_tps": (decode_tokens[has_decode] / decode_time[has_decode]).mean(),
@@ -108,8 +113,13 @@ def summarize(req: pd.DataFrame, records: Records) -> dict:
         "tpot_p99_s": (decode_time[has_decode] / decode_tokens[has_decode]).quantile(0.99),
         "e2e_mean_s": (req.finish_s - req.arrival_s).mean(),
         "accept_length": decode_tokens.sum() / req.iterations.sum() if req.iterations.sum() else float("nan"),
-        **shares, "overhead_share": records.totals["host_s"] / busy,
+        **shares, "overhead_share": records.totals[HOST_COLUMN] / busy,
     }
+
+
+def share_column(time_column: str) -> str:
+    """The summary column of a pass-time column's share of busy time: draft_s -> draft_share."""
+    return f"{time_column.removesuffix('_s')}_share"
 
 
 def add_speedups(summary: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:

@@ -27,6 +27,7 @@ from pydantic import TypeAdapter, ValidationError
 from tqdm import tqdm
 
 from mtpsim import scenario as sc
+from mtpsim.designs import BASELINE, DesignShape
 from mtpsim.errors import ScenarioError, short
 from mtpsim.files import TEXT, Column, read_csv, read_text
 from mtpsim.intervals import seed_intervals
@@ -47,7 +48,7 @@ def baseline_key(s: sc.Scenario) -> str:
 
 def baseline_of(s: sc.Scenario) -> sc.Scenario:
     data = s.model_dump(exclude={"sweep"}, exclude_none=True)
-    data["speculative"], data["acceptance"] = {"design": "none"}, {}
+    data["speculative"], data["acceptance"] = {"design": BASELINE}, {}
     return sc.validate(data, s.source, s.point)
 
 
@@ -68,7 +69,7 @@ def run_points(points: list[sc.Scenario], jobs: int = 1, progress: bool = True, 
     baselines: dict[str, tuple[sc.Scenario, int]] = {}  # baseline key -> (its `none` run, group)
     for i, r in runs:
         if (key := baseline_key(r)) not in baselines:
-            baselines[key] = (r if r.speculative.design == "none" else baseline_of(r), group_of[i])
+            baselines[key] = (r if r.speculative.design == BASELINE else baseline_of(r), group_of[i])
     scenarios = [r for _, r in runs]
     extra = [(b, g) for b, g in baselines.values() if b not in scenarios]
     tasks = scenarios + [b for b, _ in extra]
@@ -81,7 +82,7 @@ def run_points(points: list[sc.Scenario], jobs: int = 1, progress: bool = True, 
                                pricing=s.specs.pricing, engine=s.specs.engine.name)
         rows.append(row.assign(seed=s.seed, baseline=group) if replicated else row)
     summary = pd.concat(rows, ignore_index=True)
-    base = summary[summary.design == "none"].drop_duplicates("baseline_key")
+    base = summary[summary.design == BASELINE].drop_duplicates("baseline_key")
     summary = add_speedups(summary, base).drop(columns="baseline_key")
     point_rows = summary[summary.point >= 0]
     extra_rows = summary[(summary.point < 0)]
@@ -292,18 +293,16 @@ def memory_frame(points: list[sc.Scenario]) -> pd.DataFrame:
     """Per-GPU memory budget of each distinct design in the run (and `none`): weights, KV budget,
     and max concurrent requests at the workload's mean input + output length."""
     from mtpsim.costs import build_pricer
-    from mtpsim.designs import DesignShape
     from mtpsim.memory import memory_budget
     rows = {}
     for s in points:
         pricer, context = build_pricer(s), mean_length(s.workload.input_len) + mean_length(s.workload.output_len)
-        for d in (DesignShape("none"), DesignShape.of(s.speculative)):
-            label = d.design if d.design == "none" else f"{d.design} S={d.steps}"
-            label += "".join(f", {k.split('.')[-1]}={v}" for k, v in s.point.items()
-                             if k.startswith("model") and d.design != "none")
+        for d in (DesignShape(BASELINE), DesignShape.of(s.speculative)):
+            label = d.label + "".join(f", {k.split('.')[-1]}={v}" for k, v in s.point.items()
+                                      if k.startswith("model") and d.design != BASELINE)
             m = memory_budget(pricer, d)
             rows.setdefault((label, context), {
-                "label": label, "design": d.design, "steps": d.steps if d.design != "none" else 0,
+                "label": label, "design": d.design, "steps": d.steps,
                 "context": context, "target_weights_GB": m.target_weight_bytes / 1e9,
                 "draft_weights_GB": m.draft_weight_bytes / 1e9, "kv_budget_GB": m.kv_budget_bytes / 1e9,
                 "max_requests": m.max_requests(context)})

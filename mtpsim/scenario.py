@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from mtpsim import catalog
+from mtpsim import catalog, designs
 from mtpsim.acceptance import read_histogram
 from mtpsim.catalog import EngineSpec, HardwareSpec, ModelSpec
 from mtpsim.costs.profile import committed_profiles, find_profile, profile_device
@@ -157,19 +157,29 @@ def _spec(kind: str, ref: str | dict[str, Any], cls: type[BaseModel], where: str
 def _resolve_specs(s: Scenario, where: str) -> Specs:
     model = _spec("models", s.model, ModelSpec, where, "model")
     hardware = _spec("hardware", s.hardware, HardwareSpec, where, "hardware")
-    assistant = None
-    if s.speculative.design == "frozen_kv":
-        name = s.speculative.draft or model.assistant
-        if name is None:
-            raise ScenarioError(where, "speculative.draft",
-                                f"frozen_kv needs an assistant and model {model.name!r} names none")
-        assistant = _spec("models", name, ModelSpec, where, "speculative.draft")
-        if assistant.role != "assistant":
-            raise ScenarioError(where, "speculative.draft", f"{assistant.name!r} is not an assistant (role: assistant)")
+    draft = _external_draft(s, model, where)
     engine = _spec("engines", s.engine.kind, EngineSpec, where, "engine.kind")
     cost_model, profile = _resolve_pricing(s, hardware, engine, where)
-    return Specs(model=model, hardware=hardware, engine=engine, assistant=assistant, cost_model=cost_model,
-                 profile=profile)
+    role = draft.role if draft else None
+    return Specs(model=model, hardware=hardware, engine=engine, assistant=draft if role == "assistant" else None,
+                 draft=draft if role == "draft" else None, cost_model=cost_model, profile=profile)
+
+
+def _external_draft(s: Scenario, model: ModelSpec, where: str) -> ModelSpec | None:
+    """The catalog entry `speculative.draft` names, when the design takes one: an assistant for
+    frozen_kv (the model's `assistant` by default), a draft model for nextn (else its own MTP)."""
+    role = designs.record(s.speculative.design).external
+    name = s.speculative.draft or (model.assistant if role == "assistant" else None)
+    if role is None or name is None:
+        if role == "assistant":
+            raise ScenarioError(where, "speculative.draft",
+                                f"frozen_kv needs an assistant and model {model.name!r} names none")
+        return None
+    draft = _spec("models", name, ModelSpec, where, "speculative.draft")
+    if draft.role != role:
+        raise ScenarioError(where, "speculative.draft", f"{draft.name!r} is not {'an assistant' if role == 'assistant' else 'a draft model'} "
+                            f"(role: {role}), which {s.speculative.design} needs")
+    return draft
 
 
 def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, where: str) -> tuple[str, str | None]:
@@ -199,15 +209,10 @@ def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, wh
 
 
 def _check_against_specs(s: Scenario, where: str) -> None:
-    spec, design, steps = s.specs.model, s.speculative.design, s.speculative.steps
-    if design in ("nextn", "multi_layer", "parallel_heads") and spec.mtp is None:
-        raise ScenarioError(where, "speculative.design", f"{design} needs MTP layers and model {spec.name!r} has none")
-    if design in ("multi_layer", "parallel_heads") and steps > spec.mtp.num_layers:
-        raise ScenarioError(where, "speculative.steps",
-                            f"{design} runs one MTP layer per step and {spec.name!r} has {spec.mtp.num_layers}")
-    if design == "parallel_heads" and s.speculative.topk > 1:
-        raise ScenarioError(where, "speculative.topk", "parallel_heads proposes a chain: topk must be 1")
-    if design != "none":
+    spec, record = s.specs.model, designs.record(s.speculative.design)
+    for key, reason in record.problems(s.speculative, spec, s.specs.draft or s.specs.assistant)[:1]:
+        raise ScenarioError(where, key, reason)
+    if record.draft_part is not None:
         _check_acceptance_length(s, where)
     _check_parallelism(s, where)
     _check_context(s, where)
@@ -226,7 +231,7 @@ def _check_parallelism(s: Scenario, where: str) -> None:
     expert's width over tp / ep (python/sglang/srt/configs/model_config.py get_num_kv_heads,
     layers/linear.py divide(), layers/moe/ep_moe)."""
     tp, ep = s.parallel.tp, s.parallel.ep
-    models = [s.specs.model] + ([s.specs.assistant] if s.specs.assistant else [])
+    models = [m for m in (s.specs.model, s.specs.assistant, s.specs.draft) if m is not None]
     for m in models:
         for name, att in m.attention_kinds.items():
             what = f"model {m.name!r} attention {name!r}"

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from mtpsim.catalog import EngineSpec, HardwareSpec, ModelSpec
+from mtpsim.designs import DESIGNS, record
 
 Probability = float
 MAX_SEEDS = 1000  # replicates per point; past this a run is better split into several
@@ -46,7 +47,7 @@ class Parallel(Section):
         return self
 
 
-Design = Literal["none", "nextn", "multi_layer", "frozen_kv", "parallel_heads"]
+Design = Literal[DESIGNS]  # none | nextn | multi_layer | frozen_kv | parallel_heads (designs.py)
 
 
 class Speculative(Section):
@@ -54,12 +55,12 @@ class Speculative(Section):
     steps: int = Field(default=3, ge=1, le=64)
     topk: int = Field(default=1, ge=1, le=64)
     draft_tokens: int | None = Field(default=None, ge=2)
-    draft: str | dict[str, Any] | None = None  # assistant: catalog name, {from: NAME, ...} or inline spec
+    # frozen_kv: the assistant; nextn: an external draft model (role: draft) instead of the model's
+    # own MTP layer. A catalog name, {from: NAME, ...} or an inline spec
+    draft: str | dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> "Speculative":
-        if self.design == "multi_layer" and self.topk > 1:
-            raise ValueError("topk > 1 is impossible with multi_layer (one layer per step, chain only)")
         if self.topk == 1 and self.draft_tokens not in (None, self.steps + 1):
             raise ValueError(f"with topk 1, draft_tokens must be steps + 1 = {self.steps + 1}")
         if self.topk > 1 and self.draft_tokens is not None and self.draft_tokens > 1 + self.steps * self.topk:
@@ -69,7 +70,7 @@ class Speculative(Section):
     @property
     def num_draft_tokens(self) -> int:
         """N: tokens verified per request per iteration, root included (1 without speculation)."""
-        if self.design == "none":
+        if record(self.design).draft_part is None:
             return 1
         return self.draft_tokens or (self.steps + 1 if self.topk == 1 else 1 + self.steps * self.topk)
 
@@ -218,7 +219,8 @@ class Specs(BaseModel):
     model: ModelSpec
     hardware: HardwareSpec
     engine: EngineSpec
-    assistant: ModelSpec | None = None
+    assistant: ModelSpec | None = None  # frozen_kv's assistant
+    draft: ModelSpec | None = None      # nextn's external draft model (role: draft)
     cost_model: Literal["roofline", "calibrated"] = "roofline"
     profile: str | None = None
 

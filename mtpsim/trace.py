@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from mtpsim.designs import label
+
 US_PER_S = 1e6
 
 
@@ -37,8 +39,7 @@ def _point_name(point: int, summary: pd.DataFrame | None) -> str:
     if summary is None or "point" not in summary or not (summary.point == point).any():
         return f"point {point}"
     row = summary[summary.point == point].iloc[0]
-    design = "none" if row.design == "none" else f"{row.design} S={row.steps}"
-    return f"point {point}: {row['name']} {design}, concurrency {row.concurrency}"
+    return f"point {point}: {row['name']} {label(row.design, row.steps)}, concurrency {row.concurrency}"
 
 
 def write_trace(path: Path, passes: pd.DataFrame, summary: pd.DataFrame | None = None) -> Path:

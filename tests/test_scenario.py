@@ -87,7 +87,7 @@ BAD = [
     ("unknown-design", with_("speculative.design", "medusa"), "speculative.design", "none"),
     ("unknown-model", with_("model", "gpt-17"), "model", "unknown models catalog name"),
     ("unknown-hardware", with_("hardware", "tpu-v9"), "hardware", "unknown hardware catalog name"),
-    ("nextn-no-mtp", with_("model", "gemma-4-e2b", with_("parallel.tp", 1)), "speculative.design", "no"),
+    ("nextn-no-mtp", with_("model", "gemma-4-e2b", with_("parallel.tp", 1)), "speculative.draft", "neither"),
     ("frozen-no-assistant", with_("speculative.design", "frozen_kv"), "speculative.draft", "assistant"),
     ("topk-multi-layer", with_("speculative", {"design": "multi_layer", "steps": 1, "topk": 2}),
      "speculative", "multi_layer"),

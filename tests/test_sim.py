@@ -40,10 +40,15 @@ class ConstCosts:
     engine = load_engine("sglang")
 
 
+def _draft(design: str, model: str) -> dict:
+    """Llama-3.1-8B has no MTP layers: nextn runs it with the external EAGLE-3 draft."""
+    return {"draft": "eagle3-llama-3.1-8b"} if design == "nextn" and model == "llama-3.1-8b" else {}
+
+
 def make(design="nextn", steps=3, alphas=(0.9, 0.7, 0.5), model="llama-3.1-8b", hardware="h100-sxm", tp=1,
          **workload):
     data = {"name": "t", "model": model, "hardware": hardware, "parallel": {"tp": tp},
-            "speculative": {"design": design, "steps": steps},
+            "speculative": {"design": design, "steps": steps, **_draft(design, model)},
             "acceptance": {"per_depth": list(alphas)} if design != "none" else {},
             "workload": {"arrival": "batch", "concurrency": 8, "num_requests": 8, "input_len": 128,
                          "output_len": 256, **workload}}
@@ -154,7 +159,7 @@ designs = st.sampled_from([("nextn", "llama-3.1-8b", "h100-sxm", 1), ("none", "l
 def test_random_scenarios_hold_invariants(d, steps, alphas, spread, arrival, conc, n, inp, out, dp):
     design, model, hw, tp = d
     data = {"name": "h", "model": model, "hardware": hw, "parallel": {"tp": tp, "dp": dp},
-            "speculative": {"design": design, "steps": steps},
+            "speculative": {"design": design, "steps": steps, **_draft(design, model)},
             "acceptance": {"per_depth": alphas, "spread": spread} if design != "none" else {},
             "workload": {"arrival": arrival, "concurrency": conc, "num_requests": max(n, conc), "rate_per_s": 50.0,
                          "input_len": {"dist": "uniform", "min": 1, "max": inp}, "output_len": out},

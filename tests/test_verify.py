@@ -231,3 +231,17 @@ def test_dead_slots_are_never_read(key):
                     cache.poison(1e4 if poison else 0.0)
         return seen, run.emitted
     assert proposals(True) == proposals(False)
+
+
+def test_verify_of_an_external_draft_is_one_line_exit_2(write_scenario, tmp_path, capsys):
+    """verify builds a model's own MTP layers; an external draft (EAGLE-3) is refused, not guessed."""
+    from mtpsim.cli import main
+    path = write_scenario({
+        "name": "eagle", "model": "llama-3.1-8b", "hardware": "cpu",
+        "speculative": {"design": "nextn", "steps": 2, "draft": "eagle3-llama-3.1-8b"},
+        "acceptance": {"per_depth": [0.7, 0.5]},
+        "workload": {"arrival": "batch", "concurrency": 1, "num_requests": 1, "input_len": 16, "output_len": 8},
+        "verify": {"num_layers": 1, "hidden_scale": 0.03125, "iterations": 2, "device": "cpu"}})
+    assert main(["verify", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "speculative.draft: verify builds a model's own MTP layers" in err

@@ -63,14 +63,15 @@ def gemm(name: str, m: int, k: int, n: int, dtype: str, *, family: str = "gemm",
 
 def attention_projections(att: AttentionSpec, d: int, tokens: int, dtype: str, par: Parallel,
                           query_only: bool = False, act: str = ACT) -> list[Op]:
-    """Weight GEMMs around the attention core for `tokens` tokens on one GPU."""
+    """Weight GEMMs around the attention core for `tokens` tokens on one GPU. The q/k/v projections
+    read `att.input_size` wide inputs where the spec says so (EAGLE-3: embedding ++ hidden)."""
     tp = par.tp
     if att.kind == "gqa":
         heads, kv_heads = _heads_per_gpu(att.num_heads, tp), _heads_per_gpu(att.num_kv_heads, tp)
-        hd, vd = att.head_dim, att.v_head_dim or att.head_dim
-        ops = [gemm("attn.q_proj", tokens, d, heads * hd, dtype, act=act)]
+        hd, vd, d_in = att.head_dim, att.v_head_dim or att.head_dim, att.input_size or d
+        ops = [gemm("attn.q_proj", tokens, d_in, heads * hd, dtype, act=act)]
         if not query_only:
-            ops.append(gemm("attn.kv_proj", tokens, d, kv_heads * (hd + vd), dtype, act=act))
+            ops.append(gemm("attn.kv_proj", tokens, d_in, kv_heads * (hd + vd), dtype, act=act))
         return ops + [gemm("attn.o_proj", tokens, heads * vd, d, dtype, act=act)]
     if att.kind == "mla":
         heads, rope, nope = _heads_per_gpu(att.num_heads, tp), att.qk_rope_head_dim, att.qk_nope_head_dim

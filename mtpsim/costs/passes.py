@@ -21,6 +21,7 @@ from mtpsim.costs.roofline import OpTime
 
 # SGLang's default captured batch sizes (cuda_graph_bs), capped by max_graph_batch.
 GRAPH_BUCKETS = (1, 2, 4, 8, 12, *range(16, 1025, 8))
+ALL_EXPERTS_TOKENS = 1 << 30  # enough tokens that every expert is touched (weight_bytes)
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,10 @@ class PassShape:
 
     kind: decode | draft | verify | extend | prefill. part: target | mtp | assistant | heads.
     tokens_per_request: query tokens per request; logits_per_request: LM-head rows per request;
-    layer: which MTP layer (multi_layer); kv_offset: tokens this pass sees beyond the committed KV.
+    layer: which MTP layer (multi_layer); kv_offset: tokens this pass sees beyond the committed KV;
+    from_target: the pass reads the target's hidden states rather than the draft's own last ones
+    (nextn's extend and prefill: an external EAGLE-3 draft then runs its fc over the fused target
+    layers).
     """
 
     kind: str
@@ -38,6 +42,46 @@ class PassShape:
     logits_per_request: int
     layer: int = 0
     kv_offset: int = 0
+    from_target: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """Seconds and work of some ops on one GPU. An op's roofline time counts as compute or memory,
+    whichever bounds it; flops in FLOP, bytes in bytes."""
+
+    compute_s: float = 0.0
+    memory_s: float = 0.0
+    comm_s: float = 0.0
+    overhead_s: float = 0.0
+    flops: float = 0.0
+    weight_bytes: float = 0.0
+    kv_bytes: float = 0.0
+    comm_bytes: float = 0.0
+
+    @classmethod
+    def of(cls, op: O.Op, t: OpTime, n: int = 1) -> "Work":
+        """n copies of one op priced at t."""
+        compute, memory = (t.compute_s, 0.0) if t.compute_s >= t.memory_s else (0.0, t.memory_s)
+        return cls(n * compute, n * memory, n * t.comm_s, n * t.overhead_s, n * op.flops, n * op.weight_bytes,
+                   n * op.kv_bytes, n * op.comm_bytes)
+
+    def __add__(self, o: "Work") -> "Work":
+        return Work(self.compute_s + o.compute_s, self.memory_s + o.memory_s, self.comm_s + o.comm_s,
+                    self.overhead_s + o.overhead_s, self.flops + o.flops, self.weight_bytes + o.weight_bytes,
+                    self.kv_bytes + o.kv_bytes, self.comm_bytes + o.comm_bytes)
+
+    def scale(self, n: float) -> "Work":
+        return Work(n * self.compute_s, n * self.memory_s, n * self.comm_s, n * self.overhead_s, n * self.flops,
+                    n * self.weight_bytes, n * self.kv_bytes, n * self.comm_bytes)
+
+    def plus_overhead(self, seconds: float) -> "Work":
+        return Work(self.compute_s, self.memory_s, self.comm_s, self.overhead_s + seconds, self.flops,
+                    self.weight_bytes, self.kv_bytes, self.comm_bytes)
+
+    @property
+    def time_s(self) -> float:
+        return self.compute_s + self.memory_s + self.comm_s + self.overhead_s
 
 
 @dataclass(frozen=True)
@@ -58,6 +102,11 @@ class PassCost:
     comm_bytes: float
     sources: tuple[str, ...] = ()
     ops: tuple[tuple[O.Op, OpTime, int], ...] = field(default=(), repr=False)
+
+    @classmethod
+    def of(cls, kind: str, part: str, tokens: int, w: Work, sources=(), ops=()) -> "PassCost":
+        return cls(kind, part, tokens, w.time_s, w.compute_s, w.memory_s, w.comm_s, w.overhead_s, w.flops,
+                   w.weight_bytes, w.kv_bytes, w.comm_bytes, sources, ops)
 
     @property
     def bound(self) -> str:
@@ -80,12 +129,15 @@ class PartLayers:
 
 
 class Pricer:
-    """Builds and prices passes for one scenario's model, draft and hardware."""
+    """Builds and prices passes for one scenario's model, draft and hardware.
+
+    assistant: the frozen_kv assistant (part `assistant`); draft: an external draft model (role:
+    draft) that part `mtp` runs instead of the model's own MTP layer."""
 
     def __init__(self, model: ModelSpec, hardware: HardwareSpec, costs, *, tp: int = 1, ep: int = 1,
                  assistant: ModelSpec | None = None, moe_skew: float = 0.0, cuda_graphs: bool = True,
-                 max_graph_batch: int = 256, heads: int = 1):
-        self.model, self.hw, self.costs, self.assistant = model, hardware, costs, assistant
+                 max_graph_batch: int = 256, heads: int = 1, draft: ModelSpec | None = None):
+        self.model, self.hw, self.costs, self.assistant, self.draft = model, hardware, costs, assistant, draft
         self.par = O.Parallel(tp, ep)
         self.skew, self.graphs, self.max_graph_batch = moe_skew, cuda_graphs, max_graph_batch
         self.heads = heads  # parallel_heads: how many heads run (one per step)
@@ -101,25 +153,34 @@ class Pricer:
         rows = self.padded_batch(batch) if graphs else batch
         tokens = int(q_lens.sum()) if shape.kind == "prefill" else rows * shape.tokens_per_request
         logits = (batch if shape.kind == "prefill" else rows) * shape.logits_per_request
-        static, totals, sources = self.static_ops(shape.part, shape.layer, tokens, logits, graphs)
-        totals, sources, dynamic = totals.copy(), set(sources), []
+        static, work, sources = self.static_ops(shape.part, shape.layer, tokens, logits, graphs, shape.from_target)
+        sources, dynamic = set(sources), []
         for att, count, kv_dtype in self._attention_kinds(shape.part):
             op = O.attention_core(att, q_lens, kv_lens + shape.kv_offset, kv_dtype, self.par.tp, self.act)
             t = self.costs.time(op, graphs)
-            totals += _vector(op, t, count)
+            work += Work.of(op, t, count)
             sources.add(t.source)
             dynamic.append((op, t, count))
         frame = O.pass_frame(batch, int(q_lens.sum()) / max(batch, 1), float((kv_lens + shape.kv_offset + q_lens).max(initial=0)),
                              self.layers(shape.part).spec.hidden_size)
         t = self.costs.time(frame, graphs)
-        totals += _vector(frame, t, 1)
+        work = (work + Work.of(frame, t)).plus_overhead(self.costs.pass_overhead_s(graphs))
         sources.add(t.source)
         dynamic.append((frame, t, 1))
-        totals[3] += self.costs.pass_overhead_s(graphs)
-        compute, memory, comm, overhead, flops, wbytes, kvbytes, cbytes = totals.tolist()
-        return PassCost(shape.kind, shape.part, tokens, compute + memory + comm + overhead, compute, memory,
-                        comm, overhead, flops, wbytes, kvbytes, cbytes, tuple(sorted(sources)),
-                        static + tuple(dynamic) if keep_ops else ())
+        return PassCost.of(shape.kind, shape.part, tokens, work, tuple(sorted(sources)),
+                           static + tuple(dynamic) if keep_ops else ())
+
+    def weight_bytes(self, part: str, shared_head: bool = True) -> float:
+        """Weight bytes of a part on one GPU: its ops over enough tokens to touch every expert, fc
+        over target layers included; without the target's LM head when `shared_head` is False and
+        the part shares it."""
+        ops = [op for op, _, n in self.static_ops(part, 0, ALL_EXPERTS_TOKENS, 1, False, True)[0] for _ in range(n)]
+        drop = not shared_head and self.shares_target_head(part)
+        return sum(op.weight_bytes for op in ops if not (drop and op.family == "lm_head"))
+
+    def shares_target_head(self, part: str) -> bool:
+        """Whether a draft part's logits come from the target's LM head (weights counted once)."""
+        return part in ("mtp", "heads") and self.draft is None and self.model.mtp.vocab_size is None
 
     def uses_graphs(self, shape: PassShape, batch: int) -> bool:
         """Decode-shaped passes replay CUDA graphs up to max_graph_batch; prefill runs eagerly."""
@@ -131,24 +192,22 @@ class Pricer:
     def _layers(self, part: str) -> PartLayers:
         m, dt = self.model, self.model.dtypes
         if part == "target":
-            counts = Counter((g.attention, g.ffn) for g in m.layers for _ in range(g.count))
-            groups = tuple((n, LayerRef(attention=a, ffn=f)) for (a, f), n in counts.items())
-            return PartLayers(groups, m, dt.attention, dt.dense_ffn, dt.experts)
+            return _model_layers(m)
+        if part == "mtp" and self.draft is not None:
+            return _model_layers(self.draft)
         if part in ("mtp", "heads"):
             n = 1 if part == "mtp" else self.heads
             return PartLayers(((n, m.mtp.layer),), m, dt.mtp, dt.mtp, dt.mtp)
-        a = self.assistant
-        counts = Counter((g.attention, g.ffn) for g in a.layers for _ in range(g.count))
-        groups = tuple((n, LayerRef(attention=x, ffn=f)) for (x, f), n in counts.items())
-        return PartLayers(groups, a, a.dtypes.attention, a.dtypes.dense_ffn, a.dtypes.experts, query_only=True)
+        return _model_layers(self.assistant, query_only=True)
 
     # ------------------------------------------------------------------ building
-    def _build_static(self, part: str, layer: int, tokens: int, logits: int, graphs: bool):
-        """Ops that depend on token counts only, priced once: (ops, summed vector, sources)."""
-        ops = [(op, n) for n, op in self._layer_ops(part, tokens)] + [(op, 1) for op in self._edge_ops(part, tokens, logits)]
+    def _build_static(self, part: str, layer: int, tokens: int, logits: int, graphs: bool, from_target: bool = False):
+        """Ops that depend on token counts only, priced once: (ops, their Work, sources)."""
+        edge = self._edge_ops(part, tokens, logits, from_target)
+        ops = [(op, n) for n, op in self._layer_ops(part, tokens)] + [(op, 1) for op in edge]
         priced = tuple((op, self.costs.time(op, graphs), n) for op, n in ops if op is not None)
-        totals = sum((_vector(op, t, n) for op, t, n in priced), np.zeros(8))
-        return priced, totals, frozenset(t.source for _, t, _ in priced)
+        work = sum((Work.of(op, t, n) for op, t, n in priced), Work())
+        return priced, work, frozenset(t.source for _, t, _ in priced)
 
     def _layer_ops(self, part: str, tokens: int):
         """(count, op) per layer group: costs/layer.py's one list of a decoder layer's ops."""
@@ -160,11 +219,13 @@ class Pricer:
                                       spec.expert_dtype, self.par, spec.query_only, self.skew, self.act, glue)
             yield from ((count, op) for op in layer)
 
-    def _edge_ops(self, part: str, tokens: int, logits: int) -> list[O.Op | None]:
+    def _edge_ops(self, part: str, tokens: int, logits: int, from_target: bool = False) -> list[O.Op | None]:
         """What a part runs outside its layers: input projections and the LM head."""
         m, tp, dt, act = self.model, self.par.tp, self.model.dtypes, self.act
         if part == "target":
             return O.lm_head_ops(m, logits, dt.lm_head, tp, act=act) + [_sample(m.lm_head, logits, m.vocab_size, tp, act)]
+        if part == "mtp" and self.draft is not None:
+            return self._draft_edge_ops(tokens, logits, from_target)
         if part in ("mtp", "heads"):
             mtp, n = m.mtp, (1 if part == "mtp" else self.heads)
             proj = O.gemm("mtp.eh_proj", tokens, 2 * m.hidden_size, m.hidden_size, dt.mtp, act=act)
@@ -176,6 +237,18 @@ class Pricer:
         return [O.gemm("assistant.pre_proj", tokens, 2 * a.backbone_hidden_size, a.hidden_size, a.dtypes.dense_ffn, act=act),
                 O.gemm("assistant.post_proj", tokens, a.hidden_size, a.backbone_hidden_size, a.dtypes.dense_ffn, act=act),
                 *O.lm_head_ops(a, logits, a.dtypes.lm_head, tp, act=act), _sample(a.lm_head, logits, a.vocab_size, tp, act)]
+
+    def _draft_edge_ops(self, tokens: int, logits: int, from_target: bool) -> list[O.Op]:
+        """An external draft (EAGLE-3): fed the target's hidden states, its fc fuses the target
+        layers it reads (fused_target_layers x backbone width -> hidden); fed its own last hidden
+        (the chained draft passes) it skips the fc. The embedding is the target's; the LM head is
+        its own, over its pruned vocabulary (a d2t table maps the winners to target tokens)."""
+        d, tp, act = self.draft, self.par.tp, self.act
+        fc = [O.gemm("draft.fc", tokens, d.fused_target_layers * d.backbone_hidden_size, d.hidden_size,
+                     d.dtypes.dense_ffn, act=act)] if d.fused_target_layers and from_target else []
+        vocab = d.draft_vocab_size or d.vocab_size
+        return fc + O.lm_head_ops(d, logits, d.dtypes.lm_head, tp, vocab=vocab, act=act) + \
+            [_sample(d.lm_head, logits, vocab, tp, act)]
 
     @lru_cache(maxsize=8)
     def _attention_kinds(self, part: str):
@@ -189,6 +262,14 @@ class Pricer:
 
 
 
+def _model_layers(spec: ModelSpec, query_only: bool = False) -> PartLayers:
+    """A whole model's layers as (count, layer) groups, with its own dtypes."""
+    counts = Counter((g.attention, g.ffn) for g in spec.layers for _ in range(g.count))
+    groups = tuple((n, LayerRef(attention=a, ffn=f)) for (a, f), n in counts.items())
+    dt = spec.dtypes
+    return PartLayers(groups, spec, dt.attention, dt.dense_ffn, dt.experts, query_only=query_only)
+
+
 def _sample(head, rows: int, vocab: int, tp: int, act: str) -> O.Op:
     """Greedy sampling over a head's logits: the vocabulary (its tp shard), or the centroid head's
     expanded rows (top clusters x vocab / centroids)."""
@@ -196,9 +277,3 @@ def _sample(head, rows: int, vocab: int, tp: int, act: str) -> O.Op:
         return O.greedy_sample(rows, head.top_clusters * math.ceil(vocab / head.num_centroids), act)
     return O.greedy_sample(rows, math.ceil(vocab / tp), act)
 
-
-def _vector(op: O.Op, t: OpTime, n: int) -> np.ndarray:
-    """n copies of an op as [compute, memory, comm, overhead, flops, weight, kv, comm bytes]; an op's
-    roofline time counts as compute or memory, whichever bounds it."""
-    bound = (t.compute_s, 0.0) if t.compute_s >= t.memory_s else (0.0, t.memory_s)
-    return n * np.array([*bound, t.comm_s, t.overhead_s, op.flops, op.weight_bytes, op.kv_bytes, op.comm_bytes])

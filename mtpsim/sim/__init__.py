@@ -29,7 +29,7 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
     env, records = simpy.Environment(), Records(max_iteration_rows, keep_passes)
     engine = Engine(env, pricer, design, profile, records, np.random.default_rng([s.seed, 1]),
                     s.engine.overlap_schedule, s.engine.chunked_prefill_tokens)
-    cap = s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests,
+    cap = s.specs.engine.max_running(design.design, s.engine.max_running_requests,
                                      "max_running_requests" in s.engine.model_fields_set)
     replicas = [Replica(i, Scheduler(cap, budget.kv_budget_bytes, budget.request_bytes))
                 for i in range(s.parallel.dp)]
@@ -47,14 +47,14 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
 def identity(s) -> dict:
     """Columns that name a run point in the summary."""
     d = DesignShape.of(s.speculative)
-    return {"name": s.name, "design": d.design, "steps": d.steps if d.design != "none" else 0,
+    return {"name": s.name, "design": d.design, "steps": d.steps,
             "topk": d.topk, "draft_tokens": d.draft_tokens, "concurrency": s.workload.concurrency,
             "rate_per_s": s.workload.rate_per_s, "num_requests": s.workload.num_requests, "dp": s.parallel.dp,
             **{k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in s.point.items()}}
 
 
 def _check_simulable(s) -> None:
-    if s.speculative.design != "none" and s.speculative.topk > 1:
+    if DesignShape.of(s.speculative).topk > 1:
         raise ScenarioError(s.source, "speculative.topk", "tree drafts (topk > 1) need per-depth, per-branch "
                             "acceptance, which v1 does not model; `mtpsim cost` prices their passes")
 

@@ -14,12 +14,9 @@ import simpy
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs.passes import Pricer
 from mtpsim.designs import DesignShape, iteration_passes, overlap_window, prefill_passes
-from mtpsim.results import Records
+from mtpsim.results import PASS_COLUMN, PASS_TIME_COLUMNS, Records
 from mtpsim.sim.scheduler import Router, Scheduler
 from mtpsim.sim.workload import Request
-
-PASS_COLUMN = {"draft": "draft_s", "verify": "verify_s", "decode": "verify_s", "extend": "extend_s",
-               "prefill": "prefill_s"}
 
 
 @dataclass
@@ -69,7 +66,7 @@ class Engine:
         batch = rep.scheduler.running
         # committed KV: the prompt and every emitted token but the last, which this iteration feeds
         kv = np.fromiter((r.input_len + r.generated - 1 for r in batch), np.int64, len(batch))
-        start, times, hidden = self.env.now, dict.fromkeys(PASS_COLUMN.values(), 0.0), 0.0
+        start, times, hidden = self.env.now, dict.fromkeys(PASS_TIME_COLUMNS, 0.0), 0.0
         for shape in self.passes:
             cost = self.pricer.price(shape, np.full(len(batch), shape.tokens_per_request), kv)
             yield self.env.timeout(cost.time_s)
@@ -88,12 +85,12 @@ class Engine:
     def commit(self, batch: list[Request]) -> int:
         """Draw accepted drafts per request; each emits accepted + 1 (the bonus) tokens."""
         remaining = np.fromiter((r.output_len - r.generated for r in batch), np.int64, len(batch))
-        if self.design.design == "none":
-            accepted = np.zeros(len(batch), np.int64)
-        else:
+        if self.design.steps:
             levels = np.stack([r.levels for r in batch]) if self.per_request_levels else \
                 np.broadcast_to(self.levels, (len(batch), len(self.levels)))
             accepted = self.profile.sample(self.rng, levels, remaining)
+        else:  # S = 0: no drafts to accept
+            accepted = np.zeros(len(batch), np.int64)
         for r, a in zip(batch, accepted.tolist()):
             r.generated += a + 1
             r.accepted += a
@@ -107,16 +104,16 @@ class Engine:
         for r in admitted:
             r.admitted_s = now
         for chunk in self.chunks(admitted):
-            start, times = self.env.now, dict.fromkeys(PASS_COLUMN.values(), 0.0)
+            start, times = self.env.now, dict.fromkeys(PASS_TIME_COLUMNS, 0.0)
             q = np.array([n for _, n, _ in chunk])
             kv = np.array([done for _, _, done in chunk])
             for shape in prefill_passes(self.design):
                 cost = self.pricer.price(shape, q, kv)
                 yield self.env.timeout(cost.time_s)
                 self.records.add_pass(rep.index, self.env.now - cost.time_s, shape, cost)
-                times["prefill_s"] += cost.time_s
+                times[PASS_COLUMN[shape.kind]] += cost.time_s
             host_s = self.pricer.costs.host_overhead_s(self.design.design, len(chunk))
-            host = host_s if not self.overlap else max(0.0, host_s - times["prefill_s"])
+            host = host_s if not self.overlap else max(0.0, host_s - times[PASS_COLUMN["prefill"]])
             yield self.env.timeout(host)
             firsts = [r for r, n, done in chunk if done + n == r.input_len]
             for r in firsts:

@@ -23,9 +23,11 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
+from mtpsim.designs import record
+from mtpsim.results import PASS_COLUMN
 from mtpsim.torchkit.cache import Batch
 
-KINDS = ("draft_s", "verify_s", "extend_s")
+KINDS = tuple(PASS_COLUMN[k] for k in ("draft", "verify", "extend"))  # the timed columns, as the simulator's
 
 
 class Run:
@@ -36,7 +38,7 @@ class Run:
 
     def __init__(self, target, drafts, design: str, steps: int, batch: int, capacity: int, accept, propose=None):
         self.target, self.drafts, self.design, self.batch = target, drafts, design, batch
-        self.steps = steps if design != "none" else 0
+        self.steps = steps if record(design).draft_part else 0
         self.accept, self.propose = accept, propose or (lambda tokens, positions, requests=None: tokens)
         p = next(target.parameters())
         self.device = p.device
@@ -61,7 +63,7 @@ class Run:
         t0 = time.perf_counter()
         yield
         self.sync()
-        self.times[f"{kind}_s"] += time.perf_counter() - t0
+        self.times[PASS_COLUMN[kind]] += time.perf_counter() - t0
 
     def verify(self, drafts: torch.Tensor):
         """Target over [root, drafts] -> (committed tokens x_{L+1}..x_{L+N} [B, N], accepted [B],
@@ -181,18 +183,19 @@ def prefill(r: Run, prompts: list[torch.Tensor]) -> None:
         r.root[b] = root[0, 0]
         r.emitted[b].append(int(root[0, 0]))
         seq = torch.cat([prompt[1:], root[0], torch.zeros(r.steps, dtype=prompt.dtype, device=r.device)])
-        if r.design == "frozen_kv":
+        chain = record(r.design).chain
+        if chain == "seeded":
             r.carry[b] = hidden[0, -1:]
         for k, (layer, full) in enumerate(zip(r.drafts if r.draft_caches else [], r.draft_caches)):
             draft_cache = full.view(b)
-            tokens_in = seq[k:k + P] if r.design == "multi_layer" else seq[:P]
+            tokens_in = seq[k:k + P] if chain == "stacked" else seq[:P]
             hidden_k, tokens = layer(hidden, tokens_in[None], where, draft_cache, rows=last)
             draft_cache.commit(np.array([P]))
             full.lens[b] = P
             token = r.propose(tokens[:, 0], np.array([P + 1 + k]), [b])[0]
             r.next_drafts[b, k] = token
-            if r.design == "nextn":
+            if chain == "recursive":
                 r.carry[b] = hidden_k[0, -1:]
-            if r.design == "multi_layer":
+            if chain == "stacked":
                 seq[P + k] = token
                 hidden = hidden_k

@@ -77,7 +77,7 @@ def start(setup: Setup, propose=None) -> loops.Run:
     device = torch.device(setup.device)
     target, drafts = build(setup.model, setup.design, setup.steps, setup.assistant, DTYPES[setup.dtype],
                            device, setup.seed)
-    accept = greedy if setup.acceptance == "greedy" or setup.design == "none" else \
+    accept = greedy if setup.acceptance == "greedy" or not setup.steps else \
         forced(setup.profile, setup.batch, setup.steps, setup.seed)
     run = loops.Run(target, drafts, setup.design, setup.steps, setup.batch, setup.capacity, accept, propose)
     gen = torch.Generator().manual_seed(setup.seed)
@@ -89,7 +89,7 @@ def start(setup: Setup, propose=None) -> loops.Run:
 
 def measure(setup: Setup, propose=None) -> Measurement:
     run = start(setup, propose)
-    rows, counts = [], np.zeros(setup.steps + 1 if setup.design != "none" else 1, dtype=np.int64)
+    rows, counts = [], np.zeros(setup.steps + 1, dtype=np.int64)
     with torch.inference_mode():
         for i in range(setup.warmup_iterations + setup.iterations):
             row = loops.step(run)

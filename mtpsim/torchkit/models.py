@@ -15,9 +15,10 @@ import torch
 from torch import nn
 
 from mtpsim.catalog import LMHeadSpec, ModelSpec
+from mtpsim.designs import record
+from mtpsim.shrink import source_layer
 from mtpsim.torchkit.cache import Batch, Cache
 from mtpsim.torchkit.layers import DecoderLayer, linear, make_head
-from mtpsim.shrink import source_layer
 
 
 def _select(x: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
@@ -98,19 +99,15 @@ class Assistant(nn.Module):
 
 
 def build(model: ModelSpec, design: str, steps: int, assistant: ModelSpec | None, dtype, device, seed: int = 0):
-    """(target, drafts): drafts is a list of MTPLayer (one for nextn, `steps` for multi_layer and
-    parallel_heads), [Assistant] for frozen_kv, [] for none."""
+    """(target, drafts): the design record's draft_layers(steps) copies of its layer part, an
+    MTPLayer (one for nextn, `steps` for multi_layer and parallel_heads) or an Assistant
+    (frozen_kv); [] for none."""
+    rec = record(design)
     torch.manual_seed(seed)
     with torch.device(device):
         target = Target(model)
-        if design == "nextn":
-            drafts = [MTPLayer(model, target)]
-        elif design in ("multi_layer", "parallel_heads"):
-            drafts = [MTPLayer(model, target) for _ in range(steps)]
-        elif design == "frozen_kv":
-            drafts = [Assistant(assistant, model, target)]
-        else:
-            drafts = []
+        make = {"mtp": lambda: MTPLayer(model, target), "assistant": lambda: Assistant(assistant, model, target)}
+        drafts = [make[rec.layer_part]() for _ in range(rec.draft_layers(steps))] if rec.layer_part else []
     modules = [target, *drafts]
     for m in modules:
         m.to(dtype).eval().requires_grad_(False)

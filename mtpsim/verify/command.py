@@ -24,13 +24,15 @@ from mtpsim import scenario as sc
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.profile import PROFILES_DIR
+from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError
 from mtpsim.run import output_dir
 from mtpsim.sim.workload import sample_lengths
 from mtpsim.verify.compare import comparison, plot, predict, simulated_mapping
+from mtpsim.shrink import shrink_assistant, shrink_model
+from mtpsim.torchkit import loops
 from mtpsim.torchkit.kernels import keep_freed_memory
 from mtpsim.torchkit.measure import Setup, measure
-from mtpsim.shrink import shrink_assistant, shrink_model
 
 
 
@@ -128,6 +130,9 @@ def _match_threads(folder: Path, device: str) -> None:
 def setup_of(s, device: str) -> Setup:
     """The verification run a scenario point asks for, shrunken."""
     v, design = s.verify, s.speculative.design
+    if s.specs.draft is not None:
+        raise ScenarioError(s.source, "speculative.draft", f"verify builds a model's own MTP layers, not an external "
+                            f"draft ({s.specs.draft.name!r}); `mtpsim run` simulates it")
     dtype = v.dtype or ("bf16" if device == "cuda" else "fp32")
     model = shrink_model(s.specs.model, v, dtype)
     try:
@@ -136,8 +141,8 @@ def setup_of(s, device: str) -> Setup:
         raise ScenarioError(s.source, "verify.num_layers", str(exc)) from None
     rng = np.random.default_rng([s.seed, 0])
     prompts = sample_lengths(rng, s.workload.input_len, s.workload.concurrency).tolist()
-    steps = s.speculative.steps if design != "none" else 0
-    profile = AcceptanceProfile.from_section(s.acceptance, steps, s.source) if design != "none" else None
+    steps = DesignShape.of(s.speculative).steps
+    profile = AcceptanceProfile.from_section(s.acceptance, steps, s.source) if steps else None
     return Setup(model, assistant, design, steps, prompts, v.iterations, v.warmup_iterations,
                  v.acceptance, profile, device, dtype, s.seed)
 
@@ -162,10 +167,10 @@ def verify_point(s, device: str, hardware: str, profile: str | None, folder: Pat
 
 def _print(s, setup: Setup, measured, table: pd.DataFrame) -> None:
     it = measured.iterations
-    passes = it[["draft_s", "verify_s", "extend_s"]].sum(axis=1)
+    passes = it[list(loops.KINDS)].sum(axis=1)
     print(f"\n== {s.speculative.design}, steps {setup.steps}, batch {setup.batch}, prompts {setup.prompt_lens}: "
           f"{setup.model.num_layers} target layers, hidden {setup.model.hidden_size}, {setup.dtype}")
-    if setup.design != "none":
+    if setup.steps:
         counts = measured.accept_counts
         length = 1 + (counts * np.arange(len(counts))).sum() / max(counts.sum(), 1)
         print(f"accept histogram (drafts accepted: count) {dict(enumerate(counts.tolist()))}, "

@@ -15,6 +15,7 @@ import pandas as pd
 
 from mtpsim import scenario as sc
 from mtpsim.acceptance import write_histogram
+from mtpsim.designs import DesignShape
 
 KINDS = ("iteration_s", "draft_s", "verify_s", "extend_s")
 
@@ -37,7 +38,7 @@ def simulated_mapping(s, model: dict, prompt_lens: list[int], accept_counts, fol
         "cost": {"model": "calibrated", "profile": profile} if profile else {"model": "roofline"},
         "seed": s.seed,
     }
-    if s.speculative.design != "none":
+    if DesignShape.of(s.speculative).steps:  # a design with drafts: the measured accept histogram
         hist = folder / "accept_histogram.csv"
         write_histogram(accept_counts, hist)
         mapping["acceptance"] = {"histogram": str(hist)}
