@@ -178,7 +178,7 @@ def test_context_longer_than_the_model(tmp_path, capsys):
     line = one_line_error(capsys, run(tmp_path, BASE.replace("input_len: 64", "input_len: 2000000")),
                           "workload.input_len", "max_context")
     assert "163840" in line  # deepseek-v3's max_position_embeddings
-    trace = TRACE.replace("deepseek-v3", "llama-3.1-8b").replace("tp: 8", "tp: 1")
+    trace = TRACE.replace("deepseek-v3", "llama-3.1-8b").replace("tp: 8", "tp: 1").replace("design: nextn", "design: none")
     one_line_error(capsys, run(tmp_path, trace, {"t.csv": "arrival_s,input_len,output_len\n0,10,10\n0,131000,100\n"}),
                    "input_len", "row 3")
 
