@@ -3,7 +3,9 @@
 
 A catalog file is plain YAML describing an architecture in its own fields; its sources are cited
 in a leading comment. A scenario names an entry (`model: deepseek-v3`) or overrides fields of one
-(`model: {from: deepseek-v3, dtypes: {experts: fp4}}`), deep-merged before validation.
+(`model: {from: deepseek-v3, dtypes: {experts: fp4}}`), deep-merged before validation; a model
+can also be read from a Hugging Face config.json (`model: {hf_config: ./config.json, ...}`,
+mtpsim/hfconfig).
 
 A reference is a file when it is clearly a path (it contains '/' or ends in .yaml / .yml:
 `model: ./my-model.yaml`), else a catalog name, looked up in the folders MTPSIM_CATALOG names
@@ -19,6 +21,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from mtpsim import hfconfig
 from mtpsim.errors import ScenarioError, short
 from mtpsim.files import load_yaml
 from mtpsim.packagedata import catalog_dirs, data_dir
@@ -342,9 +345,15 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 def resolve(kind: Kind, ref: str | dict[str, Any], where: str, key: str = "") -> dict[str, Any]:
-    """A catalog name, a file path or `{from: NAME-or-path, ...overrides}` -> the merged raw mapping."""
+    """A catalog name, a file path, `{from: NAME-or-path, ...overrides}` or, for models,
+    `{hf_config: path/to/config.json, ...overrides}` (mtpsim/hfconfig) -> the merged raw mapping."""
     if isinstance(ref, str):
         return _read(kind, ref, where, key)
+    if kind == "models" and "hf_config" in ref:
+        if "from" in ref:
+            raise ScenarioError(where, key, "give one source, from or hf_config, not both")
+        over = {k: v for k, v in ref.items() if k != "hf_config"}
+        return deep_merge(hfconfig.read(ref["hf_config"], where, key, over), over)
     if "from" not in ref:
         return dict(ref)  # a full inline spec
     over = {k: v for k, v in ref.items() if k != "from"}

@@ -92,7 +92,7 @@ def load(path: str | Path, sets: list[str] = ()) -> list[Scenario]:
 
 
 def _anchor_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """Relative trace / histogram paths and model / hardware / draft files that do not exist
+    """Relative trace / histogram paths, model / hardware / draft files and hf_config files that do not exist
     from the current folder are read beside the scenario file, so scenarios can ship their data
     next to them."""
     def anchored(value: Any) -> Any:
@@ -111,6 +111,8 @@ def _anchor_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
             node[key] = anchored(value)
         elif isinstance(value, dict) and isinstance(value.get("from"), str) and catalog.is_path(value["from"]):
             value["from"] = anchored(value["from"])
+        if isinstance(value, dict) and isinstance(value.get("hf_config"), str):
+            value["hf_config"] = anchored(value["hf_config"])
     return data
 
 

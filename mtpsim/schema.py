@@ -232,6 +232,7 @@ class Specs(BaseModel):
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of a scenario file (`mtpsim schema`): every key, its type and default.
-    `model` and `hardware` are catalog names, spec files or mappings (catalog.py's specs)."""
+    `model` and `hardware` are catalog names, spec files or mappings (catalog.py's specs; a model
+    mapping may read a Hugging Face config.json: `{hf_config: path, ...overrides}`)."""
     schema = Scenario.model_json_schema()
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema, "title": "mtpsim scenario"}

@@ -1,0 +1,171 @@
+"""A Hugging Face config.json -> a raw ModelSpec mapping (catalog.py), read as plain JSON: no
+torch, no transformers.
+
+A scenario names a checkpoint's config with `model: {hf_config: path/to/config.json}`; the other
+keys of that mapping are overrides deep-merged on top (catalog.resolve), as with `{from: NAME}`:
+`{hf_config: ./config.json, dtypes: {experts: fp4}, mtp: {num_layers: 3}}`.
+
+The family reader (families.py), picked by `model_type` or else the `architectures` class, gives
+the kinds and each layer's pair of kinds; runs of equal layers become one group. For every family:
+hidden_size, vocab_size, max_position_embeddings -> max_context, tie_word_embeddings ->
+tie_embeddings, num_nextn_predict_layers -> mtp (DeepSeek-style modules: two norms, a 2h x h
+projection, one decoder layer), torch_dtype / dtype and quantization_config -> dtypes
+(quant_method fp8: the linear weights; embeddings, LM head and KV cache keep the base dtype).
+A Gemma-style `text_config` is read in place of the top level. The name is the folder holding
+config.json (override with `name:`).
+
+What config.json does not say comes from the scenario's keys, else it is one ScenarioError: the
+MTP layers' kind where the family's per-layer rule does not reach them (`model.mtp`), the dtypes
+when it gives neither torch_dtype / dtype nor a quantization read here (`model.dtypes`), and a
+model_type no reader knows (`model.hf_config`). A missing, binary, non-UTF-8 or oversized file,
+malformed JSON (duplicate keys, NaN included) and a field of the wrong type are one error each.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from mtpsim.errors import ScenarioError, short
+from mtpsim.files import read_text
+from mtpsim.hfconfig.families import ARCHITECTURES, READERS, Config, Layout
+
+MAX_CONFIG_BYTES = 4 * 2**20  # a config.json is a few kB
+TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+PARTS = ("attention", "dense_ffn", "experts", "mtp", "lm_head", "kv_cache", "activations")
+QUANTISED = ("attention", "dense_ffn", "experts", "mtp")  # the linear weights of an fp8 checkpoint
+
+
+def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """config.json at `path` -> a raw ModelSpec mapping. `key` is the model's key path in `where`
+    ("model"); `overrides` (the scenario's other keys, merged on top by the caller) are looked at
+    only to know whether they give what the config cannot say."""
+    overrides = overrides or {}
+    at = f"{key}.hf_config" if key else "hf_config"
+    top = Config(load_json(path, where, at), str(path))
+    text = top.sub("text_config") if top.get("text_config") is not None else top
+    layout = _reader(top, where, at)(text)
+    n = text.int("num_hidden_layers", low=1)
+    mapping: dict[str, Any] = {
+        "name": _name(Path(str(path))), "hidden_size": text.int("hidden_size"), "vocab_size": text.int("vocab_size"),
+        "layers": _groups([layout.pair(i) for i in range(n)]),
+        "tie_embeddings": text.bool("tie_word_embeddings", top.bool("tie_word_embeddings", layout.tie_default))}
+    if text.get("max_position_embeddings") is not None:
+        mapping["max_context"] = text.int("max_position_embeddings", low=1)
+    mtp = _mtp(text, layout, n, where, key, overrides)
+    if mtp is not None:
+        mapping["mtp"] = mtp
+    mapping |= _kinds(layout, mapping, overrides)
+    mapping["dtypes"] = _dtypes(top, text, where, key, overrides)
+    return mapping
+
+
+def _reader(top: Config, where: str, at: str):
+    """The family reader of model_type, else of the first architectures class."""
+    model_type, architectures = top.get("model_type"), top.get("architectures", [])
+    first = architectures[0] if isinstance(architectures, list) and architectures else None
+    reader = READERS.get(model_type) if isinstance(model_type, str) else None
+    reader = reader or (READERS.get(ARCHITECTURES.get(first)) if isinstance(first, str) else None)
+    if reader is None:
+        raise ScenarioError(where, at, f"model_type {short(model_type)} is not supported (supported: "
+                            f"{', '.join(sorted(READERS))}); write the spec as a catalog file instead")
+    return reader
+
+
+def load_json(path: object, where: str, at: str) -> dict[str, Any]:
+    """A config.json's object, or one ScenarioError (the files.read_text rules, then strict JSON)."""
+    if not isinstance(path, str) or not path:
+        raise ScenarioError(where, at, f"expected the path of a config.json, got {short(path)}")
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise ScenarioError(where, at, f"no such file: {short(path, 200)}")
+    text = read_text(file, str(file), MAX_CONFIG_BYTES)
+    try:
+        data = json.loads(text, object_pairs_hook=_unique, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise ScenarioError(str(file), f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
+    except (ValueError, RecursionError) as exc:  # duplicate keys, NaN, a 5000-digit integer, deep nesting
+        raise ScenarioError(str(file), "", f"not readable JSON: {short(str(exc) or type(exc).__name__, 120)[1:-1]}") from None
+    if not isinstance(data, dict):
+        raise ScenarioError(str(file), "", "a config.json must hold a JSON object")
+    return data
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate key {short(k, 60)}")
+        out[k] = v
+    return out
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _name(path: Path) -> str:
+    folder = path.resolve().parent.name
+    return folder if path.name == "config.json" and folder else path.stem
+
+
+def _groups(pairs: list) -> list[dict[str, Any]]:
+    """Per-layer (attention, ffn) -> runs of equal layers, in model order."""
+    groups: list[dict[str, Any]] = []
+    for attention, ffn in pairs:
+        if groups and (groups[-1]["attention"], groups[-1]["ffn"]) == (attention, ffn):
+            groups[-1]["count"] += 1
+        else:
+            groups.append({"count": 1, "attention": attention, "ffn": ffn})
+    return groups
+
+
+def _mtp(c: Config, layout: Layout, n: int, where: str, key: str, overrides: dict) -> dict[str, Any] | None:
+    """num_nextn_predict_layers -> the mtp section, its layer kind from the family's rule where
+    the rule gives every MTP layer the same pair; else the scenario's model.mtp must give it."""
+    count = c.int("num_nextn_predict_layers", 0)
+    if not count:
+        return None
+    mtp: dict[str, Any] = {"num_layers": count, "input_projection": True}
+    pairs = {layout.pair(i) for i in range(n, n + count)}
+    if len(pairs) == 1 and None not in pairs:
+        attention, ffn = pairs.pop()
+        mtp["layer"] = {"attention": attention, "ffn": ffn}
+    elif not isinstance(overrides.get("mtp"), dict) or "layer" not in overrides["mtp"]:
+        hint = f" ({layout.mtp_hint})" if layout.mtp_hint else ""
+        at = f"{key}.mtp" if key else "mtp"
+        raise ScenarioError(where, at, f"config.json has num_nextn_predict_layers {count} but does not say the MTP "
+                            f"layer's kind; give {at}: {{layer: {{attention: KIND, ffn: KIND}}}}{hint}")
+    return mtp
+
+
+def _kinds(layout: Layout, mapping: dict[str, Any], overrides: dict) -> dict[str, Any]:
+    """The kinds some layer uses (the trunk's, the MTP layer's, or one the overrides name): an
+    unused kind would still be checked for sharding."""
+    layer = (overrides.get("mtp") or {}).get("layer") if isinstance(overrides.get("mtp"), dict) else None
+    refs = [*mapping["layers"], *([mapping["mtp"]["layer"]] if "layer" in mapping.get("mtp", {}) else []),
+            *([layer] if isinstance(layer, dict) else [])]
+    used = {(part, ref.get(part)) for ref in refs for part in ("attention", "ffn")}
+    return {"attention_kinds": {k: v for k, v in layout.attention_kinds.items() if ("attention", k) in used},
+            "ffn_kinds": {k: v for k, v in layout.ffn_kinds.items() if ("ffn", k) in used}}
+
+
+def _dtypes(top: Config, text: Config, where: str, key: str, overrides: dict) -> dict[str, str]:
+    """torch_dtype / dtype for every part; quant_method fp8 for the linear weights. Where the
+    config gives no dtype, or a quantization not read here, the scenario's model.dtypes must."""
+    name = next((c.get(k) for c in (text, top) for k in ("dtype", "torch_dtype") if c.get(k) is not None), None)
+    base = TORCH_DTYPES.get(name) if isinstance(name, str) else None
+    out = dict.fromkeys(PARTS, base) if base else {}
+    problem = None if base else (f"has dtype {short(name)}, not one of {', '.join(TORCH_DTYPES)}" if name is not None
+                                 else "gives no torch_dtype or dtype")
+    quant = text.get("quantization_config") or top.get("quantization_config")
+    if quant is not None:
+        method = quant.get("quant_method") if isinstance(quant, dict) else quant
+        if method == "fp8":  # block-scaled e4m3 (DeepSeek-V3, MiMo-V2-Flash, *-FP8 releases)
+            out |= dict.fromkeys(QUANTISED, "fp8")
+        else:
+            problem = f"has quantization_config quant_method {short(method)}, which is not read (fp8 is)"
+    if problem and "dtypes" not in overrides:
+        at = f"{key}.dtypes" if key else "dtypes"
+        raise ScenarioError(where, at, f"config.json {problem}; give {at}")
+    return out

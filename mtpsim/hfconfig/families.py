@@ -1,0 +1,293 @@
+"""One reader per Hugging Face architecture family: a config.json view -> the attention and FFN
+kinds it describes and the pair of kinds at each layer index, following the family's modelling
+code (cited in each reader). Kinds are named `gqa` / `mla` (one attention kind), `full`,
+`sliding`, `linear` (hybrids); `dense`, `dense_wide`, `moe`, `moe_wide`.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mtpsim.errors import ScenarioError, short
+
+_REQUIRED = object()
+
+Pair = tuple[str, str]  # (attention kind, ffn kind) of one layer
+
+
+class Config:
+    """A config.json mapping (or its text_config) whose reads name the key path of anything
+    missing or of the wrong type. JSON null reads as absent."""
+
+    def __init__(self, data: dict[str, Any], path: str, prefix: str = ""):
+        self.data, self.path, self.prefix = data, path, prefix
+
+    def error(self, key: str, reason: str) -> ScenarioError:
+        return ScenarioError(self.path, self.prefix + key, reason)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self.data.get(key)
+        return default if value is None else value
+
+    def int(self, key: str, default: Any = _REQUIRED, low: int = 0) -> Any:
+        value = self.data.get(key)
+        if value is None:
+            if default is _REQUIRED:
+                raise self.error(key, "missing (the reader of this model_type needs it)")
+            return default
+        if type(value) is not int or value < low:
+            raise self.error(key, f"expected an integer >= {low}, got {short(value)}")
+        return value
+
+    def bool(self, key: str, default: bool) -> bool:
+        value = self.get(key, default)
+        if not isinstance(value, bool):
+            raise self.error(key, f"expected true or false, got {short(value)}")
+        return value
+
+    def list(self, key: str, length: int, default: Any = _REQUIRED) -> Any:
+        """A list of at least `length` entries (the layers it describes)."""
+        value = self.data.get(key)
+        if value is None and default is not _REQUIRED:
+            return default
+        if not isinstance(value, list) or len(value) < length:
+            raise self.error(key, f"expected a list of at least {length} entries, got {short(value)}")
+        return value
+
+    def sub(self, key: str) -> Config:
+        value = self.data.get(key)
+        if not isinstance(value, dict):
+            raise self.error(key, f"expected a mapping, got {short(value)}")
+        return Config(value, self.path, f"{self.prefix}{key}.")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a family reader finds: the kinds, the pair of kinds at each layer index (None where
+    the config does not say, as past num_hidden_layers for most hybrids), a hint for model.mtp
+    when it cannot say, and tie_word_embeddings' default in the family's config class."""
+
+    attention_kinds: dict[str, dict[str, Any]]
+    ffn_kinds: dict[str, dict[str, Any]]
+    pair: Callable[[int], Pair | None]
+    mtp_hint: str = ""
+    tie_default: bool = False
+
+
+# ------------------------------------------------------------------------------------ kinds
+def _gqa(heads: int, kv_heads: int, head_dim: int, window: int | None = None, v_head_dim: int | None = None) -> dict:
+    spec = {"kind": "gqa", "num_heads": heads, "num_kv_heads": kv_heads, "head_dim": head_dim}
+    if window:
+        spec["window"] = window
+    if v_head_dim and v_head_dim != head_dim:
+        spec["v_head_dim"] = v_head_dim
+    return spec
+
+
+def _dense(width: int) -> dict:
+    return {"kind": "dense", "intermediate_size": width}
+
+
+def _moe(experts: int, top_k: int, width: int, shared: int = 0, shared_width: int | None = None) -> dict:
+    spec = {"kind": "moe", "num_experts": experts, "top_k": top_k, "expert_intermediate_size": width}
+    if shared:
+        spec |= {"num_shared_experts": shared, "shared_intermediate_size": shared_width}
+    return spec
+
+
+def _head_dim(c: Config, heads: int) -> int:
+    return c.int("head_dim", c.int("hidden_size") // heads)
+
+
+def _kinds_of(c: Config, key: str, types: list, names: dict[Any, str]) -> list[str]:
+    """Per-layer entries (layer_types, hybrid_layer_pattern, ...) -> kind names, or an error
+    naming the first entry that is none of `names`."""
+    for i, t in enumerate(types):
+        if not isinstance(t, (str, int)) or isinstance(t, bool) or t not in names:
+            raise c.error(f"{key}.{i}", f"{short(t)} is not one of {', '.join(map(str, names))}")
+    return [names[t] for t in types]
+
+
+# --------------------------------------------------------------------------------- families
+def deepseek(c: Config) -> Layout:
+    """DeepSeek-V2/V3 (transformers deepseek_v3, vLLM deepseek_v2.py): MLA everywhere; layer i is
+    MoE when n_routed_experts is set, i >= first_k_dense_replace and i % moe_layer_freq == 0, with
+    n_shared_experts shared experts moe_intermediate_size wide. The MTP modules are decoder layers
+    built at index num_hidden_layers + k (vLLM deepseek_mtp.py), so the same rule gives their FFN."""
+    mla = {"kind": "mla", "num_heads": c.int("num_attention_heads", low=1), "q_lora_rank": c.int("q_lora_rank", None),
+           **{k: c.int(k) for k in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")}}
+    experts, first, freq = c.int("n_routed_experts", 0), c.int("first_k_dense_replace", 0), c.int("moe_layer_freq", 1, low=1)
+    ffns = {"dense": _dense(c.int("intermediate_size"))}
+    if experts:
+        width = c.int("moe_intermediate_size")
+        ffns["moe"] = _moe(experts, c.int("num_experts_per_tok"), width, c.int("n_shared_experts", 0), width)
+    return Layout({"mla": {k: v for k, v in mla.items() if v is not None}}, ffns,
+                  lambda i: ("mla", "moe" if experts and i >= first and i % freq == 0 else "dense"))
+
+
+def glm4_moe(c: Config) -> Layout:
+    """GLM-4.5 / 4.6 (transformers glm4_moe): GQA everywhere (head_dim given: 96 x 128 is wider
+    than hidden); MoE from layer first_k_dense_replace on, with n_shared_experts shared experts.
+    The MTP layer is built at index num_hidden_layers (vLLM glm4_moe_mtp.py), so it is MoE too."""
+    heads, first = c.int("num_attention_heads", low=1), c.int("first_k_dense_replace", 0)
+    width = c.int("moe_intermediate_size")
+    ffns = {"dense": _dense(c.int("intermediate_size")),
+            "moe": _moe(c.int("n_routed_experts", low=1), c.int("num_experts_per_tok"), width,
+                        c.int("n_shared_experts", 0), width)}
+    attention = _gqa(heads, c.int("num_key_value_heads", heads), _head_dim(c, heads))
+    return Layout({"gqa": attention}, ffns, lambda i: ("gqa", "moe" if i >= first else "dense"))
+
+
+def qwen3_next(c: Config) -> Layout:
+    """Qwen3-Next (transformers qwen3_next): layer_types, else full attention every
+    full_attention_interval-th layer and Gated DeltaNet (`linear`: value heads, key heads) in the
+    rest; layer i is MoE when num_experts > 0, i is not in mlp_only_layers and (i + 1) %
+    decoder_sparse_step == 0, with one shared expert shared_expert_intermediate_size wide. The
+    released config declares no MTP layer, and vLLM's qwen3_next_mtp.py builds it as a full-attention
+    MoE layer whatever the pattern says: the per-layer rule does not reach it."""
+    n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
+    interval = c.int("full_attention_interval", 4, low=1)
+    default = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n)]
+    names = {"full_attention": "full", "linear_attention": "linear"}
+    kinds = _kinds_of(c, "layer_types", c.list("layer_types", n, default), names)
+    linear = {"kind": "linear", "num_heads": c.int("linear_num_value_heads"), "num_kv_heads": c.int("linear_num_key_heads"),
+              "head_dim": c.int("linear_key_head_dim"), "value_head_dim": c.int("linear_value_head_dim"),
+              "conv_kernel": c.int("linear_conv_kernel_dim", 4, low=1)}
+    experts, step = c.int("num_experts", 0), c.int("decoder_sparse_step", 1, low=1)
+    dense_only, shared = _layer_set(c, "mlp_only_layers"), c.int("shared_expert_intermediate_size", 0)
+    ffns = {"dense": _dense(c.int("intermediate_size"))}
+    if experts:
+        ffns["moe"] = _moe(experts, c.int("num_experts_per_tok"), c.int("moe_intermediate_size"), int(shared > 0), shared)
+
+    def pair(i: int) -> Pair | None:
+        is_moe = experts and i not in dense_only and (i + 1) % step == 0
+        return (kinds[i], "moe" if is_moe else "dense") if i < n else None
+    attention = {"full": _gqa(heads, c.int("num_key_value_heads", heads), _head_dim(c, heads)), "linear": linear}
+    return Layout(attention, ffns, pair, "vLLM's qwen3_next_mtp.py builds it as {attention: full, ffn: moe}")
+
+
+def mimo_v2_flash(c: Config) -> Layout:
+    """MiMo-V2-Flash (XiaomiMiMo/MiMo-V2-Flash remote code; transformers mimo_v2_flash and its
+    config converter): hybrid_layer_pattern (1 = sliding window, 0 = full) or layer_types picks
+    each layer's attention: full layers num_attention_heads / num_key_value_heads / head_dim
+    (Q/K) / v_head_dim, sliding ones the swa_* fields, window sliding_window (or
+    sliding_window_size); moe_layer_freq (1 = MoE) or mlp_layer_types (`sparse`) picks the FFN,
+    with n_shared_experts (null in the release) shared experts moe_intermediate_size wide as in
+    DeepSeek. Those lists stop at num_hidden_layers: the MTP layers' kind is not in the config."""
+    n = c.int("num_hidden_layers", low=1)
+    if c.get("hybrid_layer_pattern") is not None:
+        kinds = _kinds_of(c, "hybrid_layer_pattern", c.list("hybrid_layer_pattern", n), {0: "full", 1: "sliding"})
+    else:
+        kinds = _kinds_of(c, "layer_types", c.list("layer_types", n), {"full_attention": "full", "sliding_attention": "sliding"})
+    if c.get("moe_layer_freq") is not None:
+        ffn = _kinds_of(c, "moe_layer_freq", c.list("moe_layer_freq", n), {0: "dense", 1: "moe"})
+    else:
+        ffn = _kinds_of(c, "mlp_layer_types", c.list("mlp_layer_types", n), {"dense": "dense", "sparse": "moe"})
+    attention = {"full": _gqa(c.int("num_attention_heads", low=1), c.int("num_key_value_heads"), c.int("head_dim"),
+                              v_head_dim=c.int("v_head_dim", None))}
+    if "sliding" in kinds:
+        head_dim, window = c.int("swa_head_dim"), c.int("sliding_window", None) or c.int("sliding_window_size")
+        attention["sliding"] = _gqa(c.int("swa_num_attention_heads", low=1), c.int("swa_num_key_value_heads"), head_dim,
+                                    window, c.int("swa_v_head_dim", None))
+    width, shared = c.int("moe_intermediate_size"), c.int("n_shared_experts", 0)
+    ffns = {"dense": _dense(c.int("intermediate_size")),
+            "moe": _moe(c.int("n_routed_experts", low=1), c.int("num_experts_per_tok"), width, shared, width)}
+    return Layout(attention, ffns, lambda i: (kinds[i], ffn[i]) if i < n else None,
+                  "the MiMo-V2-Flash report (arXiv 2601.02780 §2.3) gives {attention: sliding, ffn: dense}")
+
+
+def gemma4(c: Config) -> Layout:
+    """Gemma 4's text decoder (transformers gemma4: Gemma4TextAttention, Gemma4TextMLP): layer_types
+    name each layer sliding_attention (head_dim, num_key_value_heads, window sliding_window) or
+    full_attention (global_head_dim; num_global_key_value_heads when attention_k_eq_v, else
+    num_key_value_heads). The MLP is intermediate_size wide, doubled on the last
+    num_kv_shared_layers layers when use_double_wide_mlp. With enable_moe_block every layer also
+    routes top_k_experts of num_experts (moe_intermediate_size wide) beside that MLP, which is
+    written as one shared expert. Not expressible: per-layer embeddings, KV sharing (the shared
+    layers write no KV), soft-capping. Gemma 4 has no MTP layers (its drafter is an assistant)."""
+    n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
+    kinds = _kinds_of(c, "layer_types", c.list("layer_types", n), {"sliding_attention": "sliding", "full_attention": "full"})
+    kv, head_dim = c.int("num_key_value_heads", heads), _head_dim(c, heads)
+    full_kv = c.int("num_global_key_value_heads") if c.bool("attention_k_eq_v", False) else kv
+    attention = {"sliding": _gqa(heads, kv, head_dim, c.int("sliding_window", low=1)),
+                 "full": _gqa(heads, full_kv, c.int("global_head_dim", None) or head_dim)}
+    first_shared = n - c.int("num_kv_shared_layers", 0)
+    double = c.bool("use_double_wide_mlp", False)
+    wide = [double and i >= first_shared > 0 for i in range(n)]
+    width = c.int("intermediate_size")
+    if c.bool("enable_moe_block", False):
+        experts = (c.int("num_experts", low=1), c.int("top_k_experts"), c.int("moe_intermediate_size"))
+        ffns = {"moe": _moe(*experts, 1, width), "moe_wide": _moe(*experts, 1, 2 * width)}
+        names = ("moe", "moe_wide")
+    else:
+        ffns, names = {"dense": _dense(width), "dense_wide": _dense(2 * width)}, ("dense", "dense_wide")
+    return Layout(attention, ffns, lambda i: (kinds[i], names[wide[i]]) if i < n else None, tie_default=True)
+
+
+def dense_gqa(c: Config) -> Layout:
+    """Llama, Qwen2 and MiMo-7B (transformers llama / qwen2; MiMo's remote code subclasses
+    Qwen2): GQA and a dense MLP in every layer, head_dim defaulting to hidden_size /
+    num_attention_heads. Qwen2 with use_sliding_window slides sliding_window from layer
+    max_window_layers on (layer_types when given). MiMo-7B's MTP layers are Qwen2 decoder layers
+    on the same config (vLLM mimo_mtp.py), so the rule gives their kind."""
+    n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
+    kv, head_dim = c.int("num_key_value_heads", heads), _head_dim(c, heads)
+    if c.get("layer_types") is not None:
+        kinds = _kinds_of(c, "layer_types", c.list("layer_types", n), {"full_attention": "gqa", "sliding_attention": "sliding"})
+        sliding = "sliding" in kinds
+        kind_at = lambda i: kinds[i] if i < len(kinds) else None
+    else:
+        sliding = c.bool("use_sliding_window", False)
+        first = c.int("max_window_layers", 0) if sliding else 0
+        kind_at = lambda i: "sliding" if sliding and i >= first else "gqa"
+    attention = {"gqa": _gqa(heads, kv, head_dim)}
+    if sliding:
+        attention["sliding"] = _gqa(heads, kv, head_dim, c.int("sliding_window", low=1))
+    return Layout(attention, {"dense": _dense(c.int("intermediate_size"))},
+                  lambda i: (kind_at(i), "dense") if kind_at(i) else None)
+
+
+def step3p5(c: Config) -> Layout:
+    """Step 3.5 Flash (stepfun-ai/Step-3.5-Flash remote code; vLLM and llama.cpp step3p5):
+    layer_types name each layer's attention and go on past num_hidden_layers for the MTP layers:
+    full_attention num_attention_heads / num_attention_groups (KV heads) / head_dim,
+    sliding_attention the same from attention_other_setting (the full ones where it gives none),
+    window sliding_window. Layers in moe_layers_enum are MoE (moe_num_experts, moe_top_k,
+    moe_intermediate_size, one shared expert share_expert_dim wide), the rest dense; the MTP
+    layers are not in it, so dense."""
+    n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
+    kinds = _kinds_of(c, "layer_types", c.list("layer_types", n), {"full_attention": "full", "sliding_attention": "sliding"})
+    kv, head_dim = c.int("num_attention_groups", heads), _head_dim(c, heads)
+    other = c.sub("attention_other_setting") if c.get("attention_other_setting") is not None else Config({}, c.path)
+    attention = {"full": _gqa(heads, kv, head_dim),
+                 "sliding": _gqa(other.int("num_attention_heads", heads, low=1), other.int("num_attention_groups", kv),
+                                 other.int("head_dim", head_dim), c.int("sliding_window", low=1))}
+    moe_layers = _layer_set(c, "moe_layers_enum")
+    shared = c.int("share_expert_dim", 0)
+    ffns = {"dense": _dense(c.int("intermediate_size"))}
+    if moe_layers:
+        ffns["moe"] = _moe(c.int("moe_num_experts", low=1), c.int("moe_top_k"), c.int("moe_intermediate_size"),
+                           int(shared > 0), shared)
+    return Layout(attention, ffns, lambda i: (kinds[i], "moe" if i in moe_layers else "dense") if i < len(kinds) else None)
+
+
+def _layer_set(c: Config, key: str) -> set[int]:
+    """Layer indices written "3,4,5" or [3, 4, 5]."""
+    value = c.get(key, [])
+    try:
+        items = value.split(",") if isinstance(value, str) else list(value)
+        return {int(v) for v in items if str(v).strip()}
+    except (TypeError, ValueError):
+        raise c.error(key, f"expected layer indices (\"3,4,5\" or a list), got {short(value)}") from None
+
+
+READERS: dict[str, Callable[[Config], Layout]] = {
+    "deepseek_v2": deepseek, "deepseek_v3": deepseek, "glm4_moe": glm4_moe, "qwen3_next": qwen3_next,
+    "mimo_v2_flash": mimo_v2_flash, "gemma4": gemma4, "gemma4_text": gemma4, "llama": dense_gqa, "qwen2": dense_gqa,
+    "mimo": dense_gqa, "step3p5": step3p5}
+ARCHITECTURES = {
+    "DeepseekV2ForCausalLM": "deepseek_v2", "DeepseekV3ForCausalLM": "deepseek_v3", "Glm4MoeForCausalLM": "glm4_moe",
+    "Qwen3NextForCausalLM": "qwen3_next", "MiMoV2FlashForCausalLM": "mimo_v2_flash",
+    "Gemma4ForConditionalGeneration": "gemma4", "Gemma4ForCausalLM": "gemma4_text", "LlamaForCausalLM": "llama",
+    "Qwen2ForCausalLM": "qwen2", "MiMoForCausalLM": "mimo", "Step3p5ForCausalLM": "step3p5"}

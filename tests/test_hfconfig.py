@@ -1,0 +1,292 @@
+"""Reading Hugging Face config.json files (mtpsim/hfconfig): each released config below gives the
+committed catalog entry of its model, what the config cannot say is a one-line error naming the
+key to give, and a scenario with `model: {hf_config: ./config.json}` runs end to end.
+
+The configs are written here from the public config.json of each repository (fields that do not
+shape the model, such as rope and token ids, trimmed; multimodal towers left out)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mtpsim import catalog
+from mtpsim import scenario as sc
+from mtpsim.catalog import ModelSpec
+from mtpsim.cli import main
+from mtpsim.errors import ScenarioError
+from tests.conftest import BASE
+
+FP8_BLOCK = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}
+
+# deepseek-ai/DeepSeek-V3, config.json
+DEEPSEEK_V3 = {
+    "architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "first_k_dense_replace": 3,
+    "hidden_act": "silu", "hidden_size": 7168, "intermediate_size": 18432, "kv_lora_rank": 512,
+    "max_position_embeddings": 163840, "moe_intermediate_size": 2048, "moe_layer_freq": 1, "n_group": 8,
+    "n_routed_experts": 256, "n_shared_experts": 1, "norm_topk_prob": True, "num_attention_heads": 128,
+    "num_experts_per_tok": 8, "num_hidden_layers": 61, "num_key_value_heads": 128, "num_nextn_predict_layers": 1,
+    "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "quantization_config": FP8_BLOCK,
+    "rms_norm_eps": 1e-06, "rope_theta": 10000, "routed_scaling_factor": 2.5, "scoring_func": "sigmoid",
+    "tie_word_embeddings": False, "topk_group": 4, "topk_method": "noaux_tc", "torch_dtype": "bfloat16",
+    "v_head_dim": 128, "vocab_size": 129280}
+
+# zai-org/GLM-4.5, config.json
+GLM_45 = {
+    "architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", "attention_bias": True, "head_dim": 128,
+    "hidden_act": "silu", "hidden_size": 5120, "partial_rotary_factor": 0.5, "intermediate_size": 12288,
+    "max_position_embeddings": 131072, "moe_intermediate_size": 1536, "norm_topk_prob": True,
+    "num_attention_heads": 96, "n_group": 1, "topk_group": 1, "n_routed_experts": 160, "n_shared_experts": 1,
+    "routed_scaling_factor": 2.5, "num_experts_per_tok": 8, "first_k_dense_replace": 3, "num_hidden_layers": 92,
+    "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 1000000,
+    "num_nextn_predict_layers": 1, "tie_word_embeddings": False, "torch_dtype": "bfloat16", "use_qk_norm": True,
+    "vocab_size": 151552}
+
+# Qwen/Qwen3-Next-80B-A3B-Instruct, config.json (declares no MTP layer: vLLM assumes one)
+QWEN3_NEXT = {
+    "architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next", "decoder_sparse_step": 1,
+    "full_attention_interval": 4, "head_dim": 256, "hidden_act": "silu", "hidden_size": 2048,
+    "intermediate_size": 5120, "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_num_key_heads": 16,
+    "linear_num_value_heads": 32, "linear_value_head_dim": 128, "max_position_embeddings": 262144,
+    "mlp_only_layers": [], "moe_intermediate_size": 512, "norm_topk_prob": True, "num_attention_heads": 16,
+    "num_experts": 512, "num_experts_per_tok": 10, "num_hidden_layers": 48, "num_key_value_heads": 2,
+    "partial_rotary_factor": 0.25, "rms_norm_eps": 1e-06, "rope_theta": 10000000,
+    "shared_expert_intermediate_size": 512, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "use_sliding_window": False, "vocab_size": 151936}
+
+# XiaomiMiMo/MiMo-V2-Flash, config.json (hub format: hybrid_layer_pattern 0 = full, 1 = sliding)
+MIMO_V2_FLASH = {
+    "architectures": ["MiMoV2FlashForCausalLM"], "model_type": "mimo_v2_flash", "hidden_size": 4096,
+    "num_hidden_layers": 48, "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 192, "v_head_dim": 128,
+    "swa_num_attention_heads": 64, "swa_num_key_value_heads": 8, "swa_head_dim": 192, "swa_v_head_dim": 128,
+    "sliding_window": 128, "sliding_window_size": 128, "add_swa_attention_sink_bias": True,
+    "hybrid_layer_pattern": [0, 1, 1, 1, 1] + [0, 1, 1, 1, 1, 1] * 7 + [0],
+    "intermediate_size": 16384, "moe_intermediate_size": 2048, "moe_layer_freq": [0] + [1] * 47,
+    "n_routed_experts": 256, "n_shared_experts": None, "num_experts_per_tok": 8, "scoring_func": "sigmoid",
+    "topk_method": "noaux_tc", "partial_rotary_factor": 0.334, "rope_theta": 5000000, "swa_rope_theta": 10000,
+    "max_position_embeddings": 262144, "num_nextn_predict_layers": 3, "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16", "quantization_config": FP8_BLOCK, "vocab_size": 152576}
+
+# google/gemma-4-E2B-it, config.json (text_config; vision and audio towers left out)
+GEMMA_4_E2B = {
+    "architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4", "tie_word_embeddings": True,
+    "dtype": "bfloat16",
+    "text_config": {
+        "model_type": "gemma4_text", "hidden_size": 1536, "num_hidden_layers": 35, "intermediate_size": 6144,
+        "num_attention_heads": 8, "head_dim": 256, "global_head_dim": 512, "num_key_value_heads": 1,
+        "num_global_key_value_heads": None, "attention_k_eq_v": False, "num_kv_shared_layers": 20,
+        "use_double_wide_mlp": True, "enable_moe_block": False, "hidden_size_per_layer_input": 256,
+        "vocab_size": 262144, "vocab_size_per_layer_input": 262144, "sliding_window": 512,
+        "max_position_embeddings": 131072, "final_logit_softcapping": 30.0, "tie_word_embeddings": True,
+        "layer_types": (["sliding_attention"] * 4 + ["full_attention"]) * 7, "dtype": "bfloat16"}}
+
+# google/gemma-4-26B-A4B-it, config.json (text_config)
+GEMMA_4_26B = {
+    "architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4", "dtype": "bfloat16",
+    "text_config": {
+        "model_type": "gemma4_text", "hidden_size": 2816, "num_hidden_layers": 30, "num_attention_heads": 16,
+        "num_key_value_heads": 8, "head_dim": 256, "num_global_key_value_heads": 2, "global_head_dim": 512,
+        "attention_k_eq_v": True, "sliding_window": 1024, "enable_moe_block": True, "intermediate_size": 2112,
+        "num_experts": 128, "top_k_experts": 8, "moe_intermediate_size": 704, "vocab_size": 262144,
+        "tie_word_embeddings": True, "num_kv_shared_layers": 0, "hidden_size_per_layer_input": 0,
+        "max_position_embeddings": 262144, "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 5}}
+
+# meta-llama/Llama-3.1-8B-Instruct, config.json
+LLAMA_31_8B = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "attention_bias": False, "hidden_act": "silu",
+    "hidden_size": 4096, "intermediate_size": 14336, "max_position_embeddings": 131072, "mlp_bias": False,
+    "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+    "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "rope_theta": 500000.0, "tie_word_embeddings": False, "torch_dtype": "bfloat16", "vocab_size": 128256}
+
+# XiaomiMiMo/MiMo-7B-RL, config.json (MiMoForCausalLM, a Qwen2 config)
+MIMO_7B = {
+    "architectures": ["MiMoForCausalLM"], "model_type": "mimo", "attention_bias": True, "hidden_size": 4096,
+    "intermediate_size": 11008, "max_position_embeddings": 32768, "max_window_layers": 36,
+    "num_attention_heads": 32, "num_hidden_layers": 36, "num_key_value_heads": 8, "num_nextn_predict_layers": 1,
+    "rope_theta": 640000, "sliding_window": 32768, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "use_sliding_window": False, "vocab_size": 151680}
+
+# stepfun-ai/Step-3.5-Flash, config.json: the fields the catalog entry cites (layer_types has 45 + 3 MTP entries)
+STEP_35_FLASH = {
+    "architectures": ["Step3p5ForCausalLM"], "model_type": "step3p5", "hidden_size": 4096, "num_hidden_layers": 45,
+    "num_attention_heads": 64, "num_attention_groups": 8, "head_dim": 128,
+    "attention_other_setting": {"num_attention_heads": 96, "num_attention_groups": 8}, "sliding_window": 512,
+    "layer_types": ["full_attention" if i % 4 == 0 and i < 45 else "sliding_attention" for i in range(48)],
+    "intermediate_size": 11264, "moe_layers_enum": ",".join(str(i) for i in range(3, 45)), "moe_num_experts": 288,
+    "moe_top_k": 8, "moe_intermediate_size": 1280, "share_expert_dim": 1280, "vocab_size": 128896,
+    "tie_word_embeddings": False, "num_nextn_predict_layers": 3, "torch_dtype": "bfloat16"}
+
+
+def read(tmp_path, config, file="config.json", **overrides) -> ModelSpec:
+    path = tmp_path / file
+    path.write_text(json.dumps(config) if isinstance(config, dict) else config)
+    return ModelSpec.model_validate(catalog.resolve("models", {"hf_config": str(path), **overrides}, "s.yaml", "model"))
+
+
+def shape(spec: ModelSpec, skip: tuple[str, ...] = ()) -> dict:
+    """What a spec prices, independent of the names it gives its kinds."""
+    def kinds(ref):
+        return spec.attention_kinds[ref.attention].model_dump(), spec.ffn_kinds[ref.ffn].model_dump()
+    out = {"hidden_size": spec.hidden_size, "vocab_size": spec.vocab_size, "max_context": spec.max_context,
+           "tie_embeddings": spec.tie_embeddings, "lm_head": spec.lm_head.model_dump(), "dtypes": spec.dtypes.model_dump(),
+           "layers": [kinds(ref) for ref in spec.expanded_layers],
+           "mtp": spec.mtp and {**spec.mtp.model_dump(exclude={"layer"}), "layer": kinds(spec.mtp.layer)}}
+    return {k: v for k, v in out.items() if k not in skip}
+
+
+# Where the catalog entry says more than the config: the overrides a scenario would give, and the
+# fields left out of the comparison, each with the reason.
+CASES = {
+    "deepseek-v3": (DEEPSEEK_V3, {}, ()),
+    "glm-4.5": (GLM_45, {}, ()),
+    # the released config declares no MTP layer; the catalog follows vLLM / SGLang's one full-attention MoE layer
+    "qwen3-next-80b-a3b": (QWEN3_NEXT, {"mtp": {"num_layers": 1, "layer": {"attention": "full", "ffn": "moe"}}}, ()),
+    # the config counts 3 MTP layers but no list reaches them; the catalog follows the report (SWA + dense)
+    "mimo-v2-flash": (MIMO_V2_FLASH, {"mtp": {"layer": {"attention": "sliding", "ffn": "dense"}}}, ()),
+    # the catalog pairs it with its assistant, which config.json does not name (a scenario's speculative.draft)
+    "gemma-4-e2b": (GEMMA_4_E2B, {}, ()),
+    "gemma-4-26b-a4b": (GEMMA_4_26B, {}, ()),
+    # the catalog's mtp is the EAGLE-3 head trained for it, a separate checkpoint
+    "llama-3.1-8b": (LLAMA_31_8B, {}, ("mtp",)),
+    # the release lists one MTP layer; the catalog models the 3 the report uses at inference
+    "mimo-7b": (MIMO_7B, {"mtp": {"num_layers": 3}}, ()),
+    # the catalog's max_context comes from the README (256K), not from these fields
+    "step-3.5-flash": (STEP_35_FLASH, {}, ("max_context",)),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_released_config_gives_the_catalog_entry(tmp_path, name):
+    config, overrides, skip = CASES[name]
+    assert shape(read(tmp_path, config, **overrides), skip) == shape(catalog.load_model(name), skip)
+
+
+def test_the_config_alone_says_what_it_says_about_mtp(tmp_path):
+    assert read(tmp_path, QWEN3_NEXT).mtp is None and read(tmp_path, LLAMA_31_8B).mtp is None
+    assert read(tmp_path, GEMMA_4_E2B).mtp is None
+    mimo = read(tmp_path, MIMO_7B).mtp
+    assert (mimo.num_layers, mimo.layer.attention, mimo.layer.ffn) == (1, "gqa", "dense")
+    step = read(tmp_path, STEP_35_FLASH)
+    assert step.attention_kinds[step.mtp.layer.attention].window == 512 and step.mtp.layer.ffn == "dense"
+
+
+def test_kind_names_and_the_folder_name(tmp_path):
+    (tmp_path / "DeepSeek-V3").mkdir()
+    spec = read(tmp_path, DEEPSEEK_V3, file="DeepSeek-V3/config.json")
+    assert spec.name == "DeepSeek-V3" and set(spec.attention_kinds) == {"mla"} and set(spec.ffn_kinds) == {"dense", "moe"}
+    qwen = read(tmp_path, QWEN3_NEXT, file="qwen.json")
+    assert qwen.name == "qwen" and set(qwen.ffn_kinds) == {"moe"}  # the unused dense kind is dropped
+    assert read(tmp_path, QWEN3_NEXT, name="mine").name == "mine"
+
+
+def test_overrides_merge_on_top(tmp_path):
+    spec = read(tmp_path, DEEPSEEK_V3, file="x.json", dtypes={"experts": "fp4"}, mtp={"num_layers": 2})
+    assert (spec.dtypes.experts, spec.dtypes.attention, spec.dtypes.lm_head) == ("fp4", "fp8", "bf16")
+    assert spec.mtp.num_layers == 2 and spec.mtp.layer.ffn == "moe" and spec.name == "x"
+    assert read(tmp_path, DEEPSEEK_V3, mtp=None).mtp is None
+
+
+def test_qwen2_sliding_window_and_fp16(tmp_path):
+    config = {**MIMO_7B, "model_type": "qwen2", "use_sliding_window": True, "max_window_layers": 28,
+              "sliding_window": 4096, "torch_dtype": "float16", "num_nextn_predict_layers": 0}
+    spec = read(tmp_path, config)
+    assert [(g.count, spec.attention_kinds[g.attention].window) for g in spec.layers] == [(28, None), (8, 4096)]
+    assert spec.dtypes.attention == spec.dtypes.kv_cache == spec.dtypes.activations == "fp16" and spec.mtp is None
+
+
+def test_architectures_picks_the_reader_when_model_type_is_unknown(tmp_path):
+    spec = read(tmp_path, {**LLAMA_31_8B, "model_type": "my_llama"})
+    assert spec.num_layers == 32
+
+
+# -------------------------------------------------------------------------------------- errors
+def error(tmp_path, config, **overrides) -> ScenarioError:
+    with pytest.raises(ScenarioError) as err:
+        read(tmp_path, config, **overrides)
+    assert "\n" not in err.value.message
+    return err.value
+
+
+def test_an_unknown_model_type_names_the_supported_ones(tmp_path):
+    err = error(tmp_path, {"model_type": "foo", "architectures": ["FooForCausalLM"], "hidden_size": 8})
+    assert err.where == "s.yaml" and err.key == "model.hf_config"
+    assert "model_type 'foo' is not supported" in err.reason and "deepseek_v3" in err.reason and "gemma4" in err.reason
+
+
+def test_an_mtp_layer_the_config_cannot_place_asks_for_model_mtp(tmp_path):
+    err = error(tmp_path, MIMO_V2_FLASH)
+    assert err.key == "model.mtp" and "num_nextn_predict_layers 3" in err.reason and "give model.mtp" in err.reason
+    err = error(tmp_path, {**QWEN3_NEXT, "num_nextn_predict_layers": 1})
+    assert err.key == "model.mtp" and "qwen3_next_mtp" in err.reason
+    spec = read(tmp_path, {**QWEN3_NEXT, "num_nextn_predict_layers": 1}, mtp={"layer": {"attention": "full", "ffn": "moe"}})
+    assert spec.mtp.num_layers == 1
+
+
+def test_dtypes_the_config_does_not_give_ask_for_model_dtypes(tmp_path):
+    bare = {k: v for k, v in LLAMA_31_8B.items() if k != "torch_dtype"}
+    err = error(tmp_path, bare)
+    assert err.key == "model.dtypes" and "no torch_dtype or dtype" in err.reason
+    assert read(tmp_path, bare, dtypes={"attention": "fp8"}).dtypes.attention == "fp8"
+    err = error(tmp_path, {**LLAMA_31_8B, "quantization_config": {"quant_method": "awq", "bits": 4}})
+    assert err.key == "model.dtypes" and "quant_method 'awq'" in err.reason
+    assert error(tmp_path, {**LLAMA_31_8B, "torch_dtype": "int8"}).key == "model.dtypes"
+
+
+@pytest.mark.parametrize("text, key, reason", [
+    ('{"model_type": "llama",', "line 1", "not valid JSON"),
+    ('{"model_type": "llama", "model_type": "qwen2"}', "", "duplicate key 'model_type'"),
+    ('{"model_type": "llama", "hidden_size": NaN}', "", "NaN is not a number"),
+    ('[1, 2]', "", "must hold a JSON object"),
+    ("", "line 1", "not valid JSON"),
+    ("[" * 100_000, "", "not readable JSON"),
+])
+def test_malformed_json_is_one_line_naming_the_file(tmp_path, text, key, reason):
+    err = error(tmp_path, text)
+    assert err.where == str(tmp_path / "config.json") and err.key == key and reason in err.reason
+
+
+def test_unreadable_files_are_one_line(tmp_path):
+    (tmp_path / "bin.json").write_bytes(b'{"a": "\0"}')
+    (tmp_path / "latin.json").write_bytes('{"a": "\xe9"}'.encode("latin-1"))
+    (tmp_path / "huge.json").write_text(" " * (5 * 2**20) + "{}")
+    for name, reason in (("bin.json", "binary"), ("latin.json", "not UTF-8"), ("huge.json", "over the")):
+        with pytest.raises(ScenarioError, match=reason):
+            catalog.resolve("models", {"hf_config": str(tmp_path / name)}, "s.yaml", "model")
+    with pytest.raises(ScenarioError) as err:
+        catalog.resolve("models", {"hf_config": str(tmp_path / "nowhere.json")}, "s.yaml", "model")
+    assert err.value.key == "model.hf_config" and "no such file" in err.value.reason
+    with pytest.raises(ScenarioError, match="one source"):
+        catalog.resolve("models", {"hf_config": "x.json", "from": "deepseek-v3"}, "s.yaml", "model")
+
+
+@pytest.mark.parametrize("config, key, reason", [
+    ({**DEEPSEEK_V3, "hidden_size": "7168"}, "hidden_size", "expected an integer >= 0, got '7168'"),
+    ({k: v for k, v in DEEPSEEK_V3.items() if k != "kv_lora_rank"}, "kv_lora_rank", "missing"),
+    ({**GEMMA_4_E2B, "text_config": {**GEMMA_4_E2B["text_config"], "head_dim": True}}, "text_config.head_dim", "got True"),
+    ({**GEMMA_4_E2B, "text_config": {**GEMMA_4_E2B["text_config"], "layer_types": ["full_attention"]}},
+     "text_config.layer_types", "at least 35 entries"),
+    ({**MIMO_V2_FLASH, "hybrid_layer_pattern": [2] * 48}, "hybrid_layer_pattern.0", "not one of 0, 1"),
+    ({**QWEN3_NEXT, "decoder_sparse_step": 0}, "decoder_sparse_step", ">= 1"),
+    ({**STEP_35_FLASH, "moe_layers_enum": "3,x"}, "moe_layers_enum", "layer indices"),
+])
+def test_a_bad_field_names_its_key_in_the_config(tmp_path, config, key, reason):
+    err = error(tmp_path, config)
+    assert err.where == str(tmp_path / "config.json") and err.key == key and reason in err.reason
+
+
+# ---------------------------------------------------------------------------------- end to end
+def test_a_scenario_with_hf_config_beside_it_prices_like_the_catalog_entry(tmp_path, monkeypatch, write_scenario, capsys):
+    (tmp_path / "config.json").write_text(json.dumps(DEEPSEEK_V3))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # ./config.json is found beside the scenario, not from the current folder
+    outputs = []
+    for model in ({"hf_config": "./config.json"}, "deepseek-v3"):
+        assert main(["cost", str(write_scenario({**BASE, "model": model})), "--batch", "8"]) == 0
+        outputs.append(capsys.readouterr().out.splitlines())
+    assert "verify:target" in "\n".join(outputs[0]) and outputs[0][1:] == outputs[1][1:]
+    point = sc.load(write_scenario({**BASE, "model": {"hf_config": "./config.json"}}),
+                    ["model.dtypes.experts=fp4"])[0]
+    assert point.specs.model.dtypes.experts == "fp4" and point.specs.model.name == tmp_path.name
