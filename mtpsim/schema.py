@@ -21,7 +21,7 @@ Seeds = Annotated[int, Field(ge=1, le=MAX_SEEDS, strict=True)]  # strict: `seeds
 # or more memory than a workstation has, so they are refused up front rather than left to hang.
 MAX_REQUESTS = 1_000_000        # requests per run (~200 B of records each; a trace holds at most this)
 MAX_TOKENS = 2**24              # any one length (input, output, chunk); models' max_context binds first
-MAX_USERS = 1_000_000           # closed-loop users, running requests
+MAX_USERS = 100_000             # closed-loop users (one simpy process each), running requests
 MAX_GPUS = 4096                 # tp, ep, dp
 MAX_SWEEP_POINTS = 10_000       # points per scenario (split larger studies over several files)
 MAX_RATE = 1e6                  # requests per second

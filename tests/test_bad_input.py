@@ -306,3 +306,25 @@ def test_plot_on_a_whole_run_folder_draws(run_folder, tmp_path, capsys):
     shutil.copytree(run_folder, tmp_path / "copy")
     assert cli.main(["plot", str(tmp_path / "copy")]) == 0
     assert (tmp_path / "copy" / "speedup.png").is_file()
+
+
+def _claim(args) -> bool:
+    from mtpsim.errors import ScenarioError
+    from mtpsim.run import output_dir
+    path, barrier = args
+    barrier.wait()
+    try:
+        output_dir("race", path)
+        return True
+    except ScenarioError:
+        return False
+
+
+def test_two_runs_racing_into_one_folder_one_wins(tmp_path):
+    """Processes released together at one --out: exactly one claims it, the others are refused."""
+    import multiprocessing as mp
+    with mp.Manager() as manager:
+        barrier = manager.Barrier(6)
+        with mp.get_context("spawn").Pool(6) as pool:
+            won = pool.map(_claim, [(str(tmp_path / "run"), barrier)] * 6)
+    assert sorted(won) == [False] * 5 + [True]
