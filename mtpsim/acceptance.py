@@ -77,7 +77,8 @@ class AcceptanceProfile:
         """From a scenario's `acceptance` section; a tree's shape (topk, draft_tokens) is needed
         for per_depth_topk."""
         if acc.per_depth_topk is not None:
-            return cls.from_tree(acc.per_depth_topk[:steps], topk, draft_tokens or steps + 1, acc.spread)
+            rows = [row[:topk] for row in acc.per_depth_topk[:steps]]  # ranks past topk are never proposed
+            return cls.from_tree(rows, topk, draft_tokens or steps + 1, acc.spread)
         if acc.per_depth is not None:
             return cls(tuple(acc.per_depth), acc.spread)
         if acc.cumulative is not None:

@@ -291,7 +291,9 @@ def _check_acceptance_length(s: Scenario, where: str) -> None:
 
 def _check_tree_acceptance(s: Scenario, where: str) -> None:
     """A tree (topk > 1) needs acceptance per depth and per rank; per_depth_topk needs one row
-    per step and one column per rank of the draft (topk 1: one column, the chain)."""
+    per step and a column for each of the topk ranks the draft proposes (more are ignored, as
+    depths past steps are, so one matrix serves a sweep over topk); a design that only drafts
+    chains takes one column."""
     a, spec = s.acceptance, s.speculative
     if spec.topk > 1 and a.per_depth_topk is None:
         raise ScenarioError(where, "acceptance", f"tree drafts (topk {spec.topk}) need acceptance.per_depth_topk: "
@@ -302,8 +304,11 @@ def _check_tree_acceptance(s: Scenario, where: str) -> None:
     if len(rows) < spec.steps:
         raise ScenarioError(where, "acceptance.per_depth_topk",
                             f"{len(rows)} rows for {spec.steps} steps (need one per depth)")
+    chain_only = not designs.record(spec.design).trees
     for depth, row in enumerate(rows[: spec.steps], start=1):
-        if len(row) != spec.topk:
-            what = "a chain proposes one candidate per depth" if spec.topk == 1 else "one column per rank"
+        if chain_only and len(row) > 1:
+            raise ScenarioError(where, "acceptance.per_depth_topk", f"row {depth} has {len(row)} columns and design "
+                                f"{spec.design} proposes a chain (one candidate per depth): give one column")
+        if len(row) < spec.topk:
             raise ScenarioError(where, "acceptance.per_depth_topk", f"row {depth} has {len(row)} columns and "
-                                f"speculative.topk is {spec.topk} ({what})")
+                                f"speculative.topk is {spec.topk} (one column per rank)")

@@ -168,6 +168,16 @@ def test_simulated_histogram_follows_the_tree_distribution():
     assert (np.abs(counts - n * pmf) <= 5 * np.sqrt(n * pmf * (1 - pmf)) + 8).all(), (counts, n * pmf)
 
 
+def test_ranks_past_topk_are_ignored_as_depths_past_steps_are():
+    wide = sc.validate({**TREE, "acceptance": {"per_depth_topk": [row + [0.01] for row in Q] + [[0.3] * 3]}})
+    exact = sc.validate(TREE)
+    d = DesignShape.of(exact.speculative)
+    assert AcceptanceProfile.from_section(wide.acceptance, 3, "", 4, 8) == \
+        AcceptanceProfile.from_section(exact.acceptance, d.steps, "", d.topk, d.draft_tokens)
+    chain = AcceptanceProfile.from_section(wide.acceptance, 3, "", 1, 4)
+    assert chain.alphas == tuple(row[0] for row in Q)
+
+
 def test_per_depth_topk_with_one_column_runs_exactly_as_per_depth():
     chain = {**TREE, "speculative": {**TREE["speculative"], "topk": 1, "draft_tokens": None},
              "workload": {**TREE["workload"], "output_len": 200}}
@@ -230,21 +240,22 @@ acceptance: {per_depth_topk: [[0.6, 0.2], [0.5, 0.2]]}
 workload: {concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}
 """
 ROWS = "[[0.6, 0.2], [0.5, 0.2]]"
+MIMO = BASE.replace("llama-3.1-8b", "mimo-v2-flash").replace("design: nextn", "design: multi_layer") \
+    .replace(", topk: 2, draft_tokens: 4, draft: eagle3-mimo-v2-flash", "").replace(f"per_depth_topk: {ROWS}", "per_depth: [0.8, 0.7]")
 BAD = [  # (id, scenario, key, word)
     ("row-sum", BASE.replace(ROWS, "[[0.6, 0.5], [0.5, 0.2]]"), "acceptance.per_depth_topk", "row 1 sums to 1.1"),
     ("out-of-range", BASE.replace(ROWS, "[[0.6, 0.2], [1.5, 0.2]]"), "acceptance.per_depth_topk", "[0, 1]"),
     ("increasing", BASE.replace(ROWS, "[[0.2, 0.6], [0.5, 0.2]]"), "acceptance.per_depth_topk", "increases with rank"),
     ("empty-row", BASE.replace(ROWS, "[[0.6, 0.2], []]"), "acceptance.per_depth_topk", "row 2 is empty"),
     ("fewer-rows", BASE.replace(ROWS, "[[0.6, 0.2]]"), "acceptance.per_depth_topk", "1 rows for 2 steps"),
-    ("columns-not-topk", BASE.replace(ROWS, "[[0.6, 0.2, 0.1], [0.5, 0.2, 0.1]]"), "acceptance.per_depth_topk",
-     "3 columns and speculative.topk is 2"),
-    ("chain-many-columns", BASE.replace("topk: 2, draft_tokens: 4", "topk: 1"), "acceptance.per_depth_topk",
-     "a chain proposes one candidate"),
+    ("fewer-columns-than-topk", BASE.replace(ROWS, "[[0.6, 0.2], [0.5]]"), "acceptance.per_depth_topk",
+     "row 2 has 1 columns and speculative.topk is 2"),
+    ("chain-design-many-columns", MIMO.replace("per_depth: [0.8, 0.7]", f"per_depth_topk: {ROWS}"),
+     "acceptance.per_depth_topk", "proposes a chain (one candidate per depth)"),
     ("tree-with-per-depth", BASE.replace(f"per_depth_topk: {ROWS}", "per_depth: [0.8, 0.7]"), "acceptance",
      "need acceptance.per_depth_topk"),
     ("two-forms", BASE.replace("acceptance: {", "acceptance: {per_depth: [0.8, 0.7], "), "acceptance", "give one of"),
-    ("chain-only-design", BASE.replace("design: nextn", "design: multi_layer").replace("llama-3.1-8b", "mimo-v2-flash")
-     .replace(", draft: eagle3-mimo-v2-flash", ""), "speculative.topk", "proposes a chain"),
+    ("chain-only-design", MIMO.replace("steps: 2", "steps: 2, topk: 2"), "speculative.topk", "proposes a chain"),
     ("tree-too-wide", BASE.replace("draft_tokens: 4", "draft_tokens: 6"), "speculative", "more than the tree holds"),
 ]
 
