@@ -3,6 +3,11 @@
 alpha_k = P(draft k accepted | drafts 1..k-1 accepted); a_k = prod_{j<=k} alpha_j = P(at least k
 accepted); E[A] = 1 + sum_k a_k. A measured histogram `accept_counts[j]` (iterations in which
 exactly j drafts were accepted) converts to the same form, so measurements feed in unchanged.
+
+Tree drafts (topk > 1) take per-depth, per-rank acceptance; mtpsim/tree.py turns it into the
+distribution of accepted drafts of the tree SGLang verifies. Any distribution over 0..S is a
+leading run of successes with alpha_k = P(>= k) / P(>= k-1), so a tree's profile is held in
+that same conditional form and `sample` draws exactly the tree's distribution.
 """
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ import pandas as pd
 
 from mtpsim.errors import ScenarioError
 from mtpsim.files import NON_NEGATIVE, Column, read_csv
+from mtpsim.tree import accept_distribution
 
 
 @dataclass(frozen=True)
@@ -56,8 +62,23 @@ class AcceptanceProfile:
         return cls.from_cumulative(at_least[1:], spread)
 
     @classmethod
-    def from_section(cls, acc, steps: int, where: str) -> "AcceptanceProfile":
-        """From a scenario's `acceptance` section."""
+    def from_tree(cls, rank_probs, topk: int, draft_tokens: int, spread: float = 0.0) -> "AcceptanceProfile":
+        """rank_probs[k][j] = P(target's token at depth k+1 is the draft's (j+1)-th best | path
+        accepted), one row per step -> the profile of the verify tree of `draft_tokens` tokens
+        (mtpsim/tree.py, with its calibrated-draft assumption). With topk 1 it is the chain:
+        alpha_k = rank_probs[k][0]."""
+        if topk == 1:
+            return cls(tuple(float(row[0]) for row in rank_probs), spread)
+        pmf = accept_distribution(rank_probs, topk, draft_tokens)
+        return cls.from_cumulative(pmf[::-1].cumsum()[::-1][1:], spread)
+
+    @classmethod
+    def from_section(cls, acc, steps: int, where: str, topk: int = 1, draft_tokens: int | None = None) -> "AcceptanceProfile":
+        """From a scenario's `acceptance` section; a tree's shape (topk, draft_tokens) is needed
+        for per_depth_topk."""
+        if acc.per_depth_topk is not None:
+            rows = [row[:topk] for row in acc.per_depth_topk[:steps]]  # ranks past topk are never proposed
+            return cls.from_tree(rows, topk, draft_tokens or steps + 1, acc.spread)
         if acc.per_depth is not None:
             return cls(tuple(acc.per_depth), acc.spread)
         if acc.cumulative is not None:
@@ -75,6 +96,11 @@ class AcceptanceProfile:
         n = min(steps, len(self.alphas))
         alphas[:n] = self.alphas[:n]
         return np.cumprod(alphas)
+
+    def accept_pmf(self, steps: int) -> np.ndarray:
+        """P(exactly a drafts accepted), a = 0..steps: a_a - a_{a+1} (a_0 = 1, a_{steps+1} = 0)."""
+        at_least = np.concatenate([[1.0], self.cumulative(steps), [0.0]])
+        return at_least[:-1] - at_least[1:]
 
     def expected_accept_length(self, steps: int) -> float:
         """E[A] = 1 + sum_k a_k: tokens per request per iteration, bonus included."""

@@ -29,6 +29,7 @@ class Design:
     one further: multi_layer), `parallel` (every head reads the target's hidden: parallel_heads),
     `seeded` (the target's last hidden seeds a carry the assistant updates: frozen_kv).
     external: the catalog role a `speculative.draft` must have (None: the design takes none).
+    trees: whether it can draft trees (topk > 1); a chain-only design refuses topk > 1.
     checks: what it needs of the target model and the external draft, as (key, reason) failures.
     """
 
@@ -41,6 +42,7 @@ class Design:
     has_draft_kv: bool = False
     chain: str | None = None
     external: str | None = None
+    trees: bool = False
     checks: tuple[Check, ...] = ()
 
     @property
@@ -56,7 +58,9 @@ class Design:
 
     def problems(self, speculative, model, draft) -> list[tuple[str, str]]:
         """(key, reason) for each way the model (and external draft) cannot run this design."""
-        return [p for p in (check(speculative, model, draft) for check in self.checks) if p]
+        chain = [] if self.trees or speculative.topk == 1 else [
+            ("speculative.topk", f"{self.name} proposes a chain (one draft per step): topk must be 1")]
+        return chain + [p for p in (check(speculative, model, draft) for check in self.checks) if p]
 
 
 # ---------------------------------------------------------------------- passes
@@ -69,11 +73,33 @@ def _target_prefill() -> PassShape:
     return PassShape("prefill", "target", 0, 1)  # token counts come from the chunk, one logits row per request
 
 
+def _tree_verify(S: int, N: int) -> PassShape:
+    """Verify of a tree of N tokens (root included) under its tree mask, then the compaction of
+    the accepted path's target KV. Each query reads the committed KV once per request (FA3's
+    cascade for target verify with topk > 1, layers/attention/flashattention_backend.py
+    `use_cascade_attn`) plus its ancestors and itself: 1 + mean depth keys, the N-1 drafts taken
+    spread evenly over depths 1..min(S, N-1) (a chain's N = S+1 gives (N+1)/2, the causal mean).
+    After verify, eagle_info.py `verify` moves the accepted tokens' KV to consecutive slots
+    (`move_kv_cache(tgt_cache_loc, src_cache_loc)`, with page_size > 1; page_size 1 remaps
+    indices instead): priced as a copy of the longest path, S+1 tokens per request."""
+    deepest = min(S, N - 1)
+    return PassShape("verify", "target", N, N, tree_keys=1 + (N - 1) * (deepest + 1) / (2 * N), compact_tokens=S + 1)
+
+
 def _nextn(S: int, K: int, N: int) -> list[PassShape]:
     # the first draft token came out of the last extend: S-1 draft passes, then an extend over the
     # whole verify window that fills the draft KV and proposes the next first draft
-    drafts = [PassShape("draft", "mtp", K, K, kv_offset=j) for j in range(1, S)]
-    return drafts + [_verify(N), PassShape("extend", "mtp", N, N, from_target=True)]
+    if K == 1:
+        drafts = [PassShape("draft", "mtp", K, K, kv_offset=j) for j in range(1, S)]
+        return drafts + [_verify(N), PassShape("extend", "mtp", N, N, from_target=True)]
+    # a tree (eagle_worker.py `draft_forward`): the extend's top-K seed depth 1; step j feeds the
+    # K live nodes of depth j (B*K tokens, K logits rows each for their top-K children), each
+    # reading the committed KV, the last emitted token, and its j-1 ancestors and itself of the
+    # (j-1)*K earlier draft tokens. The extend after verify runs over S+1 tokens per request
+    # (`forward_draft_extend_after_decode`: num_tokens_per_req = speculative_num_steps + 1), the
+    # longest accepted path, not the N-token tree.
+    drafts = [PassShape("draft", "mtp", K, K, kv_offset=1 + (j - 1) * K, tree_keys=j + 1) for j in range(1, S)]
+    return drafts + [_tree_verify(S, N), PassShape("extend", "mtp", S + 1, S + 1, from_target=True)]
 
 
 def _multi_layer(S: int, K: int, N: int) -> list[PassShape]:
@@ -85,7 +111,13 @@ def _multi_layer(S: int, K: int, N: int) -> list[PassShape]:
 def _frozen_kv(S: int, K: int, N: int) -> list[PassShape]:
     # a seed pass from the last accepted target hidden, then S-1 more, each reading only the
     # target's committed KV (no draft KV, no extend)
-    return [PassShape("draft", "assistant", K, K) for _ in range(S)] + [_verify(N)]
+    if K == 1:
+        return [PassShape("draft", "assistant", K, K) for _ in range(S)] + [_verify(N)]
+    # a tree (speculative/frozen_kv_mtp_worker.py: `select_top_k_tokens` as EAGLE's): the seed
+    # proposes the top-K of depth 1 from one token per request, then S-1 passes over the K live
+    # nodes; the assistant's queries read the target's KV only, one key per query as in the chain
+    seed = PassShape("draft", "assistant", 1, 1)
+    return [seed] + [PassShape("draft", "assistant", K, K, tree_keys=1) for _ in range(1, S)] + [_tree_verify(S, N)]
 
 
 # ---------------------------------------------------------------------- checks
@@ -140,32 +172,26 @@ def _one_layer_per_step(spec, model, draft):
     return None
 
 
-def _chain_only(spec, model, draft):
-    if spec.topk > 1:
-        return ("speculative.topk", f"{spec.design} proposes a chain (one draft per step): topk must be 1")
-    return None
-
-
 # ---------------------------------------------------------------------- the records
 
 RECORDS: dict[str, Design] = {d.name: d for d in (
     Design("none", lambda S, K, N: [PassShape("decode", "target", 1, 1)], lambda S: [_target_prefill()]),
     Design("nextn", _nextn, lambda S: [_target_prefill(), PassShape("prefill", "mtp", 0, 1, from_target=True)],
            draft_part="mtp", layer_part="mtp", draft_layers=lambda S: 1, has_draft_kv=True, chain="recursive",
-           external="draft",
+           external="draft", trees=True,
            checks=(_own_mtp_or_external, _chained_mtp, _external_fits)),
     Design("multi_layer", _multi_layer,
            lambda S: [_target_prefill()] + [PassShape("prefill", "mtp", 0, 1, layer=k) for k in range(S)],
            draft_part="mtp", layer_part="mtp", draft_layers=lambda S: S, has_draft_kv=True, chain="stacked",
-           checks=(_takes_no_draft, _chain_only, _chained_mtp, _one_layer_per_step)),
+           checks=(_takes_no_draft, _chained_mtp, _one_layer_per_step)),
     Design("frozen_kv", _frozen_kv, lambda S: [_target_prefill()],
            draft_part="assistant", layer_part="assistant", draft_layers=lambda S: 1, chain="seeded",
-           external="assistant",
+           external="assistant", trees=True,
            checks=(_external_fits,)),
     Design("parallel_heads", lambda S, K, N: [_verify(N), PassShape("draft", "heads", N, N)],
            lambda S: [_target_prefill(), PassShape("prefill", "heads", 0, 1)],
            draft_part="heads", layer_part="mtp", draft_layers=lambda S: S, has_draft_kv=True, chain="parallel",
-           checks=(_takes_no_draft, _parallel_heads, _one_layer_per_step, _chain_only)),
+           checks=(_takes_no_draft, _parallel_heads, _one_layer_per_step)),
 )}
 DESIGNS = tuple(RECORDS)
 BASELINE = "none"  # the design speedups are measured against (plain decoding)

@@ -278,6 +278,7 @@ def _check_context(s: Scenario, where: str) -> None:
 
 def _check_acceptance_length(s: Scenario, where: str) -> None:
     a = s.acceptance
+    _check_tree_acceptance(s, where)
     for key in ("per_depth", "cumulative"):
         values = getattr(a, key)
         if values is not None and len(values) < s.speculative.steps:
@@ -286,5 +287,30 @@ def _check_acceptance_length(s: Scenario, where: str) -> None:
     if a.accept_length is not None and a.accept_length > s.speculative.steps + 1:
         raise ScenarioError(where, "acceptance.accept_length",
                             f"{a.accept_length} exceeds steps + 1 = {s.speculative.steps + 1}")
-    if all(getattr(a, k) is None for k in ("per_depth", "cumulative", "accept_length", "histogram")):
+    if all(getattr(a, k) is None for k in ("per_depth", "per_depth_topk", "cumulative", "accept_length", "histogram")):
         raise ScenarioError(where, "acceptance", f"design {s.speculative.design} needs an acceptance profile")
+
+
+def _check_tree_acceptance(s: Scenario, where: str) -> None:
+    """A tree (topk > 1) needs acceptance per depth and per rank; per_depth_topk needs one row
+    per step and a column for each of the topk ranks the draft proposes (more are ignored, as
+    depths past steps are, so one matrix serves a sweep over topk); a design that only drafts
+    chains takes one column."""
+    a, spec = s.acceptance, s.speculative
+    if spec.topk > 1 and a.per_depth_topk is None:
+        raise ScenarioError(where, "acceptance", f"tree drafts (topk {spec.topk}) need acceptance.per_depth_topk: "
+                            "per depth, the probability of each rank of the draft's candidates")
+    rows = a.per_depth_topk
+    if rows is None:
+        return
+    if len(rows) < spec.steps:
+        raise ScenarioError(where, "acceptance.per_depth_topk",
+                            f"{len(rows)} rows for {spec.steps} steps (need one per depth)")
+    chain_only = not designs.record(spec.design).trees
+    for depth, row in enumerate(rows[: spec.steps], start=1):
+        if chain_only and len(row) > 1:
+            raise ScenarioError(where, "acceptance.per_depth_topk", f"row {depth} has {len(row)} columns and design "
+                                f"{spec.design} proposes a chain (one candidate per depth): give one column")
+        if len(row) < spec.topk:
+            raise ScenarioError(where, "acceptance.per_depth_topk", f"row {depth} has {len(row)} columns and "
+                                f"speculative.topk is {spec.topk} (one column per rank)")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from mtpsim.catalog import EngineSpec, HardwareSpec, ModelSpec
 from mtpsim.designs import DESIGNS, record
@@ -75,19 +75,40 @@ class Speculative(Section):
         return self.draft_tokens or (self.steps + 1 if self.topk == 1 else 1 + self.steps * self.topk)
 
 
+ROW_SUM_SLACK = 1e-9  # rounding in a measured row (0.7 + 0.2 + 0.1) must not refuse it
+
+
 class Acceptance(Section):
     per_depth: list[Probability] | None = None     # conditional alpha_k
+    # tree drafts: row k, column j = P(target's token at depth k is the draft's j-th best | path accepted)
+    per_depth_topk: list[list[Probability]] | None = None
     cumulative: list[Probability] | None = None    # a_k = P(at least k accepted)
     accept_length: float | None = Field(default=None, ge=1)
     histogram: str | None = None                   # CSV accepted,count (measured)
     spread: float = Field(default=0.0, ge=0, lt=1)
 
+    @field_validator("per_depth_topk")
+    @classmethod
+    def _rank_rows(cls, rows: list[list[float]] | None) -> list[list[float]] | None:
+        """Each depth's row: probabilities of ranks 1..K, best first, summing to at most 1 (the
+        rest is the target's token not among the K)."""
+        for depth, row in enumerate(rows or [], start=1):
+            if not row:
+                raise ValueError(f"row {depth} is empty (one probability per rank)")
+            if any(not 0.0 <= v <= 1.0 for v in row):
+                raise ValueError(f"row {depth}: probabilities must lie in [0, 1]")
+            if sum(row) > 1.0 + ROW_SUM_SLACK:
+                raise ValueError(f"row {depth} sums to {sum(row):.6g} > 1 (ranks of one depth exclude each other)")
+            if any(b > a for a, b in zip(row, row[1:])):
+                raise ValueError(f"row {depth} increases with rank (column j is the draft's j-th best candidate)")
+        return rows
+
     @model_validator(mode="after")
     def _one_form(self) -> "Acceptance":
-        given = [k for k in ("per_depth", "cumulative", "accept_length", "histogram")
+        given = [k for k in ("per_depth", "per_depth_topk", "cumulative", "accept_length", "histogram")
                  if getattr(self, k) is not None]
         if len(given) > 1:
-            raise ValueError(f"give one of per_depth, cumulative, accept_length, histogram (got {given})")
+            raise ValueError(f"give one of per_depth, per_depth_topk, cumulative, accept_length, histogram (got {given})")
         for key in ("per_depth", "cumulative"):
             values = getattr(self, key) or []
             if any(not 0.0 <= v <= 1.0 for v in values):

@@ -24,7 +24,7 @@ class Op:
     """One op on one GPU. `shape` holds the lookup keys for a calibrated profile."""
 
     name: str
-    family: str                     # gemm | attention | moe | lm_head | allreduce | alltoall | state | elementwise | pass | argmax | glue
+    family: str                     # gemm | attention | moe | lm_head | allreduce | alltoall | state | copy | elementwise | pass | argmax | glue
     flops: float = 0.0
     weight_bytes: float = 0.0
     kv_bytes: float = 0.0
@@ -115,16 +115,18 @@ def linear_state_bytes(att: AttentionSpec, tp: int) -> float:
 
 
 def attention_core(att: AttentionSpec, q_lens: np.ndarray, kv_lens: np.ndarray, kv_dtype: str,
-                   tp: int, act: str = ACT) -> Op:
-    """The attention kernel for a batch: request i has q_lens[i] new tokens after kv_lens[i] cached.
+                   tp: int, act: str = ACT, cached: int = 0, tree_keys: float = 0.0) -> Op:
+    """The attention kernel for a batch: request i has q_lens[i] new tokens after kv_lens[i] + cached.
 
-    Bytes: each request reads its visible KV once, min(kv + q, window) tokens, so cost follows
-    the *sum* of per-request lengths. Flops: QK^T and PV, 2 * 2 * q * kv * heads * head width."""
+    Bytes: each request reads its visible KV once, min(kv + cached + q, window) tokens, so cost
+    follows the *sum* of per-request lengths. Flops: QK^T and PV, 2 * 2 * q * kv * heads * head
+    width. `tree_keys` > 0: a tree mask, each query reading kv_lens[i] + tree_keys keys (its
+    ancestors and itself) instead of the causal kv + cached + (q + 1) / 2."""
     if att.kind == "linear":
         return _linear_core(att, q_lens, tp)
-    visible = kv_lens + q_lens
+    visible = kv_lens + cached + q_lens
     # causal: query j of the q new tokens sees kv + j + 1 keys, on average kv + (q + 1) / 2
-    per_query = kv_lens + (q_lens + 1) / 2
+    per_query = kv_lens + tree_keys if tree_keys else kv_lens + cached + (q_lens + 1) / 2
     if att.window is not None:
         visible = np.minimum(visible, att.window)
         per_query = np.minimum(per_query, att.window)
@@ -182,6 +184,13 @@ def pass_frame(batch: int, q: float, kv_max: float, d: int) -> Op:
     calibrated profile measures it."""
     act = 2 * batch * q * d * DTYPE_BYTES[ACT] + batch * q * kv_max
     return Op("pass.frame", "pass", act_bytes=act, kernels=2, shape={"batch": batch, "q": q, "kv": kv_max, "d": d})
+
+
+def kv_copy(tokens: int, bytes_per_token: float) -> Op:
+    """Copy `tokens` KV entries (every layer's) to other slots: each read and written once, in
+    one kernel (SGLang's `move_kv_cache`)."""
+    return Op("kv.compact", "copy", kv_bytes=2.0 * tokens * bytes_per_token, kernels=1,
+              shape={"tokens": tokens, "bytes_per_token": bytes_per_token})
 
 
 def layer_elementwise(tokens: int, d: int, act: str = ACT) -> Op:

@@ -33,7 +33,10 @@ class PassShape:
     layer: which MTP layer (multi_layer); kv_offset: tokens this pass sees beyond the committed KV;
     from_target: the pass reads the target's hidden states rather than the draft's own last ones
     (nextn's extend and prefill: an external EAGLE-3 draft then runs its fc over the fused target
-    layers).
+    layers). tree_keys: 0 for a causal mask; else a tree mask, each query reading the committed
+    KV plus tree_keys keys on average (its ancestors and itself) of the kv_offset cached and the
+    pass's own tokens. compact_tokens: KV entries per request the target copies after the pass
+    (a tree's accepted path moved to consecutive slots).
     """
 
     kind: str
@@ -43,6 +46,8 @@ class PassShape:
     layer: int = 0
     kv_offset: int = 0
     from_target: bool = False
+    tree_keys: float = 0.0
+    compact_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,11 +161,18 @@ class Pricer:
         static, work, sources = self.static_ops(shape.part, shape.layer, tokens, logits, graphs, shape.from_target)
         sources, dynamic = set(sources), []
         for att, count, kv_dtype in self._attention_kinds(shape.part):
-            op = O.attention_core(att, q_lens, kv_lens + shape.kv_offset, kv_dtype, self.par.tp, self.act)
+            op = O.attention_core(att, q_lens, kv_lens, kv_dtype, self.par.tp, self.act,
+                                  cached=shape.kv_offset, tree_keys=shape.tree_keys)
             t = self.costs.time(op, graphs)
             work += Work.of(op, t, count)
             sources.add(t.source)
             dynamic.append((op, t, count))
+        if shape.compact_tokens:
+            op = O.kv_copy(batch * shape.compact_tokens, self.kv_bytes_per_token(shape.part))
+            t = self.costs.time(op, False)  # eagle_info.py `verify` runs it eagerly, after the captured forward
+            work += Work.of(op, t)
+            sources.add(t.source)
+            dynamic.append((op, t, 1))
         frame = O.pass_frame(batch, int(q_lens.sum()) / max(batch, 1), float((kv_lens + shape.kv_offset + q_lens).max(initial=0)),
                              self.layers(shape.part).spec.hidden_size)
         t = self.costs.time(frame, graphs)
@@ -177,6 +189,10 @@ class Pricer:
         ops = [op for op, _, n in self.static_ops(part, 0, ALL_EXPERTS_TOKENS, 1, False, True)[0] for _ in range(n)]
         drop = not shared_head and self.shares_target_head(part)
         return sum(op.weight_bytes for op in ops if not (drop and op.family == "lm_head"))
+
+    def kv_bytes_per_token(self, part: str) -> float:
+        """KV cache bytes one token holds over all of a part's layers on one GPU."""
+        return sum(n * O.kv_bytes_per_token(att, kv_dtype, self.par.tp) for att, n, kv_dtype in self._attention_kinds(part))
 
     def shares_target_head(self, part: str) -> bool:
         """Whether a draft part's logits come from the target's LM head (weights counted once)."""

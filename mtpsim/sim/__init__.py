@@ -22,10 +22,9 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
     """Run one scenario point: build costs and acceptance, start the processes, run, collect."""
     wall = time.perf_counter()
     s, design = scenario, DesignShape.of(scenario.speculative)
-    _check_simulable(s)
     pricer = pricer or build_pricer(s)
     budget = memory_budget(pricer, design)
-    profile = AcceptanceProfile.from_section(s.acceptance, design.steps, s.source)
+    profile = AcceptanceProfile.from_section(s.acceptance, design.steps, s.source, design.topk, design.draft_tokens)
     env, records = simpy.Environment(), Records(max_iteration_rows, keep_passes)
     engine = Engine(env, pricer, design, profile, records, np.random.default_rng([s.seed, 1]),
                     s.engine.overlap_schedule, s.engine.chunked_prefill_tokens)
@@ -51,12 +50,6 @@ def identity(s) -> dict:
             "topk": d.topk, "draft_tokens": d.draft_tokens, "concurrency": s.workload.concurrency,
             "rate_per_s": s.workload.rate_per_s, "num_requests": s.workload.num_requests, "dp": s.parallel.dp,
             **{k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in s.point.items()}}
-
-
-def _check_simulable(s) -> None:
-    if DesignShape.of(s.speculative).topk > 1:
-        raise ScenarioError(s.source, "speculative.topk", "tree drafts (topk > 1) need per-depth, per-branch "
-                            "acceptance, which v1 does not model; `mtpsim cost` prices their passes")
 
 
 def _request_factory(env, profile: AcceptanceProfile, design: DesignShape, rng):

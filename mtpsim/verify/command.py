@@ -133,6 +133,9 @@ def setup_of(s, device: str) -> Setup:
     if s.specs.draft is not None:
         raise ScenarioError(s.source, "speculative.draft", f"verify builds a model's own MTP layers, not an external "
                             f"draft ({s.specs.draft.name!r}); `mtpsim run` simulates it")
+    if s.speculative.topk > 1:
+        raise ScenarioError(s.source, "speculative.topk", "verify builds chain drafts (topk 1); `mtpsim run` "
+                            "simulates trees")
     dtype = v.dtype or ("bf16" if device == "cuda" else "fp32")
     model = shrink_model(s.specs.model, v, dtype)
     try:
