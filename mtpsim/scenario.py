@@ -215,6 +215,7 @@ def _check_against_specs(s: Scenario, where: str) -> None:
     if record.draft_part is not None:
         _check_acceptance_length(s, where)
     _check_policy(s, where)
+    _check_rate_schedule(s.workload, where)
     _check_parallelism(s, where)
     _check_context(s, where)
     if s.workload.arrival == "closed" and s.workload.concurrency > s.workload.num_requests:
@@ -295,6 +296,21 @@ def _check_policy(s: Scenario, where: str) -> None:
         if steps > spec.steps:
             raise ScenarioError(where, f"{key}.{batch}", f"{steps} steps exceed speculative.steps {spec.steps}, "
                                 "the most the run reserves KV and draws acceptance for")
+
+
+def _check_rate_schedule(w: Workload, where: str) -> None:
+    """A rate schedule is a Poisson load's rate over time: phases in time order, one rate at a time."""
+    if w.rate_schedule is None:
+        return
+    if w.arrival != "poisson":
+        raise ScenarioError(where, "workload.rate_schedule", f"sets a Poisson rate over time: use it with "
+                            f"arrival poisson (got {w.arrival})")
+    if w.rate_per_s is not None:
+        raise ScenarioError(where, "workload.rate_per_s", "give rate_per_s or rate_schedule, not both")
+    for i, (before, phase) in enumerate(zip(w.rate_schedule, w.rate_schedule[1:]), start=1):
+        if phase.until_s <= before.until_s:
+            raise ScenarioError(where, f"workload.rate_schedule.{i}.until_s", f"{phase.until_s} does not come after "
+                                f"the previous phase's end {before.until_s} (phases run in time order)")
 
 
 def _check_acceptance_length(s: Scenario, where: str) -> None:

@@ -146,10 +146,20 @@ def mean_length(length: Length) -> int:
     return (length.min + length.max) // 2 if length.dist == "uniform" else int(length.mean)
 
 
+class RatePhase(Section):
+    """One phase of a Poisson load whose rate changes: `rate_per_s` until `until_s` (simulated
+    seconds from the start of the schedule's cycle)."""
+
+    until_s: float = Field(gt=0, le=1e9)
+    rate_per_s: float = Field(gt=0, le=MAX_RATE)
+
+
 class Workload(Section):
     arrival: Literal["closed", "poisson", "batch", "trace"] = "closed"
     concurrency: int = Field(default=1, ge=1, le=MAX_USERS)
     rate_per_s: float | None = Field(default=None, gt=0, le=MAX_RATE)
+    # poisson whose rate swings: phases in order, the schedule repeating after the last until_s
+    rate_schedule: list[RatePhase] | None = Field(default=None, min_length=1, max_length=1000)
     num_requests: int = Field(default=64, ge=1, le=MAX_REQUESTS)
     input_len: Length = Field(default=1024)
     output_len: Length = Field(default=256)
@@ -157,8 +167,8 @@ class Workload(Section):
 
     @model_validator(mode="after")
     def _arrival_needs(self) -> "Workload":
-        if self.arrival == "poisson" and self.rate_per_s is None:
-            raise ValueError("arrival poisson needs rate_per_s")
+        if self.arrival == "poisson" and self.rate_per_s is None and self.rate_schedule is None:
+            raise ValueError("arrival poisson needs rate_per_s (or a rate_schedule)")
         if self.arrival == "trace" and self.trace is None:
             raise ValueError("arrival trace needs trace (a CSV with arrival_s,input_len,output_len)")
         return self
