@@ -9,8 +9,7 @@ import yaml
 
 from mtpsim import cli
 from mtpsim import scenario as sc
-from mtpsim.recommend import (base_point, best_by_batch, break_even, candidate_steps, policy_line, recommend,
-                              steps_by_batch)
+from mtpsim.recommend import base_point, best_by_batch, break_even, candidate_steps, policy_line, recommend, steps_by_batch
 from mtpsim.run import run_points
 from tests.test_bad_input import one_line_error
 
@@ -46,7 +45,7 @@ def test_picks_are_the_argmax_of_the_grid_run_independently(tmp_path):
         assert row.user_steps == (spec.per_user_tps.idxmax() if spec.per_user_tps.max() >
                                   runs[runs.design == "none"].per_user_tps.iloc[0] else 0)
         assert row.speculate == (best > 0)
-    assert table.tps_steps.iloc[0] > 0 and table.tps_steps.iloc[-1] == 0, "a grid where the pick changes, or the test proves little"
+    assert table.tps_steps.iloc[0] > 0 and table.tps_steps.iloc[-1] == 0, "a grid whose pick changes, or it proves little"
 
 
 def table(picks: list[int], batches=(1, 2, 4, 8, 16)) -> pd.DataFrame:
