@@ -1,4 +1,4 @@
-"""Command line: `mtpsim run | cost | plot | calibrate | verify | models | hardware | schema`.
+"""Command line: `mtpsim run | recommend | cost | plot | calibrate | verify | models | hardware | schema`.
 
 Bad input of any kind exits with status 2 and one line naming the file, the key and the reason.
 """
@@ -25,6 +25,12 @@ def cmd_run(args) -> int:
     from mtpsim.run import run_scenario
     run_scenario(args.scenario, args.sets, args.out, args.jobs, plot=args.plot, trace=args.trace,
                  seeds=args.seeds, backend=args.backend, address=args.address)
+    return 0
+
+
+def cmd_recommend(args) -> int:
+    from mtpsim.recommend import run_recommend
+    run_recommend(args.scenario, args.sets, args.batch, args.topk, args.max_steps, args.jobs, args.out)
     return 0
 
 
@@ -132,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mtpsim", description="Predict MTP speculative-decoding speed.")
     parser.add_argument("--version", action="version", version=f"mtpsim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_add_run, _add_plot, _add_cost, _add_calibrate, _add_verify, _add_catalog_commands):
+    for add in (_add_run, _add_recommend, _add_plot, _add_cost, _add_calibrate, _add_verify, _add_catalog_commands):
         add(sub)
     return parser
 
@@ -154,6 +160,22 @@ def _add_run(sub) -> None:
     p.add_argument("--trace", action="store_true",
                    help="also record every pass: passes.csv and trace.json (Chrome/Perfetto timeline)")
     p.set_defaults(func=cmd_run)
+
+
+def _add_recommend(sub) -> None:
+    """`mtpsim recommend`: the best steps per batch size, the break-even batch, a policy."""
+    p = sub.add_parser("recommend", help="the steps maximising TPS and per-user TPS at each batch size, "
+                       "the break-even batch, and a steps_by_batch policy")
+    _add_scenario(p)
+    p.add_argument("--batch", metavar="B1,B2,...", help="batch sizes (closed-loop concurrency), comma-separated "
+                   "(default 1,2,4,8,16,32,64)")
+    p.add_argument("--topk", default="1", metavar="K1,K2,...", help="topk values to try, for designs that draft "
+                   "trees (default 1: chains)")
+    p.add_argument("--max-steps", type=_bounded(1, 64), help="most steps to try (default: as many as the "
+                   "acceptance profile's depths and the design allow)")
+    p.add_argument("--jobs", type=_bounded(1, MAX_JOBS), help=f"worker processes, 1..{MAX_JOBS} (default: one per core)")
+    p.add_argument("--out", help="output folder (default runs/<name>-recommend-<timestamp>; must not hold files)")
+    p.set_defaults(func=cmd_recommend)
 
 
 def _add_plot(sub) -> None:

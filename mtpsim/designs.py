@@ -8,7 +8,7 @@ records, so designs differ here and nowhere else. `none` is the design with S = 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from mtpsim.costs.passes import PassShape
@@ -238,6 +238,10 @@ class DesignShape:
     @property
     def label(self) -> str:
         return self.record.label(self.steps)
+
+    def with_steps(self, steps: int) -> "DesignShape":
+        """This chain run at `steps` (an adaptive policy's iteration); 0 is plain decoding."""
+        return DesignShape(BASELINE) if steps == 0 else replace(self, steps=steps, draft_tokens=steps + 1)
 
 
 def iteration_passes(d: DesignShape) -> list[PassShape]:

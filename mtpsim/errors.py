@@ -35,8 +35,10 @@ def from_validation(exc: ValidationError, where: str, prefix: str = "") -> Scena
     if isinstance(err.get("input"), dict):  # a union like `int | mapping`: report the mapping's error
         err = next((e for e in errors if not e["type"].endswith("_type")), err)
     parts = [str(p) for p in err["loc"] if not _is_union_tag(str(p))]
-    key = ".".join(p for p in [prefix, *parts] if p)
+    key = ".".join(p for p in [prefix, *parts] if p and p != "[key]")
     reason = err["msg"].removeprefix("Value error, ")
+    if "[key]" in parts:  # a mapping's key, not its value, is wrong
+        reason = f"as a key: {reason}"
     if err["type"] == "extra_forbidden":
         reason = "unknown key"
     elif err["type"] == "missing":

@@ -178,7 +178,7 @@ def _concat(results: list[Results], attr: str, labels: list[dict]) -> pd.DataFra
     return pd.concat([getattr(r, attr).assign(**label) for label, r in zip(labels, results)], ignore_index=True)
 
 
-TABLE = {"design": "design", "steps": "S", "concurrency": "conc", "rate_per_s": "rate/s", "tps": "TPS",
+TABLE = {"design": "design", "steps": "S", "policy": "policy", "concurrency": "conc", "rate_per_s": "rate/s", "tps": "TPS",
          "per_user_tps": "user TPS", "ttft_p50_s": "TTFT p50 ms", "ttft_p99_s": "TTFT p99 ms",
          "tpot_p50_s": "TPOT p50 ms", "tpot_p99_s": "TPOT p99 ms", "accept_length": "AL", "speedup": "speedup",
          "draft_share": "draft%", "verify_share": "verify%", "extend_share": "extend%",
@@ -190,12 +190,15 @@ def format_table(summary: pd.DataFrame) -> str:
     replicated run's interval summary (summary_ci.csv's rows) shows TPS, per-user TPS and speedup
     as mean ± half-width, and `~` after a TPS whose interval overlaps another design's at the
     same load (see legend())."""
-    shown = {"workload.concurrency", "speculative.steps", "speculative.design", "workload.rate_per_s"}
+    shown = {"workload.concurrency", "speculative.steps", "speculative.design", "workload.rate_per_s",
+             "speculative.policy"}
     swept = [c for c in summary.columns if "." in c and c not in shown]
     df = summary[[c for c in TABLE if c in summary.columns] + swept].copy()
     df = df.rename(columns={c: c.split(".")[-1] for c in swept})
     if df.rate_per_s.isna().all():
         df = df.drop(columns="rate_per_s")
+    if "policy" in df:  # adaptive runs name their table; fixed-steps rows leave it blank
+        df["policy"] = df.policy.fillna("")
     for col in df.columns:
         if col.endswith("_s") and not col.endswith("_per_s"):  # seconds shown as ms; rates as they are
             df[col] = df[col] * 1e3

@@ -216,6 +216,8 @@ def _check_against_specs(s: Scenario, where: str) -> None:
         raise ScenarioError(where, key, reason)
     if record.draft_part is not None:
         _check_acceptance_length(s, where)
+    _check_policy(s, where)
+    _check_rate_schedule(s.workload, where)
     _check_parallelism(s, where)
     _check_context(s, where)
     if s.workload.arrival == "closed" and s.workload.concurrency > s.workload.num_requests:
@@ -274,6 +276,43 @@ def _check_context(s: Scenario, where: str) -> None:
     if limit is not None and max_length(w.input_len) + max_length(w.output_len) > limit:
         raise ScenarioError(where, "workload.input_len", f"up to {max_length(w.input_len)} input + "
                             f"{max_length(w.output_len)} output tokens exceed model {s.specs.model.name!r}'s max_context {limit}")
+
+
+def _check_policy(s: Scenario, where: str) -> None:
+    """An adaptive policy varies a chain's steps between 0 and `speculative.steps`, the most the
+    run reserves KV, keeps draft layers and draws acceptance for. Every speculative design can
+    run fewer steps than its most: nextn and frozen_kv chain fewer passes, multi_layer uses its
+    first S layers, parallel_heads verifies S of its heads' proposals."""
+    spec, key = s.speculative, "speculative.policy.steps_by_batch"
+    if spec.policy is None:
+        return
+    if designs.record(spec.design).draft_part is None:
+        raise ScenarioError(where, "speculative.policy", f"design {spec.design} has no steps to vary: "
+                            "choose a speculative design (0 steps in the policy is plain decoding)")
+    if spec.topk > 1:
+        raise ScenarioError(where, "speculative.policy", "varies a chain's steps: topk must be 1")
+    table = spec.policy.steps_by_batch
+    if 1 not in table:
+        raise ScenarioError(where, key, "needs an entry for batch 1 (each entry holds from its key up to the next)")
+    for batch, steps in table.items():
+        if steps > spec.steps:
+            raise ScenarioError(where, f"{key}.{batch}", f"{steps} steps exceed speculative.steps {spec.steps}, "
+                                "the most the run reserves KV and draws acceptance for")
+
+
+def _check_rate_schedule(w: Workload, where: str) -> None:
+    """A rate schedule is a Poisson load's rate over time: phases in time order, one rate at a time."""
+    if w.rate_schedule is None:
+        return
+    if w.arrival != "poisson":
+        raise ScenarioError(where, "workload.rate_schedule", f"sets a Poisson rate over time: use it with "
+                            f"arrival poisson (got {w.arrival})")
+    if w.rate_per_s is not None:
+        raise ScenarioError(where, "workload.rate_per_s", "give rate_per_s or rate_schedule, not both")
+    for i, (before, phase) in enumerate(zip(w.rate_schedule, w.rate_schedule[1:]), start=1):
+        if phase.until_s <= before.until_s:
+            raise ScenarioError(where, f"workload.rate_schedule.{i}.until_s", f"{phase.until_s} does not come after "
+                                f"the previous phase's end {before.until_s} (phases run in time order)")
 
 
 def _check_acceptance_length(s: Scenario, where: str) -> None:

@@ -48,16 +48,32 @@ class Parallel(Section):
 
 
 Design = Literal[DESIGNS]  # none | nextn | multi_layer | frozen_kv | parallel_heads (designs.py)
+MAX_STEPS = 64  # draft steps per iteration; a chain past this accepts nothing more
+
+
+class Policy(Section):
+    """An adaptive steps policy: each decode iteration runs the steps of the entry with the
+    largest batch key <= the running batch (0: plain decoding that iteration). The keys are
+    running batch sizes, the first must be 1; values at most `speculative.steps`, which stays
+    the most the run reserves KV, draws acceptance and keeps draft layers for (those checks
+    need the other keys: scenario.py)."""
+
+    steps_by_batch: dict[Annotated[int, Field(ge=1, le=MAX_USERS)], Annotated[int, Field(ge=0, le=MAX_STEPS)]]
+
+    def steps_for(self, batch: int) -> int:
+        """The steps of the entry with the largest key <= batch."""
+        return self.steps_by_batch[max(k for k in self.steps_by_batch if k <= batch)]
 
 
 class Speculative(Section):
     design: Design = "none"
-    steps: int = Field(default=3, ge=1, le=64)
+    steps: int = Field(default=3, ge=1, le=MAX_STEPS)  # with a policy: the most any iteration runs
     topk: int = Field(default=1, ge=1, le=64)
     draft_tokens: int | None = Field(default=None, ge=2)
     # frozen_kv: the assistant; nextn: an external draft model (role: draft) instead of the model's
     # own MTP layer. A catalog name, {from: NAME, ...} or an inline spec
     draft: str | dict[str, Any] | None = None
+    policy: Policy | None = None  # steps per running batch size (adaptive); None: `steps` every iteration
 
     @model_validator(mode="after")
     def _shape(self) -> "Speculative":
@@ -151,10 +167,20 @@ def mean_length(length: Length) -> int:
     return (length.min + length.max) // 2 if length.dist == "uniform" else int(length.mean)
 
 
+class RatePhase(Section):
+    """One phase of a Poisson load whose rate changes: `rate_per_s` until `until_s` (simulated
+    seconds from the start of the schedule's cycle)."""
+
+    until_s: float = Field(gt=0, le=1e9)
+    rate_per_s: float = Field(gt=0, le=MAX_RATE)
+
+
 class Workload(Section):
     arrival: Literal["closed", "poisson", "batch", "trace"] = "closed"
     concurrency: int = Field(default=1, ge=1, le=MAX_USERS)
     rate_per_s: float | None = Field(default=None, gt=0, le=MAX_RATE)
+    # poisson whose rate swings: phases in order, the schedule repeating after the last until_s
+    rate_schedule: list[RatePhase] | None = Field(default=None, min_length=1, max_length=1000)
     num_requests: int = Field(default=64, ge=1, le=MAX_REQUESTS)
     input_len: Length = Field(default=1024)
     output_len: Length = Field(default=256)
@@ -162,8 +188,8 @@ class Workload(Section):
 
     @model_validator(mode="after")
     def _arrival_needs(self) -> "Workload":
-        if self.arrival == "poisson" and self.rate_per_s is None:
-            raise ValueError("arrival poisson needs rate_per_s")
+        if self.arrival == "poisson" and self.rate_per_s is None and self.rate_schedule is None:
+            raise ValueError("arrival poisson needs rate_per_s (or a rate_schedule)")
         if self.arrival == "trace" and self.trace is None:
             raise ValueError("arrival trace needs trace (a CSV with arrival_s,input_len,output_len)")
         return self

@@ -27,7 +27,7 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
     profile = AcceptanceProfile.from_section(s.acceptance, design.steps, s.source, design.topk, design.draft_tokens)
     env, records = simpy.Environment(), Records(max_iteration_rows, keep_passes)
     engine = Engine(env, pricer, design, profile, records, np.random.default_rng([s.seed, 1]),
-                    s.engine.overlap_schedule, s.engine.chunked_prefill_tokens)
+                    s.engine.overlap_schedule, s.engine.chunked_prefill_tokens, s.speculative.policy)
     cap = s.specs.engine.max_running(design.design, s.engine.max_running_requests,
                                      "max_running_requests" in s.engine.model_fields_set)
     replicas = [Replica(i, Scheduler(cap, budget.kv_budget_bytes, budget.request_bytes))
@@ -49,7 +49,13 @@ def identity(s) -> dict:
     return {"name": s.name, "design": d.design, "steps": d.steps,
             "topk": d.topk, "draft_tokens": d.draft_tokens, "concurrency": s.workload.concurrency,
             "rate_per_s": s.workload.rate_per_s, "num_requests": s.workload.num_requests, "dp": s.parallel.dp,
+            **({"policy": policy_text(s.speculative.policy)} if s.speculative.policy else {}),
             **{k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in s.point.items()}}
+
+
+def policy_text(policy) -> str:
+    """`1:3 16:2 64:0`: an adaptive policy's table, batch:steps, in a summary cell."""
+    return " ".join(f"{b}:{policy.steps_by_batch[b]}" for b in sorted(policy.steps_by_batch))
 
 
 def _request_factory(env, profile: AcceptanceProfile, design: DesignShape, rng):

@@ -15,6 +15,7 @@ from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs.passes import Pricer
 from mtpsim.designs import DesignShape, iteration_passes, overlap_window, prefill_passes
 from mtpsim.results import PASS_COLUMN, PASS_TIME_COLUMNS, Records
+from mtpsim.schema import Policy
 from mtpsim.sim.scheduler import Router, Scheduler
 from mtpsim.sim.workload import Request
 
@@ -39,14 +40,24 @@ class Engine:
     rng: np.random.Generator
     overlap: bool
     chunk_tokens: int
-    passes: list = field(init=False)
+    policy: Policy | None = None  # steps per running batch size; None: design.steps every iteration
+    plans: dict = field(init=False)
 
     def __post_init__(self):
-        self.passes = iteration_passes(self.design)
-        self.window = overlap_window(self.design, self.pricer.costs.engine) if self.overlap else ()
+        self.plans = {}  # steps -> (design at those steps, its passes, its overlap window), built once each
         # identical requests share one acceptance row; with spread each request has its own
         self.per_request_levels = self.profile.spread >= 1e-6
         self.levels = self.profile.request_levels(self.rng, 1, self.design.steps)[0]
+
+    def plan(self, batch_size: int) -> tuple[DesignShape, list, tuple[str, ...]]:
+        """The steps in force for this running batch, as (design at those steps, its passes, the
+        pass kinds that hide host time); S = 0 is plain decoding."""
+        steps = self.design.steps if self.policy is None else self.policy.steps_for(batch_size)
+        if steps not in self.plans:
+            design = self.design if steps == self.design.steps else self.design.with_steps(steps)
+            window = overlap_window(design, self.pricer.costs.engine) if self.overlap else ()
+            self.plans[steps] = (design, iteration_passes(design), window)
+        return self.plans[steps]
 
     # ------------------------------------------------------------------ the loop
     def serve(self, rep: Replica):
@@ -67,28 +78,30 @@ class Engine:
         # committed KV: the prompt and every emitted token but the last, which this iteration feeds
         kv = np.fromiter((r.input_len + r.generated - 1 for r in batch), np.int64, len(batch))
         start, times, hidden = self.env.now, dict.fromkeys(PASS_TIME_COLUMNS, 0.0), 0.0
-        for shape in self.passes:
+        design, passes, window = self.plan(len(batch))
+        for shape in passes:
             cost = self.pricer.price(shape, np.full(len(batch), shape.tokens_per_request), kv)
             yield self.env.timeout(cost.time_s)
             self.records.add_pass(rep.index, self.env.now - cost.time_s, shape, cost)
             times[PASS_COLUMN[shape.kind]] += cost.time_s
-            hidden += cost.time_s if shape.kind in self.window else 0.0
-        host_s = self.pricer.costs.host_overhead_s(self.design.design, len(batch))
+            hidden += cost.time_s if shape.kind in window else 0.0
+        host_s = self.pricer.costs.host_overhead_s(design.design, len(batch))
         host = max(0.0, host_s - hidden)  # what the overlap window does not hide
         yield self.env.timeout(host)
-        emitted = self.commit(batch)
+        emitted = self.commit(batch, design.steps)
         self.records.add_iteration(rep.index, rep.iterations, "decode", start, self.env.now - start,
                                    len(batch), emitted, times, host)
         rep.iterations += 1
         self.finish(rep, [r for r in batch if r.remaining == 0])
 
-    def commit(self, batch: list[Request]) -> int:
-        """Draw accepted drafts per request; each emits accepted + 1 (the bonus) tokens."""
+    def commit(self, batch: list[Request], steps: int) -> int:
+        """Draw accepted drafts per request out of `steps`; each emits accepted + 1 (the bonus)
+        tokens. Levels are drawn for the most steps; an iteration of fewer uses their prefix."""
         remaining = np.fromiter((r.output_len - r.generated for r in batch), np.int64, len(batch))
-        if self.design.steps:
+        if steps:
             levels = np.stack([r.levels for r in batch]) if self.per_request_levels else \
                 np.broadcast_to(self.levels, (len(batch), len(self.levels)))
-            accepted = self.profile.sample(self.rng, levels, remaining)
+            accepted = self.profile.sample(self.rng, levels[:, :steps], remaining)
         else:  # S = 0: no drafts to accept
             accepted = np.zeros(len(batch), np.int64)
         for r, a in zip(batch, accepted.tolist()):

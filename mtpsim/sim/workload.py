@@ -60,9 +60,28 @@ def open_arrivals(workload, rng: np.random.Generator) -> list[tuple[float, int, 
     inputs, outputs = sample_lengths(rng, workload.input_len, n), sample_lengths(rng, workload.output_len, n)
     if workload.arrival == "batch":
         times = np.zeros(n)
+    elif workload.rate_schedule:
+        times = scheduled_poisson(rng, workload.rate_schedule, n)
     else:
         times = np.cumsum(rng.exponential(1.0 / workload.rate_per_s, size=n))
     return list(zip(times.tolist(), inputs.tolist(), outputs.tolist()))
+
+
+def scheduled_poisson(rng: np.random.Generator, schedule, n: int) -> np.ndarray:
+    """The first `n` arrival times of a Poisson process with a piecewise-constant rate: phase i
+    holds rate_i from the previous phase's until_s to its own, and the schedule repeats after
+    the last. Per phase of length d, a Poisson(rate * d) count of uniform times: the same
+    process as exponential gaps, without redrawing a gap at each phase's end."""
+    period, starts = schedule[-1].until_s, [0.0] + [p.until_s for p in schedule[:-1]]
+    phases, drawn, cycle = [], 0, 0
+    while drawn < n:
+        for start, phase in zip(starts, schedule):
+            lo, hi = cycle * period + start, cycle * period + phase.until_s
+            times = np.sort(rng.uniform(lo, hi, rng.poisson(phase.rate_per_s * (hi - lo))))
+            phases.append(times)
+            drawn += len(times)
+        cycle += 1
+    return np.concatenate(phases)[:n]
 
 
 def read_trace(path: str) -> list[tuple[float, int, int]]:

@@ -1,0 +1,191 @@
+"""`mtpsim recommend`: per batch size, the steps that maximise TPS and per-user TPS, whether to
+speculate at all, the break-even batch, and an adaptive policy to paste (issue 12 §4).
+
+The grid is the scenario (its first point, when it sweeps) at each batch size as closed-loop
+concurrency, with every candidate steps value (1 up to what the design, the model and the
+acceptance profile allow) and topk (1 unless asked, and only for designs that draft trees). It
+runs through run.run_points, so each batch's `none` baseline runs once, on the same seed and
+workload as that batch's speculative runs. Each batch counts `none` as steps 0: the best steps
+at a batch is 0 where plain decoding at least matches every speculative setting.
+"""
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from mtpsim import scenario as sc
+from mtpsim.acceptance import AcceptanceProfile
+from mtpsim.designs import BASELINE, record
+from mtpsim.errors import ScenarioError
+from mtpsim.run import default_jobs, output_dir, run_points
+from mtpsim.schema import MAX_STEPS, MAX_USERS
+
+DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64)
+OPEN_LOOP_REQUESTS_PER_USER = 4  # an open-loop scenario says nothing of users: each sends this many
+
+
+def parse_sizes(text: str, option: str, high: int) -> list[int]:
+    """`1,2,4` -> [1, 2, 4] (sorted, repeats dropped); a bad item is a ScenarioError naming the option."""
+    values = set()
+    for item in text.split(","):
+        item = item.strip()
+        if not item.isdigit() or int(item) < 1:
+            raise ScenarioError(option, "", f"{item!r} is not a positive integer (a comma-separated list, e.g. 1,2,4)")
+        if int(item) > high:
+            raise ScenarioError(option, "", f"{item} is over the limit of {high:,}")
+        values.add(int(item))
+    return sorted(values)
+
+
+def base_point(path: str, sets: list[str]) -> sc.Scenario:
+    """The scenario the grid varies: its first point, with a speculative design and acceptance
+    given per depth (an accept_length alone would refit the profile to every steps value)."""
+    points = sc.load(path, sets)
+    s = points[0]
+    if s.speculative.design == BASELINE:
+        raise ScenarioError(s.source, "speculative.design", "recommend compares steps settings of a speculative "
+                            "design (nextn, multi_layer, frozen_kv, parallel_heads), and this scenario's is none")
+    if s.acceptance.accept_length is not None:
+        raise ScenarioError(s.source, "acceptance.accept_length", "fixes the accept length whatever the steps; "
+                            "give acceptance per depth (per_depth, cumulative or histogram) to compare steps")
+    if len(points) > 1:
+        print(f"(scenario sweeps {len(points)} points; recommending for the first: {s.point})")
+    return s
+
+
+def candidate_steps(s: sc.Scenario, max_steps: int | None) -> list[int]:
+    """1..the most steps that the --max-steps limit, the design with this model (one MTP layer
+    or head per step, say), and the acceptance profile's depths all allow."""
+    depths = len(AcceptanceProfile.from_section(s.acceptance, s.speculative.steps, s.source).alphas)
+    limit = min(max_steps or MAX_STEPS, depths)
+    design, draft = record(s.speculative.design), s.specs.draft or s.specs.assistant
+    for steps in range(1, limit + 1):
+        spec = s.speculative.model_copy(update={"steps": steps, "topk": 1, "draft_tokens": None, "policy": None})
+        if design.problems(spec, s.specs.model, draft):
+            return list(range(1, steps))
+    return list(range(1, limit + 1))
+
+
+def check_topks(s: sc.Scenario, topks: list[int]) -> None:
+    """topk > 1 only for a design that drafts trees (its checks accept the topk)."""
+    spec = s.speculative.model_copy(update={"topk": max(topks), "draft_tokens": None, "policy": None})
+    for key, reason in record(s.speculative.design).problems(spec, s.specs.model, s.specs.draft or s.specs.assistant):
+        if key == "speculative.topk":
+            raise ScenarioError("--topk", "", reason)
+
+
+def grid(s: sc.Scenario, batches: list[int], steps: list[int], topks: list[int]) -> list[sc.Scenario]:
+    """The scenario at each batch (closed loop) x steps x topk, point-labelled by those keys."""
+    w = s.workload
+    per_user = math.ceil(w.num_requests / w.concurrency) if w.arrival == "closed" else OPEN_LOOP_REQUESTS_PER_USER
+    data = s.model_dump(exclude={"sweep"}, exclude_none=True)
+    points = []
+    for batch in batches:
+        workload = {**data["workload"], "arrival": "closed", "concurrency": batch, "num_requests": per_user * batch}
+        workload.pop("rate_per_s", None), workload.pop("rate_schedule", None), workload.pop("trace", None)
+        for k in topks:
+            for S in steps:
+                speculative = {**data["speculative"], "steps": S, "topk": k}
+                speculative.pop("draft_tokens", None), speculative.pop("policy", None)
+                point = {"workload.concurrency": batch, "speculative.steps": S, "speculative.topk": k}
+                points.append(sc.validate({**data, "workload": workload, "speculative": speculative}, s.source, point))
+    return points
+
+
+def best_by_batch(summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per batch (concurrency): the steps (and topk) maximising TPS and per-user TPS,
+    `none` counting as steps 0 and winning ties, plus `none`'s own figures and whether to
+    speculate (the TPS pick is not `none`)."""
+    rows = []
+    for batch, runs in summary.groupby("concurrency", sort=True):
+        runs = runs.sort_values(["steps", "topk"], kind="stable")  # none (steps 0) first: it wins ties
+        none = runs[runs.design == BASELINE].iloc[0]
+        by_tps, by_user = runs.loc[runs.tps.idxmax()], runs.loc[runs.per_user_tps.idxmax()]
+        rows.append({"batch": int(batch), "tps_steps": int(by_tps.steps), "tps_topk": int(by_tps.topk),
+                     "tps": by_tps.tps, "speedup": by_tps.tps / none.tps,
+                     "user_steps": int(by_user.steps), "user_topk": int(by_user.topk),
+                     "per_user_tps": by_user.per_user_tps, "per_user_speedup": by_user.per_user_tps / none.per_user_tps,
+                     "none_tps": none.tps, "none_per_user_tps": none.per_user_tps,
+                     "speculate": bool(by_tps.steps > 0)})
+    return pd.DataFrame(rows)
+
+
+def break_even(table: pd.DataFrame) -> int | None:
+    """The smallest batch at which `none` matches or beats the best speculative setting (None:
+    speculation wins at every batch of the table)."""
+    lost = table[~table.speculate.astype(bool)]
+    return int(lost.batch.min()) if len(lost) else None
+
+
+def steps_by_batch(table: pd.DataFrame) -> dict[int, int]:
+    """The TPS picks as a policy table: an entry where the pick changes, the first at batch 1
+    (the smallest batch's pick holds below it too); 0 where not to speculate."""
+    policy, last = {}, None
+    for i, (batch, steps) in enumerate(zip(table.batch, table.tps_steps)):
+        if steps != last:
+            policy[1 if i == 0 else int(batch)] = int(steps)
+            last = steps
+    return policy
+
+
+def recommend(s: sc.Scenario, batches: list[int], steps: list[int], topks: list[int] = (1,),
+              jobs: int = 1, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run the grid; returns (the table of best_by_batch, the grid's summary incl. baselines)."""
+    summary, _ = run_points(grid(s, batches, steps, list(topks)), jobs, progress)
+    return best_by_batch(summary), summary
+
+
+def policy_line(table: pd.DataFrame) -> str:
+    """The `policy:` line to paste under `speculative:` (chain picks only: a policy varies steps)."""
+    chain = table[table.tps_topk == 1]
+    if chain.empty:
+        return "policy: none (every pick is a tree; a policy varies a chain's steps)"
+    policy = steps_by_batch(chain)
+    table_text = ", ".join(f"{b}: {v}" for b, v in policy.items())
+    return (f"policy: {{steps_by_batch: {{{table_text}}}}}   # under speculative:, with steps >= "
+            f"{max(max(policy.values()), 1)}")
+
+
+SHOWN = {"batch": "batch", "tps_steps": "S (TPS)", "tps_topk": "K (TPS)", "tps": "TPS", "speedup": "speedup",
+         "user_steps": "S (user)", "user_topk": "K (user)", "per_user_tps": "user TPS",
+         "per_user_speedup": "user speedup", "none_tps": "none TPS", "none_per_user_tps": "none user TPS",
+         "speculate": "speculate"}
+
+
+def format_recommendation(table: pd.DataFrame) -> str:
+    df = table.copy()
+    if (df.tps_topk == 1).all() and (df.user_topk == 1).all():
+        df = df.drop(columns=["tps_topk", "user_topk"])
+    df["speculate"] = df.speculate.map({True: "yes", False: "no"})
+    with pd.option_context("display.width", 200):
+        return df.rename(columns=SHOWN).to_string(index=False, float_format=lambda x: f"{x:.3g}" if abs(x) < 100
+                                                  else f"{x:.0f}")
+
+
+def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_steps: int | None,
+                  jobs: int | None, out: str | None) -> tuple[Path, pd.DataFrame]:
+    """`mtpsim recommend`: check the options, claim the folder, run the grid, print and write."""
+    batches = parse_sizes(batch, "--batch", MAX_USERS) if batch is not None else list(DEFAULT_BATCHES)
+    topks = parse_sizes(topk, "--topk", 64)
+    s = base_point(path, sets)
+    check_topks(s, topks)
+    steps = candidate_steps(s, max_steps)
+    folder = output_dir(f"{s.name}-recommend", out)
+    started, n = time.perf_counter(), len(batches) * len(steps) * len(topks)
+    table, summary = recommend(s, batches, steps, topks, jobs or default_jobs(n + len(batches)))
+    table.to_csv(folder / "recommend.csv", index=False)
+    summary.to_csv(folder / "grid.csv", index=False)
+    if s.question:
+        print(f"Q: {s.question}")
+    print(f"{s.name}: {s.specs.model.name} on {s.parallel.dp}x{s.parallel.tp} {s.specs.hardware.name}, "
+          f"{s.speculative.design} steps {steps[0]}..{steps[-1]}" + (f", topk {topks}" if topks != [1] else "") +
+          f", priced by {s.specs.pricing}: {n} runs + {len(batches)} baselines in {time.perf_counter() - started:.1f} s\n")
+    print(format_recommendation(table) + "\n")
+    even = break_even(table)
+    print(f"break-even batch: {even if even is not None else f'none within the range (speculation wins up to {batches[-1]})'}")
+    print(policy_line(table))
+    print(f"\nwrote {folder}/")
+    return folder, table
