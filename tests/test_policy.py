@@ -138,7 +138,7 @@ BAD = [  # (id, scenario, key, word)
     ("no-batch-1", _policy({2: 3}), "speculative.policy.steps_by_batch", "batch 1"),
     ("empty", _policy({}), "speculative.policy.steps_by_batch", "batch 1"),
     ("design-none", {**_policy({1: 0}, design="none", draft=None), "acceptance": {}}, "speculative.policy", "no steps"),
-    ("tree", _policy({1: 2}, topk=2), "speculative.policy", "topk"),
+    ("tree", {**_policy({1: 2}, topk=2), "acceptance": {"per_depth_topk": [[0.7, 0.1]] * 3}}, "speculative.policy", "topk"),
     ("unknown-key", {**LLAMA, "speculative": {**LLAMA["speculative"], "policy": {"steps_by_batch": {1: 2}, "steps": 2}}},
      "speculative.policy.steps", "unknown key"),
 ]
