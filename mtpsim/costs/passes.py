@@ -162,8 +162,8 @@ class Pricer:
         attention = [self._attention(shape, q, kv, graphs, work) for q, kv in groups if len(q)]
         work, attn_sources, dynamic = max(attention, key=lambda a: a[0].time_s)
         sources = set(sources) | attn_sources
-        frame = O.pass_frame(batch, int(q_lens.sum()) / max(len(q_lens), 1), float((kv_lens + shape.kv_offset + q_lens).max(initial=0)),
-                             self.layers(shape.part).spec.hidden_size)
+        kv_max = float((kv_lens + shape.kv_offset + q_lens).max(initial=0))
+        frame = O.pass_frame(batch, int(q_lens.sum()) / max(len(q_lens), 1), kv_max, self.layers(shape.part).spec.hidden_size)
         t = self.costs.time(frame, graphs)
         work = (work + Work.of(frame, t)).plus_overhead(self.costs.pass_overhead_s(graphs))
         sources.add(t.source)
