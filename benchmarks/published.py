@@ -36,8 +36,9 @@ BAR = 0.15  # DESIGN §12: within 15% of the reported speedup
 class Case:
     """A published case: its scenario, the column telling its points apart, and what was reported.
 
-    reported: key value -> speedup; reported_al: key value -> accept length (absent = not stated);
-    metric: the summary column that matches what the source measured."""
+    reported: key value -> speedup (or, for a metric that is not a speedup, the absolute figure);
+    reported_al: key value -> accept length (absent = not stated); metric: the summary column that
+    matches what the source measured (decode_speedup, decode_tps_per_gpu: `decode_rates`)."""
 
     id: str
     file: str
@@ -60,15 +61,38 @@ CASES = [
          dict.fromkeys((1, 2, 4, 6, 8), 1.81), metric="per_user_speedup", unit="req/s"),
     Case("P6", "p6-kimi-k2.5-b200.yaml", "concurrency", {16: 0.92}, {16: 1.39}),
     Case("P7", "p7-qwen3-next-h100.yaml", "concurrency", {8: 0.92, 64: 0.68}, {8: 1.37, 64: 1.37}),
+    # decode nodes of a PD-disaggregated deployment: decode rates without the prefill
+    Case("P8", "p8-deepseek-v3-lmsys-mtp.yaml", "steps", {2: 81.5 / 51.0, 3: 82.0 / 51.0}, {2: 2.18, 3: 2.44},
+         metric="decode_speedup", unit="steps"),
+    Case("P8", "p8-deepseek-v3-lmsys-mtp.yaml", "steps", {2: 81.5, 3: 82.0}, {2: 2.18, 3: 2.44},
+         metric="decode_tps_per_gpu", unit="steps"),  # and its plain decode, 51.0 (run_case)
+    Case("P9", "p9-mimo-v2-flash-sglang-dp2.yaml", "concurrency",
+         dict(zip((1, 2, 4, 8, 16, 32, 64), (201, 349, 535, 819, 1168, 1618, 2816))),
+         dict(zip((1, 2, 4, 8, 16, 32, 64), (3.01, 2.92, 2.93, 2.94, 2.94, 2.96, 2.93))), metric="tps"),
 ]
+P8_BASELINE_TPS_PER_GPU = 51.0  # the source's plain decode, overlap off (printed beside P8's rows)
 
 
 def simulate_case(case: Case, jobs: int = 1, sets: tuple[str, ...] = ()) -> pd.DataFrame:
     """A case's sweep points that the source reported, simulated: one summary row each."""
     points = sc.load(FOLDER / case.file, list(sets))
     summary, _ = run_points(points, jobs, progress=False)
+    summary = decode_rates(summary, points[0])
     rows = summary[(summary.point >= 0) & summary[case.key].isin(list(case.reported))]
     return rows.assign(scenario=[points[int(i)] for i in rows.point]).reset_index(drop=True)
+
+
+def decode_rates(summary: pd.DataFrame, s: sc.Scenario) -> pd.DataFrame:
+    """Decode-only rates, for sources whose GPUs never prefill (PD disaggregation): output tokens
+    after the first over the busy time outside prefill passes (every run here keeps its replicas
+    busy from start to end), per GPU; and their ratio to the plain-decode run at the same
+    concurrency. Fixed output lengths only (the published cases')."""
+    out = mean_length(s.workload.output_len)
+    gpus = s.parallel.tp * s.parallel.dp
+    rate = summary.tps * (out - 1) / out / (1 - summary.prefill_share)
+    base = dict(zip(summary.concurrency[summary.design == "none"], rate[summary.design == "none"]))
+    return summary.assign(decode_tps_per_gpu=rate / gpus, decode_tps_per_gpu_none=summary.concurrency.map(base) / gpus,
+                          decode_speedup=rate / summary.concurrency.map(base))
 
 
 def run_case(case: Case, jobs: int = 1, peer: bool = False) -> pd.DataFrame:
@@ -79,13 +103,23 @@ def run_case(case: Case, jobs: int = 1, peer: bool = False) -> pd.DataFrame:
         value = row[case.key]
         reported, predicted = case.reported[value], row[case.metric]
         al = case.reported_al.get(value, math.nan)
+        is_speedup = case.metric.endswith("speedup")
         rows.append({"case": case.id, "point": f"{case.unit} {value:g}", "priced by": row.pricing,
                      "AL reported": al, "AL sim": row.accept_length, "reported": reported,
                      "default": predicted, "roofline": old[case.metric],
                      "error %": 100 * (predicted - reported) / reported,
                      "roofline error %": 100 * (old[case.metric] - reported) / reported,
-                     "r reported": al / reported, "r predicted": row.accept_length / predicted,
+                     "r reported": al / reported if is_speedup else math.nan,
+                     "r predicted": row.accept_length / predicted if is_speedup else math.nan,
+                     "metric": case.metric,
                      "aiconfigurator": peer_speedup(row.scenario, row.accept_length, case.metric) if peer else math.nan})
+    if case.metric == "decode_tps_per_gpu":  # the source's plain-decode rate, a point of its own
+        base, base_roof = default.decode_tps_per_gpu_none.iloc[0], roof.decode_tps_per_gpu_none.iloc[0]
+        reported = P8_BASELINE_TPS_PER_GPU
+        rows.append({"case": case.id, "point": "none", "priced by": default.pricing.iloc[0], "AL reported": 1.0,
+                     "AL sim": 1.0, "reported": reported, "default": base, "roofline": base_roof,
+                     "error %": 100 * (base - reported) / reported, "roofline error %": 100 * (base_roof - reported) / reported,
+                     "r reported": math.nan, "r predicted": math.nan, "metric": case.metric, "aiconfigurator": math.nan})
     return pd.DataFrame(rows)
 
 
@@ -94,7 +128,8 @@ def peer_speedup(s: sc.Scenario, accept_length: float, metric: str) -> float:
     lengths, steps and accept length; NaN where it cannot express the point (rate-driven loads,
     designs other than nextn, models it does not ship)."""
     import aiconfigurator_peer as peer
-    if s.workload.arrival not in ("closed", "batch") or s.speculative.design != "nextn":
+    if s.workload.arrival not in ("closed", "batch") or s.speculative.design != "nextn" \
+            or s.parallel.attention_dp > 1 or metric not in ("speedup", "per_user_speedup"):
         return math.nan
     p = s.parallel
     try:

@@ -208,6 +208,12 @@ class HardwareSpec(Spec):
     memory_capacity_bytes: float = Field(gt=0)
     link_bandwidth_bytes_per_s: float = Field(gt=0)   # per GPU, one direction
     link_latency_s: float = Field(ge=0)               # per collective hop
+    # a node: GPUs on one NVLink / Infinity Fabric domain; collectives over more ranks than this
+    # cross the inter-node network (per GPU, one direction) and pay its latency; None: no network
+    # described, so a replica cannot span nodes
+    gpus_per_node: int = Field(default=8, ge=1)
+    internode_bandwidth_bytes_per_s: float | None = Field(default=None, gt=0)
+    internode_latency_s: float | None = Field(default=None, ge=0)
     launch_overhead_s: float = Field(ge=0)            # per kernel, eager
     graph_launch_overhead_s: float = Field(ge=0)      # per kernel inside a CUDA-graph replay
     efficiency_flops: float = Field(default=0.7, gt=0, le=1)

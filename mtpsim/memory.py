@@ -39,6 +39,14 @@ class MemoryBudget:
     target_kv: tuple[LayerKV, ...]
     draft_kv: tuple[LayerKV, ...]
     reserved_tokens: int
+    groups: int = 1  # DP attention groups in a replica, each with its own KV pool of kv_budget_bytes
+
+    @property
+    def replica_kv_budget_bytes(self) -> float:
+        """KV bytes per GPU summed over a replica's attention groups: each group's GPUs hold only
+        its own requests' KV, so a replica admits `groups` times one GPU's budget (pooled: the
+        round-robin split keeps the groups' loads equal)."""
+        return self.kv_budget_bytes * self.groups
 
     @property
     def kv_bytes_per_token(self) -> float:
@@ -69,7 +77,8 @@ def memory_budget(pricer: Pricer, design: DesignShape) -> MemoryBudget:
     """Per-GPU budget for a design: the design's record says how many draft layers hold weights
     (and KV), and of which part; the pricer says what a part's weights weigh."""
     hw, model, rec = pricer.hw, pricer.model, design.record
-    embedding = 0.0 if model.tie_embeddings else model.vocab_size * model.hidden_size * 2 / pricer.par.tp
+    # the embedding splits like the LM head: over the attention GPUs (all tp without DP attention)
+    embedding = 0.0 if model.tie_embeddings else model.vocab_size * model.hidden_size * 2 / pricer.par.attention_tp
     target_w = pricer.weight_bytes("target") + embedding
     draft_w, draft_kv = 0.0, ()
     if rec.layer_part is not None:
@@ -78,13 +87,14 @@ def memory_budget(pricer: Pricer, design: DesignShape) -> MemoryBudget:
         draft_kv = part_kv(pricer, rec.layer_part) * layers if rec.has_draft_kv else ()
     budget = hw.memory_capacity_bytes * hw.usable_memory_fraction - target_w - draft_w
     return MemoryBudget(hw.memory_capacity_bytes, target_w, draft_w, max(budget, 0.0),
-                        part_kv(pricer, "target"), draft_kv, design.reserved_tokens)
+                        part_kv(pricer, "target"), draft_kv, design.reserved_tokens, pricer.par.attention_dp)
 
 
 def part_kv(pricer: Pricer, part: str) -> tuple[LayerKV, ...]:
-    """One LayerKV per layer of a part that keeps KV or state of its own."""
+    """One LayerKV per layer of a part that keeps KV or state of its own, on one GPU of an
+    attention group (KV heads split over its attention_tp GPUs)."""
     spec = pricer.layers(part)
-    kv_dtype, tp = pricer.model.dtypes.kv_cache, pricer.par.tp
+    kv_dtype, tp = pricer.model.dtypes.kv_cache, pricer.par.attention_tp
     out = []
     for count, ref in spec.groups:
         att = spec.spec.attention_kinds[ref.attention]

@@ -39,12 +39,25 @@ class Parallel(Section):
     tp: int = Field(default=1, ge=1, le=MAX_GPUS)   # GPUs per replica
     ep: int = Field(default=1, ge=1, le=MAX_GPUS)   # expert groups within a replica
     dp: int = Field(default=1, ge=1, le=MAX_GPUS)   # independent replicas
+    # DP attention (SGLang --dp-size with --enable-dp-attention): attention groups inside a
+    # replica, each with its own requests and KV, attention sharded over tp / attention_dp GPUs;
+    # the MoE layers still span all tp GPUs (costs/dp_attention.py)
+    attention_dp: int = Field(default=1, ge=1, le=MAX_GPUS)
+    gpus_per_node: int | None = Field(default=None, ge=1, le=MAX_GPUS)  # None: the hardware's
 
     @model_validator(mode="after")
     def _ep_divides_tp(self) -> "Parallel":
         if self.tp % self.ep:
             raise ValueError(f"ep ({self.ep}) must divide tp ({self.tp})")
+        # SGLang server_args.py _handle_data_parallelism: assert tp_size % dp_size == 0
+        if self.tp % self.attention_dp:
+            raise ValueError(f"attention_dp ({self.attention_dp}) must divide tp ({self.tp})")
         return self
+
+    @property
+    def attention_tp(self) -> int:
+        """GPUs one attention group shards its heads over (SGLang attn_tp_size = tp / dp)."""
+        return self.tp // self.attention_dp
 
 
 Design = Literal[DESIGNS]  # none | nextn | multi_layer | frozen_kv | parallel_heads (designs.py)

@@ -26,7 +26,8 @@ def build_pricer(scenario, costs=None) -> Pricer:
     return Pricer(s.specs.model, s.specs.hardware, costs or build_costs(s), tp=s.parallel.tp,
                   ep=s.parallel.ep, assistant=s.specs.assistant, moe_skew=s.cost.moe_skew,
                   cuda_graphs=s.engine.cuda_graphs, max_graph_batch=s.engine.max_graph_batch,
-                  heads=s.speculative.steps, draft=s.specs.draft)
+                  heads=s.speculative.steps, draft=s.specs.draft, attention_dp=s.parallel.attention_dp,
+                  gpus_per_node=s.parallel.gpus_per_node)
 
 
 __all__ = ["PassCost", "PassShape", "Pricer", "build_costs", "build_pricer"]

@@ -20,7 +20,8 @@ op's flops, bytes and the measured median `time_s`. An op is priced by, in order
   affinely as above;
 - `roofline`: families the profile does not hold (linear-attention state; elementwise, argmax
   and pass framing in a converted GPU profile: bytes plus the launch figures) and collectives
-  at rank counts no table measured.
+  at rank counts no table measured or spanning nodes (the tables are one node's; roofline.py
+  adds the network leg).
 
 Stand-ins, labelled with the rows they came from: query-only (frozen-KV) and sliding-window
 attention without a table of their own use the GQA decode rows (the same kernel over a capped
@@ -149,7 +150,7 @@ class CalibratedCosts:
     def predict(self, op: Op) -> tuple[float, str] | None:
         """(seconds, source) from the profile, or None for the plain roofline."""
         point = lookup_point(op, self.kv_key)
-        if point is None:
+        if point is None or op.shape.get("nodes", 1) > 1:  # the tables measured one node's collectives
             return None
         family, keys, dims, x = point
         tables, stand_in = self._tables(family, keys)

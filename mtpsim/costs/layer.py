@@ -19,6 +19,7 @@ import numpy as np
 
 from mtpsim.catalog import AttentionSpec, FFNSpec, load_model
 from mtpsim.costs import ops as O
+from mtpsim.costs.dp_attention import dp_layer_ops
 from mtpsim.shrink import shrink_layer
 
 # layer kind -> (catalog model, attention kind, ffn kind, query_only)
@@ -39,15 +40,20 @@ def decoder_layer_ops(att: AttentionSpec, ffn: FFNSpec, d: int, tokens: int, att
     projections, `core` (the attention core, when the caller has one KV shape for the batch),
     FFN or router + experts + shared experts, the elementwise work, the two tp all-reduces,
     the layer glue (`glue`: only a profile with whole-layer timings prices it) and the ep
-    all-to-all of an MoE layer. Collectives a single GPU does not run are left out."""
+    all-to-all of an MoE layer. Collectives a single GPU does not run are left out. Under DP
+    attention (`par.attention_dp` > 1) the layer is costs/dp_attention.py's."""
+    if par.attention_dp > 1:
+        return dp_layer_ops(att, ffn, d, tokens, attn_dtype, ffn_dtype, expert_dtype, par, query_only, skew, act, glue)
     ops = O.attention_projections(att, d, tokens, attn_dtype, par, query_only, act)
     ops += [core] if core is not None else []
     ops += O.ffn_ops(ffn, d, tokens, ffn_dtype, expert_dtype, par, skew, act)
-    ops += [O.layer_elementwise(tokens, d, act), O.allreduce(tokens, d, par.tp, act), O.allreduce(tokens, d, par.tp, act)]
+    nodes = par.nodes(par.tp)
+    ops += [O.layer_elementwise(tokens, d, act), O.allreduce(tokens, d, par.tp, act, nodes),
+            O.allreduce(tokens, d, par.tp, act, nodes)]
     if glue:
         ops.append(O.layer_glue(O.layer_kind(att, ffn, query_only), tokens, d))
     if ffn.kind == "moe":
-        ops.append(O.alltoall(tokens, ffn.top_k, d, par.ep, act))
+        ops.append(O.alltoall(tokens, ffn.top_k, d, par.ep, act, par.nodes(par.ep)))
     return [op for op in ops if op is not None]
 
 

@@ -41,13 +41,27 @@ class Op:
 
 @dataclass(frozen=True)
 class Parallel:
+    """A replica's sharding: tp GPUs, ep expert groups, attention_dp attention groups (DP
+    attention), on nodes of gpus_per_node GPUs."""
+
     tp: int = 1
     ep: int = 1
+    attention_dp: int = 1
+    gpus_per_node: int = 8
 
     @property
     def expert_shard(self) -> int:
         """GPUs one expert is split over."""
         return self.tp // self.ep
+
+    @property
+    def attention_tp(self) -> int:
+        """GPUs one attention group's heads are split over."""
+        return self.tp // self.attention_dp
+
+    def nodes(self, ranks: int) -> int:
+        """Nodes a collective over `ranks` consecutive GPUs spans."""
+        return max(1, math.ceil(ranks / self.gpus_per_node))
 
 
 def gemm(name: str, m: int, k: int, n: int, dtype: str, *, family: str = "gemm", kernels: int = 1,
@@ -291,19 +305,45 @@ def _head_kind(op: Op, kind: str) -> Op:
     return op
 
 
-def allreduce(tokens: int, d: int, tp: int, act: str = ACT) -> Op | None:
-    """Tensor-parallel all-reduce of a tokens x d activation (one per attention, one per FFN)."""
+def allreduce(tokens: int, d: int, tp: int, act: str = ACT, nodes: int = 1, name: str = "comm.allreduce") -> Op | None:
+    """Tensor-parallel all-reduce of a tokens x d activation (one per attention, one per FFN).
+    `nodes` > 1: the ranks span nodes (the shape says so; roofline.py prices the network leg)."""
     if tp == 1:
         return None
     size = tokens * d * DTYPE_BYTES[act]
-    return Op("comm.allreduce", "allreduce", comm_bytes=size, shape={"bytes": size, "ranks": tp})
+    return Op(name, "allreduce", comm_bytes=size, shape={"bytes": size, "ranks": tp, **_spans(nodes)})
 
 
-def alltoall(tokens: int, top_k: int, d: int, ep: int, act: str = ACT) -> Op | None:
+def alltoall(tokens: int, top_k: int, d: int, ep: int, act: str = ACT, nodes: int = 1) -> Op | None:
     """Expert-parallel dispatch + combine: each routed copy of a token crosses once each way.
     Shape: the tokens each rank sends, their width and top-k, as measured all-to-all tables key them."""
     if ep == 1:
         return None
     size = 2 * tokens * top_k * d * DTYPE_BYTES[act] / ep
     return Op("comm.alltoall", "alltoall", comm_bytes=size, kernels=2,
-              shape={"bytes": size, "ranks": ep, "tokens": tokens, "top_k": top_k, "d": d})
+              shape={"bytes": size, "ranks": ep, "tokens": tokens, "top_k": top_k, "d": d, **_spans(nodes)})
+
+
+def dispatch_combine(tokens_per_rank: int, top_k: int, d: int, ranks: int, act: str = ACT, nodes: int = 1) -> Op | None:
+    """Wide-EP dispatch + combine (DeepEP, DP attention): each rank sends its own tokens' routed
+    copies to the experts' ranks and takes the outputs back, 2 * tokens * top_k * d activations
+    (the bytes measured DeepEP low-latency tables record for `tokens` per rank)."""
+    if ranks == 1:
+        return None
+    size = 2 * tokens_per_rank * top_k * d * DTYPE_BYTES[act]
+    return Op("comm.dispatch_combine", "alltoall", comm_bytes=size, kernels=2,
+              shape={"bytes": size, "ranks": ranks, "tokens": tokens_per_rank, "top_k": top_k, "d": d, **_spans(nodes)})
+
+
+def mlp_sync(ranks: int, nodes: int = 1) -> Op | None:
+    """DP attention's per-batch sync of token counts: every rank all-gathers a few int64s
+    (SGLang scheduler_dp_attn_mixin.py prepare_mlp_sync_batch_raw: MLPSyncBatchInfo, 6 per rank,
+    over the tp group's NCCL group when overlap scheduling is off, else its gloo CPU group).
+    Priced as a collective of that many bytes: a latency term."""
+    size = 6 * 8 * ranks
+    return Op("comm.mlp_sync", "allreduce", comm_bytes=size, shape={"bytes": size, "ranks": ranks, **_spans(nodes)})
+
+
+def _spans(nodes: int) -> dict:
+    """The `nodes` shape key of a collective that crosses nodes (absent within one node)."""
+    return {"nodes": nodes} if nodes > 1 else {}

@@ -141,9 +141,10 @@ class Pricer:
 
     def __init__(self, model: ModelSpec, hardware: HardwareSpec, costs, *, tp: int = 1, ep: int = 1,
                  assistant: ModelSpec | None = None, moe_skew: float = 0.0, cuda_graphs: bool = True,
-                 max_graph_batch: int = 256, heads: int = 1, draft: ModelSpec | None = None):
+                 max_graph_batch: int = 256, heads: int = 1, draft: ModelSpec | None = None,
+                 attention_dp: int = 1, gpus_per_node: int | None = None):
         self.model, self.hw, self.costs, self.assistant, self.draft = model, hardware, costs, assistant, draft
-        self.par = O.Parallel(tp, ep)
+        self.par = O.Parallel(tp, ep, attention_dp, gpus_per_node or hardware.gpus_per_node)
         self.skew, self.graphs, self.max_graph_batch = moe_skew, cuda_graphs, max_graph_batch
         self.heads = heads  # parallel_heads: how many heads run (one per step)
         self.act = model.dtypes.activations
@@ -152,35 +153,57 @@ class Pricer:
 
     # ------------------------------------------------------------------ public
     def price(self, shape: PassShape, q_lens: np.ndarray, kv_lens: np.ndarray, keep_ops: bool = False) -> PassCost:
-        """Time of `shape` over a batch: request i adds q_lens[i] tokens after kv_lens[i] cached."""
-        batch = len(q_lens)
+        """Time of `shape` over a batch: request i adds q_lens[i] tokens after kv_lens[i] cached.
+        Under DP attention the batch is split over the attention groups (`_groups`); every group
+        runs the largest group's shapes and the pass waits for the slowest group's attention."""
+        groups = self._groups(q_lens, kv_lens)
+        batch = max(len(q) for q, _ in groups)
         graphs = self.uses_graphs(shape, batch)
         rows = self.padded_batch(batch) if graphs else batch
-        tokens = int(q_lens.sum()) if shape.kind == "prefill" else rows * shape.tokens_per_request
+        tokens = max(int(q.sum()) for q, _ in groups) if shape.kind == "prefill" else rows * shape.tokens_per_request
         logits = (batch if shape.kind == "prefill" else rows) * shape.logits_per_request
         static, work, sources = self.static_ops(shape.part, shape.layer, tokens, logits, graphs, shape.from_target)
-        sources, dynamic = set(sources), []
-        for att, count, kv_dtype in self._attention_kinds(shape.part):
-            op = O.attention_core(att, q_lens, kv_lens, kv_dtype, self.par.tp, self.act,
-                                  cached=shape.kv_offset, tree_keys=shape.tree_keys)
-            t = self.costs.time(op, graphs)
-            work += Work.of(op, t, count)
-            sources.add(t.source)
-            dynamic.append((op, t, count))
-        if shape.compact_tokens:
+        # groups without requests run an idle batch: the same shapes, no attention to wait for
+        attention = [self._attention(shape, q, kv, graphs, work) for q, kv in groups if len(q)]
+        work, attn_sources, dynamic = max(attention, key=lambda a: a[0].time_s)
+        sources = set(sources) | attn_sources
+        if shape.compact_tokens:  # each GPU compacts its own group's accepted paths
             op = O.kv_copy(batch * shape.compact_tokens, self.kv_bytes_per_token(shape.part))
             t = self.costs.time(op, False)  # eagle_info.py `verify` runs it eagerly, after the captured forward
             work += Work.of(op, t)
             sources.add(t.source)
             dynamic.append((op, t, 1))
-        frame = O.pass_frame(batch, int(q_lens.sum()) / max(batch, 1), float((kv_lens + shape.kv_offset + q_lens).max(initial=0)),
-                             self.layers(shape.part).spec.hidden_size)
+        kv_max = float((kv_lens + shape.kv_offset + q_lens).max(initial=0))
+        frame = O.pass_frame(batch, int(q_lens.sum()) / max(len(q_lens), 1), kv_max, self.layers(shape.part).spec.hidden_size)
         t = self.costs.time(frame, graphs)
         work = (work + Work.of(frame, t)).plus_overhead(self.costs.pass_overhead_s(graphs))
         sources.add(t.source)
         dynamic.append((frame, t, 1))
         return PassCost.of(shape.kind, shape.part, tokens, work, tuple(sorted(sources)),
                            static + tuple(dynamic) if keep_ops else ())
+
+    def _groups(self, q_lens: np.ndarray, kv_lens: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The batch's requests split over the attention groups: request i to group i mod G, so
+        group sizes differ by at most one, as SGLang's round-robin dispatch by arrival keeps
+        them while requests retire in arrival order (managers/data_parallel_controller.py).
+        One group (no DP attention): the whole batch."""
+        n = self.par.attention_dp
+        if n == 1:
+            return [(q_lens, kv_lens)]
+        return [(q_lens[g::n], kv_lens[g::n]) for g in range(n)]
+
+    def _attention(self, shape: PassShape, q_lens: np.ndarray, kv_lens: np.ndarray, graphs: bool, work: Work):
+        """`work` plus the attention cores of a part over some requests, on one GPU of their
+        group: (Work, sources, [(op, time, count)])."""
+        sources, ops = set(), []
+        for att, count, kv_dtype in self._attention_kinds(shape.part):
+            op = O.attention_core(att, q_lens, kv_lens, kv_dtype, self.par.attention_tp, self.act,
+                                  cached=shape.kv_offset, tree_keys=shape.tree_keys)
+            t = self.costs.time(op, graphs)
+            work += Work.of(op, t, count)
+            sources.add(t.source)
+            ops.append((op, t, count))
+        return work, sources, ops
 
     def weight_bytes(self, part: str, shared_head: bool = True) -> float:
         """Weight bytes of a part on one GPU: its ops over enough tokens to touch every expert, fc
@@ -237,9 +260,11 @@ class Pricer:
 
     def _edge_ops(self, part: str, tokens: int, logits: int, from_target: bool = False) -> list[O.Op | None]:
         """What a part runs outside its layers: input projections and the LM head."""
-        m, tp, dt, act = self.model, self.par.tp, self.model.dtypes, self.act
+        # the head's vocabulary splits over the attention GPUs (all tp without DP attention)
+        m, tp, dt, act = self.model, self.par.attention_tp, self.model.dtypes, self.act
         if part == "target":
-            return O.lm_head_ops(m, logits, dt.lm_head, tp, act=act) + [_sample(m.lm_head, logits, m.vocab_size, tp, act)]
+            return O.lm_head_ops(m, logits, dt.lm_head, tp, act=act) + [_sample(m.lm_head, logits, m.vocab_size, tp, act)] \
+                + self._mlp_sync()
         if part == "mtp" and self.draft is not None:
             return self._draft_edge_ops(tokens, logits, from_target)
         if part in ("mtp", "heads"):
@@ -259,12 +284,17 @@ class Pricer:
         layers it reads (fused_target_layers x backbone width -> hidden); fed its own last hidden
         (the chained draft passes) it skips the fc. The embedding is the target's; the LM head is
         its own, over its pruned vocabulary (a d2t table maps the winners to target tokens)."""
-        d, tp, act = self.draft, self.par.tp, self.act
+        d, tp, act = self.draft, self.par.attention_tp, self.act
         fc = [O.gemm("draft.fc", tokens, d.fused_target_layers * d.backbone_hidden_size, d.hidden_size,
                      d.dtypes.dense_ffn, act=act)] if d.fused_target_layers and from_target else []
         vocab = d.draft_vocab_size or d.vocab_size
         return fc + O.lm_head_ops(d, logits, d.dtypes.lm_head, tp, vocab=vocab, act=act) + \
             [_sample(d.lm_head, logits, vocab, tp, act)]
+
+    def _mlp_sync(self) -> list[O.Op]:
+        """DP attention: the token-count sync once per target forward (one scheduler batch)."""
+        par = self.par
+        return [O.mlp_sync(par.tp, par.nodes(par.tp))] if par.attention_dp > 1 else []
 
     @lru_cache(maxsize=8)
     def _attention_kinds(self, part: str):

@@ -101,9 +101,29 @@ class RooflineCosts:
         the latency grows per doubling of the ranks and the link runs at its fitted fraction."""
         if op.family not in F.COLLECTIVES:
             return 0.0
-        ranks = op.shape["ranks"]
-        link_s = float(F.share(op.family, ranks)) * op.comm_bytes / self.hw.link_bandwidth_bytes_per_s
+        ranks, nodes = op.shape["ranks"], op.shape.get("nodes", 1)
+        if nodes > 1:
+            return self._internode_s(op, ranks, nodes)
+        return self._intranode_s(op, op.comm_bytes, ranks)
+
+    def _intranode_s(self, op: Op, comm_bytes: float, ranks: int) -> float:
+        link_s = float(F.share(op.family, ranks)) * comm_bytes / self.hw.link_bandwidth_bytes_per_s
         p = self.floor_params(op)
         if p is None:
             return self.hw.link_latency_s + link_s
         return float(F.predict(p, 0.0, link_s, ranks))
+
+    def _internode_s(self, op: Op, ranks: int, nodes: int) -> float:
+        """A collective over `ranks` GPUs on `nodes` nodes of g = ranks / nodes: a leg inside each
+        node over NVLink plus a leg over each GPU's own network link, added (the network leg
+        dominates). All-reduce, hierarchical: reduce-scatter and all-gather inside the node
+        (2(g-1)/g of the buffer), an all-reduce of the GPU's 1/g shard across nodes
+        (2(n-1)/n of it). All-to-all: (g-1)/r of the buffer goes to peers on the node, (r-g)/r
+        over the network."""
+        g, hw, b = ranks // nodes, self.hw, op.comm_bytes
+        if op.family == "allreduce":
+            intra, inter = b, 2 * (nodes - 1) / nodes * b / g
+        else:
+            intra, inter = b * g / ranks, b * (ranks - g) / ranks
+        leg = self._intranode_s(op, intra, g) if g > 1 else 0.0
+        return leg + hw.internode_latency_s + inter / hw.internode_bandwidth_bytes_per_s

@@ -30,7 +30,7 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
                     s.engine.overlap_schedule, s.engine.chunked_prefill_tokens, s.speculative.policy)
     cap = s.specs.engine.max_running(design.design, s.engine.max_running_requests,
                                      "max_running_requests" in s.engine.model_fields_set)
-    replicas = [Replica(i, Scheduler(cap, budget.kv_budget_bytes, budget.request_bytes))
+    replicas = [Replica(i, Scheduler(cap, budget.replica_kv_budget_bytes, budget.request_bytes))
                 for i in range(s.parallel.dp)]
     arrivals = Arrivals(env, Router([r.scheduler for r in replicas]), replicas,
                         _request_factory(env, profile, design, np.random.default_rng([s.seed, 2])))

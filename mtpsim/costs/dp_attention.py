@@ -1,0 +1,77 @@
+"""DP attention with wide expert parallelism, as SGLang runs it (`--dp-size G --enable-dp-attention`).
+
+A replica of `tp` GPUs holds `G = attention_dp` attention groups of `a = tp / G` GPUs each
+(SGLang layers/dp_attention.py compute_dp_attention_world_info: attn_tp_size = tp_size // dp_size).
+Each group serves its own requests and keeps their KV; its attention weights are replicated across
+the groups and sharded over its `a` GPUs. The MoE layers span all `tp` GPUs. Per layer and GPU:
+
+- attention over the group's tokens, heads / a, and one all-reduce over the `a` attention GPUs
+  (SGLang reduce-scatters after attention and all-gathers before the next one when the MLP runs
+  scattered: the same traffic as one all-reduce);
+- the MLP, one of SGLang's two layouts:
+  * wide EP, `ep == tp` (`--moe-a2a-backend deepep`, which sets ep_size = tp_size in
+    server_args.py; SGLang's recipes pair it with `--moe-dense-tp-size 1`): each GPU routes its
+    own tokens (the group's, split over its `a` GPUs); dispatch and combine all-to-all over the
+    `tp` ranks (layers/moe/token_dispatcher/deepep.py, low-latency kernels in decode); each GPU's
+    E / ep experts see every group's routed tokens; shared experts and dense FFN layers are
+    replicated and run on the GPU's own tokens;
+  * gathered TP, `ep < tp` (no a2a backend): every group's tokens are all-gathered over the `tp`
+    GPUs (dp_attention.py dp_gather, MAX_LEN padding under CUDA graphs: each group padded to the
+    largest), the MLP runs tensor/expert-parallel on all of them and the output is
+    reduce-scattered back (dp_reduce_scatter_tensor): the traffic of one all-reduce of the
+    gathered tokens.
+- the LM head per group, vocabulary over its `a` GPUs (`--enable-dp-lm-head`, which SGLang's
+  DP-attention recipes set).
+
+Every group runs the same shapes: SGLang pads each group to the largest group's batch (the CUDA
+graph batch is the max of the gathered token counts; a group with no requests runs an idle batch,
+scheduler_dp_attn_mixin.py get_idle_batch), so token-count ops are priced at the slowest group's
+tokens; the attention core, which depends on each group's KV, is priced per group and the slowest
+taken (passes.py). Torch-free.
+"""
+from __future__ import annotations
+
+import math
+
+from mtpsim.catalog import AttentionSpec, FFNSpec
+from mtpsim.costs import ops as O
+
+
+def wide_ep(par: O.Parallel) -> bool:
+    """Whether the MLP runs wide EP (DeepEP all-to-all) rather than gathered TP."""
+    return par.ep == par.tp
+
+
+def dp_layer_ops(att: AttentionSpec, ffn: FFNSpec, d: int, tokens: int, attn_dtype: str, ffn_dtype: str,
+                 expert_dtype: str, par: O.Parallel, query_only: bool = False, skew: float = 0.0,
+                 act: str = O.ACT, glue: bool = False) -> list[O.Op]:
+    """One decoder layer on one GPU under DP attention; `tokens`: one group's tokens (every group
+    is padded to the largest)."""
+    a = par.attention_tp
+    ops = O.attention_projections(att, d, tokens, attn_dtype, O.Parallel(a), query_only, act)
+    ops.append(O.allreduce(tokens, d, a, act, nodes=par.nodes(a)))
+    ops += mlp_ops(ffn, d, tokens, ffn_dtype, expert_dtype, par, skew, act)
+    ops.append(O.layer_elementwise(tokens, d, act))
+    if glue:
+        ops.append(O.layer_glue(O.layer_kind(att, ffn, query_only), tokens, d))
+    return [op for op in ops if op is not None]
+
+
+def mlp_ops(ffn: FFNSpec, d: int, tokens: int, dtype: str, expert_dtype: str, par: O.Parallel,
+            skew: float = 0.0, act: str = O.ACT) -> list[O.Op | None]:
+    """The MLP of one layer on one GPU: wide EP or gathered TP (module docstring)."""
+    everyone = par.attention_dp * tokens  # tokens of all groups, padding included
+    if not wide_ep(par):
+        gather = O.allreduce(everyone, d, par.tp, act, nodes=par.nodes(par.tp), name="comm.dp_gather_scatter")
+        return [gather, *O.ffn_ops(ffn, d, everyone, dtype, expert_dtype, O.Parallel(par.tp, par.ep), skew, act)]
+    own = math.ceil(tokens / par.attention_tp)  # scattered over the group's attention GPUs
+    if ffn.kind == "dense":
+        return O.ffn_ops(ffn, d, own, dtype, expert_dtype, O.Parallel(), skew, act)
+    ops = [O.gemm("moe.router", own, d, ffn.num_experts, act, kernels=2, act=act),
+           O.moe_experts(ffn, d, everyone, expert_dtype, O.Parallel(par.tp, par.ep), skew, act),
+           O.dispatch_combine(own, ffn.top_k, d, par.tp, act, nodes=par.nodes(par.tp))]
+    if ffn.num_shared_experts:
+        inter = ffn.num_shared_experts * (ffn.shared_intermediate_size or ffn.expert_intermediate_size)
+        ops += [O.gemm("moe.shared_gate_up", own, d, 2 * inter, expert_dtype, act=act),
+                O.gemm("moe.shared_down", own, inter, d, expert_dtype, act=act)]
+    return ops

@@ -1,0 +1,119 @@
+"""DP attention (costs/dp_attention.py, Pricer._groups): the batch splits over attention groups,
+the pass waits for the slowest group, memory shards over tp / attention_dp, bad layouts are one
+line naming the key, and the two published DP-attention scenarios load and price."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mtpsim import cli
+from mtpsim.catalog import load_hardware, load_model
+from mtpsim.costs import ops as O
+from mtpsim.costs.passes import PassShape, Pricer
+from mtpsim.costs.roofline import RooflineCosts
+from mtpsim.designs import DesignShape
+from mtpsim.memory import memory_budget
+from mtpsim.schema import Speculative
+from tests.test_bad_input import BASE, one_line_error
+
+PUBLISHED = Path(__file__).resolve().parent.parent / "scenarios" / "published"
+DECODE = PassShape("decode", "target", 1, 1)
+SHORT, LONG = 256, 60_000
+
+
+def pricer(model="deepseek-v3", **kw) -> Pricer:
+    hw = load_hardware("h200")
+    return Pricer(load_model(model), hw, RooflineCosts(hw), **kw)
+
+
+def decode_s(p: Pricer, kv: list[int]) -> float:
+    return p.price(DECODE, np.ones(len(kv), np.int64), np.array(kv, np.int64)).time_s
+
+
+def test_attention_dp_1_is_the_tp_pricer():
+    kv = [SHORT, LONG, 3000, 17]
+    assert decode_s(pricer(tp=8, ep=8, attention_dp=1), kv) == decode_s(pricer(tp=8, ep=8), kv)
+
+
+def test_the_pass_waits_for_the_slowest_group():
+    """Requests go to group i mod 2: [L, S, L, S] puts both long ones in group 0, which decides
+    the pass, exactly as if every request were long; balancing them ([L, L, S, S]) is faster."""
+    p = pricer(tp=8, ep=8, attention_dp=2)
+    skewed = decode_s(p, [LONG, SHORT, LONG, SHORT])
+    assert skewed == pytest.approx(decode_s(p, [LONG, LONG, LONG, LONG]), rel=1e-12)
+    assert skewed > decode_s(p, [LONG, LONG, SHORT, SHORT]) * 1.001
+
+
+def test_a_group_without_requests_runs_the_same_shapes():
+    """Batch 1 over 2 groups: one group idles, but its GPUs still run the collectives, so the
+    pass costs what one request on a group of 4 GPUs costs, not less."""
+    p = pricer(tp=8, ep=8, attention_dp=2)
+    one = decode_s(p, [LONG])
+    assert one == pytest.approx(decode_s(p, [LONG, LONG]), rel=1e-12)  # 1 per group either way (graph bucket 1)
+    ops = p.price(DECODE, np.ones(1, np.int64), np.array([LONG]), keep_ops=True).ops
+    names = {op.name for op, _, _ in ops}
+    assert {"comm.dispatch_combine", "comm.mlp_sync"} <= names
+
+
+def test_memory_shards_over_the_attention_gpus():
+    """Llama-3.1-8B (32 layers, d 4096, 32 heads, 8 KV heads of 128, bf16) on tp 8: with 2
+    attention groups of 4 GPUs each GPU holds twice the attention weights and KV heads of TP8
+    (the dense FFN stays split over all 8: no wide EP), and twice the LM head and embedding."""
+    design = DesignShape.of(Speculative())
+    tp8 = memory_budget(pricer("llama-3.1-8b", tp=8), design)
+    dp2 = memory_budget(pricer("llama-3.1-8b", tp=8, attention_dp=2), design)
+    layers, d, hd, bf16 = 32, 4096, 128, 2
+    attention = d * 32 * hd + d * 8 * 2 * hd + 32 * hd * d  # q, k + v, o: all heads
+    head_and_embedding = 2 * 128256 * d
+    expected = (layers * attention + head_and_embedding) * bf16 * (1 / 4 - 1 / 8)
+    assert dp2.target_weight_bytes - tp8.target_weight_bytes == pytest.approx(expected, rel=1e-9)
+    assert tp8.kv_bytes_per_token == layers * 2 * 1 * hd * bf16     # 1 KV head per GPU at TP8
+    assert dp2.kv_bytes_per_token == layers * 2 * 2 * hd * bf16     # 2 per GPU of a 4-GPU group
+    assert dp2.replica_kv_budget_bytes == pytest.approx(2 * dp2.kv_budget_bytes)
+
+
+def test_collectives_across_nodes_pay_the_network():
+    hw = load_hardware("h200")
+    costs = RooflineCosts(hw)
+    inside = O.dispatch_combine(64, 8, 7168, 8)
+    across = O.dispatch_combine(64, 8, 7168, 16, nodes=2)
+    assert costs.time(across, True).comm_s > costs.time(inside, True).comm_s + hw.internode_latency_s
+    off_node = across.comm_bytes / 2  # half of 16 ranks are on the other node
+    assert costs.time(across, True).comm_s >= off_node / hw.internode_bandwidth_bytes_per_s
+
+
+def write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("parallel, key, word", [
+    ("{tp: 8, attention_dp: 3}", "parallel", "must divide tp"),
+    ("{tp: 6, attention_dp: 2}", "parallel.attention_dp", "tp / attention_dp = 3"),
+    ("{tp: 16, ep: 16, attention_dp: 16, gpus_per_node: 6}", "parallel.tp", "multiple"),
+])
+def test_bad_dp_layouts_are_one_line(tmp_path, capsys, parallel, key, word):
+    text = BASE.replace("parallel: {tp: 8}", f"parallel: {parallel}")
+    if "tp: 6" in parallel:  # deepseek-v3's 128 heads over 3 GPUs per group
+        text = text.replace("deepseek-v3", "llama-3.1-8b").replace("design: nextn", "design: none")
+    one_line_error(capsys, ["cost", write(tmp_path, text)], key, word)
+
+
+def test_a_replica_over_nodes_needs_a_network(tmp_path, capsys):
+    text = BASE.replace("hardware: h200", "hardware: mi300x").replace("parallel: {tp: 8}", "parallel: {tp: 16, ep: 16}")
+    one_line_error(capsys, ["cost", write(tmp_path, text)], "parallel.tp", "inter-node")
+
+
+@pytest.mark.parametrize("name", ["p8-deepseek-v3-lmsys-mtp.yaml", "p9-mimo-v2-flash-sglang-dp2.yaml"])
+def test_published_dp_scenarios_price(name, capsys):
+    assert cli.main(["cost", str(PUBLISHED / name)]) == 0
+    assert "calibrated:h200-sglang" in capsys.readouterr().out
+
+
+def test_p9_runs_tiny(capsys, tmp_path):
+    argv = ["run", str(PUBLISHED / "p9-mimo-v2-flash-sglang-dp2.yaml"), "--set", "workload.output_len=8",
+            "--set", "workload.concurrency=2", "--set", "workload.num_requests=4", "--out", str(tmp_path)]
+    assert cli.main(argv) == 0
