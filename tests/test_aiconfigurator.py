@@ -169,9 +169,19 @@ def test_stand_ins_are_labelled(costs):
 
 def test_moe_priced_at_its_measured_shape(costs):
     ffn = FFNSpec(kind="moe", num_experts=256, top_k=8, expert_intermediate_size=2048)
-    op = O.moe_experts(ffn, 7168, 4, "fp8", O.Parallel(tp=8, ep=1))
-    t = costs.time(op, True)
+    timed = O.moe_experts(ffn, 7168, 4, "fp8", O.Parallel(tp=8, ep=1), touched=32)  # round-robin: 4 x 8 experts
+    t = costs.time(timed, True)
     assert t.source == "calibrated" and t.total_s == pytest.approx(0.034e-3, rel=1e-6)
+    # random routing touches fewer (31.2 expected): the timed row's time, moved to that op's work
+    random = O.moe_experts(ffn, 7168, 4, "fp8", O.Parallel(tp=8, ep=1))
+    r = costs.time(random, True)
+    assert r.source == "calibrated-scaled" and r.total_s <= t.total_s
+
+
+def test_balanced_rows_are_labelled_with_the_experts_the_kernel_touched():
+    """aiconfigurator's balanced_logits is round-robin: min(E, T * k) distinct experts."""
+    from mtpsim.calibration.aic_rows import balanced_touched
+    assert [balanced_touched(256, 8, t) for t in (1, 4, 31, 32, 64)] == [8, 32, 248, 256, 256]
 
 
 def test_cli_refuses_an_existing_folder_and_needs_out(profile, capsys):

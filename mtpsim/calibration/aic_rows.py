@@ -20,8 +20,12 @@ bytes are the ones the cost model prices with. Conventions, applied here and now
   next one, and meta.yaml says so (`choose_dtypes`).
 - Kernel sources: where a table holds several kernels for one shape (triton vs fa3, marlin vs
   cutlass) the fastest is kept, as an engine's dispatch picks it.
-- MoE: `balanced` routing only (uniform routing; `cost.moe_skew` models skew); its `touched`
-  column is the simulator's own expected count of distinct experts for that many tokens.
+- MoE: `balanced` routing only (`cost.moe_skew` models skew). aiconfigurator's balanced
+  routing is round-robin, not random (collector/case_generator.py `balanced_logits`: token i
+  takes experts i + j * ceil(E / k)), so a row's kernel touched min(E, T * k) distinct experts,
+  and its `touched` column says so. The simulator's random routing touches fewer at mid batch
+  (E * (1 - (1 - k/E)^T)); the cost model moves such a lookup to its own work from the
+  nearest touched count timed (profile.Hit.measured).
 """
 from __future__ import annotations
 
@@ -133,10 +137,16 @@ def moe_rows(df: pd.DataFrame) -> pd.DataFrame:
     ops = []
     for dt, t, d, inter, k, e, mtp, mep in zip(*(df[c] for c in shape)):
         ffn = FFNSpec(kind="moe", num_experts=int(e), top_k=int(k), expert_intermediate_size=int(inter))
-        ops.append(O.moe_experts(ffn, int(d), int(t), dt, O.Parallel(tp=int(mtp * mep), ep=int(mep)), act=ACT))
+        ops.append(O.moe_experts(ffn, int(d), int(t), dt, O.Parallel(tp=int(mtp * mep), ep=int(mep)), act=ACT,
+                                 touched=balanced_touched(int(e), int(k), int(t))))
     cols = pd.DataFrame([{a: op.shape[a] for a in ("dtype", "inter", "num_experts", "tokens", "touched", "top_k", "d")}
                          for op in ops])
     return _rows(cols, ops, df.latency * 1e-3).groupby(list(cols.columns), as_index=False).median()
+
+
+def balanced_touched(num_experts: int, top_k: int, tokens: int) -> int:
+    """Distinct experts aiconfigurator's round-robin `balanced_logits` routes `tokens` tokens to."""
+    return min(num_experts, tokens * top_k)
 
 
 def balanced(df: pd.DataFrame) -> pd.DataFrame:

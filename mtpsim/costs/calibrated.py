@@ -166,13 +166,13 @@ class CalibratedCosts:
             q_ref = float(table.axes["q"][-1])
             x, work_ref = {**x, "q": q_ref}, self.work_s(_fewer_queries(op, q_ref / x["q"]))
             hit = interpolate(table, x)
-            log_t, log_w = hit if hit is not None else nearest_cell(table, x)
+            log_t, log_w = hit[:2] if hit is not None else nearest_cell(table, x)
             return self._scaled(table, math.exp(log_t), work_ref, work), "extrapolated" + stand_in
         hit = interpolate(table, x)
-        if hit is not None and exact:
-            return math.exp(hit[0]), "calibrated" + stand_in
+        if hit is not None and exact and hit.measured:
+            return math.exp(hit.log_t), "calibrated" + stand_in
         source = ("calibrated-scaled" if hit is not None else "roofline-scaled") + stand_in
-        log_t, log_w = hit if hit is not None else nearest_cell(table, x)
+        log_t, log_w = hit[:2] if hit is not None else nearest_cell(table, x)
         return self._scaled(table, math.exp(log_t), math.exp(log_w), work), source
 
     def _tables(self, family: str, keys: tuple) -> tuple[list, str]:

@@ -263,13 +263,14 @@ def ffn_ops(ffn: FFNSpec, d: int, tokens: int, dtype: str, expert_dtype: str, pa
 
 
 def moe_experts(ffn: FFNSpec, d: int, tokens: int, dtype: str, par: Parallel, skew: float = 0.0,
-                act: str = ACT) -> Op:
+                act: str = ACT, touched: float | None = None) -> Op:
     """Routed experts on one GPU: its ep group holds E/ep experts, each split over tp/ep GPUs.
 
     Bytes are the touched experts' weights (gate, up, down); flops 2 * T * k * 3 * d * d_expert
-    spread evenly over the replica's tp GPUs."""
+    spread evenly over the replica's tp GPUs. `touched`: the distinct experts the replica's
+    tokens hit, when known (a timed kernel's routing); else the expectation under routing skew."""
     e, k, inter = ffn.num_experts, ffn.top_k, ffn.expert_intermediate_size
-    touched = experts_touched(e, k, tokens, skew) / par.ep
+    touched = (experts_touched(e, k, tokens, skew) if touched is None else touched) / par.ep
     per_expert = 3 * d * inter * DTYPE_BYTES[dtype] / par.expert_shard
     return Op("moe.experts", "moe", flops=2.0 * tokens * k * 3 * d * inter / par.tp,
               weight_bytes=touched * per_expert,

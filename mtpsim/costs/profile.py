@@ -14,7 +14,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -94,9 +94,19 @@ class Table:
     log_t: np.ndarray
     log_w: np.ndarray
     floor_s: float
+    measured: np.ndarray | None = None  # cells timed, not filled (None: every non-NaN cell)
 
 
-def interpolate(table: Table, x: dict) -> tuple[float, float] | None:
+class Hit(NamedTuple):
+    """An interpolated cell: log time, log roofline work, and whether every corner was timed
+    (False when a corner was filled from a neighbour, so the time belongs to the neighbour's work)."""
+
+    log_t: float
+    log_w: float
+    measured: bool = True
+
+
+def interpolate(table: Table, x: dict) -> Hit | None:
     """(log time, log work) multilinear in log axes; None outside the grid or at a gap."""
     corners = []
     for name, values in table.axes.items():
@@ -110,6 +120,7 @@ def interpolate(table: Table, x: dict) -> tuple[float, float] | None:
         f = (math.log(v) - math.log(values[i - 1])) / (math.log(values[i]) - math.log(values[i - 1]))
         corners.append(((i - 1, 1.0 - f), (i, f)))
     log_t = log_w = 0.0
+    measured = True
     for combo in product(*corners):
         idx = tuple(i for i, _ in combo)
         weight = math.prod(w for _, w in combo)
@@ -119,7 +130,8 @@ def interpolate(table: Table, x: dict) -> tuple[float, float] | None:
             return None
         log_t += weight * table.log_t[idx]
         log_w += weight * table.log_w[idx]
-    return log_t, log_w
+        measured = measured and (table.measured is None or bool(table.measured[idx]))
+    return Hit(log_t, log_w, measured)
 
 
 def nearest_cell(table: Table, x: dict) -> tuple[float, float]:
@@ -264,11 +276,18 @@ def build_tables(family: str, df: pd.DataFrame, ceilings: dict) -> dict:
         log_t, log_w = (np.full([len(v) for v in axes.values()], np.nan) for _ in range(2))
         idx = tuple(np.searchsorted(axes[a], group[a].to_numpy(float)) for a in f.axes)
         log_t[idx], log_w[idx] = group["_log_t"].to_numpy(), group["_log_w"].to_numpy()
-        if family == "moe":  # routings that cannot happen take the nearest feasible touched count
+        measured = None
+        if family == "moe":
+            # a touched count the table did not time (a routing that cannot happen at that token
+            # count, or, in a table of balanced routings only, fewer experts than tokens x top_k)
+            # takes the nearest timed one's time and work; Hit.measured tells the cost model to
+            # move it to the op's own work (calibrated.py)
+            measured = ~np.isnan(log_t)
             log_t, log_w = (_fill_along(a, list(f.axes).index("touched")) for a in (log_t, log_w))
         for a in f.monotone:
             log_t = _running_max(log_t, list(f.axes).index(a))
-        out.setdefault(keys, []).append(Table(axes, dims if f.dims else None, log_t, log_w, float(group["time_s"].min())))
+        out.setdefault(keys, []).append(Table(axes, dims if f.dims else None, log_t, log_w, float(group["time_s"].min()),
+                                              measured))
     return out
 
 
