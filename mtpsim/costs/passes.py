@@ -1,9 +1,10 @@
 """Pricing a pass: a forward of one model part over a batch, as ops priced by a cost model.
 
 `Pricer.price(shape, q_lens, kv_lens)` is the one public call: it returns a `PassCost` with the
-time and a named breakdown. Ops that depend only on token counts (GEMMs, experts, LM head,
-collectives) are built once per token count and cached; the attention core is priced per call
-from the per-request KV lengths.
+time and a named breakdown (`price_lens` takes the batch as `BatchLens` sums, the engine's fast
+path). Ops that depend only on token counts (GEMMs, experts, LM head, collectives) are built
+once per token count and cached; the attention core is priced per call from the batch's KV sum
+and longest KV (per-request lengths only under a sliding window).
 """
 from __future__ import annotations
 
@@ -148,27 +149,35 @@ class Pricer:
     # ------------------------------------------------------------------ public
     def price(self, shape: PassShape, q_lens: np.ndarray, kv_lens: np.ndarray, keep_ops: bool = False) -> PassCost:
         """Time of `shape` over a batch: request i adds q_lens[i] tokens after kv_lens[i] cached."""
-        batch = len(q_lens)
+        return self.price_lens(shape, O.BatchLens.of(q_lens, kv_lens), keep_ops)
+
+    def price_lens(self, shape: PassShape, lens: O.BatchLens, keep_ops: bool = False) -> PassCost:
+        """`price` for a batch given by its lengths' sums (`BatchLens`, before the pass's
+        kv_offset): what the engine calls, O(1) in the batch size."""
+        batch, lens = lens.batch, lens.shifted(shape.kv_offset)
         graphs = self.uses_graphs(shape, batch)
         rows = self.padded_batch(batch) if graphs else batch
-        tokens = int(q_lens.sum()) if shape.kind == "prefill" else rows * shape.tokens_per_request
+        tokens = int(lens.q_tokens) if shape.kind == "prefill" else rows * shape.tokens_per_request
         logits = (batch if shape.kind == "prefill" else rows) * shape.logits_per_request
         static, work, sources = self.static_ops(shape.part, shape.layer, tokens, logits, graphs, shape.from_target)
-        sources, dynamic = set(sources), []
-        for att, count, kv_dtype in self._attention_kinds(shape.part):
-            op = O.attention_core(att, q_lens, kv_lens + shape.kv_offset, kv_dtype, self.par.tp, self.act)
-            t = self.costs.time(op, graphs)
+        dynamic = self._attention(shape.part, lens, graphs)
+        frame = O.pass_frame(batch, lens.q_tokens / max(batch, 1), lens.visible_max, self.layers(shape.part).spec.hidden_size)
+        dynamic.append((frame, self.costs.time(frame, graphs), 1))
+        for op, t, count in dynamic:
             work += Work.of(op, t, count)
-            sources.add(t.source)
-            dynamic.append((op, t, count))
-        frame = O.pass_frame(batch, int(q_lens.sum()) / max(batch, 1), float((kv_lens + shape.kv_offset + q_lens).max(initial=0)),
-                             self.layers(shape.part).spec.hidden_size)
-        t = self.costs.time(frame, graphs)
-        work = (work + Work.of(frame, t)).plus_overhead(self.costs.pass_overhead_s(graphs))
-        sources.add(t.source)
-        dynamic.append((frame, t, 1))
-        return PassCost.of(shape.kind, shape.part, tokens, work, tuple(sorted(sources)),
-                           static + tuple(dynamic) if keep_ops else ())
+        work = work.plus_overhead(self.costs.pass_overhead_s(graphs))
+        sources = _sorted_sources(sources | frozenset(t.source for _, t, _ in dynamic))
+        return PassCost.of(shape.kind, shape.part, tokens, work, sources, static + tuple(dynamic) if keep_ops else ())
+
+    def _attention(self, part: str, lens: O.BatchLens, graphs: bool) -> list:
+        """The attention cores of a part's layers over `lens` (any set of requests: the whole
+        batch, or one group of it, `BatchLens.of` its rows of `lens.requests()`): the (op,
+        time, layers) of each attention kind; `Work.of(*row)` is a row's work."""
+        priced = []
+        for att, count, kv_dtype in self._attention_kinds(part):
+            op = O.batch_attention_core(att, lens, kv_dtype, self.par.tp, self.act)
+            priced.append((op, self.costs.time(op, graphs), count))
+        return priced
 
     def weight_bytes(self, part: str, shared_head: bool = True) -> float:
         """Weight bytes of a part on one GPU: its ops over enough tokens to touch every expert, fc
@@ -260,6 +269,11 @@ class Pricer:
             counts[ref.attention] += count
         return tuple((spec.spec.attention_kinds[name], n, kv_dtype) for name, n in counts.items())
 
+
+
+@lru_cache(maxsize=256)
+def _sorted_sources(sources: frozenset) -> tuple[str, ...]:
+    return tuple(sorted(sources))
 
 
 def _model_layers(spec: ModelSpec, query_only: bool = False) -> PartLayers:
