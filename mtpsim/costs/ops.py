@@ -133,21 +133,21 @@ class BatchLens:
     offset: int = 0
 
     @classmethod
-    def of(cls, q_lens: np.ndarray, kv_lens: np.ndarray) -> "BatchLens":
+    def of(cls, q_lens: np.ndarray, kv_lens: np.ndarray) -> BatchLens:
         """From per-request arrays (q_lens[i] new tokens after kv_lens[i] cached)."""
         per_query = kv_lens + (q_lens + 1) / 2  # query j of q sees kv + j + 1 keys
         return cls(len(q_lens), float(q_lens.sum()), float(q_lens.max(initial=0)), float((kv_lens + q_lens).sum()),
                    float((kv_lens + q_lens).max(initial=0)), float((q_lens * per_query).sum()), q_lens, kv_lens)
 
     @classmethod
-    def uniform(cls, q: int, kv_lens: np.ndarray, kv_sum: int, kv_max: int) -> "BatchLens":
+    def uniform(cls, q: int, kv_lens: np.ndarray, kv_sum: int, kv_max: int) -> BatchLens:
         """Every request adds q tokens after kv_lens[i] cached; kv_sum and kv_max are kv_lens'
         sum and max, which the caller may keep as running totals."""
         n = len(kv_lens)
         return cls(n, float(n * q), float(q if n else 0), float(kv_sum + n * q), float(kv_max + q if n else 0),
                    float(q * kv_sum + n * q * (q + 1) / 2), q, kv_lens)
 
-    def shifted(self, offset: int) -> "BatchLens":
+    def shifted(self, offset: int) -> BatchLens:
         """The same batch with `offset` more cached tokens per request."""
         if not offset:
             return self

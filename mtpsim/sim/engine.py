@@ -6,6 +6,7 @@ timed event; sample acceptance, commit tokens, retire the finished.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,6 +42,7 @@ class Engine:
     rng: np.random.Generator
     overlap: bool
     chunk_tokens: int
+    on_finished: Callable[[int], object] = lambda n: None  # told how many requests just finished (progress)
     passes: list = field(init=False)
 
     def __post_init__(self):
@@ -143,6 +145,8 @@ class Engine:
             if r.done is not None:
                 r.done.succeed()
         rep.scheduler.retire(finished)
+        if finished:
+            self.on_finished(len(finished))
 
 
 # ---------------------------------------------------------------------- arrivals
@@ -158,9 +162,9 @@ class Arrivals:
         if rep.wakeup is not None and not rep.wakeup.triggered:
             rep.wakeup.succeed()
 
-    def open_loop(self, arrivals: list[tuple[float, int, int]]):
-        """Requests at known times (batch, poisson, trace)."""
-        for arrival_s, input_len, output_len in arrivals:
+    def open_loop(self, times: np.ndarray, inputs: np.ndarray, outputs: np.ndarray):
+        """Requests at known times (batch, poisson, trace), one at a time from the arrays."""
+        for arrival_s, input_len, output_len in zip(times.tolist(), inputs, outputs):
             if arrival_s > self.env.now:
                 yield self.env.timeout(arrival_s - self.env.now)
             self.submit(self.new_request(input_len, output_len))
