@@ -194,3 +194,46 @@ def test_engine_results_equal_the_pinned_ones(name):
             assert got[key] == value, key
         else:
             assert got[key] == pytest.approx(value, rel=1e-9, abs=1e-15), key
+
+
+# ---------------------------------------------------------------------- streamed request stats
+
+def test_streamed_summary_matches_the_exact_one_within_the_stated_error():
+    """A run whose request rows are capped at 5 gives the summary the uncapped run computes from
+    every row: sums and means to rounding, p50/p99 within LogHistogram.RELATIVE_ERROR of the
+    exact quantile's bracketing order statistics."""
+    import numpy as np
+
+    from mtpsim.results import LogHistogram
+    data = PINNED["nextn-eagle3-closed-spread"]
+    exact, streamed = simulate(validate(data)), simulate(validate(data), max_request_rows=5)
+    assert streamed.requests_truncated and len(streamed.requests) == 5 and not exact.requests_truncated
+    a, b = exact.summary.iloc[0], streamed.summary.iloc[0]
+    assert b.requests_total == a.requests_total == 40 and b.requests_kept == 5
+    for col in ("tps", "per_user_tps", "e2e_mean_s", "accept_length", "verify_share"):
+        assert b[col] == pytest.approx(a[col], rel=1e-12), col
+    req, err = exact.requests, LogHistogram.RELATIVE_ERROR
+    has_decode = req.output_len > 1
+    values = {"ttft": req.first_token_s - req.arrival_s,
+              "tpot": ((req.finish_s - req.first_token_s) / (req.output_len - 1))[has_decode]}
+    for name, v in values.items():
+        for q in (0.5, 0.99):
+            lo, hi = np.quantile(v, q, method="lower"), np.quantile(v, q, method="higher")
+            got = b[f"{name}_p{round(q * 100)}_s"]
+            assert lo * (1 - err) <= got <= hi * (1 + err), (name, q, lo, got, hi)
+            assert lo <= a[f"{name}_p{round(q * 100)}_s"] <= hi
+
+
+def test_log_histogram_quantiles_are_within_the_stated_error():
+    import numpy as np
+
+    from mtpsim.results import LogHistogram
+    rng = np.random.default_rng(0)
+    values = rng.lognormal(-4, 2, 20_000)
+    h = LogHistogram()
+    for v in values:
+        h.add(float(v))
+    assert LogHistogram.RELATIVE_ERROR <= 0.01
+    for q in (0.01, 0.5, 0.9, 0.99, 0.999):
+        exact = np.quantile(values, q, method="lower")
+        assert h.quantile(q) == pytest.approx(exact, rel=LogHistogram.RELATIVE_ERROR)
