@@ -19,7 +19,6 @@ from mtpsim.sim.engine import Arrivals, Engine, Replica
 from mtpsim.sim.scheduler import Router, Scheduler
 from mtpsim.sim.workload import Request, open_arrivals, sample_lengths
 
-
 PROGRESS_MIN_REQUESTS = 10_000  # runs this long show a progress bar when asked to
 
 
