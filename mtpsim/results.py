@@ -2,10 +2,14 @@
 
 The engine appends flat rows; this module turns them into `requests`, `iterations` and `passes`
 DataFrames and one summary row. Iteration rows stop being kept past `max_iteration_rows`
-(memory stays flat in the token count); totals by pass kind keep counting all of them.
+(memory stays flat in the token count); totals by pass kind keep counting all of them. Request
+rows stop being kept past `max_request_rows` (memory flat in the request count): every request
+still streams into `RequestStats`, whose sums are exact and whose percentiles come from log
+histograms within LogHistogram.RELATIVE_ERROR; the summary uses the rows while all are kept.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,12 +28,74 @@ REQUEST_COLUMNS = ["request_id", "replica", "arrival_s", "admitted_s", "first_to
 PASS_COLUMNS = ["replica", "start_s", "duration_s", "kind", "part", "tokens"]
 
 
+class LogHistogram:
+    """Counts of positive values in log-spaced bins, each GROWTH times as wide as the one before
+    over [LOW, HIGH] seconds (values outside are clamped to the end bins). A quantile is the
+    geometric middle of the bin holding that order statistic, so it is within RELATIVE_ERROR
+    (sqrt(GROWTH) - 1, 0.5%) of it for values inside the range."""
+
+    LOW, HIGH, GROWTH = 1e-9, 1e7, 1.01
+    RELATIVE_ERROR = math.sqrt(GROWTH) - 1
+    NUM_BINS = math.ceil(math.log(HIGH / LOW) / math.log(GROWTH))
+
+    def __init__(self):
+        self.counts = np.zeros(self.NUM_BINS, np.int64)
+        self.n = 0
+
+    def add(self, value: float) -> None:
+        b = int(math.log(max(value, self.LOW) / self.LOW) / math.log(self.GROWTH))
+        self.counts[min(b, self.NUM_BINS - 1)] += 1
+        self.n += 1
+
+    def quantile(self, q: float) -> float:
+        """The q-quantile's lower order statistic, x_(floor(q (n - 1))), to RELATIVE_ERROR."""
+        if not self.n:
+            return float("nan")
+        rank = math.floor(q * (self.n - 1))
+        b = int(np.searchsorted(np.cumsum(self.counts), rank + 1))
+        return self.LOW * self.GROWTH ** (b + 0.5)
+
+
+@dataclass
+class RequestStats:
+    """What the summary needs of every finished request, kept as running sums and histograms."""
+
+    n: int = 0
+    output_tokens: int = 0
+    decode_tokens: int = 0
+    iterations: int = 0
+    first_arrival_s: float = math.inf
+    last_finish_s: float = -math.inf
+    e2e_sum_s: float = 0.0
+    num_decoding: int = 0            # requests with more than one output token
+    per_user_tps_sum: float = 0.0
+    ttft: LogHistogram = field(default_factory=LogHistogram)
+    tpot: LogHistogram = field(default_factory=LogHistogram)
+
+    def add(self, r) -> None:
+        self.n += 1
+        self.output_tokens += r.output_len
+        self.decode_tokens += r.output_len - 1
+        self.iterations += r.iterations
+        self.first_arrival_s = min(self.first_arrival_s, r.arrival_s)
+        self.last_finish_s = max(self.last_finish_s, r.finish_s)
+        self.e2e_sum_s += r.finish_s - r.arrival_s
+        self.ttft.add(r.first_token_s - r.arrival_s)
+        if r.output_len > 1:
+            decode_s = r.finish_s - r.first_token_s
+            self.num_decoding += 1
+            self.per_user_tps_sum += (r.output_len - 1) / decode_s
+            self.tpot.add(decode_s / (r.output_len - 1))
+
+
 @dataclass
 class Records:
     """Flat rows as the simulation appends them."""
 
     max_iteration_rows: int = 10_000
     keep_passes: bool = False
+    max_request_rows: int = 100_000
+    stats: RequestStats = field(default_factory=RequestStats)
     requests: list = field(default_factory=list)
     iterations: list = field(default_factory=list)
     passes: list = field(default_factory=list)
@@ -39,8 +105,10 @@ class Records:
     accept_counts: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
 
     def add_request(self, r) -> None:
-        self.requests.append((r.request_id, r.replica, r.arrival_s, r.admitted_s, r.first_token_s,
-                              r.finish_s, r.input_len, r.output_len, r.iterations, r.accepted))
+        self.stats.add(r)
+        if len(self.requests) < self.max_request_rows:
+            self.requests.append((r.request_id, r.replica, r.arrival_s, r.admitted_s, r.first_token_s,
+                                  r.finish_s, r.input_len, r.output_len, r.iterations, r.accepted))
 
     def add_iteration(self, replica, index, kind, start_s, duration_s, batch, emitted, times, host_s) -> None:
         self.num_iterations += 1
@@ -66,6 +134,10 @@ class Records:
     def iterations_truncated(self) -> bool:
         return self.num_iterations > len(self.iterations)
 
+    @property
+    def requests_truncated(self) -> bool:
+        return self.stats.n > len(self.requests)
+
 
 @dataclass
 class Results:
@@ -77,33 +149,33 @@ class Results:
     accept_counts: np.ndarray
     summary: pd.DataFrame
     iterations_truncated: bool = False
+    requests_truncated: bool = False
 
 
 def to_results(records: Records, identity: dict, max_kv_tokens: int, sim_wall_s: float) -> Results:
     requests = pd.DataFrame(records.requests, columns=REQUEST_COLUMNS).sort_values("request_id", ignore_index=True)
     iterations = pd.DataFrame(records.iterations, columns=ITERATION_COLUMNS)
     passes = pd.DataFrame(records.passes, columns=PASS_COLUMNS)
-    row = {**identity, **summarize(requests, records), "max_kv_tokens": max_kv_tokens,
+    latency = summarize_stats(records.stats) if records.requests_truncated else summarize(requests, records)
+    row = {**identity, **latency, **time_shares(records), "max_kv_tokens": max_kv_tokens,
+           "requests_kept": len(records.requests), "requests_total": records.stats.n,
            "iterations_kept": len(records.iterations), "iterations_total": records.num_iterations,
            "decode_iterations": records.num_decode_iterations,
            "sim_wall_s": sim_wall_s}
     return Results(requests, iterations, passes, records.accept_counts.copy(), pd.DataFrame([row]),
-                   records.iterations_truncated)
+                   records.iterations_truncated, records.requests_truncated)
 
 
 def summarize(req: pd.DataFrame, records: Records) -> dict:
-    """Throughput, latency percentiles, accept length and time shares of one run.
+    """Throughput, latency percentiles and accept length of one run, from every request's row.
 
     tps: output tokens / makespan (first arrival to last finish). per_user_tps: mean over
     requests of decode tokens / (finish - first token). tpot: (finish - first token) / decode
-    tokens. accept_length: tokens emitted per request per decode iteration. Shares: fractions of
-    busy time (GPU passes + exposed host time) by pass kind."""
+    tokens. accept_length: tokens emitted per request per decode iteration."""
     decode_tokens = req.output_len - 1
     decode_time = req.finish_s - req.first_token_s
     has_decode = decode_tokens > 0
     makespan = req.finish_s.max() - req.arrival_s.min()
-    busy = sum(records.totals.values()) or 1.0
-    shares = {share_column(k): records.totals[k] / busy for k in PASS_TIME_COLUMNS}
     return {
         "tps": req.output_len.sum() / makespan if makespan > 0 else float("nan"),
         "per_user_tps": (decode_tokens[has_decode] / decode_time[has_decode]).mean(),
@@ -113,8 +185,30 @@ def summarize(req: pd.DataFrame, records: Records) -> dict:
         "tpot_p99_s": (decode_time[has_decode] / decode_tokens[has_decode]).quantile(0.99),
         "e2e_mean_s": (req.finish_s - req.arrival_s).mean(),
         "accept_length": decode_tokens.sum() / req.iterations.sum() if req.iterations.sum() else float("nan"),
-        **shares, "overhead_share": records.totals[HOST_COLUMN] / busy,
     }
+
+
+def summarize_stats(st: RequestStats) -> dict:
+    """`summarize` from the streamed sums, for runs whose request rows were not all kept: the same
+    columns, means and ratios exact, p50/p99 the histograms' (LogHistogram.RELATIVE_ERROR of the
+    lower order statistic; p99 is marked `_s` like the exact ones)."""
+    nan = float("nan")
+    makespan = st.last_finish_s - st.first_arrival_s
+    return {
+        "tps": st.output_tokens / makespan if makespan > 0 else nan,
+        "per_user_tps": st.per_user_tps_sum / st.num_decoding if st.num_decoding else nan,
+        "ttft_p50_s": st.ttft.quantile(0.5), "ttft_p99_s": st.ttft.quantile(0.99),
+        "tpot_p50_s": st.tpot.quantile(0.5), "tpot_p99_s": st.tpot.quantile(0.99),
+        "e2e_mean_s": st.e2e_sum_s / st.n if st.n else nan,
+        "accept_length": st.decode_tokens / st.iterations if st.iterations else nan,
+    }
+
+
+def time_shares(records: Records) -> dict:
+    """Fractions of busy time (GPU passes + exposed host time) by pass kind, and the host's."""
+    busy = sum(records.totals.values()) or 1.0
+    return {**{share_column(k): records.totals[k] / busy for k in PASS_TIME_COLUMNS},
+            "overhead_share": records.totals[HOST_COLUMN] / busy}
 
 
 def share_column(time_column: str) -> str:

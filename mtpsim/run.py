@@ -31,7 +31,7 @@ from mtpsim.designs import BASELINE, DesignShape
 from mtpsim.errors import ScenarioError, short
 from mtpsim.files import TEXT, Column, read_csv, read_text
 from mtpsim.intervals import seed_intervals
-from mtpsim.results import Results, add_speedups
+from mtpsim.results import LogHistogram, Results, add_speedups
 from mtpsim.schema import MAX_SEEDS, Seeds, mean_length
 from mtpsim.sim import simulate
 
@@ -108,8 +108,8 @@ def _map(tasks, jobs: int, progress: bool, keep_passes: bool, backend: str = "po
             from mtpsim.ray_backend import map_ray
             return map_ray(tasks, keep_passes, bar, address, jobs)
         if jobs <= 1 or len(tasks) <= 2:
-            for s in tasks:
-                out.append(simulate(s, keep_passes=keep_passes))
+            for s in tasks:  # a long run shows its own bar when the runs' bar is off
+                out.append(simulate(s, keep_passes=keep_passes, progress=progress and bar.disable))
                 bar.update()
             return out
         pool = ProcessPoolExecutor(max_workers=jobs)
@@ -286,6 +286,9 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
         print(format_table(summary))
     if any(r.iterations_truncated for r in results):
         print("\n(iterations.csv keeps the first rows of very long runs; the summary counts every iteration)")
+    if any(r.requests_truncated for r in results):
+        print("(requests.csv keeps the first finished requests of very long runs; the summary counts every request,\n"
+              f" its percentiles from histograms within {LogHistogram.RELATIVE_ERROR:.1%})")
     print(f"\nwrote {folder}/")
     return folder, summary
 

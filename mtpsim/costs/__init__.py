@@ -8,17 +8,32 @@ whose `price(shape, q_lens, kv_lens)` gives a PassCost.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from mtpsim.costs.passes import PassCost, PassShape, Pricer
 from mtpsim.costs.roofline import RooflineCosts
 
 
 def build_costs(scenario):
-    """The scenario's op-level cost model (roofline, or calibrated from a profile folder)."""
+    """The scenario's op-level cost model (roofline, or calibrated from a profile folder). A
+    profile is read once per process while its files are unchanged (a point and its baseline,
+    the points of a sweep run in one worker, share it: it takes ~1 s to load)."""
     specs = scenario.specs
     if specs.cost_model == "calibrated":
         from mtpsim.costs.calibrated import CalibratedCosts
-        return CalibratedCosts.from_profile(specs.profile, specs.hardware, specs.engine)
+        folder = Path(specs.profile)
+        files = tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in sorted(folder.iterdir())) \
+            if folder.is_dir() else ()
+        key = (str(folder.resolve()), files, specs.hardware.model_dump_json(), specs.engine.model_dump_json())
+        if key not in _PROFILES:
+            if len(_PROFILES) >= 4:
+                _PROFILES.pop(next(iter(_PROFILES)))
+            _PROFILES[key] = CalibratedCosts.from_profile(specs.profile, specs.hardware, specs.engine)
+        return _PROFILES[key]
     return RooflineCosts(specs.hardware, specs.engine)
+
+
+_PROFILES: dict = {}  # build_costs' loaded profiles, oldest first
 
 
 def build_pricer(scenario, costs=None) -> Pricer:

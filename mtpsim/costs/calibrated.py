@@ -44,7 +44,6 @@ one graph_replay_s.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -75,6 +74,7 @@ class CalibratedCosts:
         self.overhead = meta["overhead"]
         # the attention op the profile timed reads every request up to the batch's longest
         self.kv_key = "kv_max" if meta.get("attention_kv") == "batch_max" else "kv_tokens"
+        self._resolved: dict = {}  # (family, keys, dims) -> _table's answer
         self.glue = fit_glue(self, layers) if layers is not None else {}
 
     @classmethod
@@ -153,11 +153,9 @@ class CalibratedCosts:
         if point is None or op.shape.get("nodes", 1) > 1:  # the tables measured one node's collectives
             return None
         family, keys, dims, x = point
-        tables, stand_in = self._tables(family, keys)
-        if not tables:
+        table, exact, stand_in = self._table(family, keys, dims)
+        if table is None:
             return None
-        exact = [t for t in tables if dims is None or _dims_match(t.dims, dims)]
-        table = exact[0] if exact else min(tables, key=lambda t: _dims_distance(t.dims, dims))
         if family == "elementwise":  # the grid's tokens at its width d holding as many elements
             x = {"tokens": x["elements"] / table.dims["d"]}
         work = self.work_s(op)
@@ -174,6 +172,18 @@ class CalibratedCosts:
         source = ("calibrated-scaled" if hit is not None else "roofline-scaled") + stand_in
         log_t, log_w = hit[:2] if hit is not None else nearest_cell(table, x)
         return self._scaled(table, math.exp(log_t), math.exp(log_w), work), source
+
+    def _table(self, family: str, keys: tuple, dims: dict | None) -> tuple[Table | None, bool, str]:
+        """The table an op's (family, keys, dims) reads, whether its config was measured, and the
+        stand-in label; resolved once per distinct key (ops of one shape recur every pass)."""
+        key = (family, keys, None if dims is None else tuple(dims.items()))
+        found = self._resolved.get(key)
+        if found is None:
+            tables, stand_in = self._tables(family, keys)
+            exact = [t for t in tables if dims is None or _dims_match(t.dims, dims)]
+            table = (exact[0] if exact else min(tables, key=lambda t: _dims_distance(t.dims, dims))) if tables else None
+            found = self._resolved[key] = (table, bool(exact), stand_in)
+        return found
 
     def _tables(self, family: str, keys: tuple) -> tuple[list, str]:
         """The tables for (family, keys), else a stand-in's and its label: GQA decode rows for
@@ -237,8 +247,10 @@ def _dims_distance(a: dict, b: dict) -> float:
 
 def _fewer_queries(op: Op, share: float) -> Op:
     """An attention op with `share` of its query tokens over the same KV: flops and query
-    activations scale, the KV read does not (the reference shape of an extrapolation)."""
-    return replace(op, flops=op.flops * share, act_bytes=op.act_bytes * share)
+    activations scale, the KV read does not (the reference shape of an extrapolation). Only
+    its work is read, so the shape dict is shared rather than copied."""
+    return Op(op.name, op.family, op.flops * share, op.weight_bytes, op.kv_bytes, op.act_bytes * share,
+              op.comm_bytes, op.kernels, op.dtype, op.shape)
 
 
 def fit_glue(costs: "CalibratedCosts", layers: pd.DataFrame) -> dict:

@@ -128,26 +128,85 @@ def linear_state_bytes(att: AttentionSpec, tp: int) -> float:
     return (heads * att.head_dim * att.value_head_dim + conv) * 4.0
 
 
+@dataclass(frozen=True, slots=True)
+class BatchLens:
+    """A batch's query and cached-KV lengths as the attention cost needs them: counts, sums and
+    the longest, in O(1) once built, plus the per-request lengths for what sums cannot give
+    (sliding windows; a caller splitting the batch into groups). `q` is one query length for
+    every request (decode-shaped passes) or an array; `kv` the cached tokens per request before
+    `offset` more (a chained draft's own earlier tokens)."""
+
+    batch: int
+    q_tokens: float     # sum of q
+    q_max: float
+    kv_tokens: float    # sum of visible KV, kv + offset + q
+    visible_max: float  # the longest visible KV
+    qk_tokens: float    # query-key pairs, sum of q * (kv + offset + (q + 1) / 2) (causal average)
+    qkv_tokens: float   # sum of q * kv over the committed KV alone (a tree mask adds its own keys)
+    q: object
+    kv: np.ndarray
+    offset: int = 0
+
+    @classmethod
+    def of(cls, q_lens: np.ndarray, kv_lens: np.ndarray) -> BatchLens:
+        """From per-request arrays (q_lens[i] new tokens after kv_lens[i] cached)."""
+        per_query = kv_lens + (q_lens + 1) / 2  # query j of q sees kv + j + 1 keys
+        return cls(len(q_lens), float(q_lens.sum()), float(q_lens.max(initial=0)), float((kv_lens + q_lens).sum()),
+                   float((kv_lens + q_lens).max(initial=0)), float((q_lens * per_query).sum()),
+                   float((q_lens * kv_lens).sum()), q_lens, kv_lens)
+
+    @classmethod
+    def uniform(cls, q: int, kv_lens: np.ndarray, kv_sum: int, kv_max: int) -> BatchLens:
+        """Every request adds q tokens after kv_lens[i] cached; kv_sum and kv_max are kv_lens'
+        sum and max, which the caller may keep as running totals."""
+        n = len(kv_lens)
+        return cls(n, float(n * q), float(q if n else 0), float(kv_sum + n * q), float(kv_max + q if n else 0),
+                   float(q * kv_sum + n * q * (q + 1) / 2), float(q * kv_sum), q, kv_lens)
+
+    def shifted(self, offset: int) -> BatchLens:
+        """The same batch with `offset` more cached tokens per request."""
+        if not offset:
+            return self
+        n = self.batch
+        return BatchLens(n, self.q_tokens, self.q_max, self.kv_tokens + n * offset,
+                         self.visible_max + offset if n else 0.0, self.qk_tokens + self.q_tokens * offset,
+                         self.qkv_tokens, self.q, self.kv, self.offset + offset)
+
+    def requests(self) -> tuple[np.ndarray, np.ndarray]:
+        """(q_lens, kv_lens) per request, the offset added (allocates: for windows and groups)."""
+        q = self.q if isinstance(self.q, np.ndarray) else np.full(self.batch, self.q)
+        return q, self.kv + self.offset
+
+
 def attention_core(att: AttentionSpec, q_lens: np.ndarray, kv_lens: np.ndarray, kv_dtype: str,
                    tp: int, act: str = ACT, cached: int = 0, tree_keys: float = 0.0) -> Op:
-    """The attention kernel for a batch: request i has q_lens[i] new tokens after kv_lens[i] + cached.
+    """The attention kernel for a batch: request i has q_lens[i] new tokens after kv_lens[i] + cached."""
+    return batch_attention_core(att, BatchLens.of(q_lens, kv_lens).shifted(cached), kv_dtype, tp, act, tree_keys)
+
+
+def batch_attention_core(att: AttentionSpec, lens: BatchLens, kv_dtype: str, tp: int, act: str = ACT,
+                         tree_keys: float = 0.0) -> Op:
+    """The attention kernel for a batch given as BatchLens (its `offset`: tokens cached beyond
+    the committed KV).
 
     Bytes: each request reads its visible KV once, min(kv + cached + q, window) tokens, so cost
     follows the *sum* of per-request lengths. Flops: QK^T and PV, 2 * 2 * q * kv * heads * head
     width. `tree_keys` > 0: a tree mask, each query reading kv_lens[i] + tree_keys keys (its
     ancestors and itself) instead of the causal kv + cached + (q + 1) / 2."""
     if att.kind == "linear":
-        return _linear_core(att, q_lens, tp)
-    visible = kv_lens + cached + q_lens
-    # causal: query j of the q new tokens sees kv + j + 1 keys, on average kv + (q + 1) / 2
-    per_query = kv_lens + tree_keys if tree_keys else kv_lens + cached + (q_lens + 1) / 2
-    if att.window is not None:
-        visible = np.minimum(visible, att.window)
+        return _linear_core(att, lens.batch, lens.q_tokens, tp)
+    kv_tokens, qk_tokens, kv_max = lens.kv_tokens, lens.qk_tokens, lens.visible_max
+    if tree_keys:  # a tree mask: each query reads its request's committed KV and tree_keys more
+        qk_tokens = lens.qkv_tokens + lens.q_tokens * tree_keys
+    if att.window is not None:  # a per-request cap: the sums need the lengths themselves
+        q_lens, kv_lens = lens.requests()
+        visible = np.minimum(kv_lens + q_lens, att.window)
+        per_query = lens.kv + tree_keys if tree_keys else kv_lens + (q_lens + 1) / 2
         per_query = np.minimum(per_query, att.window)
-    kv_tokens = float(visible.sum())
-    qk_tokens = float((q_lens * per_query).sum())
+        kv_tokens, qk_tokens = float(visible.sum()), float((q_lens * per_query).sum())
+        kv_max = float(visible.max(initial=0))
     heads = _heads_per_gpu(att.num_heads, tp)
-    if att.kind == "mla" and q_lens.max(initial=0) > MLA_ABSORB_MAX_Q:
+    if att.kind == "mla" and lens.q_max > MLA_ABSORB_MAX_Q:
         # prefill-sized queries run MLA unabsorbed (engines expand K and V from the latent)
         flops = 2.0 * qk_tokens * heads * (att.qk_nope_head_dim + att.qk_rope_head_dim + att.v_head_dim)
     elif att.kind == "mla":  # absorbed: scores over kv_lora + rope, values over kv_lora
@@ -155,13 +214,13 @@ def attention_core(att: AttentionSpec, q_lens: np.ndarray, kv_lens: np.ndarray, 
         flops = 2.0 * qk_tokens * heads * width
     else:
         flops = 2.0 * qk_tokens * heads * (att.head_dim + (att.v_head_dim or att.head_dim))
-    q_tokens = float(q_lens.sum())
+    q_tokens = lens.q_tokens
     return Op("attn.core", "attention", flops=flops,
               kv_bytes=kv_tokens * kv_bytes_per_token(att, kv_dtype, tp),
               act_bytes=2 * q_tokens * heads * (att.head_dim or att.kv_lora_rank) * DTYPE_BYTES[act],
               dtype=act,
-              shape={"kind": att.kind, "batch": len(q_lens), "q": q_tokens / max(len(q_lens), 1),
-                     "kv_tokens": kv_tokens, "kv_max": float(visible.max(initial=0)), "heads": heads, "window": att.window or 0,
+              shape={"kind": att.kind, "batch": lens.batch, "q": q_tokens / max(lens.batch, 1),
+                     "kv_tokens": kv_tokens, "kv_max": kv_max, "heads": heads, "window": att.window or 0,
                      **_attention_widths(att, tp), "kv_dtype": kv_dtype, "query_only": att.kv_source is not None})
 
 
@@ -174,12 +233,11 @@ def _attention_widths(att: AttentionSpec, tp: int) -> dict:
             "v_head_dim": att.v_head_dim or att.head_dim}
 
 
-def _linear_core(att: AttentionSpec, q_lens: np.ndarray, tp: int) -> Op:
+def _linear_core(att: AttentionSpec, batch: int, tokens: float, tp: int) -> Op:
     """Gated DeltaNet: read each request's state, update it per token, write it back; for
     speculative verify every intermediate state is kept for rollback (one write per token)."""
     heads = _heads_per_gpu(att.num_heads, tp)
     state = linear_state_bytes(att, tp)
-    batch, tokens = len(q_lens), float(q_lens.sum())
     writes = tokens if tokens > batch else batch
     flops = 6.0 * tokens * heads * att.head_dim * att.value_head_dim
     return Op("attn.linear_state", "state", flops=flops, kv_bytes=state * (batch + writes), kernels=2,

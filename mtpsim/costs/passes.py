@@ -1,9 +1,10 @@
 """Pricing a pass: a forward of one model part over a batch, as ops priced by a cost model.
 
 `Pricer.price(shape, q_lens, kv_lens)` is the one public call: it returns a `PassCost` with the
-time and a named breakdown. Ops that depend only on token counts (GEMMs, experts, LM head,
-collectives) are built once per token count and cached; the attention core is priced per call
-from the per-request KV lengths.
+time and a named breakdown (`price_lens` takes the batch as `BatchLens` sums, the engine's fast
+path). Ops that depend only on token counts (GEMMs, experts, LM head, collectives) are built
+once per token count and cached; the attention core is priced per call from the batch's KV sum
+and longest KV (per-request lengths only under a sliding window).
 """
 from __future__ import annotations
 
@@ -153,57 +154,57 @@ class Pricer:
 
     # ------------------------------------------------------------------ public
     def price(self, shape: PassShape, q_lens: np.ndarray, kv_lens: np.ndarray, keep_ops: bool = False) -> PassCost:
-        """Time of `shape` over a batch: request i adds q_lens[i] tokens after kv_lens[i] cached.
-        Under DP attention the batch is split over the attention groups (`_groups`); every group
-        runs the largest group's shapes and the pass waits for the slowest group's attention."""
-        groups = self._groups(q_lens, kv_lens)
-        batch = max(len(q) for q, _ in groups)
+        """Time of `shape` over a batch: request i adds q_lens[i] tokens after kv_lens[i] cached."""
+        return self.price_lens(shape, O.BatchLens.of(q_lens, kv_lens), keep_ops)
+
+    def price_lens(self, shape: PassShape, lens: O.BatchLens, keep_ops: bool = False) -> PassCost:
+        """`price` for a batch given by its lengths' sums (`BatchLens`, before the pass's
+        kv_offset): what the engine calls, O(1) in the batch size. Under DP attention the batch
+        is split over the attention groups (`_groups`); every group runs the largest group's
+        shapes and the pass waits for the slowest group's attention."""
+        groups = self._groups(lens, shape.kv_offset)
+        batch = max(g.batch for g in groups)
         graphs = self.uses_graphs(shape, batch)
         rows = self.padded_batch(batch) if graphs else batch
-        tokens = max(int(q.sum()) for q, _ in groups) if shape.kind == "prefill" else rows * shape.tokens_per_request
+        tokens = int(max(g.q_tokens for g in groups)) if shape.kind == "prefill" else rows * shape.tokens_per_request
         logits = (batch if shape.kind == "prefill" else rows) * shape.logits_per_request
         static, work, sources = self.static_ops(shape.part, shape.layer, tokens, logits, graphs, shape.from_target)
         # groups without requests run an idle batch: the same shapes, no attention to wait for
-        attention = [self._attention(shape, q, kv, graphs, work) for q, kv in groups if len(q)]
-        work, attn_sources, dynamic = max(attention, key=lambda a: a[0].time_s)
-        sources = set(sources) | attn_sources
+        dynamic = max((self._attention(shape, g, graphs) for g in groups if g.batch),
+                      key=lambda priced: sum(n * t.total_s for _, t, n in priced))
         if shape.compact_tokens:  # each GPU compacts its own group's accepted paths
             op = O.kv_copy(batch * shape.compact_tokens, self.kv_bytes_per_token(shape.part))
-            t = self.costs.time(op, False)  # eagle_info.py `verify` runs it eagerly, after the captured forward
-            work += Work.of(op, t)
-            sources.add(t.source)
-            dynamic.append((op, t, 1))
-        kv_max = float((kv_lens + shape.kv_offset + q_lens).max(initial=0))
-        frame = O.pass_frame(batch, int(q_lens.sum()) / max(len(q_lens), 1), kv_max, self.layers(shape.part).spec.hidden_size)
-        t = self.costs.time(frame, graphs)
-        work = (work + Work.of(frame, t)).plus_overhead(self.costs.pass_overhead_s(graphs))
-        sources.add(t.source)
-        dynamic.append((frame, t, 1))
-        return PassCost.of(shape.kind, shape.part, tokens, work, tuple(sorted(sources)),
-                           static + tuple(dynamic) if keep_ops else ())
+            dynamic.append((op, self.costs.time(op, False), 1))  # eagle_info.py `verify`: eager, after the graph
+        whole = lens.shifted(shape.kv_offset)
+        frame = O.pass_frame(batch, whole.q_tokens / max(whole.batch, 1), whole.visible_max,
+                             self.layers(shape.part).spec.hidden_size)
+        dynamic.append((frame, self.costs.time(frame, graphs), 1))
+        for op, t, count in dynamic:
+            work += Work.of(op, t, count)
+        work = work.plus_overhead(self.costs.pass_overhead_s(graphs))
+        sources = _sorted_sources(sources | frozenset(t.source for _, t, _ in dynamic))
+        return PassCost.of(shape.kind, shape.part, tokens, work, sources, static + tuple(dynamic) if keep_ops else ())
 
-    def _groups(self, q_lens: np.ndarray, kv_lens: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        """The batch's requests split over the attention groups: request i to group i mod G, so
-        group sizes differ by at most one, as SGLang's round-robin dispatch by arrival keeps
-        them while requests retire in arrival order (managers/data_parallel_controller.py).
-        One group (no DP attention): the whole batch."""
+    def _attention(self, shape: PassShape, lens: O.BatchLens, graphs: bool) -> list:
+        """The attention cores of a part's layers over `lens` (any set of requests: the whole
+        batch, or one attention group of it) on one GPU of their group: the (op, time, layers)
+        of each attention kind; `Work.of(*row)` is a row's work."""
+        priced = []
+        for att, count, kv_dtype in self._attention_kinds(shape.part):
+            op = O.batch_attention_core(att, lens, kv_dtype, self.par.attention_tp, self.act, shape.tree_keys)
+            priced.append((op, self.costs.time(op, graphs), count))
+        return priced
+
+    def _groups(self, lens: O.BatchLens, offset: int) -> list[O.BatchLens]:
+        """The batch's requests split over the attention groups, each `offset` tokens further:
+        request i to group i mod G, so group sizes differ by at most one, as SGLang's round-robin
+        dispatch by arrival keeps them while requests retire in arrival order
+        (managers/data_parallel_controller.py). One group (no DP attention): the whole batch."""
         n = self.par.attention_dp
         if n == 1:
-            return [(q_lens, kv_lens)]
-        return [(q_lens[g::n], kv_lens[g::n]) for g in range(n)]
-
-    def _attention(self, shape: PassShape, q_lens: np.ndarray, kv_lens: np.ndarray, graphs: bool, work: Work):
-        """`work` plus the attention cores of a part over some requests, on one GPU of their
-        group: (Work, sources, [(op, time, count)])."""
-        sources, ops = set(), []
-        for att, count, kv_dtype in self._attention_kinds(shape.part):
-            op = O.attention_core(att, q_lens, kv_lens, kv_dtype, self.par.attention_tp, self.act,
-                                  cached=shape.kv_offset, tree_keys=shape.tree_keys)
-            t = self.costs.time(op, graphs)
-            work += Work.of(op, t, count)
-            sources.add(t.source)
-            ops.append((op, t, count))
-        return work, sources, ops
+            return [lens.shifted(offset)]
+        q, kv = lens.requests()[0], lens.kv  # kv before any offset: each group is shifted once
+        return [O.BatchLens.of(q[g::n], kv[g::n]).shifted(lens.offset + offset) for g in range(n)]
 
     def weight_bytes(self, part: str, shared_head: bool = True) -> float:
         """Weight bytes of a part on one GPU: its ops over enough tokens to touch every expert, fc
@@ -306,6 +307,11 @@ class Pricer:
             counts[ref.attention] += count
         return tuple((spec.spec.attention_kinds[name], n, kv_dtype) for name, n in counts.items())
 
+
+
+@lru_cache(maxsize=256)
+def _sorted_sources(sources: frozenset) -> tuple[str, ...]:
+    return tuple(sorted(sources))
 
 
 def _model_layers(spec: ModelSpec, query_only: bool = False) -> PartLayers:

@@ -119,16 +119,19 @@ def interpolate(table: Table, x: dict) -> Hit | None:
             continue
         f = (math.log(v) - math.log(values[i - 1])) / (math.log(values[i]) - math.log(values[i - 1]))
         corners.append(((i - 1, 1.0 - f), (i, f)))
+    # every corner of the cell: (index, weight) with the weights multiplied in axis order
+    cell = [((), 1.0)]
+    for axis in corners:
+        cell = [(idx + (i,), weight * w) for idx, weight in cell for i, w in axis]
     log_t = log_w = 0.0
     measured = True
-    for combo in product(*corners):
-        idx = tuple(i for i, _ in combo)
-        weight = math.prod(w for _, w in combo)
+    for idx, weight in cell:
         if weight == 0.0:
             continue
-        if math.isnan(table.log_t[idx]):
+        t = table.log_t[idx]
+        if t != t:  # NaN: a gap in the measured grid
             return None
-        log_t += weight * table.log_t[idx]
+        log_t += weight * t
         log_w += weight * table.log_w[idx]
         measured = measured and (table.measured is None or bool(table.measured[idx]))
     return Hit(log_t, log_w, measured)

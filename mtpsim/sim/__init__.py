@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import itertools
+import sys
 import time
 
 import numpy as np
 import simpy
+from tqdm import tqdm
 
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import build_pricer
@@ -17,17 +19,25 @@ from mtpsim.sim.engine import Arrivals, Engine, Replica
 from mtpsim.sim.scheduler import Router, Scheduler
 from mtpsim.sim.workload import Request, open_arrivals, sample_lengths
 
+PROGRESS_MIN_REQUESTS = 10_000  # runs this long show a progress bar when asked to
 
-def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 10_000, pricer=None) -> Results:
-    """Run one scenario point: build costs and acceptance, start the processes, run, collect."""
+
+def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 10_000,
+             max_request_rows: int = 100_000, pricer=None, progress: bool = False) -> Results:
+    """Run one scenario point: build costs and acceptance, start the processes, run, collect.
+    Rows past the caps are not kept (the summary still counts them); `progress` shows finished
+    requests on stderr for runs of PROGRESS_MIN_REQUESTS or more."""
     wall = time.perf_counter()
     s, design = scenario, DesignShape.of(scenario.speculative)
     pricer = pricer or build_pricer(s)
     budget = memory_budget(pricer, design)
     profile = AcceptanceProfile.from_section(s.acceptance, design.steps, s.source, design.topk, design.draft_tokens)
-    env, records = simpy.Environment(), Records(max_iteration_rows, keep_passes)
+    env, records = simpy.Environment(), Records(max_iteration_rows, keep_passes, max_request_rows)
+    bar = tqdm(total=s.workload.num_requests, desc=s.name, unit="req", file=sys.stderr, mininterval=1.0,
+               disable=not progress or s.workload.num_requests < PROGRESS_MIN_REQUESTS)
     engine = Engine(env, pricer, design, profile, records, np.random.default_rng([s.seed, 1]),
-                    s.engine.overlap_schedule, s.engine.chunked_prefill_tokens, s.speculative.policy)
+                    s.engine.overlap_schedule, s.engine.chunked_prefill_tokens, policy=s.speculative.policy,
+                    on_finished=bar.update)
     cap = s.specs.engine.max_running(design.design, s.engine.max_running_requests,
                                      "max_running_requests" in s.engine.model_fields_set)
     replicas = [Replica(i, Scheduler(cap, budget.replica_kv_budget_bytes, budget.request_bytes))
@@ -38,8 +48,9 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
     for rep in replicas:
         env.process(engine.serve(rep))
     env.run()
-    if len(records.requests) != num_requests:
-        raise RuntimeError(f"{num_requests - len(records.requests)} requests never finished")  # a simulator bug
+    bar.close()
+    if records.stats.n != num_requests:
+        raise RuntimeError(f"{num_requests - records.stats.n} requests never finished")  # a simulator bug
     return to_results(records, identity(s), budget.max_kv_tokens, time.perf_counter() - wall)
 
 
@@ -72,19 +83,18 @@ def _start_arrivals(env, arrivals: Arrivals, s, budget) -> int:
     rng, w = np.random.default_rng([s.seed, 0]), s.workload
     if w.arrival == "closed":
         inputs, outputs = sample_lengths(rng, w.input_len, w.num_requests), sample_lengths(rng, w.output_len, w.num_requests)
-        lengths = list(zip(inputs.tolist(), outputs.tolist()))
+        lengths = list(zip(inputs.tolist(), outputs.tolist()))  # closed loops hold at most MAX_USERS x this
         for user in range(min(w.concurrency, w.num_requests)):
             env.process(arrivals.closed_user(lengths[user::w.concurrency]))
     else:
-        planned = open_arrivals(w, rng)
-        lengths = [(i, o) for _, i, o in planned]
-        env.process(arrivals.open_loop(planned))
-    longest = max(i + o for i, o in lengths)
+        times, inputs, outputs = open_arrivals(w, rng)
+        env.process(arrivals.open_loop(times, inputs, outputs))
+    longest = int((inputs + outputs).max())
     if budget.request_bytes(longest) > budget.kv_budget_bytes:
         raise ScenarioError(s.source, "workload", f"a request of {longest} tokens needs "
                             f"{budget.request_bytes(longest) / 1e9:.2f} GB of KV per GPU, more than the "
                             f"{budget.kv_budget_bytes / 1e9:.2f} GB left after weights")
-    return len(lengths)
+    return len(inputs)
 
 
 __all__ = ["simulate", "Results"]

@@ -6,6 +6,7 @@ timed event; sample acceptance, commit tokens, retire the finished.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,6 +17,7 @@ from mtpsim.costs.passes import Pricer
 from mtpsim.designs import DesignShape, iteration_passes, overlap_window, prefill_passes
 from mtpsim.results import PASS_COLUMN, PASS_TIME_COLUMNS, Records
 from mtpsim.schema import Policy
+from mtpsim.sim.batch import RunningBatch
 from mtpsim.sim.scheduler import Router, Scheduler
 from mtpsim.sim.workload import Request
 
@@ -26,6 +28,7 @@ class Replica:
     scheduler: Scheduler
     wakeup: simpy.Event | None = None
     iterations: int = 0
+    batch: RunningBatch | None = None  # the running requests past prefill, as arrays
 
 
 @dataclass
@@ -41,6 +44,7 @@ class Engine:
     overlap: bool
     chunk_tokens: int
     policy: Policy | None = None  # steps per running batch size; None: design.steps every iteration
+    on_finished: Callable[[int], object] = lambda n: None  # told how many requests just finished (progress)
     plans: dict = field(init=False)
 
     def __post_init__(self):
@@ -62,6 +66,7 @@ class Engine:
     # ------------------------------------------------------------------ the loop
     def serve(self, rep: Replica):
         """One replica, forever: admit, prefill, decode."""
+        rep.batch = RunningBatch(self.design.steps, self.per_request_levels)
         while True:
             admitted = rep.scheduler.admit()
             if admitted:
@@ -74,13 +79,11 @@ class Engine:
 
     def decode(self, rep: Replica):
         """One decode iteration: the design's passes, then acceptance and commit."""
-        batch = rep.scheduler.running
-        # committed KV: the prompt and every emitted token but the last, which this iteration feeds
-        kv = np.fromiter((r.input_len + r.generated - 1 for r in batch), np.int64, len(batch))
+        batch = rep.batch  # its KV: the prompt and every emitted token but the last, which this iteration feeds
         start, times, hidden = self.env.now, dict.fromkeys(PASS_TIME_COLUMNS, 0.0), 0.0
         design, passes, window = self.plan(len(batch))
         for shape in passes:
-            cost = self.pricer.price(shape, np.full(len(batch), shape.tokens_per_request), kv)
+            cost = self.pricer.price_lens(shape, batch.lens(shape.tokens_per_request))
             yield self.env.timeout(cost.time_s)
             self.records.add_pass(rep.index, self.env.now - cost.time_s, shape, cost)
             times[PASS_COLUMN[shape.kind]] += cost.time_s
@@ -92,22 +95,18 @@ class Engine:
         self.records.add_iteration(rep.index, rep.iterations, "decode", start, self.env.now - start,
                                    len(batch), emitted, times, host)
         rep.iterations += 1
-        self.finish(rep, [r for r in batch if r.remaining == 0])
+        self.finish(rep, batch.pop_finished())
 
-    def commit(self, batch: list[Request], steps: int) -> int:
+    def commit(self, batch: RunningBatch, steps: int) -> int:
         """Draw accepted drafts per request out of `steps`; each emits accepted + 1 (the bonus)
         tokens. Levels are drawn for the most steps; an iteration of fewer uses their prefix."""
-        remaining = np.fromiter((r.output_len - r.generated for r in batch), np.int64, len(batch))
         if steps:
-            levels = np.stack([r.levels for r in batch]) if self.per_request_levels else \
+            levels = batch.levels if self.per_request_levels else \
                 np.broadcast_to(self.levels, (len(batch), len(self.levels)))
-            accepted = self.profile.sample(self.rng, levels[:, :steps], remaining)
+            accepted = self.profile.sample(self.rng, levels[:, :steps], batch.remaining)
         else:  # S = 0: no drafts to accept
             accepted = np.zeros(len(batch), np.int64)
-        for r, a in zip(batch, accepted.tolist()):
-            r.generated += a + 1
-            r.accepted += a
-            r.iterations += 1
+        batch.commit(accepted)
         self.records.add_accepts(accepted, self.design.steps)
         return int(accepted.sum()) + len(batch)
 
@@ -131,6 +130,7 @@ class Engine:
             firsts = [r for r, n, done in chunk if done + n == r.input_len]
             for r in firsts:
                 r.first_token_s, r.generated = self.env.now, 1
+            rep.batch.add([r for r in firsts if r.remaining > 0])
             self.records.add_iteration(rep.index, rep.iterations, "prefill", start, self.env.now - start,
                                        len(chunk), len(firsts), times, host)
             rep.iterations += 1
@@ -158,6 +158,8 @@ class Engine:
             if r.done is not None:
                 r.done.succeed()
         rep.scheduler.retire(finished)
+        if finished:
+            self.on_finished(len(finished))
 
 
 # ---------------------------------------------------------------------- arrivals
@@ -173,9 +175,9 @@ class Arrivals:
         if rep.wakeup is not None and not rep.wakeup.triggered:
             rep.wakeup.succeed()
 
-    def open_loop(self, arrivals: list[tuple[float, int, int]]):
-        """Requests at known times (batch, poisson, trace)."""
-        for arrival_s, input_len, output_len in arrivals:
+    def open_loop(self, times: np.ndarray, inputs: np.ndarray, outputs: np.ndarray):
+        """Requests at known times (batch, poisson, trace), one at a time from the arrays."""
+        for arrival_s, input_len, output_len in zip(times.tolist(), inputs, outputs):
             if arrival_s > self.env.now:
                 yield self.env.timeout(arrival_s - self.env.now)
             self.submit(self.new_request(input_len, output_len))
