@@ -21,9 +21,9 @@ import pandas as pd
 import yaml
 
 from mtpsim.calibration.grid import op_of
-from mtpsim.costs.layer import HELDOUT_SCALE, whole_layer_ops
 from mtpsim.catalog import load_hardware
 from mtpsim.costs.calibrated import CalibratedCosts
+from mtpsim.costs.layer import HELDOUT_SCALE, whole_layer_ops
 from mtpsim.costs.profile import MEASURED_BY_CALIBRATE as FAMILIES
 
 HARDWARE = {"cpu": "cpu", "cuda": "h200"}
@@ -47,7 +47,8 @@ def layer_errors(costs: CalibratedCosts, folder: Path, dtype: str, glue: bool = 
     for r in pd.read_csv(folder / "layers.csv").to_dict("records"):
         times = [costs.time(op, graphs=False) for op in whole_layer_ops(r, dtype, glue)]
         split = "held-out" if abs(r["scale"] - HELDOUT_SCALE) < 1e-9 else "train"
-        rows.append({"family": f"layer {split}" if glue else "ops only", "kind": r["layer"], "scale": r["scale"], "batch": r["batch"], "q": r["q"],
+        rows.append({"family": f"layer {split}" if glue else "ops only", "kind": r["layer"], "scale": r["scale"],
+                     "batch": r["batch"], "q": r["q"],
                      "kv": r["kv"], "source": "+".join(sorted({t.source for t in times})),
                      "measured_s": r["time_s"], "predicted_s": sum(t.total_s for t in times)})
     return _with_error(pd.DataFrame(rows))

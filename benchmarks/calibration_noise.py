@@ -49,7 +49,8 @@ def main() -> None:
     print("re-timed vs committed, median |ratio - 1| per family; `shape`: with each repeat's level divided out,")
     print("the noise floor for held-out error (grid and held-out shapes of one run share a level):")
     table = df.groupby("family").agg(count=("vs_committed", "size"), raw=("vs_committed", err),
-                                     shape=("vs_committed_shape", err), worst=("vs_committed_shape", lambda x: (x - 1).abs().max()))
+                                     shape=("vs_committed_shape", err),
+                                     worst=("vs_committed_shape", lambda x: (x - 1).abs().max()))
     print(table.to_string(float_format=lambda x: f"{x:.3f}"))
     print(f"\nall: raw {err(df.vs_committed):.3f}, shape {err(df.vs_committed_shape):.3f}; "
           f"machine level now vs then: {', '.join(f'{v:.3f}' for v in df.groupby('repeat').vs_committed_level.first())}")

@@ -74,7 +74,8 @@ def _op(family: str, r: dict, dtype: str):
         return O.Op("comm.allreduce", "allreduce", comm_bytes=r["bytes"], shape={"bytes": r["bytes"], "ranks": int(r["ranks"])})
     if family == "alltoall":
         return O.Op("comm.alltoall", "alltoall", comm_bytes=r["bytes"], kernels=2,
-                    shape={"bytes": r["bytes"], "ranks": int(r["ranks"]), "tokens": r["tokens"], "top_k": r["top_k"], "d": r["d"]})
+                    shape={"bytes": r["bytes"], "ranks": int(r["ranks"]), "tokens": r["tokens"],
+                           "top_k": r["top_k"], "d": r["d"]})
     if family == "moe":  # per-GPU expert counts can fall below top_k (wide EP): the row's own shape
         return O.Op("moe.experts", "moe", flops=r["flops"], weight_bytes=r["bytes"], kernels=4, dtype=r["dtype"],
                     shape={k: r[k] for k in ("tokens", "num_experts", "top_k", "d", "inter", "touched", "dtype")})

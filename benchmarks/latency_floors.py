@@ -73,7 +73,8 @@ def write_yaml(rows: dict[str, pd.DataFrame], errors: pd.DataFrame, path: Path =
         "model": {"kernel": "floor_s + per_item_s * items + max(flops / (peak(dtype) * eff_flops), bytes / (bw * eff_bandwidth))",
                   "collective": "alpha_s + alpha_per_doubling_s * log2(ranks / 2) + share * bytes / (link_bw * eff_link)",
                   "items": "attention: batch x kv_heads per GPU; moe: routed token copies (tokens x top_k / ep)",
-                  "peaks": "the hardware catalog's datasheet peak_flops, memory_bandwidth_bytes_per_s, link_bandwidth_bytes_per_s"},
+                  "peaks": "the hardware catalog's datasheet peak_flops, memory_bandwidth_bytes_per_s, "
+                           "link_bandwidth_bytes_per_s"},
         "fitted_on": [f"mtpsim/data/profiles/{g}-{ENGINE}" for g in GPUS],
         "engine": ENGINE,
         "source": "NVIDIA-measured kernel tables from aiconfigurator-core 0.12.0, converted by mtpsim.calibration.aiconfigurator",

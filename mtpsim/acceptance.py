@@ -31,7 +31,7 @@ class AcceptanceProfile:
 
     # ------------------------------------------------------------------ forms
     @classmethod
-    def from_cumulative(cls, cumulative, spread: float = 0.0) -> "AcceptanceProfile":
+    def from_cumulative(cls, cumulative, spread: float = 0.0) -> AcceptanceProfile:
         """a_k -> alpha_k = a_k / a_{k-1} (0 once a depth is never reached)."""
         a = np.asarray(cumulative, dtype=float)
         prev = np.concatenate([[1.0], a[:-1]])
@@ -39,7 +39,7 @@ class AcceptanceProfile:
         return cls(tuple(float(x) for x in alphas), spread)
 
     @classmethod
-    def from_accept_length(cls, accept_length: float, steps: int, spread: float = 0.0) -> "AcceptanceProfile":
+    def from_accept_length(cls, accept_length: float, steps: int, spread: float = 0.0) -> AcceptanceProfile:
         """The geometric profile (alpha constant over depth) whose E[A] over `steps` matches."""
         if not 1.0 <= accept_length <= steps + 1:
             raise ValueError(f"accept length {accept_length} outside [1, {steps + 1}]")
@@ -50,7 +50,7 @@ class AcceptanceProfile:
         return cls((lo,) * steps, spread)
 
     @classmethod
-    def from_histogram(cls, counts, spread: float = 0.0) -> "AcceptanceProfile":
+    def from_histogram(cls, counts, spread: float = 0.0) -> AcceptanceProfile:
         """counts[j] = iterations with exactly j drafts accepted -> conditional alphas.
 
         Only iterations that could have accepted more count toward a depth; here every iteration
@@ -62,7 +62,7 @@ class AcceptanceProfile:
         return cls.from_cumulative(at_least[1:], spread)
 
     @classmethod
-    def from_tree(cls, rank_probs, topk: int, draft_tokens: int, spread: float = 0.0) -> "AcceptanceProfile":
+    def from_tree(cls, rank_probs, topk: int, draft_tokens: int, spread: float = 0.0) -> AcceptanceProfile:
         """rank_probs[k][j] = P(target's token at depth k+1 is the draft's (j+1)-th best | path
         accepted), one row per step -> the profile of the verify tree of `draft_tokens` tokens
         (mtpsim/tree.py, with its calibrated-draft assumption). With topk 1 it is the chain:
@@ -73,7 +73,7 @@ class AcceptanceProfile:
         return cls.from_cumulative(pmf[::-1].cumsum()[::-1][1:], spread)
 
     @classmethod
-    def from_section(cls, acc, steps: int, where: str, topk: int = 1, draft_tokens: int | None = None) -> "AcceptanceProfile":
+    def from_section(cls, acc, steps: int, where: str, topk: int = 1, draft_tokens: int | None = None) -> AcceptanceProfile:
         """From a scenario's `acceptance` section; a tree's shape (topk, draft_tokens) is needed
         for per_depth_topk."""
         if acc.per_depth_topk is not None:

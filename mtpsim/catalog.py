@@ -69,7 +69,7 @@ class AttentionSpec(Spec):
     input_size: int | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
-    def _fields_for_kind(self) -> "AttentionSpec":
+    def _fields_for_kind(self) -> AttentionSpec:
         need = {
             "gqa": ["num_kv_heads", "head_dim"],
             "mla": ["kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"],
@@ -95,7 +95,7 @@ class FFNSpec(Spec):
     shared_intermediate_size: int | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
-    def _fields_for_kind(self) -> "FFNSpec":
+    def _fields_for_kind(self) -> FFNSpec:
         need = {"dense": ["intermediate_size"],
                 "moe": ["num_experts", "top_k", "expert_intermediate_size"]}[self.kind]
         missing = [f for f in need if getattr(self, f) is None]
@@ -178,7 +178,7 @@ class ModelSpec(Spec):
     draft_vocab_size: int | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
-    def _refs_exist(self) -> "ModelSpec":
+    def _refs_exist(self) -> ModelSpec:
         refs = [*self.layers] + ([self.mtp.layer] if self.mtp else [])
         for ref in refs:
             if ref.attention not in self.attention_kinds:
@@ -262,7 +262,7 @@ class EngineSpec(Spec):
     speculative_max_running_requests: int | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
-    def _both_host_times(self) -> "EngineSpec":
+    def _both_host_times(self) -> EngineSpec:
         if set(self.host) != {"decode", "speculative"}:
             raise ValueError("host needs decode and speculative")
         return self

@@ -8,8 +8,8 @@ records, so designs differ here and nowhere else. `none` is the design with S = 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 
 from mtpsim.costs.passes import PassShape
 
@@ -217,7 +217,7 @@ class DesignShape:
     draft_tokens: int = 1
 
     @classmethod
-    def of(cls, spec) -> "DesignShape":
+    def of(cls, spec) -> DesignShape:
         """From a scenario's `speculative` section."""
         if record(spec.design).draft_part is None:
             return cls(spec.design)
@@ -239,7 +239,7 @@ class DesignShape:
     def label(self) -> str:
         return self.record.label(self.steps)
 
-    def with_steps(self, steps: int) -> "DesignShape":
+    def with_steps(self, steps: int) -> DesignShape:
         """This chain run at `steps` (an adaptive policy's iteration); 0 is plain decoding."""
         return DesignShape(BASELINE) if steps == 0 else replace(self, steps=steps, draft_tokens=steps + 1)
 

@@ -204,7 +204,8 @@ def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = N
         if name not in df.columns:
             if name in optional:
                 continue
-            raise ScenarioError(where, name, f"missing column (columns needed: {', '.join(c for c in columns if c not in optional)})")
+            needed = ", ".join(c for c in columns if c not in optional)
+            raise ScenarioError(where, name, f"missing column (columns needed: {needed})")
         if not rule.text:
             df[name] = _numbers(df[name], rule, where, name)
     if df.empty:

@@ -20,8 +20,20 @@ from mtpsim.catalog import EngineSpec, HardwareSpec, ModelSpec
 from mtpsim.costs.profile import committed_profiles, find_profile, profile_device
 from mtpsim.errors import ScenarioError, from_validation
 from mtpsim.files import load_yaml, parse_yaml
-from mtpsim.schema import (MAX_SWEEP_POINTS, Acceptance, Cost, Engine, LengthDist, Parallel, Scenario, Specs, Speculative,
-                           Verify, Workload, max_length)
+from mtpsim.schema import (
+    MAX_SWEEP_POINTS,
+    Acceptance,
+    Cost,
+    Engine,
+    LengthDist,
+    Parallel,
+    Scenario,
+    Specs,
+    Speculative,
+    Verify,
+    Workload,
+    max_length,
+)
 from mtpsim.sim.workload import read_trace
 
 __all__ = ["Acceptance", "Cost", "Engine", "LengthDist", "Parallel", "Scenario", "Specs", "Speculative",
@@ -179,8 +191,9 @@ def _external_draft(s: Scenario, model: ModelSpec, where: str) -> ModelSpec | No
         return None
     draft = _spec("models", name, ModelSpec, where, "speculative.draft")
     if draft.role != role:
-        raise ScenarioError(where, "speculative.draft", f"{draft.name!r} is not {'an assistant' if role == 'assistant' else 'a draft model'} "
-                            f"(role: {role}), which {s.speculative.design} needs")
+        kind = "an assistant" if role == "assistant" else "a draft model"
+        raise ScenarioError(where, "speculative.draft", f"{draft.name!r} is not {kind} (role: {role}), "
+                            f"which {s.speculative.design} needs")
     return draft
 
 

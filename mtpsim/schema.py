@@ -46,7 +46,7 @@ class Parallel(Section):
     gpus_per_node: int | None = Field(default=None, ge=1, le=MAX_GPUS)  # None: the hardware's
 
     @model_validator(mode="after")
-    def _ep_divides_tp(self) -> "Parallel":
+    def _ep_divides_tp(self) -> Parallel:
         if self.tp % self.ep:
             raise ValueError(f"ep ({self.ep}) must divide tp ({self.tp})")
         # SGLang server_args.py _handle_data_parallelism: assert tp_size % dp_size == 0
@@ -89,7 +89,7 @@ class Speculative(Section):
     policy: Policy | None = None  # steps per running batch size (adaptive); None: `steps` every iteration
 
     @model_validator(mode="after")
-    def _shape(self) -> "Speculative":
+    def _shape(self) -> Speculative:
         if self.topk == 1 and self.draft_tokens not in (None, self.steps + 1):
             raise ValueError(f"with topk 1, draft_tokens must be steps + 1 = {self.steps + 1}")
         if self.topk > 1 and self.draft_tokens is not None and self.draft_tokens > 1 + self.steps * self.topk:
@@ -133,7 +133,7 @@ class Acceptance(Section):
         return rows
 
     @model_validator(mode="after")
-    def _one_form(self) -> "Acceptance":
+    def _one_form(self) -> Acceptance:
         given = [k for k in ("per_depth", "per_depth_topk", "cumulative", "accept_length", "histogram")
                  if getattr(self, k) is not None]
         if len(given) > 1:
@@ -155,7 +155,7 @@ class LengthDist(Section):
     std: float | None = Field(default=None, ge=0, le=MAX_TOKENS)   # normal, lognormal
 
     @model_validator(mode="after")
-    def _params(self) -> "LengthDist":
+    def _params(self) -> LengthDist:
         if self.dist == "uniform" and self.max is None:
             raise ValueError("uniform needs min and max")
         if self.dist != "uniform" and (self.mean is None or self.std is None or self.max is None):
@@ -200,7 +200,7 @@ class Workload(Section):
     trace: str | None = None
 
     @model_validator(mode="after")
-    def _arrival_needs(self) -> "Workload":
+    def _arrival_needs(self) -> Workload:
         if self.arrival == "poisson" and self.rate_per_s is None and self.rate_schedule is None:
             raise ValueError("arrival poisson needs rate_per_s (or a rate_schedule)")
         if self.arrival == "trace" and self.trace is None:
@@ -253,12 +253,12 @@ class Scenario(Section):
     seeds: Seeds = 1  # replicates per point: seed, seed + 1, ... (intervals: mtpsim/intervals.py)
     sweep: dict[str, list[Any]] | None = None
 
-    _specs: "Specs" = PrivateAttr()
+    _specs: Specs = PrivateAttr()
     _source: str = PrivateAttr(default="<scenario>")
     _point: dict[str, Any] = PrivateAttr(default_factory=dict)
 
     @property
-    def specs(self) -> "Specs":
+    def specs(self) -> Specs:
         return self._specs
 
     @property

@@ -14,10 +14,10 @@ import pytest
 import yaml
 
 from mtpsim.calibration.grid import Config, op_of
-from mtpsim.costs.layer import whole_layer_ops
 from mtpsim.catalog import load_hardware
 from mtpsim.costs import ops as O
 from mtpsim.costs.calibrated import CalibratedCosts
+from mtpsim.costs.layer import whole_layer_ops
 from mtpsim.costs.profile import MEASURED_BY_CALIBRATE as FAMILIES
 from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.errors import ScenarioError

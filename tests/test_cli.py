@@ -121,6 +121,7 @@ def test_a_sweep_point_failing_in_a_worker_is_one_line(tmp_path, capsys):
 
 def test_scenario_error_survives_pickling():
     import pickle
+
     from mtpsim.errors import ScenarioError
     e = pickle.loads(pickle.dumps(ScenarioError("f.yaml", "workload.rate_per_s", "must be > 0")))
     assert (e.where, e.key, e.reason) == ("f.yaml", "workload.rate_per_s", "must be > 0")
@@ -128,6 +129,7 @@ def test_scenario_error_survives_pickling():
 
 def test_table_shows_rates_as_rates():
     import pandas as pd
+
     from mtpsim.run import format_table
     table = format_table(pd.DataFrame([{"design": "nextn", "rate_per_s": 2.5, "ttft_p50_s": 0.25}]))
     assert "2.5" in table and "2500" not in table and "250" in table  # TTFT in ms, the rate per second

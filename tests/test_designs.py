@@ -13,7 +13,6 @@ from mtpsim.costs.passes import PassShape
 from mtpsim.designs import DESIGNS, RECORDS, DesignShape, iteration_passes, label, prefill_passes
 from mtpsim.memory import memory_budget
 
-
 # ----------------------------------------------------------------------------- the records' passes
 
 def _passes_before_records(design, S, K, N):

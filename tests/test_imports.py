@@ -28,7 +28,8 @@ TORCH_PACKAGES = ("mtpsim.torchkit", "mtpsim.calibration", "mtpsim.verify")
 TORCH_FREE = ("mtpsim", "mtpsim.cli", "mtpsim.run", "mtpsim.sim", "mtpsim.sim.*", "mtpsim.costs", "mtpsim.costs.*",
               "mtpsim.scenario", "mtpsim.schema", "mtpsim.catalog", "mtpsim.results", "mtpsim.plots",
               "mtpsim.report", "mtpsim.trace", "mtpsim.designs", "mtpsim.acceptance", "mtpsim.memory",
-              "mtpsim.shrink", "mtpsim.hfconfig", "mtpsim.hfconfig.*", "mtpsim.calibration.aiconfigurator", "mtpsim.calibration.aic_rows",
+              "mtpsim.shrink", "mtpsim.hfconfig", "mtpsim.hfconfig.*",
+              "mtpsim.calibration.aiconfigurator", "mtpsim.calibration.aic_rows",
               "mtpsim.calibration.grid", "mtpsim.verify.compare")
 DISPATCHER = "mtpsim.cli"
 # what verification may use of calibration: its public entry points (module -> names)
@@ -156,7 +157,7 @@ def cycles(graph: dict[str, list[Edge]]) -> list[list[str]]:
 def reachable(graph: dict[str, list[Edge]], roots: list[str]) -> dict[str, str | None]:
     """Module -> the module it was first reached from, over what importing `roots` can import:
     every edge and parent package, except the dispatcher's lazy ones."""
-    came = {r: None for r in roots}
+    came = dict.fromkeys(roots)
     todo = deque(roots)
     while todo:
         m = todo.popleft()

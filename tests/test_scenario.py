@@ -191,6 +191,7 @@ def test_profile_of_another_gpu_is_an_error(write_scenario):
 def test_a_gpu_calibrated_profile_names_its_hardware(write_scenario, tmp_path):
     """`mtpsim calibrate` on a GPU writes device: cuda and hardware: <entry>; the entry decides."""
     import shutil
+
     from mtpsim.costs.profile import find_profile
     folder = shutil.copytree(find_profile("h200-sglang"), tmp_path / "h200")
     meta = yaml.safe_load((folder / "meta.yaml").read_text())

@@ -241,7 +241,8 @@ workload: {concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}
 """
 ROWS = "[[0.6, 0.2], [0.5, 0.2]]"
 MIMO = BASE.replace("llama-3.1-8b", "mimo-v2-flash").replace("design: nextn", "design: multi_layer") \
-    .replace(", topk: 2, draft_tokens: 4, draft: eagle3-mimo-v2-flash", "").replace(f"per_depth_topk: {ROWS}", "per_depth: [0.8, 0.7]")
+    .replace(", topk: 2, draft_tokens: 4, draft: eagle3-mimo-v2-flash", "") \
+    .replace(f"per_depth_topk: {ROWS}", "per_depth: [0.8, 0.7]")
 BAD = [  # (id, scenario, key, word)
     ("row-sum", BASE.replace(ROWS, "[[0.6, 0.5], [0.5, 0.2]]"), "acceptance.per_depth_topk", "row 1 sums to 1.1"),
     ("out-of-range", BASE.replace(ROWS, "[[0.6, 0.2], [1.5, 0.2]]"), "acceptance.per_depth_topk", "[0, 1]"),

@@ -173,7 +173,8 @@ def alltoall_rows(df: pd.DataFrame) -> pd.DataFrame:
         df = df[df.comm_backend.str.endswith("deepep_ll")]
         if "comm_dtype" in df.columns and (df.comm_dtype == "bfloat16").any():
             df = df[df.comm_dtype == "bfloat16"]
-        phases = df.groupby(["ep_size", "hidden_size", "topk", "num_experts", "num_tokens", "phase"], as_index=False).latency.min()
+        shape = ["ep_size", "hidden_size", "topk", "num_experts", "num_tokens", "phase"]
+        phases = df.groupby(shape, as_index=False).latency.min()
         wide = phases.pivot_table(index=["ep_size", "hidden_size", "topk", "num_experts", "num_tokens"],
                                   columns="phase", values="latency").dropna().reset_index()
         df = wide.assign(ranks=wide.ep_size, d=wide.hidden_size, top_k=wide.topk, tokens=wide.num_tokens,

@@ -26,8 +26,19 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from mtpsim.calibration.aic_rows import (GEMM_RULE, MOE_RULE, DtypeRule, alltoall_rows, allreduce_rows, balanced,
-                                         attention_rows, choose_dtypes, gemm_rows, mla_rows, moe_rows)
+from mtpsim.calibration.aic_rows import (
+    GEMM_RULE,
+    MOE_RULE,
+    DtypeRule,
+    allreduce_rows,
+    alltoall_rows,
+    attention_rows,
+    balanced,
+    choose_dtypes,
+    gemm_rows,
+    mla_rows,
+    moe_rows,
+)
 from mtpsim.catalog import load_hardware
 from mtpsim.costs.profile import FAMILIES
 from mtpsim.errors import ScenarioError
@@ -212,7 +223,7 @@ def convert(system: str, backend: str, version: str | None, out: Path, root: Pat
     return meta
 
 
-def _dtype_record(raw: pd.DataFrame, src: "Source") -> dict:
+def _dtype_record(raw: pd.DataFrame, src: Source) -> dict:
     """meta.yaml's record of which database dtype each mtpsim dtype came from, and what was passed over."""
     chosen, rejected = choose_dtypes(balanced(raw) if src.family == "moe" else raw, src.dtypes)
     return {"dtypes": chosen, **({"dtypes_passed_over": rejected} if rejected else {})}

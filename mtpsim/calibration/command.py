@@ -26,11 +26,11 @@ import yaml
 from tqdm import tqdm
 
 from mtpsim.calibration import grid as G
-from mtpsim.catalog import hardware_for_device
 from mtpsim.calibration import kernels as K
 from mtpsim.calibration import timing as T
 from mtpsim.calibration.host import host_times
 from mtpsim.calibration.layers import layer_case
+from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.layer import layer_spec
 from mtpsim.torchkit.kernels import keep_freed_memory
 
@@ -184,7 +184,8 @@ def _ceilings(pool: T.Pool, device: str) -> dict:
     cases = K.ceilings_cases(pool, device)
     out = {}
     for name, (sets, fn, work) in cases.items():
-        out["copy_bytes_per_s" if name == "copy" else "matmul_flops_per_s"] = float(f"{work / T.median_time_s(sets, fn, device, graphs=False):.4g}")
+        rate = work / T.median_time_s(sets, fn, device, graphs=False)
+        out["copy_bytes_per_s" if name == "copy" else "matmul_flops_per_s"] = float(f"{rate:.4g}")
     return out
 
 

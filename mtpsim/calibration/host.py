@@ -18,8 +18,8 @@ import torch
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.catalog import load_model
 from mtpsim.schema import Verify
-from mtpsim.torchkit.measure import Setup, measure
 from mtpsim.shrink import shrink_assistant, shrink_model
+from mtpsim.torchkit.measure import Setup, measure
 
 # design -> (catalog model, assistant or None)
 DESIGNS = {"none": ("deepseek-v3", None), "nextn": ("deepseek-v3", None),

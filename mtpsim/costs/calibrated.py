@@ -52,9 +52,21 @@ import pandas as pd
 from mtpsim.catalog import EngineSpec, HardwareSpec
 from mtpsim.costs.layer import HELDOUT_SCALE, LAYER_KINDS, whole_layer_ops
 from mtpsim.costs.ops import Op
+from mtpsim.costs.profile import (
+    ANY,
+    FAMILIES,
+    Family,
+    Table,
+    build_tables,
+    family_path,
+    interpolate,
+    load_meta,
+    nearest_cell,
+    profile_families,
+    read_family,
+    read_layers,
+)
 from mtpsim.costs.roofline import OpTime, RooflineCosts
-from mtpsim.costs.profile import (ANY, FAMILIES, Family, Table, build_tables, family_path, interpolate, load_meta, read_layers,
-                                  nearest_cell, profile_families, read_family)
 from mtpsim.errors import ScenarioError, short
 
 __all__ = ["CalibratedCosts", "FAMILIES", "Family", "Table"]
@@ -78,7 +90,7 @@ class CalibratedCosts:
         self.glue = fit_glue(self, layers) if layers is not None else {}
 
     @classmethod
-    def from_profile(cls, path, hw: HardwareSpec, engine: EngineSpec | None = None) -> "CalibratedCosts":
+    def from_profile(cls, path, hw: HardwareSpec, engine: EngineSpec | None = None) -> CalibratedCosts:
         """Load and validate `path`; a missing file, column or meta key is a ScenarioError naming it."""
         folder = Path(path)
         if not folder.is_dir():
@@ -253,7 +265,7 @@ def _fewer_queries(op: Op, share: float) -> Op:
               op.comm_bytes, op.kernels, op.dtype, op.shape)
 
 
-def fit_glue(costs: "CalibratedCosts", layers: pd.DataFrame) -> dict:
+def fit_glue(costs: CalibratedCosts, layers: pd.DataFrame) -> dict:
     """layer kind -> (a_s, b_s): glue = a + b * tokens * d, the fixed calls a layer makes plus the
     activations its views, transposes and copies move, fitted to measured layer - the sum of its
     priced ops over the training layers (every width but HELDOUT_SCALE), least squares on

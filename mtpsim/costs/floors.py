@@ -124,4 +124,5 @@ def predict(p: dict, compute_s, memory_s, ranks=None, n_items=0.0) -> np.ndarray
     if ranks is not None:
         doublings = np.log2(np.maximum(np.asarray(ranks, float), 2.0) / 2.0)
         return p["alpha_s"] + p["alpha_per_doubling_s"] * doublings + m / p["eff_link"]
-    return p["floor_s"] + p.get(ITEM_KEY, 0.0) * np.asarray(n_items, float) + np.maximum(c / p["eff_flops"], m / p["eff_bandwidth"])
+    roofline = np.maximum(c / p["eff_flops"], m / p["eff_bandwidth"])
+    return p["floor_s"] + p.get(ITEM_KEY, 0.0) * np.asarray(n_items, float) + roofline

@@ -181,7 +181,7 @@ def floors_predict(groups: dict, rows: pd.DataFrame) -> np.ndarray:
         if p is None:
             continue
         out[g.index.to_numpy()] = predict(p, g["compute_s"], g["memory_s"], g["ranks"] if family in COLLECTIVES else None,
-                                          g["items"] if "items" in g else 0.0)
+                                          g.get("items", 0.0))
     return out
 
 

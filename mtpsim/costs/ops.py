@@ -24,7 +24,8 @@ class Op:
     """One op on one GPU. `shape` holds the lookup keys for a calibrated profile."""
 
     name: str
-    family: str                     # gemm | attention | moe | lm_head | allreduce | alltoall | state | copy | elementwise | pass | argmax | glue
+    # gemm | attention | moe | lm_head | allreduce | alltoall | state | copy | elementwise | pass | argmax | glue
+    family: str
     flops: float = 0.0
     weight_bytes: float = 0.0
     kv_bytes: float = 0.0

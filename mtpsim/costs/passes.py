@@ -66,22 +66,22 @@ class Work:
     comm_bytes: float = 0.0
 
     @classmethod
-    def of(cls, op: O.Op, t: OpTime, n: int = 1) -> "Work":
+    def of(cls, op: O.Op, t: OpTime, n: int = 1) -> Work:
         """n copies of one op priced at t."""
         compute, memory = (t.compute_s, 0.0) if t.compute_s >= t.memory_s else (0.0, t.memory_s)
         return cls(n * compute, n * memory, n * t.comm_s, n * t.overhead_s, n * op.flops, n * op.weight_bytes,
                    n * op.kv_bytes, n * op.comm_bytes)
 
-    def __add__(self, o: "Work") -> "Work":
+    def __add__(self, o: Work) -> Work:
         return Work(self.compute_s + o.compute_s, self.memory_s + o.memory_s, self.comm_s + o.comm_s,
                     self.overhead_s + o.overhead_s, self.flops + o.flops, self.weight_bytes + o.weight_bytes,
                     self.kv_bytes + o.kv_bytes, self.comm_bytes + o.comm_bytes)
 
-    def scale(self, n: float) -> "Work":
+    def scale(self, n: float) -> Work:
         return Work(n * self.compute_s, n * self.memory_s, n * self.comm_s, n * self.overhead_s, n * self.flops,
                     n * self.weight_bytes, n * self.kv_bytes, n * self.comm_bytes)
 
-    def plus_overhead(self, seconds: float) -> "Work":
+    def plus_overhead(self, seconds: float) -> Work:
         return Work(self.compute_s, self.memory_s, self.comm_s, self.overhead_s + seconds, self.flops,
                     self.weight_bytes, self.kv_bytes, self.comm_bytes)
 
@@ -110,7 +110,7 @@ class PassCost:
     ops: tuple[tuple[O.Op, OpTime, int], ...] = field(default=(), repr=False)
 
     @classmethod
-    def of(cls, kind: str, part: str, tokens: int, w: Work, sources=(), ops=()) -> "PassCost":
+    def of(cls, kind: str, part: str, tokens: int, w: Work, sources=(), ops=()) -> PassCost:
         return cls(kind, part, tokens, w.time_s, w.compute_s, w.memory_s, w.comm_s, w.overhead_s, w.flops,
                    w.weight_bytes, w.kv_bytes, w.comm_bytes, sources, ops)
 
@@ -297,7 +297,7 @@ class Pricer:
         par = self.par
         return [O.mlp_sync(par.tp, par.nodes(par.tp))] if par.attention_dp > 1 else []
 
-    @lru_cache(maxsize=8)
+    @lru_cache(maxsize=8)  # noqa: B019 -- a Pricer lives as long as its run; a part's kinds never change
     def _attention_kinds(self, part: str):
         """(attention spec, layer count, kv dtype) per attention kind of a part."""
         spec = self.layers(part)

@@ -12,7 +12,6 @@ import datetime
 import math
 from bisect import bisect_left
 from dataclasses import dataclass
-from itertools import product
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -170,7 +169,7 @@ class _Overhead(_Strict):
     graph_replay_s: float | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
-    def _what_the_model_reads(self) -> "_Overhead":
+    def _what_the_model_reads(self) -> _Overhead:
         need = ("call_s",) if self.included_in_op_times else ("launch_s", "graph_kernel_s", "graph_replay_s")
         missing = [k for k in need if getattr(self, k) is None]
         if missing:
@@ -237,7 +236,7 @@ def read_family(path: Path, family: str) -> pd.DataFrame:
     if not path.is_file():
         raise ScenarioError(str(path), "", f"missing profile file for op family {family!r}")
     f = FAMILIES[family]
-    columns = {c: TEXT for c in (*f.keys, *f.dims)} | {c: POSITIVE for c in f.axes} | \
+    columns = dict.fromkeys((*f.keys, *f.dims), TEXT) | dict.fromkeys(f.axes, POSITIVE) | \
         {"flops": NON_NEGATIVE, "bytes": NON_NEGATIVE, "time_s": POSITIVE}
     df = read_csv(path, columns, optional=f.optional)
     for col in f.optional:

@@ -8,7 +8,7 @@ preempted; SGLang admits more optimistically and retracts, which matters only ne
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 from mtpsim.sim.workload import Request
 

@@ -29,13 +29,13 @@ class KVSlots:
         self.v = None if v_dim is None else torch.zeros(batch, heads, capacity, v_dim, dtype=dtype, device=device)
 
     @classmethod
-    def of(cls, k: torch.Tensor, v: torch.Tensor | None) -> "KVSlots":
+    def of(cls, k: torch.Tensor, v: torch.Tensor | None) -> KVSlots:
         """Slots over existing tensors (calibration rotates them over preallocated inputs)."""
         out = object.__new__(cls)
         out.capacity, out.k, out.v = k.shape[2], k, v
         return out
 
-    def view(self, b: int) -> "KVSlots":
+    def view(self, b: int) -> KVSlots:
         out = object.__new__(KVSlots)
         out.capacity, out.k = self.capacity, self.k[b:b + 1]
         out.v = None if self.v is None else self.v[b:b + 1]
@@ -67,7 +67,7 @@ class LinearState:
         self.conv = torch.zeros(batch, channels, kernel - 1, dtype=dtype, device=device)
         self.pending: tuple[torch.Tensor, torch.Tensor] | None = None  # per-token states of the last pass
 
-    def view(self, b: int) -> "LinearState":
+    def view(self, b: int) -> LinearState:
         out = object.__new__(LinearState)
         out.state, out.conv, out.pending = self.state[b:b + 1], self.conv[b:b + 1], None
         return out
@@ -94,7 +94,7 @@ class Cache:
     lens: np.ndarray
     pass_start: np.ndarray | None = None
 
-    def view(self, b: int) -> "Cache":
+    def view(self, b: int) -> Cache:
         return Cache([s.view(b) for s in self.layers], self.lens[b:b + 1].copy())
 
     def begin(self) -> None:
@@ -128,7 +128,7 @@ class Batch:
     memo: dict = field(default_factory=dict)  # per-pass masks and rotary tables, shared by layers
 
     @classmethod
-    def at(cls, start: np.ndarray, q: int, device, limit: np.ndarray | None = None, prefill: bool = False) -> "Batch":
+    def at(cls, start: np.ndarray, q: int, device, limit: np.ndarray | None = None, prefill: bool = False) -> Batch:
         pos = torch.as_tensor(start, device=device)[:, None] + torch.arange(q, device=device)
         lim = None if limit is None else torch.as_tensor(limit, device=device)
         return cls(pos, lim, prefill)

@@ -147,7 +147,7 @@ def parallel_heads(r: Run) -> np.ndarray:
     at = torch.as_tensor(accepted, device=r.device)
     with r.timed("draft"):  # every head over every window row
         outs = [head(hidden, verified, r.at(L, n), cache)[1] for head, cache in zip(r.drafts, r.draft_caches)]
-    for k, cache in enumerate(r.draft_caches):
+    for cache in r.draft_caches:
         cache.commit(L + accepted + 1)
     r.next_drafts = torch.stack([r.propose(t[r.rows, at], L + accepted + 2 + k) for k, t in enumerate(outs)], 1)
     return r.emit(verified, accepted)

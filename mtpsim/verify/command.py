@@ -27,13 +27,12 @@ from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError
 from mtpsim.run import output_dir
-from mtpsim.sim.workload import sample_lengths
-from mtpsim.verify.compare import comparison, plot, predict, simulated_mapping
 from mtpsim.shrink import shrink_assistant, shrink_model
+from mtpsim.sim.workload import sample_lengths
 from mtpsim.torchkit import loops
 from mtpsim.torchkit.kernels import keep_freed_memory
 from mtpsim.torchkit.measure import Setup, measure
-
+from mtpsim.verify.compare import comparison, plot, predict, simulated_mapping
 
 
 def main(args) -> int:
@@ -57,7 +56,8 @@ def main(args) -> int:
     table.to_csv(out / "verify.csv", index=False)
     plot(table, out / "verify.png")
     tps = table[table.kind == "tps"]
-    print(f"\n|TPS error|: median {tps.rel_error.abs().median():.1%}, worst {tps.rel_error.abs().max():.1%}  ->  {out / 'verify.csv'}")
+    errors = tps.rel_error.abs()
+    print(f"\n|TPS error|: median {errors.median():.1%}, worst {errors.max():.1%}  ->  {out / 'verify.csv'}")
     if level is not None:
         print(f"this CPU ran at {level:.2f}x the profile's op times (held-out shapes re-timed before and after: "
               f"{levels[0]:.2f}, {levels[1]:.2f}); with that divided out, |TPS error|: median "
