@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import math
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -94,6 +94,8 @@ class Table:
     log_w: np.ndarray
     floor_s: float
     measured: np.ndarray | None = None  # cells timed, not filled (None: every non-NaN cell)
+    # along-kv slices by the other axes' values (interpolate's fast path), filled as they are asked for
+    kv_slices: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 class Hit(NamedTuple):
@@ -106,18 +108,52 @@ class Hit(NamedTuple):
 
 
 def interpolate(table: Table, x: dict) -> Hit | None:
-    """(log time, log work) multilinear in log axes; None outside the grid or at a gap."""
+    """(log time, log work) multilinear in log axes; None outside the grid or at a gap.
+
+    Multilinear interpolation is separable, so a table with a `kv` axis (attention, the pass
+    frame: every pass looks one up at a new KV length but the same batch, q and heads) is
+    interpolated over its other axes once per their values into a slice along kv, and each call
+    is one interval of that slice: the same value, summed in another order."""
+    if "kv" not in table.axes:
+        return _interpolate(table, x)
+    key = tuple(x[name] for name in table.axes if name != "kv")
+    piece = table.kv_slices.get(key)
+    if piece is None:
+        piece = table.kv_slices[key] = _kv_slice(table, x)
+    kv = _corners(table.axes["kv"], x["kv"])
+    if piece is False or kv is None:
+        return None
+    slice_t, slice_w, slice_measured = piece
+    log_t = log_w = 0.0
+    measured = True
+    for i, weight in kv:
+        t = slice_t[i]
+        if t != t:  # NaN: a gap in the measured grid
+            return None
+        log_t += weight * t
+        log_w += weight * slice_w[i]
+        measured = measured and bool(slice_measured[i])
+    return Hit(log_t, log_w, measured)
+
+
+def _corners(values: np.ndarray, v: float) -> tuple | None:
+    """The grid points around v on one log axis, as (index, weight); None outside the grid."""
+    if v < values[0] * (1 - 1e-9) or v > values[-1] * (1 + 1e-9):
+        return None
+    i = min(bisect_left(values, v), len(values) - 1)
+    if abs(values[i] - v) <= 1e-9 * v or i == 0:
+        return ((i, 1.0),)
+    f = (math.log(v) - math.log(values[i - 1])) / (math.log(values[i]) - math.log(values[i - 1]))
+    return ((i - 1, 1.0 - f), (i, f))
+
+
+def _interpolate(table: Table, x: dict) -> Hit | None:
     corners = []
     for name, values in table.axes.items():
-        v = x[name]
-        if v < values[0] * (1 - 1e-9) or v > values[-1] * (1 + 1e-9):
+        axis = _corners(values, x[name])
+        if axis is None:
             return None
-        i = min(bisect_left(values, v), len(values) - 1)
-        if abs(values[i] - v) <= 1e-9 * v or i == 0:
-            corners.append(((i, 1.0),))
-            continue
-        f = (math.log(v) - math.log(values[i - 1])) / (math.log(values[i]) - math.log(values[i - 1]))
-        corners.append(((i - 1, 1.0 - f), (i, f)))
+        corners.append(axis)
     # every corner of the cell: (index, weight) with the weights multiplied in axis order
     cell = [((), 1.0)]
     for axis in corners:
@@ -134,6 +170,28 @@ def interpolate(table: Table, x: dict) -> Hit | None:
         log_w += weight * table.log_w[idx]
         measured = measured and (table.measured is None or bool(table.measured[idx]))
     return Hit(log_t, log_w, measured)
+
+
+def _kv_slice(table: Table, x: dict):
+    """The table interpolated over every axis but kv at x: (log time, log work, measured) along
+    the kv grid (NaN where a corner with weight is a gap), or False when x is outside the grid."""
+    k = list(table.axes).index("kv")
+    cell = [((), 1.0)]
+    for n, (name, values) in enumerate(table.axes.items()):
+        axis = ((slice(None), 1.0),) if n == k else _corners(values, x[name])
+        if axis is None:
+            return False
+        cell = [(idx + (i,), weight * w) for idx, weight in cell for i, w in axis]
+    size = len(table.axes["kv"])
+    log_t, log_w, measured = np.zeros(size), np.zeros(size), np.ones(size, bool)
+    for idx, weight in cell:
+        if weight == 0.0:
+            continue
+        log_t += weight * table.log_t[idx]
+        log_w += weight * table.log_w[idx]
+        if table.measured is not None:
+            measured &= table.measured[idx]
+    return log_t.tolist(), log_w.tolist(), measured.tolist()
 
 
 def nearest_cell(table: Table, x: dict) -> tuple[float, float]:
