@@ -20,6 +20,7 @@ Error messages quote at most 80 characters of a value (`short`).
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import re
@@ -63,6 +64,27 @@ def read_text(path: str | Path, where: str | None = None, limit: int = MAX_FILE_
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ScenarioError(where, "", f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+
+
+def version(path: str | Path) -> tuple:
+    """What changes when a file, or any file in a folder, changes: the resolved path and each
+    file's (name, mtime, size). () for a path that does not exist (its reader then says why)."""
+    path = Path(path)
+    files = sorted(path.iterdir()) if path.is_dir() else [path] if path.exists() else []
+    return (str(path.resolve()), *((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files))
+
+
+def read_once(reader):
+    """`reader(path, *args)`, run once per version of the file at `path` (the last 8 kept): a
+    sweep validates and then runs every point from the same trace, histogram or profile. What
+    it returns is shared by every caller, so it must not be changed in place."""
+    cached = functools.lru_cache(maxsize=8)(lambda path, _version, *args: reader(path, *args))
+
+    @functools.wraps(reader)
+    def read(path, *args):
+        return cached(path, version(path), *args)
+    read.cache_clear = cached.cache_clear
+    return read
 
 
 # ---------------------------------------------------------------------------------------- YAML

@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from mtpsim import catalog, designs
@@ -299,11 +300,11 @@ def _check_context(s: Scenario, where: str) -> None:
     if w.arrival == "trace":
         if not Path(w.trace).is_file():
             raise ScenarioError(where, "workload.trace", f"no such file: {w.trace}")
-        rows = read_trace(w.trace)
+        _, inputs, outputs = read_trace(w.trace)
         if limit is not None:
-            longest = max(rows, key=lambda r: r[1] + r[2])
-            if longest[1] + longest[2] > limit:
-                raise ScenarioError(w.trace, "input_len", f"row {rows.index(longest) + 2}: {longest[1]} + {longest[2]} "
+            row = int(np.argmax(inputs + outputs))
+            if inputs[row] + outputs[row] > limit:
+                raise ScenarioError(w.trace, "input_len", f"row {row + 2}: {inputs[row]} + {outputs[row]} "
                                     f"output tokens exceed model {s.specs.model.name!r}'s max_context {limit}")
         return
     if limit is not None and max_length(w.input_len) + max_length(w.output_len) > limit:

@@ -73,3 +73,16 @@ def test_cap_by_remaining_tokens():
     rng = np.random.default_rng(0)
     got = p.sample(rng, p.request_levels(rng, 4, 3), remaining=np.array([1, 2, 3, 10]))
     assert got.tolist() == [0, 1, 2, 3]
+
+
+def test_a_histogram_is_read_again_once_its_file_changes(tmp_path):
+    """read_histogram reads once per file version: the same file twice is one read, a changed
+    file is read anew, and the shared array cannot be changed in place."""
+    path = tmp_path / "h.csv"
+    write_histogram([3, 2, 1], path)
+    first = read_histogram(path)
+    assert read_histogram(path) is first
+    with pytest.raises(ValueError):
+        first[0] = 0
+    write_histogram([5, 4, 3, 2], path)
+    assert np.allclose(read_histogram(path), [5, 4, 3, 2])

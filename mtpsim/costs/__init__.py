@@ -8,10 +8,9 @@ whose `price(shape, q_lens, kv_lens)` gives a PassCost.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 from mtpsim.costs.passes import PassCost, PassShape, Pricer
 from mtpsim.costs.roofline import RooflineCosts
+from mtpsim.files import version
 
 
 def build_costs(scenario):
@@ -21,10 +20,7 @@ def build_costs(scenario):
     specs = scenario.specs
     if specs.cost_model == "calibrated":
         from mtpsim.costs.calibrated import CalibratedCosts
-        folder = Path(specs.profile)
-        files = tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in sorted(folder.iterdir())) \
-            if folder.is_dir() else ()
-        key = (str(folder.resolve()), files, specs.hardware.model_dump_json(), specs.engine.model_dump_json())
+        key = (version(specs.profile), specs.hardware.model_dump_json(), specs.engine.model_dump_json())
         if key not in _PROFILES:
             if len(_PROFILES) >= 4:
                 _PROFILES.pop(next(iter(_PROFILES)))

@@ -20,7 +20,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mtpsim.errors import ScenarioError, from_validation
-from mtpsim.files import COUNT, NON_NEGATIVE, POSITIVE, TEXT, Column, load_yaml, read_csv
+from mtpsim.files import COUNT, NON_NEGATIVE, POSITIVE, TEXT, Column, load_yaml, read_csv, read_once
 from mtpsim.packagedata import data_dir, user_catalog_dirs
 
 
@@ -252,8 +252,11 @@ class ProfileMeta(_Strict):
     host_s: dict[str, dict[int, float]] | None = None
 
 
+@read_once
 def load_meta(path: Path) -> dict:
-    """meta.yaml, checked against ProfileMeta: a missing key or a wrong type names its key path."""
+    """meta.yaml, checked against ProfileMeta: a missing key or a wrong type names its key path.
+    Read once per file version (every sweep point checks its profile's device) and shared: not
+    to be changed in place."""
     if not path.is_file():
         raise ScenarioError(str(path), "", "missing profile file")
     meta = load_yaml(path)

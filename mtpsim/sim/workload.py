@@ -6,12 +6,10 @@ known up front as a list of (arrival_s, input_len, output_len).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
-from mtpsim.files import Column, read_csv
+from mtpsim.files import Column, read_csv, read_once
 from mtpsim.schema import MAX_REQUESTS, MAX_TOKENS
 
 
@@ -56,9 +54,7 @@ def open_arrivals(workload, rng: np.random.Generator) -> tuple[np.ndarray, np.nd
     """Arrays of arrival_s, input_len and output_len for batch, poisson and trace workloads
     (arrays, not rows: a million requests take 24 MB rather than ~200)."""
     if workload.arrival == "trace":
-        rows = _read_trace_cached(workload.trace)
-        return (np.array([t for t, _, _ in rows], float), np.array([i for _, i, _ in rows], np.int64),
-                np.array([o for _, _, o in rows], np.int64))
+        return read_trace(workload.trace)
     n = workload.num_requests
     inputs, outputs = sample_lengths(rng, workload.input_len, n), sample_lengths(rng, workload.output_len, n)
     if workload.arrival == "batch":
@@ -87,20 +83,14 @@ def scheduled_poisson(rng: np.random.Generator, schedule, n: int) -> np.ndarray:
     return np.concatenate(phases)[:n]
 
 
-def read_trace(path: str) -> list[tuple[float, int, int]]:
-    """A CSV with arrival_s,input_len,output_len (at most MAX_REQUESTS rows); rows sorted by
-    arrival. Read once per file version: a sweep validates and runs every point from it."""
-    return list(_read_trace_cached(path))
-
-
-def _read_trace_cached(path: str) -> tuple[tuple[float, int, int], ...]:
-    stat = Path(path).stat()
-    return _read_trace(str(path), stat.st_mtime_ns, stat.st_size)
-
-
-@lru_cache(maxsize=4)
-def _read_trace(path: str, mtime_ns: int, size: int) -> tuple[tuple[float, int, int], ...]:
+@read_once
+def read_trace(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A CSV with arrival_s,input_len,output_len (at most MAX_REQUESTS rows) as read-only arrays
+    of arrival_s, input_len and output_len, sorted by arrival."""
     length = Column(low=1, high=MAX_TOKENS, integer=True)
     df = read_csv(path, {"arrival_s": Column(low=0), "input_len": length, "output_len": length}, max_rows=MAX_REQUESTS)
     df = df.sort_values("arrival_s", kind="stable")
-    return tuple(zip(df.arrival_s.tolist(), df.input_len.tolist(), df.output_len.tolist()))
+    arrays = (df.arrival_s.to_numpy(float), df.input_len.to_numpy(np.int64), df.output_len.to_numpy(np.int64))
+    for a in arrays:
+        a.flags.writeable = False
+    return arrays
