@@ -8,6 +8,7 @@ Measured 2026-12-01 on this project's 2-core machine, quiet, median of 3 (target
     046f31c (before issue 13)      nextn 2.58 s, none 2.24 s, pair 4.82 s (two profile loads)
     after the engine work          nextn 2.24 s, none 1.05 s, pair 3.29 s
     + kv slices in interpolate     nextn 2.12 s, none 0.96 s, pair 3.08 s
+    + no slowest-group max for one nextn 2.06 s, none 0.92 s, pair 2.98 s
 """
 
 from __future__ import annotations

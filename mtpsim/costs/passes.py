@@ -170,8 +170,9 @@ class Pricer:
         logits = (batch if shape.kind == "prefill" else rows) * shape.logits_per_request
         static, work, sources = self.static_ops(shape.part, shape.layer, tokens, logits, graphs, shape.from_target)
         # groups without requests run an idle batch: the same shapes, no attention to wait for
-        dynamic = max((self._attention(shape, g, graphs) for g in groups if g.batch),
-                      key=lambda priced: sum(n * t.total_s for _, t, n in priced))
+        dynamic = self._attention(shape, groups[0], graphs) if len(groups) == 1 else \
+            max((self._attention(shape, g, graphs) for g in groups if g.batch),
+                key=lambda priced: sum(n * t.total_s for _, t, n in priced))
         if shape.compact_tokens:  # each GPU compacts its own group's accepted paths
             op = O.kv_copy(batch * shape.compact_tokens, self.kv_bytes_per_token(shape.part))
             dynamic.append((op, self.costs.time(op, False), 1))  # eagle_info.py `verify`: eager, after the graph
