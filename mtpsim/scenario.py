@@ -17,7 +17,6 @@ from pydantic import BaseModel, ValidationError
 
 from mtpsim import catalog, designs
 from mtpsim.acceptance import read_histogram
-from mtpsim.catalog import EngineSpec, HardwareSpec, ModelSpec
 from mtpsim.costs.profile import committed_profiles, find_profile, profile_device
 from mtpsim.errors import ScenarioError, from_validation
 from mtpsim.files import load_yaml, parse_yaml
@@ -36,6 +35,7 @@ from mtpsim.schema import (
     max_length,
 )
 from mtpsim.sim.workload import read_trace
+from mtpsim.specs import EngineSpec, HardwareSpec, ModelSpec
 
 __all__ = ["Acceptance", "Cost", "Engine", "LengthDist", "Parallel", "Scenario", "Specs", "Speculative",
            "Verify", "Workload", "ScenarioError", "load", "validate", "read_yaml", "parse_set", "set_key"]

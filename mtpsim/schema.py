@@ -10,8 +10,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from mtpsim.catalog import EngineSpec, HardwareSpec, ModelSpec
 from mtpsim.designs import DESIGNS, record
+from mtpsim.specs import EngineSpec, HardwareSpec, ModelSpec
 
 Probability = float
 MAX_SEEDS = 1000  # replicates per point; past this a run is better split into several

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from mtpsim.catalog import AttentionSpec, FFNSpec, LayerRef, ModelSpec
+from mtpsim.specs import AttentionSpec, FFNSpec, LayerRef, ModelSpec
 
 MIN_WIDTH = 16
 

@@ -13,10 +13,11 @@ import yaml
 pytest.importorskip("pyarrow")
 
 from mtpsim.calibration import aiconfigurator as A  # noqa: E402
-from mtpsim.catalog import AttentionSpec, FFNSpec, load_hardware  # noqa: E402
+from mtpsim.catalog import load_hardware  # noqa: E402
 from mtpsim.cli import main  # noqa: E402
 from mtpsim.costs import ops as O  # noqa: E402
 from mtpsim.costs.calibrated import CalibratedCosts  # noqa: E402
+from mtpsim.specs import AttentionSpec, FFNSpec  # noqa: E402
 
 DEVICE, SYSTEM = "NVIDIA H200", "h200_sxm"
 

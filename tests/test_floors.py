@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mtpsim import catalog
+from mtpsim import catalog, specs
 from mtpsim.calibration.grid import op_of
 from mtpsim.costs import floors as F
 from mtpsim.costs import floors_fit as FF
@@ -93,7 +93,7 @@ def _ops():
     dsv3 = catalog.load_model("deepseek-v3")
     ffn = next(f for f in dsv3.ffn_kinds.values() if f.kind == "moe")
     mla = next(a for a in dsv3.attention_kinds.values() if a.kind == "mla")
-    gqa = catalog.AttentionSpec(kind="gqa", num_heads=32, num_kv_heads=8, head_dim=128)
+    gqa = specs.AttentionSpec(kind="gqa", num_heads=32, num_kv_heads=8, head_dim=128)
     return [O.gemm("g", 1, 7168, 2048, "fp8"), O.gemm("g", 64, 4096, 4096, "bf16"),
             O.attention_core(gqa, np.ones(4), np.full(4, 1000), "bf16", tp=1),
             O.attention_core(mla, np.ones(8), np.full(8, 4000), "bf16", tp=8),
@@ -117,7 +117,7 @@ def test_op_time_is_at_least_its_floor(name):
 def test_floors_raise_small_batch_times_over_the_datasheet_roofline():
     hw = catalog.load_hardware("h200")
     with_floors, plain = RooflineCosts(hw), RooflineCosts(hw.model_copy(update={"latency_floors": False}))
-    gqa = catalog.AttentionSpec(kind="gqa", num_heads=32, num_kv_heads=8, head_dim=128)
+    gqa = specs.AttentionSpec(kind="gqa", num_heads=32, num_kv_heads=8, head_dim=128)
     for op in (O.gemm("g", 1, 7168, 512, "bf16"), O.attention_core(gqa, np.ones(1), np.full(1, 500), "bf16", tp=1)):
         assert with_floors.time(op, True).total_s > plain.time(op, True).total_s
     # a small 8-GPU all-reduce: the fitted floor sits near the measured ~3 us on H200

@@ -12,9 +12,9 @@ import pytest
 
 from mtpsim import catalog
 from mtpsim import scenario as sc
-from mtpsim.catalog import ModelSpec
 from mtpsim.cli import main
 from mtpsim.errors import ScenarioError
+from mtpsim.specs import ModelSpec
 from tests.conftest import BASE
 
 FP8_BLOCK = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}

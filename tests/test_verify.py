@@ -18,9 +18,9 @@ torch = pytest.importorskip("torch")
 
 from mtpsim import catalog  # noqa: E402
 from mtpsim.acceptance import AcceptanceProfile  # noqa: E402
-from mtpsim.catalog import ModelSpec  # noqa: E402
 from mtpsim.scenario import Verify  # noqa: E402
 from mtpsim.shrink import shrink_assistant, shrink_model  # noqa: E402
+from mtpsim.specs import ModelSpec  # noqa: E402
 from mtpsim.torchkit import loops  # noqa: E402
 from mtpsim.torchkit.measure import Setup, measure, start  # noqa: E402
 

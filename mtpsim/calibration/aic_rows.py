@@ -34,8 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mtpsim.catalog import FFNSpec
 from mtpsim.costs import ops as O
+from mtpsim.specs import FFNSpec
 
 # mtpsim dtype -> the database's dtypes for it, best first
 GEMM_DTYPES = {"bf16": ("bfloat16",), "fp8": ("fp8_block", "fp8"), "fp4": ("nvfp4",)}

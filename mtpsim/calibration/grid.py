@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mtpsim.catalog import AttentionSpec, FFNSpec
 from mtpsim.costs import ops as O
 from mtpsim.costs.layer import LAYER_KINDS
+from mtpsim.specs import AttentionSpec, FFNSpec
 
 P2 = lambda lo, hi: tuple(2 ** i for i in range(int(math.log2(lo)), int(math.log2(hi)) + 1))  # noqa: E731
 P4 = lambda lo, hi: P2(lo, hi)[::2]  # noqa: E731  (every other power of two, from lo)

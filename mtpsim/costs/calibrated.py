@@ -49,7 +49,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mtpsim.catalog import EngineSpec, HardwareSpec
 from mtpsim.costs.layer import HELDOUT_SCALE, LAYER_KINDS, whole_layer_ops
 from mtpsim.costs.ops import Op
 from mtpsim.costs.profile import (
@@ -68,6 +67,7 @@ from mtpsim.costs.profile import (
 )
 from mtpsim.costs.roofline import OpTime, RooflineCosts
 from mtpsim.errors import ScenarioError, short
+from mtpsim.specs import EngineSpec, HardwareSpec
 
 __all__ = ["CalibratedCosts", "FAMILIES", "Family", "Table"]
 

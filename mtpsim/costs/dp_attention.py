@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import math
 
-from mtpsim.catalog import AttentionSpec, FFNSpec
 from mtpsim.costs import ops as O
+from mtpsim.specs import AttentionSpec, FFNSpec
 
 
 def wide_ep(par: O.Parallel) -> bool:

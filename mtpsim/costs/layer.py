@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from mtpsim.catalog import AttentionSpec, FFNSpec, load_model
+from mtpsim.catalog import load_model
 from mtpsim.costs import ops as O
 from mtpsim.costs.dp_attention import dp_layer_ops
 from mtpsim.shrink import shrink_layer
+from mtpsim.specs import AttentionSpec, FFNSpec
 
 # layer kind -> (catalog model, attention kind, ffn kind, query_only)
 LAYER_KINDS = {

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mtpsim.catalog import DTYPE_BYTES, AttentionSpec, FFNSpec, ModelSpec
+from mtpsim.specs import DTYPE_BYTES, AttentionSpec, FFNSpec, ModelSpec
 
 ACT = "bf16"  # default activation dtype: activations move, and small per-head matmuls compute, in it
 MLA_ABSORB_MAX_Q = 64  # query tokens per request up to which MLA runs absorbed (decode, verify)

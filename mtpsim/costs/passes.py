@@ -15,10 +15,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from mtpsim.catalog import HardwareSpec, LayerRef, ModelSpec
 from mtpsim.costs import ops as O
 from mtpsim.costs.layer import decoder_layer_ops
 from mtpsim.costs.roofline import OpTime
+from mtpsim.specs import HardwareSpec, LayerRef, ModelSpec
 
 # SGLang's default captured batch sizes (cuda_graph_bs), capped by max_graph_batch.
 GRAPH_BUCKETS = (1, 2, 4, 8, 12, *range(16, 1025, 8))

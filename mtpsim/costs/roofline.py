@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mtpsim.catalog import EngineSpec, HardwareSpec, load_engine
+from mtpsim.catalog import load_engine
 from mtpsim.costs import floors as F
 from mtpsim.costs.ops import Op
+from mtpsim.specs import EngineSpec, HardwareSpec
 
 
 @dataclass(frozen=True)

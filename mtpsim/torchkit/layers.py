@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mtpsim.catalog import AttentionSpec, FFNSpec, LMHeadSpec
+from mtpsim.specs import AttentionSpec, FFNSpec, LMHeadSpec
 from mtpsim.torchkit.cache import Batch, KVSlots, LinearState
 from mtpsim.torchkit.kernels import attend, attend_cache, centroid_logits, glu, moe_experts, rope
 

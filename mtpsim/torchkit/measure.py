@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 
 from mtpsim.acceptance import AcceptanceProfile
-from mtpsim.catalog import ModelSpec
+from mtpsim.specs import ModelSpec
 from mtpsim.torchkit import loops
 from mtpsim.torchkit.models import build
 

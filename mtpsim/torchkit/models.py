@@ -14,9 +14,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from mtpsim.catalog import LMHeadSpec, ModelSpec
 from mtpsim.designs import record
 from mtpsim.shrink import source_layer
+from mtpsim.specs import LMHeadSpec, ModelSpec
 from mtpsim.torchkit.cache import Batch, Cache
 from mtpsim.torchkit.layers import DecoderLayer, linear, make_head
 

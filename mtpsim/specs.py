@@ -1,0 +1,265 @@
+"""The typed specs the catalog's YAML files describe: a model (its attention and FFN kinds,
+layers, dtypes, draft layers), an accelerator and a serving engine's host side. Unknown keys
+are errors, types are strict and floats finite; catalog.py finds and merges the files, this
+module says what they may hold.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from mtpsim.errors import ScenarioError
+
+Dtype = Literal["fp32", "bf16", "fp16", "fp8", "fp4"]
+DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp4": 0.5}
+
+
+class Spec(BaseModel):
+    """Base for catalog specs: unknown keys are errors, specs are immutable, types are strict
+    (no `true` for 1, no "8" for 8) and floats finite."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+class AttentionSpec(Spec):
+    """One attention kind.
+
+    kind: `gqa` (MHA is gqa with num_kv_heads == num_heads), `mla` (DeepSeek latent attention,
+    absorbed at decode), `linear` (Gated DeltaNet style: a constant-size state per request).
+    window: sliding-window length in tokens; None = global.
+    kv_source: for query-only (frozen-KV assistant) layers, which target layer's KV they read.
+    """
+
+    kind: Literal["gqa", "mla", "linear"]
+    num_heads: int = Field(gt=0)
+    num_kv_heads: int | None = Field(default=None, gt=0)
+    head_dim: int | None = Field(default=None, gt=0)
+    window: int | None = Field(default=None, gt=0)
+    # MLA
+    q_lora_rank: int | None = Field(default=None, ge=0)
+    kv_lora_rank: int | None = Field(default=None, gt=0)
+    qk_nope_head_dim: int | None = Field(default=None, gt=0)
+    qk_rope_head_dim: int | None = Field(default=None, gt=0)
+    v_head_dim: int | None = Field(default=None, gt=0)
+    # linear attention (Gated DeltaNet): num_heads are value heads, num_kv_heads key heads
+    value_head_dim: int | None = Field(default=None, gt=0)
+    conv_kernel: int = Field(default=4, gt=0)
+    # frozen-KV assistant layers
+    kv_source: Literal["target_last_sliding", "target_last_full"] | None = None
+    # width the q/k/v projections read when it is not the hidden size (EAGLE-3's draft layer reads
+    # embedding ++ hidden, 2 x hidden)
+    input_size: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _fields_for_kind(self) -> AttentionSpec:
+        need = {
+            "gqa": ["num_kv_heads", "head_dim"],
+            "mla": ["kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"],
+            "linear": ["num_kv_heads", "head_dim", "value_head_dim"],
+        }[self.kind]
+        missing = [f for f in need if getattr(self, f) is None]
+        if missing:
+            raise ValueError(f"attention kind {self.kind!r} needs {', '.join(missing)}")
+        if self.input_size is not None and self.kind != "gqa":
+            raise ValueError("input_size is modelled for gqa attention only")
+        return self
+
+
+class FFNSpec(Spec):
+    """One FFN kind: `dense` (gated, 3 matrices) or `moe` (routed experts + shared experts)."""
+
+    kind: Literal["dense", "moe"]
+    intermediate_size: int | None = Field(default=None, gt=0)
+    num_experts: int | None = Field(default=None, gt=0)
+    top_k: int | None = Field(default=None, gt=0)
+    expert_intermediate_size: int | None = Field(default=None, gt=0)
+    num_shared_experts: int = Field(default=0, ge=0)
+    shared_intermediate_size: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _fields_for_kind(self) -> FFNSpec:
+        need = {"dense": ["intermediate_size"],
+                "moe": ["num_experts", "top_k", "expert_intermediate_size"]}[self.kind]
+        missing = [f for f in need if getattr(self, f) is None]
+        if missing:
+            raise ValueError(f"ffn kind {self.kind!r} needs {', '.join(missing)}")
+        if self.kind == "moe" and self.top_k > self.num_experts:
+            raise ValueError("top_k exceeds num_experts")
+        return self
+
+
+class LayerRef(Spec):
+    """A layer as a pair of kinds named in the model's `attention_kinds` / `ffn_kinds`."""
+
+    attention: str
+    ffn: str
+
+
+class LayerGroup(LayerRef):
+    """`count` consecutive layers of one kind pair, in model order."""
+
+    count: int = Field(gt=0)
+
+
+class Dtypes(Spec):
+    attention: Dtype = "bf16"
+    dense_ffn: Dtype = "bf16"
+    experts: Dtype = "bf16"
+    mtp: Dtype = "bf16"
+    lm_head: Dtype = "bf16"
+    kv_cache: Dtype = "bf16"
+    activations: Literal["fp32", "bf16", "fp16"] = "bf16"  # hidden states; small per-head matmuls
+
+
+class LMHeadSpec(Spec):
+    """`full`: T × d × V matmul. `centroid`: score num_centroids clusters, expand top_clusters."""
+
+    kind: Literal["full", "centroid"] = "full"
+    num_centroids: int | None = Field(default=None, gt=0)
+    top_clusters: int | None = Field(default=None, gt=0)
+
+
+class MTPSpec(Spec):
+    """The model's own draft layers (MTP modules, EAGLE-style head or parallel heads).
+
+    Each layer takes concat(norm(hidden), norm(embedding)) through a 2h x h projection when
+    `input_projection` is set, runs one decoder layer, and shares the target's LM head unless
+    `vocab_size` gives it a head of its own (EAGLE-3's pruned vocabulary).
+    """
+
+    num_layers: int = Field(gt=0)
+    layer: LayerRef
+    input_projection: bool = True
+    vocab_size: int | None = Field(default=None, gt=0)
+    parallel: bool = False  # Meta-style heads over the trunk's last hidden, not chained
+
+
+class ModelSpec(Spec):
+    """A target model, a frozen-KV assistant (`role: assistant`, for frozen_kv) or an external draft
+    model (`role: draft`, for nextn: its own layers and KV, fed the target's hidden states)."""
+
+    name: str
+    role: Literal["target", "assistant", "draft"] = "target"
+    hidden_size: int = Field(gt=0)
+    vocab_size: int = Field(gt=0)
+    # the longest sequence (prompt + output) the released model serves; None: not checked
+    max_context: int | None = Field(default=None, gt=0)
+    layers: list[LayerGroup] = Field(min_length=1)
+    attention_kinds: dict[str, AttentionSpec]
+    ffn_kinds: dict[str, FFNSpec]
+    tie_embeddings: bool = False
+    lm_head: LMHeadSpec = LMHeadSpec()
+    dtypes: Dtypes = Dtypes()
+    mtp: MTPSpec | None = None
+    assistant: str | None = None            # default frozen_kv assistant (catalog name)
+    backbone_hidden_size: int | None = Field(default=None, gt=0)  # assistants, drafts: target width
+    # drafts: target layers whose hidden states an fc fuses (EAGLE-3: 3, low/mid/high; 3 x target
+    # width -> hidden), and the pruned vocabulary its own LM head scores (vocab_size stays the
+    # target's, which a d2t table maps the draft's tokens into)
+    fused_target_layers: int | None = Field(default=None, gt=0)
+    draft_vocab_size: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _refs_exist(self) -> ModelSpec:
+        refs = [*self.layers] + ([self.mtp.layer] if self.mtp else [])
+        for ref in refs:
+            if ref.attention not in self.attention_kinds:
+                raise ValueError(f"layer names unknown attention kind {ref.attention!r}")
+            if ref.ffn not in self.ffn_kinds:
+                raise ValueError(f"layer names unknown ffn kind {ref.ffn!r}")
+        if self.role != "target" and self.backbone_hidden_size is None:
+            raise ValueError(f"{'an assistant' if self.role == 'assistant' else 'a draft'} needs backbone_hidden_size")
+        return self
+
+    @property
+    def num_layers(self) -> int:
+        return sum(g.count for g in self.layers)
+
+    @cached_property
+    def expanded_layers(self) -> list[LayerRef]:
+        """Every layer in model order."""
+        return [LayerRef(attention=g.attention, ffn=g.ffn) for g in self.layers for _ in range(g.count)]
+
+
+class HardwareSpec(Spec):
+    """One accelerator (per-GPU figures) and its interconnect."""
+
+    name: str
+    peak_flops: dict[Dtype, Annotated[float, Field(gt=0)]] = Field(min_length=1)  # dense tensor-core FLOP/s per dtype
+    memory_bandwidth_bytes_per_s: float = Field(gt=0)
+    memory_capacity_bytes: float = Field(gt=0)
+    link_bandwidth_bytes_per_s: float = Field(gt=0)   # per GPU, one direction
+    link_latency_s: float = Field(ge=0)               # per collective hop
+    # a node: GPUs on one NVLink / Infinity Fabric domain; collectives over more ranks than this
+    # cross the inter-node network (per GPU, one direction) and pay its latency; None: no network
+    # described, so a replica cannot span nodes
+    gpus_per_node: int = Field(default=8, ge=1)
+    internode_bandwidth_bytes_per_s: float | None = Field(default=None, gt=0)
+    internode_latency_s: float | None = Field(default=None, ge=0)
+    launch_overhead_s: float = Field(ge=0)            # per kernel, eager
+    graph_launch_overhead_s: float = Field(ge=0)      # per kernel inside a CUDA-graph replay
+    efficiency_flops: float = Field(default=0.7, gt=0, le=1)
+    efficiency_bandwidth: float = Field(default=0.8, gt=0, le=1)
+    usable_memory_fraction: float = Field(default=0.9, gt=0, le=1)
+    # measured profiles (mtpsim/data/profiles/<name>) by serving engine; `default` for other engines
+    profiles: dict[str, str] = Field(default_factory=dict)
+    # roofline latency floors fitted on measured GPUs (mtpsim/data/latency_floors.yaml, costs/floors.py)
+    latency_floors: bool = False
+
+    def profile_for(self, engine: str) -> str | None:
+        """The measured profile that prices this GPU under `engine` by default, if any."""
+        return self.profiles.get(engine) or self.profiles.get("default")
+
+    def flops_per_s(self, dtype: Dtype) -> float:
+        """Peak for `dtype`, falling back to the widest supported type (FP4 weights on Hopper
+        are dequantised and computed in FP8 or BF16)."""
+        for d in (dtype, "fp8", "bf16", "fp16", "fp32"):
+            if d in self.peak_flops and (DTYPE_BYTES[d] >= DTYPE_BYTES[dtype]):
+                return self.peak_flops[d]
+        raise ScenarioError(f"hardware {self.name!r}", "peak_flops", f"no entry usable for {dtype}")
+
+
+class HostTime(Spec):
+    """Host seconds per decode iteration: base + per_request * running requests."""
+
+    base_s: float = Field(ge=0)
+    per_request_s: float = Field(default=0.0, ge=0)
+
+    def at(self, batch: float) -> float:
+        return self.base_s + self.per_request_s * batch
+
+
+class EngineSpec(Spec):
+    """A serving engine's host side (mtpsim/data/engines/<kind>.yaml, sources in its comment).
+
+    host: per-iteration host time (scheduling, sampling, acceptance bookkeeping, input
+    preparation) for plain decoding and for speculative iterations. hides: per design, the pass
+    kinds during which the host prepares the next iteration (overlap scheduling); a design not
+    listed hides nothing, so its host time is exposed every iteration."""
+
+    name: str
+    host: dict[Literal["decode", "speculative"], HostTime]
+    hides: dict[str, list[Literal["decode", "draft", "verify", "extend", "prefill"]]] = Field(default_factory=dict)
+    # the running-request cap the engine sets for speculative decoding when none is configured
+    speculative_max_running_requests: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _both_host_times(self) -> EngineSpec:
+        if set(self.host) != {"decode", "speculative"}:
+            raise ValueError("host needs decode and speculative")
+        return self
+
+    def host_s(self, design: str, batch: float) -> float:
+        return self.host["decode" if design == "none" else "speculative"].at(batch)
+
+    def hidden_by(self, design: str) -> tuple[str, ...]:
+        return tuple(self.hides.get(design, ()))
+
+    def max_running(self, design: str, configured: int, explicit: bool) -> int:
+        """The running-request cap in force: the scenario's when it set one, else the engine's
+        speculative default where it has one, else the scenario's default."""
+        if explicit or design == "none" or self.speculative_max_running_requests is None:
+            return configured
+        return self.speculative_max_running_requests
