@@ -35,7 +35,7 @@ def cmd_recommend(args) -> int:
 
 
 def cmd_plot(args) -> int:
-    from mtpsim.run import plot_run
+    from mtpsim.runfolder import plot_run
     plot_run(args.run_dir)
     return 0
 

@@ -153,14 +153,28 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
 
 def parse_yaml(text: str, where: str) -> Any:
     """YAML text -> Python values under the rules above; ScenarioError(where, key path, reason)."""
+    documents = _parse(text, where, multi=False)
+    return documents[0] if documents else None
+
+
+def _parse(text: str, where: str, multi: bool) -> list:
+    """The documents of a YAML text (at most one unless `multi`), each checked as above."""
     loader = _Loader(text)
+
+    def nodes():
+        if multi:
+            while loader.check_node():
+                yield loader.get_node()
+        elif (node := loader.get_single_node()) is not None:
+            yield node
+
     try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        if _expanded_size(node, {}) > MAX_VALUES:
-            raise ScenarioError(where, "", f"expands to more than {MAX_VALUES:,} values (aliases repeated too often)")
-        return loader.construct_document(node)
+        documents = []
+        for node in nodes():
+            if _expanded_size(node, {}) > MAX_VALUES:
+                raise ScenarioError(where, "", f"expands to more than {MAX_VALUES:,} values (aliases repeated too often)")
+            documents.append(loader.construct_document(node))
+        return documents
     except _Problem as exc:
         raise ScenarioError(where, exc.key, exc.reason) from None
     except yaml.YAMLError as exc:
@@ -173,6 +187,13 @@ def parse_yaml(text: str, where: str) -> Any:
         raise ScenarioError(where, "", f"YAML value not readable: {short(str(exc), 120)[1:-1]}") from None
     finally:
         loader.dispose()
+
+
+def load_yaml_documents(path: str | Path, where: str | None = None) -> list:
+    """Every document of a multi-document YAML file (a run's scenario.resolved.yaml, one per
+    point, can exceed MAX_YAML_BYTES: the general file limit applies)."""
+    where = where or str(path)
+    return _parse(read_text(path, where), where, multi=True)
 
 
 def load_yaml(path: str | Path, where: str | None = None) -> Any:

@@ -20,7 +20,8 @@ from mtpsim import scenario as sc
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.designs import BASELINE, record
 from mtpsim.errors import ScenarioError
-from mtpsim.run import default_jobs, output_dir, run_points
+from mtpsim.run import default_jobs, run_points
+from mtpsim.runfolder import output_dir
 from mtpsim.schema import MAX_STEPS, MAX_USERS
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64)

@@ -18,21 +18,19 @@ import json
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
-from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
-import yaml
 from pydantic import TypeAdapter, ValidationError
 from tqdm import tqdm
 
 from mtpsim import scenario as sc
-from mtpsim.designs import BASELINE, DesignShape
-from mtpsim.errors import ScenarioError, short
-from mtpsim.files import TEXT, Column, read_csv, read_text
+from mtpsim.designs import BASELINE
+from mtpsim.errors import ScenarioError
 from mtpsim.intervals import seed_intervals
 from mtpsim.results import LogHistogram, Results, add_speedups
-from mtpsim.schema import MAX_SEEDS, Seeds, mean_length
+from mtpsim.runfolder import concat, output_dir, plot_run, write_run
+from mtpsim.schema import MAX_SEEDS, Seeds
 from mtpsim.sim import simulate
 
 SEEDS = TypeAdapter(Seeds)
@@ -125,29 +123,6 @@ def _map(tasks, jobs: int, progress: bool, keep_passes: bool, backend: str = "po
         bar.close()
 
 
-CLAIM = ".mtpsim-run"  # created exclusively in a run folder before anything is simulated
-
-
-def output_dir(name: str, out: str | None) -> Path:
-    """The run folder, claimed before simulating: new, or an existing empty one, never one with
-    files in it, and never one another run is writing into (the claim file is created
-    exclusively, so of two runs started into one folder only one proceeds)."""
-    path = Path(out) if out else Path("runs") / f"{name}-{datetime.now():%Y%m%d-%H%M%S}"
-    busy = ScenarioError(str(path), "", "output folder exists and is not empty (nothing overwritten); "
-                         "pass another --out")
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise busy
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        os.close(os.open(path / CLAIM, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except FileExistsError:
-        raise (busy if path.is_dir() else ScenarioError(str(path), "", "exists and is not a folder (a file, "
-               "or a link to nothing): pass another --out")) from None
-    except OSError as exc:
-        raise ScenarioError(str(path), "", f"cannot create the run folder: {exc.strerror or exc}") from None
-    return path
-
-
 def run_labels(points: list[sc.Scenario]) -> list[dict]:
     """Per point run, the columns that tell its rows apart in requests.csv and the others:
     `point`, and `seed` when any point runs over several seeds."""
@@ -156,26 +131,7 @@ def run_labels(points: list[sc.Scenario]) -> list[dict]:
     return [{"point": i, "seed": r.seed} for i, s in enumerate(points) for r in replicates(s)]
 
 
-def write_run(path: Path, points: list[sc.Scenario], summary: pd.DataFrame, results: list[Results]) -> None:
-    path.mkdir(parents=True, exist_ok=True)
-    labels = run_labels(points)
-    resolved = [{**p.model_dump(exclude={"sweep"}, exclude_none=True), "point": p.point,
-                 "resolved_specs": p.specs.model_dump(exclude_none=True)} for p in points]
-    (path / "scenario.resolved.yaml").write_text(yaml.safe_dump_all(resolved, sort_keys=False))
-    summary.to_csv(path / "summary.csv", index=False)
-    if "seed" in labels[0]:
-        interval_summary(summary).to_csv(path / "summary_ci.csv", index=False)
-    _concat(results, "requests", labels).to_csv(path / "requests.csv", index=False)
-    _concat(results, "iterations", labels).to_csv(path / "iterations.csv", index=False)
-    counts = pd.concat([pd.DataFrame({**label, "accepted": range(len(r.accept_counts)), "count": r.accept_counts})
-                        for label, r in zip(labels, results)], ignore_index=True)
-    counts.to_csv(path / "accept_counts.csv", index=False)
-    if any(r.passes is not None and len(r.passes) for r in results):
-        _concat(results, "passes", labels).to_csv(path / "passes.csv", index=False)
 
-
-def _concat(results: list[Results], attr: str, labels: list[dict]) -> pd.DataFrame:
-    return pd.concat([getattr(r, attr).assign(**label) for label, r in zip(labels, results)], ignore_index=True)
 
 
 TABLE = {"design": "design", "steps": "S", "policy": "policy", "concurrency": "conc", "rate_per_s": "rate/s", "tps": "TPS",
@@ -262,26 +218,26 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
     started = time.perf_counter()
     summary, results = run_points(points, jobs or default_jobs(len(points)), keep_passes=trace,
                                   backend=backend, address=address)
-    write_run(folder, points, summary, results)
     labels = run_labels(points)
+    replicated = "seed" in labels[0]
+    intervals = interval_summary(summary) if replicated else None
+    write_run(folder, points, summary, results, labels, intervals)
     if trace:  # one timeline per point: its first seed's
         from mtpsim.trace import write_trace
         first = [r for j, r in enumerate(results) if j == 0 or labels[j - 1]["point"] != labels[j]["point"]]
-        write_trace(folder / "trace.json", _concat(first, "passes", [{"point": i} for i in range(len(points))]),
+        write_trace(folder / "trace.json", concat(first, "passes", [{"point": i} for i in range(len(points))]),
                     summary)
     if plot:
         plot_run(folder, points)
     s = points[0]
     if s.question:  # the question as written, and what --set changed of the scenario it asks about
         print(f"Q: {s.question}" + (f" (with --set {', '.join(sets)})" if sets else ""))
-    replicated = "seed" in labels[0]
     print(f"{s.name}: {s.specs.model.name} on {s.parallel.dp}x{s.parallel.tp} {s.specs.hardware.name}, "
           f"engine {s.specs.engine.name}, priced by {_pricing(points)}, {len(points)} point(s)"
           f"{f' x {len(labels) // len(points)} seeds' if replicated else ''} in "
           f"{time.perf_counter() - started:.1f} s\n")
     if replicated:
-        ci = interval_summary(summary)
-        print(format_table(ci) + "\n\n" + legend(ci))
+        print(format_table(intervals) + "\n\n" + legend(intervals))
     else:
         print(format_table(summary))
     if any(r.iterations_truncated for r in results):
@@ -291,102 +247,3 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
               f" its percentiles from histograms within {LogHistogram.RELATIVE_ERROR:.1%})")
     print(f"\nwrote {folder}/")
     return folder, summary
-
-
-# ---------------------------------------------------------------------------- plots of a run folder
-
-def memory_frame(points: list[sc.Scenario]) -> pd.DataFrame:
-    """Per-GPU memory budget of each distinct design in the run (and `none`): weights, KV budget,
-    and max concurrent requests at the workload's mean input + output length."""
-    from mtpsim.costs import build_pricer
-    from mtpsim.memory import memory_budget
-    rows = {}
-    for s in points:
-        pricer, context = build_pricer(s), mean_length(s.workload.input_len) + mean_length(s.workload.output_len)
-        for d in (DesignShape(BASELINE), DesignShape.of(s.speculative)):
-            label = d.label + "".join(f", {k.split('.')[-1]}={v}" for k, v in s.point.items()
-                                      if k.startswith("model") and d.design != BASELINE)
-            m = memory_budget(pricer, d)
-            rows.setdefault((label, context), {
-                "label": label, "design": d.design, "steps": d.steps,
-                "context": context, "target_weights_GB": m.target_weight_bytes / 1e9,
-                "draft_weights_GB": m.draft_weight_bytes / 1e9, "kv_budget_GB": m.kv_budget_bytes / 1e9,
-                "max_requests": m.max_requests(context)})
-    return pd.DataFrame(list(rows.values()))
-
-
-def load_run_points(folder: Path) -> list[sc.Scenario]:
-    """The points of a finished run, from its scenario.resolved.yaml."""
-    where = str(Path(folder) / "scenario.resolved.yaml")
-    try:
-        docs = list(yaml.safe_load_all(read_text(where)))
-    except yaml.YAMLError as exc:
-        raise ScenarioError(where, "", f"not readable YAML: {short(str(exc), 120)[1:-1]}") from None
-    if not docs or not all(isinstance(d, dict) for d in docs):
-        raise ScenarioError(where, "", "not a resolved scenario (one mapping per point)")
-    points = []
-    for doc in docs:
-        point = doc.pop("point", {}) or {}
-        doc.pop("resolved_specs", None)
-        points.append(sc.validate(doc, str(folder / "scenario.resolved.yaml"), point))
-    return points
-
-
-# what `mtpsim plot` reads from a run folder; numbers must be numbers, the rest only present
-POINT, TIME = Column(low=-1, integer=True), Column(low=0)  # point -1: a baseline added by the run
-RUN_TABLES = {
-    "summary.csv": {"point": POINT, "name": TEXT, "design": TEXT, "steps": Column(low=0, integer=True),
-                    "concurrency": Column(low=1, integer=True), "tps": TIME, "per_user_tps": TEXT,
-                    "speedup": TEXT, "accept_length": TEXT},
-    "iterations.csv": {"point": POINT, "replica": Column(low=0, integer=True), "kind": TEXT, "start_s": TIME,
-                       "duration_s": TIME},
-    "accept_counts.csv": {"point": POINT, "accepted": Column(low=0, integer=True), "count": Column(low=0)},
-    "passes.csv": {"point": POINT, "replica": Column(low=0, integer=True), "start_s": TIME},
-    "summary_ci.csv": {"point": POINT, "design": TEXT, "steps": Column(low=0, integer=True), "tps": TIME},
-}
-
-
-def read_run_table(folder: Path, name: str, required: bool = True) -> pd.DataFrame | None:
-    """One CSV of a run folder, checked: present (unless optional), whole (pandas ends every
-    file it writes with a newline, so a file without one was cut short), and holding the
-    columns `mtpsim plot` reads (RUN_TABLES)."""
-    path = Path(folder) / name
-    if not path.is_file():
-        if required:
-            raise ScenarioError(str(folder), "", f"incomplete run folder: no {name}")
-        return None
-    text = read_text(path)
-    if text and not text.endswith("\n"):
-        raise ScenarioError(str(path), "", "truncated: its last row is cut off (was the run interrupted?)")
-    return read_csv(path, RUN_TABLES[name])
-
-
-def plot_run(folder: Path, points: list[sc.Scenario] | None = None) -> list[Path]:
-    """Draw the run folder's PNGs from its CSVs (and memory budgets from its scenario)."""
-    from mtpsim.plots import write_plots
-    folder = Path(folder)
-    if not (folder / "summary.csv").is_file():
-        raise ScenarioError(str(folder), "", "not a run folder (no summary.csv)")
-    summary = read_run_table(folder, "summary.csv")
-    if not (summary.point == 0).any():
-        raise ScenarioError(str(folder / "summary.csv"), "point", "no row for point 0")
-    tables = [read_run_table(folder, name) for name in ("accept_counts.csv", "iterations.csv")]
-    try:
-        memory = memory_frame(points or load_run_points(folder))
-    except (ScenarioError, OSError) as exc:
-        print(f"(memory plot skipped: {exc})")
-        memory = None
-    counts, iterations = tables
-    passes = read_run_table(folder, "passes.csv", required=False)
-    if (folder / "summary_ci.csv").is_file():  # over seeds: their means, and one seed's timeline
-        summary, iterations, passes = read_run_table(folder, "summary_ci.csv"), _first_seed(iterations), _first_seed(passes)
-    paths = write_plots(folder, summary, counts, iterations, passes, memory)
-    print(f"plots: {', '.join(p.name for p in paths)}")
-    return paths
-
-
-def _first_seed(frame: pd.DataFrame | None) -> pd.DataFrame | None:
-    """The rows of point 0's first seed (the one point whose timeline is drawn)."""
-    if frame is None or "seed" not in frame or not len(frame):
-        return frame
-    return frame[frame.seed == frame.seed[frame.point == 0].min()]

@@ -310,7 +310,7 @@ def test_plot_on_a_whole_run_folder_draws(run_folder, tmp_path, capsys):
 
 def _claim(args) -> bool:
     from mtpsim.errors import ScenarioError
-    from mtpsim.run import output_dir
+    from mtpsim.runfolder import output_dir
     path, barrier = args
     barrier.wait()
     try:

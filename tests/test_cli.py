@@ -146,7 +146,7 @@ def test_output_into_a_closed_pipe_ends_quietly():
 def test_run_folder_is_claimed_before_simulating(tmp_path):
     """Two runs into one --out: the second is refused at once, before it simulates anything."""
     from mtpsim.errors import ScenarioError
-    from mtpsim.run import output_dir
+    from mtpsim.runfolder import output_dir
     first = output_dir("x", str(tmp_path / "run"))
     assert first.is_dir()
     with pytest.raises(ScenarioError, match="not empty"):

@@ -26,7 +26,7 @@ from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError
-from mtpsim.run import output_dir
+from mtpsim.runfolder import output_dir
 from mtpsim.shrink import shrink_assistant, shrink_model
 from mtpsim.sim.workload import sample_lengths
 from mtpsim.torchkit import loops

@@ -1,0 +1,159 @@
+"""The run folder: claimed exclusively before a run simulates anything, written when it ends
+(`write_run`), and read back, checked, by `mtpsim plot` (`plot_run`). What the files hold is
+described in run.py's docstring; what `plot` needs of them is RUN_TABLES.
+"""
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from mtpsim import scenario as sc
+from mtpsim.designs import BASELINE, DesignShape
+from mtpsim.errors import ScenarioError
+from mtpsim.files import TEXT, Column, load_yaml_documents, read_csv, read_text
+from mtpsim.results import Results
+from mtpsim.schema import mean_length
+
+CLAIM = ".mtpsim-run"  # created exclusively in a run folder before anything is simulated
+
+
+def output_dir(name: str, out: str | None) -> Path:
+    """The run folder, claimed before simulating: new, or an existing empty one, never one with
+    files in it, and never one another run is writing into (the claim file is created
+    exclusively, so of two runs started into one folder only one proceeds)."""
+    path = Path(out) if out else Path("runs") / f"{name}-{datetime.now():%Y%m%d-%H%M%S}"
+    busy = ScenarioError(str(path), "", "output folder exists and is not empty (nothing overwritten); "
+                         "pass another --out")
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise busy
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(path / CLAIM, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        raise (busy if path.is_dir() else ScenarioError(str(path), "", "exists and is not a folder (a file, "
+               "or a link to nothing): pass another --out")) from None
+    except OSError as exc:
+        raise ScenarioError(str(path), "", f"cannot create the run folder: {exc.strerror or exc}") from None
+    return path
+
+
+def write_run(path: Path, points: list[sc.Scenario], summary: pd.DataFrame, results: list[Results],
+              labels: list[dict], intervals: pd.DataFrame | None = None) -> None:
+    """The run's files: the resolved scenario, summary.csv (and summary_ci.csv over seeds), and
+    requests, iterations, accept counts and passes with the `labels` (point, seed) of each result."""
+    path.mkdir(parents=True, exist_ok=True)
+    resolved = [{**p.model_dump(exclude={"sweep"}, exclude_none=True), "point": p.point,
+                 "resolved_specs": p.specs.model_dump(exclude_none=True)} for p in points]
+    (path / "scenario.resolved.yaml").write_text(yaml.safe_dump_all(resolved, sort_keys=False))
+    summary.to_csv(path / "summary.csv", index=False)
+    if intervals is not None:
+        intervals.to_csv(path / "summary_ci.csv", index=False)
+    concat(results, "requests", labels).to_csv(path / "requests.csv", index=False)
+    concat(results, "iterations", labels).to_csv(path / "iterations.csv", index=False)
+    counts = pd.concat([pd.DataFrame({**label, "accepted": range(len(r.accept_counts)), "count": r.accept_counts})
+                        for label, r in zip(labels, results)], ignore_index=True)
+    counts.to_csv(path / "accept_counts.csv", index=False)
+    if any(r.passes is not None and len(r.passes) for r in results):
+        concat(results, "passes", labels).to_csv(path / "passes.csv", index=False)
+
+def concat(results: list[Results], attr: str, labels: list[dict]) -> pd.DataFrame:
+    """One of the results' frames (requests, iterations, passes) for all, each with its label columns."""
+    return pd.concat([getattr(r, attr).assign(**label) for label, r in zip(labels, results)], ignore_index=True)
+
+
+def memory_frame(points: list[sc.Scenario]) -> pd.DataFrame:
+    """Per-GPU memory budget of each distinct design in the run (and `none`): weights, KV budget,
+    and max concurrent requests at the workload's mean input + output length."""
+    from mtpsim.costs import build_pricer
+    from mtpsim.memory import memory_budget
+    rows = {}
+    for s in points:
+        pricer, context = build_pricer(s), mean_length(s.workload.input_len) + mean_length(s.workload.output_len)
+        for d in (DesignShape(BASELINE), DesignShape.of(s.speculative)):
+            label = d.label + "".join(f", {k.split('.')[-1]}={v}" for k, v in s.point.items()
+                                      if k.startswith("model") and d.design != BASELINE)
+            m = memory_budget(pricer, d)
+            rows.setdefault((label, context), {
+                "label": label, "design": d.design, "steps": d.steps,
+                "context": context, "target_weights_GB": m.target_weight_bytes / 1e9,
+                "draft_weights_GB": m.draft_weight_bytes / 1e9, "kv_budget_GB": m.kv_budget_bytes / 1e9,
+                "max_requests": m.max_requests(context)})
+    return pd.DataFrame(list(rows.values()))
+
+
+def load_run_points(folder: Path) -> list[sc.Scenario]:
+    """The points of a finished run, from its scenario.resolved.yaml."""
+    where = str(Path(folder) / "scenario.resolved.yaml")
+    docs = load_yaml_documents(where)
+    if not docs or not all(isinstance(d, dict) for d in docs):
+        raise ScenarioError(where, "", "not a resolved scenario (one mapping per point)")
+    points = []
+    for doc in docs:
+        point = doc.pop("point", {}) or {}
+        doc.pop("resolved_specs", None)
+        points.append(sc.validate(doc, str(folder / "scenario.resolved.yaml"), point))
+    return points
+
+
+# what `mtpsim plot` reads from a run folder; numbers must be numbers, the rest only present
+POINT, TIME = Column(low=-1, integer=True), Column(low=0)  # point -1: a baseline added by the run
+RUN_TABLES = {
+    "summary.csv": {"point": POINT, "name": TEXT, "design": TEXT, "steps": Column(low=0, integer=True),
+                    "concurrency": Column(low=1, integer=True), "tps": TIME, "per_user_tps": TEXT,
+                    "speedup": TEXT, "accept_length": TEXT},
+    "iterations.csv": {"point": POINT, "replica": Column(low=0, integer=True), "kind": TEXT, "start_s": TIME,
+                       "duration_s": TIME},
+    "accept_counts.csv": {"point": POINT, "accepted": Column(low=0, integer=True), "count": Column(low=0)},
+    "passes.csv": {"point": POINT, "replica": Column(low=0, integer=True), "start_s": TIME},
+    "summary_ci.csv": {"point": POINT, "design": TEXT, "steps": Column(low=0, integer=True), "tps": TIME},
+}
+
+
+def read_run_table(folder: Path, name: str, required: bool = True) -> pd.DataFrame | None:
+    """One CSV of a run folder, checked: present (unless optional), whole (pandas ends every
+    file it writes with a newline, so a file without one was cut short), and holding the
+    columns `mtpsim plot` reads (RUN_TABLES)."""
+    path = Path(folder) / name
+    if not path.is_file():
+        if required:
+            raise ScenarioError(str(folder), "", f"incomplete run folder: no {name}")
+        return None
+    text = read_text(path)
+    if text and not text.endswith("\n"):
+        raise ScenarioError(str(path), "", "truncated: its last row is cut off (was the run interrupted?)")
+    return read_csv(path, RUN_TABLES[name])
+
+
+def plot_run(folder: Path, points: list[sc.Scenario] | None = None) -> list[Path]:
+    """Draw the run folder's PNGs from its CSVs (and memory budgets from its scenario)."""
+    from mtpsim.plots import write_plots
+    folder = Path(folder)
+    if not (folder / "summary.csv").is_file():
+        raise ScenarioError(str(folder), "", "not a run folder (no summary.csv)")
+    summary = read_run_table(folder, "summary.csv")
+    if not (summary.point == 0).any():
+        raise ScenarioError(str(folder / "summary.csv"), "point", "no row for point 0")
+    tables = [read_run_table(folder, name) for name in ("accept_counts.csv", "iterations.csv")]
+    try:
+        memory = memory_frame(points or load_run_points(folder))
+    except (ScenarioError, OSError) as exc:
+        print(f"(memory plot skipped: {exc})")
+        memory = None
+    counts, iterations = tables
+    passes = read_run_table(folder, "passes.csv", required=False)
+    if (folder / "summary_ci.csv").is_file():  # over seeds: their means, and one seed's timeline
+        summary, iterations, passes = read_run_table(folder, "summary_ci.csv"), _first_seed(iterations), _first_seed(passes)
+    paths = write_plots(folder, summary, counts, iterations, passes, memory)
+    print(f"plots: {', '.join(p.name for p in paths)}")
+    return paths
+
+
+def _first_seed(frame: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The rows of point 0's first seed (the one point whose timeline is drawn)."""
+    if frame is None or "seed" not in frame or not len(frame):
+        return frame
+    return frame[frame.seed == frame.seed[frame.point == 0].min()]
