@@ -1,5 +1,6 @@
 """Loading scenarios: a strict YAML reader, `--set key.path=value` overrides, `sweep:` expansion,
-and the checks that need the catalog.
+resolving the catalog entries and profile a point names; checks.py then checks the point
+against them.
 
 `load(path, sets)` returns one validated `Scenario` per sweep point. Anything wrong raises
 `ScenarioError(file, key.path, reason)` before anything runs.
@@ -12,11 +13,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from mtpsim import catalog, designs
-from mtpsim.acceptance import read_histogram
+from mtpsim.checks import check_against_specs
 from mtpsim.costs.profile import committed_profiles, find_profile, profile_device
 from mtpsim.errors import ScenarioError, from_validation
 from mtpsim.files import load_yaml, parse_yaml
@@ -32,9 +32,7 @@ from mtpsim.schema import (
     Speculative,
     Verify,
     Workload,
-    max_length,
 )
-from mtpsim.sim.workload import read_trace
 from mtpsim.specs import EngineSpec, HardwareSpec, ModelSpec
 
 __all__ = ["Acceptance", "Cost", "Engine", "LengthDist", "Parallel", "Scenario", "Specs", "Speculative",
@@ -157,7 +155,7 @@ def validate(data: dict[str, Any], where: str = "<scenario>", point: dict[str, A
         raise from_validation(exc, where) from None
     scenario._source, scenario._point = where, dict(point or {})
     scenario._specs = _resolve_specs(scenario, where)
-    _check_against_specs(scenario, where)
+    check_against_specs(scenario, where)
     return scenario
 
 
@@ -222,168 +220,3 @@ def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, wh
         raise ScenarioError(where, "cost.profile", f"profile {path.name!r} was measured on {device!r}, "
                             f"not on the scenario's hardware {hardware.name!r}")
     return "calibrated", str(path)
-
-
-def _check_against_specs(s: Scenario, where: str) -> None:
-    spec, record = s.specs.model, designs.record(s.speculative.design)
-    for key, reason in record.problems(s.speculative, spec, s.specs.draft or s.specs.assistant)[:1]:
-        raise ScenarioError(where, key, reason)
-    if record.draft_part is not None:
-        _check_acceptance_length(s, where)
-    _check_policy(s, where)
-    _check_rate_schedule(s.workload, where)
-    _check_parallelism(s, where)
-    _check_context(s, where)
-    if s.workload.arrival == "closed" and s.workload.concurrency > s.workload.num_requests:
-        raise ScenarioError(where, "workload.concurrency", f"{s.workload.concurrency} closed-loop users need "
-                            f"num_requests >= concurrency (got {s.workload.num_requests})")
-    if s.acceptance.histogram:
-        if not Path(s.acceptance.histogram).is_file():
-            raise ScenarioError(where, "acceptance.histogram", f"no such file: {s.acceptance.histogram}")
-        read_histogram(s.acceptance.histogram)
-
-
-def _check_parallelism(s: Scenario, where: str) -> None:
-    """Shard the model as SGLang would or say why it cannot: query heads split over the attention
-    GPUs (tp, or tp / attention_dp under DP attention), KV heads split over them or replicated,
-    dense FFN widths over tp, experts over ep, each expert's width over tp / ep
-    (python/sglang/srt/configs/model_config.py get_num_kv_heads, layers/linear.py divide(),
-    layers/moe/ep_moe, layers/dp_attention.py attn_tp_size = tp_size // dp_size)."""
-    p = s.parallel
-    tp, ep, heads_tp = p.tp, p.ep, p.attention_tp
-    where_heads = "parallel.tp" if p.attention_dp == 1 else "parallel.attention_dp"
-    split = f"tp {tp}" if p.attention_dp == 1 else f"tp / attention_dp = {heads_tp}"
-    models = [m for m in (s.specs.model, s.specs.assistant, s.specs.draft) if m is not None]
-    for m in models:
-        for name, att in m.attention_kinds.items():
-            what = f"model {m.name!r} attention {name!r}"
-            if att.num_heads % heads_tp:
-                relation = "fewer than" if heads_tp > att.num_heads else "not divisible by"
-                raise ScenarioError(where, where_heads, f"{what} has {att.num_heads} query heads, {relation} {split}")
-            kv = att.num_kv_heads if att.kind != "mla" else None
-            if kv and (heads_tp % kv if heads_tp >= kv else kv % heads_tp):
-                raise ScenarioError(where, where_heads, f"{what} has {kv} KV heads: {split} must divide them "
-                                    "or be a multiple of them")
-        for name, ffn in m.ffn_kinds.items():
-            what = f"model {m.name!r} ffn {name!r}"
-            replicated = p.attention_dp > 1 and ep == tp  # wide EP: dense layers run per GPU (costs/dp_attention.py)
-            if ffn.kind == "dense" and not replicated and ffn.intermediate_size % tp:
-                raise ScenarioError(where, "parallel.tp", f"{what} is {ffn.intermediate_size} wide, not divisible by tp {tp}")
-            if ffn.kind == "moe":
-                if ffn.num_experts % ep:
-                    raise ScenarioError(where, "parallel.ep", f"{what} has {ffn.num_experts} experts, not divisible by ep {ep}")
-                if ffn.expert_intermediate_size % (tp // ep):
-                    raise ScenarioError(where, "parallel.tp", f"{what}'s experts are {ffn.expert_intermediate_size} wide, "
-                                        f"not divisible by tp / ep = {tp // ep}")
-    if ep > 1 and not any(f.kind == "moe" for f in s.specs.model.ffn_kinds.values()):
-        raise ScenarioError(where, "parallel.ep", f"model {s.specs.model.name!r} has no experts to split")
-    _check_nodes(s, where)
-
-
-def _check_nodes(s: Scenario, where: str) -> None:
-    """A replica wider than a node spans whole nodes (SGLang --nnodes: tp_size split evenly over
-    them) and needs the hardware's inter-node network to price its collectives."""
-    p, hw = s.parallel, s.specs.hardware
-    per_node = p.gpus_per_node or hw.gpus_per_node
-    if p.tp <= per_node:
-        return
-    if p.tp % per_node:
-        raise ScenarioError(where, "parallel.tp", f"tp {p.tp} spans nodes of {per_node} GPUs but is not a multiple of them")
-    if hw.internode_bandwidth_bytes_per_s is None or hw.internode_latency_s is None:
-        raise ScenarioError(where, "parallel.tp", f"tp {p.tp} spans nodes of {per_node} GPUs and hardware {hw.name!r} "
-                            "describes no inter-node network (internode_bandwidth_bytes_per_s, internode_latency_s)")
-
-
-def _check_context(s: Scenario, where: str) -> None:
-    """Every request fits the model's context window: prompt + output <= max_context."""
-    limit, w = s.specs.model.max_context, s.workload
-    if w.arrival == "trace":
-        if not Path(w.trace).is_file():
-            raise ScenarioError(where, "workload.trace", f"no such file: {w.trace}")
-        _, inputs, outputs = read_trace(w.trace)
-        if limit is not None:
-            row = int(np.argmax(inputs + outputs))
-            if inputs[row] + outputs[row] > limit:
-                raise ScenarioError(w.trace, "input_len", f"row {row + 2}: {inputs[row]} + {outputs[row]} "
-                                    f"output tokens exceed model {s.specs.model.name!r}'s max_context {limit}")
-        return
-    if limit is not None and max_length(w.input_len) + max_length(w.output_len) > limit:
-        raise ScenarioError(where, "workload.input_len", f"up to {max_length(w.input_len)} input + "
-                            f"{max_length(w.output_len)} output tokens exceed model {s.specs.model.name!r}'s max_context {limit}")
-
-
-def _check_policy(s: Scenario, where: str) -> None:
-    """An adaptive policy varies a chain's steps between 0 and `speculative.steps`, the most the
-    run reserves KV, keeps draft layers and draws acceptance for. Every speculative design can
-    run fewer steps than its most: nextn and frozen_kv chain fewer passes, multi_layer uses its
-    first S layers, parallel_heads verifies S of its heads' proposals."""
-    spec, key = s.speculative, "speculative.policy.steps_by_batch"
-    if spec.policy is None:
-        return
-    if designs.record(spec.design).draft_part is None:
-        raise ScenarioError(where, "speculative.policy", f"design {spec.design} has no steps to vary: "
-                            "choose a speculative design (0 steps in the policy is plain decoding)")
-    if spec.topk > 1:
-        raise ScenarioError(where, "speculative.policy", "varies a chain's steps: topk must be 1")
-    table = spec.policy.steps_by_batch
-    if 1 not in table:
-        raise ScenarioError(where, key, "needs an entry for batch 1 (each entry holds from its key up to the next)")
-    for batch, steps in table.items():
-        if steps > spec.steps:
-            raise ScenarioError(where, f"{key}.{batch}", f"{steps} steps exceed speculative.steps {spec.steps}, "
-                                "the most the run reserves KV and draws acceptance for")
-
-
-def _check_rate_schedule(w: Workload, where: str) -> None:
-    """A rate schedule is a Poisson load's rate over time: phases in time order, one rate at a time."""
-    if w.rate_schedule is None:
-        return
-    if w.arrival != "poisson":
-        raise ScenarioError(where, "workload.rate_schedule", f"sets a Poisson rate over time: use it with "
-                            f"arrival poisson (got {w.arrival})")
-    if w.rate_per_s is not None:
-        raise ScenarioError(where, "workload.rate_per_s", "give rate_per_s or rate_schedule, not both")
-    for i, (before, phase) in enumerate(zip(w.rate_schedule, w.rate_schedule[1:]), start=1):
-        if phase.until_s <= before.until_s:
-            raise ScenarioError(where, f"workload.rate_schedule.{i}.until_s", f"{phase.until_s} does not come after "
-                                f"the previous phase's end {before.until_s} (phases run in time order)")
-
-
-def _check_acceptance_length(s: Scenario, where: str) -> None:
-    a = s.acceptance
-    _check_tree_acceptance(s, where)
-    for key in ("per_depth", "cumulative"):
-        values = getattr(a, key)
-        if values is not None and len(values) < s.speculative.steps:
-            raise ScenarioError(where, f"acceptance.{key}",
-                                f"{len(values)} values for {s.speculative.steps} steps (need one per depth)")
-    if a.accept_length is not None and a.accept_length > s.speculative.steps + 1:
-        raise ScenarioError(where, "acceptance.accept_length",
-                            f"{a.accept_length} exceeds steps + 1 = {s.speculative.steps + 1}")
-    if all(getattr(a, k) is None for k in ("per_depth", "per_depth_topk", "cumulative", "accept_length", "histogram")):
-        raise ScenarioError(where, "acceptance", f"design {s.speculative.design} needs an acceptance profile")
-
-
-def _check_tree_acceptance(s: Scenario, where: str) -> None:
-    """A tree (topk > 1) needs acceptance per depth and per rank; per_depth_topk needs one row
-    per step and a column for each of the topk ranks the draft proposes (more are ignored, as
-    depths past steps are, so one matrix serves a sweep over topk); a design that only drafts
-    chains takes one column."""
-    a, spec = s.acceptance, s.speculative
-    if spec.topk > 1 and a.per_depth_topk is None:
-        raise ScenarioError(where, "acceptance", f"tree drafts (topk {spec.topk}) need acceptance.per_depth_topk: "
-                            "per depth, the probability of each rank of the draft's candidates")
-    rows = a.per_depth_topk
-    if rows is None:
-        return
-    if len(rows) < spec.steps:
-        raise ScenarioError(where, "acceptance.per_depth_topk",
-                            f"{len(rows)} rows for {spec.steps} steps (need one per depth)")
-    chain_only = not designs.record(spec.design).trees
-    for depth, row in enumerate(rows[: spec.steps], start=1):
-        if chain_only and len(row) > 1:
-            raise ScenarioError(where, "acceptance.per_depth_topk", f"row {depth} has {len(row)} columns and design "
-                                f"{spec.design} proposes a chain (one candidate per depth): give one column")
-        if len(row) < spec.topk:
-            raise ScenarioError(where, "acceptance.per_depth_topk", f"row {depth} has {len(row)} columns and "
-                                f"speculative.topk is {spec.topk} (one column per rank)")

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TORCH_PACKAGES = ("mtpsim.torchkit", "mtpsim.calibration", "mtpsim.verify")
 # the simulator's import path, plus the other modules documented as importable without torch
 TORCH_FREE = ("mtpsim", "mtpsim.cli", "mtpsim.run", "mtpsim.sim", "mtpsim.sim.*", "mtpsim.costs", "mtpsim.costs.*",
-              "mtpsim.scenario", "mtpsim.schema", "mtpsim.catalog", "mtpsim.specs", "mtpsim.runfolder",
+              "mtpsim.scenario", "mtpsim.schema", "mtpsim.catalog", "mtpsim.specs", "mtpsim.runfolder", "mtpsim.checks",
               "mtpsim.results", "mtpsim.plots",
               "mtpsim.report", "mtpsim.trace", "mtpsim.designs", "mtpsim.acceptance", "mtpsim.memory",
               "mtpsim.shrink", "mtpsim.hfconfig", "mtpsim.hfconfig.*",
