@@ -25,7 +25,7 @@ bytes are the ones the cost model prices with. Conventions, applied here and now
   takes experts i + j * ceil(E / k)), so a row's kernel touched min(E, T * k) distinct experts,
   and its `touched` column says so. The simulator's random routing touches fewer at mid batch
   (E * (1 - (1 - k/E)^T)); the cost model moves such a lookup to its own work from the
-  nearest touched count timed (profile.Hit.measured).
+  nearest touched count timed (tables.Hit.measured).
 """
 from __future__ import annotations
 

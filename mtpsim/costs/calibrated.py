@@ -51,21 +51,9 @@ import pandas as pd
 
 from mtpsim.costs.layer import HELDOUT_SCALE, LAYER_KINDS, whole_layer_ops
 from mtpsim.costs.ops import Op
-from mtpsim.costs.profile import (
-    ANY,
-    FAMILIES,
-    Family,
-    Table,
-    build_tables,
-    family_path,
-    interpolate,
-    load_meta,
-    nearest_cell,
-    profile_families,
-    read_family,
-    read_layers,
-)
+from mtpsim.costs.profile import ANY, FAMILIES, Family, family_path, load_meta, profile_families, read_family, read_layers
 from mtpsim.costs.roofline import OpTime, RooflineCosts
+from mtpsim.costs.tables import Table, build_tables, interpolate, nearest_cell
 from mtpsim.errors import ScenarioError, short
 from mtpsim.specs import EngineSpec, HardwareSpec
 

@@ -1,0 +1,183 @@
+"""A measured family's rows as grids, and reading them: `build_tables` turns a family's CSV
+rows into one Table per config (log time and log roofline work over log axes, monotone where the
+family says so, impossible MoE routings filled from the nearest timed one), and `interpolate`
+reads a Table at a point, multilinear in log axes. profile.py reads the files; calibrated.py
+prices ops with these.
+"""
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from mtpsim.costs.profile import FAMILIES
+
+
+@dataclass
+class Table:
+    """One config's grid: axis values, log time and log roofline work (NaN = not measured)."""
+
+    axes: dict[str, np.ndarray]
+    dims: dict
+    log_t: np.ndarray
+    log_w: np.ndarray
+    floor_s: float
+    measured: np.ndarray | None = None  # cells timed, not filled (None: every non-NaN cell)
+    # along-kv slices by the other axes' values (interpolate's fast path), filled as they are asked for
+    kv_slices: dict = field(default_factory=dict, repr=False, compare=False)
+
+
+class Hit(NamedTuple):
+    """An interpolated cell: log time, log roofline work, and whether every corner was timed
+    (False when a corner was filled from a neighbour, so the time belongs to the neighbour's work)."""
+
+    log_t: float
+    log_w: float
+    measured: bool = True
+
+
+def interpolate(table: Table, x: dict) -> Hit | None:
+    """(log time, log work) multilinear in log axes; None outside the grid or at a gap.
+
+    Multilinear interpolation is separable, so a table with a `kv` axis (attention, the pass
+    frame: every pass looks one up at a new KV length but the same batch, q and heads) is
+    interpolated over its other axes once per their values into a slice along kv, and each call
+    is one interval of that slice: the same value, summed in another order."""
+    if "kv" not in table.axes:
+        return _interpolate(table, x)
+    key = tuple(x[name] for name in table.axes if name != "kv")
+    piece = table.kv_slices.get(key)
+    if piece is None:
+        piece = table.kv_slices[key] = _kv_slice(table, x)
+    kv = _corners(table.axes["kv"], x["kv"])
+    if piece is False or kv is None:
+        return None
+    slice_t, slice_w, slice_measured = piece
+    log_t = log_w = 0.0
+    measured = True
+    for i, weight in kv:
+        t = slice_t[i]
+        if t != t:  # NaN: a gap in the measured grid
+            return None
+        log_t += weight * t
+        log_w += weight * slice_w[i]
+        measured = measured and bool(slice_measured[i])
+    return Hit(log_t, log_w, measured)
+
+
+def _corners(values: np.ndarray, v: float) -> tuple | None:
+    """The grid points around v on one log axis, as (index, weight); None outside the grid."""
+    if v < values[0] * (1 - 1e-9) or v > values[-1] * (1 + 1e-9):
+        return None
+    i = min(bisect_left(values, v), len(values) - 1)
+    if abs(values[i] - v) <= 1e-9 * v or i == 0:
+        return ((i, 1.0),)
+    f = (math.log(v) - math.log(values[i - 1])) / (math.log(values[i]) - math.log(values[i - 1]))
+    return ((i - 1, 1.0 - f), (i, f))
+
+
+def _interpolate(table: Table, x: dict) -> Hit | None:
+    corners = []
+    for name, values in table.axes.items():
+        axis = _corners(values, x[name])
+        if axis is None:
+            return None
+        corners.append(axis)
+    # every corner of the cell: (index, weight) with the weights multiplied in axis order
+    cell = [((), 1.0)]
+    for axis in corners:
+        cell = [(idx + (i,), weight * w) for idx, weight in cell for i, w in axis]
+    log_t = log_w = 0.0
+    measured = True
+    for idx, weight in cell:
+        if weight == 0.0:
+            continue
+        t = table.log_t[idx]
+        if t != t:  # NaN: a gap in the measured grid
+            return None
+        log_t += weight * t
+        log_w += weight * table.log_w[idx]
+        measured = measured and (table.measured is None or bool(table.measured[idx]))
+    return Hit(log_t, log_w, measured)
+
+
+def _kv_slice(table: Table, x: dict):
+    """The table interpolated over every axis but kv at x: (log time, log work, measured) along
+    the kv grid (NaN where a corner with weight is a gap), or False when x is outside the grid."""
+    k = list(table.axes).index("kv")
+    cell = [((), 1.0)]
+    for n, (name, values) in enumerate(table.axes.items()):
+        axis = ((slice(None), 1.0),) if n == k else _corners(values, x[name])
+        if axis is None:
+            return False
+        cell = [(idx + (i,), weight * w) for idx, weight in cell for i, w in axis]
+    size = len(table.axes["kv"])
+    log_t, log_w, measured = np.zeros(size), np.zeros(size), np.ones(size, bool)
+    for idx, weight in cell:
+        if weight == 0.0:
+            continue
+        log_t += weight * table.log_t[idx]
+        log_w += weight * table.log_w[idx]
+        if table.measured is not None:
+            measured &= table.measured[idx]
+    return log_t.tolist(), log_w.tolist(), measured.tolist()
+
+
+def nearest_cell(table: Table, x: dict) -> tuple[float, float]:
+    """The measured cell closest in log axes (each axis in units of its grid span)."""
+    grids = np.meshgrid(*[np.log(v) for v in table.axes.values()], indexing="ij")
+    dist = np.zeros_like(table.log_t)
+    for g, (name, values) in zip(grids, table.axes.items()):
+        v = x[name]
+        span = max(math.log(values[-1] / values[0]), 1.0)
+        dist += ((g - math.log(max(v, 1e-12))) / span) ** 2
+    dist[np.isnan(table.log_t)] = np.inf
+    idx = np.unravel_index(np.argmin(dist), dist.shape)
+    return float(table.log_t[idx]), float(table.log_w[idx])
+
+
+def build_tables(family: str, df: pd.DataFrame, ceilings: dict) -> dict:
+    """keys tuple -> [Table per config]."""
+    f = FAMILIES[family]
+    work = np.maximum(df["flops"] / ceilings["matmul_flops_per_s"], df["bytes"] / ceilings["copy_bytes_per_s"])
+    df = df.assign(_log_t=np.log(df["time_s"]), _log_w=np.log(np.maximum(work, 1e-15)))
+    out: dict = {}
+    for key_vals, group in df.groupby(list(f.keys + f.dims), sort=True) if f.keys + f.dims else [((), df)]:
+        key_vals = key_vals if isinstance(key_vals, tuple) else (key_vals,)
+        keys, dims = tuple(key_vals[:len(f.keys)]), dict(zip(f.dims, key_vals[len(f.keys):]))
+        axes = {a: np.array(sorted(group[a].unique()), dtype=float) for a in f.axes}
+        log_t, log_w = (np.full([len(v) for v in axes.values()], np.nan) for _ in range(2))
+        idx = tuple(np.searchsorted(axes[a], group[a].to_numpy(float)) for a in f.axes)
+        log_t[idx], log_w[idx] = group["_log_t"].to_numpy(), group["_log_w"].to_numpy()
+        measured = None
+        if family == "moe":
+            # a touched count the table did not time (a routing that cannot happen at that token
+            # count, or, in a table of balanced routings only, fewer experts than tokens x top_k)
+            # takes the nearest timed one's time and work; Hit.measured tells the cost model to
+            # move it to the op's own work (calibrated.py)
+            measured = ~np.isnan(log_t)
+            log_t, log_w = (_fill_along(a, list(f.axes).index("touched")) for a in (log_t, log_w))
+        for a in f.monotone:
+            log_t = _running_max(log_t, list(f.axes).index(a))
+        out.setdefault(keys, []).append(Table(axes, dims if f.dims else None, log_t, log_w, float(group["time_s"].min()),
+                                              measured))
+    return out
+
+
+def _running_max(a: np.ndarray, axis: int) -> np.ndarray:
+    out = np.fmax.accumulate(a, axis=axis)
+    out[np.isnan(a)] = np.nan
+    return out
+
+
+def _fill_along(a: np.ndarray, axis: int) -> np.ndarray:
+    def fill(line):
+        ok = np.flatnonzero(~np.isnan(line))
+        if not len(ok):
+            return line
+        return line[ok[np.abs(np.arange(len(line))[:, None] - ok[None, :]).argmin(1)]]
+    return np.apply_along_axis(fill, axis, a)
