@@ -63,20 +63,21 @@ def run_points(points: list[sc.Scenario], jobs: int = 1, progress: bool = True, 
     `address`, else a local one): the same summary either way."""
     groups: dict[str, int] = {}  # baseline key of a point's first seed -> its comparison group
     group_of = [groups.setdefault(baseline_key(s), len(groups)) for s in points]
-    runs = [(i, r) for i, s in enumerate(points) for r in replicates(s)]
+    runs = [(i, r, baseline_key(r)) for i, s in enumerate(points) for r in replicates(s)]
     baselines: dict[str, tuple[sc.Scenario, int]] = {}  # baseline key -> (its `none` run, group)
-    for i, r in runs:
-        if (key := baseline_key(r)) not in baselines:
+    for i, r, key in runs:
+        if key not in baselines:
             baselines[key] = (r if r.speculative.design == BASELINE else baseline_of(r), group_of[i])
-    scenarios = [r for _, r in runs]
-    extra = [(b, g) for b, g in baselines.values() if b not in scenarios]
-    tasks = scenarios + [b for b, _ in extra]
+    scenarios = [r for _, r, _ in runs]
+    extra = [(key, b, g) for key, (b, g) in baselines.items() if b not in scenarios]
+    tasks = scenarios + [b for _, b, _ in extra]
+    keys = [key for _, _, key in runs] + [key for key, _, _ in extra]
     results = _map(tasks, jobs, progress, keep_passes, backend, address)
-    labels = [(i, group_of[i]) for i, _ in runs] + [(-1, g) for _, g in extra]
+    labels = [(i, group_of[i]) for i, _, _ in runs] + [(-1, g) for _, _, g in extra]
     replicated = any(s.seeds > 1 for s in points)
     rows = []
-    for s, r, (point, group) in zip(tasks, results, labels):
-        row = r.summary.assign(point=point, baseline_key=baseline_key(s),
+    for s, r, key, (point, group) in zip(tasks, results, keys, labels):
+        row = r.summary.assign(point=point, baseline_key=key,
                                pricing=s.specs.pricing, engine=s.specs.engine.name)
         rows.append(row.assign(seed=s.seed, baseline=group) if replicated else row)
     summary = pd.concat(rows, ignore_index=True)
