@@ -1,0 +1,112 @@
+"""Predicted vs measured plain-decode time per output token (TPOT): the absolute check.
+
+Run: .venv/bin/python benchmarks/absolute.py [--jobs N] [--no-peer]    (about 20 s on 2 cores)
+
+Speedups (benchmarks/published.py) divide two simulated times, so a cost model can be wrong in
+absolute terms and still score there. This script checks the absolute figure on its own: each case
+is a scenario in scenarios/published/a*-*.yaml citing a public measurement of plain decode (no
+speculation), simulated as the source ran it (same model, GPUs, engine, parallelism, concurrency
+and lengths; a closed loop where the source ran one, so other requests' prefills stall decode as
+they did there). For every measured point it prints the reported TPOT, the default (measured
+profile) and roofline predictions, their errors, and aiconfigurator's own TPOT where it can express
+the case (pip install 'mtpsim[peer]'). Nothing is tuned per case.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from mtpsim.schema import mean_length
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from published import BAR, simulate_case  # noqa: E402  (a sibling script, not a package)
+
+
+@dataclass(frozen=True)
+class Absolute:
+    """A measured plain-decode case: its scenario, the column telling its points apart, and the
+    reported TPOT in ms per point (published.simulate_case reads file, key and reported).
+    peer: whether aiconfigurator can be given the same model (False where the scenario changes
+    the catalog model's precisions, which its defaults would not)."""
+
+    id: str
+    file: str
+    key: str
+    reported: dict
+    peer: bool = True
+
+
+CASES = [
+    Absolute("A1", "a1-deepseek-r1-h200-sglang-inferencex.yaml", "concurrency",
+             {8: 12.8, 16: 17.2, 32: 25.6, 64: 34.6}),
+    Absolute("A2", "a2-llama-3.1-8b-h100-sglang.yaml", "concurrency", {1: 1e3 / 158.34}),
+    Absolute("A3", "a3-deepseek-r1-b200-trtllm.yaml", "concurrency", {1: 1e3 / 111}, peer=False),
+    Absolute("A4", "a4-deepseek-r1-2x8h100-sglang.yaml", "concurrency", {1: 23.2}),
+]
+
+
+def run_case(case: Absolute, jobs: int = 1, peer: bool = False) -> pd.DataFrame:
+    """A case under the default cost model and the roofline; one row per measured point."""
+    default = simulate_case(case, jobs)
+    roof = simulate_case(case, jobs, ("cost.model=roofline",))
+    rows = []
+    for (_, row), (_, old) in zip(default.iterrows(), roof.iterrows()):
+        value = row[case.key]
+        reported, predicted, roofline = case.reported[value], 1e3 * row.tpot_p50_s, 1e3 * old.tpot_p50_s
+        rows.append({"case": case.id, "point": f"{case.key} {value:g}", "priced by": row.pricing,
+                     "reported ms": reported, "default ms": predicted, "roofline ms": roofline,
+                     "error %": 100 * (predicted - reported) / reported,
+                     "roofline error %": 100 * (roofline - reported) / reported,
+                     "aiconfigurator ms": peer_tpot_ms(row.scenario) if peer and case.peer else math.nan})
+    return pd.DataFrame(rows)
+
+
+def peer_tpot_ms(s) -> float:
+    """aiconfigurator's TPOT for the same model, GPU, engine, parallelism, concurrency and mean
+    lengths, without speculation; NaN where it cannot express the point."""
+    import aiconfigurator_peer as peer
+    p = s.parallel
+    if p.attention_dp > 1 or p.dp > 1:
+        return math.nan
+    try:
+        got = peer.estimate(s.specs.model.name, s.specs.hardware.name, s.specs.engine.name, p.tp, p.tp // p.ep,
+                            p.ep, s.workload.concurrency, int(mean_length(s.workload.input_len)),
+                            int(mean_length(s.workload.output_len)))
+    except (peer.NotExpressible, peer.PeerError, KeyError, ValueError):
+        return math.nan
+    return float(got["tpot_ms"])
+
+
+def report(table: pd.DataFrame) -> str:
+    shown = table if table["aiconfigurator ms"].notna().any() else table.drop(columns="aiconfigurator ms")
+    lines = [shown.to_string(index=False, na_rep="-", float_format=lambda x: f"{x:.2f}"), ""]
+    for column, label in (("roofline error %", "roofline"), ("error %", "default (measured profiles)")):
+        err = table[column].abs()
+        lines.append(f"{label}: median |TPOT error| {err.median():.1f}%, {(err <= 100 * BAR).sum()} of "
+                     f"{len(table)} points within {BAR:.0%}")
+    if table["aiconfigurator ms"].notna().any():
+        peer = table.dropna(subset=["aiconfigurator ms"])
+        err = (100 * (peer["aiconfigurator ms"] - peer["reported ms"]) / peer["reported ms"]).abs()
+        lines.append(f"aiconfigurator on the {len(peer)} points it expresses: median |TPOT error| {err.median():.1f}% "
+                     f"(mtpsim default on the same points: {peer['error %'].abs().median():.1f}%)")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1))
+    parser.add_argument("--no-peer", action="store_true", help="skip aiconfigurator's predictions")
+    args = parser.parse_args()
+    import aiconfigurator_peer
+    peer = not args.no_peer and aiconfigurator_peer.available()
+    print(report(pd.concat([run_case(c, args.jobs, peer) for c in CASES], ignore_index=True)))
+
+
+if __name__ == "__main__":
+    main()
