@@ -29,6 +29,11 @@ class Table:
     measured: np.ndarray | None = None  # cells timed, not filled (None: every non-NaN cell)
     # along-kv slices by the other axes' values (interpolate's fast path), filled as they are asked for
     kv_slices: dict = field(default_factory=dict, repr=False, compare=False)
+    # each axis as Python floats and their logs (what _corners reads: no numpy scalar per lookup)
+    grid: dict = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        self.grid = {name: (v.tolist(), [math.log(a) for a in v.tolist()]) for name, v in self.axes.items()}
 
 
 class Hit(NamedTuple):
@@ -49,11 +54,11 @@ def interpolate(table: Table, x: dict) -> Hit | None:
     is one interval of that slice: the same value, summed in another order."""
     if "kv" not in table.axes:
         return _interpolate(table, x)
-    key = tuple(x[name] for name in table.axes if name != "kv")
+    key = tuple([x[name] for name in table.axes if name != "kv"])
     piece = table.kv_slices.get(key)
     if piece is None:
         piece = table.kv_slices[key] = _kv_slice(table, x)
-    kv = _corners(table.axes["kv"], x["kv"])
+    kv = _corners(table.grid["kv"], x["kv"])
     if piece is False or kv is None:
         return None
     slice_t, slice_w, slice_measured = piece
@@ -69,21 +74,23 @@ def interpolate(table: Table, x: dict) -> Hit | None:
     return Hit(log_t, log_w, measured)
 
 
-def _corners(values: np.ndarray, v: float) -> tuple | None:
-    """The grid points around v on one log axis, as (index, weight); None outside the grid."""
+def _corners(axis: tuple[list, list], v: float) -> tuple | None:
+    """The grid points around v on one log axis (`Table.grid`: values and their logs), as
+    (index, weight); None outside the grid."""
+    values, logs = axis
     if v < values[0] * (1 - 1e-9) or v > values[-1] * (1 + 1e-9):
         return None
     i = min(bisect_left(values, v), len(values) - 1)
     if abs(values[i] - v) <= 1e-9 * v or i == 0:
         return ((i, 1.0),)
-    f = (math.log(v) - math.log(values[i - 1])) / (math.log(values[i]) - math.log(values[i - 1]))
+    f = (math.log(v) - logs[i - 1]) / (logs[i] - logs[i - 1])
     return ((i - 1, 1.0 - f), (i, f))
 
 
 def _interpolate(table: Table, x: dict) -> Hit | None:
     corners = []
-    for name, values in table.axes.items():
-        axis = _corners(values, x[name])
+    for name, grid in table.grid.items():
+        axis = _corners(grid, x[name])
         if axis is None:
             return None
         corners.append(axis)
@@ -110,8 +117,8 @@ def _kv_slice(table: Table, x: dict):
     the kv grid (NaN where a corner with weight is a gap), or False when x is outside the grid."""
     k = list(table.axes).index("kv")
     cell = [((), 1.0)]
-    for n, (name, values) in enumerate(table.axes.items()):
-        axis = ((slice(None), 1.0),) if n == k else _corners(values, x[name])
+    for n, (name, grid) in enumerate(table.grid.items()):
+        axis = ((slice(None), 1.0),) if n == k else _corners(grid, x[name])
         if axis is None:
             return False
         cell = [(idx + (i,), weight * w) for idx, weight in cell for i, w in axis]
