@@ -1,6 +1,7 @@
 """The issue-13 pair: nextn S=3 and its none baseline, 1000 requests x 1000 tokens, concurrency 64,
 DeepSeek-V3 on 8xH200 (calibrated h200-sglang), in one process: each simulate's wall time (the
-first includes loading the profile, ~0.85 s; the second reuses it).
+first includes loading the profile, ~0.26 s since the table build was vectorized, ~0.85 s before;
+the second reuses it).
 
     .venv/bin/python benchmarks/sim_pair.py
 
@@ -9,6 +10,10 @@ Measured 2026-12-01 on this project's 2-core machine, quiet, median of 3 (target
     after the engine work          nextn 2.24 s, none 1.05 s, pair 3.29 s
     + kv slices in interpolate     nextn 2.12 s, none 0.96 s, pair 3.08 s
     + no slowest-group max for one nextn 2.06 s, none 0.92 s, pair 2.98 s
+Measured 2026-12-01, the same 2-core machine, shared (load ~0.8), median of 3:
+    before the speed pass (e599bf3) nextn 2.04 s, none 0.92 s, pair 2.96 s
+    + vectorized profile load      nextn 1.43 s, none 0.89 s, pair 2.32 s (load 0.85 s -> 0.26 s)
+    + pass plans per batch size    nextn 1.24 s, none 0.78 s, pair 2.03 s
 """
 
 from __future__ import annotations

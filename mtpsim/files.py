@@ -259,7 +259,9 @@ def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = N
 def _numbers(values: pd.Series, rule: Column, where: str, name: str) -> pd.Series:
     """A column as numbers under `rule`, or a ScenarioError naming the first bad row (rows count
     from 2, the header being row 1)."""
-    if values.dtype == bool or values.map(lambda v: isinstance(v, (bool, np.bool_))).any():
+    # a column pandas read as numbers holds no true/false; only a mixed (object) one is looked through
+    mixed = not pd.api.types.is_numeric_dtype(values.dtype)
+    if values.dtype == bool or mixed and values.map(lambda v: isinstance(v, (bool, np.bool_))).any():
         raise ScenarioError(where, name, "holds true/false where numbers belong")
     numeric = pd.to_numeric(values, errors="coerce").astype(float)
     bad = ~np.isfinite(numeric)

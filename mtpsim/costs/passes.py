@@ -81,9 +81,17 @@ class Work:
         return Work(n * self.compute_s, n * self.memory_s, n * self.comm_s, n * self.overhead_s, n * self.flops,
                     n * self.weight_bytes, n * self.kv_bytes, n * self.comm_bytes)
 
-    def plus_overhead(self, seconds: float) -> Work:
-        return Work(self.compute_s, self.memory_s, self.comm_s, self.overhead_s + seconds, self.flops,
-                    self.weight_bytes, self.kv_bytes, self.comm_bytes)
+    def plus(self, rows, overhead_s: float = 0.0) -> Work:
+        """This work, then each (op, time, n) row's (`Work.of`), then `overhead_s` more: the
+        same sums in the same order as adding them one by one, without a Work per row."""
+        c, m, comm, over = self.compute_s, self.memory_s, self.comm_s, self.overhead_s
+        flops, weights, kv, comm_bytes = self.flops, self.weight_bytes, self.kv_bytes, self.comm_bytes
+        for op, t, n in rows:
+            compute, memory = (t.compute_s, 0.0) if t.compute_s >= t.memory_s else (0.0, t.memory_s)
+            c, m, comm, over = c + n * compute, m + n * memory, comm + n * t.comm_s, over + n * t.overhead_s
+            flops, weights = flops + n * op.flops, weights + n * op.weight_bytes
+            kv, comm_bytes = kv + n * op.kv_bytes, comm_bytes + n * op.comm_bytes
+        return Work(c, m, comm, over + overhead_s, flops, weights, kv, comm_bytes)
 
     @property
     def time_s(self) -> float:
@@ -134,6 +142,23 @@ class PartLayers:
     query_only: bool = False
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What a pass over a batch of one size costs whatever its KV (`Pricer.plan`): whether it
+    replays a CUDA graph, its token rows, the token-count ops priced (`static_ops`: ops, their
+    Work, sources), the KV compaction after it (a row or none), the pass overhead, and the
+    width its frame is priced at."""
+
+    graphs: bool
+    tokens: int
+    static: tuple
+    work: Work
+    sources: frozenset
+    compact: tuple
+    overhead_s: float
+    hidden_size: int
+
+
 class Pricer:
     """Builds and prices passes for one scenario's model, draft and hardware.
 
@@ -150,6 +175,7 @@ class Pricer:
         self.heads = heads  # parallel_heads: how many heads run (one per step)
         self.act = model.dtypes.activations
         self.static_ops = lru_cache(maxsize=4096)(self._build_static)
+        self.plan = lru_cache(maxsize=4096)(self._build_plan)  # a pass's KV-free part, per batch size
         self.layers = lru_cache(maxsize=8)(self._layers)  # a part's layer groups never change
 
     # ------------------------------------------------------------------ public
@@ -161,30 +187,39 @@ class Pricer:
         """`price` for a batch given by its lengths' sums (`BatchLens`, before the pass's
         kv_offset): what the engine calls, O(1) in the batch size. Under DP attention the batch
         is split over the attention groups (`_groups`); every group runs the largest group's
-        shapes and the pass waits for the slowest group's attention."""
-        groups = self._groups(lens, shape.kv_offset)
-        batch = max(g.batch for g in groups)
+        shapes and the pass waits for the slowest group's attention. What does not depend on the
+        KV is the pass's `_Plan`, built once per batch size; the attention cores and the frame
+        are priced per call."""
+        whole = lens.shifted(shape.kv_offset)
+        groups = [whole] if self.par.attention_dp == 1 else self._groups(lens, shape.kv_offset)
+        batch = whole.batch if len(groups) == 1 else max(g.batch for g in groups)
+        plan = self.plan(shape, batch, int(max(g.q_tokens for g in groups)) if shape.kind == "prefill" else 0)
+        # groups without requests run an idle batch: the same shapes, no attention to wait for
+        dynamic = self._attention(shape, groups[0], plan.graphs) if len(groups) == 1 else \
+            max((self._attention(shape, g, plan.graphs) for g in groups if g.batch),
+                key=lambda priced: sum(n * t.total_s for _, t, n in priced))
+        dynamic += plan.compact
+        frame = O.pass_frame(batch, whole.q_tokens / max(whole.batch, 1), whole.visible_max, plan.hidden_size)
+        dynamic.append((frame, self.costs.time(frame, plan.graphs), 1))
+        work = plan.work.plus(dynamic, plan.overhead_s)
+        sources = _pass_sources(plan.sources, tuple(t.source for _, t, _ in dynamic))
+        return PassCost.of(shape.kind, shape.part, plan.tokens, work, sources,
+                           plan.static + tuple(dynamic) if keep_ops else ())
+
+    def _build_plan(self, shape: PassShape, batch: int, prefill_tokens: int = 0) -> _Plan:
+        """A pass over `batch` requests (the largest group's under DP attention; a prefill's
+        `prefill_tokens`: its largest group's query tokens), all but its attention and frame."""
         graphs = self.uses_graphs(shape, batch)
         rows = self.padded_batch(batch) if graphs else batch
-        tokens = int(max(g.q_tokens for g in groups)) if shape.kind == "prefill" else rows * shape.tokens_per_request
+        tokens = prefill_tokens if shape.kind == "prefill" else rows * shape.tokens_per_request
         logits = (batch if shape.kind == "prefill" else rows) * shape.logits_per_request
         static, work, sources = self.static_ops(shape.part, shape.layer, tokens, logits, graphs, shape.from_target)
-        # groups without requests run an idle batch: the same shapes, no attention to wait for
-        dynamic = self._attention(shape, groups[0], graphs) if len(groups) == 1 else \
-            max((self._attention(shape, g, graphs) for g in groups if g.batch),
-                key=lambda priced: sum(n * t.total_s for _, t, n in priced))
+        compact = ()
         if shape.compact_tokens:  # each GPU compacts its own group's accepted paths
             op = O.kv_copy(batch * shape.compact_tokens, self.kv_bytes_per_token(shape.part))
-            dynamic.append((op, self.costs.time(op, False), 1))  # eagle_info.py `verify`: eager, after the graph
-        whole = lens.shifted(shape.kv_offset)
-        frame = O.pass_frame(batch, whole.q_tokens / max(whole.batch, 1), whole.visible_max,
-                             self.layers(shape.part).spec.hidden_size)
-        dynamic.append((frame, self.costs.time(frame, graphs), 1))
-        for op, t, count in dynamic:
-            work += Work.of(op, t, count)
-        work = work.plus_overhead(self.costs.pass_overhead_s(graphs))
-        sources = _sorted_sources(sources | frozenset(t.source for _, t, _ in dynamic))
-        return PassCost.of(shape.kind, shape.part, tokens, work, sources, static + tuple(dynamic) if keep_ops else ())
+            compact = ((op, self.costs.time(op, False), 1),)  # eagle_info.py `verify`: eager, after the graph
+        return _Plan(graphs, tokens, static, work, sources, compact, self.costs.pass_overhead_s(graphs),
+                     self.layers(shape.part).spec.hidden_size)
 
     def _attention(self, shape: PassShape, lens: O.BatchLens, graphs: bool) -> list:
         """The attention cores of a part's layers over `lens` (any set of requests: the whole
@@ -310,9 +345,10 @@ class Pricer:
 
 
 
-@lru_cache(maxsize=256)
-def _sorted_sources(sources: frozenset) -> tuple[str, ...]:
-    return tuple(sorted(sources))
+@lru_cache(maxsize=1024)
+def _pass_sources(static: frozenset, dynamic: tuple[str, ...]) -> tuple[str, ...]:
+    """Who priced a pass's ops, sorted: its token-count ops' sources and its per-call ones'."""
+    return tuple(sorted(static | frozenset(dynamic)))
 
 
 def _model_layers(spec: ModelSpec, query_only: bool = False) -> PartLayers:

@@ -47,6 +47,7 @@ class RooflineCosts:
         self.hw = hw
         self.engine = engine or load_engine("sglang")
         self.floors = F.committed_floors() if hw.latency_floors else None
+        self._floor_groups: dict = {}  # (family, dtype, kind) -> floor_params' answer
 
     def kernel_overhead_s(self, graphs: bool) -> float:
         return self.hw.graph_launch_overhead_s if graphs else self.hw.launch_overhead_s
@@ -66,7 +67,10 @@ class RooflineCosts:
         the fit does not cover)."""
         if self.floors is None:
             return None
-        return self.floors.params(op.family, dtype=op.dtype, kind=op.shape.get("kind"))
+        key = (op.family, op.dtype, op.shape.get("kind"))
+        if key not in self._floor_groups:
+            self._floor_groups[key] = self.floors.params(*key)
+        return self._floor_groups[key]
 
     def floor_s(self, op: Op) -> float:
         """The fitted latency floor of a kernel op (its fixed and per-item seconds); 0 without one."""

@@ -29,6 +29,11 @@ class Table:
     measured: np.ndarray | None = None  # cells timed, not filled (None: every non-NaN cell)
     # along-kv slices by the other axes' values (interpolate's fast path), filled as they are asked for
     kv_slices: dict = field(default_factory=dict, repr=False, compare=False)
+    # each axis as Python floats and their logs (what _corners reads: no numpy scalar per lookup)
+    grid: dict = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        self.grid = {name: (v.tolist(), [math.log(a) for a in v.tolist()]) for name, v in self.axes.items()}
 
 
 class Hit(NamedTuple):
@@ -49,11 +54,11 @@ def interpolate(table: Table, x: dict) -> Hit | None:
     is one interval of that slice: the same value, summed in another order."""
     if "kv" not in table.axes:
         return _interpolate(table, x)
-    key = tuple(x[name] for name in table.axes if name != "kv")
+    key = tuple([x[name] for name in table.axes if name != "kv"])
     piece = table.kv_slices.get(key)
     if piece is None:
         piece = table.kv_slices[key] = _kv_slice(table, x)
-    kv = _corners(table.axes["kv"], x["kv"])
+    kv = _corners(table.grid["kv"], x["kv"])
     if piece is False or kv is None:
         return None
     slice_t, slice_w, slice_measured = piece
@@ -69,21 +74,23 @@ def interpolate(table: Table, x: dict) -> Hit | None:
     return Hit(log_t, log_w, measured)
 
 
-def _corners(values: np.ndarray, v: float) -> tuple | None:
-    """The grid points around v on one log axis, as (index, weight); None outside the grid."""
+def _corners(axis: tuple[list, list], v: float) -> tuple | None:
+    """The grid points around v on one log axis (`Table.grid`: values and their logs), as
+    (index, weight); None outside the grid."""
+    values, logs = axis
     if v < values[0] * (1 - 1e-9) or v > values[-1] * (1 + 1e-9):
         return None
     i = min(bisect_left(values, v), len(values) - 1)
     if abs(values[i] - v) <= 1e-9 * v or i == 0:
         return ((i, 1.0),)
-    f = (math.log(v) - math.log(values[i - 1])) / (math.log(values[i]) - math.log(values[i - 1]))
+    f = (math.log(v) - logs[i - 1]) / (logs[i] - logs[i - 1])
     return ((i - 1, 1.0 - f), (i, f))
 
 
 def _interpolate(table: Table, x: dict) -> Hit | None:
     corners = []
-    for name, values in table.axes.items():
-        axis = _corners(values, x[name])
+    for name, grid in table.grid.items():
+        axis = _corners(grid, x[name])
         if axis is None:
             return None
         corners.append(axis)
@@ -110,8 +117,8 @@ def _kv_slice(table: Table, x: dict):
     the kv grid (NaN where a corner with weight is a gap), or False when x is outside the grid."""
     k = list(table.axes).index("kv")
     cell = [((), 1.0)]
-    for n, (name, values) in enumerate(table.axes.items()):
-        axis = ((slice(None), 1.0),) if n == k else _corners(values, x[name])
+    for n, (name, grid) in enumerate(table.grid.items()):
+        axis = ((slice(None), 1.0),) if n == k else _corners(grid, x[name])
         if axis is None:
             return False
         cell = [(idx + (i,), weight * w) for idx, weight in cell for i, w in axis]
@@ -141,18 +148,23 @@ def nearest_cell(table: Table, x: dict) -> tuple[float, float]:
 
 
 def build_tables(family: str, df: pd.DataFrame, ceilings: dict) -> dict:
-    """keys tuple -> [Table per config]."""
+    """keys tuple -> [Table per config], configs in sorted order. The rows are read as numpy
+    columns once and each config takes its rows by index (a profile holds hundreds of configs)."""
     f = FAMILIES[family]
     work = np.maximum(df["flops"] / ceilings["matmul_flops_per_s"], df["bytes"] / ceilings["copy_bytes_per_s"])
-    df = df.assign(_log_t=np.log(df["time_s"]), _log_w=np.log(np.maximum(work, 1e-15)))
+    row_log_t, row_log_w = np.log(df["time_s"]).to_numpy(), np.log(np.maximum(work, 1e-15)).to_numpy()
+    row_axes, row_time = {a: df[a].to_numpy(float) for a in f.axes}, df["time_s"].to_numpy(float)
+    by = list(f.keys + f.dims)
+    configs = df.groupby(by, sort=True).indices.items() if by else [((), np.arange(len(df)))]
     out: dict = {}
-    for key_vals, group in df.groupby(list(f.keys + f.dims), sort=True) if f.keys + f.dims else [((), df)]:
-        key_vals = key_vals if isinstance(key_vals, tuple) else (key_vals,)
+    for key_vals, rows in configs:
+        key_vals = tuple(v.item() if isinstance(v, np.generic) else v  # plain Python values, as groupby iterates
+                         for v in (key_vals if isinstance(key_vals, tuple) else (key_vals,)))
         keys, dims = tuple(key_vals[:len(f.keys)]), dict(zip(f.dims, key_vals[len(f.keys):]))
-        axes = {a: np.array(sorted(group[a].unique()), dtype=float) for a in f.axes}
+        axes = {a: np.unique(row_axes[a][rows]) for a in f.axes}
         log_t, log_w = (np.full([len(v) for v in axes.values()], np.nan) for _ in range(2))
-        idx = tuple(np.searchsorted(axes[a], group[a].to_numpy(float)) for a in f.axes)
-        log_t[idx], log_w[idx] = group["_log_t"].to_numpy(), group["_log_w"].to_numpy()
+        idx = tuple(np.searchsorted(axes[a], row_axes[a][rows]) for a in f.axes)
+        log_t[idx], log_w[idx] = row_log_t[rows], row_log_w[rows]
         measured = None
         if family == "moe":
             # a touched count the table did not time (a routing that cannot happen at that token
@@ -163,7 +175,7 @@ def build_tables(family: str, df: pd.DataFrame, ceilings: dict) -> dict:
             log_t, log_w = (_fill_along(a, list(f.axes).index("touched")) for a in (log_t, log_w))
         for a in f.monotone:
             log_t = _running_max(log_t, list(f.axes).index(a))
-        out.setdefault(keys, []).append(Table(axes, dims if f.dims else None, log_t, log_w, float(group["time_s"].min()),
+        out.setdefault(keys, []).append(Table(axes, dims if f.dims else None, log_t, log_w, float(row_time[rows].min()),
                                               measured))
     return out
 
@@ -175,9 +187,15 @@ def _running_max(a: np.ndarray, axis: int) -> np.ndarray:
 
 
 def _fill_along(a: np.ndarray, axis: int) -> np.ndarray:
-    def fill(line):
-        ok = np.flatnonzero(~np.isnan(line))
-        if not len(ok):
-            return line
-        return line[ok[np.abs(np.arange(len(line))[:, None] - ok[None, :]).argmin(1)]]
-    return np.apply_along_axis(fill, axis, a)
+    """Each NaN cell takes the value of the nearest non-NaN cell on its line along `axis` (the
+    lower one on a tie); a line without any stays NaN. Vectorized: the last valid index at or
+    before each cell and the first at or after it, by running max and min."""
+    line = np.moveaxis(a, axis, -1)
+    n = line.shape[-1]
+    pos = np.arange(n)
+    ok = ~np.isnan(line)
+    before = np.maximum.accumulate(np.where(ok, pos, -1), axis=-1)
+    after = np.flip(np.minimum.accumulate(np.flip(np.where(ok, pos, n), -1), axis=-1), -1)
+    take_before = (before >= 0) & ((after == n) | (pos - before <= after - pos))
+    source = np.where(take_before, before, np.where(after < n, after, pos))
+    return np.moveaxis(np.take_along_axis(line, source, axis=-1), -1, axis)

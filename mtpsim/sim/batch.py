@@ -21,13 +21,18 @@ class RunningBatch:
         self.iterations = np.zeros(0, np.int64)  # decode iterations taken part in
         self.levels = np.zeros((0, steps)) if per_request_levels else None
         self.kv_sum, self.kv_max = 0, 0
+        self._lens: dict[int, BatchLens] = {}  # lens(q) since the last change
 
     def __len__(self) -> int:
         return len(self.requests)
 
     def lens(self, q: int) -> BatchLens:
-        """Every request adding q tokens after its committed KV, as the pricer takes it."""
-        return BatchLens.uniform(q, self.kv, self.kv_sum, self.kv_max)
+        """Every request adding q tokens after its committed KV, as the pricer takes it (built
+        once per q between changes: an iteration's passes read the same KV)."""
+        found = self._lens.get(q)
+        if found is None:
+            found = self._lens[q] = BatchLens.uniform(q, self.kv, self.kv_sum, self.kv_max)
+        return found
 
     def add(self, requests: list[Request]) -> None:
         """Requests whose prefill just emitted their first token."""
@@ -52,12 +57,13 @@ class RunningBatch:
         self.iterations += 1
         self.kv_sum += int(accepted.sum()) + len(self.requests)
         self.kv_max = int(self.kv.max(initial=0))
+        self._lens = {}
 
     def pop_finished(self) -> list[Request]:
         """Remove the requests with nothing left to emit; returns them, brought up to date."""
-        done = np.flatnonzero(self.remaining == 0)
-        if not len(done):
+        if not len(self.requests) or self.remaining.min() > 0:  # most iterations finish no one
             return []
+        done = np.flatnonzero(self.remaining == 0)
         finished = [self.requests[i] for i in done.tolist()]
         for r, i in zip(finished, done.tolist()):
             r.generated = r.output_len
@@ -73,3 +79,4 @@ class RunningBatch:
 
     def _totals(self) -> None:
         self.kv_sum, self.kv_max = int(self.kv.sum()), int(self.kv.max(initial=0))
+        self._lens = {}

@@ -1,0 +1,97 @@
+"""The simulator's fast paths give the numbers of the plain code they stand in for, exactly.
+
+Each fast path (a vectorized table fill, memoized or sliced pricing) is checked against a
+straightforward reference over random inputs: the same floats, not just close ones.
+"""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from mtpsim.costs.tables import _fill_along
+
+
+def _fill_along_reference(a: np.ndarray, axis: int) -> np.ndarray:
+    """Line by line: each cell takes the nearest non-NaN cell's value (argmin: the lower on a tie)."""
+    def fill(line):
+        ok = np.flatnonzero(~np.isnan(line))
+        if not len(ok):
+            return line
+        return line[ok[np.abs(np.arange(len(line))[:, None] - ok[None, :]).argmin(1)]]
+    return np.apply_along_axis(fill, axis, a)
+
+
+@settings(max_examples=200, deadline=None)
+@given(hnp.arrays(float, hnp.array_shapes(min_dims=1, max_dims=4, max_side=6),
+                  elements=st.one_of(st.just(np.nan), st.floats(-5, 5))), st.data())
+def test_fill_along_matches_line_by_line(a, data):
+    axis = data.draw(st.integers(0, a.ndim - 1))
+    np.testing.assert_array_equal(_fill_along(a, axis), _fill_along_reference(a, axis))
+
+
+# ---------------------------------------------------------------------- pricing memos
+
+def _scenario(design: str, **parallel):
+    from mtpsim.scenario import validate
+    return validate({"name": "memo", "model": "deepseek-v3", "hardware": "h200",
+                     "parallel": {"tp": 8, **parallel},
+                     "speculative": {"design": design, "steps": 3} if design != "none" else {"design": "none"},
+                     "acceptance": {"per_depth": [0.8, 0.6, 0.4]} if design != "none" else {},
+                     "workload": {"arrival": "closed", "concurrency": 8, "num_requests": 8, "input_len": 128,
+                                  "output_len": 16}})
+
+
+SCENARIOS = {"nextn": _scenario("nextn"), "none": _scenario("none"), "dp-attention": _scenario("nextn", ep=8, attention_dp=4)}
+
+
+def _fields(cost):
+    return (cost.kind, cost.part, cost.tokens, cost.time_s, cost.compute_s, cost.memory_s, cost.comm_s,
+            cost.overhead_s, cost.flops, cost.weight_bytes, cost.kv_bytes, cost.comm_bytes, cost.sources)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(sorted(SCENARIOS)),
+       st.lists(st.tuples(st.integers(1, 300), st.integers(0, 70_000), st.integers(0, 10)), min_size=1, max_size=6))
+def test_warm_pricer_prices_as_a_fresh_one(name, batches):
+    """A pricer whose plans and lookups were filled by other batches prices each batch exactly as
+    a new pricer does (the memos are keyed on everything the price depends on)."""
+    from mtpsim.costs import build_pricer
+    from mtpsim.costs.ops import BatchLens
+    from mtpsim.designs import DesignShape, iteration_passes, prefill_passes
+
+    s = SCENARIOS[name]
+    warm, design = build_pricer(s), DesignShape.of(s.speculative)
+    shapes = iteration_passes(design) + prefill_passes(design)
+    rng = np.random.default_rng(len(batches))
+    for n, kv, spread in batches:
+        kv_lens = kv + rng.integers(0, 1 + spread * 1000, n)
+        for shape in shapes:
+            q = np.full(n, shape.tokens_per_request) if shape.kind != "prefill" else rng.integers(1, 512, n)
+            cold = build_pricer(s)
+            assert _fields(warm.price(shape, q, kv_lens)) == _fields(cold.price(shape, q, kv_lens))
+            if shape.kind != "prefill":
+                lens = BatchLens.uniform(shape.tokens_per_request, kv_lens, int(kv_lens.sum()), int(kv_lens.max()))
+                assert _fields(warm.price_lens(shape, lens)) == _fields(cold.price(shape, q, kv_lens))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1e-3), st.floats(0, 1e-3), st.floats(0, 1e-4), st.floats(0, 1e-5),
+                          st.floats(0, 1e12), st.floats(0, 1e9), st.integers(1, 64)), max_size=5),
+       st.floats(0, 1e-5))
+def test_work_plus_is_the_sum_of_rows(rows, overhead):
+    """Work.plus gives the floats of adding Work.of row by row, then the overhead."""
+    from mtpsim.costs.ops import Op
+    from mtpsim.costs.passes import Work
+    from mtpsim.costs.roofline import OpTime
+
+    priced = [(Op("x", "gemm", flops=f, kv_bytes=b, comm_bytes=b / 3), OpTime(c, m, comm, o), n)
+              for c, m, comm, o, f, b, n in rows]
+    start = Work(1e-4, 2e-4, 3e-6, 4e-6, 5e9, 6e8, 7e7, 8e6)
+    one_by_one = start
+    for row in priced:
+        one_by_one = one_by_one + Work.of(*row)
+    one_by_one = Work(one_by_one.compute_s, one_by_one.memory_s, one_by_one.comm_s, one_by_one.overhead_s + overhead,
+                      one_by_one.flops, one_by_one.weight_bytes, one_by_one.kv_bytes, one_by_one.comm_bytes)
+    assert start.plus(priced, overhead) == one_by_one
