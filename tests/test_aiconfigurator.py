@@ -62,7 +62,7 @@ def root(tmp_path_factory) -> Path:
     _write(root, "mla", "sglang", "0.5.14", "generation_mla_perf.parquet", mla)
     moe = [dict(op_name="moe", kernel_source="triton", moe_dtype="fp8_block", num_tokens=t, hidden_size=7168,
                 inter_size=2048, topk=8, num_experts=256, moe_tp_size=8, moe_ep_size=1, distribution=dist,
-                latency=0.03 + 0.001 * t) for t in (1, 4, 16) for dist in ("balanced", "power_law_1.2")]
+                latency=0.01 + 0.004 * min(256, 8 * t)) for t in (1, 4, 16) for dist in ("balanced", "power_law_1.2")]
     _write(root, "moe", "sglang", "0.5.14", "moe_perf.parquet", moe)
     ar = [dict(op_name="all_reduce", kernel_source="custom", allreduce_dtype="bfloat16", num_gpus=8, message_size=n,
                latency=0.012 + n * 1e-9, backend=b) for n in (1024, 65536, 1048576) for b in ("sglang_graph", "sglang_eager")]
@@ -172,7 +172,7 @@ def test_moe_priced_at_its_measured_shape(costs):
     ffn = FFNSpec(kind="moe", num_experts=256, top_k=8, expert_intermediate_size=2048)
     timed = O.moe_experts(ffn, 7168, 4, "fp8", O.Parallel(tp=8, ep=1), touched=32)  # round-robin: 4 x 8 experts
     t = costs.time(timed, True)
-    assert t.source == "calibrated" and t.total_s == pytest.approx(0.034e-3, rel=1e-6)
+    assert t.source == "calibrated" and t.total_s == pytest.approx(0.138e-3, rel=1e-6)
     # random routing touches fewer (31.2 expected): the timed row's time, moved to that op's work
     random = O.moe_experts(ffn, 7168, 4, "fp8", O.Parallel(tp=8, ep=1))
     r = costs.time(random, True)

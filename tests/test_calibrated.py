@@ -263,3 +263,22 @@ def test_padded_attention_reads_the_longest(profile, tmp_path):
     op = O.attention_core(spec, np.ones(4, int), np.array([63, 63, 63, 1023]), "fp32", 1, "fp32")
     assert att["kind"] == "gqa"
     assert padded.time(op, False).total_s > paged.time(op, False).total_s
+
+
+def test_a_row_faster_than_the_measured_stream_is_floored(profile, tmp_path):
+    """A table row cannot move its op's bytes faster than the GPU's best measured stream (meta
+    ceilings.copy_bytes_per_s); such a row did less work than its label says, and the op is priced
+    at its bytes over that ceiling instead, labelled `-floored`. Rows within physics are untouched."""
+    fast = shutil.copytree(profile, tmp_path / "p")
+    df = pd.read_csv(fast / "moe.csv")
+    df["time_s"] /= 100  # every MoE row 100x faster than the synthetic GPU can stream
+    df.to_csv(fast / "moe.csv", index=False)
+    c = CalibratedCosts.from_profile(fast, HW)
+    op = op_of("moe", {"dtype": "fp32", "inter": 128, "num_experts": 8, "tokens": 16, "touched": 8,
+                       "top_k": 2, "d": 256}, "fp32")
+    t = c.time(op, graphs=True)
+    assert t.source == "calibrated-floored"
+    assert t.total_s == pytest.approx(op.bytes / BYTES, rel=1e-12)
+    gemm = O.gemm("g", 16, 256, 256, "fp32", act="fp32")
+    assert c.time(gemm, graphs=True).source == "calibrated"
+    assert c.time(gemm, graphs=True).total_s == pytest.approx(synthetic_time(gemm), rel=1e-9)

@@ -130,6 +130,11 @@ class CalibratedCosts:
         t, source = found
         if op.family in COMM:  # a measured collective: its whole time is communication
             return OpTime(0.0, 0.0, t, 0.0, source)
+        if t < op.bytes / self.peak_bytes:
+            # faster than this GPU's best measured stream moves the op's bytes: the table's row did
+            # less work than the op (e.g. a MoE row that touched fewer experts than its label)
+            kind, colon, stand_in = source.partition(":")
+            t, source = op.bytes / self.peak_bytes, f"{kind}-floored{colon}{stand_in}"
         fixed = min(t, op.kernels * self.overhead["call_s"]) if self.overhead["included_in_op_times"] else 0.0
         rest = t - fixed
         compute, memory = self.roofline.compute_s(op), self.roofline.memory_s(op)
