@@ -16,7 +16,7 @@ from mtpsim.files import version
 def build_costs(scenario):
     """The scenario's op-level cost model (roofline, or calibrated from a profile folder). A
     profile is read once per process while its files are unchanged (a point and its baseline,
-    the points of a sweep run in one worker, share it: it takes ~1 s to load)."""
+    the points of a sweep run in one worker, share it: it takes ~0.3 s to load)."""
     specs = scenario.specs
     if specs.cost_model == "calibrated":
         from mtpsim.costs.calibrated import CalibratedCosts
