@@ -25,7 +25,7 @@ import pandas as pd
 from mtpsim.schema import mean_length
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from published import BAR, simulate_case  # noqa: E402  (a sibling script, not a package)
+from published import BAR, peer_line, simulate_case  # noqa: E402  (a sibling script, not a package)
 
 
 @dataclass(frozen=True)
@@ -91,10 +91,7 @@ def report(table: pd.DataFrame) -> str:
         lines.append(f"{label}: median |TPOT error| {err.median():.1f}%, {(err <= 100 * BAR).sum()} of "
                      f"{len(table)} points within {BAR:.0%}")
     if table["aiconfigurator ms"].notna().any():
-        peer = table.dropna(subset=["aiconfigurator ms"])
-        err = (100 * (peer["aiconfigurator ms"] - peer["reported ms"]) / peer["reported ms"]).abs()
-        lines.append(f"aiconfigurator on the {len(peer)} points it expresses: median |TPOT error| {err.median():.1f}% "
-                     f"(mtpsim default on the same points: {peer['error %'].abs().median():.1f}%)")
+        lines.append(peer_line(table, "aiconfigurator ms", "reported ms", "|TPOT error|"))
     return "\n".join(lines)
 
 

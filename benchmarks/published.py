@@ -153,15 +153,20 @@ def _errors(table: pd.DataFrame, column: str, label: str) -> str:
             f"({table.loc[worst, column]:+.1f}%)")
 
 
+def peer_line(table: pd.DataFrame, peer: str, reported: str, what: str) -> str:
+    """aiconfigurator's median error on the points it expresses, beside mtpsim's on the same points."""
+    rows = table.dropna(subset=[peer])
+    err = (100 * (rows[peer] - rows[reported]) / rows[reported]).abs()
+    return (f"aiconfigurator on the {len(rows)} points it expresses: {what} {err.median():.1f}% at the median "
+            f"(mtpsim default on the same points: {rows['error %'].abs().median():.1f}%)")
+
+
 def report(table: pd.DataFrame) -> str:
     shown = table if table["aiconfigurator"].notna().any() else table.drop(columns="aiconfigurator")
     text = shown.to_string(index=False, na_rep="-", float_format=lambda x: f"{x:.2f}")
     lines = [text, "", _errors(table, "roofline error %", "roofline (datasheet with fitted floors)")]
     if table["aiconfigurator"].notna().any():
-        peer = table.dropna(subset=["aiconfigurator"])
-        err = (100 * (peer["aiconfigurator"] - peer.reported) / peer.reported).abs()
-        lines.append(f"aiconfigurator on the {len(peer)} points it expresses: |error| {err.median():.1f}% at the "
-                     f"median (mtpsim default on the same points: {peer['error %'].abs().median():.1f}%)")
+        lines.append(peer_line(table, "aiconfigurator", "reported", "|error|"))
     lines.append(_errors(table, "error %", "default (measured profiles)"))  # the headline, last
     return "\n".join(lines)
 
