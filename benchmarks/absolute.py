@@ -13,9 +13,7 @@ the case (pip install 'mtpsim[peer]'). Nothing is tuned per case.
 """
 from __future__ import annotations
 
-import argparse
 import math
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +23,7 @@ import pandas as pd
 from mtpsim.schema import mean_length
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from published import BAR, peer_line, simulate_case  # noqa: E402  (a sibling script, not a package)
+from published import BAR, command_line, peer_line, simulate_case  # noqa: E402  (a sibling script, not a package)
 
 
 @dataclass(frozen=True)
@@ -96,13 +94,8 @@ def report(table: pd.DataFrame) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1))
-    parser.add_argument("--no-peer", action="store_true", help="skip aiconfigurator's predictions")
-    args = parser.parse_args()
-    import aiconfigurator_peer
-    peer = not args.no_peer and aiconfigurator_peer.available()
-    print(report(pd.concat([run_case(c, args.jobs, peer) for c in CASES], ignore_index=True)))
+    jobs, peer = command_line(__doc__)
+    print(report(pd.concat([run_case(c, jobs, peer) for c in CASES], ignore_index=True)))
 
 
 if __name__ == "__main__":

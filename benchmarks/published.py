@@ -171,14 +171,20 @@ def report(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def command_line(doc: str) -> tuple[int, bool]:
+    """(--jobs, whether to ask aiconfigurator) from the command line of a published-case benchmark."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1))
     parser.add_argument("--no-peer", action="store_true", help="skip aiconfigurator's predictions")
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import aiconfigurator_peer
-    print(report(run_all(args.jobs, peer=not args.no_peer and aiconfigurator_peer.available())))
+    return args.jobs, not args.no_peer and aiconfigurator_peer.available()
+
+
+def main() -> None:
+    jobs, peer = command_line(__doc__)
+    print(report(run_all(jobs, peer)))
 
 
 if __name__ == "__main__":
