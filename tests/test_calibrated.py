@@ -266,18 +266,23 @@ def test_padded_attention_reads_the_longest(profile, tmp_path):
 
 
 def test_a_row_faster_than_the_measured_stream_is_floored(profile, tmp_path):
-    """A table row cannot move its op's bytes faster than the GPU's best measured stream (meta
+    """On a GPU a table row cannot move its op's bytes faster than the best measured stream (meta
     ceilings.copy_bytes_per_s); such a row did less work than its label says, and the op is priced
-    at its bytes over that ceiling instead, labelled `-floored`. Rows within physics are untouched."""
+    at its bytes over that ceiling instead, labelled `-floored`. Rows within physics are untouched,
+    and a CPU profile is not floored (its small rows run from cache, as verification does)."""
     fast = shutil.copytree(profile, tmp_path / "p")
     df = pd.read_csv(fast / "moe.csv")
     df["time_s"] /= 100  # every MoE row 100x faster than the synthetic GPU can stream
     df.to_csv(fast / "moe.csv", index=False)
+    cpu = CalibratedCosts.from_profile(fast, HW)  # a CPU profile: small rows run from cache, no floor
+    meta = yaml.safe_load((fast / "meta.yaml").read_text())
+    (fast / "meta.yaml").write_text(yaml.safe_dump({**meta, "device": "h200"}))
     c = CalibratedCosts.from_profile(fast, HW)
     op = op_of("moe", {"dtype": "fp32", "inter": 128, "num_experts": 8, "tokens": 16, "touched": 8,
                        "top_k": 2, "d": 256}, "fp32")
     t = c.time(op, graphs=True)
     assert t.source == "calibrated-floored"
+    assert cpu.time(op, graphs=True).source == "calibrated" and cpu.time(op, graphs=True).total_s < t.total_s
     assert t.total_s == pytest.approx(op.bytes / BYTES, rel=1e-12)
     gemm = O.gemm("g", 16, 256, 256, "fp32", act="fp32")
     assert c.time(gemm, graphs=True).source == "calibrated"
