@@ -62,47 +62,16 @@ def cmd_cost(args) -> int:
     return 0
 
 
-def describe_model(spec) -> str:
-    """One line: layers, width, experts, draft layers."""
-    moe = [f for f in spec.ffn_kinds.values() if f.kind == "moe"]
-    experts = f"{moe[0].num_experts} experts top-{moe[0].top_k}" if moe else "dense"
-    if spec.role == "assistant":
-        draft = f"frozen-KV assistant for width {spec.backbone_hidden_size}"
-    elif spec.role == "draft":
-        draft = f"draft model (nextn) for width {spec.backbone_hidden_size}" + \
-            (f", own {spec.draft_vocab_size}-token head" if spec.draft_vocab_size else "")
-    elif spec.mtp is None:
-        draft = f"no MTP (assistant: {spec.assistant})" if spec.assistant else "no MTP"
-    else:
-        n = spec.mtp.num_layers
-        draft = f"{n} parallel head{'s' * (n > 1)}" if spec.mtp.parallel else f"MTP {n} layer{'s' * (n > 1)}"
-    return f"{spec.num_layers} layers, hidden {spec.hidden_size}, {experts}, {draft}"
-
-
-def describe_hardware(spec) -> str:
-    """One line: memory, bandwidth and what prices it by default."""
-    from mtpsim.schema import Engine
-    default = Engine().kind
-    profile = spec.profile_for(default)
-    if profile:
-        others = sorted(k for k in spec.profiles if k not in (default, "default"))
-        pricing = f"default profile {profile}" + (f" (+ {', '.join(others)} profiles)" if others else "")
-    else:
-        pricing = "roofline" + (" + fitted latency floors" if spec.latency_floors else "")
-    bw = spec.memory_bandwidth_bytes_per_s
-    bandwidth = f"{bw / 1e12:.3g} TB/s" if bw >= 1e12 else f"{bw / 1e9:.3g} GB/s"
-    return f"{spec.memory_capacity_bytes / 1e9:.0f} GB, {bandwidth}, {pricing}"
-
-
 def cmd_list(args) -> int:
     """`mtpsim models` / `mtpsim hardware`: every catalog entry, one line each."""
     from pydantic import ValidationError
 
     from mtpsim import catalog
     from mtpsim.errors import from_validation
+    from mtpsim.schema import Engine
     kind = args.kind
-    load, describe = {"models": (catalog.load_model, describe_model),
-                      "hardware": (catalog.load_hardware, describe_hardware)}[kind]
+    load, describe = {"models": (catalog.load_model, lambda spec: spec.summary()),
+                      "hardware": (catalog.load_hardware, lambda spec: spec.summary(Engine().kind))}[kind]
     entries = catalog.names(kind)
     width = max((len(n) for n in entries), default=0)
     for name in entries:

@@ -182,6 +182,22 @@ class ModelSpec(Spec):
         """Every layer in model order."""
         return [LayerRef(attention=g.attention, ffn=g.ffn) for g in self.layers for _ in range(g.count)]
 
+    def summary(self) -> str:
+        """One line (`mtpsim models`): layers, width, experts, draft layers."""
+        moe = [f for f in self.ffn_kinds.values() if f.kind == "moe"]
+        experts = f"{moe[0].num_experts} experts top-{moe[0].top_k}" if moe else "dense"
+        if self.role == "assistant":
+            draft = f"frozen-KV assistant for width {self.backbone_hidden_size}"
+        elif self.role == "draft":
+            draft = f"draft model (nextn) for width {self.backbone_hidden_size}" + \
+                (f", own {self.draft_vocab_size}-token head" if self.draft_vocab_size else "")
+        elif self.mtp is None:
+            draft = f"no MTP (assistant: {self.assistant})" if self.assistant else "no MTP"
+        else:
+            n = self.mtp.num_layers
+            draft = f"{n} parallel head{'s' * (n > 1)}" if self.mtp.parallel else f"MTP {n} layer{'s' * (n > 1)}"
+        return f"{self.num_layers} layers, hidden {self.hidden_size}, {experts}, {draft}"
+
 
 class HardwareSpec(Spec):
     """One accelerator (per-GPU figures) and its interconnect."""
@@ -211,6 +227,18 @@ class HardwareSpec(Spec):
     def profile_for(self, engine: str) -> str | None:
         """The measured profile that prices this GPU under `engine` by default, if any."""
         return self.profiles.get(engine) or self.profiles.get("default")
+
+    def summary(self, engine: str) -> str:
+        """One line (`mtpsim hardware`): memory, bandwidth and what prices it under `engine`."""
+        profile = self.profile_for(engine)
+        if profile:
+            others = sorted(k for k in self.profiles if k not in (engine, "default"))
+            pricing = f"default profile {profile}" + (f" (+ {', '.join(others)} profiles)" if others else "")
+        else:
+            pricing = "roofline" + (" + fitted latency floors" if self.latency_floors else "")
+        bw = self.memory_bandwidth_bytes_per_s
+        bandwidth = f"{bw / 1e12:.3g} TB/s" if bw >= 1e12 else f"{bw / 1e9:.3g} GB/s"
+        return f"{self.memory_capacity_bytes / 1e9:.0f} GB, {bandwidth}, {pricing}"
 
     def flops_per_s(self, dtype: Dtype) -> float:
         """Peak for `dtype`, falling back to the widest supported type (FP4 weights on Hopper
