@@ -20,10 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from mtpsim.schema import mean_length
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from published import BAR, command_line, peer_line, simulate_case  # noqa: E402  (a sibling script, not a package)
+from published import BAR, ask_peer, command_line, peer_line, simulate_case  # noqa: E402  (a sibling script, not a package)
 
 
 @dataclass(frozen=True)
@@ -68,17 +66,10 @@ def run_case(case: Absolute, jobs: int = 1, peer: bool = False) -> pd.DataFrame:
 def peer_tpot_ms(s) -> float:
     """aiconfigurator's TPOT for the same model, GPU, engine, parallelism, concurrency and mean
     lengths, without speculation; NaN where it cannot express the point."""
-    import aiconfigurator_peer as peer
-    p = s.parallel
-    if p.attention_dp > 1 or p.dp > 1:
+    if s.parallel.attention_dp > 1 or s.parallel.dp > 1:
         return math.nan
-    try:
-        got = peer.estimate(s.specs.model.name, s.specs.hardware.name, s.specs.engine.name, p.tp, p.tp // p.ep,
-                            p.ep, s.workload.concurrency, int(mean_length(s.workload.input_len)),
-                            int(mean_length(s.workload.output_len)))
-    except (peer.NotExpressible, peer.PeerError, KeyError, ValueError):
-        return math.nan
-    return float(got["tpot_ms"])
+    got = ask_peer("estimate", s)
+    return math.nan if got is None else float(got["tpot_ms"])
 
 
 def report(table: pd.DataFrame) -> str:

@@ -127,18 +127,25 @@ def peer_speedup(s: sc.Scenario, accept_length: float, metric: str) -> float:
     """aiconfigurator's predicted speedup for the same model, GPU, engine, parallelism, batch,
     lengths, steps and accept length; NaN where it cannot express the point (rate-driven loads,
     designs other than nextn, models it does not ship)."""
-    import aiconfigurator_peer as peer
     if s.workload.arrival not in ("closed", "batch") or s.speculative.design != "nextn" \
             or s.parallel.attention_dp > 1 or metric not in ("speedup", "per_user_speedup"):
         return math.nan
-    p = s.parallel
+    got = ask_peer("speedup", s, s.speculative.steps, accept_length)
+    return math.nan if got is None else got["per_user_speedup" if metric == "per_user_speedup" else "speedup"]
+
+
+def ask_peer(call: str, s: sc.Scenario, *extra) -> dict | None:
+    """aiconfigurator_peer.<call> (estimate, speedup) for scenario s's deployment: model, GPU,
+    engine, parallelism (experts split tp/ep x ep), concurrency and mean lengths, then `extra`;
+    None where aiconfigurator cannot express it."""
+    import aiconfigurator_peer as peer
+    p, w = s.parallel, s.workload
     try:
-        got = peer.speedup(s.specs.model.name, s.specs.hardware.name, s.specs.engine.name, p.tp, p.tp // p.ep, p.ep,
-                           s.workload.concurrency, mean_length(s.workload.input_len), mean_length(s.workload.output_len),
-                           s.speculative.steps, accept_length)
+        return getattr(peer, call)(s.specs.model.name, s.specs.hardware.name, s.specs.engine.name, p.tp,
+                                   p.tp // p.ep, p.ep, w.concurrency, int(mean_length(w.input_len)),
+                                   int(mean_length(w.output_len)), *extra)
     except (peer.NotExpressible, peer.PeerError, KeyError, ValueError):
-        return math.nan
-    return got["per_user_speedup" if metric == "per_user_speedup" else "speedup"]
+        return None
 
 
 def run_all(jobs: int = 1, peer: bool = False) -> pd.DataFrame:
