@@ -135,11 +135,6 @@ class CalibratedCosts:
         t, source = found
         if op.family in COMM:  # a measured collective: its whole time is communication
             return OpTime(0.0, 0.0, t, 0.0, source)
-        if self.stream_floor and t < op.bytes / self.peak_bytes:
-            # faster than this GPU's best measured stream moves the op's bytes: the table's row did
-            # less work than the op (e.g. a MoE row that touched fewer experts than its label)
-            kind, colon, stand_in = source.partition(":")
-            t, source = op.bytes / self.peak_bytes, f"{kind}-floored{colon}{stand_in}"
         fixed = min(t, op.kernels * self.overhead["call_s"]) if self.overhead["included_in_op_times"] else 0.0
         rest = t - fixed
         compute, memory = self.roofline.compute_s(op), self.roofline.memory_s(op)
@@ -158,7 +153,20 @@ class CalibratedCosts:
 
     # ------------------------------------------------------------------ lookup
     def predict(self, op: Op) -> tuple[float, str] | None:
-        """(seconds, source) from the profile, or None for the plain roofline."""
+        """(seconds, source) from the profile, or None for the plain roofline. Never faster than
+        the op's bytes at this GPU's best measured stream (`stream_floor`): a row that fast did
+        less work than the op (a MoE row that touched fewer experts than its label), and the time
+        is that floor instead, its source marked `-floored`."""
+        found = self._lookup(op)
+        if found is None:
+            return None
+        t, kind, stand_in = found
+        if self.stream_floor and op.family not in COMM and t < op.bytes / self.peak_bytes:
+            t, kind = op.bytes / self.peak_bytes, kind + "-floored"
+        return t, kind + stand_in
+
+    def _lookup(self, op: Op) -> tuple[float, str, str] | None:
+        """(seconds, how the table priced it, stand-in label), or None for the plain roofline."""
         point = lookup_point(op, self.kv_key)
         if point is None or op.shape.get("nodes", 1) > 1:  # the tables measured one node's collectives
             return None
@@ -175,13 +183,13 @@ class CalibratedCosts:
             x, work_ref = {**x, "q": q_ref}, self.work_s(_fewer_queries(op, q_ref / x["q"]))
             hit = interpolate(table, x)
             log_t, log_w = hit[:2] if hit is not None else nearest_cell(table, x)
-            return self._scaled(table, math.exp(log_t), work_ref, work), "extrapolated" + stand_in
+            return self._scaled(table, math.exp(log_t), work_ref, work), "extrapolated", stand_in
         hit = interpolate(table, x)
         if hit is not None and exact and hit.measured:
-            return math.exp(hit.log_t), "calibrated" + stand_in
-        source = ("calibrated-scaled" if hit is not None else "roofline-scaled") + stand_in
+            return math.exp(hit.log_t), "calibrated", stand_in
+        kind = "calibrated-scaled" if hit is not None else "roofline-scaled"
         log_t, log_w = hit[:2] if hit is not None else nearest_cell(table, x)
-        return self._scaled(table, math.exp(log_t), math.exp(log_w), work), source
+        return self._scaled(table, math.exp(log_t), math.exp(log_w), work), kind, stand_in
 
     def _table(self, family: str, keys: tuple, dims: dict | None) -> tuple[Table | None, bool, str]:
         """The table an op's (family, keys, dims) reads, whether its config was measured, and the
