@@ -161,9 +161,8 @@ class CalibratedCosts:
         if found is None:
             return None
         t, kind, stand_in = found
-        if self.stream_floor and op.family not in COMM and t < op.bytes / self.peak_bytes:
-            t, kind = op.bytes / self.peak_bytes, kind + "-floored"
-        return t, kind + stand_in
+        floor = op.bytes / self.peak_bytes if self.stream_floor and op.family not in COMM else 0.0
+        return (floor, kind + "-floored" + stand_in) if t < floor else (t, kind + stand_in)
 
     def _lookup(self, op: Op) -> tuple[float, str, str] | None:
         """(seconds, how the table priced it, stand-in label), or None for the plain roofline."""
