@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from mtpsim.designs import DESIGNS, record
 from mtpsim.specs import EngineSpec, HardwareSpec, ModelSpec
 
-Probability = float
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]  # an error names the entry: acceptance.per_depth.2
 MAX_SEEDS = 1000  # replicates per point; past this a run is better split into several
 Seeds = Annotated[int, Field(ge=1, le=MAX_SEEDS, strict=True)]  # strict: `seeds: true` is not 1
 
@@ -124,8 +124,6 @@ class Acceptance(Section):
         for depth, row in enumerate(rows or [], start=1):
             if not row:
                 raise ValueError(f"row {depth} is empty (one probability per rank)")
-            if any(not 0.0 <= v <= 1.0 for v in row):
-                raise ValueError(f"row {depth}: probabilities must lie in [0, 1]")
             if sum(row) > 1.0 + ROW_SUM_SLACK:
                 raise ValueError(f"row {depth} sums to {sum(row):.6g} > 1 (ranks of one depth exclude each other)")
             if any(b > a for a, b in zip(row, row[1:])):
@@ -138,10 +136,6 @@ class Acceptance(Section):
                  if getattr(self, k) is not None]
         if len(given) > 1:
             raise ValueError(f"give one of per_depth, per_depth_topk, cumulative, accept_length, histogram (got {given})")
-        for key in ("per_depth", "cumulative"):
-            values = getattr(self, key) or []
-            if any(not 0.0 <= v <= 1.0 for v in values):
-                raise ValueError(f"{key}: probabilities must lie in [0, 1]")
         if self.cumulative and any(b > a for a, b in zip(self.cumulative, self.cumulative[1:])):
             raise ValueError("cumulative: must not increase with depth")
         return self

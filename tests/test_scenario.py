@@ -81,7 +81,7 @@ BAD = [
     ("missing-name", with_("name", DELETE), "name", "missing"),
     ("wrong-type", with_("workload.concurrency", "many"), "workload.concurrency", "integer"),
     ("negative", with_("workload.num_requests", -3), "workload.num_requests", "greater"),
-    ("prob-range", with_("acceptance.per_depth", [0.9, 1.2, 0.7]), "acceptance", "[0, 1]"),
+    ("prob-range", with_("acceptance.per_depth", [0.9, 1.2, 0.7]), "acceptance.per_depth.1", "less than or equal to 1"),
     ("accept-short", with_("acceptance.per_depth", [0.9, 0.8]), "acceptance.per_depth", "2 values for 3 steps"),
     ("steps-zero", with_("speculative.steps", 0), "speculative.steps", "greater"),
     ("unknown-design", with_("speculative.design", "medusa"), "speculative.design", "none"),

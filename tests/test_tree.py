@@ -245,7 +245,7 @@ MIMO = BASE.replace("llama-3.1-8b", "mimo-v2-flash").replace("design: nextn", "d
     .replace(f"per_depth_topk: {ROWS}", "per_depth: [0.8, 0.7]")
 BAD = [  # (id, scenario, key, word)
     ("row-sum", BASE.replace(ROWS, "[[0.6, 0.5], [0.5, 0.2]]"), "acceptance.per_depth_topk", "row 1 sums to 1.1"),
-    ("out-of-range", BASE.replace(ROWS, "[[0.6, 0.2], [1.5, 0.2]]"), "acceptance.per_depth_topk", "[0, 1]"),
+    ("out-of-range", BASE.replace(ROWS, "[[0.6, 0.2], [1.5, 0.2]]"), "acceptance.per_depth_topk.1.0", "less than or equal to 1"),
     ("increasing", BASE.replace(ROWS, "[[0.2, 0.6], [0.5, 0.2]]"), "acceptance.per_depth_topk", "increases with rank"),
     ("empty-row", BASE.replace(ROWS, "[[0.6, 0.2], []]"), "acceptance.per_depth_topk", "row 2 is empty"),
     ("fewer-rows", BASE.replace(ROWS, "[[0.6, 0.2]]"), "acceptance.per_depth_topk", "1 rows for 2 steps"),
