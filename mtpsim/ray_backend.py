@@ -13,6 +13,7 @@ import ray
 from ray.exceptions import RayTaskError
 
 import mtpsim
+from mtpsim.errors import ScenarioError
 from mtpsim.sim import simulate
 
 WAIT_S = 0.2  # the progress bar moves at least this often while tasks finish
@@ -69,7 +70,11 @@ def _connect(address: str | None, jobs: int | None) -> bool:
     address = address or os.environ.get("RAY_ADDRESS")
     quiet = {"logging_level": "ERROR", "log_to_driver": False}
     if address:
-        ray.init(address=address, runtime_env=runtime_env(), **quiet)
+        try:
+            ray.init(address=address, runtime_env=runtime_env(), **quiet)
+        except (ConnectionError, ValueError) as exc:  # nothing listening there; not an address at all
+            where = "--address" if os.environ.get("RAY_ADDRESS") != address else "RAY_ADDRESS"
+            raise ScenarioError(where, "", f"no Ray cluster reached at {address!r}: {exc}") from None
     else:
         ray.init(address="local", num_cpus=jobs, include_dashboard=False, runtime_env=runtime_env(), **quiet)
     return True

@@ -21,7 +21,7 @@ from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.designs import BASELINE, record
 from mtpsim.errors import ScenarioError
 from mtpsim.run import default_jobs, run_points
-from mtpsim.runfolder import output_dir
+from mtpsim.runfolder import claimed
 from mtpsim.schema import MAX_STEPS, MAX_USERS
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64)
@@ -174,11 +174,11 @@ def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_
     s = base_point(path, sets)
     check_topks(s, topks)
     steps = candidate_steps(s, max_steps)
-    folder = output_dir(f"{s.name}-recommend", out)
-    started, n = time.perf_counter(), len(batches) * len(steps) * len(topks)
-    table, summary = recommend(s, batches, steps, topks, jobs or default_jobs(n + len(batches)))
-    table.to_csv(folder / "recommend.csv", index=False)
-    summary.to_csv(folder / "grid.csv", index=False)
+    with claimed(f"{s.name}-recommend", out) as folder:  # a failed run gives the folder back
+        started, n = time.perf_counter(), len(batches) * len(steps) * len(topks)
+        table, summary = recommend(s, batches, steps, topks, jobs or default_jobs(n + len(batches)))
+        table.to_csv(folder / "recommend.csv", index=False)
+        summary.to_csv(folder / "grid.csv", index=False)
     if s.question:
         print(f"Q: {s.question}")
     print(f"{s.name}: {s.specs.model.name} on {s.parallel.dp}x{s.parallel.tp} {s.specs.hardware.name}, "

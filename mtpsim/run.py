@@ -29,7 +29,7 @@ from mtpsim.designs import BASELINE
 from mtpsim.errors import ScenarioError
 from mtpsim.intervals import seed_intervals
 from mtpsim.results import LogHistogram, Results, add_speedups
-from mtpsim.runfolder import concat, output_dir, plot_run, write_run
+from mtpsim.runfolder import claimed, concat, plot_run, write_run
 from mtpsim.schema import MAX_SEEDS, Seeds
 from mtpsim.sim import simulate
 
@@ -215,21 +215,21 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
     if backend == "ray" and importlib.util.find_spec("ray") is None:
         raise ScenarioError("--backend", "", "ray needs Ray installed: pip install 'mtpsim[ray]'")
     points = with_seeds(sc.load(path, sets), seeds)
-    folder = output_dir(points[0].name, out)
-    started = time.perf_counter()
-    summary, results = run_points(points, jobs or default_jobs(len(points)), keep_passes=trace,
-                                  backend=backend, address=address)
-    labels = run_labels(points)
-    replicated = "seed" in labels[0]
-    intervals = interval_summary(summary) if replicated else None
-    write_run(folder, points, summary, results, labels, intervals)
-    if trace:  # one timeline per point: its first seed's
-        from mtpsim.trace import write_trace
-        first = [r for j, r in enumerate(results) if j == 0 or labels[j - 1]["point"] != labels[j]["point"]]
-        write_trace(folder / "trace.json", concat(first, "passes", [{"point": i} for i in range(len(points))]),
-                    summary)
-    if plot:
-        plot_run(folder, points)
+    with claimed(points[0].name, out) as folder:  # a failed run gives the folder back
+        started = time.perf_counter()
+        summary, results = run_points(points, jobs or default_jobs(len(points)), keep_passes=trace,
+                                      backend=backend, address=address)
+        labels = run_labels(points)
+        replicated = "seed" in labels[0]
+        intervals = interval_summary(summary) if replicated else None
+        write_run(folder, points, summary, results, labels, intervals)
+        if trace:  # one timeline per point: its first seed's
+            from mtpsim.trace import write_trace
+            first = [r for j, r in enumerate(results) if j == 0 or labels[j - 1]["point"] != labels[j]["point"]]
+            write_trace(folder / "trace.json", concat(first, "passes", [{"point": i} for i in range(len(points))]),
+                        summary)
+        if plot:
+            plot_run(folder, points)
     s = points[0]
     if s.question:  # the question as written, and what --set changed of the scenario it asks about
         print(f"Q: {s.question}" + (f" (with --set {', '.join(sets)})" if sets else ""))

@@ -5,6 +5,8 @@ described in run.py's docstring; what `plot` needs of them is RUN_TABLES.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -39,6 +41,21 @@ def output_dir(name: str, out: str | None) -> Path:
     except OSError as exc:
         raise ScenarioError(str(path), "", f"cannot create the run folder: {exc.strerror or exc}") from None
     return path
+
+
+@contextmanager
+def claimed(name: str, out: str | None) -> Iterator[Path]:
+    """`output_dir`'s folder for the length of a run. A run that fails (a bad point, an
+    unreachable cluster, Ctrl-C) gives its claim back, and the folder too while nothing else is
+    in it, so that the same --out can be used again; what a run had already written stays."""
+    path = output_dir(name, out)
+    try:
+        yield path
+    except BaseException:
+        (path / CLAIM).unlink(missing_ok=True)
+        if not any(path.iterdir()) and out is None:  # a folder this run named; one given by --out stays
+            path.rmdir()
+        raise
 
 
 def write_run(path: Path, points: list[sc.Scenario], summary: pd.DataFrame, results: list[Results],

@@ -91,3 +91,17 @@ def test_the_simulator_and_the_pool_never_import_ray(write_scenario):
             "assert 'ray' not in sys.modules, 'ray imported'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_cluster_that_does_not_answer_is_one_line(write_scenario, tmp_path, capsys, monkeypatch):
+    """ray.init's own errors for an --address where no cluster answers (ConnectionError) or that
+    is not an address (ValueError) reach the user as one line naming --address."""
+    def refuse(**kwargs):
+        raise ConnectionError(f"Failed to connect to Ray cluster at {kwargs['address']}")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # the session's local Ray aside
+    monkeypatch.setattr(ray, "init", refuse)
+    code = main(["run", str(write_scenario(TINY)), "--backend", "ray", "--address", "10.0.0.1:6379",
+                 "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("mtpsim: error: --address: no Ray cluster reached")

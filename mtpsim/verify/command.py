@@ -26,7 +26,7 @@ from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError
-from mtpsim.runfolder import output_dir
+from mtpsim.runfolder import claimed
 from mtpsim.shrink import shrink_assistant, shrink_model
 from mtpsim.sim.workload import sample_lengths
 from mtpsim.torchkit import loops
@@ -37,7 +37,11 @@ from mtpsim.verify.compare import comparison, plot, predict, simulated_mapping
 
 def main(args) -> int:
     points = sc.load(args.scenario, args.sets)
-    out = output_dir(f"{points[0].name}-verify", args.out)  # claimed: new or empty, never one with files
+    with claimed(f"{points[0].name}-verify", args.out) as out:  # new or empty; a failed run gives it back
+        return _verify(points, args, out)
+
+
+def _verify(points: list, args, out: Path) -> int:
     device = pick_device(points[0].verify.device)
     if device == "cpu":
         keep_freed_memory()  # large temporaries reuse kept memory, as in the calibration
