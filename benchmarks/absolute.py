@@ -1,6 +1,6 @@
 """Predicted vs measured plain-decode time per output token (TPOT): the absolute check.
 
-Run: .venv/bin/python benchmarks/absolute.py [--jobs N] [--no-peer]    (about 20 s on 2 cores)
+Run: .venv/bin/python benchmarks/absolute.py [--jobs N] [--no-peer]    (about 45 s on 2 cores)
 
 Speedups (benchmarks/published.py) divide two simulated times, so a cost model can be wrong in
 absolute terms and still score there. This script checks the absolute figure on its own: each case
@@ -44,6 +44,12 @@ CASES = [
     Absolute("A2", "a2-llama-3.1-8b-h100-sglang.yaml", "concurrency", {1: 1e3 / 158.34}),
     Absolute("A3", "a3-deepseek-r1-b200-trtllm.yaml", "concurrency", {1: 1e3 / 111}, peer=False),
     Absolute("A4", "a4-deepseek-r1-2x8h100-sglang.yaml", "concurrency", {1: 23.2}),
+    Absolute("A5", "a5-deepseek-r1-h200-sglang-v0512-1k1k.yaml", "concurrency",
+             {4: 9.7, 8: 11.73, 16: 15.28, 32: 21.8, 64: 29.77}),
+    Absolute("A6", "a6-deepseek-r1-h200-sglang-v0512-8k1k.yaml", "concurrency",
+             {4: 10.94, 8: 13.88, 16: 20.02, 32: 31.37, 64: 49.33}),
+    Absolute("A7", "a7-deepseek-r1-b200-sglang-v0512-1k1k.yaml", "concurrency",
+             {1: 7.18, 2: 7.93, 4: 8.82, 8: 10.96, 16: 13.09, 32: 16.21, 64: 21.73}),
 ]
 
 
