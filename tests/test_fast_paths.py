@@ -95,3 +95,44 @@ def test_work_plus_is_the_sum_of_rows(rows, overhead):
     one_by_one = Work(one_by_one.compute_s, one_by_one.memory_s, one_by_one.comm_s, one_by_one.overhead_s + overhead,
                       one_by_one.flops, one_by_one.weight_bytes, one_by_one.kv_bytes, one_by_one.comm_bytes)
     assert start.plus(priced, overhead) == one_by_one
+
+
+# ---------------------------------------------------------------------- one event per iteration
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(0, 1e4), st.lists(st.floats(1e-9, 0.05), min_size=1, max_size=8))
+def test_one_event_per_iteration_lands_where_one_timeout_per_pass_would(start, times):
+    """back_to_back ends at the very float a chain of one timeout per pass reaches."""
+    import simpy
+
+    from mtpsim.sim.engine import back_to_back
+
+    def chain(env):
+        for t in times:
+            yield env.timeout(t)
+
+    ends = []
+    for steps in (chain, lambda env: back_to_back(env, times)):
+        env = simpy.Environment(initial_time=start)
+        env.process(steps(env))
+        env.run()
+        ends.append(env.now)
+    assert ends[0] == ends[1]
+
+
+def test_pass_rows_come_in_the_order_the_passes_end():
+    """With dp replicas an iteration's passes are recorded when it starts; the passes frame is
+    still in the order they end, each replica's passes back to back."""
+    from mtpsim.scenario import validate
+    from mtpsim.sim import simulate
+
+    r = simulate(validate({"name": "rows", "model": "meta-mtp-7b", "hardware": "h100-sxm", "parallel": {"dp": 2},
+                           "speculative": {"design": "parallel_heads", "steps": 3}, "acceptance": {"per_depth": [0.9, 0.7, 0.5]},
+                           "workload": {"arrival": "closed", "concurrency": 8, "num_requests": 24, "input_len": 128,
+                                        "output_len": 32}}), keep_passes=True)
+    p = r.passes
+    assert set(p.replica) == {0, 1}
+    ends = (p.start_s + p.duration_s).to_numpy()
+    assert (np.diff(ends) >= -1e-12 * ends[1:]).all()
+    for _, lane in p.groupby("replica"):
+        assert (lane.start_s.to_numpy()[1:] >= (lane.start_s + lane.duration_s).to_numpy()[:-1] * (1 - 1e-12)).all()
