@@ -176,6 +176,7 @@ class Pricer:
         self.act = model.dtypes.activations
         self.static_ops = lru_cache(maxsize=4096)(self._build_static)
         self.plan = lru_cache(maxsize=4096)(self._build_plan)  # a pass's KV-free part, per batch size
+        self.frame = lru_cache(maxsize=8192)(self._frame)  # per batch size and longest KV
         self.layers = lru_cache(maxsize=8)(self._layers)  # a part's layer groups never change
 
     # ------------------------------------------------------------------ public
@@ -199,8 +200,8 @@ class Pricer:
             max((self._attention(shape, g, plan.graphs) for g in groups if g.batch),
                 key=lambda priced: sum(n * t.total_s for _, t, n in priced))
         dynamic += plan.compact
-        frame = O.pass_frame(batch, whole.q_tokens / max(whole.batch, 1), whole.visible_max, plan.hidden_size)
-        dynamic.append((frame, self.costs.time(frame, plan.graphs), 1))
+        dynamic.append(self.frame(batch, whole.q_tokens / max(whole.batch, 1), whole.visible_max, plan.hidden_size,
+                                  plan.graphs))
         work = plan.work.plus(dynamic, plan.overhead_s)
         sources = _pass_sources(plan.sources, tuple(t.source for _, t, _ in dynamic))
         return PassCost.of(shape.kind, shape.part, plan.tokens, work, sources,
@@ -226,10 +227,16 @@ class Pricer:
         batch, or one attention group of it) on one GPU of their group: the (op, time, layers)
         of each attention kind; `Work.of(*row)` is a row's work."""
         priced = []
-        for att, count, kv_dtype in self._attention_kinds(shape.part):
-            op = O.batch_attention_core(att, lens, kv_dtype, self.par.attention_tp, self.act, shape.tree_keys)
+        for kernel, count in self._kernels(shape.part):
+            op = kernel.core(lens, shape.tree_keys)
             priced.append((op, self.costs.time(op, graphs), count))
         return priced
+
+    def _frame(self, batch: int, q: float, kv_max: float, hidden_size: int, graphs: bool) -> tuple:
+        """The pass frame's priced row (`pass_frame`, the batch's longest visible KV: a length
+        that recurs pass after pass, so `frame` keeps the rows it priced)."""
+        frame = O.pass_frame(batch, q, kv_max, hidden_size)
+        return frame, self.costs.time(frame, graphs), 1
 
     def _groups(self, lens: O.BatchLens, offset: int) -> list[O.BatchLens]:
         """The batch's requests split over the attention groups, each `offset` tokens further:
@@ -332,6 +339,12 @@ class Pricer:
         """DP attention: the token-count sync once per target forward (one scheduler batch)."""
         par = self.par
         return [O.mlp_sync(par.tp, par.nodes(par.tp))] if par.attention_dp > 1 else []
+
+    @lru_cache(maxsize=8)  # noqa: B019 -- a Pricer lives as long as its run; a part's kinds never change
+    def _kernels(self, part: str) -> tuple[tuple[O.AttentionKernel, int], ...]:
+        """(kernel, layer count) per attention kind of a part, on one GPU of an attention group."""
+        return tuple((O.AttentionKernel(att, kv_dtype, self.par.attention_tp, self.act), n)
+                     for att, n, kv_dtype in self._attention_kinds(part))
 
     @lru_cache(maxsize=8)  # noqa: B019 -- a Pricer lives as long as its run; a part's kinds never change
     def _attention_kinds(self, part: str):
