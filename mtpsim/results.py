@@ -126,11 +126,15 @@ class Records:
         if self.keep_passes:
             self.passes.append((replica, end_s - cost.time_s, cost.time_s, shape.kind, shape.part, cost.tokens, end_s))
 
-    def add_accepts(self, accepted: np.ndarray, steps: int) -> None:
-        """Histogram: iterations (per request) in which exactly j drafts were accepted."""
+    def add_accepts(self, accepted: np.ndarray | None, steps: int, batch: int) -> None:
+        """Histogram: iterations (per request) in which exactly j drafts were accepted; None: the
+        batch's requests had no drafts (S = 0) and accepted none."""
         if len(self.accept_counts) < steps + 1:
             self.accept_counts = np.pad(self.accept_counts, (0, steps + 1 - len(self.accept_counts)))
-        self.accept_counts += np.bincount(accepted, minlength=len(self.accept_counts))[: len(self.accept_counts)]
+        if accepted is None:
+            self.accept_counts[0] += batch
+        else:
+            self.accept_counts += np.bincount(accepted, minlength=len(self.accept_counts))[: len(self.accept_counts)]
 
     @property
     def iterations_truncated(self) -> bool:

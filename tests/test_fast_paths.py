@@ -136,3 +136,67 @@ def test_pass_rows_come_in_the_order_the_passes_end():
     assert (np.diff(ends) >= -1e-12 * ends[1:]).all()
     for _, lane in p.groupby("replica"):
         assert (lane.start_s.to_numpy()[1:] >= (lane.start_s + lane.duration_s).to_numpy()[:-1] * (1 - 1e-12)).all()
+
+
+# ---------------------------------------------------------------------- the running batch
+
+def _requests(rng, n, first_id=0):
+    from mtpsim.sim.workload import Request
+    out = []
+    for i in range(n):
+        r = Request(first_id + i, 0.0, int(rng.integers(1, 50)), int(rng.integers(1, 30)))
+        r.generated = 1
+        out.append(r)
+    return out
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 3))
+def test_running_batch_counts_what_each_request_did(seed, steps):
+    """Iterations and accepted drafts, derived when a request leaves the batch, equal a count kept
+    per request every iteration; plain decoding's commit (None) is a commit of zeros."""
+    from mtpsim.sim.batch import RunningBatch
+
+    rng = np.random.default_rng(seed)
+    batch = RunningBatch(steps, False)
+    kept, done = {}, []  # request_id -> [kv, remaining, iterations, accepted]
+    next_id = 0
+    for _ in range(60):
+        if rng.random() < 0.3:  # requests join between iterations, as prefill adds them
+            joining = _requests(rng, int(rng.integers(1, 4)), next_id)
+            next_id += len(joining)
+            batch.add(joining)
+            for r in joining:
+                kept[r.request_id] = [r.input_len, r.remaining, 0, 0]
+        if not len(batch):
+            continue
+        remaining = np.array([kept[r.request_id][1] for r in batch.requests])
+        accepted = np.minimum(rng.integers(0, steps + 1, len(batch)), remaining - 1)
+        emitted = batch.commit(accepted if steps else None)
+        assert emitted == int(accepted.sum()) + len(accepted) if steps else emitted == len(accepted)
+        for r, a in zip(batch.requests, accepted.tolist() if steps else [0] * len(batch)):
+            k = kept[r.request_id]
+            k[0], k[1], k[2], k[3] = k[0] + a + 1, k[1] - a - 1, k[2] + 1, k[3] + a
+        np.testing.assert_array_equal(batch.kv, [kept[r.request_id][0] for r in batch.requests])
+        assert (batch.kv_sum, batch.kv_max) == (int(batch.kv.sum()), int(batch.kv.max()))
+        done += batch.pop_finished()
+    for r in done:
+        assert (r.generated, r.iterations, r.accepted) == (r.output_len, kept[r.request_id][2], kept[r.request_id][3])
+
+
+def test_plain_commit_is_a_commit_of_zeros():
+    from mtpsim.results import Records
+    from mtpsim.sim.batch import RunningBatch
+
+    rng = np.random.default_rng(3)
+    a, b = RunningBatch(0, False), RunningBatch(0, False)
+    a.add(_requests(rng, 7))
+    b.add(_requests(np.random.default_rng(3), 7))
+    assert a.commit(None) == b.commit(np.zeros(7, np.int64)) == 7
+    for field in ("kv", "remaining"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+    assert (a.kv_sum, a.kv_max) == (b.kv_sum, b.kv_max)
+    ra, rb = Records(), Records()
+    ra.add_accepts(None, 0, 7)
+    rb.add_accepts(np.zeros(7, np.int64), 0, 7)
+    np.testing.assert_array_equal(ra.accept_counts, rb.accept_counts)

@@ -176,9 +176,9 @@ class CalibratedCosts:
         if family == "elementwise":  # the grid's tokens at its width d holding as many elements
             x = {"tokens": x["elements"] / table.dims["d"]}
         work = self.work_s(op)
-        if family == "attention" and x["q"] > table.axes["q"][-1] * (1 + 1e-9):
+        if family == "attention" and x["q"] > table.grid["q"][0][-1] * (1 + 1e-9):
             # more query tokens than measured (verify): the largest measured q, scaled by work
-            q_ref = float(table.axes["q"][-1])
+            q_ref = table.grid["q"][0][-1]
             x, work_ref = {**x, "q": q_ref}, self.work_s(_fewer_queries(op, q_ref / x["q"]))
             hit = interpolate(table, x)
             log_t, log_w = hit[:2] if hit is not None else nearest_cell(table, x)

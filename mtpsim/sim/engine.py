@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import simpy
@@ -52,6 +53,9 @@ class Engine:
         # identical requests share one acceptance row; with spread each request has its own
         self.per_request_levels = self.profile.spread >= 1e-6
         self.levels = self.profile.request_levels(self.rng, 1, self.design.steps)[0]
+        # the shared row as a batch's levels, and the host time per iteration, per batch size
+        self.shared_levels = lru_cache(maxsize=4096)(lambda n: np.broadcast_to(self.levels, (n, len(self.levels))))
+        self.host_s = lru_cache(maxsize=4096)(self.pricer.costs.host_overhead_s)
 
     def plan(self, batch_size: int) -> tuple[DesignShape, list, tuple[str, ...]]:
         """The steps in force for this running batch, as (design at those steps, its passes, the
@@ -90,7 +94,7 @@ class Engine:
             durations.append(cost.time_s)
             times[PASS_COLUMN[shape.kind]] += cost.time_s
             hidden += cost.time_s if shape.kind in window else 0.0
-        host_s = self.pricer.costs.host_overhead_s(design.design, len(batch))
+        host_s = self.host_s(design.design, len(batch))
         host = max(0.0, host_s - hidden)  # what the overlap window does not hide
         yield from back_to_back(self.env, [*durations, host])
         emitted = self.commit(batch, design.steps)
@@ -102,15 +106,12 @@ class Engine:
     def commit(self, batch: RunningBatch, steps: int) -> int:
         """Draw accepted drafts per request out of `steps`; each emits accepted + 1 (the bonus)
         tokens. Levels are drawn for the most steps; an iteration of fewer uses their prefix."""
+        accepted = None  # S = 0: no drafts to accept
         if steps:
-            levels = batch.levels if self.per_request_levels else \
-                np.broadcast_to(self.levels, (len(batch), len(self.levels)))
+            levels = batch.levels if self.per_request_levels else self.shared_levels(len(batch))
             accepted = self.profile.sample(self.rng, levels[:, :steps], batch.remaining)
-        else:  # S = 0: no drafts to accept
-            accepted = np.zeros(len(batch), np.int64)
-        batch.commit(accepted)
-        self.records.add_accepts(accepted, self.design.steps)
-        return int(accepted.sum()) + len(batch)
+        self.records.add_accepts(accepted, self.design.steps, len(batch))
+        return batch.commit(accepted)
 
     def prefill(self, rep: Replica, admitted: list[Request]):
         """Prompts in chunks of at most chunk_tokens; a request's first token comes with its last chunk."""
@@ -128,7 +129,7 @@ class Engine:
                 self.records.add_pass(rep.index, end, shape, cost)
                 durations.append(cost.time_s)
                 times[PASS_COLUMN[shape.kind]] += cost.time_s
-            host_s = self.pricer.costs.host_overhead_s(self.design.design, len(chunk))
+            host_s = self.host_s(self.design.design, len(chunk))
             host = host_s if not self.overlap else max(0.0, host_s - times[PASS_COLUMN["prefill"]])
             yield from back_to_back(self.env, [*durations, host])
             firsts = [r for r, n, done in chunk if done + n == r.input_len]
