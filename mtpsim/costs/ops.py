@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -129,13 +130,13 @@ def linear_state_bytes(att: AttentionSpec, tp: int) -> float:
     return (heads * att.head_dim * att.value_head_dim + conv) * 4.0
 
 
-@dataclass(frozen=True, slots=True)
-class BatchLens:
+class BatchLens(NamedTuple):
     """A batch's query and cached-KV lengths as the attention cost needs them: counts, sums and
     the longest, in O(1) once built, plus the per-request lengths for what sums cannot give
     (sliding windows; a caller splitting the batch into groups). `q` is one query length for
     every request (decode-shaped passes) or an array; `kv` the cached tokens per request before
-    `offset` more (a chained draft's own earlier tokens)."""
+    `offset` more (a chained draft's own earlier tokens). A named tuple: a few are made every
+    iteration, and a tuple is the cheapest immutable record to make."""
 
     batch: int
     q_tokens: float     # sum of q

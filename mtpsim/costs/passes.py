@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -98,9 +99,9 @@ class Work:
         return self.compute_s + self.memory_s + self.comm_s + self.overhead_s
 
 
-@dataclass(frozen=True)
-class PassCost:
-    """Seconds and work of one pass on one GPU of a replica."""
+class PassCost(NamedTuple):
+    """Seconds and work of one pass on one GPU of a replica (a named tuple: one is made every
+    pass, and a tuple is the cheapest immutable record to make)."""
 
     kind: str
     part: str
@@ -115,7 +116,7 @@ class PassCost:
     kv_bytes: float
     comm_bytes: float
     sources: tuple[str, ...] = ()
-    ops: tuple[tuple[O.Op, OpTime, int], ...] = field(default=(), repr=False)
+    ops: tuple[tuple[O.Op, OpTime, int], ...] = ()
 
     @classmethod
     def of(cls, kind: str, part: str, tokens: int, w: Work, sources=(), ops=()) -> PassCost:
