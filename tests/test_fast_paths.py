@@ -29,6 +29,10 @@ def _fill_along_reference(a: np.ndarray, axis: int) -> np.ndarray:
 def test_fill_along_matches_line_by_line(a, data):
     axis = data.draw(st.integers(0, a.ndim - 1))
     np.testing.assert_array_equal(_fill_along(a, axis), _fill_along_reference(a, axis))
+    alike = np.where(np.isnan(a), np.nan, np.arange(a.size).reshape(a.shape))  # a's NaN cells, other values
+    both = _fill_along(a, axis, alike)
+    np.testing.assert_array_equal(both[0], _fill_along_reference(a, axis))
+    np.testing.assert_array_equal(both[1], _fill_along_reference(alike, axis))
 
 
 # ---------------------------------------------------------------------- pricing memos

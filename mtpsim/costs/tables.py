@@ -172,7 +172,7 @@ def build_tables(family: str, df: pd.DataFrame, ceilings: dict) -> dict:
             # takes the nearest timed one's time and work; Hit.measured tells the cost model to
             # move it to the op's own work (calibrated.py)
             measured = ~np.isnan(log_t)
-            log_t, log_w = (_fill_along(a, list(f.axes).index("touched")) for a in (log_t, log_w))
+            log_t, log_w = _fill_along(log_t, list(f.axes).index("touched"), log_w)
         for a in f.monotone:
             log_t = _running_max(log_t, list(f.axes).index(a))
         out.setdefault(keys, []).append(Table(axes, dims if f.dims else None, log_t, log_w, float(row_time[rows].min()),
@@ -186,16 +186,21 @@ def _running_max(a: np.ndarray, axis: int) -> np.ndarray:
     return out
 
 
-def _fill_along(a: np.ndarray, axis: int) -> np.ndarray:
+def _fill_along(a: np.ndarray, axis: int, *alike: np.ndarray):
     """Each NaN cell takes the value of the nearest non-NaN cell on its line along `axis` (the
     lower one on a tie); a line without any stays NaN. Vectorized: the last valid index at or
-    before each cell and the first at or after it, by running max and min."""
-    line = np.moveaxis(a, axis, -1)
+    before each cell and the first at or after it, by running max and min. `alike`: arrays
+    with a's NaN cells (a table's log work beside its log time), each filled from the same
+    cells; then the filled arrays come back as a tuple, `a`'s first."""
+    line = a.swapaxes(axis, -1)
     n = line.shape[-1]
     pos = np.arange(n)
     ok = ~np.isnan(line)
     before = np.maximum.accumulate(np.where(ok, pos, -1), axis=-1)
-    after = np.flip(np.minimum.accumulate(np.flip(np.where(ok, pos, n), -1), axis=-1), -1)
+    after = np.minimum.accumulate(np.where(ok, pos, n)[..., ::-1], axis=-1)[..., ::-1]
     take_before = (before >= 0) & ((after == n) | (pos - before <= after - pos))
     source = np.where(take_before, before, np.where(after < n, after, pos))
-    return np.moveaxis(np.take_along_axis(line, source, axis=-1), -1, axis)
+    # the flat index of each cell's source in its line (lines laid out one after another)
+    flat = (source + n * np.arange(source.size // n).reshape(source.shape[:-1] + (1,))).ravel()
+    filled = [b.swapaxes(axis, -1).ravel()[flat].reshape(line.shape).swapaxes(axis, -1) for b in (a, *alike)]
+    return tuple(filled) if alike else filled[0]
