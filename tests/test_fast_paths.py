@@ -47,7 +47,18 @@ def _scenario(design: str, **parallel):
                                   "output_len": 16}})
 
 
-SCENARIOS = {"nextn": _scenario("nextn"), "none": _scenario("none"), "dp-attention": _scenario("nextn", ep=8, attention_dp=4)}
+def _other(model, hardware, design, tp=1):
+    """Parts with attention kinds of their own (a sliding-window MTP layer, a query-only assistant)."""
+    from mtpsim.scenario import validate
+    return validate({"name": "memo", "model": model, "hardware": hardware, "parallel": {"tp": tp},
+                     "speculative": {"design": design, "steps": 3}, "acceptance": {"per_depth": [0.8, 0.6, 0.4]},
+                     "workload": {"arrival": "closed", "concurrency": 8, "num_requests": 8, "input_len": 128,
+                                  "output_len": 16}})
+
+
+SCENARIOS = {"nextn": _scenario("nextn"), "none": _scenario("none"), "dp-attention": _scenario("nextn", ep=8, attention_dp=4),
+             "multi_layer-swa": _other("mimo-v2-flash", "h200", "multi_layer", tp=8),
+             "frozen_kv": _other("gemma-4-e2b", "a100-80g", "frozen_kv")}
 
 
 def _fields(cost):
@@ -78,6 +89,12 @@ def test_warm_pricer_prices_as_a_fresh_one(name, batches):
             if shape.kind != "prefill":
                 lens = BatchLens.uniform(shape.tokens_per_request, kv_lens, int(kv_lens.sum()), int(kv_lens.max()))
                 assert _fields(warm.price_lens(shape, lens)) == _fields(cold.price(shape, q, kv_lens))
+        # as the engine prices an iteration: one BatchLens per query length, shared by its passes
+        shared = {}
+        for shape in iteration_passes(design):
+            q = shape.tokens_per_request
+            lens = shared.setdefault(q, BatchLens.uniform(q, kv_lens, int(kv_lens.sum()), int(kv_lens.max())))
+            assert _fields(warm.price_lens(shape, lens)) == _fields(build_pricer(s).price(shape, np.full(n, q), kv_lens))
 
 
 @settings(max_examples=100, deadline=None)

@@ -179,6 +179,10 @@ class Pricer:
         self.plan = lru_cache(maxsize=4096)(self._build_plan)  # a pass's KV-free part, per batch size
         self.frame = lru_cache(maxsize=8192)(self._frame)  # per batch size and longest KV
         self.layers = lru_cache(maxsize=8)(self._layers)  # a part's layer groups never change
+        # kernel -> its last core priced, (lens, tree_keys, graphs, (op, time)): an iteration's
+        # passes over the same batch lengths (one BatchLens, immutable) repeat it (nextn's verify
+        # and extend, multi_layer's extends, frozen_kv's drafts)
+        self._last_cores: dict = {}
 
     # ------------------------------------------------------------------ public
     def price(self, shape: PassShape, q_lens: np.ndarray, kv_lens: np.ndarray, keep_ops: bool = False) -> PassCost:
@@ -229,8 +233,14 @@ class Pricer:
         of each attention kind; `Work.of(*row)` is a row's work."""
         priced = []
         for kernel, count in self._kernels(shape.part):
-            op = kernel.core(lens, shape.tree_keys)
-            priced.append((op, self.costs.time(op, graphs), count))
+            last = self._last_cores.get(kernel)
+            if last is not None and last[0] is lens and last[1] == shape.tree_keys and last[2] == graphs:
+                op, t = last[3]
+            else:
+                op = kernel.core(lens, shape.tree_keys)
+                t = self.costs.time(op, graphs)
+                self._last_cores[kernel] = (lens, shape.tree_keys, graphs, (op, t))
+            priced.append((op, t, count))
         return priced
 
     def _frame(self, batch: int, q: float, kv_max: float, hidden_size: int, graphs: bool) -> tuple:
@@ -343,9 +353,13 @@ class Pricer:
 
     @lru_cache(maxsize=8)  # noqa: B019 -- a Pricer lives as long as its run; a part's kinds never change
     def _kernels(self, part: str) -> tuple[tuple[O.AttentionKernel, int], ...]:
-        """(kernel, layer count) per attention kind of a part, on one GPU of an attention group."""
-        return tuple((O.AttentionKernel(att, kv_dtype, self.par.attention_tp, self.act), n)
-                     for att, n, kv_dtype in self._attention_kinds(part))
+        """(kernel, layer count) per attention kind of a part, on one GPU of an attention group;
+        parts with the same attention kind share its kernel."""
+        return tuple((self._kernel(att, kv_dtype), n) for att, n, kv_dtype in self._attention_kinds(part))
+
+    @lru_cache(maxsize=16)  # noqa: B019 -- a Pricer lives as long as its run; a kind's kernel never changes
+    def _kernel(self, att, kv_dtype: str) -> O.AttentionKernel:
+        return O.AttentionKernel(att, kv_dtype, self.par.attention_tp, self.act)
 
     @lru_cache(maxsize=8)  # noqa: B019 -- a Pricer lives as long as its run; a part's kinds never change
     def _attention_kinds(self, part: str):
