@@ -197,18 +197,22 @@ class Pricer:
         KV is the pass's `_Plan`, built once per batch size; the attention cores and the frame
         are priced per call."""
         whole = lens.shifted(shape.kv_offset)
-        groups = [whole] if self.par.attention_dp == 1 else self._groups(lens, shape.kv_offset)
-        batch = whole.batch if len(groups) == 1 else max(g.batch for g in groups)
-        plan = self.plan(shape, batch, int(max(g.q_tokens for g in groups)) if shape.kind == "prefill" else 0)
-        # groups without requests run an idle batch: the same shapes, no attention to wait for
-        dynamic = self._attention(shape, groups[0], plan.graphs) if len(groups) == 1 else \
-            max((self._attention(shape, g, plan.graphs) for g in groups if g.batch),
-                key=lambda priced: sum(n * t.total_s for _, t, n in priced))
+        if self.par.attention_dp == 1:  # one attention group: the whole batch
+            batch = whole.batch
+            plan = self.plan(shape, batch, int(whole.q_tokens) if shape.kind == "prefill" else 0)
+            dynamic = self._attention(shape, whole, plan.graphs)
+        else:
+            groups = self._groups(lens, shape.kv_offset)
+            batch = max(g.batch for g in groups)
+            plan = self.plan(shape, batch, int(max(g.q_tokens for g in groups)) if shape.kind == "prefill" else 0)
+            # groups without requests run an idle batch: the same shapes, no attention to wait for
+            dynamic = max((self._attention(shape, g, plan.graphs) for g in groups if g.batch),
+                          key=lambda priced: sum(n * t.total_s for _, t, n in priced))
         dynamic += plan.compact
         dynamic.append(self.frame(batch, whole.q_tokens / max(whole.batch, 1), whole.visible_max, plan.hidden_size,
                                   plan.graphs))
         work = plan.work.plus(dynamic, plan.overhead_s)
-        sources = _pass_sources(plan.sources, tuple(t.source for _, t, _ in dynamic))
+        sources = _pass_sources(plan.sources, tuple([t.source for _, t, _ in dynamic]))
         return PassCost.of(shape.kind, shape.part, plan.tokens, work, sources,
                            plan.static + tuple(dynamic) if keep_ops else ())
 
