@@ -221,3 +221,18 @@ def test_plain_commit_is_a_commit_of_zeros():
     ra.add_accepts(None, 0, 7)
     rb.add_accepts(np.zeros(7, np.int64), 0, 7)
     np.testing.assert_array_equal(ra.accept_counts, rb.accept_counts)
+
+
+def test_a_profile_builds_only_the_tables_its_lookups_pick():
+    """Tables are built from their config's rows when a lookup first picks them, once."""
+    from mtpsim.costs import build_pricer
+    from mtpsim.designs import DesignShape, iteration_passes
+
+    s = SCENARIOS["nextn"]
+    pricer = build_pricer(s)
+    for shape in iteration_passes(DesignShape.of(s.speculative)):
+        pricer.price(shape, np.full(8, shape.tokens_per_request), np.full(8, 500))
+    configs = [c for by_keys in pricer.costs.tables.values() for cs in by_keys.values() for c in cs]
+    built = [c for c in configs if c.built is not None]
+    assert 0 < len(built) < len(configs) / 10
+    assert all(c.table() is c.built for c in built)

@@ -198,7 +198,7 @@ class CalibratedCosts:
         if found is None:
             tables, stand_in = self._tables(family, keys)
             exact = [t for t in tables if dims is None or _dims_match(t.dims, dims)]
-            table = (exact[0] if exact else min(tables, key=lambda t: _dims_distance(t.dims, dims))) if tables else None
+            table = (exact[0] if exact else min(tables, key=lambda t: _dims_distance(t.dims, dims))).table() if tables else None
             found = self._resolved[key] = (table, bool(exact), stand_in)
         return found
 
