@@ -177,7 +177,7 @@ class Pricer:
         self.act = model.dtypes.activations
         self.static_ops = lru_cache(maxsize=4096)(self._build_static)
         self.plan = lru_cache(maxsize=4096)(self._build_plan)  # a pass's KV-free part, per batch size
-        self.frame = lru_cache(maxsize=8192)(self._frame)  # per batch size and longest KV
+        self.frame = lru_cache(maxsize=4096)(self._frame)  # per batch size and longest KV (~3 MB at most)
         self.layers = lru_cache(maxsize=8)(self._layers)  # a part's layer groups never change
         # kernel -> its last core priced, (lens, tree_keys, graphs, (op, time)): an iteration's
         # passes over the same batch lengths (one BatchLens, immutable) repeat it (nextn's verify
