@@ -1,7 +1,7 @@
 """The issue-13 pair: nextn S=3 and its none baseline, 1000 requests x 1000 tokens, concurrency 64,
 DeepSeek-V3 on 8xH200 (calibrated h200-sglang), in one process: each simulate's wall time (the
-first includes loading the profile, ~0.26 s since the table build was vectorized, ~0.85 s before;
-the second reuses it).
+first includes loading the profile, ~0.14 s since tables are built on first use, ~0.26 s with
+the vectorized build, ~0.85 s before; the second reuses it).
 
     .venv/bin/python benchmarks/sim_pair.py
 
@@ -14,6 +14,23 @@ Measured 2026-12-01, the same 2-core machine, shared (load ~0.8), median of 3:
     before the speed pass (e599bf3) nextn 2.04 s, none 0.92 s, pair 2.96 s
     + vectorized profile load      nextn 1.43 s, none 0.89 s, pair 2.32 s (load 0.85 s -> 0.26 s)
     + pass plans per batch size    nextn 1.24 s, none 0.78 s, pair 2.03 s
+Measured 2026-12-01, the same machine, shared (load ~0.7-1.1), median of 3, each commit of the
+second speed pass (git archive of the commit, run as above):
+    before it (8209339)                  nextn 1.26 s, none 0.80 s, pair 2.07 s
+    + one simpy event per iteration      nextn 1.23 s, none 0.79 s, pair 2.03 s
+    + attention kernels, frame memo      nextn 1.12 s, none 0.65 s, pair 1.78 s
+    + fewer numpy calls per iteration    nextn 1.06 s, none 0.52 s, pair 1.58 s
+    + PassCost, BatchLens named tuples   nextn 1.03 s, none 0.49 s, pair 1.52 s
+    + MoE log work filled with log time  nextn 0.99 s, none 0.50 s, pair 1.48 s
+    + request KV bytes per length        nextn 0.98 s, none 0.49 s, pair 1.48 s
+    + a repeated attention core once     nextn 0.93 s, none 0.50 s, pair 1.42 s
+    + price_lens' one-group path         nextn 0.91 s, none 0.49 s, pair 1.40 s
+    + tables built on first use          nextn 0.80 s, none 0.52 s, pair 1.33 s
+      (the pair's one full GC collection, ~0.03 s, moved from the nextn run to the none run)
+Where the 1.33 s goes: profile load ~0.14 s (CSV read 0.11); ~40k passes priced at ~16 us each
+in the run (~0.65 s: the calibrated lookup of each pass's attention core, CalibratedCosts.time ->
+predict -> _lookup, ~6 us of it; building the core op, summing the rows, the PassCost); ~22k
+iterations' bookkeeping (~0.35 s: acceptance sampling and commit, simpy, records); prefill ~0.05 s.
 """
 
 from __future__ import annotations

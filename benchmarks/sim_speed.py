@@ -17,6 +17,16 @@ of 3 fresh processes, each paying the ~0.9 s profile load):
     none       2.14 s wall  ~467k
     pair       4.65 s wall  ~430k   (profile loaded twice: no cache then)
 
+2026-12-01, the same box, shared (load ~0.7-1.1), median of 3 (the pair: of 3 processes; the
+rest: of 3 invocations). Before the second speed pass (8209339) -> after it:
+    pair (one process)   nextn 1.28 -> 0.81 s, none 0.81 -> 0.52 s, pair 2.08 -> 1.32 s
+    single runs          nextn 1.28 -> 0.80 s, none 1.04 -> 0.65 s (each pays the profile load,
+                         0.26 -> 0.14 s: tables are built on first use)
+    memory, nextn S=3    output_len 250 / 1000 / 4000: 0.61 / 1.28 / 3.87 s -> 0.39 / 0.80 / 2.58 s;
+                         peak RSS growth 52.9 / 54.2 / 58.8 MB -> 53.5 / 56.5 / 58.5 MB (+-3 MB run
+                         to run; the pass-frame memo holds at most 4096 rows, ~3 MB)
+    sweep, 100 points    4.9 -> 3.9 s wall on 2 cores (8.6 -> 6.6 s in simulate; one run each)
+
 Each single-run measurement runs in a fresh subprocess (`--child`), so one run's imports, caches
 and heap do not leak into the next one's wall time or peak RSS. Peak memory is ru_maxrss (the
 process's high-water mark) minus the high-water mark just before `simulate` starts, so imports

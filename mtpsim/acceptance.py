@@ -127,9 +127,9 @@ class AcceptanceProfile:
         """Accepted drafts per request for one iteration: the leading run of successes of
         Bernoulli(levels[i, k]) over depths, capped so accepted + 1 bonus <= remaining tokens."""
         success = rng.random(levels.shape) < levels
-        accepted = np.cumprod(success, axis=1).sum(axis=1)
+        accepted = success.cumprod(axis=1).sum(axis=1)
         if remaining is not None:
-            accepted = np.minimum(accepted, np.maximum(remaining - 1, 0))
+            np.minimum(accepted, np.maximum(remaining - 1, 0), out=accepted)
         return accepted
 
 

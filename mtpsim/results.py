@@ -120,15 +120,21 @@ class Records:
             self.iterations.append((replica, index, kind, start_s, duration_s, batch, emitted,
                                     *map(times.__getitem__, PASS_TIME_COLUMNS), host_s))
 
-    def add_pass(self, replica, start_s, shape, cost) -> None:
+    def add_pass(self, replica, end_s, shape, cost) -> None:
+        """A pass that ends at end_s. The engine adds an iteration's passes when it starts, so
+        replicas' rows interleave by their end (`to_results` sorts them), as the passes run."""
         if self.keep_passes:
-            self.passes.append((replica, start_s, cost.time_s, shape.kind, shape.part, cost.tokens))
+            self.passes.append((replica, end_s - cost.time_s, cost.time_s, shape.kind, shape.part, cost.tokens, end_s))
 
-    def add_accepts(self, accepted: np.ndarray, steps: int) -> None:
-        """Histogram: iterations (per request) in which exactly j drafts were accepted."""
+    def add_accepts(self, accepted: np.ndarray | None, steps: int, batch: int) -> None:
+        """Histogram: iterations (per request) in which exactly j drafts were accepted; None: the
+        batch's requests had no drafts (S = 0) and accepted none."""
         if len(self.accept_counts) < steps + 1:
             self.accept_counts = np.pad(self.accept_counts, (0, steps + 1 - len(self.accept_counts)))
-        self.accept_counts += np.bincount(accepted, minlength=len(self.accept_counts))[: len(self.accept_counts)]
+        if accepted is None:
+            self.accept_counts[0] += batch
+        else:
+            self.accept_counts += np.bincount(accepted, minlength=len(self.accept_counts))[: len(self.accept_counts)]
 
     @property
     def iterations_truncated(self) -> bool:
@@ -155,7 +161,8 @@ class Results:
 def to_results(records: Records, identity: dict, max_kv_tokens: int, sim_wall_s: float) -> Results:
     requests = pd.DataFrame(records.requests, columns=REQUEST_COLUMNS).sort_values("request_id", ignore_index=True)
     iterations = pd.DataFrame(records.iterations, columns=ITERATION_COLUMNS)
-    passes = pd.DataFrame(records.passes, columns=PASS_COLUMNS)
+    ended = sorted(records.passes, key=lambda row: row[-1])  # stable: a replica's passes keep their order
+    passes = pd.DataFrame([row[:-1] for row in ended], columns=PASS_COLUMNS)
     latency = summarize_stats(records.stats) if records.requests_truncated else summarize(requests, records)
     row = {**identity, **latency, **time_shares(records), "max_kv_tokens": max_kv_tokens,
            "requests_kept": len(records.requests), "requests_total": records.stats.n,

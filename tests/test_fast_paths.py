@@ -29,6 +29,10 @@ def _fill_along_reference(a: np.ndarray, axis: int) -> np.ndarray:
 def test_fill_along_matches_line_by_line(a, data):
     axis = data.draw(st.integers(0, a.ndim - 1))
     np.testing.assert_array_equal(_fill_along(a, axis), _fill_along_reference(a, axis))
+    alike = np.where(np.isnan(a), np.nan, np.arange(a.size).reshape(a.shape))  # a's NaN cells, other values
+    both = _fill_along(a, axis, alike)
+    np.testing.assert_array_equal(both[0], _fill_along_reference(a, axis))
+    np.testing.assert_array_equal(both[1], _fill_along_reference(alike, axis))
 
 
 # ---------------------------------------------------------------------- pricing memos
@@ -43,7 +47,18 @@ def _scenario(design: str, **parallel):
                                   "output_len": 16}})
 
 
-SCENARIOS = {"nextn": _scenario("nextn"), "none": _scenario("none"), "dp-attention": _scenario("nextn", ep=8, attention_dp=4)}
+def _other(model, hardware, design, tp=1):
+    """Parts with attention kinds of their own (a sliding-window MTP layer, a query-only assistant)."""
+    from mtpsim.scenario import validate
+    return validate({"name": "memo", "model": model, "hardware": hardware, "parallel": {"tp": tp},
+                     "speculative": {"design": design, "steps": 3}, "acceptance": {"per_depth": [0.8, 0.6, 0.4]},
+                     "workload": {"arrival": "closed", "concurrency": 8, "num_requests": 8, "input_len": 128,
+                                  "output_len": 16}})
+
+
+SCENARIOS = {"nextn": _scenario("nextn"), "none": _scenario("none"), "dp-attention": _scenario("nextn", ep=8, attention_dp=4),
+             "multi_layer-swa": _other("mimo-v2-flash", "h200", "multi_layer", tp=8),
+             "frozen_kv": _other("gemma-4-e2b", "a100-80g", "frozen_kv")}
 
 
 def _fields(cost):
@@ -74,6 +89,12 @@ def test_warm_pricer_prices_as_a_fresh_one(name, batches):
             if shape.kind != "prefill":
                 lens = BatchLens.uniform(shape.tokens_per_request, kv_lens, int(kv_lens.sum()), int(kv_lens.max()))
                 assert _fields(warm.price_lens(shape, lens)) == _fields(cold.price(shape, q, kv_lens))
+        # as the engine prices an iteration: one BatchLens per query length, shared by its passes
+        shared = {}
+        for shape in iteration_passes(design):
+            q = shape.tokens_per_request
+            lens = shared.setdefault(q, BatchLens.uniform(q, kv_lens, int(kv_lens.sum()), int(kv_lens.max())))
+            assert _fields(warm.price_lens(shape, lens)) == _fields(build_pricer(s).price(shape, np.full(n, q), kv_lens))
 
 
 @settings(max_examples=100, deadline=None)
@@ -95,3 +116,123 @@ def test_work_plus_is_the_sum_of_rows(rows, overhead):
     one_by_one = Work(one_by_one.compute_s, one_by_one.memory_s, one_by_one.comm_s, one_by_one.overhead_s + overhead,
                       one_by_one.flops, one_by_one.weight_bytes, one_by_one.kv_bytes, one_by_one.comm_bytes)
     assert start.plus(priced, overhead) == one_by_one
+
+
+# ---------------------------------------------------------------------- one event per iteration
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(0, 1e4), st.lists(st.floats(1e-9, 0.05), min_size=1, max_size=8))
+def test_one_event_per_iteration_lands_where_one_timeout_per_pass_would(start, times):
+    """back_to_back ends at the very float a chain of one timeout per pass reaches."""
+    import simpy
+
+    from mtpsim.sim.engine import back_to_back
+
+    def chain(env):
+        for t in times:
+            yield env.timeout(t)
+
+    ends = []
+    for steps in (chain, lambda env: back_to_back(env, times)):
+        env = simpy.Environment(initial_time=start)
+        env.process(steps(env))
+        env.run()
+        ends.append(env.now)
+    assert ends[0] == ends[1]
+
+
+def test_pass_rows_come_in_the_order_the_passes_end():
+    """With dp replicas an iteration's passes are recorded when it starts; the passes frame is
+    still in the order they end, each replica's passes back to back."""
+    from mtpsim.scenario import validate
+    from mtpsim.sim import simulate
+
+    r = simulate(validate({"name": "rows", "model": "meta-mtp-7b", "hardware": "h100-sxm", "parallel": {"dp": 2},
+                           "speculative": {"design": "parallel_heads", "steps": 3}, "acceptance": {"per_depth": [0.9, 0.7, 0.5]},
+                           "workload": {"arrival": "closed", "concurrency": 8, "num_requests": 24, "input_len": 128,
+                                        "output_len": 32}}), keep_passes=True)
+    p = r.passes
+    assert set(p.replica) == {0, 1}
+    ends = (p.start_s + p.duration_s).to_numpy()
+    assert (np.diff(ends) >= -1e-12 * ends[1:]).all()
+    for _, lane in p.groupby("replica"):
+        assert (lane.start_s.to_numpy()[1:] >= (lane.start_s + lane.duration_s).to_numpy()[:-1] * (1 - 1e-12)).all()
+
+
+# ---------------------------------------------------------------------- the running batch
+
+def _requests(rng, n, first_id=0):
+    from mtpsim.sim.workload import Request
+    out = []
+    for i in range(n):
+        r = Request(first_id + i, 0.0, int(rng.integers(1, 50)), int(rng.integers(1, 30)))
+        r.generated = 1
+        out.append(r)
+    return out
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 3))
+def test_running_batch_counts_what_each_request_did(seed, steps):
+    """Iterations and accepted drafts, derived when a request leaves the batch, equal a count kept
+    per request every iteration; plain decoding's commit (None) is a commit of zeros."""
+    from mtpsim.sim.batch import RunningBatch
+
+    rng = np.random.default_rng(seed)
+    batch = RunningBatch(steps, False)
+    kept, done = {}, []  # request_id -> [kv, remaining, iterations, accepted]
+    next_id = 0
+    for _ in range(60):
+        if rng.random() < 0.3:  # requests join between iterations, as prefill adds them
+            joining = _requests(rng, int(rng.integers(1, 4)), next_id)
+            next_id += len(joining)
+            batch.add(joining)
+            for r in joining:
+                kept[r.request_id] = [r.input_len, r.remaining, 0, 0]
+        if not len(batch):
+            continue
+        remaining = np.array([kept[r.request_id][1] for r in batch.requests])
+        accepted = np.minimum(rng.integers(0, steps + 1, len(batch)), remaining - 1)
+        emitted = batch.commit(accepted if steps else None)
+        assert emitted == int(accepted.sum()) + len(accepted) if steps else emitted == len(accepted)
+        for r, a in zip(batch.requests, accepted.tolist() if steps else [0] * len(batch)):
+            k = kept[r.request_id]
+            k[0], k[1], k[2], k[3] = k[0] + a + 1, k[1] - a - 1, k[2] + 1, k[3] + a
+        np.testing.assert_array_equal(batch.kv, [kept[r.request_id][0] for r in batch.requests])
+        assert (batch.kv_sum, batch.kv_max) == (int(batch.kv.sum()), int(batch.kv.max()))
+        done += batch.pop_finished()
+    for r in done:
+        assert (r.generated, r.iterations, r.accepted) == (r.output_len, kept[r.request_id][2], kept[r.request_id][3])
+
+
+def test_plain_commit_is_a_commit_of_zeros():
+    from mtpsim.results import Records
+    from mtpsim.sim.batch import RunningBatch
+
+    rng = np.random.default_rng(3)
+    a, b = RunningBatch(0, False), RunningBatch(0, False)
+    a.add(_requests(rng, 7))
+    b.add(_requests(np.random.default_rng(3), 7))
+    assert a.commit(None) == b.commit(np.zeros(7, np.int64)) == 7
+    for field in ("kv", "remaining"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+    assert (a.kv_sum, a.kv_max) == (b.kv_sum, b.kv_max)
+    ra, rb = Records(), Records()
+    ra.add_accepts(None, 0, 7)
+    rb.add_accepts(np.zeros(7, np.int64), 0, 7)
+    np.testing.assert_array_equal(ra.accept_counts, rb.accept_counts)
+
+
+def test_a_profile_builds_only_the_tables_its_lookups_pick():
+    """Tables are built from their config's rows when a lookup first picks them, once."""
+    from mtpsim.costs import build_pricer
+    from mtpsim.designs import DesignShape, iteration_passes
+
+    s = SCENARIOS["nextn"]
+    pricer = build_pricer(s)
+    for shape in iteration_passes(DesignShape.of(s.speculative)):
+        pricer.price(shape, np.full(8, shape.tokens_per_request), np.full(8, 500))
+    configs = [c for by_keys in pricer.costs.tables.values() for cs in by_keys.values() for c in cs]
+    built = [c for c in configs if c.built is not None]
+    assert 0 < len(built) < len(configs) / 10
+    assert all(c.table() is c.built for c in built)

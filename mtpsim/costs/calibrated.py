@@ -176,9 +176,9 @@ class CalibratedCosts:
         if family == "elementwise":  # the grid's tokens at its width d holding as many elements
             x = {"tokens": x["elements"] / table.dims["d"]}
         work = self.work_s(op)
-        if family == "attention" and x["q"] > table.axes["q"][-1] * (1 + 1e-9):
+        if family == "attention" and x["q"] > table.grid["q"][0][-1] * (1 + 1e-9):
             # more query tokens than measured (verify): the largest measured q, scaled by work
-            q_ref = float(table.axes["q"][-1])
+            q_ref = table.grid["q"][0][-1]
             x, work_ref = {**x, "q": q_ref}, self.work_s(_fewer_queries(op, q_ref / x["q"]))
             hit = interpolate(table, x)
             log_t, log_w = hit[:2] if hit is not None else nearest_cell(table, x)
@@ -198,7 +198,7 @@ class CalibratedCosts:
         if found is None:
             tables, stand_in = self._tables(family, keys)
             exact = [t for t in tables if dims is None or _dims_match(t.dims, dims)]
-            table = (exact[0] if exact else min(tables, key=lambda t: _dims_distance(t.dims, dims))) if tables else None
+            table = (exact[0] if exact else min(tables, key=lambda t: _dims_distance(t.dims, dims))).table() if tables else None
             found = self._resolved[key] = (table, bool(exact), stand_in)
         return found
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -129,13 +130,13 @@ def linear_state_bytes(att: AttentionSpec, tp: int) -> float:
     return (heads * att.head_dim * att.value_head_dim + conv) * 4.0
 
 
-@dataclass(frozen=True, slots=True)
-class BatchLens:
+class BatchLens(NamedTuple):
     """A batch's query and cached-KV lengths as the attention cost needs them: counts, sums and
     the longest, in O(1) once built, plus the per-request lengths for what sums cannot give
     (sliding windows; a caller splitting the batch into groups). `q` is one query length for
     every request (decode-shaped passes) or an array; `kv` the cached tokens per request before
-    `offset` more (a chained draft's own earlier tokens)."""
+    `offset` more (a chained draft's own earlier tokens). A named tuple: a few are made every
+    iteration, and a tuple is the cheapest immutable record to make."""
 
     batch: int
     q_tokens: float     # sum of q
@@ -188,41 +189,62 @@ def attention_core(att: AttentionSpec, q_lens: np.ndarray, kv_lens: np.ndarray, 
 def batch_attention_core(att: AttentionSpec, lens: BatchLens, kv_dtype: str, tp: int, act: str = ACT,
                          tree_keys: float = 0.0) -> Op:
     """The attention kernel for a batch given as BatchLens (its `offset`: tokens cached beyond
-    the committed KV).
+    the committed KV): `AttentionKernel.core`."""
+    return AttentionKernel(att, kv_dtype, tp, act).core(lens, tree_keys)
 
-    Bytes: each request reads its visible KV once, min(kv + cached + q, window) tokens, so cost
-    follows the *sum* of per-request lengths. Flops: QK^T and PV, 2 * 2 * q * kv * heads * head
-    width. `tree_keys` > 0: a tree mask, each query reading kv_lens[i] + tree_keys keys (its
-    ancestors and itself) instead of the causal kv + cached + (q + 1) / 2."""
-    if att.kind == "linear":
-        return _linear_core(att, lens.batch, lens.q_tokens, tp)
-    kv_tokens, qk_tokens, kv_max = lens.kv_tokens, lens.qk_tokens, lens.visible_max
-    if tree_keys:  # a tree mask: each query reads its request's committed KV and tree_keys more
-        qk_tokens = lens.qkv_tokens + lens.q_tokens * tree_keys
-    if att.window is not None:  # a per-request cap: the sums need the lengths themselves
-        q_lens, kv_lens = lens.requests()
-        visible = np.minimum(kv_lens + q_lens, att.window)
-        per_query = lens.kv + tree_keys if tree_keys else kv_lens + (q_lens + 1) / 2
-        per_query = np.minimum(per_query, att.window)
-        kv_tokens, qk_tokens = float(visible.sum()), float((q_lens * per_query).sum())
-        kv_max = float(visible.max(initial=0))
-    heads = _heads_per_gpu(att.num_heads, tp)
-    if att.kind == "mla" and lens.q_max > MLA_ABSORB_MAX_Q:
-        # prefill-sized queries run MLA unabsorbed (engines expand K and V from the latent)
-        flops = 2.0 * qk_tokens * heads * (att.qk_nope_head_dim + att.qk_rope_head_dim + att.v_head_dim)
-    elif att.kind == "mla":  # absorbed: scores over kv_lora + rope, values over kv_lora
-        width = 2 * att.kv_lora_rank + att.qk_rope_head_dim
-        flops = 2.0 * qk_tokens * heads * width
-    else:
-        flops = 2.0 * qk_tokens * heads * (att.head_dim + (att.v_head_dim or att.head_dim))
-    q_tokens = lens.q_tokens
-    return Op("attn.core", "attention", flops=flops,
-              kv_bytes=kv_tokens * kv_bytes_per_token(att, kv_dtype, tp),
-              act_bytes=2 * q_tokens * heads * (att.head_dim or att.kv_lora_rank) * DTYPE_BYTES[act],
-              dtype=act,
-              shape={"kind": att.kind, "batch": lens.batch, "q": q_tokens / max(lens.batch, 1),
-                     "kv_tokens": kv_tokens, "kv_max": kv_max, "heads": heads, "window": att.window or 0,
-                     **_attention_widths(att, tp), "kv_dtype": kv_dtype, "query_only": att.kv_source is not None})
+
+class AttentionKernel:
+    """One attention kind on one GPU of a group of `tp`: the numbers every batch's core shares
+    (heads per GPU, KV bytes per token, widths), worked out once; a pricer keeps one per kind
+    and calls `core` every pass."""
+
+    def __init__(self, att: AttentionSpec, kv_dtype: str, tp: int, act: str = ACT):
+        self.att, self.kv_dtype, self.tp, self.act = att, kv_dtype, tp, act
+        self.heads = _heads_per_gpu(att.num_heads, tp)
+        self.kv_bytes_per_token = kv_bytes_per_token(att, kv_dtype, tp)
+        if att.kind == "mla":  # unabsorbed (prefill-sized queries), and absorbed: scores over kv_lora + rope, values over kv_lora
+            self.unabsorbed_width = att.qk_nope_head_dim + att.qk_rope_head_dim + att.v_head_dim
+            self.width = 2 * att.kv_lora_rank + att.qk_rope_head_dim
+        else:
+            self.width = att.head_dim + (att.v_head_dim or att.head_dim) if att.kind == "gqa" else 0
+        self.query_width = att.head_dim or att.kv_lora_rank
+        # the lookup keys after batch, q and the KV lengths, in the order a core's shape lists them
+        self.shape = {"heads": self.heads, "window": att.window or 0,
+                      **(_attention_widths(att, tp) if att.kind != "linear" else {}), "kv_dtype": kv_dtype,
+                      "query_only": att.kv_source is not None}
+
+    def core(self, lens: BatchLens, tree_keys: float = 0.0) -> Op:
+        """The kernel over `lens`.
+
+        Bytes: each request reads its visible KV once, min(kv + cached + q, window) tokens, so
+        cost follows the *sum* of per-request lengths. Flops: QK^T and PV, 2 * 2 * q * kv * heads
+        * head width. `tree_keys` > 0: a tree mask, each query reading kv_lens[i] + tree_keys keys
+        (its ancestors and itself) instead of the causal kv + cached + (q + 1) / 2."""
+        att, heads = self.att, self.heads
+        if att.kind == "linear":
+            return _linear_core(att, lens.batch, lens.q_tokens, self.tp)
+        kv_tokens, qk_tokens, kv_max = lens.kv_tokens, lens.qk_tokens, lens.visible_max
+        if tree_keys:  # a tree mask: each query reads its request's committed KV and tree_keys more
+            qk_tokens = lens.qkv_tokens + lens.q_tokens * tree_keys
+        if att.window is not None:  # a per-request cap: the sums need the lengths themselves
+            q_lens, kv_lens = lens.requests()
+            visible = np.minimum(kv_lens + q_lens, att.window)
+            per_query = lens.kv + tree_keys if tree_keys else kv_lens + (q_lens + 1) / 2
+            per_query = np.minimum(per_query, att.window)
+            kv_tokens, qk_tokens = float(visible.sum()), float((q_lens * per_query).sum())
+            kv_max = float(visible.max(initial=0))
+        if att.kind == "mla" and lens.q_max > MLA_ABSORB_MAX_Q:
+            # prefill-sized queries run MLA unabsorbed (engines expand K and V from the latent)
+            flops = 2.0 * qk_tokens * heads * self.unabsorbed_width
+        else:
+            flops = 2.0 * qk_tokens * heads * self.width
+        q_tokens = lens.q_tokens
+        return Op("attn.core", "attention", flops=flops,
+                  kv_bytes=kv_tokens * self.kv_bytes_per_token,
+                  act_bytes=2 * q_tokens * heads * self.query_width * DTYPE_BYTES[self.act],
+                  dtype=self.act,
+                  shape={"kind": att.kind, "batch": lens.batch, "q": q_tokens / max(lens.batch, 1),
+                         "kv_tokens": kv_tokens, "kv_max": kv_max, **self.shape})
 
 
 def _attention_widths(att: AttentionSpec, tp: int) -> dict:

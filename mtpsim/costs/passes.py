@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -98,9 +99,9 @@ class Work:
         return self.compute_s + self.memory_s + self.comm_s + self.overhead_s
 
 
-@dataclass(frozen=True)
-class PassCost:
-    """Seconds and work of one pass on one GPU of a replica."""
+class PassCost(NamedTuple):
+    """Seconds and work of one pass on one GPU of a replica (a named tuple: one is made every
+    pass, and a tuple is the cheapest immutable record to make)."""
 
     kind: str
     part: str
@@ -115,7 +116,7 @@ class PassCost:
     kv_bytes: float
     comm_bytes: float
     sources: tuple[str, ...] = ()
-    ops: tuple[tuple[O.Op, OpTime, int], ...] = field(default=(), repr=False)
+    ops: tuple[tuple[O.Op, OpTime, int], ...] = ()
 
     @classmethod
     def of(cls, kind: str, part: str, tokens: int, w: Work, sources=(), ops=()) -> PassCost:
@@ -176,7 +177,12 @@ class Pricer:
         self.act = model.dtypes.activations
         self.static_ops = lru_cache(maxsize=4096)(self._build_static)
         self.plan = lru_cache(maxsize=4096)(self._build_plan)  # a pass's KV-free part, per batch size
+        self.frame = lru_cache(maxsize=4096)(self._frame)  # per batch size and longest KV (~3 MB at most)
         self.layers = lru_cache(maxsize=8)(self._layers)  # a part's layer groups never change
+        # kernel -> its last core priced, (lens, tree_keys, graphs, (op, time)): an iteration's
+        # passes over the same batch lengths (one BatchLens, immutable) repeat it (nextn's verify
+        # and extend, multi_layer's extends, frozen_kv's drafts)
+        self._last_cores: dict = {}
 
     # ------------------------------------------------------------------ public
     def price(self, shape: PassShape, q_lens: np.ndarray, kv_lens: np.ndarray, keep_ops: bool = False) -> PassCost:
@@ -191,18 +197,22 @@ class Pricer:
         KV is the pass's `_Plan`, built once per batch size; the attention cores and the frame
         are priced per call."""
         whole = lens.shifted(shape.kv_offset)
-        groups = [whole] if self.par.attention_dp == 1 else self._groups(lens, shape.kv_offset)
-        batch = whole.batch if len(groups) == 1 else max(g.batch for g in groups)
-        plan = self.plan(shape, batch, int(max(g.q_tokens for g in groups)) if shape.kind == "prefill" else 0)
-        # groups without requests run an idle batch: the same shapes, no attention to wait for
-        dynamic = self._attention(shape, groups[0], plan.graphs) if len(groups) == 1 else \
-            max((self._attention(shape, g, plan.graphs) for g in groups if g.batch),
-                key=lambda priced: sum(n * t.total_s for _, t, n in priced))
+        if self.par.attention_dp == 1:  # one attention group: the whole batch
+            batch = whole.batch
+            plan = self.plan(shape, batch, int(whole.q_tokens) if shape.kind == "prefill" else 0)
+            dynamic = self._attention(shape, whole, plan.graphs)
+        else:
+            groups = self._groups(lens, shape.kv_offset)
+            batch = max(g.batch for g in groups)
+            plan = self.plan(shape, batch, int(max(g.q_tokens for g in groups)) if shape.kind == "prefill" else 0)
+            # groups without requests run an idle batch: the same shapes, no attention to wait for
+            dynamic = max((self._attention(shape, g, plan.graphs) for g in groups if g.batch),
+                          key=lambda priced: sum(n * t.total_s for _, t, n in priced))
         dynamic += plan.compact
-        frame = O.pass_frame(batch, whole.q_tokens / max(whole.batch, 1), whole.visible_max, plan.hidden_size)
-        dynamic.append((frame, self.costs.time(frame, plan.graphs), 1))
+        dynamic.append(self.frame(batch, whole.q_tokens / max(whole.batch, 1), whole.visible_max, plan.hidden_size,
+                                  plan.graphs))
         work = plan.work.plus(dynamic, plan.overhead_s)
-        sources = _pass_sources(plan.sources, tuple(t.source for _, t, _ in dynamic))
+        sources = _pass_sources(plan.sources, tuple([t.source for _, t, _ in dynamic]))
         return PassCost.of(shape.kind, shape.part, plan.tokens, work, sources,
                            plan.static + tuple(dynamic) if keep_ops else ())
 
@@ -226,10 +236,22 @@ class Pricer:
         batch, or one attention group of it) on one GPU of their group: the (op, time, layers)
         of each attention kind; `Work.of(*row)` is a row's work."""
         priced = []
-        for att, count, kv_dtype in self._attention_kinds(shape.part):
-            op = O.batch_attention_core(att, lens, kv_dtype, self.par.attention_tp, self.act, shape.tree_keys)
-            priced.append((op, self.costs.time(op, graphs), count))
+        for kernel, count in self._kernels(shape.part):
+            last = self._last_cores.get(kernel)
+            if last is not None and last[0] is lens and last[1] == shape.tree_keys and last[2] == graphs:
+                op, t = last[3]
+            else:
+                op = kernel.core(lens, shape.tree_keys)
+                t = self.costs.time(op, graphs)
+                self._last_cores[kernel] = (lens, shape.tree_keys, graphs, (op, t))
+            priced.append((op, t, count))
         return priced
+
+    def _frame(self, batch: int, q: float, kv_max: float, hidden_size: int, graphs: bool) -> tuple:
+        """The pass frame's priced row (`pass_frame`, the batch's longest visible KV: a length
+        that recurs pass after pass, so `frame` keeps the rows it priced)."""
+        frame = O.pass_frame(batch, q, kv_max, hidden_size)
+        return frame, self.costs.time(frame, graphs), 1
 
     def _groups(self, lens: O.BatchLens, offset: int) -> list[O.BatchLens]:
         """The batch's requests split over the attention groups, each `offset` tokens further:
@@ -332,6 +354,16 @@ class Pricer:
         """DP attention: the token-count sync once per target forward (one scheduler batch)."""
         par = self.par
         return [O.mlp_sync(par.tp, par.nodes(par.tp))] if par.attention_dp > 1 else []
+
+    @lru_cache(maxsize=8)  # noqa: B019 -- a Pricer lives as long as its run; a part's kinds never change
+    def _kernels(self, part: str) -> tuple[tuple[O.AttentionKernel, int], ...]:
+        """(kernel, layer count) per attention kind of a part, on one GPU of an attention group;
+        parts with the same attention kind share its kernel."""
+        return tuple((self._kernel(att, kv_dtype), n) for att, n, kv_dtype in self._attention_kinds(part))
+
+    @lru_cache(maxsize=16)  # noqa: B019 -- a Pricer lives as long as its run; a kind's kernel never changes
+    def _kernel(self, att, kv_dtype: str) -> O.AttentionKernel:
+        return O.AttentionKernel(att, kv_dtype, self.par.attention_tp, self.act)
 
     @lru_cache(maxsize=8)  # noqa: B019 -- a Pricer lives as long as its run; a part's kinds never change
     def _attention_kinds(self, part: str):

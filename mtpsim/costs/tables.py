@@ -1,8 +1,8 @@
 """A measured family's rows as grids, and reading them: `build_tables` turns a family's CSV
 rows into one Table per config (log time and log roofline work over log axes, monotone where the
-family says so, impossible MoE routings filled from the nearest timed one), and `interpolate`
-reads a Table at a point, multilinear in log axes. profile.py reads the files; calibrated.py
-prices ops with these.
+family says so, impossible MoE routings filled from the nearest timed one; each built when a
+lookup first picks its config), and `interpolate` reads a Table at a point, multilinear in log
+axes. profile.py reads the files; calibrated.py prices ops with these.
 """
 from __future__ import annotations
 
@@ -147,13 +147,31 @@ def nearest_cell(table: Table, x: dict) -> tuple[float, float]:
     return float(table.log_t[idx]), float(table.log_w[idx])
 
 
+@dataclass
+class TableConfig:
+    """One measured config of a family: its dims, and its Table, built from its rows the first
+    time a lookup picks it (`table`): a profile holds hundreds of configs (MoE's above all), and
+    a run reads a few."""
+
+    dims: dict | None
+    family: str
+    rows: np.ndarray     # its rows of the family's columns
+    columns: dict        # the family's columns as numpy arrays, shared by its configs
+    built: Table | None = field(default=None, repr=False)
+
+    def table(self) -> Table:
+        if self.built is None:
+            self.built = _build_table(self.family, self.columns, self.rows, self.dims)
+        return self.built
+
+
 def build_tables(family: str, df: pd.DataFrame, ceilings: dict) -> dict:
-    """keys tuple -> [Table per config], configs in sorted order. The rows are read as numpy
-    columns once and each config takes its rows by index (a profile holds hundreds of configs)."""
+    """keys tuple -> [TableConfig per config], configs in sorted order. The rows are read as
+    numpy columns once and each config takes its rows by index when its Table is built."""
     f = FAMILIES[family]
     work = np.maximum(df["flops"] / ceilings["matmul_flops_per_s"], df["bytes"] / ceilings["copy_bytes_per_s"])
-    row_log_t, row_log_w = np.log(df["time_s"]).to_numpy(), np.log(np.maximum(work, 1e-15)).to_numpy()
-    row_axes, row_time = {a: df[a].to_numpy(float) for a in f.axes}, df["time_s"].to_numpy(float)
+    columns = {"log_t": np.log(df["time_s"]).to_numpy(), "log_w": np.log(np.maximum(work, 1e-15)).to_numpy(),
+               "time_s": df["time_s"].to_numpy(float), **{a: df[a].to_numpy(float) for a in f.axes}}
     by = list(f.keys + f.dims)
     configs = df.groupby(by, sort=True).indices.items() if by else [((), np.arange(len(df)))]
     out: dict = {}
@@ -161,23 +179,28 @@ def build_tables(family: str, df: pd.DataFrame, ceilings: dict) -> dict:
         key_vals = tuple(v.item() if isinstance(v, np.generic) else v  # plain Python values, as groupby iterates
                          for v in (key_vals if isinstance(key_vals, tuple) else (key_vals,)))
         keys, dims = tuple(key_vals[:len(f.keys)]), dict(zip(f.dims, key_vals[len(f.keys):]))
-        axes = {a: np.unique(row_axes[a][rows]) for a in f.axes}
-        log_t, log_w = (np.full([len(v) for v in axes.values()], np.nan) for _ in range(2))
-        idx = tuple(np.searchsorted(axes[a], row_axes[a][rows]) for a in f.axes)
-        log_t[idx], log_w[idx] = row_log_t[rows], row_log_w[rows]
-        measured = None
-        if family == "moe":
-            # a touched count the table did not time (a routing that cannot happen at that token
-            # count, or, in a table of balanced routings only, fewer experts than tokens x top_k)
-            # takes the nearest timed one's time and work; Hit.measured tells the cost model to
-            # move it to the op's own work (calibrated.py)
-            measured = ~np.isnan(log_t)
-            log_t, log_w = (_fill_along(a, list(f.axes).index("touched")) for a in (log_t, log_w))
-        for a in f.monotone:
-            log_t = _running_max(log_t, list(f.axes).index(a))
-        out.setdefault(keys, []).append(Table(axes, dims if f.dims else None, log_t, log_w, float(row_time[rows].min()),
-                                              measured))
+        out.setdefault(keys, []).append(TableConfig(dims if f.dims else None, family, rows, columns))
     return out
+
+
+def _build_table(family: str, columns: dict, rows: np.ndarray, dims: dict | None) -> Table:
+    """One config's Table from its rows of the family's columns."""
+    f = FAMILIES[family]
+    axes = {a: np.unique(columns[a][rows]) for a in f.axes}
+    log_t, log_w = (np.full([len(v) for v in axes.values()], np.nan) for _ in range(2))
+    idx = tuple(np.searchsorted(axes[a], columns[a][rows]) for a in f.axes)
+    log_t[idx], log_w[idx] = columns["log_t"][rows], columns["log_w"][rows]
+    measured = None
+    if family == "moe":
+        # a touched count the table did not time (a routing that cannot happen at that token
+        # count, or, in a table of balanced routings only, fewer experts than tokens x top_k)
+        # takes the nearest timed one's time and work; Hit.measured tells the cost model to
+        # move it to the op's own work (calibrated.py)
+        measured = ~np.isnan(log_t)
+        log_t, log_w = _fill_along(log_t, list(f.axes).index("touched"), log_w)
+    for a in f.monotone:
+        log_t = _running_max(log_t, list(f.axes).index(a))
+    return Table(axes, dims, log_t, log_w, float(columns["time_s"][rows].min()), measured)
 
 
 def _running_max(a: np.ndarray, axis: int) -> np.ndarray:
@@ -186,16 +209,21 @@ def _running_max(a: np.ndarray, axis: int) -> np.ndarray:
     return out
 
 
-def _fill_along(a: np.ndarray, axis: int) -> np.ndarray:
+def _fill_along(a: np.ndarray, axis: int, *alike: np.ndarray):
     """Each NaN cell takes the value of the nearest non-NaN cell on its line along `axis` (the
     lower one on a tie); a line without any stays NaN. Vectorized: the last valid index at or
-    before each cell and the first at or after it, by running max and min."""
-    line = np.moveaxis(a, axis, -1)
+    before each cell and the first at or after it, by running max and min. `alike`: arrays
+    with a's NaN cells (a table's log work beside its log time), each filled from the same
+    cells; then the filled arrays come back as a tuple, `a`'s first."""
+    line = a.swapaxes(axis, -1)
     n = line.shape[-1]
     pos = np.arange(n)
     ok = ~np.isnan(line)
     before = np.maximum.accumulate(np.where(ok, pos, -1), axis=-1)
-    after = np.flip(np.minimum.accumulate(np.flip(np.where(ok, pos, n), -1), axis=-1), -1)
+    after = np.minimum.accumulate(np.where(ok, pos, n)[..., ::-1], axis=-1)[..., ::-1]
     take_before = (before >= 0) & ((after == n) | (pos - before <= after - pos))
     source = np.where(take_before, before, np.where(after < n, after, pos))
-    return np.moveaxis(np.take_along_axis(line, source, axis=-1), -1, axis)
+    # the flat index of each cell's source in its line (lines laid out one after another)
+    flat = (source + n * np.arange(source.size // n).reshape(source.shape[:-1] + (1,))).ravel()
+    filled = [b.swapaxes(axis, -1).ravel()[flat].reshape(line.shape).swapaxes(axis, -1) for b in (a, *alike)]
+    return tuple(filled) if alike else filled[0]

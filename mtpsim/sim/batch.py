@@ -17,11 +17,13 @@ class RunningBatch:
         self.requests: list[Request] = []
         self.kv = np.zeros(0, np.int64)          # committed KV: prompt + emitted - 1 (the last one is fed next)
         self.remaining = np.zeros(0, np.int64)   # output tokens still to emit
-        self.accepted = np.zeros(0, np.int64)    # drafts accepted so far
-        self.iterations = np.zeros(0, np.int64)  # decode iterations taken part in
         self.levels = np.zeros((0, steps)) if per_request_levels else None
         self.kv_sum, self.kv_max = 0, 0
-        self._lens: dict[int, BatchLens] = {}  # lens(q) since the last change
+        # every request decodes in every iteration of its batch: its iterations are the batch's
+        # since it joined, and its accepted drafts what it emitted beyond one token each
+        self.iterations = 0
+        self.joined: list[int] = []              # self.iterations when each request joined
+        self._lens: dict[int, BatchLens] = {}    # lens(q) since the last change
 
     def __len__(self) -> int:
         return len(self.requests)
@@ -39,39 +41,48 @@ class RunningBatch:
         if not requests:
             return
         self.requests += requests
+        self.joined += [self.iterations] * len(requests)
         self.kv = np.concatenate([self.kv, [r.input_len + r.generated - 1 for r in requests]])
         self.remaining = np.concatenate([self.remaining, [r.remaining for r in requests]])
-        self.accepted = np.concatenate([self.accepted, [r.accepted for r in requests]])
-        self.iterations = np.concatenate([self.iterations, [r.iterations for r in requests]])
         if self.levels is not None:
             self.levels = np.concatenate([self.levels, np.stack([r.levels for r in requests])])
         self._totals()
 
-    def commit(self, accepted: np.ndarray) -> None:
-        """Each request emits its accepted drafts + 1 (the bonus)."""
-        self.kv += accepted
-        self.kv += 1
-        self.remaining -= accepted
-        self.remaining -= 1
-        self.accepted += accepted
+    def commit(self, accepted: np.ndarray | None) -> int:
+        """Each request emits its accepted drafts + 1 (the bonus); None: no drafts (S = 0), one
+        token each. Returns the tokens emitted."""
         self.iterations += 1
-        self.kv_sum += int(accepted.sum()) + len(self.requests)
-        self.kv_max = int(self.kv.max(initial=0))
         self._lens = {}
+        n = len(self.requests)
+        if accepted is None:  # every KV grows by one, so the longest does too
+            self.kv += 1
+            self.remaining -= 1
+            self.kv_sum += n
+            self.kv_max = self.kv_max + 1 if n else 0
+            return n
+        emitted = accepted + 1
+        self.kv += emitted
+        self.remaining -= emitted
+        tokens = int(accepted.sum()) + n
+        self.kv_sum += tokens
+        self.kv_max = int(self.kv.max(initial=0))
+        return tokens
 
     def pop_finished(self) -> list[Request]:
         """Remove the requests with nothing left to emit; returns them, brought up to date."""
         if not len(self.requests) or self.remaining.min() > 0:  # most iterations finish no one
             return []
-        done = np.flatnonzero(self.remaining == 0)
-        finished = [self.requests[i] for i in done.tolist()]
-        for r, i in zip(finished, done.tolist()):
-            r.generated = r.output_len
-            r.accepted, r.iterations = int(self.accepted[i]), int(self.iterations[i])
+        done = np.flatnonzero(self.remaining == 0).tolist()
+        finished = [self.requests[i] for i in done]
+        for r, i in zip(finished, done):
+            taken = self.iterations - self.joined[i]  # decode iterations since it joined
+            r.accepted += r.remaining - taken  # it emitted all it had left: a token an iteration, plus drafts
+            r.generated, r.iterations = r.output_len, r.iterations + taken
         keep = self.remaining != 0
-        self.requests = [r for r, k in zip(self.requests, keep.tolist()) if k]
+        kept = keep.tolist()
+        self.requests = [r for r, k in zip(self.requests, kept) if k]
+        self.joined = [j for j, k in zip(self.joined, kept) if k]
         self.kv, self.remaining = self.kv[keep], self.remaining[keep]
-        self.accepted, self.iterations = self.accepted[keep], self.iterations[keep]
         if self.levels is not None:
             self.levels = self.levels[keep]
         self._totals()

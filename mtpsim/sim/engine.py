@@ -1,13 +1,14 @@
 """simpy processes (DESIGN §7): arrivals, and one serving loop per dp replica.
 
 Each replica loop: admit what fits, prefill it (the running batch waits: no mixed batches with
-speculation), then one decode iteration for the running batch as the design's passes, each a
-timed event; sample acceptance, commit tokens, retire the finished.
+speculation), then one decode iteration for the running batch as the design's passes, priced
+and run back to back as one timed event; sample acceptance, commit tokens, retire the finished.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import simpy
@@ -52,6 +53,9 @@ class Engine:
         # identical requests share one acceptance row; with spread each request has its own
         self.per_request_levels = self.profile.spread >= 1e-6
         self.levels = self.profile.request_levels(self.rng, 1, self.design.steps)[0]
+        # the shared row as a batch's levels, and the host time per iteration, per batch size
+        self.shared_levels = lru_cache(maxsize=4096)(lambda n: np.broadcast_to(self.levels, (n, len(self.levels))))
+        self.host_s = lru_cache(maxsize=4096)(self.pricer.costs.host_overhead_s)
 
     def plan(self, batch_size: int) -> tuple[DesignShape, list, tuple[str, ...]]:
         """The steps in force for this running batch, as (design at those steps, its passes, the
@@ -82,15 +86,17 @@ class Engine:
         batch = rep.batch  # its KV: the prompt and every emitted token but the last, which this iteration feeds
         start, times, hidden = self.env.now, dict.fromkeys(PASS_TIME_COLUMNS, 0.0), 0.0
         design, passes, window = self.plan(len(batch))
+        end, durations = start, []
         for shape in passes:
             cost = self.pricer.price_lens(shape, batch.lens(shape.tokens_per_request))
-            yield self.env.timeout(cost.time_s)
-            self.records.add_pass(rep.index, self.env.now - cost.time_s, shape, cost)
+            end += cost.time_s
+            self.records.add_pass(rep.index, end, shape, cost)
+            durations.append(cost.time_s)
             times[PASS_COLUMN[shape.kind]] += cost.time_s
             hidden += cost.time_s if shape.kind in window else 0.0
-        host_s = self.pricer.costs.host_overhead_s(design.design, len(batch))
+        host_s = self.host_s(design.design, len(batch))
         host = max(0.0, host_s - hidden)  # what the overlap window does not hide
-        yield self.env.timeout(host)
+        yield from back_to_back(self.env, [*durations, host])
         emitted = self.commit(batch, design.steps)
         self.records.add_iteration(rep.index, rep.iterations, "decode", start, self.env.now - start,
                                    len(batch), emitted, times, host)
@@ -100,15 +106,12 @@ class Engine:
     def commit(self, batch: RunningBatch, steps: int) -> int:
         """Draw accepted drafts per request out of `steps`; each emits accepted + 1 (the bonus)
         tokens. Levels are drawn for the most steps; an iteration of fewer uses their prefix."""
+        accepted = None  # S = 0: no drafts to accept
         if steps:
-            levels = batch.levels if self.per_request_levels else \
-                np.broadcast_to(self.levels, (len(batch), len(self.levels)))
+            levels = batch.levels if self.per_request_levels else self.shared_levels(len(batch))
             accepted = self.profile.sample(self.rng, levels[:, :steps], batch.remaining)
-        else:  # S = 0: no drafts to accept
-            accepted = np.zeros(len(batch), np.int64)
-        batch.commit(accepted)
-        self.records.add_accepts(accepted, self.design.steps)
-        return int(accepted.sum()) + len(batch)
+        self.records.add_accepts(accepted, self.design.steps, len(batch))
+        return batch.commit(accepted)
 
     def prefill(self, rep: Replica, admitted: list[Request]):
         """Prompts in chunks of at most chunk_tokens; a request's first token comes with its last chunk."""
@@ -119,14 +122,16 @@ class Engine:
             start, times = self.env.now, dict.fromkeys(PASS_TIME_COLUMNS, 0.0)
             q = np.array([n for _, n, _ in chunk])
             kv = np.array([done for _, _, done in chunk])
+            end, durations = start, []
             for shape in prefill_passes(self.design):
                 cost = self.pricer.price(shape, q, kv)
-                yield self.env.timeout(cost.time_s)
-                self.records.add_pass(rep.index, self.env.now - cost.time_s, shape, cost)
+                end += cost.time_s
+                self.records.add_pass(rep.index, end, shape, cost)
+                durations.append(cost.time_s)
                 times[PASS_COLUMN[shape.kind]] += cost.time_s
-            host_s = self.pricer.costs.host_overhead_s(self.design.design, len(chunk))
+            host_s = self.host_s(self.design.design, len(chunk))
             host = host_s if not self.overlap else max(0.0, host_s - times[PASS_COLUMN["prefill"]])
-            yield self.env.timeout(host)
+            yield from back_to_back(self.env, [*durations, host])
             firsts = [r for r, n, done in chunk if done + n == r.input_len]
             for r in firsts:
                 r.first_token_s, r.generated = self.env.now, 1
@@ -160,6 +165,24 @@ class Engine:
         rep.scheduler.retire(finished)
         if finished:
             self.on_finished(len(finished))
+
+
+def back_to_back(env: simpy.Environment, times: list[float]):
+    """Advance the clock by `times` one after another (an iteration's passes, then its host
+    time), as a timeout each would, in one event where one lands on the same float. simpy adds
+    a delay to now, and now + (end - now) can round off the end a chain of timeouts reaches
+    (about one iteration in a thousand; no single delay lands on it then): those take one
+    timeout per time. One event per iteration gives the timeline of one per pass: nothing
+    another process reads (the scheduler's queues, finished requests, the shared acceptance
+    rng) changes before the iteration commits."""
+    now = end = env.now
+    for t in times:
+        end += t
+    if now + (end - now) == end:
+        yield env.timeout(end - now)
+    else:
+        for t in times:
+            yield env.timeout(t)
 
 
 # ---------------------------------------------------------------------- arrivals

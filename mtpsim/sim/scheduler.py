@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from functools import lru_cache
 
 from mtpsim.sim.workload import Request
 
@@ -19,7 +20,7 @@ class Scheduler:
     def __init__(self, max_running: int, kv_budget_bytes: float, request_bytes: Callable[[int], float]):
         self.max_running = max_running
         self.kv_budget_bytes = kv_budget_bytes
-        self.request_bytes = request_bytes
+        self.request_bytes = lru_cache(maxsize=4096)(request_bytes)  # a sum over layers, for a few lengths
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
         self.kv_used_bytes = 0.0
