@@ -104,7 +104,7 @@ def test_a_file_path_is_read_as_a_spec(tmp_path, write_scenario):
 @pytest.mark.parametrize("ref, key, reason", [
     ("..", "model", "not a models catalog name"),
     ("nowhere/model.yaml", "model", "no such models file"),
-    ({"from": "../x"}, "model.from", "no such models file"),
+    ({"from": "../no-such-model.yaml"}, "model.from", "no such models file"),
     ({"from": ".."}, "model.from", "not a models catalog name"),
 ])
 def test_bad_references_name_the_key(write_scenario, ref, key, reason):
