@@ -52,10 +52,10 @@ class PassShape:
     compact_tokens: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class Work:
+class Work(NamedTuple):
     """Seconds and work of some ops on one GPU. An op's roofline time counts as compute or memory,
-    whichever bounds it; flops in FLOP, bytes in bytes."""
+    whichever bounds it; flops in FLOP, bytes in bytes. (A named tuple: every pass makes one, and
+    a frozen dataclass costs a setattr per field; `+` adds, as below, rather than concatenating.)"""
 
     compute_s: float = 0.0
     memory_s: float = 0.0
