@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from mtpsim.costs.layer import HELDOUT_SCALE, LAYER_KINDS, whole_layer_ops
-from mtpsim.costs.ops import AttentionKernel, BatchLens, Op
+from mtpsim.costs.ops import AttentionKernel, BatchLens, CoreCounts, Op
 from mtpsim.costs.profile import ANY, FAMILIES, Family, family_path, load_meta, profile_families, read_family, read_layers
 from mtpsim.costs.roofline import OpTime, RooflineCosts
 from mtpsim.costs.tables import Table, along_kv, build_tables, interpolate, kv_slice, nearest_cell
@@ -81,6 +81,7 @@ class CalibratedCosts:
         # the attention op the profile timed reads every request up to the batch's longest
         self.kv_key = "kv_max" if meta.get("attention_kv") == "batch_max" else "kv_tokens"
         self._resolved: dict = {}  # (family, keys, dims) -> _table's answer
+        self._core_pricers: dict = {}  # (kernel, graphs) -> core_pricer's answer
         self.glue = fit_glue(self, layers) if layers is not None else {}
 
     @classmethod
@@ -154,7 +155,14 @@ class CalibratedCosts:
 
     def core_pricer(self, kernel: AttentionKernel, graphs: bool) -> CorePricer | None:
         """`CorePricer` for `kernel`'s cores in passes with or without graphs, or None where its
-        cores take `time`'s other roads (linear and sliding-window attention, no table)."""
+        cores take `time`'s other roads (linear and sliding-window attention, no table); made
+        once per kernel and graphs."""
+        key = (kernel, graphs)
+        if key not in self._core_pricers:
+            self._core_pricers[key] = self._core_pricer(kernel, graphs)
+        return self._core_pricers[key]
+
+    def _core_pricer(self, kernel: AttentionKernel, graphs: bool) -> CorePricer | None:
         if kernel.att.kind == "linear" or kernel.att.window is not None:
             return None
         probe = kernel.core(BatchLens.uniform(1, [1], 1, 1))  # a core of this kernel: its lookup keys
@@ -268,9 +276,9 @@ class CorePricer:
             q, share = self.q_measured, self.q_measured / q
         return kv_slice(self.table, {"batch": batch, "q": q, "heads": self.kernel.heads}), share
 
-    def price(self, lens: BatchLens, tree_keys: float = 0.0) -> tuple[float, float, OpTime] | None:
-        """(flops, KV bytes, time) of the core over `lens`; None where time would take the
-        nearest measured cell (outside the grid or at a gap: the caller prices the Op)."""
+    def price(self, lens: BatchLens, tree_keys: float = 0.0) -> tuple[CoreCounts, OpTime] | None:
+        """(the core's counts, its time) over `lens`; None where time would take the nearest
+        measured cell (outside the grid or at a gap: the caller prices the Op)."""
         flops, kv_bytes, act_bytes, kv_tokens, kv_max = self.kernel.counts(lens, tree_keys)
         batch = lens.batch
         piece, share = self.slice(batch, lens.q_tokens / max(batch, 1))
@@ -295,7 +303,7 @@ class CorePricer:
         rest = t - fixed
         compute, memory = flops / self.flop_rate if flops else 0.0, op_bytes / self.byte_rate
         split = (rest, min(rest, memory)) if compute >= memory else (min(rest, compute), rest)
-        return flops, kv_bytes, OpTime(*split, 0.0, fixed + self.kernel_s, source)
+        return CoreCounts(flops, kv_bytes), OpTime(*split, 0.0, fixed + self.kernel_s, source)
 
 
 def lookup_point(op: Op, kv_key: str = "kv_tokens"):

@@ -130,6 +130,16 @@ def linear_state_bytes(att: AttentionSpec, tp: int) -> float:
     return (heads * att.head_dim * att.value_head_dim + conv) * 4.0
 
 
+class CoreCounts(NamedTuple):
+    """What a pass's sum reads of an op (`Work.plus`), for an attention core a cost model priced
+    without building its Op (calibrated.py's `CorePricer`)."""
+
+    flops: float
+    kv_bytes: float
+    weight_bytes: float = 0.0
+    comm_bytes: float = 0.0
+
+
 class BatchLens(NamedTuple):
     """A batch's query and cached-KV lengths as the attention cost needs them: counts, sums and
     the longest, in O(1) once built, plus the per-request lengths for what sums cannot give

@@ -99,15 +99,6 @@ class Work(NamedTuple):
         return self.compute_s + self.memory_s + self.comm_s + self.overhead_s
 
 
-class CoreCounts(NamedTuple):
-    """What `Work.plus` reads of an op, for an attention core priced without one (`_core`)."""
-
-    flops: float
-    kv_bytes: float
-    weight_bytes: float = 0.0
-    comm_bytes: float = 0.0
-
-
 class PassCost(NamedTuple):
     """Seconds and work of one pass on one GPU of a replica (a named tuple: one is made every
     pass, and a tuple is the cheapest immutable record to make)."""
@@ -129,8 +120,7 @@ class PassCost(NamedTuple):
 
     @classmethod
     def of(cls, kind: str, part: str, tokens: int, w: Work, sources=(), ops=()) -> PassCost:
-        return cls(kind, part, tokens, w.time_s, w.compute_s, w.memory_s, w.comm_s, w.overhead_s, w.flops,
-                   w.weight_bytes, w.kv_bytes, w.comm_bytes, sources, ops)
+        return cls(kind, part, tokens, w.time_s, *w, sources, ops)  # Work's fields, in PassCost's order
 
     @property
     def bound(self) -> str:
@@ -156,8 +146,9 @@ class PartLayers:
 class _Plan:
     """What a pass over a batch of one size costs whatever its KV (`Pricer.plan`): whether it
     replays a CUDA graph, its token rows, the token-count ops priced (`static_ops`: ops, their
-    Work, sources), the KV compaction after it (a row or none), the pass overhead, and the
-    width its frame is priced at."""
+    Work, sources), the KV compaction after it (a row or none), the pass overhead, the width
+    its frame is priced at, and its attention kernels (kernel, layers, the cost model's
+    `core_pricer` for it or None)."""
 
     graphs: bool
     tokens: int
@@ -167,6 +158,7 @@ class _Plan:
     compact: tuple
     overhead_s: float
     hidden_size: int
+    cores: tuple
 
 
 class Pricer:
@@ -209,13 +201,13 @@ class Pricer:
         if self.par.attention_dp == 1:  # one attention group: the whole batch
             batch = whole.batch
             plan = self.plan(shape, batch, int(whole.q_tokens) if shape.kind == "prefill" else 0)
-            dynamic = self._attention(shape, whole, plan.graphs, keep_ops)
+            dynamic = self._attention(shape, whole, plan, keep_ops)
         else:
             groups = self._groups(lens, shape.kv_offset)
             batch = max(g.batch for g in groups)
             plan = self.plan(shape, batch, int(max(g.q_tokens for g in groups)) if shape.kind == "prefill" else 0)
             # groups without requests run an idle batch: the same shapes, no attention to wait for
-            dynamic = max((self._attention(shape, g, plan.graphs, keep_ops) for g in groups if g.batch),
+            dynamic = max((self._attention(shape, g, plan, keep_ops) for g in groups if g.batch),
                           key=lambda priced: sum(n * t.total_s for _, t, n in priced))
         dynamic += plan.compact
         dynamic.append(self.frame(batch, whole.q_tokens / max(whole.batch, 1), whole.visible_max, plan.hidden_size,
@@ -237,44 +229,36 @@ class Pricer:
         if shape.compact_tokens:  # each GPU compacts its own group's accepted paths
             op = O.kv_copy(batch * shape.compact_tokens, self.kv_bytes_per_token(shape.part))
             compact = ((op, self.costs.time(op, False), 1),)  # eagle_info.py `verify`: eager, after the graph
+        make = getattr(self.costs, "core_pricer", None)  # cost models without one price each core's Op
+        cores = tuple((kernel, n, make(kernel, graphs) if make is not None else None)
+                      for kernel, n in self._kernels(shape.part))
         return _Plan(graphs, tokens, static, work, sources, compact, self.costs.pass_overhead_s(graphs),
-                     self.layers(shape.part).spec.hidden_size)
+                     self.layers(shape.part).spec.hidden_size, cores)
 
-    def _attention(self, shape: PassShape, lens: O.BatchLens, graphs: bool, keep_ops: bool = False) -> list:
+    def _attention(self, shape: PassShape, lens: O.BatchLens, plan: _Plan, keep_ops: bool = False) -> list:
         """The attention cores of a part's layers over `lens` (any set of requests: the whole
         batch, or one attention group of it) on one GPU of their group: the (op, time, layers)
-        of each attention kind; `Work.of(*row)` is a row's work. Without `keep_ops` a core's
-        op may be its `CoreCounts` alone (`_core`)."""
+        of each attention kind; `Work.of(*row)` is a row's work. A kernel's `CorePricer` prices
+        its core without the Op (the row's op is then its `CoreCounts`), except with `keep_ops`
+        or where the pricer declines; `costs.time` of the Op otherwise."""
         priced = []
-        for kernel, count in self._kernels(shape.part):
+        for kernel, count, pricer in plan.cores:
             if keep_ops:
                 op = kernel.core(lens, shape.tree_keys)
-                priced.append((op, self.costs.time(op, graphs), count))
+                priced.append((op, self.costs.time(op, plan.graphs), count))
                 continue
             last = self._last_cores.get(kernel)
-            if last is not None and last[0] is lens and last[1] == shape.tree_keys and last[2] == graphs:
+            if last is not None and last[0] is lens and last[1] == shape.tree_keys and last[2] == plan.graphs:
                 op, t = last[3]
             else:
-                op, t = self._core(kernel, lens, shape.tree_keys, graphs)
-                self._last_cores[kernel] = (lens, shape.tree_keys, graphs, (op, t))
+                found = pricer.price(lens, shape.tree_keys) if pricer is not None else None
+                if found is None:
+                    op = kernel.core(lens, shape.tree_keys)
+                    found = op, self.costs.time(op, plan.graphs)
+                op, t = found
+                self._last_cores[kernel] = (lens, shape.tree_keys, plan.graphs, found)
             priced.append((op, t, count))
         return priced
-
-    def _core(self, kernel: O.AttentionKernel, lens: O.BatchLens, tree_keys: float, graphs: bool) -> tuple:
-        """(op, time) of `kernel`'s core over `lens`: by the cost model's `CorePricer` where it
-        has one for the kernel (the op then just its `CoreCounts`), else `costs.time` of the op."""
-        pricer = self._core_pricer(kernel, graphs)
-        found = pricer.price(lens, tree_keys) if pricer is not None else None
-        if found is not None:
-            flops, kv_bytes, t = found
-            return CoreCounts(flops, kv_bytes), t
-        op = kernel.core(lens, tree_keys)
-        return op, self.costs.time(op, graphs)
-
-    @lru_cache(maxsize=32)  # noqa: B019 -- a Pricer lives as long as its run; a kernel's pricer never changes
-    def _core_pricer(self, kernel: O.AttentionKernel, graphs: bool):
-        make = getattr(self.costs, "core_pricer", None)  # cost models without one price every core's Op
-        return make(kernel, graphs) if make is not None else None
 
     def _frame(self, batch: int, q: float, kv_max: float, hidden_size: int, graphs: bool) -> tuple:
         """The pass frame's priced row (`pass_frame`, the batch's longest visible KV: a length
