@@ -85,11 +85,11 @@ class Work(NamedTuple):
     def plus(self, rows, overhead_s: float = 0.0) -> Work:
         """This work, then each (op, time, n) row's (`Work.of`), then `overhead_s` more: the
         same sums in the same order as adding them one by one, without a Work per row."""
-        c, m, comm, over = self.compute_s, self.memory_s, self.comm_s, self.overhead_s
-        flops, weights, kv, comm_bytes = self.flops, self.weight_bytes, self.kv_bytes, self.comm_bytes
+        c, m, comm, over, flops, weights, kv, comm_bytes = self
         for op, t, n in rows:
-            compute, memory = (t.compute_s, 0.0) if t.compute_s >= t.memory_s else (0.0, t.memory_s)
-            c, m, comm, over = c + n * compute, m + n * memory, comm + n * t.comm_s, over + n * t.overhead_s
+            t_compute, t_memory, t_comm, t_over, _ = t  # OpTime's fields
+            compute, memory = (t_compute, 0.0) if t_compute >= t_memory else (0.0, t_memory)
+            c, m, comm, over = c + n * compute, m + n * memory, comm + n * t_comm, over + n * t_over
             flops, weights = flops + n * op.flops, weights + n * op.weight_bytes
             kv, comm_bytes = kv + n * op.kv_bytes, comm_bytes + n * op.comm_bytes
         return Work(c, m, comm, over + overhead_s, flops, weights, kv, comm_bytes)
