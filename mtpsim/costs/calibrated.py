@@ -255,7 +255,7 @@ class CorePricer:
 
     def __init__(self, costs: CalibratedCosts, kernel: AttentionKernel, table: Table, exact: bool, stand_in: str,
                  flop_rate: float, byte_rate: float, graphs: bool):
-        self.costs, self.kernel, self.table, self.exact = costs, kernel, table, exact
+        self.kernel, self.table, self.exact = kernel, table, exact
         self.flop_rate, self.byte_rate = flop_rate, byte_rate
         self.peak_flops, self.peak_bytes, self.stream_floor = costs.peak_flops, costs.peak_bytes, costs.stream_floor
         self.kv_max = costs.kv_key == "kv_max"
