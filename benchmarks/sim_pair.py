@@ -1,7 +1,7 @@
 """The issue-13 pair: nextn S=3 and its none baseline, 1000 requests x 1000 tokens, concurrency 64,
 DeepSeek-V3 on 8xH200 (calibrated h200-sglang), in one process: each simulate's wall time (the
-first includes loading the profile, ~0.14 s since tables are built on first use, ~0.26 s with
-the vectorized build, ~0.85 s before; the second reuses it).
+first includes loading the profile, ~0.12 s since the CSV reader parses bytes, ~0.14 s with tables
+built on first use, ~0.26 s with the vectorized build, ~0.85 s before; the second reuses it).
 
     .venv/bin/python benchmarks/sim_pair.py
 
@@ -27,10 +27,25 @@ second speed pass (git archive of the commit, run as above):
     + price_lens' one-group path         nextn 0.91 s, none 0.49 s, pair 1.40 s
     + tables built on first use          nextn 0.80 s, none 0.52 s, pair 1.33 s
       (the pair's one full GC collection, ~0.03 s, moved from the nextn run to the none run)
-Where the 1.33 s goes: profile load ~0.14 s (CSV read 0.11); ~40k passes priced at ~16 us each
-in the run (~0.65 s: the calibrated lookup of each pass's attention core, CalibratedCosts.time ->
-predict -> _lookup, ~6 us of it; building the core op, summing the rows, the PassCost); ~22k
-iterations' bookkeeping (~0.35 s: acceptance sampling and commit, simpy, records); prefill ~0.05 s.
+Measured 2026-12-01, the same machine, shared (load ~0.8-1.0), median of 3, each commit of the
+third speed pass (git archive of the commit, run as above):
+    before it (66ebda2)                  nextn 0.80 s, none 0.52 s, pair 1.32 s
+    + roofline rates once, OpTime tuple  nextn 0.78 s, none 0.50 s, pair 1.27 s
+    + attention core without its Op      nextn 0.67 s, none 0.39 s, pair 1.05 s
+    + Work a named tuple                 nextn 0.65 s, none 0.38 s, pair 1.03 s
+    + fewest tokens left kept (S = 0)    nextn 0.62 s, none 0.37 s, pair 0.99 s
+    + plan carries kernels and pricers   nextn 0.66 s, none 0.35 s, pair 1.01 s (noise: +-0.02 s)
+    + acceptance by logical_and          nextn 0.62 s, none 0.34 s, pair 0.96 s
+    + CSV bytes, numpy column checks     nextn 0.61 s, none 0.35 s, pair 0.96 s (load 0.14 -> 0.12 s)
+    + Work.plus unpacks its tuples       nextn 0.62 s, none 0.35 s, pair 0.97 s
+Where the ~0.96 s goes (the same machine, shared, load ~0.9): profile load ~0.12 s (CSV ~0.08: gunzip ~0.03,
+pandas' C parser ~0.045); ~40k decode passes at ~7.5 us (~0.30 s: the attention core's
+CorePricer ~3 us, summing the rows ~1.1 us, plan, frame, sources and PassCost ~1.5 us, the rest
+the call itself); their cold side, plans, pass frames and prefill chunks priced the plain way
+~0.07 s; the engine with pricing stubbed out ~0.34 s (nextn ~32 us an iteration over 6.2k:
+acceptance draw ~8 us, commit and records ~6 us, four pass loops, one simpy event; none ~8.7 us
+over 16.1k); the pair's one full GC collection ~0.03 s; results ~0.025 s. What is left is spread
+thin over Python calls and small numpy ops: no single piece above ~0.1 s.
 """
 
 from __future__ import annotations

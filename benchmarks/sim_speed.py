@@ -27,6 +27,17 @@ rest: of 3 invocations). Before the second speed pass (8209339) -> after it:
                          to run; the pass-frame memo holds at most 4096 rows, ~3 MB)
     sweep, 100 points    4.9 -> 3.9 s wall on 2 cores (8.6 -> 6.6 s in simulate; one run each)
 
+2026-12-01, the same box, shared (load ~0.9-1.2), median of 3 invocations of this script. Before
+the third speed pass (66ebda2) -> after it:
+    pair (one process)   nextn 0.81 -> 0.64 s, none 0.52 -> 0.31 s, pair 1.33 -> 0.94 s
+    single runs          nextn 0.81 -> 0.63 s, none 0.64 -> 0.45 s (each pays the profile load,
+                         0.14 -> 0.12 s)
+    memory, nextn S=3    output_len 250 / 1000 / 4000: 0.39 / 0.81 / 2.59 s -> 0.32 / 0.62 / 1.87 s;
+                         peak RSS growth 53.3 / 58.4 / 58.7 MB -> 36.2 / 39.1 / 38.7 MB (the CSV
+                         reader no longer holds each profile table as a decoded str in a StringIO,
+                         4 bytes a character, while pandas parses it)
+    sweep, 100 points    4.0 -> 3.3 s wall on 2 cores (6.7 -> 5.4 s in simulate)
+
 Each single-run measurement runs in a fresh subprocess (`--child`), so one run's imports, caches
 and heap do not leak into the next one's wall time or peak RSS. Peak memory is ru_maxrss (the
 process's high-water mark) minus the high-water mark just before `simulate` starts, so imports

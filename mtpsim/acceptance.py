@@ -127,7 +127,7 @@ class AcceptanceProfile:
         """Accepted drafts per request for one iteration: the leading run of successes of
         Bernoulli(levels[i, k]) over depths, capped so accepted + 1 bonus <= remaining tokens."""
         success = rng.random(levels.shape) < levels
-        accepted = success.cumprod(axis=1).sum(axis=1)
+        accepted = np.logical_and.accumulate(success, axis=1).sum(axis=1)  # the leading run's length
         if remaining is not None:
             np.minimum(accepted, np.maximum(remaining - 1, 0), out=accepted)
         return accepted

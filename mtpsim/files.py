@@ -43,6 +43,11 @@ MAX_ROWS = 5_000_000           # CSV rows
 
 def read_text(path: str | Path, where: str | None = None, limit: int = MAX_FILE_BYTES) -> str:
     """A file's text: at most `limit` bytes, UTF-8, not binary. `.gz` files are gunzipped."""
+    return read_bytes(path, where, limit).decode("utf-8")
+
+
+def read_bytes(path: str | Path, where: str | None = None, limit: int = MAX_FILE_BYTES) -> bytes:
+    """`read_text`'s checks, the text left as its UTF-8 bytes (what the CSV reader parses)."""
     path = Path(path)
     where = where or str(path)
     try:
@@ -61,9 +66,10 @@ def read_text(path: str | Path, where: str | None = None, limit: int = MAX_FILE_
     if b"\0" in data:
         raise ScenarioError(where, "", "a binary file, not text")
     try:
-        return data.decode("utf-8")
+        data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ScenarioError(where, "", f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+    return data
 
 
 def version(path: str | Path) -> tuple:
@@ -234,9 +240,9 @@ def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = N
     """A CSV whose `columns` (those in `optional` may be absent) hold what their rules say.
     Numeric columns come back as float64 (int64 where `integer`); other columns as pandas reads them."""
     where = where or str(path)
-    text = read_text(path, where)
+    data = read_bytes(path, where)  # checked UTF-8: parsed as bytes, as the C parser reads them
     try:
-        df = pd.read_csv(io.StringIO(text), nrows=max_rows + 1)
+        df = pd.read_csv(io.BytesIO(data), nrows=max_rows + 1)
     except pd.errors.EmptyDataError:
         raise ScenarioError(where, "", "empty: no header and no rows") from None
     except (pd.errors.ParserError, ValueError) as exc:
@@ -264,15 +270,16 @@ def _numbers(values: pd.Series, rule: Column, where: str, name: str) -> pd.Serie
     if values.dtype == bool or mixed and values.map(lambda v: isinstance(v, (bool, np.bool_))).any():
         raise ScenarioError(where, name, "holds true/false where numbers belong")
     numeric = pd.to_numeric(values, errors="coerce").astype(float)
-    bad = ~np.isfinite(numeric)
+    x = numeric.to_numpy()  # the checks on the array: a profile table's columns run to 100k rows
+    bad = ~np.isfinite(x)
     if rule.integer:
-        bad |= numeric != np.round(numeric)
+        bad |= x != np.round(x)
     if rule.low is not None:
-        bad |= (numeric <= rule.low) if rule.above else (numeric < rule.low)
+        bad |= (x <= rule.low) if rule.above else (x < rule.low)
     if rule.high is not None:
-        bad |= numeric > rule.high
+        bad |= x > rule.high
     if bad.any():
-        row = int(np.flatnonzero(bad.to_numpy())[0])
+        row = int(np.flatnonzero(bad)[0])
         cell = values.iloc[row]
         shown = short(cell, 40) if isinstance(cell, str) else str(cell)
         raise ScenarioError(where, name, f"row {row + 2}: {shown} is not {rule.describe()}")

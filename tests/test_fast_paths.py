@@ -236,3 +236,36 @@ def test_a_profile_builds_only_the_tables_its_lookups_pick():
     built = [c for c in configs if c.built is not None]
     assert 0 < len(built) < len(configs) / 10
     assert all(c.table() is c.built for c in built)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(sorted(SCENARIOS)),
+       st.lists(st.tuples(st.integers(1, 300), st.integers(0, 70_000), st.integers(0, 10)), min_size=1, max_size=4))
+def test_a_core_priced_without_its_op_is_priced_as_with_it(name, batches):
+    """A pass whose attention cores a CorePricer priced (no Op) costs what it costs with its ops
+    built and priced by `costs.time` (keep_ops), to the float and the source label."""
+    from mtpsim.costs import build_pricer
+    from mtpsim.designs import DesignShape, iteration_passes, prefill_passes
+
+    s = SCENARIOS[name]
+    pricer, design = build_pricer(s), DesignShape.of(s.speculative)
+    rng = np.random.default_rng(len(batches))
+    for n, kv, spread in batches:
+        kv_lens = kv + rng.integers(0, 1 + spread * 1000, n)
+        for shape in iteration_passes(design) + prefill_passes(design):
+            q = np.full(n, shape.tokens_per_request) if shape.kind != "prefill" else rng.integers(1, 512, n)
+            assert _fields(pricer.price(shape, q, kv_lens)) == _fields(pricer.price(shape, q, kv_lens, keep_ops=True))
+
+
+def test_the_calibrated_cores_have_core_pricers():
+    """The speed path is taken: DeepSeek-V3's MLA on a calibrated H200 profile gets a CorePricer,
+    and each of its rows prices (no fall-back to the Op) inside the measured grid."""
+    from mtpsim.costs import build_pricer
+    from mtpsim.costs.ops import BatchLens
+
+    pricer = build_pricer(SCENARIOS["nextn"])
+    (kernel, _), = pricer._kernels("target")
+    core = pricer.costs.core_pricer(kernel, True)
+    assert core is not None
+    for q in (1, 4):
+        assert core.price(BatchLens.uniform(q, np.full(32, 900), 32 * 900, 900)) is not None

@@ -44,16 +44,17 @@ one graph_replay_s.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from mtpsim.costs.layer import HELDOUT_SCALE, LAYER_KINDS, whole_layer_ops
-from mtpsim.costs.ops import Op
+from mtpsim.costs.ops import AttentionKernel, BatchLens, CoreCounts, Op
 from mtpsim.costs.profile import ANY, FAMILIES, Family, family_path, load_meta, profile_families, read_family, read_layers
 from mtpsim.costs.roofline import OpTime, RooflineCosts
-from mtpsim.costs.tables import Table, build_tables, interpolate, nearest_cell
+from mtpsim.costs.tables import Table, along_kv, build_tables, interpolate, kv_slice, nearest_cell
 from mtpsim.errors import ScenarioError, short
 from mtpsim.specs import EngineSpec, HardwareSpec
 
@@ -80,6 +81,7 @@ class CalibratedCosts:
         # the attention op the profile timed reads every request up to the batch's longest
         self.kv_key = "kv_max" if meta.get("attention_kv") == "batch_max" else "kv_tokens"
         self._resolved: dict = {}  # (family, keys, dims) -> _table's answer
+        self._core_pricers: dict = {}  # (kernel, graphs) -> core_pricer's answer
         self.glue = fit_glue(self, layers) if layers is not None else {}
 
     @classmethod
@@ -150,6 +152,26 @@ class CalibratedCosts:
         if fit is None:
             return 0.0
         return fit[0] + fit[1] * tokens * d
+
+    def core_pricer(self, kernel: AttentionKernel, graphs: bool) -> CorePricer | None:
+        """`CorePricer` for `kernel`'s cores in passes with or without graphs, or None where its
+        cores take `time`'s other roads (linear and sliding-window attention, no table); made
+        once per kernel and graphs."""
+        key = (kernel, graphs)
+        if key not in self._core_pricers:
+            self._core_pricers[key] = self._core_pricer(kernel, graphs)
+        return self._core_pricers[key]
+
+    def _core_pricer(self, kernel: AttentionKernel, graphs: bool) -> CorePricer | None:
+        if kernel.att.kind == "linear" or kernel.att.window is not None:
+            return None
+        probe = kernel.core(BatchLens.uniform(1, [1], 1, 1))  # a core of this kernel: its lookup keys
+        family, keys, dims, _ = lookup_point(probe, self.kv_key)
+        table, exact, stand_in = self._table(family, keys, dims)
+        flop_rate, byte_rate = self.roofline.rates(probe)
+        if table is None or flop_rate is None:
+            return None
+        return CorePricer(self, kernel, table, exact, stand_in, flop_rate, byte_rate, graphs)
 
     # ------------------------------------------------------------------ lookup
     def predict(self, op: Op) -> tuple[float, str] | None:
@@ -222,6 +244,66 @@ class CalibratedCosts:
 
     def work_s(self, op: Op) -> float:
         return max(op.flops / self.peak_flops, op.bytes / self.peak_bytes)
+
+
+class CorePricer:
+    """`CalibratedCosts.time` of one attention kernel's cores, for passes with or without graphs,
+    without an Op: every pass prices its attention over a new KV length, and what does not
+    depend on the KV (the table, the labels, the rates, each batch and query length's slice
+    along kv) is looked up once. `price` works the same floats in the same order as `time` of
+    `kernel.core(lens, tree_keys)`: _lookup, predict, then time's split."""
+
+    def __init__(self, costs: CalibratedCosts, kernel: AttentionKernel, table: Table, exact: bool, stand_in: str,
+                 flop_rate: float, byte_rate: float, graphs: bool):
+        self.kernel, self.table, self.exact = kernel, table, exact
+        self.flop_rate, self.byte_rate = flop_rate, byte_rate
+        self.peak_flops, self.peak_bytes, self.stream_floor = costs.peak_flops, costs.peak_bytes, costs.stream_floor
+        self.kv_max = costs.kv_key == "kv_max"
+        self.q_measured = table.grid["q"][0][-1]
+        over = costs.overhead
+        self.call_s = 1 * over["call_s"] if over["included_in_op_times"] else None  # a core is one kernel
+        self.kernel_s = 1 * costs.kernel_overhead_s(graphs)
+        # (source, source when floored) per way the table prices
+        self.labels = {kind: (kind + stand_in, kind + "-floored" + stand_in)
+                       for kind in ("calibrated", "calibrated-scaled", "extrapolated")}
+        self.slice = lru_cache(maxsize=1024)(self._slice)
+
+    def _slice(self, batch: int, q: float):
+        """(the table's kv slice at batch, q and the kernel's heads, or at the largest measured q
+        when q is beyond it; the share of q that q is, or None when q was measured)."""
+        share = None
+        if q > self.q_measured * (1 + 1e-9):  # more query tokens than measured (verify): extrapolated
+            q, share = self.q_measured, self.q_measured / q
+        return kv_slice(self.table, {"batch": batch, "q": q, "heads": self.kernel.heads}), share
+
+    def price(self, lens: BatchLens, tree_keys: float = 0.0) -> tuple[CoreCounts, OpTime] | None:
+        """(the core's counts, its time) over `lens`; None where time would take the nearest
+        measured cell (outside the grid or at a gap: the caller prices the Op)."""
+        flops, kv_bytes, act_bytes, kv_tokens, kv_max = self.kernel.counts(lens, tree_keys)
+        batch = lens.batch
+        piece, share = self.slice(batch, lens.q_tokens / max(batch, 1))
+        hit = along_kv(self.table, piece, kv_max if self.kv_max else kv_tokens / batch)
+        if hit is None:
+            return None
+        op_bytes = kv_bytes + act_bytes  # Op.bytes: weight bytes (none), KV, activations
+        work = max(flops / self.peak_flops, op_bytes / self.peak_bytes)
+        if share is not None:  # _fewer_queries' work: flops and activations scale with q, the KV read not
+            work_ref = max(flops * share / self.peak_flops, (kv_bytes + act_bytes * share) / self.peak_bytes)
+            t, kind = CalibratedCosts._scaled(self.table, math.exp(hit.log_t), work_ref, work), "extrapolated"
+        elif self.exact and hit.measured:
+            t, kind = math.exp(hit.log_t), "calibrated"
+        else:
+            t, kind = CalibratedCosts._scaled(self.table, math.exp(hit.log_t), math.exp(hit.log_w), work), \
+                "calibrated-scaled"
+        floor = op_bytes / self.peak_bytes if self.stream_floor else 0.0
+        source, floored = self.labels[kind]
+        if t < floor:
+            t, source = floor, floored
+        fixed = min(t, self.call_s) if self.call_s is not None else 0.0
+        rest = t - fixed
+        compute, memory = flops / self.flop_rate if flops else 0.0, op_bytes / self.byte_rate
+        split = (rest, min(rest, memory)) if compute >= memory else (min(rest, compute), rest)
+        return CoreCounts(flops, kv_bytes), OpTime(*split, 0.0, fixed + self.kernel_s, source)
 
 
 def lookup_point(op: Op, kv_key: str = "kv_tokens"):

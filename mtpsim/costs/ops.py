@@ -130,6 +130,16 @@ def linear_state_bytes(att: AttentionSpec, tp: int) -> float:
     return (heads * att.head_dim * att.value_head_dim + conv) * 4.0
 
 
+class CoreCounts(NamedTuple):
+    """What a pass's sum reads of an op (`Work.plus`), for an attention core a cost model priced
+    without building its Op (calibrated.py's `CorePricer`)."""
+
+    flops: float
+    kv_bytes: float
+    weight_bytes: float = 0.0
+    comm_bytes: float = 0.0
+
+
 class BatchLens(NamedTuple):
     """A batch's query and cached-KV lengths as the attention cost needs them: counts, sums and
     the longest, in O(1) once built, plus the per-request lengths for what sums cannot give
@@ -214,15 +224,24 @@ class AttentionKernel:
                       "query_only": att.kv_source is not None}
 
     def core(self, lens: BatchLens, tree_keys: float = 0.0) -> Op:
-        """The kernel over `lens`.
+        """The kernel over `lens` (`counts`: its flops and bytes)."""
+        att = self.att
+        if att.kind == "linear":
+            return _linear_core(att, lens.batch, lens.q_tokens, self.tp)
+        flops, kv_bytes, act_bytes, kv_tokens, kv_max = self.counts(lens, tree_keys)
+        return Op("attn.core", "attention", flops=flops, kv_bytes=kv_bytes, act_bytes=act_bytes, dtype=self.act,
+                  shape={"kind": att.kind, "batch": lens.batch, "q": lens.q_tokens / max(lens.batch, 1),
+                         "kv_tokens": kv_tokens, "kv_max": kv_max, **self.shape})
+
+    def counts(self, lens: BatchLens, tree_keys: float = 0.0) -> tuple[float, float, float, float, float]:
+        """(flops, KV bytes, activation bytes, visible KV tokens, longest visible KV) of the
+        kernel over `lens` (not linear attention: `core`).
 
         Bytes: each request reads its visible KV once, min(kv + cached + q, window) tokens, so
         cost follows the *sum* of per-request lengths. Flops: QK^T and PV, 2 * 2 * q * kv * heads
         * head width. `tree_keys` > 0: a tree mask, each query reading kv_lens[i] + tree_keys keys
         (its ancestors and itself) instead of the causal kv + cached + (q + 1) / 2."""
         att, heads = self.att, self.heads
-        if att.kind == "linear":
-            return _linear_core(att, lens.batch, lens.q_tokens, self.tp)
         kv_tokens, qk_tokens, kv_max = lens.kv_tokens, lens.qk_tokens, lens.visible_max
         if tree_keys:  # a tree mask: each query reads its request's committed KV and tree_keys more
             qk_tokens = lens.qkv_tokens + lens.q_tokens * tree_keys
@@ -238,13 +257,8 @@ class AttentionKernel:
             flops = 2.0 * qk_tokens * heads * self.unabsorbed_width
         else:
             flops = 2.0 * qk_tokens * heads * self.width
-        q_tokens = lens.q_tokens
-        return Op("attn.core", "attention", flops=flops,
-                  kv_bytes=kv_tokens * self.kv_bytes_per_token,
-                  act_bytes=2 * q_tokens * heads * self.query_width * DTYPE_BYTES[self.act],
-                  dtype=self.act,
-                  shape={"kind": att.kind, "batch": lens.batch, "q": q_tokens / max(lens.batch, 1),
-                         "kv_tokens": kv_tokens, "kv_max": kv_max, **self.shape})
+        act_bytes = 2 * lens.q_tokens * heads * self.query_width * DTYPE_BYTES[self.act]
+        return flops, kv_tokens * self.kv_bytes_per_token, act_bytes, kv_tokens, kv_max
 
 
 def _attention_widths(att: AttentionSpec, tp: int) -> dict:

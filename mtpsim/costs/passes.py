@@ -4,7 +4,8 @@
 time and a named breakdown (`price_lens` takes the batch as `BatchLens` sums, the engine's fast
 path). Ops that depend only on token counts (GEMMs, experts, LM head, collectives) are built
 once per token count and cached; the attention core is priced per call from the batch's KV sum
-and longest KV (per-request lengths only under a sliding window).
+and longest KV (per-request lengths only under a sliding window), by the cost model's
+`CorePricer` for its kernel where it has one (no Op built; calibrated.py), else as an Op.
 """
 from __future__ import annotations
 
@@ -52,10 +53,10 @@ class PassShape:
     compact_tokens: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class Work:
+class Work(NamedTuple):
     """Seconds and work of some ops on one GPU. An op's roofline time counts as compute or memory,
-    whichever bounds it; flops in FLOP, bytes in bytes."""
+    whichever bounds it; flops in FLOP, bytes in bytes. (A named tuple: every pass makes one, and
+    a frozen dataclass costs a setattr per field; `+` adds, as below, rather than concatenating.)"""
 
     compute_s: float = 0.0
     memory_s: float = 0.0
@@ -85,11 +86,11 @@ class Work:
     def plus(self, rows, overhead_s: float = 0.0) -> Work:
         """This work, then each (op, time, n) row's (`Work.of`), then `overhead_s` more: the
         same sums in the same order as adding them one by one, without a Work per row."""
-        c, m, comm, over = self.compute_s, self.memory_s, self.comm_s, self.overhead_s
-        flops, weights, kv, comm_bytes = self.flops, self.weight_bytes, self.kv_bytes, self.comm_bytes
+        c, m, comm, over, flops, weights, kv, comm_bytes = self
         for op, t, n in rows:
-            compute, memory = (t.compute_s, 0.0) if t.compute_s >= t.memory_s else (0.0, t.memory_s)
-            c, m, comm, over = c + n * compute, m + n * memory, comm + n * t.comm_s, over + n * t.overhead_s
+            t_compute, t_memory, t_comm, t_over, _ = t  # OpTime's fields
+            compute, memory = (t_compute, 0.0) if t_compute >= t_memory else (0.0, t_memory)
+            c, m, comm, over = c + n * compute, m + n * memory, comm + n * t_comm, over + n * t_over
             flops, weights = flops + n * op.flops, weights + n * op.weight_bytes
             kv, comm_bytes = kv + n * op.kv_bytes, comm_bytes + n * op.comm_bytes
         return Work(c, m, comm, over + overhead_s, flops, weights, kv, comm_bytes)
@@ -120,8 +121,7 @@ class PassCost(NamedTuple):
 
     @classmethod
     def of(cls, kind: str, part: str, tokens: int, w: Work, sources=(), ops=()) -> PassCost:
-        return cls(kind, part, tokens, w.time_s, w.compute_s, w.memory_s, w.comm_s, w.overhead_s, w.flops,
-                   w.weight_bytes, w.kv_bytes, w.comm_bytes, sources, ops)
+        return cls(kind, part, tokens, w.time_s, *w, sources, ops)  # Work's fields, in PassCost's order
 
     @property
     def bound(self) -> str:
@@ -147,8 +147,9 @@ class PartLayers:
 class _Plan:
     """What a pass over a batch of one size costs whatever its KV (`Pricer.plan`): whether it
     replays a CUDA graph, its token rows, the token-count ops priced (`static_ops`: ops, their
-    Work, sources), the KV compaction after it (a row or none), the pass overhead, and the
-    width its frame is priced at."""
+    Work, sources), the KV compaction after it (a row or none), the pass overhead, the width
+    its frame is priced at, and its attention kernels (kernel, layers, the cost model's
+    `core_pricer` for it or None)."""
 
     graphs: bool
     tokens: int
@@ -158,6 +159,7 @@ class _Plan:
     compact: tuple
     overhead_s: float
     hidden_size: int
+    cores: tuple
 
 
 class Pricer:
@@ -200,13 +202,13 @@ class Pricer:
         if self.par.attention_dp == 1:  # one attention group: the whole batch
             batch = whole.batch
             plan = self.plan(shape, batch, int(whole.q_tokens) if shape.kind == "prefill" else 0)
-            dynamic = self._attention(shape, whole, plan.graphs)
+            dynamic = self._attention(shape, whole, plan, keep_ops)
         else:
             groups = self._groups(lens, shape.kv_offset)
             batch = max(g.batch for g in groups)
             plan = self.plan(shape, batch, int(max(g.q_tokens for g in groups)) if shape.kind == "prefill" else 0)
             # groups without requests run an idle batch: the same shapes, no attention to wait for
-            dynamic = max((self._attention(shape, g, plan.graphs) for g in groups if g.batch),
+            dynamic = max((self._attention(shape, g, plan, keep_ops) for g in groups if g.batch),
                           key=lambda priced: sum(n * t.total_s for _, t, n in priced))
         dynamic += plan.compact
         dynamic.append(self.frame(batch, whole.q_tokens / max(whole.batch, 1), whole.visible_max, plan.hidden_size,
@@ -228,22 +230,34 @@ class Pricer:
         if shape.compact_tokens:  # each GPU compacts its own group's accepted paths
             op = O.kv_copy(batch * shape.compact_tokens, self.kv_bytes_per_token(shape.part))
             compact = ((op, self.costs.time(op, False), 1),)  # eagle_info.py `verify`: eager, after the graph
+        make = getattr(self.costs, "core_pricer", None)  # cost models without one price each core's Op
+        cores = tuple((kernel, n, make(kernel, graphs) if make is not None else None)
+                      for kernel, n in self._kernels(shape.part))
         return _Plan(graphs, tokens, static, work, sources, compact, self.costs.pass_overhead_s(graphs),
-                     self.layers(shape.part).spec.hidden_size)
+                     self.layers(shape.part).spec.hidden_size, cores)
 
-    def _attention(self, shape: PassShape, lens: O.BatchLens, graphs: bool) -> list:
+    def _attention(self, shape: PassShape, lens: O.BatchLens, plan: _Plan, keep_ops: bool = False) -> list:
         """The attention cores of a part's layers over `lens` (any set of requests: the whole
         batch, or one attention group of it) on one GPU of their group: the (op, time, layers)
-        of each attention kind; `Work.of(*row)` is a row's work."""
+        of each attention kind; `Work.of(*row)` is a row's work. A kernel's `CorePricer` prices
+        its core without the Op (the row's op is then its `CoreCounts`), except with `keep_ops`
+        or where the pricer declines; `costs.time` of the Op otherwise."""
         priced = []
-        for kernel, count in self._kernels(shape.part):
+        for kernel, count, pricer in plan.cores:
+            if keep_ops:
+                op = kernel.core(lens, shape.tree_keys)
+                priced.append((op, self.costs.time(op, plan.graphs), count))
+                continue
             last = self._last_cores.get(kernel)
-            if last is not None and last[0] is lens and last[1] == shape.tree_keys and last[2] == graphs:
+            if last is not None and last[0] is lens and last[1] == shape.tree_keys and last[2] == plan.graphs:
                 op, t = last[3]
             else:
-                op = kernel.core(lens, shape.tree_keys)
-                t = self.costs.time(op, graphs)
-                self._last_cores[kernel] = (lens, shape.tree_keys, graphs, (op, t))
+                found = pricer.price(lens, shape.tree_keys) if pricer is not None else None
+                if found is None:
+                    op = kernel.core(lens, shape.tree_keys)
+                    found = op, self.costs.time(op, plan.graphs)
+                op, t = found
+                self._last_cores[kernel] = (lens, shape.tree_keys, plan.graphs, found)
             priced.append((op, t, count))
         return priced
 

@@ -15,17 +15,18 @@ per-kernel launch inside a CUDA graph, and (launch - graph launch) per kernel wh
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from mtpsim.catalog import load_engine
 from mtpsim.costs import floors as F
 from mtpsim.costs.ops import Op
+from mtpsim.errors import ScenarioError
 from mtpsim.specs import EngineSpec, HardwareSpec
 
 
-@dataclass(frozen=True)
-class OpTime:
-    """Seconds one op takes, split by what bounds it. `source` says who priced it."""
+class OpTime(NamedTuple):
+    """Seconds one op takes, split by what bounds it. `source` says who priced it. (A named
+    tuple: the attention core's is made every pass, and a tuple is the cheapest record to make.)"""
 
     compute_s: float
     memory_s: float
@@ -47,7 +48,7 @@ class RooflineCosts:
         self.hw = hw
         self.engine = engine or load_engine("sglang")
         self.floors = F.committed_floors() if hw.latency_floors else None
-        self._floor_groups: dict = {}  # (family, dtype, kind) -> floor_params' answer
+        self._groups: dict = {}  # (family, dtype, kind) -> (floor params or None, flop/s, byte/s)
 
     def kernel_overhead_s(self, graphs: bool) -> float:
         return self.hw.graph_launch_overhead_s if graphs else self.hw.launch_overhead_s
@@ -65,12 +66,29 @@ class RooflineCosts:
     def floor_params(self, op: Op) -> dict | None:
         """The fitted floor group pricing `op`, or None (no floors on this hardware, or a family
         the fit does not cover)."""
-        if self.floors is None:
-            return None
+        return self._group(op)[0]
+
+    def rates(self, op: Op) -> tuple[float, float]:
+        """(flop/s, byte/s) `op` runs at: the datasheet peaks times its floor group's fitted
+        efficiencies, else the hardware's (`compute_s` = flops / the first, `memory_s` = bytes /
+        the second)."""
+        _, flop_rate, byte_rate = self._group(op)
+        return flop_rate, byte_rate
+
+    def _group(self, op: Op) -> tuple:
+        """(floor params, flop/s, byte/s) of op's (family, dtype, kind), worked out once."""
         key = (op.family, op.dtype, op.shape.get("kind"))
-        if key not in self._floor_groups:
-            self._floor_groups[key] = self.floors.params(*key)
-        return self._floor_groups[key]
+        found = self._groups.get(key)
+        if found is None:
+            p = self.floors.params(*key) if self.floors is not None else None
+            eff_flops = p["eff_flops"] if p is not None and "eff_flops" in p else self.hw.efficiency_flops
+            eff_bytes = p["eff_bandwidth"] if p is not None and "eff_bandwidth" in p else self.hw.efficiency_bandwidth
+            try:
+                flop_rate = self.hw.flops_per_s(op.dtype) * eff_flops
+            except ScenarioError:  # a dtype without a usable peak: an error only once it has flops to price
+                flop_rate = None
+            found = self._groups[key] = (p, flop_rate, self.hw.memory_bandwidth_bytes_per_s * eff_bytes)
+        return found
 
     def floor_s(self, op: Op) -> float:
         """The fitted latency floor of a kernel op (its fixed and per-item seconds); 0 without one."""
@@ -91,14 +109,13 @@ class RooflineCosts:
     def compute_s(self, op: Op) -> float:
         if not op.flops:
             return 0.0
-        p = self.floor_params(op)
-        eff = p["eff_flops"] if p is not None and "eff_flops" in p else self.hw.efficiency_flops
-        return op.flops / (self.hw.flops_per_s(op.dtype) * eff)
+        flop_rate = self._group(op)[1]
+        if flop_rate is None:
+            self.hw.flops_per_s(op.dtype)  # raises the ScenarioError naming the missing peak
+        return op.flops / flop_rate
 
     def memory_s(self, op: Op) -> float:
-        p = self.floor_params(op)
-        eff = p["eff_bandwidth"] if p is not None and "eff_bandwidth" in p else self.hw.efficiency_bandwidth
-        return op.bytes / (self.hw.memory_bandwidth_bytes_per_s * eff)
+        return op.bytes / self._group(op)[2]
 
     def comm_s(self, op: Op) -> float:
         """Alpha-beta: one small-message latency plus the ring's bytes over the link.

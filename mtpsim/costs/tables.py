@@ -50,21 +50,33 @@ def interpolate(table: Table, x: dict) -> Hit | None:
 
     Multilinear interpolation is separable, so a table with a `kv` axis (attention, the pass
     frame: every pass looks one up at a new KV length but the same batch, q and heads) is
-    interpolated over its other axes once per their values into a slice along kv, and each call
-    is one interval of that slice: the same value, summed in another order."""
+    interpolated over its other axes once per their values into a slice along kv (`kv_slice`),
+    and each call is one interval of that slice (`along_kv`): the same value, summed in another
+    order."""
     if "kv" not in table.axes:
         return _interpolate(table, x)
+    return along_kv(table, kv_slice(table, x), x["kv"])
+
+
+def kv_slice(table: Table, x: dict):
+    """The table interpolated over every axis but kv at x's values (x's kv is not read): the
+    slice `along_kv` reads, or False outside the grid; kept in the table per those values."""
     key = tuple([x[name] for name in table.axes if name != "kv"])
     piece = table.kv_slices.get(key)
     if piece is None:
         piece = table.kv_slices[key] = _kv_slice(table, x)
-    kv = _corners(table.grid["kv"], x["kv"])
-    if piece is False or kv is None:
+    return piece
+
+
+def along_kv(table: Table, piece, kv: float) -> Hit | None:
+    """A `kv_slice` read at `kv`; None outside the grid or at a gap."""
+    corners = _corners(table.grid["kv"], kv)
+    if piece is False or corners is None:
         return None
     slice_t, slice_w, slice_measured = piece
     log_t = log_w = 0.0
     measured = True
-    for i, weight in kv:
+    for i, weight in corners:
         t = slice_t[i]
         if t != t:  # NaN: a gap in the measured grid
             return None

@@ -19,6 +19,7 @@ class RunningBatch:
         self.remaining = np.zeros(0, np.int64)   # output tokens still to emit
         self.levels = np.zeros((0, steps)) if per_request_levels else None
         self.kv_sum, self.kv_max = 0, 0
+        self.fewest_left: int | None = None       # remaining.min() when known (None: not worked out)
         # every request decodes in every iteration of its batch: its iterations are the batch's
         # since it joined, and its accepted drafts what it emitted beyond one token each
         self.iterations = 0
@@ -54,15 +55,17 @@ class RunningBatch:
         self.iterations += 1
         self._lens = {}
         n = len(self.requests)
-        if accepted is None:  # every KV grows by one, so the longest does too
+        if accepted is None:  # every KV grows by one, so the longest does too, and the fewest left falls by one
             self.kv += 1
             self.remaining -= 1
             self.kv_sum += n
             self.kv_max = self.kv_max + 1 if n else 0
+            self.fewest_left = self.fewest_left - 1 if self.fewest_left is not None else None
             return n
         emitted = accepted + 1
         self.kv += emitted
         self.remaining -= emitted
+        self.fewest_left = None
         tokens = int(accepted.sum()) + n
         self.kv_sum += tokens
         self.kv_max = int(self.kv.max(initial=0))
@@ -70,7 +73,11 @@ class RunningBatch:
 
     def pop_finished(self) -> list[Request]:
         """Remove the requests with nothing left to emit; returns them, brought up to date."""
-        if not len(self.requests) or self.remaining.min() > 0:  # most iterations finish no one
+        if not len(self.requests):
+            return []
+        if self.fewest_left is None:
+            self.fewest_left = int(self.remaining.min())
+        if self.fewest_left > 0:  # most iterations finish no one
             return []
         done = np.flatnonzero(self.remaining == 0).tolist()
         finished = [self.requests[i] for i in done]
@@ -90,4 +97,5 @@ class RunningBatch:
 
     def _totals(self) -> None:
         self.kv_sum, self.kv_max = int(self.kv.sum()), int(self.kv.max(initial=0))
+        self.fewest_left = None
         self._lens = {}
