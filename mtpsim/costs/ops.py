@@ -193,14 +193,7 @@ class BatchLens(NamedTuple):
 def attention_core(att: AttentionSpec, q_lens: np.ndarray, kv_lens: np.ndarray, kv_dtype: str,
                    tp: int, act: str = ACT, cached: int = 0, tree_keys: float = 0.0) -> Op:
     """The attention kernel for a batch: request i has q_lens[i] new tokens after kv_lens[i] + cached."""
-    return batch_attention_core(att, BatchLens.of(q_lens, kv_lens).shifted(cached), kv_dtype, tp, act, tree_keys)
-
-
-def batch_attention_core(att: AttentionSpec, lens: BatchLens, kv_dtype: str, tp: int, act: str = ACT,
-                         tree_keys: float = 0.0) -> Op:
-    """The attention kernel for a batch given as BatchLens (its `offset`: tokens cached beyond
-    the committed KV): `AttentionKernel.core`."""
-    return AttentionKernel(att, kv_dtype, tp, act).core(lens, tree_keys)
+    return AttentionKernel(att, kv_dtype, tp, act).core(BatchLens.of(q_lens, kv_lens).shifted(cached), tree_keys)
 
 
 class AttentionKernel:

@@ -79,10 +79,6 @@ class Work(NamedTuple):
                     self.overhead_s + o.overhead_s, self.flops + o.flops, self.weight_bytes + o.weight_bytes,
                     self.kv_bytes + o.kv_bytes, self.comm_bytes + o.comm_bytes)
 
-    def scale(self, n: float) -> Work:
-        return Work(n * self.compute_s, n * self.memory_s, n * self.comm_s, n * self.overhead_s, n * self.flops,
-                    n * self.weight_bytes, n * self.kv_bytes, n * self.comm_bytes)
-
     def plus(self, rows, overhead_s: float = 0.0) -> Work:
         """This work, then each (op, time, n) row's (`Work.of`), then `overhead_s` more: the
         same sums in the same order as adding them one by one, without a Work per row."""
@@ -271,10 +267,9 @@ class Pricer:
         """The batch's requests split over the attention groups, each `offset` tokens further:
         request i to group i mod G, so group sizes differ by at most one, as SGLang's round-robin
         dispatch by arrival keeps them while requests retire in arrival order
-        (managers/data_parallel_controller.py). One group (no DP attention): the whole batch."""
+        (managers/data_parallel_controller.py). Only under DP attention: with one group
+        `price_lens` prices the whole batch directly."""
         n = self.par.attention_dp
-        if n == 1:
-            return [lens.shifted(offset)]
         q, kv = lens.requests()[0], lens.kv  # kv before any offset: each group is shifted once
         return [O.BatchLens.of(q[g::n], kv[g::n]).shifted(lens.offset + offset) for g in range(n)]
 
