@@ -138,10 +138,8 @@ class CalibratedCosts:
         if op.family in COMM:  # a measured collective: its whole time is communication
             return OpTime(0.0, 0.0, t, 0.0, source)
         fixed = min(t, op.kernels * self.overhead["call_s"]) if self.overhead["included_in_op_times"] else 0.0
-        rest = t - fixed
-        compute, memory = self.roofline.compute_s(op), self.roofline.memory_s(op)
-        split = (rest, min(rest, memory)) if compute >= memory else (min(rest, compute), rest)
-        return OpTime(*split, 0.0, fixed + op.kernels * self.kernel_overhead_s(graphs), source)
+        return split_time(t, fixed, self.roofline.compute_s(op), self.roofline.memory_s(op),
+                          op.kernels * self.kernel_overhead_s(graphs), source)
 
     def glue_s(self, kind: str, tokens: float, d: int) -> float:
         """A layer's glue seconds, a + b * tokens * d as fitted for its kind (else for the measured
@@ -300,10 +298,18 @@ class CorePricer:
         if t < floor:
             t, source = floor, floored
         fixed = min(t, self.call_s) if self.call_s is not None else 0.0
-        rest = t - fixed
         compute, memory = flops / self.flop_rate if flops else 0.0, op_bytes / self.byte_rate
-        split = (rest, min(rest, memory)) if compute >= memory else (min(rest, compute), rest)
-        return CoreCounts(flops, kv_bytes), OpTime(*split, 0.0, fixed + self.kernel_s, source)
+        return CoreCounts(flops, kv_bytes), split_time(t, fixed, compute, memory, self.kernel_s, source)
+
+
+def split_time(t: float, fixed: float, compute: float, memory: float, launch: float, source: str) -> OpTime:
+    """A measured op time `t` as an OpTime: `fixed` seconds of it are per-call overhead (CPU
+    dispatch measured inside the time), the rest counts as compute or memory, whichever the
+    roofline says bounds the op, capped at the other's roofline time; `launch` is overhead the
+    measurement left out (kernel launches outside a graph)."""
+    rest = t - fixed
+    split = (rest, min(rest, memory)) if compute >= memory else (min(rest, compute), rest)
+    return OpTime(*split, 0.0, fixed + launch, source)
 
 
 def lookup_point(op: Op, kv_key: str = "kv_tokens"):
