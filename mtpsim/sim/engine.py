@@ -84,16 +84,13 @@ class Engine:
     def decode(self, rep: Replica):
         """One decode iteration: the design's passes, then acceptance and commit."""
         batch = rep.batch  # its KV: the prompt and every emitted token but the last, which this iteration feeds
-        start, times, hidden = self.env.now, dict.fromkeys(PASS_TIME_COLUMNS, 0.0), 0.0
+        start = self.env.now
         design, passes, window = self.plan(len(batch))
-        end, durations = start, []
-        for shape in passes:
-            cost = self.pricer.price_lens(shape, batch.lens(shape.tokens_per_request))
-            end += cost.time_s
-            self.records.add_pass(rep.index, end, shape, cost)
-            durations.append(cost.time_s)
-            times[PASS_COLUMN[shape.kind]] += cost.time_s
-            hidden += cost.time_s if shape.kind in window else 0.0
+        times, durations = self.record_passes(
+            rep, start, [(shape, self.pricer.price_lens(shape, batch.lens(shape.tokens_per_request))) for shape in passes])
+        hidden = 0.0
+        for shape, t in zip(passes, durations):
+            hidden += t if shape.kind in window else 0.0
         host_s = self.host_s(design.design, len(batch))
         host = max(0.0, host_s - hidden)  # what the overlap window does not hide
         yield from back_to_back(self.env, [*durations, host])
@@ -102,6 +99,17 @@ class Engine:
                                    len(batch), emitted, times, host)
         rep.iterations += 1
         self.finish(rep, batch.pop_finished())
+
+    def record_passes(self, rep: Replica, start: float, priced: list) -> tuple[dict, list[float]]:
+        """Record an iteration's (shape, cost) passes, run back to back from `start`, each with its
+        end time; returns the seconds per pass-time column and each pass's duration."""
+        times, durations, end = dict.fromkeys(PASS_TIME_COLUMNS, 0.0), [], start
+        for shape, cost in priced:
+            end += cost.time_s
+            self.records.add_pass(rep.index, end, shape, cost)
+            durations.append(cost.time_s)
+            times[PASS_COLUMN[shape.kind]] += cost.time_s
+        return times, durations
 
     def commit(self, batch: RunningBatch, steps: int) -> int:
         """Draw accepted drafts per request out of `steps`; each emits accepted + 1 (the bonus)
@@ -119,16 +127,11 @@ class Engine:
         for r in admitted:
             r.admitted_s = now
         for chunk in self.chunks(admitted):
-            start, times = self.env.now, dict.fromkeys(PASS_TIME_COLUMNS, 0.0)
+            start = self.env.now
             q = np.array([n for _, n, _ in chunk])
             kv = np.array([done for _, _, done in chunk])
-            end, durations = start, []
-            for shape in prefill_passes(self.design):
-                cost = self.pricer.price(shape, q, kv)
-                end += cost.time_s
-                self.records.add_pass(rep.index, end, shape, cost)
-                durations.append(cost.time_s)
-                times[PASS_COLUMN[shape.kind]] += cost.time_s
+            times, durations = self.record_passes(
+                rep, start, [(shape, self.pricer.price(shape, q, kv)) for shape in prefill_passes(self.design)])
             host_s = self.host_s(self.design.design, len(chunk))
             host = host_s if not self.overlap else max(0.0, host_s - times[PASS_COLUMN["prefill"]])
             yield from back_to_back(self.env, [*durations, host])
