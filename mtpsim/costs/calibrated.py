@@ -33,7 +33,7 @@ Host time per iteration (`host_overhead_s(design, batch)`): measured per design 
 verification loop by `mtpsim calibrate` (meta.yaml `host_s`), else the serving engine's figure.
 
 Layer glue (`layer.glue` ops): what a whole layer costs beyond its priced ops, fitted from the
-profile's whole-layer measurements (`fit_glue`; rows and their ops: layer.py), widths
+profile's whole-layer measurements (layer.py `fit_glue`: the rows, their ops and the fit), widths
 layer.HELDOUT_SCALE held out.
 
 Overheads: on CPU every measured time already includes PyTorch's per-call dispatch (meta.yaml
@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mtpsim.costs.layer import HELDOUT_SCALE, LAYER_KINDS, whole_layer_ops
+from mtpsim.costs.layer import LAYER_KINDS, fit_glue
 from mtpsim.costs.ops import AttentionKernel, BatchLens, CoreCounts, Op
 from mtpsim.costs.profile import ANY, FAMILIES, Family, family_path, load_meta, profile_families, read_family, read_layers
 from mtpsim.costs.roofline import OpTime, RooflineCosts
@@ -356,21 +356,3 @@ def _fewer_queries(op: Op, share: float) -> Op:
     its work is read, so the shape dict is shared rather than copied."""
     return Op(op.name, op.family, op.flops * share, op.weight_bytes, op.kv_bytes, op.act_bytes * share,
               op.comm_bytes, op.kernels, op.dtype, op.shape)
-
-
-def fit_glue(costs: CalibratedCosts, layers: pd.DataFrame) -> dict:
-    """layer kind -> (a_s, b_s): glue = a + b * tokens * d, the fixed calls a layer makes plus the
-    activations its views, transposes and copies move, fitted to measured layer - the sum of its
-    priced ops over the training layers (every width but HELDOUT_SCALE), least squares on
-    the relative error (so the widest layers' op errors do not swamp the narrow ones), a, b >= 0."""
-    dtype, rows = costs.meta["dtype"], []
-    for r in layers[~np.isclose(layers["scale"], HELDOUT_SCALE)].to_dict("records"):
-        ops = sum(costs.time(op, graphs=False).total_s for op in whole_layer_ops(r, dtype, glue=False))
-        rows.append({"layer": r["layer"], "x": r["batch"] * r["q"] * r["d"], "t": r["time_s"], "ops": ops})
-    fits = {}
-    for kind, g in pd.DataFrame(rows, columns=["layer", "x", "t", "ops"]).groupby("layer"):
-        t = g.t.to_numpy()
-        design = np.stack([np.ones(len(g)), g.x.to_numpy(float)], 1) / t[:, None]
-        (a, b), *_ = np.linalg.lstsq(design, (t - g.ops.to_numpy()) / t, rcond=None)
-        fits[kind] = (max(float(a), 0.0), max(float(b), 0.0))
-    return fits

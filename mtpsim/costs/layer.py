@@ -10,12 +10,13 @@ Whole layers (a profile's `layers.csv`, DESIGN §6): each row names a `layer` ki
 (a catalog model's layer), a width `scale`, batch, q and kv. The layer is that catalog layer
 shrunk by the one shrink rule (mtpsim/shrink.py), as the verification mode shrinks models, and
 `mtpsim calibrate` times torchkit's `DecoderLayer` built from the same spec. The calibrated model
-fits the layer glue from the rows at every width but HELDOUT_SCALE (calibrated.py `fit_glue`).
+fits the layer glue from the rows at every width but HELDOUT_SCALE (`fit_glue`, below).
 Torch-free: the cost model, the calibration grid and the benchmark all read it.
 """
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from mtpsim.catalog import load_model
 from mtpsim.costs import ops as O
@@ -74,3 +75,22 @@ def whole_layer_ops(row: dict, dtype: str, glue: bool = True) -> list[O.Op]:
     core = O.attention_core(att, np.full(B, q), np.full(B, kv - q), dtype, 1, act=dtype)
     return decoder_layer_ops(att, ffn, d, B * q, dtype, dtype, dtype, O.Parallel(), LAYER_KINDS[row["layer"]][3],
                              act=dtype, glue=glue, core=core)
+
+
+def fit_glue(costs, layers: pd.DataFrame) -> dict:
+    """layer kind -> (a_s, b_s) for a calibrated cost model `costs` (calibrated.py, which prices
+    the ops): glue = a + b * tokens * d, the fixed calls a layer makes plus the activations its
+    views, transposes and copies move, fitted to measured layer - the sum of its priced ops over
+    the training layers (every width but HELDOUT_SCALE), least squares on the relative error (so
+    the widest layers' op errors do not swamp the narrow ones), a, b >= 0."""
+    dtype, rows = costs.meta["dtype"], []
+    for r in layers[~np.isclose(layers["scale"], HELDOUT_SCALE)].to_dict("records"):
+        ops = sum(costs.time(op, graphs=False).total_s for op in whole_layer_ops(r, dtype, glue=False))
+        rows.append({"layer": r["layer"], "x": r["batch"] * r["q"] * r["d"], "t": r["time_s"], "ops": ops})
+    fits = {}
+    for kind, g in pd.DataFrame(rows, columns=["layer", "x", "t", "ops"]).groupby("layer"):
+        t = g.t.to_numpy()
+        design = np.stack([np.ones(len(g)), g.x.to_numpy(float)], 1) / t[:, None]
+        (a, b), *_ = np.linalg.lstsq(design, (t - g.ops.to_numpy()) / t, rcond=None)
+        fits[kind] = (max(float(a), 0.0), max(float(b), 0.0))
+    return fits
