@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mtpsim import hfconfig
+from mtpsim.engines import resolve_engine
 from mtpsim.errors import ScenarioError, short
 from mtpsim.files import load_yaml
 from mtpsim.packagedata import catalog_dirs, data_dir
@@ -120,5 +121,11 @@ def load_hardware(name: str) -> HardwareSpec:
     return HardwareSpec.model_validate(_read("hardware", name, "hardware catalog", paths=False))
 
 
-def load_engine(name: str) -> EngineSpec:
-    return EngineSpec.model_validate(_read("engines", name, "engines catalog", paths=False))
+def load_engine(name: str, version: str | None = None, ignore_rules=(), where: str = "engines catalog") -> EngineSpec:
+    """An engine at a release (None: its file's default), its version rules applied (engines.py)."""
+    return resolve_engine(engine_file(name), version, ignore_rules, where)
+
+
+def engine_file(name: str) -> dict[str, Any]:
+    """An engine's catalog file as read: its fields, versions and rules."""
+    return _read("engines", name, "engines catalog", paths=False)

@@ -85,6 +85,21 @@ def cmd_list(args) -> int:
     return 0
 
 
+def cmd_engines(args) -> int:
+    """`mtpsim engines`: each engine's known releases, its default, and its version rules."""
+    from mtpsim import catalog
+    from mtpsim.engines import engine_rules, known_versions
+    for name in catalog.names("engines"):
+        raw = catalog.engine_file(name)
+        versions = known_versions(raw)
+        print(f"{name}: default {versions.default}; known {', '.join(versions.known)}")
+        for rule in engine_rules(raw):
+            span = f"{'from ' + rule.since if rule.since else ''}{' ' if rule.since and rule.until else ''}" \
+                   f"{'before ' + rule.until if rule.until else ''}" or "every release"
+            print(f"  {rule.name}: {rule.field} = {rule.value} ({span})")
+    return 0
+
+
 def cmd_schema(args) -> int:
     """The JSON Schema of a scenario file (every key, its type and default)."""
     import json
@@ -198,11 +213,14 @@ def _add_verify(sub) -> None:
 
 
 def _add_catalog_commands(sub) -> None:
-    """`mtpsim models | hardware | schema`: what the catalog and the schema hold."""
+    """`mtpsim models | hardware | engines | schema`: what the catalog and the schema hold."""
     for kind, what in (("models", "models: layers, width, experts, draft layers"),
                        ("hardware", "GPUs: memory, bandwidth, default pricing")):
         p = sub.add_parser(kind, help=f"list the catalog's {what} (MTPSIM_CATALOG's folders first)")
         p.set_defaults(func=cmd_list, kind=kind)
+
+    p = sub.add_parser("engines", help="list the serving engines: known releases and version rules")
+    p.set_defaults(func=cmd_engines)
 
     p = sub.add_parser("schema", help="print the JSON Schema of a scenario file")
     p.set_defaults(func=cmd_schema)

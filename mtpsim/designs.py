@@ -257,4 +257,4 @@ def prefill_passes(d: DesignShape) -> list[PassShape]:
 def overlap_window(d: DesignShape, engine) -> tuple[str, ...]:
     """Pass kinds during which the host can prepare the next iteration (DESIGN §3), as the
     serving engine's overlap scheduler runs it (mtpsim/data/engines/<kind>.yaml `hides`)."""
-    return engine.hidden_by(d.design)
+    return engine.hidden_by(d.design, d.topk)

@@ -171,7 +171,9 @@ def _resolve_specs(s: Scenario, where: str) -> Specs:
     model = _spec("models", s.model, ModelSpec, where, "model")
     hardware = _spec("hardware", s.hardware, HardwareSpec, where, "hardware")
     draft = _external_draft(s, model, where)
-    engine = _spec("engines", s.engine.kind, EngineSpec, where, "engine.kind")
+    engine = catalog.load_engine(s.engine.kind, s.engine.version, s.engine.ignore_rules, where)
+    if s.engine.speculative_overlap is not None:  # the scenario's word over the version's rule
+        engine = engine.model_copy(update={"speculative_overlap": s.engine.speculative_overlap})
     cost_model, profile = _resolve_pricing(s, hardware, engine, where)
     role = draft.role if draft else None
     return Specs(model=model, hardware=hardware, engine=engine, assistant=draft if role == "assistant" else None,

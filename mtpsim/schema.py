@@ -204,7 +204,18 @@ class Workload(Section):
 
 class Engine(Section):
     kind: Literal["sglang", "vllm", "trtllm"] = "sglang"  # mtpsim/data/engines/<kind>.yaml: host time, overlap
-    max_running_requests: int = Field(default=256, ge=1, le=MAX_USERS)
+    version: str | None = Field(default=None, max_length=40, description=(
+        "The engine release (e.g. \"0.5.12\"); its version rules (mtpsim/data/engines/<kind>.yaml `rules`) set "
+        "the speculative running-request cap, whether speculation overlaps host work, the verify scorer. "
+        "None: the catalog's default release. `mtpsim engines` lists the releases and rules."))
+    max_running_requests: int | None = Field(default=None, ge=1, le=MAX_USERS, description=(
+        "Running-request cap. None: the engine's rule at its version (SGLang sets 48 under speculative "
+        "decoding), else 256."))
+    speculative_overlap: bool | None = Field(default=None, description=(
+        "Whether speculative iterations overlap host work (SGLang SGLANG_ENABLE_SPEC_V2, vLLM async "
+        "scheduling). None: the engine's rule at its version."))
+    ignore_rules: list[str] = Field(default_factory=list, max_length=32, description=(
+        "Version rules to resolve the engine without (what-if studies, the leave-one-rule-out benchmark)."))
     cuda_graphs: bool = True
     max_graph_batch: int = Field(default=256, ge=1, le=MAX_USERS)
     overlap_schedule: bool = True

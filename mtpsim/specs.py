@@ -249,6 +249,9 @@ class HardwareSpec(Spec):
         raise ScenarioError(f"hardware {self.name!r}", "peak_flops", f"no entry usable for {dtype}")
 
 
+DEFAULT_MAX_RUNNING = 256  # running requests when neither the scenario nor an engine rule caps them
+
+
 class HostTime(Spec):
     """Host seconds per decode iteration: base + per_request * running requests."""
 
@@ -272,6 +275,16 @@ class EngineSpec(Spec):
     hides: dict[str, list[Literal["decode", "draft", "verify", "extend", "prefill"]]] = Field(default_factory=dict)
     # the running-request cap the engine sets for speculative decoding when none is configured
     speculative_max_running_requests: int | None = Field(default=None, gt=0)
+    # whether speculative iterations overlap host work at all (SGLang spec v2, vLLM async scheduling
+    # of drafts); when False a speculative design hides nothing, whatever `hides` lists for it
+    speculative_overlap: bool = True
+    speculative_overlap_max_topk: int | None = Field(default=None, ge=1)  # wider trees do not overlap
+    # how the target scores a request's draft window: one pass with N queries per request (mqa), or
+    # the window expanded into N single-query sequences, each reading the request's whole KV
+    # (vLLM V0's BatchExpansionTop1Scorer)
+    verify_scorer: Literal["mqa", "batch_expansion"] = "mqa"
+    version: str = ""            # the release these fields were resolved for (engines.py)
+    rules: tuple[str, ...] = ()  # the version rules in force at that release
 
     @model_validator(mode="after")
     def _both_host_times(self) -> EngineSpec:
@@ -282,12 +295,18 @@ class EngineSpec(Spec):
     def host_s(self, design: str, batch: float) -> float:
         return self.host["decode" if design == "none" else "speculative"].at(batch)
 
-    def hidden_by(self, design: str) -> tuple[str, ...]:
+    def hidden_by(self, design: str, topk: int = 1) -> tuple[str, ...]:
+        """The pass kinds during which the host prepares the next iteration of `design`."""
+        wide = self.speculative_overlap_max_topk is not None and topk > self.speculative_overlap_max_topk
+        if design != "none" and (not self.speculative_overlap or wide):
+            return ()
         return tuple(self.hides.get(design, ()))
 
-    def max_running(self, design: str, configured: int, explicit: bool) -> int:
+    def max_running(self, design: str, configured: int | None) -> int:
         """The running-request cap in force: the scenario's when it set one, else the engine's
-        speculative default where it has one, else the scenario's default."""
-        if explicit or design == "none" or self.speculative_max_running_requests is None:
+        speculative default for a speculative design where it has one, else DEFAULT_MAX_RUNNING."""
+        if configured is not None:
             return configured
-        return self.speculative_max_running_requests
+        if design != "none" and self.speculative_max_running_requests is not None:
+            return self.speculative_max_running_requests
+        return DEFAULT_MAX_RUNNING

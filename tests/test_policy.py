@@ -82,14 +82,15 @@ def test_zero_steps_on_nextn_decodes_as_none_after_the_drafts_prefill():
 def test_steps_follow_the_running_batch():
     """{1: 3, 4: 1}: batches of 4 and more run one step (nextn: no draft pass, the first draft
     came out of the extend), smaller ones three (two draft passes); host time is the
-    speculative one at every speculating batch (SGLang's speculative iterations hide none)."""
-    r = simulate(with_policy({1: 3, 4: 1}))
+    speculative one at every speculating batch (SGLang before spec v2, v0.5.10: its speculative
+    iterations hide none)."""
+    r = simulate(with_policy({1: 3, 4: 1}, engine={"version": "0.5.10"}))
     it = r.iterations[r.iterations.kind == "decode"]
     big, small = it[it.batch >= 4], it[it.batch < 4]
     assert len(big) and len(small)
     assert (big.draft_s == 0).all() and (big.emitted <= 2 * big.batch).all()
     assert (small.draft_s > 0).all() and (small.emitted > 2 * small.batch).any()
-    engine = load_engine("sglang")
+    engine = load_engine("sglang", "0.5.10")
     assert np.allclose(it.host_s, [engine.host_s("nextn", b) for b in it.batch])
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -181,6 +181,8 @@ class Pricer:
         # passes over the same batch lengths (one BatchLens, immutable) repeat it (nextn's verify
         # and extend, multi_layer's extends, frozen_kv's drafts)
         self._last_cores: dict = {}
+        # vLLM V0's batch-expansion scorer: a verify window runs as that many single-token sequences
+        self.expands_verify = getattr(costs.engine, "verify_scorer", "mqa") == "batch_expansion"
 
     # ------------------------------------------------------------------ public
     def price(self, shape: PassShape, q_lens: np.ndarray, kv_lens: np.ndarray, keep_ops: bool = False) -> PassCost:
@@ -194,6 +196,8 @@ class Pricer:
         shapes and the pass waits for the slowest group's attention. What does not depend on the
         KV is the pass's `_Plan`, built once per batch size; the attention cores and the frame
         are priced per call."""
+        if self.expands_verify and shape.kind == "verify":
+            shape, lens = expanded_verify(shape, lens)
         whole = lens.shifted(shape.kv_offset)
         if self.par.attention_dp == 1:  # one attention group: the whole batch
             batch = whole.batch
@@ -293,6 +297,11 @@ class Pricer:
         """Decode-shaped passes replay CUDA graphs up to max_graph_batch; prefill runs eagerly."""
         return self.graphs and shape.kind != "prefill" and batch <= self.max_graph_batch
 
+    def group_batch(self, batch: int) -> int:
+        """The largest attention group's share of a batch (the whole batch without DP attention):
+        the batch a pass's CUDA graph must hold."""
+        return -(-batch // self.par.attention_dp)
+
     def padded_batch(self, batch: int) -> int:
         return next((b for b in GRAPH_BUCKETS if b >= batch and b <= self.max_graph_batch), batch)
 
@@ -384,6 +393,18 @@ class Pricer:
             counts[ref.attention] += count
         return tuple((spec.spec.attention_kinds[name], n, kv_dtype) for name, n in counts.items())
 
+
+
+def expanded_verify(shape: PassShape, lens: O.BatchLens) -> tuple[PassShape, O.BatchLens]:
+    """A verify of N tokens per request as a batch-expansion scorer runs it (vLLM V0
+    spec_decode/batch_expansion.py, BatchExpansionTop1Scorer): each request's window becomes N
+    sequences of one query token, the j-th holding the request's KV plus its first j window
+    tokens, so the pass is a decode over B * N sequences and each reads its request's whole KV."""
+    n = shape.tokens_per_request
+    _, kv = lens.requests()
+    kv = np.repeat(kv + shape.kv_offset, n) + np.tile(np.arange(n), len(kv))
+    one = replace(shape, tokens_per_request=1, logits_per_request=1, kv_offset=0)
+    return one, O.BatchLens.uniform(1, kv, int(kv.sum()), int(kv.max(initial=0)))
 
 
 @lru_cache(maxsize=1024)

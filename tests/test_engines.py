@@ -1,0 +1,124 @@
+"""Engines at a release (mtpsim/engines.py): version rules by range, the scenario's overrides, the
+batch-expansion scorer's pricing, the limits that bound a run, and one engine rule for every
+command that builds scenarios."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import yaml
+
+from mtpsim import catalog, cli
+from mtpsim import scenario as sc
+from mtpsim.costs import build_pricer
+from mtpsim.costs.passes import PassShape
+from mtpsim.engines import release, resolve_engine
+from mtpsim.errors import ScenarioError
+from mtpsim.recommend import grid
+from mtpsim.sim import simulate
+from tests.test_bad_input import BASE, one_line_error, run
+
+RAW = {"name": "toy", "host": {"decode": {"base_s": 1e-4}, "speculative": {"base_s": 2e-4}},
+       "speculative_overlap": False,
+       "versions": {"default": "1.1", "known": ["1.0", "1.1", "1.2", "2.0"]},
+       "rules": [{"name": "cap", "field": "speculative_max_running_requests", "value": 32, "until": "1.2",
+                  "source": "a test"},
+                 {"name": "overlap", "field": "speculative_overlap", "value": True, "since": "1.2", "source": "a test"}]}
+
+
+def test_rules_hold_over_their_ranges():
+    assert resolve_engine(RAW, "1.0").speculative_max_running_requests == 32  # until is exclusive
+    assert resolve_engine(RAW, "1.2").speculative_max_running_requests is None
+    assert not resolve_engine(RAW, "1.1").speculative_overlap                  # since is inclusive
+    assert resolve_engine(RAW, "1.2").speculative_overlap and resolve_engine(RAW, "2.0").speculative_overlap
+    e = resolve_engine(RAW, None)
+    assert (e.version, e.rules) == ("1.1", ("cap",))
+
+
+def test_post_and_candidate_builds_run_their_release():
+    assert release("0.5.12.post1") == release("0.5.12") == release("0.5.12rc3")
+    assert resolve_engine(RAW, "1.2.post2").rules == ("overlap",)
+
+
+def test_ignored_rules_fall_back_to_the_file():
+    assert resolve_engine(RAW, "1.0", ["cap"]).speculative_max_running_requests is None
+    with pytest.raises(ScenarioError, match="no rule 'nope'"):
+        resolve_engine(RAW, "1.0", ["nope"])
+
+
+def test_unknown_version_names_the_key_and_the_known_ones():
+    with pytest.raises(ScenarioError) as err:
+        resolve_engine(RAW, "9.9")
+    assert err.value.key == "engine.version" and "1.0, 1.1, 1.2, 2.0" in err.value.message
+
+
+@pytest.mark.parametrize("name", catalog.names("engines"))
+def test_every_catalog_engine_resolves_at_every_known_release(name):
+    from mtpsim.engines import known_versions
+    for v in known_versions(catalog.engine_file(name)).known:
+        assert catalog.load_engine(name, v).version == v
+
+
+def test_sglang_overlaps_speculation_from_spec_v2_only():
+    assert catalog.load_engine("sglang", "0.5.10").hidden_by("nextn") == ()
+    assert "verify" in catalog.load_engine("sglang", "0.5.11").hidden_by("nextn")
+    assert catalog.load_engine("sglang", "0.5.12").hidden_by("nextn", topk=4) == ()  # spec v2: chains only
+    assert catalog.load_engine("sglang", "0.4.4").hidden_by("none") == ("decode",)
+
+
+def scenario(**engine):
+    text = BASE.replace("workload: {concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}",
+                        "workload: {concurrency: 64, num_requests: 64, input_len: 64, output_len: 8}")
+    data = yaml.safe_load(text)
+    data["engine"] = engine
+    return sc.validate(data)
+
+
+def test_scenario_overrides_win_over_the_rules():
+    assert scenario().specs.engine.speculative_max_running_requests == 48
+    assert catalog.load_engine("sglang", "0.4.4").speculative_max_running_requests == 32
+    assert catalog.load_engine("sglang", "0.4.3").speculative_max_running_requests is None
+    assert simulate(scenario()).summary.max_running.iloc[0] == 48
+    assert simulate(scenario(max_running_requests=64)).summary.max_running.iloc[0] == 64
+    assert simulate(scenario(ignore_rules=["spec_running_cap"])).summary.max_running.iloc[0] == 256
+    assert scenario(speculative_overlap=True).specs.engine.speculative_overlap
+
+
+def test_a_binding_cap_is_reported():
+    row = simulate(scenario()).summary.iloc[0]
+    assert row.bound_by == "cap 48" and row.capped_iterations > 0 and row.max_batch == 48
+    free = simulate(scenario(max_running_requests=64)).summary.iloc[0]
+    assert free.bound_by == "" and free.capped_iterations == 0 and free.max_batch == 64
+
+
+def test_recommend_resolves_the_cap_as_run_does():
+    s = scenario()
+    point = next(p for p in grid(s, [64], [2], [1]))
+    assert point.specs.engine.max_running(point.speculative.design, point.engine.max_running_requests) == \
+        s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests) == 48
+
+
+def test_batch_expansion_reads_each_requests_kv_once_per_window_token():
+    """vLLM V0's scorer: a 3-token window over 1,000 cached tokens reads ~3x the KV of the MQA
+    scorer's verify, whose queries share one read."""
+    text = BASE.replace("hardware: h200", "hardware: h200\nengine: {kind: vllm, version: \"0.7.3\"}")
+    data = yaml.safe_load(text)
+    old = build_pricer(sc.validate(data))
+    data["engine"]["version"] = "0.22.0"
+    new = build_pricer(sc.validate(data))
+    shape = PassShape("verify", "target", 3, 3)
+    q, kv = np.full(4, 3), np.full(4, 1000)
+    expanded, mqa = old.price(shape, q, kv), new.price(shape, q, kv)
+    assert expanded.kv_bytes == pytest.approx(3 * mqa.kv_bytes, rel=0.01)
+    assert expanded.tokens == mqa.tokens and expanded.time_s > mqa.time_s
+
+
+def test_bad_engine_inputs_are_one_line(tmp_path, capsys):
+    one_line_error(capsys, run(tmp_path, BASE + 'engine: {version: "9.9.9"}\n'), "engine.version", "known")
+    one_line_error(capsys, run(tmp_path, BASE + "engine: {version: 0.5}\n"), "engine.version", "string")
+    one_line_error(capsys, run(tmp_path, BASE + "engine: {ignore_rules: [nope]}\n"), "engine.ignore_rules", "no rule")
+
+
+def test_engines_command_lists_rules(capsys):
+    assert cli.main(["engines"]) == 0
+    out = capsys.readouterr().out
+    assert "spec_running_cap" in out and "v0_batch_expansion" in out and "default 0.5.12" in out
