@@ -102,6 +102,9 @@ class Records:
     totals: dict = field(default_factory=lambda: dict.fromkeys(TIME_COLUMNS, 0.0))
     num_iterations: int = 0
     num_decode_iterations: int = 0
+    decode_batch_sum: int = 0   # running requests summed over decode iterations
+    max_decode_batch: int = 0
+    eager_iterations: int = 0   # decode iterations whose batch no CUDA graph holds
     accept_counts: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
 
     def add_request(self, r) -> None:
@@ -112,7 +115,10 @@ class Records:
 
     def add_iteration(self, replica, index, kind, start_s, duration_s, batch, emitted, times, host_s) -> None:
         self.num_iterations += 1
-        self.num_decode_iterations += kind == "decode"
+        if kind == "decode":
+            self.num_decode_iterations += 1
+            self.decode_batch_sum += batch
+            self.max_decode_batch = max(self.max_decode_batch, batch)
         for key in PASS_TIME_COLUMNS:
             self.totals[key] += times[key]
         self.totals[HOST_COLUMN] += host_s
@@ -158,7 +164,20 @@ class Results:
     requests_truncated: bool = False
 
 
-def to_results(records: Records, identity: dict, max_kv_tokens: int, sim_wall_s: float) -> Results:
+def limits_row(records: Records, max_running: int, capped: int, kv_full: int, max_graph_batch: int | None) -> dict:
+    """What bounded a run's batch: the running-request cap in force, the decode iterations at
+    which the cap or the KV budget turned waiting requests away, the mean and largest running
+    batch, the share of decode iterations past the largest CUDA-graph batch (run eagerly; None:
+    no graphs), and `bound_by`, those limits that bound at all ("" when none did)."""
+    n = records.num_decode_iterations
+    eager = records.eager_iterations / n if n and max_graph_batch is not None else 0.0
+    bound = [f"cap {max_running}" if capped else "", "KV" if kv_full else "", f"eager>{max_graph_batch}" if eager else ""]
+    return {"max_running": max_running, "capped_iterations": capped, "kv_full_iterations": kv_full,
+            "mean_running": records.decode_batch_sum / n if n else float("nan"), "max_batch": records.max_decode_batch,
+            "eager_share": eager, "bound_by": " ".join(b for b in bound if b)}
+
+
+def to_results(records: Records, identity: dict, max_kv_tokens: int, sim_wall_s: float, limits: dict | None = None) -> Results:
     requests = pd.DataFrame(records.requests, columns=REQUEST_COLUMNS).sort_values("request_id", ignore_index=True)
     iterations = pd.DataFrame(records.iterations, columns=ITERATION_COLUMNS)
     ended = sorted(records.passes, key=lambda row: row[-1])  # stable: a replica's passes keep their order
@@ -167,7 +186,7 @@ def to_results(records: Records, identity: dict, max_kv_tokens: int, sim_wall_s:
     row = {**identity, **latency, **time_shares(records), "max_kv_tokens": max_kv_tokens,
            "requests_kept": len(records.requests), "requests_total": records.stats.n,
            "iterations_kept": len(records.iterations), "iterations_total": records.num_iterations,
-           "decode_iterations": records.num_decode_iterations,
+           "decode_iterations": records.num_decode_iterations, **(limits or {}),
            "sim_wall_s": sim_wall_s}
     return Results(requests, iterations, passes, records.accept_counts.copy(), pd.DataFrame([row]),
                    records.iterations_truncated, records.requests_truncated)

@@ -139,7 +139,7 @@ TABLE = {"design": "design", "steps": "S", "policy": "policy", "concurrency": "c
          "per_user_tps": "user TPS", "ttft_p50_s": "TTFT p50 ms", "ttft_p99_s": "TTFT p99 ms",
          "tpot_p50_s": "TPOT p50 ms", "tpot_p99_s": "TPOT p99 ms", "accept_length": "AL", "speedup": "speedup",
          "draft_share": "draft%", "verify_share": "verify%", "extend_share": "extend%",
-         "prefill_share": "prefill%", "overhead_share": "host%"}
+         "prefill_share": "prefill%", "overhead_share": "host%", "bound_by": "bound"}
 
 
 def format_table(summary: pd.DataFrame) -> str:
@@ -156,6 +156,10 @@ def format_table(summary: pd.DataFrame) -> str:
         df = df.drop(columns="rate_per_s")
     if "policy" in df:  # adaptive runs name their table; fixed-steps rows leave it blank
         df["policy"] = df.policy.fillna("")
+    if "bound_by" in df and not df.bound_by.fillna("").astype(bool).any():
+        df = df.drop(columns="bound_by")  # no limit bound: nothing to mark
+    elif "bound_by" in df:
+        df["bound_by"] = df.bound_by.fillna("")
     for col in df.columns:
         if col.endswith("_s") and not col.endswith("_per_s"):  # seconds shown as ms; rates as they are
             df[col] = df[col] * 1e3
@@ -167,6 +171,33 @@ def format_table(summary: pd.DataFrame) -> str:
         df["tps"] = [f"{v} {'~' if o else ' '}" for v, o in zip(df.tps, summary.overlaps)]
     df = df.rename(columns=TABLE)
     return df.to_string(index=False, float_format=_number)
+
+
+def limits_note(summary: pd.DataFrame, points: list[sc.Scenario]) -> str:
+    """Lines under the table for each limit that bound a row (`bound` column): the running-request
+    cap (and the engine rule that set it, if one did), the KV budget, batches past the CUDA graphs."""
+    if "bound_by" not in summary:
+        return ""
+    rows = summary[summary.bound_by.fillna("").astype(bool)]
+    lines = []
+    for _, row in rows.iterrows():
+        s = points[int(row.point)] if row.point >= 0 else points[0]
+        load = f"conc {row.concurrency:g}" if pd.isna(row.rate_per_s) else f"{row.rate_per_s:g} req/s"
+        where = f"{row.design} S={row.steps} at {load}"
+        if row.capped_iterations:
+            e = s.specs.engine
+            origin = "engine.max_running_requests" if s.engine.max_running_requests is not None or row.design == BASELINE \
+                else (f"{e.name} {e.version}'s cap under speculative decoding (rule spec_running_cap)"
+                      if e.speculative_max_running_requests is not None else "the default cap")
+            lines.append(f"cap {row.max_running:g}: {where}: at most {row.max_batch:g} requests ran at once (mean "
+                         f"{row.mean_running:.1f}) while more waited, in {row.capped_iterations:g} iterations; "
+                         f"set by {origin}")
+        if row.kv_full_iterations:
+            lines.append(f"KV: {where}: the KV budget turned waiting requests away in {row.kv_full_iterations:g} iterations")
+        if row.eager_share:
+            lines.append(f"eager: {where}: {row.eager_share:.0%} of decode iterations ran past the largest CUDA graph "
+                         "(engine.max_graph_batch) without graphs")
+    return "\n".join(lines)
 
 
 def _number(x: float) -> str:
@@ -241,6 +272,9 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
         print(format_table(intervals) + "\n\n" + legend(intervals))
     else:
         print(format_table(summary))
+    note = limits_note(summary if not replicated else summary[summary.seed == summary.seed.min()], points)
+    if note:
+        print("\n" + note)
     if any(r.iterations_truncated for r in results):
         print("\n(iterations.csv keeps the first rows of very long runs; the summary counts every iteration)")
     if any(r.requests_truncated for r in results):

@@ -14,7 +14,7 @@ from mtpsim.costs import build_pricer
 from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError
 from mtpsim.memory import memory_budget
-from mtpsim.results import Records, Results, to_results
+from mtpsim.results import Records, Results, limits_row, to_results
 from mtpsim.sim.engine import Arrivals, Engine, Replica
 from mtpsim.sim.scheduler import Router, Scheduler
 from mtpsim.sim.workload import Request, open_arrivals, sample_lengths
@@ -38,8 +38,7 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
     engine = Engine(env, pricer, design, profile, records, np.random.default_rng([s.seed, 1]),
                     s.engine.overlap_schedule, s.engine.chunked_prefill_tokens, policy=s.speculative.policy,
                     on_finished=bar.update)
-    cap = s.specs.engine.max_running(design.design, s.engine.max_running_requests,
-                                     "max_running_requests" in s.engine.model_fields_set)
+    cap = s.specs.engine.max_running(design.design, s.engine.max_running_requests)
     replicas = [Replica(i, Scheduler(cap, budget.replica_kv_budget_bytes, budget.request_bytes))
                 for i in range(s.parallel.dp)]
     arrivals = Arrivals(env, Router([r.scheduler for r in replicas]), replicas,
@@ -51,7 +50,10 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
     bar.close()
     if records.stats.n != num_requests:
         raise RuntimeError(f"{num_requests - records.stats.n} requests never finished")  # a simulator bug
-    return to_results(records, identity(s), budget.max_kv_tokens, time.perf_counter() - wall)
+    limits = limits_row(records, cap, sum(r.scheduler.num_capped for r in replicas),
+                        sum(r.scheduler.num_kv_full for r in replicas),
+                        s.engine.max_graph_batch if s.engine.cuda_graphs else None)
+    return to_results(records, identity(s), budget.max_kv_tokens, time.perf_counter() - wall, limits)
 
 
 def identity(s) -> dict:

@@ -25,6 +25,9 @@ class Scheduler:
         self.running: list[Request] = []
         self.kv_used_bytes = 0.0
         self._held: dict[int, float] = {}
+        # admissions that stopped with requests waiting, by what stopped them (limits that bind)
+        self.num_capped = 0
+        self.num_kv_full = 0
 
     @property
     def num_load(self) -> int:
@@ -36,9 +39,13 @@ class Scheduler:
     def admit(self) -> list[Request]:
         """Move waiting requests to running, first come first served, while both limits allow."""
         admitted = []
-        while self.waiting and len(self.running) < self.max_running:
+        while self.waiting:
+            if len(self.running) >= self.max_running:
+                self.num_capped += 1
+                break
             need = self.request_bytes(self.waiting[0].input_len + self.waiting[0].output_len)
             if self.kv_used_bytes + need > self.kv_budget_bytes:
+                self.num_kv_full += 1
                 break
             request = self.waiting.popleft()
             self.kv_used_bytes += need
