@@ -127,7 +127,7 @@ class Explanation:
 
 
 FIXED, AIC_WRONG, OTHER_KERNEL, OPEN = ("fixed in mtpsim", "aiconfigurator is wrong",
-                                        "the engine runs another kernel here", "open")
+                                        "the engine runs another kernel here", "open: mtpsim's lookup, not fixed")
 
 EXPLANATIONS = [
     Explanation("*", "*", "gemm.qkv_a", FIXED,
@@ -203,6 +203,20 @@ EXPLANATIONS = [
     Explanation("*", "*", "glue", OTHER_KERNEL,
                 "layer glue is fitted from whole-layer timings only CPU profiles hold; aiconfigurator has none",
                 "mtpsim/costs/layer.py fit_glue"),
+    *[Explanation("*", "*", role, OPEN,
+                  "same GEMM rows; mtpsim makes each table monotone in m by a running maximum, so one slow tile "
+                  "choice at a small m lifts every larger m (B200 SGLang fp8 k 2048 n 7168: 14.7 us at m 17, "
+                  "10 us at m 32-64; aiconfigurator reads 10 us at m 64). A monotone least-squares fit "
+                  "(isotonic) instead moved benchmarks/absolute.py's median from 5.1% to 10.1%, so it waits "
+                  "for the composition gaps (shared-expert overlap, fused all-reduce + norm) to be priced first",
+                  "mtpsim/costs/tables.py _running_max; aiconfigurator_core/systems/data/b200_sxm/gemm/sglang/"
+                  "0.5.14/gemm_perf.parquet")
+      for role in ("gemm.q_b", "gemm.o_proj", "gemm.router", "gemm.shared_experts", "gemm.qkv")],
+    Explanation("*", "trtllm", "dispatch_combine", "open: not investigated",
+                "under EP mtpsim prices dispatch + combine from the converted moe_a2a (DeepEP low-latency) rows; "
+                "aiconfigurator from its MoEDispatch comm model, which the engine may run as all-gather / "
+                "reduce-scatter instead at attention TP; not investigated in this pass",
+                "mtpsim/calibration/aic_rows.py alltoall_rows; aiconfigurator_core/sdk/operations/moe_comm.py"),
     Explanation("*", "*", "attention", OPEN,
                 "the same MLA decode rows; the lookup key differs (mtpsim: per-request mean KV with the KV dtype of "
                 "the scenario; aiconfigurator: its own interpolation over the table)",
