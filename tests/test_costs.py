@@ -20,13 +20,14 @@ def by_name(ops):
 def test_deepseek_v3_mla_projections_one_token_tp1():
     att = DSV3.attention_kinds["mla"]
     ops = by_name(O.attention_projections(att, 7168, 1, "fp8", O.Parallel()))
-    assert ops["attn.q_a_proj"].weight_bytes == 7168 * 1536            # fp8: 1 byte
+    # q_a_proj and kv_a_proj_with_mqa as the one fused GEMM engines run (fp8: 1 byte)
+    assert ops["attn.qkv_a_proj"].weight_bytes == 7168 * (1536 + 512 + 64)
+    assert "attn.q_a_proj" not in ops and "attn.kv_a_proj" not in ops
     assert ops["attn.q_b_proj"].weight_bytes == 1536 * 128 * (128 + 64)
-    assert ops["attn.kv_a_proj"].weight_bytes == 7168 * (512 + 64)
     assert ops["attn.w_uk"].weight_bytes == 128 * 128 * 512 * 2         # bf16 absorbed per-head matrices
     assert ops["attn.w_uv"].weight_bytes == 128 * 512 * 128 * 2
     assert ops["attn.o_proj"].weight_bytes == 128 * 128 * 7168
-    assert ops["attn.q_a_proj"].flops == 2 * 7168 * 1536
+    assert ops["attn.qkv_a_proj"].flops == 2 * 7168 * (1536 + 512 + 64)
 
 
 def test_deepseek_v3_mla_core_reads_latent_cache():
@@ -63,7 +64,7 @@ def test_deepseek_v3_mtp_layer_adds_projection_and_shared_head():
     eh = by_name(ops)["mtp.eh_proj"]
     assert eh.weight_bytes == 2 * 7168 * 7168                          # fp8 2h x h
     assert by_name(ops)["lm_head"].weight_bytes == 7168 * 129280 * 2    # shared bf16 head
-    assert names.count("moe.experts") == 1 and "attn.q_a_proj" in names
+    assert names.count("moe.experts") == 1 and "attn.qkv_a_proj" in names
 
 
 def test_mimo_v2_flash_swa_dense_mtp_layer():

@@ -93,14 +93,18 @@ def attention_projections(att: AttentionSpec, d: int, tokens: int, dtype: str, p
         heads, rope, nope = _heads_per_gpu(att.num_heads, tp), att.qk_rope_head_dim, att.qk_nope_head_dim
         lora = att.kv_lora_rank
         if att.q_lora_rank:
-            q = [gemm("attn.q_a_proj", tokens, d, att.q_lora_rank, dtype, act=act),
+            # q_a_proj and kv_a_proj_with_mqa read the same hidden states: engines run them as one
+            # GEMM of n = q_lora_rank + kv_lora_rank + rope (SGLang models/deepseek_v2.py
+            # fused_qkv_a_proj_with_mqa; TensorRT-LLM _torch/modules/attention.py MLA
+            # kv_a_proj_with_mqa, 'fused_a'; vLLM models/deepseek_v2.py fused_qkv_a_proj)
+            q = [gemm("attn.qkv_a_proj", tokens, d, att.q_lora_rank + lora + rope, dtype, act=act),
                  gemm("attn.q_b_proj", tokens, att.q_lora_rank, heads * (nope + rope), dtype, act=act)]
         else:
-            q = [gemm("attn.q_proj", tokens, d, heads * (nope + rope), dtype, act=act)]
+            q = [gemm("attn.q_proj", tokens, d, heads * (nope + rope), dtype, act=act),
+                 gemm("attn.kv_a_proj", tokens, d, lora + rope, dtype, act=act)]
         # absorbed decode: q_nope is multiplied into the latent space (W_UK) and the latent output
         # out of it (W_UV), per head, so the cache stays kv_lora_rank + rope wide.
-        return q + [gemm("attn.kv_a_proj", tokens, d, lora + rope, dtype, act=act),
-                    gemm("attn.w_uk", tokens, heads * nope, lora, act, act=act),
+        return q + [gemm("attn.w_uk", tokens, heads * nope, lora, act, act=act),
                     gemm("attn.w_uv", tokens, heads * lora, att.v_head_dim, act, act=act),
                     gemm("attn.o_proj", tokens, heads * att.v_head_dim, d, dtype, act=act)]
     # linear (Gated DeltaNet): q, k (key heads), v, z gate (value heads), per-head a/b gates

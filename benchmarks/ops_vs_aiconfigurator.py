@@ -1,0 +1,459 @@
+"""mtpsim's decode step op by op, beside aiconfigurator's breakdown of the same step.
+
+Run: .venv/bin/python benchmarks/ops_vs_aiconfigurator.py [SCENARIO ...] [--batch 1 64] [--out PATH]
+     (default: the absolute cases scenarios/published/a1..a7 and a B200 TensorRT-LLM FP8 TP8
+     DeepSeek-R1 deployment built from A7 with engine trtllm; batches 1 and 64; writes
+     benchmarks/ops_vs_aiconfigurator.md)
+
+Both tools price GPU steps from the same aiconfigurator-core tables (mtpsim converts them into
+profiles: mtpsim/calibration/aiconfigurator.py), so where both read the same rows a difference
+means one of them composes the step wrongly. For each scenario and batch this prints, by role
+(GEMMs by role, attention, MoE compute, dispatch/combine, all-reduce, embedding and LM head,
+norms and small ops, host), milliseconds per step:
+
+- mtpsim: `mtpsim.report.op_table` (what `mtpsim cost --ops` prints), plain decode, and the MTP
+  iteration (SGLang-style nextn, 3 steps, top-1) pass by pass: draft, verify, extend;
+- aiconfigurator: its model's generation op list (aiconfigurator_core/sdk/models/*.py
+  `generation_ops`) evaluated leaf by leaf through its compiled engine
+  (`aiconfigurator_core.sdk.engine._evaluate_single_op`, the engine's own single-op plumbing) at
+  the decode shape `InferenceSession.run_static(mode="static_gen")` prices. Composite ops keep
+  their semantics as two correction rows: `OverlapOp` (shared experts on a side stream: the step
+  pays max(routed, shared)) and `FallbackOp` (a whole-module MLA table measured in place of its
+  granular ops), so the roles sum to aiconfigurator's own step total, which is checked against its
+  `generation_latency_dict`. With MTP aiconfigurator prices the same op list at verify width
+  batch * (nextn + 1), every op scaled by (layers + nextn) / layers: the extra nextn "layers" are
+  its drafts.
+
+Every role that differs by more than 10% is looked up in EXPLANATIONS, keyed by (gpu, engine,
+role) with "*" wildcards: "fixed in mtpsim", "aiconfigurator is wrong" (with the measured
+end-to-end point that shows it) or "the engine runs another kernel here" (engine source cited).
+Degrades to one line when aiconfigurator is not importable.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from aiconfigurator_peer import MODELS, SYSTEMS  # noqa: E402  (a sibling script, not a package)
+
+from mtpsim import scenario as sc  # noqa: E402
+from mtpsim.costs import build_pricer  # noqa: E402
+from mtpsim.designs import DesignShape  # noqa: E402
+from mtpsim.report import op_table  # noqa: E402
+from mtpsim.schema import mean_length  # noqa: E402
+
+PUBLISHED = ROOT / "scenarios" / "published"
+DEFAULT_OUT = ROOT / "benchmarks" / "ops_vs_aiconfigurator.md"
+THRESHOLD = 0.10   # a role whose two times differ by more than this share of the larger needs an explanation
+FLOOR_MS = 0.05    # ... and by more than this many ms a step (smaller gaps are noise at any share)
+NEXTN = 3          # draft tokens per MTP iteration compared (SGLang's recommended DeepSeek flags, P2)
+MTP = {"design": "nextn", "steps": NEXTN, "topk": 1}
+# P2's acceptance (scenarios/published/p2-deepseek-v3-sglang.yaml); a step's price does not depend on it
+ACCEPTANCE = "{per_depth: [0.87, 0.72, 0.62]}"
+# A B200 TensorRT-LLM FP8 TP8 DeepSeek-R1 deployment: A7's (InferenceX dsr1-fp8-b200) with engine trtllm.
+TRTLLM_B200 = ("B200 TRT-LLM FP8 TP8", PUBLISHED / "a7-deepseek-r1-b200-sglang-v0512-1k1k.yaml",
+               ("engine={kind: trtllm}",))
+
+ROLES = ("gemm.qkv_a", "gemm.q_b", "gemm.w_uk", "gemm.w_uv", "gemm.qkv", "gemm.o_proj", "gemm.dense_ffn",
+         "gemm.router", "gemm.shared_experts", "gemm.mtp_eh_proj", "attention", "attention.module_vs_ops", "moe",
+         "moe.shared_overlap", "dispatch_combine", "allreduce", "embed_lm_head", "norms_small", "glue",
+         "host", "other")
+
+# mtpsim op name -> role (mtpsim/costs/ops.py names)
+MTPSIM_ROLES = {
+    "attn.q_a_proj": "gemm.qkv_a", "attn.kv_a_proj": "gemm.qkv_a", "attn.qkv_a_proj": "gemm.qkv_a",
+    "attn.q_b_proj": "gemm.q_b", "attn.w_uk": "gemm.w_uk", "attn.w_uv": "gemm.w_uv",
+    "attn.q_proj": "gemm.qkv", "attn.kv_proj": "gemm.qkv", "attn.in_proj": "gemm.qkv", "attn.o_proj": "gemm.o_proj",
+    "ffn.gate_up": "gemm.dense_ffn", "ffn.down": "gemm.dense_ffn", "moe.router": "gemm.router",
+    "moe.shared_gate_up": "gemm.shared_experts", "moe.shared_down": "gemm.shared_experts",
+    "attn.core": "attention", "attn.linear_state": "attention", "moe.experts": "moe",
+    "comm.alltoall": "dispatch_combine", "comm.dispatch_combine": "dispatch_combine", "comm.allreduce": "allreduce",
+    "comm.mlp_sync": "allreduce", "lm_head": "embed_lm_head", "lm_head.centroids": "embed_lm_head",
+    "lm_head.centroid_expand": "embed_lm_head", "mtp.eh_proj": "gemm.mtp_eh_proj",
+    "pass.frame": "embed_lm_head", "sample.argmax": "norms_small",
+    "norms+rope+act": "norms_small", "kv.compact": "norms_small", "layer.glue": "glue",
+}
+
+# aiconfigurator generation op name (without the generation_ prefix) -> role; matched exactly, then
+# by the longest listed suffix (its models name ops <phase>_<what>: sdk/models/deepseek.py, llama.py)
+AIC_ROLES = {
+    "downscale_gemm": "gemm.qkv_a", "q_b_proj_gemm": "gemm.q_b", "bmm_pre": "gemm.w_uk", "bmm_post": "gemm.w_uv",
+    "qkv_gemm": "gemm.qkv", "proj_gemm": "gemm.o_proj", "ffn1_gemm": "gemm.dense_ffn", "ffn2_gemm": "gemm.dense_ffn",
+    "gate_ffn1_gemm": "gemm.dense_ffn", "router_gemm": "gemm.router", "shared_gate_up_gemm": "gemm.shared_experts",
+    "shared_ffn2_gemm": "gemm.shared_experts", "attention": "attention", "moe": "moe",
+    "logits_gemm": "embed_lm_head", "embedding": "embed_lm_head", "p2p": "other",
+    "add_norm_1": "norms_small", "add_norm_2": "norms_small", "q_a_layernorm": "norms_small",
+    "shared_act_gate": "norms_small", "act_gate": "norms_small", "tp_allreduce": "allreduce", "allreduce": "allreduce",
+}
+
+
+def aic_role(name: str, moe_ep: int) -> str:
+    """The role of an aiconfigurator generation op. Its MoEDispatch ops are the tensor-parallel
+    all-reduce at ep 1 (sdk/models/deepseek.py: 'TRT-LLM (narrow EP) and SGLang paths model their
+    allreduce ... elsewhere': in generation_moe_pre/post_dispatch) and dispatch / combine under EP."""
+    short = name.removeprefix("generation_")
+    if "dispatch" in short:
+        return "allreduce" if moe_ep == 1 else "dispatch_combine"
+    if short in AIC_ROLES:
+        return AIC_ROLES[short]
+    for suffix in sorted(AIC_ROLES, key=len, reverse=True):
+        if short.endswith(suffix):
+            return AIC_ROLES[suffix]
+    return "other"
+
+
+# ----------------------------------------------------------------------------- explanations (data)
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why mtpsim and aiconfigurator differ on one (gpu, engine, role); '*' matches any."""
+
+    gpu: str
+    engine: str
+    role: str
+    verdict: str   # fixed in mtpsim | aiconfigurator is wrong | the engine runs another kernel here | open
+    why: str
+    source: str
+
+
+FIXED, AIC_WRONG, OTHER_KERNEL, OPEN = ("fixed in mtpsim", "aiconfigurator is wrong",
+                                        "the engine runs another kernel here", "open: mtpsim's lookup, not fixed")
+
+EXPLANATIONS = [
+    Explanation("*", "*", "gemm.qkv_a", FIXED,
+                "q_a_proj and kv_a_proj_with_mqa read the same hidden states; every engine runs them as one "
+                "GEMM of n = q_lora_rank + kv_lora_rank + rope (2112 for DeepSeek-V3), as aiconfigurator's "
+                "generation_downscale_gemm does; mtpsim priced two GEMMs (two weight streams, two floors)",
+                "SGLang python/sglang/srt/models/deepseek_v2.py fused_qkv_a_proj_with_mqa (v0.5.x); TensorRT-LLM "
+                "tensorrt_llm/_torch/modules/attention.py MLA kv_a_proj_with_mqa = q_lora_rank + kv_lora_rank + "
+                "qk_rope_head_dim ('fused_a', 1.x); vLLM model_executor/models/deepseek_v2.py fused_qkv_a_proj"),
+    Explanation("*", "*", "gemm.dense_ffn", AIC_WRONG,
+                "DeepSeek-V3/R1 has first_k_dense_replace = 3 dense layers; aiconfigurator prices all 61 layers as "
+                "MoE (its moe op scale is num_layers), so it has no dense FFN and 3 extra MoE layers",
+                "aiconfigurator_core/sdk/models/deepseek.py generation_moe scale_factor num_layers * mtp_scale; "
+                "HF deepseek-ai/DeepSeek-V3 config.json first_k_dense_replace: 3"),
+    Explanation("*", "*", "moe.shared_overlap", OTHER_KERNEL,
+                "both engines run the shared experts on a second CUDA stream beside the routed experts at decode "
+                "batch sizes; aiconfigurator models it (OverlapOp: max(routed, shared)), mtpsim sums them",
+                "TensorRT-LLM _torch/models/modeling_deepseekv3.py Deepseekv3MoE.forward maybe_execute_in_parallel "
+                "(aux_stream); SGLang models/deepseek_v2.py DeepseekV2MoE.forward_normal_dual_stream (alt_stream, "
+                "used under CUDA graphs at <= DUAL_STREAM_TOKEN_THRESHOLD tokens)"),
+    Explanation("*", "*", "attention.module_vs_ops", OTHER_KERNEL,
+                "aiconfigurator reads a whole-module MLA table (mla_module) where one exists and drops its granular "
+                "ops; the engine runs the module's kernels back to back (fused RoPE/quant, PDL), which the sum of "
+                "per-op rows does not see; mtpsim sums the granular ops",
+                "aiconfigurator_core/sdk/models/deepseek.py FallbackOp(generation_mla_block, primary=MLAModule)"),
+    Explanation("b200", "trtllm", "moe", AIC_WRONG,
+                "the only fp8_block MoE rows for TRT-LLM on B200 are kernel_source deepgemm (105 us at 1 token, "
+                "135 us at 4: 0.4-1.3 TB/s of weights), which both tools read; InferenceX's dsr1-fp8-b200-trt "
+                "serves with moe_config backend DEEPGEMM and measures a step 39-47% faster than aiconfigurator "
+                "predicts at 4-128 streams (held-out, 1k/1k and 8k/1k), so the table is slower than the kernel "
+                "served; mtpsim reads 58 MoE layers of it, aiconfigurator 61",
+                "aiconfigurator_core/systems/data/b200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet (fp8_block: "
+                "deepgemm only); SemiAnalysisAI/InferenceX benchmarks/dsr1_fp8_b200_trt.sh MOE_BACKEND=DEEPGEMM"),
+    Explanation("*", "*", "moe", AIC_WRONG,
+                "aiconfigurator prices 61 MoE layers (3 of them dense in the model, see gemm.dense_ffn) and its "
+                "balanced routing touches min(E, T*k) experts; mtpsim prices 58 layers with random routing "
+                "(fewer distinct experts at mid batch)",
+                "aiconfigurator_core/sdk/models/deepseek.py generation_moe; collector balanced_logits"),
+    Explanation("*", "*", "allreduce", OTHER_KERNEL,
+                "mtpsim prices two custom all-reduces per layer from the measured custom_allreduce table; "
+                "aiconfigurator prices them inside its MoE pre/post dispatch ops from its own comm model. "
+                "Both engines fuse the all-reduce with the residual add and RMSNorm at decode (one kernel), "
+                "which neither table times as such",
+                "TensorRT-LLM _torch/models/modeling_deepseekv3.py AllReduceFusionOp.RESIDUAL_RMS_NORM; SGLang "
+                "--enable-flashinfer-allreduce-fusion (layers/communicator.py, flashinfer trtllm_allreduce_fusion, "
+                "on by default for DeepSeek on SM100 in v0.5.x; InferenceX dsr1_fp8_b200.sh passes it)"),
+    Explanation("*", "*", "gemm.w_uk", OTHER_KERNEL,
+                "the absorbed W_UK / W_UV products are per-head batched matmuls; aiconfigurator reads its mla_bmm "
+                "table (the engine's bmm kernel), mtpsim's converter does not convert that table and prices them "
+                "as one bf16 GEMM of the same flops and bytes from the GEMM rows",
+                "aiconfigurator_core/sdk/models/deepseek.py MLABmm generation_bmm_pre/post; "
+                "systems/data/<gpu>/mla_bmm/; mtpsim/calibration/aiconfigurator.py SOURCES"),
+    Explanation("*", "*", "gemm.w_uv", OTHER_KERNEL, "as gemm.w_uk (the post-attention W_UV bmm)",
+                "aiconfigurator_core/sdk/models/deepseek.py MLABmm generation_bmm_post"),
+    Explanation("*", "*", "embed_lm_head", AIC_WRONG,
+                "with MTP each draft step computes logits through the shared LM head; aiconfigurator scales one "
+                "logits GEMM by (layers + nextn) / layers, mtpsim prices a head per draft and the verify head at "
+                "batch * (nextn + 1) rows",
+                "SGLang models/deepseek_nextn.py DeepseekV3ForCausalLMNextN (logits_processor over lm_head); "
+                "aiconfigurator_core/sdk/models/deepseek.py generation_logits_gemm scale 1 * mtp_scale_factor"),
+    Explanation("*", "*", "gemm.mtp_eh_proj", AIC_WRONG,
+                "the MTP layer's eh_proj (2h -> h over the embedding and the hidden state) runs once per draft "
+                "step; aiconfigurator's MTP model has no such op",
+                "SGLang models/deepseek_nextn.py DeepseekModelNextN.eh_proj; aiconfigurator_core/sdk/models/deepseek.py"),
+    Explanation("*", "*", "norms_small", OTHER_KERNEL,
+                "aiconfigurator's add_norm ops are empirical estimates (no table), mtpsim's norms+rope+act a "
+                "roofline of six activation passes in four kernels; neither is measured",
+                "aiconfigurator_core/sdk/models/deepseek.py ElementWise(..., 0.8); mtpsim/costs/ops.py layer_elementwise"),
+    Explanation("*", "*", "host", OTHER_KERNEL,
+                "mtpsim adds the engine's host time per iteration where the overlap scheduler does not hide it; "
+                "aiconfigurator has no host term in a static generation step",
+                "mtpsim/data/engines/*.yaml; aiconfigurator_core/sdk/backends/base_backend.py run_static"),
+    Explanation("*", "*", "glue", OTHER_KERNEL,
+                "layer glue is fitted from whole-layer timings only CPU profiles hold; aiconfigurator has none",
+                "mtpsim/costs/layer.py fit_glue"),
+    *[Explanation("*", "*", role, OPEN,
+                  "same GEMM rows; mtpsim makes each table monotone in m by a running maximum, so one slow tile "
+                  "choice at a small m lifts every larger m (B200 SGLang fp8 k 2048 n 7168: 14.7 us at m 17, "
+                  "10 us at m 32-64; aiconfigurator reads 10 us at m 64). A monotone least-squares fit "
+                  "(isotonic) instead moved benchmarks/absolute.py's median from 5.1% to 10.1%, so it waits "
+                  "for the composition gaps (shared-expert overlap, fused all-reduce + norm) to be priced first",
+                  "mtpsim/costs/tables.py _running_max; aiconfigurator_core/systems/data/b200_sxm/gemm/sglang/"
+                  "0.5.14/gemm_perf.parquet")
+      for role in ("gemm.q_b", "gemm.o_proj", "gemm.router", "gemm.shared_experts", "gemm.qkv")],
+    Explanation("*", "trtllm", "dispatch_combine", "open: not investigated",
+                "under EP mtpsim prices dispatch + combine from the converted moe_a2a (DeepEP low-latency) rows; "
+                "aiconfigurator from its MoEDispatch comm model, which the engine may run as all-gather / "
+                "reduce-scatter instead at attention TP; not investigated in this pass",
+                "mtpsim/calibration/aic_rows.py alltoall_rows; aiconfigurator_core/sdk/operations/moe_comm.py"),
+    Explanation("*", "*", "attention", OPEN,
+                "the same MLA decode rows; the lookup key differs (mtpsim: per-request mean KV with the KV dtype of "
+                "the scenario; aiconfigurator: its own interpolation over the table)",
+                "aiconfigurator_core/systems/data/<gpu>/mla/<engine>/*/generation_mla_perf.parquet"),
+]
+
+
+def explain(gpu: str, engine: str, role: str) -> Explanation | None:
+    """The most specific explanation for (gpu, engine, role): exact keys before wildcards."""
+    found = [e for e in EXPLANATIONS if e.role == role and e.gpu in (gpu, "*") and e.engine in (engine, "*")]
+    return min(found, key=lambda e: (e.gpu == "*") + (e.engine == "*"), default=None)
+
+
+# ----------------------------------------------------------------------------- mtpsim's side
+
+def load_point(path: Path, sets: tuple[str, ...] = ()) -> sc.Scenario:
+    """The first point of a scenario file (after `sets`)."""
+    return sc.load(path, list(sets))[0]
+
+
+def mtpsim_roles(s: sc.Scenario, batch: int, context: int) -> tuple[pd.Series, float]:
+    """(ms per step by role, passes' total ms) for scenario s's design at `batch` requests of
+    `context` committed tokens; the host time the engine does not hide is the `host` role."""
+    from mtpsim.report import iteration_table, iteration_time_s
+    pricer = build_pricer(s)
+    design = DesignShape.of(s.speculative)
+    ops = op_table(pricer, design, batch, context)
+    roles = ops.assign(role=ops.op.map(MTPSIM_ROLES).fillna("other")).groupby("role").time_ms.sum()
+    table = iteration_table(pricer, design, batch, context)
+    it = iteration_time_s(pricer, design, table, s.engine.overlap_schedule, batch)
+    roles["host"] = it["exposed_host_s"] * 1e3
+    return roles, ops
+
+
+def mtpsim_passes(ops: pd.DataFrame) -> pd.Series:
+    """ms per pass kind (draft, verify, extend, decode) of an op table."""
+    return ops.assign(kind=ops["pass"].str.split(":").str[0]).groupby("kind").time_ms.sum()
+
+
+# ----------------------------------------------------------------------------- aiconfigurator's side
+
+def aic_available() -> str | None:
+    """None when aiconfigurator's API imports here, else why not (one line)."""
+    try:
+        import aiconfigurator.cli.api  # noqa: F401
+        import aiconfigurator_core.sdk.engine  # noqa: F401
+    except Exception as exc:  # any import failure: the script says so and stops
+        return f"aiconfigurator is not importable here ({type(exc).__name__}: {exc}); pip install 'mtpsim[peer]'"
+    return None
+
+
+def aic_session(s: sc.Scenario, batch: int, context: int, nextn: int):
+    """aiconfigurator's model and database for s's deployment, built by its own API
+    (cli_estimate mode static_gen, one generation step after `context` tokens), and its step
+    total per op (generation_latency_dict, ms). The session is caught at run_static."""
+    logging.disable(logging.WARNING)
+    warnings.filterwarnings("ignore")
+    import aiconfigurator.sdk.inference_session as session_module
+    from aiconfigurator.cli.api import cli_estimate
+    caught = {}
+    original = session_module.InferenceSession.run_static
+
+    def run_static(self, *args, **kwargs):
+        caught["session"] = self
+        return original(self, *args, **kwargs)
+
+    p = s.parallel
+    session_module.InferenceSession.run_static = run_static
+    try:
+        result = cli_estimate(MODELS.get(s.specs.model.name, s.specs.model.name), SYSTEMS[s.specs.hardware.name],
+                              backend_name=s.specs.engine.name, mode="static_gen", tp_size=p.tp,
+                              moe_tp_size=p.tp // p.ep, moe_ep_size=p.ep, batch_size=batch, isl=context, osl=2,
+                              stride=1, nextn=nextn, nextn_accepted=float(nextn) if nextn else None,
+                              kvcache_quant_mode=_aic_kv_mode(s))
+    finally:
+        session_module.InferenceSession.run_static = original
+    sess = caught["session"]
+    return sess._model, sess._database, dict(result.summary.get_generation_latency_dict()), result.raw
+
+
+def _aic_kv_mode(s: sc.Scenario) -> str:
+    """The KV-cache dtype mtpsim's scenario uses, in aiconfigurator's names (so both read the same rows)."""
+    return {"bf16": "bfloat16", "fp8": "fp8"}.get(s.specs.model.dtypes.kv_cache, "bfloat16")
+
+
+def aic_roles(s: sc.Scenario, batch: int, context: int, nextn: int = 0) -> tuple[pd.Series, float, float]:
+    """(ms per step by role, aiconfigurator's own step total, the leaf-sum check) for s's deployment.
+    Leaves are evaluated at aiconfigurator's decode shape: batch * (nextn + 1) tokens (its MTP
+    verify width) after context + 1 cached."""
+    from aiconfigurator_core.sdk.engine import _evaluate_single_op
+    model, db, totals, _ = aic_session(s, batch, context, nextn)
+    width = batch * (nextn + 1)
+
+    def latency(op) -> float:
+        return float(_evaluate_single_op(db, op, is_context=False, batch_size=width, s=context + 1))
+
+    roles: dict[str, float] = {}
+    check = 0.0
+    for op in model.generation_ops:
+        check += _fold(op, latency, roles, s.parallel.ep)
+    return pd.Series(roles), sum(totals.values()), check
+
+
+def _fold(op, latency, roles: dict, moe_ep: int) -> float:
+    """Add op's leaves to `roles` (ms); composites add a correction row so the roles sum to the
+    composite's own time, which is returned."""
+    group_a, group_b = getattr(op, "_group_a", None), getattr(op, "_group_b", None)
+    primary, fallback = getattr(op, "_primary", None), getattr(op, "_fallback", None)
+    if group_a is not None or group_b is not None:  # OverlapOp: max(sum a, sum b)
+        a = sum(_fold(x, latency, roles, moe_ep) for x in group_a or [])
+        b = sum(_fold(x, latency, roles, moe_ep) for x in group_b or [])
+        roles["moe.shared_overlap"] = roles.get("moe.shared_overlap", 0.0) - min(a, b)
+        return max(a, b)
+    if primary is not None or fallback is not None:  # FallbackOp: the module table, else its ops
+        total = latency(op)
+        parts = sum(_fold(x, latency, roles, moe_ep) for x in fallback or [])
+        roles["attention.module_vs_ops"] = roles.get("attention.module_vs_ops", 0.0) + total - parts
+        return total
+    t = latency(op)
+    role = aic_role(op._name, moe_ep)
+    roles[role] = roles.get(role, 0.0) + t
+    return t
+
+
+# ----------------------------------------------------------------------------- the comparison
+
+def compare(label: str, s: sc.Scenario, batch: int, context: int, mtp: bool) -> tuple[pd.DataFrame, dict]:
+    """One role table (mtpsim ms, aiconfigurator ms, difference, verdict) and its totals."""
+    nextn = NEXTN if mtp else 0
+    ours, ops = mtpsim_roles(s, batch, context)
+    theirs, theirs_total, leaf_sum = aic_roles(s, batch, context, nextn)
+    gpu, engine = s.specs.hardware.name, s.specs.engine.name
+    rows = []
+    for role in ROLES:
+        a, b = float(ours.get(role, 0.0)), float(theirs.get(role, 0.0))
+        if not a and not b:
+            continue
+        gap = abs(a - b) / max(abs(a), abs(b))
+        flagged = gap > THRESHOLD and abs(a - b) > FLOOR_MS
+        e = explain(gpu, engine, role) if flagged else None
+        rows.append({"case": label, "batch": batch, "step": "mtp" if mtp else "decode", "role": role,
+                     "mtpsim_ms": a, "aiconfigurator_ms": b, "diff_%": 100 * (a - b) / b if b else math.nan,
+                     "verdict": (e.verdict if e else "unexplained") if flagged else "",
+                     "why": e.why if e else "", "source": e.source if e else ""})
+    info = {"mtpsim_ms": float(ours.sum()), "aiconfigurator_ms": theirs_total, "leaf_sum_ms": leaf_sum,
+            "passes": mtpsim_passes(ops).to_dict()}
+    return pd.DataFrame(rows), info
+
+
+def mtp_split(info: dict, layers: int) -> str:
+    """How aiconfigurator's MTP iteration compares with mtpsim's passes: its verify = the step
+    scaled back to the target's layers, its drafts = the nextn extra layers' share."""
+    total = info["aiconfigurator_ms"]
+    verify, drafts = total * layers / (layers + NEXTN), total * NEXTN / (layers + NEXTN)
+    ours = ", ".join(f"{k} {v:.2f}" for k, v in sorted(info["passes"].items()))
+    return (f"MTP iteration (nextn {NEXTN}): aiconfigurator verify {verify:.2f} + drafts {drafts:.2f} ms "
+            f"(all at verify width); mtpsim passes: {ours} ms")
+
+
+def default_cases() -> list[tuple[str, Path, tuple[str, ...]]]:
+    return [(p.name.split("-")[0].upper(), p, ()) for p in sorted(PUBLISHED.glob("a[1-7]-*.yaml"))] + [TRTLLM_B200]
+
+
+def run(cases, batches: list[int], mtp: bool = True) -> tuple[pd.DataFrame, list[str]]:
+    tables, notes = [], []
+    for label, path, sets in cases:
+        for step_mtp in ((False, True) if mtp else (False,)):
+            extra = ((f"speculative={_yaml(MTP)}", f"acceptance={ACCEPTANCE}") if step_mtp
+                     else ("speculative={design: none}",))
+            try:
+                s = load_point(path, sets + extra)
+            except Exception as exc:  # a scenario this comparison cannot express
+                notes.append(f"{label}: {'mtp' if step_mtp else 'decode'}: not loadable: {exc}")
+                continue
+            context = int(mean_length(s.workload.input_len))
+            for batch in batches:
+                try:
+                    table, info = compare(label, s, batch, context, step_mtp)
+                except Exception as exc:  # aiconfigurator cannot express it (model, dtype, shape)
+                    notes.append(f"{label} batch {batch} {'mtp' if step_mtp else 'decode'}: skipped: "
+                                 f"{type(exc).__name__}: {str(exc)[:160]}")
+                    continue
+                tables.append(table)
+                head = (f"{label} ({s.specs.hardware.name} {s.specs.engine.name} tp{s.parallel.tp} ep{s.parallel.ep}) "
+                        f"batch {batch} {'MTP' if step_mtp else 'decode'}: mtpsim {info['mtpsim_ms']:.2f} ms, "
+                        f"aiconfigurator {info['aiconfigurator_ms']:.2f} ms (its leaves sum to {info['leaf_sum_ms']:.2f})")
+                notes.append(head + (("; " + mtp_split(info, s.specs.model.num_layers)) if step_mtp else ""))
+    return (pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()), notes
+
+
+def _yaml(d: dict) -> str:
+    return "{" + ", ".join(f"{k}: {v}" for k, v in d.items()) + "}"
+
+
+def markdown(table: pd.DataFrame, notes: list[str]) -> str:
+    """The tables and the explanations of flagged roles, as Markdown."""
+    lines = ["# mtpsim vs aiconfigurator, op by op", "", "Written by benchmarks/ops_vs_aiconfigurator.py.", ""]
+    lines += [f"- {n}" for n in notes] + [""]
+    shown = table.drop(columns=["why", "source"])
+    lines += [shown.to_markdown(index=False, floatfmt=".3f") if _has_tabulate() else shown.to_string(index=False), ""]
+    flagged = table[table.verdict != ""].drop_duplicates(["verdict", "why"])
+    lines += ["## Why the flagged roles differ", ""]
+    for _, r in flagged.iterrows():
+        lines.append(f"- **{r.role}** ({r.verdict}): {r.why}. Source: {r.source}")
+    return "\n".join(lines) + "\n"
+
+
+def _has_tabulate() -> bool:
+    try:
+        import tabulate  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("scenarios", nargs="*", help="scenario YAML files (default: a1..a7 and B200 TRT-LLM)")
+    ap.add_argument("--batch", type=int, nargs="+", default=[1, 64])
+    ap.add_argument("--no-mtp", action="store_true", help="plain decode only")
+    ap.add_argument("--out", default=str(DEFAULT_OUT), help="Markdown file to write ('' for none)")
+    args = ap.parse_args(argv)
+    why = aic_available()
+    if why:
+        print(why)
+        return 0
+    cases = [(Path(p).stem, Path(p), ()) for p in args.scenarios] or default_cases()
+    table, notes = run(cases, args.batch, not args.no_mtp)
+    print("\n".join(notes))
+    if not table.empty:
+        with pd.option_context("display.width", 250, "display.max_colwidth", 40):
+            print(table.drop(columns=["why", "source"]).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    if args.out:
+        Path(args.out).write_text(markdown(table, notes))
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
