@@ -5,6 +5,9 @@ Full-attention layers cost KV bytes per token; sliding-window layers per token u
 linear-attention layers a constant state per request. Which draft layers hold weights and KV is
 each design's record (designs.py): `nextn` one MTP layer (or its external draft), `multi_layer`
 and `parallel_heads` one per step, `frozen_kv` the assistant's weights and no KV.
+
+The KV budget is sized as the serving engine sizes its pool (engines/<kind>.yaml `kv_pool:`):
+`pool_rule` resolves the engine's rule and fraction for a scenario once, `memory_budget` applies it.
 """
 from __future__ import annotations
 
@@ -12,7 +15,10 @@ from dataclasses import dataclass
 
 from mtpsim.costs import ops as O
 from mtpsim.costs.passes import Pricer
-from mtpsim.designs import DesignShape
+from mtpsim.designs import BASELINE, DesignShape
+from mtpsim.specs import DTYPE_BYTES, EngineSpec, HardwareSpec
+
+MIB = 2**20
 
 
 @dataclass(frozen=True)
@@ -29,6 +35,77 @@ class LayerKV:
 
 
 @dataclass(frozen=True)
+class PoolRule:
+    """An engine's KV-pool rule resolved for one scenario (`pool_rule`): the fraction in force,
+    where it came from, what it multiplies and what is set aside beside the pool."""
+
+    engine: str
+    knob: str                  # the engine's name for the fraction (mem_fraction_static, ...)
+    fraction: float
+    fraction_source: str       # "sglang default" or "scenario engine.mem_fraction"
+    fraction_of: str           # capacity | free_at_start | free_after_load (specs.KVPoolSpec)
+    startup_bytes: float
+    activation_tokens: int     # tokens of the profiled forward whose activations are set aside (0: none)
+    graph_bytes: float
+
+    @property
+    def label(self) -> str:
+        return f"{self.knob}={self.fraction:g} ({self.fraction_source})"
+
+
+def pool_rule(scenario, design: str | None = None) -> PoolRule:
+    """The scenario's engine rule, its fraction from `engine.mem_fraction` or the engine default;
+    `design`: the design it runs, when not the scenario's (its `none` baseline: SGLang reserves
+    more for speculative decoding)."""
+    s = scenario
+    explicit = s.engine.model_fields_set
+    return resolve_pool(s.specs.engine, s.specs.hardware, s.parallel.tp, s.parallel.attention_dp,
+                        (design or s.speculative.design) != BASELINE, s.engine.mem_fraction,
+                        s.engine.chunked_prefill_tokens, explicit_prefill="chunked_prefill_tokens" in explicit,
+                        graph_batch=s.engine.max_graph_batch if "max_graph_batch" in explicit else None)
+
+
+def resolve_pool(engine: EngineSpec, hw: HardwareSpec, tp: int = 1, attention_dp: int = 1,
+                 speculative: bool = False, mem_fraction: float | None = None, prefill_tokens: int = 8192,
+                 explicit_prefill: bool = False, graph_batch: int | None = None) -> PoolRule:
+    """`pool_rule` from its parts: SGLang's default fraction reads the chunked-prefill size and
+    CUDA-graph batch only where the scenario set them (else its memory class's)."""
+    pool = engine.kv_pool
+    if mem_fraction is not None:
+        fraction, source = mem_fraction, "scenario engine.mem_fraction"
+    elif pool.fraction is not None:
+        fraction, source = pool.fraction, f"{engine.name} default"
+    else:
+        fraction = pool.reserved.fraction(hw.memory_capacity_bytes / MIB, tp, attention_dp, speculative,
+                                          prefill_tokens if explicit_prefill else None, graph_batch)
+        source = f"{engine.name} default"
+    return PoolRule(engine.name, pool.knob, fraction, source, pool.fraction_of, pool.startup_mib * MIB,
+                    prefill_tokens if pool.activations else 0, pool.graph_mib * MIB)
+
+
+def activation_bytes(pricer: Pricer, tokens: int) -> float:
+    """Estimated activation peak of a forward over `tokens` on one GPU (what vLLM and TensorRT-LLM
+    profile): per token, ~4 hidden-wide tensors live (residual, normed input, attention output,
+    a copy) plus the widest FFN's intermediates: a dense layer's gate/up and activated output
+    (3 x intermediate / tp), a fused MoE's per-chosen-expert gate/up, output and down buffers
+    (top_k x (3 x expert intermediate / expert shard + hidden)); in the activation dtype."""
+    model, par = pricer.model, pricer.par
+    widths = [3 * f.intermediate_size / par.tp if f.kind == "dense"
+              else f.top_k * (3 * f.expert_intermediate_size / par.expert_shard + model.hidden_size)
+              for f in model.ffn_kinds.values()]
+    return tokens * DTYPE_BYTES[model.dtypes.activations] * (4 * model.hidden_size + max(widths, default=0.0))
+
+
+def pool_bytes(rule: PoolRule, capacity: float, weights: float, activations: float) -> float:
+    """The KV pool the engine's rule leaves on one GPU (negative: none)."""
+    if rule.fraction_of == "capacity":
+        return rule.fraction * capacity - weights - activations - rule.graph_bytes
+    if rule.fraction_of == "free_at_start":
+        return rule.fraction * (capacity - rule.startup_bytes) - weights
+    return rule.fraction * (capacity - rule.startup_bytes - weights - activations - rule.graph_bytes)
+
+
+@dataclass(frozen=True)
 class MemoryBudget:
     """Per-GPU memory: weights, the KV budget left, and per-token / per-request KV."""
 
@@ -40,6 +117,8 @@ class MemoryBudget:
     draft_kv: tuple[LayerKV, ...]
     reserved_tokens: int
     groups: int = 1  # DP attention groups in a replica, each with its own KV pool of kv_budget_bytes
+    rule: PoolRule | None = None     # how the engine sized kv_budget_bytes
+    activation_bytes: float = 0.0    # set aside for the profiled forward's activations (rule.activation_tokens)
 
     @property
     def replica_kv_budget_bytes(self) -> float:
@@ -73,9 +152,10 @@ class MemoryBudget:
         return max(0, int(self.kv_budget_bytes // self.request_bytes(length)))
 
 
-def memory_budget(pricer: Pricer, design: DesignShape) -> MemoryBudget:
+def memory_budget(pricer: Pricer, design: DesignShape, rule: PoolRule) -> MemoryBudget:
     """Per-GPU budget for a design: the design's record says how many draft layers hold weights
-    (and KV), and of which part; the pricer says what a part's weights weigh."""
+    (and KV), and of which part; the pricer says what a part's weights weigh; the engine's rule
+    (`pool_rule`) how much of the GPU its KV pool takes."""
     hw, model, rec = pricer.hw, pricer.model, design.record
     # the embedding splits like the LM head: over the attention GPUs (all tp without DP attention)
     embedding = 0.0 if model.tie_embeddings else model.vocab_size * model.hidden_size * 2 / pricer.par.attention_tp
@@ -85,9 +165,11 @@ def memory_budget(pricer: Pricer, design: DesignShape) -> MemoryBudget:
         layers = rec.draft_layers(design.steps)
         draft_w = layers * pricer.weight_bytes(rec.layer_part, shared_head=False)
         draft_kv = part_kv(pricer, rec.layer_part) * layers if rec.has_draft_kv else ()
-    budget = hw.memory_capacity_bytes * hw.usable_memory_fraction - target_w - draft_w
+    activations = activation_bytes(pricer, rule.activation_tokens)
+    budget = pool_bytes(rule, hw.memory_capacity_bytes, target_w + draft_w, activations)
     return MemoryBudget(hw.memory_capacity_bytes, target_w, draft_w, max(budget, 0.0),
-                        part_kv(pricer, "target"), draft_kv, design.reserved_tokens, pricer.par.attention_dp)
+                        part_kv(pricer, "target"), draft_kv, design.reserved_tokens, pricer.par.attention_dp,
+                        rule, activations)
 
 
 def part_kv(pricer: Pricer, part: str) -> tuple[LayerKV, ...]:

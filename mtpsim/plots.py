@@ -147,7 +147,7 @@ def memory_budget(memory: pd.DataFrame, name: str = "run") -> Figure:
     """Per GPU: weights and KV budget (stacked, GB), and the max concurrent requests per design.
 
     memory: one row per design (label, target_weights_GB, draft_weights_GB, kv_budget_GB,
-    max_requests, context)."""
+    max_requests, context; optionally capacity_GB, mem_fraction, fraction_source: the engine's rule)."""
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 4.5), layout="constrained")
     fig.suptitle(f"{name}: memory per GPU and how many requests fit", fontsize=11)
     pos = range(len(memory))
@@ -157,6 +157,12 @@ def memory_budget(memory: pd.DataFrame, name: str = "run") -> Figure:
            label="KV budget", color="tab:blue")
     ax.set_xticks(pos, memory.label, fontsize=8, rotation=20, ha="right")
     top = (memory.target_weights_GB + memory.draft_weights_GB + memory.kv_budget_GB).max()
+    if "capacity_GB" in memory:  # what the driver reports, and the engine fraction that sized the KV pool
+        for cap in sorted(set(memory.capacity_GB)):
+            ax.axhline(cap, color="black", lw=0.8, ls="--", label=f"GPU memory {cap:.1f} GB")
+        top = max(top, memory.capacity_GB.max())
+        rules = sorted({f"{f:g} ({src})" for f, src in zip(memory.mem_fraction, memory.fraction_source)})
+        ax.set_title("KV pool: " + "; ".join(rules), fontsize=8)
     ax.set(ylabel="memory per GPU (GB)", ylim=(0, 1.3 * top))
     ax.legend(fontsize=8, ncols=3, loc="upper center")
     bars = ax2.bar(pos, memory.max_requests, color="tab:green")

@@ -8,7 +8,7 @@ import pandas as pd
 
 from mtpsim.costs import Pricer, build_pricer
 from mtpsim.designs import BASELINE, DesignShape, iteration_passes, overlap_window
-from mtpsim.memory import memory_budget
+from mtpsim.memory import memory_budget, pool_rule
 
 
 def iteration_table(pricer: Pricer, design: DesignShape, batch: int, context: int) -> pd.DataFrame:
@@ -55,16 +55,23 @@ def iteration_time_s(pricer: Pricer, design: DesignShape, table: pd.DataFrame, o
     return {"gpu_s": gpu_s, "host_s": host_s, "exposed_host_s": exposed_s, "iteration_s": gpu_s + exposed_s}
 
 
-def memory_table(pricer: Pricer, designs: list[DesignShape], context: int) -> pd.DataFrame:
+def memory_table(pricer: Pricer, designs: list[DesignShape], context: int, scenario) -> pd.DataFrame:
+    """Per design: the GPU's capacity, the engine's fraction and its source, weights, KV budget."""
     rows = []
     for d in designs:
-        m = memory_budget(pricer, d)
-        rows.append({"design": d.design, "target_weights_GB": m.target_weight_bytes / 1e9,
+        m = memory_budget(pricer, d, pool_rule(scenario, d.design))
+        rows.append({"design": d.design, **budget_columns(m), "target_weights_GB": m.target_weight_bytes / 1e9,
                      "draft_weights_GB": m.draft_weight_bytes / 1e9, "kv_budget_GB": m.kv_budget_bytes / 1e9,
                      "kv_bytes_per_token": m.kv_bytes_per_token, "draft_kv_bytes_per_token": m.draft_kv_bytes_per_token,
                      "reserved_tokens": m.reserved_tokens, "max_kv_tokens": m.max_kv_tokens,
                      f"max_requests@{context}": m.max_requests(context)})
     return pd.DataFrame(rows)
+
+
+def budget_columns(m) -> dict:
+    """How the engine sized a budget: the GPU's capacity, the fraction in force and its source."""
+    return {"capacity_GB": m.capacity_bytes / 1e9, "mem_fraction": m.rule.fraction,
+            "fraction_source": f"{m.rule.knob}: {m.rule.fraction_source}"}
 
 
 def cost_report(scenario, batch: int, context: int, ops: bool = False) -> dict:
@@ -78,7 +85,7 @@ def cost_report(scenario, batch: int, context: int, ops: bool = False) -> dict:
         passes.append(table)
         totals.append({"design": d.design, **iteration_time_s(pricer, d, table, scenario.engine.overlap_schedule, batch)})
     report = {"passes": pd.concat(passes, ignore_index=True), "iterations": pd.DataFrame(totals),
-              "memory": memory_table(pricer, designs, context)}
+              "memory": memory_table(pricer, designs, context, scenario)}
     if ops:
         report["ops"] = op_table(pricer, designs[-1], batch, context)
     return report

@@ -86,17 +86,18 @@ def memory_frame(points: list[sc.Scenario]) -> pd.DataFrame:
     """Per-GPU memory budget of each distinct design in the run (and `none`): weights, KV budget,
     and max concurrent requests at the workload's mean input + output length."""
     from mtpsim.costs import build_pricer
-    from mtpsim.memory import memory_budget
+    from mtpsim.memory import memory_budget, pool_rule
+    from mtpsim.report import budget_columns
     rows = {}
     for s in points:
         pricer, context = build_pricer(s), mean_length(s.workload.input_len) + mean_length(s.workload.output_len)
         for d in (DesignShape(BASELINE), DesignShape.of(s.speculative)):
             label = d.label + "".join(f", {k.split('.')[-1]}={v}" for k, v in s.point.items()
                                       if k.startswith("model") and d.design != BASELINE)
-            m = memory_budget(pricer, d)
+            m = memory_budget(pricer, d, pool_rule(s, d.design))
             rows.setdefault((label, context), {
                 "label": label, "design": d.design, "steps": d.steps,
-                "context": context, "target_weights_GB": m.target_weight_bytes / 1e9,
+                "context": context, **budget_columns(m), "target_weights_GB": m.target_weight_bytes / 1e9,
                 "draft_weights_GB": m.draft_weight_bytes / 1e9, "kv_budget_GB": m.kv_budget_bytes / 1e9,
                 "max_requests": m.max_requests(context)})
     return pd.DataFrame(list(rows.values()))

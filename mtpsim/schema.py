@@ -220,6 +220,10 @@ class Engine(Section):
     max_graph_batch: int = Field(default=256, ge=1, le=MAX_USERS)
     overlap_schedule: bool = True
     chunked_prefill_tokens: int = Field(default=8192, ge=1, le=MAX_TOKENS)
+    # the fraction of GPU memory the engine's KV-pool rule reads (SGLang mem_fraction_static, vLLM
+    # gpu_memory_utilization, TRT-LLM free_gpu_memory_fraction; engines/<kind>.yaml kv_pool);
+    # None: the engine's default
+    mem_fraction: float | None = Field(default=None, gt=0, le=1)
 
 
 class Cost(Section):

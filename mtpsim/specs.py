@@ -205,7 +205,7 @@ class HardwareSpec(Spec):
     name: str
     peak_flops: dict[Dtype, Annotated[float, Field(gt=0)]] = Field(min_length=1)  # dense tensor-core FLOP/s per dtype
     memory_bandwidth_bytes_per_s: float = Field(gt=0)
-    memory_capacity_bytes: float = Field(gt=0)
+    memory_capacity_bytes: float = Field(gt=0)       # as the driver reports it (nvidia-smi / mem_get_info total)
     link_bandwidth_bytes_per_s: float = Field(gt=0)   # per GPU, one direction
     link_latency_s: float = Field(ge=0)               # per collective hop
     # a node: GPUs on one NVLink / Infinity Fabric domain; collectives over more ranks than this
@@ -218,7 +218,6 @@ class HardwareSpec(Spec):
     graph_launch_overhead_s: float = Field(ge=0)      # per kernel inside a CUDA-graph replay
     efficiency_flops: float = Field(default=0.7, gt=0, le=1)
     efficiency_bandwidth: float = Field(default=0.8, gt=0, le=1)
-    usable_memory_fraction: float = Field(default=0.9, gt=0, le=1)
     # measured profiles (mtpsim/data/profiles/<name>) by serving engine; `default` for other engines
     profiles: dict[str, str] = Field(default_factory=dict)
     # roofline latency floors fitted on measured GPUs (mtpsim/data/latency_floors.yaml, costs/floors.py)
@@ -262,6 +261,85 @@ class HostTime(Spec):
         return self.base_s + self.per_request_s * batch
 
 
+class MemoryClass(Spec):
+    """One of SGLang's GPU-memory classes: GPUs below `below_mib` (None: any larger) default to
+    this chunked-prefill size and CUDA-graph batch (`graph_batch` under tp 4, `graph_batch_tp4`
+    from tp 4)."""
+
+    below_mib: float | None = Field(default=None, gt=0)
+    chunked_prefill_tokens: int = Field(gt=0)
+    graph_batch: int = Field(gt=0)
+    graph_batch_tp4: int = Field(gt=0)
+
+
+class ReservedMemory(Spec):
+    """SGLang's default mem_fraction_static = (gpu - reserved) / gpu, `reserved` in MiB from the
+    chunked-prefill size, CUDA-graph batch, tp, DP attention and speculative decoding (the sources
+    are in engines/sglang.yaml)."""
+
+    classes: list[MemoryClass] = Field(min_length=1)
+    base_mib: float = Field(ge=0)
+    per_prefill_token_mib: float = Field(ge=0)
+    min_prefill_tokens: int = Field(ge=0)
+    per_graph_batch_mib: float = Field(ge=0)
+    per_tp_mib: float = Field(ge=0)
+    dp_attention_per_graph_batch_mib: float = Field(ge=0)
+    dp_attention_large_graph_batch: int = Field(ge=0)
+    dp_attention_large_per_graph_batch_mib: float = Field(ge=0)
+    floor_above_mib: float = Field(ge=0)
+    floor_mib: float = Field(ge=0)
+    speculative_mib: float = Field(ge=0)
+
+    def memory_class(self, gpu_mib: float) -> MemoryClass:
+        return next((c for c in self.classes if c.below_mib is None or gpu_mib < c.below_mib), self.classes[-1])
+
+    def fraction(self, gpu_mib: float, tp: int, attention_dp: int, speculative: bool,
+                 prefill_tokens: int | None = None, graph_batch: int | None = None) -> float:
+        """The default fraction; prefill_tokens / graph_batch: the scenario's where it set them,
+        else the memory class's."""
+        c = self.memory_class(gpu_mib)
+        prefill = prefill_tokens or c.chunked_prefill_tokens
+        graphs = graph_batch or (c.graph_batch if tp < 4 else c.graph_batch_tp4)
+        mib = (self.base_mib + max(prefill, self.min_prefill_tokens) * self.per_prefill_token_mib
+               + graphs * self.per_graph_batch_mib + tp * self.per_tp_mib)
+        if attention_dp > 1:
+            mib += graphs * attention_dp * self.dp_attention_per_graph_batch_mib
+            if graphs > self.dp_attention_large_graph_batch:
+                mib += graphs * attention_dp * self.dp_attention_large_per_graph_batch_mib
+        if gpu_mib > self.floor_above_mib:
+            mib = max(mib, self.floor_mib)
+        mib += self.speculative_mib if speculative else 0.0
+        return round((gpu_mib - mib) / gpu_mib, 3)
+
+
+class KVPoolSpec(Spec):
+    """How an engine sizes its KV pool per GPU (engines/<kind>.yaml `kv_pool:`).
+
+    knob: the engine's name for its memory fraction (scenario `engine.mem_fraction` sets it).
+    fraction_of: what the fraction multiplies. `capacity`: the driver's total (vLLM:
+    pool = f x capacity - weights - activations - graphs); `free_at_start`: what is free when the
+    engine starts, capacity - startup (SGLang: pool = f x that - weights); `free_after_load`: what
+    is free after weights, activations and graphs (TensorRT-LLM: pool = f x that).
+    fraction: the engine's fixed default; None: `reserved` derives it (SGLang).
+    startup_mib: CUDA context and communicator buffers taken before the engine measures.
+    activations: whether the engine's profiled activation peak is set aside (estimated from the
+    model's widths, memory.py `activation_bytes`); graph_mib: CUDA-graph memory set aside."""
+
+    knob: str
+    fraction_of: Literal["capacity", "free_at_start", "free_after_load"]
+    fraction: float | None = Field(default=None, gt=0, le=1)
+    reserved: ReservedMemory | None = None
+    startup_mib: float = Field(default=0.0, ge=0)
+    activations: bool = False
+    graph_mib: float = Field(default=0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _one_default(self) -> KVPoolSpec:
+        if (self.fraction is None) == (self.reserved is None):
+            raise ValueError("give one of fraction (a fixed default) and reserved (SGLang's rule)")
+        return self
+
+
 class EngineSpec(Spec):
     """A serving engine's host side (mtpsim/data/engines/<kind>.yaml, sources in its comment).
 
@@ -285,6 +363,7 @@ class EngineSpec(Spec):
     verify_scorer: Literal["mqa", "batch_expansion"] = "mqa"
     version: str = ""            # the release these fields were resolved for (engines.py)
     rules: tuple[str, ...] = ()  # the version rules in force at that release
+    kv_pool: KVPoolSpec  # how the engine sizes its KV pool (memory.py)
 
     @model_validator(mode="after")
     def _both_host_times(self) -> EngineSpec:

@@ -82,7 +82,7 @@ def test_models_and_hardware_list_one_line_each(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == catalog.names("hardware")
     h200 = next(line for line in lines if line.startswith("h200 "))
-    assert "141 GB" in h200 and "4.8 TB/s" in h200 and "h200-sglang" in h200
+    assert "151 GB" in h200 and "4.8 TB/s" in h200 and "h200-sglang" in h200
 
 
 def test_version(capsys):

@@ -11,7 +11,7 @@ from mtpsim.cli import main
 from mtpsim.costs import build_pricer
 from mtpsim.costs.passes import PassShape
 from mtpsim.designs import DESIGNS, RECORDS, DesignShape, iteration_passes, label, prefill_passes
-from mtpsim.memory import memory_budget
+from mtpsim.memory import memory_budget, pool_rule
 
 # ----------------------------------------------------------------------------- the records' passes
 
@@ -75,10 +75,10 @@ def test_draft_layers_hold_weights_and_kv_as_the_records_say():
     s = sc.validate({"name": "m", "model": "mimo-v2-flash", "hardware": "h200", "parallel": {"tp": 8},
                      "speculative": {"design": "multi_layer", "steps": 3}, "acceptance": {"per_depth": [0.8] * 3}})
     pricer = build_pricer(s)
-    one, three = (memory_budget(pricer, DesignShape(d, 3, 1, 4)) for d in ("nextn", "multi_layer"))
+    one, three = (memory_budget(pricer, DesignShape(d, 3, 1, 4), pool_rule(s)) for d in ("nextn", "multi_layer"))
     assert three.draft_weight_bytes == pytest.approx(3 * one.draft_weight_bytes)
     assert len(three.draft_kv) == 3 * len(one.draft_kv) == 3
-    assert memory_budget(pricer, DesignShape("none")).draft_weight_bytes == 0
+    assert memory_budget(pricer, DesignShape("none"), pool_rule(s, "none")).draft_weight_bytes == 0
 
 
 # ----------------------------------------------------------------------------- designs against the model
@@ -149,7 +149,7 @@ def test_eagle3_draft_ops_fuse_target_layers_only_when_fed_the_target():
 
 def test_eagle3_draft_memory_is_its_own_weights_and_one_layer_of_kv():
     s = _eagle3()
-    budget = memory_budget(build_pricer(s), DesignShape.of(s.speculative))
+    budget = memory_budget(build_pricer(s), DesignShape.of(s.speculative), pool_rule(s))
     layer = 2 * 4096 * (4096 + 2048) + 4096 * 4096 + 3 * 4096 * 14336
     assert budget.draft_weight_bytes == (layer + 3 * 4096 * 4096 + 4096 * 32000) * 2   # ~0.42B params, bf16
     assert budget.draft_kv_bytes_per_token == 8 * 128 * 2 * 2

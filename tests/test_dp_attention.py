@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from mtpsim import cli
-from mtpsim.catalog import load_hardware, load_model
+from mtpsim.catalog import load_engine, load_hardware, load_model
 from mtpsim.costs import ops as O
 from mtpsim.costs.passes import PassShape, Pricer
 from mtpsim.costs.roofline import RooflineCosts
 from mtpsim.designs import DesignShape
-from mtpsim.memory import memory_budget
+from mtpsim.memory import memory_budget, resolve_pool
 from mtpsim.schema import Speculative
 from tests.test_bad_input import BASE, one_line_error
 
@@ -62,8 +62,9 @@ def test_memory_shards_over_the_attention_gpus():
     attention groups of 4 GPUs each GPU holds twice the attention weights and KV heads of TP8
     (the dense FFN stays split over all 8: no wide EP), and twice the LM head and embedding."""
     design = DesignShape.of(Speculative())
-    tp8 = memory_budget(pricer("llama-3.1-8b", tp=8), design)
-    dp2 = memory_budget(pricer("llama-3.1-8b", tp=8, attention_dp=2), design)
+    rule = resolve_pool(load_engine("sglang"), load_hardware("h200"), tp=8, mem_fraction=0.9)
+    tp8 = memory_budget(pricer("llama-3.1-8b", tp=8), design, rule)
+    dp2 = memory_budget(pricer("llama-3.1-8b", tp=8, attention_dp=2), design, rule)
     layers, d, hd, bf16 = 32, 4096, 128, 2
     attention = d * 32 * hd + d * 8 * 2 * hd + 32 * hd * d  # q, k + v, o: all heads
     head_and_embedding = 2 * 128256 * d

@@ -22,7 +22,8 @@ RAW = {"name": "toy", "host": {"decode": {"base_s": 1e-4}, "speculative": {"base
        "versions": {"default": "1.1", "known": ["1.0", "1.1", "1.2", "2.0"]},
        "rules": [{"name": "cap", "field": "speculative_max_running_requests", "value": 32, "until": "1.2",
                   "source": "a test"},
-                 {"name": "overlap", "field": "speculative_overlap", "value": True, "since": "1.2", "source": "a test"}]}
+                 {"name": "overlap", "field": "speculative_overlap", "value": True, "since": "1.2", "source": "a test"}],
+       "kv_pool": catalog.engine_file("vllm")["kv_pool"]}
 
 
 def test_rules_hold_over_their_ranges():

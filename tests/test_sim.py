@@ -13,7 +13,7 @@ from mtpsim.catalog import load_engine
 from mtpsim.costs import build_pricer
 from mtpsim.costs.roofline import OpTime
 from mtpsim.designs import DesignShape
-from mtpsim.memory import memory_budget
+from mtpsim.memory import memory_budget, pool_rule
 from mtpsim.run import run_points
 from mtpsim.sim import simulate
 
@@ -130,7 +130,7 @@ def test_draft_kv_lowers_max_concurrency():
             "speculative": {"design": "frozen_kv", "steps": 3}, "acceptance": {"per_depth": [0.8] * 3}}
     s = sc.validate(data)
     pricer = build_pricer(s)
-    fits = {d: memory_budget(pricer, DesignShape(d, 3, 1, 4)).max_requests(8192)
+    fits = {d: memory_budget(pricer, DesignShape(d, 3, 1, 4), pool_rule(s, d)).max_requests(8192)
             for d in ("frozen_kv", "nextn", "multi_layer")}
     assert fits["frozen_kv"] > fits["nextn"] > fits["multi_layer"]
 

@@ -13,7 +13,7 @@ from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import build_pricer
 from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError
-from mtpsim.memory import memory_budget
+from mtpsim.memory import memory_budget, pool_rule
 from mtpsim.results import Records, Results, limits_row, to_results
 from mtpsim.sim.engine import Arrivals, Engine, Replica
 from mtpsim.sim.scheduler import Router, Scheduler
@@ -30,7 +30,7 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
     wall = time.perf_counter()
     s, design = scenario, DesignShape.of(scenario.speculative)
     pricer = pricer or build_pricer(s)
-    budget = memory_budget(pricer, design)
+    budget = memory_budget(pricer, design, pool_rule(s))
     profile = AcceptanceProfile.from_section(s.acceptance, design.steps, s.source, design.topk, design.draft_tokens)
     env, records = simpy.Environment(), Records(max_iteration_rows, keep_passes, max_request_rows)
     bar = tqdm(total=s.workload.num_requests, desc=s.name, unit="req", file=sys.stderr, mininterval=1.0,
@@ -95,7 +95,8 @@ def _start_arrivals(env, arrivals: Arrivals, s, budget) -> int:
     if budget.request_bytes(longest) > budget.kv_budget_bytes:
         raise ScenarioError(s.source, "workload", f"a request of {longest} tokens needs "
                             f"{budget.request_bytes(longest) / 1e9:.2f} GB of KV per GPU, more than the "
-                            f"{budget.kv_budget_bytes / 1e9:.2f} GB left after weights")
+                            f"{budget.kv_budget_bytes / 1e9:.2f} GB the engine's KV pool holds "
+                            f"({budget.rule.label} of {budget.capacity_bytes / 1e9:.1f} GB)")
     return len(inputs)
 
 

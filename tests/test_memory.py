@@ -1,0 +1,119 @@
+"""The KV budget as each serving engine sizes its pool (engines/<kind>.yaml `kv_pool:`, memory.py):
+SGLang's default mem_fraction_static, vLLM's gpu_memory_utilization, TensorRT-LLM's
+free_gpu_memory_fraction, the scenario's `engine.mem_fraction` override, and the deployment the
+old 0.9 x datasheet rule refused (DeepSeek-R1 FP8 on 4xB200)."""
+from __future__ import annotations
+
+import pytest
+
+import mtpsim.scenario as sc
+from mtpsim.catalog import load_engine, load_hardware
+from mtpsim.costs import build_pricer
+from mtpsim.designs import DesignShape
+from mtpsim.memory import MIB, activation_bytes, memory_budget, pool_rule, resolve_pool
+from mtpsim.report import cost_report
+from mtpsim.sim import simulate
+
+GIB = 2**30
+
+
+def scenario(engine="sglang", model="llama-3.1-8b", hardware="h100-sxm", tp=1, design="none", **eng):
+    spec = {"design": design, "steps": 3}
+    return sc.validate({"name": "m", "model": model, "hardware": hardware, "parallel": {"tp": tp},
+                        "engine": {"kind": engine, **eng}, "speculative": spec,
+                        "acceptance": {"per_depth": [0.8, 0.7, 0.6]} if design != "none" else {},
+                        "workload": {"arrival": "batch", "concurrency": 2, "num_requests": 2,
+                                     "input_len": 64, "output_len": 8}})
+
+
+def budget(s):
+    return memory_budget(build_pricer(s), DesignShape.of(s.speculative), pool_rule(s))
+
+
+def test_capacities_are_the_drivers():
+    mib = {"h100-sxm": 81559, "h200": 143771, "b200": 183359, "a100-80g": 81920, "mi300x": 196608}
+    for name, total in mib.items():
+        assert load_hardware(name).memory_capacity_bytes == total * MIB
+
+
+@pytest.mark.parametrize("hardware,tp,speculative,expected", [
+    # server_args.py _handle_gpu_memory_settings by hand: reserved MiB, then round((gpu - r) / gpu, 3)
+    ("h100-sxm", 1, False, round((81559 - max(512 + 8192 * 1.5 + 256 * 2 + 128, 10240)) / 81559, 3)),
+    ("h200", 8, False, round((143771 - (512 + 8192 * 1.5 + 512 * 2 + 8 * 128)) / 143771, 3)),
+    ("b200", 4, False, round((183359 - (512 + 16384 * 1.5 + 512 * 2 + 4 * 128)) / 183359, 3)),
+    ("b200", 4, True, round((183359 - (512 + 16384 * 1.5 + 512 * 2 + 4 * 128) - 2048) / 183359, 3)),
+])
+def test_sglang_default_fraction_follows_gpu_memory_tp_and_speculation(hardware, tp, speculative, expected):
+    rule = resolve_pool(load_engine("sglang"), load_hardware(hardware), tp=tp, speculative=speculative)
+    assert rule.fraction == expected and rule.fraction_source == "sglang default"
+    assert rule.knob == "mem_fraction_static"
+
+
+def test_sglang_default_fraction_reads_the_scenarios_chunk_and_graph_batch_when_set():
+    hw, engine = load_hardware("h200"), load_engine("sglang")
+    default = resolve_pool(engine, hw, tp=8).fraction
+    bigger = resolve_pool(engine, hw, tp=8, prefill_tokens=32768, explicit_prefill=True).fraction
+    assert bigger == round((143771 - (512 + 32768 * 1.5 + 512 * 2 + 8 * 128)) / 143771, 3) < default
+    assert resolve_pool(engine, hw, tp=8, prefill_tokens=32768).fraction == default  # the default chunk: its class's
+    dp = resolve_pool(engine, hw, tp=8, attention_dp=8).fraction
+    assert dp == round((143771 - (512 + 8192 * 1.5 + 512 * 2 + 1024 + 512 * 8 * 3 + 512 * 8 * 1.5)) / 143771, 3)
+
+
+def test_sglang_pool_is_fraction_of_free_memory_minus_weights():
+    m = budget(scenario("sglang"))
+    free = m.capacity_bytes - 2582 * MIB
+    assert m.kv_budget_bytes == pytest.approx(m.rule.fraction * free - m.target_weight_bytes)
+    assert m.activation_bytes == 0  # SGLang's reserve lives in (1 - fraction)
+
+
+def test_vllm_pool_sets_aside_weights_activations_and_graphs():
+    m = budget(scenario("vllm"))
+    assert m.rule.fraction == 0.9 and m.rule.knob == "gpu_memory_utilization"
+    assert m.activation_bytes == pytest.approx(activation_bytes(build_pricer(scenario("vllm")), 8192))
+    assert 0.5e9 < m.activation_bytes < 2e9  # Llama-3.1-8B over 8192 tokens: ~1 GB
+    assert m.kv_budget_bytes == pytest.approx(0.9 * m.capacity_bytes - m.target_weight_bytes - m.activation_bytes - GIB)
+
+
+def test_trtllm_pool_is_a_fraction_of_what_is_free_after_load():
+    m = budget(scenario("trtllm"))
+    assert m.rule.fraction == 0.9 and m.rule.knob == "free_gpu_memory_fraction"
+    free = m.capacity_bytes - 2582 * MIB - m.target_weight_bytes - m.activation_bytes - GIB
+    assert m.kv_budget_bytes == pytest.approx(0.9 * free)
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm", "trtllm"])
+def test_mem_fraction_overrides_each_engines_default(engine):
+    low, high = budget(scenario(engine, mem_fraction=0.5)), budget(scenario(engine, mem_fraction=0.95))
+    assert low.rule.fraction == 0.5 and high.rule.fraction == 0.95
+    assert low.rule.fraction_source == high.rule.fraction_source == "scenario engine.mem_fraction"
+    assert 0 < low.kv_budget_bytes < high.kv_budget_bytes
+
+
+def test_a_fraction_below_the_weights_leaves_no_pool():
+    assert budget(scenario("vllm", mem_fraction=0.1)).kv_budget_bytes == 0
+
+
+def test_deepseek_r1_fp8_on_4xb200_with_sglang():
+    """DeepSeek-R1 FP8 (catalog deepseek-v3) at tp 4 on 4xB200: ~169 GB of weights per GPU. The
+    default mem_fraction_static (0.844 with MTP) leaves SGLang no pool, as SGLang's own rule does
+    (the deployment passes --mem-fraction-static 0.95); with 0.95 it runs."""
+    default = budget(scenario("sglang", "deepseek-v3", "b200", 4, "nextn"))
+    assert default.rule.fraction == round((183359 - 26624 - 2048) / 183359, 3)
+    free = default.capacity_bytes - 2582 * MIB
+    weights = default.target_weight_bytes + default.draft_weight_bytes
+    assert default.kv_budget_bytes == max(0.0, default.rule.fraction * free - weights) == 0.0
+    s = scenario("sglang", "deepseek-v3", "b200", 4, "nextn", mem_fraction=0.95)
+    m = budget(s)
+    assert m.kv_budget_bytes == pytest.approx(0.95 * free - weights) and m.kv_budget_bytes > 5e9
+    assert m.max_kv_tokens == int(m.kv_budget_bytes // m.kv_bytes_per_token) > 50_000
+    r = simulate(s)
+    assert r.summary.max_kv_tokens.iloc[0] == m.max_kv_tokens
+
+
+def test_the_cost_report_shows_capacity_fraction_and_source():
+    table = cost_report(scenario("sglang", "deepseek-v3", "h200", 8, "nextn"), 4, 1024)["memory"]
+    assert set(table.design) == {"none", "nextn"}
+    assert (table.capacity_GB == 143771 * MIB / 1e9).all()
+    by = dict(zip(table.design, table.mem_fraction))
+    assert by["nextn"] < by["none"]  # SGLang reserves 2 GiB more for the draft
+    assert table.fraction_source.str.contains("mem_fraction_static: sglang default").all()
