@@ -1,6 +1,7 @@
 """Predicted vs reported speedups for the published cases (shared/reference/published.md).
 
-Run: .venv/bin/python benchmarks/published.py [--jobs N] [--no-peer]    (about 30 s on 2 cores)
+Run: .venv/bin/python benchmarks/published.py [--jobs N] [--no-peer] [--rules]    (about 60 s on 2 cores; --rules
+about 2 minutes more: each engine version rule left out in turn, on every case it applies to)
 
 Each case is a scenario in scenarios/published/ that states, in its comments, what the source
 reports and what had to be assumed. This script simulates each twice, nothing tuned per case:
@@ -178,20 +179,56 @@ def report(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def command_line(doc: str) -> tuple[int, bool]:
-    """(--jobs, whether to ask aiconfigurator) from the command line of a published-case benchmark."""
+def rules_in_force(cases=CASES) -> dict[tuple[str, str], list[Case]]:
+    """(engine, rule) -> the cases whose scenario's engine release applies that version rule."""
+    found: dict[tuple[str, str], list[Case]] = {}
+    for case in cases:
+        engine = sc.load(FOLDER / case.file)[0].specs.engine
+        for rule in engine.rules:
+            found.setdefault((engine.name, rule), []).append(case)
+    return found
+
+
+def leave_one_rule_out(table: pd.DataFrame, jobs: int = 1) -> pd.DataFrame:
+    """Each engine version rule's effect on every case it applies to: the case's median |error|
+    with every rule, and with that rule left out (`engine.ignore_rules`), default cost model."""
+    rows = []
+    for (engine, rule), cases in rules_in_force().items():
+        for case in cases:
+            without = simulate_case(case, jobs, (f"engine.ignore_rules=[{rule}]",))
+            reported = [case.reported[v] for v in without[case.key]]
+            err = (100 * (without[case.metric] - reported) / pd.Series(reported, index=without.index)).abs()
+            mine = table[(table.case == case.id) & (table.metric == case.metric) & (table.point != "none")]["error %"].abs()
+            rows.append({"rule": f"{engine}:{rule}", "case": case.id, "metric": case.metric, "points": len(mine),
+                         "median |error| % with": mine.median(), "without": err.median(),
+                         "helps": "yes" if mine.median() < err.median() - 0.05 else
+                         "no" if mine.median() > err.median() + 0.05 else "no effect"})
+    return pd.DataFrame(rows)
+
+
+def command_line(doc: str, rules: bool = False):
+    """(--jobs, whether to ask aiconfigurator[, --rules]) from the command line of a published-case benchmark."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1))
     parser.add_argument("--no-peer", action="store_true", help="skip aiconfigurator's predictions")
+    if rules:
+        parser.add_argument("--rules", action="store_true", help="also the leave-one-rule-out table of engine version rules")
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import aiconfigurator_peer
-    return args.jobs, not args.no_peer and aiconfigurator_peer.available()
+    found = args.jobs, not args.no_peer and aiconfigurator_peer.available()
+    return (*found, args.rules) if rules else found
 
 
 def main() -> None:
-    jobs, peer = command_line(__doc__)
-    print(report(run_all(jobs, peer)))
+    jobs, peer, rules = command_line(__doc__, rules=True)
+    table = run_all(jobs, peer)
+    print(report(table))
+    early = table[table.case.isin([f"P{i}" for i in range(1, 8)])]
+    print(_errors(early, "error %", "default on the public speedups P1-P7"))
+    if rules:
+        print("\nLeave one engine version rule out (mtpsim/data/engines/*.yaml `rules`; `mtpsim engines` lists them):")
+        print(leave_one_rule_out(table, jobs).to_string(index=False, float_format=lambda x: f"{x:.1f}"))
 
 
 if __name__ == "__main__":
