@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mtpsim import hfconfig
-from mtpsim.engines import resolve_engine
+from mtpsim.engines import EngineSpec, resolve_engine
 from mtpsim.errors import ScenarioError, short
 from mtpsim.files import load_yaml
 from mtpsim.packagedata import catalog_dirs, data_dir
-from mtpsim.specs import EngineSpec, HardwareSpec, ModelSpec
+from mtpsim.specs import HardwareSpec, ModelSpec
 
 CATALOG_DIR = data_dir()  # the built-in catalog: models/, hardware/, engines/
 

@@ -1,5 +1,6 @@
-"""A serving engine at a release: its catalog file (mtpsim/data/engines/<kind>.yaml) resolved into
-the `EngineSpec` that prices and schedules a scenario.
+"""A serving engine at a release: the `EngineSpec` that prices and schedules a scenario (host
+time, overlap, caps, verify scorer, KV pool), and its catalog file (mtpsim/data/engines/<kind>.yaml)
+resolved into one.
 
 An engine file holds the engine's fields as they are at every release it knows, plus
 - `versions`: the releases it knows (`known`) and the one a scenario without `engine.version`
@@ -17,10 +18,153 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from packaging.version import InvalidVersion, Version
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from mtpsim.errors import ScenarioError, short
-from mtpsim.specs import EngineSpec, Spec
+from mtpsim.specs import Spec
+
+DEFAULT_MAX_RUNNING = 256  # running requests when neither the scenario nor an engine rule caps them
+
+
+class HostTime(Spec):
+    """Host seconds per decode iteration: base + per_request * running requests."""
+
+    base_s: float = Field(ge=0)
+    per_request_s: float = Field(default=0.0, ge=0)
+
+    def at(self, batch: float) -> float:
+        return self.base_s + self.per_request_s * batch
+
+
+class MemoryClass(Spec):
+    """One of SGLang's GPU-memory classes: GPUs below `below_mib` (None: any larger) default to
+    this chunked-prefill size and CUDA-graph batch (`graph_batch` under tp 4, `graph_batch_tp4`
+    from tp 4)."""
+
+    below_mib: float | None = Field(default=None, gt=0)
+    chunked_prefill_tokens: int = Field(gt=0)
+    graph_batch: int = Field(gt=0)
+    graph_batch_tp4: int = Field(gt=0)
+
+
+class ReservedMemory(Spec):
+    """SGLang's default mem_fraction_static = (gpu - reserved) / gpu, `reserved` in MiB from the
+    chunked-prefill size, CUDA-graph batch, tp, DP attention and speculative decoding (the sources
+    are in engines/sglang.yaml)."""
+
+    classes: list[MemoryClass] = Field(min_length=1)
+    base_mib: float = Field(ge=0)
+    per_prefill_token_mib: float = Field(ge=0)
+    min_prefill_tokens: int = Field(ge=0)
+    per_graph_batch_mib: float = Field(ge=0)
+    per_tp_mib: float = Field(ge=0)
+    dp_attention_per_graph_batch_mib: float = Field(ge=0)
+    dp_attention_large_graph_batch: int = Field(ge=0)
+    dp_attention_large_per_graph_batch_mib: float = Field(ge=0)
+    floor_above_mib: float = Field(ge=0)
+    floor_mib: float = Field(ge=0)
+    speculative_mib: float = Field(ge=0)
+
+    def memory_class(self, gpu_mib: float) -> MemoryClass:
+        return next((c for c in self.classes if c.below_mib is None or gpu_mib < c.below_mib), self.classes[-1])
+
+    def fraction(self, gpu_mib: float, tp: int, attention_dp: int, speculative: bool,
+                 prefill_tokens: int | None = None, graph_batch: int | None = None) -> float:
+        """The default fraction; prefill_tokens / graph_batch: the scenario's where it set them,
+        else the memory class's."""
+        c = self.memory_class(gpu_mib)
+        prefill = prefill_tokens or c.chunked_prefill_tokens
+        graphs = graph_batch or (c.graph_batch if tp < 4 else c.graph_batch_tp4)
+        mib = (self.base_mib + max(prefill, self.min_prefill_tokens) * self.per_prefill_token_mib
+               + graphs * self.per_graph_batch_mib + tp * self.per_tp_mib)
+        if attention_dp > 1:
+            mib += graphs * attention_dp * self.dp_attention_per_graph_batch_mib
+            if graphs > self.dp_attention_large_graph_batch:
+                mib += graphs * attention_dp * self.dp_attention_large_per_graph_batch_mib
+        if gpu_mib > self.floor_above_mib:
+            mib = max(mib, self.floor_mib)
+        mib += self.speculative_mib if speculative else 0.0
+        return round((gpu_mib - mib) / gpu_mib, 3)
+
+
+class KVPoolSpec(Spec):
+    """How an engine sizes its KV pool per GPU (engines/<kind>.yaml `kv_pool:`).
+
+    knob: the engine's name for its memory fraction (scenario `engine.mem_fraction` sets it).
+    fraction_of: what the fraction multiplies. `capacity`: the driver's total (vLLM:
+    pool = f x capacity - weights - activations - graphs); `free_at_start`: what is free when the
+    engine starts, capacity - startup (SGLang: pool = f x that - weights); `free_after_load`: what
+    is free after weights, activations and graphs (TensorRT-LLM: pool = f x that).
+    fraction: the engine's fixed default; None: `reserved` derives it (SGLang).
+    startup_mib: CUDA context and communicator buffers taken before the engine measures.
+    activations: whether the engine's profiled activation peak is set aside (estimated from the
+    model's widths, memory.py `activation_bytes`); graph_mib: CUDA-graph memory set aside."""
+
+    knob: str
+    fraction_of: Literal["capacity", "free_at_start", "free_after_load"]
+    fraction: float | None = Field(default=None, gt=0, le=1)
+    reserved: ReservedMemory | None = None
+    startup_mib: float = Field(default=0.0, ge=0)
+    activations: bool = False
+    graph_mib: float = Field(default=0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _one_default(self) -> KVPoolSpec:
+        if (self.fraction is None) == (self.reserved is None):
+            raise ValueError("give one of fraction (a fixed default) and reserved (SGLang's rule)")
+        return self
+
+
+class EngineSpec(Spec):
+    """A serving engine's host side (mtpsim/data/engines/<kind>.yaml, sources in its comment).
+
+    host: per-iteration host time (scheduling, sampling, acceptance bookkeeping, input
+    preparation) for plain decoding and for speculative iterations. hides: per design, the pass
+    kinds during which the host prepares the next iteration (overlap scheduling); a design not
+    listed hides nothing, so its host time is exposed every iteration."""
+
+    name: str
+    host: dict[Literal["decode", "speculative"], HostTime]
+    hides: dict[str, list[Literal["decode", "draft", "verify", "extend", "prefill"]]] = Field(default_factory=dict)
+    # the running-request cap the engine sets for speculative decoding when none is configured
+    speculative_max_running_requests: int | None = Field(default=None, gt=0)
+    # whether speculative iterations overlap host work at all (SGLang spec v2, vLLM async scheduling
+    # of drafts); when False a speculative design hides nothing, whatever `hides` lists for it
+    speculative_overlap: bool = True
+    speculative_overlap_max_topk: int | None = Field(default=None, ge=1)  # wider trees do not overlap
+    # how the target scores a request's draft window: one pass with N queries per request (mqa), or
+    # the window expanded into N single-query sequences, each reading the request's whole KV
+    # (vLLM V0's BatchExpansionTop1Scorer)
+    verify_scorer: Literal["mqa", "batch_expansion"] = "mqa"
+    version: str = ""            # the release these fields were resolved for (engines.py)
+    rules: tuple[str, ...] = ()  # the version rules in force at that release
+    kv_pool: KVPoolSpec  # how the engine sizes its KV pool (memory.py)
+
+    @model_validator(mode="after")
+    def _both_host_times(self) -> EngineSpec:
+        if set(self.host) != {"decode", "speculative"}:
+            raise ValueError("host needs decode and speculative")
+        return self
+
+    def host_s(self, design: str, batch: float) -> float:
+        return self.host["decode" if design == "none" else "speculative"].at(batch)
+
+    def hidden_by(self, design: str, topk: int = 1) -> tuple[str, ...]:
+        """The pass kinds during which the host prepares the next iteration of `design`."""
+        wide = self.speculative_overlap_max_topk is not None and topk > self.speculative_overlap_max_topk
+        if design != "none" and (not self.speculative_overlap or wide):
+            return ()
+        return tuple(self.hides.get(design, ()))
+
+    def max_running(self, design: str, configured: int | None) -> int:
+        """The running-request cap in force: the scenario's when it set one, else the engine's
+        speculative default for a speculative design where it has one, else DEFAULT_MAX_RUNNING."""
+        if configured is not None:
+            return configured
+        if design != "none" and self.speculative_max_running_requests is not None:
+            return self.speculative_max_running_requests
+        return DEFAULT_MAX_RUNNING
+
 
 RuleField = Literal["speculative_max_running_requests", "speculative_overlap", "verify_scorer"]
 

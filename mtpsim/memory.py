@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from mtpsim.costs import ops as O
 from mtpsim.costs.passes import Pricer
 from mtpsim.designs import BASELINE, DesignShape
-from mtpsim.specs import DTYPE_BYTES, EngineSpec, HardwareSpec
+from mtpsim.engines import EngineSpec
+from mtpsim.specs import DTYPE_BYTES, HardwareSpec
 
 MIB = 2**20
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from mtpsim import catalog, designs
 from mtpsim.checks import check_against_specs
 from mtpsim.costs.profile import committed_profiles, find_profile, profile_device
+from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, from_validation
 from mtpsim.files import load_yaml, parse_yaml
 from mtpsim.schema import (
@@ -33,7 +34,7 @@ from mtpsim.schema import (
     Verify,
     Workload,
 )
-from mtpsim.specs import EngineSpec, HardwareSpec, ModelSpec
+from mtpsim.specs import HardwareSpec, ModelSpec
 
 __all__ = ["Acceptance", "Cost", "Engine", "LengthDist", "Parallel", "Scenario", "Specs", "Speculative",
            "Verify", "Workload", "ScenarioError", "load", "validate", "read_yaml", "parse_set", "set_key"]

@@ -11,7 +11,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from mtpsim.designs import DESIGNS, record
-from mtpsim.specs import EngineSpec, HardwareSpec, ModelSpec
+from mtpsim.engines import EngineSpec
+from mtpsim.specs import HardwareSpec, ModelSpec
 
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]  # an error names the entry: acceptance.per_depth.2
 MAX_SEEDS = 1000  # replicates per point; past this a run is better split into several

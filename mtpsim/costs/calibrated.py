@@ -55,8 +55,9 @@ from mtpsim.costs.ops import AttentionKernel, BatchLens, CoreCounts, Op
 from mtpsim.costs.profile import ANY, FAMILIES, Family, family_path, load_meta, profile_families, read_family, read_layers
 from mtpsim.costs.roofline import OpTime, RooflineCosts
 from mtpsim.costs.tables import Table, along_kv, build_tables, interpolate, kv_slice, nearest_cell
+from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, short
-from mtpsim.specs import EngineSpec, HardwareSpec
+from mtpsim.specs import HardwareSpec
 
 __all__ = ["CalibratedCosts", "FAMILIES", "Family", "Table"]
 

@@ -20,8 +20,9 @@ from typing import NamedTuple
 from mtpsim.catalog import load_engine
 from mtpsim.costs import floors as F
 from mtpsim.costs.ops import Op
+from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError
-from mtpsim.specs import EngineSpec, HardwareSpec
+from mtpsim.specs import HardwareSpec
 
 
 class OpTime(NamedTuple):
