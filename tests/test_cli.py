@@ -115,7 +115,7 @@ def test_a_sweep_point_failing_in_a_worker_is_one_line(tmp_path, capsys):
     code = main(["run", "scenarios/deepseek-v3-h200-steps.yaml", "--set", "hardware=a100-80g",
                  "--jobs", "2", "--out", str(tmp_path / "run")])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and err[-1].startswith("mtpsim: error: ") and "KV per GPU" in err[-1]
+    assert code == 2 and err[-1].startswith("mtpsim: error: ") and "leave no KV pool" in err[-1]
     assert not any("Traceback" in line for line in err)
 
 

@@ -110,6 +110,17 @@ def test_deepseek_r1_fp8_on_4xb200_with_sglang():
     assert r.summary.max_kv_tokens.iloc[0] == m.max_kv_tokens
 
 
+def test_weights_that_fill_the_pool_are_refused_naming_the_fraction():
+    """At the default fraction the run stops as SGLang's own start-up does, with the knob to turn."""
+    s = scenario("sglang", "deepseek-v3", "b200", 4, "nextn")
+    m = budget(s)
+    with pytest.raises(sc.ScenarioError) as err:
+        simulate(s)
+    weights = f"{(m.target_weight_bytes + m.draft_weight_bytes) / 1e9:.1f} GB"
+    assert err.value.key == "engine.mem_fraction" and weights in err.value.reason
+    assert f"={m.rule.fraction}" in err.value.reason
+
+
 def test_the_cost_report_shows_capacity_fraction_and_source():
     table = cost_report(scenario("sglang", "deepseek-v3", "h200", 8, "nextn"), 4, 1024)["memory"]
     assert set(table.design) == {"none", "nextn"}

@@ -61,12 +61,12 @@ def test_progress_moves_once_per_finished_task(local_ray, tmp_path):
 
 
 def test_a_point_failing_on_ray_is_one_line(local_ray, write_scenario, tmp_path, capsys):
-    """The second point (DeepSeek-V3 on 8 A100-80G) leaves no KV for a request: its worker raises
+    """The second point (DeepSeek-V3 on 8 A100-80G) leaves no KV pool: its worker raises
     ScenarioError, which reaches the user as the same one line (exit 2) as in the pool."""
     data = {**TINY, "sweep": {"hardware": ["h200", "a100-80g"]}}
     code = main(["run", str(write_scenario(data)), "--backend", "ray", "--out", str(tmp_path / "run")])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and err[-1].startswith("mtpsim: error: ") and "KV per GPU" in err[-1]
+    assert code == 2 and err[-1].startswith("mtpsim: error: ") and "leave no KV pool" in err[-1]
     assert not any("Traceback" in line or "RayTaskError" in line for line in err)
 
 

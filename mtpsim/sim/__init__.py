@@ -92,6 +92,13 @@ def _start_arrivals(env, arrivals: Arrivals, s, budget) -> int:
         times, inputs, outputs = open_arrivals(w, rng)
         env.process(arrivals.open_loop(times, inputs, outputs))
     longest = int((inputs + outputs).max())
+    if budget.kv_budget_bytes <= 0:
+        # as the engine itself refuses (SGLang model_runner: "Not enough memory. Please try to
+        # increase --mem-fraction-static."): the weights fill all the rule leaves
+        weights = (budget.target_weight_bytes + budget.draft_weight_bytes) / 1e9
+        raise ScenarioError(s.source, "engine.mem_fraction", f"the weights ({weights:.1f} GB per GPU) "
+                            f"leave no KV pool under {budget.rule.label} of {budget.capacity_bytes / 1e9:.1f} GB, "
+                            "and the engine would refuse to start: raise engine.mem_fraction or shard over more GPUs")
     if budget.request_bytes(longest) > budget.kv_budget_bytes:
         raise ScenarioError(s.source, "workload", f"a request of {longest} tokens needs "
                             f"{budget.request_bytes(longest) / 1e9:.2f} GB of KV per GPU, more than the "
