@@ -290,7 +290,7 @@ class Specs(BaseModel):
     hardware: HardwareSpec
     engine: EngineSpec
     assistant: ModelSpec | None = None  # frozen_kv's assistant
-    draft: ModelSpec | None = None      # nextn's external draft model (role: draft)
+    draft: ModelSpec | None = None      # nextn's external draft model (role: draft), block's drafter (role: block_draft)
     cost_model: Literal["roofline", "calibrated"] = "roofline"
     profile: str | None = None
 
