@@ -43,7 +43,9 @@ class PassShape:
     pass's own tokens. compact_tokens: KV entries per request the target copies after the pass
     (a tree's accepted path moved to consecutive slots). context_per_request: target positions
     per request whose hidden states a block drafter injects into its context KV in this pass
-    (its fc and every draft layer's K/V projection run over them; blocks.py).
+    (its fc and every draft layer's K/V projection run over them; blocks.py). ragged: the
+    batch's requests add different token counts (a verify whose widths a confidence rule set per
+    request): the pass runs over the batch's token total, not tokens_per_request per request.
     """
 
     kind: str
@@ -56,6 +58,7 @@ class PassShape:
     tree_keys: float = 0.0
     compact_tokens: int = 0
     context_per_request: int = 0
+    ragged: bool = False
 
 
 class Work(NamedTuple):
@@ -206,12 +209,13 @@ class Pricer:
         whole = lens.shifted(shape.kv_offset)
         if self.par.attention_dp == 1:  # one attention group: the whole batch
             batch = whole.batch
-            plan = self.plan(shape, batch, int(whole.q_tokens) if shape.kind == "prefill" else 0)
+            plan = self.plan(shape, batch, int(whole.q_tokens) if shape.kind == "prefill" or shape.ragged else 0)
             dynamic = self._attention(shape, whole, plan, keep_ops)
         else:
             groups = self._groups(lens, shape.kv_offset)
             batch = max(g.batch for g in groups)
-            plan = self.plan(shape, batch, int(max(g.q_tokens for g in groups)) if shape.kind == "prefill" else 0)
+            plan = self.plan(shape, batch, int(max(g.q_tokens for g in groups))
+                             if shape.kind == "prefill" or shape.ragged else 0)
             # groups without requests run an idle batch: the same shapes, no attention to wait for
             dynamic = max((self._attention(shape, g, plan, keep_ops) for g in groups if g.batch),
                           key=lambda priced: sum(n * t.total_s for _, t, n in priced))
@@ -228,8 +232,11 @@ class Pricer:
         `prefill_tokens`: its largest group's query tokens), all but its attention and frame."""
         graphs = self.uses_graphs(shape, batch)
         rows = self.padded_batch(batch) if graphs else batch
-        tokens = prefill_tokens if shape.kind == "prefill" else rows * shape.tokens_per_request
-        logits = (batch if shape.kind == "prefill" else rows) * shape.logits_per_request
+        tokens = prefill_tokens if shape.kind == "prefill" or shape.ragged else rows * shape.tokens_per_request
+        if shape.ragged:  # every query of a ragged verify scores its logits row
+            logits = prefill_tokens
+        else:
+            logits = (batch if shape.kind == "prefill" else rows) * shape.logits_per_request
         context = prefill_tokens if shape.kind == "prefill" else rows * shape.context_per_request
         static, work, sources = self.static_ops(shape.part, shape.layer, tokens, logits, graphs, shape.from_target,
                                                 context)
