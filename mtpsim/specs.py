@@ -151,7 +151,7 @@ class BlockSpec(Spec):
 
     kind: Literal["dflash", "dspark"]
     block_size: int = Field(gt=1, le=65)
-    target_layer_ids: list[Annotated[int, Field(ge=0)]] = Field(min_length=1)
+    target_layer_ids: list[Annotated[int, Field(ge=-1)]] = Field(min_length=1)  # -1: the embedding output
     built_for: str | None = None
     markov_rank: int | None = Field(default=None, gt=0)
     confidence_head: bool = False

@@ -113,7 +113,7 @@ def test_refinement_head_adds_its_weights_and_a_rolling_window_caps_draft_kv():
     _, refined = _budget(scenario("block", 1, steps=3, draft=draft))
     _, plain = _budget(scenario("block", 1, steps=3))
     markov = 256 * -(-129280 // 8) * 1.0  # rank x vocab shard, fp8 (dense_ffn dtype)
-    confidence = 7168 * 1 * 1.0
+    confidence = (7168 + 256) * 1 * 1.0  # hidden ++ the Markov features -> 1
     assert refined.draft_weight_bytes - plain.draft_weight_bytes == pytest.approx(markov + confidence, rel=1e-9)
     assert plain.request_bytes(100_000) - refined.request_bytes(100_000) == pytest.approx(
         plain.draft_kv_bytes_per_token * (100_000 + plain.reserved_tokens - 128))
@@ -170,3 +170,26 @@ def test_block_spec_needs_block_and_only_block_drafters_take_it(tmp_path, capsys
     d = copy.deepcopy(MTP_AS_BLOCK)
     del d["block"]
     one_line_error(capsys, run(tmp_path, BLOCK_BASE, {"drafter.yaml": yaml.safe_dump(d)}), "speculative.draft", "needs `block`")
+
+
+# ----------------------------------------------------------------------------- the catalog's drafters
+
+def test_catalog_block_drafters_fit_the_targets_they_were_built_for():
+    from mtpsim import catalog
+    drafters = [catalog.load_model(n) for n in catalog.names("models")]
+    drafters = [d for d in drafters if d.role == "block_draft"]
+    assert {d.block.kind for d in drafters} == {"dflash", "dspark"}
+    for d in drafters:
+        target = catalog.load_model(d.block.built_for)
+        s = sc.validate({"name": "c", "model": target.name, "hardware": "b200",
+                         "speculative": {"design": "block", "steps": d.block.block_size - 1, "draft": d.name},
+                         "acceptance": {"accept_length": 2.0},
+                         "workload": {"concurrency": 1, "num_requests": 1, "input_len": 64, "output_len": 8}})
+        assert s.specs.draft.name == d.name
+
+
+def test_a_target_names_its_default_block_drafter():
+    s = sc.validate({"name": "c", "model": "qwen3-8b", "hardware": "b200", "speculative": {"design": "block", "steps": 7},
+                     "acceptance": {"accept_length": 3.0},
+                     "workload": {"concurrency": 1, "num_requests": 1, "input_len": 64, "output_len": 8}})
+    assert s.specs.draft.name == "dflash-qwen3-8b-b16"

@@ -13,8 +13,10 @@ The head: the target's LM head (borrowed: its weights are the target's) over the
 positions, greedy sampling, and the optional refinement: a low-rank Markov head (DSpark: each
 position's logits corrected from the previous token, priced as a rank-r x vocab GEMM per draft
 position, one after another since each reads the token sampled before it, and a second sampling)
-and a confidence head (hidden -> 1 per position). The Markov head's token-to-rank lookup table
-is a gather of one row per position and is not priced or counted.
+and a confidence head (hidden, ++ the Markov head's rank-r features where it has one, -> 1 per
+position; deepseek-ai/DeepSpec deepspec/modeling/dspark/qwen3/modeling.py AcceptRatePredictor).
+The Markov head's token-to-rank lookup table is a gather of one row per position and is not
+priced or counted; its exact layout (DeepSpec markov_head.py) is assumed, not read.
 """
 from __future__ import annotations
 
@@ -65,5 +67,7 @@ def head_ops(draft: ModelSpec, target: ModelSpec, rows: int, positions: int, tp:
         step = O.gemm("block.markov_head", rows, block.markov_rank, vocab_shard, draft.dtypes.dense_ffn, act=act)
         out += [(step, positions), (O.greedy_sample(rows, vocab_shard, act), positions)]
     if block.confidence_head:
-        out.append((O.gemm("block.confidence_head", logits, draft.hidden_size, 1, draft.dtypes.dense_ffn, act=act), 1))
+        # DeepSpec's AcceptRatePredictor reads the hidden and, with a Markov head, its rank-r features
+        width = draft.hidden_size + (block.markov_rank or 0)
+        out.append((O.gemm("block.confidence_head", logits, width, 1, draft.dtypes.dense_ffn, act=act), 1))
     return out
