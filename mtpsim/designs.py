@@ -161,6 +161,10 @@ def _block_fits(spec, model, draft):
     if draft.vocab_size != model.vocab_size:
         return ("speculative.draft", f"{draft.name!r} proposes tokens of a {draft.vocab_size}-token vocabulary and "
                 f"model {model.name!r} has {model.vocab_size}")
+    linear = sorted(k for k, a in draft.attention_kinds.items() if a.kind == "linear")
+    if linear:
+        return ("speculative.draft", f"{draft.name!r} has linear attention {linear}: a block drafter injects "
+                "context as K/V, so its layers need gqa or mla attention")
     return None
 
 

@@ -165,6 +165,15 @@ def test_block_bad_input_is_one_line(tmp_path, capsys, case, text, drafter, key,
     one_line_error(capsys, run(tmp_path, text, files), key, word)
 
 
+def test_a_block_drafter_of_linear_attention_is_refused(tmp_path, capsys):
+    import yaml
+    d = copy.deepcopy(MTP_AS_BLOCK)
+    d["attention_kinds"]["mla"] = {"kind": "linear", "num_heads": 8, "num_kv_heads": 4, "head_dim": 64,
+                                   "value_head_dim": 64}
+    one_line_error(capsys, run(tmp_path, BLOCK_BASE, {"drafter.yaml": yaml.safe_dump(d)}), "speculative.draft",
+                   "gqa or mla")
+
+
 def test_block_spec_needs_block_and_only_block_drafters_take_it(tmp_path, capsys):
     import yaml
     d = copy.deepcopy(MTP_AS_BLOCK)
