@@ -202,3 +202,45 @@ def test_a_target_names_its_default_block_drafter():
                      "acceptance": {"accept_length": 3.0},
                      "workload": {"concurrency": 1, "num_requests": 1, "input_len": 64, "output_len": 8}})
     assert s.specs.draft.name == "dflash-qwen3-8b-b16"
+
+
+# ----------------------------------------------------------------------------- hf_config
+
+QWEN3_8B_CONFIG = {  # config.json of Qwen/Qwen3-8B (the fields the reader reads)
+    "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "head_dim": 128, "hidden_size": 4096,
+    "intermediate_size": 12288, "max_position_embeddings": 40960, "num_attention_heads": 32,
+    "num_hidden_layers": 36, "num_key_value_heads": 8, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "vocab_size": 151936}
+
+
+def _write_config(folder, data):
+    import json
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(data))
+    return str(folder / "config.json")
+
+
+def test_hf_configs_of_a_target_and_its_block_drafters_read_as_the_catalog_entries(tmp_path):
+    """DeepSpec's drafter config is the target's with its fields replaced (build_draft_config);
+    z-lab's carries dflash_config. Read, they are the catalog's entries but for name and sources."""
+    from mtpsim import catalog
+    from mtpsim.specs import ModelSpec
+
+    def read(name, data, **over):
+        raw = catalog.resolve("models", {"hf_config": _write_config(tmp_path / name, data), **over}, "t", "model")
+        return ModelSpec.model_validate(raw)
+
+    def same(a, b):
+        keep = {"name", "max_context", "block_draft"}
+        assert a.model_dump(exclude=keep) == b.model_dump(exclude=keep)
+
+    same(read("qwen3-8b", QWEN3_8B_CONFIG), catalog.load_model("qwen3-8b"))
+    deepspec = {**QWEN3_8B_CONFIG, "architectures": ["Qwen3DSparkModel"], "num_hidden_layers": 5, "block_size": 7,
+                "num_target_layers": 36, "layer_types": ["full_attention"] * 5, "target_layer_ids": [1, 9, 17, 25, 33],
+                "markov_rank": 256, "enable_confidence_head": True, "confidence_head_with_markov": True}
+    same(read("dspark", deepspec, block={"built_for": "qwen3-8b"}), catalog.load_model("dspark-qwen3-8b-block7"))
+    dflash = {**deepspec, "markov_rank": 0, "enable_confidence_head": False}
+    same(read("dflash7", dflash, block={"built_for": "qwen3-8b"}), catalog.load_model("dflash-qwen3-8b-block7"))
+    zlab = {k: v for k, v in QWEN3_8B_CONFIG.items() if k != "architectures"}
+    zlab |= {"architectures": ["DFlashDraftModel"], "num_hidden_layers": 5, "block_size": 16, "num_target_layers": 36}
+    same(read("zlab", zlab, block={"built_for": "qwen3-8b"}), catalog.load_model("dflash-qwen3-8b-b16"))  # default taps
