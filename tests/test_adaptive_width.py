@@ -111,3 +111,16 @@ def test_kept_length_needs_a_chain(tmp_path, capsys):
     text = BASE.replace("design: nextn, steps: 2", "design: none").replace(
         "{per_depth: [0.8, 0.7]}", "{kept_length: [0.5, 0.5]}")
     one_line_error(capsys, run(tmp_path, text), "acceptance.kept_length", "drafts nothing")
+
+
+def test_a_batch_expansion_scorer_expands_each_request_by_its_own_width():
+    """vLLM V0's scorer runs request i's window as q[i] single-token sequences: a ragged verify
+    of equal widths is the uniform one, and narrower widths cost less."""
+    from mtpsim.costs.passes import expanded_verify
+    verify = next(p for p in iteration_passes(DesignShape("nextn", 3, 1, 4)) if p.kind == "verify")
+    kv = np.array([100, 250, 900])
+    _, uniform = expanded_verify(verify, BatchLens.uniform(4, kv, int(kv.sum()), int(kv.max())))
+    _, ragged = expanded_verify(replace(verify, ragged=True), BatchLens.of(np.full(3, 4), kv))
+    np.testing.assert_array_equal(uniform.kv, ragged.kv)
+    _, narrow = expanded_verify(replace(verify, ragged=True), BatchLens.of(np.array([1, 2, 4]), kv))
+    assert narrow.kv.tolist() == [100, 250, 251, 900, 901, 902, 903]
