@@ -1,4 +1,4 @@
-"""Verification accuracy: predicted vs measured TPS for nextn / multi_layer / frozen_kv / none at
+"""Verification accuracy: predicted vs measured TPS for nextn / multi_layer / frozen_kv / none / block at
 batch 1, 4 and 16 on this machine's device, with the committed profile (DESIGN §12: median
 |TPS error| <= 5% on the profiled machine; the CPU target for now is 10%).
 
@@ -25,6 +25,7 @@ SCENARIOS = {
     "multi_layer": "mimo-v2-flash-multi_layer-cpu.yaml",
     "frozen_kv": "gemma-4-e2b-frozen_kv-cpu.yaml",
     "none": "deepseek-v3-none-cpu.yaml",
+    "block": "qwen3-8b-block-cpu.yaml",
 }
 
 

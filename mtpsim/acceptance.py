@@ -11,7 +11,7 @@ that same conditional form and `sample` draws exactly the tree's distribution.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -24,10 +24,13 @@ from mtpsim.tree import accept_distribution
 
 @dataclass(frozen=True)
 class AcceptanceProfile:
-    """Conditional acceptance per depth, and the per-request spread (0 = identical requests)."""
+    """Conditional acceptance per depth, the per-request spread (0 = identical requests) and,
+    for a draft length that adapts per request, the distribution of drafts kept (kept_pmf[j] =
+    P(exactly j kept); None: all are)."""
 
     alphas: tuple[float, ...]
     spread: float = 0.0
+    kept_pmf: tuple[float, ...] | None = None
 
     # ------------------------------------------------------------------ forms
     @classmethod
@@ -76,6 +79,14 @@ class AcceptanceProfile:
     def from_section(cls, acc, steps: int, where: str, topk: int = 1, draft_tokens: int | None = None) -> AcceptanceProfile:
         """From a scenario's `acceptance` section; a tree's shape (topk, draft_tokens) is needed
         for per_depth_topk."""
+        profile = cls._from_form(acc, steps, where, topk, draft_tokens)
+        if acc.kept_length is None:
+            return profile
+        pmf = np.asarray(acc.kept_length, dtype=float)
+        return replace(profile, kept_pmf=tuple(float(p) for p in pmf / pmf.sum()))
+
+    @classmethod
+    def _from_form(cls, acc, steps: int, where: str, topk: int, draft_tokens: int | None) -> AcceptanceProfile:
         if acc.per_depth_topk is not None:
             rows = [row[:topk] for row in acc.per_depth_topk[:steps]]  # ranks past topk are never proposed
             return cls.from_tree(rows, topk, draft_tokens or steps + 1, acc.spread)
@@ -106,7 +117,21 @@ class AcceptanceProfile:
         """E[A] = 1 + sum_k a_k: tokens per request per iteration, bonus included."""
         return 1.0 + float(self.cumulative(steps).sum())
 
+    def kept_length_mean(self, steps: int) -> float:
+        """E[drafts kept] out of `steps` (steps without a kept-length curve)."""
+        if self.kept_pmf is None:
+            return float(steps)
+        return float(np.minimum(np.arange(len(self.kept_pmf)), steps) @ np.asarray(self.kept_pmf))
+
     # ------------------------------------------------------------------ sampling
+    def kept_drafts(self, rng: np.random.Generator, n: int, steps: int) -> np.ndarray | None:
+        """Drafts each of n requests keeps for verification in an iteration that drafted `steps`:
+        a draw from kept_pmf, capped at steps (an iteration a steps policy shortened keeps at most
+        what it drafted). None without a kept-length curve: every request keeps all."""
+        if self.kept_pmf is None:
+            return None
+        return np.minimum(rng.choice(len(self.kept_pmf), size=n, p=self.kept_pmf), steps)
+
     def request_levels(self, rng: np.random.Generator, n: int, steps: int) -> np.ndarray:
         """Per-request alphas (n x steps): each a Beta with the profile's mean and variance
         spread^2 * alpha(1 - alpha), drawn once per request; the profile itself when spread is 0."""

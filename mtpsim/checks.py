@@ -22,6 +22,8 @@ def check_against_specs(s: Scenario, where: str) -> None:
         raise ScenarioError(where, key, reason)
     if record.draft_part is not None:
         _check_acceptance_length(s, where)
+    elif s.acceptance.kept_length is not None:
+        raise ScenarioError(where, "acceptance.kept_length", f"design {s.speculative.design} drafts nothing to keep")
     _check_policy(s, where)
     _check_rate_schedule(s.workload, where)
     _check_parallelism(s, where)
@@ -144,6 +146,9 @@ def _check_rate_schedule(w: Workload, where: str) -> None:
 def _check_acceptance_length(s: Scenario, where: str) -> None:
     a = s.acceptance
     _check_tree_acceptance(s, where)
+    if a.kept_length is not None and s.speculative.topk > 1:
+        raise ScenarioError(where, "acceptance.kept_length", "a kept length cuts a chain or block per request: "
+                            f"topk must be 1 (got {s.speculative.topk})")
     for key in ("per_depth", "cumulative"):
         values = getattr(a, key)
         if values is not None and len(values) < s.speculative.steps:

@@ -27,7 +27,8 @@ class Design:
     chain: how its draft steps follow one another: `recursive` (one layer reused, its own hidden
     carried to the next step: nextn), `stacked` (layer k reads layer k-1's hidden and the tokens
     one further: multi_layer), `parallel` (every head reads the target's hidden: parallel_heads),
-    `seeded` (the target's last hidden seeds a carry the assistant updates: frozen_kv).
+    `seeded` (the target's last hidden seeds a carry the assistant updates: frozen_kv), `block`
+    (one forward drafts every step at once from the target's injected context: block).
     external: the catalog role a `speculative.draft` must have (None: the design takes none).
     trees: whether it can draft trees (topk > 1); a chain-only design refuses topk > 1.
     checks: what it needs of the target model and the external draft, as (key, reason) failures.
@@ -120,6 +121,15 @@ def _frozen_kv(S: int, K: int, N: int) -> list[PassShape]:
     return [seed] + [PassShape("draft", "assistant", K, K, tree_keys=1) for _ in range(1, S)] + [_tree_verify(S, N)]
 
 
+def _block(S: int, K: int, N: int) -> list[PassShape]:
+    # one drafter forward: the anchor (the last emitted token) and S masks as queries, each reading
+    # the drafter's context KV and the whole block (bidirectional: S + 1 keys of its own), after the
+    # last verify window's target hidden states are injected as context (N positions per request,
+    # the fixed shape an extend has); then the target verifies the block
+    draft = PassShape("draft", "block", S + 1, S, from_target=True, tree_keys=S + 1, context_per_request=N)
+    return [draft, _verify(N)]
+
+
 # ---------------------------------------------------------------------- checks
 
 def _external_fits(spec, model, draft):
@@ -132,6 +142,59 @@ def _external_fits(spec, model, draft):
     if draft.vocab_size != model.vocab_size:
         return ("speculative.draft", f"{draft.name!r} proposes tokens of a {draft.vocab_size}-token vocabulary and "
                 f"model {model.name!r} has {model.vocab_size}")
+    return None
+
+
+def _block_fits(spec, model, draft):
+    """A block drafter reads the target's hidden states at its taps and borrows its embedding
+    and LM head, so its width is the target's; a DSpark drafter is built for one target."""
+    if draft is None:
+        return ("speculative.draft", f"block needs a block drafter (a catalog entry with role: block_draft) and "
+                f"model {model.name!r} names none (block_draft)")
+    if draft.block.built_for is not None and draft.block.built_for != model.name:
+        return ("speculative.draft", f"{draft.block.kind} drafter {draft.name!r} was built for "
+                f"{draft.block.built_for!r} (block.built_for), not model {model.name!r}")
+    if draft.backbone_hidden_size != model.hidden_size or draft.hidden_size != model.hidden_size:
+        return ("speculative.draft", f"{draft.name!r} borrows the target's LM head and reads its hidden states: "
+                f"hidden_size {draft.hidden_size} and backbone_hidden_size {draft.backbone_hidden_size} must be "
+                f"model {model.name!r}'s {model.hidden_size}")
+    if draft.vocab_size != model.vocab_size:
+        return ("speculative.draft", f"{draft.name!r} proposes tokens of a {draft.vocab_size}-token vocabulary and "
+                f"model {model.name!r} has {model.vocab_size}")
+    linear = sorted(k for k, a in draft.attention_kinds.items() if a.kind == "linear")
+    if linear:
+        return ("speculative.draft", f"{draft.name!r} has linear attention {linear}: a block drafter injects "
+                "context as K/V, so its layers need gqa or mla attention")
+    return None
+
+
+def _block_taps(spec, model, draft):
+    if draft is None:
+        return None
+    taps = draft.block.target_layer_ids
+    missing = [i for i in taps if i >= model.num_layers]
+    if missing:
+        return ("speculative.draft.block.target_layer_ids", f"{draft.name!r} taps target layers {missing} and model "
+                f"{model.name!r} has {model.num_layers} (layers 0..{model.num_layers - 1})")
+    return None
+
+
+def _block_size(spec, model, draft):
+    if draft is None:
+        return None
+    most = draft.block.block_size - 1
+    if spec.steps > most:
+        return ("speculative.steps", f"{spec.steps} drafts need a block of {spec.steps + 1} positions and "
+                f"{draft.name!r} was trained for block_size {draft.block.block_size} (at most {most} drafts)")
+    return None
+
+
+def _not_block_checkpoint(spec, model, draft):
+    """A checkpoint whose draft module is a block drafter (DSpark) drafts a block per forward; the
+    serial MTP path cannot run it (vLLM refuses it: PR #46965)."""
+    if draft is None and model.mtp is None and model.block_draft is not None:
+        return ("speculative.design", f"model {model.name!r}'s draft module is the block drafter "
+                f"{model.block_draft!r}, which the serial MTP path ({spec.design}) cannot run: use design block")
     return None
 
 
@@ -179,11 +242,11 @@ RECORDS: dict[str, Design] = {d.name: d for d in (
     Design("nextn", _nextn, lambda S: [_target_prefill(), PassShape("prefill", "mtp", 0, 1, from_target=True)],
            draft_part="mtp", layer_part="mtp", draft_layers=lambda S: 1, has_draft_kv=True, chain="recursive",
            external="draft", trees=True,
-           checks=(_own_mtp_or_external, _chained_mtp, _external_fits)),
+           checks=(_not_block_checkpoint, _own_mtp_or_external, _chained_mtp, _external_fits)),
     Design("multi_layer", _multi_layer,
            lambda S: [_target_prefill()] + [PassShape("prefill", "mtp", 0, 1, layer=k) for k in range(S)],
            draft_part="mtp", layer_part="mtp", draft_layers=lambda S: S, has_draft_kv=True, chain="stacked",
-           checks=(_takes_no_draft, _chained_mtp, _one_layer_per_step)),
+           checks=(_takes_no_draft, _not_block_checkpoint, _chained_mtp, _one_layer_per_step)),
     Design("frozen_kv", _frozen_kv, lambda S: [_target_prefill()],
            draft_part="assistant", layer_part="assistant", draft_layers=lambda S: 1, chain="seeded",
            external="assistant", trees=True,
@@ -192,6 +255,9 @@ RECORDS: dict[str, Design] = {d.name: d for d in (
            lambda S: [_target_prefill(), PassShape("prefill", "heads", 0, 1)],
            draft_part="heads", layer_part="mtp", draft_layers=lambda S: S, has_draft_kv=True, chain="parallel",
            checks=(_takes_no_draft, _parallel_heads, _one_layer_per_step)),
+    Design("block", _block, lambda S: [_target_prefill(), PassShape("prefill", "block_context", 0, 0, from_target=True)],
+           draft_part="block", layer_part="block", draft_layers=lambda S: 1, has_draft_kv=True, chain="block",
+           external="block_draft", checks=(_block_fits, _block_taps, _block_size)),
 )}
 DESIGNS = tuple(RECORDS)
 BASELINE = "none"  # the design speedups are measured against (plain decoding)

@@ -48,7 +48,7 @@ def base_point(path: str, sets: list[str]) -> sc.Scenario:
     s = points[0]
     if s.speculative.design == BASELINE:
         raise ScenarioError(s.source, "speculative.design", "recommend compares steps settings of a speculative "
-                            "design (nextn, multi_layer, frozen_kv, parallel_heads), and this scenario's is none")
+                            "design (nextn, multi_layer, frozen_kv, parallel_heads, block), and this scenario's is none")
     if s.acceptance.accept_length is not None:
         raise ScenarioError(s.source, "acceptance.accept_length", "fixes the accept length whatever the steps; "
                             "give acceptance per depth (per_depth, cumulative or histogram) to compare steps")

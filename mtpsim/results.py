@@ -106,6 +106,14 @@ class Records:
     max_decode_batch: int = 0
     eager_iterations: int = 0   # decode iterations whose batch no CUDA graph holds
     accept_counts: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    verified_tokens: int = 0    # tokens verify passes checked, root included, summed over decode iterations
+    verify_rows: int = 0        # requests verified, summed over decode iterations
+
+    def add_verified(self, tokens: int, batch: int) -> None:
+        """A decode iteration's verify: `tokens` checked over `batch` requests (a plain decode
+        checks one token per request)."""
+        self.verified_tokens += tokens
+        self.verify_rows += batch
 
     def add_request(self, r) -> None:
         self.stats.add(r)
@@ -186,7 +194,9 @@ def to_results(records: Records, identity: dict, max_kv_tokens: int, sim_wall_s:
     row = {**identity, **latency, **time_shares(records), "max_kv_tokens": max_kv_tokens,
            "requests_kept": len(records.requests), "requests_total": records.stats.n,
            "iterations_kept": len(records.iterations), "iterations_total": records.num_iterations,
-           "decode_iterations": records.num_decode_iterations, **(limits or {}),
+           "decode_iterations": records.num_decode_iterations,
+           "verify_width": records.verified_tokens / records.verify_rows if records.verify_rows else float("nan"),
+           **(limits or {}),
            "sim_wall_s": sim_wall_s}
     return Results(requests, iterations, passes, records.accept_counts.copy(), pd.DataFrame([row]),
                    records.iterations_truncated, records.requests_truncated)

@@ -40,7 +40,7 @@ BASELINE_FREE = {"name", "question", "speculative", "acceptance", "sweep", "veri
 def baseline_key(s: sc.Scenario) -> str:
     """Everything but the speculation: points that share it share one `none` run. The model counts
     as its resolved spec without its draft (an `mtp` override changes nothing for `none`)."""
-    target = s.specs.model.model_dump(exclude={"mtp", "assistant"})
+    target = s.specs.model.model_dump(exclude={"mtp", "assistant", "block_draft"})
     return json.dumps([s.model_dump(exclude=BASELINE_FREE), target], sort_keys=True, default=str)
 
 
@@ -137,7 +137,8 @@ def run_labels(points: list[sc.Scenario]) -> list[dict]:
 
 TABLE = {"design": "design", "steps": "S", "policy": "policy", "concurrency": "conc", "rate_per_s": "rate/s", "tps": "TPS",
          "per_user_tps": "user TPS", "ttft_p50_s": "TTFT p50 ms", "ttft_p99_s": "TTFT p99 ms",
-         "tpot_p50_s": "TPOT p50 ms", "tpot_p99_s": "TPOT p99 ms", "accept_length": "AL", "speedup": "speedup",
+         "tpot_p50_s": "TPOT p50 ms", "tpot_p99_s": "TPOT p99 ms", "accept_length": "AL",
+         "verify_width": "width", "speedup": "speedup",
          "draft_share": "draft%", "verify_share": "verify%", "extend_share": "extend%",
          "prefill_share": "prefill%", "overhead_share": "host%", "bound_by": "bound"}
 
@@ -156,6 +157,8 @@ def format_table(summary: pd.DataFrame) -> str:
         df = df.drop(columns="rate_per_s")
     if "policy" in df:  # adaptive runs name their table; fixed-steps rows leave it blank
         df["policy"] = df.policy.fillna("")
+    if "verify_width" in df and (df.verify_width.fillna(1) % 1 == 0).all():
+        df = df.drop(columns="verify_width")  # fixed widths (S + 1, or 1 plain): nothing a ragged rule changed
     if "bound_by" in df and not df.bound_by.fillna("").astype(bool).any():
         df = df.drop(columns="bound_by")  # no limit bound: nothing to mark
     elif "bound_by" in df:

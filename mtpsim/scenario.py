@@ -178,14 +178,16 @@ def _resolve_specs(s: Scenario, where: str) -> Specs:
     cost_model, profile = _resolve_pricing(s, hardware, engine, where)
     role = draft.role if draft else None
     return Specs(model=model, hardware=hardware, engine=engine, assistant=draft if role == "assistant" else None,
-                 draft=draft if role == "draft" else None, cost_model=cost_model, profile=profile)
+                 draft=draft if role in ("draft", "block_draft") else None, cost_model=cost_model, profile=profile)
 
 
 def _external_draft(s: Scenario, model: ModelSpec, where: str) -> ModelSpec | None:
     """The catalog entry `speculative.draft` names, when the design takes one: an assistant for
-    frozen_kv (the model's `assistant` by default), a draft model for nextn (else its own MTP)."""
+    frozen_kv (the model's `assistant` by default), a draft model for nextn (else its own MTP), a
+    block drafter for block (the model's `block_draft` by default)."""
     role = designs.record(s.speculative.design).external
-    name = s.speculative.draft or (model.assistant if role == "assistant" else None)
+    default = {"assistant": model.assistant, "block_draft": model.block_draft}.get(role)
+    name = s.speculative.draft or default
     if role is None or name is None:
         if role == "assistant":
             raise ScenarioError(where, "speculative.draft",
@@ -193,7 +195,7 @@ def _external_draft(s: Scenario, model: ModelSpec, where: str) -> ModelSpec | No
         return None
     draft = _spec("models", name, ModelSpec, where, "speculative.draft")
     if draft.role != role:
-        kind = "an assistant" if role == "assistant" else "a draft model"
+        kind = {"assistant": "an assistant", "block_draft": "a block drafter"}.get(role, "a draft model")
         raise ScenarioError(where, "speculative.draft", f"{draft.name!r} is not {kind} (role: {role}), "
                             f"which {s.speculative.design} needs")
     return draft

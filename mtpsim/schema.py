@@ -70,7 +70,9 @@ class Policy(Section):
     largest batch key <= the running batch (0: plain decoding that iteration). The keys are
     running batch sizes, the first must be 1; values at most `speculative.steps`, which stays
     the most the run reserves KV, draws acceptance and keeps draft layers for (those checks
-    need the other keys: scenario.py)."""
+    need the other keys: scenario.py). With `acceptance.kept_length` the two compose: the policy
+    sets how many drafts the iteration proposes for its running batch, then each request keeps
+    min(its draw from kept_length, those steps) for verification (acceptance.py `kept_drafts`)."""
 
     steps_by_batch: dict[Annotated[int, Field(ge=1, le=MAX_USERS)], Annotated[int, Field(ge=0, le=MAX_STEPS)]]
 
@@ -116,6 +118,18 @@ class Acceptance(Section):
     accept_length: float | None = Field(default=None, ge=1)
     histogram: str | None = None                   # CSV accepted,count (measured)
     spread: float = Field(default=0.0, ge=0, lt=1)
+    # draft length that adapts per request (a confidence threshold, a depth controller): entry j =
+    # P(the rule keeps exactly j drafts of the iteration's for verification), j = 0, 1, ...; the
+    # acceptance above is then that of the drafts kept. None: every draft is verified
+    kept_length: list[Probability] | None = Field(default=None, min_length=2, max_length=MAX_STEPS + 1)
+
+    @field_validator("kept_length")
+    @classmethod
+    def _a_distribution(cls, pmf: list[float] | None) -> list[float] | None:
+        if pmf is not None and abs(sum(pmf) - 1.0) > 1e-6:
+            raise ValueError(f"sums to {sum(pmf):.6g}, not 1: it is the distribution of drafts kept (entry j: "
+                             "P(exactly j kept))")
+        return pmf
 
     @field_validator("per_depth_topk")
     @classmethod
@@ -290,7 +304,7 @@ class Specs(BaseModel):
     hardware: HardwareSpec
     engine: EngineSpec
     assistant: ModelSpec | None = None  # frozen_kv's assistant
-    draft: ModelSpec | None = None      # nextn's external draft model (role: draft)
+    draft: ModelSpec | None = None      # nextn's external draft model (role: draft), block's drafter (role: block_draft)
     cost_model: Literal["roofline", "calibrated"] = "roofline"
     profile: str | None = None
 

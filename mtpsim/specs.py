@@ -136,12 +136,34 @@ class MTPSpec(Spec):
     parallel: bool = False  # Meta-style heads over the trunk's last hidden, not chained
 
 
+class BlockSpec(Spec):
+    """How a block drafter (`role: block_draft`, design `block`) drafts: one forward denoises a
+    block of `block_size` positions (the last emitted token as anchor + block_size - 1 masks, so
+    at most block_size - 1 drafts), its queries reading the drafter's context KV, which holds
+    the target's hidden states at `target_layer_ids` (0-based target layers, outputs fused by an
+    fc of len(taps) x target width -> hidden) projected into K/V in every draft layer.
+
+    kind: `dflash` (z-lab/dflash) or `dspark` (DeepSeek's, deepseek-ai/DeepSpec). built_for: the
+    target catalog name the drafter was trained against (None: not checked). markov_rank: a
+    low-rank Markov refinement head (DSpark), each position's logits corrected from the previous
+    token through a rank-r projection; confidence_head: a per-position confidence score (d -> 1)
+    that decides how much of the block goes to verification."""
+
+    kind: Literal["dflash", "dspark"]
+    block_size: int = Field(gt=1, le=65)
+    target_layer_ids: list[Annotated[int, Field(ge=-1)]] = Field(min_length=1)  # -1: the embedding output
+    built_for: str | None = None
+    markov_rank: int | None = Field(default=None, gt=0)
+    confidence_head: bool = False
+
+
 class ModelSpec(Spec):
-    """A target model, a frozen-KV assistant (`role: assistant`, for frozen_kv) or an external draft
-    model (`role: draft`, for nextn: its own layers and KV, fed the target's hidden states)."""
+    """A target model, a frozen-KV assistant (`role: assistant`, for frozen_kv), an external draft
+    model (`role: draft`, for nextn: its own layers and KV, fed the target's hidden states) or a
+    block drafter (`role: block_draft`, for block: `block` says how it drafts)."""
 
     name: str
-    role: Literal["target", "assistant", "draft"] = "target"
+    role: Literal["target", "assistant", "draft", "block_draft"] = "target"
     hidden_size: int = Field(gt=0)
     vocab_size: int = Field(gt=0)
     # the longest sequence (prompt + output) the released model serves; None: not checked
@@ -154,6 +176,8 @@ class ModelSpec(Spec):
     dtypes: Dtypes = Dtypes()
     mtp: MTPSpec | None = None
     assistant: str | None = None            # default frozen_kv assistant (catalog name)
+    block_draft: str | None = None          # default block drafter (catalog name, design block)
+    block: BlockSpec | None = None          # block drafters: how one forward drafts a block
     backbone_hidden_size: int | None = Field(default=None, gt=0)  # assistants, drafts: target width
     # drafts: target layers whose hidden states an fc fuses (EAGLE-3: 3, low/mid/high; 3 x target
     # width -> hidden), and the pruned vocabulary its own LM head scores (vocab_size stays the
@@ -171,6 +195,8 @@ class ModelSpec(Spec):
                 raise ValueError(f"layer names unknown ffn kind {ref.ffn!r}")
         if self.role != "target" and self.backbone_hidden_size is None:
             raise ValueError(f"{'an assistant' if self.role == 'assistant' else 'a draft'} needs backbone_hidden_size")
+        if (self.role == "block_draft") != (self.block is not None):
+            raise ValueError("a block drafter (role: block_draft) needs `block`, and only a block drafter takes it")
         return self
 
     @property
@@ -188,6 +214,8 @@ class ModelSpec(Spec):
         experts = f"{moe[0].num_experts} experts top-{moe[0].top_k}" if moe else "dense"
         if self.role == "assistant":
             draft = f"frozen-KV assistant for width {self.backbone_hidden_size}"
+        elif self.role == "block_draft":
+            draft = f"{self.block.kind} block drafter (block {self.block.block_size}) for width {self.backbone_hidden_size}"
         elif self.role == "draft":
             draft = f"draft model (nextn) for width {self.backbone_hidden_size}" + \
                 (f", own {self.draft_vocab_size}-token head" if self.draft_vocab_size else "")

@@ -39,7 +39,7 @@ def _without_from_target(passes):
             for p in passes]
 
 
-@pytest.mark.parametrize("design", DESIGNS)
+@pytest.mark.parametrize("design", [d for d in DESIGNS if d != "block"])  # block came after the records
 def test_record_passes_equal_the_lists_before_records(design):
     """Chains only: tree shapes (K > 1) follow SGLang's tree path since issue 12 (tests/test_tree.py)."""
     for S in range(1, 6):

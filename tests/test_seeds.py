@@ -22,7 +22,7 @@ SUMMARY_COLUMNS = ["name", "design", "steps", "topk", "draft_tokens", "concurren
                    "dp", "tps", "per_user_tps", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_mean_s",
                    "accept_length", "draft_share", "verify_share", "extend_share", "prefill_share", "overhead_share",
                    "max_kv_tokens", "requests_kept", "requests_total", "iterations_kept", "iterations_total",
-                   "decode_iterations", "max_running", "capped_iterations", "kv_full_iterations", "mean_running",
+                   "decode_iterations", "verify_width", "max_running", "capped_iterations", "kv_full_iterations", "mean_running",
                    "max_batch", "eager_share", "bound_by", "sim_wall_s", "point",
                    "pricing", "engine", "speedup", "per_user_speedup"]
 

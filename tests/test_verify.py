@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 from mtpsim import catalog  # noqa: E402
 from mtpsim.acceptance import AcceptanceProfile  # noqa: E402
 from mtpsim.scenario import Verify  # noqa: E402
-from mtpsim.shrink import shrink_assistant, shrink_model  # noqa: E402
+from mtpsim.shrink import shrink_assistant, shrink_block_drafter, shrink_model  # noqa: E402
 from mtpsim.specs import ModelSpec  # noqa: E402
 from mtpsim.torchkit import loops  # noqa: E402
 from mtpsim.torchkit.measure import Setup, measure, start  # noqa: E402
@@ -34,8 +34,9 @@ MODELS = {
     "frozen_kv": ({"from": "gemma-4-e2b", "attention_kinds": {"sliding": {"window": 8}}}, "gemma-4-e2b-assistant"),
     "parallel_heads": ({"from": "meta-mtp-7b"}, None),
     "nextn_linear": ({"from": "qwen3-next-80b-a3b"}, None),
+    "block": ({"from": "qwen3-8b"}, "dflash-qwen3-8b-block7"),  # its drafter rides in the assistant slot
 }
-DESIGNS = ["none", "nextn", "multi_layer", "frozen_kv", "parallel_heads", "nextn_linear"]
+DESIGNS = ["none", "nextn", "multi_layer", "frozen_kv", "parallel_heads", "nextn_linear", "block"]
 PROFILE = AcceptanceProfile((0.8, 0.6, 0.5))
 
 
@@ -51,8 +52,9 @@ def one_thread():
 def setup(key: str, batch: int, iterations: int = 6, acceptance: str = "forced", design: str | None = None) -> Setup:
     ref, assistant = MODELS[key]
     model = shrink_model(ModelSpec.model_validate(catalog.resolve("models", ref, "test")), SMALL)
-    small_assistant = shrink_assistant(catalog.load_model(assistant), model, SMALL) if assistant else None
     design = design or key.removesuffix("_linear")
+    shrink = shrink_block_drafter if key == "block" else shrink_assistant
+    small_assistant = shrink(catalog.load_model(assistant), model, SMALL) if assistant and design != "none" else None
     prompts = [20, 33, 27, 40][:batch]
     return Setup(model, small_assistant, design, STEPS if design != "none" else 0, prompts, iterations, 0,
                  acceptance, PROFILE, "cpu", "fp64", seed=3)
@@ -245,3 +247,25 @@ def test_verify_of_an_external_draft_is_one_line_exit_2(write_scenario, tmp_path
     assert main(["verify", str(path), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "speculative.draft: verify builds a model's own MTP layers" in err
+
+
+def test_verify_command_runs_a_block_drafter(write_scenario, tmp_path, monkeypatch):
+    """The block design end to end: its shrunken drafter built beside the target and written
+    inline into simulated.yaml, so the prediction is of the same drafter (the CPU's level is
+    the test above's: not re-timed here)."""
+    from mtpsim.cli import main
+    from mtpsim.verify import command
+    monkeypatch.setattr(command, "_machine_level", lambda device, profile: None)
+    path = write_scenario({
+        "name": "blk", "model": "qwen3-8b", "hardware": "cpu",
+        "speculative": {"design": "block", "steps": 3, "draft": "dflash-qwen3-8b-block7"},
+        "acceptance": {"per_depth": [0.7, 0.5, 0.4]},
+        "workload": {"arrival": "batch", "concurrency": 2, "num_requests": 2, "input_len": 16, "output_len": 16},
+        "verify": {"num_layers": 1, "hidden_scale": 0.03125, "iterations": 3, "warmup_iterations": 1, "device": "cpu"}})
+    assert main(["verify", str(path), "--out", str(tmp_path / "out")]) == 0
+    table = pd.read_csv(tmp_path / "out" / "verify.csv")
+    row = table.set_index("kind")
+    assert row.loc["draft_s", "measured"] > 0 and row.loc["draft_s", "predicted"] > 0
+    assert row.loc["extend_s", "measured"] == row.loc["extend_s", "predicted"] == 0
+    simulated = yaml.safe_load(next((tmp_path / "out").glob("*/simulated.yaml")).read_text())
+    assert simulated["speculative"]["draft"]["block"]["target_layer_ids"] == [0] * 5  # 1 target layer kept

@@ -17,11 +17,13 @@ from typing import NamedTuple
 
 import numpy as np
 
+from mtpsim.costs import blocks
 from mtpsim.costs import ops as O
 from mtpsim.costs.layer import decoder_layer_ops
 from mtpsim.costs.roofline import OpTime
 from mtpsim.specs import HardwareSpec, LayerRef, ModelSpec
 
+BLOCK_PARTS = ("block", "block_context")  # a block drafter's forward; its context injection alone
 # SGLang's default captured batch sizes (cuda_graph_bs), capped by max_graph_batch.
 GRAPH_BUCKETS = (1, 2, 4, 8, 12, *range(16, 1025, 8))
 ALL_EXPERTS_TOKENS = 1 << 30  # enough tokens that every expert is touched (weight_bytes)
@@ -39,7 +41,11 @@ class PassShape:
     layers). tree_keys: 0 for a causal mask; else a tree mask, each query reading the committed
     KV plus tree_keys keys on average (its ancestors and itself) of the kv_offset cached and the
     pass's own tokens. compact_tokens: KV entries per request the target copies after the pass
-    (a tree's accepted path moved to consecutive slots).
+    (a tree's accepted path moved to consecutive slots). context_per_request: target positions
+    per request whose hidden states a block drafter injects into its context KV in this pass
+    (its fc and every draft layer's K/V projection run over them; blocks.py). ragged: the
+    batch's requests add different token counts (a verify whose widths a confidence rule set per
+    request): the pass runs over the batch's token total, not tokens_per_request per request.
     """
 
     kind: str
@@ -51,6 +57,8 @@ class PassShape:
     from_target: bool = False
     tree_keys: float = 0.0
     compact_tokens: int = 0
+    context_per_request: int = 0
+    ragged: bool = False
 
 
 class Work(NamedTuple):
@@ -201,12 +209,13 @@ class Pricer:
         whole = lens.shifted(shape.kv_offset)
         if self.par.attention_dp == 1:  # one attention group: the whole batch
             batch = whole.batch
-            plan = self.plan(shape, batch, int(whole.q_tokens) if shape.kind == "prefill" else 0)
+            plan = self.plan(shape, batch, int(whole.q_tokens) if shape.kind == "prefill" or shape.ragged else 0)
             dynamic = self._attention(shape, whole, plan, keep_ops)
         else:
             groups = self._groups(lens, shape.kv_offset)
             batch = max(g.batch for g in groups)
-            plan = self.plan(shape, batch, int(max(g.q_tokens for g in groups)) if shape.kind == "prefill" else 0)
+            plan = self.plan(shape, batch, int(max(g.q_tokens for g in groups))
+                             if shape.kind == "prefill" or shape.ragged else 0)
             # groups without requests run an idle batch: the same shapes, no attention to wait for
             dynamic = max((self._attention(shape, g, plan, keep_ops) for g in groups if g.batch),
                           key=lambda priced: sum(n * t.total_s for _, t, n in priced))
@@ -223,9 +232,14 @@ class Pricer:
         `prefill_tokens`: its largest group's query tokens), all but its attention and frame."""
         graphs = self.uses_graphs(shape, batch)
         rows = self.padded_batch(batch) if graphs else batch
-        tokens = prefill_tokens if shape.kind == "prefill" else rows * shape.tokens_per_request
-        logits = (batch if shape.kind == "prefill" else rows) * shape.logits_per_request
-        static, work, sources = self.static_ops(shape.part, shape.layer, tokens, logits, graphs, shape.from_target)
+        tokens = prefill_tokens if shape.kind == "prefill" or shape.ragged else rows * shape.tokens_per_request
+        if shape.ragged:  # every query of a ragged verify scores its logits row
+            logits = prefill_tokens
+        else:
+            logits = (batch if shape.kind == "prefill" else rows) * shape.logits_per_request
+        context = prefill_tokens if shape.kind == "prefill" else rows * shape.context_per_request
+        static, work, sources = self.static_ops(shape.part, shape.layer, tokens, logits, graphs, shape.from_target,
+                                                context)
         compact = ()
         if shape.compact_tokens:  # each GPU compacts its own group's accepted paths
             op = O.kv_copy(batch * shape.compact_tokens, self.kv_bytes_per_token(shape.part))
@@ -281,9 +295,10 @@ class Pricer:
         """Weight bytes of a part on one GPU: its ops over enough tokens to touch every expert, fc
         over target layers included; without the target's LM head when `shared_head` is False and
         the part shares it."""
-        ops = [op for op, _, n in self.static_ops(part, 0, ALL_EXPERTS_TOKENS, 1, False, True)[0] for _ in range(n)]
+        ops = [op for op, _, n in self.static_ops(part, 0, ALL_EXPERTS_TOKENS, 1, False, True, 1)[0] for _ in range(n)]
         drop = not shared_head and self.shares_target_head(part)
-        return sum(op.weight_bytes for op in ops if not (drop and op.family == "lm_head"))
+        return sum(op.weight_bytes for op in ops
+                   if not (drop and op.family == "lm_head") and op.name not in blocks.REUSED_WEIGHT_OPS)
 
     def kv_bytes_per_token(self, part: str) -> float:
         """KV cache bytes one token holds over all of a part's layers on one GPU."""
@@ -291,6 +306,8 @@ class Pricer:
 
     def shares_target_head(self, part: str) -> bool:
         """Whether a draft part's logits come from the target's LM head (weights counted once)."""
+        if part in BLOCK_PARTS:  # a block drafter always borrows the target's head
+            return True
         return part in ("mtp", "heads") and self.draft is None and self.model.mtp.vocab_size is None
 
     def uses_graphs(self, shape: PassShape, batch: int) -> bool:
@@ -309,7 +326,7 @@ class Pricer:
         m, dt = self.model, self.model.dtypes
         if part == "target":
             return _model_layers(m)
-        if part == "mtp" and self.draft is not None:
+        if (part == "mtp" or part in BLOCK_PARTS) and self.draft is not None:
             return _model_layers(self.draft)
         if part in ("mtp", "heads"):
             n = 1 if part == "mtp" else self.heads
@@ -317,16 +334,23 @@ class Pricer:
         return _model_layers(self.assistant, query_only=True)
 
     # ------------------------------------------------------------------ building
-    def _build_static(self, part: str, layer: int, tokens: int, logits: int, graphs: bool, from_target: bool = False):
-        """Ops that depend on token counts only, priced once: (ops, their Work, sources)."""
-        edge = self._edge_ops(part, tokens, logits, from_target)
-        ops = [(op, n) for n, op in self._layer_ops(part, tokens)] + [(op, 1) for op in edge]
+    def _build_static(self, part: str, layer: int, tokens: int, logits: int, graphs: bool, from_target: bool = False,
+                      context: int = 0):
+        """Ops that depend on token counts only, priced once: (ops, their Work, sources).
+        `context`: positions a block drafter injects into its context KV (`_block_edge_ops`)."""
+        if part in BLOCK_PARTS:
+            edge = self._block_edge_ops(part, tokens, logits, from_target, context)
+        else:
+            edge = [(op, 1) for op in self._edge_ops(part, tokens, logits, from_target)]
+        ops = [(op, n) for n, op in self._layer_ops(part, tokens)] + edge
         priced = tuple((op, self.costs.time(op, graphs), n) for op, n in ops if op is not None)
         work = sum((Work.of(op, t, n) for op, t, n in priced), Work())
         return priced, work, frozenset(t.source for _, t, _ in priced)
 
     def _layer_ops(self, part: str, tokens: int):
         """(count, op) per layer group: costs/layer.py's one list of a decoder layer's ops."""
+        if part == "block_context":  # the context alone: no block runs through the layers
+            return
         spec = self.layers(part)
         glue = bool(getattr(self.costs, "glue", None))  # only a profile with whole-layer timings prices glue
         for count, ref in spec.groups:
@@ -368,6 +392,18 @@ class Pricer:
         return fc + O.lm_head_ops(d, logits, d.dtypes.lm_head, tp, vocab=vocab, act=act) + \
             [_sample(d.lm_head, logits, vocab, tp, act)]
 
+    def _block_edge_ops(self, part: str, tokens: int, logits: int, from_target: bool, context: int) -> list:
+        """(op, count) a block drafter runs beside its layers (costs/blocks.py): the context
+        injection over `context` positions, then for part `block` the borrowed head over its
+        draft positions. A block pass has k + 1 query positions and k logits rows per request,
+        so its requests are tokens - logits and its draft positions logits / requests."""
+        rows = blocks.context_ops(self.draft, context, from_target, self.par.attention_tp, self.act)
+        if part == "block":
+            requests = max(tokens - logits, 1)
+            rows += blocks.head_ops(self.draft, self.model, requests, max(logits // requests, 1),
+                                    self.par.attention_tp, self.act)
+        return rows
+
     def _mlp_sync(self) -> list[O.Op]:
         """DP attention: the token-count sync once per target forward (one scheduler batch)."""
         par = self.par
@@ -386,6 +422,8 @@ class Pricer:
     @lru_cache(maxsize=8)  # noqa: B019 -- a Pricer lives as long as its run; a part's kinds never change
     def _attention_kinds(self, part: str):
         """(attention spec, layer count, kv dtype) per attention kind of a part."""
+        if part == "block_context":  # injects context KV, reads none
+            return ()
         spec = self.layers(part)
         kv_dtype = self.model.dtypes.kv_cache
         counts = Counter()
@@ -399,11 +437,16 @@ def expanded_verify(shape: PassShape, lens: O.BatchLens) -> tuple[PassShape, O.B
     """A verify of N tokens per request as a batch-expansion scorer runs it (vLLM V0
     spec_decode/batch_expansion.py, BatchExpansionTop1Scorer): each request's window becomes N
     sequences of one query token, the j-th holding the request's KV plus its first j window
-    tokens, so the pass is a decode over B * N sequences and each reads its request's whole KV."""
+    tokens, so the pass is a decode over B * N sequences and each reads its request's whole KV
+    (a ragged verify: over the sum of the requests' own widths)."""
     n = shape.tokens_per_request
-    _, kv = lens.requests()
-    kv = np.repeat(kv + shape.kv_offset, n) + np.tile(np.arange(n), len(kv))
-    one = replace(shape, tokens_per_request=1, logits_per_request=1, kv_offset=0)
+    q, kv = lens.requests()
+    if shape.ragged:  # request i's own q[i] sequences
+        q = q.astype(np.int64)
+        kv = np.repeat(kv + shape.kv_offset, q) + np.arange(int(q.sum())) - np.repeat(np.cumsum(q) - q, q)
+    else:
+        kv = np.repeat(kv + shape.kv_offset, n) + np.tile(np.arange(n), len(kv))
+    one = replace(shape, tokens_per_request=1, logits_per_request=1, kv_offset=0, ragged=False)
     return one, O.BatchLens.uniform(1, kv, int(kv.sum()), int(kv.max(initial=0)))
 
 

@@ -12,7 +12,8 @@ tie_embeddings, num_nextn_predict_layers -> mtp (DeepSeek-style modules: two nor
 projection, one decoder layer), torch_dtype / dtype and quantization_config -> dtypes
 (quant_method fp8: the linear weights; embeddings, LM head and KV cache keep the base dtype).
 A Gemma-style `text_config` is read in place of the top level. The name is the folder holding
-config.json (override with `name:`).
+config.json (override with `name:`). A block drafter's config (z-lab DFlash, DeepSpec DSpark)
+also gives its role and `block` (hfconfig/blocks.py).
 
 What config.json does not say comes from the scenario's keys, else it is one ScenarioError: the
 MTP layers' kind where the family's per-layer rule does not reach them (`model.mtp`), the dtypes
@@ -28,6 +29,7 @@ from typing import Any
 
 from mtpsim.errors import ScenarioError, short
 from mtpsim.files import read_text
+from mtpsim.hfconfig.blocks import block_keys
 from mtpsim.hfconfig.families import ARCHITECTURES, READERS, Config, Layout
 
 MAX_CONFIG_BYTES = 4 * 2**20  # a config.json is a few kB
@@ -57,7 +59,7 @@ def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | No
         mapping["mtp"] = mtp
     mapping |= _kinds(layout, mapping, overrides)
     mapping["dtypes"] = _dtypes(top, text, where, key, overrides)
-    return mapping
+    return mapping | block_keys(top)  # a block drafter's (hfconfig/blocks.py)
 
 
 def _reader(top: Config, where: str, at: str):

@@ -286,8 +286,11 @@ READERS: dict[str, Callable[[Config], Layout]] = {
     "deepseek_v2": deepseek, "deepseek_v3": deepseek, "glm4_moe": glm4_moe, "qwen3_next": qwen3_next,
     "mimo_v2_flash": mimo_v2_flash, "gemma4": gemma4, "gemma4_text": gemma4, "llama": dense_gqa, "qwen2": dense_gqa,
     "mimo": dense_gqa, "step3p5": step3p5}
+READERS["qwen3"] = dense_gqa  # Qwen3 dense (transformers qwen3): qwen2's layout, head_dim given; QK-norm is elementwise
 ARCHITECTURES = {
     "DeepseekV2ForCausalLM": "deepseek_v2", "DeepseekV3ForCausalLM": "deepseek_v3", "Glm4MoeForCausalLM": "glm4_moe",
     "Qwen3NextForCausalLM": "qwen3_next", "MiMoV2FlashForCausalLM": "mimo_v2_flash",
     "Gemma4ForConditionalGeneration": "gemma4", "Gemma4ForCausalLM": "gemma4_text", "LlamaForCausalLM": "llama",
     "Qwen2ForCausalLM": "qwen2", "MiMoForCausalLM": "mimo", "Step3p5ForCausalLM": "step3p5"}
+# the block drafters (hfconfig/blocks.py) are Qwen3 decoder layers
+ARCHITECTURES |= {"Qwen3ForCausalLM": "qwen3", "DFlashDraftModel": "qwen3", "Qwen3DSparkModel": "qwen3"}

@@ -7,13 +7,14 @@ and run back to back as one timed event; sample acceptance, commit tokens, retir
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
 import simpy
 
 from mtpsim.acceptance import AcceptanceProfile
+from mtpsim.costs.ops import BatchLens
 from mtpsim.costs.passes import Pricer
 from mtpsim.designs import DesignShape, iteration_passes, overlap_window, prefill_passes
 from mtpsim.results import PASS_COLUMN, PASS_TIME_COLUMNS, Records
@@ -86,15 +87,19 @@ class Engine:
         batch = rep.batch  # its KV: the prompt and every emitted token but the last, which this iteration feeds
         start = self.env.now
         design, passes, window = self.plan(len(batch))
-        times, durations = self.record_passes(
-            rep, start, [(shape, self.pricer.price_lens(shape, batch.lens(shape.tokens_per_request))) for shape in passes])
+        kept = self.profile.kept_drafts(self.rng, len(batch), design.steps) if design.steps else None
+        if kept is not None:  # each request verifies what it kept: the widths are ragged
+            passes = [ragged_verify(shape) if shape.kind == "verify" else shape for shape in passes]
+        times, durations = self.record_passes(rep, start, [(shape, self.price(shape, batch, kept)) for shape in passes])
         hidden = 0.0
         for shape, t in zip(passes, durations):
             hidden += t if shape.kind in window else 0.0
         host_s = self.host_s(design.design, len(batch))
         host = max(0.0, host_s - hidden)  # what the overlap window does not hide
         yield from back_to_back(self.env, [*durations, host])
-        emitted = self.commit(batch, design.steps)
+        self.records.add_verified(int(kept.sum()) + len(batch) if kept is not None else
+                                  len(batch) * design.draft_tokens, len(batch))
+        emitted = self.commit(batch, design.steps, kept)
         self.records.eager_iterations += not self.pricer.uses_graphs(passes[0], self.pricer.group_batch(len(batch)))
         self.records.add_iteration(rep.index, rep.iterations, "decode", start, self.env.now - start,
                                    len(batch), emitted, times, host)
@@ -112,13 +117,22 @@ class Engine:
             times[PASS_COLUMN[shape.kind]] += cost.time_s
         return times, durations
 
-    def commit(self, batch: RunningBatch, steps: int) -> int:
-        """Draw accepted drafts per request out of `steps`; each emits accepted + 1 (the bonus)
-        tokens. Levels are drawn for the most steps; an iteration of fewer uses their prefix."""
+    def price(self, shape, batch: RunningBatch, kept):
+        """A pass over the running batch; a ragged verify over each request's kept drafts + 1."""
+        if shape.ragged:
+            return self.pricer.price_lens(shape, BatchLens.of(kept + 1, batch.kv))
+        return self.pricer.price_lens(shape, batch.lens(shape.tokens_per_request))
+
+    def commit(self, batch: RunningBatch, steps: int, kept=None) -> int:
+        """Draw accepted drafts per request out of `steps`, at most its `kept` where a confidence
+        rule kept fewer; each emits accepted + 1 (the bonus) tokens. Levels are drawn for the most
+        steps; an iteration of fewer uses their prefix."""
         accepted = None  # S = 0: no drafts to accept
         if steps:
             levels = batch.levels if self.per_request_levels else self.shared_levels(len(batch))
             accepted = self.profile.sample(self.rng, levels[:, :steps], batch.remaining)
+            if kept is not None:
+                np.minimum(accepted, kept, out=accepted)
         self.records.add_accepts(accepted, self.design.steps, len(batch))
         return batch.commit(accepted)
 
@@ -169,6 +183,12 @@ class Engine:
         rep.scheduler.retire(finished)
         if finished:
             self.on_finished(len(finished))
+
+
+@lru_cache(maxsize=64)
+def ragged_verify(shape):
+    """A verify whose requests each check their own kept drafts (PassShape.ragged)."""
+    return replace(shape, ragged=True)
 
 
 def back_to_back(env: simpy.Environment, times: list[float]):

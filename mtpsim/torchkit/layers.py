@@ -58,6 +58,28 @@ class Attention(nn.Module):
         return self.o_proj(out.transpose(1, 2).reshape(B, q, -1))
 
 
+    def write_context(self, x: torch.Tensor, batch: Batch, kv: KVSlots) -> None:
+        """A block drafter's context: K/V of the fused target hidden x [B, c, d] into the cache."""
+        B, c, _ = x.shape
+        k, v = self.kv_proj(x).view(B, c, self.kv_heads, self.hd + self.vd).split([self.hd, self.vd], -1)
+        kv.write(batch.q_pos, rope(k, batch), v)
+
+    def block(self, x: torch.Tensor, batch: Batch, kv: KVSlots) -> torch.Tensor:
+        """A block drafter's queries x [B, q, d]: each reads the cache below the block's first
+        position and every key of the block (bidirectional); the block's K/V is not kept."""
+        B, q, _ = x.shape
+        query = rope(self.q_proj(x).view(B, q, self.heads, self.hd), batch).transpose(1, 2)
+        k, v = self.kv_proj(x).view(B, q, self.kv_heads, self.hd + self.vd).split([self.hd, self.vd], -1)
+        context = Batch(batch.q_pos[:, :1].expand(B, q) - 1, prefill=False)  # positions before the block
+        n = context.read_len(kv.capacity)
+        mask = torch.cat([context.mask(kv.capacity, self.window, n),
+                          torch.ones(B, 1, q, q, dtype=torch.bool, device=x.device)], -1)
+        keys = torch.cat([kv.k[:, :, :n], rope(k, batch).transpose(1, 2)], 2)
+        values = torch.cat([kv.v[:, :, :n], v.transpose(1, 2)], 2)
+        out = attend(query, keys, values, mask)
+        return self.o_proj(out.transpose(1, 2).reshape(B, q, -1))
+
+
 NEVER_WRAP = 1 << 40  # a "capacity" under which slot j holds position j (fresh, unwrapped KV)
 
 

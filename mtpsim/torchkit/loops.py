@@ -14,6 +14,9 @@ and the bonus x_{L+a+1} = t_a: every cache the window wrote is cut back to L + a
 - frozen_kv:      S assistant passes (seed: the last accepted target hidden and the root), each
                   reading the target's KV, then verify T(B.N); nothing after.
 - parallel_heads: verify T(B.N), then the heads over the window's target hiddens (one pass).
+- block:          one drafter pass: inject the last verify window's tapped target hiddens
+                  (N positions from where it started; only the accepted + 1 stay committed) as
+                  context K/V, then the block [root, S masks] bidirectionally; verify T(B.N).
 """
 from __future__ import annotations
 
@@ -53,6 +56,7 @@ class Run:
         self.emitted: list[list[int]] = [[] for _ in range(batch)]
         self.times = dict.fromkeys(KINDS, 0.0)
         self.sync = torch.cuda.synchronize if self.device.type == "cuda" else (lambda: None)
+        self.pending = None  # block: (the last verify's tapped hiddens, where its window started)
 
     def at(self, start, q: int, limit=None) -> Batch:
         return Batch.at(np.full(self.batch, start) if np.ndim(start) == 0 else start, q, self.device, limit)
@@ -153,8 +157,25 @@ def parallel_heads(r: Run) -> np.ndarray:
     return r.emit(verified, accepted)
 
 
+def block(r: Run) -> np.ndarray:
+    L, drafter, cache = r.target_cache.lens, r.drafts[0], r.draft_caches[0]
+    mask = torch.zeros(r.batch, r.steps, dtype=torch.int64, device=r.device)  # the mask token (id 0)
+    with r.timed("draft"):
+        if r.pending is not None:  # the last window's context, at the fixed verify width
+            tapped, start = r.pending
+            drafter.inject(tapped, r.at(start, tapped.shape[1]), cache)
+        _, tokens = drafter(torch.cat([r.root[:, None], mask], 1), r.at(L, r.steps + 1), cache)
+    drafts = torch.stack([r.propose(tokens[:, j], L + j + 1) for j in range(r.steps)], 1)
+    verified, accepted, _ = r.verify(drafts)
+    # the cache's lengths follow the target's; the accepted positions' K/V is written by the next
+    # draft pass, before anything reads it
+    r.pending = (r.target.tapped, L.copy())
+    cache.commit(L + accepted + 1)
+    return r.emit(verified, accepted)
+
+
 ITERATIONS = {"none": plain, "nextn": nextn, "multi_layer": multi_layer, "frozen_kv": frozen_kv,
-              "parallel_heads": parallel_heads}
+              "parallel_heads": parallel_heads, "block": block}
 
 
 def step(r: Run) -> dict:
@@ -186,6 +207,13 @@ def prefill(r: Run, prompts: list[torch.Tensor]) -> None:
         chain = record(r.design).chain
         if chain == "seeded":
             r.carry[b] = hidden[0, -1:]
+        if chain == "block":  # the prompt's context, no block yet
+            full = r.draft_caches[0]
+            draft_cache = full.view(b)
+            r.drafts[0].inject(r.target.tapped, where, draft_cache)
+            draft_cache.commit(np.array([P]))
+            full.lens[b] = P
+            continue
         for k, (layer, full) in enumerate(zip(r.drafts if r.draft_caches else [], r.draft_caches)):
             draft_cache = full.view(b)
             tokens_in = seq[k:k + P] if chain == "stacked" else seq[:P]

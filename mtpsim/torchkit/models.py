@@ -7,6 +7,10 @@
 - `Assistant`: a frozen-KV drafter: concat(target-width hidden, target token embedding) -> pre
   projection, query-only layers reading the target's last sliding / full layer KV, a post
   projection back to the target width (the next step's carry), its own head (full or centroid).
+- `BlockDrafter`: a block drafter (design block): an fc fusing the target's tapped hidden
+  states, injected as K/V into every draft layer's cache (`inject`), and one bidirectional
+  forward of its layers over a block [root, masks...] reading that cache (`forward`), through
+  the target's head (borrowed, like the embedding).
 Every `forward` returns (hidden, greedy tokens); `rows` picks which rows get logits.
 """
 from __future__ import annotations
@@ -37,6 +41,8 @@ class Target(nn.Module):
                                     for r in spec.expanded_layers)
         self.norm = nn.RMSNorm(d)
         self.head = make_head(d, spec.vocab_size, spec.lm_head)
+        self.taps: list[int] = []  # layers whose outputs `tapped` keeps (a block drafter's context)
+        self.tapped: torch.Tensor | None = None
 
     def new_cache(self, batch: int, capacity: int, max_pass: int) -> Cache:
         p = next(self.parameters())
@@ -45,9 +51,12 @@ class Target(nn.Module):
 
     def forward(self, tokens: torch.Tensor, batch: Batch, cache: Cache, rows=None):
         cache.begin()
-        x = self.embed(tokens)
+        x, outs = self.embed(tokens), []
         for layer, storage in zip(self.layers, cache.layers):
             x = layer(x, batch, storage)
+            outs.append(x)
+        if self.taps:  # -1: the embedding output
+            self.tapped = torch.cat([outs[i] if i >= 0 else self.embed(tokens) for i in self.taps], -1)
         return x, self.head(self.norm(_select(x, rows)))
 
 
@@ -98,15 +107,51 @@ class Assistant(nn.Module):
         return self.post_proj(x), self.head(self.norm(x))
 
 
+class BlockDrafter(nn.Module):
+    def __init__(self, spec: ModelSpec, target: Target):
+        super().__init__()
+        d = spec.hidden_size
+        self.embed, self.head = target.embed, target.head  # borrowed from the target
+        self.taps = list(spec.block.target_layer_ids)
+        target.taps = self.taps
+        self.fc, self.hidden_norm = linear(len(self.taps) * spec.backbone_hidden_size, d), nn.RMSNorm(d)
+        self.layers = nn.ModuleList(DecoderLayer(spec.attention_kinds[r.attention], spec.ffn_kinds[r.ffn], d)
+                                    for r in spec.expanded_layers)
+        self.norm = nn.RMSNorm(d)
+
+    def new_cache(self, batch: int, capacity: int, max_pass: int) -> Cache:
+        p = self.norm.weight
+        return Cache([layer.new_storage(batch, capacity, max_pass, p.dtype, p.device) for layer in self.layers],
+                     torch.zeros(batch, dtype=torch.int64).numpy())
+
+    def inject(self, tapped: torch.Tensor, batch: Batch, cache: Cache) -> None:
+        """The target's tapped hidden states [B, c, taps x width] at batch's positions, fused and
+        written as K/V into every draft layer's cache (the caller commits the lengths)."""
+        x = self.hidden_norm(self.fc(tapped))
+        for layer, kv in zip(self.layers, cache.layers):
+            layer.attn.write_context(x, batch, kv)
+
+    def forward(self, tokens: torch.Tensor, batch: Batch, cache: Cache):
+        """The block [B, q] (root, then masks) at batch's positions: every query reads the cached
+        context and the whole block (bidirectional); greedy tokens for positions 1..q-1."""
+        x = self.embed(tokens)
+        for layer, kv in zip(self.layers, cache.layers):
+            x = x + layer.attn.block(layer.attn_norm(x), batch, kv)
+            x = x + layer.ffn(layer.ffn_norm(x))
+        return x, self.head(self.norm(x[:, 1:]))
+
+
 def build(model: ModelSpec, design: str, steps: int, assistant: ModelSpec | None, dtype, device, seed: int = 0):
     """(target, drafts): the design record's draft_layers(steps) copies of its layer part, an
-    MTPLayer (one for nextn, `steps` for multi_layer and parallel_heads) or an Assistant
-    (frozen_kv); [] for none."""
+    MTPLayer (one for nextn, `steps` for multi_layer and parallel_heads), an Assistant
+    (frozen_kv) or a BlockDrafter (block: `assistant` is then the block drafter's spec); [] for
+    none."""
     rec = record(design)
     torch.manual_seed(seed)
     with torch.device(device):
         target = Target(model)
-        make = {"mtp": lambda: MTPLayer(model, target), "assistant": lambda: Assistant(assistant, model, target)}
+        make = {"mtp": lambda: MTPLayer(model, target), "assistant": lambda: Assistant(assistant, model, target),
+                "block": lambda: BlockDrafter(assistant, target)}
         drafts = [make[rec.layer_part]() for _ in range(rec.draft_layers(steps))] if rec.layer_part else []
     modules = [target, *drafts]
     for m in modules:

@@ -27,7 +27,7 @@ from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError
 from mtpsim.runfolder import claimed
-from mtpsim.shrink import shrink_assistant, shrink_model
+from mtpsim.shrink import shrink_assistant, shrink_block_drafter, shrink_model
 from mtpsim.sim.workload import sample_lengths
 from mtpsim.torchkit import loops
 from mtpsim.torchkit.kernels import keep_freed_memory
@@ -134,7 +134,11 @@ def _match_threads(folder: Path, device: str) -> None:
 def setup_of(s, device: str) -> Setup:
     """The verification run a scenario point asks for, shrunken."""
     v, design = s.verify, s.speculative.design
-    if s.specs.draft is not None:
+    block = s.specs.draft is not None and s.specs.draft.role == "block_draft"
+    if block and any(a.kind != "gqa" for a in s.specs.draft.attention_kinds.values()):
+        raise ScenarioError(s.source, "speculative.draft", f"verify builds block drafters of gqa layers, and "
+                            f"{s.specs.draft.name!r} has others; `mtpsim run` simulates it")
+    if s.specs.draft is not None and not block:
         raise ScenarioError(s.source, "speculative.draft", f"verify builds a model's own MTP layers, not an external "
                             f"draft ({s.specs.draft.name!r}); `mtpsim run` simulates it")
     if s.speculative.topk > 1:
@@ -144,6 +148,8 @@ def setup_of(s, device: str) -> Setup:
     model = shrink_model(s.specs.model, v, dtype)
     try:
         assistant = shrink_assistant(s.specs.assistant, model, v, dtype) if s.specs.assistant else None
+        if block:  # the block drafter rides in the assistant's slot (models.build)
+            assistant = shrink_block_drafter(s.specs.draft, model, v, dtype)
     except ValueError as exc:  # too few layers kept for the assistant's KV sources
         raise ScenarioError(s.source, "verify.num_layers", str(exc)) from None
     rng = np.random.default_rng([s.seed, 0])
@@ -161,7 +167,7 @@ def verify_point(s, device: str, hardware: str, profile: str | None, folder: Pat
     mapping = simulated_mapping(s, setup.model.model_dump(mode="json"), setup.prompt_lens,
                                 measured.accept_counts, folder, hardware, profile,
                                 setup.warmup_iterations + setup.iterations)
-    if setup.assistant is not None:  # the shrunken assistant, inline, so simulated.yaml reproduces the prediction
+    if setup.assistant is not None:  # the shrunken assistant / drafter, inline, so simulated.yaml reproduces the prediction
         mapping["speculative"]["draft"] = setup.assistant.model_dump(mode="json", exclude_none=True)
     (folder / "simulated.yaml").write_text(yaml.safe_dump(mapping, sort_keys=False))
     predicted = predict(mapping, str(folder / "simulated.yaml"),
