@@ -121,7 +121,7 @@ def load_run_points(folder: Path) -> list[sc.Scenario]:
 POINT, TIME = Column(low=-1, integer=True), Column(low=0)  # point -1: a baseline added by the run
 RUN_TABLES = {
     "summary.csv": {"point": POINT, "name": TEXT, "design": TEXT, "steps": Column(low=0, integer=True),
-                    "concurrency": Column(low=1, integer=True), "tps": TIME, "per_user_tps": TEXT,
+                    "concurrency": Column(low=1, integer=True, blank=True), "tps": TIME, "per_user_tps": TEXT,
                     "speedup": TEXT, "accept_length": TEXT},
     "iterations.csv": {"point": POINT, "replica": Column(low=0, integer=True), "kind": TEXT, "start_s": TIME,
                        "duration_s": TIME},

@@ -136,7 +136,9 @@ def test_relative_trace_is_read_beside_the_scenario(tmp_path, write_scenario):
     (tmp_path / "trace.csv").write_text("arrival_s,input_len,output_len\n0,10,5\n")
     data = {**BASE, "workload": {"arrival": "trace", "trace": "trace.csv"}}
     s = sc.load(write_scenario(data))[0]
-    assert s.workload.trace == str(tmp_path / "trace.csv")
+    assert s.workload.trace.path == str(tmp_path / "trace.csv")
+    data = {**BASE, "workload": {"arrival": "trace", "trace": {"path": "trace.csv", "format": "mtpsim"}}}
+    assert sc.load(write_scenario(data))[0].workload.trace.path == str(tmp_path / "trace.csv")
 
 
 def test_set_wins_over_a_swept_key(write_scenario):

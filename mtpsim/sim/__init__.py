@@ -18,6 +18,7 @@ from mtpsim.results import Records, Results, limits_row, to_results
 from mtpsim.sim.engine import Arrivals, Engine, Replica
 from mtpsim.sim.scheduler import Router, Scheduler
 from mtpsim.sim.workload import Request, open_arrivals, sample_lengths
+from mtpsim.tracefiles import scan, stream
 
 PROGRESS_MIN_REQUESTS = 10_000  # runs this long show a progress bar when asked to
 
@@ -44,6 +45,7 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
     arrivals = Arrivals(env, Router([r.scheduler for r in replicas]), replicas,
                         _request_factory(env, profile, design, np.random.default_rng([s.seed, 2])))
     num_requests = _start_arrivals(env, arrivals, s, budget)
+    bar.total = num_requests
     for rep in replicas:
         env.process(engine.serve(rep))
     env.run()
@@ -57,13 +59,31 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
 
 
 def identity(s) -> dict:
-    """Columns that name a run point in the summary."""
+    """Columns that name a run point in the summary. The load is a concurrency (closed, batch)
+    or an arrival rate (poisson, trace), never both: the other is NaN."""
     d = DesignShape.of(s.speculative)
     return {"name": s.name, "design": d.design, "steps": d.steps,
-            "topk": d.topk, "draft_tokens": d.draft_tokens, "concurrency": s.workload.concurrency,
-            "rate_per_s": s.workload.rate_per_s, "num_requests": s.workload.num_requests, "dp": s.parallel.dp,
+            "topk": d.topk, "draft_tokens": d.draft_tokens, **load_columns(s.workload), "dp": s.parallel.dp,
             **({"policy": policy_text(s.speculative.policy)} if s.speculative.policy else {}),
             **{k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in s.point.items()}}
+
+
+def load_columns(w) -> dict:
+    """concurrency, rate_per_s (a rate schedule's mean over its cycle; a trace's requests over
+    its span) and num_requests; a trace adds what its selection skipped and capped."""
+    nan = float("nan")
+    if w.arrival in ("closed", "batch"):
+        return {"concurrency": w.concurrency, "rate_per_s": nan, "num_requests": w.num_requests}
+    if w.arrival == "poisson":
+        rate = w.rate_per_s
+        if w.rate_schedule:
+            ends = [p.until_s for p in w.rate_schedule]
+            rate = sum(p.rate_per_s * (end - start) for p, start, end in zip(w.rate_schedule, [0.0, *ends], ends)) / ends[-1]
+        return {"concurrency": nan, "rate_per_s": rate, "num_requests": w.num_requests}
+    stats = scan(w.trace)
+    return {"concurrency": nan, "rate_per_s": stats.rate_per_s, "num_requests": stats.num_requests,
+            "trace_format": stats.format, "trace_skipped": stats.num_skipped,
+            "trace_capped_inputs": stats.num_capped_inputs, "trace_capped_outputs": stats.num_capped_outputs}
 
 
 def policy_text(policy) -> str:
@@ -83,6 +103,11 @@ def _request_factory(env, profile: AcceptanceProfile, design: DesignShape, rng):
 def _start_arrivals(env, arrivals: Arrivals, s, budget) -> int:
     """Start the arrival process(es); returns how many requests will arrive."""
     rng, w = np.random.default_rng([s.seed, 0]), s.workload
+    if w.arrival == "trace":
+        stats = scan(w.trace)
+        env.process(arrivals.open_stream(stream(w.trace)))
+        _check_fits(s, budget, stats.longest)
+        return stats.num_requests
     if w.arrival == "closed":
         inputs, outputs = sample_lengths(rng, w.input_len, w.num_requests), sample_lengths(rng, w.output_len, w.num_requests)
         lengths = list(zip(inputs.tolist(), outputs.tolist()))  # closed loops hold at most MAX_USERS x this
@@ -91,13 +116,17 @@ def _start_arrivals(env, arrivals: Arrivals, s, budget) -> int:
     else:
         times, inputs, outputs = open_arrivals(w, rng)
         env.process(arrivals.open_loop(times, inputs, outputs))
-    longest = int((inputs + outputs).max())
+    _check_fits(s, budget, int((inputs + outputs).max()))
+    return len(inputs)
+
+
+def _check_fits(s, budget, longest: int) -> None:
+    """The longest request's KV fits the pool, or a ScenarioError."""
     if budget.request_bytes(longest) > budget.kv_budget_bytes:
         raise ScenarioError(s.source, "workload", f"a request of {longest} tokens needs "
                             f"{budget.request_bytes(longest) / 1e9:.2f} GB of KV per GPU, more than the "
                             f"{budget.kv_budget_bytes / 1e9:.2f} GB the engine's KV pool holds "
                             f"({budget.rule.label} of {budget.capacity_bytes / 1e9:.1f} GB)")
-    return len(inputs)
 
 
 __all__ = ["simulate", "Results"]

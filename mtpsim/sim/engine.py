@@ -209,6 +209,11 @@ class Arrivals:
                 yield self.env.timeout(arrival_s - self.env.now)
             self.submit(self.new_request(input_len, output_len))
 
+    def open_stream(self, chunks):
+        """Requests at known times streamed in chunks of arrays (a trace file)."""
+        for chunk in chunks:
+            yield from self.open_loop(chunk.arrival_s, chunk.input_len, chunk.output_len)
+
     def closed_user(self, lengths):
         """One user of a closed loop: send, wait for the answer, send the next (no think time)."""
         for input_len, output_len in lengths:
