@@ -223,6 +223,17 @@ def trace_note(row: pd.Series, s: sc.Scenario) -> str:
     return "; ".join(parts)
 
 
+def prefix_note(summary: pd.DataFrame) -> str:
+    """Per row run with a prefix cache: its hit rate, the prefill tokens it saved, its evictions."""
+    lines = []
+    for _, row in summary[summary.prefix_hit_rate.notna()].iterrows():
+        load = f"conc {row.concurrency:g}" if pd.isna(row.rate_per_s) else f"{row.rate_per_s:.3g} req/s"
+        lines.append(f"prefix cache: {row.design} S={row.steps} at {load}: hit rate {row.prefix_hit_rate:.1%} of prompt "
+                     f"tokens, {row.prefix_saved_tokens:,.0f} prefill tokens saved, "
+                     f"{row.prefix_evicted_blocks:,.0f} blocks evicted")
+    return "\n".join(lines)
+
+
 def legend(ci: pd.DataFrame) -> str:
     """The lines under a replicated run's table: what ± is, and what ~ marks (when any)."""
     seeds = ", ".join(str(n) for n in dict.fromkeys(ci.seeds))
@@ -296,6 +307,8 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
         print("\n" + note)
     if s.workload.arrival == "trace":
         print("\n" + trace_note(summary.iloc[0], s))
+    if "prefix_hit_rate" in summary:
+        print("\n" + prefix_note(summary))
     if any(r.iterations_truncated for r in results):
         print("\n(iterations.csv keeps the first rows of very long runs; the summary counts every iteration)")
     if any(r.requests_truncated for r in results):

@@ -217,6 +217,15 @@ class TraceFile(Section):
         return self
 
 
+class SharedPrefix(Section):
+    """A system prompt shared by a fraction of requests: those requests' first `tokens` prompt
+    tokens (input_len counts them) are one of `groups` prompts, drawn uniformly."""
+
+    tokens: int = Field(ge=1, le=MAX_TOKENS)
+    fraction: Probability = 1.0
+    groups: int = Field(default=1, ge=1, le=MAX_REQUESTS)
+
+
 class Workload(Section):
     arrival: Literal["closed", "poisson", "batch", "trace"] = "closed"
     concurrency: int = Field(default=1, ge=1, le=MAX_USERS)
@@ -227,6 +236,7 @@ class Workload(Section):
     input_len: Length = Field(default=1024)
     output_len: Length = Field(default=256)
     trace: TraceFile | None = None  # a path, or a mapping with the path and how to read it
+    shared_prefix: SharedPrefix | None = None  # synthetic loads: a system prompt some requests share
 
     @field_validator("trace", mode="before")
     @classmethod
@@ -240,6 +250,18 @@ class Workload(Section):
         if self.arrival == "trace" and self.trace is None:
             raise ValueError("arrival trace needs trace (a CSV with arrival_s,input_len,output_len)")
         return self
+
+
+class PrefixCacheSettings(Section):
+    """Prefix caching over the KV pool (mtpsim/sim/prefix_cache.py). SGLang (RadixAttention),
+    vLLM V1 (automatic prefix caching) and TRT-LLM (KV block reuse) turn it on by default; here
+    it is off unless given, so runs without it match earlier results."""
+
+    block_tokens: int = Field(default=16, ge=1, le=MAX_TOKENS, description=(
+        "Tokens per cached block (vLLM --block-size defaults to 16; SGLang's radix tree works per token, "
+        "page_size 1). A Mooncake trace's hash_ids use its own workload.trace.block_size instead."))
+    max_tokens: int | None = Field(default=None, ge=1, le=2**40, description=(
+        "The most tokens cached blocks may hold; None: any room the KV pool has. More than the pool holds is an error."))
 
 
 class Engine(Section):
@@ -260,6 +282,7 @@ class Engine(Section):
     max_graph_batch: int = Field(default=256, ge=1, le=MAX_USERS)
     overlap_schedule: bool = True
     chunked_prefill_tokens: int = Field(default=8192, ge=1, le=MAX_TOKENS)
+    prefix_cache: PrefixCacheSettings | None = None  # None: no prefix caching
     # the fraction of GPU memory the engine's KV-pool rule reads (SGLang mem_fraction_static, vLLM
     # gpu_memory_utilization, TRT-LLM free_gpu_memory_fraction; engines/<kind>.yaml kv_pool);
     # None: the engine's default

@@ -28,6 +28,8 @@ class Request:
     accepted: int = 0           # draft tokens accepted over its life
     levels: np.ndarray | None = None   # per-depth acceptance of this request (spread)
     done: object = None         # simpy event, triggered at finish
+    blocks: list | None = None  # prefix-cache keys of its prompt's full blocks (prefix_cache.py)
+    cached_len: int = 0         # prompt tokens found in the prefix cache (their prefill skipped)
 
     @property
     def remaining(self) -> int:
