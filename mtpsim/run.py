@@ -153,6 +153,8 @@ def format_table(summary: pd.DataFrame) -> str:
     df = summary[[c for c in TABLE if c in summary.columns] + swept].copy()
     df = df.rename(columns={c: c.split(".")[-1] for c in swept})
     for load in ("concurrency", "rate_per_s"):  # closed loads have a concurrency, open ones a rate
+        if load not in df:
+            continue
         if df[load].isna().all():
             df = df.drop(columns=load)
         elif df[load].isna().any():  # both kinds in one run: each row shows its own
