@@ -95,6 +95,7 @@ class Engine:
         host = max(0.0, host_s - hidden)  # what the overlap window does not hide
         yield from back_to_back(self.env, [*durations, host])
         emitted = self.commit(batch, design.steps)
+        self.records.itl.add_many(batch.chunk_gaps(self.env.now))
         self.records.eager_iterations += not self.pricer.uses_graphs(passes[0], self.pricer.group_batch(len(batch)))
         self.records.add_iteration(rep.index, rep.iterations, "decode", start, self.env.now - start,
                                    len(batch), emitted, times, host)
