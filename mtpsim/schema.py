@@ -281,7 +281,9 @@ class Engine(Section):
     cuda_graphs: bool = True
     max_graph_batch: int = Field(default=256, ge=1, le=MAX_USERS)
     overlap_schedule: bool = True
-    chunked_prefill_tokens: int = Field(default=8192, ge=1, le=MAX_TOKENS)
+    chunked_prefill_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS, description=(
+        "Prompt tokens per prefill batch. None: the engine's default on this GPU (SGLang chunked_prefill_size by "
+        "GPU memory, vLLM max_num_batched_tokens, TensorRT-LLM max_num_tokens; mtpsim/data/engines/<kind>.yaml)."))
     prefix_cache: PrefixCacheSettings | None = None  # None: no prefix caching
     # the fraction of GPU memory the engine's KV-pool rule reads (SGLang mem_fraction_static, vLLM
     # gpu_memory_utilization, TRT-LLM free_gpu_memory_fraction; engines/<kind>.yaml kv_pool);

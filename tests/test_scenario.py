@@ -31,7 +31,7 @@ DELETE = object()
 def test_defaults_follow_design_doc(write_scenario):
     s = sc.load(write_scenario({"name": "d", "model": "llama-3.1-8b", "hardware": "h100-sxm"}))[0]
     assert s.speculative.design == "none" and s.speculative.topk == 1
-    assert s.engine.cuda_graphs and s.engine.overlap_schedule and s.engine.chunked_prefill_tokens == 8192
+    assert s.engine.cuda_graphs and s.engine.overlap_schedule and s.engine.chunked_prefill_tokens is None  # engine's
     assert s.cost.model == "auto" and s.verify.acceptance == "forced" and s.seed == 0
     assert s.parallel.tp == s.parallel.ep == s.parallel.dp == 1
 

@@ -13,7 +13,7 @@ from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import build_pricer
 from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError
-from mtpsim.memory import memory_budget, pool_rule
+from mtpsim.memory import memory_budget, pool_rule, prefill_chunk_tokens
 from mtpsim.results import Records, Results, limits_row, to_results
 from mtpsim.sim.engine import Arrivals, Engine, Replica
 from mtpsim.sim.prefix_cache import PrefixCache, prompt_blocks
@@ -38,7 +38,7 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
     bar = tqdm(total=s.workload.num_requests, desc=s.name, unit="req", file=sys.stderr, mininterval=1.0,
                disable=not progress or s.workload.num_requests < PROGRESS_MIN_REQUESTS)
     engine = Engine(env, pricer, design, profile, records, np.random.default_rng([s.seed, 1]),
-                    s.engine.overlap_schedule, s.engine.chunked_prefill_tokens, policy=s.speculative.policy,
+                    s.engine.overlap_schedule, prefill_chunk_tokens(s), policy=s.speculative.policy,
                     on_finished=bar.update)
     cap = s.specs.engine.max_running(design.design, s.engine.max_running_requests)
     block = _cache_block_tokens(s, budget)
