@@ -120,10 +120,13 @@ def test_streamed_in_chunks_and_read_no_further_than_the_selection(tmp_path, mon
         scan(TraceFile(path=path))
 
 
-def test_gzipped_trace(tmp_path):
+def test_gzipped_trace_and_a_byte_order_mark(tmp_path):
     path = tmp_path / "a.csv.gz"
     path.write_bytes(gzip.compress(AZURE.encode()))
     assert scan(TraceFile(path=str(path))).num_requests == 4
+    marked = tmp_path / "b.csv"
+    marked.write_bytes(b"\xef\xbb\xbf" + BURSTGPT.encode())  # as a spreadsheet saves it
+    assert scan(TraceFile(path=str(marked))).format == "burstgpt"
 
 
 def test_trace_run_replays_arrivals_and_reports_what_it_changed(tmp_path, capsys):

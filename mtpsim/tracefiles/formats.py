@@ -107,6 +107,7 @@ def sniff(path: str) -> str:
 def detect(path: str, head: str, name: str) -> Format:
     """The format `name` names, or for `auto` the one whose columns the header holds (most of
     them: a file missing one column is that format's, and its reader says which is missing)."""
+    head = head.removeprefix("\ufeff")  # a byte-order mark (spreadsheets write one) is no column
     first = head.lstrip().splitlines()[0] if head.strip() else ""
     if first.startswith("{"):
         try:
@@ -143,14 +144,14 @@ def _open(path: str):
 
 def _csv_chunks(path: str, fmt: Format, chunk_rows: int) -> Iterator[RawChunk]:
     with _open(path) as f:
-        header = [c.strip() for c in f.readline().decode("utf-8").strip().split(",")]
+        header = [c.strip() for c in f.readline().decode("utf-8-sig").strip().split(",")]
         for col in fmt.columns:
             if col not in header:
                 raise ScenarioError(path, col, f"missing column (format {fmt.name} needs {', '.join(fmt.columns)}; "
                                     f"the header has {short(','.join(header), 120)})")
         f.seek(0)
         try:
-            reader = pd.read_csv(f, usecols=list(fmt.columns), chunksize=chunk_rows, skipinitialspace=True,
+            reader = pd.read_csv(f, usecols=list(fmt.columns), chunksize=chunk_rows, skipinitialspace=True, encoding="utf-8-sig",
                                  dtype={fmt.time: str} if fmt.seconds_per_unit is None else None)
             row, origin = 2, None
             for df in reader:
