@@ -87,13 +87,15 @@ def decode_rates(summary: pd.DataFrame, s: sc.Scenario) -> pd.DataFrame:
     """Decode-only rates, for sources whose GPUs never prefill (PD disaggregation): output tokens
     after the first over the busy time outside prefill passes (every run here keeps its replicas
     busy from start to end), per GPU; and their ratio to the plain-decode run at the same
-    concurrency. Fixed output lengths only (the published cases')."""
+    concurrency (or arrival rate: open loads have no concurrency). Fixed output lengths only (the
+    published cases')."""
     out = mean_length(s.workload.output_len)
     gpus = s.parallel.tp * s.parallel.dp
     rate = summary.tps * (out - 1) / out / (1 - summary.prefill_share)
-    base = dict(zip(summary.concurrency[summary.design == "none"], rate[summary.design == "none"]))
-    return summary.assign(decode_tps_per_gpu=rate / gpus, decode_tps_per_gpu_none=summary.concurrency.map(base) / gpus,
-                          decode_speedup=rate / summary.concurrency.map(base))
+    load = summary.concurrency.where(summary.concurrency.notna(), summary.rate_per_s)
+    base = dict(zip(load[summary.design == "none"], rate[summary.design == "none"]))
+    return summary.assign(decode_tps_per_gpu=rate / gpus, decode_tps_per_gpu_none=load.map(base) / gpus,
+                          decode_speedup=rate / load.map(base))
 
 
 def run_case(case: Case, jobs: int = 1, peer: bool = False) -> pd.DataFrame:

@@ -7,13 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from mtpsim import designs
 from mtpsim.acceptance import read_histogram
 from mtpsim.errors import ScenarioError
 from mtpsim.schema import Scenario, Workload, max_length
-from mtpsim.sim.workload import read_trace
+from mtpsim.tracefiles import scan
 
 
 def check_against_specs(s: Scenario, where: str) -> None:
@@ -92,14 +90,13 @@ def _check_context(s: Scenario, where: str) -> None:
     """Every request fits the model's context window: prompt + output <= max_context."""
     limit, w = s.specs.model.max_context, s.workload
     if w.arrival == "trace":
-        if not Path(w.trace).is_file():
-            raise ScenarioError(where, "workload.trace", f"no such file: {w.trace}")
-        _, inputs, outputs = read_trace(w.trace)
-        if limit is not None:
-            row = int(np.argmax(inputs + outputs))
-            if inputs[row] + outputs[row] > limit:
-                raise ScenarioError(w.trace, "input_len", f"row {row + 2}: {inputs[row]} + {outputs[row]} "
-                                    f"output tokens exceed model {s.specs.model.name!r}'s max_context {limit}")
+        if not Path(w.trace.path).is_file():
+            raise ScenarioError(where, "workload.trace.path", f"no such file: {w.trace.path}")
+        t = scan(w.trace)
+        if limit is not None and t.longest > limit:
+            raise ScenarioError(w.trace.path, "input_len", f"row {t.longest_row}: {t.longest_input} input + "
+                                f"{t.longest - t.longest_input} output tokens exceed model {s.specs.model.name!r}'s "
+                                f"max_context {limit} (workload.trace.max_input_len / max_output_len cap them)")
         return
     if limit is not None and max_length(w.input_len) + max_length(w.output_len) > limit:
         raise ScenarioError(where, "workload.input_len", f"up to {max_length(w.input_len)} input + "

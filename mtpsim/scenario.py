@@ -117,6 +117,9 @@ def _anchor_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
         node = data.get(section)
         if isinstance(node, dict) and key in node:
             node[key] = anchored(node[key])
+    trace = data["workload"].get("trace") if isinstance(data.get("workload"), dict) else None
+    if isinstance(trace, dict) and "path" in trace:  # {path: ..., format: ...}
+        trace["path"] = anchored(trace["path"])
     for node, key in ((data, "model"), (data, "hardware"), (data.get("speculative"), "draft")):
         value = node.get(key) if isinstance(node, dict) else None
         if isinstance(value, str) and catalog.is_path(value):
