@@ -218,6 +218,7 @@ class HardwareSpec(Spec):
     graph_launch_overhead_s: float = Field(ge=0)      # per kernel inside a CUDA-graph replay
     efficiency_flops: float = Field(default=0.7, gt=0, le=1)
     efficiency_bandwidth: float = Field(default=0.8, gt=0, le=1)
+    power_w: float | None = Field(default=None, gt=0)  # board power per GPU, as the vendor rates it
     # measured profiles (mtpsim/data/profiles/<name>) by serving engine; `default` for other engines
     profiles: dict[str, str] = Field(default_factory=dict)
     # roofline latency floors fitted on measured GPUs (mtpsim/data/latency_floors.yaml, costs/floors.py)
