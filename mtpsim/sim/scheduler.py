@@ -17,8 +17,10 @@ from mtpsim.sim.workload import Request
 class Scheduler:
     """One replica's queue and running batch."""
 
-    def __init__(self, max_running: int, kv_budget_bytes: float, request_bytes: Callable[[int], float]):
+    def __init__(self, max_running: int, kv_budget_bytes: float, request_bytes: Callable[[int], float],
+                 held_tokens: Callable[[Request], int] = lambda r: r.input_len + r.output_len):
         self.max_running = max_running
+        self.held_tokens = held_tokens  # tokens of KV a request holds here (a prefill pool: its prompt)
         self.kv_budget_bytes = kv_budget_bytes
         self.request_bytes = lru_cache(maxsize=4096)(request_bytes)  # a sum over layers, for a few lengths
         self.waiting: deque[Request] = deque()
@@ -43,7 +45,7 @@ class Scheduler:
             if len(self.running) >= self.max_running:
                 self.num_capped += 1
                 break
-            need = self.request_bytes(self.waiting[0].input_len + self.waiting[0].output_len)
+            need = self.request_bytes(self.held_tokens(self.waiting[0]))
             if self.kv_used_bytes + need > self.kv_budget_bytes:
                 self.num_kv_full += 1
                 break
