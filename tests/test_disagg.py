@@ -61,6 +61,16 @@ def test_one_requests_transfer_is_bytes_over_bandwidth_plus_latency(gpu, link, l
     assert got.ttft_p50_s - free.ttft_p50_s == pytest.approx(got.transfer_mean_s, rel=1e-6)  # TTFT holds it
 
 
+def test_an_aggregated_scenario_becomes_pools():
+    """mtpsim.disaggregated: the scenario a deployment search compares with the aggregated one."""
+    import mtpsim
+    agg = sc.validate({**DSV3, "parallel": {"tp": 8}})
+    pools = mtpsim.disaggregated(agg, {"tp": 8}, {"tp": 8}, link="free")
+    assert pools == sc.validate(disagg(link="free")) and pools.parallel.tp == 1
+    with pytest.raises(ScenarioError, match="exceed"):
+        mtpsim.disaggregated(agg, {"tp": 8}, {"tp": 8, "replicas": 2}, gpus=16)
+
+
 def test_frozen_kv_moves_only_the_targets_kv():
     gemma = {"name": "g", "model": "gemma-4-e2b", "hardware": "h100-sxm",
              "speculative": {"design": "frozen_kv", "steps": 2}, "acceptance": {"per_depth": [0.8, 0.7]},

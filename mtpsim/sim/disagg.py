@@ -218,7 +218,7 @@ def pools_table(summary) -> str:
         if c.endswith("_s"):
             df[c] = (1e3 * df[c]).round(2)
         elif c.endswith("utilisation") or c.endswith("share_of_ttft"):
-            df[c] = (100 * df[c]).map(lambda v: f"{v:.1f}%")
+            df[c] = (100 * df[c]).map(lambda v: f"{v:.3g}%")
         elif c.endswith("_mean") and c.startswith("transfer_bytes"):
             df[c] = (df[c] / 1e6).round(1)
     return df.rename(columns=POOL_COLUMNS).to_string(index=False)
