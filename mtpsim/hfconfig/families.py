@@ -110,13 +110,32 @@ def _kinds_of(c: Config, key: str, types: list, names: dict[Any, str]) -> list[s
 
 
 # --------------------------------------------------------------------------------- families
+# config keys of attention variants past MLA and DSA that no op prices: each names what it is
+UNPRICED_ATTENTION = {
+    "compress_ratios": "DeepSeek-V4's compressed sparse attention (KV compressed per layer by these ratios)",
+    "o_lora_rank": "DeepSeek-V4's grouped low-rank output projection",
+    "index_topk_freq": "an indexer shared over several layers (GLM-5.1 and later IndexShare)",
+    "indexer_types": "per-layer full or shared indexers (GLM-5.1 and later IndexShare)",
+}
+
+
 def deepseek(c: Config) -> Layout:
-    """DeepSeek-V2/V3 (transformers deepseek_v3, vLLM deepseek_v2.py): MLA everywhere; layer i is
-    MoE when n_routed_experts is set, i >= first_k_dense_replace and i % moe_layer_freq == 0, with
-    n_shared_experts shared experts moe_intermediate_size wide. The MTP modules are decoder layers
-    built at index num_hidden_layers + k (vLLM deepseek_mtp.py), so the same rule gives their FFN."""
+    """DeepSeek-V2/V3/V3.2, Kimi-K2 and GLM-5 (transformers deepseek_v3 / deepseek_v32 / glm_moe_dsa,
+    vLLM deepseek_v2.py): MLA everywhere; layer i is MoE when n_routed_experts is set, i >=
+    first_k_dense_replace and i % moe_layer_freq == 0, with n_shared_experts shared experts
+    moe_intermediate_size wide. The MTP modules are decoder layers built at index
+    num_hidden_layers + k (vLLM deepseek_mtp.py), so the same rule gives their FFN. index_topk,
+    index_n_heads and index_head_dim (DeepSeek-V3.2, GLM-5) make the MLA sparse (DSA: an indexer,
+    then MLA over the top-k cached tokens; costs/ops.py). An attention variant no op prices
+    (UNPRICED_ATTENTION) is an error naming its key."""
+    for key, what in UNPRICED_ATTENTION.items():
+        if c.get(key) is not None:
+            raise c.error(key, f"{what}: an attention kind mtpsim does not price; write the spec as a catalog "
+                          "file with an attention kind it does (mla, gqa, linear) to approximate it")
     mla = {"kind": "mla", "num_heads": c.int("num_attention_heads", low=1), "q_lora_rank": c.int("q_lora_rank", None),
            **{k: c.int(k) for k in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")}}
+    if c.get("index_topk") is not None:
+        mla |= {k: c.int(k, low=1) for k in ("index_topk", "index_n_heads", "index_head_dim")}
     experts, first, freq = c.int("n_routed_experts", 0), c.int("first_k_dense_replace", 0), c.int("moe_layer_freq", 1, low=1)
     ffns = {"dense": _dense(c.int("intermediate_size"))}
     if experts:
@@ -283,11 +302,13 @@ def _layer_set(c: Config, key: str) -> set[int]:
 
 
 READERS: dict[str, Callable[[Config], Layout]] = {
-    "deepseek_v2": deepseek, "deepseek_v3": deepseek, "glm4_moe": glm4_moe, "qwen3_next": qwen3_next,
+    "deepseek_v2": deepseek, "deepseek_v3": deepseek, "deepseek_v32": deepseek, "deepseek_v4": deepseek,
+    "kimi_k2": deepseek, "kimi_k25": deepseek, "glm_moe_dsa": deepseek, "glm4_moe": glm4_moe, "qwen3_next": qwen3_next,
     "mimo_v2_flash": mimo_v2_flash, "gemma4": gemma4, "gemma4_text": gemma4, "llama": dense_gqa, "qwen2": dense_gqa,
     "mimo": dense_gqa, "step3p5": step3p5}
 ARCHITECTURES = {
     "DeepseekV2ForCausalLM": "deepseek_v2", "DeepseekV3ForCausalLM": "deepseek_v3", "Glm4MoeForCausalLM": "glm4_moe",
+    "DeepseekV32ForCausalLM": "deepseek_v32", "GlmMoeDsaForCausalLM": "glm_moe_dsa",
     "Qwen3NextForCausalLM": "qwen3_next", "MiMoV2FlashForCausalLM": "mimo_v2_flash",
     "Gemma4ForConditionalGeneration": "gemma4", "Gemma4ForCausalLM": "gemma4_text", "LlamaForCausalLM": "llama",
     "Qwen2ForCausalLM": "qwen2", "MiMoForCausalLM": "mimo", "Step3p5ForCausalLM": "step3p5"}
