@@ -1,4 +1,4 @@
-"""Today's MTP models (mtpsim/data/models/ deepseek-v3.2, glm-5, kimi-k2.5): each released
+"""Today's MTP models (mtpsim/data/models/ deepseek-v3.2, glm-5, kimi-k2.5, qwen3.5-397b-a17b): each released
 config.json (written here from the copies aiconfigurator-core 0.12.0 vendors in
 aiconfigurator_core/model_configs/, trimmed as tests/test_hfconfig.py trims) gives the catalog
 entry; DeepSeek Sparse Attention is priced as an indexer over every cached token and MLA over the
@@ -38,7 +38,23 @@ KIMI_K25 = {
         "tie_word_embeddings": False, "v_head_dim": 128, "vocab_size": 163840}}
 
 
+# Qwen/Qwen3.5-397B-A17B: the text decoder
+QWEN35_MOE = {
+    "architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe", "tie_word_embeddings": False,
+    "text_config": {
+        "model_type": "qwen3_5_moe_text", "attn_output_gate": True, "dtype": "bfloat16", "full_attention_interval": 4,
+        "head_dim": 256, "hidden_size": 4096,
+        "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_num_key_heads": 16,
+        "linear_num_value_heads": 64, "linear_value_head_dim": 128, "max_position_embeddings": 262144,
+        "moe_intermediate_size": 1024, "mtp_num_hidden_layers": 1, "num_attention_heads": 32, "num_experts": 512,
+        "num_experts_per_tok": 10, "num_hidden_layers": 60, "num_key_value_heads": 2,
+        "shared_expert_intermediate_size": 1024, "vocab_size": 248320}}
+QWEN35_MOE["text_config"]["layer_types"] = (["linear_attention"] * 3 + ["full_attention"]) * 15
+QWEN35_MTP = {"mtp": {"layer": {"attention": "full", "ffn": "moe"}}}  # SGLang qwen3_5_mtp.py: full attention, MoE
+
+
 @pytest.mark.parametrize("name, config, overrides", [
+    ("qwen3.5-397b-a17b", QWEN35_MOE, QWEN35_MTP),
     ("deepseek-v3.2", DEEPSEEK_V32, {}),
     ("glm-5", GLM_5, {}),
     ("kimi-k2.5", KIMI_K25, {"dtypes": {"experts": "fp4"}}),  # INT4 experts: the catalog's 4-bit stand-in

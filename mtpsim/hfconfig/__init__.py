@@ -121,9 +121,9 @@ def _groups(pairs: list) -> list[dict[str, Any]]:
 
 
 def _mtp(c: Config, layout: Layout, n: int, where: str, key: str, overrides: dict) -> dict[str, Any] | None:
-    """num_nextn_predict_layers -> the mtp section, its layer kind from the family's rule where
+    """num_nextn_predict_layers (mtp_num_hidden_layers) -> the mtp section, its layer kind from the family's rule where
     the rule gives every MTP layer the same pair; else the scenario's model.mtp must give it."""
-    count = c.int("num_nextn_predict_layers", 0)
+    count = c.int("num_nextn_predict_layers", 0) or c.int("mtp_num_hidden_layers", 0)  # the latter: Qwen3.5
     if not count:
         return None
     mtp: dict[str, Any] = {"num_layers": count, "input_projection": True}

@@ -164,7 +164,9 @@ def qwen3_next(c: Config) -> Layout:
     rest; layer i is MoE when num_experts > 0, i is not in mlp_only_layers and (i + 1) %
     decoder_sparse_step == 0, with one shared expert shared_expert_intermediate_size wide. The
     released config declares no MTP layer, and vLLM's qwen3_next_mtp.py builds it as a full-attention
-    MoE layer whatever the pattern says: the per-layer rule does not reach it."""
+    MoE layer whatever the pattern says: the per-layer rule does not reach it. Qwen3.5's MoE text
+    config (qwen3_5_moe_text) is the same layout with mtp_num_hidden_layers MTP layers, which
+    SGLang's qwen3_5_mtp.py builds the same way (full_attention_interval = 1)."""
     n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
     interval = c.int("full_attention_interval", 4, low=1)
     default = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n)]
@@ -175,7 +177,8 @@ def qwen3_next(c: Config) -> Layout:
               "conv_kernel": c.int("linear_conv_kernel_dim", 4, low=1)}
     experts, step = c.int("num_experts", 0), c.int("decoder_sparse_step", 1, low=1)
     dense_only, shared = _layer_set(c, "mlp_only_layers"), c.int("shared_expert_intermediate_size", 0)
-    ffns = {"dense": _dense(c.int("intermediate_size"))}
+    # a dense MLP only where some layer has one (Qwen3.5 MoE gives no intermediate_size: every layer is MoE)
+    ffns = {"dense": _dense(c.int("intermediate_size"))} if not experts or dense_only or step > 1 else {}
     if experts:
         ffns["moe"] = _moe(experts, c.int("num_experts_per_tok"), c.int("moe_intermediate_size"), int(shared > 0), shared)
 
@@ -304,6 +307,7 @@ def _layer_set(c: Config, key: str) -> set[int]:
 READERS: dict[str, Callable[[Config], Layout]] = {
     "deepseek_v2": deepseek, "deepseek_v3": deepseek, "deepseek_v32": deepseek, "deepseek_v4": deepseek,
     "kimi_k2": deepseek, "kimi_k25": deepseek, "glm_moe_dsa": deepseek, "glm4_moe": glm4_moe, "qwen3_next": qwen3_next,
+    "qwen3_5_moe": qwen3_next, "qwen3_5_moe_text": qwen3_next,
     "mimo_v2_flash": mimo_v2_flash, "gemma4": gemma4, "gemma4_text": gemma4, "llama": dense_gqa, "qwen2": dense_gqa,
     "mimo": dense_gqa, "step3p5": step3p5}
 ARCHITECTURES = {
