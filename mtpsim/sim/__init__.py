@@ -30,7 +30,8 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
     `disaggregation` runs as its prefill and decode pools (sim/disagg.py)."""
     if scenario.disaggregation is not None:
         from mtpsim.sim.disagg import simulate_disaggregated
-        return simulate_disaggregated(scenario, keep_passes=keep_passes, max_iteration_rows=max_iteration_rows,
+        return simulate_disaggregated(scenario, identity=identity, request_factory=_request_factory,
+                                      keep_passes=keep_passes, max_iteration_rows=max_iteration_rows,
                                       max_request_rows=max_request_rows)
     wall = time.perf_counter()
     s, design = scenario, DesignShape.of(scenario.speculative)

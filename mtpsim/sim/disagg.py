@@ -147,10 +147,11 @@ def build_pool(s, role: str, design: DesignShape, first_index: int) -> Pool:
     return Pool(ps, pricer, budget, replicas)
 
 
-def simulate_disaggregated(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 10_000,
-                           max_request_rows: int = 100_000) -> Results:
-    """Run one disaggregated scenario point (see the module docstring)."""
-    from mtpsim.sim import _request_factory, identity
+def simulate_disaggregated(scenario, *, identity, request_factory, keep_passes: bool = False,
+                           max_iteration_rows: int = 10_000, max_request_rows: int = 100_000) -> Results:
+    """Run one disaggregated scenario point (see the module docstring); `simulate` calls it with
+    its own `identity` (the summary's naming columns) and `request_factory` (new requests and
+    their acceptance levels), so both paths name and draw requests alike."""
     wall = time.perf_counter()
     s, design = scenario, DesignShape.of(scenario.speculative)
     prefill = build_pool(s, "prefill", design, 0)
@@ -173,7 +174,7 @@ def simulate_disaggregated(scenario, *, keep_passes: bool = False, max_iteration
     for rep in decode.replicas:
         env.process(serve_decode(d_engine, rep, stats["decode_queue"]))
     arrivals = Arrivals(env, Router([r.scheduler for r in prefill.replicas]), prefill.replicas,
-                        _request_factory(env, profile, design, np.random.default_rng([s.seed, 2])))
+                        request_factory(env, profile, design, np.random.default_rng([s.seed, 2])))
     num_requests = start_arrivals(env, arrivals, s, prefill.budget, decode.budget)
     env.run()
     if records.stats.n != num_requests:

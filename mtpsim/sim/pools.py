@@ -37,18 +37,6 @@ class Link:
         return self.latency_s + bytes_per_gpu / self.bandwidth_bytes_per_s
 
 
-def disaggregated(s, prefill: dict, decode: dict, link: str = "auto", gpus: int | None = None):
-    """An aggregated scenario `s` as the same model, GPU, workload and design on prefill and decode
-    pools (each a mapping of schema.Pool's keys: replicas, tp, ep, attention_dp, gpus_per_node),
-    validated as a scenario file would be: what a deployment search compares with `s` itself.
-    `simulate(result)` runs it (sim/disagg.py)."""
-    from mtpsim.scenario import validate
-    data = s.model_dump(exclude={"parallel", "disaggregation", "sweep"}, exclude_defaults=True)
-    data["disaggregation"] = {"prefill": prefill, "decode": decode, "link": link,
-                              **({"gpus": gpus} if gpus is not None else {})}
-    return validate(data, s.source, s.point)
-
-
 def pool_scenario(s, role: str):
     """The scenario as pool `role` runs on its own: its layout as `parallel` (replicas as dp), no
     disaggregation; specs, source and sweep point as the scenario's."""
