@@ -130,4 +130,6 @@ def test_decode_pool_too_small_for_one_request(tmp_path, capsys):
     assert "160000 tokens" in line
     line = one_line_error(capsys, run(tmp_path, text.replace("decode: {tp: 8}", "decode: {tp: 4}")),
                           "disaggregation.decode", "no KV pool")
+    one_line_error(capsys, run(tmp_path, text.replace("input_len: 80000, output_len: 80000", "input_len: 120000, output_len: 8")),
+                   "disaggregation.prefill", "prefill pool")
     assert cli.main(run(tmp_path, text.replace("output_len: 80000", "output_len: 8"))) == 0
