@@ -1,4 +1,4 @@
-"""Today's MTP models (mtpsim/data/models/ deepseek-v3.2, glm-5, kimi-k2.5, qwen3.5-397b-a17b): each released
+"""Today's MTP models (mtpsim/data/models/ deepseek-v3.2, glm-5, kimi-k2.5, qwen3.5-397b-a17b, minimax-m2.5): each released
 config.json (written here from the copies aiconfigurator-core 0.12.0 vendors in
 aiconfigurator_core/model_configs/, trimmed as tests/test_hfconfig.py trims) gives the catalog
 entry; DeepSeek Sparse Attention is priced as an indexer over every cached token and MLA over the
@@ -51,6 +51,26 @@ QWEN35_MOE = {
         "shared_expert_intermediate_size": 1024, "vocab_size": 248320}}
 QWEN35_MOE["text_config"]["layer_types"] = (["linear_attention"] * 3 + ["full_attention"]) * 15
 QWEN35_MTP = {"mtp": {"layer": {"attention": "full", "ffn": "moe"}}}  # SGLang qwen3_5_mtp.py: full attention, MoE
+
+
+# MiniMaxAI/MiniMax-M2.5 (declares 3 MTP modules without their layers' kind)
+MINIMAX_M25 = {
+    "architectures": ["MiniMaxM2ForCausalLM"], "model_type": "minimax_m2", "num_hidden_layers": 62, "hidden_size": 3072,
+    "num_attention_heads": 48, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 1536,
+    "vocab_size": 200064, "num_experts_per_tok": 8, "num_local_experts": 256, "max_position_embeddings": 196608,
+    "rotary_dim": 64, "tie_word_embeddings": False, "use_qk_norm": True, "use_mtp": True, "mtp_transformer_layers": 1,
+    "num_mtp_modules": 3, "shared_intermediate_size": 0,
+    "quantization_config": {"quant_method": "fp8", "fmt": "float8_e4m3fn", "weight_block_size": [128, 128]}}
+
+
+def test_minimax_trunk_and_the_mtp_it_cannot_say(tmp_path):
+    dtypes = {"dtypes": {"lm_head": "bf16", "kv_cache": "bf16"}}
+    with pytest.raises(ScenarioError) as err:
+        read(tmp_path, MINIMAX_M25, **dtypes)
+    assert err.value.key == "model.mtp" and "num_mtp_modules 3" in err.value.reason
+    spec = read(tmp_path, MINIMAX_M25, **dtypes, mtp={"layer": {"attention": "gqa", "ffn": "moe"}})
+    assert shape(spec, skip=("mtp", "dtypes")) == shape(catalog.load_model("minimax-m2.5"), skip=("mtp", "dtypes"))
+    assert spec.mtp.num_layers == 3 and catalog.load_model("minimax-m2.5").mtp is None
 
 
 @pytest.mark.parametrize("name, config, overrides", [

@@ -294,6 +294,21 @@ def step3p5(c: Config) -> Layout:
     return Layout(attention, ffns, lambda i: (kinds[i], "moe" if i in moe_layers else "dense") if i < len(kinds) else None)
 
 
+def minimax_m2(c: Config) -> Layout:
+    """MiniMax-M2 / M2.5 (MiniMaxAI remote code modeling_minimax_m2.py; vLLM minimax_m2.py): GQA
+    (num_attention_heads, num_key_value_heads, head_dim) and a MoE FFN in every layer,
+    num_local_experts routed experts intermediate_size wide, top num_experts_per_tok, a shared
+    expert only when shared_intermediate_size > 0. The config declares num_mtp_modules MTP
+    modules (use_mtp) without their layers' kind: the per-layer rule does not reach them."""
+    n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
+    shared = c.int("shared_intermediate_size", 0)
+    moe = _moe(c.int("num_local_experts", low=1), c.int("num_experts_per_tok"), c.int("intermediate_size"),
+               int(shared > 0), shared or None)
+    attention = _gqa(heads, c.int("num_key_value_heads", heads), _head_dim(c, heads))
+    return Layout({"gqa": attention}, {"moe": moe}, lambda i: ("gqa", "moe") if i < n else None,
+                  "config.json does not describe MiniMax-M2's MTP modules")
+
+
 def _layer_set(c: Config, key: str) -> set[int]:
     """Layer indices written "3,4,5" or [3, 4, 5]."""
     value = c.get(key, [])
@@ -307,12 +322,12 @@ def _layer_set(c: Config, key: str) -> set[int]:
 READERS: dict[str, Callable[[Config], Layout]] = {
     "deepseek_v2": deepseek, "deepseek_v3": deepseek, "deepseek_v32": deepseek, "deepseek_v4": deepseek,
     "kimi_k2": deepseek, "kimi_k25": deepseek, "glm_moe_dsa": deepseek, "glm4_moe": glm4_moe, "qwen3_next": qwen3_next,
-    "qwen3_5_moe": qwen3_next, "qwen3_5_moe_text": qwen3_next,
+    "qwen3_5_moe": qwen3_next, "qwen3_5_moe_text": qwen3_next, "minimax_m2": minimax_m2,
     "mimo_v2_flash": mimo_v2_flash, "gemma4": gemma4, "gemma4_text": gemma4, "llama": dense_gqa, "qwen2": dense_gqa,
     "mimo": dense_gqa, "step3p5": step3p5}
 ARCHITECTURES = {
     "DeepseekV2ForCausalLM": "deepseek_v2", "DeepseekV3ForCausalLM": "deepseek_v3", "Glm4MoeForCausalLM": "glm4_moe",
-    "DeepseekV32ForCausalLM": "deepseek_v32", "GlmMoeDsaForCausalLM": "glm_moe_dsa",
+    "DeepseekV32ForCausalLM": "deepseek_v32", "GlmMoeDsaForCausalLM": "glm_moe_dsa", "MiniMaxM2ForCausalLM": "minimax_m2",
     "Qwen3NextForCausalLM": "qwen3_next", "MiMoV2FlashForCausalLM": "mimo_v2_flash",
     "Gemma4ForConditionalGeneration": "gemma4", "Gemma4ForCausalLM": "gemma4_text", "LlamaForCausalLM": "llama",
     "Qwen2ForCausalLM": "qwen2", "MiMoForCausalLM": "mimo", "Step3p5ForCausalLM": "step3p5"}
