@@ -10,7 +10,7 @@ from pathlib import Path
 from mtpsim import designs
 from mtpsim.acceptance import read_histogram
 from mtpsim.errors import ScenarioError
-from mtpsim.schema import Scenario, Workload, max_length
+from mtpsim.schema import Parallel, Scenario, Workload, max_length
 from mtpsim.tracefiles import scan
 
 
@@ -25,6 +25,8 @@ def check_against_specs(s: Scenario, where: str) -> None:
     _check_policy(s, where)
     _check_rate_schedule(s.workload, where)
     _check_parallelism(s, where)
+    if s.disaggregation is not None:
+        _check_pools(s, where)
     _check_context(s, where)
     if s.workload.arrival == "closed" and s.workload.concurrency > s.workload.num_requests:
         raise ScenarioError(where, "workload.concurrency", f"{s.workload.concurrency} closed-loop users need "
@@ -84,6 +86,27 @@ def _check_nodes(s: Scenario, where: str) -> None:
     if hw.internode_bandwidth_bytes_per_s is None or hw.internode_latency_s is None:
         raise ScenarioError(where, "parallel.tp", f"tp {p.tp} spans nodes of {per_node} GPUs and hardware {hw.name!r} "
                             "describes no inter-node network (internode_bandwidth_bytes_per_s, internode_latency_s)")
+
+
+def _check_pools(s: Scenario, where: str) -> None:
+    """A disaggregated deployment: the layout given per pool (not as `parallel`), the pools within
+    the deployment's GPUs, each pool's layout one the model shards into, and a link the hardware
+    entry describes (sim/pools.py)."""
+    from mtpsim.sim.pools import ROLES, pool_scenario, resolve_link
+    d = s.disaggregation
+    if s.parallel != Parallel():
+        raise ScenarioError(where, "parallel", "with disaggregation the layout is given per pool "
+                            "(disaggregation.prefill / disaggregation.decode), not as parallel")
+    if d.gpus is not None and d.prefill.gpus + d.decode.gpus > d.gpus:
+        raise ScenarioError(where, "disaggregation.gpus", f"the prefill pool's {d.prefill.gpus} GPUs and the decode "
+                            f"pool's {d.decode.gpus} exceed the deployment's {d.gpus}")
+    for role in ROLES:
+        try:
+            _check_parallelism(pool_scenario(s, role), where)
+        except ScenarioError as exc:  # name the pool's own key: parallel.tp -> disaggregation.decode.tp
+            key = f"disaggregation.{role}.{exc.key.removeprefix('parallel.')}"
+            raise ScenarioError(where, key, f"{role} pool: {exc.reason}") from None
+    resolve_link(s, where)
 
 
 def _check_context(s: Scenario, where: str) -> None:

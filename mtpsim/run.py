@@ -307,6 +307,9 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
         print(format_table(intervals) + "\n\n" + legend(intervals))
     else:
         print(format_table(summary))
+    if "pools" in summary:  # a disaggregated deployment: per pool, and the KV transfer
+        from mtpsim.sim.disagg import pools_table
+        print("\n" + pools_table(summary))
     note = limits_note(summary if not replicated else summary[summary.seed == summary.seed.min()], points)
     if note:
         print("\n" + note)

@@ -305,6 +305,43 @@ class Engine(Section):
     mem_fraction: float | None = Field(default=None, gt=0, le=1)
 
 
+class Pool(Section):
+    """One pool of a disaggregated deployment: its replicas and each replica's parallel layout
+    (the keys `parallel` has, replicas for dp)."""
+
+    replicas: int = Field(default=1, ge=1, le=MAX_GPUS)
+    tp: int = Field(default=1, ge=1, le=MAX_GPUS)
+    ep: int = Field(default=1, ge=1, le=MAX_GPUS)
+    attention_dp: int = Field(default=1, ge=1, le=MAX_GPUS)
+    gpus_per_node: int | None = Field(default=None, ge=1, le=MAX_GPUS)  # None: the hardware's NVLink domain
+
+    @model_validator(mode="after")
+    def _layout_divides(self) -> Pool:
+        if self.tp % self.ep:
+            raise ValueError(f"ep ({self.ep}) must divide tp ({self.tp})")
+        if self.tp % self.attention_dp:
+            raise ValueError(f"attention_dp ({self.attention_dp}) must divide tp ({self.tp})")
+        return self
+
+    @property
+    def gpus(self) -> int:
+        return self.replicas * self.tp
+
+
+class Disaggregation(Section):
+    """Prefill and decode on separate pools (mtpsim/sim/disagg.py): a request prefills in the
+    prefill pool, its KV moves over `link` to the decode pool, and it decodes there.
+
+    link: `auto` (NVLink when both pools fit one NVLink domain, the scale-out network otherwise),
+    `nvlink`, `network`, or `free` (no transfer cost: a what-if, and the check that the pools
+    invent no time). gpus: the deployment's GPU count the pools must fit in (None: their sum)."""
+
+    prefill: Pool
+    decode: Pool
+    link: Literal["auto", "nvlink", "network", "free"] = "auto"
+    gpus: int | None = Field(default=None, ge=1, le=MAX_GPUS)
+
+
 class Cost(Section):
     # auto: the measured profile the hardware names for engine.kind, else the roofline
     model: Literal["auto", "roofline", "calibrated"] = "auto"
@@ -337,6 +374,7 @@ class Scenario(Section):
     engine: Engine = Engine()
     cost: Cost = Cost()
     verify: Verify = Verify()
+    disaggregation: Disaggregation | None = None  # prefill and decode pools (None: one aggregated group)
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
     seeds: Seeds = 1  # replicates per point: seed, seed + 1, ... (intervals: mtpsim/intervals.py)
     sweep: dict[str, list[Any]] | None = None

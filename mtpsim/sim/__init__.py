@@ -28,7 +28,13 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
              max_request_rows: int = 100_000, pricer=None, progress: bool = False) -> Results:
     """Run one scenario point: build costs and acceptance, start the processes, run, collect.
     Rows past the caps are not kept (the summary still counts them); `progress` shows finished
-    requests on stderr for runs of PROGRESS_MIN_REQUESTS or more."""
+    requests on stderr for runs of PROGRESS_MIN_REQUESTS or more. A scenario with
+    `disaggregation` runs as its prefill and decode pools (sim/disagg.py)."""
+    if scenario.disaggregation is not None:
+        from mtpsim.sim.disagg import simulate_disaggregated
+        return simulate_disaggregated(scenario, identity=identity, request_factory=_request_factory,
+                                      keep_passes=keep_passes, max_iteration_rows=max_iteration_rows,
+                                      max_request_rows=max_request_rows)
     wall = time.perf_counter()
     s, design = scenario, DesignShape.of(scenario.speculative)
     pricer = pricer or build_pricer(s)

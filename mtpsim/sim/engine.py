@@ -56,7 +56,7 @@ class Engine:
         self.levels = self.profile.request_levels(self.rng, 1, self.design.steps)[0]
         # the shared row as a batch's levels, and the host time per iteration, per batch size
         self.shared_levels = lru_cache(maxsize=4096)(lambda n: np.broadcast_to(self.levels, (n, len(self.levels))))
-        self.host_s = lru_cache(maxsize=4096)(self.pricer.costs.host_overhead_s)
+        self.host_s = lru_cache(maxsize=4096)(self.pricer.host_overhead_s)
 
     def plan(self, batch_size: int) -> tuple[DesignShape, list, tuple[str, ...]]:
         """The steps in force for this running batch, as (design at those steps, its passes, the

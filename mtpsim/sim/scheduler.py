@@ -25,10 +25,12 @@ class Scheduler:
     """One replica's queue and running batch."""
 
     def __init__(self, max_running: int, kv_budget_bytes: float, request_bytes: Callable[[int], float],
-                 cache: PrefixCache | None = None, block_bytes: float = 0.0):
+                 cache: PrefixCache | None = None, block_bytes: float = 0.0,
+                 held_tokens: Callable[[Request], int] = lambda r: r.input_len + r.output_len):
         self.cache, self.block_bytes = cache, block_bytes  # block_bytes: KV of one cached block
         self._blocks: dict[int, list] = {}  # request_id -> the cached blocks it pins
         self.max_running = max_running
+        self.held_tokens = held_tokens  # tokens of KV a request holds here (a prefill pool: its prompt)
         self.kv_budget_bytes = kv_budget_bytes
         self.request_bytes = lru_cache(maxsize=4096)(request_bytes)  # a sum over layers, for a few lengths
         self.waiting: deque[Request] = deque()
@@ -53,7 +55,7 @@ class Scheduler:
             if len(self.running) >= self.max_running:
                 self.num_capped += 1
                 break
-            need = self.request_bytes(self.waiting[0].input_len + self.waiting[0].output_len)
+            need = self.request_bytes(self.held_tokens(self.waiting[0]))
             if self.cache is not None:
                 need = self._use_cache(self.waiting[0], need)
             if self.kv_used_bytes + self.cached_bytes + need > self.kv_budget_bytes + self.evictable_bytes:
