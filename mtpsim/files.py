@@ -17,6 +17,9 @@ CSV (`read_csv`): required columns, numbers where the `Column` rules say so (fin
 where counts belong, within range; `True` is not a number), at most MAX_ROWS rows, never empty.
 
 Error messages quote at most 80 characters of a value (`short`).
+
+Outputs (`writing`): a file mtpsim writes that cannot be written (a full disk, a read-only
+folder) is one ScenarioError naming the file and the reason.
 """
 from __future__ import annotations
 
@@ -24,6 +27,10 @@ import functools
 import gzip
 import io
 import re
+import warnings
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,8 +68,10 @@ def read_bytes(path: str | Path, where: str | None = None, limit: int = MAX_FILE
                 data = f.read(limit + 1)
             if len(data) > limit:
                 raise ScenarioError(where, "", f"gunzips to over the {limit:,}-byte limit")
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise ScenarioError(where, "", f"cannot read: {exc}") from None
+    except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError; a bad deflate stream is zlib's
+        reason = "a corrupt or cut-off .gz file" if isinstance(exc, (EOFError, zlib.error, gzip.BadGzipFile)) \
+            else exc.strerror or str(exc)
+        raise ScenarioError(where, "", f"cannot read: {short(reason, 160)[1:-1]}") from None
     if b"\0" in data:
         raise ScenarioError(where, "", "a binary file, not text")
     try:
@@ -96,6 +105,7 @@ def read_once(reader):
 # ---------------------------------------------------------------------------------------- YAML
 _FLOAT_12 = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
 _MERGE = "tag:yaml.org,2002:merge"
+_NUMERIC_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("int", "float", "bool")}
 
 
 class _Problem(Exception):
@@ -124,12 +134,19 @@ class _Loader(yaml.SafeLoader):
     def compose_mapping_node(self, anchor):
         node = super().compose_mapping_node(anchor)
         seen: set[str] = set()
+        values: dict = {}  # keys as Python reads them: `1`, `1.0` and `true` are one dict key
         for key, _ in node.value:
             if isinstance(key, yaml.ScalarNode) and key.tag != _MERGE:
                 if key.value in seen:
                     raise _Problem([*self._path, key.value[:60]],
                                    f"duplicate key (again on line {key.start_mark.line + 1})")
                 seen.add(key.value)
+                if key.tag in _NUMERIC_TAGS:
+                    value = self.construct_object(key)
+                    if value in values:
+                        raise _Problem([*self._path, key.value[:60]], f"the same key as {values[value]!r} "
+                                       f"(equal as numbers; line {key.start_mark.line + 1})")
+                    values[value] = key.value[:60]
         return node
 
 
@@ -242,7 +259,11 @@ def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = N
     where = where or str(path)
     data = read_bytes(path, where)  # checked UTF-8: parsed as bytes, as the C parser reads them
     try:
-        df = pd.read_csv(io.BytesIO(data), nrows=max_rows + 1)
+        with warnings.catch_warnings():  # rows longer than the header warn (index_col=False): refuse them
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            df = pd.read_csv(io.BytesIO(data), nrows=max_rows + 1, index_col=False)
+    except pd.errors.ParserWarning:
+        raise ScenarioError(where, "", "rows hold more fields than the header names (ragged rows)") from None
     except pd.errors.EmptyDataError:
         raise ScenarioError(where, "", "empty: no header and no rows") from None
     except (pd.errors.ParserError, ValueError) as exc:
@@ -281,6 +302,22 @@ def _numbers(values: pd.Series, rule: Column, where: str, name: str) -> pd.Serie
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         cell = values.iloc[row]
+        if not isinstance(cell, str) and pd.isna(cell):  # an empty cell, or a row shorter than the header
+            raise ScenarioError(where, name, f"row {row + 2}: empty (a missing value, or fewer fields than the "
+                                f"header); must be {rule.describe()}")
         shown = short(cell, 40) if isinstance(cell, str) else str(cell)
         raise ScenarioError(where, name, f"row {row + 2}: {shown} is not {rule.describe()}")
     return numeric.astype("int64") if rule.integer else numeric
+
+
+# ------------------------------------------------------------------------------------- outputs
+@contextmanager
+def writing(path: str | Path) -> Iterator[Path]:
+    """Around the writing of one output file (or folder): an OSError (no space left, a read-only
+    folder, a path through a file) becomes one ScenarioError naming the path and the reason."""
+    try:
+        yield Path(path)
+    except OSError as exc:
+        if Path(path).is_file():  # what was written of it is cut off: not left to be read as whole
+            Path(path).unlink(missing_ok=True)
+        raise ScenarioError(str(path), "", f"cannot write: {exc.strerror or exc}") from None

@@ -17,6 +17,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from mtpsim.designs import BASELINE, label, record  # noqa: E402
+from mtpsim.files import writing  # noqa: E402
 from mtpsim.results import HOST_COLUMN, PASS_COLUMN, share_column  # noqa: E402
 
 KIND_COLORS = {"draft": "tab:orange", "verify": "tab:blue", "decode": "tab:blue", "extend": "tab:green",
@@ -236,7 +237,8 @@ def write_plots(folder: Path, summary: pd.DataFrame, counts: pd.DataFrame, itera
         figures["memory.png"] = memory_budget(memory, name)
     paths = []
     for file, fig in figures.items():
-        fig.savefig(folder / file, dpi=110)
+        with writing(folder / file):
+            fig.savefig(folder / file, dpi=110)
         plt.close(fig)
         paths.append(folder / file)
     return paths

@@ -26,10 +26,10 @@ from tqdm import tqdm
 
 from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE
-from mtpsim.errors import ScenarioError
+from mtpsim.errors import ScenarioError, whole_number
 from mtpsim.intervals import seed_intervals
 from mtpsim.results import LogHistogram, Results, add_speedups
-from mtpsim.runfolder import claimed, concat, plot_run, write_run
+from mtpsim.runfolder import claimed, concat, mark_complete, plot_run, write_run
 from mtpsim.schema import MAX_SEEDS, Seeds
 from mtpsim.sim import simulate
 
@@ -229,11 +229,18 @@ def with_seeds(points: list[sc.Scenario], seeds: str | int | None) -> list[sc.Sc
     if seeds is None:
         return points
     try:
-        n = SEEDS.validate_python(int(seeds))
-    except ValueError as exc:  # int() of a non-number, or pydantic's ValidationError (a ValueError)
+        n = SEEDS.validate_python(seeds if isinstance(seeds, int) else _whole(seeds))
+    except ValueError as exc:  # not a whole number, or pydantic's ValidationError (a ValueError)
         reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else f"{seeds!r} is not a whole number"
         raise ScenarioError("--seeds", "", f"{reason} (replicates per point, 1..{MAX_SEEDS})") from None
     return [p.model_copy(update={"seeds": n}) for p in points]
+
+
+def _whole(text: str) -> int:
+    value = whole_number(text)
+    if value is None:
+        raise ValueError(text)
+    return value
 
 
 def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, plot: bool = False,
@@ -259,6 +266,7 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
             first = [r for j, r in enumerate(results) if j == 0 or labels[j - 1]["point"] != labels[j]["point"]]
             write_trace(folder / "trace.json", concat(first, "passes", [{"point": i} for i in range(len(points))]),
                         summary)
+        mark_complete(folder)
         if plot:
             plot_run(folder, points)
     s = points[0]

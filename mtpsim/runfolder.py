@@ -16,11 +16,12 @@ import yaml
 from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE, DesignShape
 from mtpsim.errors import ScenarioError
-from mtpsim.files import TEXT, Column, load_yaml_documents, read_csv, read_text
+from mtpsim.files import TEXT, Column, load_yaml_documents, read_csv, read_text, writing
 from mtpsim.results import Results
 from mtpsim.schema import mean_length
 
 CLAIM = ".mtpsim-run"  # created exclusively in a run folder before anything is simulated
+COMPLETE = ".mtpsim-complete"  # written last, once every table is whole (mark_complete)
 
 
 def output_dir(name: str, out: str | None) -> Path:
@@ -61,21 +62,36 @@ def claimed(name: str, out: str | None) -> Iterator[Path]:
 def write_run(path: Path, points: list[sc.Scenario], summary: pd.DataFrame, results: list[Results],
               labels: list[dict], intervals: pd.DataFrame | None = None) -> None:
     """The run's files: the resolved scenario, summary.csv (and summary_ci.csv over seeds), and
-    requests, iterations, accept counts and passes with the `labels` (point, seed) of each result."""
-    path.mkdir(parents=True, exist_ok=True)
+    requests, iterations, accept counts and passes with the `labels` (point, seed) of each result.
+    A file that cannot be written is a ScenarioError naming it; the folder is not `complete`."""
     resolved = [{**p.model_dump(exclude={"sweep"}, exclude_none=True), "point": p.point,
                  "resolved_specs": p.specs.model_dump(exclude_none=True)} for p in points]
-    (path / "scenario.resolved.yaml").write_text(yaml.safe_dump_all(resolved, sort_keys=False))
-    summary.to_csv(path / "summary.csv", index=False)
+    with writing(path / "scenario.resolved.yaml") as file:
+        file.write_text(yaml.safe_dump_all(resolved, sort_keys=False))
+    write_csv(summary, path / "summary.csv")
     if intervals is not None:
-        intervals.to_csv(path / "summary_ci.csv", index=False)
-    concat(results, "requests", labels).to_csv(path / "requests.csv", index=False)
-    concat(results, "iterations", labels).to_csv(path / "iterations.csv", index=False)
+        write_csv(intervals, path / "summary_ci.csv")
+    write_csv(concat(results, "requests", labels), path / "requests.csv")
+    write_csv(concat(results, "iterations", labels), path / "iterations.csv")
     counts = pd.concat([pd.DataFrame({**label, "accepted": range(len(r.accept_counts)), "count": r.accept_counts})
                         for label, r in zip(labels, results)], ignore_index=True)
-    counts.to_csv(path / "accept_counts.csv", index=False)
+    write_csv(counts, path / "accept_counts.csv")
     if any(r.passes is not None and len(r.passes) for r in results):
-        concat(results, "passes", labels).to_csv(path / "passes.csv", index=False)
+        write_csv(concat(results, "passes", labels), path / "passes.csv")
+
+
+def write_csv(frame: pd.DataFrame, path: Path) -> None:
+    """One output table, or a ScenarioError naming it (files.writing)."""
+    with writing(path):
+        frame.to_csv(path, index=False)
+
+
+def mark_complete(path: Path) -> None:
+    """The last file a command writes into its folder: every table in it is whole. `plot` reads
+    only folders that have it, so a run that died (a full disk, Ctrl-C) is never read as done."""
+    with writing(path / COMPLETE) as file:
+        file.write_text("")
+
 
 def concat(results: list[Results], attr: str, labels: list[dict]) -> pd.DataFrame:
     """One of the results' frames (requests, iterations, passes) for all, each with its label columns."""
@@ -152,6 +168,9 @@ def plot_run(folder: Path, points: list[sc.Scenario] | None = None) -> list[Path
     folder = Path(folder)
     if not (folder / "summary.csv").is_file():
         raise ScenarioError(str(folder), "", "not a run folder (no summary.csv)")
+    if not (folder / COMPLETE).is_file():
+        raise ScenarioError(str(folder), "", f"incomplete run folder: no {COMPLETE} (the run that wrote it "
+                            "failed, was interrupted, or is still running)")
     summary = read_run_table(folder, "summary.csv")
     if not (summary.point == 0).any():
         raise ScenarioError(str(folder / "summary.csv"), "point", "no row for point 0")

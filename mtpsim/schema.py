@@ -8,12 +8,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from mtpsim.designs import DESIGNS, record
 from mtpsim.engines import EngineSpec
 from mtpsim.specs import HardwareSpec, ModelSpec
 
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must name a file or catalog entry, not be empty or blank (leave the key out for the default)")
+    return text
+
+
+# a file path or catalog name: never empty or blank (`profile: ""` would otherwise read as the default)
+Ref = Annotated[str, Field(max_length=4096), AfterValidator(_not_blank)]
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]  # an error names the entry: acceptance.per_depth.2
 MAX_SEEDS = 1000  # replicates per point; past this a run is better split into several
 Seeds = Annotated[int, Field(ge=1, le=MAX_SEEDS, strict=True)]  # strict: `seeds: true` is not 1
@@ -26,6 +35,8 @@ MAX_USERS = 100_000             # closed-loop users (one simpy process each), ru
 MAX_GPUS = 4096                 # tp, ep, dp
 MAX_SWEEP_POINTS = 10_000       # points per scenario (split larger studies over several files)
 MAX_RATE = 1e6                  # requests per second
+MAX_SIM_S = 1e9                 # simulated seconds (~32 years): arrival times, schedule phases, a load's span
+MAX_SCHEDULE_DRAWS = 1_000_000  # phases a rate schedule's arrivals are drawn over, repeats included
 MAX_SEED = 2**63 - 1
 
 
@@ -86,7 +97,7 @@ class Speculative(Section):
     draft_tokens: int | None = Field(default=None, ge=2)
     # frozen_kv: the assistant; nextn: an external draft model (role: draft) instead of the model's
     # own MTP layer. A catalog name, {from: NAME, ...} or an inline spec
-    draft: str | dict[str, Any] | None = None
+    draft: Ref | dict[str, Any] | None = None
     policy: Policy | None = None  # steps per running batch size (adaptive); None: `steps` every iteration
 
     @model_validator(mode="after")
@@ -114,7 +125,7 @@ class Acceptance(Section):
     per_depth_topk: list[list[Probability]] | None = None
     cumulative: list[Probability] | None = None    # a_k = P(at least k accepted)
     accept_length: float | None = Field(default=None, ge=1)
-    histogram: str | None = None                   # CSV accepted,count (measured)
+    histogram: Ref | None = None                   # CSV accepted,count (measured)
     spread: float = Field(default=0.0, ge=0, lt=1)
 
     @field_validator("per_depth_topk")
@@ -179,7 +190,7 @@ class RatePhase(Section):
     """One phase of a Poisson load whose rate changes: `rate_per_s` until `until_s` (simulated
     seconds from the start of the schedule's cycle)."""
 
-    until_s: float = Field(gt=0, le=1e9)
+    until_s: float = Field(gt=0, le=MAX_SIM_S)
     rate_per_s: float = Field(gt=0, le=MAX_RATE)
 
 
@@ -192,7 +203,7 @@ class Workload(Section):
     num_requests: int = Field(default=64, ge=1, le=MAX_REQUESTS)
     input_len: Length = Field(default=1024)
     output_len: Length = Field(default=256)
-    trace: str | None = None
+    trace: Ref | None = None
 
     @model_validator(mode="after")
     def _arrival_needs(self) -> Workload:
@@ -230,7 +241,7 @@ class Engine(Section):
 class Cost(Section):
     # auto: the measured profile the hardware names for engine.kind, else the roofline
     model: Literal["auto", "roofline", "calibrated"] = "auto"
-    profile: str | None = None  # a committed profile's name (mtpsim/data/profiles/), or a profile folder's path
+    profile: Ref | None = None  # a committed profile's name (mtpsim/data/profiles/), or a profile folder's path
     moe_skew: float = Field(default=0.0, ge=0, lt=1)  # routing skew: 0 = uniform (DESIGN §4)
 
 
@@ -250,8 +261,8 @@ class Scenario(Section):
 
     name: str = Field(pattern=r"^[A-Za-z0-9._-]+$", max_length=120)
     question: str | None = Field(default=None, max_length=2000)
-    model: str | dict[str, Any]
-    hardware: str | dict[str, Any]
+    model: Ref | dict[str, Any]
+    hardware: Ref | dict[str, Any]
     parallel: Parallel = Parallel()
     speculative: Speculative = Speculative()
     acceptance: Acceptance = Acceptance()

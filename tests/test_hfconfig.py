@@ -262,13 +262,13 @@ def test_unreadable_files_are_one_line(tmp_path):
 
 
 @pytest.mark.parametrize("config, key, reason", [
-    ({**DEEPSEEK_V3, "hidden_size": "7168"}, "hidden_size", "expected an integer >= 0, got '7168'"),
+    ({**DEEPSEEK_V3, "hidden_size": "7168"}, "hidden_size", "expected an integer 0..67,108,864, got '7168'"),
     ({k: v for k, v in DEEPSEEK_V3.items() if k != "kv_lora_rank"}, "kv_lora_rank", "missing"),
     ({**GEMMA_4_E2B, "text_config": {**GEMMA_4_E2B["text_config"], "head_dim": True}}, "text_config.head_dim", "got True"),
     ({**GEMMA_4_E2B, "text_config": {**GEMMA_4_E2B["text_config"], "layer_types": ["full_attention"]}},
      "text_config.layer_types", "at least 35 entries"),
     ({**MIMO_V2_FLASH, "hybrid_layer_pattern": [2] * 48}, "hybrid_layer_pattern.0", "not one of 0, 1"),
-    ({**QWEN3_NEXT, "decoder_sparse_step": 0}, "decoder_sparse_step", ">= 1"),
+    ({**QWEN3_NEXT, "decoder_sparse_step": 0}, "decoder_sparse_step", "integer 1..67,108,864, got 0"),
     ({**STEP_35_FLASH, "moe_layers_enum": "3,x"}, "moe_layers_enum", "layer indices"),
 ])
 def test_a_bad_field_names_its_key_in_the_config(tmp_path, config, key, reason):

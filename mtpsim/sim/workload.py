@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mtpsim.files import Column, read_csv, read_once
-from mtpsim.schema import MAX_REQUESTS, MAX_TOKENS
+from mtpsim.schema import MAX_REQUESTS, MAX_SIM_S, MAX_TOKENS
 
 
 @dataclass(slots=True)
@@ -88,7 +88,8 @@ def read_trace(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A CSV with arrival_s,input_len,output_len (at most MAX_REQUESTS rows) as read-only arrays
     of arrival_s, input_len and output_len, sorted by arrival."""
     length = Column(low=1, high=MAX_TOKENS, integer=True)
-    df = read_csv(path, {"arrival_s": Column(low=0), "input_len": length, "output_len": length}, max_rows=MAX_REQUESTS)
+    df = read_csv(path, {"arrival_s": Column(low=0, high=MAX_SIM_S), "input_len": length, "output_len": length},
+                  max_rows=MAX_REQUESTS)
     df = df.sort_values("arrival_s", kind="stable")
     arrays = (df.arrival_s.to_numpy(float), df.input_len.to_numpy(np.int64), df.output_len.to_numpy(np.int64))
     for a in arrays:
