@@ -202,6 +202,11 @@ def record(name: str) -> Design:
     return RECORDS[name]
 
 
+def is_draft_key(key: str) -> bool:
+    """A scenario's dotted key that only the speculation reads (the `none` baseline runs without it)."""
+    return key.split(".")[0] in ("speculative", "acceptance") or key.startswith(("model.mtp", "model.assistant"))
+
+
 def label(design: str, steps: int) -> str:
     """`none` or `<design> S=<steps>`: the one way tables, plots and traces name a design."""
     return record(design).label(steps)

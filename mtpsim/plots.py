@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from mtpsim.designs import BASELINE, label, record  # noqa: E402
+from mtpsim.designs import BASELINE, is_draft_key, label, record  # noqa: E402
 from mtpsim.files import writing  # noqa: E402
 from mtpsim.results import HOST_COLUMN, PASS_COLUMN, share_column  # noqa: E402
 
@@ -43,16 +43,25 @@ def _name(summary: pd.DataFrame) -> str:
 
 
 def series_columns(summary: pd.DataFrame) -> list[str]:
-    """design, steps and any swept key other than the workload that varies between rows."""
+    """design, steps (topk and policy when they vary) and any swept key other than the workload
+    and the speculative section (which design, steps, topk and policy already show) that varies
+    between rows."""
     cols = list(summary.columns)
     sweep = cols[cols.index("dp") + 1: cols.index("tps")] if {"dp", "tps"} <= set(cols) else []
-    swept = [c for c in sweep if not c.startswith(("workload", "speculative.")) and c not in NOT_SERIES]
-    return ["design", "steps"] + [c for c in swept if summary[c].nunique(dropna=False) > 1]
+    swept = [c for c in sweep if not c.startswith(("workload", "speculative")) and c not in NOT_SERIES]
+    shown = [c for c in ("topk", "policy", *swept) if c in summary and summary[c].nunique(dropna=False) > 1]
+    return ["design", "steps", *shown]
 
 
 def _label(row, keys: list[str]) -> str:
+    """`nextn S=3`, then what else tells the series apart: `topk 4`, the policy `1:3 128:2`,
+    `layer=attention=swa ffn=dense`. The baseline reads `none` (and only what it runs with)."""
     parts = [label(row.design, row.steps)]
-    parts += [f"{k.split('.')[-1]}={row[k]}" for k in keys if k not in ("design", "steps")]
+    for k in keys[2:]:
+        if pd.isna(row[k]) or row.design == BASELINE and (k in ("topk", "policy") or is_draft_key(k)):
+            continue
+        name = k.split(".")[-1]
+        parts.append(f"{name} {row[k]}" if k in ("topk", "policy") else f"{name}={row[k]}")
     return ", ".join(parts)
 
 

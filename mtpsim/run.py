@@ -25,7 +25,7 @@ from pydantic import TypeAdapter, ValidationError
 from tqdm import tqdm
 
 from mtpsim import scenario as sc
-from mtpsim.designs import BASELINE
+from mtpsim.designs import BASELINE, is_draft_key
 from mtpsim.errors import ScenarioError, whole_number
 from mtpsim.intervals import seed_intervals
 from mtpsim.results import LogHistogram, Results, add_speedups
@@ -45,9 +45,11 @@ def baseline_key(s: sc.Scenario) -> str:
 
 
 def baseline_of(s: sc.Scenario) -> sc.Scenario:
+    """The `none` run of point `s`. Its point keeps only the swept keys a baseline runs with, so
+    its rows and legend never carry the design's settings."""
     data = s.model_dump(exclude={"sweep"}, exclude_none=True)
     data["speculative"], data["acceptance"] = {"design": BASELINE}, {}
-    return sc.validate(data, s.source, s.point)
+    return sc.validate(data, s.source, {k: v for k, v in s.point.items() if not is_draft_key(k)})
 
 
 def replicates(s: sc.Scenario) -> list[sc.Scenario]:

@@ -28,7 +28,7 @@ def output_dir(name: str, out: str | None) -> Path:
     """The run folder, claimed before simulating: new, or an existing empty one, never one with
     files in it, and never one another run is writing into (the claim file is created
     exclusively, so of two runs started into one folder only one proceeds)."""
-    path = Path(out) if out else Path("runs") / f"{name}-{datetime.now():%Y%m%d-%H%M%S}"
+    path = Path(out) if out else _new_default(name)
     busy = ScenarioError(str(path), "", "output folder exists and is not empty (nothing overwritten); "
                          "pass another --out")
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
@@ -42,6 +42,22 @@ def output_dir(name: str, out: str | None) -> Path:
     except OSError as exc:
         raise ScenarioError(str(path), "", f"cannot create the run folder: {exc.strerror or exc}") from None
     return path
+
+
+def _new_default(name: str) -> Path:
+    """runs/<name>-<timestamp>, or -2, -3, ... after it when runs started in the same second
+    made those: created here (exclusively), so two runs never share a default folder."""
+    stem = Path("runs") / f"{name}-{datetime.now():%Y%m%d-%H%M%S}"
+    for n in range(1, 10_000):
+        path = stem if n == 1 else stem.with_name(f"{stem.name}-{n}")
+        try:
+            path.mkdir(parents=True)
+            return path
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise ScenarioError(str(path), "", f"cannot create the run folder: {exc.strerror or exc}") from None
+    raise ScenarioError(str(stem), "", "10,000 runs of this name started this second: pass --out")
 
 
 @contextmanager
@@ -104,11 +120,12 @@ def memory_frame(points: list[sc.Scenario]) -> pd.DataFrame:
     from mtpsim.costs import build_pricer
     from mtpsim.memory import memory_budget, pool_rule
     from mtpsim.report import budget_columns
+    from mtpsim.sim import point_text
     rows = {}
     for s in points:
         pricer, context = build_pricer(s), mean_length(s.workload.input_len) + mean_length(s.workload.output_len)
         for d in (DesignShape(BASELINE), DesignShape.of(s.speculative)):
-            label = d.label + "".join(f", {k.split('.')[-1]}={v}" for k, v in s.point.items()
+            label = d.label + "".join(f", {k.split('.')[-1]}={point_text(v)}" for k, v in s.point.items()
                                       if k.startswith("model") and d.design != BASELINE)
             m = memory_budget(pricer, d, pool_rule(s, d.design))
             rows.setdefault((label, context), {

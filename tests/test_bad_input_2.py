@@ -294,3 +294,11 @@ def test_cost_context_past_max_context_warns(tmp_path, capsys):
     assert cli.main(["cost", str(run(tmp_path, SMALL)[1]), "--context", "1000000"]) == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("mtpsim: warning: --context: ") and "max_context" in err[0]
+
+
+def test_quick_runs_without_out_get_folders_of_their_own(tmp_path, monkeypatch):
+    """Three claims within one second: three folders (runs/<name>-<time>, -2, -3)."""
+    from mtpsim.runfolder import output_dir
+    monkeypatch.chdir(tmp_path)
+    folders = [output_dir("quick", None) for _ in range(3)]
+    assert len(set(folders)) == 3 and all((f / ".mtpsim-run").is_file() for f in folders)
