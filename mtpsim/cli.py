@@ -56,7 +56,7 @@ def cmd_cost(args) -> int:
         print(f"(scenario sweeps {len(points)} points; pricing the first: {s.point})")
     report = cost_report(s, batch, context, ops=args.ops)
     hw = s.specs.hardware.name
-    print(f"{s.name}: {s.specs.model.name} on {s.parallel.tp}x{hw} (tp {s.parallel.tp}, ep {s.parallel.ep}), "
+    print(f"{s.name}: {s.specs.model.name} on {s.parallel.describe(hw)}, "
           f"batch {batch}, context {context}, engine {s.specs.engine.name}, priced by {s.specs.pricing}\n")
     _print("Passes of one iteration (per GPU)", report["passes"])
     _print("Iteration", report["iterations"].assign(**{

@@ -183,7 +183,7 @@ def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_
         mark_complete(folder)
     if s.question:
         print(f"Q: {s.question}")
-    print(f"{s.name}: {s.specs.model.name} on {s.parallel.dp}x{s.parallel.tp} {s.specs.hardware.name}, "
+    print(f"{s.name}: {s.specs.model.name} on {s.parallel.describe(s.specs.hardware.name)}, "
           f"{s.speculative.design} steps {steps[0]}..{steps[-1]}" + (f", topk {topks}" if topks != [1] else "") +
           f", priced by {s.specs.pricing}: {n} runs + {len(batches)} baselines in {time.perf_counter() - started:.1f} s\n")
     print(format_recommendation(table) + "\n")

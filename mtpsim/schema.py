@@ -72,6 +72,13 @@ class Parallel(Section):
             raise ValueError(f"attention_dp ({self.attention_dp}) must divide tp ({self.tp})")
         return self
 
+    def describe(self, gpu: str) -> str:
+        """The layout in headers: `16 h200 (2 replicas x tp 8, ep 8)`: GPUs in all, then dp x tp."""
+        n = self.dp * self.tp
+        parts = [f"{self.dp} replica{'s' * (self.dp > 1)} x tp {self.tp}"] + [f"ep {self.ep}"] * (self.ep > 1) + \
+            [f"attention_dp {self.attention_dp}"] * (self.attention_dp > 1)
+        return f"{n} {gpu} ({', '.join(parts)})"
+
     @property
     def attention_tp(self) -> int:
         """GPUs one attention group shards its heads over (SGLang attn_tp_size = tp / dp)."""
