@@ -138,7 +138,8 @@ def _external_fits(spec, model, draft):
 def _own_mtp_or_external(spec, model, draft):
     if draft is None and model.mtp is None:
         return ("speculative.draft", f"nextn needs MTP layers or an external draft (a catalog entry with role: "
-                f"draft) and model {model.name!r} has neither")
+                f"draft) and model {model.name!r} has neither: give speculative.draft, or model.mtp "
+                "({num_layers: N, layer: {attention: KIND, ffn: KIND}})")
     return None
 
 

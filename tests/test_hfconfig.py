@@ -15,7 +15,7 @@ from mtpsim import scenario as sc
 from mtpsim.cli import main
 from mtpsim.errors import ScenarioError
 from mtpsim.specs import ModelSpec
-from tests.conftest import BASE
+from tests.conftest import BASE, ROOT
 
 FP8_BLOCK = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}
 
@@ -290,3 +290,17 @@ def test_a_scenario_with_hf_config_beside_it_prices_like_the_catalog_entry(tmp_p
     point = sc.load(write_scenario({**BASE, "model": {"hf_config": "./config.json"}}),
                     ["model.dtypes.experts=fp4"])[0]
     assert point.specs.model.dtypes.experts == "fp4" and point.specs.model.name == tmp_path.name
+
+
+def test_readme_states_what_a_qwen3_next_config_gets(tmp_path, write_scenario):
+    """README's hf_config paragraph quotes the error a released Qwen3-Next config.json gets under
+    nextn, and the override that mends it runs."""
+    (tmp_path / "config.json").write_text(json.dumps(QWEN3_NEXT))
+    data = {**BASE, "parallel": {"tp": 1}, "model": {"hf_config": str(tmp_path / "config.json")}}
+    with pytest.raises(ScenarioError) as err:
+        sc.load(write_scenario(data))
+    readme = (ROOT / "README.md").read_text()
+    assert err.value.key == "speculative.draft" and "has neither: give speculative.draft, or model.mtp" in err.value.reason
+    assert "has neither: give speculative.draft, or model.mtp" in readme
+    data["model"]["mtp"] = {"num_layers": 1, "layer": {"attention": "full", "ffn": "moe"}}
+    assert sc.load(write_scenario(data))[0].specs.model.mtp.num_layers == 1
