@@ -10,11 +10,11 @@ import io
 import os
 import sys
 
-import pandas as pd
-
-from mtpsim import scenario as sc
 from mtpsim.errors import ScenarioError, short, warn, whole_number
-from mtpsim.schema import MAX_SEEDS, mean_length
+from mtpsim.limits import MAX_SEEDS
+
+# The command line imports only what the command given needs: `mtpsim --help` or a one-line
+# argument error stays quick, and pandas, pydantic and the simulator load with the commands.
 
 
 def _add_scenario(p: argparse.ArgumentParser) -> None:
@@ -43,7 +43,9 @@ def cmd_plot(args) -> int:
 
 
 def cmd_cost(args) -> int:
+    from mtpsim import scenario as sc
     from mtpsim.report import cost_report
+    from mtpsim.schema import mean_length
     points = sc.load(args.scenario, args.sets)
     s = points[0]
     batch = s.workload.concurrency if args.batch is None else args.batch
@@ -115,7 +117,8 @@ def cmd_schema(args) -> int:
     return 0
 
 
-def _print(title: str, df: pd.DataFrame) -> None:
+def _print(title: str, df) -> None:
+    import pandas as pd
     print(f"== {title}")
     with pd.option_context("display.width", 200, "display.max_columns", 30,
                            "display.float_format", lambda x: f"{x:.4g}"):

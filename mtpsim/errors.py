@@ -1,7 +1,10 @@
 """The one error type users see: a file, a key path and a reason, printed without a traceback."""
 from __future__ import annotations
 
-from pydantic import ValidationError
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pydantic loads with the schema, not with every one-line error
+    from pydantic import ValidationError
 
 
 class ScenarioError(Exception):

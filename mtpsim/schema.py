@@ -12,6 +12,18 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, 
 
 from mtpsim.designs import DESIGNS, record
 from mtpsim.engines import EngineSpec
+from mtpsim.limits import (  # noqa: F401 (the limits are read from here too)
+    MAX_GPUS,
+    MAX_RATE,
+    MAX_REQUESTS,
+    MAX_SCHEDULE_DRAWS,
+    MAX_SEED,
+    MAX_SEEDS,
+    MAX_SIM_S,
+    MAX_SWEEP_POINTS,
+    MAX_TOKENS,
+    MAX_USERS,
+)
 from mtpsim.specs import HardwareSpec, ModelSpec
 
 
@@ -24,20 +36,8 @@ def _not_blank(text: str) -> str:
 # a file path or catalog name: never empty or blank (`profile: ""` would otherwise read as the default)
 Ref = Annotated[str, Field(max_length=4096), AfterValidator(_not_blank)]
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]  # an error names the entry: acceptance.per_depth.2
-MAX_SEEDS = 1000  # replicates per point; past this a run is better split into several
 Seeds = Annotated[int, Field(ge=1, le=MAX_SEEDS, strict=True)]  # strict: `seeds: true` is not 1
 
-# Size limits (documented in docs/limits.md; ranges also in `mtpsim schema`): past them a run would take hours
-# or more memory than a workstation has, so they are refused up front rather than left to hang.
-MAX_REQUESTS = 1_000_000        # requests per run (~200 B of records each; a trace holds at most this)
-MAX_TOKENS = 2**24              # any one length (input, output, chunk); models' max_context binds first
-MAX_USERS = 100_000             # closed-loop users (one simpy process each), running requests
-MAX_GPUS = 4096                 # tp, ep, dp
-MAX_SWEEP_POINTS = 10_000       # points per scenario (split larger studies over several files)
-MAX_RATE = 1e6                  # requests per second
-MAX_SIM_S = 1e9                 # simulated seconds (~32 years): arrival times, schedule phases, a load's span
-MAX_SCHEDULE_DRAWS = 1_000_000  # phases a rate schedule's arrivals are drawn over, repeats included
-MAX_SEED = 2**63 - 1
 
 
 class Section(BaseModel):
