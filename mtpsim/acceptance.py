@@ -1,4 +1,4 @@
-"""Acceptance profiles (DESIGN §5): conditional per-depth acceptance, its other forms, sampling.
+"""Acceptance profiles: conditional per-depth acceptance, its other forms, sampling.
 
 alpha_k = P(draft k accepted | drafts 1..k-1 accepted); a_k = prod_{j<=k} alpha_j = P(at least k
 accepted); E[A] = 1 + sum_k a_k. A measured histogram `accept_counts[j]` (iterations in which

@@ -1,4 +1,4 @@
-"""The designs as data (DESIGN §3): one frozen record per design, saying which passes one decode
+"""The designs as data: one frozen record per design, saying which passes one decode
 iteration and one prefill run, what its draft is, what it keeps in memory and what it needs of
 the model.
 
@@ -261,6 +261,6 @@ def prefill_passes(d: DesignShape) -> list[PassShape]:
 
 
 def overlap_window(d: DesignShape, engine) -> tuple[str, ...]:
-    """Pass kinds during which the host can prepare the next iteration (DESIGN §3), as the
+    """Pass kinds during which the host can prepare the next iteration, as the
     serving engine's overlap scheduler runs it (mtpsim/data/engines/<kind>.yaml `hides`)."""
     return engine.hidden_by(d.design, d.topk)

@@ -1,4 +1,4 @@
-"""Memory budget per GPU (DESIGN §3, KV reservation): weights of target and draft, KV bytes per
+"""Memory budget per GPU (KV reservation): weights of target and draft, KV bytes per
 token of each, and how many requests fit.
 
 Full-attention layers cost KV bytes per token; sliding-window layers per token up to the window;

@@ -1,4 +1,4 @@
-"""DataFrames -> figures (DESIGN §10). Nothing here simulates or prices anything.
+"""DataFrames -> figures. Nothing here simulates or prices anything.
 
 Each function takes the frames a run folder holds (summary.csv, accept_counts.csv,
 iterations.csv, passes.csv, memory.csv) and returns a matplotlib Figure whose title names the

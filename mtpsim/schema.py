@@ -1,4 +1,4 @@
-"""Scenario schema v1 (DESIGN §9): one frozen pydantic model per YAML section.
+"""Scenario schema v1: one frozen pydantic model per YAML section.
 
 Every key, its type and default lives here; cross-section checks that need the catalog (a
 design the model cannot run, an acceptance list shorter than steps) are in scenario.py.
@@ -294,7 +294,7 @@ class Cost(Section):
     """auto (the measured profile the hardware names for engine.kind, else the roofline) | roofline | calibrated."""
     profile: Ref | None = None
     """A committed profile's name (mtpsim/data/profiles/) or a profile folder's path."""
-    moe_skew: float = Field(default=0.0, ge=0, lt=1)  # routing skew: 0 = uniform (DESIGN §4)
+    moe_skew: float = Field(default=0.0, ge=0, lt=1)  # routing skew: 0 = uniform
     """MoE routing skew: 0 = uniform routing over the experts."""
 
 

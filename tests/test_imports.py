@@ -1,4 +1,4 @@
-"""The import graph of mtpsim (DESIGN §11): no cycles, torch never on the simulator's path, and
+"""The import graph of mtpsim: no cycles, torch never on the simulator's path, and
 the torch code layered as torchkit <- calibration <- verify.
 
 The graph is read statically (ast) from every module under mtpsim/: `import` and `from ... import`

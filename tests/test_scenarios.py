@@ -1,4 +1,4 @@
-"""Every scenario file loads, opens with its question and command, and runs (DESIGN §12)."""
+"""Every scenario file loads, opens with its question and command, and runs."""
 from __future__ import annotations
 
 import functools

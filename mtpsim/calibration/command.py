@@ -2,7 +2,7 @@
 
     mtpsim calibrate --device cpu --threads 1 --out profiles/cpu
 
-The folder (DESIGN §6): `<family>.csv` per op family (shape columns, the op's flops and bytes
+The folder: `<family>.csv` per op family (shape columns, the op's flops and bytes
 as ops.py counts them, `time_s`), `holdout/<family>.csv` (shapes between the grid's values, not
 used by the model: the benchmark's test set), `layers.csv` (whole layers) and `meta.yaml`.
 An existing non-empty folder is never overwritten, except a profile folder (one holding

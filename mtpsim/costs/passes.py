@@ -29,7 +29,7 @@ ALL_EXPERTS_TOKENS = 1 << 30  # enough tokens that every expert is touched (weig
 
 @dataclass(frozen=True)
 class PassShape:
-    """One pass as the design describes it (DESIGN §3).
+    """One pass as the design's record lists it (mtpsim/designs.py).
 
     kind: decode | draft | verify | extend | prefill. part: target | mtp | assistant | heads.
     tokens_per_request: query tokens per request; logits_per_request: LM-head rows per request;

@@ -1,4 +1,4 @@
-"""simpy processes (DESIGN §7): arrivals, and one serving loop per dp replica.
+"""simpy processes: arrivals, and one serving loop per dp replica.
 
 Each replica loop: admit what fits, prefill it (the running batch waits: no mixed batches with
 speculation), then one decode iteration for the running batch as the design's passes, priced

@@ -1,4 +1,4 @@
-"""Workload: request lengths and arrival times (DESIGN §7), seeded.
+"""Workload: request lengths and arrival times, seeded.
 
 `closed` arrivals are driven by completions (the engine's arrival process); the other kinds are
 known up front as a list of (arrival_s, input_len, output_len).

@@ -1,4 +1,4 @@
-"""`mtpsim verify SCENARIO [--out DIR] [--calibrate]` (DESIGN §8).
+"""`mtpsim verify SCENARIO [--out DIR] [--calibrate]`.
 
 Per scenario point: shrink the model as `verify:` says, build it in PyTorch, run the design's
 real decode loop for B requests (warm-up excluded), then simulate the same shrunken
