@@ -14,6 +14,7 @@ import numpy as np
 import simpy
 
 from mtpsim.acceptance import AcceptanceProfile
+from mtpsim.costs.iteration import iteration_cost
 from mtpsim.costs.passes import Pricer
 from mtpsim.designs import DesignShape, iteration_passes, overlap_window, prefill_passes
 from mtpsim.results import PASS_COLUMN, PASS_TIME_COLUMNS, Records
@@ -57,14 +58,15 @@ class Engine:
         self.shared_levels = lru_cache(maxsize=4096)(lambda n: np.broadcast_to(self.levels, (n, len(self.levels))))
         self.host_s = lru_cache(maxsize=4096)(self.pricer.costs.host_overhead_s)
 
-    def plan(self, batch_size: int) -> tuple[DesignShape, list, tuple[str, ...]]:
-        """The steps in force for this running batch, as (design at those steps, its passes, the
-        pass kinds that hide host time); S = 0 is plain decoding."""
+    def plan(self, batch_size: int) -> tuple[DesignShape, list, list[str], tuple[str, ...]]:
+        """The steps in force for this running batch, as (design at those steps, its passes, their
+        kinds, the pass kinds that hide host time); S = 0 is plain decoding."""
         steps = self.design.steps if self.policy is None else self.policy.steps_for(batch_size)
         if steps not in self.plans:
             design = self.design if steps == self.design.steps else self.design.with_steps(steps)
             window = overlap_window(design, self.pricer.costs.engine) if self.overlap else ()
-            self.plans[steps] = (design, iteration_passes(design), window)
+            passes = iteration_passes(design)
+            self.plans[steps] = (design, passes, [p.kind for p in passes], window)
         return self.plans[steps]
 
     # ------------------------------------------------------------------ the loop
@@ -85,14 +87,10 @@ class Engine:
         """One decode iteration: the design's passes, then acceptance and commit."""
         batch = rep.batch  # its KV: the prompt and every emitted token but the last, which this iteration feeds
         start = self.env.now
-        design, passes, window = self.plan(len(batch))
+        design, passes, kinds, window = self.plan(len(batch))
         times, durations = self.record_passes(
             rep, start, [(shape, self.pricer.price_lens(shape, batch.lens(shape.tokens_per_request))) for shape in passes])
-        hidden = 0.0
-        for shape, t in zip(passes, durations):
-            hidden += t if shape.kind in window else 0.0
-        host_s = self.host_s(design.design, len(batch))
-        host = max(0.0, host_s - hidden)  # what the overlap window does not hide
+        host = iteration_cost(kinds, durations, window, self.host_s(design.design, len(batch))).exposed_host_s
         yield from back_to_back(self.env, [*durations, host])
         emitted = self.commit(batch, design.steps)
         self.records.eager_iterations += not self.pricer.uses_graphs(passes[0], self.pricer.group_batch(len(batch)))
@@ -131,10 +129,10 @@ class Engine:
             start = self.env.now
             q = np.array([n for _, n, _ in chunk])
             kv = np.array([done for _, _, done in chunk])
-            times, durations = self.record_passes(
-                rep, start, [(shape, self.pricer.price(shape, q, kv)) for shape in prefill_passes(self.design)])
-            host_s = self.host_s(self.design.design, len(chunk))
-            host = host_s if not self.overlap else max(0.0, host_s - times[PASS_COLUMN["prefill"]])
+            shapes = prefill_passes(self.design)
+            times, durations = self.record_passes(rep, start, [(shape, self.pricer.price(shape, q, kv)) for shape in shapes])
+            host = iteration_cost([s.kind for s in shapes], durations, ("prefill",) if self.overlap else (),
+                                  self.host_s(self.design.design, len(chunk))).exposed_host_s
             yield from back_to_back(self.env, [*durations, host])
             firsts = [r for r, n, done in chunk if done + n == r.input_len]
             for r in firsts:
