@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from mtpsim.costs.passes import PassShape
-
 Check = Callable[[object, object, object], "tuple[str, str] | None"]  # (speculative, model, draft) -> (key, reason)
 
 
@@ -64,6 +62,32 @@ class Design:
 
 
 # ---------------------------------------------------------------------- passes
+
+@dataclass(frozen=True)
+class PassShape:
+    """One pass of a design, as its record lists them (and the cost model prices: costs/passes.py).
+
+    kind: decode | draft | verify | extend | prefill. part: target | mtp | assistant | heads.
+    tokens_per_request: query tokens per request; logits_per_request: LM-head rows per request;
+    layer: which MTP layer (multi_layer); kv_offset: tokens this pass sees beyond the committed KV;
+    from_target: the pass reads the target's hidden states rather than the draft's own last ones
+    (nextn's extend and prefill: an external EAGLE-3 draft then runs its fc over the fused target
+    layers). tree_keys: 0 for a causal mask; else a tree mask, each query reading the committed
+    KV plus tree_keys keys on average (its ancestors and itself) of the kv_offset cached and the
+    pass's own tokens. compact_tokens: KV entries per request the target copies after the pass
+    (a tree's accepted path moved to consecutive slots).
+    """
+
+    kind: str
+    part: str
+    tokens_per_request: int
+    logits_per_request: int
+    layer: int = 0
+    kv_offset: int = 0
+    from_target: bool = False
+    tree_keys: float = 0.0
+    compact_tokens: int = 0
+
 
 def _verify(n: int) -> PassShape:
     return PassShape("verify", "target", n, n)

@@ -20,37 +20,12 @@ import numpy as np
 from mtpsim.costs import ops as O
 from mtpsim.costs.layer import decoder_layer_ops
 from mtpsim.costs.roofline import OpTime
+from mtpsim.designs import PassShape  # noqa: F401 (priced here; costs re-exports it)
 from mtpsim.specs import HardwareSpec, LayerRef, ModelSpec
 
 # SGLang's default captured batch sizes (cuda_graph_bs), capped by max_graph_batch.
 GRAPH_BUCKETS = (1, 2, 4, 8, 12, *range(16, 1025, 8))
 ALL_EXPERTS_TOKENS = 1 << 30  # enough tokens that every expert is touched (weight_bytes)
-
-
-@dataclass(frozen=True)
-class PassShape:
-    """One pass as the design's record lists it (mtpsim/designs.py).
-
-    kind: decode | draft | verify | extend | prefill. part: target | mtp | assistant | heads.
-    tokens_per_request: query tokens per request; logits_per_request: LM-head rows per request;
-    layer: which MTP layer (multi_layer); kv_offset: tokens this pass sees beyond the committed KV;
-    from_target: the pass reads the target's hidden states rather than the draft's own last ones
-    (nextn's extend and prefill: an external EAGLE-3 draft then runs its fc over the fused target
-    layers). tree_keys: 0 for a causal mask; else a tree mask, each query reading the committed
-    KV plus tree_keys keys on average (its ancestors and itself) of the kv_offset cached and the
-    pass's own tokens. compact_tokens: KV entries per request the target copies after the pass
-    (a tree's accepted path moved to consecutive slots).
-    """
-
-    kind: str
-    part: str
-    tokens_per_request: int
-    logits_per_request: int
-    layer: int = 0
-    kv_offset: int = 0
-    from_target: bool = False
-    tree_keys: float = 0.0
-    compact_tokens: int = 0
 
 
 class Work(NamedTuple):
