@@ -176,7 +176,7 @@ def memory_budget(pricer: Pricer, design: DesignShape, rule: PoolRule) -> Memory
 def part_kv(pricer: Pricer, part: str) -> tuple[LayerKV, ...]:
     """One LayerKV per layer of a part that keeps KV or state of its own, on one GPU of an
     attention group (KV heads split over its attention_tp GPUs)."""
-    spec = pricer.layers(part)
+    spec = pricer.layers_memo(part)
     kv_dtype, tp = pricer.model.dtypes.kv_cache, pricer.par.attention_tp
     out = []
     for count, ref in spec.groups:
