@@ -153,6 +153,8 @@ EXTREME = [  # (id, scenario, files, key, word)
      {}, "hardware.memory_capacity_bytes", "less than or equal"),
     ("flops-1e-300", BASE.replace("hardware: h200", "hardware: {from: h200, peak_flops: {bf16: 1.0e-300}}"),
      {}, "hardware.peak_flops.bf16", "greater than or equal"),
+    ("histogram-1e308", BASE.replace("per_depth: [0.8, 0.7]", "histogram: h.csv"),
+     {"h.csv": "accepted,count\n0,1.7e308\n1,1.7e308\n"}, "count", "<= 1e+15"),
     ("empty-peak-flops", BASE.replace("hardware: h200", "hardware: {from: h200, peak_flops: {}}"),
      {}, "hardware.peak_flops", "empty mapping"),
     ("poisson-1e-300", BASE.replace("workload: {", "workload: {arrival: poisson, rate_per_s: 1.0e-300, "),
@@ -302,3 +304,16 @@ def test_quick_runs_without_out_get_folders_of_their_own(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     folders = [output_dir("quick", None) for _ in range(3)]
     assert len(set(folders)) == 3 and all((f / ".mtpsim-run").is_file() for f in folders)
+
+
+def test_a_profile_time_past_an_hour_is_refused(tmp_path, capsys, monkeypatch):
+    from mtpsim.costs.profile import PROFILES_DIR
+    gemm = (PROFILES_DIR / "cpu" / "gemm.csv").read_text().splitlines()
+    col = gemm[0].split(",").index("time_s")
+    row = gemm[1].split(",")
+    row[col] = "1e300"
+    monkeypatch.chdir(tmp_path)
+    text = SMALL.replace("hardware: h200", "hardware: cpu") + "cost: {model: calibrated, profile: prof}\n"
+    files = cpu_profile(tmp_path, gemm__csv="\n".join([gemm[0], ",".join(row), *gemm[2:]]) + "\n")
+    line = one_line_error(capsys, run(tmp_path, text, files), "time_s", "<= 3600")
+    assert "gemm.csv" in line

@@ -33,6 +33,7 @@ class Family:
 
 
 ANY = "*"
+OP_TIME = Column(low=0, above=True, high=3600)  # a measured op or layer takes under an hour
 
 FAMILIES = {
     "gemm": Family((), ("dtype",), ("m", "k", "n"), ("m",)),
@@ -174,7 +175,7 @@ def read_family(path: Path, family: str) -> pd.DataFrame:
         raise ScenarioError(str(path), "", f"missing profile file for op family {family!r}")
     f = FAMILIES[family]
     columns = dict.fromkeys((*f.keys, *f.dims), TEXT) | dict.fromkeys(f.axes, POSITIVE) | \
-        {"flops": NON_NEGATIVE, "bytes": NON_NEGATIVE, "time_s": POSITIVE}
+        {"flops": NON_NEGATIVE, "bytes": NON_NEGATIVE, "time_s": OP_TIME}
     df = read_csv(path, columns, optional=f.optional)
     for col in f.optional:
         if col not in df.columns:
@@ -186,7 +187,7 @@ def read_family(path: Path, family: str) -> pd.DataFrame:
 
 
 LAYER_COLUMNS = {"layer": TEXT, "scale": POSITIVE, "batch": Column(low=1, integer=True),
-                 "q": Column(low=1, integer=True), "kv": COUNT, "d": Column(low=1, integer=True), "time_s": POSITIVE}
+                 "q": Column(low=1, integer=True), "kv": COUNT, "d": Column(low=1, integer=True), "time_s": OP_TIME}
 
 
 def read_layers(folder: Path) -> pd.DataFrame | None:
