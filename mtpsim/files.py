@@ -270,6 +270,7 @@ def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = N
         raise ScenarioError(where, "", f"not a readable CSV: {short(str(exc).strip(), 160)[1:-1]}") from None
     if len(df) > max_rows:
         raise ScenarioError(where, "", f"more than {max_rows:,} rows")
+    _unique_header(data, where)
     for name, rule in columns.items():
         if name not in df.columns:
             if name in optional:
@@ -281,6 +282,16 @@ def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = N
     if df.empty:
         raise ScenarioError(where, "", "no rows")
     return df
+
+
+def _unique_header(data: bytes, where: str) -> None:
+    """pandas renames a repeated column (`x`, `x.1`): which one is meant is then a guess, so refuse it."""
+    header = pd.read_csv(io.BytesIO(data), header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()
+    seen = set()
+    for name in header:
+        if name in seen:
+            raise ScenarioError(where, short(name, 40)[1:-1], "column named twice in the header")
+        seen.add(name)
 
 
 def _numbers(values: pd.Series, rule: Column, where: str, name: str) -> pd.Series:

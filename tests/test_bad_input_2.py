@@ -195,6 +195,7 @@ def test_values_python_or_a_default_would_take_silently(tmp_path, capsys, text, 
 
 
 RAGGED = [("long-rows", TRACE + "0,64,16,9\n1,64,16,9\n", "", "more fields than the header"),
+          ("repeated-column", "arrival_s,arrival_s,input_len,output_len\n0,5,64,16\n", "arrival_s", "named twice"),
           ("short-row", TRACE + "0,64,16\n1,64\n", "output_len", "row 3: empty")]
 
 
