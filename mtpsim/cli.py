@@ -129,6 +129,11 @@ def _print(title: str, df) -> None:
 class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error (not the usage text), status 2, like every other bad input."""
 
+    def _print_message(self, message: str, file=None) -> None:
+        """As argparse's, without swallowing an OSError: --help to a full device is an error too."""
+        if message:
+            (file or sys.stderr).write(message)
+
     def error(self, message: str):
         print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
         sys.exit(2)
@@ -289,7 +294,19 @@ def _torch_command(module: str, args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except OSError as err:  # --help or --version to a full device
+        _drop_stdout()
+        raise SystemExit(_fail(f"<stdout>: cannot write: {err.strerror or err}")) from None
+    except SystemExit as exc:  # --help, --version: what they printed must reach stdout too
+        if exc.code == 0:
+            try:
+                sys.stdout.flush()
+            except OSError as err:
+                _drop_stdout()
+                raise SystemExit(_fail(f"<stdout>: cannot write: {err.strerror or err}")) from None
+        raise
     try:
         code = args.func(args)
         sys.stdout.flush()  # a full or closed stdout fails here at the latest, not at exit

@@ -74,6 +74,21 @@ def test_stdout_to_a_full_device(tmp_path, capsys, monkeypatch):
     assert err == ["mtpsim: error: <stdout>: cannot write: No space left on device"]
 
 
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["run", "--help"]])
+def test_help_to_a_full_device(capsys, monkeypatch, argv):
+    """argparse would drop what it cannot print and exit 0: here it is the same one line as any output."""
+    full = open("/dev/full", "w")  # noqa: SIM115
+    monkeypatch.setattr(sys, "stdout", full)
+    try:
+        with pytest.raises(SystemExit) as done:
+            cli.main(argv)
+    finally:
+        monkeypatch.undo()
+        full.close()
+    assert done.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == ["mtpsim: error: <stdout>: cannot write: No space left on device"]
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
 def test_a_read_only_folder(tmp_path, capsys):
     folder = tmp_path / "ro"
