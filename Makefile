@@ -1,10 +1,11 @@
-# The two ways in: `make run` (the quickstart scenario) and `make test` (ruff, then the whole test suite).
+# The ways in: `make run` (the quickstart scenario), `make test` (ruff, then the whole test suite) and
+# `make notebooks` (every notebook executed into runs/notebooks/).
 # Both create .venv on first use and install what they need into it.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint install install-dev clean
+.PHONY: run test lint notebooks install install-dev clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -22,6 +23,10 @@ run: install
 # lint first: a style or unused-import slip fails CI as fast as a broken test
 test: install-dev lint
 	$(BIN)/python -m pytest -q
+
+# every notebook, top to bottom; the executed copies (outputs, figures) go to runs/notebooks/
+notebooks: install-dev
+	$(BIN)/python notebooks/run.py
 
 lint: install-dev
 	$(BIN)/ruff check .

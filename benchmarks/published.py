@@ -30,7 +30,7 @@ from mtpsim.run import run_points
 from mtpsim.schema import mean_length
 
 FOLDER = Path(__file__).resolve().parent.parent / "scenarios" / "published"
-BAR = 0.15  # DESIGN §12: within 15% of the reported speedup
+BAR = 0.15  # the fidelity bar: within 15% of the reported speedup
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Simulator speed and memory (DESIGN §12, speed bar): prints numbers, asserts nothing.
+"""Simulator speed and memory (speed bar): prints numbers, asserts nothing.
 
   .venv/bin/python benchmarks/sim_speed.py                 # everything (~1-2 min on 2 cores)
   .venv/bin/python benchmarks/sim_speed.py --skip-sweep    # single runs and memory only

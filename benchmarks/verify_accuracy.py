@@ -1,5 +1,5 @@
 """Verification accuracy: predicted vs measured TPS for nextn / multi_layer / frozen_kv / none / block at
-batch 1, 4 and 16 on this machine's device, with the committed profile (DESIGN §12: median
+batch 1, 4 and 16 on this machine's device, with the committed profile (the fidelity bar: median
 |TPS error| <= 5% on the profiled machine; the CPU target for now is 10%).
 
     .venv/bin/python benchmarks/verify_accuracy.py                 # CPU, ~3 minutes on 2 cores

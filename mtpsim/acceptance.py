@@ -1,4 +1,4 @@
-"""Acceptance profiles (DESIGN §5): conditional per-depth acceptance, its other forms, sampling.
+"""Acceptance profiles: conditional per-depth acceptance, its other forms, sampling.
 
 alpha_k = P(draft k accepted | drafts 1..k-1 accepted); a_k = prod_{j<=k} alpha_j = P(at least k
 accepted); E[A] = 1 + sum_k a_k. A measured histogram `accept_counts[j]` (iterations in which
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from mtpsim.errors import ScenarioError
-from mtpsim.files import NON_NEGATIVE, Column, read_csv, read_once
+from mtpsim.files import Column, read_csv, read_once
 from mtpsim.tree import accept_distribution
 
 
@@ -159,6 +159,7 @@ class AcceptanceProfile:
 
 
 MAX_ACCEPTED = 64  # the most drafts a histogram row may count (speculative.steps' limit)
+MAX_COUNT = 1e15  # iterations a histogram row may count: their sum stays a finite float
 
 
 @read_once
@@ -166,7 +167,8 @@ def read_histogram(path: str | Path, where: str = "") -> np.ndarray:
     """A CSV `accepted,count` -> counts indexed by accepted drafts (missing rows are 0): accepted
     an integer in 0..64, counts non-negative with a positive total over at least two depths.
     Read-only: read once per file version and shared."""
-    df = read_csv(path, {"accepted": Column(low=0, high=MAX_ACCEPTED, integer=True), "count": NON_NEGATIVE})
+    df = read_csv(path, {"accepted": Column(low=0, high=MAX_ACCEPTED, integer=True),
+                         "count": Column(low=0, high=MAX_COUNT)})
     counts = np.zeros(int(df.accepted.max()) + 1)
     np.add.at(counts, df.accepted.to_numpy(), df["count"].to_numpy())
     if len(counts) < 2 or counts.sum() <= 0:

@@ -85,12 +85,17 @@ def _read(kind: Kind, ref: object, where: str, key: str = "", paths: bool = True
     return data
 
 
-def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """`over` wins; nested mappings merge key by key, lists and scalars replace."""
+def deep_merge(base: dict[str, Any], over: dict[str, Any], where: str = "", path: str = "") -> dict[str, Any]:
+    """`over` wins; nested mappings merge key by key, lists and scalars replace. An empty mapping
+    over a filled one would change nothing (merged) or wipe it (replaced), so it is an error
+    naming its key path: `peak_flops: {}` never leaves the table it seems to empty."""
     out = dict(base)
     for key, value in over.items():
+        at = f"{path}.{key}" if path else str(key)
         if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = deep_merge(out[key], value)
+            if not value and out[key]:
+                raise ScenarioError(where, at, "an empty mapping: give the entries to change, or leave the key out")
+            out[key] = deep_merge(out[key], value, where, at)
         else:
             out[key] = value
     return out
@@ -105,11 +110,11 @@ def resolve(kind: Kind, ref: str | dict[str, Any], where: str, key: str = "") ->
         if "from" in ref:
             raise ScenarioError(where, key, "give one source, from or hf_config, not both")
         over = {k: v for k, v in ref.items() if k != "hf_config"}
-        return deep_merge(hfconfig.read(ref["hf_config"], where, key, over), over)
+        return deep_merge(hfconfig.read(ref["hf_config"], where, key, over), over, where, key)
     if "from" not in ref:
         return dict(ref)  # a full inline spec
     over = {k: v for k, v in ref.items() if k != "from"}
-    return deep_merge(_read(kind, ref["from"], where, f"{key}.from" if key else "from"), over)
+    return deep_merge(_read(kind, ref["from"], where, f"{key}.from" if key else "from"), over, where, key)
 
 
 def load_model(name: str) -> ModelSpec:

@@ -10,7 +10,7 @@ from pathlib import Path
 from mtpsim import designs
 from mtpsim.acceptance import read_histogram
 from mtpsim.errors import ScenarioError
-from mtpsim.schema import Parallel, Scenario, Workload, max_length
+from mtpsim.schema import MAX_SCHEDULE_DRAWS, MAX_SIM_S, Parallel, Scenario, Workload, max_length
 from mtpsim.tracefiles import scan
 
 
@@ -91,8 +91,8 @@ def _check_nodes(s: Scenario, where: str) -> None:
 def _check_pools(s: Scenario, where: str) -> None:
     """A disaggregated deployment: the layout given per pool (not as `parallel`), the pools within
     the deployment's GPUs, each pool's layout one the model shards into, and a link the hardware
-    entry describes (sim/pools.py)."""
-    from mtpsim.sim.pools import ROLES, pool_scenario, resolve_link
+    entry describes (mtpsim/pools.py)."""
+    from mtpsim.pools import ROLES, pool_scenario, resolve_link
     d = s.disaggregation
     if s.parallel != Parallel():
         raise ScenarioError(where, "parallel", "with disaggregation the layout is given per pool "
@@ -149,7 +149,12 @@ def _check_policy(s: Scenario, where: str) -> None:
 
 
 def _check_rate_schedule(w: Workload, where: str) -> None:
-    """A rate schedule is a Poisson load's rate over time: phases in time order, one rate at a time."""
+    """A rate schedule is a Poisson load's rate over time: phases in time order, one rate at a time.
+    A Poisson load's arrivals span at most MAX_SIM_S simulated seconds."""
+    if w.arrival == "poisson" and w.rate_per_s is not None and w.num_requests / w.rate_per_s > MAX_SIM_S:
+        raise ScenarioError(where, "workload.rate_per_s", f"{w.rate_per_s:g} req/s: {w.num_requests} requests would "
+                            f"arrive over ~{w.num_requests / w.rate_per_s:.3g} simulated seconds, past the limit of "
+                            f"{MAX_SIM_S:g} (raise the rate or lower num_requests)")
     if w.rate_schedule is None:
         return
     if w.arrival != "poisson":
@@ -161,6 +166,16 @@ def _check_rate_schedule(w: Workload, where: str) -> None:
         if phase.until_s <= before.until_s:
             raise ScenarioError(where, f"workload.rate_schedule.{i}.until_s", f"{phase.until_s} does not come after "
                                 f"the previous phase's end {before.until_s} (phases run in time order)")
+    # arrivals are drawn phase by phase, the schedule repeating until num_requests have come: bound
+    # the repeats (a 1e-9 req/s or 1e-300 s phase would repeat forever) and the simulated span
+    ends = [p.until_s for p in w.rate_schedule]
+    per_cycle = sum(p.rate_per_s * (end - start) for p, start, end in zip(w.rate_schedule, [0.0, *ends], ends))
+    cycles = w.num_requests / per_cycle
+    if cycles * len(ends) > MAX_SCHEDULE_DRAWS or cycles * ends[-1] > MAX_SIM_S:
+        raise ScenarioError(where, "workload.rate_schedule", f"brings ~{per_cycle:.3g} requests per {ends[-1]:g} s "
+                            f"cycle, so {w.num_requests} requests need ~{cycles:.3g} cycles: past the limits of "
+                            f"{MAX_SCHEDULE_DRAWS:,} phases drawn and {MAX_SIM_S:g} simulated seconds (raise the "
+                            "rates, lengthen the phases, or lower num_requests)")
 
 
 def _check_acceptance_length(s: Scenario, where: str) -> None:

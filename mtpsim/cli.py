@@ -5,14 +5,16 @@ Bad input of any kind exits with status 2 and one line naming the file, the key 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import sys
 
-import pandas as pd
+from mtpsim.errors import ScenarioError, short, warn, whole_number
+from mtpsim.limits import MAX_SEEDS
 
-from mtpsim import scenario as sc
-from mtpsim.errors import ScenarioError
-from mtpsim.schema import MAX_SEEDS, mean_length
+# The command line imports only what the command given needs: `mtpsim --help` or a one-line
+# argument error stays quick, and pandas, pydantic and the simulator load with the commands.
 
 
 def _add_scenario(p: argparse.ArgumentParser) -> None:
@@ -41,16 +43,22 @@ def cmd_plot(args) -> int:
 
 
 def cmd_cost(args) -> int:
+    from mtpsim import scenario as sc
     from mtpsim.report import cost_report
+    from mtpsim.schema import mean_length
     points = sc.load(args.scenario, args.sets)
     s = points[0]
-    batch = args.batch or s.workload.concurrency
-    context = args.context or mean_length(s.workload.input_len)
+    batch = s.workload.concurrency if args.batch is None else args.batch
+    context = mean_length(s.workload.input_len) if args.context is None else args.context
+    limit = s.specs.model.max_context
+    if limit is not None and context > limit:
+        warn("--context", "", f"{context} is past model {s.specs.model.name!r}'s max_context {limit}: "
+             "priced as asked, though no request that long can run")
     if len(points) > 1:
         print(f"(scenario sweeps {len(points)} points; pricing the first: {s.point})")
     report = cost_report(s, batch, context, ops=args.ops)
     hw = s.specs.hardware.name
-    print(f"{s.name}: {s.specs.model.name} on {s.parallel.tp}x{hw} (tp {s.parallel.tp}, ep {s.parallel.ep}), "
+    print(f"{s.name}: {s.specs.model.name} on {s.parallel.describe(hw)}, "
           f"batch {batch}, context {context}, engine {s.specs.engine.name}, priced by {s.specs.pricing}\n")
     _print("Passes of one iteration (per GPU)", report["passes"])
     _print("Iteration", report["iterations"].assign(**{
@@ -109,7 +117,8 @@ def cmd_schema(args) -> int:
     return 0
 
 
-def _print(title: str, df: pd.DataFrame) -> None:
+def _print(title: str, df) -> None:
+    import pandas as pd
     print(f"== {title}")
     with pd.option_context("display.width", 200, "display.max_columns", 30,
                            "display.float_format", lambda x: f"{x:.4g}"):
@@ -117,9 +126,22 @@ def _print(title: str, df: pd.DataFrame) -> None:
     print()
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (not the usage text), status 2, like every other bad input."""
+
+    def _print_message(self, message: str, file=None) -> None:
+        """As argparse's, without swallowing an OSError: --help to a full device is an error too."""
+        if message:
+            (file or sys.stderr).write(message)
+
+    def error(self, message: str):
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from mtpsim import __version__
-    parser = argparse.ArgumentParser(prog="mtpsim", description="Predict MTP speculative-decoding speed.")
+    parser = _Parser(prog="mtpsim", description="Predict MTP speculative-decoding speed.")
     parser.add_argument("--version", action="version", version=f"mtpsim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (_add_run, _add_recommend, _add_plot, _add_cost, _add_calibrate, _add_verify, _add_catalog_commands):
@@ -131,7 +153,7 @@ def _add_run(sub) -> None:
     """`mtpsim run`: simulate a scenario's points and their baselines."""
     p = sub.add_parser("run", help="simulate every sweep point and its no-speculation baseline")
     _add_scenario(p)
-    p.add_argument("--out", help="run folder (default runs/<name>-<timestamp>; must not hold files)")
+    p.add_argument("--out", type=_folder, help="run folder (default runs/<name>-<timestamp>; must not hold files)")
     p.add_argument("--jobs", type=_bounded(1, MAX_JOBS), help=f"worker processes for sweeps, 1..{MAX_JOBS} "
                    "(default: one per core)")
     p.add_argument("--seeds", metavar="N", help=f"run every point and baseline over N seeds (seed, seed + 1, ...), "
@@ -158,7 +180,7 @@ def _add_recommend(sub) -> None:
     p.add_argument("--max-steps", type=_bounded(1, 64), help="most steps to try (default: as many as the "
                    "acceptance profile's depths and the design allow)")
     p.add_argument("--jobs", type=_bounded(1, MAX_JOBS), help=f"worker processes, 1..{MAX_JOBS} (default: one per core)")
-    p.add_argument("--out", help="output folder (default runs/<name>-recommend-<timestamp>; must not hold files)")
+    p.add_argument("--out", type=_folder, help="output folder (default runs/<name>-recommend-<timestamp>; must not hold files)")
     p.set_defaults(func=cmd_recommend)
 
 
@@ -186,8 +208,8 @@ def _add_calibrate(sub) -> None:
     p = sub.add_parser("calibrate", help="time the ops on this machine's device and write a profile (needs torch)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--quick", action="store_true", help="a small grid (under 3 minutes on 2 CPU cores)")
-    p.add_argument("--out", help="profile folder (default profiles/<device> in the current folder)")
-    p.add_argument("--threads", type=int, help="CPU threads for torch (default: all cores)")
+    p.add_argument("--out", type=_folder, help="profile folder (default profiles/<device> in the current folder)")
+    p.add_argument("--threads", type=_bounded(1, 4096), help="CPU threads for torch, 1..4096 (default: all cores)")
     p.add_argument("--visits", type=_at_least_one, help="passes over the shapes, each taking a share of every shape's "
                    "repeats, so a slow spell of a shared machine is spread over all shapes (default: CPU 6, "
                    "CPU --quick 3, CUDA 1)")
@@ -207,7 +229,7 @@ def _add_verify(sub) -> None:
     """`mtpsim verify`: the real decode loop against the prediction."""
     p = sub.add_parser("verify", help="run the real decode loop in PyTorch and compare it with the prediction")
     _add_scenario(p)
-    p.add_argument("--out", help="output folder (default runs/<name>-verify-<timestamp>)")
+    p.add_argument("--out", type=_folder, help="output folder (default runs/<name>-verify-<timestamp>)")
     p.add_argument("--calibrate", action="store_true", help="measure a profile on the spot instead of the committed one")
     p.set_defaults(func=lambda a: _torch_command("mtpsim.verify.command", a))
 
@@ -230,26 +252,26 @@ MAX_JOBS, MAX_BATCH, MAX_CONTEXT = 256, 1 << 20, 1 << 24  # past these a command
 
 
 def _bounded(low: int, high: int):
-    """An argparse type: a whole number in [low, high], else argparse's one-line usage error."""
+    """An argparse type: a whole number in [low, high] in ASCII digits (int() would take `١٢`, or
+    `1_000`), else argparse's one-line error."""
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        value = whole_number(text)
+        if value is None:
+            raise argparse.ArgumentTypeError(f"{short(text, 40)} is not a whole number (digits 0-9)")
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"{value} is outside {low}..{high}")
         return value
     return parse
 
 
-def _at_least_one(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
-    return value
+_at_least_one = _bounded(1, 1 << 20)
+
+
+def _folder(text: str) -> str:
+    """An argparse type for --out: a folder's name, not empty or blank (which would fall back to the default)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: name the folder to write, or leave --out out for the default")
+    return text
 
 
 def _calibrate(args) -> int:
@@ -272,18 +294,47 @@ def _torch_command(module: str, args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        args = parser.parse_args(argv)
+    except OSError as err:  # --help or --version to a full device
+        _drop_stdout()
+        raise SystemExit(_fail(f"<stdout>: cannot write: {err.strerror or err}")) from None
+    except SystemExit as exc:  # --help, --version: what they printed must reach stdout too
+        if exc.code == 0:
+            try:
+                sys.stdout.flush()
+            except OSError as err:
+                _drop_stdout()
+                raise SystemExit(_fail(f"<stdout>: cannot write: {err.strerror or err}")) from None
+        raise
+    try:
+        code = args.func(args)
+        sys.stdout.flush()  # a full or closed stdout fails here at the latest, not at exit
+        return code
     except ScenarioError as exc:
-        print(f"mtpsim: error: {exc.message}", file=sys.stderr)
-        return 2
+        return _fail(exc.message)
     except KeyboardInterrupt:
         print("mtpsim: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `mtpsim ... | head`: the reader left; say nothing more
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _drop_stdout()
         return 0
+    except OSError as exc:  # files are named by files.writing; what is left is stdout (> /dev/full)
+        if exc.filename is None:
+            _drop_stdout()
+            return _fail(f"<stdout>: cannot write: {exc.strerror or exc}")
+        return _fail(f"{exc.filename}: {exc.strerror or exc}")
+
+
+def _fail(message: str) -> int:
+    print(f"mtpsim: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so what is left in its buffer is not written (and failed) at exit."""
+    with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):  # a test's capture is no file
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The designs as data (DESIGN §3): one frozen record per design, saying which passes one decode
+"""The designs as data: one frozen record per design, saying which passes one decode
 iteration and one prefill run, what its draft is, what it keeps in memory and what it needs of
 the model.
 
@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-
-from mtpsim.costs.passes import PassShape
 
 Check = Callable[[object, object, object], "tuple[str, str] | None"]  # (speculative, model, draft) -> (key, reason)
 
@@ -65,6 +63,38 @@ class Design:
 
 
 # ---------------------------------------------------------------------- passes
+
+@dataclass(frozen=True)
+class PassShape:
+    """One pass of a design, as its record lists them (and the cost model prices: costs/passes.py).
+
+    kind: decode | draft | verify | extend | prefill. part: target | mtp | assistant | heads.
+    tokens_per_request: query tokens per request; logits_per_request: LM-head rows per request;
+    layer: which MTP layer (multi_layer); kv_offset: tokens this pass sees beyond the committed KV;
+    from_target: the pass reads the target's hidden states rather than the draft's own last ones
+    (nextn's extend and prefill: an external EAGLE-3 draft then runs its fc over the fused target
+    layers). tree_keys: 0 for a causal mask; else a tree mask, each query reading the committed
+    KV plus tree_keys keys on average (its ancestors and itself) of the kv_offset cached and the
+    pass's own tokens. compact_tokens: KV entries per request the target copies after the pass
+    (a tree's accepted path moved to consecutive slots). context_per_request: target positions
+    per request whose hidden states a block drafter injects into its context KV in this pass
+    (its fc and every draft layer's K/V projection run over them; costs/blocks.py). ragged: the
+    batch's requests add different token counts (a verify whose widths a confidence rule set per
+    request): the pass runs over the batch's token total, not tokens_per_request per request.
+    """
+
+    kind: str
+    part: str
+    tokens_per_request: int
+    logits_per_request: int
+    layer: int = 0
+    kv_offset: int = 0
+    from_target: bool = False
+    tree_keys: float = 0.0
+    compact_tokens: int = 0
+    context_per_request: int = 0
+    ragged: bool = False
+
 
 def _verify(n: int) -> PassShape:
     return PassShape("verify", "target", n, n)
@@ -201,7 +231,8 @@ def _not_block_checkpoint(spec, model, draft):
 def _own_mtp_or_external(spec, model, draft):
     if draft is None and model.mtp is None:
         return ("speculative.draft", f"nextn needs MTP layers or an external draft (a catalog entry with role: "
-                f"draft) and model {model.name!r} has neither")
+                f"draft) and model {model.name!r} has neither: give speculative.draft, or model.mtp "
+                "({num_layers: N, layer: {attention: KIND, ffn: KIND}})")
     return None
 
 
@@ -268,6 +299,11 @@ def record(name: str) -> Design:
     return RECORDS[name]
 
 
+def is_draft_key(key: str) -> bool:
+    """A scenario's dotted key that only the speculation reads (the `none` baseline runs without it)."""
+    return key.split(".")[0] in ("speculative", "acceptance") or key.startswith(("model.mtp", "model.assistant"))
+
+
 def label(design: str, steps: int) -> str:
     """`none` or `<design> S=<steps>`: the one way tables, plots and traces name a design."""
     return record(design).label(steps)
@@ -321,6 +357,6 @@ def prefill_passes(d: DesignShape) -> list[PassShape]:
 
 
 def overlap_window(d: DesignShape, engine) -> tuple[str, ...]:
-    """Pass kinds during which the host can prepare the next iteration (DESIGN §3), as the
+    """Pass kinds during which the host can prepare the next iteration, as the
     serving engine's overlap scheduler runs it (mtpsim/data/engines/<kind>.yaml `hides`)."""
     return engine.hidden_by(d.design, d.topk)

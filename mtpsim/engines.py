@@ -29,8 +29,8 @@ DEFAULT_MAX_RUNNING = 256  # running requests when neither the scenario nor an e
 class HostTime(Spec):
     """Host seconds per decode iteration: base + per_request * running requests."""
 
-    base_s: float = Field(ge=0)
-    per_request_s: float = Field(default=0.0, ge=0)
+    base_s: float = Field(ge=0, le=1)  # a second of host work per iteration is past any engine
+    per_request_s: float = Field(default=0.0, ge=0, le=1)
 
     def at(self, batch: float) -> float:
         return self.base_s + self.per_request_s * batch

@@ -1,7 +1,10 @@
 """The one error type users see: a file, a key path and a reason, printed without a traceback."""
 from __future__ import annotations
 
-from pydantic import ValidationError
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pydantic loads with the schema, not with every one-line error
+    from pydantic import ValidationError
 
 
 class ScenarioError(Exception):
@@ -28,6 +31,16 @@ def short(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def whole_number(text: str) -> int | None:
+    """`text` as an int when it is one in ASCII digits (an optional sign), else None: int() also
+    reads `١٢` (Arabic-Indic digits), `1_000` and padded text, which no flag means."""
+    text = text.strip()
+    body = text[1:] if text[:1] in "+-" else text
+    if not (body.isascii() and body.isdigit()) or len(body) > 30:
+        return None
+    return int(text)
+
+
 def from_validation(exc: ValidationError, where: str, prefix: str = "") -> ScenarioError:
     """The first pydantic error as a ScenarioError with a dotted key path."""
     errors = exc.errors()
@@ -52,3 +65,16 @@ def _is_union_tag(part: str) -> bool:
     """pydantic names union branches in error locations (`int`, `LengthDist`, `function-after[...]`)."""
     return part.startswith(("function-", "constrained-")) or part in ("int", "str", "float", "bool") or part[:1].isupper() \
         or part.startswith(("dict[", "list["))
+
+
+_warned: set[str] = set()
+
+
+def warn(where: str, key: str, reason: str) -> None:
+    """One line on stderr for input that runs but makes little sense (the run goes on); each
+    message once per process, so a sweep's points do not repeat it."""
+    import sys
+    message = ScenarioError(where, key, reason).message
+    if message not in _warned:
+        _warned.add(message)
+        print(f"mtpsim: warning: {message}", file=sys.stderr)

@@ -17,6 +17,9 @@ CSV (`read_csv`): required columns, numbers where the `Column` rules say so (fin
 where counts belong, within range; `True` is not a number), at most MAX_ROWS rows, never empty.
 
 Error messages quote at most 80 characters of a value (`short`).
+
+Outputs (`writing`): a file mtpsim writes that cannot be written (a full disk, a read-only
+folder) is one ScenarioError naming the file and the reason.
 """
 from __future__ import annotations
 
@@ -24,6 +27,10 @@ import functools
 import gzip
 import io
 import re
+import warnings
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +53,18 @@ def read_text(path: str | Path, where: str | None = None, limit: int = MAX_FILE_
     return read_bytes(path, where, limit).decode("utf-8")
 
 
+# what reading a file, plain or gzipped, can raise: gzip.BadGzipFile is an OSError; a cut-off
+# stream an EOFError; a bad deflate stream zlib's error
+READ_ERRORS = (OSError, EOFError, zlib.error)
+
+
+def unreadable(where: str, exc: BaseException) -> ScenarioError:
+    """The one line for a file a READ_ERRORS exception stopped reading."""
+    reason = "a corrupt or cut-off .gz file" if isinstance(exc, (EOFError, zlib.error, gzip.BadGzipFile)) \
+        else getattr(exc, "strerror", None) or str(exc)
+    return ScenarioError(where, "", f"cannot read: {short(reason, 160)[1:-1]}")
+
+
 def read_bytes(path: str | Path, where: str | None = None, limit: int = MAX_FILE_BYTES) -> bytes:
     """`read_text`'s checks, the text left as its UTF-8 bytes (what the CSV reader parses)."""
     path = Path(path)
@@ -61,8 +80,8 @@ def read_bytes(path: str | Path, where: str | None = None, limit: int = MAX_FILE
                 data = f.read(limit + 1)
             if len(data) > limit:
                 raise ScenarioError(where, "", f"gunzips to over the {limit:,}-byte limit")
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise ScenarioError(where, "", f"cannot read: {exc}") from None
+    except READ_ERRORS as exc:
+        raise unreadable(where, exc) from None
     if b"\0" in data:
         raise ScenarioError(where, "", "a binary file, not text")
     try:
@@ -96,6 +115,7 @@ def read_once(reader):
 # ---------------------------------------------------------------------------------------- YAML
 _FLOAT_12 = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
 _MERGE = "tag:yaml.org,2002:merge"
+_NUMERIC_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("int", "float", "bool")}
 
 
 class _Problem(Exception):
@@ -124,12 +144,19 @@ class _Loader(yaml.SafeLoader):
     def compose_mapping_node(self, anchor):
         node = super().compose_mapping_node(anchor)
         seen: set[str] = set()
+        values: dict = {}  # keys as Python reads them: `1`, `1.0` and `true` are one dict key
         for key, _ in node.value:
             if isinstance(key, yaml.ScalarNode) and key.tag != _MERGE:
                 if key.value in seen:
                     raise _Problem([*self._path, key.value[:60]],
                                    f"duplicate key (again on line {key.start_mark.line + 1})")
                 seen.add(key.value)
+                if key.tag in _NUMERIC_TAGS:
+                    value = self.construct_object(key)
+                    if value in values:
+                        raise _Problem([*self._path, key.value[:60]], f"the same key as {values[value]!r} "
+                                       f"(equal as numbers; line {key.start_mark.line + 1})")
+                    values[value] = key.value[:60]
         return node
 
 
@@ -243,13 +270,18 @@ def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = N
     where = where or str(path)
     data = read_bytes(path, where)  # checked UTF-8: parsed as bytes, as the C parser reads them
     try:
-        df = pd.read_csv(io.BytesIO(data), nrows=max_rows + 1)
+        with warnings.catch_warnings():  # rows longer than the header warn (index_col=False): refuse them
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            df = pd.read_csv(io.BytesIO(data), nrows=max_rows + 1, index_col=False)
+    except pd.errors.ParserWarning:
+        raise ScenarioError(where, "", "rows hold more fields than the header names (ragged rows)") from None
     except pd.errors.EmptyDataError:
         raise ScenarioError(where, "", "empty: no header and no rows") from None
     except (pd.errors.ParserError, ValueError) as exc:
         raise ScenarioError(where, "", f"not a readable CSV: {short(str(exc).strip(), 160)[1:-1]}") from None
     if len(df) > max_rows:
         raise ScenarioError(where, "", f"more than {max_rows:,} rows")
+    _unique_header(data, where)
     for name, rule in columns.items():
         if name not in df.columns:
             if name in optional:
@@ -261,6 +293,16 @@ def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = N
     if df.empty:
         raise ScenarioError(where, "", "no rows")
     return df
+
+
+def _unique_header(data: bytes, where: str) -> None:
+    """pandas renames a repeated column (`x`, `x.1`): which one is meant is then a guess, so refuse it."""
+    header = pd.read_csv(io.BytesIO(data), header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()
+    seen = set()
+    for name in header:
+        if name in seen:
+            raise ScenarioError(where, short(name, 40)[1:-1], "column named twice in the header")
+        seen.add(name)
 
 
 def _numbers(values: pd.Series, rule: Column, where: str, name: str, first_row: int = 2) -> pd.Series:
@@ -284,9 +326,25 @@ def _numbers(values: pd.Series, rule: Column, where: str, name: str, first_row: 
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         cell = values.iloc[row]
+        if not isinstance(cell, str) and pd.isna(cell):  # an empty cell, or a row shorter than the header
+            raise ScenarioError(where, name, f"row {row + first_row}: empty (a missing value, or fewer fields than the "
+                                f"header); must be {rule.describe()}")
         shown = short(cell, 40) if isinstance(cell, str) else str(cell)
         raise ScenarioError(where, name, f"row {row + first_row}: {shown} is not {rule.describe()}")
     return numeric.astype("int64") if rule.integer and not numeric.isna().any() else numeric
 
 
 check_numbers = _numbers  # for readers that stream a CSV in chunks (mtpsim/tracefiles)
+
+
+# ------------------------------------------------------------------------------------- outputs
+@contextmanager
+def writing(path: str | Path) -> Iterator[Path]:
+    """Around the writing of one output file (or folder): an OSError (no space left, a read-only
+    folder, a path through a file) becomes one ScenarioError naming the path and the reason."""
+    try:
+        yield Path(path)
+    except OSError as exc:
+        if Path(path).is_file():  # what was written of it is cut off: not left to be read as whole
+            Path(path).unlink(missing_ok=True)
+        raise ScenarioError(str(path), "", f"cannot write: {exc.strerror or exc}") from None

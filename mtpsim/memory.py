@@ -1,4 +1,4 @@
-"""Memory budget per GPU (DESIGN §3, KV reservation): weights of target and draft, KV bytes per
+"""Memory budget per GPU (KV reservation): weights of target and draft, KV bytes per
 token of each, and how many requests fit.
 
 Full-attention layers cost KV bytes per token; sliding-window layers per token up to the window;
@@ -185,7 +185,7 @@ def memory_budget(pricer: Pricer, design: DesignShape, rule: PoolRule) -> Memory
 def part_kv(pricer: Pricer, part: str) -> tuple[LayerKV, ...]:
     """One LayerKV per layer of a part that keeps KV or state of its own, on one GPU of an
     attention group (KV heads split over its attention_tp GPUs)."""
-    spec = pricer.layers(part)
+    spec = pricer.layers_memo(part)
     kv_dtype, tp = pricer.model.dtypes.kv_cache, pricer.par.attention_tp
     out = []
     for count, ref in spec.groups:

@@ -1,4 +1,4 @@
-"""DataFrames -> figures (DESIGN §10). Nothing here simulates or prices anything.
+"""DataFrames -> figures. Nothing here simulates or prices anything.
 
 Each function takes the frames a run folder holds (summary.csv, accept_counts.csv, requests.csv,
 iterations.csv, passes.csv, memory.csv) and returns a matplotlib Figure whose title names the
@@ -17,7 +17,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from mtpsim.designs import BASELINE, label, record  # noqa: E402
+from mtpsim.designs import BASELINE, is_draft_key, label, record  # noqa: E402
+from mtpsim.files import writing  # noqa: E402
 from mtpsim.results import HOST_COLUMN, PASS_COLUMN, share_column  # noqa: E402
 
 KIND_COLORS = {"draft": "tab:orange", "verify": "tab:blue", "decode": "tab:blue", "extend": "tab:green",
@@ -43,16 +44,25 @@ def _name(summary: pd.DataFrame) -> str:
 
 
 def series_columns(summary: pd.DataFrame) -> list[str]:
-    """design, steps and any swept key other than the workload that varies between rows."""
+    """design, steps (topk and policy when they vary) and any swept key other than the workload
+    and the speculative section (which design, steps, topk and policy already show) that varies
+    between rows."""
     cols = list(summary.columns)
     sweep = cols[cols.index("dp") + 1: cols.index("tps")] if {"dp", "tps"} <= set(cols) else []
-    swept = [c for c in sweep if not c.startswith(("workload", "speculative.")) and c not in NOT_SERIES]
-    return ["design", "steps"] + [c for c in swept if summary[c].nunique(dropna=False) > 1]
+    swept = [c for c in sweep if not c.startswith(("workload", "speculative")) and c not in NOT_SERIES]
+    shown = [c for c in ("topk", "policy", *swept) if c in summary and summary[c].nunique(dropna=False) > 1]
+    return ["design", "steps", *shown]
 
 
 def _label(row, keys: list[str]) -> str:
+    """`nextn S=3`, then what else tells the series apart: `topk 4`, the policy `1:3 128:2`,
+    `layer=attention=swa ffn=dense`. The baseline reads `none` (and only what it runs with)."""
     parts = [label(row.design, row.steps)]
-    parts += [f"{k.split('.')[-1]}={row[k]}" for k in keys if k not in ("design", "steps")]
+    for k in keys[2:]:
+        if pd.isna(row[k]) or row.design == BASELINE and (k in ("topk", "policy") or is_draft_key(k)):
+            continue
+        name = k.split(".")[-1]
+        parts.append(f"{name} {row[k]}" if k in ("topk", "policy") else f"{name}={row[k]}")
     return ", ".join(parts)
 
 
@@ -260,7 +270,8 @@ def write_plots(folder: Path, summary: pd.DataFrame, counts: pd.DataFrame, itera
         figures["latency.png"] = latency_distributions(requests, summary)
     paths = []
     for file, fig in figures.items():
-        fig.savefig(folder / file, dpi=110)
+        with writing(folder / file):
+            fig.savefig(folder / file, dpi=110)
         plt.close(fig)
         paths.append(folder / file)
     return paths

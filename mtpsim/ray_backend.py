@@ -7,13 +7,15 @@ the results come back in submission order, so the summary is the one the process
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import ray
 from ray.exceptions import RayTaskError
 
 import mtpsim
-from mtpsim.errors import ScenarioError
+from mtpsim.errors import ScenarioError, short
 from mtpsim.sim import simulate
 
 WAIT_S = 0.2  # the progress bar moves at least this often while tasks finish
@@ -70,11 +72,37 @@ def _connect(address: str | None, jobs: int | None) -> bool:
     address = address or os.environ.get("RAY_ADDRESS")
     quiet = {"logging_level": "ERROR", "log_to_driver": False}
     if address:
+        where = "--address" if os.environ.get("RAY_ADDRESS") != address else "RAY_ADDRESS"
+        problem = probe(address)
+        if problem:
+            raise ScenarioError(where, "", f"no Ray cluster reached at {address!r}: {problem}")
         try:
             ray.init(address=address, runtime_env=runtime_env(), **quiet)
         except (ConnectionError, ValueError) as exc:  # nothing listening there; not an address at all
-            where = "--address" if os.environ.get("RAY_ADDRESS") != address else "RAY_ADDRESS"
             raise ScenarioError(where, "", f"no Ray cluster reached at {address!r}: {exc}") from None
     else:
         ray.init(address="local", num_cpus=jobs, include_dashboard=False, runtime_env=runtime_env(), **quiet)
     return True
+
+
+PROBE_S = 20  # how long a cluster may take to answer before `--address` is called unreachable
+_PROBE = ("import sys, ray; ray.init(address=sys.argv[1], logging_level='ERROR', log_to_driver=False); "
+          "ray.shutdown()")
+
+
+def probe(address: str) -> str | None:
+    """Why no Ray cluster answers at `address`, or None when one does. Asked in a child process
+    with a deadline: ray.init on an address where nothing answers retries for minutes and writes
+    its C++ core's warnings to stderr, and neither can be stopped from inside this process."""
+    if address in ("auto", "local"):
+        return None
+    env = {**os.environ, "RAY_gcs_rpc_server_reconnect_timeout_s": str(PROBE_S // 2)}
+    try:
+        done = subprocess.run([sys.executable, "-c", _PROBE, address], capture_output=True, text=True,
+                              timeout=PROBE_S, env=env)
+    except subprocess.TimeoutExpired:
+        return f"nothing answered within {PROBE_S} s"
+    if done.returncode == 0:
+        return None
+    lines = [line for line in done.stderr.splitlines() if "Error" in line] or done.stderr.splitlines() or ["no answer"]
+    return short(lines[-1].strip(), 160)[1:-1]

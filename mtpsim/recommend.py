@@ -19,9 +19,9 @@ import pandas as pd
 from mtpsim import scenario as sc
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.designs import BASELINE, record
-from mtpsim.errors import ScenarioError
+from mtpsim.errors import ScenarioError, short, whole_number
 from mtpsim.run import default_jobs, run_points
-from mtpsim.runfolder import claimed
+from mtpsim.runfolder import claimed, mark_complete, write_csv
 from mtpsim.schema import MAX_STEPS, MAX_USERS
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64)
@@ -32,12 +32,13 @@ def parse_sizes(text: str, option: str, high: int) -> list[int]:
     """`1,2,4` -> [1, 2, 4] (sorted, repeats dropped); a bad item is a ScenarioError naming the option."""
     values = set()
     for item in text.split(","):
-        item = item.strip()
-        if not item.isdigit() or int(item) < 1:
-            raise ScenarioError(option, "", f"{item!r} is not a positive integer (a comma-separated list, e.g. 1,2,4)")
-        if int(item) > high:
-            raise ScenarioError(option, "", f"{item} is over the limit of {high:,}")
-        values.add(int(item))
+        value = whole_number(item)
+        if value is None or value < 1:
+            raise ScenarioError(option, "", f"{short(item.strip(), 40)} is not a positive integer (digits 0-9, "
+                                "comma-separated, e.g. 1,2,4)")
+        if value > high:
+            raise ScenarioError(option, "", f"{value} is over the limit of {high:,}")
+        values.add(value)
     return sorted(values)
 
 
@@ -177,11 +178,12 @@ def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_
     with claimed(f"{s.name}-recommend", out) as folder:  # a failed run gives the folder back
         started, n = time.perf_counter(), len(batches) * len(steps) * len(topks)
         table, summary = recommend(s, batches, steps, topks, jobs or default_jobs(n + len(batches)))
-        table.to_csv(folder / "recommend.csv", index=False)
-        summary.to_csv(folder / "grid.csv", index=False)
+        write_csv(table, folder / "recommend.csv")
+        write_csv(summary, folder / "grid.csv")
+        mark_complete(folder)
     if s.question:
         print(f"Q: {s.question}")
-    print(f"{s.name}: {s.specs.model.name} on {s.parallel.dp}x{s.parallel.tp} {s.specs.hardware.name}, "
+    print(f"{s.name}: {s.specs.model.name} on {s.parallel.describe(s.specs.hardware.name)}, "
           f"{s.speculative.design} steps {steps[0]}..{steps[-1]}" + (f", topk {topks}" if topks != [1] else "") +
           f", priced by {s.specs.pricing}: {n} runs + {len(batches)} baselines in {time.perf_counter() - started:.1f} s\n")
     print(format_recommendation(table) + "\n")

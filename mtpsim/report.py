@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from mtpsim.costs import Pricer, build_pricer
+from mtpsim.costs.iteration import iteration_cost
 from mtpsim.designs import BASELINE, DesignShape, iteration_passes, overlap_window
 from mtpsim.memory import memory_budget, pool_rule
 
@@ -18,7 +19,7 @@ def iteration_table(pricer: Pricer, design: DesignShape, batch: int, context: in
     for shape in iteration_passes(design):
         cost = pricer.price(shape, np.full(batch, shape.tokens_per_request), kv)
         rows.append({
-            "design": design.design, "pass": f"{shape.kind}:{shape.part}", "tokens": cost.tokens,
+            "design": design.design, "pass": f"{shape.kind}:{shape.part}", "kind": shape.kind, "tokens": cost.tokens,
             "time_ms": cost.time_s * 1e3, "weight_GB": cost.weight_bytes / 1e9,
             "kv_GB": cost.kv_bytes / 1e9, "gflop": cost.flops / 1e9, "comm_ms": cost.comm_s * 1e3,
             "overhead_ms": cost.overhead_s * 1e3, "bound": cost.bound, "priced_by": "+".join(cost.sources),
@@ -46,13 +47,12 @@ def _op_bound(t) -> str:
 
 
 def iteration_time_s(pricer: Pricer, design: DesignShape, table: pd.DataFrame, overlap: bool, batch: int) -> dict:
-    """Iteration time = passes + the host time the overlap window does not hide."""
-    gpu_s = table.time_ms.sum() / 1e3
+    """Iteration time = passes + the host time the overlap window does not hide (costs/iteration.py),
+    of an iteration_table's passes."""
     window = overlap_window(design, pricer.costs.engine) if overlap else ()
-    hidden_s = sum(t / 1e3 for p, t in zip(table["pass"], table.time_ms) if p.split(":")[0] in window)
-    host_s = pricer.host_overhead_s(design.design, batch)
-    exposed_s = max(0.0, host_s - hidden_s)
-    return {"gpu_s": gpu_s, "host_s": host_s, "exposed_host_s": exposed_s, "iteration_s": gpu_s + exposed_s}
+    cost = iteration_cost(table.kind, table.time_ms / 1e3, window, pricer.host_overhead_s(design.design, batch))
+    return {"gpu_s": cost.gpu_s, "host_s": cost.host_s, "exposed_host_s": cost.exposed_host_s,
+            "iteration_s": cost.iteration_s}
 
 
 def memory_table(pricer: Pricer, designs: list[DesignShape], context: int, scenario) -> pd.DataFrame:
@@ -82,7 +82,7 @@ def cost_report(scenario, batch: int, context: int, ops: bool = False) -> dict:
     passes, totals = [], []
     for d in designs:
         table = iteration_table(pricer, d, batch, context)
-        passes.append(table)
+        passes.append(table.drop(columns="kind"))
         totals.append({"design": d.design, **iteration_time_s(pricer, d, table, scenario.engine.overlap_schedule, batch)})
     report = {"passes": pd.concat(passes, ignore_index=True), "iterations": pd.DataFrame(totals),
               "memory": memory_table(pricer, designs, context, scenario)}

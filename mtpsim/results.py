@@ -1,4 +1,4 @@
-"""Records -> DataFrames -> summary (DESIGN §7, §10).
+"""Records -> DataFrames -> summary.
 
 The engine appends flat rows; this module turns them into `requests`, `iterations` and `passes`
 DataFrames and one summary row. Iteration rows stop being kept past `max_iteration_rows`

@@ -25,11 +25,11 @@ from pydantic import TypeAdapter, ValidationError
 from tqdm import tqdm
 
 from mtpsim import scenario as sc
-from mtpsim.designs import BASELINE
-from mtpsim.errors import ScenarioError
+from mtpsim.designs import BASELINE, is_draft_key
+from mtpsim.errors import ScenarioError, whole_number
 from mtpsim.intervals import seed_intervals
 from mtpsim.results import LogHistogram, Results, add_speedups
-from mtpsim.runfolder import claimed, concat, plot_run, write_run
+from mtpsim.runfolder import claimed, concat, mark_complete, plot_run, write_run
 from mtpsim.schema import MAX_SEEDS, Seeds
 from mtpsim.sim import simulate
 
@@ -45,9 +45,11 @@ def baseline_key(s: sc.Scenario) -> str:
 
 
 def baseline_of(s: sc.Scenario) -> sc.Scenario:
+    """The `none` run of point `s`. Its point keeps only the swept keys a baseline runs with, so
+    its rows and legend never carry the design's settings."""
     data = s.model_dump(exclude={"sweep"}, exclude_none=True)
     data["speculative"], data["acceptance"] = {"design": BASELINE}, {}
-    return sc.validate(data, s.source, s.point)
+    return sc.validate(data, s.source, {k: v for k, v in s.point.items() if not is_draft_key(k)})
 
 
 def replicates(s: sc.Scenario) -> list[sc.Scenario]:
@@ -264,11 +266,18 @@ def with_seeds(points: list[sc.Scenario], seeds: str | int | None) -> list[sc.Sc
     if seeds is None:
         return points
     try:
-        n = SEEDS.validate_python(int(seeds))
-    except ValueError as exc:  # int() of a non-number, or pydantic's ValidationError (a ValueError)
+        n = SEEDS.validate_python(seeds if isinstance(seeds, int) else _whole(seeds))
+    except ValueError as exc:  # not a whole number, or pydantic's ValidationError (a ValueError)
         reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else f"{seeds!r} is not a whole number"
         raise ScenarioError("--seeds", "", f"{reason} (replicates per point, 1..{MAX_SEEDS})") from None
     return [p.model_copy(update={"seeds": n}) for p in points]
+
+
+def _whole(text: str) -> int:
+    value = whole_number(text)
+    if value is None:
+        raise ValueError(text)
+    return value
 
 
 def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, plot: bool = False,
@@ -294,12 +303,13 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
             first = [r for j, r in enumerate(results) if j == 0 or labels[j - 1]["point"] != labels[j]["point"]]
             write_trace(folder / "trace.json", concat(first, "passes", [{"point": i} for i in range(len(points))]),
                         summary)
+        mark_complete(folder)
         if plot:
             plot_run(folder, points)
     s = points[0]
     if s.question:  # the question as written, and what --set changed of the scenario it asks about
         print(f"Q: {s.question}" + (f" (with --set {', '.join(sets)})" if sets else ""))
-    print(f"{s.name}: {s.specs.model.name} on {s.parallel.dp}x{s.parallel.tp} {s.specs.hardware.name}, "
+    print(f"{s.name}: {s.specs.model.name} on {s.parallel.describe(s.specs.hardware.name)}, "
           f"engine {s.specs.engine.name}, priced by {_pricing(points)}, {len(points)} point(s)"
           f"{f' x {len(labels) // len(points)} seeds' if replicated else ''} in "
           f"{time.perf_counter() - started:.1f} s\n")

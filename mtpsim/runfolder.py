@@ -16,18 +16,19 @@ import yaml
 from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE, DesignShape
 from mtpsim.errors import ScenarioError
-from mtpsim.files import TEXT, Column, load_yaml_documents, read_csv, read_text
+from mtpsim.files import TEXT, Column, load_yaml_documents, read_csv, read_text, writing
 from mtpsim.results import Results
 from mtpsim.schema import mean_length
 
 CLAIM = ".mtpsim-run"  # created exclusively in a run folder before anything is simulated
+COMPLETE = ".mtpsim-complete"  # written last, once every table is whole (mark_complete)
 
 
 def output_dir(name: str, out: str | None) -> Path:
     """The run folder, claimed before simulating: new, or an existing empty one, never one with
     files in it, and never one another run is writing into (the claim file is created
     exclusively, so of two runs started into one folder only one proceeds)."""
-    path = Path(out) if out else Path("runs") / f"{name}-{datetime.now():%Y%m%d-%H%M%S}"
+    path = Path(out) if out else _new_default(name)
     busy = ScenarioError(str(path), "", "output folder exists and is not empty (nothing overwritten); "
                          "pass another --out")
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
@@ -41,6 +42,22 @@ def output_dir(name: str, out: str | None) -> Path:
     except OSError as exc:
         raise ScenarioError(str(path), "", f"cannot create the run folder: {exc.strerror or exc}") from None
     return path
+
+
+def _new_default(name: str) -> Path:
+    """runs/<name>-<timestamp>, or -2, -3, ... after it when runs started in the same second
+    made those: created here (exclusively), so two runs never share a default folder."""
+    stem = Path("runs") / f"{name}-{datetime.now():%Y%m%d-%H%M%S}"
+    for n in range(1, 10_000):
+        path = stem if n == 1 else stem.with_name(f"{stem.name}-{n}")
+        try:
+            path.mkdir(parents=True)
+            return path
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise ScenarioError(str(path), "", f"cannot create the run folder: {exc.strerror or exc}") from None
+    raise ScenarioError(str(stem), "", "10,000 runs of this name started this second: pass --out")
 
 
 @contextmanager
@@ -61,21 +78,36 @@ def claimed(name: str, out: str | None) -> Iterator[Path]:
 def write_run(path: Path, points: list[sc.Scenario], summary: pd.DataFrame, results: list[Results],
               labels: list[dict], intervals: pd.DataFrame | None = None) -> None:
     """The run's files: the resolved scenario, summary.csv (and summary_ci.csv over seeds), and
-    requests, iterations, accept counts and passes with the `labels` (point, seed) of each result."""
-    path.mkdir(parents=True, exist_ok=True)
+    requests, iterations, accept counts and passes with the `labels` (point, seed) of each result.
+    A file that cannot be written is a ScenarioError naming it; the folder is not `complete`."""
     resolved = [{**p.model_dump(exclude={"sweep"}, exclude_none=True), "point": p.point,
                  "resolved_specs": p.specs.model_dump(exclude_none=True)} for p in points]
-    (path / "scenario.resolved.yaml").write_text(yaml.safe_dump_all(resolved, sort_keys=False))
-    summary.to_csv(path / "summary.csv", index=False)
+    with writing(path / "scenario.resolved.yaml") as file:
+        file.write_text(yaml.safe_dump_all(resolved, sort_keys=False))
+    write_csv(summary, path / "summary.csv")
     if intervals is not None:
-        intervals.to_csv(path / "summary_ci.csv", index=False)
-    concat(results, "requests", labels).to_csv(path / "requests.csv", index=False)
-    concat(results, "iterations", labels).to_csv(path / "iterations.csv", index=False)
+        write_csv(intervals, path / "summary_ci.csv")
+    write_csv(concat(results, "requests", labels), path / "requests.csv")
+    write_csv(concat(results, "iterations", labels), path / "iterations.csv")
     counts = pd.concat([pd.DataFrame({**label, "accepted": range(len(r.accept_counts)), "count": r.accept_counts})
                         for label, r in zip(labels, results)], ignore_index=True)
-    counts.to_csv(path / "accept_counts.csv", index=False)
+    write_csv(counts, path / "accept_counts.csv")
     if any(r.passes is not None and len(r.passes) for r in results):
-        concat(results, "passes", labels).to_csv(path / "passes.csv", index=False)
+        write_csv(concat(results, "passes", labels), path / "passes.csv")
+
+
+def write_csv(frame: pd.DataFrame, path: Path) -> None:
+    """One output table, or a ScenarioError naming it (files.writing)."""
+    with writing(path):
+        frame.to_csv(path, index=False)
+
+
+def mark_complete(path: Path) -> None:
+    """The last file a command writes into its folder: every table in it is whole. `plot` reads
+    only folders that have it, so a run that died (a full disk, Ctrl-C) is never read as done."""
+    with writing(path / COMPLETE) as file:
+        file.write_text("")
+
 
 def concat(results: list[Results], attr: str, labels: list[dict]) -> pd.DataFrame:
     """One of the results' frames (requests, iterations, passes) for all, each with its label columns."""
@@ -88,11 +120,12 @@ def memory_frame(points: list[sc.Scenario]) -> pd.DataFrame:
     from mtpsim.costs import build_pricer
     from mtpsim.memory import memory_budget, pool_rule
     from mtpsim.report import budget_columns
+    from mtpsim.sim import point_text
     rows = {}
     for s in points:
         pricer, context = build_pricer(s), mean_length(s.workload.input_len) + mean_length(s.workload.output_len)
         for d in (DesignShape(BASELINE), DesignShape.of(s.speculative)):
-            label = d.label + "".join(f", {k.split('.')[-1]}={v}" for k, v in s.point.items()
+            label = d.label + "".join(f", {k.split('.')[-1]}={point_text(v)}" for k, v in s.point.items()
                                       if k.startswith("model") and d.design != BASELINE)
             m = memory_budget(pricer, d, pool_rule(s, d.design))
             rows.setdefault((label, context), {
@@ -154,6 +187,9 @@ def plot_run(folder: Path, points: list[sc.Scenario] | None = None) -> list[Path
     folder = Path(folder)
     if not (folder / "summary.csv").is_file():
         raise ScenarioError(str(folder), "", "not a run folder (no summary.csv)")
+    if not (folder / COMPLETE).is_file():
+        raise ScenarioError(str(folder), "", f"incomplete run folder: no {COMPLETE} (the run that wrote it "
+                            "failed, was interrupted, or is still running)")
     summary = read_run_table(folder, "summary.csv")
     if not (summary.point == 0).any():
         raise ScenarioError(str(folder / "summary.csv"), "point", "no row for point 0")

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from mtpsim import catalog, designs
+from mtpsim.advice import advise
 from mtpsim.checks import check_against_specs
 from mtpsim.costs.profile import committed_profiles, find_profile, profile_device
 from mtpsim.engines import EngineSpec
@@ -51,10 +52,13 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
 
 
 def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
-    """Set `a.b.c` in nested mappings, creating intermediate mappings."""
+    """Set `a.b.c` in nested mappings, creating intermediate mappings. A part in digits names an
+    integer key (as YAML reads `8:`), unless the mapping has it as text; `null` removes the key,
+    so its default applies (`--set acceptance=null` drops the section)."""
     node = data
     *parents, leaf = dotted.split(".")
     for i, part in enumerate(parents):
+        part = _key(node, part)
         child = node.get(part)
         if child is None:
             child = node[part] = {}
@@ -63,7 +67,15 @@ def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
         elif not isinstance(child, dict):
             raise ScenarioError(where, dotted, f"{'.'.join(parents[: i + 1])} is not a mapping")
         node = child
-    node[leaf] = value
+    if value is None:
+        node.pop(_key(node, leaf), None)
+    else:
+        node[_key(node, leaf)] = value
+
+
+def _key(node: dict[str, Any], part: str) -> str | int:
+    """A dotted path's part as the key it names in `node`."""
+    return int(part) if part.isascii() and part.isdigit() and part not in node else part
 
 
 def parse_set(item: str) -> tuple[str, Any]:
@@ -100,8 +112,11 @@ def load(path: str | Path, sets: list[str] = ()) -> list[Scenario]:
         raise ScenarioError(where, "sweep", f"{size:,} points is over the limit of {MAX_SWEEP_POINTS:,} per scenario "
                             "(split the study over several scenario files)")
     points = [dict(zip(sweep, combo)) for combo in itertools.product(*sweep.values())] or [{}]
-    return [validate(_anchor_paths(_with_point(data, point, where, overrides), Path(path).parent), where, point)
-            for point in points]
+    scenarios = [validate(_anchor_paths(_with_point(data, point, where, overrides), Path(path).parent), where, point)
+                 for point in points]
+    for s in scenarios:
+        advise(s)
+    return scenarios
 
 
 def _anchor_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Scenario schema v1 (DESIGN §9): one frozen pydantic model per YAML section.
+"""Scenario schema v1: one frozen pydantic model per YAML section.
 
 Every key, its type and default lives here; cross-section checks that need the catalog (a
 design the model cannot run, an acceptance list shorter than steps) are in scenario.py.
@@ -8,43 +8,60 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from mtpsim.designs import DESIGNS, record
 from mtpsim.engines import EngineSpec
+from mtpsim.limits import (  # noqa: F401 (the limits are read from here too)
+    MAX_GPUS,
+    MAX_RATE,
+    MAX_REQUESTS,
+    MAX_SCHEDULE_DRAWS,
+    MAX_SEED,
+    MAX_SEEDS,
+    MAX_SIM_S,
+    MAX_SWEEP_POINTS,
+    MAX_TOKENS,
+    MAX_USERS,
+)
 from mtpsim.specs import HardwareSpec, ModelSpec
 
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must name a file or catalog entry, not be empty or blank (leave the key out for the default)")
+    return text
+
+
+# a file path or catalog name: never empty or blank (`profile: ""` would otherwise read as the default)
+Ref = Annotated[str, Field(max_length=4096), AfterValidator(_not_blank)]
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]  # an error names the entry: acceptance.per_depth.2
-MAX_SEEDS = 1000  # replicates per point; past this a run is better split into several
 Seeds = Annotated[int, Field(ge=1, le=MAX_SEEDS, strict=True)]  # strict: `seeds: true` is not 1
 
-# Size limits (documented in docs/limits.md; ranges also in `mtpsim schema`): past them a run would take hours
-# or more memory than a workstation has, so they are refused up front rather than left to hang.
-MAX_REQUESTS = 1_000_000        # requests per run (~200 B of records each; a trace holds at most this)
-MAX_TOKENS = 2**24              # any one length (input, output, chunk); models' max_context binds first
-MAX_USERS = 100_000             # closed-loop users (one simpy process each), running requests
-MAX_GPUS = 4096                 # tp, ep, dp
-MAX_SWEEP_POINTS = 10_000       # points per scenario (split larger studies over several files)
-MAX_RATE = 1e6                  # requests per second
-MAX_SEED = 2**63 - 1
 
 
 class Section(BaseModel):
     """Unknown keys are errors; types are strict (no `true` for 1, no "8" for 8, no 8.0 for an
     integer) and floats finite, so a typo is an error rather than a quietly different number."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False,
+                              use_attribute_docstrings=True)  # a field's docstring is its description
 
 
 class Parallel(Section):
-    tp: int = Field(default=1, ge=1, le=MAX_GPUS)   # GPUs per replica
-    ep: int = Field(default=1, ge=1, le=MAX_GPUS)   # expert groups within a replica
-    dp: int = Field(default=1, ge=1, le=MAX_GPUS)   # independent replicas
+    tp: int = Field(default=1, ge=1, le=MAX_GPUS)
+    """GPUs per replica (tensor parallel)."""
+    ep: int = Field(default=1, ge=1, le=MAX_GPUS)
+    """Expert groups within a replica; experts are split over them, each expert over tp / ep GPUs."""
+    dp: int = Field(default=1, ge=1, le=MAX_GPUS)
+    """Independent replicas, each with its own batch and KV."""
     # DP attention (SGLang --dp-size with --enable-dp-attention): attention groups inside a
     # replica, each with its own requests and KV, attention sharded over tp / attention_dp GPUs;
     # the MoE layers still span all tp GPUs (costs/dp_attention.py)
     attention_dp: int = Field(default=1, ge=1, le=MAX_GPUS)
-    gpus_per_node: int | None = Field(default=None, ge=1, le=MAX_GPUS)  # None: the hardware's
+    """DP attention groups inside a replica (SGLang --enable-dp-attention); must divide tp."""
+    gpus_per_node: int | None = Field(default=None, ge=1, le=MAX_GPUS)
+    """GPUs per node; None: the hardware's. A replica wider than a node spans whole nodes."""
 
     @model_validator(mode="after")
     def _ep_divides_tp(self) -> Parallel:
@@ -54,6 +71,13 @@ class Parallel(Section):
         if self.tp % self.attention_dp:
             raise ValueError(f"attention_dp ({self.attention_dp}) must divide tp ({self.tp})")
         return self
+
+    def describe(self, gpu: str) -> str:
+        """The layout in headers: `16 h200 (2 replicas x tp 8, ep 8)`: GPUs in all, then dp x tp."""
+        n = self.dp * self.tp
+        parts = [f"{self.dp} replica{'s' * (self.dp > 1)} x tp {self.tp}"] + [f"ep {self.ep}"] * (self.ep > 1) + \
+            [f"attention_dp {self.attention_dp}"] * (self.attention_dp > 1)
+        return f"{n} {gpu} ({', '.join(parts)})"
 
     @property
     def attention_tp(self) -> int:
@@ -75,6 +99,8 @@ class Policy(Section):
     min(its draw from kept_length, those steps) for verification (acceptance.py `kept_drafts`)."""
 
     steps_by_batch: dict[Annotated[int, Field(ge=1, le=MAX_USERS)], Annotated[int, Field(ge=0, le=MAX_STEPS)]]
+    """Running batch size -> steps for iterations at that batch and up to the next key (0: plain decoding); needs key
+    1."""
 
     def steps_for(self, batch: int) -> int:
         """The steps of the entry with the largest key <= batch."""
@@ -83,13 +109,20 @@ class Policy(Section):
 
 class Speculative(Section):
     design: Design = "none"
-    steps: int = Field(default=3, ge=1, le=MAX_STEPS)  # with a policy: the most any iteration runs
+    """How drafting is organised: none | nextn | multi_layer | frozen_kv | parallel_heads."""
+    steps: int = Field(default=3, ge=1, le=MAX_STEPS)
+    """Draft tokens proposed per iteration (chain length); with a policy, the most any iteration runs."""
     topk: int = Field(default=1, ge=1, le=64)
+    """Branching factor of the draft tree (1: a chain)."""
     draft_tokens: int | None = Field(default=None, ge=2)
+    """Tokens verified per request per iteration, root included; default steps + 1 for a chain."""
     # frozen_kv: the assistant; nextn: an external draft model (role: draft) instead of the model's
     # own MTP layer. A catalog name, {from: NAME, ...} or an inline spec
-    draft: str | dict[str, Any] | None = None
-    policy: Policy | None = None  # steps per running batch size (adaptive); None: `steps` every iteration
+    draft: Ref | dict[str, Any] | None = None
+    """frozen_kv: the assistant; nextn: an external draft model (role: draft). A catalog name, {from: NAME, ...} or
+    an inline spec."""
+    policy: Policy | None = None
+    """Adaptive steps by running batch size; None: `steps` every iteration."""
 
     @model_validator(mode="after")
     def _shape(self) -> Speculative:
@@ -111,17 +144,25 @@ ROW_SUM_SLACK = 1e-9  # rounding in a measured row (0.7 + 0.2 + 0.1) must not re
 
 
 class Acceptance(Section):
-    per_depth: list[Probability] | None = None     # conditional alpha_k
+    per_depth: list[Probability] | None = None
+    """Conditional acceptance alpha_k per depth, one per step at least."""
     # tree drafts: row k, column j = P(target's token at depth k is the draft's j-th best | path accepted)
     per_depth_topk: list[list[Probability]] | None = None
-    cumulative: list[Probability] | None = None    # a_k = P(at least k accepted)
+    """Tree drafts: row k, column j = P(the target's token at depth k is the draft's j-th best | path accepted)."""
+    cumulative: list[Probability] | None = None
+    """a_k = P(at least k drafts accepted), non-increasing."""
     accept_length: float | None = Field(default=None, ge=1)
-    histogram: str | None = None                   # CSV accepted,count (measured)
+    """Mean tokens per request per iteration (accepted + 1 bonus); a geometric profile is fitted to it."""
+    histogram: Ref | None = None
+    """A measured CSV `accepted,count` (iterations with exactly j drafts accepted)."""
     spread: float = Field(default=0.0, ge=0, lt=1)
+    """Per-request variation of acceptance, 0 = identical requests."""
     # draft length that adapts per request (a confidence threshold, a depth controller): entry j =
     # P(the rule keeps exactly j drafts of the iteration's for verification), j = 0, 1, ...; the
     # acceptance above is then that of the drafts kept. None: every draft is verified
     kept_length: list[Probability] | None = Field(default=None, min_length=2, max_length=MAX_STEPS + 1)
+    """Draft length that adapts per request: entry j = P(exactly j of the iteration's drafts are kept for
+    verification); the acceptance above is that of the drafts kept. None: every draft is verified."""
 
     @field_validator("kept_length")
     @classmethod
@@ -158,10 +199,15 @@ class Acceptance(Section):
 
 class LengthDist(Section):
     dist: Literal["uniform", "normal", "lognormal"]
+    """uniform | normal | lognormal."""
     min: int = Field(default=1, ge=1, le=MAX_TOKENS)
+    """Shortest length in tokens; draws are clipped to it."""
     max: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
-    mean: float | None = Field(default=None, gt=0, le=MAX_TOKENS)  # normal, lognormal (the mean of the lengths)
-    std: float | None = Field(default=None, ge=0, le=MAX_TOKENS)   # normal, lognormal
+    """Longest length in tokens; draws are clipped to it (required: a context window bounds every length)."""
+    mean: float | None = Field(default=None, gt=0, le=MAX_TOKENS)
+    """normal, lognormal: the mean of the lengths, in tokens."""
+    std: float | None = Field(default=None, ge=0, le=MAX_TOKENS)
+    """normal, lognormal: the standard deviation of the lengths, in tokens."""
 
     @model_validator(mode="after")
     def _params(self) -> LengthDist:
@@ -193,8 +239,10 @@ class RatePhase(Section):
     """One phase of a Poisson load whose rate changes: `rate_per_s` until `until_s` (simulated
     seconds from the start of the schedule's cycle)."""
 
-    until_s: float = Field(gt=0, le=1e9)
+    until_s: float = Field(gt=0, le=MAX_SIM_S)
+    """End of the phase, in simulated seconds from the start of the schedule's cycle."""
     rate_per_s: float = Field(gt=0, le=MAX_RATE)
+    """Poisson arrival rate during the phase, requests per second."""
 
 
 TRACE_FORMATS = ("auto", "mtpsim", "azure", "burstgpt", "mooncake")  # mtpsim/tracefiles/formats.py
@@ -205,7 +253,8 @@ class TraceFile(Section):
     """A trace to replay (mtpsim/tracefiles): which file, in which format, and which part of it.
     Given as a plain path it is read whole, its format recognised from its header."""
 
-    path: str
+    path: Ref
+    """The trace file (.gz read as is)."""
     format: Literal[TRACE_FORMATS] = Field(default="auto", description=(
         "mtpsim (arrival_s,input_len,output_len), azure (TIMESTAMP,ContextTokens,GeneratedTokens), "
         "burstgpt (Timestamp,...,Request tokens,Response tokens,...), mooncake (JSON lines: timestamp in ms, "
@@ -236,21 +285,33 @@ class SharedPrefix(Section):
     tokens (input_len counts them) are one of `groups` prompts, drawn uniformly."""
 
     tokens: int = Field(ge=1, le=MAX_TOKENS)
+    """Tokens of the shared system prompt (counted in input_len)."""
     fraction: Probability = 1.0
+    """Fraction of requests that open with it."""
     groups: int = Field(default=1, ge=1, le=MAX_REQUESTS)
+    """Distinct shared prompts, drawn uniformly."""
 
 
 class Workload(Section):
     arrival: Literal["closed", "poisson", "batch", "trace"] = "closed"
+    """closed (fixed users, each sending the next request when one ends) | poisson | batch (all at t=0) | trace."""
     concurrency: int = Field(default=1, ge=1, le=MAX_USERS)
+    """closed: users; batch: requests at once."""
     rate_per_s: float | None = Field(default=None, gt=0, le=MAX_RATE)
+    """poisson: arrival rate, requests per second."""
     # poisson whose rate swings: phases in order, the schedule repeating after the last until_s
     rate_schedule: list[RatePhase] | None = Field(default=None, min_length=1, max_length=1000)
+    """poisson whose rate swings: phases in time order, repeating after the last until_s."""
     num_requests: int = Field(default=64, ge=1, le=MAX_REQUESTS)
+    """Requests in the run (a trace brings its own)."""
     input_len: Length = Field(default=1024)
+    """Prompt tokens: a number, or a distribution {dist, min, max, mean, std}."""
     output_len: Length = Field(default=256)
-    trace: TraceFile | None = None  # a path, or a mapping with the path and how to read it
-    shared_prefix: SharedPrefix | None = None  # synthetic loads: a system prompt some requests share
+    """Output tokens: a number, or a distribution {dist, min, max, mean, std}."""
+    trace: TraceFile | None = None
+    """A trace to replay: a path (format recognised from its header), or a mapping with the path and how to read it."""
+    shared_prefix: SharedPrefix | None = None
+    """Synthetic loads: a system prompt that a fraction of requests open with (for prefix caching)."""
 
     @field_validator("trace", mode="before")
     @classmethod
@@ -279,7 +340,8 @@ class PrefixCacheSettings(Section):
 
 
 class Engine(Section):
-    kind: Literal["sglang", "vllm", "trtllm"] = "sglang"  # mtpsim/data/engines/<kind>.yaml: host time, overlap
+    kind: Literal["sglang", "vllm", "trtllm"] = "sglang"
+    """The serving engine: sglang | vllm | trtllm (mtpsim/data/engines/<kind>.yaml: host time, overlap, KV pool)."""
     version: str | None = Field(default=None, max_length=40, description=(
         "The engine release (e.g. \"0.5.12\"); its version rules (mtpsim/data/engines/<kind>.yaml `rules`) set "
         "the speculative running-request cap, whether speculation overlaps host work, the verify scorer. "
@@ -293,16 +355,22 @@ class Engine(Section):
     ignore_rules: list[str] = Field(default_factory=list, max_length=32, description=(
         "Version rules to resolve the engine without (what-if studies, the leave-one-rule-out benchmark)."))
     cuda_graphs: bool = True
+    """Whether decode batches up to max_graph_batch replay CUDA graphs (fewer launch costs)."""
     max_graph_batch: int = Field(default=256, ge=1, le=MAX_USERS)
+    """Largest batch with a captured CUDA graph; larger batches run eagerly."""
     overlap_schedule: bool = True
+    """Whether the host prepares the next iteration while the GPU runs this one."""
     chunked_prefill_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS, description=(
         "Prompt tokens per prefill batch. None: the engine's default on this GPU (SGLang chunked_prefill_size by "
         "GPU memory, vLLM max_num_batched_tokens, TensorRT-LLM max_num_tokens; mtpsim/data/engines/<kind>.yaml)."))
-    prefix_cache: PrefixCacheSettings | None = None  # None: no prefix caching
+    prefix_cache: PrefixCacheSettings | None = None
+    """Prefix caching over the KV pool; None: off."""
     # the fraction of GPU memory the engine's KV-pool rule reads (SGLang mem_fraction_static, vLLM
     # gpu_memory_utilization, TRT-LLM free_gpu_memory_fraction; engines/<kind>.yaml kv_pool);
     # None: the engine's default
     mem_fraction: float | None = Field(default=None, gt=0, le=1)
+    """Fraction of GPU memory the engine's KV-pool rule reads (SGLang mem_fraction_static, vLLM
+    gpu_memory_utilization, TRT-LLM free_gpu_memory_fraction); None: the engine's default."""
 
 
 class Pool(Section):
@@ -310,10 +378,15 @@ class Pool(Section):
     (the keys `parallel` has, replicas for dp)."""
 
     replicas: int = Field(default=1, ge=1, le=MAX_GPUS)
+    """Independent replicas in the pool (dp)."""
     tp: int = Field(default=1, ge=1, le=MAX_GPUS)
+    """GPUs per replica."""
     ep: int = Field(default=1, ge=1, le=MAX_GPUS)
+    """Expert groups within a replica."""
     attention_dp: int = Field(default=1, ge=1, le=MAX_GPUS)
-    gpus_per_node: int | None = Field(default=None, ge=1, le=MAX_GPUS)  # None: the hardware's NVLink domain
+    """DP-attention groups within a replica."""
+    gpus_per_node: int | None = Field(default=None, ge=1, le=MAX_GPUS)
+    """GPUs on one NVLink domain; None: the hardware's."""
 
     @model_validator(mode="after")
     def _layout_divides(self) -> Pool:
@@ -337,47 +410,77 @@ class Disaggregation(Section):
     invent no time). gpus: the deployment's GPU count the pools must fit in (None: their sum)."""
 
     prefill: Pool
+    """The pool that prefills prompts."""
     decode: Pool
+    """The pool that decodes, after the KV transfer."""
     link: Literal["auto", "nvlink", "network", "free"] = "auto"
+    """What the KV crosses: auto | nvlink | network | free (no cost)."""
     gpus: int | None = Field(default=None, ge=1, le=MAX_GPUS)
+    """The deployment's GPU count the pools must fit in; None: their sum."""
 
 
 class Cost(Section):
     # auto: the measured profile the hardware names for engine.kind, else the roofline
     model: Literal["auto", "roofline", "calibrated"] = "auto"
-    profile: str | None = None  # a committed profile's name (mtpsim/data/profiles/), or a profile folder's path
-    moe_skew: float = Field(default=0.0, ge=0, lt=1)  # routing skew: 0 = uniform (DESIGN §4)
+    """auto (the measured profile the hardware names for engine.kind, else the roofline) | roofline | calibrated."""
+    profile: Ref | None = None
+    """A committed profile's name (mtpsim/data/profiles/) or a profile folder's path."""
+    moe_skew: float = Field(default=0.0, ge=0, lt=1)  # routing skew: 0 = uniform
+    """MoE routing skew: 0 = uniform routing over the experts."""
 
 
 class Verify(Section):
     num_layers: int = Field(default=2, ge=1, le=256)
+    """Target layers to build in PyTorch (the simulation uses the same)."""
     hidden_scale: float = Field(default=0.0625, gt=0, le=1)
+    """Factor shrinking the widths so the model fits the device."""
     num_experts: int = Field(default=8, ge=1, le=1024)
+    """Cap on routed experts built."""
     device: Literal["cpu", "cuda", "auto"] = "auto"
+    """cpu | cuda | auto."""
     iterations: int = Field(default=50, ge=1, le=100_000)
+    """Timed decode iterations."""
     warmup_iterations: int = Field(default=5, ge=0, le=100_000)
+    """Untimed iterations before them."""
     acceptance: Literal["forced", "greedy"] = "forced"
+    """forced (drawn from the profile) | greedy (real comparison of tokens)."""
     dtype: Literal["fp32", "bf16", "fp16"] | None = None
+    """fp32 | bf16 | fp16; None: bf16 on cuda, fp32 on cpu."""
 
 
 class Scenario(Section):
     """A validated scenario (one sweep point). Catalog specs are resolved into `specs`."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9._-]+$", max_length=120)
+    """Used in output paths and titles."""
     question: str | None = Field(default=None, max_length=2000)
-    model: str | dict[str, Any]
-    hardware: str | dict[str, Any]
+    """The question the scenario answers, printed with the results."""
+    model: Ref | dict[str, Any]
+    """A catalog name, a spec file, {from: NAME, ...overrides} or {hf_config: config.json, ...overrides}."""
+    hardware: Ref | dict[str, Any]
+    """A catalog name, a spec file or {from: NAME, ...overrides}."""
     parallel: Parallel = Parallel()
+    """How the model is sharded and replicated."""
     speculative: Speculative = Speculative()
+    """The MTP design and its steps."""
     acceptance: Acceptance = Acceptance()
+    """How often drafts are accepted (one form)."""
     workload: Workload = Workload()
+    """Arrivals and request lengths."""
     engine: Engine = Engine()
+    """The serving engine and its settings."""
     cost: Cost = Cost()
+    """What prices the passes."""
     verify: Verify = Verify()
-    disaggregation: Disaggregation | None = None  # prefill and decode pools (None: one aggregated group)
+    """Only for `mtpsim verify`: the configuration actually built."""
+    disaggregation: Disaggregation | None = None
+    """Prefill and decode on separate pools; None: one aggregated replica group."""
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
+    """Random seed for lengths, arrivals and acceptance draws."""
     seeds: Seeds = 1  # replicates per point: seed, seed + 1, ... (intervals: mtpsim/intervals.py)
+    """Replicates per point: seed, seed + 1, ... (means with 95% intervals)."""
     sweep: dict[str, list[Any]] | None = None
+    """Dotted key -> list of values; the run is their product."""
 
     _specs: Specs = PrivateAttr()
     _source: str = PrivateAttr(default="<scenario>")
@@ -401,14 +504,21 @@ class Specs(BaseModel):
     """Catalog entries a scenario resolves to, and the cost model that prices it: `cost_model`
     roofline or calibrated, with `profile` the calibrated profile's folder."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
     model: ModelSpec
+    """The resolved target model."""
     hardware: HardwareSpec
+    """The resolved accelerator."""
     engine: EngineSpec
-    assistant: ModelSpec | None = None  # frozen_kv's assistant
-    draft: ModelSpec | None = None      # nextn's external draft model (role: draft), block's drafter (role: block_draft)
+    """The resolved engine release."""
+    assistant: ModelSpec | None = None
+    """frozen_kv's assistant."""
+    draft: ModelSpec | None = None
+    """nextn's external draft model (role: draft), or block's drafter (role: block_draft)."""
     cost_model: Literal["roofline", "calibrated"] = "roofline"
+    """roofline | calibrated."""
     profile: str | None = None
+    """The calibrated profile's folder."""
 
     @property
     def pricing(self) -> str:

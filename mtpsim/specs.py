@@ -16,6 +16,20 @@ Dtype = Literal["fp32", "bf16", "fp16", "fp8", "fp4"]
 DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp4": 0.5}
 
 
+# Size limits: past any real model (the largest catalogued: 128 heads, 61 layers, a 262k vocab, 1M context)
+# by orders of magnitude, and small enough that expanding layers or pricing experts cannot hang or overflow
+MAX_LAYERS = 4096          # per layer group, per model, MTP layers
+MAX_WIDTH = 2**20          # hidden, FFN and head widths, low ranks
+MAX_HEADS = 2**14
+MAX_EXPERTS = 2**16
+MAX_VOCAB = 2**24
+MAX_CONTEXT = 2**26        # max_context and attention windows, in tokens
+MAX_GPUS_PER_NODE = 4096
+# hardware rates (FLOP/s, bytes/s): from a slow CPU's to past any accelerator's, so no op takes
+# years or no time; capacities 1 MiB..1 EiB, latencies at most a second
+MIN_RATE, MAX_RATE = 1e6, 1e18
+
+
 class Spec(BaseModel):
     """Base for catalog specs: unknown keys are errors, specs are immutable, types are strict
     (no `true` for 1, no "8" for 8) and floats finite."""
@@ -33,30 +47,30 @@ class AttentionSpec(Spec):
     """
 
     kind: Literal["gqa", "mla", "linear"]
-    num_heads: int = Field(gt=0)
-    num_kv_heads: int | None = Field(default=None, gt=0)
-    head_dim: int | None = Field(default=None, gt=0)
-    window: int | None = Field(default=None, gt=0)
+    num_heads: int = Field(gt=0, le=MAX_HEADS)
+    num_kv_heads: int | None = Field(default=None, gt=0, le=MAX_HEADS)
+    head_dim: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
+    window: int | None = Field(default=None, gt=0, le=MAX_CONTEXT)
     # MLA
-    q_lora_rank: int | None = Field(default=None, ge=0)
-    kv_lora_rank: int | None = Field(default=None, gt=0)
-    qk_nope_head_dim: int | None = Field(default=None, gt=0)
-    qk_rope_head_dim: int | None = Field(default=None, gt=0)
-    v_head_dim: int | None = Field(default=None, gt=0)
+    q_lora_rank: int | None = Field(default=None, ge=0, le=MAX_WIDTH)
+    kv_lora_rank: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
+    qk_nope_head_dim: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
+    qk_rope_head_dim: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
+    v_head_dim: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
     # linear attention (Gated DeltaNet): num_heads are value heads, num_kv_heads key heads
-    value_head_dim: int | None = Field(default=None, gt=0)
-    conv_kernel: int = Field(default=4, gt=0)
+    value_head_dim: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
+    conv_kernel: int = Field(default=4, gt=0, le=MAX_WIDTH)
     # frozen-KV assistant layers
     kv_source: Literal["target_last_sliding", "target_last_full"] | None = None
     # width the q/k/v projections read when it is not the hidden size (EAGLE-3's draft layer reads
     # embedding ++ hidden, 2 x hidden)
-    input_size: int | None = Field(default=None, gt=0)
+    input_size: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
     # DeepSeek sparse attention (DSA, DeepSeek-V3.2): a lightning indexer scores every cached token
     # (index_n_heads heads of index_head_dim over an FP8 key cache of its own), then MLA attends
     # only the index_topk best (costs/ops.py IndexerKernel)
-    index_topk: int | None = Field(default=None, gt=0)
-    index_n_heads: int | None = Field(default=None, gt=0)
-    index_head_dim: int | None = Field(default=None, gt=0)
+    index_topk: int | None = Field(default=None, gt=0, le=MAX_CONTEXT)
+    index_n_heads: int | None = Field(default=None, gt=0, le=MAX_HEADS)
+    index_head_dim: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
 
     @model_validator(mode="after")
     def _fields_for_kind(self) -> AttentionSpec:
@@ -88,12 +102,12 @@ class FFNSpec(Spec):
     """One FFN kind: `dense` (gated, 3 matrices) or `moe` (routed experts + shared experts)."""
 
     kind: Literal["dense", "moe"]
-    intermediate_size: int | None = Field(default=None, gt=0)
-    num_experts: int | None = Field(default=None, gt=0)
-    top_k: int | None = Field(default=None, gt=0)
-    expert_intermediate_size: int | None = Field(default=None, gt=0)
-    num_shared_experts: int = Field(default=0, ge=0)
-    shared_intermediate_size: int | None = Field(default=None, gt=0)
+    intermediate_size: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
+    num_experts: int | None = Field(default=None, gt=0, le=MAX_EXPERTS)
+    top_k: int | None = Field(default=None, gt=0, le=MAX_EXPERTS)
+    expert_intermediate_size: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
+    num_shared_experts: int = Field(default=0, ge=0, le=MAX_EXPERTS)
+    shared_intermediate_size: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
 
     @model_validator(mode="after")
     def _fields_for_kind(self) -> FFNSpec:
@@ -117,7 +131,7 @@ class LayerRef(Spec):
 class LayerGroup(LayerRef):
     """`count` consecutive layers of one kind pair, in model order."""
 
-    count: int = Field(gt=0)
+    count: int = Field(gt=0, le=MAX_LAYERS)
 
 
 class Dtypes(Spec):
@@ -134,8 +148,8 @@ class LMHeadSpec(Spec):
     """`full`: T × d × V matmul. `centroid`: score num_centroids clusters, expand top_clusters."""
 
     kind: Literal["full", "centroid"] = "full"
-    num_centroids: int | None = Field(default=None, gt=0)
-    top_clusters: int | None = Field(default=None, gt=0)
+    num_centroids: int | None = Field(default=None, gt=0, le=MAX_VOCAB)
+    top_clusters: int | None = Field(default=None, gt=0, le=MAX_VOCAB)
 
 
 class MTPSpec(Spec):
@@ -146,10 +160,10 @@ class MTPSpec(Spec):
     `vocab_size` gives it a head of its own (EAGLE-3's pruned vocabulary).
     """
 
-    num_layers: int = Field(gt=0)
+    num_layers: int = Field(gt=0, le=MAX_LAYERS)
     layer: LayerRef
     input_projection: bool = True
-    vocab_size: int | None = Field(default=None, gt=0)
+    vocab_size: int | None = Field(default=None, gt=0, le=MAX_VOCAB)
     parallel: bool = False  # Meta-style heads over the trunk's last hidden, not chained
 
 
@@ -170,7 +184,7 @@ class BlockSpec(Spec):
     block_size: int = Field(gt=1, le=65)
     target_layer_ids: list[Annotated[int, Field(ge=-1)]] = Field(min_length=1)  # -1: the embedding output
     built_for: str | None = None
-    markov_rank: int | None = Field(default=None, gt=0)
+    markov_rank: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
     confidence_head: bool = False
 
 
@@ -181,10 +195,10 @@ class ModelSpec(Spec):
 
     name: str
     role: Literal["target", "assistant", "draft", "block_draft"] = "target"
-    hidden_size: int = Field(gt=0)
-    vocab_size: int = Field(gt=0)
+    hidden_size: int = Field(gt=0, le=MAX_WIDTH)
+    vocab_size: int = Field(gt=0, le=MAX_VOCAB)
     # the longest sequence (prompt + output) the released model serves; None: not checked
-    max_context: int | None = Field(default=None, gt=0)
+    max_context: int | None = Field(default=None, gt=0, le=MAX_CONTEXT)
     layers: list[LayerGroup] = Field(min_length=1)
     attention_kinds: dict[str, AttentionSpec]
     ffn_kinds: dict[str, FFNSpec]
@@ -195,12 +209,12 @@ class ModelSpec(Spec):
     assistant: str | None = None            # default frozen_kv assistant (catalog name)
     block_draft: str | None = None          # default block drafter (catalog name, design block)
     block: BlockSpec | None = None          # block drafters: how one forward drafts a block
-    backbone_hidden_size: int | None = Field(default=None, gt=0)  # assistants, drafts: target width
+    backbone_hidden_size: int | None = Field(default=None, gt=0, le=MAX_WIDTH)  # assistants, drafts: target width
     # drafts: target layers whose hidden states an fc fuses (EAGLE-3: 3, low/mid/high; 3 x target
     # width -> hidden), and the pruned vocabulary its own LM head scores (vocab_size stays the
     # target's, which a d2t table maps the draft's tokens into)
-    fused_target_layers: int | None = Field(default=None, gt=0)
-    draft_vocab_size: int | None = Field(default=None, gt=0)
+    fused_target_layers: int | None = Field(default=None, gt=0, le=MAX_LAYERS)
+    draft_vocab_size: int | None = Field(default=None, gt=0, le=MAX_VOCAB)
 
     @model_validator(mode="after")
     def _refs_exist(self) -> ModelSpec:
@@ -214,6 +228,8 @@ class ModelSpec(Spec):
             raise ValueError(f"{'an assistant' if self.role == 'assistant' else 'a draft'} needs backbone_hidden_size")
         if (self.role == "block_draft") != (self.block is not None):
             raise ValueError("a block drafter (role: block_draft) needs `block`, and only a block drafter takes it")
+        if self.num_layers > MAX_LAYERS:
+            raise ValueError(f"{self.num_layers:,} layers in all is over the limit of {MAX_LAYERS:,}")
         return self
 
     @property
@@ -248,22 +264,23 @@ class HardwareSpec(Spec):
     """One accelerator (per-GPU figures) and its interconnect."""
 
     name: str
-    peak_flops: dict[Dtype, Annotated[float, Field(gt=0)]] = Field(min_length=1)  # dense tensor-core FLOP/s per dtype
-    memory_bandwidth_bytes_per_s: float = Field(gt=0)
-    memory_capacity_bytes: float = Field(gt=0)       # as the driver reports it (nvidia-smi / mem_get_info total)
-    link_bandwidth_bytes_per_s: float = Field(gt=0)   # per GPU, one direction
-    link_latency_s: float = Field(ge=0)               # per collective hop
+    # dense tensor-core FLOP/s per dtype
+    peak_flops: dict[Dtype, Annotated[float, Field(ge=MIN_RATE, le=MAX_RATE)]] = Field(min_length=1)
+    memory_bandwidth_bytes_per_s: float = Field(ge=MIN_RATE, le=MAX_RATE)
+    memory_capacity_bytes: float = Field(ge=2**20, le=2**60)       # as the driver reports it (nvidia-smi / mem_get_info total)
+    link_bandwidth_bytes_per_s: float = Field(ge=MIN_RATE, le=MAX_RATE)   # per GPU, one direction
+    link_latency_s: float = Field(ge=0, le=1)               # per collective hop
     # a node: GPUs on one NVLink / Infinity Fabric domain; collectives over more ranks than this
     # cross the inter-node network (per GPU, one direction) and pay its latency; None: no network
     # described, so a replica cannot span nodes
-    gpus_per_node: int = Field(default=8, ge=1)
-    internode_bandwidth_bytes_per_s: float | None = Field(default=None, gt=0)
-    internode_latency_s: float | None = Field(default=None, ge=0)
-    launch_overhead_s: float = Field(ge=0)            # per kernel, eager
-    graph_launch_overhead_s: float = Field(ge=0)      # per kernel inside a CUDA-graph replay
+    gpus_per_node: int = Field(default=8, ge=1, le=MAX_GPUS_PER_NODE)
+    internode_bandwidth_bytes_per_s: float | None = Field(default=None, ge=MIN_RATE, le=MAX_RATE)
+    internode_latency_s: float | None = Field(default=None, ge=0, le=1)
+    launch_overhead_s: float = Field(ge=0, le=1)            # per kernel, eager
+    graph_launch_overhead_s: float = Field(ge=0, le=1)      # per kernel inside a CUDA-graph replay
     efficiency_flops: float = Field(default=0.7, gt=0, le=1)
     efficiency_bandwidth: float = Field(default=0.8, gt=0, le=1)
-    power_w: float | None = Field(default=None, gt=0)  # board power per GPU, as the vendor rates it
+    power_w: float | None = Field(default=None, gt=0, le=1e5)  # board power per GPU, as the vendor rates it
     # measured profiles (mtpsim/data/profiles/<name>) by serving engine; `default` for other engines
     profiles: dict[str, str] = Field(default_factory=dict)
     # roofline latency floors fitted on measured GPUs (mtpsim/data/latency_floors.yaml, costs/floors.py)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from mtpsim.designs import label
+from mtpsim.files import writing
 
 US_PER_S = 1e6
 
@@ -47,5 +48,6 @@ def write_trace(path: Path, passes: pd.DataFrame, summary: pd.DataFrame | None =
     """Write trace.json; returns its path."""
     doc = {"traceEvents": trace_events(passes, summary), "displayTimeUnit": "ms",
            "otherData": {"source": "mtpsim", "clock": "simulated time"}}
-    Path(path).write_text(json.dumps(doc))
+    with writing(path) as file:
+        file.write_text(json.dumps(doc))
     return Path(path)

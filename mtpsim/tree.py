@@ -1,5 +1,5 @@
 """Tree drafts (topk K > 1, draft_tokens N): the verify tree SGLang's EAGLE path builds, and the
-distribution of accepted drafts it yields (DESIGN §5, issue 12 §3).
+distribution of accepted drafts it yields (issue 12 §3).
 
 How SGLang builds the tree (python/sglang/srt/speculative/eagle_worker.py `draft_forward`,
 spec_utils.py `select_top_k_tokens`, eagle_utils.py `organize_draft_results`):

@@ -1,4 +1,4 @@
-"""Acceptance forms, closed forms and sampling (DESIGN §5)."""
+"""Acceptance forms, closed forms and sampling."""
 from __future__ import annotations
 
 import math

@@ -168,3 +168,14 @@ def test_sizes_past_their_limits_are_refused(argv, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     assert exit_.value.code == 2 and "outside" in capsys.readouterr().err
+
+
+def test_every_schema_field_has_a_description(capsys):
+    """`mtpsim schema` says what each key is for, in every section."""
+    assert main(["schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    sections = {"scenario": schema, **schema["$defs"]}
+    missing = [f"{name}.{key}" for name, section in sections.items()
+               for key, field in section.get("properties", {}).items() if not field.get("description")]
+    assert not missing, missing
+    assert len(sections) >= 10

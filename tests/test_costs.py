@@ -59,7 +59,7 @@ def test_deepseek_v3_moe_sharding_tp8_ep8():
 
 def test_deepseek_v3_mtp_layer_adds_projection_and_shared_head():
     pricer = Pricer(DSV3, H200, RooflineCosts(H200), tp=1)
-    ops = [op for op, _, n in pricer.static_ops("mtp", 0, 1, 1, True)[0] for _ in range(n)]
+    ops = [op for op, _, n in pricer.static_ops_memo("mtp", 0, 1, 1, True)[0] for _ in range(n)]
     names = [op.name for op in ops]
     eh = by_name(ops)["mtp.eh_proj"]
     assert eh.weight_bytes == 2 * 7168 * 7168                          # fp8 2h x h

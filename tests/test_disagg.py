@@ -1,4 +1,4 @@
-"""Disaggregated deployments (mtpsim/sim/disagg.py, sim/pools.py): the pools invent no time, one
+"""Disaggregated deployments (mtpsim/sim/disagg.py, mtpsim/pools.py): the pools invent no time, one
 request's KV transfer is bytes / bandwidth + latency from the hardware entry, the per-pool columns
 mean what they say, and every bad pool layout is one line naming its key."""
 from __future__ import annotations

@@ -15,7 +15,7 @@ from mtpsim import scenario as sc
 from mtpsim.cli import main
 from mtpsim.errors import ScenarioError
 from mtpsim.specs import ModelSpec
-from tests.conftest import BASE
+from tests.conftest import BASE, ROOT
 
 FP8_BLOCK = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}
 
@@ -262,13 +262,13 @@ def test_unreadable_files_are_one_line(tmp_path):
 
 
 @pytest.mark.parametrize("config, key, reason", [
-    ({**DEEPSEEK_V3, "hidden_size": "7168"}, "hidden_size", "expected an integer >= 0, got '7168'"),
+    ({**DEEPSEEK_V3, "hidden_size": "7168"}, "hidden_size", "expected an integer 0..67,108,864, got '7168'"),
     ({k: v for k, v in DEEPSEEK_V3.items() if k != "kv_lora_rank"}, "kv_lora_rank", "missing"),
     ({**GEMMA_4_E2B, "text_config": {**GEMMA_4_E2B["text_config"], "head_dim": True}}, "text_config.head_dim", "got True"),
     ({**GEMMA_4_E2B, "text_config": {**GEMMA_4_E2B["text_config"], "layer_types": ["full_attention"]}},
      "text_config.layer_types", "at least 35 entries"),
     ({**MIMO_V2_FLASH, "hybrid_layer_pattern": [2] * 48}, "hybrid_layer_pattern.0", "not one of 0, 1"),
-    ({**QWEN3_NEXT, "decoder_sparse_step": 0}, "decoder_sparse_step", ">= 1"),
+    ({**QWEN3_NEXT, "decoder_sparse_step": 0}, "decoder_sparse_step", "integer 1..67,108,864, got 0"),
     ({**STEP_35_FLASH, "moe_layers_enum": "3,x"}, "moe_layers_enum", "layer indices"),
 ])
 def test_a_bad_field_names_its_key_in_the_config(tmp_path, config, key, reason):
@@ -290,3 +290,17 @@ def test_a_scenario_with_hf_config_beside_it_prices_like_the_catalog_entry(tmp_p
     point = sc.load(write_scenario({**BASE, "model": {"hf_config": "./config.json"}}),
                     ["model.dtypes.experts=fp4"])[0]
     assert point.specs.model.dtypes.experts == "fp4" and point.specs.model.name == tmp_path.name
+
+
+def test_readme_states_what_a_qwen3_next_config_gets(tmp_path, write_scenario):
+    """README's hf_config paragraph quotes the error a released Qwen3-Next config.json gets under
+    nextn, and the override that mends it runs."""
+    (tmp_path / "config.json").write_text(json.dumps(QWEN3_NEXT))
+    data = {**BASE, "parallel": {"tp": 1}, "model": {"hf_config": str(tmp_path / "config.json")}}
+    with pytest.raises(ScenarioError) as err:
+        sc.load(write_scenario(data))
+    readme = (ROOT / "README.md").read_text()
+    assert err.value.key == "speculative.draft" and "has neither: give speculative.draft, or model.mtp" in err.value.reason
+    assert "has neither: give speculative.draft, or model.mtp" in readme
+    data["model"]["mtp"] = {"num_layers": 1, "layer": {"attention": "full", "ffn": "moe"}}
+    assert sc.load(write_scenario(data))[0].specs.model.mtp.num_layers == 1

@@ -1,4 +1,4 @@
-"""The import graph of mtpsim (DESIGN §11): no cycles, torch never on the simulator's path, and
+"""The import graph of mtpsim: no cycles, torch never on the simulator's path, and
 the torch code layered as torchkit <- calibration <- verify.
 
 The graph is read statically (ast) from every module under mtpsim/: `import` and `from ... import`
@@ -269,3 +269,56 @@ def test_reader_sees_lazy_relative_and_by_name_imports(tmp_path):
     assert cycles(graph) == [["pkg.a", "pkg.b", "pkg.sub.c"]]
     came = reachable(graph, ["pkg.sub.c"])
     assert "pkg" in came and chain(came, "pkg.b") == "pkg.b <- pkg.sub.c"
+
+
+def _direct_reach(root: str) -> dict[str, str | None]:
+    """What `root` imports, at any depth, along its own import edges (the package's lazy names
+    in mtpsim/__init__.py, which reach everything, left out): module -> where it was reached from."""
+    came, todo = {root: None}, deque([root])
+    while todo:
+        m = todo.popleft()
+        for e in GRAPH[m]:
+            if e.target in GRAPH and e.target != "mtpsim" and e.target not in came:
+                came[e.target] = m
+                todo.append(e.target)
+    return came
+
+
+def _below(upper: tuple[str, ...], lower: tuple[str, ...], allowed: set[tuple[str, str]] = frozenset()) -> list[str]:
+    """Chains by which a module of `lower` imports one of `upper` (edges in `allowed` aside)."""
+    bad = []
+    for root in (m for m in GRAPH if any(in_package(m, p) for p in lower)):
+        came = _direct_reach(root)
+        for m in came:
+            if any(in_package(m, p) for p in upper) and (came[m], m) not in allowed:
+                bad.append(chain(came, m))
+    return bad
+
+
+def test_designs_sit_below_the_cost_model():
+    """A design is data (its passes, PassShape included): it prices nothing and imports no cost model."""
+    bad = _below(("mtpsim.costs",), ("mtpsim.designs",))
+    assert bad == [], "designs import the cost model:\n" + "\n".join(bad)
+
+
+# edges from the loader into the simulator allowed for now (none: the trace reader moved to tracefiles/)
+LOADER_MAY_IMPORT: set[tuple[str, str]] = set()
+SCENARIO_LOADER = ("mtpsim.scenario", "mtpsim.schema", "mtpsim.checks", "mtpsim.catalog", "mtpsim.specs",
+                   "mtpsim.files", "mtpsim.advice", "mtpsim.limits", "mtpsim.engines", "mtpsim.hfconfig",
+                   "mtpsim.tracefiles", "mtpsim.pools")
+
+
+def test_the_scenario_loader_sits_below_the_simulator():
+    """Loading and checking a scenario needs no simulator and no runner: they read the scenario."""
+    bad = _below(("mtpsim.sim", "mtpsim.run", "mtpsim.runfolder"), SCENARIO_LOADER, LOADER_MAY_IMPORT)
+    assert bad == [], "the scenario loader imports the simulator:\n" + "\n".join(bad)
+    stale = [f"{a} -> {b}" for a, b in LOADER_MAY_IMPORT if not any(e.target == b for e in GRAPH[a])]
+    assert stale == [], "no longer imported, delete from LOADER_MAY_IMPORT: " + ", ".join(stale)
+
+
+def test_no_module_takes_another_modules_private_names():
+    """What prices or sizes (costs/, memory.py) and everything else use each other's public names
+    only: `from mtpsim.x import _helper` reaches into x's internals."""
+    bad = [f"{e.source} takes {e.target}.{n}" for es in GRAPH.values() for e in es
+           if e.target in GRAPH and e.target != e.source for n in e.names if n.startswith("_") and not n.startswith("__")]
+    assert bad == [], "\n".join(bad)

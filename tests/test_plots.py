@@ -91,3 +91,22 @@ def test_run_plot_and_plot_command(write_scenario, tmp_path, capsys):
 def test_plot_refuses_a_folder_that_is_not_a_run(tmp_path, capsys):
     assert main(["plot", str(tmp_path)]) == 2
     assert "not a run folder" in capsys.readouterr().err
+
+
+def test_sweep_legends_read_as_settings_and_the_baseline_as_none(write_scenario, tmp_path):
+    """A sweep over whole sections: a policy reads `1:3 128:2`, a draft layer `attention=swa
+    ffn=dense`, and the shared baseline `none`, never a design's settings or a raw dict."""
+    from mtpsim.plots import _series
+    from mtpsim.run import run_points
+    from mtpsim.scenario import load
+    from tests.conftest import BASE
+    data = {**BASE, "workload": {**BASE["workload"], "output_len": 8},
+            "model": {"from": "deepseek-v3", "mtp": {"layer": {"attention": "mla", "ffn": "moe"}}},
+            "sweep": {"speculative": [{"design": "nextn", "steps": 3},
+                                      {"design": "nextn", "steps": 3, "policy": {"steps_by_batch": {1: 3, 128: 2}}}],
+                      "model.mtp.layer": [{"attention": "mla", "ffn": "moe"}, {"attention": "mla", "ffn": "dense"}]}}
+    summary, _ = run_points(load(write_scenario(data)), progress=False)
+    names = [name for name, _ in _series(summary)]
+    assert names == ["nextn S=3, layer=attention=mla ffn=moe", "nextn S=3, layer=attention=mla ffn=dense",
+                     "nextn S=3, policy 1:3 128:2, layer=attention=mla ffn=moe",
+                     "nextn S=3, policy 1:3 128:2, layer=attention=mla ffn=dense", "none"]

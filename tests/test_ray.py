@@ -99,9 +99,32 @@ def test_a_cluster_that_does_not_answer_is_one_line(write_scenario, tmp_path, ca
     def refuse(**kwargs):
         raise ConnectionError(f"Failed to connect to Ray cluster at {kwargs['address']}")
 
+    from mtpsim import ray_backend
     monkeypatch.setattr(ray, "is_initialized", lambda: False)  # the session's local Ray aside
+    monkeypatch.setattr(ray_backend, "probe", lambda address: None)  # the probe passes; ray.init refuses
     monkeypatch.setattr(ray, "init", refuse)
     code = main(["run", str(write_scenario(TINY)), "--backend", "ray", "--address", "10.0.0.1:6379",
                  "--out", str(tmp_path / "r")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith("mtpsim: error: --address: no Ray cluster reached")
+
+
+def test_an_address_that_never_answers_is_one_line_within_the_deadline(write_scenario, tmp_path, capsys, monkeypatch):
+    """A port that accepts and then says nothing (ray.init would retry there for minutes, its C++
+    core logging to stderr): one line naming --address once the probe's deadline passes."""
+    import socket
+    import time
+
+    from mtpsim import ray_backend
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray_backend, "PROBE_S", 4)
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
+        started = time.perf_counter()
+        code = main(["run", str(write_scenario(TINY)), "--backend", "ray", "--address", address,
+                     "--out", str(tmp_path / "r")])
+        took = time.perf_counter() - started
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith(f"mtpsim: error: --address: no Ray cluster reached at "
+                                                             f"'{address}'"), err
+    assert took < 4 + 5

@@ -106,7 +106,7 @@ def test_one_seed_is_the_run_as_before(write_scenario, tmp_path, capsys):
         outs.append(_table(out))
     assert outs[0] == outs[1] and outs[0][1:] == outs[2][1:]  # the last says `(with --set seeds=1)` after Q
     files = {p.name for p in (tmp_path / "plain").iterdir()}
-    assert files == {".mtpsim-run", "summary.csv", "requests.csv", "iterations.csv", "accept_counts.csv",
+    assert files == {".mtpsim-run", ".mtpsim-complete", "summary.csv", "requests.csv", "iterations.csv", "accept_counts.csv",
                      "scenario.resolved.yaml"}
     plain = pd.read_csv(tmp_path / "plain" / "summary.csv")
     assert list(plain.columns) == SUMMARY_COLUMNS

@@ -1,4 +1,4 @@
-"""Calibration: time the cost model's ops with PyTorch and write a profile (DESIGN §6).
+"""Calibration: time the cost model's ops with PyTorch and write a profile.
 
 grid.py            the documented shapes per op family and device, and each row's `Op` (op_of)
 timing.py          warm-up, rotated inputs, medians over interleaved visits; CUDA events and graphs

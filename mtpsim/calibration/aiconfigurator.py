@@ -42,6 +42,7 @@ from mtpsim.calibration.aic_rows import (
 from mtpsim.catalog import load_hardware
 from mtpsim.costs.profile import FAMILIES
 from mtpsim.errors import ScenarioError
+from mtpsim.files import writing
 
 PACKAGE = "aiconfigurator-core"
 PINNED = "0.12.0"
@@ -218,11 +219,12 @@ def convert(system: str, backend: str, version: str | None, out: Path, root: Pat
         df = pd.concat(parts, ignore_index=True)
         f = FAMILIES[family]
         columns = list(dict.fromkeys([*f.keys, *f.dims, *f.axes, "flops", "bytes", "time_s"]))
-        df[columns].to_csv(out / f"{family}.csv.gz", index=False, float_format="%.6g",
-                           compression={"method": "gzip", "mtime": 0})
+        with writing(out / f"{family}.csv.gz") as file:
+            df[columns].to_csv(file, index=False, float_format="%.6g", compression={"method": "gzip", "mtime": 0})
         families[family] = {"rows": int(len(df)), "sources": sources[family]}
     meta = profile_meta(system, backend, version, frames["gemm"][0], families)
-    (out / "meta.yaml").write_text(yaml.safe_dump(meta, sort_keys=False, width=100))
+    with writing(out / "meta.yaml") as file:
+        file.write_text(yaml.safe_dump(meta, sort_keys=False, width=100))
     return meta
 
 

@@ -2,7 +2,7 @@
 
     mtpsim calibrate --device cpu --threads 1 --out profiles/cpu
 
-The folder (DESIGN §6): `<family>.csv` per op family (shape columns, the op's flops and bytes
+The folder: `<family>.csv` per op family (shape columns, the op's flops and bytes
 as ops.py counts them, `time_s`), `holdout/<family>.csv` (shapes between the grid's values, not
 used by the model: the benchmark's test set), `layers.csv` (whole layers) and `meta.yaml`.
 An existing non-empty folder is never overwritten, except a profile folder (one holding
@@ -32,6 +32,7 @@ from mtpsim.calibration.host import host_times
 from mtpsim.calibration.layers import layer_case
 from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.layer import layer_spec
+from mtpsim.files import writing
 from mtpsim.torchkit.kernels import keep_freed_memory
 
 HOLDOUT_PER_CONFIG = {"gemm": 40, "lm_head": 12, "attention": 14, "moe": 30, "elementwise": 6, "pass": 12, "argmax": 12}
@@ -83,7 +84,8 @@ def write_profile(choice: str, out: str | None, quick: bool, threads: int | None
         (tmp / "holdout").mkdir()
         meta = calibrate(device, quick, tmp, visits)
         meta["wall_s"] = round(time.time() - started, 1)
-        (tmp / "meta.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
+        with writing(tmp / "meta.yaml") as file:
+            file.write_text(yaml.safe_dump(meta, sort_keys=False))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)  # the half-written profile we created
         raise
@@ -165,7 +167,8 @@ def calibrate(device: str, quick: bool, folder: Path, visits: int | None = None)
 def _write(df: pd.DataFrame, path: Path) -> None:
     """Rows sorted by their shape columns (they were measured in shuffled order)."""
     shape = [c for c in df.columns if c not in MEASURED]
-    df.sort_values(shape).to_csv(path, index=False, float_format="%.6g")
+    with writing(path):
+        df.sort_values(shape).to_csv(path, index=False, float_format="%.6g")
 
 
 def _fits(family: str, p: dict, device: str, dtype: str) -> bool:

@@ -1,4 +1,4 @@
-"""Calibrated cost model: ops priced from a measured profile folder (DESIGN §4, §6).
+"""Calibrated cost model: ops priced from a measured profile folder.
 
 A profile (written by `mtpsim calibrate`) holds one CSV per op family: a product grid over the
 family's *axes* for each *config* (the fixed dims: head widths, expert width, dtype), with the

@@ -1,4 +1,4 @@
-"""Latency floors for the roofline, fitted on measured GPU kernel tables (DESIGN §4).
+"""Latency floors for the roofline, fitted on measured GPU kernel tables.
 
 A bare roofline prices a decode-sized kernel at the time its bytes take to stream, which at small
 batch is far below what any GPU measures: launch and in-graph scheduling, the first bytes'

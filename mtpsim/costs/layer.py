@@ -6,7 +6,7 @@ calibrated profile fits). The pricer (passes.py) builds every layer group of a p
 attention core is not in its list there, because it depends on each request's KV and is priced
 per call. A whole-layer row of a profile (one KV length for the whole batch) passes its core in.
 
-Whole layers (a profile's `layers.csv`, DESIGN §6): each row names a `layer` kind of LAYER_KINDS
+Whole layers (a profile's `layers.csv`): each row names a `layer` kind of LAYER_KINDS
 (a catalog model's layer), a width `scale`, batch, q and kv. The layer is that catalog layer
 shrunk by the one shrink rule (mtpsim/shrink.py), as the verification mode shrinks models, and
 `mtpsim calibrate` times torchkit's `DecoderLayer` built from the same spec. The calibrated model

@@ -1,4 +1,4 @@
-"""Op shapes: what one GPU of a replica computes and moves for each op of a pass (DESIGN §4).
+"""Op shapes: what one GPU of a replica computes and moves for each op of a pass.
 
 Every function returns `Op`s with flops and bytes *per GPU* (the shard under tp/ep), their
 family and shape (the keys a calibrated profile is looked up by), and how many kernels they

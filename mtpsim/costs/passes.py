@@ -21,6 +21,7 @@ from mtpsim.costs import blocks
 from mtpsim.costs import ops as O
 from mtpsim.costs.layer import decoder_layer_ops
 from mtpsim.costs.roofline import OpTime
+from mtpsim.designs import PassShape  # noqa: F401 (priced here; costs re-exports it)
 from mtpsim.specs import HardwareSpec, LayerRef, ModelSpec
 
 BLOCK_PARTS = ("block", "block_context")  # a block drafter's forward; its context injection alone
@@ -29,36 +30,13 @@ GRAPH_BUCKETS = (1, 2, 4, 8, 12, *range(16, 1025, 8))
 ALL_EXPERTS_TOKENS = 1 << 30  # enough tokens that every expert is touched (weight_bytes)
 
 
-@dataclass(frozen=True)
-class PassShape:
-    """One pass as the design describes it (DESIGN §3).
+class _LastCore(NamedTuple):
+    """The attention core a kernel priced last: for these lengths, tree keys and graphs, (op, time)."""
 
-    kind: decode | draft | verify | extend | prefill. part: target | mtp | assistant | heads.
-    tokens_per_request: query tokens per request; logits_per_request: LM-head rows per request;
-    layer: which MTP layer (multi_layer); kv_offset: tokens this pass sees beyond the committed KV;
-    from_target: the pass reads the target's hidden states rather than the draft's own last ones
-    (nextn's extend and prefill: an external EAGLE-3 draft then runs its fc over the fused target
-    layers). tree_keys: 0 for a causal mask; else a tree mask, each query reading the committed
-    KV plus tree_keys keys on average (its ancestors and itself) of the kv_offset cached and the
-    pass's own tokens. compact_tokens: KV entries per request the target copies after the pass
-    (a tree's accepted path moved to consecutive slots). context_per_request: target positions
-    per request whose hidden states a block drafter injects into its context KV in this pass
-    (its fc and every draft layer's K/V projection run over them; blocks.py). ragged: the
-    batch's requests add different token counts (a verify whose widths a confidence rule set per
-    request): the pass runs over the batch's token total, not tokens_per_request per request.
-    """
-
-    kind: str
-    part: str
-    tokens_per_request: int
-    logits_per_request: int
-    layer: int = 0
-    kv_offset: int = 0
-    from_target: bool = False
-    tree_keys: float = 0.0
-    compact_tokens: int = 0
-    context_per_request: int = 0
-    ragged: bool = False
+    lens: O.BatchLens
+    tree_keys: float
+    graphs: bool
+    priced: tuple
 
 
 class Work(NamedTuple):
@@ -90,14 +68,17 @@ class Work(NamedTuple):
     def plus(self, rows, overhead_s: float = 0.0) -> Work:
         """This work, then each (op, time, n) row's (`Work.of`), then `overhead_s` more: the
         same sums in the same order as adding them one by one, without a Work per row."""
-        c, m, comm, over, flops, weights, kv, comm_bytes = self
+        compute_s, memory_s, comm_s, over_s = self.compute_s, self.memory_s, self.comm_s, self.overhead_s
+        flops, weights, kv, comm_bytes = self.flops, self.weight_bytes, self.kv_bytes, self.comm_bytes
         for op, t, n in rows:
-            t_compute, t_memory, t_comm, t_over, _ = t  # OpTime's fields
-            compute, memory = (t_compute, 0.0) if t_compute >= t_memory else (0.0, t_memory)
-            c, m, comm, over = c + n * compute, m + n * memory, comm + n * t_comm, over + n * t_over
+            if t.compute_s >= t.memory_s:  # the bound counts: compute or memory (adding n * 0.0 changes nothing)
+                compute_s += n * t.compute_s
+            else:
+                memory_s += n * t.memory_s
+            comm_s, over_s = comm_s + n * t.comm_s, over_s + n * t.overhead_s
             flops, weights = flops + n * op.flops, weights + n * op.weight_bytes
             kv, comm_bytes = kv + n * op.kv_bytes, comm_bytes + n * op.comm_bytes
-        return Work(c, m, comm, over + overhead_s, flops, weights, kv, comm_bytes)
+        return Work(compute_s, memory_s, comm_s, over_s + overhead_s, flops, weights, kv, comm_bytes)
 
     @property
     def time_s(self) -> float:
@@ -181,14 +162,15 @@ class Pricer:
         self.skew, self.graphs, self.max_graph_batch = moe_skew, cuda_graphs, max_graph_batch
         self.heads = heads  # parallel_heads: how many heads run (one per step)
         self.act = model.dtypes.activations
-        self.static_ops = lru_cache(maxsize=4096)(self._build_static)
-        self.plan = lru_cache(maxsize=4096)(self._build_plan)  # a pass's KV-free part, per batch size
-        self.frame = lru_cache(maxsize=4096)(self._frame)  # per batch size and longest KV (~3 MB at most)
-        self.layers = lru_cache(maxsize=8)(self._layers)  # a part's layer groups never change
-        # kernel -> its last core priced, (lens, tree_keys, graphs, (op, time)): an iteration's
-        # passes over the same batch lengths (one BatchLens, immutable) repeat it (nextn's verify
-        # and extend, multi_layer's extends, frozen_kv's drafts)
-        self._last_cores: dict = {}
+        # memos, each named for what it keeps and wrapping the method of that name:
+        self.static_ops_memo = lru_cache(maxsize=4096)(self._build_static)  # a part's KV-free ops per shape
+        self.plan_memo = lru_cache(maxsize=4096)(self._build_plan)  # a pass's KV-free part, per batch size
+        self.frame_memo = lru_cache(maxsize=4096)(self._frame)  # per batch size and longest KV (~3 MB at most)
+        self.layers_memo = lru_cache(maxsize=8)(self._layers)  # a part's layer groups never change
+        # kernel -> the last core it priced: an iteration's passes over the same batch lengths (one
+        # BatchLens, immutable) repeat it (nextn's verify and extend, multi_layer's extends,
+        # frozen_kv's drafts)
+        self._last_cores: dict[O.AttentionKernel, _LastCore] = {}
         # vLLM V0's batch-expansion scorer: a verify window runs as that many single-token sequences
         self.expands_verify = getattr(costs.engine, "verify_scorer", "mqa") == "batch_expansion"
 
@@ -209,18 +191,18 @@ class Pricer:
         whole = lens.shifted(shape.kv_offset)
         if self.par.attention_dp == 1:  # one attention group: the whole batch
             batch = whole.batch
-            plan = self.plan(shape, batch, int(whole.q_tokens) if shape.kind == "prefill" or shape.ragged else 0)
+            plan = self.plan_memo(shape, batch, int(whole.q_tokens) if shape.kind == "prefill" or shape.ragged else 0)
             dynamic = self._attention(shape, whole, plan, keep_ops)
         else:
             groups = self._groups(lens, shape.kv_offset)
             batch = max(g.batch for g in groups)
-            plan = self.plan(shape, batch, int(max(g.q_tokens for g in groups))
+            plan = self.plan_memo(shape, batch, int(max(g.q_tokens for g in groups))
                              if shape.kind == "prefill" or shape.ragged else 0)
             # groups without requests run an idle batch: the same shapes, no attention to wait for
             dynamic = max((self._attention(shape, g, plan, keep_ops) for g in groups if g.batch),
                           key=lambda priced: sum(n * t.total_s for _, t, n in priced))
         dynamic += plan.compact
-        dynamic.append(self.frame(batch, whole.q_tokens / max(whole.batch, 1), whole.visible_max, plan.hidden_size,
+        dynamic.append(self.frame_memo(batch, whole.q_tokens / max(whole.batch, 1), whole.visible_max, plan.hidden_size,
                                   plan.graphs))
         work = plan.work.plus(dynamic, plan.overhead_s)
         sources = _pass_sources(plan.sources, tuple([t.source for _, t, _ in dynamic]))
@@ -238,7 +220,7 @@ class Pricer:
         else:
             logits = (batch if shape.kind == "prefill" else rows) * shape.logits_per_request
         context = prefill_tokens if shape.kind == "prefill" else rows * shape.context_per_request
-        static, work, sources = self.static_ops(shape.part, shape.layer, tokens, logits, graphs, shape.from_target,
+        static, work, sources = self.static_ops_memo(shape.part, shape.layer, tokens, logits, graphs, shape.from_target,
                                                 context)
         compact = ()
         if shape.compact_tokens:  # each GPU compacts its own group's accepted paths
@@ -248,7 +230,7 @@ class Pricer:
         cores = tuple((kernel, n, make(kernel, graphs) if make is not None and isinstance(kernel, O.AttentionKernel) else None)
                       for kernel, n in self._kernels(shape.part))
         return _Plan(graphs, tokens, static, work, sources, compact, self.costs.pass_overhead_s(graphs),
-                     self.layers(shape.part).spec.hidden_size, cores)
+                     self.layers_memo(shape.part).spec.hidden_size, cores)
 
     def _attention(self, shape: PassShape, lens: O.BatchLens, plan: _Plan, keep_ops: bool = False) -> list:
         """The attention cores of a part's layers over `lens` (any set of requests: the whole
@@ -263,15 +245,15 @@ class Pricer:
                 priced.append((op, self.costs.time(op, plan.graphs), count))
                 continue
             last = self._last_cores.get(kernel)
-            if last is not None and last[0] is lens and last[1] == shape.tree_keys and last[2] == plan.graphs:
-                op, t = last[3]
+            if last is not None and last.lens is lens and last.tree_keys == shape.tree_keys and last.graphs == plan.graphs:
+                op, t = last.priced
             else:
                 found = pricer.price(lens, shape.tree_keys) if pricer is not None else None
                 if found is None:
                     op = kernel.core(lens, shape.tree_keys)
                     found = op, self.costs.time(op, plan.graphs)
                 op, t = found
-                self._last_cores[kernel] = (lens, shape.tree_keys, plan.graphs, found)
+                self._last_cores[kernel] = _LastCore(lens, shape.tree_keys, plan.graphs, found)
             priced.append((op, t, count))
         return priced
 
@@ -295,7 +277,7 @@ class Pricer:
         """Weight bytes of a part on one GPU: its ops over enough tokens to touch every expert, fc
         over target layers included; without the target's LM head when `shared_head` is False and
         the part shares it."""
-        ops = [op for op, _, n in self.static_ops(part, 0, ALL_EXPERTS_TOKENS, 1, False, True, 1)[0] for _ in range(n)]
+        ops = [op for op, _, n in self.static_ops_memo(part, 0, ALL_EXPERTS_TOKENS, 1, False, True, 1)[0] for _ in range(n)]
         drop = not shared_head and self.shares_target_head(part)
         return sum(op.weight_bytes for op in ops
                    if not (drop and op.family == "lm_head") and op.name not in blocks.REUSED_WEIGHT_OPS)
@@ -357,7 +339,7 @@ class Pricer:
         """(count, op) per layer group: costs/layer.py's one list of a decoder layer's ops."""
         if part == "block_context":  # the context alone: no block runs through the layers
             return
-        spec = self.layers(part)
+        spec = self.layers_memo(part)
         glue = bool(getattr(self.costs, "glue", None))  # only a profile with whole-layer timings prices glue
         for count, ref in spec.groups:
             att, ffn = spec.spec.attention_kinds[ref.attention], spec.spec.ffn_kinds[ref.ffn]
@@ -439,7 +421,7 @@ class Pricer:
         """(attention spec, layer count, kv dtype) per attention kind of a part."""
         if part == "block_context":  # injects context KV, reads none
             return ()
-        spec = self.layers(part)
+        spec = self.layers_memo(part)
         kv_dtype = self.model.dtypes.kv_cache
         counts = Counter()
         for count, ref in spec.groups:

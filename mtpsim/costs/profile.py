@@ -12,11 +12,12 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from mtpsim.designs import DESIGNS
 from mtpsim.errors import ScenarioError, from_validation
 from mtpsim.files import COUNT, NON_NEGATIVE, POSITIVE, TEXT, Column, load_yaml, read_csv, read_once
 from mtpsim.packagedata import data_dir, user_catalog_dirs
@@ -32,6 +33,7 @@ class Family:
 
 
 ANY = "*"
+OP_TIME = Column(low=0, above=True, high=3600)  # a measured op or layer takes under an hour
 
 FAMILIES = {
     "gemm": Family((), ("dtype",), ("m", "k", "n"), ("m",)),
@@ -124,7 +126,9 @@ class ProfileMeta(_Strict):
     overhead: _Overhead
     families: dict[str, int | str | dict[str, Any]] | None = None
     attention_kv: str | None = None
-    host_s: dict[str, dict[int, float]] | None = None
+    # design -> running batch -> host seconds per iteration, as the verification loop measured them
+    host_s: dict[Literal[DESIGNS], dict[Annotated[int, Field(ge=1)], Annotated[float, Field(gt=0)]]] | None = None
+    threads: int | None = Field(default=None, ge=1)  # CPU threads the op times were measured with
 
 
 @read_once
@@ -141,8 +145,6 @@ def load_meta(path: Path) -> dict:
         ProfileMeta.model_validate(meta)
     except ValidationError as exc:
         raise from_validation(exc, str(path)) from None
-    if any(v <= 0 for table in (meta.get("host_s") or {}).values() for v in table.values()):
-        raise ScenarioError(str(path), "host_s", "host times must be positive")
     return meta
 
 
@@ -173,7 +175,7 @@ def read_family(path: Path, family: str) -> pd.DataFrame:
         raise ScenarioError(str(path), "", f"missing profile file for op family {family!r}")
     f = FAMILIES[family]
     columns = dict.fromkeys((*f.keys, *f.dims), TEXT) | dict.fromkeys(f.axes, POSITIVE) | \
-        {"flops": NON_NEGATIVE, "bytes": NON_NEGATIVE, "time_s": POSITIVE}
+        {"flops": NON_NEGATIVE, "bytes": NON_NEGATIVE, "time_s": OP_TIME}
     df = read_csv(path, columns, optional=f.optional)
     for col in f.optional:
         if col not in df.columns:
@@ -185,7 +187,7 @@ def read_family(path: Path, family: str) -> pd.DataFrame:
 
 
 LAYER_COLUMNS = {"layer": TEXT, "scale": POSITIVE, "batch": Column(low=1, integer=True),
-                 "q": Column(low=1, integer=True), "kv": COUNT, "d": Column(low=1, integer=True), "time_s": POSITIVE}
+                 "q": Column(low=1, integer=True), "kv": COUNT, "d": Column(low=1, integer=True), "time_s": OP_TIME}
 
 
 def read_layers(folder: Path) -> pd.DataFrame | None:

@@ -1,4 +1,4 @@
-"""Roofline cost model: datasheet ceilings, modest efficiencies, latency terms (DESIGN §4).
+"""Roofline cost model: datasheet ceilings, modest efficiencies, latency terms.
 
 time(op) = max(flops / (peak * eff_f), bytes / (bw * eff_b)) + collective time + kernel overhead
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mtpsim.errors import ScenarioError, short
+from mtpsim.specs import MAX_CONTEXT, MAX_LAYERS
 
 _REQUIRED = object()
 
@@ -36,8 +37,9 @@ class Config:
             if default is _REQUIRED:
                 raise self.error(key, "missing (the reader of this model_type needs it)")
             return default
-        if type(value) is not int or value < low:
-            raise self.error(key, f"expected an integer >= {low}, got {short(value)}")
+        high = MAX_LAYERS if "layers" in key else MAX_CONTEXT  # past these a model's lists would not fit memory
+        if type(value) is not int or not low <= value <= high:
+            raise self.error(key, f"expected an integer {low}..{high:,}, got {short(value)}")
         return value
 
     def bool(self, key: str, default: bool) -> bool:

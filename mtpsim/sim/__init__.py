@@ -77,7 +77,7 @@ def identity(s) -> dict:
     return {"name": s.name, "design": d.design, "steps": d.steps,
             "topk": d.topk, "draft_tokens": d.draft_tokens, **load_columns(s.workload), "dp": s.parallel.dp,
             **({"policy": policy_text(s.speculative.policy)} if s.speculative.policy else {}),
-            **{k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in s.point.items()}}
+            **{k: point_text(v) for k, v in s.point.items()}}
 
 
 def load_columns(w) -> dict:
@@ -100,7 +100,26 @@ def load_columns(w) -> dict:
 
 def policy_text(policy) -> str:
     """`1:3 16:2 64:0`: an adaptive policy's table, batch:steps, in a summary cell."""
-    return " ".join(f"{b}:{policy.steps_by_batch[b]}" for b in sorted(policy.steps_by_batch))
+    return _table_text(policy.steps_by_batch)
+
+
+def _table_text(steps_by_batch: dict) -> str:
+    return " ".join(f"{b}:{steps_by_batch[b]}" for b in sorted(steps_by_batch))
+
+
+def point_text(value):
+    """A swept value as a summary cell, table column and legend read it: numbers and text as
+    they are, a section as `key=value ...` (`attention=swa ffn=dense`), a list comma-joined, a
+    policy as its batch:steps table (`1:3 128:2`)."""
+    if isinstance(value, (int, float, str)):
+        return value
+    if isinstance(value, dict):
+        if set(value) == {"steps_by_batch"} and isinstance(value["steps_by_batch"], dict):
+            return _table_text(value["steps_by_batch"])
+        return " ".join(f"{k}={point_text(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ",".join(str(point_text(v)) for v in value)
+    return str(value)
 
 
 def _request_factory(env, profile: AcceptanceProfile, design: DesignShape, rng, workload=None, block: int = 0,

@@ -4,7 +4,7 @@
     link (a FIFO per prefill replica) -> decode pool queue -> decode iterations -> finish
 
 The prefill pool's replicas run `Engine.prefill` on what their scheduler admits (holding only
-the prompt's KV); a prefilled request's KV then crosses the link (sim/pools.py prices it), its
+the prompt's KV); a prefilled request's KV then crosses the link (mtpsim/pools.py prices it), its
 prefill KV is freed, and it joins a decode replica, whose loop admits it straight into the
 running batch and runs `Engine.decode`. The first token reaches the user with the KV, at the
 decode pool: TTFT includes the queue, the prefill and the transfer; TPOT is decode alone. A
@@ -26,11 +26,11 @@ from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import build_pricer
 from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError
-from mtpsim.memory import MemoryBudget, memory_budget, pool_rule
+from mtpsim.memory import MemoryBudget, memory_budget, pool_rule, prefill_chunk_tokens
+from mtpsim.pools import ROLES, Link, describe, pool_scenario, resolve_link, transfer_bytes
 from mtpsim.results import LogHistogram, Records, Results, limits_row, to_results
 from mtpsim.sim.batch import RunningBatch
 from mtpsim.sim.engine import Arrivals, Engine, Replica
-from mtpsim.sim.pools import ROLES, Link, describe, pool_scenario, resolve_link, transfer_bytes
 from mtpsim.sim.scheduler import Router, Scheduler
 from mtpsim.sim.workload import Request, open_arrivals, sample_lengths
 
@@ -142,7 +142,8 @@ def build_pool(s, role: str, design: DesignShape, first_index: int) -> Pool:
     budget = memory_budget(pricer, design, pool_rule(ps))
     cap = s.specs.engine.max_running(design.design, s.engine.max_running_requests)
     held = (lambda r: r.input_len) if role == "prefill" else (lambda r: r.input_len + r.output_len)
-    replicas = [Replica(first_index + i, Scheduler(cap, budget.replica_kv_budget_bytes, budget.request_bytes, held))
+    replicas = [Replica(first_index + i, Scheduler(cap, budget.replica_kv_budget_bytes, budget.request_bytes,
+                                                        held_tokens=held))
                 for i in range(ps.parallel.dp)]
     return Pool(ps, pricer, budget, replicas)
 
@@ -161,7 +162,7 @@ def simulate_disaggregated(scenario, *, identity, request_factory, keep_passes: 
     env = simpy.Environment()
     records = PoolRecords(max_iteration_rows, keep_passes, max_request_rows, num_prefill_replicas=len(prefill.replicas))
     stats = {"prefill_queue": Wait(), "decode_queue": Wait(), "transfer": Wait(), "ttft": Wait(), "transfer_bytes": 0.0}
-    chunk = s.engine.chunked_prefill_tokens
+    chunk = prefill_chunk_tokens(s)  # the engine default on this GPU unless the scenario sets it
     # the decode engine draws acceptance from the stream an aggregated run's engine does
     p_engine = Engine(env, prefill.pricer, design, profile, records, np.random.default_rng([s.seed, 3]),
                       s.engine.overlap_schedule, chunk)

@@ -1,4 +1,4 @@
-"""simpy processes (DESIGN §7): arrivals, and one serving loop per dp replica.
+"""simpy processes: arrivals, and one serving loop per dp replica.
 
 Each replica loop: admit what fits, prefill it (the running batch waits: no mixed batches with
 speculation), then one decode iteration for the running batch as the design's passes, priced
@@ -14,6 +14,7 @@ import numpy as np
 import simpy
 
 from mtpsim.acceptance import AcceptanceProfile
+from mtpsim.costs.iteration import iteration_cost
 from mtpsim.costs.ops import BatchLens
 from mtpsim.costs.passes import Pricer
 from mtpsim.designs import DesignShape, iteration_passes, overlap_window, prefill_passes
@@ -58,14 +59,15 @@ class Engine:
         self.shared_levels = lru_cache(maxsize=4096)(lambda n: np.broadcast_to(self.levels, (n, len(self.levels))))
         self.host_s = lru_cache(maxsize=4096)(self.pricer.host_overhead_s)
 
-    def plan(self, batch_size: int) -> tuple[DesignShape, list, tuple[str, ...]]:
-        """The steps in force for this running batch, as (design at those steps, its passes, the
-        pass kinds that hide host time); S = 0 is plain decoding."""
+    def plan(self, batch_size: int) -> tuple[DesignShape, list, list[str], tuple[str, ...]]:
+        """The steps in force for this running batch, as (design at those steps, its passes, their
+        kinds, the pass kinds that hide host time); S = 0 is plain decoding."""
         steps = self.design.steps if self.policy is None else self.policy.steps_for(batch_size)
         if steps not in self.plans:
             design = self.design if steps == self.design.steps else self.design.with_steps(steps)
             window = overlap_window(design, self.pricer.costs.engine) if self.overlap else ()
-            self.plans[steps] = (design, iteration_passes(design), window)
+            passes = iteration_passes(design)
+            self.plans[steps] = (design, passes, [p.kind for p in passes], window)
         return self.plans[steps]
 
     # ------------------------------------------------------------------ the loop
@@ -86,16 +88,12 @@ class Engine:
         """One decode iteration: the design's passes, then acceptance and commit."""
         batch = rep.batch  # its KV: the prompt and every emitted token but the last, which this iteration feeds
         start = self.env.now
-        design, passes, window = self.plan(len(batch))
+        design, passes, kinds, window = self.plan(len(batch))
         kept = self.profile.kept_drafts(self.rng, len(batch), design.steps) if design.steps else None
         if kept is not None:  # each request verifies what it kept: the widths are ragged
             passes = [ragged_verify(shape) if shape.kind == "verify" else shape for shape in passes]
         times, durations = self.record_passes(rep, start, [(shape, self.price(shape, batch, kept)) for shape in passes])
-        hidden = 0.0
-        for shape, t in zip(passes, durations):
-            hidden += t if shape.kind in window else 0.0
-        host_s = self.host_s(design.design, len(batch))
-        host = max(0.0, host_s - hidden)  # what the overlap window does not hide
+        host = iteration_cost(kinds, durations, window, self.host_s(design.design, len(batch))).exposed_host_s
         yield from back_to_back(self.env, [*durations, host])
         self.records.add_verified(int(kept.sum()) + len(batch) if kept is not None else
                                   len(batch) * design.draft_tokens, len(batch))
@@ -146,10 +144,10 @@ class Engine:
             start = self.env.now
             q = np.array([n for _, n, _ in chunk])
             kv = np.array([done for _, _, done in chunk])
-            times, durations = self.record_passes(
-                rep, start, [(shape, self.pricer.price(shape, q, kv)) for shape in prefill_passes(self.design)])
-            host_s = self.host_s(self.design.design, len(chunk))
-            host = host_s if not self.overlap else max(0.0, host_s - times[PASS_COLUMN["prefill"]])
+            shapes = prefill_passes(self.design)
+            times, durations = self.record_passes(rep, start, [(shape, self.pricer.price(shape, q, kv)) for shape in shapes])
+            host = iteration_cost([s.kind for s in shapes], durations, ("prefill",) if self.overlap else (),
+                                  self.host_s(self.design.design, len(chunk))).exposed_host_s
             yield from back_to_back(self.env, [*durations, host])
             firsts = [r for r, n, done in chunk if done + n == r.input_len]
             for r in firsts:

@@ -1,4 +1,4 @@
-"""Workload: request lengths and arrival times (DESIGN §7), seeded.
+"""Workload: request lengths and arrival times, seeded.
 
 `closed` arrivals are driven by completions (the engine's arrival process); batch and poisson
 arrivals are known up front as arrays of (arrival_s, input_len, output_len); a trace streams

@@ -1,4 +1,4 @@
-"""torchkit: the PyTorch decode machinery that calibration and verification share (DESIGN §6, §8).
+"""torchkit: the PyTorch decode machinery that calibration and verification share.
 
 One implementation of every torch call a decode pass makes, so the op `mtpsim calibrate` times
 is the op `mtpsim verify` runs, and the host time calibration measures around the decode loop is

@@ -1,4 +1,4 @@
-"""KV caches with per-request lengths, and where a pass's tokens sit (DESIGN §8).
+"""KV caches with per-request lengths, and where a pass's tokens sit.
 
 A `Cache` belongs to one model part (the target, or one draft layer). Each of its layers keeps
   - KV in slots `position % capacity`: global layers have room for the whole sequence, sliding

@@ -1,4 +1,4 @@
-"""The real decode loop of each design, pass by pass as DESIGN §3 and `mtpsim.designs` list them.
+"""The real decode loop of each design, pass by pass as `mtpsim.designs` lists them.
 
 Positions: request i has committed KV for tokens x_0..x_{L-1} and a root x_L (the last emitted
 token, no KV yet). An MTP layer at position p reads (hidden at p, embedding of x_{p+1}) and

@@ -1,4 +1,4 @@
-"""Target and drafts built from catalog specs with random weights (DESIGN §8).
+"""Target and drafts built from catalog specs with random weights.
 
 - `Target`: embedding, the spec's layers in order, final norm, LM head.
 - `MTPLayer`: one draft layer of `nextn` / `multi_layer` / `parallel_heads`: norms of the token

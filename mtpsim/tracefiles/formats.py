@@ -24,6 +24,7 @@ import gzip
 import io
 import json
 import math
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from mtpsim.errors import ScenarioError, short
-from mtpsim.files import Column, check_numbers
+from mtpsim.files import READ_ERRORS, Column, check_numbers, unreadable
 from mtpsim.schema import MAX_TOKENS, MAX_TRACE_S
 
 CHUNK_ROWS = 1 << 16   # rows per streamed chunk (~1.5 MB of arrays)
@@ -90,8 +91,8 @@ def sniff(path: str) -> str:
     try:
         with _open(path) as f:
             head = f.read(SNIFF_BYTES)
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise ScenarioError(path, "", f"cannot read: {exc}") from None
+    except READ_ERRORS as exc:
+        raise unreadable(path, exc) from None
     if not head.strip():
         raise ScenarioError(path, "", "empty: no header and no rows")
     if b"\0" in head:
@@ -134,8 +135,8 @@ def read_chunks(path: str, fmt: Format, chunk_rows: int | None = None) -> Iterat
         yield from reader(path, fmt, chunk_rows or CHUNK_ROWS)
     except UnicodeDecodeError as exc:
         raise ScenarioError(path, "", f"not UTF-8 text ({exc.reason})") from None
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise ScenarioError(path, "", f"cannot read: {exc}") from None
+    except READ_ERRORS as exc:
+        raise unreadable(path, exc) from None
 
 
 def _open(path: str):
@@ -145,16 +146,20 @@ def _open(path: str):
 def _csv_chunks(path: str, fmt: Format, chunk_rows: int) -> Iterator[RawChunk]:
     with _open(path) as f:
         header = [c.strip() for c in f.readline().decode("utf-8-sig").strip().split(",")]
+        twice = next((c for i, c in enumerate(header) if c in header[:i]), None)
+        if twice is not None:  # pandas would rename the second (`x.1`): which one is meant is a guess
+            raise ScenarioError(path, short(twice, 40)[1:-1], "column named twice in the header")
         for col in fmt.columns:
             if col not in header:
                 raise ScenarioError(path, col, f"missing column (format {fmt.name} needs {', '.join(fmt.columns)}; "
                                     f"the header has {short(','.join(header), 120)})")
         f.seek(0)
         try:
-            reader = pd.read_csv(f, usecols=list(fmt.columns), chunksize=chunk_rows, skipinitialspace=True, encoding="utf-8-sig",
+            # every column read (usecols would drop a longer row's extra fields without a word)
+            reader = pd.read_csv(f, chunksize=chunk_rows, skipinitialspace=True, encoding="utf-8-sig", index_col=False,
                                  dtype={fmt.time: str} if fmt.seconds_per_unit is None else None)
             row, origin = 2, None
-            for df in reader:
+            for df in _chunks_refusing_long_rows(reader, path):
                 if df.empty:
                     continue
                 if fmt.seconds_per_unit is None:
@@ -167,7 +172,26 @@ def _csv_chunks(path: str, fmt: Format, chunk_rows: int) -> Iterator[RawChunk]:
         except pd.errors.EmptyDataError:
             raise ScenarioError(path, "", "no rows") from None
         except pd.errors.ParserError as exc:
-            raise ScenarioError(path, "", f"not a readable CSV: {short(str(exc).strip(), 160)[1:-1]}") from None
+            detail = short(str(exc).strip(), 160)[1:-1]
+            if "Expected" in detail:  # the C parser: "Expected 3 fields in line 3, saw 4"
+                raise ScenarioError(path, "", f"a row holds more fields than the header names ({detail})") from None
+            raise ScenarioError(path, "", f"not a readable CSV: {detail}") from None
+
+
+def _chunks_refusing_long_rows(reader, path: str) -> Iterator[pd.DataFrame]:
+    """The reader's chunks; rows all longer than the header (pandas warns and drops the extra
+    fields, index_col=False) are one ScenarioError, as an uneven row is (the parser's error)."""
+    while True:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            try:
+                df = next(reader)
+            except StopIteration:
+                return
+            except pd.errors.ParserWarning as exc:
+                detail = short(str(exc), 100)[1:-1]
+                raise ScenarioError(path, "", f"rows hold more fields than the header names ({detail})") from None
+        yield df
 
 
 def _datetimes(values: pd.Series, origin: int | None, path: str, name: str, row: int) -> tuple[np.ndarray, int]:

@@ -1,4 +1,4 @@
-"""Verification mode (DESIGN §8): a scenario's real PyTorch decode loop, timed, beside the prediction.
+"""Verification mode: a scenario's real PyTorch decode loop, timed, beside the prediction.
 
 command.py  `mtpsim verify`: shrink the scenario's model (mtpsim/shrink.py), run the design's
             decode loop (mtpsim/torchkit: measure, loops, models), simulate the same shrunken

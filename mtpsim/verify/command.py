@@ -1,4 +1,4 @@
-"""`mtpsim verify SCENARIO [--out DIR] [--calibrate]` (DESIGN §8).
+"""`mtpsim verify SCENARIO [--out DIR] [--calibrate]`.
 
 Per scenario point: shrink the model as `verify:` says, build it in PyTorch, run the design's
 real decode loop for B requests (warm-up excluded), then simulate the same shrunken
@@ -26,7 +26,8 @@ from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError
-from mtpsim.runfolder import claimed
+from mtpsim.files import writing
+from mtpsim.runfolder import claimed, mark_complete, write_csv
 from mtpsim.shrink import shrink_assistant, shrink_block_drafter, shrink_model
 from mtpsim.sim.workload import sample_lengths
 from mtpsim.torchkit import loops
@@ -42,7 +43,7 @@ def main(args) -> int:
 
 
 def _verify(points: list, args, out: Path) -> int:
-    device = pick_device(points[0].verify.device)
+    device = pick_device(points[0].verify.device, points[0].source)
     if device == "cpu":
         keep_freed_memory()  # large temporaries reuse kept memory, as in the calibration
     hardware, profile = cost_source(device, args.calibrate, out)
@@ -57,8 +58,10 @@ def _verify(points: list, args, out: Path) -> int:
     levels.append(_machine_level(device, profile))
     table = pd.concat(tables, ignore_index=True)
     level = at_level(table, levels)
-    table.to_csv(out / "verify.csv", index=False)
-    plot(table, out / "verify.png")
+    write_csv(table, out / "verify.csv")
+    with writing(out / "verify.png"):
+        plot(table, out / "verify.png")
+    mark_complete(out)
     tps = table[table.kind == "tps"]
     errors = tps.rel_error.abs()
     print(f"\n|TPS error|: median {errors.median():.1%}, worst {errors.max():.1%}  ->  {out / 'verify.csv'}")
@@ -90,11 +93,12 @@ def at_level(table: pd.DataFrame, levels: list) -> float | None:
     return level
 
 
-def pick_device(choice: str) -> str:
+def pick_device(choice: str, where: str = "verify") -> str:
     if choice == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if choice == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("mtpsim: error: verify.device is cuda and no CUDA device is visible")
+        raise ScenarioError(where, "verify.device", "cuda, and torch sees no CUDA device on this machine "
+                            "(use cpu or auto)")
     return choice
 
 
@@ -106,12 +110,12 @@ def cost_source(device: str, calibrate: bool, out: Path) -> tuple[str, str | Non
         name = torch.cuda.get_device_name()
         hardware = hardware_for_device(name)
         if hardware is None:
-            raise SystemExit(f"mtpsim: error: no hardware catalog entry for {name!r}")
+            raise ScenarioError("verify", "", f"no hardware catalog entry for the device {name!r}")
     if calibrate:
         from mtpsim.calibration.command import write_profile
         folder = out / "profile"
         if write_profile(device, str(folder), quick=True) != 0:
-            raise SystemExit("mtpsim: error: calibration failed")
+            raise SystemExit(2)  # write_profile printed its one-line error
         return hardware, str(folder)
     folder = PROFILES_DIR / hardware
     if (folder / "meta.yaml").is_file():
@@ -163,16 +167,17 @@ def setup_of(s, device: str) -> Setup:
 def verify_point(s, device: str, hardware: str, profile: str | None, folder: Path) -> pd.DataFrame:
     setup = setup_of(s, device)
     measured = measure(setup)
-    measured.iterations.to_csv(folder / "measured_iterations.csv", index=False)
+    write_csv(measured.iterations, folder / "measured_iterations.csv")
     mapping = simulated_mapping(s, setup.model.model_dump(mode="json"), setup.prompt_lens,
                                 measured.accept_counts, folder, hardware, profile,
                                 setup.warmup_iterations + setup.iterations)
     if setup.assistant is not None:  # the shrunken assistant / drafter, inline, so simulated.yaml reproduces the prediction
         mapping["speculative"]["draft"] = setup.assistant.model_dump(mode="json", exclude_none=True)
-    (folder / "simulated.yaml").write_text(yaml.safe_dump(mapping, sort_keys=False))
+    with writing(folder / "simulated.yaml") as file:
+        file.write_text(yaml.safe_dump(mapping, sort_keys=False))
     predicted = predict(mapping, str(folder / "simulated.yaml"),
                         setup.warmup_iterations, setup.iterations)
-    predicted.to_csv(folder / "predicted_iterations.csv", index=False)
+    write_csv(predicted, folder / "predicted_iterations.csv")
     table = comparison(setup.design, setup.batch, measured.iterations, predicted)
     _print(s, setup, measured, table)
     return table

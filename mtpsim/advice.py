@@ -1,0 +1,78 @@
+"""Warnings for a scenario that is valid and runs, but asks something that cannot matter: a
+draft for a design that drafts nothing, policy entries no batch reaches, a routing skew on a
+model without experts, a length distribution whose mean its bounds cut off, a histogram deeper
+than the steps it serves. Each is one stderr line (errors.warn); refusing would be too strict,
+since a sweep or a shared file can make such a setting harmless.
+"""
+from __future__ import annotations
+
+from mtpsim import designs
+from mtpsim.schema import LengthDist, Scenario
+
+
+def advise(s: Scenario) -> None:
+    """Warn about what in point `s` cannot matter; keys the sweep varies are left alone (a sweep
+    over designs gives `none` a draft it ignores, as it must)."""
+    from mtpsim.errors import warn
+    for key, reason in problems(s):
+        depends = (key, *DEPENDS.get(".".join(key.split(".")[:2]), ()))
+        if not any(_within(swept, dep) for swept in s.point for dep in depends):
+            warn(s.source, key, reason)
+
+
+# what else a warning's key depends on: a sweep over these makes the setting matter at other points
+DEPENDS = {"speculative.draft": ("speculative.design",), "speculative.policy": ("workload", "engine", "speculative"),
+           "cost.moe_skew": ("model",), "acceptance.histogram": ("speculative",)}
+
+
+def _within(swept: str, key: str) -> bool:
+    return swept == key or swept.startswith(key + ".") or key.startswith(swept + ".")
+
+
+def problems(s: Scenario) -> list[tuple[str, str]]:
+    """(key, reason) for each setting of point `s` that cannot matter."""
+    spec, record = s.speculative, designs.record(s.speculative.design)
+    found = []
+    if spec.draft is not None and record.external is None:
+        found.append(("speculative.draft", f"design {spec.design} takes no external draft: it is ignored"))
+    found += _unreached_policy(s)
+    moe = [f for m in (s.specs.model, s.specs.draft, s.specs.assistant) if m for f in m.ffn_kinds.values()
+           if f.kind == "moe"]
+    if s.cost.moe_skew > 0 and not moe:
+        found.append(("cost.moe_skew", f"model {s.specs.model.name!r} has no experts: a routing skew changes nothing"))
+    for key in ("input_len", "output_len"):
+        length = getattr(s.workload, key)
+        if isinstance(length, LengthDist) and length.mean is not None and not length.min <= length.mean <= length.max:
+            found.append((f"workload.{key}.mean", f"{length.mean:g} lies outside min {length.min}..max {length.max}: "
+                          "lengths are clipped to those bounds, so their mean is not this one"))
+    found += _deep_histogram(s)
+    return found
+
+
+def _unreached_policy(s: Scenario) -> list[tuple[str, str]]:
+    """steps_by_batch entries whose batch no iteration can run: past the running-request cap,
+    the number of requests, or a closed loop's users."""
+    policy = s.speculative.policy
+    if policy is None:
+        return []
+    w = s.workload
+    most = min(s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests), w.num_requests,
+               *([w.concurrency] if w.arrival in ("closed", "batch") else []))
+    unreached = sorted(k for k in policy.steps_by_batch if k > most)
+    if not unreached:
+        return []
+    return [(f"speculative.policy.steps_by_batch.{unreached[0]}", f"no iteration runs more than {most} requests "
+             f"here, so {'this entry is' if len(unreached) == 1 else f'{len(unreached)} entries from this one are'} "
+             "never used")]
+
+
+def _deep_histogram(s: Scenario) -> list[tuple[str, str]]:
+    from mtpsim.acceptance import read_histogram
+    if s.acceptance.histogram is None or designs.record(s.speculative.design).draft_part is None:
+        return []
+    depth = len(read_histogram(s.acceptance.histogram)) - 1
+    if depth <= s.speculative.steps:
+        return []
+    return [("acceptance.histogram", f"counts up to {depth} accepted drafts, more than speculative.steps "
+             f"{s.speculative.steps}: it was measured with more steps, and its depths past {s.speculative.steps} "
+             "are not used")]
