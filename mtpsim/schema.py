@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from mtpsim.designs import DESIGNS, record
 from mtpsim.engines import EngineSpec
+from mtpsim.search.bounds import SearchBounds
 from mtpsim.specs import HardwareSpec, ModelSpec
 
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]  # an error names the entry: acceptance.per_depth.2
@@ -262,6 +263,7 @@ class Scenario(Section):
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
     seeds: Seeds = 1  # replicates per point: seed, seed + 1, ... (intervals: mtpsim/intervals.py)
     sweep: dict[str, list[Any]] | None = None
+    search: SearchBounds | None = None  # `mtpsim search`'s bounds (mtpsim/search/bounds.py); run ignores it
 
     _specs: Specs = PrivateAttr()
     _source: str = PrivateAttr(default="<scenario>")

@@ -222,6 +222,10 @@ class HardwareSpec(Spec):
     profiles: dict[str, str] = Field(default_factory=dict)
     # roofline latency floors fitted on measured GPUs (mtpsim/data/latency_floors.yaml, costs/floors.py)
     latency_floors: bool = False
+    # `mtpsim search`'s cost and power columns (each entry cites its source; a scenario's
+    # `hardware: {from: h200, usd_per_gpu_hour: ...}` overrides them); None: not priced
+    usd_per_gpu_hour: float | None = Field(default=None, gt=0)
+    board_power_w: float | None = Field(default=None, gt=0)
 
     def profile_for(self, engine: str) -> str | None:
         """The measured profile that prices this GPU under `engine` by default, if any."""

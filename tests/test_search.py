@@ -1,0 +1,133 @@
+"""`mtpsim search`: the space it enumerates, the Pareto flags and crossings, targets and the pick,
+the cache, and its bad input (one line, exit 2). End-to-end runs keep to one layout and two loads."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mtpsim import cli
+from mtpsim import scenario as sc
+from mtpsim.search import frontier, space
+from mtpsim.search.bounds import SearchBounds
+from mtpsim.search.targets import Target, finalists, parse_target
+from tests.test_bad_input import one_line_error
+
+SMALL = """\
+name: small-search
+model: deepseek-v3
+hardware: h200
+speculative: {design: nextn, steps: 2}
+acceptance: {per_depth: [0.8, 0.6]}
+workload: {arrival: closed, concurrency: 1, num_requests: 4, input_len: 256, output_len: 48}
+search: {tp: [8], ep: [8], attention_dp: [1], concurrency: [1, 8], requests_per_user: 2}
+"""
+
+
+def write(tmp_path: Path, text: str = SMALL) -> str:
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def search(tmp_path: Path, *extra: str, text: str = SMALL, out: str = "out") -> list[str]:
+    return ["search", write(tmp_path, text), "--gpus", "8", "--out", str(tmp_path / out),
+            "--cache", str(tmp_path / "cache"), "--jobs", "1", "--no-plot", *extra]
+
+
+def test_layouts_multiply_out_to_the_gpus_and_keep_only_shards_that_fit(tmp_path):
+    base = sc.load(write(tmp_path))[0]
+    everything = space.candidate_layouts(8, SearchBounds(), has_experts=True)
+    assert all(lay.replicas * lay.tp == 8 and lay.tp % lay.ep == 0 and lay.tp % lay.attention_dp == 0
+               for lay in everything)
+    # tp 1, 2, 4, 8 with every divisor as ep and as attention_dp: 1 + 4 + 9 + 16
+    assert len(everything) == 30
+    kept, refused = space.fitting_layouts(base, 8, SearchBounds())
+    # 671B parameters in FP8 need all eight 141 GB GPUs in one replica
+    assert {lay.tp for lay in kept} == {8} and len(kept) == 16
+    assert all("weights" in why for lay, why in refused.items() if lay.tp < 8)
+
+
+def test_a_dense_model_splits_no_experts():
+    assert {lay.ep for lay in space.candidate_layouts(8, SearchBounds(), has_experts=False)} == {1}
+
+
+def test_pareto_keeps_only_undominated_points():
+    x = np.array([1.0, 2.0, 3.0, 2.0, 1.0])
+    y = np.array([5.0, 4.0, 1.0, 3.0, 5.0])
+    # (2, 3) is dominated by (2, 4); the two (1, 5) are equal, neither dominates the other
+    assert frontier.pareto(x, y).tolist() == [True, True, True, False, True]
+
+
+def test_crossover_is_where_the_frontiers_meet():
+    off = pd.DataFrame({"tps_per_user": [10.0, 100.0], "tps_per_gpu": [100.0, 10.0]})
+    on = pd.DataFrame({"tps_per_user": [10.0, 100.0], "tps_per_gpu": [80.0, 30.0]})
+    (x,) = frontier.crossovers(off, on)
+    # both linear in log x: 100 - 90 u = 80 - 50 u at u = 0.5, x = 10^1.5
+    assert x == pytest.approx(10 ** 1.5, rel=0.02)
+    assert frontier.crossovers(off, off.assign(tps_per_gpu=off.tps_per_gpu * 2)) == []
+
+
+@pytest.mark.parametrize("text, metric, percentile, value", [
+    ("p99:50ms", "tpot", "p99", 0.05), ("2s", "ttft", "p50", 2.0), ("20", "tpot", "p50", 0.02),
+    ("p99:40", "user_tps", "p99", 40.0)])
+def test_targets_parse(text, metric, percentile, value):
+    t = parse_target(text, metric)
+    assert (t.metric, t.percentile) == (metric, percentile) and t.value == pytest.approx(value)
+
+
+def test_finalists_are_distinct_deployments_meeting_every_target():
+    rows = pd.DataFrame({"layout": ["a", "a", "b", "b"], "design": ["nextn"] * 4, "steps": [1, 1, 2, 2],
+                         "topk": [1] * 4, "tp": [8] * 4, "tps_per_gpu": [100.0, 90.0, 95.0, 200.0],
+                         "tpot_p99_s": [0.01, 0.01, 0.01, 0.5]})
+    final = finalists(rows, [Target("tpot", "p99", 0.05)])
+    assert final.tps_per_gpu.tolist() == [100.0, 95.0]  # b's 200 misses the target; a's second load is a
+
+
+def test_search_writes_the_frontier_and_resumes_from_its_cache(tmp_path, capsys):
+    assert cli.main(search(tmp_path, "--tpot", "p99:100ms")) == 0
+    first = capsys.readouterr().out
+    assert "6 points (6 run, 0 cached)" in first and "best: 1x tp8 ep8 adp1" in first
+    rows = pd.read_csv(tmp_path / "out" / "frontier.csv")
+    assert list(rows.columns) == frontier.COLUMNS and len(rows) == 6
+    assert set(rows.design) == {"none", "nextn"} and set(rows.steps) == {0, 1, 2}
+    none = rows[rows.design == "none"].set_index("concurrency").tps
+    spec = rows[rows.design == "nextn"]
+    assert np.allclose(spec.speedup, spec.tps / spec.concurrency.map(none))
+    assert rows.groupby("design").pareto.any().all()
+    # a wider ladder reruns only the new load's points
+    assert cli.main(search(tmp_path, "--concurrency", "1,8,4", out="out2")) == 0
+    assert "9 points (3 run, 6 cached)" in capsys.readouterr().out
+
+
+def test_seeds_on_the_finalists_report_a_margin_or_a_tie(tmp_path, capsys):
+    assert cli.main(search(tmp_path, "--seeds", "3")) == 0
+    out = capsys.readouterr().out
+    final = pd.read_csv(tmp_path / "out" / "finalists.csv")
+    assert len(final) == 2 and (final.seeds == 3).all()
+    a, b = final.iloc[0], final.iloc[1]
+    overlap = a.tps_per_gpu - a.tps_per_gpu_ci_half <= b.tps_per_gpu + b.tps_per_gpu_ci_half
+    assert ("tie within noise" in out) == overlap
+
+
+@pytest.mark.parametrize("args, text, key, word", [
+    (["--gpus", "1"], SMALL.replace("tp: [8], ", ""), "", "no shard of model 'deepseek-v3' fits 1 gpus"),
+    ([], SMALL.replace("requests_per_user", "requests_per_usr"), "search.requests_per_usr", "unknown key"),
+    (["--tpot", "p50:0.1ms"], SMALL, "", "no point meets --tpot"),
+    (["--tpot", "p99:fast"], SMALL, "", "p50:|p99:"),
+    (["--rates", "1,x"], SMALL, "", "requests per second"),
+    ([], SMALL.replace("per_depth: [0.8, 0.6]", "accept_length: 2.0"), "acceptance.accept_length", "steps"),
+])
+def test_bad_search_input_is_one_line(tmp_path, capsys, args, text, key, word):
+    argv = search(tmp_path, text=text)
+    if args[:1] == ["--gpus"]:
+        argv[argv.index("--gpus") + 1] = args[1]
+        args = []
+    one_line_error(capsys, argv + args, key, word)
+
+
+def test_unmeetable_targets_say_the_best_value_reached(tmp_path, capsys):
+    line = one_line_error(capsys, search(tmp_path, "--ttft", "p99:1ms"), "", "--ttft")
+    assert "best ttft p99 reached is" in line
