@@ -131,3 +131,19 @@ def test_bad_search_input_is_one_line(tmp_path, capsys, args, text, key, word):
 def test_unmeetable_targets_say_the_best_value_reached(tmp_path, capsys):
     line = one_line_error(capsys, search(tmp_path, "--ttft", "p99:1ms"), "", "--ttft")
     assert "best ttft p99 reached is" in line
+
+
+def test_cost_and_power_columns_follow_the_hardware_entry_and_its_override(tmp_path, capsys):
+    text = SMALL.replace("hardware: h200", "hardware: {from: h200, usd_per_gpu_hour: 3.0}")
+    assert cli.main(search(tmp_path, text=text)) == 0
+    rows = pd.read_csv(tmp_path / "out" / "frontier.csv")
+    assert np.allclose(rows.usd_per_m_tokens, 3.0 * rows.gpus / (rows.tps * 3600) * 1e6)
+    board_w = sc.load(write(tmp_path))[0].specs.hardware.board_power_w
+    assert np.allclose(rows.tps_per_kw, rows.tps / (rows.gpus * board_w / 1e3))
+    assert "/M output tokens" in capsys.readouterr().out
+
+
+def test_frontier_png_is_drawn(tmp_path, capsys):
+    argv = [a for a in search(tmp_path, "--tpot", "p50:50ms") if a != "--no-plot"]
+    assert cli.main(argv) == 0
+    assert (tmp_path / "out" / "frontier.png").stat().st_size > 10_000

@@ -68,11 +68,12 @@ def plot_frontier(rows: pd.DataFrame, path, chosen: pd.Series | None = None, min
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(8, 5.5))
     off = curve(rows[rows.design == BASELINE])
-    for design, fam in rows.groupby("design"):
-        ax.scatter(fam.tps_per_user, fam.tps_per_gpu, s=8, alpha=0.25)
+    for i, (design, fam) in enumerate(sorted(rows.groupby("design"), key=lambda g: g[0] != BASELINE)):
+        color = f"C{i}"  # none first: the same colour in every search
+        ax.scatter(fam.tps_per_user, fam.tps_per_gpu, s=8, alpha=0.25, color=color)
         front = curve(fam)
         label = "MTP off (none)" if design == BASELINE else f"MTP on ({design}, best steps)"
-        ax.plot(front.tps_per_user, front.tps_per_gpu, marker="o", ms=3, label=label)
+        ax.plot(front.tps_per_user, front.tps_per_gpu, marker="o", ms=3, label=label, color=color)
         if design != BASELINE:
             for x in crossovers(off, front):
                 y = np.interp(np.log(x), np.log(front.tps_per_user), front.tps_per_gpu)
