@@ -8,10 +8,19 @@ Tree drafts (topk > 1) take per-depth, per-rank acceptance; mtpsim/tree.py turns
 distribution of accepted drafts of the tree SGLang verifies. Any distribution over 0..S is a
 leading run of successes with alpha_k = P(>= k) / P(>= k-1), so a tree's profile is held in
 that same conditional form and `sample` draws exactly the tree's distribution.
+
+An accept-length curve {S: E[A] measured with S steps} gives the per-depth form when the first k
+drafts of an S-step chain are the drafts a k-step chain proposes (true of every chain design
+here: a draft step never looks at how many steps follow it) and verification accepts a prefix:
+then E[A](S) = 1 + sum_{k<=S} a_k, so a_k = E[A](k) - E[A](k-1) (E[A](0) = 1) and
+alpha_k = a_k / a_{k-1}. A curve can only come from a chain when every gain lies in (0, 1] and
+no gain exceeds the one before it (a_k <= a_{k-1}); `curve_problem` says which step breaks that.
+Named curves (`acceptance.profile`) are published measurements, mtpsim/data/acceptance/*.yaml.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -73,6 +82,12 @@ class AcceptanceProfile:
         return cls.from_cumulative(pmf[::-1].cumsum()[::-1][1:], spread)
 
     @classmethod
+    def from_accept_lengths(cls, curve: dict[int, float], spread: float = 0.0) -> AcceptanceProfile:
+        """{S: E[A] with S steps}, S = 1..M -> alphas (module docstring; curve_problem must pass)."""
+        lengths = [1.0] + [curve[s] for s in sorted(curve)]
+        return cls.from_cumulative([b - a for a, b in zip(lengths, lengths[1:])], spread)
+
+    @classmethod
     def from_section(cls, acc, steps: int, where: str, topk: int = 1, draft_tokens: int | None = None) -> AcceptanceProfile:
         """From a scenario's `acceptance` section; a tree's shape (topk, draft_tokens) is needed
         for per_depth_topk."""
@@ -87,6 +102,10 @@ class AcceptanceProfile:
             return cls.from_accept_length(acc.accept_length, steps, acc.spread)
         if acc.histogram is not None:
             return cls.from_histogram(read_histogram(acc.histogram, where), acc.spread)
+        if acc.accept_length_by_steps is not None:
+            return cls.from_accept_lengths(acc.accept_length_by_steps, acc.spread)
+        if acc.profile is not None:
+            return cls.from_accept_lengths(named_curve(acc.profile, where), acc.spread)
         return cls((0.0,) * steps)
 
     # ------------------------------------------------------------------ closed forms
@@ -131,6 +150,42 @@ class AcceptanceProfile:
         if remaining is not None:
             np.minimum(accepted, np.maximum(remaining - 1, 0), out=accepted)
         return accepted
+
+
+def curve_problem(curve: dict[int, float]) -> str | None:
+    """Why an accept-length curve cannot come from a chain (module docstring), or None."""
+    steps = sorted(curve)
+    if steps != list(range(1, len(steps) + 1)):
+        return f"needs every steps value from 1 to its largest, {steps[-1]} (got {steps})"
+    last, gain_before = 1.0, 1.0
+    for s in steps:
+        gain = curve[s] - last
+        if gain <= 0:
+            return (f"step {s}: {curve[s]:g} is not above {'1 (no drafts)' if s == 1 else f'step {s - 1} ({last:g})'}"
+                    ": a curve must increase with steps")
+        if gain > gain_before + 1e-9:
+            what = "1 (one draft adds at most one token)" if s == 1 else f"step {s - 1}'s gain {gain_before:.3g}"
+            return f"step {s}: the gain {gain:.3g} exceeds {what}, so no per-depth acceptance gives this curve"
+        last, gain_before = curve[s], gain
+    return None
+
+
+@cache
+def named_curves() -> dict[str, dict]:
+    """The published accept-length curves shipped in mtpsim/data/acceptance/, by name."""
+    from mtpsim.files import load_yaml
+    from mtpsim.packagedata import data_dir
+    out = {}
+    for path in sorted((data_dir() / "acceptance").glob("*.yaml")):
+        out.update(load_yaml(path) or {})
+    return out
+
+
+def named_curve(name: str, where: str = "") -> dict[int, float]:
+    curves = named_curves()
+    if name not in curves:
+        raise ScenarioError(where, "acceptance.profile", f"no acceptance profile {name!r} (known: {', '.join(curves)})")
+    return dict(curves[name]["accept_length_by_steps"])
 
 
 MAX_ACCEPTED = 64  # the most drafts a histogram row may count (speculative.steps' limit)

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from mtpsim.acceptance import curve_problem
 from mtpsim.designs import DESIGNS, record
 from mtpsim.engines import EngineSpec
 from mtpsim.search.bounds import SearchBounds
@@ -106,6 +107,8 @@ class Speculative(Section):
         return self.draft_tokens or (self.steps + 1 if self.topk == 1 else 1 + self.steps * self.topk)
 
 
+ACCEPTANCE_FORMS = ("per_depth", "per_depth_topk", "cumulative", "accept_length", "histogram",
+                    "accept_length_by_steps", "profile")
 ROW_SUM_SLACK = 1e-9  # rounding in a measured row (0.7 + 0.2 + 0.1) must not refuse it
 
 
@@ -116,7 +119,23 @@ class Acceptance(Section):
     cumulative: list[Probability] | None = None    # a_k = P(at least k accepted)
     accept_length: float | None = Field(default=None, ge=1)
     histogram: str | None = None                   # CSV accepted,count (measured)
+    # accept length measured at each steps value, {1: 1.79, 2: 2.27, ...} (acceptance.py
+    # from_accept_lengths derives the per-depth form); or a named curve (mtpsim/data/acceptance/)
+    accept_length_by_steps: dict[Annotated[int, Field(ge=1, le=MAX_STEPS)], Annotated[float, Field(ge=1)]] | None = None
+    profile: str | None = Field(default=None, max_length=120)
     spread: float = Field(default=0.0, ge=0, lt=1)
+
+    @field_validator("accept_length_by_steps")
+    @classmethod
+    def _curve(cls, curve: dict[int, float] | None) -> dict[int, float] | None:
+        """Steps 1..M each with its accept length, rising with steps by no more than the step before
+        rose (each gain is the chance of accepting one more draft: acceptance.from_accept_lengths)."""
+        if curve is None:
+            return None
+        problem = curve_problem(curve)
+        if problem:
+            raise ValueError(problem)
+        return dict(sorted(curve.items()))
 
     @field_validator("per_depth_topk")
     @classmethod
@@ -134,10 +153,9 @@ class Acceptance(Section):
 
     @model_validator(mode="after")
     def _one_form(self) -> Acceptance:
-        given = [k for k in ("per_depth", "per_depth_topk", "cumulative", "accept_length", "histogram")
-                 if getattr(self, k) is not None]
+        given = [k for k in ACCEPTANCE_FORMS if getattr(self, k) is not None]
         if len(given) > 1:
-            raise ValueError(f"give one of per_depth, per_depth_topk, cumulative, accept_length, histogram (got {given})")
+            raise ValueError(f"give one of {', '.join(ACCEPTANCE_FORMS)} (got {given})")
         if self.cumulative and any(b > a for a, b in zip(self.cumulative, self.cumulative[1:])):
             raise ValueError("cumulative: must not increase with depth")
         return self

@@ -147,3 +147,37 @@ def test_frontier_png_is_drawn(tmp_path, capsys):
     argv = [a for a in search(tmp_path, "--tpot", "p50:50ms") if a != "--no-plot"]
     assert cli.main(argv) == 0
     assert (tmp_path / "out" / "frontier.png").stat().st_size > 10_000
+
+
+# ---------------------------------------------------------------------- acceptance by steps
+
+def test_a_curve_gives_per_depth_acceptance_that_reproduces_it_at_every_steps_value():
+    from mtpsim.acceptance import AcceptanceProfile, named_curves
+    for name, entry in named_curves().items():
+        curve = entry["accept_length_by_steps"]
+        profile = AcceptanceProfile.from_accept_lengths(curve)
+        assert all(0 < a <= 1 for a in profile.alphas), name
+        for steps, length in curve.items():
+            assert profile.expected_accept_length(steps) == pytest.approx(length, abs=1e-12), (name, steps)
+    # the issue's example: gains 0.79, 0.48, 0.22 -> alphas 0.79, 0.48 / 0.79, 0.22 / 0.48
+    alphas = AcceptanceProfile.from_accept_lengths({1: 1.79, 2: 2.27, 3: 2.49}).alphas
+    assert alphas == pytest.approx((0.79, 0.48 / 0.79, 0.22 / 0.48))
+
+
+def test_a_search_over_a_named_curve_tries_every_step_it_holds(tmp_path, capsys):
+    text = SMALL.replace("acceptance: {per_depth: [0.8, 0.6]}", "acceptance: {profile: deepseek-v4-pro-mtp-thinking-on}")
+    assert cli.main(search(tmp_path, "--concurrency", "1", text=text)) == 0
+    rows = pd.read_csv(tmp_path / "out" / "frontier.csv")
+    assert sorted(rows.steps) == [0, 1, 2, 3, 4, 5]  # the curve holds steps 1..5
+
+
+@pytest.mark.parametrize("curve, key, word", [
+    ("{1: 1.8, 2: 1.7}", "acceptance.accept_length_by_steps", "must increase with steps"),
+    ("{1: 1.5, 2: 2.2}", "acceptance.accept_length_by_steps", "exceeds step 1's gain"),
+    ("{1: 1.8, 3: 2.5}", "acceptance.accept_length_by_steps", "every steps value from 1"),
+    ("{1: 1.8, 2: 2.4, 3: 2.8, 4: 3.0}", "acceptance.accept_length_by_steps.4", "has 3"),
+])
+def test_bad_curves_are_one_line(tmp_path, capsys, curve, key, word):
+    text = (SMALL.replace("deepseek-v3", "mimo-v2-flash").replace("design: nextn", "design: multi_layer")
+            .replace("acceptance: {per_depth: [0.8, 0.6]}", f"acceptance: {{accept_length_by_steps: {curve}}}"))
+    one_line_error(capsys, search(tmp_path, text=text), key, word)
