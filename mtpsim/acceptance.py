@@ -37,6 +37,7 @@ class AcceptanceProfile:
 
     alphas: tuple[float, ...]
     spread: float = 0.0
+    shared: bool = False  # one draw per iteration for the whole batch (SGLang's forced rule, `forced`)
 
     # ------------------------------------------------------------------ forms
     @classmethod
@@ -88,6 +89,39 @@ class AcceptanceProfile:
         return cls.from_cumulative([b - a for a, b in zip(lengths, lengths[1:])], spread)
 
     @classmethod
+    def forced(cls, engine: str, setting: float, steps: int, where: str = "") -> AcceptanceProfile:
+        """The per-iteration rule an engine's forced-acceptance knob applies, as each engine's source
+        at its catalog version reads the `setting` it is given:
+        - vllm 0.22.0 `synthetic_acceptance_length` AL (vllm/config/speculative.py
+          _acceptance_length_to_rates: unconditional rates [1] * floor(AL - 1) + [frac] + [0]...;
+          vllm/v1/sample/rejection_sampler.py: per request, position k accepted while a uniform is
+          below the conditional rate a_k / a_{k-1}, the first rejection ends the run);
+        - sglang 0.5.12 SGLANG_SIMULATE_ACC_LEN AL with SGLANG_SIMULATE_ACC_METHOD match-expected
+          (srt/speculative/spec_utils.py generate_simulated_accept_index: AL clamped to [1, S + 1],
+          then ONE draw per iteration for the whole batch, floor(AL) or floor(AL) + 1 tokens with
+          weights 1 - frac, frac: every request of the batch accepts the same count);
+        - trtllm TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS F = AL - 1 drafts, a whole number
+          (tensorrt_llm/_torch/speculative/interface.py SpecWorkerBase._apply_force_accepted_tokens,
+          read in a release whose env var is an int, not pinned to 1.3.0: every generation request
+          gets min(F + 1, S + 1) tokens, 0 = off; later commits, e.g. NVIDIA/TensorRT-LLM 2cbdaa0
+          as InferenceX's golden_al_distribution/README.md cites, take a fraction as the chance of
+          one more draft: not reproduced here)."""
+        if engine == "trtllm":
+            if setting != int(setting) or setting < 1:
+                knob = "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"
+                raise ScenarioError(where, "acceptance.forced.setting",
+                                    f"{setting:g}: {knob} is a whole number of accepted drafts >= 1 (AL - 1; 0 is off)")
+            drafts = min(int(setting), steps)
+            return cls((1.0,) * drafts + (0.0,) * (steps - drafts))
+        length = max(1.0, min(steps + 1.0, setting)) if engine == "sglang" else setting
+        if not 1.0 <= length <= steps + 1:
+            raise ScenarioError(where, "acceptance.forced.setting", f"{setting:g}: vLLM's synthetic_acceptance_length "
+                                f"must lie in [1, steps + 1 = {steps + 1}]")
+        full, frac = int(length - 1), (length - 1) - int(length - 1)
+        cumulative = ([1.0] * full + [frac] + [0.0] * steps)[:steps]
+        return cls(cls.from_cumulative(cumulative).alphas, shared=engine == "sglang")
+
+    @classmethod
     def from_section(cls, acc, steps: int, where: str, topk: int = 1, draft_tokens: int | None = None) -> AcceptanceProfile:
         """From a scenario's `acceptance` section; a tree's shape (topk, draft_tokens) is needed
         for per_depth_topk."""
@@ -106,6 +140,8 @@ class AcceptanceProfile:
             return cls.from_accept_lengths(acc.accept_length_by_steps, acc.spread)
         if acc.profile is not None:
             return cls.from_accept_lengths(named_curve(acc.profile, where), acc.spread)
+        if acc.forced is not None:
+            return cls.forced(acc.forced.engine, acc.forced.setting, steps, where)
         return cls((0.0,) * steps)
 
     # ------------------------------------------------------------------ closed forms
@@ -142,10 +178,12 @@ class AcceptanceProfile:
         return out
 
     @staticmethod
-    def sample(rng: np.random.Generator, levels: np.ndarray, remaining: np.ndarray | None = None) -> np.ndarray:
+    def sample(rng: np.random.Generator, levels: np.ndarray, remaining: np.ndarray | None = None,
+               shared: bool = False) -> np.ndarray:
         """Accepted drafts per request for one iteration: the leading run of successes of
-        Bernoulli(levels[i, k]) over depths, capped so accepted + 1 bonus <= remaining tokens."""
-        success = rng.random(levels.shape) < levels
+        Bernoulli(levels[i, k]) over depths, capped so accepted + 1 bonus <= remaining tokens.
+        `shared`: one row of uniforms serves every request (all accept alike when levels agree)."""
+        success = rng.random(levels.shape[1:] if shared else levels.shape) < levels
         accepted = np.logical_and.accumulate(success, axis=1).sum(axis=1)  # the leading run's length
         if remaining is not None:
             np.minimum(accepted, np.maximum(remaining - 1, 0), out=accepted)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from mtpsim import designs
-from mtpsim.acceptance import named_curve, read_histogram
+from mtpsim.acceptance import AcceptanceProfile, named_curve, read_histogram
 from mtpsim.errors import ScenarioError
 from mtpsim.schema import ACCEPTANCE_FORMS, Scenario, Workload, max_length
 from mtpsim.sim.workload import read_trace
@@ -155,6 +155,8 @@ def _check_acceptance_length(s: Scenario, where: str) -> None:
     if all(getattr(a, k) is None for k in ACCEPTANCE_FORMS):
         raise ScenarioError(where, "acceptance", f"design {s.speculative.design} needs an acceptance profile")
     _check_curve(s, where)
+    if a.forced is not None:  # the engine's own range for its knob
+        AcceptanceProfile.forced(a.forced.engine, a.forced.setting, s.speculative.steps, where)
 
 
 def _check_curve(s: Scenario, where: str) -> None:

@@ -108,8 +108,17 @@ class Speculative(Section):
 
 
 ACCEPTANCE_FORMS = ("per_depth", "per_depth_topk", "cumulative", "accept_length", "histogram",
-                    "accept_length_by_steps", "profile")
+                    "accept_length_by_steps", "profile", "forced")
 ROW_SUM_SLACK = 1e-9  # rounding in a measured row (0.7 + 0.2 + 0.1) must not refuse it
+
+
+class Forced(Section):
+    """A benchmark that forces acceptance: the engine and the value its knob is set to, as that
+    engine reads it (acceptance.py AcceptanceProfile.forced: sglang and vllm take the accept
+    length, trtllm the accepted drafts, one fewer)."""
+
+    engine: Literal["sglang", "vllm", "trtllm"]
+    setting: float = Field(ge=0, le=MAX_STEPS + 1)
 
 
 class Acceptance(Section):
@@ -123,6 +132,7 @@ class Acceptance(Section):
     # from_accept_lengths derives the per-depth form); or a named curve (mtpsim/data/acceptance/)
     accept_length_by_steps: dict[Annotated[int, Field(ge=1, le=MAX_STEPS)], Annotated[float, Field(ge=1)]] | None = None
     profile: str | None = Field(default=None, max_length=120)
+    forced: Forced | None = None  # reproduce an engine's forced acceptance (SGLANG_SIMULATE_ACC_LEN, ...)
     spread: float = Field(default=0.0, ge=0, lt=1)
 
     @field_validator("accept_length_by_steps")
@@ -156,6 +166,8 @@ class Acceptance(Section):
         given = [k for k in ACCEPTANCE_FORMS if getattr(self, k) is not None]
         if len(given) > 1:
             raise ValueError(f"give one of {', '.join(ACCEPTANCE_FORMS)} (got {given})")
+        if self.forced is not None and self.spread:
+            raise ValueError("forced acceptance is the engine's rule exactly: spread must be 0")
         if self.cumulative and any(b > a for a, b in zip(self.cumulative, self.cumulative[1:])):
             raise ValueError("cumulative: must not increase with depth")
         return self

@@ -181,3 +181,31 @@ def test_bad_curves_are_one_line(tmp_path, capsys, curve, key, word):
     text = (SMALL.replace("deepseek-v3", "mimo-v2-flash").replace("design: nextn", "design: multi_layer")
             .replace("acceptance: {per_depth: [0.8, 0.6]}", f"acceptance: {{accept_length_by_steps: {curve}}}"))
     one_line_error(capsys, search(tmp_path, text=text), key, word)
+
+
+@pytest.mark.parametrize("engine, setting, steps, length", [
+    ("vllm", 2.5, 3, 2.5), ("sglang", 2.5, 3, 2.5), ("sglang", 9.0, 3, 4.0), ("trtllm", 2, 3, 3.0),
+    ("trtllm", 5, 3, 4.0)])
+def test_forced_acceptance_gives_the_engines_mean(engine, setting, steps, length):
+    from mtpsim.acceptance import AcceptanceProfile
+    profile = AcceptanceProfile.forced(engine, setting, steps)
+    assert profile.expected_accept_length(steps) == pytest.approx(length)
+    assert profile.shared == (engine == "sglang")
+
+
+def test_sglangs_forced_draw_is_one_per_iteration_for_the_whole_batch():
+    from mtpsim.acceptance import AcceptanceProfile
+    profile = AcceptanceProfile.forced("sglang", 2.3, 3)
+    levels = np.broadcast_to(np.array(profile.alphas), (64, 3))
+    rng = np.random.default_rng(0)
+    draws = [AcceptanceProfile.sample(rng, levels, shared=True) for _ in range(2000)]
+    assert all(len(set(d.tolist())) == 1 for d in draws)  # every request alike within an iteration
+    counts = np.array([d[0] for d in draws])
+    assert set(counts.tolist()) == {1, 2}  # floor(2.3) or floor(2.3) + 1 tokens: 1 or 2 drafts
+    # P(2 drafts) = 0.3: within 4 standard errors of 2,000 draws
+    assert abs((counts == 2).mean() - 0.3) < 4 * np.sqrt(0.3 * 0.7 / 2000)
+
+
+def test_forced_trtllm_takes_whole_drafts_only(tmp_path, capsys):
+    text = SMALL.replace("acceptance: {per_depth: [0.8, 0.6]}", "acceptance: {forced: {engine: trtllm, setting: 1.5}}")
+    one_line_error(capsys, search(tmp_path, text=text), "acceptance.forced.setting", "whole number")

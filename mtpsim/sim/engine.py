@@ -118,7 +118,7 @@ class Engine:
         accepted = None  # S = 0: no drafts to accept
         if steps:
             levels = batch.levels if self.per_request_levels else self.shared_levels(len(batch))
-            accepted = self.profile.sample(self.rng, levels[:, :steps], batch.remaining)
+            accepted = self.profile.sample(self.rng, levels[:, :steps], batch.remaining, self.profile.shared)
         self.records.add_accepts(accepted, self.design.steps, len(batch))
         return batch.commit(accepted)
 
