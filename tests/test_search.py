@@ -209,3 +209,35 @@ def test_sglangs_forced_draw_is_one_per_iteration_for_the_whole_batch():
 def test_forced_trtllm_takes_whole_drafts_only(tmp_path, capsys):
     text = SMALL.replace("acceptance: {per_depth: [0.8, 0.6]}", "acceptance: {forced: {engine: trtllm, setting: 1.5}}")
     one_line_error(capsys, search(tmp_path, text=text), "acceptance.forced.setting", "whole number")
+
+
+# ---------------------------------------------------------------------- launch options
+
+def deployment(**kw) -> pd.Series:
+    base = {"layout": "1x tp8 ep8 adp1", "replicas": 1, "tp": 8, "ep": 8, "attention_dp": 1, "design": "nextn",
+            "steps": 3, "topk": 1}
+    return pd.Series({**base, **kw})
+
+
+def test_launch_options_express_the_deployment_in_each_engine():
+    from mtpsim.search.flags import launch_flags
+    text = launch_flags(deployment(attention_dp=8), cap=64)
+    sglang, vllm, trtllm = text.split("\n\n")
+    assert "--tp-size 8" in sglang and "--ep-size 8" in sglang and "--enable-dp-attention --dp-size 8" in sglang
+    assert "--speculative-algorithm NEXTN" in sglang and "--speculative-num-draft-tokens 4" in sglang
+    assert "--max-running-requests 64" in sglang  # SGLang splits the replica's cap over its ranks itself
+    assert "--data-parallel-size 8" in vllm and "--tensor-parallel-size 1" in vllm and "--max-num-seqs 8" in vllm
+    assert '"num_speculative_tokens": 3' in vllm
+    assert '"enable_attention_dp": true' in trtllm and '"num_nextn_predict_layers": 3' in trtllm
+
+
+@pytest.mark.parametrize("row, engine, word", [
+    (deployment(ep=2), "vllm", "cannot run ep 2"),
+    (deployment(attention_dp=2), "trtllm", "cannot run attention_dp 2"),
+    (deployment(topk=4), "vllm", "tree"),
+    (deployment(design="frozen_kv"), "sglang", "cannot run design frozen_kv"),
+])
+def test_engines_that_cannot_run_a_deployment_say_so(row, engine, word):
+    from mtpsim.search.flags import launch_flags
+    section = {s.split("]")[0].lstrip("[").split()[0]: s for s in launch_flags(row, cap=32).split("\n\n")}[engine]
+    assert word in section and "--" not in section.split("\n", 1)[1]

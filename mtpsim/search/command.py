@@ -1,7 +1,8 @@
 """`mtpsim search SCENARIO --gpus N`: enumerate, run (cached), pick under targets, write the frontier.
 
-The output folder holds frontier.csv (every point, frontier.COLUMNS), frontier.png, and
-finalists.csv (the finalists over `--seeds` seeds, when asked).
+The output folder holds frontier.csv (every point, frontier.COLUMNS), frontier.png,
+finalists.csv (the two best deployments; over `--seeds` seeds when asked) and launch.txt (the
+chosen deployment as each engine's launch options, flags.py).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from mtpsim.recommend import candidate_steps
 from mtpsim.runfolder import claimed
 from mtpsim.search import execute, frontier, space, summary
 from mtpsim.search.bounds import SearchBounds
+from mtpsim.search.flags import launch_flags
 from mtpsim.search.targets import Target, finalists, meeting
 
 DEFAULT_CACHE = Path("runs") / "search-cache"
@@ -134,6 +136,9 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
             frontier.plot_frontier(rows, folder / "frontier.png", chosen, max(user) if user else None,
                                    f"{base.specs.model.name} on {bounds.gpus}x {hw.name}")
     print(summary.report(base, bounds, rows, final, chosen, targets, len(layouts), ran, wall, refused))
+    launch = launch_flags(chosen, int(chosen.max_running), base.specs.draft is not None)
+    (folder / "launch.txt").write_text(launch + "\n")
+    print(f"\nlaunch options for the chosen deployment (MODEL, DRAFT: your checkpoints):\n\n{launch}")
     print(f"\nwrote {folder}/")
     return folder, rows
 
