@@ -30,7 +30,8 @@ def cmd_run(args) -> int:
 
 def cmd_recommend(args) -> int:
     from mtpsim.recommend import run_recommend
-    run_recommend(args.scenario, args.sets, args.batch, args.topk, args.max_steps, args.jobs, args.out)
+    run_recommend(args.scenario, args.sets, args.batch, args.topk, args.max_steps, args.jobs, args.out,
+                  seeds=args.seeds)
     return 0
 
 
@@ -165,6 +166,8 @@ def _add_recommend(sub) -> None:
                    "acceptance profile's depths and the design allow)")
     p.add_argument("--jobs", type=_bounded(1, MAX_JOBS), help=f"worker processes, 1..{MAX_JOBS} (default: one per core)")
     p.add_argument("--out", help="output folder (default runs/<name>-recommend-<timestamp>; must not hold files)")
+    p.add_argument("--seeds", type=_bounded(1, MAX_SEEDS), default=3, help="run every setting over N seeds and pick, "
+                   "at each batch, the fewest steps whose TPS interval meets the best one's (default 3; 1: the argmax)")
     p.set_defaults(func=cmd_recommend)
 
 
