@@ -241,3 +241,12 @@ def test_engines_that_cannot_run_a_deployment_say_so(row, engine, word):
     from mtpsim.search.flags import launch_flags
     section = {s.split("]")[0].lstrip("[").split()[0]: s for s in launch_flags(row, cap=32).split("\n\n")}[engine]
     assert word in section and "--" not in section.split("\n", 1)[1]
+
+
+def test_search_scenarios_load_and_open_with_their_question_and_command():
+    for path in sorted(Path(__file__).resolve().parent.parent.glob("scenarios/search/*.yaml")):
+        head = path.read_text().splitlines()[0]
+        assert head.startswith("# Question:"), path
+        assert "mtpsim search" in path.read_text().split("\nname:")[0], path
+        (s,) = sc.load(path)
+        assert s.search is not None and s.speculative.design != "none"
