@@ -109,8 +109,20 @@ def design_settings(base: sc.Scenario, bounds: SearchBounds, steps: list[int]) -
             out.append({"design": design})
             continue
         spec = base.speculative.model_dump(exclude_none=True, exclude={"policy", "draft_tokens"})
-        out += [{**spec, "design": design, "steps": S, "topk": k} for k in bounds.topk for S in steps]
+        out += [{**spec, "design": design, "steps": S, "topk": k} for k in topks(base, bounds, design) for S in steps]
     return out
+
+
+DEFAULT_MAX_TOPK = 4  # trees tried by default: topk 1..this, within the ranks the acceptance gives
+
+
+def topks(base: sc.Scenario, bounds: SearchBounds, design: str) -> list[int]:
+    """search.topk when set; else chains, plus trees up to DEFAULT_MAX_TOPK for a design that
+    drafts them when the acceptance gives per-rank columns (acceptance.per_depth_topk)."""
+    if "topk" in bounds.model_fields_set or not record(design).trees or base.acceptance.per_depth_topk is None:
+        return list(bounds.topk)
+    ranks = min(len(row) for row in base.acceptance.per_depth_topk)
+    return list(range(1, min(ranks, DEFAULT_MAX_TOPK) + 1))
 
 
 def loads(bounds: SearchBounds) -> list[dict]:
