@@ -90,6 +90,7 @@ def test_search_writes_the_frontier_and_resumes_from_its_cache(tmp_path, capsys)
     assert cli.main(search(tmp_path, "--tpot", "p99:100ms")) == 0
     first = capsys.readouterr().out
     assert "6 points (6 run, 0 cached)" in first and "best: 1x tp8 ep8 adp1" in first
+    assert "at 8 users" in first and "ladder's heaviest load" in first  # the best sits at the top of 1, 8
     rows = pd.read_csv(tmp_path / "out" / "frontier.csv")
     assert list(rows.columns) == frontier.COLUMNS and len(rows) == 6
     assert set(rows.design) == {"none", "nextn"} and set(rows.steps) == {0, 1, 2}

@@ -36,6 +36,9 @@ def report(base, bounds, rows: pd.DataFrame, final: pd.DataFrame, chosen: pd.Ser
     lines.append("targets: " + (", ".join(t.text for t in targets) if targets else "none (best tok/s per GPU at any latency)"))
     lines.append(f"\nbest: {describe(chosen)}\n      {figures(chosen)}")
     lines.append(f"margin: {verdict(final)}")
+    edge = rows.rate_per_s.max() if pd.notna(chosen.rate_per_s) else rows.concurrency.max()
+    if (chosen.rate_per_s if pd.notna(chosen.rate_per_s) else chosen.concurrency) == edge:
+        lines.append("note: the best is at the ladder's heaviest load; a wider --concurrency / --rates may do better")
     if len(final) > 1:
         runner = rows.loc[int(final.iloc[1].point)]
         lines.append(f"runner-up: {describe(runner)}: {runner.tps_per_gpu:.0f} tok/s/GPU")
