@@ -122,7 +122,11 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
     rows, ran = execute.run_search_points(points, cache, jobs, backend, address)
     hw = base.specs.hardware
     rows = enrich(rows.assign(usd_per_gpu_hour=hw.usd_per_gpu_hour, board_power_w=hw.board_power_w), targets)
-    final = finalists(rows, targets)
+    try:
+        final = finalists(rows, targets)
+    except ScenarioError as exc:  # no point meets them: every point stays cached for the next try
+        raise ScenarioError(exc.where, exc.key, f"{exc.reason} ({len(rows)} points cached in "
+                            f"{cache_dir or 'no cache'}: rerunning with other targets costs nothing)") from None
     if seeds > 1:
         final = seeded(points, final, seeds, cache, jobs, backend, address)
     wall = time.perf_counter() - started
