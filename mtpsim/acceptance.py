@@ -8,10 +8,19 @@ Tree drafts (topk > 1) take per-depth, per-rank acceptance; mtpsim/tree.py turns
 distribution of accepted drafts of the tree SGLang verifies. Any distribution over 0..S is a
 leading run of successes with alpha_k = P(>= k) / P(>= k-1), so a tree's profile is held in
 that same conditional form and `sample` draws exactly the tree's distribution.
+
+An accept-length curve {S: E[A] measured with S steps} gives the per-depth form when the first k
+drafts of an S-step chain are the drafts a k-step chain proposes (true of every chain design
+here: a draft step never looks at how many steps follow it) and verification accepts a prefix:
+then E[A](S) = 1 + sum_{k<=S} a_k, so a_k = E[A](k) - E[A](k-1) (E[A](0) = 1) and
+alpha_k = a_k / a_{k-1}. A curve can only come from a chain when every gain lies in (0, 1] and
+no gain exceeds the one before it (a_k <= a_{k-1}); `curve_problem` says which step breaks that.
+Named curves (`acceptance.profile`) are published measurements, mtpsim/data/acceptance/*.yaml.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +40,7 @@ class AcceptanceProfile:
     alphas: tuple[float, ...]
     spread: float = 0.0
     kept_pmf: tuple[float, ...] | None = None
+    shared: bool = False  # one draw per iteration for the whole batch (SGLang's forced rule, `forced`)
 
     # ------------------------------------------------------------------ forms
     @classmethod
@@ -76,6 +86,45 @@ class AcceptanceProfile:
         return cls.from_cumulative(pmf[::-1].cumsum()[::-1][1:], spread)
 
     @classmethod
+    def from_accept_lengths(cls, curve: dict[int, float], spread: float = 0.0) -> AcceptanceProfile:
+        """{S: E[A] with S steps}, S = 1..M -> alphas (module docstring; curve_problem must pass)."""
+        lengths = [1.0] + [curve[s] for s in sorted(curve)]
+        return cls.from_cumulative([b - a for a, b in zip(lengths, lengths[1:])], spread)
+
+    @classmethod
+    def forced(cls, engine: str, setting: float, steps: int, where: str = "") -> AcceptanceProfile:
+        """The per-iteration rule an engine's forced-acceptance knob applies, as each engine's source
+        at its catalog version reads the `setting` it is given:
+        - vllm 0.22.0 `synthetic_acceptance_length` AL (vllm/config/speculative.py
+          _acceptance_length_to_rates: unconditional rates [1] * floor(AL - 1) + [frac] + [0]...;
+          vllm/v1/sample/rejection_sampler.py: per request, position k accepted while a uniform is
+          below the conditional rate a_k / a_{k-1}, the first rejection ends the run);
+        - sglang 0.5.12 SGLANG_SIMULATE_ACC_LEN AL with SGLANG_SIMULATE_ACC_METHOD match-expected
+          (srt/speculative/spec_utils.py generate_simulated_accept_index: AL clamped to [1, S + 1],
+          then ONE draw per iteration for the whole batch, floor(AL) or floor(AL) + 1 tokens with
+          weights 1 - frac, frac: every request of the batch accepts the same count);
+        - trtllm TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS F = AL - 1 drafts, a whole number
+          (tensorrt_llm/_torch/speculative/interface.py SpecWorkerBase._apply_force_accepted_tokens,
+          read in a release whose env var is an int, not pinned to 1.3.0: every generation request
+          gets min(F + 1, S + 1) tokens, 0 = off; later commits, e.g. NVIDIA/TensorRT-LLM 2cbdaa0
+          as InferenceX's golden_al_distribution/README.md cites, take a fraction as the chance of
+          one more draft: not reproduced here)."""
+        if engine == "trtllm":
+            if setting != int(setting) or setting < 1:
+                knob = "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"
+                raise ScenarioError(where, "acceptance.forced.setting",
+                                    f"{setting:g}: {knob} is a whole number of accepted drafts >= 1 (AL - 1; 0 is off)")
+            drafts = min(int(setting), steps)
+            return cls((1.0,) * drafts + (0.0,) * (steps - drafts))
+        length = max(1.0, min(steps + 1.0, setting)) if engine == "sglang" else setting
+        if not 1.0 <= length <= steps + 1:
+            raise ScenarioError(where, "acceptance.forced.setting", f"{setting:g}: vLLM's synthetic_acceptance_length "
+                                f"must lie in [1, steps + 1 = {steps + 1}]")
+        full, frac = int(length - 1), (length - 1) - int(length - 1)
+        cumulative = ([1.0] * full + [frac] + [0.0] * steps)[:steps]
+        return cls(cls.from_cumulative(cumulative).alphas, shared=engine == "sglang")
+
+    @classmethod
     def from_section(cls, acc, steps: int, where: str, topk: int = 1, draft_tokens: int | None = None) -> AcceptanceProfile:
         """From a scenario's `acceptance` section; a tree's shape (topk, draft_tokens) is needed
         for per_depth_topk."""
@@ -98,6 +147,12 @@ class AcceptanceProfile:
             return cls.from_accept_length(acc.accept_length, steps, acc.spread)
         if acc.histogram is not None:
             return cls.from_histogram(read_histogram(acc.histogram, where), acc.spread)
+        if acc.accept_length_by_steps is not None:
+            return cls.from_accept_lengths(acc.accept_length_by_steps, acc.spread)
+        if acc.profile is not None:
+            return cls.from_accept_lengths(named_curve(acc.profile, where), acc.spread)
+        if acc.forced is not None:
+            return cls.forced(acc.forced.engine, acc.forced.setting, steps, where)
         return cls((0.0,) * steps)
 
     # ------------------------------------------------------------------ closed forms
@@ -148,14 +203,52 @@ class AcceptanceProfile:
         return out
 
     @staticmethod
-    def sample(rng: np.random.Generator, levels: np.ndarray, remaining: np.ndarray | None = None) -> np.ndarray:
+    def sample(rng: np.random.Generator, levels: np.ndarray, remaining: np.ndarray | None = None,
+               shared: bool = False) -> np.ndarray:
         """Accepted drafts per request for one iteration: the leading run of successes of
-        Bernoulli(levels[i, k]) over depths, capped so accepted + 1 bonus <= remaining tokens."""
-        success = rng.random(levels.shape) < levels
+        Bernoulli(levels[i, k]) over depths, capped so accepted + 1 bonus <= remaining tokens.
+        `shared`: one row of uniforms serves every request (all accept alike when levels agree)."""
+        success = rng.random(levels.shape[1:] if shared else levels.shape) < levels
         accepted = np.logical_and.accumulate(success, axis=1).sum(axis=1)  # the leading run's length
         if remaining is not None:
             np.minimum(accepted, np.maximum(remaining - 1, 0), out=accepted)
         return accepted
+
+
+def curve_problem(curve: dict[int, float]) -> str | None:
+    """Why an accept-length curve cannot come from a chain (module docstring), or None."""
+    steps = sorted(curve)
+    if steps != list(range(1, len(steps) + 1)):
+        return f"needs every steps value from 1 to its largest, {steps[-1]} (got {steps})"
+    last, gain_before = 1.0, 1.0
+    for s in steps:
+        gain = curve[s] - last
+        if gain <= 0:
+            return (f"step {s}: {curve[s]:g} is not above {'1 (no drafts)' if s == 1 else f'step {s - 1} ({last:g})'}"
+                    ": a curve must increase with steps")
+        if gain > gain_before + 1e-9:
+            what = "1 (one draft adds at most one token)" if s == 1 else f"step {s - 1}'s gain {gain_before:.3g}"
+            return f"step {s}: the gain {gain:.3g} exceeds {what}, so no per-depth acceptance gives this curve"
+        last, gain_before = curve[s], gain
+    return None
+
+
+@cache
+def named_curves() -> dict[str, dict]:
+    """The published accept-length curves shipped in mtpsim/data/acceptance/, by name."""
+    from mtpsim.files import load_yaml
+    from mtpsim.packagedata import data_dir
+    out = {}
+    for path in sorted((data_dir() / "acceptance").glob("*.yaml")):
+        out.update(load_yaml(path) or {})
+    return out
+
+
+def named_curve(name: str, where: str = "") -> dict[int, float]:
+    curves = named_curves()
+    if name not in curves:
+        raise ScenarioError(where, "acceptance.profile", f"no acceptance profile {name!r} (known: {', '.join(curves)})")
+    return dict(curves[name]["accept_length_by_steps"])
 
 
 MAX_ACCEPTED = 64  # the most drafts a histogram row may count (speculative.steps' limit)

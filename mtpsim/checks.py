@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from mtpsim import designs
-from mtpsim.acceptance import read_histogram
+from mtpsim.acceptance import AcceptanceProfile, named_curve, read_histogram
 from mtpsim.errors import ScenarioError
-from mtpsim.schema import MAX_SCHEDULE_DRAWS, MAX_SIM_S, Parallel, Scenario, Workload, max_length
+from mtpsim.schema import ACCEPTANCE_FORMS, MAX_SCHEDULE_DRAWS, MAX_SIM_S, Parallel, Scenario, Workload, max_length
 from mtpsim.tracefiles import scan
 
 
@@ -192,8 +192,31 @@ def _check_acceptance_length(s: Scenario, where: str) -> None:
     if a.accept_length is not None and a.accept_length > s.speculative.steps + 1:
         raise ScenarioError(where, "acceptance.accept_length",
                             f"{a.accept_length} exceeds steps + 1 = {s.speculative.steps + 1}")
-    if all(getattr(a, k) is None for k in ("per_depth", "per_depth_topk", "cumulative", "accept_length", "histogram")):
+    if all(getattr(a, k) is None for k in ACCEPTANCE_FORMS):
         raise ScenarioError(where, "acceptance", f"design {s.speculative.design} needs an acceptance profile")
+    _check_curve(s, where)
+    if a.forced is not None:  # the engine's own range for its knob
+        AcceptanceProfile.forced(a.forced.engine, a.forced.setting, s.speculative.steps, where)
+
+
+def _check_curve(s: Scenario, where: str) -> None:
+    """An accept-length curve (given, or named) reaches speculative.steps and no further than the
+    design runs with this model (a step past that was measured on another draft)."""
+    a, spec = s.acceptance, s.speculative
+    if a.accept_length_by_steps is None and a.profile is None:
+        return
+    key = "acceptance.accept_length_by_steps" if a.profile is None else "acceptance.profile"
+    curve = a.accept_length_by_steps or named_curve(a.profile, where)
+    if max(curve) < spec.steps:
+        raise ScenarioError(where, key, f"the curve ends at {max(curve)} steps and speculative.steps is {spec.steps}")
+    record, draft = designs.record(spec.design), s.specs.draft or s.specs.assistant
+    for steps in sorted(curve):
+        trial = spec.model_copy(update={"steps": steps, "topk": 1, "draft_tokens": None, "policy": None})
+        problems = record.problems(trial, s.specs.model, draft)
+        if problems:
+            raise ScenarioError(where, f"{key}.{steps}" if a.profile is None else key,
+                                f"steps {steps} is beyond what {spec.design} runs with model "
+                                f"{s.specs.model.name!r}: {problems[0][1]}")
 
 
 def _check_tree_acceptance(s: Scenario, where: str) -> None:

@@ -1,4 +1,4 @@
-"""Command line: `mtpsim run | recommend | cost | plot | calibrate | verify | models | hardware | schema`.
+"""Command line: `mtpsim run | recommend | search | cost | plot | calibrate | verify | models | hardware | schema`.
 
 Bad input of any kind exits with status 2 and one line naming the file, the key and the reason.
 """
@@ -32,7 +32,14 @@ def cmd_run(args) -> int:
 
 def cmd_recommend(args) -> int:
     from mtpsim.recommend import run_recommend
-    run_recommend(args.scenario, args.sets, args.batch, args.topk, args.max_steps, args.jobs, args.out)
+    run_recommend(args.scenario, args.sets, args.batch, args.topk, args.max_steps, args.jobs, args.out,
+                  seeds=args.seeds)
+    return 0
+
+
+def cmd_search(args) -> int:
+    from mtpsim.search.cli import run_from_args
+    run_from_args(args)
     return 0
 
 
@@ -144,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="mtpsim", description="Predict MTP speculative-decoding speed.")
     parser.add_argument("--version", action="version", version=f"mtpsim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_add_run, _add_recommend, _add_plot, _add_cost, _add_calibrate, _add_verify, _add_catalog_commands):
+    for add in (_add_run, _add_recommend, _add_search, _add_plot, _add_cost, _add_calibrate, _add_verify, _add_catalog_commands):
         add(sub)
     return parser
 
@@ -181,7 +188,19 @@ def _add_recommend(sub) -> None:
                    "acceptance profile's depths and the design allow)")
     p.add_argument("--jobs", type=_bounded(1, MAX_JOBS), help=f"worker processes, 1..{MAX_JOBS} (default: one per core)")
     p.add_argument("--out", type=_folder, help="output folder (default runs/<name>-recommend-<timestamp>; must not hold files)")
+    p.add_argument("--seeds", type=_bounded(1, MAX_SEEDS), default=3, help="run every setting over N seeds and pick, "
+                   "at each batch, the fewest steps whose TPS interval meets the best one's (default 3; 1: the argmax)")
     p.set_defaults(func=cmd_recommend)
+
+
+def _add_search(sub) -> None:
+    """`mtpsim search`: the best deployment of N GPUs under latency targets (mtpsim/search/cli.py)."""
+    from mtpsim.search.cli import add_arguments
+    p = sub.add_parser("search", help="which deployment of N GPUs to run: layouts x MTP steps x load under "
+                       "latency targets, the Pareto frontier with and without MTP, launch flags")
+    _add_scenario(p)
+    add_arguments(p, _bounded, MAX_JOBS)
+    p.set_defaults(func=cmd_search)
 
 
 def _add_plot(sub) -> None:

@@ -30,7 +30,7 @@ def map_ray(tasks: list, keep_passes: bool, bar, address: str | None, jobs: int 
     """Simulate `tasks` (Scenarios) as Ray tasks; returns their Results in order. The first task
     to fail cancels the rest and its error is raised here as the worker raised it (a
     ScenarioError stays one; it pickles whole)."""
-    started = _connect(address, jobs)
+    started = connect(address, jobs)
     try:
         refs = [_simulate.remote(s, keep_passes) for s in tasks]
         order = {ref: i for i, ref in enumerate(refs)}
@@ -39,7 +39,7 @@ def map_ray(tasks: list, keep_passes: bool, bar, address: str | None, jobs: int 
         while pending:
             done, pending = ray.wait(pending, num_returns=len(pending), timeout=WAIT_S)
             for ref in done:
-                out[order[ref]] = _get(ref, pending)
+                out[order[ref]] = get_result(ref, pending)
                 bar.update()
         return out
     finally:
@@ -47,7 +47,7 @@ def map_ray(tasks: list, keep_passes: bool, bar, address: str | None, jobs: int 
             ray.shutdown()
 
 
-def _get(ref, pending: list):
+def get_result(ref, pending: list):
     try:
         return ray.get(ref)
     except RayTaskError as exc:
@@ -63,7 +63,7 @@ def runtime_env() -> dict:
     return {"py_modules": [str(Path(mtpsim.__file__).parent)]}
 
 
-def _connect(address: str | None, jobs: int | None) -> bool:
+def connect(address: str | None, jobs: int | None) -> bool:
     """Join a Ray instance: the one this process already has, else `address` (or RAY_ADDRESS),
     else a new local one with `jobs` CPUs. Returns whether this call connected (and so should
     disconnect)."""

@@ -1,5 +1,9 @@
 """`mtpsim recommend`: per batch size, the steps that maximise TPS and per-user TPS, whether to
-speculate at all, the break-even batch, and an adaptive policy to paste (issue 12 §4).
+speculate at all, the break-even batch, and an adaptive policy to paste (issue 12 §4). It is the
+one-layout view of `mtpsim search` (mtpsim/search/): the same grid of steps and loads, where the
+search also varies the layout. With `--seeds N` (3 by default) each setting runs over N seeds and
+the TPS pick at a batch is the fewest steps whose interval meets the best one's (`within_noise`),
+so the policy follows gains the seeds can tell from noise, with each pick's margin printed.
 
 The grid is the scenario (its first point, when it sweeps) at each batch size as closed-loop
 concurrency, with every candidate steps value (1 up to what the design, the model and the
@@ -20,7 +24,7 @@ from mtpsim import scenario as sc
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.designs import BASELINE, record
 from mtpsim.errors import ScenarioError, short, whole_number
-from mtpsim.run import default_jobs, run_points
+from mtpsim.run import default_jobs, interval_summary, run_points
 from mtpsim.runfolder import claimed, mark_complete, write_csv
 from mtpsim.schema import MAX_STEPS, MAX_USERS
 
@@ -134,10 +138,44 @@ def steps_by_batch(table: pd.DataFrame) -> dict[int, int]:
 
 
 def recommend(s: sc.Scenario, batches: list[int], steps: list[int], topks: list[int] = (1,),
-              jobs: int = 1, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run the grid; returns (the table of best_by_batch, the grid's summary incl. baselines)."""
-    summary, _ = run_points(grid(s, batches, steps, list(topks)), jobs, progress)
-    return best_by_batch(summary), summary
+              jobs: int = 1, progress: bool = True, seeds: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run the grid (each point over `seeds` seeds); returns (the table of best_by_batch, then
+    settled by within_noise when seeds > 1; the grid's summary incl. baselines, one row per point
+    and baseline: means and intervals when seeds > 1)."""
+    points = [p.model_copy(update={"seeds": seeds}) for p in grid(s, batches, steps, list(topks))]
+    summary, _ = run_points(points, jobs, progress)
+    if seeds > 1:
+        summary = interval_summary(summary)
+    return within_noise(best_by_batch(summary), summary), summary
+
+
+def within_noise(table: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """Per batch, the TPS pick's margin over the runner-up setting (`margin_pct`), and with seed
+    intervals (summary_ci's tps_ci_low / tps_ci_high) the fewest steps whose TPS interval meets
+    the best one's: a gain the seeds cannot tell from noise does not earn a step (`tie`: the pick
+    moved to fewer steps, or the runner-up's interval meets the best's)."""
+    out = table.copy()
+    margins, ties, picks = [], [], []
+    for _, runs in summary.groupby("concurrency", sort=True):
+        runs = runs.sort_values(["steps", "topk"], kind="stable")
+        order = runs.sort_values("tps", ascending=False, kind="stable")
+        best, second = order.iloc[0], order.iloc[1] if len(order) > 1 else order.iloc[0]
+        margins.append(100.0 * (best.tps / second.tps - 1.0))
+        if "tps_ci_low" not in runs:
+            ties.append(False)
+            picks.append(int(best.steps))
+            continue
+        meets = runs[runs.tps_ci_high >= best.tps_ci_low]  # steps order: the fewest first
+        picks.append(meets.iloc[0])
+        ties.append(len(meets) > 1)
+    out["margin_pct"], out["tie"] = margins, ties
+    if "tps_ci_low" in summary:  # the pick moves to the fewest steps within noise of the best
+        out["tps_steps"] = [int(p.steps) for p in picks]
+        out["tps_topk"] = [int(p.topk) for p in picks]
+        out["tps"] = [p.tps for p in picks]
+        out["speedup"] = out.tps / out.none_tps
+        out["speculate"] = out.tps_steps > 0
+    return out
 
 
 def policy_line(table: pd.DataFrame) -> str:
@@ -154,7 +192,7 @@ def policy_line(table: pd.DataFrame) -> str:
 SHOWN = {"batch": "batch", "tps_steps": "S (TPS)", "tps_topk": "K (TPS)", "tps": "TPS", "speedup": "speedup",
          "user_steps": "S (user)", "user_topk": "K (user)", "per_user_tps": "user TPS",
          "per_user_speedup": "user speedup", "none_tps": "none TPS", "none_per_user_tps": "none user TPS",
-         "speculate": "speculate"}
+         "speculate": "speculate", "margin_pct": "margin %", "tie": "tie"}
 
 
 def format_recommendation(table: pd.DataFrame) -> str:
@@ -162,13 +200,15 @@ def format_recommendation(table: pd.DataFrame) -> str:
     if (df.tps_topk == 1).all() and (df.user_topk == 1).all():
         df = df.drop(columns=["tps_topk", "user_topk"])
     df["speculate"] = df.speculate.map({True: "yes", False: "no"})
+    if "tie" in df:
+        df["tie"] = df.tie.map({True: "within noise", False: ""})
     with pd.option_context("display.width", 200):
         return df.rename(columns=SHOWN).to_string(index=False, float_format=lambda x: f"{x:.3g}" if abs(x) < 100
                                                   else f"{x:.0f}")
 
 
 def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_steps: int | None,
-                  jobs: int | None, out: str | None) -> tuple[Path, pd.DataFrame]:
+                  jobs: int | None, out: str | None, seeds: int = 1) -> tuple[Path, pd.DataFrame]:
     """`mtpsim recommend`: check the options, claim the folder, run the grid, print and write."""
     batches = parse_sizes(batch, "--batch", MAX_USERS) if batch is not None else list(DEFAULT_BATCHES)
     topks = parse_sizes(topk, "--topk", 64)
@@ -177,7 +217,7 @@ def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_
     steps = candidate_steps(s, max_steps)
     with claimed(f"{s.name}-recommend", out) as folder:  # a failed run gives the folder back
         started, n = time.perf_counter(), len(batches) * len(steps) * len(topks)
-        table, summary = recommend(s, batches, steps, topks, jobs or default_jobs(n + len(batches)))
+        table, summary = recommend(s, batches, steps, topks, jobs or default_jobs(n + len(batches)), seeds=seeds)
         write_csv(table, folder / "recommend.csv")
         write_csv(summary, folder / "grid.csv")
         mark_complete(folder)

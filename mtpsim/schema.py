@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from mtpsim.acceptance import curve_problem
 from mtpsim.designs import DESIGNS, record
 from mtpsim.engines import EngineSpec
 from mtpsim.limits import (  # noqa: F401 (the limits are read from here too)
@@ -24,6 +25,7 @@ from mtpsim.limits import (  # noqa: F401 (the limits are read from here too)
     MAX_TOKENS,
     MAX_USERS,
 )
+from mtpsim.search.bounds import SearchBounds
 from mtpsim.specs import HardwareSpec, ModelSpec
 
 
@@ -140,7 +142,20 @@ class Speculative(Section):
         return self.draft_tokens or (self.steps + 1 if self.topk == 1 else 1 + self.steps * self.topk)
 
 
+ACCEPTANCE_FORMS = ("per_depth", "per_depth_topk", "cumulative", "accept_length", "histogram",
+                    "accept_length_by_steps", "profile", "forced")
 ROW_SUM_SLACK = 1e-9  # rounding in a measured row (0.7 + 0.2 + 0.1) must not refuse it
+
+
+class Forced(Section):
+    """A benchmark that forces acceptance: the engine and the value its knob is set to, as that
+    engine reads it (acceptance.py AcceptanceProfile.forced: sglang and vllm take the accept
+    length, trtllm the accepted drafts, one fewer)."""
+
+    engine: Literal["sglang", "vllm", "trtllm"]
+    """The engine whose forcing rule to reproduce: sglang | vllm | trtllm."""
+    setting: float = Field(ge=0, le=MAX_STEPS + 1)
+    """The knob's value as that engine reads it (sglang, vllm: the accept length; trtllm: accepted drafts)."""
 
 
 class Acceptance(Section):
@@ -155,6 +170,13 @@ class Acceptance(Section):
     """Mean tokens per request per iteration (accepted + 1 bonus); a geometric profile is fitted to it."""
     histogram: Ref | None = None
     """A measured CSV `accepted,count` (iterations with exactly j drafts accepted)."""
+    accept_length_by_steps: dict[Annotated[int, Field(ge=1, le=MAX_STEPS)], Annotated[float, Field(ge=1)]] | None = None
+    """Accept length measured at each steps value, {1: 1.79, 2: 2.27, ...}; per-depth acceptance is derived
+    from it (acceptance.py from_accept_lengths)."""
+    profile: str | None = Field(default=None, max_length=120)
+    """A named accept-length curve shipped in mtpsim/data/acceptance/ (e.g. an InferenceX golden curve)."""
+    forced: Forced | None = None
+    """Reproduce an engine's forced acceptance (SGLANG_SIMULATE_ACC_LEN, vLLM's synthetic rule, TensorRT-LLM's)."""
     spread: float = Field(default=0.0, ge=0, lt=1)
     """Per-request variation of acceptance, 0 = identical requests."""
     # draft length that adapts per request (a confidence threshold, a depth controller): entry j =
@@ -172,6 +194,18 @@ class Acceptance(Section):
                              "P(exactly j kept))")
         return pmf
 
+    @field_validator("accept_length_by_steps")
+    @classmethod
+    def _curve(cls, curve: dict[int, float] | None) -> dict[int, float] | None:
+        """Steps 1..M each with its accept length, rising with steps by no more than the step before
+        rose (each gain is the chance of accepting one more draft: acceptance.from_accept_lengths)."""
+        if curve is None:
+            return None
+        problem = curve_problem(curve)
+        if problem:
+            raise ValueError(problem)
+        return dict(sorted(curve.items()))
+
     @field_validator("per_depth_topk")
     @classmethod
     def _rank_rows(cls, rows: list[list[float]] | None) -> list[list[float]] | None:
@@ -188,10 +222,11 @@ class Acceptance(Section):
 
     @model_validator(mode="after")
     def _one_form(self) -> Acceptance:
-        given = [k for k in ("per_depth", "per_depth_topk", "cumulative", "accept_length", "histogram")
-                 if getattr(self, k) is not None]
+        given = [k for k in ACCEPTANCE_FORMS if getattr(self, k) is not None]
         if len(given) > 1:
-            raise ValueError(f"give one of per_depth, per_depth_topk, cumulative, accept_length, histogram (got {given})")
+            raise ValueError(f"give one of {', '.join(ACCEPTANCE_FORMS)} (got {given})")
+        if self.forced is not None and self.spread:
+            raise ValueError("forced acceptance is the engine's rule exactly: spread must be 0")
         if self.cumulative and any(b > a for a, b in zip(self.cumulative, self.cumulative[1:])):
             raise ValueError("cumulative: must not increase with depth")
         return self
@@ -481,6 +516,8 @@ class Scenario(Section):
     """Replicates per point: seed, seed + 1, ... (means with 95% intervals)."""
     sweep: dict[str, list[Any]] | None = None
     """Dotted key -> list of values; the run is their product."""
+    search: SearchBounds | None = None
+    """`mtpsim search`'s bounds (mtpsim/search/bounds.py); `run` ignores it."""
 
     _specs: Specs = PrivateAttr()
     _source: str = PrivateAttr(default="<scenario>")

@@ -280,11 +280,14 @@ class HardwareSpec(Spec):
     graph_launch_overhead_s: float = Field(ge=0, le=1)      # per kernel inside a CUDA-graph replay
     efficiency_flops: float = Field(default=0.7, gt=0, le=1)
     efficiency_bandwidth: float = Field(default=0.8, gt=0, le=1)
-    power_w: float | None = Field(default=None, gt=0, le=1e5)  # board power per GPU, as the vendor rates it
     # measured profiles (mtpsim/data/profiles/<name>) by serving engine; `default` for other engines
     profiles: dict[str, str] = Field(default_factory=dict)
     # roofline latency floors fitted on measured GPUs (mtpsim/data/latency_floors.yaml, costs/floors.py)
     latency_floors: bool = False
+    # `mtpsim search`'s cost and power columns (each entry cites its source; a scenario's
+    # `hardware: {from: h200, usd_per_gpu_hour: ...}` overrides them); None: not priced
+    usd_per_gpu_hour: float | None = Field(default=None, gt=0, le=1e4)
+    board_power_w: float | None = Field(default=None, gt=0, le=1e5)  # per GPU, as the vendor rates the board
 
     def profile_for(self, engine: str) -> str | None:
         """The measured profile that prices this GPU under `engine` by default, if any."""

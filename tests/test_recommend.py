@@ -140,3 +140,22 @@ def test_max_steps_outside_its_range_is_refused(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         cli.main(["recommend", str(write(tmp_path, TINY)), "--max-steps", "0"])
     assert exit_.value.code == 2 and "outside" in capsys.readouterr().err
+
+
+def test_with_seed_intervals_a_gain_within_noise_does_not_earn_a_step():
+    from mtpsim.recommend import within_noise
+    rows = [  # design, steps, concurrency, tps, tps_ci_low, tps_ci_high
+        ("none", 0, 1, 100.0, 99.0, 101.0), ("nextn", 1, 1, 150.0, 149.0, 151.0),
+        ("nextn", 2, 1, 180.0, 178.0, 182.0), ("nextn", 3, 1, 180.5, 178.5, 182.5),  # S=3 ties S=2
+        ("none", 0, 8, 500.0, 495.0, 505.0), ("nextn", 1, 8, 540.0, 538.0, 542.0),
+        ("nextn", 2, 8, 560.0, 559.0, 561.0), ("nextn", 3, 8, 600.0, 598.0, 602.0)]  # S=3 clear
+    summary = pd.DataFrame(rows, columns=["design", "steps", "concurrency", "tps", "tps_ci_low", "tps_ci_high"])
+    summary = summary.assign(topk=1, per_user_tps=summary.tps)
+    t = within_noise(best_by_batch(summary), summary)
+    assert t.tps_steps.tolist() == [2, 3] and t.tie.tolist() == [True, False]
+    assert t.tps.tolist() == [180.0, 600.0] and t.speedup.tolist() == [1.8, 1.2]
+    assert t.margin_pct.iloc[0] == pytest.approx(100 * (180.5 / 180.0 - 1))
+    # one seed: no intervals, the argmax stands and only the margin is added
+    single = within_noise(best_by_batch(summary.drop(columns=["tps_ci_low", "tps_ci_high"])), summary.drop(
+        columns=["tps_ci_low", "tps_ci_high"]))
+    assert single.tps_steps.tolist() == [3, 3]

@@ -129,7 +129,7 @@ class Engine:
         accepted = None  # S = 0: no drafts to accept
         if steps:
             levels = batch.levels if self.per_request_levels else self.shared_levels(len(batch))
-            accepted = self.profile.sample(self.rng, levels[:, :steps], batch.remaining)
+            accepted = self.profile.sample(self.rng, levels[:, :steps], batch.remaining, self.profile.shared)
             if kept is not None:
                 np.minimum(accepted, kept, out=accepted)
         self.records.add_accepts(accepted, self.design.steps, len(batch))

@@ -1,0 +1,49 @@
+"""The `search:` section of a scenario: what `mtpsim search` enumerates (its flags override it).
+
+Every key is optional; None means the default the search picks (space.py): every divisor of a
+replica's GPUs the model can be sharded over, `none` plus the scenario's design at steps 1 up to
+the most the design, the model and the acceptance allow, and a concurrency ladder of powers of
+two. Unknown keys are errors, like every other section's.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mtpsim.designs import DESIGNS
+
+MAX_SEARCH_POINTS = 20_000  # past this a search is better split (each point is a simulation)
+DEFAULT_LADDER = (1, 2, 4, 8, 16, 32, 64, 128, 256)  # closed-loop users over all replicas
+
+GPUs = Annotated[int, Field(ge=1, le=4096)]
+
+
+class SearchBounds(BaseModel):
+    """Bounds of a deployment search; lists are the values tried (None: the default)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False,
+                              use_attribute_docstrings=True)  # a field's docstring is its description
+
+    gpus: GPUs | None = None
+    """The GPUs to deploy on (--gpus)."""
+    tp: list[GPUs] | None = Field(default=None, min_length=1)
+    """GPUs per replica to try (None: every divisor that shards)."""
+    ep: list[GPUs] | None = Field(default=None, min_length=1)
+    """Expert groups per replica to try."""
+    attention_dp: list[GPUs] | None = Field(default=None, min_length=1)
+    """DP-attention groups per replica to try."""
+    designs: list[Literal[DESIGNS]] | None = Field(default=None, min_length=1)
+    """Designs to try (None: none and the scenario's)."""
+    max_steps: int | None = Field(default=None, ge=1, le=64)
+    """Most draft steps to try (None: what the model, acceptance and design allow)."""
+    topk: list[Annotated[int, Field(ge=1, le=64)]] = Field(default=[1], min_length=1)
+    """Tree widths to try (1: chains)."""
+    concurrency: list[Annotated[int, Field(ge=1, le=100_000)]] | None = Field(default=None, min_length=1)
+    """Closed-loop users to try (None: the default ladder)."""
+    rates: list[Annotated[float, Field(gt=0, le=1e6)]] | None = Field(default=None, min_length=1)
+    """Open-loop Poisson rates to try, requests per second (instead of concurrency)."""
+    requests_per_user: int = Field(default=3, ge=1, le=1000)
+    """Closed loop: requests per point = users x this."""
+    requests_per_rate_s: float = Field(default=20.0, gt=0, le=1e5)
+    """Open loop: requests per point = rate x this many seconds."""

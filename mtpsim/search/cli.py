@@ -1,0 +1,51 @@
+"""`mtpsim search`'s flags and how they reach command.run_search (cli.py adds the subcommand)."""
+from __future__ import annotations
+
+from mtpsim.errors import ScenarioError
+from mtpsim.recommend import parse_sizes
+from mtpsim.schema import MAX_SEEDS, MAX_USERS
+from mtpsim.search.targets import parse_target
+
+
+def add_arguments(p, bounded, max_jobs: int) -> None:
+    p.add_argument("--gpus", type=bounded(1, 4096), help="GPUs to deploy on (or search.gpus in the scenario)")
+    p.add_argument("--concurrency", metavar="C1,C2,...", help="closed-loop users over all replicas "
+                   "(default search.concurrency, else 1,2,4,...,256)")
+    p.add_argument("--rates", metavar="R1,R2,...", help="Poisson loads in requests per second, instead of users")
+    p.add_argument("--max-steps", type=bounded(1, 64), help="most draft steps to try (default: what the design, "
+                   "model and acceptance allow)")
+    p.add_argument("--topk", metavar="K1,K2,...", help="topk values, for designs that draft trees (default 1)")
+    for flag, what in (("--ttft", "time to first token at most, e.g. p99:2s"),
+                       ("--tpot", "time per output token at most, e.g. p50:20ms"),
+                       ("--min-user-tps", "tokens per second per user (1 / TPOT) at least, e.g. p99:40")):
+        p.add_argument(flag, metavar="[p50:|p99:]VALUE", help=f"target: {what} (p50 when no percentile given)")
+    p.add_argument("--seeds", type=bounded(1, MAX_SEEDS), default=1, help="rerun the two finalists over N "
+                   "seeds and call a tie when their 95%% intervals overlap (default 1)")
+    p.add_argument("--jobs", type=bounded(1, max_jobs), help="worker processes (default: one per core)")
+    p.add_argument("--backend", choices=["pool", "ray"], default="pool", help="worker processes (pool) or Ray tasks")
+    p.add_argument("--address", help="with --backend ray: the cluster (default RAY_ADDRESS, else a local Ray)")
+    p.add_argument("--cache", default="runs/search-cache", help="folder of finished points, so an interrupted or "
+                   "widened search resumes (default runs/search-cache)")
+    p.add_argument("--no-cache", action="store_true", help="run every point, reading and writing no cache")
+    p.add_argument("--no-plot", action="store_true", help="skip frontier.png")
+    p.add_argument("--out", help="output folder (default runs/<name>-search-<timestamp>; must not hold files)")
+
+
+def run_from_args(args):
+    import importlib.util
+
+    from mtpsim.search.command import parse_rates, run_search
+    if args.address and args.backend != "ray":
+        raise ScenarioError("--address", "", "names a Ray cluster: use it with --backend ray")
+    if args.backend == "ray" and importlib.util.find_spec("ray") is None:
+        raise ScenarioError("--backend", "", "ray needs Ray installed: pip install 'mtpsim[ray]'")
+    if args.concurrency and args.rates:
+        raise ScenarioError("--rates", "", "give --concurrency (closed loop) or --rates (Poisson), not both")
+    flags = {"gpus": args.gpus,
+             "concurrency": parse_sizes(args.concurrency, "--concurrency", MAX_USERS) if args.concurrency else None,
+             "rates": parse_rates(args.rates) if args.rates else None, "max_steps": args.max_steps,
+             "topk": parse_sizes(args.topk, "--topk", 64) if args.topk else None}
+    targets = [parse_target(text, metric) for text, metric in
+               ((args.ttft, "ttft"), (args.tpot, "tpot"), (args.min_user_tps, "user_tps")) if text]
+    return run_search(args.scenario, args.sets, flags, targets, args.seeds, args.out, args.jobs, args.backend,
+                      args.address, None if args.no_cache else args.cache, plot=not args.no_plot)

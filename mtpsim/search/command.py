@@ -1,0 +1,148 @@
+"""`mtpsim search SCENARIO --gpus N`: enumerate, run (cached), pick under targets, write the frontier.
+
+The output folder holds frontier.csv (every point, frontier.COLUMNS), frontier.png,
+finalists.csv (the two best deployments; over `--seeds` seeds when asked) and launch.txt (the
+chosen deployment as each engine's launch options, flags.py).
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from pathlib import Path
+
+import pandas as pd
+from pydantic import ValidationError
+
+from mtpsim import scenario as sc
+from mtpsim.designs import BASELINE, record
+from mtpsim.errors import ScenarioError, from_validation
+from mtpsim.intervals import half_width
+from mtpsim.recommend import candidate_steps
+from mtpsim.runfolder import claimed
+from mtpsim.search import execute, frontier, space, summary
+from mtpsim.search.bounds import SearchBounds
+from mtpsim.search.flags import launch_flags
+from mtpsim.search.targets import Target, finalists, meeting
+
+DEFAULT_CACHE = Path("runs") / "search-cache"
+
+
+def bounds_of(s: sc.Scenario, flags: dict) -> SearchBounds:
+    """The scenario's `search:` section with the flags given over it (each checked as the section is)."""
+    merged = {**(s.search.model_dump(exclude_unset=True) if s.search else {}),
+              **{k: v for k, v in flags.items() if v is not None}}
+    try:
+        return SearchBounds.model_validate(merged)
+    except ValidationError as exc:
+        raise from_validation(exc, s.source, "search") from None
+
+
+def parse_rates(text: str) -> list[float]:
+    try:
+        rates = sorted({float(x) for x in text.split(",")})
+    except ValueError:
+        raise ScenarioError("--rates", "", f"{text!r} is not a comma-separated list of requests per second") from None
+    if not all(0 < r <= 1e6 and math.isfinite(r) for r in rates):
+        raise ScenarioError("--rates", "", f"{text!r}: each rate must be in (0, 1e6] requests per second")
+    return rates
+
+
+def base_scenario(path: str, sets: list[str]) -> sc.Scenario:
+    """The scenario the search varies (its first point), with acceptance that serves every steps value."""
+    points = sc.load(path, sets)
+    s = points[0]
+    if len(points) > 1:
+        print(f"(scenario sweeps {len(points)} points; searching around the first: {s.point})")
+    if record(s.speculative.design).draft_part is not None and s.acceptance.accept_length is not None:
+        raise ScenarioError(s.source, "acceptance.accept_length", "fixes the accept length whatever the steps; "
+                            "give acceptance per depth (per_depth, cumulative or histogram) to search over steps")
+    return s
+
+
+def enrich(rows: pd.DataFrame, targets: list[Target]) -> pd.DataFrame:
+    """Summary rows -> frontier rows: per-GPU and per-user figures, speedup over `none` on the same
+    layout and load, memory headroom, cost and power, Pareto flags, whether the targets hold."""
+    r = rows.copy()
+    parts = r.layout.str.extract(r"^(\d+)x tp(\d+) ep(\d+) adp(\d+)$").astype(int)
+    r["replicas"], r["tp"], r["ep"], r["attention_dp"] = parts[0], parts[1], parts[2], parts[3]
+    r["gpus"] = r.replicas * r.tp
+    r["tps_per_gpu"] = r.tps / r.gpus
+    r["tps_per_user"] = 1.0 / r.tpot_p50_s
+    load = r.concurrency.where(r.rate_per_s.isna(), r.rate_per_s)
+    key = r.layout + " @ " + load.astype(str)
+    none = r[r.design == BASELINE].set_index(key[r.design == BASELINE]).tps
+    r["speedup"] = r.tps / key.map(none)
+    per_group = (r.max_batch / r.attention_dp).apply(math.ceil)
+    r["kv_headroom"] = 1.0 - per_group * r.request_kv_bytes / (r.kv_pool_gb_per_gpu * 1e9)
+    r["usd_per_m_tokens"] = r.usd_per_gpu_hour * r.gpus / (r.tps * 3600) * 1e6
+    r["tps_per_kw"] = r.tps / (r.gpus * r.board_power_w / 1e3)
+    r = frontier.with_pareto(r)
+    r["meets_targets"] = meeting(r, targets) if targets else True
+    return r
+
+
+def seeded(points: list[sc.Scenario], rows: pd.DataFrame, seeds: int, cache, jobs: int, backend: str,
+           address: str | None) -> pd.DataFrame:
+    """The finalists' points over seeds s..s+seeds-1: mean and 95% half-width of tok/s per GPU."""
+    out = []
+    for _, row in rows.iterrows():
+        p = points[int(row.point)]
+        reps = [p.model_copy(update={"seed": p.seed + k}) for k in range(seeds)]  # keeps the resolved specs
+        got, _ = execute.run_search_points(reps, cache, jobs, backend, address, progress=False)
+        per_gpu = got.tps / row.gpus
+        out.append({"point": int(row.point), **{c: row[c] for c in space_columns()}, "seeds": seeds,
+                    "tps_per_gpu": per_gpu.mean(), "tps_per_gpu_ci_half": half_width(per_gpu)})
+    return pd.DataFrame(out).sort_values("tps_per_gpu", ascending=False, kind="stable", ignore_index=True)
+
+
+def space_columns() -> list[str]:
+    return ["layout", "design", "steps", "topk", "concurrency", "rate_per_s"]
+
+
+def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], seeds: int, out: str | None,
+               jobs: int | None, backend: str = "pool", address: str | None = None,
+               cache_dir: str | None = str(DEFAULT_CACHE), plot: bool = True) -> tuple[Path, pd.DataFrame]:
+    """The command: check everything, enumerate, run, pick, print, write. Returns (folder, frontier rows)."""
+    base = base_scenario(path, sets)
+    bounds = bounds_of(base, flags)
+    if bounds.gpus is None:
+        raise ScenarioError("--gpus", "", "how many GPUs to deploy on is required (--gpus N or search.gpus)")
+    speculative = record(base.speculative.design).draft_part is not None
+    steps = candidate_steps(base, bounds.max_steps) if speculative else []
+    layouts, refused = space.fitting_layouts(base, bounds.gpus, bounds)
+    if not layouts:
+        why = "; ".join(f"{k.label}: {v}" for k, v in list(refused.items())[-2:]) or "no layout within the bounds"
+        raise ScenarioError("--gpus", "", f"no shard of model {base.specs.model.name!r} fits {bounds.gpus} GPUs "
+                            f"({len(refused)} layouts tried; e.g. {why})")
+    points = space.points(base, layouts, space.design_settings(base, bounds, steps), bounds)
+    jobs = jobs or max(1, min(len(points), os.cpu_count() or 1))
+    cache = execute.Cache(cache_dir)
+    started = time.perf_counter()
+    rows, ran = execute.run_search_points(points, cache, jobs, backend, address)
+    hw = base.specs.hardware
+    rows = enrich(rows.assign(usd_per_gpu_hour=hw.usd_per_gpu_hour, board_power_w=hw.board_power_w), targets)
+    try:
+        final = finalists(rows, targets)
+    except ScenarioError as exc:  # no point meets them: every point stays cached for the next try
+        raise ScenarioError(exc.where, exc.key, f"{exc.reason} ({len(rows)} points cached in "
+                            f"{cache_dir or 'no cache'}: rerunning with other targets costs nothing)") from None
+    if seeds > 1:
+        final = seeded(points, final, seeds, cache, jobs, backend, address)
+    wall = time.perf_counter() - started
+    with claimed(f"{base.name}-search", out) as folder:
+        rows[frontier.COLUMNS].to_csv(folder / "frontier.csv", index=False)
+        final.to_csv(folder / "finalists.csv", index=False)
+        chosen = rows.loc[int(final.iloc[0].point)]
+        if plot:
+            user = [t.value for t in targets if t.metric == "user_tps"] + \
+                   [1 / t.value for t in targets if t.metric == "tpot" and t.percentile == "p50"]
+            frontier.plot_frontier(rows, folder / "frontier.png", chosen, max(user) if user else None,
+                                   f"{base.specs.model.name} on {bounds.gpus}x {hw.name}")
+    print(summary.report(base, bounds, rows, final, chosen, targets, len(layouts), ran, wall, refused))
+    launch = launch_flags(chosen, int(chosen.max_running), base.specs.draft is not None)
+    (folder / "launch.txt").write_text(launch + "\n")
+    print(f"\nlaunch options for the chosen deployment (MODEL, DRAFT: your checkpoints):\n\n{launch}")
+    print(f"\nwrote {folder}/")
+    return folder, rows
+

@@ -1,0 +1,96 @@
+"""frontier.csv and frontier.png: every point's throughput per GPU against its interactivity.
+
+Interactivity is tok/s per user = 1 / TPOT p50 (as InferenceX plots it). A point is on the
+Pareto frontier of its design family (`none`, or one speculative design at any steps and topk)
+when no point of the family has at least its tok/s per GPU and tok/s per user and more of one.
+The MTP-on curve is that family's frontier: at each interactivity, the best steps. Where the
+MTP-off and MTP-on curves cross, speculation stops paying (`crossovers`).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from mtpsim.designs import BASELINE
+
+COLUMNS = ["layout", "replicas", "tp", "ep", "attention_dp", "gpus", "design", "steps", "topk", "concurrency",
+           "rate_per_s", "tps", "tps_per_gpu", "tps_per_user", "per_user_tps", "ttft_p50_s", "ttft_p99_s",
+           "tpot_p50_s", "tpot_p99_s", "accept_length", "speedup", "weights_gb_per_gpu", "kv_pool_gb_per_gpu",
+           "kv_headroom", "bound_by", "usd_per_m_tokens", "tps_per_kw", "pareto", "meets_targets"]
+
+
+def pareto(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """True where no other point has x' >= x and y' >= y with one of them larger (maximising both)."""
+    on = np.ones(len(x), dtype=bool)
+    for i in range(len(x)):
+        dominated = (x >= x[i]) & (y >= y[i]) & ((x > x[i]) | (y > y[i]))
+        on[i] = not dominated.any()
+    return on
+
+
+def with_pareto(rows: pd.DataFrame) -> pd.DataFrame:
+    """`pareto` per design family (rows with a NaN interactivity are never on it)."""
+    flags = pd.Series(False, index=rows.index)
+    for _, fam in rows.groupby("design"):
+        fam = fam[fam.tps_per_user.notna() & fam.tps_per_gpu.notna()]
+        flags[fam.index] = pareto(fam.tps_per_user.to_numpy(float), fam.tps_per_gpu.to_numpy(float))
+    return rows.assign(pareto=flags)
+
+
+def curve(rows: pd.DataFrame) -> pd.DataFrame:
+    """A family's frontier points, by interactivity."""
+    return rows[rows.pareto].sort_values("tps_per_user")
+
+
+def crossovers(off: pd.DataFrame, on: pd.DataFrame) -> list[float]:
+    """Interactivities (tok/s per user) where the MTP-on frontier's tok/s per GPU meets the MTP-off
+    one's, both read as piecewise-linear in log interactivity over the range they share."""
+    if len(off) < 2 or len(on) < 2:
+        return []
+    lo = max(off.tps_per_user.min(), on.tps_per_user.min())
+    hi = min(off.tps_per_user.max(), on.tps_per_user.max())
+    if lo >= hi:
+        return []
+    grid = np.geomspace(lo, hi, 400)
+    diff = (np.interp(np.log(grid), np.log(on.tps_per_user), on.tps_per_gpu)
+            - np.interp(np.log(grid), np.log(off.tps_per_user), off.tps_per_gpu))
+    idx = np.nonzero(np.sign(diff[:-1]) * np.sign(diff[1:]) < 0)[0]
+    return [float(np.sqrt(grid[i] * grid[i + 1])) for i in idx]
+
+
+def plot_frontier(rows: pd.DataFrame, path, chosen: pd.Series | None = None, min_user_tps: float | None = None,
+                  title: str = "") -> None:
+    """frontier.png: every point faint, the MTP-off frontier and each design's MTP-on frontier,
+    the target region (tok/s per user at least the target) shaded, the chosen point marked and
+    each crossing labelled."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    off = curve(rows[rows.design == BASELINE])
+    for i, (design, fam) in enumerate(sorted(rows.groupby("design"), key=lambda g: g[0] != BASELINE)):
+        color = f"C{i}"  # none first: the same colour in every search
+        ax.scatter(fam.tps_per_user, fam.tps_per_gpu, s=8, alpha=0.25, color=color)
+        front = curve(fam)
+        label = "MTP off (none)" if design == BASELINE else f"MTP on ({design}, best steps)"
+        ax.plot(front.tps_per_user, front.tps_per_gpu, marker="o", ms=3, label=label, color=color)
+        if design != BASELINE:
+            for x in crossovers(off, front):
+                y = np.interp(np.log(x), np.log(front.tps_per_user), front.tps_per_gpu)
+                ax.annotate(f"{design} and none cross\nat {x:.0f} tok/s/user", (x, y), xytext=(10, 20),
+                            textcoords="offset points", arrowprops={"arrowstyle": "->"}, fontsize=8)
+    if min_user_tps is not None:
+        ax.axvspan(min_user_tps, max(rows.tps_per_user.max() * 1.1, min_user_tps * 1.1), alpha=0.08, color="green",
+                   label="target region")
+    if chosen is not None:
+        ax.scatter([chosen.tps_per_user], [chosen.tps_per_gpu], marker="*", s=250, color="red", zorder=5,
+                   label=f"chosen: {chosen.layout}, {chosen.design} S={int(chosen.steps)}")
+    ax.set_xlabel("interactivity: tok/s per user (1 / TPOT p50)")
+    ax.set_ylabel("throughput: tok/s per GPU")
+    ax.set_xscale("log")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

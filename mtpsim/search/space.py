@@ -1,0 +1,163 @@
+"""The search space: deployments of N GPUs x designs x steps x loads, as validated points.
+
+A deployment (a `Layout`) is `replicas` copies of one replica of `tp` GPUs, its experts split over
+`ep` groups and its attention over `attention_dp` groups (schema.Parallel). A layout is kept only
+when the scenario checks accept the shard (checks.py: heads, widths and experts divisible, nodes)
+and its weights leave a KV pool that holds the longest request (memory.py, the engine's pool
+rule). Each kept layout runs `none` and the scenario's design at steps 1 up to the most the
+design, the model and the acceptance allow (recommend.candidate_steps), at each load of the
+ladder: closed-loop users over all replicas (each replica's running-request cap set to its share,
+unless the scenario sets one), or Poisson rates.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mtpsim import scenario as sc
+from mtpsim.costs import build_pricer
+from mtpsim.designs import BASELINE, DesignShape, record
+from mtpsim.errors import ScenarioError
+from mtpsim.memory import memory_budget, pool_rule
+from mtpsim.schema import max_length
+from mtpsim.search.bounds import DEFAULT_LADDER, MAX_SEARCH_POINTS, SearchBounds
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One deployment of the GPUs: replicas x (tp GPUs, ep expert groups, attention_dp groups)."""
+
+    replicas: int
+    tp: int
+    ep: int
+    attention_dp: int
+
+    @property
+    def gpus(self) -> int:
+        return self.replicas * self.tp
+
+    @property
+    def label(self) -> str:
+        """`2x tp4 ep4 adp1`: how tables and the CSV name it."""
+        return f"{self.replicas}x tp{self.tp} ep{self.ep} adp{self.attention_dp}"
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def candidate_layouts(gpus: int, bounds: SearchBounds, has_experts: bool) -> list[Layout]:
+    """Every replicas x tp x ep x attention_dp that multiplies out to `gpus`, within the bounds."""
+    out = []
+    for tp in divisors(gpus):
+        if bounds.tp is not None and tp not in bounds.tp:
+            continue
+        eps = [e for e in divisors(tp) if bounds.ep is None or e in bounds.ep] if has_experts else [1]
+        adps = [a for a in divisors(tp) if bounds.attention_dp is None or a in bounds.attention_dp]
+        out += [Layout(gpus // tp, tp, ep, adp) for ep in eps for adp in adps]
+    return out
+
+
+def at_layout(base: sc.Scenario, layout: Layout, speculative: dict) -> sc.Scenario:
+    """The base scenario on `layout` with `speculative` (validated: a ScenarioError if it cannot run)."""
+    data = base.model_dump(exclude={"sweep", "search"}, exclude_none=True)
+    data["parallel"] = {**data.get("parallel", {}), "tp": layout.tp, "ep": layout.ep, "dp": layout.replicas,
+                        "attention_dp": layout.attention_dp}
+    data["speculative"] = speculative
+    if speculative["design"] == BASELINE:
+        data["acceptance"] = {}
+    return sc.validate(data, base.source)
+
+
+def kv_problem(s: sc.Scenario) -> str | None:
+    """Why the layout's KV pool cannot hold one longest request, or None when it can."""
+    design = DesignShape.of(s.speculative)
+    budget = memory_budget(build_pricer(s), design, pool_rule(s))
+    longest = max_length(s.workload.input_len) + max_length(s.workload.output_len)
+    if budget.request_bytes(longest) <= budget.kv_budget_bytes:
+        return None
+    weights = (budget.target_weight_bytes + budget.draft_weight_bytes) / 1e9
+    return (f"{weights:.0f} GB of weights per GPU leave {budget.kv_budget_bytes / 1e9:.1f} GB of KV pool, "
+            f"less than one {longest}-token request needs")
+
+
+def fitting_layouts(base: sc.Scenario, gpus: int, bounds: SearchBounds) -> tuple[list[Layout], dict[Layout, str]]:
+    """(layouts that run the base scenario's design, {layout: why not} for the rest)."""
+    has_experts = any(f.kind == "moe" for f in base.specs.model.ffn_kinds.values())
+    kept, refused = [], {}
+    spec = base.speculative.model_dump(exclude_none=True, exclude={"policy", "draft_tokens"})
+    for layout in candidate_layouts(gpus, bounds, has_experts):
+        try:
+            s = at_layout(base, layout, spec)
+        except ScenarioError as exc:
+            refused[layout] = f"{exc.key}: {exc.reason}" if exc.key else exc.reason
+            continue
+        problem = kv_problem(s)
+        if problem:
+            refused[layout] = problem
+        else:
+            kept.append(layout)
+    return kept, refused
+
+
+def design_settings(base: sc.Scenario, bounds: SearchBounds, steps: list[int]) -> list[dict]:
+    """The `speculative:` sections to try: none, then each design x steps x topk."""
+    designs = bounds.designs or list(dict.fromkeys([BASELINE, base.speculative.design]))
+    out = []
+    for design in designs:
+        if record(design).draft_part is None:
+            out.append({"design": design})
+            continue
+        spec = base.speculative.model_dump(exclude_none=True, exclude={"policy", "draft_tokens"})
+        out += [{**spec, "design": design, "steps": S, "topk": k} for k in topks(base, bounds, design) for S in steps]
+    return out
+
+
+DEFAULT_MAX_TOPK = 4  # trees tried by default: topk 1..this, within the ranks the acceptance gives
+
+
+def topks(base: sc.Scenario, bounds: SearchBounds, design: str) -> list[int]:
+    """search.topk when set; else chains, plus trees up to DEFAULT_MAX_TOPK for a design that
+    drafts them when the acceptance gives per-rank columns (acceptance.per_depth_topk)."""
+    if "topk" in bounds.model_fields_set or not record(design).trees or base.acceptance.per_depth_topk is None:
+        return list(bounds.topk)
+    ranks = min(len(row) for row in base.acceptance.per_depth_topk)
+    return list(range(1, min(ranks, DEFAULT_MAX_TOPK) + 1))
+
+
+def loads(bounds: SearchBounds) -> list[dict]:
+    """The workload changes of each load: closed-loop users, or Poisson rates."""
+    if bounds.rates is not None:
+        return [{"arrival": "poisson", "rate_per_s": r, "num_requests": max(8, math.ceil(r * bounds.requests_per_rate_s))}
+                for r in bounds.rates]
+    ladder = bounds.concurrency or list(DEFAULT_LADDER)
+    return [{"arrival": "closed", "concurrency": c, "num_requests": c * bounds.requests_per_user} for c in ladder]
+
+
+def with_load(s: sc.Scenario, load: dict, layout: Layout, cap_set: bool) -> sc.Scenario:
+    """`s` under one load: its workload's arrival keys replaced, each replica's running-request cap
+    its share of the users (closed loop, when the scenario sets no cap), the point labelled."""
+    workload = s.workload.model_dump(exclude={"rate_per_s", "rate_schedule", "trace", "concurrency"})
+    data = s.model_dump(exclude={"sweep", "search"}, exclude_none=True)
+    data["workload"] = {**workload, **load}
+    if load["arrival"] == "closed" and not cap_set:
+        data["engine"] = {**data.get("engine", {}), "max_running_requests": math.ceil(load["concurrency"] / layout.replicas)}
+    label = {"layout": layout.label, "concurrency" if "concurrency" in load else "rate_per_s":
+             load.get("concurrency", load.get("rate_per_s"))}
+    return sc.validate(data, s.source, label)
+
+
+def points(base: sc.Scenario, layouts: list[Layout], settings: list[dict], bounds: SearchBounds) -> list[sc.Scenario]:
+    """Every layout x setting x load as a validated point (a ScenarioError past MAX_SEARCH_POINTS)."""
+    ladder = loads(bounds)
+    total = len(layouts) * len(settings) * len(ladder)
+    if total > MAX_SEARCH_POINTS:
+        raise ScenarioError(base.source, "search", f"{total:,} points is over the limit of {MAX_SEARCH_POINTS:,} "
+                            "(narrow tp, ep, attention_dp, the ladder or the steps)")
+    cap_set = base.engine.max_running_requests is not None
+    out = []
+    for layout in layouts:
+        for spec in settings:
+            s = at_layout(base, layout, spec)
+            out += [with_load(s, load, layout, cap_set) for load in ladder]
+    return out

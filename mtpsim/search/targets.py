@@ -1,0 +1,110 @@
+"""Latency targets and the pick: the best point meeting them by tok/s per GPU, and its margin.
+
+A target is `[p50:|p99:]VALUE[UNIT]` (p50 when no percentile is given):
+- `--ttft p99:2s`   time to first token at that percentile, at most VALUE (ms unless `s`);
+- `--tpot p50:20ms` time per output token after the first, at most VALUE (ms unless `s`);
+- `--min-user-tps p99:40` tokens per second one user sees, at least VALUE, read as 1 / TPOT at
+  that percentile (p99: the user whose TPOT is the 99th percentile's, so 99% of users see more).
+The percentiles are over a point's requests, each request's TPOT being (finish - first token) /
+(output tokens - 1): the definitions of SGLang's bench_serving and aiconfigurator's targets.
+
+The pick compares deployments (layout, design, steps, topk), each at its best load that meets
+every target; the runner-up is the next deployment. `margin` is the winner's lead in percent.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pandas as pd
+
+from mtpsim.errors import ScenarioError
+
+DEPLOYMENT = ["layout", "design", "steps", "topk"]
+_TARGET = re.compile(r"^(?:(p50|p99):)?([0-9]*\.?[0-9]+(?:e-?[0-9]+)?)\s*(ms|s)?$")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One latency target: `metric` ttft | tpot | user_tps, at percentile p50 | p99."""
+
+    metric: str
+    percentile: str
+    value: float  # seconds for ttft / tpot, tokens per second for user_tps
+
+    @property
+    def flag(self) -> str:
+        return {"ttft": "--ttft", "tpot": "--tpot", "user_tps": "--min-user-tps"}[self.metric]
+
+    @property
+    def column(self) -> str:
+        return f"{'tpot' if self.metric == 'user_tps' else self.metric}_{self.percentile}_s"
+
+    def reached(self, rows: pd.DataFrame) -> pd.Series:
+        """Each row's value of the metric (seconds, or tokens per second per user)."""
+        return 1.0 / rows[self.column] if self.metric == "user_tps" else rows[self.column]
+
+    def met(self, rows: pd.DataFrame) -> pd.Series:
+        v = self.reached(rows)
+        return v >= self.value if self.metric == "user_tps" else v <= self.value
+
+    def show(self, value: float) -> str:
+        return f"{value:.1f} tok/s" if self.metric == "user_tps" else f"{value * 1e3:.1f} ms"
+
+    @property
+    def text(self) -> str:
+        op = ">=" if self.metric == "user_tps" else "<="
+        return f"{self.metric} {self.percentile} {op} {self.show(self.value)}"
+
+
+def parse_target(text: str, metric: str) -> Target:
+    """`p99:50ms` -> Target; a bad one is a ScenarioError naming its flag."""
+    flag = Target(metric, "p50", 0).flag
+    m = _TARGET.match(text.strip().lower())
+    if not m:
+        raise ScenarioError(flag, "", f"{text!r} is not [p50:|p99:]VALUE[ms|s] (e.g. p99:50ms)")
+    percentile, value, unit = m.group(1) or "p50", float(m.group(2)), m.group(3)
+    if metric == "user_tps" and unit:
+        raise ScenarioError(flag, "", f"{text!r}: tokens per second take no unit (e.g. p50:40)")
+    if value <= 0:
+        raise ScenarioError(flag, "", f"{text!r}: must be above 0")
+    seconds = value if unit == "s" else value / 1e3
+    return Target(metric, percentile, value if metric == "user_tps" else seconds)
+
+
+def meeting(rows: pd.DataFrame, targets: list[Target]) -> pd.Series:
+    ok = pd.Series(True, index=rows.index)
+    for t in targets:
+        ok &= t.met(rows)
+    return ok
+
+
+def binding(rows: pd.DataFrame, targets: list[Target]) -> str:
+    """Why no point meets the targets: the first target no point meets alone, with the best value
+    reached; else the targets together, with the best the others' points reach on the last."""
+    for t in targets:
+        if not t.met(rows).any():
+            v = t.reached(rows)
+            best = v.max() if t.metric == "user_tps" else v.min()
+            return f"no point meets {t.flag} ({t.text}): the best {t.metric} {t.percentile} reached is {t.show(best)}"
+    *others, last = targets
+    near = rows[meeting(rows, others)]
+    v = last.reached(near)
+    best = v.max() if last.metric == "user_tps" else v.min()
+    return (f"no point meets all targets together: of the {len(near)} points meeting "
+            f"{', '.join(t.flag for t in others)}, the best {last.metric} {last.percentile} is {last.show(best)} "
+            f"({last.flag} asks {last.show(last.value)})")
+
+
+def finalists(rows: pd.DataFrame, targets: list[Target], count: int = 2) -> pd.DataFrame:
+    """The best `count` deployments meeting the targets, each at its best meeting load, best first
+    by tok/s per GPU (ties: fewer steps, then fewer GPUs per replica)."""
+    ok = rows[meeting(rows, targets)]
+    if ok.empty:
+        raise ScenarioError("targets", "", binding(rows, targets))
+    ok = ok.sort_values(["tps_per_gpu", "steps", "tp"], ascending=[False, True, True], kind="stable")
+    return ok.drop_duplicates(DEPLOYMENT).head(count)
+
+
+def margin_pct(best: float, runner_up: float) -> float:
+    return 100.0 * (best / runner_up - 1.0)

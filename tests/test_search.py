@@ -1,0 +1,261 @@
+"""`mtpsim search`: the space it enumerates, the Pareto flags and crossings, targets and the pick,
+the cache, and its bad input (one line, exit 2). End-to-end runs keep to one layout and two loads."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mtpsim import cli
+from mtpsim import scenario as sc
+from mtpsim.search import frontier, space
+from mtpsim.search.bounds import SearchBounds
+from mtpsim.search.targets import Target, finalists, parse_target
+from tests.test_bad_input import one_line_error
+
+SMALL = """\
+name: small-search
+model: deepseek-v3
+hardware: h200
+speculative: {design: nextn, steps: 2}
+acceptance: {per_depth: [0.8, 0.6]}
+workload: {arrival: closed, concurrency: 1, num_requests: 4, input_len: 256, output_len: 48}
+search: {tp: [8], ep: [8], attention_dp: [1], concurrency: [1, 8], requests_per_user: 2}
+"""
+
+
+def write(tmp_path: Path, text: str = SMALL) -> str:
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def search(tmp_path: Path, *extra: str, text: str = SMALL, out: str = "out") -> list[str]:
+    return ["search", write(tmp_path, text), "--gpus", "8", "--out", str(tmp_path / out),
+            "--cache", str(tmp_path / "cache"), "--jobs", "1", "--no-plot", *extra]
+
+
+def test_layouts_multiply_out_to_the_gpus_and_keep_only_shards_that_fit(tmp_path):
+    base = sc.load(write(tmp_path))[0]
+    everything = space.candidate_layouts(8, SearchBounds(), has_experts=True)
+    assert all(lay.replicas * lay.tp == 8 and lay.tp % lay.ep == 0 and lay.tp % lay.attention_dp == 0
+               for lay in everything)
+    # tp 1, 2, 4, 8 with every divisor as ep and as attention_dp: 1 + 4 + 9 + 16
+    assert len(everything) == 30
+    kept, refused = space.fitting_layouts(base, 8, SearchBounds())
+    # 671B parameters in FP8 need all eight 141 GB GPUs in one replica
+    assert {lay.tp for lay in kept} == {8} and len(kept) == 16
+    assert all("weights" in why for lay, why in refused.items() if lay.tp < 8)
+
+
+def test_a_dense_model_splits_no_experts():
+    assert {lay.ep for lay in space.candidate_layouts(8, SearchBounds(), has_experts=False)} == {1}
+
+
+def test_pareto_keeps_only_undominated_points():
+    x = np.array([1.0, 2.0, 3.0, 2.0, 1.0])
+    y = np.array([5.0, 4.0, 1.0, 3.0, 5.0])
+    # (2, 3) is dominated by (2, 4); the two (1, 5) are equal, neither dominates the other
+    assert frontier.pareto(x, y).tolist() == [True, True, True, False, True]
+
+
+def test_crossover_is_where_the_frontiers_meet():
+    off = pd.DataFrame({"tps_per_user": [10.0, 100.0], "tps_per_gpu": [100.0, 10.0]})
+    on = pd.DataFrame({"tps_per_user": [10.0, 100.0], "tps_per_gpu": [80.0, 30.0]})
+    (x,) = frontier.crossovers(off, on)
+    # both linear in log x: 100 - 90 u = 80 - 50 u at u = 0.5, x = 10^1.5
+    assert x == pytest.approx(10 ** 1.5, rel=0.02)
+    assert frontier.crossovers(off, off.assign(tps_per_gpu=off.tps_per_gpu * 2)) == []
+
+
+@pytest.mark.parametrize("text, metric, percentile, value", [
+    ("p99:50ms", "tpot", "p99", 0.05), ("2s", "ttft", "p50", 2.0), ("20", "tpot", "p50", 0.02),
+    ("p99:40", "user_tps", "p99", 40.0)])
+def test_targets_parse(text, metric, percentile, value):
+    t = parse_target(text, metric)
+    assert (t.metric, t.percentile) == (metric, percentile) and t.value == pytest.approx(value)
+
+
+def test_finalists_are_distinct_deployments_meeting_every_target():
+    rows = pd.DataFrame({"layout": ["a", "a", "b", "b"], "design": ["nextn"] * 4, "steps": [1, 1, 2, 2],
+                         "topk": [1] * 4, "tp": [8] * 4, "tps_per_gpu": [100.0, 90.0, 95.0, 200.0],
+                         "tpot_p99_s": [0.01, 0.01, 0.01, 0.5]})
+    final = finalists(rows, [Target("tpot", "p99", 0.05)])
+    assert final.tps_per_gpu.tolist() == [100.0, 95.0]  # b's 200 misses the target; a's second load is a
+
+
+def test_search_writes_the_frontier_and_resumes_from_its_cache(tmp_path, capsys):
+    assert cli.main(search(tmp_path, "--tpot", "p99:100ms")) == 0
+    first = capsys.readouterr().out
+    assert "6 points (6 run, 0 cached)" in first and "best: 1x tp8 ep8 adp1" in first
+    assert "at 8 users" in first and "ladder's heaviest load" in first  # the best sits at the top of 1, 8
+    rows = pd.read_csv(tmp_path / "out" / "frontier.csv")
+    assert list(rows.columns) == frontier.COLUMNS and len(rows) == 6
+    assert set(rows.design) == {"none", "nextn"} and set(rows.steps) == {0, 1, 2}
+    none = rows[rows.design == "none"].set_index("concurrency").tps
+    spec = rows[rows.design == "nextn"]
+    assert np.allclose(spec.speedup, spec.tps / spec.concurrency.map(none))
+    assert rows.groupby("design").pareto.any().all()
+    # a wider ladder reruns only the new load's points
+    assert cli.main(search(tmp_path, "--concurrency", "1,8,4", out="out2")) == 0
+    assert "9 points (3 run, 6 cached)" in capsys.readouterr().out
+
+
+def test_seeds_on_the_finalists_report_a_margin_or_a_tie(tmp_path, capsys):
+    assert cli.main(search(tmp_path, "--seeds", "3")) == 0
+    out = capsys.readouterr().out
+    final = pd.read_csv(tmp_path / "out" / "finalists.csv")
+    assert len(final) == 2 and (final.seeds == 3).all()
+    a, b = final.iloc[0], final.iloc[1]
+    overlap = a.tps_per_gpu - a.tps_per_gpu_ci_half <= b.tps_per_gpu + b.tps_per_gpu_ci_half
+    assert ("tie within noise" in out) == overlap
+
+
+@pytest.mark.parametrize("args, text, key, word", [
+    (["--gpus", "1"], SMALL.replace("tp: [8], ", ""), "", "no shard of model 'deepseek-v3' fits 1 gpus"),
+    ([], SMALL.replace("requests_per_user", "requests_per_usr"), "search.requests_per_usr", "unknown key"),
+    (["--tpot", "p50:0.1ms"], SMALL, "", "no point meets --tpot"),
+    (["--tpot", "p99:fast"], SMALL, "", "p50:|p99:"),
+    (["--rates", "1,x"], SMALL, "", "requests per second"),
+    ([], SMALL.replace("per_depth: [0.8, 0.6]", "accept_length: 2.0"), "acceptance.accept_length", "steps"),
+])
+def test_bad_search_input_is_one_line(tmp_path, capsys, args, text, key, word):
+    argv = search(tmp_path, text=text)
+    if args[:1] == ["--gpus"]:
+        argv[argv.index("--gpus") + 1] = args[1]
+        args = []
+    one_line_error(capsys, argv + args, key, word)
+
+
+def test_unmeetable_targets_say_the_best_value_reached(tmp_path, capsys):
+    line = one_line_error(capsys, search(tmp_path, "--ttft", "p99:1ms"), "", "--ttft")
+    assert "best ttft p99 reached is" in line
+
+
+def test_cost_and_power_columns_follow_the_hardware_entry_and_its_override(tmp_path, capsys):
+    text = SMALL.replace("hardware: h200", "hardware: {from: h200, usd_per_gpu_hour: 3.0}")
+    assert cli.main(search(tmp_path, text=text)) == 0
+    rows = pd.read_csv(tmp_path / "out" / "frontier.csv")
+    assert np.allclose(rows.usd_per_m_tokens, 3.0 * rows.gpus / (rows.tps * 3600) * 1e6)
+    board_w = sc.load(write(tmp_path))[0].specs.hardware.board_power_w
+    assert np.allclose(rows.tps_per_kw, rows.tps / (rows.gpus * board_w / 1e3))
+    assert "/M output tokens" in capsys.readouterr().out
+
+
+def test_frontier_png_is_drawn(tmp_path, capsys):
+    argv = [a for a in search(tmp_path, "--tpot", "p50:50ms") if a != "--no-plot"]
+    assert cli.main(argv) == 0
+    assert (tmp_path / "out" / "frontier.png").stat().st_size > 10_000
+
+
+# ---------------------------------------------------------------------- acceptance by steps
+
+def test_a_curve_gives_per_depth_acceptance_that_reproduces_it_at_every_steps_value():
+    from mtpsim.acceptance import AcceptanceProfile, named_curves
+    for name, entry in named_curves().items():
+        curve = entry["accept_length_by_steps"]
+        profile = AcceptanceProfile.from_accept_lengths(curve)
+        assert all(0 < a <= 1 for a in profile.alphas), name
+        for steps, length in curve.items():
+            assert profile.expected_accept_length(steps) == pytest.approx(length, abs=1e-12), (name, steps)
+    # the issue's example: gains 0.79, 0.48, 0.22 -> alphas 0.79, 0.48 / 0.79, 0.22 / 0.48
+    alphas = AcceptanceProfile.from_accept_lengths({1: 1.79, 2: 2.27, 3: 2.49}).alphas
+    assert alphas == pytest.approx((0.79, 0.48 / 0.79, 0.22 / 0.48))
+
+
+def test_a_search_over_a_named_curve_tries_every_step_it_holds(tmp_path, capsys):
+    text = SMALL.replace("acceptance: {per_depth: [0.8, 0.6]}", "acceptance: {profile: deepseek-v4-pro-mtp-thinking-on}")
+    assert cli.main(search(tmp_path, "--concurrency", "1", text=text)) == 0
+    rows = pd.read_csv(tmp_path / "out" / "frontier.csv")
+    assert sorted(rows.steps) == [0, 1, 2, 3, 4, 5]  # the curve holds steps 1..5
+
+
+@pytest.mark.parametrize("curve, key, word", [
+    ("{1: 1.8, 2: 1.7}", "acceptance.accept_length_by_steps", "must increase with steps"),
+    ("{1: 1.5, 2: 2.2}", "acceptance.accept_length_by_steps", "exceeds step 1's gain"),
+    ("{1: 1.8, 3: 2.5}", "acceptance.accept_length_by_steps", "every steps value from 1"),
+    ("{1: 1.8, 2: 2.4, 3: 2.8, 4: 3.0}", "acceptance.accept_length_by_steps.4", "has 3"),
+])
+def test_bad_curves_are_one_line(tmp_path, capsys, curve, key, word):
+    text = (SMALL.replace("deepseek-v3", "mimo-v2-flash").replace("design: nextn", "design: multi_layer")
+            .replace("acceptance: {per_depth: [0.8, 0.6]}", f"acceptance: {{accept_length_by_steps: {curve}}}"))
+    one_line_error(capsys, search(tmp_path, text=text), key, word)
+
+
+@pytest.mark.parametrize("engine, setting, steps, length", [
+    ("vllm", 2.5, 3, 2.5), ("sglang", 2.5, 3, 2.5), ("sglang", 9.0, 3, 4.0), ("trtllm", 2, 3, 3.0),
+    ("trtllm", 5, 3, 4.0)])
+def test_forced_acceptance_gives_the_engines_mean(engine, setting, steps, length):
+    from mtpsim.acceptance import AcceptanceProfile
+    profile = AcceptanceProfile.forced(engine, setting, steps)
+    assert profile.expected_accept_length(steps) == pytest.approx(length)
+    assert profile.shared == (engine == "sglang")
+
+
+def test_sglangs_forced_draw_is_one_per_iteration_for_the_whole_batch():
+    from mtpsim.acceptance import AcceptanceProfile
+    profile = AcceptanceProfile.forced("sglang", 2.3, 3)
+    levels = np.broadcast_to(np.array(profile.alphas), (64, 3))
+    rng = np.random.default_rng(0)
+    draws = [AcceptanceProfile.sample(rng, levels, shared=True) for _ in range(2000)]
+    assert all(len(set(d.tolist())) == 1 for d in draws)  # every request alike within an iteration
+    counts = np.array([d[0] for d in draws])
+    assert set(counts.tolist()) == {1, 2}  # floor(2.3) or floor(2.3) + 1 tokens: 1 or 2 drafts
+    # P(2 drafts) = 0.3: within 4 standard errors of 2,000 draws
+    assert abs((counts == 2).mean() - 0.3) < 4 * np.sqrt(0.3 * 0.7 / 2000)
+
+
+def test_forced_trtllm_takes_whole_drafts_only(tmp_path, capsys):
+    text = SMALL.replace("acceptance: {per_depth: [0.8, 0.6]}", "acceptance: {forced: {engine: trtllm, setting: 1.5}}")
+    one_line_error(capsys, search(tmp_path, text=text), "acceptance.forced.setting", "whole number")
+
+
+# ---------------------------------------------------------------------- launch options
+
+def deployment(**kw) -> pd.Series:
+    base = {"layout": "1x tp8 ep8 adp1", "replicas": 1, "tp": 8, "ep": 8, "attention_dp": 1, "design": "nextn",
+            "steps": 3, "topk": 1}
+    return pd.Series({**base, **kw})
+
+
+def test_launch_options_express_the_deployment_in_each_engine():
+    from mtpsim.search.flags import launch_flags
+    text = launch_flags(deployment(attention_dp=8), cap=64)
+    sglang, vllm, trtllm = text.split("\n\n")
+    assert "--tp-size 8" in sglang and "--ep-size 8" in sglang and "--enable-dp-attention --dp-size 8" in sglang
+    assert "--speculative-algorithm NEXTN" in sglang and "--speculative-num-draft-tokens 4" in sglang
+    assert "--max-running-requests 64" in sglang  # SGLang splits the replica's cap over its ranks itself
+    assert "--data-parallel-size 8" in vllm and "--tensor-parallel-size 1" in vllm and "--max-num-seqs 8" in vllm
+    assert '"num_speculative_tokens": 3' in vllm
+    assert '"enable_attention_dp": true' in trtllm and '"num_nextn_predict_layers": 3' in trtllm
+
+
+@pytest.mark.parametrize("row, engine, word", [
+    (deployment(ep=2), "vllm", "cannot run ep 2"),
+    (deployment(attention_dp=2), "trtllm", "cannot run attention_dp 2"),
+    (deployment(topk=4), "vllm", "tree"),
+    (deployment(design="frozen_kv"), "sglang", "cannot run design frozen_kv"),
+])
+def test_engines_that_cannot_run_a_deployment_say_so(row, engine, word):
+    from mtpsim.search.flags import launch_flags
+    section = {s.split("]")[0].lstrip("[").split()[0]: s for s in launch_flags(row, cap=32).split("\n\n")}[engine]
+    assert word in section and "--" not in section.split("\n", 1)[1]
+
+
+def test_search_scenarios_load_and_open_with_their_question_and_command():
+    for path in sorted(Path(__file__).resolve().parent.parent.glob("scenarios/search/*.yaml")):
+        head = path.read_text().splitlines()[0]
+        assert head.startswith("# Question:"), path
+        assert "mtpsim search" in path.read_text().split("\nname:")[0], path
+        (s,) = sc.load(path)
+        assert s.search is not None and s.speculative.design != "none"
+
+
+def test_trees_join_the_default_space_when_the_acceptance_gives_ranks(tmp_path):
+    text = (Path(__file__).resolve().parent.parent / "scenarios" / "tree-vs-chain.yaml").read_text()
+    base = sc.load(write(tmp_path, text), ["sweep=null"])[0]
+    settings = space.design_settings(base, SearchBounds(), [1, 2])
+    assert sorted({(s["design"], s.get("topk", 1)) for s in settings}) == [("nextn", k) for k in (1, 2, 3, 4)] + [("none", 1)]
+    assert {s.get("topk") for s in space.design_settings(base, SearchBounds(topk=[1]), [1])} == {None, 1}
