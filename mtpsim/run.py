@@ -102,7 +102,8 @@ def _map(tasks, jobs: int, progress: bool, keep_passes: bool, backend: str = "po
     """Simulate the tasks in order (in worker processes for sweeps, or as Ray tasks). The first
     point to fail stops the rest, and its error reaches the caller as raised, after the progress
     bar's line."""
-    bar = tqdm(total=len(tasks), desc="simulating", unit="run", disable=not progress or len(tasks) <= 2)
+    # None: tqdm's own rule, a bar only on a terminal (a log or a pipe gets no carriage-return noise)
+    bar = tqdm(total=len(tasks), desc="simulating", unit="run", disable=True if not progress or len(tasks) <= 2 else None)
     out = []
     try:
         if backend == "ray":

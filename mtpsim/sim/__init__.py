@@ -42,7 +42,7 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
     profile = AcceptanceProfile.from_section(s.acceptance, design.steps, s.source, design.topk, design.draft_tokens)
     env, records = simpy.Environment(), Records(max_iteration_rows, keep_passes, max_request_rows)
     bar = tqdm(total=s.workload.num_requests, desc=s.name, unit="req", file=sys.stderr, mininterval=1.0,
-               disable=not progress or s.workload.num_requests < PROGRESS_MIN_REQUESTS)
+               disable=True if not progress or s.workload.num_requests < PROGRESS_MIN_REQUESTS else None)
     engine = Engine(env, pricer, design, profile, records, np.random.default_rng([s.seed, 1]),
                     s.engine.overlap_schedule, prefill_chunk_tokens(s), policy=s.speculative.policy,
                     on_finished=bar.update)
