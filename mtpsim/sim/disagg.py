@@ -26,7 +26,7 @@ from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import build_pricer
 from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError
-from mtpsim.memory import MemoryBudget, memory_budget, pool_rule
+from mtpsim.memory import MemoryBudget, memory_budget, pool_rule, prefill_chunk_tokens
 from mtpsim.results import LogHistogram, Records, Results, limits_row, to_results
 from mtpsim.sim.batch import RunningBatch
 from mtpsim.sim.engine import Arrivals, Engine, Replica
@@ -142,7 +142,7 @@ def build_pool(s, role: str, design: DesignShape, first_index: int) -> Pool:
     budget = memory_budget(pricer, design, pool_rule(ps))
     cap = s.specs.engine.max_running(design.design, s.engine.max_running_requests)
     held = (lambda r: r.input_len) if role == "prefill" else (lambda r: r.input_len + r.output_len)
-    replicas = [Replica(first_index + i, Scheduler(cap, budget.replica_kv_budget_bytes, budget.request_bytes, held))
+    replicas = [Replica(first_index + i, Scheduler(cap, budget.replica_kv_budget_bytes, budget.request_bytes, held_tokens=held))
                 for i in range(ps.parallel.dp)]
     return Pool(ps, pricer, budget, replicas)
 
@@ -161,7 +161,7 @@ def simulate_disaggregated(scenario, *, identity, request_factory, keep_passes: 
     env = simpy.Environment()
     records = PoolRecords(max_iteration_rows, keep_passes, max_request_rows, num_prefill_replicas=len(prefill.replicas))
     stats = {"prefill_queue": Wait(), "decode_queue": Wait(), "transfer": Wait(), "ttft": Wait(), "transfer_bytes": 0.0}
-    chunk = s.engine.chunked_prefill_tokens
+    chunk = prefill_chunk_tokens(s)  # the scenario's, else the engine's default on its GPU
     # the decode engine draws acceptance from the stream an aggregated run's engine does
     p_engine = Engine(env, prefill.pricer, design, profile, records, np.random.default_rng([s.seed, 3]),
                       s.engine.overlap_schedule, chunk)
