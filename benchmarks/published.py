@@ -78,6 +78,17 @@ CASES = [
          metric="decode_tps_per_gpu", unit="users"),
     Case("L1", "l1-deepseek-v3-lmsys-96xh100-prefill.yaml", "input_len",
          {1024: 57674 / 8, 2048: 54543 / 8, 4096: 50302 / 8}, metric="prefill_tps_per_gpu", unit="prompt"),
+    # InferenceX's DeepSeek-R1 FP4 1k/1k, Dynamo + TensorRT-LLM with MTP, disaggregated, at
+    # concurrency 180: GB200 NVL72 (1P TP4 + 1D EP32) beside B200 (1P TP4 + 40 GPUs EP8), input and
+    # output tokens per GPU of both pools, and tok/s/user (1 / TPOT)
+    Case("L2", "l2-deepseek-r1-gb200-nvl72-dynamo-trt-mtp.yaml", "concurrency", {180: 1149.1},
+         metric="total_tps_per_gpu", unit="users"),
+    Case("L2", "l2-deepseek-r1-gb200-nvl72-dynamo-trt-mtp.yaml", "concurrency", {180: 164.37},
+         metric="interactivity", unit="users"),
+    Case("L2", "l2-deepseek-r1-b200-dynamo-trt-mtp.yaml", "concurrency", {180: 897.9},
+         metric="total_tps_per_gpu", unit="users"),
+    Case("L2", "l2-deepseek-r1-b200-dynamo-trt-mtp.yaml", "concurrency", {180: 126.42},
+         metric="interactivity", unit="users"),
 ]
 
 
@@ -90,6 +101,7 @@ def simulate_case(case: Case, jobs: int = 1, sets: tuple[str, ...] = ()) -> pd.D
         summary = summary.assign(input_len=[mean_length(points[int(i)].workload.input_len) if i >= 0 else math.nan
                                             for i in summary.point])
     summary = prefill_rates(summary, points)
+    summary = summary.assign(total_tps_per_gpu=summary.total_tps / deployment_gpus(points[0]))
     rows = summary[(summary.point >= 0) & summary[case.key].isin(list(case.reported))]
     return rows.assign(scenario=[points[int(i)] for i in rows.point]).reset_index(drop=True)
 
@@ -107,6 +119,12 @@ def decode_rates(summary: pd.DataFrame, s: sc.Scenario) -> pd.DataFrame:
     base = dict(zip(load[summary.design == "none"], rate[summary.design == "none"]))
     return summary.assign(decode_tps_per_gpu=rate / gpus, decode_tps_per_gpu_none=load.map(base) / gpus,
                           decode_speedup=rate / load.map(base))
+
+
+def deployment_gpus(s: sc.Scenario) -> int:
+    """GPUs the scenario serves on: both pools of a disaggregated one, else its replicas'."""
+    d = s.disaggregation
+    return d.prefill.gpus + d.decode.gpus if d is not None else s.parallel.tp * s.parallel.dp
 
 
 def prefill_rates(summary: pd.DataFrame, points: list) -> pd.DataFrame:

@@ -130,3 +130,42 @@ def test_the_indexer_is_in_the_pass_and_says_who_priced_it():
     cost = pricer.price(verify, np.full(8, 2), np.full(8, 50_000), keep_ops=True)
     rows = {op.name: t.source for op, t, _ in cost.ops}
     assert rows["attn.indexer"] == "roofline" and "attn.indexer_q" in rows
+
+
+# openai/gpt-oss-120b (aiconfigurator-core 0.12.0's copy names no torch_dtype; MXFP4 experts)
+GPT_OSS_120B = {
+    "architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "head_dim": 64, "hidden_size": 2880,
+    "intermediate_size": 2880, "layer_types": ["sliding_attention", "full_attention"] * 18,
+    "max_position_embeddings": 131072, "num_attention_heads": 64, "num_experts_per_tok": 4, "num_hidden_layers": 36,
+    "num_key_value_heads": 8, "num_local_experts": 128, "sliding_window": 128, "tie_word_embeddings": False,
+    "vocab_size": 201088, "quantization_config": {"quant_method": "mxfp4"}}
+GPT_OSS_DTYPES = {"attention": "bf16", "dense_ffn": "bf16", "experts": "fp4", "mtp": "bf16", "lm_head": "bf16",
+                  "kv_cache": "bf16"}
+
+
+def test_gpt_oss_config_gives_the_catalog_entry_and_its_dtypes_are_asked_for(tmp_path):
+    with pytest.raises(ScenarioError) as err:
+        read(tmp_path, GPT_OSS_120B)
+    assert err.value.key == "model.dtypes" and "mxfp4" in err.value.reason
+    spec = read(tmp_path, GPT_OSS_120B, dtypes=GPT_OSS_DTYPES)
+    assert shape(spec) == shape(catalog.load_model("gpt-oss-120b"))
+
+
+def test_gpt_oss_with_its_eagle3_head_prices_sliding_layers_capped_at_the_window():
+    """The sliding layers read 128 cached tokens whatever the context; the full ones all of it."""
+    from mtpsim import scenario as sc
+    from mtpsim.costs import build_pricer
+    from mtpsim.designs import DesignShape, iteration_passes
+    s = sc.validate({"name": "oss", "model": "gpt-oss-120b", "hardware": "b200", "parallel": {"tp": 1},
+                     "speculative": {"design": "nextn", "steps": 3, "draft": "eagle3-gpt-oss-120b"},
+                     "acceptance": {"per_depth": [0.8, 0.7, 0.6]}})
+    pricer = build_pricer(s)
+    verify = [p for p in iteration_passes(DesignShape.of(s.speculative)) if p.kind == "verify"][0]
+    cores = {}
+    for kv in (4_000, 40_000):
+        ops = pricer.price(verify, np.full(4, 4), np.full(4, kv), keep_ops=True).ops
+        cores[kv] = [op.kv_bytes for op, _, _ in ops if op.family == "attention"]
+    assert len(cores[4_000]) == 2  # one sliding, one full kind
+    sliding, full = sorted(cores[4_000]), sorted(cores[40_000])
+    assert sliding[0] == pytest.approx(full[0])  # the window's read does not grow
+    assert full[1] == pytest.approx(sliding[1] * 40_004 / 4_004, rel=1e-3)

@@ -144,6 +144,28 @@ def moe_rows(df: pd.DataFrame) -> pd.DataFrame:
     return _rows(cols, ops, df.latency * 1e-3).groupby(list(cols.columns), as_index=False).median()
 
 
+def wide_ep_moe_rows(df: pd.DataFrame, mode: str) -> pd.DataFrame:
+    """SGLang's wide-EP expert compute under DeepEP (`wideep_generation_moe_perf`: the masked
+    grouped GEMM that pairs with low-latency dispatch, `mode` "ll"; `wideep_context_moe_perf`:
+    the contiguous one after normal dispatch, "normal"), uniform routing only. Its `num_tokens`
+    are the tokens of all EP ranks together (aiconfigurator's MoEExpertCompute scales a rank's
+    tokens by attention_dp_size before the lookup), so a row is one GPU's work: num_experts /
+    moe_ep_size experts, each with num_tokens * topk / num_experts tokens. Keyed by that per-GPU
+    shape, a row prices any wide-EP layout with as many experts per GPU and tokens per expert
+    (288 physical experts over 72 ranks reads the 256 / 64 rows)."""
+    df = _pick_dtypes(df[df.distribution == "uniform"], MOE_RULE)
+    df = df[(df.moe_tp_size == 1) & (df.num_experts % df.moe_ep_size == 0)]
+    shape = ["dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_ep_size"]
+    df = _fastest(df, shape)
+    ops = [O.moe_experts(FFNSpec(kind="moe", num_experts=int(e), top_k=int(k), expert_intermediate_size=int(inter)),
+                         int(d), int(t), dt, O.Parallel(tp=int(ep), ep=int(ep)), act=ACT)
+           for dt, t, d, inter, k, e, ep in zip(*(df[c] for c in shape))]
+    cols = pd.DataFrame({"mode": mode, "dtype": df.dtype, "inter": df.inter_size, "d": df.hidden_size,
+                         "experts": df.num_experts // df.moe_ep_size,
+                         "tokens_per_expert": df.num_tokens * df.topk / df.num_experts})
+    return _rows(cols, ops, df.latency * 1e-3).groupby(list(cols.columns), as_index=False).median()
+
+
 def balanced_touched(num_experts: int, top_k: int, tokens: int) -> int:
     """Distinct experts aiconfigurator's round-robin `balanced_logits` routes `tokens` tokens to."""
     return min(num_experts, tokens * top_k)

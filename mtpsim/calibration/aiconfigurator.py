@@ -21,11 +21,13 @@ from __future__ import annotations
 import datetime
 import re
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
+from mtpsim.calibration.aic_deepep import deepep_rows
 from mtpsim.calibration.aic_rows import (
     GEMM_RULE,
     MOE_RULE,
@@ -38,6 +40,7 @@ from mtpsim.calibration.aic_rows import (
     gemm_rows,
     mla_rows,
     moe_rows,
+    wide_ep_moe_rows,
 )
 from mtpsim.catalog import load_hardware
 from mtpsim.costs.profile import FAMILIES
@@ -164,6 +167,9 @@ SOURCES = [
     Source("attention", "attention", ("generation_attention_perf.parquet",), attention_rows),
     Source("attention", "mla", ("generation_mla_perf.parquet",), mla_rows),
     Source("moe", "moe", ("moe_perf.parquet",), moe_rows, MOE_RULE),
+    # SGLang's DeepEP expert compute, decode (low-latency) and prefill (normal) kernels
+    Source("moe_wide_ep", "moe", ("wideep_generation_moe_perf.parquet",), partial(wide_ep_moe_rows, mode="ll"), MOE_RULE),
+    Source("moe_wide_ep", "moe", ("wideep_context_moe_perf.parquet",), partial(wide_ep_moe_rows, mode="normal"), MOE_RULE),
     Source("allreduce", "comm", ("custom_allreduce_perf.parquet",), allreduce_rows),
     Source("alltoall", "comm", ("wideep_deepep_ll_perf.parquet", "moe_a2a_perf.parquet"), alltoall_rows),
 ]
@@ -210,6 +216,10 @@ def convert(system: str, backend: str, version: str | None, out: Path, root: Pat
             "rows_read": int(len(raw)), "foreign_rows_dropped": foreign, "rows": int(len(rows)),
             **(_dtype_record(raw, src) if src.dtypes else {})})
         progress(f"  {family:<10} {sources[family][-1]['table']}: {len(rows)} rows ({foreign} foreign dropped)")
+    rows, records = deepep_rows(data, sys_.device)  # DeepEP across nodes (aic_deepep.py)
+    if len(rows):
+        frames["alltoall_wide_ep"], sources["alltoall_wide_ep"] = [rows], records
+        progress(f"  alltoall_wide_ep {', '.join(r['table'] for r in records)}: {len(rows)} rows")
     for need in ("gemm", "attention"):
         if need not in frames:
             raise ScenarioError(str(data), need, f"the database has no {need} table for {backend} at or before {version}")

@@ -56,6 +56,7 @@ from mtpsim.costs.ops import AttentionKernel, BatchLens, CoreCounts, Op
 from mtpsim.costs.profile import ANY, FAMILIES, Family, family_path, load_meta, profile_families, read_family, read_layers
 from mtpsim.costs.roofline import OpTime, RooflineCosts
 from mtpsim.costs.tables import Table, along_kv, build_tables, interpolate, kv_slice, nearest_cell
+from mtpsim.costs.wide_ep import wide_ep_time
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, short
 from mtpsim.specs import HardwareSpec
@@ -133,7 +134,7 @@ class CalibratedCosts:
     def time(self, op: Op, graphs: bool) -> OpTime:
         if op.family == "glue":
             return OpTime(0.0, 0.0, 0.0, self.glue_s(op.shape["layer"], op.shape["tokens"], op.shape["d"]), "calibrated")
-        found = self.predict(op)
+        found = wide_ep_time(self, op, graphs) or self.predict(op)
         if found is None:
             return self.roofline.time(op, graphs)
         t, source = found

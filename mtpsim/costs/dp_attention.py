@@ -67,9 +67,12 @@ def mlp_ops(ffn: FFNSpec, d: int, tokens: int, dtype: str, expert_dtype: str, pa
     own = math.ceil(tokens / par.attention_tp)  # scattered over the group's attention GPUs
     if ffn.kind == "dense":
         return O.ffn_ops(ffn, d, own, dtype, expert_dtype, O.Parallel(), skew, act)
-    ops = [O.gemm("moe.router", own, d, ffn.num_experts, act, kernels=2, act=act),
-           O.moe_experts(ffn, d, everyone, expert_dtype, O.Parallel(par.tp, par.ep), skew, act),
+    experts = O.moe_experts(ffn, d, everyone, expert_dtype, O.Parallel(par.tp, par.ep), skew, act)
+    experts.shape.update(wide_ep=True, ep=par.ep)  # one GPU's DeepEP grouped GEMM (costs/wide_ep.py)
+    ops = [O.gemm("moe.router", own, d, ffn.num_experts, act, kernels=2, act=act), experts,
            O.dispatch_combine(own, ffn.top_k, d, par.tp, act, nodes=par.nodes(par.tp))]
+    if ops[-1] is not None:
+        ops[-1].shape["wide_ep"] = True  # DeepEP's kernels (costs/wide_ep.py)
     if ffn.num_shared_experts:
         inter = ffn.num_shared_experts * (ffn.shared_intermediate_size or ffn.expert_intermediate_size)
         ops += [O.gemm("moe.shared_gate_up", own, d, 2 * inter, expert_dtype, act=act),

@@ -41,12 +41,17 @@ FAMILIES = {
     "attention": Family(("kind",), ("kv_heads", "head_dim", "v_head_dim", "kv_dtype"), ("batch", "q", "kv", "heads"),
                         ("batch", "q", "kv"), optional=("kv_dtype",)),
     "moe": Family((), ("dtype", "inter", "num_experts"), ("tokens", "touched", "top_k", "d"), ("tokens", "touched")),
+    # one GPU's experts under wide EP (DeepEP), by dispatch mode (ll | normal): calibrated.py `wide_ep_moe`
+    "moe_wide_ep": Family(("mode",), ("dtype", "inter", "d"), ("experts", "tokens_per_expert"),
+                          ("experts", "tokens_per_expert")),
     "elementwise": Family((), ("d",), ("tokens",), ("tokens",)),
     "pass": Family((), (), ("batch", "q", "kv"), ("batch", "q", "kv")),
     "argmax": Family((), (), ("m", "n"), ("m", "n")),
     # communication: all-reduce by message bytes; all-to-all dispatch + combine by tokens per rank
     "allreduce": Family(("ranks",), (), ("bytes",), ("bytes",)),
     "alltoall": Family(("ranks",), ("d", "top_k"), ("tokens",), ("tokens",)),
+    # DeepEP by mode (ll | normal) and ranks, across nodes too: costs/wide_ep.py `dispatch_combine_time`
+    "alltoall_wide_ep": Family(("mode", "ranks"), ("d", "top_k"), ("tokens",), ("tokens",)),
 }
 
 # what `mtpsim calibrate` measures, so what a profile without a `families` list must hold

@@ -311,6 +311,22 @@ def minimax_m2(c: Config) -> Layout:
                   "config.json does not describe MiniMax-M2's MTP modules")
 
 
+def gpt_oss(c: Config) -> Layout:
+    """gpt-oss (transformers gpt_oss, GptOssForCausalLM): layer_types alternates sliding-window
+    (sliding_window tokens) and full GQA attention, both num_attention_heads / num_key_value_heads
+    / head_dim; every FFN is MoE, num_local_experts routed experts intermediate_size wide, top
+    num_experts_per_tok, no shared expert. The per-head attention sinks are one learned logit
+    each in the softmax's denominator: no KV and O(heads) flops, so no op of their own."""
+    n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
+    kinds = _kinds_of(c, "layer_types", c.list("layer_types", n), {"full_attention": "full", "sliding_attention": "sliding"})
+    kv, head_dim = c.int("num_key_value_heads", heads), _head_dim(c, heads)
+    attention = {"full": _gqa(heads, kv, head_dim)}
+    if "sliding" in kinds:
+        attention["sliding"] = _gqa(heads, kv, head_dim, c.int("sliding_window", low=1))
+    moe = _moe(c.int("num_local_experts", low=1), c.int("num_experts_per_tok"), c.int("intermediate_size"))
+    return Layout(attention, {"moe": moe}, lambda i: (kinds[i], "moe") if i < n else None)
+
+
 def _layer_set(c: Config, key: str) -> set[int]:
     """Layer indices written "3,4,5" or [3, 4, 5]."""
     value = c.get(key, [])
@@ -326,13 +342,14 @@ READERS: dict[str, Callable[[Config], Layout]] = {
     "kimi_k2": deepseek, "kimi_k25": deepseek, "glm_moe_dsa": deepseek, "glm4_moe": glm4_moe, "qwen3_next": qwen3_next,
     "qwen3_5_moe": qwen3_next, "qwen3_5_moe_text": qwen3_next, "minimax_m2": minimax_m2,
     "mimo_v2_flash": mimo_v2_flash, "gemma4": gemma4, "gemma4_text": gemma4, "llama": dense_gqa, "qwen2": dense_gqa,
-    "mimo": dense_gqa, "step3p5": step3p5}
+    "mimo": dense_gqa, "step3p5": step3p5, "gpt_oss": gpt_oss}
 READERS["qwen3"] = dense_gqa  # Qwen3 dense (transformers qwen3): qwen2's layout, head_dim given; QK-norm is elementwise
 ARCHITECTURES = {
     "DeepseekV2ForCausalLM": "deepseek_v2", "DeepseekV3ForCausalLM": "deepseek_v3", "Glm4MoeForCausalLM": "glm4_moe",
     "DeepseekV32ForCausalLM": "deepseek_v32", "GlmMoeDsaForCausalLM": "glm_moe_dsa", "MiniMaxM2ForCausalLM": "minimax_m2",
     "Qwen3NextForCausalLM": "qwen3_next", "MiMoV2FlashForCausalLM": "mimo_v2_flash",
     "Gemma4ForConditionalGeneration": "gemma4", "Gemma4ForCausalLM": "gemma4_text", "LlamaForCausalLM": "llama",
-    "Qwen2ForCausalLM": "qwen2", "MiMoForCausalLM": "mimo", "Step3p5ForCausalLM": "step3p5"}
+    "Qwen2ForCausalLM": "qwen2", "MiMoForCausalLM": "mimo", "Step3p5ForCausalLM": "step3p5",
+    "GptOssForCausalLM": "gpt_oss"}
 # the block drafters (hfconfig/blocks.py) are Qwen3 decoder layers
 ARCHITECTURES |= {"Qwen3ForCausalLM": "qwen3", "DFlashDraftModel": "qwen3", "Qwen3DSparkModel": "qwen3"}
