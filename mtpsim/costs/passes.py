@@ -19,6 +19,7 @@ import numpy as np
 
 from mtpsim.costs import blocks
 from mtpsim.costs import ops as O
+from mtpsim.costs.compressed import CompressedKernel
 from mtpsim.costs.layer import decoder_layer_ops
 from mtpsim.costs.roofline import OpTime
 from mtpsim.specs import HardwareSpec, LayerRef, ModelSpec
@@ -417,6 +418,8 @@ class Pricer:
 
     @lru_cache(maxsize=16)  # noqa: B019 -- a Pricer lives as long as its run; a kind's kernel never changes
     def _kernel(self, att, kv_dtype: str) -> O.AttentionKernel:
+        if att.kind == "compressed":  # DeepSeek-V4's window + compressed entries (costs/compressed.py)
+            return CompressedKernel(att, kv_dtype, self.par.attention_tp, self.act)
         return O.AttentionKernel(att, kv_dtype, self.par.attention_tp, self.act)
 
     @lru_cache(maxsize=8)  # noqa: B019 -- a Pricer lives as long as its run; a part's kinds never change

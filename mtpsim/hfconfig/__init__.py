@@ -29,8 +29,12 @@ from typing import Any
 
 from mtpsim.errors import ScenarioError, short
 from mtpsim.files import read_text
+from mtpsim.hfconfig import deepseek_v4
 from mtpsim.hfconfig.blocks import block_keys
 from mtpsim.hfconfig.families import ARCHITECTURES, READERS, Config, Layout
+
+READERS["deepseek_v4"] = deepseek_v4.deepseek_v4  # DeepSeek-V4 (hfconfig/deepseek_v4.py)
+ARCHITECTURES["DeepseekV4ForCausalLM"] = "deepseek_v4"
 
 MAX_CONFIG_BYTES = 4 * 2**20  # a config.json is a few kB
 TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
@@ -59,7 +63,16 @@ def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | No
         mapping["mtp"] = mtp
     mapping |= _kinds(layout, mapping, overrides)
     mapping["dtypes"] = _dtypes(top, text, where, key, overrides)
+    if _reader(top, where, at) is deepseek_v4.deepseek_v4:
+        mapping = deepseek_v4.finish(text, mapping, _dspark_drafters())
     return mapping | block_keys(top)  # a block drafter's (hfconfig/blocks.py)
+
+
+def _dspark_drafters() -> dict:
+    """The catalog's DSpark block drafters, name -> spec (a V4 checkpoint that bundles one names it)."""
+    from mtpsim import catalog
+    specs = {name: catalog.load_model(name) for name in catalog.names("models")}
+    return {name: m for name, m in specs.items() if m.block is not None and m.block.kind == "dspark"}
 
 
 def _reader(top: Config, where: str, at: str):
