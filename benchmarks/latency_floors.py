@@ -10,7 +10,9 @@ kernel tables converted from aiconfigurator-core) and its |predicted / measured 
 the held-out GPU's rows, per op group: median and p90 over decode-sized shapes (m, tokens or
 batch <= 256; all-reduces up to 4 MiB) and over all rows. `datasheet` is the plain roofline without
 floors as RooflineCosts priced these ops before (catalog efficiencies, launch cost per kernel in a
-CUDA graph, link latency + ring bytes over the link). Torch is not needed; no timing asserts.
+CUDA graph, link latency + ring bytes over the link). Then the committed floors against GPUs they
+were never fitted on (GB200, GB300, B300: UNSEEN), the error a GPU priced by the floors alone
+(MI300X, MI325X, MI355X) can expect at best. Torch is not needed; no timing asserts.
 """
 from __future__ import annotations
 
@@ -30,6 +32,9 @@ from mtpsim.costs import floors_fit as FF  # noqa: E402
 
 GPUS = ("h100-sxm", "h200", "b200")
 ENGINE = "sglang"
+# GPUs the committed floors were never fitted on, with measured tables of their own: how far the
+# floors alone (what prices MI300X, MI325X and MI355X) land from a new GPU's measurements
+UNSEEN = ("gb200", "gb300", "b300")
 
 
 def held_out(rows: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, dict]:
@@ -44,6 +49,18 @@ def held_out(rows: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, dict]:
         plain = FF.errors(test, FF.datasheet_predict(load_hardware(gpu), test))
         tables.append(floors.merge(plain, on=["group", "rows"], suffixes=("", "_datasheet")).assign(held_out=gpu))
     return pd.concat(tables, ignore_index=True), fits
+
+
+def unseen() -> pd.DataFrame:
+    """The committed floors (fitted on GPUS) against each UNSEEN GPU's measured rows."""
+    groups = F.committed_floors().groups
+    tables = []
+    for gpu in UNSEEN:
+        test = FF.profile_rows(f"{gpu}-{ENGINE}")
+        floors = FF.errors(test, FF.floors_predict(groups, test))
+        plain = FF.errors(test, FF.datasheet_predict(load_hardware(gpu), test))
+        tables.append(floors.merge(plain, on=["group", "rows"], suffixes=("", "_datasheet")).assign(held_out=gpu))
+    return pd.concat(tables, ignore_index=True)
 
 
 def print_table(df: pd.DataFrame) -> None:
@@ -101,6 +118,8 @@ def main(argv: list[str]) -> None:
     print(f"Latency floors, held-out GPU: fitted on the other two GPUs' {ENGINE} profiles; |predicted/measured - 1|.")
     print("small: decode-sized shapes (m / tokens / batch <= 256; all-reduce <= 4 MiB); (ds): datasheet roofline, no floors.\n")
     print_table(errors)
+    print(f"\nGPUs never fitted on: the committed floors (fitted on {', '.join(GPUS)}) against their measured rows.\n")
+    print_table(unseen())
     for gpu, groups in fits.items():
         print(f"\nfitted without {gpu}:")
         for name, p in groups.items():

@@ -48,6 +48,7 @@ class Case:
     reported_al: dict = field(default_factory=dict)
     metric: str = "speedup"
     unit: str = "batch"
+    reported_none: float | None = None  # the source's plain-decode figure, a point of its own
 
 
 CASES = [
@@ -66,12 +67,18 @@ CASES = [
     Case("P8", "p8-deepseek-v3-lmsys-mtp.yaml", "steps", {2: 81.5 / 51.0, 3: 82.0 / 51.0}, {2: 2.18, 3: 2.44},
          metric="decode_speedup", unit="steps"),
     Case("P8", "p8-deepseek-v3-lmsys-mtp.yaml", "steps", {2: 81.5, 3: 82.0}, {2: 2.18, 3: 2.44},
-         metric="decode_tps_per_gpu", unit="steps"),  # and its plain decode, 51.0 (run_case)
+         metric="decode_tps_per_gpu", unit="steps", reported_none=51.0),  # and its plain decode (run_case)
     Case("P9", "p9-mimo-v2-flash-sglang-dp2.yaml", "concurrency",
          dict(zip((1, 2, 4, 8, 16, 32, 64), (201, 349, 535, 819, 1168, 1618, 2816))),
          dict(zip((1, 2, 4, 8, 16, 32, 64), (3.01, 2.92, 2.93, 2.94, 2.94, 2.96, 2.93))), metric="tps"),
+    # LMSYS's 96xH100 PD + large-EP deployment, each pool measured on its own as the source did:
+    # decode 22,282 tok/s per node (8 GPUs) at batch 256 per GPU, prefill 57,674 / 54,543 / 50,302
+    # input tok/s per node at 1K / 2K / 4K prompts
+    Case("L1", "l1-deepseek-v3-lmsys-96xh100-decode.yaml", "concurrency", {18432: 22282 / 8},
+         metric="decode_tps_per_gpu", unit="users"),
+    Case("L1", "l1-deepseek-v3-lmsys-96xh100-prefill.yaml", "input_len",
+         {1024: 57674 / 8, 2048: 54543 / 8, 4096: 50302 / 8}, metric="prefill_tps_per_gpu", unit="prompt"),
 ]
-P8_BASELINE_TPS_PER_GPU = 51.0  # the source's plain decode, overlap off (printed beside P8's rows)
 
 
 def simulate_case(case: Case, jobs: int = 1, sets: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -79,6 +86,10 @@ def simulate_case(case: Case, jobs: int = 1, sets: tuple[str, ...] = ()) -> pd.D
     points = sc.load(FOLDER / case.file, list(sets))
     summary, _ = run_points(points, jobs, progress=False)
     summary = decode_rates(summary, points[0])
+    if case.key == "input_len":  # a sweep over the prompt: its value per point
+        summary = summary.assign(input_len=[mean_length(points[int(i)].workload.input_len) if i >= 0 else math.nan
+                                            for i in summary.point])
+    summary = prefill_rates(summary, points)
     rows = summary[(summary.point >= 0) & summary[case.key].isin(list(case.reported))]
     return rows.assign(scenario=[points[int(i)] for i in rows.point]).reset_index(drop=True)
 
@@ -87,13 +98,31 @@ def decode_rates(summary: pd.DataFrame, s: sc.Scenario) -> pd.DataFrame:
     """Decode-only rates, for sources whose GPUs never prefill (PD disaggregation): output tokens
     after the first over the busy time outside prefill passes (every run here keeps its replicas
     busy from start to end), per GPU; and their ratio to the plain-decode run at the same
-    concurrency. Fixed output lengths only (the published cases')."""
+    concurrency (or arrival rate: open loads have no concurrency). Fixed output lengths only (the
+    published cases')."""
     out = mean_length(s.workload.output_len)
     gpus = s.parallel.tp * s.parallel.dp
     rate = summary.tps * (out - 1) / out / (1 - summary.prefill_share)
-    base = dict(zip(summary.concurrency[summary.design == "none"], rate[summary.design == "none"]))
-    return summary.assign(decode_tps_per_gpu=rate / gpus, decode_tps_per_gpu_none=summary.concurrency.map(base) / gpus,
-                          decode_speedup=rate / summary.concurrency.map(base))
+    load = summary.concurrency.where(summary.concurrency.notna(), summary.rate_per_s)
+    base = dict(zip(load[summary.design == "none"], rate[summary.design == "none"]))
+    return summary.assign(decode_tps_per_gpu=rate / gpus, decode_tps_per_gpu_none=load.map(base) / gpus,
+                          decode_speedup=rate / load.map(base))
+
+
+def prefill_rates(summary: pd.DataFrame, points: list) -> pd.DataFrame:
+    """Prefill-only rates, for sources measuring a prefill pool on its own: input tokens over the
+    prefill passes' busy time (batch arrivals keep the replica busy from start to end, so busy
+    time is output tokens / tps), per GPU. NaN for the baseline rows, which name no point."""
+    rates = []
+    for row in summary.itertuples():
+        if row.point < 0:
+            rates.append(math.nan)
+            continue
+        s = points[int(row.point)]
+        n, out = s.workload.num_requests, mean_length(s.workload.output_len)
+        busy = n * out / row.tps
+        rates.append(n * mean_length(s.workload.input_len) / (row.prefill_share * busy) / (s.parallel.tp * s.parallel.dp))
+    return summary.assign(prefill_tps_per_gpu=rates)
 
 
 def run_case(case: Case, jobs: int = 1, peer: bool = False) -> pd.DataFrame:
@@ -114,9 +143,9 @@ def run_case(case: Case, jobs: int = 1, peer: bool = False) -> pd.DataFrame:
                      "r predicted": row.accept_length / predicted if is_speedup else math.nan,
                      "metric": case.metric,
                      "aiconfigurator": peer_speedup(row.scenario, row.accept_length, case.metric) if peer else math.nan})
-    if case.metric == "decode_tps_per_gpu":  # the source's plain-decode rate, a point of its own
+    if case.reported_none is not None:  # the source's plain-decode rate, a point of its own
         base, base_roof = default.decode_tps_per_gpu_none.iloc[0], roof.decode_tps_per_gpu_none.iloc[0]
-        reported = P8_BASELINE_TPS_PER_GPU
+        reported = case.reported_none
         rows.append({"case": case.id, "point": "none", "priced by": default.pricing.iloc[0], "AL reported": 1.0,
                      "AL sim": 1.0, "reported": reported, "default": base, "roofline": base_roof,
                      "error %": 100 * (base - reported) / reported, "roofline error %": 100 * (base_roof - reported) / reported,
@@ -226,6 +255,9 @@ def main() -> None:
     print(report(table))
     early = table[table.case.isin([f"P{i}" for i in range(1, 8)])]
     print(_errors(early, "error %", "default on the public speedups P1-P7"))
+    scale = table[table.case.str.startswith("L")]
+    if len(scale):
+        print(_errors(scale, "error %", "default on the deployments at scale (L cases: per-GPU pool rates)"))
     if rules:
         print("\nLeave one engine version rule out (mtpsim/data/engines/*.yaml `rules`; `mtpsim engines` lists them):")
         print(leave_one_rule_out(table, jobs).to_string(index=False, float_format=lambda x: f"{x:.1f}"))

@@ -10,9 +10,10 @@ torch (only `mtpsim calibrate` and `mtpsim verify` do).
 """
 from __future__ import annotations
 
-__all__ = ["load", "simulate", "Results", "__version__"]
+__all__ = ["load", "simulate", "disaggregated", "Results", "__version__"]
 
 _LAZY = {"load": ("mtpsim.scenario", "load"), "simulate": ("mtpsim.sim", "simulate"),
+         "disaggregated": ("mtpsim.scenario", "disaggregated"),  # a scenario on prefill + decode pools
          "Results": ("mtpsim.results", "Results")}
 
 

@@ -7,13 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from mtpsim import designs
 from mtpsim.acceptance import read_histogram
 from mtpsim.errors import ScenarioError
-from mtpsim.schema import Scenario, Workload, max_length
-from mtpsim.sim.workload import read_trace
+from mtpsim.schema import Parallel, Scenario, Workload, max_length
+from mtpsim.tracefiles import scan
 
 
 def check_against_specs(s: Scenario, where: str) -> None:
@@ -27,6 +25,8 @@ def check_against_specs(s: Scenario, where: str) -> None:
     _check_policy(s, where)
     _check_rate_schedule(s.workload, where)
     _check_parallelism(s, where)
+    if s.disaggregation is not None:
+        _check_pools(s, where)
     _check_context(s, where)
     if s.workload.arrival == "closed" and s.workload.concurrency > s.workload.num_requests:
         raise ScenarioError(where, "workload.concurrency", f"{s.workload.concurrency} closed-loop users need "
@@ -91,18 +91,38 @@ def _check_nodes(s: Scenario, where: str) -> None:
                             "describes no inter-node network (internode_bandwidth_bytes_per_s, internode_latency_s)")
 
 
+def _check_pools(s: Scenario, where: str) -> None:
+    """A disaggregated deployment: the layout given per pool (not as `parallel`), the pools within
+    the deployment's GPUs, each pool's layout one the model shards into, and a link the hardware
+    entry describes (sim/pools.py)."""
+    from mtpsim.sim.pools import ROLES, pool_scenario, resolve_link
+    d = s.disaggregation
+    if s.parallel != Parallel():
+        raise ScenarioError(where, "parallel", "with disaggregation the layout is given per pool "
+                            "(disaggregation.prefill / disaggregation.decode), not as parallel")
+    if d.gpus is not None and d.prefill.gpus + d.decode.gpus > d.gpus:
+        raise ScenarioError(where, "disaggregation.gpus", f"the prefill pool's {d.prefill.gpus} GPUs and the decode "
+                            f"pool's {d.decode.gpus} exceed the deployment's {d.gpus}")
+    for role in ROLES:
+        try:
+            _check_parallelism(pool_scenario(s, role), where)
+        except ScenarioError as exc:  # name the pool's own key: parallel.tp -> disaggregation.decode.tp
+            key = f"disaggregation.{role}.{exc.key.removeprefix('parallel.')}"
+            raise ScenarioError(where, key, f"{role} pool: {exc.reason}") from None
+    resolve_link(s, where)
+
+
 def _check_context(s: Scenario, where: str) -> None:
     """Every request fits the model's context window: prompt + output <= max_context."""
     limit, w = s.specs.model.max_context, s.workload
     if w.arrival == "trace":
-        if not Path(w.trace).is_file():
-            raise ScenarioError(where, "workload.trace", f"no such file: {w.trace}")
-        _, inputs, outputs = read_trace(w.trace)
-        if limit is not None:
-            row = int(np.argmax(inputs + outputs))
-            if inputs[row] + outputs[row] > limit:
-                raise ScenarioError(w.trace, "input_len", f"row {row + 2}: {inputs[row]} + {outputs[row]} "
-                                    f"output tokens exceed model {s.specs.model.name!r}'s max_context {limit}")
+        if not Path(w.trace.path).is_file():
+            raise ScenarioError(where, "workload.trace.path", f"no such file: {w.trace.path}")
+        t = scan(w.trace)
+        if limit is not None and t.longest > limit:
+            raise ScenarioError(w.trace.path, "input_len", f"row {t.longest_row}: {t.longest_input} input + "
+                                f"{t.longest - t.longest_input} output tokens exceed model {s.specs.model.name!r}'s "
+                                f"max_context {limit} (workload.trace.max_input_len / max_output_len cap them)")
         return
     if limit is not None and max_length(w.input_len) + max_length(w.output_len) > limit:
         raise ScenarioError(where, "workload.input_len", f"up to {max_length(w.input_len)} input + "

@@ -115,6 +115,16 @@ class KVPoolSpec(Spec):
         return self
 
 
+class ChunkClass(Spec):
+    """One class of GPUs and its default prefill chunk (tokens per prefill batch): the first class
+    whose conditions a GPU meets applies: capacity below `below_mib` (None: any) and a name
+    holding one of `gpus` (None: any)."""
+
+    below_mib: float | None = Field(default=None, gt=0)
+    gpus: list[str] | None = None
+    tokens: int = Field(gt=0)
+
+
 class EngineSpec(Spec):
     """A serving engine's host side (mtpsim/data/engines/<kind>.yaml, sources in its comment).
 
@@ -139,11 +149,30 @@ class EngineSpec(Spec):
     version: str = ""            # the release these fields were resolved for (engines.py)
     rules: tuple[str, ...] = ()  # the version rules in force at that release
     kv_pool: KVPoolSpec  # how the engine sizes its KV pool (memory.py)
+    # the default prefill chunk by GPU (vLLM max_num_batched_tokens, TensorRT-LLM max_num_tokens);
+    # None: SGLang's memory classes (kv_pool.reserved) give its chunked_prefill_size
+    prefill_chunk: list[ChunkClass] | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
     def _both_host_times(self) -> EngineSpec:
         if set(self.host) != {"decode", "speculative"}:
             raise ValueError("host needs decode and speculative")
+        return self
+
+    def chunk_tokens(self, gpu_name: str, gpu_mib: float) -> int:
+        """The engine's default prefill chunk on a GPU of `gpu_mib` MiB named `gpu_name`."""
+        if self.prefill_chunk is None:
+            return self.kv_pool.reserved.memory_class(gpu_mib).chunked_prefill_tokens
+        for c in self.prefill_chunk:
+            if (c.below_mib is None or gpu_mib < c.below_mib) and \
+                    (c.gpus is None or any(g in gpu_name.lower() for g in c.gpus)):
+                return c.tokens
+        return self.prefill_chunk[-1].tokens
+
+    @model_validator(mode="after")
+    def _a_chunk_rule(self) -> EngineSpec:
+        if self.prefill_chunk is None and self.kv_pool.reserved is None:
+            raise ValueError("prefill_chunk: needed where kv_pool has no memory classes (reserved)")
         return self
 
     def host_s(self, design: str, batch: float) -> float:

@@ -219,6 +219,7 @@ class Column:
     high: float | None = None
     integer: bool = False
     text: bool = False
+    blank: bool = False  # empty cells allowed (read as NaN): a column that does not apply to every row
 
     def describe(self) -> str:
         kind = "an integer" if self.integer else "a number"
@@ -262,9 +263,9 @@ def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = N
     return df
 
 
-def _numbers(values: pd.Series, rule: Column, where: str, name: str) -> pd.Series:
+def _numbers(values: pd.Series, rule: Column, where: str, name: str, first_row: int = 2) -> pd.Series:
     """A column as numbers under `rule`, or a ScenarioError naming the first bad row (rows count
-    from 2, the header being row 1)."""
+    from 2, the header being row 1; a later chunk of a streamed file starts at `first_row`)."""
     # a column pandas read as numbers holds no true/false; only a mixed (object) one is looked through
     mixed = not pd.api.types.is_numeric_dtype(values.dtype)
     if values.dtype == bool or mixed and values.map(lambda v: isinstance(v, (bool, np.bool_))).any():
@@ -278,9 +279,14 @@ def _numbers(values: pd.Series, rule: Column, where: str, name: str) -> pd.Serie
         bad |= (x <= rule.low) if rule.above else (x < rule.low)
     if rule.high is not None:
         bad |= x > rule.high
+    if rule.blank:
+        bad &= ~values.isna().to_numpy()
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         cell = values.iloc[row]
         shown = short(cell, 40) if isinstance(cell, str) else str(cell)
-        raise ScenarioError(where, name, f"row {row + 2}: {shown} is not {rule.describe()}")
-    return numeric.astype("int64") if rule.integer else numeric
+        raise ScenarioError(where, name, f"row {row + first_row}: {shown} is not {rule.describe()}")
+    return numeric.astype("int64") if rule.integer and not numeric.isna().any() else numeric
+
+
+check_numbers = _numbers  # for readers that stream a CSV in chunks (mtpsim/tracefiles)

@@ -55,6 +55,15 @@ class PoolRule:
         return f"{self.knob}={self.fraction:g} ({self.fraction_source})"
 
 
+def prefill_chunk_tokens(scenario) -> int:
+    """Prompt tokens per prefill batch: the scenario's engine.chunked_prefill_tokens, else the
+    engine's default on its GPU (engines.EngineSpec.chunk_tokens)."""
+    s = scenario
+    if s.engine.chunked_prefill_tokens is not None:
+        return s.engine.chunked_prefill_tokens
+    return s.specs.engine.chunk_tokens(s.specs.hardware.name, s.specs.hardware.memory_capacity_bytes / MIB)
+
+
 def pool_rule(scenario, design: str | None = None) -> PoolRule:
     """The scenario's engine rule, its fraction from `engine.mem_fraction` or the engine default;
     `design`: the design it runs, when not the scenario's (its `none` baseline: SGLang reserves
@@ -63,7 +72,7 @@ def pool_rule(scenario, design: str | None = None) -> PoolRule:
     explicit = s.engine.model_fields_set
     return resolve_pool(s.specs.engine, s.specs.hardware, s.parallel.tp, s.parallel.attention_dp,
                         (design or s.speculative.design) != BASELINE, s.engine.mem_fraction,
-                        s.engine.chunked_prefill_tokens, explicit_prefill="chunked_prefill_tokens" in explicit,
+                        prefill_chunk_tokens(s), explicit_prefill=s.engine.chunked_prefill_tokens is not None,
                         graph_batch=s.engine.max_graph_batch if "max_graph_batch" in explicit else None)
 
 

@@ -1,6 +1,6 @@
 """DataFrames -> figures (DESIGN §10). Nothing here simulates or prices anything.
 
-Each function takes the frames a run folder holds (summary.csv, accept_counts.csv,
+Each function takes the frames a run folder holds (summary.csv, accept_counts.csv, requests.csv,
 iterations.csv, passes.csv, memory.csv) and returns a matplotlib Figure whose title names the
 scenario. `write_plots` saves the set as PNGs; `mtpsim plot RUN_DIR` and `mtpsim run --plot`
 call it.
@@ -13,6 +13,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, never a window
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
@@ -218,10 +219,31 @@ def timeline(passes: pd.DataFrame, iterations: pd.DataFrame, name: str = "run", 
     return fig
 
 
+def latency_distributions(requests: pd.DataFrame, summary: pd.DataFrame) -> Figure:
+    """Per request, TTFT and TPOT ((E2E - TTFT) / (output - 1), docs/metrics.md) as cumulative
+    distributions, one line per run point (requests.csv rows, `point` naming the summary row)."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+    fig.suptitle(f"{_name(summary)}: per-request latency distributions", fontsize=11)
+    labels = {int(r.point): _label(r, series_columns(summary)) for r in summary.itertuples() if r.point >= 0}
+    for point, group in requests.groupby("point", sort=True):
+        ttft = np.sort((group.first_token_s - group.arrival_s).to_numpy()) * 1e3
+        decoding = group[group.output_len > 1]
+        tpot = np.sort(((decoding.finish_s - decoding.first_token_s) / (decoding.output_len - 1)).to_numpy()) * 1e3
+        for ax, values in zip(axes, (ttft, tpot)):
+            ax.plot(values, np.arange(1, len(values) + 1) / max(len(values), 1), label=labels.get(int(point), point))
+    axes[0].set(xlabel="TTFT (ms)", ylabel="fraction of requests")
+    axes[1].set(xlabel="TPOT (ms per output token after the first)")
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    return fig
+
+
 # ---------------------------------------------------------------------------- a run folder
 
 def write_plots(folder: Path, summary: pd.DataFrame, counts: pd.DataFrame, iterations: pd.DataFrame,
-                passes: pd.DataFrame | None = None, memory: pd.DataFrame | None = None) -> list[Path]:
+                passes: pd.DataFrame | None = None, memory: pd.DataFrame | None = None,
+                requests: pd.DataFrame | None = None) -> list[Path]:
     """Save every plot the frames allow into `folder`; returns the PNG paths."""
     folder, name = Path(folder), _name(summary)
     point0 = summary[summary.point == 0].iloc[0]
@@ -234,6 +256,8 @@ def write_plots(folder: Path, summary: pd.DataFrame, counts: pd.DataFrame, itera
         figures["acceptance.png"] = accept_histogram(counts, summary)
     if memory is not None and len(memory):
         figures["memory.png"] = memory_budget(memory, name)
+    if requests is not None and len(requests):
+        figures["latency.png"] = latency_distributions(requests, summary)
     paths = []
     for file, fig in figures.items():
         fig.savefig(folder / file, dpi=110)

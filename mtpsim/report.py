@@ -50,7 +50,7 @@ def iteration_time_s(pricer: Pricer, design: DesignShape, table: pd.DataFrame, o
     gpu_s = table.time_ms.sum() / 1e3
     window = overlap_window(design, pricer.costs.engine) if overlap else ()
     hidden_s = sum(t / 1e3 for p, t in zip(table["pass"], table.time_ms) if p.split(":")[0] in window)
-    host_s = pricer.costs.host_overhead_s(design.design, batch)
+    host_s = pricer.host_overhead_s(design.design, batch)
     exposed_s = max(0.0, host_s - hidden_s)
     return {"gpu_s": gpu_s, "host_s": host_s, "exposed_host_s": exposed_s, "iteration_s": gpu_s + exposed_s}
 

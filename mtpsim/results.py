@@ -41,11 +41,22 @@ class LogHistogram:
     def __init__(self):
         self.counts = np.zeros(self.NUM_BINS, np.int64)
         self.n = 0
+        self.total = 0.0  # the values' exact sum
 
     def add(self, value: float) -> None:
         b = int(math.log(max(value, self.LOW) / self.LOW) / math.log(self.GROWTH))
         self.counts[min(b, self.NUM_BINS - 1)] += 1
         self.n += 1
+        self.total += value
+
+    def add_many(self, values: np.ndarray) -> None:
+        """`add` for each of an array of values."""
+        if not len(values):
+            return
+        b = (np.log(np.maximum(values, self.LOW) / self.LOW) / math.log(self.GROWTH)).astype(np.int64)
+        self.counts += np.bincount(np.minimum(b, self.NUM_BINS - 1), minlength=self.NUM_BINS)
+        self.n += len(values)
+        self.total += float(np.sum(values))
 
     def quantile(self, q: float) -> float:
         """The q-quantile's lower order statistic, x_(floor(q (n - 1))), to RELATIVE_ERROR."""
@@ -61,6 +72,7 @@ class RequestStats:
     """What the summary needs of every finished request, kept as running sums and histograms."""
 
     n: int = 0
+    input_tokens: int = 0
     output_tokens: int = 0
     decode_tokens: int = 0
     iterations: int = 0
@@ -71,15 +83,18 @@ class RequestStats:
     per_user_tps_sum: float = 0.0
     ttft: LogHistogram = field(default_factory=LogHistogram)
     tpot: LogHistogram = field(default_factory=LogHistogram)
+    e2e: LogHistogram = field(default_factory=LogHistogram)
 
     def add(self, r) -> None:
         self.n += 1
+        self.input_tokens += r.input_len
         self.output_tokens += r.output_len
         self.decode_tokens += r.output_len - 1
         self.iterations += r.iterations
         self.first_arrival_s = min(self.first_arrival_s, r.arrival_s)
         self.last_finish_s = max(self.last_finish_s, r.finish_s)
         self.e2e_sum_s += r.finish_s - r.arrival_s
+        self.e2e.add(r.finish_s - r.arrival_s)
         self.ttft.add(r.first_token_s - r.arrival_s)
         if r.output_len > 1:
             decode_s = r.finish_s - r.first_token_s
@@ -114,6 +129,7 @@ class Records:
         checks one token per request)."""
         self.verified_tokens += tokens
         self.verify_rows += batch
+    itl: LogHistogram = field(default_factory=LogHistogram)  # every request's gap between streamed chunks
 
     def add_request(self, r) -> None:
         self.stats.add(r)
@@ -190,7 +206,7 @@ def to_results(records: Records, identity: dict, max_kv_tokens: int, sim_wall_s:
     iterations = pd.DataFrame(records.iterations, columns=ITERATION_COLUMNS)
     ended = sorted(records.passes, key=lambda row: row[-1])  # stable: a replica's passes keep their order
     passes = pd.DataFrame([row[:-1] for row in ended], columns=PASS_COLUMNS)
-    latency = summarize_stats(records.stats) if records.requests_truncated else summarize(requests, records)
+    latency = summarize_stats(records.stats, records) if records.requests_truncated else summarize(requests, records)
     row = {**identity, **latency, **time_shares(records), "max_kv_tokens": max_kv_tokens,
            "requests_kept": len(records.requests), "requests_total": records.stats.n,
            "iterations_kept": len(records.iterations), "iterations_total": records.num_iterations,
@@ -203,40 +219,64 @@ def to_results(records: Records, identity: dict, max_kv_tokens: int, sim_wall_s:
 
 
 def summarize(req: pd.DataFrame, records: Records) -> dict:
-    """Throughput, latency percentiles and accept length of one run, from every request's row.
+    """Throughput, latency and accept length of one run, from every request's row, as
+    sglang.bench_serving and vllm bench serve define them (docs/metrics.md says where each is
+    defined and where they differ).
 
-    tps: output tokens / makespan (first arrival to last finish). per_user_tps: mean over
-    requests of decode tokens / (finish - first token). tpot: (finish - first token) / decode
-    tokens. accept_length: tokens emitted per request per decode iteration."""
+    tps: output tokens / makespan (first arrival to last finish); total_tps counts input
+    tokens too. Per request: TTFT = first token - arrival, E2E = finish - arrival, TPOT =
+    (E2E - TTFT) / (output - 1) over requests of more than one token; their mean, p50 and p99
+    over requests. per_user_tps: mean of 1 / TPOT. interactivity: 1 / TPOT p50 (InferenceX's
+    median interactivity). ITL: gaps between one request's streamed chunks (a decode iteration
+    streams its accepted tokens as one), over every chunk of every request. accept_length:
+    tokens emitted per request per decode iteration. mean_in_flight: sum of E2E / makespan."""
     decode_tokens = req.output_len - 1
-    decode_time = req.finish_s - req.first_token_s
     has_decode = decode_tokens > 0
+    ttft, e2e = req.first_token_s - req.arrival_s, req.finish_s - req.arrival_s
+    decode_time = req.finish_s - req.first_token_s
+    tpot = decode_time[has_decode] / decode_tokens[has_decode]
     makespan = req.finish_s.max() - req.arrival_s.min()
-    return {
-        "tps": req.output_len.sum() / makespan if makespan > 0 else float("nan"),
-        "per_user_tps": (decode_tokens[has_decode] / decode_time[has_decode]).mean(),
-        "ttft_p50_s": (req.first_token_s - req.arrival_s).quantile(0.5),
-        "ttft_p99_s": (req.first_token_s - req.arrival_s).quantile(0.99),
-        "tpot_p50_s": (decode_time[has_decode] / decode_tokens[has_decode]).quantile(0.5),
-        "tpot_p99_s": (decode_time[has_decode] / decode_tokens[has_decode]).quantile(0.99),
-        "e2e_mean_s": (req.finish_s - req.arrival_s).mean(),
-        "accept_length": decode_tokens.sum() / req.iterations.sum() if req.iterations.sum() else float("nan"),
-    }
+    per = (lambda x: x / makespan) if makespan > 0 else (lambda x: float("nan"))
+    return _columns(
+        tps=per(req.output_len.sum()), per_user_tps=(decode_tokens[has_decode] / decode_time[has_decode]).mean(),
+        ttft=(ttft.quantile(0.5), ttft.quantile(0.99), ttft.mean()),
+        tpot=(tpot.quantile(0.5), tpot.quantile(0.99), tpot.mean()),
+        e2e=(e2e.quantile(0.5), e2e.quantile(0.99), e2e.mean()),
+        accept_length=decode_tokens.sum() / req.iterations.sum() if req.iterations.sum() else float("nan"),
+        total_tps=per((req.input_len + req.output_len).sum()), request_rate=per(len(req)),
+        itl=records.itl, in_flight=per(e2e.sum()))
 
 
-def summarize_stats(st: RequestStats) -> dict:
+def summarize_stats(st: RequestStats, records: Records) -> dict:
     """`summarize` from the streamed sums, for runs whose request rows were not all kept: the same
     columns, means and ratios exact, p50/p99 the histograms' (LogHistogram.RELATIVE_ERROR of the
     lower order statistic; p99 is marked `_s` like the exact ones)."""
     nan = float("nan")
     makespan = st.last_finish_s - st.first_arrival_s
+    per = (lambda x: x / makespan) if makespan > 0 else (lambda x: nan)
+    mean = (lambda h: h.total / h.n if h.n else nan)
+    return _columns(
+        tps=per(st.output_tokens), per_user_tps=st.per_user_tps_sum / st.num_decoding if st.num_decoding else nan,
+        ttft=(st.ttft.quantile(0.5), st.ttft.quantile(0.99), mean(st.ttft)),
+        tpot=(st.tpot.quantile(0.5), st.tpot.quantile(0.99), mean(st.tpot)),
+        e2e=(st.e2e.quantile(0.5), st.e2e.quantile(0.99), st.e2e_sum_s / st.n if st.n else nan),
+        accept_length=st.decode_tokens / st.iterations if st.iterations else nan,
+        total_tps=per(st.input_tokens + st.output_tokens), request_rate=per(st.n),
+        itl=records.itl, in_flight=per(st.e2e_sum_s))
+
+
+def _columns(*, tps, per_user_tps, ttft, tpot, e2e, accept_length, total_tps, request_rate, itl: LogHistogram,
+             in_flight) -> dict:
+    """The summary's latency and throughput columns, in their order (the first eight as they
+    were before docs/metrics.md; what the engines' benchmarks print besides them after)."""
+    nan = float("nan")
     return {
-        "tps": st.output_tokens / makespan if makespan > 0 else nan,
-        "per_user_tps": st.per_user_tps_sum / st.num_decoding if st.num_decoding else nan,
-        "ttft_p50_s": st.ttft.quantile(0.5), "ttft_p99_s": st.ttft.quantile(0.99),
-        "tpot_p50_s": st.tpot.quantile(0.5), "tpot_p99_s": st.tpot.quantile(0.99),
-        "e2e_mean_s": st.e2e_sum_s / st.n if st.n else nan,
-        "accept_length": st.decode_tokens / st.iterations if st.iterations else nan,
+        "tps": tps, "per_user_tps": per_user_tps, "ttft_p50_s": ttft[0], "ttft_p99_s": ttft[1],
+        "tpot_p50_s": tpot[0], "tpot_p99_s": tpot[1], "e2e_mean_s": e2e[2], "accept_length": accept_length,
+        "total_tps": total_tps, "request_rate_per_s": request_rate, "ttft_mean_s": ttft[2], "tpot_mean_s": tpot[2],
+        "e2e_p50_s": e2e[0], "e2e_p99_s": e2e[1],
+        "itl_mean_s": itl.total / itl.n if itl.n else nan, "itl_p50_s": itl.quantile(0.5), "itl_p99_s": itl.quantile(0.99),
+        "interactivity": 1 / tpot[0] if tpot[0] > 0 else nan, "mean_in_flight": in_flight,
     }
 
 

@@ -153,8 +153,13 @@ def format_table(summary: pd.DataFrame) -> str:
     swept = [c for c in summary.columns if "." in c and c not in shown]
     df = summary[[c for c in TABLE if c in summary.columns] + swept].copy()
     df = df.rename(columns={c: c.split(".")[-1] for c in swept})
-    if df.rate_per_s.isna().all():
-        df = df.drop(columns="rate_per_s")
+    for load in ("concurrency", "rate_per_s"):  # closed loads have a concurrency, open ones a rate
+        if load not in df:
+            continue
+        if df[load].isna().all():
+            df = df.drop(columns=load)
+        elif df[load].isna().any():  # both kinds in one run: each row shows its own
+            df[load] = [_number(v) if pd.notna(v) else "" for v in df[load]]
     if "policy" in df:  # adaptive runs name their table; fixed-steps rows leave it blank
         df["policy"] = df.policy.fillna("")
     if "verify_width" in df and (df.verify_width.fillna(1) % 1 == 0).all():
@@ -205,6 +210,33 @@ def limits_note(summary: pd.DataFrame, points: list[sc.Scenario]) -> str:
 
 def _number(x: float) -> str:
     return f"{x:.3g}" if abs(x) < 100 else f"{x:.0f}"
+
+
+def trace_note(row: pd.Series, s: sc.Scenario) -> str:
+    """What a replayed trace held: its requests, rate and format, and every row the selection
+    skipped or capped (mtpsim/tracefiles), so no length was changed silently."""
+    t = s.workload.trace
+    parts = [f"trace {t.path} ({row.trace_format}): {row.num_requests:g} requests at {row.rate_per_s:.3g} req/s"]
+    if t.speed != 1:
+        parts.append(f"replayed {t.speed:g}x faster")
+    if row.trace_skipped:
+        parts.append(f"{row.trace_skipped:g} rows with 0 input or output tokens skipped")
+    if row.trace_capped_inputs:
+        parts.append(f"{row.trace_capped_inputs:g} prompts cut to max_input_len {t.max_input_len}")
+    if row.trace_capped_outputs:
+        parts.append(f"{row.trace_capped_outputs:g} outputs cut to max_output_len {t.max_output_len}")
+    return "; ".join(parts)
+
+
+def prefix_note(summary: pd.DataFrame) -> str:
+    """Per row run with a prefix cache: its hit rate, the prefill tokens it saved, its evictions."""
+    lines = []
+    for _, row in summary[summary.prefix_hit_rate.notna()].iterrows():
+        load = f"conc {row.concurrency:g}" if pd.isna(row.rate_per_s) else f"{row.rate_per_s:.3g} req/s"
+        lines.append(f"prefix cache: {row.design} S={row.steps} at {load}: hit rate {row.prefix_hit_rate:.1%} of prompt "
+                     f"tokens, {row.prefix_saved_tokens:,.0f} prefill tokens saved, "
+                     f"{row.prefix_evicted_blocks:,.0f} blocks evicted")
+    return "\n".join(lines)
 
 
 def legend(ci: pd.DataFrame) -> str:
@@ -275,9 +307,16 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
         print(format_table(intervals) + "\n\n" + legend(intervals))
     else:
         print(format_table(summary))
+    if "pools" in summary:  # a disaggregated deployment: per pool, and the KV transfer
+        from mtpsim.sim.disagg import pools_table
+        print("\n" + pools_table(summary))
     note = limits_note(summary if not replicated else summary[summary.seed == summary.seed.min()], points)
     if note:
         print("\n" + note)
+    if s.workload.arrival == "trace":
+        print("\n" + trace_note(summary.iloc[0], s))
+    if "prefix_hit_rate" in summary:
+        print("\n" + prefix_note(summary))
     if any(r.iterations_truncated for r in results):
         print("\n(iterations.csv keeps the first rows of very long runs; the summary counts every iteration)")
     if any(r.requests_truncated for r in results):

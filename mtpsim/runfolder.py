@@ -121,12 +121,14 @@ def load_run_points(folder: Path) -> list[sc.Scenario]:
 POINT, TIME = Column(low=-1, integer=True), Column(low=0)  # point -1: a baseline added by the run
 RUN_TABLES = {
     "summary.csv": {"point": POINT, "name": TEXT, "design": TEXT, "steps": Column(low=0, integer=True),
-                    "concurrency": Column(low=1, integer=True), "tps": TIME, "per_user_tps": TEXT,
+                    "concurrency": Column(low=1, integer=True, blank=True), "tps": TIME, "per_user_tps": TEXT,
                     "speedup": TEXT, "accept_length": TEXT},
     "iterations.csv": {"point": POINT, "replica": Column(low=0, integer=True), "kind": TEXT, "start_s": TIME,
                        "duration_s": TIME},
     "accept_counts.csv": {"point": POINT, "accepted": Column(low=0, integer=True), "count": Column(low=0)},
     "passes.csv": {"point": POINT, "replica": Column(low=0, integer=True), "start_s": TIME},
+    "requests.csv": {"point": POINT, "arrival_s": TIME, "first_token_s": TIME, "finish_s": TIME,
+                     "output_len": Column(low=1, integer=True)},
     "summary_ci.csv": {"point": POINT, "design": TEXT, "steps": Column(low=0, integer=True), "tps": TIME},
 }
 
@@ -163,9 +165,11 @@ def plot_run(folder: Path, points: list[sc.Scenario] | None = None) -> list[Path
         memory = None
     counts, iterations = tables
     passes = read_run_table(folder, "passes.csv", required=False)
+    requests = read_run_table(folder, "requests.csv", required=False)
     if (folder / "summary_ci.csv").is_file():  # over seeds: their means, and one seed's timeline
         summary, iterations, passes = read_run_table(folder, "summary_ci.csv"), _first_seed(iterations), _first_seed(passes)
-    paths = write_plots(folder, summary, counts, iterations, passes, memory)
+        requests = _first_seed(requests)
+    paths = write_plots(folder, summary, counts, iterations, passes, memory, requests)
     print(f"plots: {', '.join(p.name for p in paths)}")
     return paths
 

@@ -37,7 +37,8 @@ from mtpsim.schema import (
 from mtpsim.specs import HardwareSpec, ModelSpec
 
 __all__ = ["Acceptance", "Cost", "Engine", "LengthDist", "Parallel", "Scenario", "Specs", "Speculative",
-           "Verify", "Workload", "ScenarioError", "load", "validate", "read_yaml", "parse_set", "set_key"]
+           "Verify", "Workload", "ScenarioError", "load", "validate", "read_yaml", "parse_set", "set_key",
+           "disaggregated"]
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """A scenario file as a mapping, or ScenarioError naming the file (mtpsim/files.py's rules)."""
@@ -117,6 +118,9 @@ def _anchor_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
         node = data.get(section)
         if isinstance(node, dict) and key in node:
             node[key] = anchored(node[key])
+    trace = data["workload"].get("trace") if isinstance(data.get("workload"), dict) else None
+    if isinstance(trace, dict) and "path" in trace:  # {path: ..., format: ...}
+        trace["path"] = anchored(trace["path"])
     for node, key in ((data, "model"), (data, "hardware"), (data.get("speculative"), "draft")):
         value = node.get(key) if isinstance(node, dict) else None
         if isinstance(value, str) and catalog.is_path(value):
@@ -225,3 +229,14 @@ def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, wh
         raise ScenarioError(where, "cost.profile", f"profile {path.name!r} was measured on {device!r}, "
                             f"not on the scenario's hardware {hardware.name!r}")
     return "calibrated", str(path)
+
+
+def disaggregated(s: Scenario, prefill: dict, decode: dict, link: str = "auto", gpus: int | None = None) -> Scenario:
+    """An aggregated scenario `s` as the same model, GPU, workload and design on prefill and decode
+    pools (each a mapping of schema.Pool's keys: replicas, tp, ep, attention_dp, gpus_per_node),
+    validated as a scenario file would be: what a deployment search compares with `s` itself.
+    `simulate(result)` runs it (sim/disagg.py)."""
+    data = s.model_dump(exclude={"parallel", "disaggregation", "sweep"}, exclude_defaults=True)
+    data["disaggregation"] = {"prefill": prefill, "decode": decode, "link": link,
+                              **({"gpus": gpus} if gpus is not None else {})}
+    return validate(data, s.source, s.point)

@@ -197,6 +197,49 @@ class RatePhase(Section):
     rate_per_s: float = Field(gt=0, le=MAX_RATE)
 
 
+TRACE_FORMATS = ("auto", "mtpsim", "azure", "burstgpt", "mooncake")  # mtpsim/tracefiles/formats.py
+MAX_TRACE_S = 1e9  # a trace's timestamps, in seconds from its origin (~32 years)
+
+
+class TraceFile(Section):
+    """A trace to replay (mtpsim/tracefiles): which file, in which format, and which part of it.
+    Given as a plain path it is read whole, its format recognised from its header."""
+
+    path: str
+    format: Literal[TRACE_FORMATS] = Field(default="auto", description=(
+        "mtpsim (arrival_s,input_len,output_len), azure (TIMESTAMP,ContextTokens,GeneratedTokens), "
+        "burstgpt (Timestamp,...,Request tokens,Response tokens,...), mooncake (JSON lines: timestamp in ms, "
+        "input_length, output_length, hash_ids). auto: recognised from the header."))
+    speed: float = Field(default=1.0, gt=0, le=1e6, description="Replay k times faster: arrival times divided by k.")
+    start_s: float = Field(default=0.0, ge=0, le=MAX_TRACE_S, description=(
+        "Trace seconds (from the trace's origin) where the replay starts; arrivals are counted from here."))
+    end_s: float | None = Field(default=None, gt=0, le=MAX_TRACE_S, description=(
+        "Trace seconds where the replay stops (None: the end of the file)."))
+    max_requests: int | None = Field(default=None, ge=1, le=MAX_REQUESTS, description=(
+        "Replay only the first N requests of the window."))
+    max_input_len: int | None = Field(default=None, ge=1, le=MAX_TOKENS, description=(
+        "Longer prompts are cut to this many tokens; how many were cut is reported (trace_capped_inputs)."))
+    max_output_len: int | None = Field(default=None, ge=1, le=MAX_TOKENS, description=(
+        "Longer outputs are cut to this many tokens; how many were cut is reported (trace_capped_outputs)."))
+    block_size: int = Field(default=512, ge=1, le=MAX_TOKENS, description=(
+        "Tokens per hash_ids block (mooncake); each request holds at most ceil(input / block_size) of them."))
+
+    @model_validator(mode="after")
+    def _window(self) -> TraceFile:
+        if self.end_s is not None and self.end_s <= self.start_s:
+            raise ValueError(f"end_s ({self.end_s:g}) must come after start_s ({self.start_s:g})")
+        return self
+
+
+class SharedPrefix(Section):
+    """A system prompt shared by a fraction of requests: those requests' first `tokens` prompt
+    tokens (input_len counts them) are one of `groups` prompts, drawn uniformly."""
+
+    tokens: int = Field(ge=1, le=MAX_TOKENS)
+    fraction: Probability = 1.0
+    groups: int = Field(default=1, ge=1, le=MAX_REQUESTS)
+
+
 class Workload(Section):
     arrival: Literal["closed", "poisson", "batch", "trace"] = "closed"
     concurrency: int = Field(default=1, ge=1, le=MAX_USERS)
@@ -206,7 +249,13 @@ class Workload(Section):
     num_requests: int = Field(default=64, ge=1, le=MAX_REQUESTS)
     input_len: Length = Field(default=1024)
     output_len: Length = Field(default=256)
-    trace: str | None = None
+    trace: TraceFile | None = None  # a path, or a mapping with the path and how to read it
+    shared_prefix: SharedPrefix | None = None  # synthetic loads: a system prompt some requests share
+
+    @field_validator("trace", mode="before")
+    @classmethod
+    def _trace_path(cls, value: Any) -> Any:
+        return {"path": value} if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _arrival_needs(self) -> Workload:
@@ -215,6 +264,18 @@ class Workload(Section):
         if self.arrival == "trace" and self.trace is None:
             raise ValueError("arrival trace needs trace (a CSV with arrival_s,input_len,output_len)")
         return self
+
+
+class PrefixCacheSettings(Section):
+    """Prefix caching over the KV pool (mtpsim/sim/prefix_cache.py). SGLang (RadixAttention),
+    vLLM V1 (automatic prefix caching) and TRT-LLM (KV block reuse) turn it on by default; here
+    it is off unless given, so runs without it match earlier results."""
+
+    block_tokens: int = Field(default=16, ge=1, le=MAX_TOKENS, description=(
+        "Tokens per cached block (vLLM --block-size defaults to 16; SGLang's radix tree works per token, "
+        "page_size 1). A Mooncake trace's hash_ids use its own workload.trace.block_size instead."))
+    max_tokens: int | None = Field(default=None, ge=1, le=2**40, description=(
+        "The most tokens cached blocks may hold; None: any room the KV pool has. More than the pool holds is an error."))
 
 
 class Engine(Section):
@@ -234,11 +295,51 @@ class Engine(Section):
     cuda_graphs: bool = True
     max_graph_batch: int = Field(default=256, ge=1, le=MAX_USERS)
     overlap_schedule: bool = True
-    chunked_prefill_tokens: int = Field(default=8192, ge=1, le=MAX_TOKENS)
+    chunked_prefill_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS, description=(
+        "Prompt tokens per prefill batch. None: the engine's default on this GPU (SGLang chunked_prefill_size by "
+        "GPU memory, vLLM max_num_batched_tokens, TensorRT-LLM max_num_tokens; mtpsim/data/engines/<kind>.yaml)."))
+    prefix_cache: PrefixCacheSettings | None = None  # None: no prefix caching
     # the fraction of GPU memory the engine's KV-pool rule reads (SGLang mem_fraction_static, vLLM
     # gpu_memory_utilization, TRT-LLM free_gpu_memory_fraction; engines/<kind>.yaml kv_pool);
     # None: the engine's default
     mem_fraction: float | None = Field(default=None, gt=0, le=1)
+
+
+class Pool(Section):
+    """One pool of a disaggregated deployment: its replicas and each replica's parallel layout
+    (the keys `parallel` has, replicas for dp)."""
+
+    replicas: int = Field(default=1, ge=1, le=MAX_GPUS)
+    tp: int = Field(default=1, ge=1, le=MAX_GPUS)
+    ep: int = Field(default=1, ge=1, le=MAX_GPUS)
+    attention_dp: int = Field(default=1, ge=1, le=MAX_GPUS)
+    gpus_per_node: int | None = Field(default=None, ge=1, le=MAX_GPUS)  # None: the hardware's NVLink domain
+
+    @model_validator(mode="after")
+    def _layout_divides(self) -> Pool:
+        if self.tp % self.ep:
+            raise ValueError(f"ep ({self.ep}) must divide tp ({self.tp})")
+        if self.tp % self.attention_dp:
+            raise ValueError(f"attention_dp ({self.attention_dp}) must divide tp ({self.tp})")
+        return self
+
+    @property
+    def gpus(self) -> int:
+        return self.replicas * self.tp
+
+
+class Disaggregation(Section):
+    """Prefill and decode on separate pools (mtpsim/sim/disagg.py): a request prefills in the
+    prefill pool, its KV moves over `link` to the decode pool, and it decodes there.
+
+    link: `auto` (NVLink when both pools fit one NVLink domain, the scale-out network otherwise),
+    `nvlink`, `network`, or `free` (no transfer cost: a what-if, and the check that the pools
+    invent no time). gpus: the deployment's GPU count the pools must fit in (None: their sum)."""
+
+    prefill: Pool
+    decode: Pool
+    link: Literal["auto", "nvlink", "network", "free"] = "auto"
+    gpus: int | None = Field(default=None, ge=1, le=MAX_GPUS)
 
 
 class Cost(Section):
@@ -273,6 +374,7 @@ class Scenario(Section):
     engine: Engine = Engine()
     cost: Cost = Cost()
     verify: Verify = Verify()
+    disaggregation: Disaggregation | None = None  # prefill and decode pools (None: one aggregated group)
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
     seeds: Seeds = 1  # replicates per point: seed, seed + 1, ... (intervals: mtpsim/intervals.py)
     sweep: dict[str, list[Any]] | None = None

@@ -79,6 +79,12 @@ class AttentionSpec(Spec):
     # embedding ++ hidden, 2 x hidden)
     input_size: int | None = Field(default=None, gt=0)
     compressed: CompressedAttention | None = None  # kind compressed (DeepSeek-V4)
+    # DeepSeek sparse attention (DSA, DeepSeek-V3.2): a lightning indexer scores every cached token
+    # (index_n_heads heads of index_head_dim over an FP8 key cache of its own), then MLA attends
+    # only the index_topk best (costs/ops.py IndexerKernel)
+    index_topk: int | None = Field(default=None, gt=0)
+    index_n_heads: int | None = Field(default=None, gt=0)
+    index_head_dim: int | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _fields_for_kind(self) -> AttentionSpec:
@@ -95,7 +101,18 @@ class AttentionSpec(Spec):
             raise ValueError("input_size is modelled for gqa attention only")
         if (self.compressed is not None) != (self.kind == "compressed"):
             raise ValueError("`compressed` goes with attention kind compressed, and only with it")
+        index = [self.index_topk, self.index_n_heads, self.index_head_dim]
+        if any(v is not None for v in index):
+            if self.kind != "mla":
+                raise ValueError("sparse attention (index_topk) is modelled for mla attention only")
+            if any(v is None for v in index):
+                raise ValueError("sparse attention needs index_topk, index_n_heads and index_head_dim together")
         return self
+
+    @property
+    def sparse(self) -> bool:
+        """Whether an indexer picks the keys this attention reads (DSA)."""
+        return self.index_topk is not None
 
 
 class FFNSpec(Spec):
@@ -277,6 +294,7 @@ class HardwareSpec(Spec):
     graph_launch_overhead_s: float = Field(ge=0)      # per kernel inside a CUDA-graph replay
     efficiency_flops: float = Field(default=0.7, gt=0, le=1)
     efficiency_bandwidth: float = Field(default=0.8, gt=0, le=1)
+    power_w: float | None = Field(default=None, gt=0)  # board power per GPU, as the vendor rates it
     # measured profiles (mtpsim/data/profiles/<name>) by serving engine; `default` for other engines
     profiles: dict[str, str] = Field(default_factory=dict)
     # roofline latency floors fitted on measured GPUs (mtpsim/data/latency_floors.yaml, costs/floors.py)

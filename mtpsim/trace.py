@@ -39,7 +39,8 @@ def _point_name(point: int, summary: pd.DataFrame | None) -> str:
     if summary is None or "point" not in summary or not (summary.point == point).any():
         return f"point {point}"
     row = summary[summary.point == point].iloc[0]
-    return f"point {point}: {row['name']} {label(row.design, row.steps)}, concurrency {row.concurrency}"
+    load = f"concurrency {row.concurrency:g}" if pd.notna(row.concurrency) else f"{row.rate_per_s:g} req/s"
+    return f"point {point}: {row['name']} {label(row.design, row.steps)}, {load}"
 
 
 def write_trace(path: Path, passes: pd.DataFrame, summary: pd.DataFrame | None = None) -> Path:

@@ -119,6 +119,21 @@ VALUES = [
      "workload.input_len", "max"),
     ("lognormal-inf", BASE.replace("input_len: 64", "input_len: {dist: lognormal, mean: .inf, std: 1, max: 9}"),
      "workload.input_len.mean", "finite"),
+    ("prefix-cache-over-the-pool", BASE + "engine: {prefix_cache: {max_tokens: 1000000000000}}\n",
+     "engine.prefix_cache.max_tokens", "KV pool holds"),
+    ("prefix-cache-zero-block", BASE + "engine: {prefix_cache: {block_tokens: 0}}\n",
+     "engine.prefix_cache.block_tokens", "greater than or equal"),
+    ("shared-prefix-fraction", BASE.replace("output_len: 16}", "output_len: 16, shared_prefix: {tokens: 8, fraction: 1.5}}"),
+     "workload.shared_prefix.fraction", "less than or equal to 1"),
+    ("trace-window-backwards", BASE.replace("workload: {concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}",
+                                            "workload: {arrival: trace, trace: {path: t.csv, start_s: 5, end_s: 2}}"),
+     "workload.trace", "end_s"),
+    ("trace-unknown-format", BASE.replace("workload: {concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}",
+                                          "workload: {arrival: trace, trace: {path: t.csv, format: sharegpt}}"),
+     "workload.trace.format", "azure"),
+    ("trace-zero-speed", BASE.replace("workload: {concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}",
+                                      "workload: {arrival: trace, trace: {path: t.csv, speed: 0}}"),
+     "workload.trace.speed", "greater than 0"),
 ]
 
 
@@ -147,6 +162,38 @@ TABLES = [  # (id, scenario, file, content, key, word)
     ("trace-header-only", TRACE, "t.csv", "arrival_s,input_len,output_len\n", "", "no rows"),
     ("trace-not-utf8", TRACE, "t.csv", b"arrival_s,input_len,output_len\n0,\xff,1\n", "", "UTF-8"),
     ("trace-missing-column", TRACE, "t.csv", "arrival_s,input_len\n0,1\n", "output_len", "missing column"),
+    ("trace-negative-length", TRACE, "t.csv", "arrival_s,input_len,output_len\n0,10,10\n1,-3,10\n", "input_len", "row 3"),
+    ("trace-backwards", TRACE, "t.csv", "arrival_s,input_len,output_len\n0,10,10\n5,10,10\n4,10,10\n", "", "row 4"),
+    ("trace-negative-time", TRACE, "t.csv", "arrival_s,input_len,output_len\n-1,10,10\n", "arrival_s", "row 2"),
+    ("trace-time-out-of-range", TRACE, "t.csv", "arrival_s,input_len,output_len\n1e12,10,10\n", "arrival_s", "row 2"),
+    ("trace-unrecognised", TRACE, "t.csv", "when,prompt,answer\n0,10,10\n", "", "cannot recognise"),
+    ("azure-missing-column", TRACE, "t.csv", "TIMESTAMP,ContextTokens\n2023-11-16 18:15:46.68,10\n", "GeneratedTokens",
+     "missing column"),
+    ("azure-bad-datetime", TRACE, "t.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,10,5\n"
+     "yesterday,10,5\n", "TIMESTAMP", "row 3"),
+    ("azure-fraction", TRACE, "t.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,10.5,5\n",
+     "ContextTokens", "integer"),
+    ("azure-backwards", TRACE, "t.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,10,5\n"
+     "2023-11-16 18:15:45,10,5\n", "", "row 3"),
+    ("burstgpt-negative", TRACE, "t.csv", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+     "5,ChatGPT,-4,18,14,API log\n", "Request tokens", "row 2"),
+    ("mooncake-hash-ids-too-long", TRACE.replace("t.csv", "t.jsonl"), "t.jsonl",
+     '{"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}\n'
+     '{"timestamp": 3, "input_length": 600, "output_length": 5, "hash_ids": [1, 2, 3]}\n', "hash_ids", "row 2"),
+    ("mooncake-missing-key", TRACE.replace("t.csv", "t.jsonl"), "t.jsonl",
+     '{"timestamp": 0, "input_length": 600, "output_length": 5}\n{"timestamp": 3, "input_length": 600}\n',
+     "output_length", "row 2"),
+    ("mooncake-not-json", TRACE.replace("t.csv", "t.jsonl"), "t.jsonl",
+     '{"timestamp": 0, "input_length": 600, "output_length": 5}\n{"timestamp": 3,\n', "", "row 2"),
+    ("mooncake-fraction", TRACE.replace("t.csv", "t.jsonl"), "t.jsonl",
+     '{"timestamp": 0, "input_length": 60.5, "output_length": 5}\n', "input_length", "integer"),
+    ("mooncake-bool", TRACE.replace("t.csv", "t.jsonl"), "t.jsonl",
+     '{"timestamp": 0, "input_length": true, "output_length": 5}\n', "input_length", "row 1"),
+    ("mooncake-backwards", TRACE.replace("t.csv", "t.jsonl"), "t.jsonl",
+     '{"timestamp": 10, "input_length": 6, "output_length": 5}\n\n{"timestamp": 3, "input_length": 6, '
+     '"output_length": 5}\n', "", "row 3"),
+    ("trace-format-mismatch", TRACE.replace("trace: t.csv", "trace: {path: t.csv, format: azure}"), "t.csv",
+     "arrival_s,input_len,output_len\n0,10,10\n", "TIMESTAMP", "missing column"),
 ]
 
 

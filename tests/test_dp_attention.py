@@ -118,3 +118,13 @@ def test_p9_runs_tiny(capsys, tmp_path):
     argv = ["run", str(PUBLISHED / "p9-mimo-v2-flash-sglang-dp2.yaml"), "--set", "workload.output_len=8",
             "--set", "workload.concurrency=2", "--set", "workload.num_requests=4", "--out", str(tmp_path)]
     assert cli.main(argv) == 0
+
+
+def test_each_attention_group_schedules_its_own_share_of_the_batch():
+    """Host time per iteration under DP attention: one scheduler per group, working at once on
+    its share (SGLang data_parallel_controller.py), so 256 requests over 16 groups cost the host
+    what 16 requests cost one scheduler."""
+    wide, one = pricer(tp=16, ep=16, attention_dp=16), pricer(tp=16, ep=16)
+    engine_s = one.costs.host_overhead_s
+    assert wide.host_overhead_s("nextn", 256) == engine_s("nextn", 16) < engine_s("nextn", 256)
+    assert one.host_overhead_s("nextn", 256) == engine_s("nextn", 256)

@@ -23,7 +23,7 @@ RAW = {"name": "toy", "host": {"decode": {"base_s": 1e-4}, "speculative": {"base
        "rules": [{"name": "cap", "field": "speculative_max_running_requests", "value": 32, "until": "1.2",
                   "source": "a test"},
                  {"name": "overlap", "field": "speculative_overlap", "value": True, "since": "1.2", "source": "a test"}],
-       "kv_pool": catalog.engine_file("vllm")["kv_pool"]}
+       "kv_pool": catalog.engine_file("vllm")["kv_pool"], "prefill_chunk": catalog.engine_file("vllm")["prefill_chunk"]}
 
 
 def test_rules_hold_over_their_ranges():
@@ -123,3 +123,26 @@ def test_engines_command_lists_rules(capsys):
     assert cli.main(["engines"]) == 0
     out = capsys.readouterr().out
     assert "spec_running_cap" in out and "v0_batch_expansion" in out and "default 0.5.12" in out
+
+
+@pytest.mark.parametrize("kind,hardware,tokens", [
+    ("sglang", "h200", 8192), ("sglang", "b200", 16384), ("sglang", "a100-80g", 8192), ("sglang", "cpu", 2048),
+    ("vllm", "h100-sxm", 8192), ("vllm", "b200", 8192), ("vllm", "a100-80g", 2048), ("vllm", "cpu", 2048),
+    ("trtllm", "h200", 8192), ("trtllm", "b200", 8192)])
+def test_prefill_chunk_is_the_engines_default_on_each_gpu(kind, hardware, tokens):
+    """SGLang's chunked_prefill_size by GPU memory class, vLLM's max_num_batched_tokens (8192 from
+    70 GiB, A100 excepted), TensorRT-LLM's max_num_tokens: each engine file's rule, with its source."""
+    from mtpsim.memory import prefill_chunk_tokens
+    s = sc.validate({"name": "c", "model": "llama-3.1-8b", "hardware": hardware, "engine": {"kind": kind},
+                     "cost": {"model": "roofline"}})
+    assert prefill_chunk_tokens(s) == tokens
+    over = sc.validate({"name": "c", "model": "llama-3.1-8b", "hardware": hardware, "cost": {"model": "roofline"},
+                        "engine": {"kind": kind, "chunked_prefill_tokens": 1000}})
+    assert prefill_chunk_tokens(over) == 1000
+    if hardware == "cpu":
+        return  # the cpu catalog entry cannot hold the model's weights: the rule alone is checked
+    long = {"arrival": "batch", "concurrency": 1, "num_requests": 1, "input_len": 20000, "output_len": 2}
+    for scenario, chunk in ((s, tokens), (over, 1000)):
+        data = scenario.model_dump(exclude={"specs"}, exclude_none=True) | {"workload": long}
+        prefills = simulate(sc.validate(data)).iterations.query("kind == 'prefill'")
+        assert len(prefills) == -(-20000 // chunk)  # the prompt in chunks of the size in force

@@ -29,6 +29,7 @@ TORCH_FREE = ("mtpsim", "mtpsim.cli", "mtpsim.run", "mtpsim.sim", "mtpsim.sim.*"
               "mtpsim.scenario", "mtpsim.schema", "mtpsim.catalog", "mtpsim.specs", "mtpsim.runfolder", "mtpsim.checks",
               "mtpsim.results", "mtpsim.plots",
               "mtpsim.report", "mtpsim.trace", "mtpsim.designs", "mtpsim.acceptance", "mtpsim.memory",
+              "mtpsim.tracefiles", "mtpsim.tracefiles.*",
               "mtpsim.shrink", "mtpsim.hfconfig", "mtpsim.hfconfig.*",
               "mtpsim.calibration.aiconfigurator", "mtpsim.calibration.aic_rows",
               "mtpsim.calibration.grid", "mtpsim.verify.compare")

@@ -28,7 +28,12 @@ MEMORY = pd.DataFrame({"label": ["none", "nextn S=2"], "design": ["none", "nextn
                        "context": 2048, "target_weights_GB": [80.0, 80.0], "draft_weights_GB": [0.0, 1.5],
                        "kv_budget_GB": [40.0, 38.5], "max_requests": [300, 280]})
 
+REQUESTS = pd.DataFrame({"point": [0, 0, 0, 1, 1], "arrival_s": [0.0, 0.1, 0.2, 0.0, 0.3],
+                         "first_token_s": [0.05, 0.2, 0.3, 0.04, 0.35], "finish_s": [0.5, 0.9, 0.3, 0.6, 1.0],
+                         "output_len": [10, 20, 1, 12, 30]})
+
 FIGURES = {
+    "latency": lambda: plots.latency_distributions(REQUESTS, SUMMARY),
     "speedup": lambda: plots.speedup_vs_load(SUMMARY),
     "frontier": lambda: plots.throughput_frontier(SUMMARY),
     "breakdown": lambda: plots.time_breakdown(SUMMARY),
@@ -76,11 +81,11 @@ def test_run_plot_and_plot_command(write_scenario, tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["run", str(write_scenario(BASE)), "--out", str(out), "--plot"]) == 0
     pngs = sorted(p.name for p in out.glob("*.png"))
-    assert "memory.png" in pngs and "timeline.png" in pngs and len(pngs) == 6
+    assert "memory.png" in pngs and "timeline.png" in pngs and "latency.png" in pngs and len(pngs) == 7
     for p in out.glob("*.png"):
         p.unlink()
     assert main(["plot", str(out)]) == 0
-    assert len(list(out.glob("*.png"))) == 6
+    assert len(list(out.glob("*.png"))) == 7
 
 
 def test_plot_refuses_a_folder_that_is_not_a_run(tmp_path, capsys):

@@ -31,7 +31,7 @@ DELETE = object()
 def test_defaults_follow_design_doc(write_scenario):
     s = sc.load(write_scenario({"name": "d", "model": "llama-3.1-8b", "hardware": "h100-sxm"}))[0]
     assert s.speculative.design == "none" and s.speculative.topk == 1
-    assert s.engine.cuda_graphs and s.engine.overlap_schedule and s.engine.chunked_prefill_tokens == 8192
+    assert s.engine.cuda_graphs and s.engine.overlap_schedule and s.engine.chunked_prefill_tokens is None  # engine's
     assert s.cost.model == "auto" and s.verify.acceptance == "forced" and s.seed == 0
     assert s.parallel.tp == s.parallel.ep == s.parallel.dp == 1
 
@@ -136,7 +136,9 @@ def test_relative_trace_is_read_beside_the_scenario(tmp_path, write_scenario):
     (tmp_path / "trace.csv").write_text("arrival_s,input_len,output_len\n0,10,5\n")
     data = {**BASE, "workload": {"arrival": "trace", "trace": "trace.csv"}}
     s = sc.load(write_scenario(data))[0]
-    assert s.workload.trace == str(tmp_path / "trace.csv")
+    assert s.workload.trace.path == str(tmp_path / "trace.csv")
+    data = {**BASE, "workload": {"arrival": "trace", "trace": {"path": "trace.csv", "format": "mtpsim"}}}
+    assert sc.load(write_scenario(data))[0].workload.trace.path == str(tmp_path / "trace.csv")
 
 
 def test_set_wins_over_a_swept_key(write_scenario):

@@ -62,6 +62,9 @@ SYSTEMS = {
     "h200_sxm": System("NVIDIA H200", "h200"),
     "b200_sxm": System("NVIDIA B200", "b200"),
     "a100_sxm": System("NVIDIA A100-SXM4-80GB", "a100-80g"),
+    "gb200": System("NVIDIA GB200", "gb200"),
+    "gb300": System("NVIDIA GB300", "gb300"),
+    "b300_sxm": System("NVIDIA B300 SXM6 AC", "b300"),
 }
 BACKENDS = ("sglang", "trtllm", "vllm")
 

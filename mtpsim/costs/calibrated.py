@@ -21,7 +21,8 @@ op's flops, bytes and the measured median `time_s`. An op is priced by, in order
 - `roofline`: families the profile does not hold (linear-attention state; elementwise, argmax
   and pass framing in a converted GPU profile: bytes plus the launch figures) and collectives
   at rank counts no table measured or spanning nodes (the tables are one node's; roofline.py
-  adds the network leg).
+  adds the network leg, and labels `extrapolated` what lies past the ranks its floors were fitted on
+  or crosses the NVLink domain).
 
 Stand-ins, labelled with the rows they came from: query-only (frozen-KV) and sliding-window
 attention without a table of their own use the GQA decode rows (the same kernel over a capped

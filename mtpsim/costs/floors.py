@@ -47,6 +47,17 @@ KERNEL_KEYS = ("floor_s", "eff_flops", "eff_bandwidth")
 ITEM_KEY = "per_item_s"  # attention: per (request x KV head); MoE: per routed token copy
 COLLECTIVE_KEYS = ("alpha_s", "alpha_per_doubling_s", "eff_link")
 COLLECTIVES = ("allreduce", "alltoall")
+# the widest collective the fitted profiles measured: one 8-GPU NVLink board (their allreduce rows
+# span 2-8 ranks, their DeepEP all-to-all rows 8); wider ones, or any that crosses the domain onto
+# the network, are priced beyond the fit and labelled `extrapolated`
+FITTED_MAX_RANKS = 8
+
+
+def collective_source(shape: dict) -> str:
+    """How the fit prices a collective of this shape: `roofline` within the ranks it measured,
+    `extrapolated` past them or across nodes."""
+    beyond = shape["ranks"] > FITTED_MAX_RANKS or shape.get("nodes", 1) > 1
+    return "extrapolated" if beyond else "roofline"
 
 
 @dataclass(frozen=True)

@@ -107,6 +107,7 @@ def attention_projections(att: AttentionSpec, d: int, tokens: int, dtype: str, p
                  gemm("attn.kv_a_proj", tokens, d, lora + rope, dtype, act=act)]
         # absorbed decode: q_nope is multiplied into the latent space (W_UK) and the latent output
         # out of it (W_UV), per head, so the cache stays kv_lora_rank + rope wide.
+        q += indexer_projections(att, d, tokens, dtype, act) if att.sparse else []
         return q + [gemm("attn.w_uk", tokens, heads * nope, lora, act, act=act),
                     gemm("attn.w_uv", tokens, heads * lora, att.v_head_dim, act, act=act),
                     gemm("attn.o_proj", tokens, heads * att.v_head_dim, d, dtype, act=act)]
@@ -115,6 +116,26 @@ def attention_projections(att: AttentionSpec, d: int, tokens: int, dtype: str, p
     vz = 2 * _heads_per_gpu(att.num_heads, tp) * att.value_head_dim
     return [gemm("attn.in_proj", tokens, d, qk + vz + 2 * _heads_per_gpu(att.num_heads, tp), dtype, act=act),
             gemm("attn.o_proj", tokens, vz // 2, d, dtype, act=act)]
+
+
+def indexer_projections(att: AttentionSpec, d: int, tokens: int, dtype: str, act: str = ACT) -> list[Op]:
+    """DSA's lightning indexer projections, whole on every GPU (plain, not tensor-parallel, Linear
+    layers in DeepSeek-V3.2-Exp's inference/model.py `Indexer`): its queries from the q latent
+    (wq_b, q_lora_rank -> index_n_heads x index_head_dim), its one key head from the hidden
+    states (wk), and a weight per head (weights_proj, in the activation dtype)."""
+    heads, width = att.index_n_heads, att.index_head_dim
+    return [gemm("attn.indexer_q", tokens, att.q_lora_rank or d, heads * width, dtype, act=act),
+            gemm("attn.indexer_k", tokens, d, width, dtype, act=act),
+            gemm("attn.indexer_weights", tokens, d, heads, act, act=act)]
+
+
+def index_cache_bytes(att: AttentionSpec) -> float:
+    """Bytes of the indexer's key cache per token per layer: index_head_dim FP8 values and one
+    FP32 scale per 128 of them (DeepSeek-V3.2-Exp inference/model.py `Indexer` k_cache in
+    float8_e4m3fn, k_scale_cache with block_size 128); 0 without an indexer."""
+    if not att.sparse:
+        return 0.0
+    return att.index_head_dim * 1.0 + 4.0 * math.ceil(att.index_head_dim / 128)
 
 
 def kv_bytes_per_token(att: AttentionSpec, kv_dtype: str, tp: int) -> float:
@@ -126,8 +147,8 @@ def kv_bytes_per_token(att: AttentionSpec, kv_dtype: str, tp: int) -> float:
     if att.kind == "compressed":  # the entries that grow with the tokens (window and states: per request)
         from mtpsim.costs import compressed
         return compressed.layer_kv(att, kv_dtype)[0]
-    if att.kind == "mla":
-        return (att.kv_lora_rank + att.qk_rope_head_dim) * w
+    if att.kind == "mla":  # a sparse (DSA) layer keeps its indexer's keys beside the latent
+        return (att.kv_lora_rank + att.qk_rope_head_dim) * w + index_cache_bytes(att)
     if att.kind == "gqa":  # K head_dim wide, V v_head_dim wide (equal unless the model says so)
         return _heads_per_gpu(att.num_kv_heads, tp) * (att.head_dim + (att.v_head_dim or att.head_dim)) * w
     return 0.0
@@ -255,6 +276,8 @@ class AttentionKernel:
             per_query = np.minimum(per_query, att.window)
             kv_tokens, qk_tokens = float(visible.sum()), float((q_lens * per_query).sum())
             kv_max = float(visible.max(initial=0))
+        if att.sparse:  # each query attends its top-k keys; a request reads the union of its queries'
+            kv_tokens, qk_tokens, kv_max = sparse_lens(lens, att.index_topk, tree_keys)
         if att.kind == "mla" and lens.q_max > MLA_ABSORB_MAX_Q:
             # prefill-sized queries run MLA unabsorbed (engines expand K and V from the latent)
             flops = 2.0 * qk_tokens * heads * self.unabsorbed_width
@@ -262,6 +285,38 @@ class AttentionKernel:
             flops = 2.0 * qk_tokens * heads * self.width
         act_bytes = 2 * lens.q_tokens * heads * self.query_width * DTYPE_BYTES[self.act]
         return flops, kv_tokens * self.kv_bytes_per_token, act_bytes, kv_tokens, kv_max
+
+
+def sparse_lens(lens: BatchLens, topk: int, tree_keys: float = 0.0) -> tuple[float, float, float]:
+    """(KV tokens read, query-key pairs, the longest read) when each query attends at most `topk`
+    of the keys it sees: a request reads min(visible, q x topk) cached entries (its queries'
+    selections, at most all it has), a query min(its keys, topk)."""
+    kv_lens = np.asarray(lens.kv) + lens.offset
+    q_lens = lens.q if isinstance(lens.q, np.ndarray) else np.full(len(kv_lens), lens.q)
+    per_query = np.asarray(lens.kv) + tree_keys if tree_keys else kv_lens + (q_lens + 1) / 2
+    read = np.minimum(kv_lens + q_lens, q_lens * topk)
+    return float(read.sum()), float((q_lens * np.minimum(per_query, topk)).sum()), float(read.max(initial=0))
+
+
+class IndexerKernel:
+    """DSA's lightning indexer on one GPU (DeepSeek-V3.2, arXiv 2512.02556 §2.1; DeepSeek-V3.2-Exp
+    inference/model.py `Indexer`): every query token scores every key it sees with index_n_heads
+    ReLU dot products of index_head_dim in FP8 (fp8_mqa_logits), weighted per head, and the top
+    index_topk are kept. Flops 2 x query-key pairs x heads x width; bytes the FP8 key cache over
+    the visible KV and the FP32 scores written and read back by the top-k; two kernels. No
+    measured table holds it: the roofline prices it (source `roofline`)."""
+
+    def __init__(self, att: AttentionSpec, act: str = ACT):
+        self.att, self.act = att, act
+        self.key_bytes = index_cache_bytes(att)
+
+    def core(self, lens: BatchLens, tree_keys: float = 0.0) -> Op:
+        att = self.att
+        pairs = lens.qkv_tokens + lens.q_tokens * tree_keys if tree_keys else lens.qk_tokens
+        return Op("attn.indexer", "indexer", flops=2.0 * pairs * att.index_n_heads * att.index_head_dim,
+                  kv_bytes=lens.kv_tokens * self.key_bytes, act_bytes=2 * 4.0 * pairs, kernels=2, dtype="fp8",
+                  shape={"batch": lens.batch, "q": lens.q_tokens / max(lens.batch, 1), "kv_tokens": lens.kv_tokens,
+                         "topk": att.index_topk})
 
 
 def _attention_widths(att: AttentionSpec, tp: int) -> dict:

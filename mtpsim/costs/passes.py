@@ -246,7 +246,7 @@ class Pricer:
             op = O.kv_copy(batch * shape.compact_tokens, self.kv_bytes_per_token(shape.part))
             compact = ((op, self.costs.time(op, False), 1),)  # eagle_info.py `verify`: eager, after the graph
         make = getattr(self.costs, "core_pricer", None)  # cost models without one price each core's Op
-        cores = tuple((kernel, n, make(kernel, graphs) if make is not None else None)
+        cores = tuple((kernel, n, make(kernel, graphs) if make is not None and isinstance(kernel, O.AttentionKernel) else None)
                       for kernel, n in self._kernels(shape.part))
         return _Plan(graphs, tokens, static, work, sources, compact, self.costs.pass_overhead_s(graphs),
                      self.layers(shape.part).spec.hidden_size, cores)
@@ -314,6 +314,12 @@ class Pricer:
     def uses_graphs(self, shape: PassShape, batch: int) -> bool:
         """Decode-shaped passes replay CUDA graphs up to max_graph_batch; prefill runs eagerly."""
         return self.graphs and shape.kind != "prefill" and batch <= self.max_graph_batch
+
+    def host_overhead_s(self, design: str, batch: int) -> float:
+        """Host seconds per iteration of a replica running `batch` requests: under DP attention
+        every attention group has a scheduler of its own (SGLang data_parallel_controller.py
+        starts one per DP rank), and they work at once, each on its group's share."""
+        return self.costs.host_overhead_s(design, self.group_batch(batch))
 
     def group_batch(self, batch: int) -> int:
         """The largest attention group's share of a batch (the whole batch without DP attention):
@@ -414,7 +420,16 @@ class Pricer:
     def _kernels(self, part: str) -> tuple[tuple[O.AttentionKernel, int], ...]:
         """(kernel, layer count) per attention kind of a part, on one GPU of an attention group;
         parts with the same attention kind share its kernel."""
-        return tuple((self._kernel(att, kv_dtype), n) for att, n, kv_dtype in self._attention_kinds(part))
+        kernels = []
+        for att, n, kv_dtype in self._attention_kinds(part):
+            kernels.append((self._kernel(att, kv_dtype), n))
+            if att.sparse:  # DSA: its indexer scores every cached token before the attention reads its top-k
+                kernels.append((self._indexer(att), n))
+        return tuple(kernels)
+
+    @lru_cache(maxsize=16)  # noqa: B019 -- a Pricer lives as long as its run; a kind's kernel never changes
+    def _indexer(self, att) -> O.IndexerKernel:
+        return O.IndexerKernel(att, self.act)
 
     @lru_cache(maxsize=16)  # noqa: B019 -- a Pricer lives as long as its run; a kind's kernel never changes
     def _kernel(self, att, kv_dtype: str) -> O.AttentionKernel:

@@ -12,6 +12,8 @@ attention, MoE experts and collectives with the floors fitted on measured GPU ta
 The fitted floor is an in-graph kernel time (what the measured tables hold), so such an op pays no
 per-kernel launch inside a CUDA graph, and (launch - graph launch) per kernel when eager. Other ops
 (norms, sampling, linear-attention state, ...) and hardware without floors (cpu) keep the plain form.
+A collective wider than the fitted tables measured (floors.FITTED_MAX_RANKS), or one that crosses
+nodes (the NVLink domain) onto the network, is labelled `extrapolated`.
 """
 from __future__ import annotations
 
@@ -104,7 +106,7 @@ class RooflineCosts:
                           op.kernels * self.kernel_overhead_s(graphs))
         launch = 0.0 if graphs else op.kernels * max(0.0, self.hw.launch_overhead_s - self.hw.graph_launch_overhead_s)
         if op.family in F.COLLECTIVES:
-            return OpTime(0.0, 0.0, self.comm_s(op), launch)
+            return OpTime(0.0, 0.0, self.comm_s(op), launch, F.collective_source(op.shape))
         return OpTime(self.compute_s(op), self.memory_s(op), 0.0, self.floor_s(op) + launch)
 
     def compute_s(self, op: Op) -> float:

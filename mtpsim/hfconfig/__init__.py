@@ -136,9 +136,12 @@ def _groups(pairs: list) -> list[dict[str, Any]]:
 
 
 def _mtp(c: Config, layout: Layout, n: int, where: str, key: str, overrides: dict) -> dict[str, Any] | None:
-    """num_nextn_predict_layers -> the mtp section, its layer kind from the family's rule where
+    """num_nextn_predict_layers (mtp_num_hidden_layers) -> the mtp section, its layer kind from the family's rule where
     the rule gives every MTP layer the same pair; else the scenario's model.mtp must give it."""
-    count = c.int("num_nextn_predict_layers", 0)
+    said = next((k for k in ("num_nextn_predict_layers", "mtp_num_hidden_layers") if c.int(k, 0)), None)  # Qwen3.5: the latter
+    count = c.int(said) if said else 0
+    if not count and c.bool("use_mtp", False):  # MiniMax-M2: MTP modules of mtp_transformer_layers each
+        said, count = "num_mtp_modules", c.int("num_mtp_modules", 0) * c.int("mtp_transformer_layers", 1, low=1)
     if not count:
         return None
     mtp: dict[str, Any] = {"num_layers": count, "input_projection": True}
@@ -149,7 +152,7 @@ def _mtp(c: Config, layout: Layout, n: int, where: str, key: str, overrides: dic
     elif not isinstance(overrides.get("mtp"), dict) or "layer" not in overrides["mtp"]:
         hint = f" ({layout.mtp_hint})" if layout.mtp_hint else ""
         at = f"{key}.mtp" if key else "mtp"
-        raise ScenarioError(where, at, f"config.json has num_nextn_predict_layers {count} but does not say the MTP "
+        raise ScenarioError(where, at, f"config.json has {said} {count} but does not say the MTP "
                             f"layer's kind; give {at}: {{layer: {{attention: KIND, ffn: KIND}}}}{hint}")
     return mtp
 

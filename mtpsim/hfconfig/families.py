@@ -110,13 +110,33 @@ def _kinds_of(c: Config, key: str, types: list, names: dict[Any, str]) -> list[s
 
 
 # --------------------------------------------------------------------------------- families
+# config keys of attention variants past MLA and DSA that no op prices: each names what it is
+UNPRICED_ATTENTION = {
+    # DeepSeek-V4's, priced under model_type deepseek_v4 (hfconfig/deepseek_v4.py), not inside MLA
+    "compress_ratios": "DeepSeek-V4's compressed sparse attention (KV compressed per layer by these ratios)",
+    "o_lora_rank": "DeepSeek-V4's grouped low-rank output projection",
+    "index_topk_freq": "an indexer shared over several layers (GLM-5.1 and later IndexShare)",
+    "indexer_types": "per-layer full or shared indexers (GLM-5.1 and later IndexShare)",
+}
+
+
 def deepseek(c: Config) -> Layout:
-    """DeepSeek-V2/V3 (transformers deepseek_v3, vLLM deepseek_v2.py): MLA everywhere; layer i is
-    MoE when n_routed_experts is set, i >= first_k_dense_replace and i % moe_layer_freq == 0, with
-    n_shared_experts shared experts moe_intermediate_size wide. The MTP modules are decoder layers
-    built at index num_hidden_layers + k (vLLM deepseek_mtp.py), so the same rule gives their FFN."""
+    """DeepSeek-V2/V3/V3.2, Kimi-K2 and GLM-5 (transformers deepseek_v3 / deepseek_v32 / glm_moe_dsa,
+    vLLM deepseek_v2.py): MLA everywhere; layer i is MoE when n_routed_experts is set, i >=
+    first_k_dense_replace and i % moe_layer_freq == 0, with n_shared_experts shared experts
+    moe_intermediate_size wide. The MTP modules are decoder layers built at index
+    num_hidden_layers + k (vLLM deepseek_mtp.py), so the same rule gives their FFN. index_topk,
+    index_n_heads and index_head_dim (DeepSeek-V3.2, GLM-5) make the MLA sparse (DSA: an indexer,
+    then MLA over the top-k cached tokens; costs/ops.py). An attention variant no op prices
+    (UNPRICED_ATTENTION) is an error naming its key."""
+    for key, what in UNPRICED_ATTENTION.items():
+        if c.get(key) is not None:
+            raise c.error(key, f"{what}: an attention kind mtpsim does not price; write the spec as a catalog "
+                          "file with an attention kind it does (mla, gqa, linear) to approximate it")
     mla = {"kind": "mla", "num_heads": c.int("num_attention_heads", low=1), "q_lora_rank": c.int("q_lora_rank", None),
            **{k: c.int(k) for k in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")}}
+    if c.get("index_topk") is not None:
+        mla |= {k: c.int(k, low=1) for k in ("index_topk", "index_n_heads", "index_head_dim")}
     experts, first, freq = c.int("n_routed_experts", 0), c.int("first_k_dense_replace", 0), c.int("moe_layer_freq", 1, low=1)
     ffns = {"dense": _dense(c.int("intermediate_size"))}
     if experts:
@@ -145,7 +165,9 @@ def qwen3_next(c: Config) -> Layout:
     rest; layer i is MoE when num_experts > 0, i is not in mlp_only_layers and (i + 1) %
     decoder_sparse_step == 0, with one shared expert shared_expert_intermediate_size wide. The
     released config declares no MTP layer, and vLLM's qwen3_next_mtp.py builds it as a full-attention
-    MoE layer whatever the pattern says: the per-layer rule does not reach it."""
+    MoE layer whatever the pattern says: the per-layer rule does not reach it. Qwen3.5's MoE text
+    config (qwen3_5_moe_text) is the same layout with mtp_num_hidden_layers MTP layers, which
+    SGLang's qwen3_5_mtp.py builds the same way (full_attention_interval = 1)."""
     n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
     interval = c.int("full_attention_interval", 4, low=1)
     default = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n)]
@@ -156,7 +178,8 @@ def qwen3_next(c: Config) -> Layout:
               "conv_kernel": c.int("linear_conv_kernel_dim", 4, low=1)}
     experts, step = c.int("num_experts", 0), c.int("decoder_sparse_step", 1, low=1)
     dense_only, shared = _layer_set(c, "mlp_only_layers"), c.int("shared_expert_intermediate_size", 0)
-    ffns = {"dense": _dense(c.int("intermediate_size"))}
+    # a dense MLP only where some layer has one (Qwen3.5 MoE gives no intermediate_size: every layer is MoE)
+    ffns = {"dense": _dense(c.int("intermediate_size"))} if not experts or dense_only or step > 1 else {}
     if experts:
         ffns["moe"] = _moe(experts, c.int("num_experts_per_tok"), c.int("moe_intermediate_size"), int(shared > 0), shared)
 
@@ -272,6 +295,21 @@ def step3p5(c: Config) -> Layout:
     return Layout(attention, ffns, lambda i: (kinds[i], "moe" if i in moe_layers else "dense") if i < len(kinds) else None)
 
 
+def minimax_m2(c: Config) -> Layout:
+    """MiniMax-M2 / M2.5 (MiniMaxAI remote code modeling_minimax_m2.py; vLLM minimax_m2.py): GQA
+    (num_attention_heads, num_key_value_heads, head_dim) and a MoE FFN in every layer,
+    num_local_experts routed experts intermediate_size wide, top num_experts_per_tok, a shared
+    expert only when shared_intermediate_size > 0. The config declares num_mtp_modules MTP
+    modules (use_mtp) without their layers' kind: the per-layer rule does not reach them."""
+    n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
+    shared = c.int("shared_intermediate_size", 0)
+    moe = _moe(c.int("num_local_experts", low=1), c.int("num_experts_per_tok"), c.int("intermediate_size"),
+               int(shared > 0), shared or None)
+    attention = _gqa(heads, c.int("num_key_value_heads", heads), _head_dim(c, heads))
+    return Layout({"gqa": attention}, {"moe": moe}, lambda i: ("gqa", "moe") if i < n else None,
+                  "config.json does not describe MiniMax-M2's MTP modules")
+
+
 def _layer_set(c: Config, key: str) -> set[int]:
     """Layer indices written "3,4,5" or [3, 4, 5]."""
     value = c.get(key, [])
@@ -283,12 +321,15 @@ def _layer_set(c: Config, key: str) -> set[int]:
 
 
 READERS: dict[str, Callable[[Config], Layout]] = {
-    "deepseek_v2": deepseek, "deepseek_v3": deepseek, "glm4_moe": glm4_moe, "qwen3_next": qwen3_next,
+    "deepseek_v2": deepseek, "deepseek_v3": deepseek, "deepseek_v32": deepseek, "deepseek_v4": deepseek,
+    "kimi_k2": deepseek, "kimi_k25": deepseek, "glm_moe_dsa": deepseek, "glm4_moe": glm4_moe, "qwen3_next": qwen3_next,
+    "qwen3_5_moe": qwen3_next, "qwen3_5_moe_text": qwen3_next, "minimax_m2": minimax_m2,
     "mimo_v2_flash": mimo_v2_flash, "gemma4": gemma4, "gemma4_text": gemma4, "llama": dense_gqa, "qwen2": dense_gqa,
     "mimo": dense_gqa, "step3p5": step3p5}
 READERS["qwen3"] = dense_gqa  # Qwen3 dense (transformers qwen3): qwen2's layout, head_dim given; QK-norm is elementwise
 ARCHITECTURES = {
     "DeepseekV2ForCausalLM": "deepseek_v2", "DeepseekV3ForCausalLM": "deepseek_v3", "Glm4MoeForCausalLM": "glm4_moe",
+    "DeepseekV32ForCausalLM": "deepseek_v32", "GlmMoeDsaForCausalLM": "glm_moe_dsa", "MiniMaxM2ForCausalLM": "minimax_m2",
     "Qwen3NextForCausalLM": "qwen3_next", "MiMoV2FlashForCausalLM": "mimo_v2_flash",
     "Gemma4ForConditionalGeneration": "gemma4", "Gemma4ForCausalLM": "gemma4_text", "LlamaForCausalLM": "llama",
     "Qwen2ForCausalLM": "qwen2", "MiMoForCausalLM": "mimo", "Step3p5ForCausalLM": "step3p5"}

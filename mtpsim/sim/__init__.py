@@ -13,11 +13,13 @@ from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import build_pricer
 from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError
-from mtpsim.memory import memory_budget, pool_rule
+from mtpsim.memory import memory_budget, pool_rule, prefill_chunk_tokens
 from mtpsim.results import Records, Results, limits_row, to_results
 from mtpsim.sim.engine import Arrivals, Engine, Replica
+from mtpsim.sim.prefix_cache import PrefixCache, prompt_blocks
 from mtpsim.sim.scheduler import Router, Scheduler
 from mtpsim.sim.workload import Request, open_arrivals, sample_lengths
+from mtpsim.tracefiles import scan, stream
 
 PROGRESS_MIN_REQUESTS = 10_000  # runs this long show a progress bar when asked to
 
@@ -26,7 +28,13 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
              max_request_rows: int = 100_000, pricer=None, progress: bool = False) -> Results:
     """Run one scenario point: build costs and acceptance, start the processes, run, collect.
     Rows past the caps are not kept (the summary still counts them); `progress` shows finished
-    requests on stderr for runs of PROGRESS_MIN_REQUESTS or more."""
+    requests on stderr for runs of PROGRESS_MIN_REQUESTS or more. A scenario with
+    `disaggregation` runs as its prefill and decode pools (sim/disagg.py)."""
+    if scenario.disaggregation is not None:
+        from mtpsim.sim.disagg import simulate_disaggregated
+        return simulate_disaggregated(scenario, identity=identity, request_factory=_request_factory,
+                                      keep_passes=keep_passes, max_iteration_rows=max_iteration_rows,
+                                      max_request_rows=max_request_rows)
     wall = time.perf_counter()
     s, design = scenario, DesignShape.of(scenario.speculative)
     pricer = pricer or build_pricer(s)
@@ -36,14 +44,18 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
     bar = tqdm(total=s.workload.num_requests, desc=s.name, unit="req", file=sys.stderr, mininterval=1.0,
                disable=not progress or s.workload.num_requests < PROGRESS_MIN_REQUESTS)
     engine = Engine(env, pricer, design, profile, records, np.random.default_rng([s.seed, 1]),
-                    s.engine.overlap_schedule, s.engine.chunked_prefill_tokens, policy=s.speculative.policy,
+                    s.engine.overlap_schedule, prefill_chunk_tokens(s), policy=s.speculative.policy,
                     on_finished=bar.update)
     cap = s.specs.engine.max_running(design.design, s.engine.max_running_requests)
-    replicas = [Replica(i, Scheduler(cap, budget.replica_kv_budget_bytes, budget.request_bytes))
+    block = _cache_block_tokens(s, budget)
+    replicas = [Replica(i, Scheduler(cap, budget.replica_kv_budget_bytes, budget.request_bytes,
+                                     *_prefix_cache(s, budget, block)))
                 for i in range(s.parallel.dp)]
     arrivals = Arrivals(env, Router([r.scheduler for r in replicas]), replicas,
-                        _request_factory(env, profile, design, np.random.default_rng([s.seed, 2])))
+                        _request_factory(env, profile, design, np.random.default_rng([s.seed, 2]), s.workload, block,
+                                         np.random.default_rng([s.seed, 3])))
     num_requests = _start_arrivals(env, arrivals, s, budget)
+    bar.total = num_requests
     for rep in replicas:
         env.process(engine.serve(rep))
     env.run()
@@ -53,17 +65,37 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
     limits = limits_row(records, cap, sum(r.scheduler.num_capped for r in replicas),
                         sum(r.scheduler.num_kv_full for r in replicas),
                         s.engine.max_graph_batch if s.engine.cuda_graphs else None)
+    if block:
+        limits.update(cache_counters([r.scheduler.cache for r in replicas]))
     return to_results(records, identity(s), budget.max_kv_tokens, time.perf_counter() - wall, limits)
 
 
 def identity(s) -> dict:
-    """Columns that name a run point in the summary."""
+    """Columns that name a run point in the summary. The load is a concurrency (closed, batch)
+    or an arrival rate (poisson, trace), never both: the other is NaN."""
     d = DesignShape.of(s.speculative)
     return {"name": s.name, "design": d.design, "steps": d.steps,
-            "topk": d.topk, "draft_tokens": d.draft_tokens, "concurrency": s.workload.concurrency,
-            "rate_per_s": s.workload.rate_per_s, "num_requests": s.workload.num_requests, "dp": s.parallel.dp,
+            "topk": d.topk, "draft_tokens": d.draft_tokens, **load_columns(s.workload), "dp": s.parallel.dp,
             **({"policy": policy_text(s.speculative.policy)} if s.speculative.policy else {}),
             **{k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in s.point.items()}}
+
+
+def load_columns(w) -> dict:
+    """concurrency, rate_per_s (a rate schedule's mean over its cycle; a trace's requests over
+    its span) and num_requests; a trace adds what its selection skipped and capped."""
+    nan = float("nan")
+    if w.arrival in ("closed", "batch"):
+        return {"concurrency": w.concurrency, "rate_per_s": nan, "num_requests": w.num_requests}
+    if w.arrival == "poisson":
+        rate = w.rate_per_s
+        if w.rate_schedule:
+            ends = [p.until_s for p in w.rate_schedule]
+            rate = sum(p.rate_per_s * (end - start) for p, start, end in zip(w.rate_schedule, [0.0, *ends], ends)) / ends[-1]
+        return {"concurrency": nan, "rate_per_s": rate, "num_requests": w.num_requests}
+    stats = scan(w.trace)
+    return {"concurrency": nan, "rate_per_s": stats.rate_per_s, "num_requests": stats.num_requests,
+            "trace_format": stats.format, "trace_skipped": stats.num_skipped,
+            "trace_capped_inputs": stats.num_capped_inputs, "trace_capped_outputs": stats.num_capped_outputs}
 
 
 def policy_text(policy) -> str:
@@ -71,18 +103,66 @@ def policy_text(policy) -> str:
     return " ".join(f"{b}:{policy.steps_by_batch[b]}" for b in sorted(policy.steps_by_batch))
 
 
-def _request_factory(env, profile: AcceptanceProfile, design: DesignShape, rng):
+def _request_factory(env, profile: AcceptanceProfile, design: DesignShape, rng, workload=None, block: int = 0,
+                     prefix_rng=None):
+    """new_request(input_len, output_len, hash_ids): a Request with its acceptance levels and,
+    under a prefix cache of `block`-token blocks, its prompt's block keys (a shared system
+    prompt drawn for workload.shared_prefix's fraction of requests, from `prefix_rng`)."""
     ids = itertools.count()
+    shared = workload.shared_prefix if workload is not None else None
 
-    def new_request(input_len: int, output_len: int) -> Request:
+    def new_request(input_len: int, output_len: int, hash_ids=None) -> Request:
         levels = profile.request_levels(rng, 1, design.steps)[0]
-        return Request(next(ids), env.now, int(input_len), int(output_len), levels=levels)
+        r = Request(next(ids), env.now, int(input_len), int(output_len), levels=levels)
+        if block:
+            group = None
+            if shared is not None and prefix_rng.random() < shared.fraction:
+                group = int(prefix_rng.integers(shared.groups))
+            r.blocks = prompt_blocks(r.request_id, r.input_len, block, group, shared.tokens if shared else 0, hash_ids)
+        return r
     return new_request
+
+
+def _cache_block_tokens(s, budget) -> int:
+    """Tokens per prefix-cache block (0: no prefix cache): a Mooncake trace's block_size, else
+    engine.prefix_cache.block_tokens. A cache larger than the KV pool is refused."""
+    c = s.engine.prefix_cache
+    if c is None:
+        return 0
+    pool = budget.max_kv_tokens * budget.groups
+    if c.max_tokens is not None and c.max_tokens > pool:
+        raise ScenarioError(s.source, "engine.prefix_cache.max_tokens", f"{c.max_tokens:,} tokens is more than the "
+                            f"{pool:,} the KV pool holds ({budget.rule.label} of {budget.capacity_bytes / 1e9:.1f} GB)")
+    w = s.workload
+    return w.trace.block_size if w.arrival == "trace" and scan(w.trace).has_blocks else c.block_tokens
+
+
+def _prefix_cache(s, budget, block: int) -> tuple:
+    """A replica scheduler's (cache, bytes per cached block), or () with no prefix cache."""
+    if not block:
+        return ()
+    limit = s.engine.prefix_cache.max_tokens
+    return PrefixCache(block, limit // block if limit is not None else None), block * budget.kv_bytes_per_token
+
+
+def cache_counters(caches: list[PrefixCache]) -> dict:
+    """The replicas' prefix-cache counters as one summary row's columns."""
+    total = PrefixCache(1)
+    for c in caches:
+        total.num_query_tokens += c.num_query_tokens
+        total.num_hit_tokens += c.num_hit_tokens
+        total.num_evicted += c.num_evicted
+    return total.counters()
 
 
 def _start_arrivals(env, arrivals: Arrivals, s, budget) -> int:
     """Start the arrival process(es); returns how many requests will arrive."""
     rng, w = np.random.default_rng([s.seed, 0]), s.workload
+    if w.arrival == "trace":
+        stats = scan(w.trace)
+        env.process(arrivals.open_stream(stream(w.trace)))
+        _check_fits(s, budget, stats.longest)
+        return stats.num_requests
     if w.arrival == "closed":
         inputs, outputs = sample_lengths(rng, w.input_len, w.num_requests), sample_lengths(rng, w.output_len, w.num_requests)
         lengths = list(zip(inputs.tolist(), outputs.tolist()))  # closed loops hold at most MAX_USERS x this
@@ -91,7 +171,12 @@ def _start_arrivals(env, arrivals: Arrivals, s, budget) -> int:
     else:
         times, inputs, outputs = open_arrivals(w, rng)
         env.process(arrivals.open_loop(times, inputs, outputs))
-    longest = int((inputs + outputs).max())
+    _check_fits(s, budget, int((inputs + outputs).max()))
+    return len(inputs)
+
+
+def _check_fits(s, budget, longest: int) -> None:
+    """The longest request's KV fits the pool, or a ScenarioError."""
     if budget.kv_budget_bytes <= 0:
         # as the engine itself refuses (SGLang model_runner: "Not enough memory. Please try to
         # increase --mem-fraction-static."): the weights fill all the rule leaves
@@ -104,7 +189,6 @@ def _start_arrivals(env, arrivals: Arrivals, s, budget) -> int:
                             f"{budget.request_bytes(longest) / 1e9:.2f} GB of KV per GPU, more than the "
                             f"{budget.kv_budget_bytes / 1e9:.2f} GB the engine's KV pool holds "
                             f"({budget.rule.label} of {budget.capacity_bytes / 1e9:.1f} GB)")
-    return len(inputs)
 
 
 __all__ = ["simulate", "Results"]

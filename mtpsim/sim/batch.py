@@ -24,6 +24,7 @@ class RunningBatch:
         # since it joined, and its accepted drafts what it emitted beyond one token each
         self.iterations = 0
         self.joined: list[int] = []              # self.iterations when each request joined
+        self.last_emit_s = np.zeros(0)           # when each request last streamed tokens (its ITL's start)
         self._lens: dict[int, BatchLens] = {}    # lens(q) since the last change
 
     def __len__(self) -> int:
@@ -45,6 +46,7 @@ class RunningBatch:
         self.joined += [self.iterations] * len(requests)
         self.kv = np.concatenate([self.kv, [r.input_len + r.generated - 1 for r in requests]])
         self.remaining = np.concatenate([self.remaining, [r.remaining for r in requests]])
+        self.last_emit_s = np.concatenate([self.last_emit_s, [r.first_token_s for r in requests]])
         if self.levels is not None:
             self.levels = np.concatenate([self.levels, np.stack([r.levels for r in requests])])
         self._totals()
@@ -71,6 +73,14 @@ class RunningBatch:
         self.kv_max = int(self.kv.max(initial=0))
         return tokens
 
+    def chunk_gaps(self, now_s: float) -> np.ndarray:
+        """Each request's time since it last streamed tokens, as of an iteration that emits
+        tokens for all of them at `now_s` (one streamed chunk each: the inter-token latency the
+        engines' benchmarks record per chunk); they all last streamed at `now_s` after it."""
+        gaps = now_s - self.last_emit_s
+        self.last_emit_s.fill(now_s)
+        return gaps
+
     def pop_finished(self) -> list[Request]:
         """Remove the requests with nothing left to emit; returns them, brought up to date."""
         if not len(self.requests):
@@ -89,7 +99,7 @@ class RunningBatch:
         kept = keep.tolist()
         self.requests = [r for r, k in zip(self.requests, kept) if k]
         self.joined = [j for j, k in zip(self.joined, kept) if k]
-        self.kv, self.remaining = self.kv[keep], self.remaining[keep]
+        self.kv, self.remaining, self.last_emit_s = self.kv[keep], self.remaining[keep], self.last_emit_s[keep]
         if self.levels is not None:
             self.levels = self.levels[keep]
         self._totals()

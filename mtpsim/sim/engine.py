@@ -56,7 +56,7 @@ class Engine:
         self.levels = self.profile.request_levels(self.rng, 1, self.design.steps)[0]
         # the shared row as a batch's levels, and the host time per iteration, per batch size
         self.shared_levels = lru_cache(maxsize=4096)(lambda n: np.broadcast_to(self.levels, (n, len(self.levels))))
-        self.host_s = lru_cache(maxsize=4096)(self.pricer.costs.host_overhead_s)
+        self.host_s = lru_cache(maxsize=4096)(self.pricer.host_overhead_s)
 
     def plan(self, batch_size: int) -> tuple[DesignShape, list, tuple[str, ...]]:
         """The steps in force for this running batch, as (design at those steps, its passes, the
@@ -100,6 +100,7 @@ class Engine:
         self.records.add_verified(int(kept.sum()) + len(batch) if kept is not None else
                                   len(batch) * design.draft_tokens, len(batch))
         emitted = self.commit(batch, design.steps, kept)
+        self.records.itl.add_many(batch.chunk_gaps(self.env.now))
         self.records.eager_iterations += not self.pricer.uses_graphs(passes[0], self.pricer.group_batch(len(batch)))
         self.records.add_iteration(rep.index, rep.iterations, "decode", start, self.env.now - start,
                                    len(batch), emitted, times, host)
@@ -153,6 +154,7 @@ class Engine:
             firsts = [r for r, n, done in chunk if done + n == r.input_len]
             for r in firsts:
                 r.first_token_s, r.generated = self.env.now, 1
+                rep.scheduler.prefilled(r)
             rep.batch.add([r for r in firsts if r.remaining > 0])
             self.records.add_iteration(rep.index, rep.iterations, "prefill", start, self.env.now - start,
                                        len(chunk), len(firsts), times, host)
@@ -160,10 +162,11 @@ class Engine:
             self.finish(rep, [r for r in firsts if r.remaining == 0])
 
     def chunks(self, admitted: list[Request]):
-        """Lists of (request, tokens in this chunk, tokens already prefilled)."""
+        """Lists of (request, tokens in this chunk, tokens already prefilled); a prompt's cached
+        prefix counts as prefilled (its KV is read, not computed)."""
         chunk, room = [], self.chunk_tokens
         for r in admitted:
-            done = 0
+            done = r.cached_len
             while done < r.input_len:
                 n = min(room, r.input_len - done)
                 chunk.append((r, n, done))
@@ -222,12 +225,18 @@ class Arrivals:
         if rep.wakeup is not None and not rep.wakeup.triggered:
             rep.wakeup.succeed()
 
-    def open_loop(self, times: np.ndarray, inputs: np.ndarray, outputs: np.ndarray):
-        """Requests at known times (batch, poisson, trace), one at a time from the arrays."""
-        for arrival_s, input_len, output_len in zip(times.tolist(), inputs, outputs):
+    def open_loop(self, times: np.ndarray, inputs: np.ndarray, outputs: np.ndarray, hash_ids: list | None = None):
+        """Requests at known times (batch, poisson, trace), one at a time from the arrays
+        (`hash_ids`: each prompt's prefix-block ids, from a Mooncake trace)."""
+        for i, (arrival_s, input_len, output_len) in enumerate(zip(times.tolist(), inputs, outputs)):
             if arrival_s > self.env.now:
                 yield self.env.timeout(arrival_s - self.env.now)
-            self.submit(self.new_request(input_len, output_len))
+            self.submit(self.new_request(input_len, output_len, hash_ids[i] if hash_ids is not None else None))
+
+    def open_stream(self, chunks):
+        """Requests at known times streamed in chunks of arrays (a trace file)."""
+        for chunk in chunks:
+            yield from self.open_loop(chunk.arrival_s, chunk.input_len, chunk.output_len, chunk.hash_ids)
 
     def closed_user(self, lengths):
         """One user of a closed loop: send, wait for the answer, send the next (no think time)."""

@@ -4,21 +4,33 @@ max_running_requests and the KV budget, least-loaded routing over dp replicas, r
 A request is admitted only when its whole KV fits: prompt + output + the design's reservation
 (memory.MemoryBudget.request_bytes). Admitting on the full length means no request is ever
 preempted; SGLang admits more optimistically and retracts, which matters only near the budget.
+
+With a prefix cache (prefix_cache.py) the pool holds the running requests' own KV and the
+cached blocks: a request's cached prefix is shared, not held twice (the draft's KV of those
+tokens included: its pool shares the target's indices), so it needs only the rest; cached blocks
+no request uses are evicted to make room. A prefilled prompt's full blocks move into the cache.
 """
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable
 from functools import lru_cache
 
+from mtpsim.sim.prefix_cache import PrefixCache
 from mtpsim.sim.workload import Request
 
 
 class Scheduler:
     """One replica's queue and running batch."""
 
-    def __init__(self, max_running: int, kv_budget_bytes: float, request_bytes: Callable[[int], float]):
+    def __init__(self, max_running: int, kv_budget_bytes: float, request_bytes: Callable[[int], float],
+                 cache: PrefixCache | None = None, block_bytes: float = 0.0,
+                 held_tokens: Callable[[Request], int] = lambda r: r.input_len + r.output_len):
+        self.cache, self.block_bytes = cache, block_bytes  # block_bytes: KV of one cached block
+        self._blocks: dict[int, list] = {}  # request_id -> the cached blocks it pins
         self.max_running = max_running
+        self.held_tokens = held_tokens  # tokens of KV a request holds here (a prefill pool: its prompt)
         self.kv_budget_bytes = kv_budget_bytes
         self.request_bytes = lru_cache(maxsize=4096)(request_bytes)  # a sum over layers, for a few lengths
         self.waiting: deque[Request] = deque()
@@ -43,10 +55,17 @@ class Scheduler:
             if len(self.running) >= self.max_running:
                 self.num_capped += 1
                 break
-            need = self.request_bytes(self.waiting[0].input_len + self.waiting[0].output_len)
-            if self.kv_used_bytes + need > self.kv_budget_bytes:
+            need = self.request_bytes(self.held_tokens(self.waiting[0]))
+            if self.cache is not None:
+                need = self._use_cache(self.waiting[0], need)
+            if self.kv_used_bytes + self.cached_bytes + need > self.kv_budget_bytes + self.evictable_bytes:
                 self.num_kv_full += 1
+                if self.cache is not None:
+                    self._unuse_cache(self.waiting[0])
                 break
+            short = self.kv_used_bytes + self.cached_bytes + need - self.kv_budget_bytes
+            if short > 0:  # unused cached blocks make the room
+                self.cache.evict(math.ceil(short / self.block_bytes))
             request = self.waiting.popleft()
             self.kv_used_bytes += need
             self._held[request.request_id] = need
@@ -62,6 +81,49 @@ class Scheduler:
         self.running = [r for r in self.running if r.request_id not in ids]
         for request_id in ids:
             self.kv_used_bytes -= self._held.pop(request_id)
+            if self.cache is not None:
+                self.cache.release(self._blocks.pop(request_id, []))
+
+    # ------------------------------------------------------------------ prefix cache
+    @property
+    def cached_bytes(self) -> float:
+        return self.cache.num_blocks * self.block_bytes if self.cache is not None else 0.0
+
+    @property
+    def evictable_bytes(self) -> float:
+        return self.cache.num_evictable * self.block_bytes if self.cache is not None else 0.0
+
+    def _use_cache(self, request: Request, need: float) -> float:
+        """Pin the request's cached prefix (at most all but its last prompt token: the engine
+        computes at least one to emit the first token); returns the bytes it needs beyond
+        what it shares. `admit` evicts unused blocks if that lets it fit, as vLLM's
+        allocate_slots counts evictable blocks as free (vllm/v1/core/kv_cache_manager.py)."""
+        blocks = request.blocks or []
+        hit = self.cache.match(blocks, (request.input_len - 1) // self.cache.block_tokens)
+        self.cache.acquire(blocks[:hit])
+        self._blocks[request.request_id] = list(blocks[:hit])
+        request.cached_len = hit * self.cache.block_tokens
+        return need - hit * self.block_bytes
+
+    def _unuse_cache(self, request: Request) -> None:
+        """Undo `_use_cache` for a request that still does not fit (it waits)."""
+        self.cache.release(self._blocks.pop(request.request_id))
+        request.cached_len = 0
+
+    def prefilled(self, request: Request) -> None:
+        """The request's prompt is in KV: count its lookup, and move its full blocks past the
+        cached prefix into the cache (they are shared from now on; it still pins them)."""
+        if self.cache is None:
+            return
+        self.cache.num_query_tokens += request.input_len
+        self.cache.num_hit_tokens += request.cached_len
+        held = self._blocks[request.request_id]
+        fresh = (request.blocks or [])[len(held): request.input_len // self.cache.block_tokens]
+        before = self.cache.num_inserted
+        held += self.cache.insert(fresh)
+        moved = (self.cache.num_inserted - before) * self.block_bytes  # new blocks: no longer the request's own
+        self.kv_used_bytes -= moved
+        self._held[request.request_id] -= moved
 
 
 class Router:

@@ -1,16 +1,14 @@
 """Workload: request lengths and arrival times (DESIGN §7), seeded.
 
-`closed` arrivals are driven by completions (the engine's arrival process); the other kinds are
-known up front as a list of (arrival_s, input_len, output_len).
+`closed` arrivals are driven by completions (the engine's arrival process); batch and poisson
+arrivals are known up front as arrays of (arrival_s, input_len, output_len); a trace streams
+from its file in chunks (mtpsim/tracefiles).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
-
-from mtpsim.files import Column, read_csv, read_once
-from mtpsim.schema import MAX_REQUESTS, MAX_TOKENS
 
 
 @dataclass(slots=True)
@@ -30,6 +28,8 @@ class Request:
     accepted: int = 0           # draft tokens accepted over its life
     levels: np.ndarray | None = None   # per-depth acceptance of this request (spread)
     done: object = None         # simpy event, triggered at finish
+    blocks: list | None = None  # prefix-cache keys of its prompt's full blocks (prefix_cache.py)
+    cached_len: int = 0         # prompt tokens found in the prefix cache (their prefill skipped)
 
     @property
     def remaining(self) -> int:
@@ -51,10 +51,8 @@ def sample_lengths(rng: np.random.Generator, spec, n: int) -> np.ndarray:
 
 
 def open_arrivals(workload, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Arrays of arrival_s, input_len and output_len for batch, poisson and trace workloads
-    (arrays, not rows: a million requests take 24 MB rather than ~200)."""
-    if workload.arrival == "trace":
-        return read_trace(workload.trace)
+    """Arrays of arrival_s, input_len and output_len for batch and poisson workloads (arrays,
+    not rows: a million requests take 24 MB rather than ~200)."""
     n = workload.num_requests
     inputs, outputs = sample_lengths(rng, workload.input_len, n), sample_lengths(rng, workload.output_len, n)
     if workload.arrival == "batch":
@@ -81,16 +79,3 @@ def scheduled_poisson(rng: np.random.Generator, schedule, n: int) -> np.ndarray:
             drawn += len(times)
         cycle += 1
     return np.concatenate(phases)[:n]
-
-
-@read_once
-def read_trace(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A CSV with arrival_s,input_len,output_len (at most MAX_REQUESTS rows) as read-only arrays
-    of arrival_s, input_len and output_len, sorted by arrival."""
-    length = Column(low=1, high=MAX_TOKENS, integer=True)
-    df = read_csv(path, {"arrival_s": Column(low=0), "input_len": length, "output_len": length}, max_rows=MAX_REQUESTS)
-    df = df.sort_values("arrival_s", kind="stable")
-    arrays = (df.arrival_s.to_numpy(float), df.input_len.to_numpy(np.int64), df.output_len.to_numpy(np.int64))
-    for a in arrays:
-        a.flags.writeable = False
-    return arrays

@@ -1,0 +1,256 @@
+"""Disaggregated serving as two pools of the aggregated engine (sim/engine.py), composed:
+
+    arrival -> prefill pool queue -> prefill (target + the design's draft prefill) -> KV over the
+    link (a FIFO per prefill replica) -> decode pool queue -> decode iterations -> finish
+
+The prefill pool's replicas run `Engine.prefill` on what their scheduler admits (holding only
+the prompt's KV); a prefilled request's KV then crosses the link (sim/pools.py prices it), its
+prefill KV is freed, and it joins a decode replica, whose loop admits it straight into the
+running batch and runs `Engine.decode`. The first token reaches the user with the KV, at the
+decode pool: TTFT includes the queue, the prefill and the transfer; TPOT is decode alone. A
+request of one output token finishes at the prefill pool and moves no KV.
+
+`simulate_disaggregated(scenario)` returns the aggregated run's Results with columns per pool:
+utilisation (busy seconds over replicas x makespan), queueing (mean and p99 wait for admission),
+and the transfer (mean seconds, its share of TTFT, bytes per GPU).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import simpy
+
+from mtpsim.acceptance import AcceptanceProfile
+from mtpsim.costs import build_pricer
+from mtpsim.designs import DesignShape
+from mtpsim.errors import ScenarioError
+from mtpsim.memory import MemoryBudget, memory_budget, pool_rule
+from mtpsim.results import LogHistogram, Records, Results, limits_row, to_results
+from mtpsim.sim.batch import RunningBatch
+from mtpsim.sim.engine import Arrivals, Engine, Replica
+from mtpsim.sim.pools import ROLES, Link, describe, pool_scenario, resolve_link, transfer_bytes
+from mtpsim.sim.scheduler import Router, Scheduler
+from mtpsim.sim.workload import Request, open_arrivals, sample_lengths
+
+
+@dataclass
+class Wait:
+    """Seconds requests waited at one place, streamed (flat in the request count)."""
+
+    n: int = 0
+    sum_s: float = 0.0
+    hist: LogHistogram = field(default_factory=LogHistogram)
+
+    def add(self, seconds: float) -> None:
+        self.n, self.sum_s = self.n + 1, self.sum_s + seconds
+        self.hist.add(seconds)
+
+    def mean_s(self) -> float:
+        return self.sum_s / self.n if self.n else float("nan")
+
+
+@dataclass
+class PoolRecords(Records):
+    """Records with the busy seconds of each pool's replicas (prefill replicas are numbered first)."""
+
+    num_prefill_replicas: int = 1
+    busy_s: dict = field(default_factory=lambda: dict.fromkeys(ROLES, 0.0))
+
+    def add_iteration(self, replica, index, kind, start_s, duration_s, *rest) -> None:
+        self.busy_s["prefill" if replica < self.num_prefill_replicas else "decode"] += duration_s
+        super().add_iteration(replica, index, kind, start_s, duration_s, *rest)
+
+
+@dataclass
+class Pool:
+    """One pool resolved: its scenario, pricer, per-GPU memory budget and replicas."""
+
+    scenario: object
+    pricer: object
+    budget: MemoryBudget
+    replicas: list[Replica]
+
+
+class Handoff:
+    """A prefill replica's outgoing KV: `add` (what Engine.prefill calls for the requests whose
+    first token came out) queues each on this replica's link, frees its prefill KV once moved,
+    and submits it to the decode pool."""
+
+    def __init__(self, env, rep: Replica, link: Link, budget: MemoryBudget, decode: Arrivals, stats: dict):
+        self.env, self.rep, self.link, self.budget, self.decode, self.stats = env, rep, link, budget, decode, stats
+        self.wire = simpy.Resource(env, capacity=1)
+
+    def __len__(self) -> int:  # nothing decodes here
+        return 0
+
+    def add(self, requests: list[Request]) -> None:
+        for r in requests:
+            self.env.process(self.transfer(r))
+
+    def transfer(self, r: Request):
+        prefilled = self.env.now
+        self.stats["prefill_queue"].add(r.admitted_s - r.arrival_s)
+        with self.wire.request() as turn:
+            yield turn
+            nbytes = transfer_bytes(self.budget, r.input_len)
+            yield self.env.timeout(self.link.transfer_s(nbytes))
+        self.rep.scheduler.retire([r])
+        wake(self.rep)
+        r.first_token_s = self.env.now  # the first token reaches the user with the KV, at the decode pool
+        self.stats["transfer"].add(self.env.now - prefilled)
+        self.stats["ttft"].add(self.env.now - r.arrival_s)
+        self.stats["transfer_bytes"] += nbytes
+        self.decode.submit(r)
+
+
+def wake(rep: Replica) -> None:
+    if rep.wakeup is not None and not rep.wakeup.triggered:
+        rep.wakeup.succeed()
+
+
+def serve_prefill(engine: Engine, rep: Replica):
+    """A prefill replica, forever: prefill what is admitted (rep.batch is its Handoff)."""
+    while True:
+        admitted = rep.scheduler.admit()
+        if admitted:
+            yield from engine.prefill(rep, admitted)
+        else:
+            rep.wakeup = engine.env.event()
+            yield rep.wakeup
+
+
+def serve_decode(engine: Engine, rep: Replica, queue: Wait):
+    """A decode replica, forever: admit arrived KV into the running batch, decode."""
+    rep.batch = RunningBatch(engine.design.steps, engine.per_request_levels)
+    while True:
+        admitted = rep.scheduler.admit()
+        for r in admitted:
+            queue.add(engine.env.now - r.first_token_s)
+        rep.batch.add(admitted)
+        if rep.scheduler.running:
+            yield from engine.decode(rep)
+        else:
+            rep.wakeup = engine.env.event()
+            yield rep.wakeup
+
+
+def build_pool(s, role: str, design: DesignShape, first_index: int) -> Pool:
+    ps = pool_scenario(s, role)
+    pricer = build_pricer(ps)
+    budget = memory_budget(pricer, design, pool_rule(ps))
+    cap = s.specs.engine.max_running(design.design, s.engine.max_running_requests)
+    held = (lambda r: r.input_len) if role == "prefill" else (lambda r: r.input_len + r.output_len)
+    replicas = [Replica(first_index + i, Scheduler(cap, budget.replica_kv_budget_bytes, budget.request_bytes, held))
+                for i in range(ps.parallel.dp)]
+    return Pool(ps, pricer, budget, replicas)
+
+
+def simulate_disaggregated(scenario, *, identity, request_factory, keep_passes: bool = False,
+                           max_iteration_rows: int = 10_000, max_request_rows: int = 100_000) -> Results:
+    """Run one disaggregated scenario point (see the module docstring); `simulate` calls it with
+    its own `identity` (the summary's naming columns) and `request_factory` (new requests and
+    their acceptance levels), so both paths name and draw requests alike."""
+    wall = time.perf_counter()
+    s, design = scenario, DesignShape.of(scenario.speculative)
+    prefill = build_pool(s, "prefill", design, 0)
+    decode = build_pool(s, "decode", design, len(prefill.replicas))
+    link = resolve_link(s, s.source)
+    profile = AcceptanceProfile.from_section(s.acceptance, design.steps, s.source, design.topk, design.draft_tokens)
+    env = simpy.Environment()
+    records = PoolRecords(max_iteration_rows, keep_passes, max_request_rows, num_prefill_replicas=len(prefill.replicas))
+    stats = {"prefill_queue": Wait(), "decode_queue": Wait(), "transfer": Wait(), "ttft": Wait(), "transfer_bytes": 0.0}
+    chunk = s.engine.chunked_prefill_tokens
+    # the decode engine draws acceptance from the stream an aggregated run's engine does
+    p_engine = Engine(env, prefill.pricer, design, profile, records, np.random.default_rng([s.seed, 3]),
+                      s.engine.overlap_schedule, chunk)
+    d_engine = Engine(env, decode.pricer, design, profile, records, np.random.default_rng([s.seed, 1]),
+                      s.engine.overlap_schedule, chunk, policy=s.speculative.policy)
+    to_decode = Arrivals(env, Router([r.scheduler for r in decode.replicas]), decode.replicas, None)
+    for rep in prefill.replicas:
+        rep.batch = Handoff(env, rep, link, prefill.budget, to_decode, stats)
+        env.process(serve_prefill(p_engine, rep))
+    for rep in decode.replicas:
+        env.process(serve_decode(d_engine, rep, stats["decode_queue"]))
+    arrivals = Arrivals(env, Router([r.scheduler for r in prefill.replicas]), prefill.replicas,
+                        request_factory(env, profile, design, np.random.default_rng([s.seed, 2])))
+    num_requests = start_arrivals(env, arrivals, s, prefill.budget, decode.budget)
+    env.run()
+    if records.stats.n != num_requests:
+        raise RuntimeError(f"{num_requests - records.stats.n} requests never finished")  # a simulator bug
+    cap = decode.replicas[0].scheduler.max_running
+    limits = limits_row(records, cap, sum(r.scheduler.num_capped for r in decode.replicas),
+                        sum(r.scheduler.num_kv_full for r in decode.replicas),
+                        s.engine.max_graph_batch if s.engine.cuda_graphs else None)
+    results = to_results(records, {**identity(s), "pools": describe(s), "link": link.kind},
+                         decode.budget.max_kv_tokens, time.perf_counter() - wall, limits)
+    results.summary = results.summary.assign(**pool_columns(records, stats, prefill, decode))
+    return results
+
+
+def pool_columns(records: PoolRecords, stats: dict, prefill: Pool, decode: Pool) -> dict:
+    """Per pool: utilisation and queueing; the transfer's mean, share of TTFT and bytes per GPU."""
+    st = records.stats
+    makespan = st.last_finish_s - st.first_arrival_s
+    out = {}
+    for role, pool in (("prefill", prefill), ("decode", decode)):
+        busy = records.busy_s[role]
+        out[f"{role}_utilisation"] = busy / (len(pool.replicas) * makespan) if makespan > 0 else float("nan")
+        wait = stats[f"{role}_queue"]
+        out[f"{role}_queue_mean_s"], out[f"{role}_queue_p99_s"] = wait.mean_s(), wait.hist.quantile(0.99)
+    moved, ttft = stats["transfer"], stats["ttft"]
+    out["transfer_mean_s"] = moved.mean_s()
+    out["transfer_share_of_ttft"] = moved.sum_s / ttft.sum_s if ttft.sum_s > 0 else 0.0
+    out["transfer_bytes_per_gpu_mean"] = stats["transfer_bytes"] / moved.n if moved.n else 0.0
+    return out
+
+
+POOL_COLUMNS = {"design": "design", "pools": "pools", "link": "link", "prefill_utilisation": "prefill util",
+                "prefill_queue_mean_s": "P queue ms", "decode_utilisation": "decode util",
+                "decode_queue_mean_s": "D queue ms", "transfer_mean_s": "transfer ms",
+                "transfer_share_of_ttft": "transfer/TTFT", "transfer_bytes_per_gpu_mean": "KV MB/GPU"}
+
+
+def pools_table(summary) -> str:
+    """The pools' columns of a run's summary as a printed table (ms, MB, percentages)."""
+    df = summary[[c for c in POOL_COLUMNS if c in summary]].copy()
+    for c in df:
+        if c.endswith("_s"):
+            df[c] = (1e3 * df[c]).round(2)
+        elif c.endswith("utilisation") or c.endswith("share_of_ttft"):
+            df[c] = (100 * df[c]).map(lambda v: f"{v:.3g}%")
+        elif c.endswith("_mean") and c.startswith("transfer_bytes"):
+            df[c] = (df[c] / 1e6).round(1)
+    return df.rename(columns=POOL_COLUMNS).to_string(index=False)
+
+
+def start_arrivals(env, arrivals: Arrivals, s, prefill: MemoryBudget, decode: MemoryBudget) -> int:
+    """Start the arrivals as an aggregated run does (the same draws); a prompt the prefill pool's
+    KV pool cannot hold, or a request the decode pool's cannot, is a ScenarioError naming the pool."""
+    rng, w = np.random.default_rng([s.seed, 0]), s.workload
+    if w.arrival == "closed":
+        inputs, outputs = sample_lengths(rng, w.input_len, w.num_requests), sample_lengths(rng, w.output_len, w.num_requests)
+    else:
+        times, inputs, outputs = open_arrivals(w, rng)
+    for role, budget, tokens in (("prefill", prefill, int(inputs.max())), ("decode", decode, int((inputs + outputs).max()))):
+        need = budget.request_bytes(tokens) if role == "decode" else transfer_bytes(budget, tokens)
+        if budget.kv_budget_bytes <= 0:
+            weights = (budget.target_weight_bytes + budget.draft_weight_bytes) / 1e9
+            raise ScenarioError(s.source, f"disaggregation.{role}", f"the {role} pool's weights take {weights:.1f} GB per "
+                                f"GPU and leave no KV pool ({budget.rule.label} of {budget.capacity_bytes / 1e9:.1f} GB): "
+                                "give it more tp")
+        if need > budget.kv_budget_bytes:
+            raise ScenarioError(s.source, f"disaggregation.{role}", f"a request of {tokens} tokens needs {need / 1e9:.2f} GB "
+                                f"of KV per GPU, more than the {budget.kv_budget_bytes / 1e9:.2f} GB the {role} pool's "
+                                f"KV pool holds ({budget.rule.label} of {budget.capacity_bytes / 1e9:.1f} GB)")
+    if w.arrival == "closed":
+        lengths = list(zip(inputs.tolist(), outputs.tolist()))
+        for user in range(min(w.concurrency, w.num_requests)):
+            env.process(arrivals.closed_user(lengths[user::w.concurrency]))
+    else:
+        env.process(arrivals.open_loop(times, inputs, outputs))
+    return len(inputs)
+
+
+__all__ = ["simulate_disaggregated", "pools_table", "Handoff", "PoolRecords"]

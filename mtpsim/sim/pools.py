@@ -1,0 +1,90 @@
+"""A disaggregated deployment's pools and the link between them, as data: each pool as the
+aggregated scenario it would be on its own (its parallel layout, replicas as dp), the link the
+KV crosses (NVLink inside one NVLink domain, the scale-out network otherwise, from the hardware
+entry), and the bytes one request's KV puts on it. No simpy here (the processes are disagg.py's).
+
+The KV a request moves is what its prefill left in the pool, per GPU of an attention group:
+every target layer's KV over the prompt (a sliding window's capped, a linear layer's state),
+plus the draft's own KV where the design keeps one (nextn's MTP layer runs in prefill and fills
+it; multi_layer's layers each; frozen_kv reads the target's and has none): memory.LayerKV. Each
+GPU sends its shard over its own link at once, so a transfer takes bytes per GPU / the link's
+bandwidth per GPU + its latency (Mooncake / NIXL transfer engines move each rank's pages in
+parallel, as SGLang's disaggregation/ and TensorRT-LLM's kv cache transceiver run them).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mtpsim.errors import ScenarioError
+from mtpsim.schema import Parallel
+
+ROLES = ("prefill", "decode")
+
+
+@dataclass(frozen=True)
+class Link:
+    """What a KV transfer crosses: `nvlink`, `network` or `free` (no cost), per GPU one way."""
+
+    kind: str
+    bandwidth_bytes_per_s: float
+    latency_s: float
+
+    def transfer_s(self, bytes_per_gpu: float) -> float:
+        """Seconds to move `bytes_per_gpu` from every prefill GPU to its decode GPU at once."""
+        if self.kind == "free":
+            return 0.0
+        return self.latency_s + bytes_per_gpu / self.bandwidth_bytes_per_s
+
+
+def pool_scenario(s, role: str):
+    """The scenario as pool `role` runs on its own: its layout as `parallel` (replicas as dp), no
+    disaggregation; specs, source and sweep point as the scenario's."""
+    pool = getattr(s.disaggregation, role)
+    parallel = Parallel(tp=pool.tp, ep=pool.ep, dp=pool.replicas, attention_dp=pool.attention_dp,
+                        gpus_per_node=pool.gpus_per_node)
+    return s.model_copy(update={"parallel": parallel, "disaggregation": None})
+
+
+def domain_gpus(s) -> int:
+    """GPUs on one NVLink domain: the pools' own `gpus_per_node` where both give one, else the hardware's."""
+    d, hw = s.disaggregation, s.specs.hardware
+    given = {p.gpus_per_node for p in (d.prefill, d.decode) if p.gpus_per_node is not None}
+    return min(given) if given else hw.gpus_per_node
+
+
+def resolve_link(s, where: str) -> Link:
+    """The link the scenario's KV crosses; a link the hardware entry does not describe, or NVLink
+    asked of pools that do not fit one domain, is a ScenarioError naming disaggregation.link."""
+    d, hw = s.disaggregation, s.specs.hardware
+    if d.link == "free":
+        return Link("free", math.inf, 0.0)
+    fits = d.prefill.gpus + d.decode.gpus <= domain_gpus(s)
+    kind = ("nvlink" if fits else "network") if d.link == "auto" else d.link
+    if kind == "nvlink":
+        if not fits:
+            raise ScenarioError(where, "disaggregation.link", f"nvlink: the pools' {d.prefill.gpus} + {d.decode.gpus} GPUs "
+                                f"do not fit one NVLink domain of {domain_gpus(s)} GPUs (hardware {hw.name!r})")
+        return Link("nvlink", hw.link_bandwidth_bytes_per_s, hw.link_latency_s)
+    if hw.internode_bandwidth_bytes_per_s is None or hw.internode_latency_s is None:
+        raise ScenarioError(where, "disaggregation.link", f"the pools' {d.prefill.gpus + d.decode.gpus} GPUs span more than "
+                            f"one NVLink domain of {domain_gpus(s)} and hardware {hw.name!r} describes no scale-out "
+                            "network to move the KV over (internode_bandwidth_bytes_per_s, internode_latency_s)")
+    return Link("network", hw.internode_bandwidth_bytes_per_s, hw.internode_latency_s)
+
+
+def transfer_bytes(budget, prompt_tokens: int) -> float:
+    """KV bytes per GPU a prefilled prompt hands over: target and draft layers (memory.MemoryBudget
+    of the prefill pool), without the decode-time reservation."""
+    return sum(x.request_bytes(prompt_tokens) for x in budget.target_kv + budget.draft_kv)
+
+
+def describe(s) -> str:
+    """`1P(tp8) 3D(tp8 ep8 dp-attn8)`: the pools in one summary cell."""
+    parts = []
+    for role in ROLES:
+        p = getattr(s.disaggregation, role)
+        layout = " ".join([f"tp{p.tp}", *([f"ep{p.ep}"] if p.ep > 1 else []),
+                           *([f"dp-attn{p.attention_dp}"] if p.attention_dp > 1 else [])])
+        parts.append(f"{p.replicas}{role[0].upper()}({layout})")
+    return " ".join(parts)

@@ -1,0 +1,169 @@
+"""Replaying a trace file (workload.trace): the part of it a scenario selects, streamed.
+
+`scan(trace)` reads the selection once and returns its `TraceStats` (how many requests, the
+longest, the rate, what was capped or skipped); `stream(trace)` yields it again as `Chunk`s of
+arrays for the arrival process. Neither holds more than one chunk of the file (formats.CHUNK_ROWS
+rows), and both stop reading at the window's end or the N-th request.
+
+Selection, in order: rows before `start_s` or after `end_s` (trace seconds) are passed over;
+rows with no prompt or no output tokens (BurstGPT's failed requests) are skipped and counted;
+the first `max_requests` of the rest are kept; lengths over `max_input_len` / `max_output_len`
+are cut to them and counted; arrival times become (t - start_s) / speed. Rows must come in
+arrival order (equal times are fine): a trace that goes back in time is an error, as are the
+bad cells formats.py refuses, and a `hash_ids` list longer than ceil(input / block_size).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from mtpsim.errors import ScenarioError
+from mtpsim.files import read_once
+from mtpsim.schema import MAX_REQUESTS, TraceFile
+from mtpsim.tracefiles.formats import FORMATS, Format, RawChunk, detect, read_chunks, sniff
+
+__all__ = ["Chunk", "TraceStats", "scan", "stream", "FORMATS"]
+
+
+@dataclass
+class Chunk:
+    """Selected requests in arrival order: arrival seconds from the replay's start, lengths, and
+    (mooncake) each prompt's prefix-block ids."""
+
+    arrival_s: np.ndarray
+    input_len: np.ndarray
+    output_len: np.ndarray
+    hash_ids: list | None = None
+
+
+@dataclass
+class TraceStats:
+    """What a selection holds; `longest_row` is the file row of the longest prompt + output."""
+
+    path: str
+    format: str
+    num_requests: int = 0
+    num_skipped: int = 0          # rows with 0 input or 0 output tokens
+    num_capped_inputs: int = 0
+    num_capped_outputs: int = 0
+    first_arrival_s: float = math.nan
+    last_arrival_s: float = math.nan
+    longest: int = 0
+    longest_row: int = 0
+    longest_input: int = 0
+    has_blocks: bool = False
+
+    @property
+    def rate_per_s(self) -> float:
+        """Requests per second over the selection's span (NaN when all arrive at once)."""
+        span = self.last_arrival_s - self.first_arrival_s
+        return (self.num_requests - 1) / span if self.num_requests > 1 and span > 0 else math.nan
+
+    def add(self, raw: RawChunk, keep: np.ndarray, chunk: Chunk) -> None:
+        if not len(chunk.arrival_s):
+            return
+        if not self.num_requests:
+            self.first_arrival_s = float(chunk.arrival_s[0])
+        self.num_requests += len(chunk.arrival_s)
+        self.last_arrival_s = float(chunk.arrival_s[-1])
+        total = chunk.input_len + chunk.output_len
+        i = int(np.argmax(total))
+        if total[i] > self.longest:
+            self.longest, self.longest_input = int(total[i]), int(chunk.input_len[i])
+            self.longest_row = raw.row(int(np.flatnonzero(keep)[i]))
+        self.has_blocks |= chunk.hash_ids is not None and any(chunk.hash_ids)
+
+
+def scan(trace: TraceFile) -> TraceStats:
+    """The selection's stats, read once per version of the file and selection."""
+    return _scan(trace.path, trace)
+
+
+@read_once
+def _scan(path: str, trace: TraceFile) -> TraceStats:
+    stats = TraceStats(path, _format(trace).name)
+    for _ in _select(trace, stats):
+        pass
+    if not stats.num_requests:
+        raise ScenarioError(path, "", "no rows" if not stats.num_skipped else
+                            f"no requests selected ({stats.num_skipped} rows with 0 tokens skipped)")
+    return stats
+
+
+def stream(trace: TraceFile) -> Iterator[Chunk]:
+    """The selection as chunks, in arrival order."""
+    yield from _select(trace, TraceStats(trace.path, _format(trace).name))
+
+
+def _format(trace: TraceFile) -> Format:
+    return detect(trace.path, sniff(trace.path), trace.format)
+
+
+def _select(trace: TraceFile, stats: TraceStats) -> Iterator[Chunk]:
+    """Every chunk of the selection, counting into `stats` (module docstring: the rules)."""
+    path, last_t, last_row = trace.path, -math.inf, 0
+    for raw in read_chunks(path, _format(trace)):
+        t = raw.time_s
+        _check_order(path, raw, last_t, last_row)
+        last_t, last_row = float(t[-1]), raw.row(len(t) - 1)
+        keep = t >= trace.start_s
+        ended = trace.end_s is not None and t[-1] > trace.end_s
+        if ended:
+            keep &= t <= trace.end_s
+        empty = keep & ((raw.input_len == 0) | (raw.output_len == 0))
+        stats.num_skipped += int(empty.sum())
+        keep &= ~empty
+        room = (trace.max_requests or MAX_REQUESTS + 1) - stats.num_requests
+        if keep.sum() >= room:
+            keep[np.flatnonzero(keep)[room:]] = False
+            ended = ended or trace.max_requests is not None
+        chunk = _take(trace, raw, keep, stats)
+        if stats.num_requests + len(chunk.arrival_s) > MAX_REQUESTS:
+            raise ScenarioError(path, "", f"the selection holds more than {MAX_REQUESTS:,} requests, the most one run "
+                                "takes: set workload.trace.max_requests or end_s")
+        stats.add(raw, keep, chunk)
+        yield chunk
+        if ended:
+            return
+
+
+def _check_order(path: str, raw: RawChunk, last_t: float, last_row: int) -> None:
+    t = np.concatenate([[last_t], raw.time_s])
+    back = np.flatnonzero(np.diff(t) < 0)
+    if len(back):
+        i = int(back[0])
+        row, prev = raw.row(i), last_row if i == 0 else raw.row(i - 1)
+        raise ScenarioError(path, "", f"row {row}: timestamp {t[i + 1]:g} s comes before row {prev}'s {t[i]:g} s: "
+                            "a trace must list requests in arrival order")
+
+
+def _take(trace: TraceFile, raw: RawChunk, keep: np.ndarray, stats: TraceStats) -> Chunk:
+    """The kept rows of a chunk, capped, their block ids checked, times from the replay's start."""
+    inputs, outputs = raw.input_len[keep], raw.output_len[keep]
+    blocks = None
+    if raw.hash_ids is not None:
+        blocks = [raw.hash_ids[i] or [] for i in np.flatnonzero(keep)]
+        _check_blocks(trace, raw, keep, inputs, blocks)
+    if trace.max_input_len is not None:
+        over = inputs > trace.max_input_len
+        stats.num_capped_inputs += int(over.sum())
+        inputs = np.minimum(inputs, trace.max_input_len)
+        if blocks is not None and over.any():
+            blocks = [b[: -(-n // trace.block_size)] for b, n in zip(blocks, inputs.tolist())]
+    if trace.max_output_len is not None:
+        stats.num_capped_outputs += int((outputs > trace.max_output_len).sum())
+        outputs = np.minimum(outputs, trace.max_output_len)
+    return Chunk((raw.time_s[keep] - trace.start_s) / trace.speed, inputs, outputs, blocks)
+
+
+def _check_blocks(trace: TraceFile, raw: RawChunk, keep: np.ndarray, inputs: np.ndarray, blocks: list) -> None:
+    rows = np.flatnonzero(keep)
+    for j, (ids, n) in enumerate(zip(blocks, inputs.tolist())):
+        allowed = -(-n // trace.block_size)
+        if len(ids) > allowed:
+            raise ScenarioError(trace.path, "hash_ids", f"row {raw.row(int(rows[j]))}: {len(ids)} block ids for "
+                                f"input_length {n}, which fills at most {allowed} blocks of {trace.block_size} tokens "
+                                "(workload.trace.block_size)")

@@ -1,0 +1,235 @@
+"""The trace formats mtpsim reads, as records, and the readers that stream a file of each in
+checked chunks (a 10M-row trace is never held whole).
+
+Each format names its arrival-time, prompt-length and output-length columns and how its times
+read; the columns are checked as they stream (numbers, non-negative integers for lengths,
+finite times) and a bad cell is one ScenarioError naming the file, the column and the row.
+Where the public traces are published (the README's "Replaying public traces" shows how to point
+mtpsim at each):
+- azure: https://github.com/Azure/AzurePublicDataset, data/AzureLLMInferenceTrace_{code,conv}.csv
+  (2023) and AzureLLMInferenceTrace_{code,conv}_1week.csv (2024); TIMESTAMP is a wall-clock
+  datetime (`2023-11-16 18:15:46.6805900`), read as seconds from the file's first row.
+- burstgpt: https://github.com/HPMLL/BurstGPT, data/BurstGPT_*.csv, header
+  `Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type`; Timestamp in seconds.
+  Failed requests have `Response tokens` 0 (the README of that repo says so).
+- mooncake: https://github.com/kvcache-ai/Mooncake, FAST25-release/traces/*.jsonl; one JSON
+  object per line, `timestamp` in milliseconds since the first request, `input_length`,
+  `output_length`, and `hash_ids`, one id per 512-token block of the prompt, equal ids meaning
+  a shared prefix (ai-dynamo/dynamo benchmarks/data_generator/README.md describes the format).
+- mtpsim: arrival_s,input_len,output_len in seconds, what `mtpsim verify` writes.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mtpsim.errors import ScenarioError, short
+from mtpsim.files import Column, check_numbers
+from mtpsim.schema import MAX_TOKENS, MAX_TRACE_S
+
+CHUNK_ROWS = 1 << 16   # rows per streamed chunk (~1.5 MB of arrays)
+SNIFF_BYTES = 1 << 16  # what is read to recognise the format and refuse binary files
+LENGTH = Column(low=0, high=MAX_TOKENS, integer=True)
+TIME = Column(low=0, high=MAX_TRACE_S)
+
+
+@dataclass(frozen=True)
+class Format:
+    """One trace format: its columns (keys, for JSON lines), and seconds per unit of its
+    timestamps (None: wall-clock datetimes, read as seconds from the first row)."""
+
+    name: str
+    time: str
+    input: str
+    output: str
+    seconds_per_unit: float | None = 1.0
+    jsonl: bool = False
+    blocks: str | None = None   # the key listing a prompt's prefix-block ids
+
+    @property
+    def columns(self) -> tuple[str, str, str]:
+        return self.time, self.input, self.output
+
+
+FORMATS = {f.name: f for f in (
+    Format("mtpsim", "arrival_s", "input_len", "output_len"),
+    Format("azure", "TIMESTAMP", "ContextTokens", "GeneratedTokens", seconds_per_unit=None),
+    Format("burstgpt", "Timestamp", "Request tokens", "Response tokens"),
+    Format("mooncake", "timestamp", "input_length", "output_length", seconds_per_unit=1e-3, jsonl=True,
+           blocks="hash_ids"),
+)}
+
+
+@dataclass
+class RawChunk:
+    """Consecutive rows as read: `first_row` is the file row of the first (CSV rows count the
+    header as 1, JSON lines count from 1); times in seconds from the trace's origin."""
+
+    first_row: int
+    time_s: np.ndarray
+    input_len: np.ndarray
+    output_len: np.ndarray
+    hash_ids: list | None = None
+    row_numbers: list[int] | None = None  # each row's file row where blank lines come between
+
+    def row(self, i: int) -> int:
+        """The file row of the chunk's i-th row."""
+        return self.row_numbers[i] if self.row_numbers is not None else self.first_row + i
+
+
+def sniff(path: str) -> str:
+    """The file's first SNIFF_BYTES as text, refusing a missing, binary or non-UTF-8 file."""
+    try:
+        with _open(path) as f:
+            head = f.read(SNIFF_BYTES)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise ScenarioError(path, "", f"cannot read: {exc}") from None
+    if not head.strip():
+        raise ScenarioError(path, "", "empty: no header and no rows")
+    if b"\0" in head:
+        raise ScenarioError(path, "", "a binary file, not text")
+    try:
+        return head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # a character cut by the sniff's end is no error
+            raise ScenarioError(path, "", f"not UTF-8 text (byte 0x{head[exc.start]:02x} at offset {exc.start})") from None
+        return head[:exc.start].decode("utf-8")
+
+
+def detect(path: str, head: str, name: str) -> Format:
+    """The format `name` names, or for `auto` the one whose columns the header holds (most of
+    them: a file missing one column is that format's, and its reader says which is missing)."""
+    head = head.removeprefix("\ufeff")  # a byte-order mark (spreadsheets write one) is no column
+    first = head.lstrip().splitlines()[0] if head.strip() else ""
+    if first.startswith("{"):
+        try:
+            keys = set(json.loads(first))
+        except (ValueError, TypeError):
+            keys = set()
+    else:
+        keys = {c.strip() for c in first.split(",")}
+    if name != "auto":
+        return FORMATS[name]
+    # the format holding most of its columns, if two or more: its reader names what is missing
+    best = max(FORMATS.values(), key=lambda f: len(set(f.columns) & keys))
+    if len(set(best.columns) & keys) >= 2:
+        return best
+    known = "; ".join(f"{f.name} ({', '.join(f.columns)})" for f in FORMATS.values())
+    raise ScenarioError(path, "", f"cannot recognise the trace format from its first line {short(first, 60)}: "
+                        f"it holds the columns of none of {known} (or set workload.trace.format)")
+
+
+def read_chunks(path: str, fmt: Format, chunk_rows: int | None = None) -> Iterator[RawChunk]:
+    """The file's rows in checked chunks of `chunk_rows` (None: CHUNK_ROWS), in file order."""
+    reader = _jsonl_chunks if fmt.jsonl else _csv_chunks
+    try:
+        yield from reader(path, fmt, chunk_rows or CHUNK_ROWS)
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(path, "", f"not UTF-8 text ({exc.reason})") from None
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise ScenarioError(path, "", f"cannot read: {exc}") from None
+
+
+def _open(path: str):
+    return gzip.open(path, "rb") if Path(path).suffix == ".gz" else open(path, "rb")
+
+
+def _csv_chunks(path: str, fmt: Format, chunk_rows: int) -> Iterator[RawChunk]:
+    with _open(path) as f:
+        header = [c.strip() for c in f.readline().decode("utf-8-sig").strip().split(",")]
+        for col in fmt.columns:
+            if col not in header:
+                raise ScenarioError(path, col, f"missing column (format {fmt.name} needs {', '.join(fmt.columns)}; "
+                                    f"the header has {short(','.join(header), 120)})")
+        f.seek(0)
+        try:
+            reader = pd.read_csv(f, usecols=list(fmt.columns), chunksize=chunk_rows, skipinitialspace=True, encoding="utf-8-sig",
+                                 dtype={fmt.time: str} if fmt.seconds_per_unit is None else None)
+            row, origin = 2, None
+            for df in reader:
+                if df.empty:
+                    continue
+                if fmt.seconds_per_unit is None:
+                    time_s, origin = _datetimes(df[fmt.time], origin, path, fmt.time, row)
+                else:
+                    time_s = check_numbers(df[fmt.time], TIME, path, fmt.time, row).to_numpy(float) * fmt.seconds_per_unit
+                lengths = [check_numbers(df[c], LENGTH, path, c, row).to_numpy(np.int64) for c in (fmt.input, fmt.output)]
+                yield RawChunk(row, time_s, *lengths)
+                row += len(df)
+        except pd.errors.EmptyDataError:
+            raise ScenarioError(path, "", "no rows") from None
+        except pd.errors.ParserError as exc:
+            raise ScenarioError(path, "", f"not a readable CSV: {short(str(exc).strip(), 160)[1:-1]}") from None
+
+
+def _datetimes(values: pd.Series, origin: int | None, path: str, name: str, row: int) -> tuple[np.ndarray, int]:
+    """Wall-clock datetimes as seconds from `origin` (ns since the epoch; None: this chunk's
+    first row), and the origin."""
+    parsed = pd.to_datetime(values.str.strip(), format="ISO8601", errors="coerce")
+    bad = parsed.isna().to_numpy()
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ScenarioError(path, name, f"row {row + i}: {short(values.iloc[i], 40)} is not a datetime "
+                            "(YYYY-MM-DD HH:MM:SS.fffffff)")
+    ns = parsed.to_numpy("datetime64[ns]").astype(np.int64)
+    origin = int(ns[0]) if origin is None else origin
+    return (ns - origin) / 1e9, origin
+
+
+def _jsonl_chunks(path: str, fmt: Format, chunk_rows: int) -> Iterator[RawChunk]:
+    rows: list[tuple] = []
+    numbers: list[int] = []
+    with _open(path) as f:
+        for line_no, line in enumerate(io.TextIOWrapper(f, encoding="utf-8"), start=1):
+            if not line.strip():
+                continue
+            rows.append(_json_row(line, line_no, path, fmt))
+            numbers.append(line_no)
+            if len(rows) == chunk_rows:
+                yield _raw(numbers, rows, fmt)
+                rows, numbers = [], []
+    if rows:
+        yield _raw(numbers, rows, fmt)
+
+
+def _raw(numbers: list[int], rows: list[tuple], fmt: Format) -> RawChunk:
+    time_s = np.array([r[0] for r in rows], float) * fmt.seconds_per_unit
+    spaced = numbers[-1] - numbers[0] != len(numbers) - 1  # blank lines between: keep each row's number
+    return RawChunk(numbers[0], time_s, np.array([r[1] for r in rows], np.int64), np.array([r[2] for r in rows], np.int64),
+                    [r[3] for r in rows] if fmt.blocks else None, numbers if spaced else None)
+
+
+def _json_row(line: str, line_no: int, path: str, fmt: Format) -> tuple:
+    """(timestamp, input, output, block ids or None) of one JSON line, checked."""
+    try:
+        obj = json.loads(line)
+    except ValueError as exc:
+        raise ScenarioError(path, "", f"row {line_no}: not a JSON object ({exc.msg})") from None
+    if not isinstance(obj, dict):
+        raise ScenarioError(path, "", f"row {line_no}: not a JSON object")
+    values = []
+    for key, rule in zip(fmt.columns, (TIME, LENGTH, LENGTH)):
+        if key not in obj:
+            raise ScenarioError(path, key, f"row {line_no}: missing key (format {fmt.name} needs {', '.join(fmt.columns)})")
+        values.append(_json_number(obj[key], rule, path, key, line_no))
+    ids = obj.get(fmt.blocks) if fmt.blocks else None
+    if ids is not None and not (isinstance(ids, list) and all(type(i) is int and i >= 0 for i in ids)):
+        raise ScenarioError(path, fmt.blocks, f"row {line_no}: {short(ids, 40)} is not a list of non-negative integers")
+    return (*values, ids)
+
+
+def _json_number(value, rule: Column, path: str, key: str, line_no: int) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+        and (not rule.integer or float(value).is_integer()) and value >= rule.low \
+        and (rule.high is None or value <= rule.high)
+    if not ok:
+        raise ScenarioError(path, key, f"row {line_no}: {short(value, 40)} is not {rule.describe()}")
+    return value
