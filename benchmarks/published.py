@@ -78,6 +78,9 @@ CASES = [
          metric="decode_tps_per_gpu", unit="users"),
     Case("L1", "l1-deepseek-v3-lmsys-96xh100-prefill.yaml", "input_len",
          {1024: 57674 / 8, 2048: 54543 / 8, 4096: 50302 / 8}, metric="prefill_tps_per_gpu", unit="prompt"),
+    # block drafters: DSpark on DeepSeek-V4-Flash, SGLang PR #29538 (accept length not stated per run: 3.4 assumed)
+    Case("D1", "d1-deepseek-v4-flash-dspark-sglang-8xb200.yaml", "concurrency", {1: 1.97}),
+    Case("D2", "d2-deepseek-v4-flash-dspark-sglang-8xb200-1k1k.yaml", "concurrency", {1: 2.31}),
 ]
 
 
