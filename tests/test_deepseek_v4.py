@@ -163,3 +163,19 @@ def test_every_v4_op_is_priced_by_the_roofline_or_a_table_that_has_it():
     by_name = {op.name: t.source for op, t, _ in cost.ops}
     assert by_name["attn.compressed_core"] == "roofline" and by_name["hc.pre_post"] == "roofline"
     assert {"attn.wq_a", "attn.wo_a", "attn.indexer_q", "hc.mix", "moe.experts"} <= set(by_name)
+
+
+def test_pro_written_as_transformers_layer_types_reads_as_the_catalog_entry(tmp_path):
+    """V4-Pro in transformers' form (layer_types, compress_rates; its documented default order)."""
+    types = ["heavily_compressed_attention"] * 2 + ["compressed_sparse_attention" if i % 2 else "heavily_compressed_attention"
+                                                    for i in range(59)]
+    pro = {k: v for k, v in FLASH.items() if k != "compress_ratios"}
+    pro |= {"hidden_size": 7168, "num_hidden_layers": 61, "num_attention_heads": 128, "q_lora_rank": 1536,
+            "o_groups": 16, "moe_intermediate_size": 3072, "n_routed_experts": 384, "index_topk": 1024,
+            "layer_types": types, "compress_rates": {"compressed_sparse_attention": 4, "heavily_compressed_attention": 128},
+            "num_nextn_predict_layers": 0}
+    read = ModelSpec.model_validate(_read(tmp_path, "pro", pro))
+    catalog_pro = catalog.load_model("deepseek-v4-pro")
+    assert read.expanded_layers == catalog_pro.expanded_layers
+    assert read.attention_kinds == {k: v for k, v in catalog_pro.attention_kinds.items() if k != "swa"}
+    assert read.ffn_kinds == catalog_pro.ffn_kinds and read.dtypes == catalog_pro.dtypes
