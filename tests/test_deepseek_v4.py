@@ -179,3 +179,12 @@ def test_pro_written_as_transformers_layer_types_reads_as_the_catalog_entry(tmp_
     assert read.expanded_layers == catalog_pro.expanded_layers
     assert read.attention_kinds == {k: v for k, v in catalog_pro.attention_kinds.items() if k != "swa"}
     assert read.ffn_kinds == catalog_pro.ffn_kinds and read.dtypes == catalog_pro.dtypes
+
+
+def test_verify_refuses_compressed_attention_in_one_line(tmp_path, capsys):
+    pytest.importorskip("torch")
+    text = _scenario("deepseek-v4-flash", "nextn", 1).replace("hardware: b200", "hardware: cpu")
+    text = text.replace("parallel: {tp: 8}\n", "") + "verify: {num_layers: 2, hidden_scale: 0.0625, num_experts: 8}\n"
+    argv = run(tmp_path, text)
+    argv[0] = "verify"
+    one_line_error(capsys, argv, "model", "compressed attention")
