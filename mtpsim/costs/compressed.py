@@ -123,7 +123,9 @@ class CompressedKernel:
     """One compressed attention kind on one GPU of `tp`: the core over a batch's lengths (window
     plus chosen compressed entries), the indexer and the compressors' state traffic, as one op
     (three kernels) that the roofline prices. A tree mask's queries see the same window and
-    entries as a chain's (the block is within the window)."""
+    entries as a chain's (the block is within the window). Every query of a request is charged
+    its last query's window and entries: exact for decode and verify, an upper bound for a
+    prefill chunk (causally, early queries see fewer: about half the indexer's pairs)."""
 
     def __init__(self, att: AttentionSpec, kv_dtype: str, tp: int, act: str = ACT):
         self.att, self.kv_dtype, self.tp, self.act = att, kv_dtype, tp, act
