@@ -12,8 +12,8 @@ import pytest
 from mtpsim import catalog
 from mtpsim import scenario as sc
 from mtpsim.costs import build_pricer
-from mtpsim.costs.compressed import CompressedKernel, entry_bytes, index_entry_bytes, layer_kv, state_bytes
-from mtpsim.costs.ops import BatchLens, kv_bytes_per_token
+from mtpsim.costs.compressed import CompressedKernel, entry_bytes, index_entry_bytes, kv_bytes_per_token, layer_kv, state_bytes
+from mtpsim.costs.ops import BatchLens
 from mtpsim.memory import part_kv
 from mtpsim.specs import ModelSpec
 from tests.test_bad_input import one_line_error, run

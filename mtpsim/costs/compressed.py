@@ -30,6 +30,7 @@ import math
 
 import numpy as np
 
+from mtpsim.costs import ops as O
 from mtpsim.costs.ops import ACT, BatchLens, Op, gemm
 from mtpsim.specs import DTYPE_BYTES, AttentionSpec
 
@@ -77,6 +78,21 @@ def layer_kv(att: AttentionSpec, kv_dtype: str) -> tuple[float, float]:
     if c.index_topk is not None:
         fixed += state_bytes(att, c.index_head_dim)
     return per_token, fixed
+
+
+def attention_projections(att: AttentionSpec, d: int, tokens: int, dtype: str, par: O.Parallel,
+                          query_only: bool = False, act: str = ACT) -> list[Op]:
+    """ops.attention_projections for any kind, this module's for kind compressed (ops.py does
+    not import this module: it imports ops)."""
+    if att.kind == "compressed":
+        return projections(att, d, tokens, dtype, par.tp, act)
+    return O.attention_projections(att, d, tokens, dtype, par, query_only, act)
+
+
+def kv_bytes_per_token(att: AttentionSpec, kv_dtype: str, tp: int) -> float:
+    """ops.kv_bytes_per_token for any kind; kind compressed: its entries that grow with the
+    tokens (the window and the states are per request: `layer_kv`)."""
+    return layer_kv(att, kv_dtype)[0] if att.kind == "compressed" else O.kv_bytes_per_token(att, kv_dtype, tp)
 
 
 def projections(att: AttentionSpec, d: int, tokens: int, dtype: str, tp: int, act: str = ACT) -> list[Op]:

@@ -82,9 +82,6 @@ def attention_projections(att: AttentionSpec, d: int, tokens: int, dtype: str, p
     """Weight GEMMs around the attention core for `tokens` tokens on one GPU. The q/k/v projections
     read `att.input_size` wide inputs where the spec says so (EAGLE-3: embedding ++ hidden)."""
     tp = par.tp
-    if att.kind == "compressed":  # DeepSeek-V4 (costs/compressed.py)
-        from mtpsim.costs import compressed
-        return compressed.projections(att, d, tokens, dtype, tp, act)
     if att.kind == "gqa":
         heads, kv_heads = _heads_per_gpu(att.num_heads, tp), _heads_per_gpu(att.num_kv_heads, tp)
         hd, vd, d_in = att.head_dim, att.v_head_dim or att.head_dim, att.input_size or d
@@ -144,9 +141,6 @@ def kv_bytes_per_token(att: AttentionSpec, kv_dtype: str, tp: int) -> float:
     MLA's latent cache is replicated on every tp rank; GQA's KV heads are split (and replicated
     when there are fewer KV heads than ranks)."""
     w = DTYPE_BYTES[kv_dtype]
-    if att.kind == "compressed":  # the entries that grow with the tokens (window and states: per request)
-        from mtpsim.costs import compressed
-        return compressed.layer_kv(att, kv_dtype)[0]
     if att.kind == "mla":  # a sparse (DSA) layer keeps its indexer's keys beside the latent
         return (att.kv_lora_rank + att.qk_rope_head_dim) * w + index_cache_bytes(att)
     if att.kind == "gqa":  # K head_dim wide, V v_head_dim wide (equal unless the model says so)

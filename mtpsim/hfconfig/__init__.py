@@ -24,6 +24,7 @@ malformed JSON (duplicate keys, NaN included) and a field of the wrong type are 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +43,12 @@ PARTS = ("attention", "dense_ffn", "experts", "mtp", "lm_head", "kv_cache", "act
 QUANTISED = ("attention", "dense_ffn", "experts", "mtp")  # the linear weights of an fp8 checkpoint
 
 
-def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | None = None,
+         drafters: Callable[[], dict] | None = None) -> dict[str, Any]:
     """config.json at `path` -> a raw ModelSpec mapping. `key` is the model's key path in `where`
     ("model"); `overrides` (the scenario's other keys, merged on top by the caller) are looked at
-    only to know whether they give what the config cannot say."""
+    only to know whether they give what the config cannot say; `drafters` gives the catalog's
+    DSpark drafters (catalog.dspark_drafters), for a DeepSeek-V4 checkpoint that bundles one."""
     overrides = overrides or {}
     at = f"{key}.hf_config" if key else "hf_config"
     top = Config(load_json(path, where, at), str(path))
@@ -64,15 +67,8 @@ def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | No
     mapping |= _kinds(layout, mapping, overrides)
     mapping["dtypes"] = _dtypes(top, text, where, key, overrides)
     if _reader(top, where, at) is deepseek_v4.deepseek_v4:
-        mapping = deepseek_v4.finish(text, mapping, _dspark_drafters())
+        mapping = deepseek_v4.finish(text, mapping, drafters() if drafters else {})
     return mapping | block_keys(top)  # a block drafter's (hfconfig/blocks.py)
-
-
-def _dspark_drafters() -> dict:
-    """The catalog's DSpark block drafters, name -> spec (a V4 checkpoint that bundles one names it)."""
-    from mtpsim import catalog
-    specs = {name: catalog.load_model(name) for name in catalog.names("models")}
-    return {name: m for name, m in specs.items() if m.block is not None and m.block.kind == "dspark"}
 
 
 def _reader(top: Config, where: str, at: str):
