@@ -89,6 +89,9 @@ CASES = [
          metric="total_tps_per_gpu", unit="users"),
     Case("L2", "l2-deepseek-r1-b200-dynamo-trt-mtp.yaml", "concurrency", {180: 126.42},
          metric="interactivity", unit="users"),
+    # block drafters: DSpark on DeepSeek-V4-Flash, SGLang PR #29538 (accept length not stated per run: 3.4 assumed)
+    Case("D1", "d1-deepseek-v4-flash-dspark-sglang-8xb200.yaml", "concurrency", {1: 1.97}),
+    Case("D2", "d2-deepseek-v4-flash-dspark-sglang-8xb200-1k1k.yaml", "concurrency", {1: 2.31}),
 ]
 
 
@@ -276,6 +279,9 @@ def main() -> None:
     scale = table[table.case.str.startswith("L")]
     if len(scale):
         print(_errors(scale, "error %", "default on the deployments at scale (L cases: per-GPU pool rates)"))
+    blocks = table[table.case.str.startswith("D")]
+    if len(blocks):
+        print(_errors(blocks, "error %", "default on the block drafters (D cases: DSpark on DeepSeek-V4-Flash)"))
     if rules:
         print("\nLeave one engine version rule out (mtpsim/data/engines/*.yaml `rules`; `mtpsim engines` lists them):")
         print(leave_one_rule_out(table, jobs).to_string(index=False, float_format=lambda x: f"{x:.1f}"))

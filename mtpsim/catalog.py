@@ -110,11 +110,18 @@ def resolve(kind: Kind, ref: str | dict[str, Any], where: str, key: str = "") ->
         if "from" in ref:
             raise ScenarioError(where, key, "give one source, from or hf_config, not both")
         over = {k: v for k, v in ref.items() if k != "hf_config"}
-        return deep_merge(hfconfig.read(ref["hf_config"], where, key, over), over, where, key)
+        return deep_merge(hfconfig.read(ref["hf_config"], where, key, over, dspark_drafters), over, where, key)
     if "from" not in ref:
         return dict(ref)  # a full inline spec
     over = {k: v for k, v in ref.items() if k != "from"}
     return deep_merge(_read(kind, ref["from"], where, f"{key}.from" if key else "from"), over, where, key)
+
+
+def dspark_drafters() -> dict[str, ModelSpec]:
+    """The catalog's DSpark block drafters, name -> spec (a DeepSeek-V4 config.json that bundles
+    one names it: hfconfig/deepseek_v4.py)."""
+    specs = {name: load_model(name) for name in names("models")}
+    return {name: m for name, m in specs.items() if m.block is not None and m.block.kind == "dspark"}
 
 
 def load_model(name: str) -> ModelSpec:

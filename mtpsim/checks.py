@@ -54,6 +54,9 @@ def _check_parallelism(s: Scenario, where: str) -> None:
             if att.num_heads % heads_tp:
                 relation = "fewer than" if heads_tp > att.num_heads else "not divisible by"
                 raise ScenarioError(where, where_heads, f"{what} has {att.num_heads} query heads, {relation} {split}")
+            if att.kind == "compressed" and att.compressed.o_groups % heads_tp:  # reference: o_groups // world_size
+                raise ScenarioError(where, where_heads, f"{what} has {att.compressed.o_groups} output groups "
+                                    f"(compressed.o_groups), not divisible by {split}")
             kv = att.num_kv_heads if att.kind != "mla" else None
             if kv and (heads_tp % kv if heads_tp >= kv else kv % heads_tp):
                 raise ScenarioError(where, where_heads, f"{what} has {kv} KV heads: {split} must divide them "

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mtpsim.costs import ops as O
+from mtpsim.costs.compressed import layer_kv as compressed_kv
 from mtpsim.costs.passes import Pricer
 from mtpsim.designs import BASELINE, DesignShape
 from mtpsim.engines import EngineSpec
@@ -192,6 +193,9 @@ def part_kv(pricer: Pricer, part: str) -> tuple[LayerKV, ...]:
         att = spec.spec.attention_kinds[ref.attention]
         if att.kind == "linear":
             out += [LayerKV(0.0, 0, O.linear_state_bytes(att, tp))] * count
+        elif att.kind == "compressed":  # compressed entries per token; window ring and states per request
+            per_token, per_request = compressed_kv(att, kv_dtype)
+            out += [LayerKV(per_token, 0, per_request)] * count
         else:
             out += [LayerKV(O.kv_bytes_per_token(att, kv_dtype, tp), att.window or 0, 0.0)] * count
     return tuple(out)

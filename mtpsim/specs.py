@@ -37,6 +37,33 @@ class Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
+class CompressedAttention(Spec):
+    """DeepSeek-V4's hybrid attention (kind `compressed`; mtpsim/costs/compressed.py prices it):
+    one shared K=V head of head_dim over a sliding window of the last `window` tokens plus, with
+    `ratio` > 0, one compressed entry per `ratio` tokens (ratio 4: CSA, a lightning indexer of
+    index_n_heads x index_head_dim keeps the index_topk best compressed entries per query;
+    ratio 128: HCA, every compressed entry is attended); ratio 0: the window alone. The output
+    projection is grouped low-rank (o_groups groups of o_lora_rank). hc_mult: the block's
+    hyper-connection copies of the residual stream (1: none), priced with the attention."""
+
+    ratio: int = Field(ge=0, le=MAX_CONTEXT)
+    window: int = Field(gt=0, le=MAX_CONTEXT)
+    o_groups: int = Field(gt=0, le=MAX_HEADS)
+    o_lora_rank: int = Field(gt=0, le=MAX_WIDTH)
+    index_topk: int | None = Field(default=None, gt=0, le=MAX_CONTEXT)
+    index_n_heads: int | None = Field(default=None, gt=0, le=MAX_HEADS)
+    index_head_dim: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
+    hc_mult: int = Field(default=1, ge=1, le=64)
+    hc_sinkhorn_iters: int = Field(default=0, ge=0, le=1000)
+
+    @model_validator(mode="after")
+    def _indexer(self) -> CompressedAttention:
+        index = [self.index_topk, self.index_n_heads, self.index_head_dim]
+        if any(v is not None for v in index) and (None in index or not self.ratio):
+            raise ValueError("an indexer needs index_topk, index_n_heads and index_head_dim together, and ratio > 0")
+        return self
+
+
 class AttentionSpec(Spec):
     """One attention kind.
 
@@ -46,7 +73,7 @@ class AttentionSpec(Spec):
     kv_source: for query-only (frozen-KV assistant) layers, which target layer's KV they read.
     """
 
-    kind: Literal["gqa", "mla", "linear"]
+    kind: Literal["gqa", "mla", "linear", "compressed"]
     num_heads: int = Field(gt=0, le=MAX_HEADS)
     num_kv_heads: int | None = Field(default=None, gt=0, le=MAX_HEADS)
     head_dim: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
@@ -65,6 +92,7 @@ class AttentionSpec(Spec):
     # width the q/k/v projections read when it is not the hidden size (EAGLE-3's draft layer reads
     # embedding ++ hidden, 2 x hidden)
     input_size: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
+    compressed: CompressedAttention | None = None  # kind compressed (DeepSeek-V4)
     # DeepSeek sparse attention (DSA, DeepSeek-V3.2): a lightning indexer scores every cached token
     # (index_n_heads heads of index_head_dim over an FP8 key cache of its own), then MLA attends
     # only the index_topk best (costs/ops.py IndexerKernel)
@@ -78,12 +106,15 @@ class AttentionSpec(Spec):
             "gqa": ["num_kv_heads", "head_dim"],
             "mla": ["kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"],
             "linear": ["num_kv_heads", "head_dim", "value_head_dim"],
+            "compressed": ["head_dim", "qk_rope_head_dim", "q_lora_rank", "compressed"],
         }[self.kind]
         missing = [f for f in need if getattr(self, f) is None]
         if missing:
             raise ValueError(f"attention kind {self.kind!r} needs {', '.join(missing)}")
         if self.input_size is not None and self.kind != "gqa":
             raise ValueError("input_size is modelled for gqa attention only")
+        if (self.compressed is not None) != (self.kind == "compressed"):
+            raise ValueError("`compressed` goes with attention kind compressed, and only with it")
         index = [self.index_topk, self.index_n_heads, self.index_head_dim]
         if any(v is not None for v in index):
             if self.kind != "mla":

@@ -84,8 +84,9 @@ def test_the_released_config_gives_the_catalog_entry(tmp_path, name, config, ove
 
 
 def test_an_attention_kind_no_op_prices_is_one_error(tmp_path):
-    # deepseek-ai/DeepSeek-V4-Flash's compressed sparse attention
-    v4 = {**DEEPSEEK_V32, "model_type": "deepseek_v4", "compress_ratios": [0, 0, 4, 128], "o_lora_rank": 1024}
+    # DeepSeek-V4's compressed sparse attention on an MLA config (model_type deepseek_v4 reads it:
+    # tests/test_deepseek_v4.py)
+    v4 = {**DEEPSEEK_V32, "compress_ratios": [0, 0, 4, 128], "o_lora_rank": 1024}
     with pytest.raises(ScenarioError) as err:
         read(tmp_path, v4)
     assert err.value.key == "compress_ratios" and "does not price" in err.value.reason

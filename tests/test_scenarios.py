@@ -127,7 +127,14 @@ def _disagg(s):
     assert (spec.transfer_share_of_ttft < 0.05).all()  # NVLink inside the rack: the KV move is a sliver of TTFT
 
 
-CLAIMS = {"azure-conv-replay.yaml": _trace_replay, "block-confidence-qwen3-8b.yaml": _block_confidence,
+def _dspark_vs_mtp1(s):
+    mtp1, dspark = _by_load(s, design="nextn"), _by_load(s, design="block")
+    assert dspark.per_user_tps.iloc[0] > mtp1.per_user_tps.iloc[0]  # at batch 1 five drafts a block win
+    for g in (mtp1, dspark):  # and each pays less as the batch grows
+        assert g.speedup.iloc[-1] < g.speedup.iloc[0]
+
+
+CLAIMS = {"azure-conv-replay.yaml": _trace_replay, "dspark-vs-mtp1-deepseek-v4-flash.yaml": _dspark_vs_mtp1, "block-confidence-qwen3-8b.yaml": _block_confidence,
           "disagg-gb200-1p3d.yaml": _disagg,
           "quickstart.yaml": _quickstart, "break-even-batch.yaml": _break_even,
           "deepseek-v3-h200-steps.yaml": _steps_sweep, "gemma4-frozen-kv-vs-nextn.yaml": _frozen_kv,

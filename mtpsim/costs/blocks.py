@@ -33,10 +33,12 @@ def context_kv_width(att: AttentionSpec, tp: int) -> int:
     tp, replicated below one head a GPU); MLA's latent + rope (replicated, as kv_a_proj is)."""
     if att.kind == "mla":
         return att.kv_lora_rank + att.qk_rope_head_dim
+    if att.kind == "compressed":  # DeepSeek-V4's one K=V head (wkv), replicated
+        return att.head_dim
     if att.kind == "gqa":
         heads = max(1, att.num_kv_heads // tp)
         return heads * (att.head_dim + (att.v_head_dim or att.head_dim))
-    raise ValueError(f"a block drafter's context KV needs gqa or mla attention, not {att.kind}")
+    raise ValueError(f"a block drafter's context KV needs gqa, mla or compressed attention, not {att.kind}")
 
 
 def context_ops(draft: ModelSpec, tokens: int, from_target: bool, tp: int, act: str) -> list[tuple[O.Op, int]]:

@@ -164,7 +164,7 @@ class CalibratedCosts:
         return self._core_pricers[key]
 
     def _core_pricer(self, kernel: AttentionKernel, graphs: bool) -> CorePricer | None:
-        if kernel.att.kind == "linear" or kernel.att.window is not None:
+        if kernel.att.kind in ("linear", "compressed") or kernel.att.window is not None:
             return None
         probe = kernel.core(BatchLens.uniform(1, [1], 1, 1))  # a core of this kernel: its lookup keys
         family, keys, dims, _ = lookup_point(probe, self.kv_key)

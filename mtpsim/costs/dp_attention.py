@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 
+from mtpsim.costs import compressed as C
 from mtpsim.costs import ops as O
 from mtpsim.specs import AttentionSpec, FFNSpec
 
@@ -48,7 +49,7 @@ def dp_layer_ops(att: AttentionSpec, ffn: FFNSpec, d: int, tokens: int, attn_dty
     """One decoder layer on one GPU under DP attention; `tokens`: one group's tokens (every group
     is padded to the largest)."""
     a = par.attention_tp
-    ops = O.attention_projections(att, d, tokens, attn_dtype, O.Parallel(a), query_only, act)
+    ops = C.attention_projections(att, d, tokens, attn_dtype, O.Parallel(a), query_only, act)
     ops.append(O.allreduce(tokens, d, a, act, nodes=par.nodes(a)))
     ops += mlp_ops(ffn, d, tokens, ffn_dtype, expert_dtype, par, skew, act)
     ops.append(O.layer_elementwise(tokens, d, act))

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from mtpsim.catalog import load_model
+from mtpsim.costs import compressed as C
 from mtpsim.costs import ops as O
 from mtpsim.costs.dp_attention import dp_layer_ops
 from mtpsim.shrink import shrink_layer
@@ -46,7 +47,7 @@ def decoder_layer_ops(att: AttentionSpec, ffn: FFNSpec, d: int, tokens: int, att
     attention (`par.attention_dp` > 1) the layer is costs/dp_attention.py's."""
     if par.attention_dp > 1:
         return dp_layer_ops(att, ffn, d, tokens, attn_dtype, ffn_dtype, expert_dtype, par, query_only, skew, act, glue)
-    ops = O.attention_projections(att, d, tokens, attn_dtype, par, query_only, act)
+    ops = C.attention_projections(att, d, tokens, attn_dtype, par, query_only, act)
     ops += [core] if core is not None else []
     ops += O.ffn_ops(ffn, d, tokens, ffn_dtype, expert_dtype, par, skew, act)
     nodes = par.nodes(par.tp)

@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from mtpsim.costs import blocks
+from mtpsim.costs import compressed as C
 from mtpsim.costs import ops as O
 from mtpsim.costs.layer import decoder_layer_ops
 from mtpsim.costs.roofline import OpTime
@@ -284,7 +285,7 @@ class Pricer:
 
     def kv_bytes_per_token(self, part: str) -> float:
         """KV cache bytes one token holds over all of a part's layers on one GPU."""
-        return sum(n * O.kv_bytes_per_token(att, kv_dtype, self.par.tp) for att, n, kv_dtype in self._attention_kinds(part))
+        return sum(n * C.kv_bytes_per_token(att, kv_dtype, self.par.tp) for att, n, kv_dtype in self._attention_kinds(part))
 
     def shares_target_head(self, part: str) -> bool:
         """Whether a draft part's logits come from the target's LM head (weights counted once)."""
@@ -414,6 +415,8 @@ class Pricer:
 
     @lru_cache(maxsize=16)  # noqa: B019 -- a Pricer lives as long as its run; a kind's kernel never changes
     def _kernel(self, att, kv_dtype: str) -> O.AttentionKernel:
+        if att.kind == "compressed":  # DeepSeek-V4's window + compressed entries (costs/compressed.py)
+            return C.CompressedKernel(att, kv_dtype, self.par.attention_tp, self.act)
         return O.AttentionKernel(att, kv_dtype, self.par.attention_tp, self.act)
 
     @lru_cache(maxsize=8)  # noqa: B019 -- a Pricer lives as long as its run; a part's kinds never change

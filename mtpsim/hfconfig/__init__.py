@@ -24,13 +24,18 @@ malformed JSON (duplicate keys, NaN included) and a field of the wrong type are 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from mtpsim.errors import ScenarioError, short
 from mtpsim.files import read_text
+from mtpsim.hfconfig import deepseek_v4
 from mtpsim.hfconfig.blocks import block_keys
 from mtpsim.hfconfig.families import ARCHITECTURES, READERS, Config, Layout
+
+READERS["deepseek_v4"] = deepseek_v4.deepseek_v4  # DeepSeek-V4 (hfconfig/deepseek_v4.py)
+ARCHITECTURES["DeepseekV4ForCausalLM"] = "deepseek_v4"
 
 MAX_CONFIG_BYTES = 4 * 2**20  # a config.json is a few kB
 TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
@@ -38,10 +43,12 @@ PARTS = ("attention", "dense_ffn", "experts", "mtp", "lm_head", "kv_cache", "act
 QUANTISED = ("attention", "dense_ffn", "experts", "mtp")  # the linear weights of an fp8 checkpoint
 
 
-def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | None = None,
+         drafters: Callable[[], dict] | None = None) -> dict[str, Any]:
     """config.json at `path` -> a raw ModelSpec mapping. `key` is the model's key path in `where`
     ("model"); `overrides` (the scenario's other keys, merged on top by the caller) are looked at
-    only to know whether they give what the config cannot say."""
+    only to know whether they give what the config cannot say; `drafters` gives the catalog's
+    DSpark drafters (catalog.dspark_drafters), for a DeepSeek-V4 checkpoint that bundles one."""
     overrides = overrides or {}
     at = f"{key}.hf_config" if key else "hf_config"
     top = Config(load_json(path, where, at), str(path))
@@ -59,6 +66,8 @@ def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | No
         mapping["mtp"] = mtp
     mapping |= _kinds(layout, mapping, overrides)
     mapping["dtypes"] = _dtypes(top, text, where, key, overrides)
+    if _reader(top, where, at) is deepseek_v4.deepseek_v4:
+        mapping = deepseek_v4.finish(text, mapping, drafters() if drafters else {})
     return mapping | block_keys(top)  # a block drafter's (hfconfig/blocks.py)
 
 

@@ -91,7 +91,7 @@ def _dense(width: int) -> dict:
     return {"kind": "dense", "intermediate_size": width}
 
 
-def _moe(experts: int, top_k: int, width: int, shared: int = 0, shared_width: int | None = None) -> dict:
+def moe_kind(experts: int, top_k: int, width: int, shared: int = 0, shared_width: int | None = None) -> dict:
     spec = {"kind": "moe", "num_experts": experts, "top_k": top_k, "expert_intermediate_size": width}
     if shared:
         spec |= {"num_shared_experts": shared, "shared_intermediate_size": shared_width}
@@ -102,7 +102,7 @@ def _head_dim(c: Config, heads: int) -> int:
     return c.int("head_dim", c.int("hidden_size") // heads)
 
 
-def _kinds_of(c: Config, key: str, types: list, names: dict[Any, str]) -> list[str]:
+def kinds_of(c: Config, key: str, types: list, names: dict[Any, str]) -> list[str]:
     """Per-layer entries (layer_types, hybrid_layer_pattern, ...) -> kind names, or an error
     naming the first entry that is none of `names`."""
     for i, t in enumerate(types):
@@ -114,6 +114,7 @@ def _kinds_of(c: Config, key: str, types: list, names: dict[Any, str]) -> list[s
 # --------------------------------------------------------------------------------- families
 # config keys of attention variants past MLA and DSA that no op prices: each names what it is
 UNPRICED_ATTENTION = {
+    # DeepSeek-V4's, priced under model_type deepseek_v4 (hfconfig/deepseek_v4.py), not inside MLA
     "compress_ratios": "DeepSeek-V4's compressed sparse attention (KV compressed per layer by these ratios)",
     "o_lora_rank": "DeepSeek-V4's grouped low-rank output projection",
     "index_topk_freq": "an indexer shared over several layers (GLM-5.1 and later IndexShare)",
@@ -142,7 +143,7 @@ def deepseek(c: Config) -> Layout:
     ffns = {"dense": _dense(c.int("intermediate_size"))}
     if experts:
         width = c.int("moe_intermediate_size")
-        ffns["moe"] = _moe(experts, c.int("num_experts_per_tok"), width, c.int("n_shared_experts", 0), width)
+        ffns["moe"] = moe_kind(experts, c.int("num_experts_per_tok"), width, c.int("n_shared_experts", 0), width)
     return Layout({"mla": {k: v for k, v in mla.items() if v is not None}}, ffns,
                   lambda i: ("mla", "moe" if experts and i >= first and i % freq == 0 else "dense"))
 
@@ -154,7 +155,7 @@ def glm4_moe(c: Config) -> Layout:
     heads, first = c.int("num_attention_heads", low=1), c.int("first_k_dense_replace", 0)
     width = c.int("moe_intermediate_size")
     ffns = {"dense": _dense(c.int("intermediate_size")),
-            "moe": _moe(c.int("n_routed_experts", low=1), c.int("num_experts_per_tok"), width,
+            "moe": moe_kind(c.int("n_routed_experts", low=1), c.int("num_experts_per_tok"), width,
                         c.int("n_shared_experts", 0), width)}
     attention = _gqa(heads, c.int("num_key_value_heads", heads), _head_dim(c, heads))
     return Layout({"gqa": attention}, ffns, lambda i: ("gqa", "moe" if i >= first else "dense"))
@@ -173,7 +174,7 @@ def qwen3_next(c: Config) -> Layout:
     interval = c.int("full_attention_interval", 4, low=1)
     default = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n)]
     names = {"full_attention": "full", "linear_attention": "linear"}
-    kinds = _kinds_of(c, "layer_types", c.list("layer_types", n, default), names)
+    kinds = kinds_of(c, "layer_types", c.list("layer_types", n, default), names)
     linear = {"kind": "linear", "num_heads": c.int("linear_num_value_heads"), "num_kv_heads": c.int("linear_num_key_heads"),
               "head_dim": c.int("linear_key_head_dim"), "value_head_dim": c.int("linear_value_head_dim"),
               "conv_kernel": c.int("linear_conv_kernel_dim", 4, low=1)}
@@ -182,7 +183,7 @@ def qwen3_next(c: Config) -> Layout:
     # a dense MLP only where some layer has one (Qwen3.5 MoE gives no intermediate_size: every layer is MoE)
     ffns = {"dense": _dense(c.int("intermediate_size"))} if not experts or dense_only or step > 1 else {}
     if experts:
-        ffns["moe"] = _moe(experts, c.int("num_experts_per_tok"), c.int("moe_intermediate_size"), int(shared > 0), shared)
+        ffns["moe"] = moe_kind(experts, c.int("num_experts_per_tok"), c.int("moe_intermediate_size"), int(shared > 0), shared)
 
     def pair(i: int) -> Pair | None:
         is_moe = experts and i not in dense_only and (i + 1) % step == 0
@@ -201,13 +202,13 @@ def mimo_v2_flash(c: Config) -> Layout:
     DeepSeek. Those lists stop at num_hidden_layers: the MTP layers' kind is not in the config."""
     n = c.int("num_hidden_layers", low=1)
     if c.get("hybrid_layer_pattern") is not None:
-        kinds = _kinds_of(c, "hybrid_layer_pattern", c.list("hybrid_layer_pattern", n), {0: "full", 1: "sliding"})
+        kinds = kinds_of(c, "hybrid_layer_pattern", c.list("hybrid_layer_pattern", n), {0: "full", 1: "sliding"})
     else:
-        kinds = _kinds_of(c, "layer_types", c.list("layer_types", n), {"full_attention": "full", "sliding_attention": "sliding"})
+        kinds = kinds_of(c, "layer_types", c.list("layer_types", n), {"full_attention": "full", "sliding_attention": "sliding"})
     if c.get("moe_layer_freq") is not None:
-        ffn = _kinds_of(c, "moe_layer_freq", c.list("moe_layer_freq", n), {0: "dense", 1: "moe"})
+        ffn = kinds_of(c, "moe_layer_freq", c.list("moe_layer_freq", n), {0: "dense", 1: "moe"})
     else:
-        ffn = _kinds_of(c, "mlp_layer_types", c.list("mlp_layer_types", n), {"dense": "dense", "sparse": "moe"})
+        ffn = kinds_of(c, "mlp_layer_types", c.list("mlp_layer_types", n), {"dense": "dense", "sparse": "moe"})
     attention = {"full": _gqa(c.int("num_attention_heads", low=1), c.int("num_key_value_heads"), c.int("head_dim"),
                               v_head_dim=c.int("v_head_dim", None))}
     if "sliding" in kinds:
@@ -216,7 +217,7 @@ def mimo_v2_flash(c: Config) -> Layout:
                                     window, c.int("swa_v_head_dim", None))
     width, shared = c.int("moe_intermediate_size"), c.int("n_shared_experts", 0)
     ffns = {"dense": _dense(c.int("intermediate_size")),
-            "moe": _moe(c.int("n_routed_experts", low=1), c.int("num_experts_per_tok"), width, shared, width)}
+            "moe": moe_kind(c.int("n_routed_experts", low=1), c.int("num_experts_per_tok"), width, shared, width)}
     return Layout(attention, ffns, lambda i: (kinds[i], ffn[i]) if i < n else None,
                   "the MiMo-V2-Flash report (arXiv 2601.02780 §2.3) gives {attention: sliding, ffn: dense}")
 
@@ -231,7 +232,7 @@ def gemma4(c: Config) -> Layout:
     written as one shared expert. Not expressible: per-layer embeddings, KV sharing (the shared
     layers write no KV), soft-capping. Gemma 4 has no MTP layers (its drafter is an assistant)."""
     n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
-    kinds = _kinds_of(c, "layer_types", c.list("layer_types", n), {"sliding_attention": "sliding", "full_attention": "full"})
+    kinds = kinds_of(c, "layer_types", c.list("layer_types", n), {"sliding_attention": "sliding", "full_attention": "full"})
     kv, head_dim = c.int("num_key_value_heads", heads), _head_dim(c, heads)
     full_kv = c.int("num_global_key_value_heads") if c.bool("attention_k_eq_v", False) else kv
     attention = {"sliding": _gqa(heads, kv, head_dim, c.int("sliding_window", low=1)),
@@ -242,7 +243,7 @@ def gemma4(c: Config) -> Layout:
     width = c.int("intermediate_size")
     if c.bool("enable_moe_block", False):
         experts = (c.int("num_experts", low=1), c.int("top_k_experts"), c.int("moe_intermediate_size"))
-        ffns = {"moe": _moe(*experts, 1, width), "moe_wide": _moe(*experts, 1, 2 * width)}
+        ffns = {"moe": moe_kind(*experts, 1, width), "moe_wide": moe_kind(*experts, 1, 2 * width)}
         names = ("moe", "moe_wide")
     else:
         ffns, names = {"dense": _dense(width), "dense_wide": _dense(2 * width)}, ("dense", "dense_wide")
@@ -258,7 +259,7 @@ def dense_gqa(c: Config) -> Layout:
     n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
     kv, head_dim = c.int("num_key_value_heads", heads), _head_dim(c, heads)
     if c.get("layer_types") is not None:
-        kinds = _kinds_of(c, "layer_types", c.list("layer_types", n), {"full_attention": "gqa", "sliding_attention": "sliding"})
+        kinds = kinds_of(c, "layer_types", c.list("layer_types", n), {"full_attention": "gqa", "sliding_attention": "sliding"})
         sliding = "sliding" in kinds
         kind_at = lambda i: kinds[i] if i < len(kinds) else None
     else:
@@ -281,7 +282,7 @@ def step3p5(c: Config) -> Layout:
     moe_intermediate_size, one shared expert share_expert_dim wide), the rest dense; the MTP
     layers are not in it, so dense."""
     n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
-    kinds = _kinds_of(c, "layer_types", c.list("layer_types", n), {"full_attention": "full", "sliding_attention": "sliding"})
+    kinds = kinds_of(c, "layer_types", c.list("layer_types", n), {"full_attention": "full", "sliding_attention": "sliding"})
     kv, head_dim = c.int("num_attention_groups", heads), _head_dim(c, heads)
     other = c.sub("attention_other_setting") if c.get("attention_other_setting") is not None else Config({}, c.path)
     attention = {"full": _gqa(heads, kv, head_dim),
@@ -291,7 +292,7 @@ def step3p5(c: Config) -> Layout:
     shared = c.int("share_expert_dim", 0)
     ffns = {"dense": _dense(c.int("intermediate_size"))}
     if moe_layers:
-        ffns["moe"] = _moe(c.int("moe_num_experts", low=1), c.int("moe_top_k"), c.int("moe_intermediate_size"),
+        ffns["moe"] = moe_kind(c.int("moe_num_experts", low=1), c.int("moe_top_k"), c.int("moe_intermediate_size"),
                            int(shared > 0), shared)
     return Layout(attention, ffns, lambda i: (kinds[i], "moe" if i in moe_layers else "dense") if i < len(kinds) else None)
 
@@ -304,7 +305,7 @@ def minimax_m2(c: Config) -> Layout:
     modules (use_mtp) without their layers' kind: the per-layer rule does not reach them."""
     n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
     shared = c.int("shared_intermediate_size", 0)
-    moe = _moe(c.int("num_local_experts", low=1), c.int("num_experts_per_tok"), c.int("intermediate_size"),
+    moe = moe_kind(c.int("num_local_experts", low=1), c.int("num_experts_per_tok"), c.int("intermediate_size"),
                int(shared > 0), shared or None)
     attention = _gqa(heads, c.int("num_key_value_heads", heads), _head_dim(c, heads))
     return Layout({"gqa": attention}, {"moe": moe}, lambda i: ("gqa", "moe") if i < n else None,
@@ -318,12 +319,12 @@ def gpt_oss(c: Config) -> Layout:
     num_experts_per_tok, no shared expert. The per-head attention sinks are one learned logit
     each in the softmax's denominator: no KV and O(heads) flops, so no op of their own."""
     n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
-    kinds = _kinds_of(c, "layer_types", c.list("layer_types", n), {"full_attention": "full", "sliding_attention": "sliding"})
+    kinds = kinds_of(c, "layer_types", c.list("layer_types", n), {"full_attention": "full", "sliding_attention": "sliding"})
     kv, head_dim = c.int("num_key_value_heads", heads), _head_dim(c, heads)
     attention = {"full": _gqa(heads, kv, head_dim)}
     if "sliding" in kinds:
         attention["sliding"] = _gqa(heads, kv, head_dim, c.int("sliding_window", low=1))
-    moe = _moe(c.int("num_local_experts", low=1), c.int("num_experts_per_tok"), c.int("intermediate_size"))
+    moe = moe_kind(c.int("num_local_experts", low=1), c.int("num_experts_per_tok"), c.int("intermediate_size"))
     return Layout(attention, {"moe": moe}, lambda i: (kinds[i], "moe") if i < n else None)
 
 

@@ -139,6 +139,10 @@ def setup_of(s, device: str) -> Setup:
     """The verification run a scenario point asks for, shrunken."""
     v, design = s.verify, s.speculative.design
     block = s.specs.draft is not None and s.specs.draft.role == "block_draft"
+    compressed = sorted(k for k, a in s.specs.model.attention_kinds.items() if a.kind == "compressed")
+    if compressed:  # torchkit builds gqa, mla and linear layers
+        raise ScenarioError(s.source, "model", f"verify builds gqa, mla and linear attention, and {s.specs.model.name!r} "
+                            f"has DeepSeek-V4's compressed attention {compressed}; `mtpsim run` simulates it")
     if block and any(a.kind != "gqa" for a in s.specs.draft.attention_kinds.values()):
         raise ScenarioError(s.source, "speculative.draft", f"verify builds block drafters of gqa layers, and "
                             f"{s.specs.draft.name!r} has others; `mtpsim run` simulates it")

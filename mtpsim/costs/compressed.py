@@ -1,0 +1,175 @@
+"""DeepSeek-V4's hybrid attention (attention kind `compressed`) as the ops one GPU runs, by flops
+and bytes. No measured table holds these shapes: every op here is priced by the roofline (their
+families are not ones a profile looks up), and says so in its source.
+
+What a layer runs, following DeepSeek's reference inference code for V4 (inference/model.py,
+`Attention`, `Compressor`, `Indexer`, `Block`; as carried in SGLang python/sglang/srt/models/
+deepseek_v4.py and vLLM vllm/models/deepseek_v4):
+- queries from a low-rank q (wq_a: d -> q_lora_rank, wq_b: -> heads x head_dim, heads split
+  over the attention GPUs), one shared K=V head from wkv (d -> head_dim, replicated);
+- ratio > 0: a compressor (wkv and wgate, d -> coff x head_dim each, coff 2 when ratio is 4 and
+  windows overlap, else 1) pooling every `ratio` tokens into one cached entry, its running
+  state (kv_state and score_state, coff x ratio x coff x head_dim FP32 each) kept per request;
+- ratio 4 (CSA): a lightning indexer (wq_b: q_lora_rank -> index_n_heads x index_head_dim,
+  weights_proj: d -> index_n_heads, its own compressor over index_head_dim) scoring every
+  compressed entry and keeping index_topk; ratio 128 (HCA): every compressed entry is read;
+- the core: each query attends the last `window` tokens and the chosen compressed entries,
+  QK and PV both head_dim wide (K = V), plus a per-head sink;
+- the grouped output projection: wo_a per group (heads / o_groups x head_dim -> o_lora_rank),
+  wo_b (o_groups x o_lora_rank -> d);
+- hyper-connections (hc_mult copies of the residual, `Block.hc_pre` / `hc_post`): before the
+  attention and before the FFN, a (2 + hc) x hc mix from the flattened hc x d stream (FP32),
+  Sinkhorn-normalised, then the copies are reduced and re-expanded.
+Cache entries keep head_dim - rope values in the KV dtype and the rope values at least BF16
+(the reference quantises only the non-rope dims); the indexer's keys are FP8 with one FP32
+scale per 128 (as DeepSeek-V3.2's indexer cache).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mtpsim.costs import ops as O
+from mtpsim.costs.ops import ACT, BatchLens, Op, gemm
+from mtpsim.specs import DTYPE_BYTES, AttentionSpec
+
+FAMILY = "sparse_attention"  # not a profile family: the roofline prices it
+
+
+def coff(ratio: int) -> int:
+    """Compressor width factor: overlapping windows (ratio 4) double it (reference `Compressor`)."""
+    return 2 if ratio == 4 else 1
+
+
+def entry_bytes(att: AttentionSpec, kv_dtype: str) -> float:
+    """Bytes of one cached K=V entry (window or compressed): non-rope dims in the KV dtype, the
+    rope dims at least BF16."""
+    rope = att.qk_rope_head_dim
+    return (att.head_dim - rope) * DTYPE_BYTES[kv_dtype] + rope * max(DTYPE_BYTES[kv_dtype], 2.0)
+
+
+def index_entry_bytes(att: AttentionSpec) -> float:
+    """Bytes of one indexer key: index_head_dim FP8 values and an FP32 scale per 128; 0 without one."""
+    c = att.compressed
+    return 0.0 if c.index_topk is None else c.index_head_dim + 4.0 * math.ceil(c.index_head_dim / 128)
+
+
+def state_bytes(att: AttentionSpec, head_dim: int) -> float:
+    """A compressor's running state per request: kv_state and score_state, FP32."""
+    r = att.compressed.ratio
+    return 0.0 if not r else 2 * (coff(r) * r) * (coff(r) * head_dim) * 4.0
+
+
+def state_per_token(att: AttentionSpec) -> float:
+    """State bytes a new token moves in a compressed layer: its own row written (one of coff x
+    ratio), and once per `ratio` tokens the whole state read to pool an entry."""
+    r = att.compressed.ratio
+    return state_bytes(att, att.head_dim) * (1 / (coff(r) * r) + 1 / r)
+
+
+def layer_kv(att: AttentionSpec, kv_dtype: str) -> tuple[float, float]:
+    """(bytes per committed token, bytes per request) one layer keeps on one GPU (the single K=V
+    head is replicated): compressed entries and indexer keys grow with the tokens, one per
+    `ratio`; the window ring and the compressors' states are per request."""
+    c = att.compressed
+    per_token = (entry_bytes(att, kv_dtype) + index_entry_bytes(att)) / c.ratio if c.ratio else 0.0
+    fixed = c.window * entry_bytes(att, kv_dtype) + state_bytes(att, att.head_dim)
+    if c.index_topk is not None:
+        fixed += state_bytes(att, c.index_head_dim)
+    return per_token, fixed
+
+
+def attention_projections(att: AttentionSpec, d: int, tokens: int, dtype: str, par: O.Parallel,
+                          query_only: bool = False, act: str = ACT) -> list[Op]:
+    """ops.attention_projections for any kind, this module's for kind compressed (ops.py does
+    not import this module: it imports ops)."""
+    if att.kind == "compressed":
+        return projections(att, d, tokens, dtype, par.tp, act)
+    return O.attention_projections(att, d, tokens, dtype, par, query_only, act)
+
+
+def kv_bytes_per_token(att: AttentionSpec, kv_dtype: str, tp: int) -> float:
+    """ops.kv_bytes_per_token for any kind; kind compressed: its entries that grow with the
+    tokens (the window and the states are per request: `layer_kv`)."""
+    return layer_kv(att, kv_dtype)[0] if att.kind == "compressed" else O.kv_bytes_per_token(att, kv_dtype, tp)
+
+
+def projections(att: AttentionSpec, d: int, tokens: int, dtype: str, tp: int, act: str = ACT) -> list[Op]:
+    """The weight GEMMs of one layer's attention and its hyper-connections for `tokens` tokens on
+    one of `tp` attention GPUs (heads and output groups split; wkv, compressors and the indexer's
+    key side whole on every GPU)."""
+    c = att.compressed
+    heads, groups = max(1, math.ceil(att.num_heads / tp)), max(1, math.ceil(c.o_groups / tp))
+    ops = [gemm("attn.wq_a", tokens, d, att.q_lora_rank, dtype, act=act),
+           gemm("attn.wq_b", tokens, att.q_lora_rank, heads * att.head_dim, dtype, act=act),
+           gemm("attn.wkv", tokens, d, att.head_dim, dtype, act=act)]
+    if c.ratio:  # reference: wkv and wgate of the compressor stored BF16
+        ops.append(gemm("attn.compressor", tokens, d, 2 * coff(c.ratio) * att.head_dim, "bf16", act=act))
+    if c.index_topk is not None:
+        ops += [gemm("attn.indexer_q", tokens, att.q_lora_rank, c.index_n_heads * c.index_head_dim, dtype, act=act),
+                gemm("attn.indexer_weights", tokens, d, c.index_n_heads, "bf16", act=act),
+                gemm("attn.indexer_compressor", tokens, d, 2 * coff(c.ratio) * c.index_head_dim, "bf16", act=act)]
+    per_group = att.num_heads * att.head_dim // c.o_groups  # wo_a: one k x o_lora_rank matrix per group
+    w = DTYPE_BYTES[dtype]
+    ops.append(Op("attn.wo_a", "gemm", flops=2.0 * tokens * groups * per_group * c.o_lora_rank,
+                  weight_bytes=groups * per_group * c.o_lora_rank * w,
+                  act_bytes=tokens * (heads * att.head_dim + groups * c.o_lora_rank) * DTYPE_BYTES[act], dtype=dtype,
+                  shape={"m": tokens, "k": per_group, "n": groups * c.o_lora_rank, "dtype": dtype}))
+    ops.append(gemm("attn.wo_b", tokens, groups * c.o_lora_rank, d, dtype, act=act))
+    return ops + hyper_connection_ops(att, d, tokens, act)
+
+
+def hyper_connection_ops(att: AttentionSpec, d: int, tokens: int, act: str = ACT) -> list[Op]:
+    """Two mixing sites per layer (before attention, before the FFN): the FP32 mix GEMM from the
+    flattened hc x d stream to (2 + hc) x hc coefficients, then Sinkhorn (iters passes over an
+    hc x hc matrix) and the reduce / re-expand: read hc x d, write d; read d + hc x d, write hc x d."""
+    hc = att.compressed.hc_mult
+    if hc == 1:
+        return []
+    mix = (2 + hc) * hc
+    fn = gemm("hc.mix", tokens, hc * d, mix, "fp32", act=act)
+    moves = Op("hc.pre_post", "hyper_connection", flops=tokens * (4.0 * att.compressed.hc_sinkhorn_iters * hc * hc + 4 * hc * d),
+               act_bytes=tokens * (3 * hc + 2) * d * DTYPE_BYTES[act], kernels=2, dtype=act,
+               shape={"tokens": tokens, "d": d, "hc": hc})
+    return [fn, moves, fn, moves]
+
+
+class CompressedKernel:
+    """One compressed attention kind on one GPU of `tp`: the core over a batch's lengths (window
+    plus chosen compressed entries), the indexer and the compressors' state traffic, as one op
+    (three kernels) that the roofline prices. A tree mask's queries see the same window and
+    entries as a chain's (the block is within the window). Every query of a request is charged
+    its last query's window and entries: exact for decode and verify, an upper bound for a
+    prefill chunk (causally, early queries see fewer: about half the indexer's pairs)."""
+
+    def __init__(self, att: AttentionSpec, kv_dtype: str, tp: int, act: str = ACT):
+        self.att, self.kv_dtype, self.tp, self.act = att, kv_dtype, tp, act
+        self.heads = max(1, math.ceil(att.num_heads / tp))
+        self.entry = entry_bytes(att, kv_dtype)
+
+    def core(self, lens: BatchLens, tree_keys: float = 0.0) -> Op:
+        c, att = self.att.compressed, self.att
+        q, kv = lens.requests()
+        seen = kv + q                                     # tokens each request's last query sees
+        window = np.minimum(seen, c.window)
+        entries = seen // c.ratio if c.ratio else np.zeros_like(seen)
+        chosen = np.minimum(entries, c.index_topk) if c.index_topk is not None else entries
+        read = window + (np.minimum(entries, q * c.index_topk) if c.index_topk is not None else entries)
+        keys = q * (window + chosen)                      # query-key pairs
+        flops = 4.0 * float(keys.sum()) * self.heads * att.head_dim
+        kv_bytes = float(read.sum()) * self.entry
+        act_bytes = 2 * lens.q_tokens * self.heads * att.head_dim * DTYPE_BYTES[self.act]
+        kernels = 1
+        if c.ratio:  # each new token writes its row of the state; every ratio-th pools the whole state
+            kv_bytes += lens.q_tokens * state_per_token(att)
+            kernels += 1
+        if c.index_topk is not None:  # every query scores every compressed entry (FP8), top-k of FP32 scores
+            pairs = float((q * entries).sum())
+            flops += 2.0 * pairs * c.index_n_heads * c.index_head_dim
+            kv_bytes += float(entries.sum()) * index_entry_bytes(att)
+            act_bytes += 2 * 4.0 * pairs
+            kernels += 2
+        return Op("attn.compressed_core", FAMILY, flops=flops, kv_bytes=kv_bytes, act_bytes=act_bytes, kernels=kernels,
+                  dtype=self.act, shape={"kind": "compressed", "batch": lens.batch, "ratio": c.ratio,
+                                         "q": lens.q_tokens / max(lens.batch, 1), "kv_tokens": float(seen.sum())})

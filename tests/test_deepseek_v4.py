@@ -1,0 +1,190 @@
+"""DeepSeek-V4 as a target (attention kind `compressed`, costs/compressed.py; hfconfig/deepseek_v4.py)
+and its DSpark drafter: the reader gives the catalog entry, the compressed core reads what its
+window, ratio and top-k allow, memory keeps entries per token and windows per request, and the
+bad inputs are one line naming the key."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from mtpsim import catalog
+from mtpsim import scenario as sc
+from mtpsim.costs import build_pricer
+from mtpsim.costs.compressed import CompressedKernel, entry_bytes, index_entry_bytes, kv_bytes_per_token, layer_kv, state_bytes
+from mtpsim.costs.ops import BatchLens
+from mtpsim.memory import part_kv
+from mtpsim.specs import ModelSpec
+from tests.test_bad_input import one_line_error, run
+
+# the released config.json of DeepSeek-V4-Flash (the fields the reader reads; the sources are
+# cited in mtpsim/data/models/deepseek-v4-flash.yaml)
+FLASH = {
+    "architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "hc_mult": 4, "hc_sinkhorn_iters": 20,
+    "head_dim": 512, "hidden_size": 4096, "index_head_dim": 128, "index_n_heads": 64, "index_topk": 512,
+    "max_position_embeddings": 1048576, "moe_intermediate_size": 2048, "n_routed_experts": 256, "n_shared_experts": 1,
+    "num_attention_heads": 64, "num_experts_per_tok": 6, "num_hidden_layers": 43, "num_hash_layers": 3,
+    "num_key_value_heads": 1, "num_nextn_predict_layers": 1, "o_groups": 8, "o_lora_rank": 1024, "q_lora_rank": 1024,
+    "qk_rope_head_dim": 64, "sliding_window": 128, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "vocab_size": 129280, "expert_dtype": "fp4", "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]},
+    "compress_ratios": [0, 0] + [4, 128] * 20 + [4, 0]}
+# the DSpark-bundled checkpoint (DeepSeek-V4-Flash-DSpark / -0731): three DSpark stages after the trunk
+DSPARK = {**FLASH, "num_nextn_predict_layers": 3, "compress_ratios": [0, 0] + [4, 128] * 20 + [4, 0, 0, 0],
+          "dspark_block_size": 5, "dspark_markov_rank": 256, "dspark_target_layer_ids": [40, 41, 42],
+          "dspark_noise_token_id": 128799}
+
+
+def _config(tmp_path, name: str, data: dict) -> str:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(data))
+    return str(folder / "config.json")
+
+
+def _read(tmp_path, name: str, data: dict) -> dict:
+    return catalog.resolve("models", {"hf_config": _config(tmp_path, name, data)}, "t", "model")
+
+
+def test_flash_config_reads_as_the_catalog_entry(tmp_path):
+    read = ModelSpec.model_validate(_read(tmp_path, "flash", FLASH))
+    keep = {"name", "block_draft"}
+    assert read.model_dump(exclude=keep) == catalog.load_model("deepseek-v4-flash").model_dump(exclude=keep)
+    kinds = [layer.attention for layer in read.expanded_layers]
+    assert (kinds.count("swa"), kinds.count("csa"), kinds.count("hca")) == (2, 21, 20)
+    assert [layer.ffn for layer in read.expanded_layers[:4]] == ["hash_moe"] * 3 + ["moe"]
+
+
+def test_a_dspark_bundled_checkpoint_has_no_serial_mtp_and_names_its_drafter(tmp_path):
+    raw = _read(tmp_path, "bundled", DSPARK)
+    assert "mtp" not in raw and raw["block_draft"] == "dspark-deepseek-v4-flash"
+    drafter = catalog.load_model("dspark-deepseek-v4-flash")
+    assert drafter.block.block_size == DSPARK["dspark_block_size"] + 1  # gamma drafts + the anchor
+    assert drafter.block.target_layer_ids == DSPARK["dspark_target_layer_ids"]
+
+
+def _scenario(model, design: str, steps: int, **over) -> str:
+    return (f"name: v4\nmodel: {model}\nhardware: b200\nparallel: {{tp: 8}}\n"
+            f"speculative: {{design: {design}, steps: {steps}}}\nacceptance: {{accept_length: 1.5}}\n"
+            "workload: {concurrency: 1, num_requests: 2, input_len: 64, output_len: 16}\n"
+            + "".join(f"{k}: {v}\n" for k, v in over.items()))
+
+
+BAD = [  # (id, config.json or None for the catalog model, scenario keys, key, word)
+    ("serial-mtp-on-dspark", DSPARK, {}, "speculative.design", "serial MTP"),
+    ("engram", {**FLASH, "engram_layer_ids": [0]}, {}, "engram_layer_ids", "host memory"),
+    ("kv-sharing", {**FLASH, "kv_source_layer_ids": [2, 5]}, {}, "kv_source_layer_ids", "shared"),
+    ("ratio", {**FLASH, "compress_ratios": [0, 0, 4, 128, 4, 8] + [4] * 38}, {}, "compress_ratios.5",
+     "not one of"),
+]
+
+
+@pytest.mark.parametrize("case,config,over,key,word", BAD, ids=[b[0] for b in BAD])
+def test_v4_bad_input_is_one_line(tmp_path, capsys, case, config, over, key, word):
+    files = {"ckpt/config.json": json.dumps(config)}
+    text = _scenario("{hf_config: ckpt/config.json, name: deepseek-v4-flash}", "nextn", 1, **over)
+    line = one_line_error(capsys, run(tmp_path, text, files), key, word)
+    assert "config.json" in line or "s.yaml" in line
+
+
+def test_dspark_drafter_on_another_target_and_groups_past_tp_are_refused(tmp_path, capsys):
+    text = _scenario("qwen3-8b", "block", 5).replace("parallel: {tp: 8}", "parallel: {tp: 1}")
+    text = text.replace("steps: 5}", "steps: 5, draft: dspark-deepseek-v4-flash}")
+    one_line_error(capsys, run(tmp_path, text), "speculative.draft", "built for")
+    text = _scenario("deepseek-v4-flash", "nextn", 1).replace("tp: 8", "tp: 16")
+    one_line_error(capsys, run(tmp_path, text), "parallel.tp", "o_groups")
+
+
+# ----------------------------------------------------------------------------- pricing
+
+def _kernel(name: str) -> CompressedKernel:
+    return CompressedKernel(catalog.load_model("deepseek-v4-flash").attention_kinds[name], "fp8", 8)
+
+
+def _core_bytes(name: str, context: int) -> float:
+    return _kernel(name).core(BatchLens.of(np.array([1]), np.array([context]))).kv_bytes
+
+
+@pytest.mark.parametrize("context", [100, 4000, 100_000])
+def test_each_compressed_kind_reads_its_window_and_chosen_entries(context):
+    """One decode query: the window (at most 128 tokens), then HCA every 1/128 entry, CSA the top
+    512 of its 1/4 entries (and the indexer's keys of all of them); plus the compressor's state."""
+    seen, k = context + 1, _kernel("csa")
+    entry, index = k.entry, index_entry_bytes(k.att)
+    state = {}  # per new token: its row of the state written, and a 1/ratio share of pooling the whole state
+    for name, rows in (("csa", 2 * 4), ("hca", 128)):
+        att = _kernel(name).att
+        state[att.compressed.ratio] = state_bytes(att, 512) * (1 / rows + 1 / att.compressed.ratio)
+    assert _core_bytes("swa", context) == pytest.approx(min(seen, 128) * entry)
+    assert _core_bytes("hca", context) == pytest.approx((min(seen, 128) + seen // 128) * entry + state[128])
+    csa = (min(seen, 128) + min(seen // 4, 512)) * entry + (seen // 4) * index + state[4]
+    assert _core_bytes("csa", context) == pytest.approx(csa)
+
+
+def test_the_indexer_scores_every_entry_and_attention_reads_top_k():
+    """Past 4 x index_topk tokens a CSA layer's attention flops stop growing; the indexer's go on."""
+    k = _kernel("csa")
+    at = [k.core(BatchLens.of(np.array([1]), np.array([n]))) for n in (4096, 65536)]
+    indexer = [2.0 * ((n + 1) // 4) * 64 * 128 for n in (4096, 65536)]
+    attention = [op.flops - i for op, i in zip(at, indexer)]
+    assert attention[0] == pytest.approx(attention[1])
+    assert at[1].flops > at[0].flops
+
+
+def test_memory_keeps_entries_per_token_and_windows_per_request():
+    model = catalog.load_model("deepseek-v4-flash")
+    csa, hca, swa = (model.attention_kinds[k] for k in ("csa", "hca", "swa"))
+    entry = entry_bytes(csa, "fp8")
+    assert entry == 448 + 2 * 64  # FP8 non-rope dims, BF16 rope
+    assert kv_bytes_per_token(hca, "fp8", 8) == pytest.approx(entry / 128)
+    assert kv_bytes_per_token(csa, "fp8", 8) == pytest.approx((entry + 132) / 4)
+    assert layer_kv(swa, "fp8") == (0.0, 128 * entry)
+    s = sc.validate({"name": "m", "model": "deepseek-v4-flash", "hardware": "b200", "parallel": {"tp": 8},
+                     "speculative": {"design": "block", "steps": 5}, "acceptance": {"accept_length": 3.0},
+                     "workload": {"concurrency": 1, "num_requests": 1, "input_len": 64, "output_len": 8}})
+    pricer = build_pricer(s)
+    target, draft = part_kv(pricer, "target"), part_kv(pricer, "block")
+    assert len(target) == 43 and len(draft) == 3
+    assert all(x.bytes_per_token == 0 and x.state_bytes == 128 * entry for x in draft)  # the rolling window
+    per_token = sum(x.bytes_per_token for x in target)
+    assert per_token == pytest.approx(21 * (entry + 132) / 4 + 20 * entry / 128)
+
+
+def test_every_v4_op_is_priced_by_the_roofline_or_a_table_that_has_it():
+    """The compressed core and the hyper-connection moves are roofline-priced (no profile holds them)."""
+    s = sc.validate({"name": "m", "model": "deepseek-v4-flash", "hardware": "b200", "parallel": {"tp": 8},
+                     "speculative": {"design": "none"},
+                     "workload": {"concurrency": 4, "num_requests": 4, "input_len": 1024, "output_len": 8}})
+    pricer = build_pricer(s)
+    from mtpsim.designs import DesignShape, iteration_passes
+    shape = iteration_passes(DesignShape.of(s.speculative))[0]
+    kvs = np.full(4, 1024)
+    cost = pricer.price_lens(shape, BatchLens.uniform(1, kvs, int(kvs.sum()), 1024), keep_ops=True)
+    by_name = {op.name: t.source for op, t, _ in cost.ops}
+    assert by_name["attn.compressed_core"] == "roofline" and by_name["hc.pre_post"] == "roofline"
+    assert {"attn.wq_a", "attn.wo_a", "attn.indexer_q", "hc.mix", "moe.experts"} <= set(by_name)
+
+
+def test_pro_written_as_transformers_layer_types_reads_as_the_catalog_entry(tmp_path):
+    """V4-Pro in transformers' form (layer_types, compress_rates; its documented default order)."""
+    types = ["heavily_compressed_attention"] * 2 + ["compressed_sparse_attention" if i % 2 else "heavily_compressed_attention"
+                                                    for i in range(59)]
+    pro = {k: v for k, v in FLASH.items() if k != "compress_ratios"}
+    pro |= {"hidden_size": 7168, "num_hidden_layers": 61, "num_attention_heads": 128, "q_lora_rank": 1536,
+            "o_groups": 16, "moe_intermediate_size": 3072, "n_routed_experts": 384, "index_topk": 1024,
+            "layer_types": types, "compress_rates": {"compressed_sparse_attention": 4, "heavily_compressed_attention": 128},
+            "num_nextn_predict_layers": 0}
+    read = ModelSpec.model_validate(_read(tmp_path, "pro", pro))
+    catalog_pro = catalog.load_model("deepseek-v4-pro")
+    assert read.expanded_layers == catalog_pro.expanded_layers
+    assert read.attention_kinds == {k: v for k, v in catalog_pro.attention_kinds.items() if k != "swa"}
+    assert read.ffn_kinds == catalog_pro.ffn_kinds and read.dtypes == catalog_pro.dtypes
+
+
+def test_verify_refuses_compressed_attention_in_one_line(tmp_path, capsys):
+    pytest.importorskip("torch")
+    text = _scenario("deepseek-v4-flash", "nextn", 1).replace("hardware: b200", "hardware: cpu")
+    text = text.replace("parallel: {tp: 8}\n", "") + "verify: {num_layers: 2, hidden_scale: 0.0625, num_experts: 8}\n"
+    argv = run(tmp_path, text)
+    argv[0] = "verify"
+    one_line_error(capsys, argv, "model", "compressed attention")
