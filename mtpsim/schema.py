@@ -50,29 +50,34 @@ class Section(BaseModel):
                               use_attribute_docstrings=True)  # a field's docstring is its description
 
 
-class Parallel(Section):
+class Layout(Section):
+    """How one replica is sharded: the keys `parallel` and each disaggregated pool share."""
+
     tp: int = Field(default=1, ge=1, le=MAX_GPUS)
     """GPUs per replica (tensor parallel)."""
     ep: int = Field(default=1, ge=1, le=MAX_GPUS)
     """Expert groups within a replica; experts are split over them, each expert over tp / ep GPUs."""
-    dp: int = Field(default=1, ge=1, le=MAX_GPUS)
-    """Independent replicas, each with its own batch and KV."""
     # DP attention (SGLang --dp-size with --enable-dp-attention): attention groups inside a
     # replica, each with its own requests and KV, attention sharded over tp / attention_dp GPUs;
     # the MoE layers still span all tp GPUs (costs/dp_attention.py)
     attention_dp: int = Field(default=1, ge=1, le=MAX_GPUS)
     """DP attention groups inside a replica (SGLang --enable-dp-attention); must divide tp."""
     gpus_per_node: int | None = Field(default=None, ge=1, le=MAX_GPUS)
-    """GPUs per node; None: the hardware's. A replica wider than a node spans whole nodes."""
+    """GPUs per node (NVLink domain); None: the hardware's. A replica wider than a node spans whole nodes."""
 
     @model_validator(mode="after")
-    def _ep_divides_tp(self) -> Parallel:
+    def _ep_divides_tp(self):
         if self.tp % self.ep:
             raise ValueError(f"ep ({self.ep}) must divide tp ({self.tp})")
         # SGLang server_args.py _handle_data_parallelism: assert tp_size % dp_size == 0
         if self.tp % self.attention_dp:
             raise ValueError(f"attention_dp ({self.attention_dp}) must divide tp ({self.tp})")
         return self
+
+
+class Parallel(Layout):
+    dp: int = Field(default=1, ge=1, le=MAX_GPUS)
+    """Independent replicas, each with its own batch and KV."""
 
     def describe(self, gpu: str) -> str:
         """The layout in headers: `16 h200 (2 replicas x tp 8, ep 8)`: GPUs in all, then dp x tp."""
@@ -408,28 +413,12 @@ class Engine(Section):
     gpu_memory_utilization, TRT-LLM free_gpu_memory_fraction); None: the engine's default."""
 
 
-class Pool(Section):
+class Pool(Layout):
     """One pool of a disaggregated deployment: its replicas and each replica's parallel layout
     (the keys `parallel` has, replicas for dp)."""
 
     replicas: int = Field(default=1, ge=1, le=MAX_GPUS)
     """Independent replicas in the pool (dp)."""
-    tp: int = Field(default=1, ge=1, le=MAX_GPUS)
-    """GPUs per replica."""
-    ep: int = Field(default=1, ge=1, le=MAX_GPUS)
-    """Expert groups within a replica."""
-    attention_dp: int = Field(default=1, ge=1, le=MAX_GPUS)
-    """DP-attention groups within a replica."""
-    gpus_per_node: int | None = Field(default=None, ge=1, le=MAX_GPUS)
-    """GPUs on one NVLink domain; None: the hardware's."""
-
-    @model_validator(mode="after")
-    def _layout_divides(self) -> Pool:
-        if self.tp % self.ep:
-            raise ValueError(f"ep ({self.ep}) must divide tp ({self.tp})")
-        if self.tp % self.attention_dp:
-            raise ValueError(f"attention_dp ({self.attention_dp}) must divide tp ({self.tp})")
-        return self
 
     @property
     def gpus(self) -> int:
