@@ -134,7 +134,8 @@ def _dspark_vs_mtp1(s):
         assert g.speedup.iloc[-1] < g.speedup.iloc[0]
 
 
-CLAIMS = {"azure-conv-replay.yaml": _trace_replay, "dspark-vs-mtp1-deepseek-v4-flash.yaml": _dspark_vs_mtp1, "block-confidence-qwen3-8b.yaml": _block_confidence,
+CLAIMS = {"azure-conv-replay.yaml": _trace_replay, "dspark-vs-mtp1-deepseek-v4-flash.yaml": _dspark_vs_mtp1,
+          "block-confidence-qwen3-8b.yaml": _block_confidence,
           "disagg-gb200-1p3d.yaml": _disagg,
           "quickstart.yaml": _quickstart, "break-even-batch.yaml": _break_even,
           "deepseek-v3-h200-steps.yaml": _steps_sweep, "gemma4-frozen-kv-vs-nextn.yaml": _frozen_kv,
