@@ -199,8 +199,11 @@ def ask_peer(call: str, s: sc.Scenario, *extra) -> dict | None:
         return None
 
 
-def run_all(jobs: int = 1, peer: bool = False) -> pd.DataFrame:
-    return pd.concat([run_case(c, jobs, peer) for c in CASES], ignore_index=True)
+def run_all(jobs: int = 1, peer: bool = False, kinds: str | None = None) -> pd.DataFrame:
+    """Every case, or those whose id starts with one of `kinds` (e.g. "P": the public speedups and
+    DP-attention cases, what notebook 04 walks through)."""
+    cases = [c for c in CASES if kinds is None or c.id[0] in kinds]
+    return pd.concat([run_case(c, jobs, peer) for c in cases], ignore_index=True)
 
 
 def _errors(table: pd.DataFrame, column: str, label: str) -> str:
