@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from mtpsim.acceptance import curve_problem
 from mtpsim.designs import DESIGNS, record
@@ -26,28 +26,22 @@ from mtpsim.limits import (  # noqa: F401 (the limits are read from here too)
     MAX_USERS,
 )
 from mtpsim.search.bounds import SearchBounds
+from mtpsim.sections import Probability, Ref, Section  # noqa: F401 (read from here too)
 from mtpsim.specs import HardwareSpec, ModelSpec
+from mtpsim.workload_schema import (  # noqa: F401 (the workload section, read from here too)
+    MAX_TRACE_S,
+    TRACE_FORMATS,
+    Length,
+    LengthDist,
+    RatePhase,
+    SharedPrefix,
+    TraceFile,
+    Workload,
+    max_length,
+    mean_length,
+)
 
-
-def _not_blank(text: str) -> str:
-    if not text.strip():
-        raise ValueError("must name a file or catalog entry, not be empty or blank (leave the key out for the default)")
-    return text
-
-
-# a file path or catalog name: never empty or blank (`profile: ""` would otherwise read as the default)
-Ref = Annotated[str, Field(max_length=4096), AfterValidator(_not_blank)]
-Probability = Annotated[float, Field(ge=0.0, le=1.0)]  # an error names the entry: acceptance.per_depth.2
 Seeds = Annotated[int, Field(ge=1, le=MAX_SEEDS, strict=True)]  # strict: `seeds: true` is not 1
-
-
-
-class Section(BaseModel):
-    """Unknown keys are errors; types are strict (no `true` for 1, no "8" for 8, no 8.0 for an
-    integer) and floats finite, so a typo is an error rather than a quietly different number."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False,
-                              use_attribute_docstrings=True)  # a field's docstring is its description
 
 
 class Layout(Section):
@@ -234,136 +228,6 @@ class Acceptance(Section):
             raise ValueError("forced acceptance is the engine's rule exactly: spread must be 0")
         if self.cumulative and any(b > a for a, b in zip(self.cumulative, self.cumulative[1:])):
             raise ValueError("cumulative: must not increase with depth")
-        return self
-
-
-class LengthDist(Section):
-    dist: Literal["uniform", "normal", "lognormal"]
-    """uniform | normal | lognormal."""
-    min: int = Field(default=1, ge=1, le=MAX_TOKENS)
-    """Shortest length in tokens; draws are clipped to it."""
-    max: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
-    """Longest length in tokens; draws are clipped to it (required: a context window bounds every length)."""
-    mean: float | None = Field(default=None, gt=0, le=MAX_TOKENS)
-    """normal, lognormal: the mean of the lengths, in tokens."""
-    std: float | None = Field(default=None, ge=0, le=MAX_TOKENS)
-    """normal, lognormal: the standard deviation of the lengths, in tokens."""
-
-    @model_validator(mode="after")
-    def _params(self) -> LengthDist:
-        if self.dist == "uniform" and self.max is None:
-            raise ValueError("uniform needs min and max")
-        if self.dist != "uniform" and (self.mean is None or self.std is None or self.max is None):
-            raise ValueError(f"{self.dist} needs mean, std and max (a context window bounds every length)")
-        if self.max is not None and self.max < self.min:
-            raise ValueError("max is below min")
-        return self
-
-
-Length = Annotated[int, Field(ge=1, le=MAX_TOKENS)] | LengthDist
-
-
-def max_length(length: Length) -> int:
-    """The longest a fixed or distributed `input_len` / `output_len` can be."""
-    return length if isinstance(length, int) else length.max
-
-
-def mean_length(length: Length) -> int:
-    """The typical length of a fixed or distributed `input_len` / `output_len`."""
-    if isinstance(length, int):
-        return length
-    return (length.min + length.max) // 2 if length.dist == "uniform" else int(length.mean)
-
-
-class RatePhase(Section):
-    """One phase of a Poisson load whose rate changes: `rate_per_s` until `until_s` (simulated
-    seconds from the start of the schedule's cycle)."""
-
-    until_s: float = Field(gt=0, le=MAX_SIM_S)
-    """End of the phase, in simulated seconds from the start of the schedule's cycle."""
-    rate_per_s: float = Field(gt=0, le=MAX_RATE)
-    """Poisson arrival rate during the phase, requests per second."""
-
-
-TRACE_FORMATS = ("auto", "mtpsim", "azure", "burstgpt", "mooncake")  # mtpsim/tracefiles/formats.py
-MAX_TRACE_S = 1e9  # a trace's timestamps, in seconds from its origin (~32 years)
-
-
-class TraceFile(Section):
-    """A trace to replay (mtpsim/tracefiles): which file, in which format, and which part of it.
-    Given as a plain path it is read whole, its format recognised from its header."""
-
-    path: Ref
-    """The trace file (.gz read as is)."""
-    format: Literal[TRACE_FORMATS] = Field(default="auto", description=(
-        "mtpsim (arrival_s,input_len,output_len), azure (TIMESTAMP,ContextTokens,GeneratedTokens), "
-        "burstgpt (Timestamp,...,Request tokens,Response tokens,...), mooncake (JSON lines: timestamp in ms, "
-        "input_length, output_length, hash_ids). auto: recognised from the header."))
-    speed: float = Field(default=1.0, gt=0, le=1e6, description="Replay k times faster: arrival times divided by k.")
-    start_s: float = Field(default=0.0, ge=0, le=MAX_TRACE_S, description=(
-        "Trace seconds (from the trace's origin) where the replay starts; arrivals are counted from here."))
-    end_s: float | None = Field(default=None, gt=0, le=MAX_TRACE_S, description=(
-        "Trace seconds where the replay stops (None: the end of the file)."))
-    max_requests: int | None = Field(default=None, ge=1, le=MAX_REQUESTS, description=(
-        "Replay only the first N requests of the window."))
-    max_input_len: int | None = Field(default=None, ge=1, le=MAX_TOKENS, description=(
-        "Longer prompts are cut to this many tokens; how many were cut is reported (trace_capped_inputs)."))
-    max_output_len: int | None = Field(default=None, ge=1, le=MAX_TOKENS, description=(
-        "Longer outputs are cut to this many tokens; how many were cut is reported (trace_capped_outputs)."))
-    block_size: int = Field(default=512, ge=1, le=MAX_TOKENS, description=(
-        "Tokens per hash_ids block (mooncake); each request holds at most ceil(input / block_size) of them."))
-
-    @model_validator(mode="after")
-    def _window(self) -> TraceFile:
-        if self.end_s is not None and self.end_s <= self.start_s:
-            raise ValueError(f"end_s ({self.end_s:g}) must come after start_s ({self.start_s:g})")
-        return self
-
-
-class SharedPrefix(Section):
-    """A system prompt shared by a fraction of requests: those requests' first `tokens` prompt
-    tokens (input_len counts them) are one of `groups` prompts, drawn uniformly."""
-
-    tokens: int = Field(ge=1, le=MAX_TOKENS)
-    """Tokens of the shared system prompt (counted in input_len)."""
-    fraction: Probability = 1.0
-    """Fraction of requests that open with it."""
-    groups: int = Field(default=1, ge=1, le=MAX_REQUESTS)
-    """Distinct shared prompts, drawn uniformly."""
-
-
-class Workload(Section):
-    arrival: Literal["closed", "poisson", "batch", "trace"] = "closed"
-    """closed (fixed users, each sending the next request when one ends) | poisson | batch (all at t=0) | trace."""
-    concurrency: int = Field(default=1, ge=1, le=MAX_USERS)
-    """closed: users; batch: requests at once."""
-    rate_per_s: float | None = Field(default=None, gt=0, le=MAX_RATE)
-    """poisson: arrival rate, requests per second."""
-    # poisson whose rate swings: phases in order, the schedule repeating after the last until_s
-    rate_schedule: list[RatePhase] | None = Field(default=None, min_length=1, max_length=1000)
-    """poisson whose rate swings: phases in time order, repeating after the last until_s."""
-    num_requests: int = Field(default=64, ge=1, le=MAX_REQUESTS)
-    """Requests in the run (a trace brings its own)."""
-    input_len: Length = Field(default=1024)
-    """Prompt tokens: a number, or a distribution {dist, min, max, mean, std}."""
-    output_len: Length = Field(default=256)
-    """Output tokens: a number, or a distribution {dist, min, max, mean, std}."""
-    trace: TraceFile | None = None
-    """A trace to replay: a path (format recognised from its header), or a mapping with the path and how to read it."""
-    shared_prefix: SharedPrefix | None = None
-    """Synthetic loads: a system prompt that a fraction of requests open with (for prefix caching)."""
-
-    @field_validator("trace", mode="before")
-    @classmethod
-    def _trace_path(cls, value: Any) -> Any:
-        return {"path": value} if isinstance(value, str) else value
-
-    @model_validator(mode="after")
-    def _arrival_needs(self) -> Workload:
-        if self.arrival == "poisson" and self.rate_per_s is None and self.rate_schedule is None:
-            raise ValueError("arrival poisson needs rate_per_s (or a rate_schedule)")
-        if self.arrival == "trace" and self.trace is None:
-            raise ValueError("arrival trace needs trace (a CSV with arrival_s,input_len,output_len)")
         return self
 
 

@@ -1,0 +1,28 @@
+"""What every scenario section shares: the strict frozen base model (mtpsim/schema.py's sections
+and the workload's, mtpsim/workload_schema.py) and the value types they read (file references,
+probabilities)."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must name a file or catalog entry, not be empty or blank (leave the key out for the default)")
+    return text
+
+
+# a file path or catalog name: never empty or blank (`profile: ""` would otherwise read as the default)
+Ref = Annotated[str, Field(max_length=4096), AfterValidator(_not_blank)]
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]  # an error names the entry: acceptance.per_depth.2
+
+
+
+class Section(BaseModel):
+    """Unknown keys are errors; types are strict (no `true` for 1, no "8" for 8, no 8.0 for an
+    integer) and floats finite, so a typo is an error rather than a quietly different number."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False,
+                              use_attribute_docstrings=True)  # a field's docstring is its description
