@@ -40,6 +40,7 @@ class AcceptanceProfile:
     alphas: tuple[float, ...]
     spread: float = 0.0
     kept_pmf: tuple[float, ...] | None = None
+    kept_before_drafting: bool = False  # a depth controller's widths: a request at 0 drafts nothing
     shared: bool = False  # one draw per iteration for the whole batch (SGLang's forced rule, `forced`)
 
     # ------------------------------------------------------------------ forms
@@ -132,7 +133,8 @@ class AcceptanceProfile:
         if acc.kept_length is None:
             return profile
         pmf = np.asarray(acc.kept_length, dtype=float)
-        return replace(profile, kept_pmf=tuple(float(p) for p in pmf / pmf.sum()))
+        return replace(profile, kept_pmf=tuple(float(p) for p in pmf / pmf.sum()),
+                       kept_before_drafting=acc.kept_by == "controller")
 
     @classmethod
     def _from_form(cls, acc, steps: int, where: str, topk: int, draft_tokens: int | None) -> AcceptanceProfile:
@@ -177,6 +179,15 @@ class AcceptanceProfile:
         if self.kept_pmf is None:
             return float(steps)
         return float(np.minimum(np.arange(len(self.kept_pmf)), steps) @ np.asarray(self.kept_pmf))
+
+    def kept_quantiles(self, n: int, steps: int) -> np.ndarray | None:
+        """Drafts kept by each of n requests, deterministically in kept_pmf's proportions (request
+        i keeps the (i + 1/2)/n quantile), capped at steps: a typical iteration for a report to
+        price. None without a kept-length curve."""
+        if self.kept_pmf is None:
+            return None
+        cdf = np.cumsum(self.kept_pmf)
+        return np.minimum(np.searchsorted(cdf, (np.arange(n) + 0.5) / n), min(steps, len(cdf) - 1))
 
     # ------------------------------------------------------------------ sampling
     def kept_drafts(self, rng: np.random.Generator, n: int, steps: int) -> np.ndarray | None:

@@ -184,6 +184,9 @@ def _check_rate_schedule(w: Workload, where: str) -> None:
 def _check_acceptance_length(s: Scenario, where: str) -> None:
     a = s.acceptance
     _check_tree_acceptance(s, where)
+    if a.kept_by != "confidence" and a.kept_length is None:
+        raise ScenarioError(where, "acceptance.kept_by", f"{a.kept_by} sets the widths acceptance.kept_length gives, "
+                            "and there is none: give kept_length (entry j: P(exactly j drafts kept))")
     if a.kept_length is not None and s.speculative.topk > 1:
         raise ScenarioError(where, "acceptance.kept_length", "a kept length cuts a chain or block per request: "
                             f"topk must be 1 (got {s.speculative.topk})")

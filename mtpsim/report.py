@@ -3,23 +3,36 @@ memory budget. Returns tables (DataFrames) so the CLI prints them and notebooks 
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
+from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import Pricer, build_pricer
 from mtpsim.costs.iteration import iteration_cost
+from mtpsim.costs.ops import BatchLens
+from mtpsim.costs.ragged import all_plain, pass_lens
 from mtpsim.designs import BASELINE, DesignShape, iteration_passes, overlap_window
 from mtpsim.memory import memory_budget, pool_rule
 
 
-def iteration_table(pricer: Pricer, design: DesignShape, batch: int, context: int) -> pd.DataFrame:
-    """One row per pass of one iteration at `batch` requests of `context` committed tokens."""
+def iteration_table(pricer: Pricer, design: DesignShape, batch: int, context: int, kept=None,
+                    before_drafting: bool = False, label: str | None = None) -> pd.DataFrame:
+    """One row per pass of one iteration at `batch` requests of `context` committed tokens; with
+    `kept` (drafts each request keeps), the verify is ragged over them and, `before_drafting`
+    (a depth controller), only requests above width 0 draft (costs/ragged.py)."""
     kv = np.full(batch, context)
     rows = []
     for shape in iteration_passes(design):
-        cost = pricer.price(shape, np.full(batch, shape.tokens_per_request), kv)
+        lens = pass_lens(shape.kind, shape.tokens_per_request, kept, kv,
+                         lambda q: BatchLens.uniform(q, kv, int(kv.sum()), int(kv.max())), before_drafting)
+        if lens is None:
+            continue
+        cost = pricer.price_lens(replace(shape, ragged=True) if kept is not None and shape.kind == "verify" else shape,
+                                 lens)
         rows.append({
-            "design": design.design, "pass": f"{shape.kind}:{shape.part}", "kind": shape.kind, "tokens": cost.tokens,
+            "design": label or design.design, "pass": f"{shape.kind}:{shape.part}", "kind": shape.kind, "tokens": cost.tokens,
             "time_ms": cost.time_s * 1e3, "weight_GB": cost.weight_bytes / 1e9,
             "kv_GB": cost.kv_bytes / 1e9, "gflop": cost.flops / 1e9, "comm_ms": cost.comm_s * 1e3,
             "overhead_ms": cost.overhead_s * 1e3, "bound": cost.bound, "priced_by": "+".join(cost.sources),
@@ -80,12 +93,30 @@ def cost_report(scenario, batch: int, context: int, ops: bool = False) -> dict:
     design = DesignShape.of(scenario.speculative)
     designs = [DesignShape(BASELINE)] + ([design] if design.design != BASELINE else [])
     passes, totals = [], []
-    for d in designs:
-        table = iteration_table(pricer, d, batch, context)
+    for d, label, kept, before in _variants(scenario, designs, batch):
+        table = iteration_table(pricer, d, batch, context, kept, before, label)
         passes.append(table.drop(columns="kind"))
-        totals.append({"design": d.design, **iteration_time_s(pricer, d, table, scenario.engine.overlap_schedule, batch)})
+        width = d.draft_tokens if kept is None else 1 + float(np.mean(kept))
+        totals.append({"design": label, "verify_width": width,
+                       **iteration_time_s(pricer, d, table, scenario.engine.overlap_schedule, batch)})
     report = {"passes": pd.concat(passes, ignore_index=True), "iterations": pd.DataFrame(totals),
               "memory": memory_table(pricer, designs, context, scenario)}
     if ops:
         report["ops"] = op_table(pricer, designs[-1], batch, context)
     return report
+
+
+def _variants(scenario, designs: list[DesignShape], batch: int):
+    """(design, label, kept drafts per request, kept before drafting) to price: each design at
+    its full width, and the drafting design again at the widths its kept_length rule keeps in a
+    typical iteration (acceptance.py kept_quantiles), labelled `<design> kept` (a depth
+    controller whose requests all keep 0 runs the plain decode step, as the engine does)."""
+    out = [(d, d.design, None, False) for d in designs]
+    if designs[-1].design == BASELINE or scenario.acceptance.kept_length is None:
+        return out
+    d = designs[-1]
+    profile = AcceptanceProfile.from_section(scenario.acceptance, d.steps, scenario.source, d.topk, d.draft_tokens)
+    kept = profile.kept_quantiles(batch, d.steps)
+    if all_plain(kept, profile.kept_before_drafting):
+        return out + [(DesignShape(BASELINE), f"{d.design} kept", None, False)]
+    return out + [(d, f"{d.design} kept", kept, profile.kept_before_drafting)]

@@ -184,6 +184,10 @@ class Acceptance(Section):
     kept_length: list[Probability] | None = Field(default=None, min_length=2, max_length=MAX_STEPS + 1)
     """Draft length that adapts per request: entry j = P(exactly j of the iteration's drafts are kept for
     verification); the acceptance above is that of the drafts kept. None: every draft is verified."""
+    kept_by: Literal["confidence", "controller"] = "confidence"
+    """Who sets kept_length's widths: `confidence` (a head scores the drafted block, DSpark's: every request
+    drafts, then verifies what it kept) or `controller` (a depth controller picks each request's width before
+    drafting: a request at 0 drafts nothing, and an iteration whose requests are all at 0 is a plain decode)."""
 
     @field_validator("kept_length")
     @classmethod

@@ -12,6 +12,7 @@ from mtpsim import scenario as sc
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import build_pricer
 from mtpsim.costs.ops import BatchLens
+from mtpsim.costs.ragged import all_plain, pass_lens
 from mtpsim.designs import DesignShape, iteration_passes
 from mtpsim.sim import simulate
 from tests.test_bad_input import BASE, one_line_error, run
@@ -124,3 +125,68 @@ def test_a_batch_expansion_scorer_expands_each_request_by_its_own_width():
     np.testing.assert_array_equal(uniform.kv, ragged.kv)
     _, narrow = expanded_verify(replace(verify, ragged=True), BatchLens.of(np.array([1, 2, 4]), kv))
     assert narrow.kv.tolist() == [100, 250, 251, 900, 901, 902, 903]
+
+
+
+def _batch_run(design: str, **acceptance):
+    """Eight requests arriving at once: one prefill, then decode iterations over the same (batch,
+    KV) sequence whatever the design, as long as each emits one token per request."""
+    spec = {"design": design, **({"steps": 3} if design != "none" else {})}
+    s = sc.validate({"name": "c", "model": "deepseek-v3", "hardware": "h200", "parallel": {"tp": 8},
+                     "speculative": spec, "cost": {"model": "roofline"},
+                     **({"acceptance": {"per_depth": ALPHAS, **acceptance}} if design != "none" else {}),
+                     "workload": {"arrival": "batch", "concurrency": 8, "num_requests": 8,
+                                  "input_len": 512, "output_len": 64}})
+    iterations = simulate(s).iterations
+    return iterations[iterations.kind == "decode"]
+
+
+def test_a_controller_at_width_zero_decodes_plainly():
+    """Every request at width 0 before drafting: each iteration is the plain decode step (same
+    time as design none's, no draft, no extend), where a confidence rule still drafts first."""
+    plain = _batch_run("none")
+    controlled = _batch_run("nextn", kept_length=[1, 0, 0, 0], kept_by="controller")
+    assert len(controlled) == len(plain)
+    assert controlled.duration_s.to_numpy() == pytest.approx(plain.duration_s.to_numpy(), rel=1e-12)
+    assert (controlled.draft_s == 0).all() and (controlled.extend_s == 0).all()
+    confident = _batch_run("nextn", kept_length=[1, 0, 0, 0])
+    assert (confident.draft_s > 0).all() and (confident.duration_s.to_numpy() > plain.duration_s.to_numpy()).all()
+
+
+def test_a_controller_drafts_only_for_requests_above_width_zero():
+    """Half the batch at width 0: the draft passes run over the other half, priced as that half
+    alone; the verify stays ragged over everyone."""
+    s = scenario("roofline", 8)
+    pricer = build_pricer(s)
+    draft = next(p for p in iteration_passes(DesignShape.of(s.speculative)) if p.kind == "draft")
+    kv = np.arange(100, 900, 100)
+    kept = np.array([0, 3, 0, 3, 0, 3, 0, 3])
+
+    def uniform(q, kv=kv):
+        return BatchLens.uniform(q, kv, int(kv.sum()), int(kv.max()))
+
+    half = pass_lens("draft", draft.tokens_per_request, kept, kv, uniform, before_drafting=True)
+    alone = uniform(draft.tokens_per_request, kv[kept > 0])
+    assert pricer.price_lens(draft, half).time_s == pytest.approx(pricer.price_lens(draft, alone).time_s, rel=1e-12)
+    everyone = pass_lens("draft", draft.tokens_per_request, kept, kv, uniform, before_drafting=False)
+    assert everyone.batch == 8 and half.batch == 4
+    assert pass_lens("draft", 1, np.zeros(8, int), kv, uniform, before_drafting=True) is None
+    assert all_plain(np.zeros(8, int), True) and not all_plain(np.zeros(8, int), False)
+
+
+def test_kept_by_controller_needs_a_kept_length(tmp_path, capsys):
+    text = BASE.replace("{per_depth: [0.8, 0.7]}", "{per_depth: [0.8, 0.7], kept_by: controller}")
+    one_line_error(capsys, run(tmp_path, text), "acceptance.kept_by", "kept_length")
+
+
+def test_cost_report_prices_the_kept_widths_beside_the_full_width():
+    """`mtpsim cost` with a kept_length: the design at full width and again at the widths the rule
+    keeps, its mean verify width 1 + E[kept] (20 requests hold KEPT's proportions exactly)."""
+    from mtpsim.report import cost_report
+    it = cost_report(scenario("roofline", kept_length=KEPT), 20, 1024)["iterations"].set_index("design")
+    assert it.loc["nextn", "verify_width"] == 4
+    assert it.loc["nextn kept", "verify_width"] == pytest.approx(1 + sum(j * p for j, p in enumerate(KEPT)))
+    assert it.loc["none", "iteration_s"] < it.loc["nextn kept", "iteration_s"] < it.loc["nextn", "iteration_s"]
+    plain = cost_report(scenario("roofline", kept_length=[1, 0, 0, 0], kept_by="controller"), 64, 1024)
+    it = plain["iterations"].set_index("design")
+    assert it.loc["nextn kept", "iteration_s"] == it.loc["none", "iteration_s"]

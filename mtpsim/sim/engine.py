@@ -15,8 +15,8 @@ import simpy
 
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs.iteration import iteration_cost
-from mtpsim.costs.ops import BatchLens
 from mtpsim.costs.passes import Pricer
+from mtpsim.costs.ragged import all_plain, pass_lens
 from mtpsim.designs import DesignShape, iteration_passes, overlap_window, prefill_passes
 from mtpsim.results import PASS_COLUMN, PASS_TIME_COLUMNS, Records
 from mtpsim.schema import Policy
@@ -59,10 +59,13 @@ class Engine:
         self.shared_levels = lru_cache(maxsize=4096)(lambda n: np.broadcast_to(self.levels, (n, len(self.levels))))
         self.host_s = lru_cache(maxsize=4096)(self.pricer.host_overhead_s)
 
-    def plan(self, batch_size: int) -> tuple[DesignShape, list, list[str], tuple[str, ...]]:
-        """The steps in force for this running batch, as (design at those steps, its passes, their
-        kinds, the pass kinds that hide host time); S = 0 is plain decoding."""
-        steps = self.design.steps if self.policy is None else self.policy.steps_for(batch_size)
+    def steps_for(self, batch_size: int) -> int:
+        """The steps in force for this running batch (the policy's, else the design's)."""
+        return self.design.steps if self.policy is None else self.policy.steps_for(batch_size)
+
+    def plan(self, steps: int) -> tuple[DesignShape, list, list[str], tuple[str, ...]]:
+        """An iteration at `steps`, as (design at those steps, its passes, their kinds, the pass
+        kinds that hide host time); S = 0 is plain decoding."""
         if steps not in self.plans:
             design = self.design if steps == self.design.steps else self.design.with_steps(steps)
             window = overlap_window(design, self.pricer.costs.engine) if self.overlap else ()
@@ -88,11 +91,17 @@ class Engine:
         """One decode iteration: the design's passes, then acceptance and commit."""
         batch = rep.batch  # its KV: the prompt and every emitted token but the last, which this iteration feeds
         start = self.env.now
-        design, passes, kinds, window = self.plan(len(batch))
-        kept = self.profile.kept_drafts(self.rng, len(batch), design.steps) if design.steps else None
+        steps = self.steps_for(len(batch))
+        kept = self.profile.kept_drafts(self.rng, len(batch), steps) if steps else None
+        if all_plain(kept, self.profile.kept_before_drafting):
+            steps, kept = 0, None  # a depth controller left every request at width 0
+        design, passes, kinds, window = self.plan(steps)
         if kept is not None:  # each request verifies what it kept: the widths are ragged
             passes = [ragged_verify(shape) if shape.kind == "verify" else shape for shape in passes]
-        times, durations = self.record_passes(rep, start, [(shape, self.price(shape, batch, kept)) for shape in passes])
+        priced = [(shape, cost) for shape, cost in ((shape, self.price(shape, batch, kept)) for shape in passes)
+                  if cost is not None]  # a controller's width-0 requests run no draft pass
+        kinds = [shape.kind for shape, _ in priced] if len(priced) < len(passes) else kinds
+        times, durations = self.record_passes(rep, start, priced)
         host = iteration_cost(kinds, durations, window, self.host_s(design.design, len(batch))).exposed_host_s
         yield from back_to_back(self.env, [*durations, host])
         self.records.add_verified(int(kept.sum()) + len(batch) if kept is not None else
@@ -117,10 +126,11 @@ class Engine:
         return times, durations
 
     def price(self, shape, batch: RunningBatch, kept):
-        """A pass over the running batch; a ragged verify over each request's kept drafts + 1."""
-        if shape.ragged:
-            return self.pricer.price_lens(shape, BatchLens.of(kept + 1, batch.kv))
-        return self.pricer.price_lens(shape, batch.lens(shape.tokens_per_request))
+        """A pass over the running batch, each request's kept drafts setting what it verifies (and,
+        under a depth controller, whether it drafts: costs/ragged.py); None: no request runs it."""
+        lens = pass_lens(shape.kind, shape.tokens_per_request, kept, batch.kv, batch.lens,
+                         self.profile.kept_before_drafting)
+        return None if lens is None else self.pricer.price_lens(shape, lens)
 
     def commit(self, batch: RunningBatch, steps: int, kept=None) -> int:
         """Draw accepted drafts per request out of `steps`, at most its `kept` where a confidence
