@@ -139,6 +139,10 @@ class FFNSpec(Spec):
     expert_intermediate_size: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
     num_shared_experts: int = Field(default=0, ge=0, le=MAX_EXPERTS)
     shared_intermediate_size: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
+    routing: Literal["topk", "hash"] = "topk"
+    """MoE expert choice: `topk` of the router's scores, or `hash`, a token-id -> experts table
+    (DeepSeek-V4's first layers): the router GEMM still runs (its scores weight the chosen experts),
+    the top-k becomes a gather, and the load follows the hash, not the routing skew."""
 
     @model_validator(mode="after")
     def _fields_for_kind(self) -> FFNSpec:

@@ -53,6 +53,24 @@ def test_flash_config_reads_as_the_catalog_entry(tmp_path):
     kinds = [layer.attention for layer in read.expanded_layers]
     assert (kinds.count("swa"), kinds.count("csa"), kinds.count("hca")) == (2, 21, 20)
     assert [layer.ffn for layer in read.expanded_layers[:4]] == ["hash_moe"] * 3 + ["moe"]
+    assert read.ffn_kinds["hash_moe"].routing == "hash" and read.ffn_kinds["moe"].routing == "topk"
+
+
+@pytest.mark.parametrize("tokens", [1, 6, 64])
+def test_hash_layers_keep_the_router_and_balance_by_hash(tokens):
+    """A hash layer runs the router GEMM (its scores weight the hashed experts) and touches the
+    experts a uniform spread would, whatever the routing skew; a top-k layer follows the skew."""
+    from mtpsim.costs.ops import Parallel, experts_touched, ffn_ops
+    model = catalog.load_model("deepseek-v4-flash")
+    par = Parallel(tp=8, ep=1)
+    hashed, routed = (ffn_ops(model.ffn_kinds[k], model.hidden_size, tokens, "fp8", "fp4", par, skew=0.5)
+                      for k in ("hash_moe", "moe"))
+    assert [op.name for op in hashed] == [op.name for op in routed] and hashed[0].name == "moe.router"
+    by_hash, skewed = (next(op.shape["touched"] for op in ops if op.name == "moe.experts") for ops in (hashed, routed))
+    assert by_hash == pytest.approx(experts_touched(256, 6, tokens, 0.0))
+    assert skewed == pytest.approx(experts_touched(256, 6, tokens, 0.5))
+    if tokens > 1:
+        assert skewed < by_hash
 
 
 def test_a_dspark_bundled_checkpoint_has_no_serial_mtp_and_names_its_drafter(tmp_path):

@@ -400,8 +400,11 @@ def ffn_ops(ffn: FFNSpec, d: int, tokens: int, dtype: str, expert_dtype: str, pa
         inter = ffn.intermediate_size // par.tp
         return [gemm("ffn.gate_up", tokens, d, 2 * inter, dtype, act=act),
                 gemm("ffn.down", tokens, inter, d, dtype, act=act)]
+    # the router GEMM, then its top-k, or for hash routing the table gather that replaces it (SGLang
+    # v0.5.16 layers/moe/hash_topk.py HashTopK: router_logits in, topk_ids = tid2eid[input_ids]);
+    # a hash spreads tokens over the experts by id, whatever the gate's skew
     ops = [gemm("moe.router", tokens, d, ffn.num_experts, act, kernels=2, act=act)]
-    ops.append(moe_experts(ffn, d, tokens, expert_dtype, par, skew, act))
+    ops.append(moe_experts(ffn, d, tokens, expert_dtype, par, 0.0 if ffn.routing == "hash" else skew, act))
     if ffn.num_shared_experts:
         inter = ffn.num_shared_experts * (ffn.shared_intermediate_size or ffn.expert_intermediate_size) // par.tp
         ops += [gemm("moe.shared_gate_up", tokens, d, 2 * inter, expert_dtype, act=act),

@@ -10,8 +10,9 @@ configuration_deepseek_v4.py (DeepseekV4Config) and DeepSeek's reference inferen
   The list goes on past num_hidden_layers for the MTP (or DSpark) layers.
 - FFN: MoE in every layer (n_routed_experts, num_experts_per_tok, moe_intermediate_size,
   n_shared_experts); the first num_hash_layers (mlp_layer_types `hash_moe`) route by a token-id
-  table and are written as ffn kind `hash_moe`, priced as routed MoE (the reference Gate still
-  scores every expert for the weights).
+  table and are written as ffn kind `hash_moe` with `routing: hash`: the router GEMM still runs
+  (the reference Gate and SGLang's HashTopK score every expert for the weights), the top-k is a
+  gather from the table, and the load follows the hash (uniform), not the routing skew.
 - Dtypes: expert_dtype fp4 -> experts fp4; the KV cache FP8 (the reference quantises its non-rope
   dims); the rest as the generic reader gives them.
 - A checkpoint that bundles a DSpark drafter (dspark_block_size / dspark_markov_rank /
@@ -66,7 +67,7 @@ def deepseek_v4(c: Config) -> Layout:
     width = c.int("moe_intermediate_size")
     moe = moe_kind(c.int("n_routed_experts", low=1), c.int("num_experts_per_tok", low=1), width,
                c.int("n_shared_experts", 0), width)
-    ffns = {"moe": moe, "hash_moe": moe}
+    ffns = {"moe": moe, "hash_moe": {**moe, "routing": "hash"}}
     return Layout(attention, ffns, lambda i: (RATIO_KINDS[ratios[i]], "hash_moe" if i < hashed else "moe")
                   if i < len(ratios) else None, "compress_ratios gives the MTP layers' attention past num_hidden_layers")
 
