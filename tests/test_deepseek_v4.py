@@ -169,7 +169,7 @@ def test_memory_keeps_entries_per_token_and_windows_per_request():
 
 
 def test_every_v4_op_is_priced_by_the_roofline_or_a_table_that_has_it():
-    """The compressed core and the hyper-connection moves are roofline-priced (no profile holds them)."""
+    """The compressed core and the hyper-connection kernels are roofline-priced (no profile holds them)."""
     s = sc.validate({"name": "m", "model": "deepseek-v4-flash", "hardware": "b200", "parallel": {"tp": 8},
                      "speculative": {"design": "none"},
                      "workload": {"concurrency": 4, "num_requests": 4, "input_len": 1024, "output_len": 8}})
@@ -179,8 +179,8 @@ def test_every_v4_op_is_priced_by_the_roofline_or_a_table_that_has_it():
     kvs = np.full(4, 1024)
     cost = pricer.price_lens(shape, BatchLens.uniform(1, kvs, int(kvs.sum()), 1024), keep_ops=True)
     by_name = {op.name: t.source for op, t, _ in cost.ops}
-    assert by_name["attn.compressed_core"] == "roofline" and by_name["hc.pre_post"] == "roofline"
-    assert {"attn.wq_a", "attn.wo_a", "attn.indexer_q", "hc.mix", "moe.experts"} <= set(by_name)
+    assert by_name["attn.compressed_core"] == "roofline" and by_name["hc.pre"] == by_name["hc.post"] == "roofline"
+    assert {"attn.wqkv_a", "attn.wo_a", "attn.indexer_q", "moe.experts"} <= set(by_name)
 
 
 def test_pro_written_as_transformers_layer_types_reads_as_the_catalog_entry(tmp_path):

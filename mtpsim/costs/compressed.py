@@ -6,7 +6,8 @@ What a layer runs, following DeepSeek's reference inference code for V4 (inferen
 `Attention`, `Compressor`, `Indexer`, `Block`; as carried in SGLang python/sglang/srt/models/
 deepseek_v4.py and vLLM vllm/models/deepseek_v4):
 - queries from a low-rank q (wq_a: d -> q_lora_rank, wq_b: -> heads x head_dim, heads split
-  over the attention GPUs), one shared K=V head from wkv (d -> head_dim, replicated);
+  over the attention GPUs), one shared K=V head from wkv (d -> head_dim, replicated); wq_a and wkv
+  as SGLang's one wqkv_a GEMM;
 - ratio > 0: a compressor (wkv and wgate, d -> coff x head_dim each, coff 2 when ratio is 4 and
   windows overlap, else 1) pooling every `ratio` tokens into one cached entry, its running
   state (kv_state and score_state, coff x ratio x coff x head_dim FP32 each) kept per request;
@@ -19,7 +20,8 @@ deepseek_v4.py and vLLM vllm/models/deepseek_v4):
   wo_b (o_groups x o_lora_rank -> d);
 - hyper-connections (hc_mult copies of the residual, `Block.hc_pre` / `hc_post`): before the
   attention and before the FFN, a (2 + hc) x hc mix from the flattened hc x d stream (FP32),
-  Sinkhorn-normalised, then the copies are reduced and re-expanded.
+  Sinkhorn-normalised, then the copies are reduced and re-expanded; one fused kernel each for
+  the pre and the post side, as SGLang's TileLang kernels run them (`hyper_connection_ops`).
 Cache entries keep head_dim - rope values in the KV dtype and the rope values at least BF16
 (the reference quantises only the non-rope dims); the indexer's keys are FP8 with one FP32
 scale per 128 (as DeepSeek-V3.2's indexer cache).
@@ -101,9 +103,10 @@ def projections(att: AttentionSpec, d: int, tokens: int, dtype: str, tp: int, ac
     key side whole on every GPU)."""
     c = att.compressed
     heads, groups = max(1, math.ceil(att.num_heads / tp)), max(1, math.ceil(c.o_groups / tp))
-    ops = [gemm("attn.wq_a", tokens, d, att.q_lora_rank, dtype, act=act),
-           gemm("attn.wq_b", tokens, att.q_lora_rank, heads * att.head_dim, dtype, act=act),
-           gemm("attn.wkv", tokens, d, att.head_dim, dtype, act=act)]
+    # wq_a and wkv read the same input: SGLang runs them as one GEMM, wqkv_a (SGLANG_OPT_FUSE_WQA_WKV,
+    # on by default in v0.5.16 srt/models/deepseek_v4.py MqaAttentionBase)
+    ops = [gemm("attn.wqkv_a", tokens, d, att.q_lora_rank + att.head_dim, dtype, act=act),
+           gemm("attn.wq_b", tokens, att.q_lora_rank, heads * att.head_dim, dtype, act=act)]
     if c.ratio:  # reference: wkv and wgate of the compressor stored BF16
         ops.append(gemm("attn.compressor", tokens, d, 2 * coff(c.ratio) * att.head_dim, "bf16", act=act))
     if c.index_topk is not None:
@@ -121,18 +124,25 @@ def projections(att: AttentionSpec, d: int, tokens: int, dtype: str, tp: int, ac
 
 
 def hyper_connection_ops(att: AttentionSpec, d: int, tokens: int, act: str = ACT) -> list[Op]:
-    """Two mixing sites per layer (before attention, before the FFN): the FP32 mix GEMM from the
-    flattened hc x d stream to (2 + hc) x hc coefficients, then Sinkhorn (iters passes over an
-    hc x hc matrix) and the reduce / re-expand: read hc x d, write d; read d + hc x d, write hc x d."""
+    """Two mixing sites per layer (before attention, before the FFN), each a pre and a post kernel
+    as SGLang runs them (v0.5.16 srt/models/deepseek_v4.py `hc_pre` / `hc_post`: TileLang `mhc_pre`
+    and `mhc_post`, SGLANG_OPT_USE_TILELANG_MHC_PRE / _POST on by default). The pre kernel does the
+    mix (the flattened hc x d stream times the (2 + hc) x hc FP32 mixing matrix), its RMS scale,
+    Sinkhorn (iters passes over an hc x hc matrix), the reduce to d and the layer's RMSNorm: read
+    hc x d, write d. The post kernel re-expands: read d + hc x d, write hc x d. The mix is no GEMM
+    of its own there (DeepSeek's reference code runs it as F.linear before its Sinkhorn kernel)."""
     hc = att.compressed.hc_mult
     if hc == 1:
         return []
     mix = (2 + hc) * hc
-    fn = gemm("hc.mix", tokens, hc * d, mix, "fp32", act=act)
-    moves = Op("hc.pre_post", "hyper_connection", flops=tokens * (4.0 * att.compressed.hc_sinkhorn_iters * hc * hc + 4 * hc * d),
-               act_bytes=tokens * (3 * hc + 2) * d * DTYPE_BYTES[act], kernels=2, dtype=act,
-               shape={"tokens": tokens, "d": d, "hc": hc})
-    return [fn, moves, fn, moves]
+    size = DTYPE_BYTES[act]
+    pre = Op("hc.pre", "hyper_connection", flops=tokens * (2.0 * hc * d * mix + 4.0 * att.compressed.hc_sinkhorn_iters * hc * hc
+                                                            + 2 * hc * d),
+             act_bytes=tokens * (hc + 1) * d * size, weight_bytes=hc * d * mix * 4.0, kernels=1, dtype=act,
+             shape={"tokens": tokens, "d": d, "hc": hc})
+    post = Op("hc.post", "hyper_connection", flops=tokens * 2.0 * hc * d, act_bytes=tokens * (2 * hc + 1) * d * size,
+              kernels=1, dtype=act, shape={"tokens": tokens, "d": d, "hc": hc})
+    return [pre, post, pre, post]
 
 
 class CompressedKernel:
