@@ -21,8 +21,14 @@ configuration_deepseek_v4.py (DeepseekV4Config) and DeepSeek's reference inferen
   (vLLM PR #46965, #52165), so no `mtp` is read and `block_draft` names the catalog drafter
   with the same taps and block, where there is one.
 - Refused, one error naming the key: DeepSeek-V4.1's Engram tables (engram_layer_ids: hashed
-  n-gram embeddings engines keep in host memory) and its cross-layer KV / index sharing
-  (kv_source_layer_ids, index_source_layer_ids, candidate_source_layer_id), which no op prices.
+  n-gram embeddings) and its cross-layer KV / index sharing (kv_source_layer_ids,
+  index_source_layer_ids, candidate_source_layer_id), which no op prices. Engram's model code is
+  public (SGLang v0.5.23 srt/layers/engram.py: per token and Engram layer, (max_ngram_size - 1) x
+  engram_n_heads hash rows of engram_head_dim FP8 values plus block scales gathered from a table
+  with engram_num_embeddings rows, sharded over the TP GPUs with an all-reduce by default, or read from host
+  memory over the host link with SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE; then a wkv GEMM and a
+  fused gate into the hyper-connection stream), but pricing it alone would not make V4.1
+  readable: its layers also share KV and indexers across layers, which nothing here models.
 """
 from __future__ import annotations
 
@@ -34,7 +40,8 @@ from mtpsim.hfconfig.families import Config, Layout, kinds_of, moe_kind
 RATIO_KINDS = {0: "swa", 4: "csa", 128: "hca"}  # transformers _COMPRESS_RATIO_TO_LAYER_TYPE
 LAYER_TYPES = {"sliding_attention": 0, "compressed_sparse_attention": 4, "heavily_compressed_attention": 128}
 UNPRICED = {
-    "engram_layer_ids": "DeepSeek-V4.1's Engram tables (hashed n-gram embeddings engines keep in host memory)",
+    "engram_layer_ids": "DeepSeek-V4.1's Engram tables (hashed n-gram embeddings engines shard over the GPUs "
+                        "or keep in host memory)",
     "kv_source_layer_ids": "DeepSeek-V4.1's KV shared across layers",
     "index_source_layer_ids": "DeepSeek-V4.1's indexer shared across layers",
     "candidate_source_layer_id": "DeepSeek-V4.1's candidate blocks shared across layers",
