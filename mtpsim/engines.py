@@ -146,6 +146,12 @@ class EngineSpec(Spec):
     # the window expanded into N single-query sequences, each reading the request's whole KV
     # (vLLM V0's BatchExpansionTop1Scorer)
     verify_scorer: Literal["mqa", "batch_expansion"] = "mqa"
+    # whether the engine runs a model's shared experts inside its routed-expert kernel where the
+    # model allows it (SGLang's shared-expert fusion: costs/ops.py fusable_shared_experts)
+    fuses_shared_experts: bool = False
+    # ... except on GPUs of at least this compute capability, where the engine's default MoE
+    # kernel for FP8/FP4 experts cannot take them (SGLang's flashinfer_trtllm runner on sm100)
+    shared_fusion_below_capability: float | None = Field(default=None, ge=1, le=20)
     version: str = ""            # the release these fields were resolved for (engines.py)
     rules: tuple[str, ...] = ()  # the version rules in force at that release
     kv_pool: KVPoolSpec  # how the engine sizes its KV pool (memory.py)
@@ -175,6 +181,13 @@ class EngineSpec(Spec):
             raise ValueError("prefill_chunk: needed where kv_pool has no memory classes (reserved)")
         return self
 
+    def fuses_shared_on(self, hardware, expert_dtype: str) -> bool:
+        """Whether shared experts run inside the routed-expert kernel on `hardware` (a
+        HardwareSpec) with experts in `expert_dtype`; the model's side is ops.fusable_shared_experts."""
+        limit, cc = self.shared_fusion_below_capability, hardware.compute_capability
+        return self.fuses_shared_experts and not (
+            limit is not None and cc is not None and cc >= limit and expert_dtype in ("fp8", "fp4"))
+
     def host_s(self, design: str, batch: float) -> float:
         return self.host["decode" if design == "none" else "speculative"].at(batch)
 
@@ -195,7 +208,8 @@ class EngineSpec(Spec):
         return DEFAULT_MAX_RUNNING
 
 
-RuleField = Literal["speculative_max_running_requests", "speculative_overlap", "verify_scorer"]
+RuleField = Literal["speculative_max_running_requests", "speculative_overlap", "verify_scorer",
+                    "fuses_shared_experts", "shared_fusion_below_capability"]
 
 
 class VersionRule(Spec):

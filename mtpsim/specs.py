@@ -303,6 +303,9 @@ class HardwareSpec(Spec):
     peak_flops: dict[Dtype, Annotated[float, Field(ge=MIN_RATE, le=MAX_RATE)]] = Field(min_length=1)
     memory_bandwidth_bytes_per_s: float = Field(ge=MIN_RATE, le=MAX_RATE)
     memory_capacity_bytes: float = Field(ge=2**20, le=2**60)       # as the driver reports it (nvidia-smi / mem_get_info total)
+    # NVIDIA's CUDA compute capability (8.0 A100, 9.0 Hopper, 10.0 B200): engines choose kernels by
+    # it (engines.py); None for GPUs without one
+    compute_capability: float | None = Field(default=None, ge=1, le=20)
     link_bandwidth_bytes_per_s: float = Field(ge=MIN_RATE, le=MAX_RATE)   # per GPU, one direction
     link_latency_s: float = Field(ge=0, le=1)               # per collective hop
     # a node: GPUs on one NVLink / Infinity Fabric domain; collectives over more ranks than this

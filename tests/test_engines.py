@@ -146,3 +146,49 @@ def test_prefill_chunk_is_the_engines_default_on_each_gpu(kind, hardware, tokens
         data = scenario.model_dump(exclude={"specs"}, exclude_none=True) | {"workload": long}
         prefills = simulate(sc.validate(data)).iterations.query("kind == 'prefill'")
         assert len(prefills) == -(-20000 // chunk)  # the prompt in chunks of the size in force
+
+
+def _dsv3(hardware: str, version: str, ep: int = 1, ignore=()):
+    data = {"name": "fusion", "model": "deepseek-v3", "hardware": hardware, "parallel": {"tp": 8, "ep": ep},
+            "speculative": {"design": "none"},
+            "engine": {"kind": "sglang", "version": version, "ignore_rules": list(ignore)}}
+    return sc.validate(data)
+
+
+def _ffn_ops(s, batch=4):
+    from mtpsim.designs import DesignShape
+    from mtpsim.report import op_table
+    return op_table(build_pricer(s), DesignShape.of(s.speculative), batch, 512).set_index("op")
+
+
+@pytest.mark.parametrize("hardware, version, ep, fused", [
+    ("h200", "0.5.12", 1, True),    # the rule: DeepSeek-V3's one shared expert inside the routed kernel
+    ("h200", "0.4.6", 1, False),    # before the rule's release
+    ("h200", "0.5.12", 8, False),   # expert parallelism turns it off
+    ("b200", "0.5.12", 1, False),   # sm100, fp8: the flashinfer_trtllm runner turns it off
+    ("b200", "0.5.4", 1, True),     # ... from v0.5.5 on
+    ("a100-80g", "0.5.12", 1, True),
+])
+def test_sglang_fuses_deepseeks_shared_expert_where_its_source_does(hardware, version, ep, fused):
+    ops = _ffn_ops(_dsv3(hardware, version, ep))
+    assert ("moe.shared_gate_up" not in ops.index) == fused
+
+
+def test_a_fused_shared_expert_is_one_more_expert_every_token_picks():
+    from mtpsim.costs import ops as O
+    ffn = catalog.load_model("deepseek-v3").ffn_kinds["moe"]
+    par = O.Parallel(8, 1)
+    plain, fused = (O.moe_experts(ffn, 7168, 4, "fp8", par, fused_shared=n) for n in (0, 1))
+    assert fused.flops == pytest.approx(plain.flops * (ffn.top_k + 1) / ffn.top_k)
+    assert fused.shape["touched"] == pytest.approx(plain.shape["touched"] + 1)
+    assert fused.weight_bytes - plain.weight_bytes == pytest.approx(3 * 7168 * ffn.expert_intermediate_size / 8)
+    # the table is read at the routed experts' config: the same dims and top_k
+    assert {k: fused.shape[k] for k in ("num_experts", "top_k", "inter")} == \
+        {k: plain.shape[k] for k in ("num_experts", "top_k", "inter")}
+    glm = catalog.load_model("glm-4.5").ffn_kinds
+    assert not any(O.fusable_shared_experts(f, par) for f in glm.values())  # 160 experts: not the V3 layout
+
+
+def test_ignoring_the_fusion_rule_prices_the_shared_gemms_again():
+    s = _dsv3("h200", "0.5.12", ignore=["shared_expert_fusion"])
+    assert "moe.shared_gate_up" in _ffn_ops(s).index

@@ -8,6 +8,7 @@ whose `price(shape, q_lens, kv_lens)` gives a PassCost.
 """
 from __future__ import annotations
 
+from mtpsim.costs import ops as O
 from mtpsim.costs.passes import PassCost, PassShape, Pricer
 from mtpsim.costs.roofline import RooflineCosts
 from mtpsim.files import version
@@ -38,7 +39,9 @@ def build_pricer(scenario, costs=None) -> Pricer:
                   ep=s.parallel.ep, assistant=s.specs.assistant, moe_skew=s.cost.moe_skew,
                   cuda_graphs=s.engine.cuda_graphs, max_graph_batch=s.engine.max_graph_batch,
                   heads=s.speculative.steps, draft=s.specs.draft, attention_dp=s.parallel.attention_dp,
-                  gpus_per_node=s.parallel.gpus_per_node)
+                  gpus_per_node=s.parallel.gpus_per_node,
+                  fuse_shared_experts=s.specs.engine.fuses_shared_on(s.specs.hardware, s.specs.model.dtypes.experts)
+                  and O.deepseek_v3_architecture(s.specs.model))
 
 
 __all__ = ["PassCost", "PassShape", "Pricer", "build_costs", "build_pricer"]

@@ -45,13 +45,13 @@ def wide_ep(par: O.Parallel) -> bool:
 
 def dp_layer_ops(att: AttentionSpec, ffn: FFNSpec, d: int, tokens: int, attn_dtype: str, ffn_dtype: str,
                  expert_dtype: str, par: O.Parallel, query_only: bool = False, skew: float = 0.0,
-                 act: str = O.ACT, glue: bool = False) -> list[O.Op]:
+                 act: str = O.ACT, glue: bool = False, fuse_shared: bool = False) -> list[O.Op]:
     """One decoder layer on one GPU under DP attention; `tokens`: one group's tokens (every group
     is padded to the largest)."""
     a = par.attention_tp
     ops = C.attention_projections(att, d, tokens, attn_dtype, O.Parallel(a), query_only, act)
     ops.append(O.allreduce(tokens, d, a, act, nodes=par.nodes(a)))
-    ops += mlp_ops(ffn, d, tokens, ffn_dtype, expert_dtype, par, skew, act)
+    ops += mlp_ops(ffn, d, tokens, ffn_dtype, expert_dtype, par, skew, act, fuse_shared)
     ops.append(O.layer_elementwise(tokens, d, act))
     if glue:
         ops.append(O.layer_glue(O.layer_kind(att, ffn, query_only), tokens, d))
@@ -59,12 +59,13 @@ def dp_layer_ops(att: AttentionSpec, ffn: FFNSpec, d: int, tokens: int, attn_dty
 
 
 def mlp_ops(ffn: FFNSpec, d: int, tokens: int, dtype: str, expert_dtype: str, par: O.Parallel,
-            skew: float = 0.0, act: str = O.ACT) -> list[O.Op | None]:
+            skew: float = 0.0, act: str = O.ACT, fuse_shared: bool = False) -> list[O.Op | None]:
     """The MLP of one layer on one GPU: wide EP or gathered TP (module docstring)."""
     everyone = par.attention_dp * tokens  # tokens of all groups, padding included
     if not wide_ep(par):
         gather = O.allreduce(everyone, d, par.tp, act, nodes=par.nodes(par.tp), name="comm.dp_gather_scatter")
-        return [gather, *O.ffn_ops(ffn, d, everyone, dtype, expert_dtype, O.Parallel(par.tp, par.ep), skew, act)]
+        return [gather, *O.ffn_ops(ffn, d, everyone, dtype, expert_dtype, O.Parallel(par.tp, par.ep), skew, act,
+                                   fuse_shared)]
     own = math.ceil(tokens / par.attention_tp)  # scattered over the group's attention GPUs
     if ffn.kind == "dense":
         return O.ffn_ops(ffn, d, own, dtype, expert_dtype, O.Parallel(), skew, act)

@@ -157,10 +157,11 @@ class Pricer:
     def __init__(self, model: ModelSpec, hardware: HardwareSpec, costs, *, tp: int = 1, ep: int = 1,
                  assistant: ModelSpec | None = None, moe_skew: float = 0.0, cuda_graphs: bool = True,
                  max_graph_batch: int = 256, heads: int = 1, draft: ModelSpec | None = None,
-                 attention_dp: int = 1, gpus_per_node: int | None = None):
+                 attention_dp: int = 1, gpus_per_node: int | None = None, fuse_shared_experts: bool = False):
         self.model, self.hw, self.costs, self.assistant, self.draft = model, hardware, costs, assistant, draft
         self.par = O.Parallel(tp, ep, attention_dp, gpus_per_node or hardware.gpus_per_node)
         self.skew, self.graphs, self.max_graph_batch = moe_skew, cuda_graphs, max_graph_batch
+        self.fuse_shared = fuse_shared_experts  # the engine runs shared experts in the routed kernel (ops.ffn_ops)
         self.heads = heads  # parallel_heads: how many heads run (one per step)
         self.act = model.dtypes.activations
         # memos, each named for what it keeps and wrapping the method of that name:
@@ -345,7 +346,8 @@ class Pricer:
         for count, ref in spec.groups:
             att, ffn = spec.spec.attention_kinds[ref.attention], spec.spec.ffn_kinds[ref.ffn]
             layer = decoder_layer_ops(att, ffn, spec.spec.hidden_size, tokens, spec.attn_dtype, spec.ffn_dtype,
-                                      spec.expert_dtype, self.par, spec.query_only, self.skew, self.act, glue)
+                                      spec.expert_dtype, self.par, spec.query_only, self.skew, self.act, glue,
+                                      fuse_shared=self.fuse_shared)
             yield from ((count, op) for op in layer)
 
     def _edge_ops(self, part: str, tokens: int, logits: int, from_target: bool = False) -> list[O.Op | None]:
