@@ -192,3 +192,13 @@ def test_a_fused_shared_expert_is_one_more_expert_every_token_picks():
 def test_ignoring_the_fusion_rule_prices_the_shared_gemms_again():
     s = _dsv3("h200", "0.5.12", ignore=["shared_expert_fusion"])
     assert "moe.shared_gate_up" in _ffn_ops(s).index
+
+
+@pytest.mark.parametrize("model", ["deepseek-v3.2", "deepseek-v4-flash", "kimi-k2.5"])
+def test_only_deepseek_v3s_architecture_fuses(model):
+    from mtpsim.costs import ops as O
+    m = catalog.load_model(model)
+    fusable = O.deepseek_v3_architecture(m) and any(
+        O.fusable_shared_experts(f, O.Parallel(8, 1)) for f in m.ffn_kinds.values())
+    assert not fusable
+    assert O.deepseek_v3_architecture(catalog.load_model("deepseek-v3"))
