@@ -16,10 +16,10 @@ import os
 import time
 from pathlib import Path
 
-from mtpsim.recommend import candidate_steps
 from mtpsim.scenario import load
 from mtpsim.search import execute, space
 from mtpsim.search.command import bounds_of
+from mtpsim.search.space import candidate_steps
 
 SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "search" / "deepseek-v3-8xh200.yaml"
 

@@ -18,11 +18,11 @@ from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE, record
 from mtpsim.errors import ScenarioError, from_validation
 from mtpsim.intervals import half_width
-from mtpsim.recommend import candidate_steps
 from mtpsim.runfolder import claimed
 from mtpsim.search import execute, frontier, space, summary
 from mtpsim.search.bounds import SearchBounds
 from mtpsim.search.flags import launch_flags
+from mtpsim.search.space import candidate_steps
 from mtpsim.search.targets import Target, finalists, meeting
 
 DEFAULT_CACHE = Path("runs") / "search-cache"
