@@ -131,7 +131,11 @@ def test_bad_search_input_is_one_line(tmp_path, capsys, args, text, key, word):
 
 def test_unmeetable_targets_say_the_best_value_reached(tmp_path, capsys):
     line = one_line_error(capsys, search(tmp_path, "--ttft", "p99:1ms"), "", "--ttft")
-    assert "best ttft p99 reached is" in line
+    assert "best ttft p99 reached is" in line and "frontier.csv" in line
+    reached = pd.read_csv(tmp_path / "out" / "frontier.csv")  # what was reached is still written
+    assert len(reached) == 6 and not reached.meets_targets.any()
+    assert reached.ttft_p99_s.min() * 1e3 == pytest.approx(float(line.split("reached is ")[1].split(" ms")[0]), abs=0.06)
+    assert not (tmp_path / "out" / "finalists.csv").exists()
 
 
 def test_cost_and_power_columns_follow_the_hardware_entry_and_its_override(tmp_path, capsys):

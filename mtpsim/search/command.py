@@ -100,6 +100,16 @@ def space_columns() -> list[str]:
     return ["layout", "design", "steps", "topk", "concurrency", "rate_per_s"]
 
 
+def write_frontier(rows: pd.DataFrame, folder: Path, chosen: pd.Series | None, targets: list[Target], title: str,
+                   plot: bool) -> None:
+    """frontier.csv, and frontier.png unless `plot` is False (the chosen point marked when there is one)."""
+    rows[frontier.COLUMNS].to_csv(folder / "frontier.csv", index=False)
+    if plot:
+        user = [t.value for t in targets if t.metric == "user_tps"] + \
+               [1 / t.value for t in targets if t.metric == "tpot" and t.percentile == "p50"]
+        frontier.plot_frontier(rows, folder / "frontier.png", chosen, max(user) if user else None, title)
+
+
 def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], seeds: int, out: str | None,
                jobs: int | None, backend: str = "pool", address: str | None = None,
                cache_dir: str | None = str(DEFAULT_CACHE), plot: bool = True) -> tuple[Path, pd.DataFrame]:
@@ -122,23 +132,20 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
     rows, ran = execute.run_search_points(points, cache, jobs, backend, address)
     hw = base.specs.hardware
     rows = enrich(rows.assign(usd_per_gpu_hour=hw.usd_per_gpu_hour, board_power_w=hw.board_power_w), targets)
-    try:
-        final = finalists(rows, targets)
-    except ScenarioError as exc:  # no point meets them: every point stays cached for the next try
-        raise ScenarioError(exc.where, exc.key, f"{exc.reason} ({len(rows)} points cached in "
-                            f"{cache_dir or 'no cache'}: rerunning with other targets costs nothing)") from None
-    if seeds > 1:
-        final = seeded(points, final, seeds, cache, jobs, backend, address)
-    wall = time.perf_counter() - started
     with claimed(f"{base.name}-search", out) as folder:
-        rows[frontier.COLUMNS].to_csv(folder / "frontier.csv", index=False)
+        try:
+            final = finalists(rows, targets)
+        except ScenarioError as exc:  # no point meets them: what was reached is still written, and cached
+            write_frontier(rows, folder, None, targets, f"{base.specs.model.name} on {bounds.gpus}x {hw.name}", plot)
+            raise ScenarioError(exc.where, exc.key, f"{exc.reason} (what the {len(rows)} points reached: "
+                                f"{folder}/frontier.csv; cached in {cache_dir or 'no cache'}, so rerunning with "
+                                "other targets costs nothing)") from None
+        if seeds > 1:
+            final = seeded(points, final, seeds, cache, jobs, backend, address)
+        wall = time.perf_counter() - started
         final.to_csv(folder / "finalists.csv", index=False)
         chosen = rows.loc[int(final.iloc[0].point)]
-        if plot:
-            user = [t.value for t in targets if t.metric == "user_tps"] + \
-                   [1 / t.value for t in targets if t.metric == "tpot" and t.percentile == "p50"]
-            frontier.plot_frontier(rows, folder / "frontier.png", chosen, max(user) if user else None,
-                                   f"{base.specs.model.name} on {bounds.gpus}x {hw.name}")
+        write_frontier(rows, folder, chosen, targets, f"{base.specs.model.name} on {bounds.gpus}x {hw.name}", plot)
     print(summary.report(base, bounds, rows, final, chosen, targets, len(layouts), ran, wall, refused))
     launch = launch_flags(chosen, int(chosen.max_running), base.specs.draft is not None)
     (folder / "launch.txt").write_text(launch + "\n")
