@@ -190,7 +190,7 @@ def test_bad_curves_are_one_line(tmp_path, capsys, curve, key, word):
 
 @pytest.mark.parametrize("engine, setting, steps, length", [
     ("vllm", 2.5, 3, 2.5), ("sglang", 2.5, 3, 2.5), ("sglang", 9.0, 3, 4.0), ("trtllm", 2, 3, 3.0),
-    ("trtllm", 5, 3, 4.0)])
+    ("trtllm", 5, 3, 4.0), ("trtllm", 1.6, 3, 2.6), ("trtllm", 0.3, 2, 1.3), ("trtllm", 2.5, 2, 3.0)])
 def test_forced_acceptance_gives_the_engines_mean(engine, setting, steps, length):
     from mtpsim.acceptance import AcceptanceProfile
     profile = AcceptanceProfile.forced(engine, setting, steps)
@@ -211,9 +211,22 @@ def test_sglangs_forced_draw_is_one_per_iteration_for_the_whole_batch():
     assert abs((counts == 2).mean() - 0.3) < 4 * np.sqrt(0.3 * 0.7 / 2000)
 
 
-def test_forced_trtllm_takes_whole_drafts_only(tmp_path, capsys):
-    text = SMALL.replace("acceptance: {per_depth: [0.8, 0.6]}", "acceptance: {forced: {engine: trtllm, setting: 1.5}}")
-    one_line_error(capsys, search(tmp_path, text=text), "acceptance.forced.setting", "whole number")
+def test_trtllms_fractional_force_is_one_more_draft_per_request_with_the_fractions_chance():
+    """TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS=1.6 at S=3: every request accepts 1 draft, and a
+    second with chance 0.6, drawn per request (not one draw for the batch as SGLang's)."""
+    from mtpsim.acceptance import AcceptanceProfile
+    profile = AcceptanceProfile.forced("trtllm", 1.6, 3)
+    levels = np.broadcast_to(np.array(profile.alphas), (64, 3))
+    draws = np.concatenate([AcceptanceProfile.sample(np.random.default_rng(k), levels) for k in range(40)])
+    assert set(draws.tolist()) == {1, 2}
+    assert abs((draws == 2).mean() - 0.6) < 4 * np.sqrt(0.6 * 0.4 / draws.size)
+    mixed = [AcceptanceProfile.sample(np.random.default_rng(k), levels) for k in range(40)]
+    assert sum(len(set(d.tolist())) > 1 for d in mixed) > 35  # requests of one iteration differ
+
+
+def test_forced_trtllm_zero_is_off_and_refused(tmp_path, capsys):
+    text = SMALL.replace("acceptance: {per_depth: [0.8, 0.6]}", "acceptance: {forced: {engine: trtllm, setting: 0}}")
+    one_line_error(capsys, search(tmp_path, text=text), "acceptance.forced.setting", "turns forcing off")
 
 
 # ---------------------------------------------------------------------- launch options
