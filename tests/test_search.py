@@ -249,16 +249,56 @@ def test_launch_options_express_the_deployment_in_each_engine():
     assert '"enable_attention_dp": true' in trtllm and '"num_nextn_predict_layers": 3' in trtllm
 
 
-@pytest.mark.parametrize("row, engine, word", [
-    (deployment(ep=2), "vllm", "cannot run ep 2"),
-    (deployment(attention_dp=2), "trtllm", "cannot run attention_dp 2"),
-    (deployment(topk=4), "vllm", "tree"),
-    (deployment(design="frozen_kv"), "sglang", "cannot run design frozen_kv"),
+def sections(row: pd.Series, drafter=None, cap: int = 32) -> dict[str, str]:
+    from mtpsim.search.flags import Drafter, launch_flags
+    text = launch_flags(row, cap, drafter or Drafter())
+    return {s.split("]")[0].lstrip("[").split()[0]: s.split("\n", 1)[1] for s in text.split("\n\n")}
+
+
+@pytest.mark.parametrize("design, drafter, engine, words", [
+    ("multi_layer", {"mtp_layers": 3}, "sglang", ["--speculative-algorithm EAGLE --enable-multi-layer-eagle",
+                                                  "--speculative-num-steps 3"]),
+    ("multi_layer", {"mtp_layers": 3}, "vllm", ['"method": "mtp"', '"num_speculative_tokens": 3']),
+    ("multi_layer", {"mtp_layers": 3}, "trtllm", ['"use_mtp_vanilla": true', '"num_nextn_predict_layers": 3']),
+    ("nextn", {"external": True}, "sglang", ["--speculative-algorithm EAGLE3 --speculative-draft-model-path DRAFT"]),
+    ("nextn", {"external": True}, "vllm", ['"method": "eagle3", "model": "DRAFT"']),
+    ("nextn", {"external": True}, "trtllm", ['"decoding_type": "Eagle3", "max_draft_len": 3', '"speculative_model"']),
+    ("frozen_kv", {}, "sglang", ["--speculative-algorithm NEXTN --speculative-draft-model-path ASSISTANT"]),
+    ("frozen_kv", {}, "vllm", ['"method": "mtp", "model": "ASSISTANT"']),
+    ("block", {"block_kind": "dflash"}, "sglang", ["--speculative-algorithm DFLASH", "--speculative-dflash-block-size 4"]),
+    ("block", {"block_kind": "dflash"}, "vllm", ['"method": "dflash", "model": "DRAFT"', '"num_speculative_tokens": 3']),
 ])
-def test_engines_that_cannot_run_a_deployment_say_so(row, engine, word):
-    from mtpsim.search.flags import launch_flags
-    section = {s.split("]")[0].lstrip("[").split()[0]: s for s in launch_flags(row, cap=32).split("\n\n")}[engine]
-    assert word in section and "--" not in section.split("\n", 1)[1]
+def test_launch_options_for_each_design_an_engine_runs(design, drafter, engine, words):
+    from mtpsim.search.flags import Drafter
+    section = sections(deployment(design=design), Drafter(**drafter))[engine]
+    assert all(w in section for w in words), section
+
+
+@pytest.mark.parametrize("row, drafter, engine, word", [
+    (deployment(ep=2), {}, "vllm", "cannot run ep 2"),
+    (deployment(attention_dp=2), {}, "trtllm", "cannot run attention_dp 2"),
+    (deployment(topk=4), {}, "vllm", "tree"),
+    (deployment(design="frozen_kv"), {}, "trtllm", "cannot run design frozen_kv"),
+    (deployment(design="parallel_heads"), {}, "sglang", "cannot run design parallel_heads"),
+    (deployment(design="parallel_heads"), {}, "vllm", "Medusa checkpoint"),
+    (deployment(design="block"), {"block_kind": "dspark"}, "sglang", "cannot run a dspark block drafter"),
+    (deployment(design="block"), {"block_kind": "dspark"}, "vllm", "cannot run a dspark block drafter"),
+    (deployment(design="block", attention_dp=8), {"block_kind": "dflash"}, "sglang", "DFLASH with DP attention"),
+    (deployment(design="block"), {"block_kind": "dflash"}, "trtllm", "cannot run design block"),
+    (deployment(), {"mtp_layers": 3}, "vllm", "cannot reuse one MTP layer of 3"),
+    (deployment(), {"mtp_layers": 3}, "trtllm", "cannot reuse one MTP layer of 3"),
+])
+def test_engines_that_cannot_run_a_deployment_say_so(row, drafter, engine, word):
+    from mtpsim.search.flags import Drafter
+    section = sections(row, Drafter(**drafter))[engine]
+    assert word in section and "--" not in section
+
+
+def test_the_drafter_is_read_from_the_chosen_point(tmp_path):
+    from mtpsim.search.flags import Drafter
+    mimo = sc.load(write(tmp_path, SMALL.replace("deepseek-v3", "mimo-v2-flash").replace("nextn", "multi_layer")))[0]
+    assert Drafter.of(mimo) == Drafter(mtp_layers=mimo.specs.model.mtp.num_layers) and mimo.specs.model.mtp.num_layers > 1
+    assert Drafter.of(sc.load(write(tmp_path))[0]) == Drafter(mtp_layers=1)
 
 
 def test_search_scenarios_load_and_open_with_their_question_and_command():

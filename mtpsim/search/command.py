@@ -21,7 +21,7 @@ from mtpsim.intervals import half_width
 from mtpsim.runfolder import claimed
 from mtpsim.search import execute, frontier, space, summary
 from mtpsim.search.bounds import SearchBounds
-from mtpsim.search.flags import launch_flags
+from mtpsim.search.flags import Drafter, launch_flags
 from mtpsim.search.space import candidate_steps
 from mtpsim.search.targets import Target, finalists, meeting
 
@@ -147,7 +147,7 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
         chosen = rows.loc[int(final.iloc[0].point)]
         write_frontier(rows, folder, chosen, targets, f"{base.specs.model.name} on {bounds.gpus}x {hw.name}", plot)
     print(summary.report(base, bounds, rows, final, chosen, targets, len(layouts), ran, wall, refused))
-    launch = launch_flags(chosen, int(chosen.max_running), base.specs.draft is not None)
+    launch = launch_flags(chosen, int(chosen.max_running), Drafter.of(points[int(chosen.point)]))
     (folder / "launch.txt").write_text(launch + "\n")
     print(f"\nlaunch options for the chosen deployment (MODEL, DRAFT: your checkpoints):\n\n{launch}")
     print(f"\nwrote {folder}/")
