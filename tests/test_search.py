@@ -316,3 +316,23 @@ def test_trees_join_the_default_space_when_the_acceptance_gives_ranks(tmp_path):
     settings = space.design_settings(base, SearchBounds(), [1, 2])
     assert sorted({(s["design"], s.get("topk", 1)) for s in settings}) == [("nextn", k) for k in (1, 2, 3, 4)] + [("none", 1)]
     assert {s.get("topk") for s in space.design_settings(base, SearchBounds(topk=[1]), [1])} == {None, 1}
+
+
+def test_ttft_percentiles_leave_out_the_closed_loops_cold_start_wave(tmp_path):
+    """The first `concurrency` requests arrive together and queue behind each other's prefills;
+    the search's TTFT percentiles are over the requests after them, every request's kept as ttft_all."""
+    from mtpsim.search.worker import simulate_point
+    from mtpsim.sim import simulate
+    text = ("name: w\nmodel: llama-3.1-8b\nhardware: h100-sxm\ncost: {model: roofline}\n"
+            "workload: {arrival: closed, concurrency: 16, num_requests: 48, input_len: 512,\n"
+            "  output_len: {dist: uniform, min: 8, max: 64}}\n")  # bench_serving-like spread lengths
+    s = sc.load(write(tmp_path, text))[0]
+    row, req = simulate_point(s), simulate(s).requests
+    after = req.sort_values(["arrival_s", "request_id"]).iloc[16:]
+    assert row["ttft_steady_requests"] == 32 and (after.arrival_s > 0).all() and (req.arrival_s == 0).sum() == 16
+    steady = after.first_token_s - after.arrival_s
+    assert row["ttft_p50_s"] == pytest.approx(steady.quantile(0.5)) and row["ttft_p99_s"] == pytest.approx(steady.quantile(0.99))
+    every = req.first_token_s - req.arrival_s
+    assert row["ttft_all_p99_s"] == pytest.approx(every.quantile(0.99))
+    wave = req.sort_values(["arrival_s", "request_id"]).iloc[:16]
+    assert (wave.first_token_s - wave.arrival_s).median() > steady.median(), "the wave is what this leaves out"

@@ -15,7 +15,8 @@ from mtpsim.designs import BASELINE
 
 COLUMNS = ["layout", "replicas", "tp", "ep", "attention_dp", "gpus", "design", "steps", "topk", "concurrency",
            "rate_per_s", "tps", "tps_per_gpu", "tps_per_user", "per_user_tps", "ttft_p50_s", "ttft_p99_s",
-           "tpot_p50_s", "tpot_p99_s", "accept_length", "speedup", "weights_gb_per_gpu", "kv_pool_gb_per_gpu",
+           "ttft_all_p50_s", "ttft_all_p99_s", "tpot_p50_s", "tpot_p99_s", "accept_length", "speedup",
+           "weights_gb_per_gpu", "kv_pool_gb_per_gpu",
            "kv_headroom", "bound_by", "usd_per_m_tokens", "tps_per_kw", "pareto", "meets_targets"]
 
 
