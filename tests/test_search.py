@@ -336,3 +336,60 @@ def test_ttft_percentiles_leave_out_the_closed_loops_cold_start_wave(tmp_path):
     assert row["ttft_all_p99_s"] == pytest.approx(every.quantile(0.99))
     wave = req.sort_values(["arrival_s", "request_id"]).iloc[:16]
     assert (wave.first_token_s - wave.arrival_s).median() > steady.median(), "the wave is what this leaves out"
+
+
+# ---------------------------------------------------------------------- aggregated vs disaggregated
+
+DIS = """\
+name: dis
+model: llama-3.1-8b
+hardware: h100-sxm
+cost: {model: roofline}
+speculative: {design: nextn, steps: 2, draft: eagle3-llama-3.1-8b}
+acceptance: {per_depth: [0.8, 0.6]}
+workload: {arrival: closed, concurrency: 1, num_requests: 4, input_len: 1024, output_len: 64}
+search: {tp: [1, 2], ep: [1], attention_dp: [1], concurrency: [16], requests_per_user: 2}
+"""
+
+
+def test_splits_fill_the_gpus_and_serve_the_most_their_pools_rates_allow(tmp_path):
+    from mtpsim.search import disagg
+    base = sc.load(write(tmp_path, DIS))[0]
+    spec = {"design": "nextn", "steps": 2, "draft": "eagle3-llama-3.1-8b"}
+    shards = [space.Layout(1, 1, 1, 1), space.Layout(1, 2, 1, 1)]
+    for split in disagg.splits(base, spec, shards, 4, 16):
+        assert split.gpus == 4 and split.prefill.replicas >= 1 and split.decode.replicas >= 1
+        rp = disagg.prefill_rate(space.at_layout(base, space.Layout(1, split.prefill.tp, 1, 1), spec))
+        d = space.at_layout(base, space.Layout(1, split.decode.tp, 1, 1), spec)
+        served = {y: min((4 - y * split.decode.tp) // split.prefill.tp * rp, y * disagg.decode_rate(d, -(-16 // y)))
+                  for y in range(1, 4 // split.decode.tp + 1) if 4 - y * split.decode.tp >= split.prefill.tp}
+        assert served[split.decode.replicas] == max(served.values())
+    # more users per decode replica decode more requests per second, short of the GPU's limit
+    d = space.at_layout(base, space.Layout(1, 1, 1, 1), spec)
+    assert disagg.decode_rate(d, 1) < disagg.decode_rate(d, 8) < 8 * disagg.decode_rate(d, 1)
+
+
+def test_disaggregated_rows_are_the_disaggregated_scenarios_simulated(tmp_path, capsys):
+    import mtpsim
+    from mtpsim.sim import simulate
+    argv = search(tmp_path, "--disagg", text=DIS)
+    argv[argv.index("--gpus") + 1] = "2"
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    rows = pd.read_csv(tmp_path / "out" / "frontier.csv")
+    split = rows[rows["mode"] == "disagg"]
+    assert set(split.layout) == {"1P(tp1 ep1 adp1) 1D(tp1 ep1 adp1)"} and (split.gpus == 2).all()
+    assert set(rows["mode"]) == {"agg", "disagg"} and "agg vs disagg under the targets" in out
+    row = split[(split.design == "nextn") & (split.steps == 2)].iloc[0]
+    base = sc.load(write(tmp_path, DIS))[0]
+    agg = space.with_load(space.at_layout(base, space.Layout(1, 1, 1, 1), {"design": "nextn", "steps": 2,
+                          "draft": "eagle3-llama-3.1-8b"}), space.loads(SearchBounds(concurrency=[16],
+                          requests_per_user=2))[0], space.Layout(1, 1, 1, 1), False)
+    pool = {"replicas": 1, "tp": 1, "ep": 1, "attention_dp": 1}
+    alone = simulate(mtpsim.disaggregated(agg, pool, pool, gpus=2)).summary.iloc[0]
+    assert row.tps == pytest.approx(alone.tps, rel=1e-9) and row.tps_per_gpu == pytest.approx(alone.tps / 2, rel=1e-9)
+
+
+def test_no_split_of_gpus_one_replica_fills_is_said(tmp_path, capsys):
+    assert cli.main(search(tmp_path, "--disagg")) == 0
+    assert "disaggregated: no xPyD split of 8 GPUs (each pool needs a replica of at least tp 8)" in capsys.readouterr().out

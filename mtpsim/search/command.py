@@ -11,6 +11,7 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
@@ -19,7 +20,7 @@ from mtpsim.designs import BASELINE, record
 from mtpsim.errors import ScenarioError, from_validation
 from mtpsim.intervals import half_width
 from mtpsim.runfolder import claimed
-from mtpsim.search import execute, frontier, space, summary
+from mtpsim.search import disagg, execute, frontier, space, summary
 from mtpsim.search.bounds import SearchBounds
 from mtpsim.search.flags import Drafter, launch_flags
 from mtpsim.search.space import candidate_steps
@@ -64,9 +65,12 @@ def enrich(rows: pd.DataFrame, targets: list[Target]) -> pd.DataFrame:
     """Summary rows -> frontier rows: per-GPU and per-user figures, speedup over `none` on the same
     layout and load, memory headroom, cost and power, Pareto flags, whether the targets hold."""
     r = rows.copy()
-    parts = r.layout.str.extract(r"^(\d+)x tp(\d+) ep(\d+) adp(\d+)$").astype(int)
-    r["replicas"], r["tp"], r["ep"], r["attention_dp"] = parts[0], parts[1], parts[2], parts[3]
-    r["gpus"] = r.replicas * r.tp
+    agg = r.layout.str.extract(r"^(\d+)x tp(\d+) ep(\d+) adp(\d+)$").astype(float)
+    pools = r.layout.str.extract(r"^(\d+)P\(tp(\d+) ep\d+ adp\d+\) (\d+)D\(tp(\d+) ep(\d+) adp(\d+)\)$").astype(float)
+    r["mode"] = np.where(agg[0].notna(), "agg", "disagg")  # a disaggregated row's layout columns are its decode pool's
+    for col, a, d in (("replicas", 0, 2), ("tp", 1, 3), ("ep", 2, 4), ("attention_dp", 3, 5)):
+        r[col] = agg[a].fillna(pools[d]).astype(int)
+    r["gpus"] = (agg[0] * agg[1]).fillna(pools[0] * pools[1] + pools[2] * pools[3]).astype(int)
     r["tps_per_gpu"] = r.tps / r.gpus
     r["tps_per_user"] = 1.0 / r.tpot_p50_s
     load = r.concurrency.where(r.rate_per_s.isna(), r.rate_per_s)
@@ -125,7 +129,13 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
         why = "; ".join(f"{k.label}: {v}" for k, v in list(refused.items())[-2:]) or "no layout within the bounds"
         raise ScenarioError("--gpus", "", f"no shard of model {base.specs.model.name!r} fits {bounds.gpus} GPUs "
                             f"({len(refused)} layouts tried; e.g. {why})")
-    points = space.points(base, layouts, space.design_settings(base, bounds, steps), bounds)
+    settings = space.design_settings(base, bounds, steps)
+    points = space.points(base, layouts, settings, bounds)
+    if bounds.disaggregated:
+        split_points, split_refused = disagg.points(base, layouts, settings, space.loads(bounds), bounds.gpus,
+                                                    base.engine.max_running_requests is not None)
+        points += split_points
+        refused.update(split_refused)
     jobs = jobs or max(1, min(len(points), os.cpu_count() or 1))
     cache = execute.Cache(cache_dir)
     started = time.perf_counter()

@@ -47,11 +47,15 @@ Each engine's options as its server arguments name them:
     Draft_Target, PARD, User_Provided, AUTO, SaveState).
   Chains only (topk 1).
 A replica count above one is that many servers behind a router, except SGLang's --dp-size where
-no attention DP is in use.
+no attention DP is in use. A disaggregated deployment (search/disagg.py) is each pool's servers,
+SGLang's with --disaggregation-mode prefill | decode (server_args.py; the KV moves over its
+--disaggregation-transfer-backend, mooncake by default); vLLM's --kv-transfer-config connector and
+TensorRT-LLM's disaggregated serving setup are named, not generated.
 """
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 import pandas as pd
@@ -186,6 +190,22 @@ def trtllm(row: pd.Series, cap: int, drafter: Drafter) -> str:
     return (f"# {row.replicas} servers like this one, behind a router\n" + text) if row.replicas > 1 else text
 
 
+POOLS = re.compile(r"^(\d+)P\(tp(\d+) ep(\d+) adp(\d+)\) (\d+)D\(tp(\d+) ep(\d+) adp(\d+)\)$")
+
+
+def disaggregated_flags(row: pd.Series, cap: int, drafter: Drafter, pools: re.Match) -> str:
+    """Each pool's servers as launch_flags gives them, SGLang's in its disaggregation mode."""
+    n = [int(g) for g in pools.groups()]
+    out = [f"# disaggregated: {n[0]} prefill and {n[4]} decode servers; the KV moves from one to the other "
+           "(vLLM: add a --kv-transfer-config connector; TensorRT-LLM: its disaggregated serving setup)"]
+    for role, (replicas, tp, ep, adp) in (("prefill", n[:4]), ("decode", n[4:])):
+        pool = row.copy()
+        pool["layout"], pool["replicas"], pool["tp"], pool["ep"], pool["attention_dp"] = role, replicas, tp, ep, adp
+        text = launch_flags(pool, cap, drafter).replace("--model-path MODEL", f"--model-path MODEL --disaggregation-mode {role}")
+        out.append(f"## {role} pool: {replicas} x (tp {tp}, ep {ep}, attention_dp {adp})\n\n{text}")
+    return "\n\n".join(out)
+
+
 def launch_flags(row: pd.Series, cap: int, drafter: Drafter | bool = False) -> str:
     """The three engines' options for `row` (a frontier row), each under a header line. `cap` is
     each replica's running-request cap as simulated: SGLang takes the replica's (it divides it over
@@ -193,6 +213,9 @@ def launch_flags(row: pd.Series, cap: int, drafter: Drafter | bool = False) -> s
     --max_batch_size is given per attention-DP rank likewise (assumed, not read in its source).
     `drafter`: Drafter.of(the chosen point), or True for an external draft of nextn."""
     drafter = drafter if isinstance(drafter, Drafter) else Drafter(external=bool(drafter))
+    pools = POOLS.match(str(row.get("layout", "")))
+    if pools:
+        return disaggregated_flags(row, cap, drafter, pools)
     row = row.copy()
     row["draft_tokens"] = int(row.steps) + 1 if row.topk == 1 else int(row.get("draft_tokens", row.steps + 1))
     for c in ("tp", "ep", "attention_dp", "replicas", "steps", "topk"):

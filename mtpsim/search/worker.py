@@ -34,16 +34,28 @@ def pricer_key(s) -> str:
                        e.max_graph_batch, heads], sort_keys=True, default=str)
 
 
-def simulate_point(s) -> dict:
-    """One point's summary row, priced by this process's Pricer for its layout."""
+def pricer_for(s):
+    """This process's Pricer for the scenario's layout, built on first use (the oldest dropped past MAX_PRICERS)."""
     key = pricer_key(s)
     pricer = _PRICERS.get(key)
     if pricer is None:
         if len(_PRICERS) >= MAX_PRICERS:
             _PRICERS.pop(next(iter(_PRICERS)))
         pricer = _PRICERS[key] = build_pricer(s)
-    result = simulate(s, pricer=pricer)
-    row = {**result.summary.iloc[0].to_dict(), **memory_row(s, pricer)}
+    return pricer
+
+
+def simulate_point(s) -> dict:
+    """One point's summary row, priced by this process's Pricer for its layout. A disaggregated
+    point's pools build their own (sim/disagg.py); its memory columns are the decode pool's."""
+    if s.disaggregation is not None:
+        from mtpsim.pools import pool_scenario
+        result, pool = simulate(s), pool_scenario(s, "decode")
+        row = {**result.summary.iloc[0].to_dict(), **memory_row(pool, pricer_for(pool))}
+    else:
+        pricer = pricer_for(s)
+        result = simulate(s, pricer=pricer)
+        row = {**result.summary.iloc[0].to_dict(), **memory_row(s, pricer)}
     row.update(steady_ttft(s, result.requests, row))
     return {k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
 
