@@ -16,7 +16,9 @@ The prefill shard is the one of most Rp per GPU; for each decode shard, the x an
 x tp_p + y tp_d = N that serve the most requests, min(x Rp, y Rd(ceil(U / y))). The
 DISAGG_DECODE_SHARDS decode shards serving the most per GPU are simulated, each split as a
 scenario of mtpsim.disaggregated(...) (sim/disagg.py runs it: prefill, KV transfer over the link,
-decode). These rates only choose the splits; the frontier's figures are the simulations'.
+decode). These rates only choose the splits; the frontier's figures are the simulations'. An
+open-loop load of R requests per second is sized as ceil(R) users in flight for the choice (a
+rough guess: Little's law would need the decode time the split decides).
 """
 from __future__ import annotations
 
