@@ -33,7 +33,6 @@ from mtpsim.run import default_jobs
 from mtpsim.runfolder import claimed, mark_complete, write_csv
 from mtpsim.schema import MAX_USERS
 from mtpsim.search import execute, space
-from mtpsim.search.bounds import SearchBounds
 from mtpsim.search.space import candidate_steps  # noqa: F401  (recommend's steps are the search's)
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64)
@@ -87,7 +86,7 @@ def grid(s: sc.Scenario, batches: list[int], steps: list[int], topks: list[int],
     layout = space.layout_of(s)
     spec = s.speculative.model_dump(exclude_none=True, exclude={"policy", "draft_tokens"})
     settings = [{"design": BASELINE}] + [{**spec, "steps": S, "topk": k} for k in topks for S in steps]
-    loads = space.loads(SearchBounds(concurrency=batches, requests_per_user=per_user))
+    loads = space.closed_loads(batches, per_user)
     points = []
     for setting in settings:
         at = space.at_layout(s, layout, setting)

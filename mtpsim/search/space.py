@@ -152,8 +152,12 @@ def loads(bounds: SearchBounds) -> list[dict]:
     if bounds.rates is not None:
         return [{"arrival": "poisson", "rate_per_s": r, "num_requests": max(8, math.ceil(r * bounds.requests_per_rate_s))}
                 for r in bounds.rates]
-    ladder = bounds.concurrency or list(DEFAULT_LADDER)
-    return [{"arrival": "closed", "concurrency": c, "num_requests": c * bounds.requests_per_user} for c in ladder]
+    return closed_loads(bounds.concurrency or list(DEFAULT_LADDER), bounds.requests_per_user)
+
+
+def closed_loads(ladder: list[int], per_user: int) -> list[dict]:
+    """Closed-loop loads: each of `ladder` users sends `per_user` requests."""
+    return [{"arrival": "closed", "concurrency": c, "num_requests": c * per_user} for c in ladder]
 
 
 def with_load(s: sc.Scenario, load: dict, layout: Layout, keep_cap: bool) -> sc.Scenario:
