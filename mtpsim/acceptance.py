@@ -104,19 +104,25 @@ class AcceptanceProfile:
           (srt/speculative/spec_utils.py generate_simulated_accept_index: AL clamped to [1, S + 1],
           then ONE draw per iteration for the whole batch, floor(AL) or floor(AL) + 1 tokens with
           weights 1 - frac, frac: every request of the batch accepts the same count);
-        - trtllm TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS F = AL - 1 drafts, a whole number
-          (tensorrt_llm/_torch/speculative/interface.py SpecWorkerBase._apply_force_accepted_tokens,
-          read in a release whose env var is an int, not pinned to 1.3.0: every generation request
-          gets min(F + 1, S + 1) tokens, 0 = off; later commits, e.g. NVIDIA/TensorRT-LLM 2cbdaa0
-          as InferenceX's golden_al_distribution/README.md cites, take a fraction as the chance of
-          one more draft: not reproduced here)."""
+        - trtllm TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS F = AL - 1 accepted drafts, whole or
+          fractional (NVIDIA/TensorRT-LLM commit 00b6d5a25c30b4382d24fbdf52956d601b3ffd24,
+          tensorrt_llm/_torch/speculative/interface.py get_force_num_accepted_tokens_float and
+          SpecWorkerBase._apply_force_accepted_tokens, the one-model path MTP and Eagle3 run by
+          default; not pinned to 1.3.0): 0 is off; else each generation request, every iteration,
+          gets base = min(floor(F) + 1, S + 1) tokens and, when F has a fraction and base < S + 1,
+          one more with probability frac(F), drawn per request (a fixed-seed pool indexed by the
+          iteration counter and the request's slot: the same on every TP rank, independent across
+          requests). That is cumulative acceptance 1 up to floor(F), frac(F) at floor(F) + 1, 0
+          past it, drawn per request (not shared). An F above S accepts every draft. The
+          two-model path parses the variable as an int (get_force_num_accepted_tokens), where a
+          fraction is a warning and forcing off: not reproduced here."""
         if engine == "trtllm":
-            if setting != int(setting) or setting < 1:
-                knob = "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"
-                raise ScenarioError(where, "acceptance.forced.setting",
-                                    f"{setting:g}: {knob} is a whole number of accepted drafts >= 1 (AL - 1; 0 is off)")
-            drafts = min(int(setting), steps)
-            return cls((1.0,) * drafts + (0.0,) * (steps - drafts))
+            if setting <= 0:
+                raise ScenarioError(where, "acceptance.forced.setting", "0: TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS "
+                                    "= 0 turns forcing off (give accepted drafts > 0: AL - 1)")
+            full, frac = int(setting), setting - int(setting)
+            cumulative = ([1.0] * full + [frac] * (frac > 0) + [0.0] * steps)[:steps]
+            return cls(cls.from_cumulative(cumulative).alphas)
         length = max(1.0, min(steps + 1.0, setting)) if engine == "sglang" else setting
         if not 1.0 <= length <= steps + 1:
             raise ScenarioError(where, "acceptance.forced.setting", f"{setting:g}: vLLM's synthetic_acceptance_length "

@@ -6,11 +6,16 @@ the TPS pick at a batch is the fewest steps whose interval meets the best one's 
 so the policy follows gains the seeds can tell from noise, with each pick's margin printed.
 
 The grid is the scenario (its first point, when it sweeps) at each batch size as closed-loop
-concurrency, with every candidate steps value (1 up to what the design, the model and the
-acceptance profile allow) and topk (1 unless asked, and only for designs that draft trees). It
-runs through run.run_points, so each batch's `none` baseline runs once, on the same seed and
-workload as that batch's speculative runs. Each batch counts `none` as steps 0: the best steps
-at a batch is 0 where plain decoding at least matches every speculative setting.
+concurrency, with `none` and every candidate steps value (1 up to what the design, the model and
+the acceptance profile allow) and topk (1 unless asked, and only for designs that draft trees).
+One home: the grid is the search's points with the layout fixed (search/space.py), run by the
+search's executor (search/execute.py: the pool or Ray, one Pricer per layout), so each batch's
+`none` runs once per seed, on the same seed and workload as that batch's speculative runs. The
+running-request cap is not set per batch as the search sets it: the scenario's, else the engine's
+rule (SGLang's cap of 48 under speculative decoding, say), exactly as `mtpsim run` resolves it,
+and the table's `bound` column names a limit that bound a pick (results.limits_row). Each batch
+counts `none` as steps 0: the best steps at a batch is 0 where plain decoding at least matches
+every speculative setting.
 """
 from __future__ import annotations
 
@@ -21,12 +26,14 @@ from pathlib import Path
 import pandas as pd
 
 from mtpsim import scenario as sc
-from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.designs import BASELINE, record
 from mtpsim.errors import ScenarioError, short, whole_number
-from mtpsim.run import default_jobs, interval_summary, run_points
+from mtpsim.intervals import seed_intervals
+from mtpsim.run import default_jobs
 from mtpsim.runfolder import claimed, mark_complete, write_csv
-from mtpsim.schema import MAX_STEPS, MAX_USERS
+from mtpsim.schema import MAX_USERS
+from mtpsim.search import execute, space
+from mtpsim.search.space import candidate_steps  # noqa: F401  (recommend's steps are the search's)
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64)
 OPEN_LOOP_REQUESTS_PER_USER = 4  # an open-loop scenario says nothing of users: each sends this many
@@ -62,19 +69,6 @@ def base_point(path: str, sets: list[str]) -> sc.Scenario:
     return s
 
 
-def candidate_steps(s: sc.Scenario, max_steps: int | None) -> list[int]:
-    """1..the most steps that the --max-steps limit, the design with this model (one MTP layer
-    or head per step, say), and the acceptance profile's depths all allow."""
-    depths = len(AcceptanceProfile.from_section(s.acceptance, s.speculative.steps, s.source).alphas)
-    limit = min(max_steps or MAX_STEPS, depths)
-    design, draft = record(s.speculative.design), s.specs.draft or s.specs.assistant
-    for steps in range(1, limit + 1):
-        spec = s.speculative.model_copy(update={"steps": steps, "topk": 1, "draft_tokens": None, "policy": None})
-        if design.problems(spec, s.specs.model, draft):
-            return list(range(1, steps))
-    return list(range(1, limit + 1))
-
-
 def check_topks(s: sc.Scenario, topks: list[int]) -> None:
     """topk > 1 only for a design that drafts trees (its checks accept the topk)."""
     spec = s.speculative.model_copy(update={"topk": max(topks), "draft_tokens": None, "policy": None})
@@ -83,22 +77,37 @@ def check_topks(s: sc.Scenario, topks: list[int]) -> None:
             raise ScenarioError("--topk", "", reason)
 
 
-def grid(s: sc.Scenario, batches: list[int], steps: list[int], topks: list[int]) -> list[sc.Scenario]:
-    """The scenario at each batch (closed loop) x steps x topk, point-labelled by those keys."""
+def grid(s: sc.Scenario, batches: list[int], steps: list[int], topks: list[int], seeds: int = 1) -> list[sc.Scenario]:
+    """The scenario on its own layout at each batch (closed loop) x (`none`, then steps x topk),
+    each over seeds s..s+seeds-1: the search's points (search/space.py) with the layout fixed and
+    the running-request cap left to the scenario and the engine, as `mtpsim run` resolves it."""
     w = s.workload
     per_user = math.ceil(w.num_requests / w.concurrency) if w.arrival == "closed" else OPEN_LOOP_REQUESTS_PER_USER
-    data = s.model_dump(exclude={"sweep"}, exclude_none=True)
+    layout = space.layout_of(s)
+    spec = s.speculative.model_dump(exclude_none=True, exclude={"policy", "draft_tokens"})
+    settings = [{"design": BASELINE}] + [{**spec, "steps": S, "topk": k} for k in topks for S in steps]
+    loads = space.closed_loads(batches, per_user)
     points = []
-    for batch in batches:
-        workload = {**data["workload"], "arrival": "closed", "concurrency": batch, "num_requests": per_user * batch}
-        workload.pop("rate_per_s", None), workload.pop("rate_schedule", None), workload.pop("trace", None)
-        for k in topks:
-            for S in steps:
-                speculative = {**data["speculative"], "steps": S, "topk": k}
-                speculative.pop("draft_tokens", None), speculative.pop("policy", None)
-                point = {"workload.concurrency": batch, "speculative.steps": S, "speculative.topk": k}
-                points.append(sc.validate({**data, "workload": workload, "speculative": speculative}, s.source, point))
-    return points
+    for setting in settings:
+        at = space.at_layout(s, layout, setting)
+        points += [space.with_load(at, load, layout, keep_cap=True) for load in loads]
+    return [p.model_copy(update={"seed": p.seed + k}) for p in points for k in range(seeds)]
+
+
+def run_grid(points: list[sc.Scenario], jobs: int, progress: bool, backend: str = "pool") -> pd.DataFrame:
+    """The grid's rows (search/execute.py: pool or Ray, one Pricer per layout, no cache), with each
+    row's speedups over `none` at its batch and seed; over seeds, one row per setting and batch
+    with means and 95% intervals (intervals.seed_intervals)."""
+    rows, _ = execute.run_search_points(points, execute.Cache(None), jobs, backend, progress=progress)
+    rows["seed"] = [p.seed for p in points]
+    none = rows[rows.design == BASELINE].set_index(["concurrency", "seed"])
+    at = pd.MultiIndex.from_frame(rows[["concurrency", "seed"]])
+    rows["speedup"] = rows.tps.to_numpy() / none.tps.reindex(at).to_numpy()
+    rows["per_user_speedup"] = rows.per_user_tps.to_numpy() / none.per_user_tps.reindex(at).to_numpy()
+    if rows.seed.nunique() == 1:
+        return rows.drop(columns="seed")
+    unit = rows.design + " " + rows.steps.astype(str) + " " + rows.topk.astype(str) + " @ " + rows.concurrency.astype(str)
+    return seed_intervals(rows.assign(unit=unit), "unit", "concurrency").drop(columns="unit")
 
 
 def best_by_batch(summary: pd.DataFrame) -> pd.DataFrame:
@@ -140,13 +149,14 @@ def steps_by_batch(table: pd.DataFrame) -> dict[int, int]:
 def recommend(s: sc.Scenario, batches: list[int], steps: list[int], topks: list[int] = (1,),
               jobs: int = 1, progress: bool = True, seeds: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run the grid (each point over `seeds` seeds); returns (the table of best_by_batch, then
-    settled by within_noise when seeds > 1; the grid's summary incl. baselines, one row per point
-    and baseline: means and intervals when seeds > 1)."""
-    points = [p.model_copy(update={"seeds": seeds}) for p in grid(s, batches, steps, list(topks))]
-    summary, _ = run_points(points, jobs, progress)
-    if seeds > 1:
-        summary = interval_summary(summary)
-    return within_noise(best_by_batch(summary), summary), summary
+    settled by within_noise when seeds > 1, with the limit that bound each TPS pick; the grid's
+    rows incl. `none`, one per setting and batch: means and intervals when seeds > 1)."""
+    summary = run_grid(grid(s, batches, steps, list(topks), seeds), jobs, progress)
+    table = within_noise(best_by_batch(summary), summary)
+    key = ["concurrency", "steps", "topk"]
+    picks = table.rename(columns={"batch": "concurrency", "tps_steps": "steps", "tps_topk": "topk"})[key]
+    table["bound_by"] = picks.merge(summary[[*key, "bound_by"]], on=key, how="left").bound_by.fillna("").to_numpy()
+    return table, summary
 
 
 def within_noise(table: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
@@ -192,7 +202,7 @@ def policy_line(table: pd.DataFrame) -> str:
 SHOWN = {"batch": "batch", "tps_steps": "S (TPS)", "tps_topk": "K (TPS)", "tps": "TPS", "speedup": "speedup",
          "user_steps": "S (user)", "user_topk": "K (user)", "per_user_tps": "user TPS",
          "per_user_speedup": "user speedup", "none_tps": "none TPS", "none_per_user_tps": "none user TPS",
-         "speculate": "speculate", "margin_pct": "margin %", "tie": "tie"}
+         "speculate": "speculate", "margin_pct": "margin %", "tie": "tie", "bound_by": "bound"}
 
 
 def format_recommendation(table: pd.DataFrame) -> str:
@@ -227,6 +237,10 @@ def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_
           f"{s.speculative.design} steps {steps[0]}..{steps[-1]}" + (f", topk {topks}" if topks != [1] else "") +
           f", priced by {s.specs.pricing}: {n} runs + {len(batches)} baselines in {time.perf_counter() - started:.1f} s\n")
     print(format_recommendation(table) + "\n")
+    if table.bound_by.astype(bool).any():
+        print(f"bound: a limit bound the TPS pick's batch (cap N: the running-request cap, engine.max_running_requests "
+              f"or {s.specs.engine.name} {s.specs.engine.version}'s rule for the design as `mtpsim run` resolves it; "
+              "KV: the KV budget; eager>N: batches past the largest CUDA graph)")
     even = break_even(table)
     print(f"break-even batch: {even if even is not None else f'none within the range (speculation wins up to {batches[-1]})'}")
     print(policy_line(table))

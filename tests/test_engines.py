@@ -93,7 +93,7 @@ def test_a_binding_cap_is_reported():
 
 def test_recommend_resolves_the_cap_as_run_does():
     s = scenario()
-    point = next(p for p in grid(s, [64], [2], [1]))
+    point = next(p for p in grid(s, [64], [2], [1]) if p.speculative.design != "none")  # the grid runs none too
     assert point.specs.engine.max_running(point.speculative.design, point.engine.max_running_requests) == \
         s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests) == 48
 

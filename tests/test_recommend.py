@@ -159,3 +159,20 @@ def test_with_seed_intervals_a_gain_within_noise_does_not_earn_a_step():
     single = within_noise(best_by_batch(summary.drop(columns=["tps_ci_low", "tps_ci_high"])), summary.drop(
         columns=["tps_ci_low", "tps_ci_high"]))
     assert single.tps_steps.tolist() == [3, 3]
+
+
+def test_the_engine_cap_is_resolved_as_run_resolves_it_and_a_binding_one_is_marked(tmp_path):
+    """No engine.max_running_requests: SGLang's cap under speculative decoding (48 at its default
+    release) holds for the speculative settings and not for `none`, as in `mtpsim run`."""
+    data = {**TINY, "engine": {}, "workload": {**TINY["workload"], "concurrency": 64, "num_requests": 128}}
+    table, summary = recommend(base_point(str(write(tmp_path, data)), []), [64], [1, 2], progress=False)
+    ran, _ = run_points(sc.load(write(tmp_path, {**data, "sweep": {"speculative.steps": [1, 2]}}, "g.yaml")),
+                        progress=False)
+    for design, steps in (("none", 0), ("nextn", 1), ("nextn", 2)):
+        mine = summary[(summary.design == design) & (summary.steps == steps)].iloc[0]
+        theirs = ran[(ran.design == design) & (ran.steps == steps)].iloc[0]
+        assert (mine.max_running, mine.bound_by, mine.tps) == (theirs.max_running, theirs.bound_by, theirs.tps)
+    spec = summary[summary.design != "none"]
+    assert (spec.max_running == 48).all() and (spec.bound_by == "cap 48").all()
+    assert summary[summary.design == "none"].max_running.iloc[0] == 256
+    assert table.bound_by.iloc[0] == ("cap 48" if table.tps_steps.iloc[0] else "")

@@ -131,7 +131,11 @@ def test_bad_search_input_is_one_line(tmp_path, capsys, args, text, key, word):
 
 def test_unmeetable_targets_say_the_best_value_reached(tmp_path, capsys):
     line = one_line_error(capsys, search(tmp_path, "--ttft", "p99:1ms"), "", "--ttft")
-    assert "best ttft p99 reached is" in line
+    assert "best ttft p99 reached is" in line and "frontier.csv" in line
+    reached = pd.read_csv(tmp_path / "out" / "frontier.csv")  # what was reached is still written
+    assert len(reached) == 6 and not reached.meets_targets.any()
+    assert reached.ttft_p99_s.min() * 1e3 == pytest.approx(float(line.split("reached is ")[1].split(" ms")[0]), abs=0.06)
+    assert not (tmp_path / "out" / "finalists.csv").exists()
 
 
 def test_cost_and_power_columns_follow_the_hardware_entry_and_its_override(tmp_path, capsys):
@@ -186,7 +190,7 @@ def test_bad_curves_are_one_line(tmp_path, capsys, curve, key, word):
 
 @pytest.mark.parametrize("engine, setting, steps, length", [
     ("vllm", 2.5, 3, 2.5), ("sglang", 2.5, 3, 2.5), ("sglang", 9.0, 3, 4.0), ("trtllm", 2, 3, 3.0),
-    ("trtllm", 5, 3, 4.0)])
+    ("trtllm", 5, 3, 4.0), ("trtllm", 1.6, 3, 2.6), ("trtllm", 0.3, 2, 1.3), ("trtllm", 2.5, 2, 3.0)])
 def test_forced_acceptance_gives_the_engines_mean(engine, setting, steps, length):
     from mtpsim.acceptance import AcceptanceProfile
     profile = AcceptanceProfile.forced(engine, setting, steps)
@@ -207,9 +211,22 @@ def test_sglangs_forced_draw_is_one_per_iteration_for_the_whole_batch():
     assert abs((counts == 2).mean() - 0.3) < 4 * np.sqrt(0.3 * 0.7 / 2000)
 
 
-def test_forced_trtllm_takes_whole_drafts_only(tmp_path, capsys):
-    text = SMALL.replace("acceptance: {per_depth: [0.8, 0.6]}", "acceptance: {forced: {engine: trtllm, setting: 1.5}}")
-    one_line_error(capsys, search(tmp_path, text=text), "acceptance.forced.setting", "whole number")
+def test_trtllms_fractional_force_is_one_more_draft_per_request_with_the_fractions_chance():
+    """TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS=1.6 at S=3: every request accepts 1 draft, and a
+    second with chance 0.6, drawn per request (not one draw for the batch as SGLang's)."""
+    from mtpsim.acceptance import AcceptanceProfile
+    profile = AcceptanceProfile.forced("trtllm", 1.6, 3)
+    levels = np.broadcast_to(np.array(profile.alphas), (64, 3))
+    draws = np.concatenate([AcceptanceProfile.sample(np.random.default_rng(k), levels) for k in range(40)])
+    assert set(draws.tolist()) == {1, 2}
+    assert abs((draws == 2).mean() - 0.6) < 4 * np.sqrt(0.6 * 0.4 / draws.size)
+    mixed = [AcceptanceProfile.sample(np.random.default_rng(k), levels) for k in range(40)]
+    assert sum(len(set(d.tolist())) > 1 for d in mixed) > 35  # requests of one iteration differ
+
+
+def test_forced_trtllm_zero_is_off_and_refused(tmp_path, capsys):
+    text = SMALL.replace("acceptance: {per_depth: [0.8, 0.6]}", "acceptance: {forced: {engine: trtllm, setting: 0}}")
+    one_line_error(capsys, search(tmp_path, text=text), "acceptance.forced.setting", "turns forcing off")
 
 
 # ---------------------------------------------------------------------- launch options
@@ -232,16 +249,56 @@ def test_launch_options_express_the_deployment_in_each_engine():
     assert '"enable_attention_dp": true' in trtllm and '"num_nextn_predict_layers": 3' in trtllm
 
 
-@pytest.mark.parametrize("row, engine, word", [
-    (deployment(ep=2), "vllm", "cannot run ep 2"),
-    (deployment(attention_dp=2), "trtllm", "cannot run attention_dp 2"),
-    (deployment(topk=4), "vllm", "tree"),
-    (deployment(design="frozen_kv"), "sglang", "cannot run design frozen_kv"),
+def sections(row: pd.Series, drafter=None, cap: int = 32) -> dict[str, str]:
+    from mtpsim.search.flags import Drafter, launch_flags
+    text = launch_flags(row, cap, drafter or Drafter())
+    return {s.split("]")[0].lstrip("[").split()[0]: s.split("\n", 1)[1] for s in text.split("\n\n")}
+
+
+@pytest.mark.parametrize("design, drafter, engine, words", [
+    ("multi_layer", {"mtp_layers": 3}, "sglang", ["--speculative-algorithm EAGLE --enable-multi-layer-eagle",
+                                                  "--speculative-num-steps 3"]),
+    ("multi_layer", {"mtp_layers": 3}, "vllm", ['"method": "mtp"', '"num_speculative_tokens": 3']),
+    ("multi_layer", {"mtp_layers": 3}, "trtllm", ['"use_mtp_vanilla": true', '"num_nextn_predict_layers": 3']),
+    ("nextn", {"external": True}, "sglang", ["--speculative-algorithm EAGLE3 --speculative-draft-model-path DRAFT"]),
+    ("nextn", {"external": True}, "vllm", ['"method": "eagle3", "model": "DRAFT"']),
+    ("nextn", {"external": True}, "trtllm", ['"decoding_type": "Eagle3", "max_draft_len": 3', '"speculative_model"']),
+    ("frozen_kv", {}, "sglang", ["--speculative-algorithm NEXTN --speculative-draft-model-path ASSISTANT"]),
+    ("frozen_kv", {}, "vllm", ['"method": "mtp", "model": "ASSISTANT"']),
+    ("block", {"block_kind": "dflash"}, "sglang", ["--speculative-algorithm DFLASH", "--speculative-dflash-block-size 4"]),
+    ("block", {"block_kind": "dflash"}, "vllm", ['"method": "dflash", "model": "DRAFT"', '"num_speculative_tokens": 3']),
 ])
-def test_engines_that_cannot_run_a_deployment_say_so(row, engine, word):
-    from mtpsim.search.flags import launch_flags
-    section = {s.split("]")[0].lstrip("[").split()[0]: s for s in launch_flags(row, cap=32).split("\n\n")}[engine]
-    assert word in section and "--" not in section.split("\n", 1)[1]
+def test_launch_options_for_each_design_an_engine_runs(design, drafter, engine, words):
+    from mtpsim.search.flags import Drafter
+    section = sections(deployment(design=design), Drafter(**drafter))[engine]
+    assert all(w in section for w in words), section
+
+
+@pytest.mark.parametrize("row, drafter, engine, word", [
+    (deployment(ep=2), {}, "vllm", "cannot run ep 2"),
+    (deployment(attention_dp=2), {}, "trtllm", "cannot run attention_dp 2"),
+    (deployment(topk=4), {}, "vllm", "tree"),
+    (deployment(design="frozen_kv"), {}, "trtllm", "cannot run design frozen_kv"),
+    (deployment(design="parallel_heads"), {}, "sglang", "cannot run design parallel_heads"),
+    (deployment(design="parallel_heads"), {}, "vllm", "Medusa checkpoint"),
+    (deployment(design="block"), {"block_kind": "dspark"}, "sglang", "cannot run a dspark block drafter"),
+    (deployment(design="block"), {"block_kind": "dspark"}, "vllm", "cannot run a dspark block drafter"),
+    (deployment(design="block", attention_dp=8), {"block_kind": "dflash"}, "sglang", "DFLASH with DP attention"),
+    (deployment(design="block"), {"block_kind": "dflash"}, "trtllm", "cannot run design block"),
+    (deployment(), {"mtp_layers": 3}, "vllm", "cannot reuse one MTP layer of 3"),
+    (deployment(), {"mtp_layers": 3}, "trtllm", "cannot reuse one MTP layer of 3"),
+])
+def test_engines_that_cannot_run_a_deployment_say_so(row, drafter, engine, word):
+    from mtpsim.search.flags import Drafter
+    section = sections(row, Drafter(**drafter))[engine]
+    assert word in section and "--" not in section
+
+
+def test_the_drafter_is_read_from_the_chosen_point(tmp_path):
+    from mtpsim.search.flags import Drafter
+    mimo = sc.load(write(tmp_path, SMALL.replace("deepseek-v3", "mimo-v2-flash").replace("nextn", "multi_layer")))[0]
+    assert Drafter.of(mimo) == Drafter(mtp_layers=mimo.specs.model.mtp.num_layers) and mimo.specs.model.mtp.num_layers > 1
+    assert Drafter.of(sc.load(write(tmp_path))[0]) == Drafter(mtp_layers=1)
 
 
 def test_search_scenarios_load_and_open_with_their_question_and_command():
@@ -259,3 +316,80 @@ def test_trees_join_the_default_space_when_the_acceptance_gives_ranks(tmp_path):
     settings = space.design_settings(base, SearchBounds(), [1, 2])
     assert sorted({(s["design"], s.get("topk", 1)) for s in settings}) == [("nextn", k) for k in (1, 2, 3, 4)] + [("none", 1)]
     assert {s.get("topk") for s in space.design_settings(base, SearchBounds(topk=[1]), [1])} == {None, 1}
+
+
+def test_ttft_percentiles_leave_out_the_closed_loops_cold_start_wave(tmp_path):
+    """The first `concurrency` requests arrive together and queue behind each other's prefills;
+    the search's TTFT percentiles are over the requests after them, every request's kept as ttft_all."""
+    from mtpsim.search.worker import simulate_point
+    from mtpsim.sim import simulate
+    text = ("name: w\nmodel: llama-3.1-8b\nhardware: h100-sxm\ncost: {model: roofline}\n"
+            "workload: {arrival: closed, concurrency: 16, num_requests: 48, input_len: 512,\n"
+            "  output_len: {dist: uniform, min: 8, max: 64}}\n")  # bench_serving-like spread lengths
+    s = sc.load(write(tmp_path, text))[0]
+    row, req = simulate_point(s), simulate(s).requests
+    after = req.sort_values(["arrival_s", "request_id"]).iloc[16:]
+    assert row["ttft_steady_requests"] == 32 and (after.arrival_s > 0).all() and (req.arrival_s == 0).sum() == 16
+    steady = after.first_token_s - after.arrival_s
+    assert row["ttft_p50_s"] == pytest.approx(steady.quantile(0.5)) and row["ttft_p99_s"] == pytest.approx(steady.quantile(0.99))
+    every = req.first_token_s - req.arrival_s
+    assert row["ttft_all_p99_s"] == pytest.approx(every.quantile(0.99))
+    wave = req.sort_values(["arrival_s", "request_id"]).iloc[:16]
+    assert (wave.first_token_s - wave.arrival_s).median() > steady.median(), "the wave is what this leaves out"
+
+
+# ---------------------------------------------------------------------- aggregated vs disaggregated
+
+DIS = """\
+name: dis
+model: llama-3.1-8b
+hardware: h100-sxm
+cost: {model: roofline}
+speculative: {design: nextn, steps: 2, draft: eagle3-llama-3.1-8b}
+acceptance: {per_depth: [0.8, 0.6]}
+workload: {arrival: closed, concurrency: 1, num_requests: 4, input_len: 1024, output_len: 64}
+search: {tp: [1, 2], ep: [1], attention_dp: [1], concurrency: [16], requests_per_user: 2}
+"""
+
+
+def test_splits_fill_the_gpus_and_serve_the_most_their_pools_rates_allow(tmp_path):
+    from mtpsim.search import disagg
+    base = sc.load(write(tmp_path, DIS))[0]
+    spec = {"design": "nextn", "steps": 2, "draft": "eagle3-llama-3.1-8b"}
+    shards = [space.Layout(1, 1, 1, 1), space.Layout(1, 2, 1, 1)]
+    for split in disagg.splits(base, spec, shards, 4, 16):
+        assert split.gpus == 4 and split.prefill.replicas >= 1 and split.decode.replicas >= 1
+        rp = disagg.prefill_rate(space.at_layout(base, space.Layout(1, split.prefill.tp, 1, 1), spec))
+        d = space.at_layout(base, space.Layout(1, split.decode.tp, 1, 1), spec)
+        served = {y: min((4 - y * split.decode.tp) // split.prefill.tp * rp, y * disagg.decode_rate(d, -(-16 // y)))
+                  for y in range(1, 4 // split.decode.tp + 1) if 4 - y * split.decode.tp >= split.prefill.tp}
+        assert served[split.decode.replicas] == max(served.values())
+    # more users per decode replica decode more requests per second, short of the GPU's limit
+    d = space.at_layout(base, space.Layout(1, 1, 1, 1), spec)
+    assert disagg.decode_rate(d, 1) < disagg.decode_rate(d, 8) < 8 * disagg.decode_rate(d, 1)
+
+
+def test_disaggregated_rows_are_the_disaggregated_scenarios_simulated(tmp_path, capsys):
+    import mtpsim
+    from mtpsim.sim import simulate
+    argv = search(tmp_path, "--disagg", text=DIS)
+    argv[argv.index("--gpus") + 1] = "2"
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    rows = pd.read_csv(tmp_path / "out" / "frontier.csv")
+    split = rows[rows["mode"] == "disagg"]
+    assert set(split.layout) == {"1P(tp1 ep1 adp1) 1D(tp1 ep1 adp1)"} and (split.gpus == 2).all()
+    assert set(rows["mode"]) == {"agg", "disagg"} and "agg vs disagg under the targets" in out
+    row = split[(split.design == "nextn") & (split.steps == 2)].iloc[0]
+    base = sc.load(write(tmp_path, DIS))[0]
+    agg = space.with_load(space.at_layout(base, space.Layout(1, 1, 1, 1), {"design": "nextn", "steps": 2,
+                          "draft": "eagle3-llama-3.1-8b"}), space.loads(SearchBounds(concurrency=[16],
+                          requests_per_user=2))[0], space.Layout(1, 1, 1, 1), False)
+    pool = {"replicas": 1, "tp": 1, "ep": 1, "attention_dp": 1}
+    alone = simulate(mtpsim.disaggregated(agg, pool, pool, gpus=2)).summary.iloc[0]
+    assert row.tps == pytest.approx(alone.tps, rel=1e-9) and row.tps_per_gpu == pytest.approx(alone.tps / 2, rel=1e-9)
+
+
+def test_no_split_of_gpus_one_replica_fills_is_said(tmp_path, capsys):
+    assert cli.main(search(tmp_path, "--disagg")) == 0
+    assert "disaggregated: no xPyD split of 8 GPUs (each pool needs a replica of at least tp 8)" in capsys.readouterr().out

@@ -47,3 +47,5 @@ class SearchBounds(BaseModel):
     """Closed loop: requests per point = users x this."""
     requests_per_rate_s: float = Field(default=20.0, gt=0, le=1e5)
     """Open loop: requests per point = rate x this many seconds."""
+    disaggregated: bool = False
+    """Also try prefill and decode pools (xPyD) of the same GPUs, the ratio matched to the load (search/disagg.py)."""

@@ -14,6 +14,8 @@ def add_arguments(p, bounded, max_jobs: int) -> None:
     p.add_argument("--rates", metavar="R1,R2,...", help="Poisson loads in requests per second, instead of users")
     p.add_argument("--max-steps", type=bounded(1, 64), help="most draft steps to try (default: what the design, "
                    "model and acceptance allow)")
+    p.add_argument("--disagg", action="store_true", default=None, help="also try disaggregated prefill / decode pools "
+                   "(xPyD) of the same GPUs, the ratio matched to the load (or search.disaggregated)")
     p.add_argument("--topk", metavar="K1,K2,...", help="topk values, for designs that draft trees (default 1)")
     for flag, what in (("--ttft", "time to first token at most, e.g. p99:2s"),
                        ("--tpot", "time per output token at most, e.g. p50:20ms"),
@@ -43,7 +45,7 @@ def run_from_args(args):
         raise ScenarioError("--rates", "", "give --concurrency (closed loop) or --rates (Poisson), not both")
     flags = {"gpus": args.gpus,
              "concurrency": parse_sizes(args.concurrency, "--concurrency", MAX_USERS) if args.concurrency else None,
-             "rates": parse_rates(args.rates) if args.rates else None, "max_steps": args.max_steps,
+             "rates": parse_rates(args.rates) if args.rates else None, "max_steps": args.max_steps, "disaggregated": args.disagg,
              "topk": parse_sizes(args.topk, "--topk", 64) if args.topk else None}
     targets = [parse_target(text, metric) for text, metric in
                ((args.ttft, "ttft"), (args.tpot, "tpot"), (args.min_user_tps, "user_tps")) if text]

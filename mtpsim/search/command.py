@@ -11,6 +11,7 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
@@ -18,11 +19,11 @@ from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE, record
 from mtpsim.errors import ScenarioError, from_validation
 from mtpsim.intervals import half_width
-from mtpsim.recommend import candidate_steps
 from mtpsim.runfolder import claimed
-from mtpsim.search import execute, frontier, space, summary
+from mtpsim.search import disagg, execute, frontier, space, summary
 from mtpsim.search.bounds import SearchBounds
-from mtpsim.search.flags import launch_flags
+from mtpsim.search.flags import Drafter, launch_flags
+from mtpsim.search.space import candidate_steps
 from mtpsim.search.targets import Target, finalists, meeting
 
 DEFAULT_CACHE = Path("runs") / "search-cache"
@@ -64,9 +65,12 @@ def enrich(rows: pd.DataFrame, targets: list[Target]) -> pd.DataFrame:
     """Summary rows -> frontier rows: per-GPU and per-user figures, speedup over `none` on the same
     layout and load, memory headroom, cost and power, Pareto flags, whether the targets hold."""
     r = rows.copy()
-    parts = r.layout.str.extract(r"^(\d+)x tp(\d+) ep(\d+) adp(\d+)$").astype(int)
-    r["replicas"], r["tp"], r["ep"], r["attention_dp"] = parts[0], parts[1], parts[2], parts[3]
-    r["gpus"] = r.replicas * r.tp
+    agg = r.layout.str.extract(r"^(\d+)x tp(\d+) ep(\d+) adp(\d+)$").astype(float)
+    pools = r.layout.str.extract(r"^(\d+)P\(tp(\d+) ep\d+ adp\d+\) (\d+)D\(tp(\d+) ep(\d+) adp(\d+)\)$").astype(float)
+    r["mode"] = np.where(agg[0].notna(), "agg", "disagg")  # a disaggregated row's layout columns are its decode pool's
+    for col, a, d in (("replicas", 0, 2), ("tp", 1, 3), ("ep", 2, 4), ("attention_dp", 3, 5)):
+        r[col] = agg[a].fillna(pools[d]).astype(int)
+    r["gpus"] = (agg[0] * agg[1]).fillna(pools[0] * pools[1] + pools[2] * pools[3]).astype(int)
     r["tps_per_gpu"] = r.tps / r.gpus
     r["tps_per_user"] = 1.0 / r.tpot_p50_s
     load = r.concurrency.where(r.rate_per_s.isna(), r.rate_per_s)
@@ -100,6 +104,16 @@ def space_columns() -> list[str]:
     return ["layout", "design", "steps", "topk", "concurrency", "rate_per_s"]
 
 
+def write_frontier(rows: pd.DataFrame, folder: Path, chosen: pd.Series | None, targets: list[Target], title: str,
+                   plot: bool) -> None:
+    """frontier.csv, and frontier.png unless `plot` is False (the chosen point marked when there is one)."""
+    rows[frontier.COLUMNS].to_csv(folder / "frontier.csv", index=False)
+    if plot:
+        user = [t.value for t in targets if t.metric == "user_tps"] + \
+               [1 / t.value for t in targets if t.metric == "tpot" and t.percentile == "p50"]
+        frontier.plot_frontier(rows, folder / "frontier.png", chosen, max(user) if user else None, title)
+
+
 def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], seeds: int, out: str | None,
                jobs: int | None, backend: str = "pool", address: str | None = None,
                cache_dir: str | None = str(DEFAULT_CACHE), plot: bool = True) -> tuple[Path, pd.DataFrame]:
@@ -115,32 +129,35 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
         why = "; ".join(f"{k.label}: {v}" for k, v in list(refused.items())[-2:]) or "no layout within the bounds"
         raise ScenarioError("--gpus", "", f"no shard of model {base.specs.model.name!r} fits {bounds.gpus} GPUs "
                             f"({len(refused)} layouts tried; e.g. {why})")
-    points = space.points(base, layouts, space.design_settings(base, bounds, steps), bounds)
+    settings = space.design_settings(base, bounds, steps)
+    points = space.points(base, layouts, settings, bounds)
+    if bounds.disaggregated:
+        split_points, split_refused = disagg.points(base, layouts, settings, space.loads(bounds), bounds.gpus,
+                                                    base.engine.max_running_requests is not None)
+        points += split_points
+        refused.update(split_refused)
     jobs = jobs or max(1, min(len(points), os.cpu_count() or 1))
     cache = execute.Cache(cache_dir)
     started = time.perf_counter()
     rows, ran = execute.run_search_points(points, cache, jobs, backend, address)
     hw = base.specs.hardware
     rows = enrich(rows.assign(usd_per_gpu_hour=hw.usd_per_gpu_hour, board_power_w=hw.board_power_w), targets)
-    try:
-        final = finalists(rows, targets)
-    except ScenarioError as exc:  # no point meets them: every point stays cached for the next try
-        raise ScenarioError(exc.where, exc.key, f"{exc.reason} ({len(rows)} points cached in "
-                            f"{cache_dir or 'no cache'}: rerunning with other targets costs nothing)") from None
-    if seeds > 1:
-        final = seeded(points, final, seeds, cache, jobs, backend, address)
-    wall = time.perf_counter() - started
     with claimed(f"{base.name}-search", out) as folder:
-        rows[frontier.COLUMNS].to_csv(folder / "frontier.csv", index=False)
+        try:
+            final = finalists(rows, targets)
+        except ScenarioError as exc:  # no point meets them: what was reached is still written, and cached
+            write_frontier(rows, folder, None, targets, f"{base.specs.model.name} on {bounds.gpus}x {hw.name}", plot)
+            raise ScenarioError(exc.where, exc.key, f"{exc.reason} (what the {len(rows)} points reached: "
+                                f"{folder}/frontier.csv; cached in {cache_dir or 'no cache'}, so rerunning with "
+                                "other targets costs nothing)") from None
+        if seeds > 1:
+            final = seeded(points, final, seeds, cache, jobs, backend, address)
+        wall = time.perf_counter() - started
         final.to_csv(folder / "finalists.csv", index=False)
         chosen = rows.loc[int(final.iloc[0].point)]
-        if plot:
-            user = [t.value for t in targets if t.metric == "user_tps"] + \
-                   [1 / t.value for t in targets if t.metric == "tpot" and t.percentile == "p50"]
-            frontier.plot_frontier(rows, folder / "frontier.png", chosen, max(user) if user else None,
-                                   f"{base.specs.model.name} on {bounds.gpus}x {hw.name}")
+        write_frontier(rows, folder, chosen, targets, f"{base.specs.model.name} on {bounds.gpus}x {hw.name}", plot)
     print(summary.report(base, bounds, rows, final, chosen, targets, len(layouts), ran, wall, refused))
-    launch = launch_flags(chosen, int(chosen.max_running), base.specs.draft is not None)
+    launch = launch_flags(chosen, int(chosen.max_running), Drafter.of(points[int(chosen.point)]))
     (folder / "launch.txt").write_text(launch + "\n")
     print(f"\nlaunch options for the chosen deployment (MODEL, DRAFT: your checkpoints):\n\n{launch}")
     print(f"\nwrote {folder}/")

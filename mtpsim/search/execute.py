@@ -2,7 +2,7 @@
 
 The cache holds one JSON file per finished point, named by the SHA-256 of the point's resolved
 scenario (every key with its defaults, the catalog specs it resolved to, the profile files'
-versions and mtpsim's version): an interrupted search, or a wider one over the same scenario,
+versions, mtpsim's version and ROW_FORMAT): an interrupted search, or a wider one over the same scenario,
 runs only the points it has not seen. A row is written as soon as its point finishes.
 
 Each worker process keeps one Pricer per layout (worker.py), so a layout's points reuse the
@@ -23,11 +23,13 @@ import mtpsim
 from mtpsim.files import version
 from mtpsim.search.worker import simulate_point
 
+ROW_FORMAT = 2  # what a cached row holds (2: steady-state TTFT, worker.steady_ttft); a change misses old rows
+
 
 def point_key(s) -> str:
     """The cache key of a point: a hash of everything that decides its result."""
     specs = s.specs
-    text = json.dumps([mtpsim.__version__, s.model_dump(mode="json", exclude={"search"}),
+    text = json.dumps([mtpsim.__version__, ROW_FORMAT, s.model_dump(mode="json", exclude={"search"}),
                        specs.model_dump(mode="json"), version(specs.profile) if specs.profile else None],
                       sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()

@@ -13,9 +13,10 @@ import pandas as pd
 
 from mtpsim.designs import BASELINE
 
-COLUMNS = ["layout", "replicas", "tp", "ep", "attention_dp", "gpus", "design", "steps", "topk", "concurrency",
+COLUMNS = ["mode", "layout", "replicas", "tp", "ep", "attention_dp", "gpus", "design", "steps", "topk", "concurrency",
            "rate_per_s", "tps", "tps_per_gpu", "tps_per_user", "per_user_tps", "ttft_p50_s", "ttft_p99_s",
-           "tpot_p50_s", "tpot_p99_s", "accept_length", "speedup", "weights_gb_per_gpu", "kv_pool_gb_per_gpu",
+           "ttft_all_p50_s", "ttft_all_p99_s", "tpot_p50_s", "tpot_p99_s", "accept_length", "speedup",
+           "weights_gb_per_gpu", "kv_pool_gb_per_gpu",
            "kv_headroom", "bound_by", "usd_per_m_tokens", "tps_per_kw", "pareto", "meets_targets"]
 
 
@@ -60,7 +61,7 @@ def crossovers(off: pd.DataFrame, on: pd.DataFrame) -> list[float]:
 
 def plot_frontier(rows: pd.DataFrame, path, chosen: pd.Series | None = None, min_user_tps: float | None = None,
                   title: str = "") -> None:
-    """frontier.png: every point faint, the MTP-off frontier and each design's MTP-on frontier,
+    """frontier.png: every point faint (disaggregated ones as crosses), the MTP-off frontier and each design's MTP-on frontier,
     the target region (tok/s per user at least the target) shaded, the chosen point marked and
     each crossing labelled."""
     import matplotlib
@@ -70,7 +71,11 @@ def plot_frontier(rows: pd.DataFrame, path, chosen: pd.Series | None = None, min
     off = curve(rows[rows.design == BASELINE])
     for i, (design, fam) in enumerate(sorted(rows.groupby("design"), key=lambda g: g[0] != BASELINE)):
         color = f"C{i}"  # none first: the same colour in every search
-        ax.scatter(fam.tps_per_user, fam.tps_per_gpu, s=8, alpha=0.25, color=color)
+        split = fam["mode"] == "disagg" if "mode" in fam else pd.Series(False, index=fam.index)
+        ax.scatter(fam.tps_per_user[~split], fam.tps_per_gpu[~split], s=8, alpha=0.25, color=color)
+        if split.any():  # disaggregated points: crosses, in their design's colour
+            ax.scatter(fam.tps_per_user[split], fam.tps_per_gpu[split], s=14, alpha=0.5, color=color, marker="x",
+                       label=f"{design}, disaggregated (xPyD)")
         front = curve(fam)
         label = "MTP off (none)" if design == BASELINE else f"MTP on ({design}, best steps)"
         ax.plot(front.tps_per_user, front.tps_per_gpu, marker="o", ms=3, label=label, color=color)

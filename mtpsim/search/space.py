@@ -5,9 +5,11 @@ A deployment (a `Layout`) is `replicas` copies of one replica of `tp` GPUs, its 
 when the scenario checks accept the shard (checks.py: heads, widths and experts divisible, nodes)
 and its weights leave a KV pool that holds the longest request (memory.py, the engine's pool
 rule). Each kept layout runs `none` and the scenario's design at steps 1 up to the most the
-design, the model and the acceptance allow (recommend.candidate_steps), at each load of the
-ladder: closed-loop users over all replicas (each replica's running-request cap set to its share,
-unless the scenario sets one), or Poisson rates.
+design, the model and the acceptance allow (candidate_steps), at each load of the ladder:
+closed-loop users over all replicas (each replica's running-request cap set to its share, unless
+the scenario sets one: the launch flags then pass that cap), or Poisson rates. `mtpsim recommend`
+builds its one-layout grid from the same pieces (layout_of, at_layout, with_load with
+`keep_cap`), leaving the cap to the engine as `mtpsim run` resolves it.
 """
 from __future__ import annotations
 
@@ -15,11 +17,12 @@ import math
 from dataclasses import dataclass
 
 from mtpsim import scenario as sc
+from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import build_pricer
 from mtpsim.designs import BASELINE, DesignShape, record
 from mtpsim.errors import ScenarioError
 from mtpsim.memory import memory_budget, pool_rule
-from mtpsim.schema import max_length
+from mtpsim.schema import MAX_STEPS, max_length
 from mtpsim.search.bounds import DEFAULT_LADDER, MAX_SEARCH_POINTS, SearchBounds
 
 
@@ -40,6 +43,25 @@ class Layout:
     def label(self) -> str:
         """`2x tp4 ep4 adp1`: how tables and the CSV name it."""
         return f"{self.replicas}x tp{self.tp} ep{self.ep} adp{self.attention_dp}"
+
+
+def layout_of(s: sc.Scenario) -> Layout:
+    """The layout a scenario's `parallel:` section names."""
+    p = s.parallel
+    return Layout(p.dp, p.tp, p.ep, p.attention_dp)
+
+
+def candidate_steps(s: sc.Scenario, max_steps: int | None) -> list[int]:
+    """1..the most steps that the max_steps limit, the design with this model (one MTP layer
+    or head per step, say), and the acceptance profile's depths all allow."""
+    depths = len(AcceptanceProfile.from_section(s.acceptance, s.speculative.steps, s.source).alphas)
+    limit = min(max_steps or MAX_STEPS, depths)
+    design, draft = record(s.speculative.design), s.specs.draft or s.specs.assistant
+    for steps in range(1, limit + 1):
+        spec = s.speculative.model_copy(update={"steps": steps, "topk": 1, "draft_tokens": None, "policy": None})
+        if design.problems(spec, s.specs.model, draft):
+            return list(range(1, steps))
+    return list(range(1, limit + 1))
 
 
 def divisors(n: int) -> list[int]:
@@ -130,17 +152,23 @@ def loads(bounds: SearchBounds) -> list[dict]:
     if bounds.rates is not None:
         return [{"arrival": "poisson", "rate_per_s": r, "num_requests": max(8, math.ceil(r * bounds.requests_per_rate_s))}
                 for r in bounds.rates]
-    ladder = bounds.concurrency or list(DEFAULT_LADDER)
-    return [{"arrival": "closed", "concurrency": c, "num_requests": c * bounds.requests_per_user} for c in ladder]
+    return closed_loads(bounds.concurrency or list(DEFAULT_LADDER), bounds.requests_per_user)
 
 
-def with_load(s: sc.Scenario, load: dict, layout: Layout, cap_set: bool) -> sc.Scenario:
-    """`s` under one load: its workload's arrival keys replaced, each replica's running-request cap
-    its share of the users (closed loop, when the scenario sets no cap), the point labelled."""
+def closed_loads(ladder: list[int], per_user: int) -> list[dict]:
+    """Closed-loop loads: each of `ladder` users sends `per_user` requests."""
+    return [{"arrival": "closed", "concurrency": c, "num_requests": c * per_user} for c in ladder]
+
+
+def with_load(s: sc.Scenario, load: dict, layout: Layout, keep_cap: bool) -> sc.Scenario:
+    """`s` under one load: its workload's arrival keys replaced, the point labelled, and (closed
+    loop, unless `keep_cap`) each replica's running-request cap set to its share of the users.
+    With `keep_cap` the cap is the scenario's, else the engine's rule for the design (engines.py
+    EngineSpec.max_running), exactly as `mtpsim run` resolves it."""
     workload = s.workload.model_dump(exclude={"rate_per_s", "rate_schedule", "trace", "concurrency"})
     data = s.model_dump(exclude={"sweep", "search"}, exclude_none=True)
     data["workload"] = {**workload, **load}
-    if load["arrival"] == "closed" and not cap_set:
+    if load["arrival"] == "closed" and not keep_cap:
         data["engine"] = {**data.get("engine", {}), "max_running_requests": math.ceil(load["concurrency"] / layout.replicas)}
     label = {"layout": layout.label, "concurrency" if "concurrency" in load else "rate_per_s":
              load.get("concurrency", load.get("rate_per_s"))}

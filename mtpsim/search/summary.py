@@ -9,7 +9,7 @@ from mtpsim.search.targets import Target, margin_pct
 
 
 def describe(row: pd.Series) -> str:
-    """`1x tp8 ep8 adp8, nextn S=2 at 64 users`."""
+    """`1x tp8 ep8 adp8, nextn S=2 at 64 users` (a disaggregated layout: `1P(...) 1D(...)`)."""
     design = row.design if row.design == BASELINE else f"{row.design} S={int(row.steps)}" + \
         (f" K={int(row.topk)}" if row.topk > 1 else "")
     load = f"{row.rate_per_s:g} req/s" if pd.notna(row.rate_per_s) else f"{int(row.concurrency)} users"
@@ -43,7 +43,23 @@ def report(base, bounds, rows: pd.DataFrame, final: pd.DataFrame, chosen: pd.Ser
         runner = rows.loc[int(final.iloc[1].point)]
         lines.append(f"runner-up: {describe(runner)}: {runner.tps_per_gpu:.0f} tok/s/GPU")
     lines += mtp_lines(rows)
+    if bounds.disaggregated:
+        lines.append(mode_line(rows, bounds.gpus))
     return "\n".join(lines)
+
+
+def mode_line(rows: pd.DataFrame, gpus: int) -> str:
+    """Aggregated against disaggregated: the best of each under the targets, or why there is no split."""
+    if not (rows["mode"] == "disagg").any():
+        tp = int(rows.tp.min())
+        return f"disaggregated: no xPyD split of {gpus} GPUs (each pool needs a replica of at least tp {tp})"
+    ok = rows[rows.meets_targets]
+    best = {m: ok[ok["mode"] == m].tps_per_gpu.max() for m in ("agg", "disagg")}
+    if any(pd.isna(v) for v in best.values()):
+        met = [m for m, v in best.items() if pd.notna(v)]
+        return f"agg vs disagg under the targets: only {' and '.join(met) or 'neither'} meets them"
+    return (f"agg vs disagg under the targets: {best['agg']:.0f} vs {best['disagg']:.0f} tok/s/GPU "
+            f"(disagg {100 * (best['disagg'] / best['agg'] - 1):+.1f}%)")
 
 
 def mtp_lines(rows: pd.DataFrame) -> list[str]:
