@@ -1,6 +1,7 @@
 """Predicted vs measured plain-decode time per output token (TPOT): the absolute check.
 
-Run: .venv/bin/python benchmarks/absolute.py [--jobs N] [--no-peer]    (about 45 s on 2 cores)
+Run: .venv/bin/python benchmarks/absolute.py [--jobs N] [--no-peer] [--rules]    (about 45 s on 2 cores;
+     --rules adds each engine version rule's effect on every case it applies to)
 
 Speedups (benchmarks/published.py) divide two simulated times, so a cost model can be wrong in
 absolute terms and still score there. This script checks the absolute figure on its own: each case
@@ -21,7 +22,14 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from published import BAR, ask_peer, command_line, peer_line, simulate_case  # noqa: E402  (a sibling script, not a package)
+from published import (  # noqa: E402  (a sibling script, not a package)
+    BAR,
+    ask_peer,
+    command_line,
+    leave_one_rule_out,
+    peer_line,
+    simulate_case,
+)
 
 
 @dataclass(frozen=True)
@@ -91,8 +99,14 @@ def report(table: pd.DataFrame) -> str:
 
 
 def main() -> None:
-    jobs, peer = command_line(__doc__)
-    print(report(pd.concat([run_case(c, jobs, peer) for c in CASES], ignore_index=True)))
+    jobs, peer, rules = command_line(__doc__, rules=True)
+    table = pd.concat([run_case(c, jobs, peer) for c in CASES], ignore_index=True)
+    print(report(table))
+    if rules:
+        print("\nLeave one engine version rule out (mtpsim/data/engines/*.yaml `rules`), plain-decode TPOT:")
+        rows = leave_one_rule_out(table, jobs, CASES, predicted=lambda case, r: 1e3 * r.tpot_p50_s,
+                                  current=lambda t, case: t[t.case == case.id]["error %"].abs())
+        print(rows.to_string(index=False, float_format=lambda x: f"{x:.1f}"))
 
 
 if __name__ == "__main__":

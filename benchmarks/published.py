@@ -242,18 +242,24 @@ def rules_in_force(cases=CASES) -> dict[tuple[str, str], list[Case]]:
     return found
 
 
-def leave_one_rule_out(table: pd.DataFrame, jobs: int = 1) -> pd.DataFrame:
+def leave_one_rule_out(table: pd.DataFrame, jobs: int = 1, cases=CASES, predicted=None, current=None) -> pd.DataFrame:
     """Each engine version rule's effect on every case it applies to: the case's median |error|
-    with every rule, and with that rule left out (`engine.ignore_rules`), default cost model."""
+    with every rule, and with that rule left out (`engine.ignore_rules`), default cost model.
+    `predicted(case, rows)`: the compared value of simulated rows (default: the case's metric);
+    `current(table, case)`: the case's |errors| in `table` with every rule (default: its metric's
+    rows); absolute.py passes its TPOT."""
+    predicted = predicted or (lambda case, rows: rows[case.metric])
+    current = current or (lambda t, case: t[(t.case == case.id) & (t.metric == case.metric)
+                                            & (t.point != "none")]["error %"].abs())
     rows = []
-    for (engine, rule), cases in rules_in_force().items():
-        for case in cases:
+    for (engine, rule), ruled in rules_in_force(cases).items():
+        for case in ruled:
             without = simulate_case(case, jobs, (f"engine.ignore_rules=[{rule}]",))
-            reported = [case.reported[v] for v in without[case.key]]
-            err = (100 * (without[case.metric] - reported) / pd.Series(reported, index=without.index)).abs()
-            mine = table[(table.case == case.id) & (table.metric == case.metric) & (table.point != "none")]["error %"].abs()
-            rows.append({"rule": f"{engine}:{rule}", "case": case.id, "metric": case.metric, "points": len(mine),
-                         "median |error| % with": mine.median(), "without": err.median(),
+            reported = pd.Series([case.reported[v] for v in without[case.key]], index=without.index)
+            err = (100 * (predicted(case, without) - reported) / reported).abs()
+            mine = current(table, case)
+            rows.append({"rule": f"{engine}:{rule}", "case": case.id, "metric": getattr(case, "metric", "tpot"),
+                         "points": len(mine), "median |error| % with": mine.median(), "without": err.median(),
                          "helps": "yes" if mine.median() < err.median() - 0.05 else
                          "no" if mine.median() > err.median() + 0.05 else "no effect"})
     return pd.DataFrame(rows)
