@@ -62,8 +62,9 @@ def crossovers(off: pd.DataFrame, on: pd.DataFrame) -> list[float]:
 def plot_frontier(rows: pd.DataFrame, path, chosen: pd.Series | None = None, min_user_tps: float | None = None,
                   title: str = "") -> None:
     """frontier.png: every point faint (disaggregated ones as crosses), the MTP-off frontier and each design's MTP-on frontier,
-    the target region (tok/s per user at least the target) shaded, the chosen point marked and
-    each crossing labelled."""
+    the target region (tok/s per user at least the target) shaded, the points meeting every target
+    ringed (TTFT and p99 targets have no edge on these axes), the chosen point marked and each
+    crossing labelled."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -84,6 +85,10 @@ def plot_frontier(rows: pd.DataFrame, path, chosen: pd.Series | None = None, min
                 y = np.interp(np.log(x), np.log(front.tps_per_user), front.tps_per_gpu)
                 ax.annotate(f"{design} and none cross\nat {x:.0f} tok/s/user", (x, y), xytext=(10, 20),
                             textcoords="offset points", arrowprops={"arrowstyle": "->"}, fontsize=8)
+    meets = rows[rows.meets_targets.astype(bool)] if "meets_targets" in rows else rows.iloc[:0]
+    if len(meets) and len(meets) < len(rows):  # targets that are no bound on the x axis (TTFT, p99 TPOT)
+        ax.scatter(meets.tps_per_user, meets.tps_per_gpu, s=24, facecolors="none", edgecolors="green",
+                   linewidths=0.8, label="meets the targets")
     if min_user_tps is not None:
         ax.axvspan(min_user_tps, max(rows.tps_per_user.max() * 1.1, min_user_tps * 1.1), alpha=0.08, color="green",
                    label="target region")
