@@ -25,7 +25,7 @@ SHORT, LONG = 256, 60_000
 
 def pricer(model="deepseek-v3", **kw) -> Pricer:
     hw = load_hardware("h200")
-    return Pricer(load_model(model), hw, RooflineCosts(hw), **kw)
+    return Pricer.of(load_model(model), hw, RooflineCosts(hw), **kw)
 
 
 def decode_s(p: Pricer, kv: list[int]) -> float:

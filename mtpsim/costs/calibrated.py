@@ -110,6 +110,11 @@ class CalibratedCosts:
     def engine(self):
         return self.roofline.engine
 
+    @property
+    def has_glue(self) -> bool:
+        """Whether it prices layer glue: the profile has whole-layer timings to fit it on."""
+        return bool(self.glue)
+
     def kernel_overhead_s(self, graphs: bool) -> float:
         """Per-kernel cost not inside the measured times (0 on CPU: dispatch is measured)."""
         if self.overhead["included_in_op_times"] or graphs:

@@ -65,7 +65,7 @@ class Engine:
         steps = self.design.steps if self.policy is None else self.policy.steps_for(batch_size)
         if steps not in self.plans:
             design = self.design if steps == self.design.steps else self.design.with_steps(steps)
-            window = overlap_window(design, self.pricer.costs.engine) if self.overlap else ()
+            window = overlap_window(design, self.pricer.host.engine) if self.overlap else ()
             passes = iteration_passes(design)
             self.plans[steps] = (design, passes, [p.kind for p in passes], window)
         return self.plans[steps]
