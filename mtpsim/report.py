@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 
 from mtpsim.costs import Pricer, build_pricer
-from mtpsim.costs.iteration import iteration_cost
-from mtpsim.designs import BASELINE, DesignShape, iteration_passes, overlap_window
+from mtpsim.costs.iteration import hiding_window, iteration_cost
+from mtpsim.designs import BASELINE, DesignShape, iteration_passes
 from mtpsim.memory import memory_budget, pool_rule
 
 
@@ -49,7 +49,7 @@ def _op_bound(t) -> str:
 def iteration_time_s(pricer: Pricer, design: DesignShape, table: pd.DataFrame, overlap: bool, batch: int) -> dict:
     """Iteration time = passes + the host time the overlap window does not hide (costs/iteration.py),
     of an iteration_table's passes."""
-    window = overlap_window(design, pricer.host.engine) if overlap else ()
+    window = hiding_window(design, pricer.host, overlap)
     cost = iteration_cost(table.kind, table.time_ms / 1e3, window, pricer.host_overhead_s(design.design, batch))
     return {"gpu_s": cost.gpu_s, "host_s": cost.host_s, "exposed_host_s": cost.exposed_host_s,
             "iteration_s": cost.iteration_s}
