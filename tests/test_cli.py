@@ -109,6 +109,15 @@ def test_package_api_is_lazy_and_torch_free(write_scenario):
     assert done.returncode == 0, done.stderr
 
 
+def test_the_parser_loads_no_pandas_or_pydantic():
+    """Every command builds the whole parser before it runs: `mtpsim --help`, `--version` and an
+    argument error stay quick when building it imports neither pandas nor the scenario schema."""
+    code = ("import sys; from mtpsim.cli import build_parser; build_parser(); "
+            "heavy = {'pandas', 'pydantic', 'numpy', 'mtpsim.schema'} & set(sys.modules); assert not heavy, heavy")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
 def test_a_sweep_point_failing_in_a_worker_is_one_line(tmp_path, capsys):
     """A point that does not fit in memory, simulated in a worker process, gives the same
     one-line error as a one-point run (not a BrokenProcessPool traceback)."""
