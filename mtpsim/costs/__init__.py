@@ -20,15 +20,18 @@ from mtpsim.files import version
 def build_costs(scenario):
     """The scenario's op-level cost model (roofline, or calibrated from a profile folder). A
     profile is read once per process while its files are unchanged (a point and its baseline,
-    the points of a sweep run in one worker, share it: it takes ~0.3 s to load)."""
+    the points of a sweep run in one worker, share it: it takes ~0.3 s to load), and a process
+    after the first reads it parsed from the disk cache (profile_cache.py)."""
     specs = scenario.specs
     if specs.cost_model == "calibrated":
         from mtpsim.costs.calibrated import CalibratedCosts
+        from mtpsim.costs.profile_cache import cached
         key = (version(specs.profile), specs.hardware.model_dump_json(), specs.engine.model_dump_json())
         if key not in _PROFILES:
             if len(_PROFILES) >= 4:
                 _PROFILES.pop(next(iter(_PROFILES)))
-            _PROFILES[key] = CalibratedCosts.from_profile(specs.profile, specs.hardware, specs.engine)
+            _PROFILES[key] = cached(specs.profile, key[1:], lambda: CalibratedCosts.from_profile(
+                specs.profile, specs.hardware, specs.engine))
         return _PROFILES[key]
     return RooflineCosts(specs.hardware, specs.engine)
 
