@@ -25,7 +25,7 @@ KIND_COLORS = {"draft": "tab:orange", "verify": "tab:blue", "decode": "tab:blue"
                "prefill": "tab:gray", "host": "tab:red"}
 SHARES = {share_column(PASS_COLUMN["draft"]): "draft", share_column(PASS_COLUMN["verify"]): "verify / decode",
           share_column(PASS_COLUMN["extend"]): "extend", share_column(PASS_COLUMN["prefill"]): "prefill",
-          "overhead_share": "host (exposed)"}
+          "host_share": "host (exposed)"}
 # Summary columns that name a run but never tell series apart.
 NOT_SERIES = {"name", "concurrency", "rate_per_s", "num_requests", "draft_tokens", "dp", "point"}
 

@@ -50,7 +50,7 @@ def iteration_time_s(pricer: Pricer, design: DesignShape, table: pd.DataFrame, o
     """Iteration time = passes + the host time the overlap window does not hide (costs/iteration.py),
     of an iteration_table's passes."""
     window = hiding_window(design, pricer.host, overlap)
-    cost = iteration_cost(table.kind, table.time_ms / 1e3, window, pricer.host_overhead_s(design.design, batch))
+    cost = iteration_cost(table.kind, table.time_ms / 1e3, window, pricer.host_s(design.design, batch))
     return {"gpu_s": cost.gpu_s, "host_s": cost.host_s, "exposed_host_s": cost.exposed_host_s,
             "iteration_s": cost.iteration_s}
 

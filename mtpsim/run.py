@@ -143,7 +143,7 @@ TABLE = {"design": "design", "steps": "S", "policy": "policy", "concurrency": "c
          "tpot_p50_s": "TPOT p50 ms", "tpot_p99_s": "TPOT p99 ms", "accept_length": "AL",
          "verify_width": "width", "speedup": "speedup",
          "draft_share": "draft%", "verify_share": "verify%", "extend_share": "extend%",
-         "prefill_share": "prefill%", "overhead_share": "host%", "bound_by": "bound"}
+         "prefill_share": "prefill%", "host_share": "host%", "bound_by": "bound"}
 
 
 def format_table(summary: pd.DataFrame) -> str:

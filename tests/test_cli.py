@@ -32,7 +32,7 @@ def test_run_writes_folder_with_baseline(write_scenario, tmp_path, capsys):
     for col in ("name", "design", "steps", "topk", "draft_tokens", "concurrency", "rate_per_s", "num_requests",
                 "tps", "per_user_tps", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_mean_s",
                 "accept_length", "speedup", "per_user_speedup", "draft_share", "verify_share", "extend_share",
-                "prefill_share", "overhead_share", "max_kv_tokens", "sim_wall_s"):
+                "prefill_share", "host_share", "max_kv_tokens", "sim_wall_s"):
         assert col in summary.columns
     resolved = list(yaml.safe_load_all((out / "scenario.resolved.yaml").read_text()))
     assert resolved[0]["workload"]["output_len"] == 16 and resolved[0]["engine"]["max_graph_batch"] == 256

@@ -40,5 +40,5 @@ class CostModel(Protocol):
     def pass_overhead_s(self, graphs: bool) -> float:
         """Fixed seconds of starting one pass (a graph replay's launch)."""
 
-    def host_overhead_s(self, design: str, batch: int) -> float:
+    def host_s(self, design: str, batch: int) -> float:
         """Host seconds per iteration of `design` at `batch` requests, outside the passes."""

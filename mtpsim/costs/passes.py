@@ -270,11 +270,11 @@ class Pricer:
         """Decode-shaped passes replay CUDA graphs up to max_graph_batch; prefill runs eagerly."""
         return self.host.uses_graphs(shape.kind, batch)
 
-    def host_overhead_s(self, design: str, batch: int) -> float:
+    def host_s(self, design: str, batch: int) -> float:
         """Host seconds per iteration of a replica running `batch` requests: under DP attention
         every attention group has a scheduler of its own (SGLang data_parallel_controller.py
         starts one per DP rank), and they work at once, each on its group's share."""
-        return self.costs.host_overhead_s(design, self.group_batch(batch))
+        return self.costs.host_s(design, self.group_batch(batch))
 
     def group_batch(self, batch: int) -> int:
         """The largest attention group's share of a batch (the whole batch without DP attention)."""

@@ -62,7 +62,7 @@ class RooflineCosts:
         (eager kernels each pay their own launch)."""
         return self.hw.launch_overhead_s if graphs else 0.0
 
-    def host_overhead_s(self, design: str, batch: int) -> float:
+    def host_s(self, design: str, batch: int) -> float:
         """Host seconds per iteration outside the passes (scheduling, sampling, acceptance,
         rollback, bookkeeping): the serving engine's figure (mtpsim/data/engines/)."""
         return self.engine.host_s(design, batch)

@@ -71,7 +71,7 @@ class Engine:
         self.levels = self.profile.request_levels(self.rng, 1, self.design.steps)[0]
         # the shared row as a batch's levels, and the host time per iteration, per batch size
         self.shared_levels = lru_cache(maxsize=4096)(lambda n: np.broadcast_to(self.levels, (n, len(self.levels))))
-        self.host_s = lru_cache(maxsize=4096)(self.pricer.host_overhead_s)
+        self.host_s = lru_cache(maxsize=4096)(self.pricer.host_s)
 
     def iteration_at(self, batch_size: int) -> DecodeIteration:
         """The decode iteration of the steps in force for this running batch (the policy's, else
