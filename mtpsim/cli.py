@@ -338,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `mtpsim ... | head`: the reader left; say nothing more
         _drop_stdout()
         return 0
-    except OSError as exc:  # files are named by files.writing; what is left is stdout (> /dev/full)
+    except OSError as exc:  # files are named by outputs.writing; what is left is stdout (> /dev/full)
         if exc.filename is None:
             _drop_stdout()
             return _fail(f"<stdout>: cannot write: {exc.strerror or exc}")
