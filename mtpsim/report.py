@@ -6,10 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from mtpsim import scenario as sc
 from mtpsim.costs import Pricer, build_pricer
 from mtpsim.costs.iteration import hiding_window, iteration_cost
 from mtpsim.designs import BASELINE, DesignShape, iteration_passes
+from mtpsim.errors import warn
 from mtpsim.memory import memory_budget, pool_rule
+from mtpsim.schema import mean_length
 
 
 def iteration_table(pricer: Pricer, design: DesignShape, batch: int, context: int) -> pd.DataFrame:
@@ -89,3 +92,38 @@ def cost_report(scenario, batch: int, context: int, ops: bool = False) -> dict:
     if ops:
         report["ops"] = op_table(pricer, designs[-1], batch, context)
     return report
+
+
+def cost_command(path: str, sets: list[str], batch: int | None, context: int | None, ops: bool) -> int:
+    """`mtpsim cost`: the first point's report at `batch` requests (default workload.concurrency)
+    of `context` committed tokens (default the mean prompt), printed table by table."""
+    points = sc.load(path, sets)
+    s = points[0]
+    batch = s.workload.concurrency if batch is None else batch
+    context = mean_length(s.workload.input_len) if context is None else context
+    limit = s.specs.model.max_context
+    if limit is not None and context > limit:
+        warn("--context", "", f"{context} is past model {s.specs.model.name!r}'s max_context {limit}: "
+             "priced as asked, though no request that long can run")
+    if len(points) > 1:
+        print(f"(scenario sweeps {len(points)} points; pricing the first: {s.point})")
+    report = cost_report(s, batch, context, ops=ops)
+    hw = s.specs.hardware.name
+    print(f"{s.name}: {s.specs.model.name} on {s.parallel.describe(hw)}, "
+          f"batch {batch}, context {context}, engine {s.specs.engine.name}, priced by {s.specs.pricing}\n")
+    _print("Passes of one iteration (per GPU)", report["passes"])
+    _print("Iteration", report["iterations"].assign(**{
+        c: report["iterations"][c] * 1e3 for c in ("gpu_s", "host_s", "exposed_host_s", "iteration_s")
+    }).rename(columns=lambda c: c.replace("_s", "_ms")))
+    _print("Memory budget per GPU", report["memory"])
+    if ops:
+        _print(f"Ops of one {s.speculative.design} iteration (per GPU; count = layers x ops per layer)", report["ops"])
+    return 0
+
+
+def _print(title: str, df) -> None:
+    print(f"== {title}")
+    with pd.option_context("display.width", 200, "display.max_columns", 30,
+                           "display.float_format", lambda x: f"{x:.4g}"):
+        print(df.to_string(index=False))
+    print()
