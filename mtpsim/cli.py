@@ -10,7 +10,7 @@ import io
 import os
 import sys
 
-from mtpsim.errors import ScenarioError, short, warn, whole_number
+from mtpsim.errors import ScenarioError, short, whole_number
 from mtpsim.limits import MAX_SEEDS
 
 # The command line imports only what the command given needs: `mtpsim --help` or a one-line
@@ -50,87 +50,23 @@ def cmd_plot(args) -> int:
 
 
 def cmd_cost(args) -> int:
-    from mtpsim import scenario as sc
-    from mtpsim.report import cost_report
-    from mtpsim.schema import mean_length
-    points = sc.load(args.scenario, args.sets)
-    s = points[0]
-    batch = s.workload.concurrency if args.batch is None else args.batch
-    context = mean_length(s.workload.input_len) if args.context is None else args.context
-    limit = s.specs.model.max_context
-    if limit is not None and context > limit:
-        warn("--context", "", f"{context} is past model {s.specs.model.name!r}'s max_context {limit}: "
-             "priced as asked, though no request that long can run")
-    if len(points) > 1:
-        print(f"(scenario sweeps {len(points)} points; pricing the first: {s.point})")
-    report = cost_report(s, batch, context, ops=args.ops)
-    hw = s.specs.hardware.name
-    print(f"{s.name}: {s.specs.model.name} on {s.parallel.describe(hw)}, "
-          f"batch {batch}, context {context}, engine {s.specs.engine.name}, priced by {s.specs.pricing}\n")
-    _print("Passes of one iteration (per GPU)", report["passes"])
-    _print("Iteration", report["iterations"].assign(**{
-        c: report["iterations"][c] * 1e3 for c in ("gpu_s", "host_s", "exposed_host_s", "iteration_s")
-    }).rename(columns=lambda c: c.replace("_s", "_ms")))
-    _print("Memory budget per GPU", report["memory"])
-    if args.ops:
-        _print(f"Ops of one {s.speculative.design} iteration (per GPU; count = layers x ops per layer)", report["ops"])
-    return 0
+    from mtpsim.report import cost_command
+    return cost_command(args.scenario, args.sets, args.batch, args.context, args.ops)
 
 
 def cmd_list(args) -> int:
-    """`mtpsim models` / `mtpsim hardware`: every catalog entry, one line each."""
-    from pydantic import ValidationError
-
-    from mtpsim import catalog
-    from mtpsim.errors import from_validation
-    from mtpsim.schema import Engine
-    kind = args.kind
-    load, describe = {"models": (catalog.load_model, lambda spec: spec.summary()),
-                      "hardware": (catalog.load_hardware, lambda spec: spec.summary(Engine().kind))}[kind]
-    entries = catalog.names(kind)
-    width = max((len(n) for n in entries), default=0)
-    for name in entries:
-        try:
-            text = describe(load(name))
-        except ValidationError as exc:
-            text = f"invalid: {from_validation(exc, str(catalog.find(kind, name))).message}"
-        except ScenarioError as exc:
-            text = f"invalid: {exc.message}"
-        print(f"{name:<{width}}  {text}")
-    return 0
+    from mtpsim.listing import list_entries
+    return list_entries(args.kind)
 
 
 def cmd_engines(args) -> int:
-    """`mtpsim engines`: each engine's known releases, its default, and its version rules."""
-    from mtpsim import catalog
-    from mtpsim.engines import engine_rules, known_versions
-    for name in catalog.names("engines"):
-        raw = catalog.engine_file(name)
-        versions = known_versions(raw)
-        print(f"{name}: default {versions.default}; known {', '.join(versions.known)}")
-        for rule in engine_rules(raw):
-            span = f"{'from ' + rule.since if rule.since else ''}{' ' if rule.since and rule.until else ''}" \
-                   f"{'before ' + rule.until if rule.until else ''}" or "every release"
-            print(f"  {rule.name}: {rule.field} = {rule.value} ({span})")
-    return 0
+    from mtpsim.listing import list_engines
+    return list_engines()
 
 
 def cmd_schema(args) -> int:
-    """The JSON Schema of a scenario file (every key, its type and default)."""
-    import json
-
-    from mtpsim.schema import json_schema
-    print(json.dumps(json_schema(), indent=2))
-    return 0
-
-
-def _print(title: str, df) -> None:
-    import pandas as pd
-    print(f"== {title}")
-    with pd.option_context("display.width", 200, "display.max_columns", 30,
-                           "display.float_format", lambda x: f"{x:.4g}"):
-        print(df.to_string(index=False))
-    print()
+    from mtpsim.listing import print_schema
+    return print_schema()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -338,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `mtpsim ... | head`: the reader left; say nothing more
         _drop_stdout()
         return 0
-    except OSError as exc:  # files are named by files.writing; what is left is stdout (> /dev/full)
+    except OSError as exc:  # files are named by outputs.writing; what is left is stdout (> /dev/full)
         if exc.filename is None:
             _drop_stdout()
             return _fail(f"<stdout>: cannot write: {exc.strerror or exc}")

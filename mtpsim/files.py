@@ -18,8 +18,7 @@ where counts belong, within range; `True` is not a number), at most MAX_ROWS row
 
 Error messages quote at most 80 characters of a value (`short`).
 
-Outputs (`writing`): a file mtpsim writes that cannot be written (a full disk, a read-only
-folder) is one ScenarioError naming the file and the reason.
+Outputs have their own rule: mtpsim/outputs.py `writing` (re-exported here).
 """
 from __future__ import annotations
 
@@ -29,8 +28,6 @@ import io
 import re
 import warnings
 import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +37,7 @@ import pandas as pd
 import yaml
 
 from mtpsim.errors import ScenarioError, short
+from mtpsim.outputs import writing  # noqa: F401 (callers of mtpsim.files.writing keep working)
 
 MAX_FILE_BYTES = 512 * 2**20   # the largest file read (a 1M-request trace is ~25 MB)
 MAX_YAML_BYTES = 4 * 2**20     # scenarios and catalog entries are a few kB
@@ -335,16 +333,3 @@ def _numbers(values: pd.Series, rule: Column, where: str, name: str, first_row: 
 
 
 check_numbers = _numbers  # for readers that stream a CSV in chunks (mtpsim/tracefiles)
-
-
-# ------------------------------------------------------------------------------------- outputs
-@contextmanager
-def writing(path: str | Path) -> Iterator[Path]:
-    """Around the writing of one output file (or folder): an OSError (no space left, a read-only
-    folder, a path through a file) becomes one ScenarioError naming the path and the reason."""
-    try:
-        yield Path(path)
-    except OSError as exc:
-        if Path(path).is_file():  # what was written of it is cut off: not left to be read as whole
-            Path(path).unlink(missing_ok=True)
-        raise ScenarioError(str(path), "", f"cannot write: {exc.strerror or exc}") from None

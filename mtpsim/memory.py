@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from mtpsim.costs import ops as O
 from mtpsim.costs.compressed import layer_kv as compressed_kv
+from mtpsim.costs.deployment import Deployment
 from mtpsim.costs.passes import Pricer
 from mtpsim.designs import BASELINE, DesignShape
 from mtpsim.engines import EngineSpec
@@ -100,7 +101,7 @@ def activation_bytes(pricer: Pricer, tokens: int) -> float:
     a copy) plus the widest FFN's intermediates: a dense layer's gate/up and activated output
     (3 x intermediate / tp), a fused MoE's per-chosen-expert gate/up, output and down buffers
     (top_k x (3 x expert intermediate / expert shard + hidden)); in the activation dtype."""
-    model, par = pricer.model, pricer.par
+    model, par = pricer.deployment.model, pricer.deployment.parallel
     widths = [3 * f.intermediate_size / par.tp if f.kind == "dense"
               else f.top_k * (3 * f.expert_intermediate_size / par.expert_shard + model.hidden_size)
               for f in model.ffn_kinds.values()]
@@ -165,32 +166,32 @@ class MemoryBudget:
 
 def memory_budget(pricer: Pricer, design: DesignShape, rule: PoolRule) -> MemoryBudget:
     """Per-GPU budget for a design: the design's record says how many draft layers hold weights
-    (and KV), and of which part; the pricer says what a part's weights weigh; the engine's rule
-    (`pool_rule`) how much of the GPU its KV pool takes."""
-    hw, model, rec = pricer.hw, pricer.model, design.record
+    (and KV), and of which part; the pricer says what a part's weights weigh, the deployment's
+    part records what KV it keeps; the engine's rule (`pool_rule`) how much of the GPU its KV
+    pool takes."""
+    dep, rec = pricer.deployment, design.record
+    hw, model, par = dep.hardware, dep.model, dep.parallel
     # the embedding splits like the LM head: over the attention GPUs (all tp without DP attention)
-    embedding = 0.0 if model.tie_embeddings else model.vocab_size * model.hidden_size * 2 / pricer.par.attention_tp
+    embedding = 0.0 if model.tie_embeddings else model.vocab_size * model.hidden_size * 2 / par.attention_tp
     target_w = pricer.weight_bytes("target") + embedding
     draft_w, draft_kv = 0.0, ()
     if rec.layer_part is not None:
         layers = rec.draft_layers(design.steps)
         draft_w = layers * pricer.weight_bytes(rec.layer_part, shared_head=False)
-        draft_kv = part_kv(pricer, rec.layer_part) * layers if rec.has_draft_kv else ()
+        draft_kv = part_kv(dep, rec.layer_part) * layers if rec.has_draft_kv else ()
     activations = activation_bytes(pricer, rule.activation_tokens)
     budget = pool_bytes(rule, hw.memory_capacity_bytes, target_w + draft_w, activations)
     return MemoryBudget(hw.memory_capacity_bytes, target_w, draft_w, max(budget, 0.0),
-                        part_kv(pricer, "target"), draft_kv, design.reserved_tokens, pricer.par.attention_dp,
+                        part_kv(dep, "target"), draft_kv, design.reserved_tokens, par.attention_dp,
                         rule, activations)
 
 
-def part_kv(pricer: Pricer, part: str) -> tuple[LayerKV, ...]:
+def part_kv(deployment: Deployment, part: str) -> tuple[LayerKV, ...]:
     """One LayerKV per layer of a part that keeps KV or state of its own, on one GPU of an
     attention group (KV heads split over its attention_tp GPUs)."""
-    spec = pricer.layers_memo(part)
-    kv_dtype, tp = pricer.model.dtypes.kv_cache, pricer.par.attention_tp
+    kv_dtype, tp = deployment.kv_dtype, deployment.parallel.attention_tp
     out = []
-    for count, ref in spec.groups:
-        att = spec.spec.attention_kinds[ref.attention]
+    for count, att in deployment.part(part).kv_layers:
         if att.kind == "linear":
             out += [LayerKV(0.0, 0, O.linear_state_bytes(att, tp))] * count
         elif att.kind == "compressed":  # compressed entries per token; window ring and states per request

@@ -18,14 +18,14 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from mtpsim.designs import BASELINE, is_draft_key, label, record  # noqa: E402
-from mtpsim.files import writing  # noqa: E402
+from mtpsim.outputs import writing  # noqa: E402
 from mtpsim.results import HOST_COLUMN, PASS_COLUMN, share_column  # noqa: E402
 
 KIND_COLORS = {"draft": "tab:orange", "verify": "tab:blue", "decode": "tab:blue", "extend": "tab:green",
                "prefill": "tab:gray", "host": "tab:red"}
 SHARES = {share_column(PASS_COLUMN["draft"]): "draft", share_column(PASS_COLUMN["verify"]): "verify / decode",
           share_column(PASS_COLUMN["extend"]): "extend", share_column(PASS_COLUMN["prefill"]): "prefill",
-          "overhead_share": "host (exposed)"}
+          "host_share": "host (exposed)"}
 # Summary columns that name a run but never tell series apart.
 NOT_SERIES = {"name", "concurrency", "rate_per_s", "num_requests", "draft_tokens", "dp", "point"}
 

@@ -8,13 +8,16 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from mtpsim import scenario as sc
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import Pricer, build_pricer
-from mtpsim.costs.iteration import iteration_cost
+from mtpsim.costs.iteration import hiding_window, iteration_cost
 from mtpsim.costs.ops import BatchLens
 from mtpsim.costs.ragged import all_plain, pass_lens
-from mtpsim.designs import BASELINE, DesignShape, iteration_passes, overlap_window
+from mtpsim.designs import BASELINE, DesignShape, iteration_passes
+from mtpsim.errors import warn
 from mtpsim.memory import memory_budget, pool_rule
+from mtpsim.schema import mean_length
 
 
 def iteration_table(pricer: Pricer, design: DesignShape, batch: int, context: int, kept=None,
@@ -62,8 +65,8 @@ def _op_bound(t) -> str:
 def iteration_time_s(pricer: Pricer, design: DesignShape, table: pd.DataFrame, overlap: bool, batch: int) -> dict:
     """Iteration time = passes + the host time the overlap window does not hide (costs/iteration.py),
     of an iteration_table's passes."""
-    window = overlap_window(design, pricer.costs.engine) if overlap else ()
-    cost = iteration_cost(table.kind, table.time_ms / 1e3, window, pricer.host_overhead_s(design.design, batch))
+    window = hiding_window(design, pricer.host, overlap)
+    cost = iteration_cost(table.kind, table.time_ms / 1e3, window, pricer.host_s(design.design, batch))
     return {"gpu_s": cost.gpu_s, "host_s": cost.host_s, "exposed_host_s": cost.exposed_host_s,
             "iteration_s": cost.iteration_s}
 
@@ -120,3 +123,38 @@ def _variants(scenario, designs: list[DesignShape], batch: int):
     if all_plain(kept, profile.kept_before_drafting):
         return out + [(DesignShape(BASELINE), f"{d.design} kept", None, False)]
     return out + [(d, f"{d.design} kept", kept, profile.kept_before_drafting)]
+
+
+def cost_command(path: str, sets: list[str], batch: int | None, context: int | None, ops: bool) -> int:
+    """`mtpsim cost`: the first point's report at `batch` requests (default workload.concurrency)
+    of `context` committed tokens (default the mean prompt), printed table by table."""
+    points = sc.load(path, sets)
+    s = points[0]
+    batch = s.workload.concurrency if batch is None else batch
+    context = mean_length(s.workload.input_len) if context is None else context
+    limit = s.specs.model.max_context
+    if limit is not None and context > limit:
+        warn("--context", "", f"{context} is past model {s.specs.model.name!r}'s max_context {limit}: "
+             "priced as asked, though no request that long can run")
+    if len(points) > 1:
+        print(f"(scenario sweeps {len(points)} points; pricing the first: {s.point})")
+    report = cost_report(s, batch, context, ops=ops)
+    hw = s.specs.hardware.name
+    print(f"{s.name}: {s.specs.model.name} on {s.parallel.describe(hw)}, "
+          f"batch {batch}, context {context}, engine {s.specs.engine.name}, priced by {s.specs.pricing}\n")
+    _print("Passes of one iteration (per GPU)", report["passes"])
+    _print("Iteration", report["iterations"].assign(**{
+        c: report["iterations"][c] * 1e3 for c in ("gpu_s", "host_s", "exposed_host_s", "iteration_s")
+    }).rename(columns=lambda c: c.replace("_s", "_ms")))
+    _print("Memory budget per GPU", report["memory"])
+    if ops:
+        _print(f"Ops of one {s.speculative.design} iteration (per GPU; count = layers x ops per layer)", report["ops"])
+    return 0
+
+
+def _print(title: str, df) -> None:
+    print(f"== {title}")
+    with pd.option_context("display.width", 200, "display.max_columns", 30,
+                           "display.float_format", lambda x: f"{x:.4g}"):
+        print(df.to_string(index=False))
+    print()

@@ -284,7 +284,7 @@ def time_shares(records: Records) -> dict:
     """Fractions of busy time (GPU passes + exposed host time) by pass kind, and the host's."""
     busy = sum(records.totals.values()) or 1.0
     return {**{share_column(k): records.totals[k] / busy for k in PASS_TIME_COLUMNS},
-            "overhead_share": records.totals[HOST_COLUMN] / busy}
+            "host_share": records.totals[HOST_COLUMN] / busy}
 
 
 def share_column(time_column: str) -> str:

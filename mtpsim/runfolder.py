@@ -16,7 +16,8 @@ import yaml
 from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE, DesignShape
 from mtpsim.errors import ScenarioError
-from mtpsim.files import TEXT, Column, load_yaml_documents, read_csv, read_text, writing
+from mtpsim.files import TEXT, Column, load_yaml_documents, read_csv, read_text
+from mtpsim.outputs import writing
 from mtpsim.results import Results
 from mtpsim.schema import mean_length
 
@@ -97,7 +98,7 @@ def write_run(path: Path, points: list[sc.Scenario], summary: pd.DataFrame, resu
 
 
 def write_csv(frame: pd.DataFrame, path: Path) -> None:
-    """One output table, or a ScenarioError naming it (files.writing)."""
+    """One output table, or a ScenarioError naming it (outputs.writing)."""
     with writing(path):
         frame.to_csv(path, index=False)
 

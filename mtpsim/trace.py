@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from mtpsim.designs import label
-from mtpsim.files import writing
+from mtpsim.outputs import writing
 
 US_PER_S = 1e6
 

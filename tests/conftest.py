@@ -29,3 +29,18 @@ def write_scenario(tmp_path):
         path.write_text(textwrap.dedent(text))
         return path
     return write
+
+
+
+def pytest_configure(config):
+    """Parsed profiles go to a cache of this session's own (costs/profile_cache.py), never the
+    user's: a test run neither reads entries another run wrote nor leaves any behind."""
+    import os
+    import tempfile
+    config._mtpsim_cache = tempfile.mkdtemp(prefix="mtpsim-test-cache-")
+    os.environ["MTPSIM_CACHE_DIR"] = config._mtpsim_cache
+
+
+def pytest_unconfigure(config):
+    import shutil
+    shutil.rmtree(getattr(config, "_mtpsim_cache", ""), ignore_errors=True)

@@ -225,16 +225,16 @@ def test_committed_profile_prices_whole_layers():
 def test_host_time_from_meta_else_hardware(profile, tmp_path):
     costs = CalibratedCosts.from_profile(profile, HW)
     engine = costs.engine
-    assert costs.host_overhead_s("nextn", 4) == engine.host_s("nextn", 4)  # not measured: the engine's
+    assert costs.host_s("nextn", 4) == engine.host_s("nextn", 4)  # not measured: the engine's
     folder = shutil.copytree(profile, tmp_path / "p")
     meta = yaml.safe_load((folder / "meta.yaml").read_text())
     meta["host_s"] = {"nextn": {1: 1e-4, 16: 4e-4}}
     (folder / "meta.yaml").write_text(yaml.safe_dump(meta))
     costs = CalibratedCosts.from_profile(folder, HW)
-    assert costs.host_overhead_s("nextn", 1) == pytest.approx(1e-4)
-    assert costs.host_overhead_s("nextn", 8.5) == pytest.approx(2.5e-4)
-    assert costs.host_overhead_s("nextn", 64) == pytest.approx(4e-4)   # flat beyond the measured
-    assert costs.host_overhead_s("none", 4) == engine.host_s("none", 4)
+    assert costs.host_s("nextn", 1) == pytest.approx(1e-4)
+    assert costs.host_s("nextn", 8.5) == pytest.approx(2.5e-4)
+    assert costs.host_s("nextn", 64) == pytest.approx(4e-4)   # flat beyond the measured
+    assert costs.host_s("none", 4) == engine.host_s("none", 4)
 
 
 def test_layer_glue_is_the_fitted_residual(profile, tmp_path):

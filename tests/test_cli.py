@@ -32,7 +32,7 @@ def test_run_writes_folder_with_baseline(write_scenario, tmp_path, capsys):
     for col in ("name", "design", "steps", "topk", "draft_tokens", "concurrency", "rate_per_s", "num_requests",
                 "tps", "per_user_tps", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_mean_s",
                 "accept_length", "speedup", "per_user_speedup", "draft_share", "verify_share", "extend_share",
-                "prefill_share", "overhead_share", "max_kv_tokens", "sim_wall_s"):
+                "prefill_share", "host_share", "max_kv_tokens", "sim_wall_s"):
         assert col in summary.columns
     resolved = list(yaml.safe_load_all((out / "scenario.resolved.yaml").read_text()))
     assert resolved[0]["workload"]["output_len"] == 16 and resolved[0]["engine"]["max_graph_batch"] == 256
@@ -106,6 +106,15 @@ def test_package_api_is_lazy_and_torch_free(write_scenario):
             "assert isinstance(r, mtpsim.Results) and r.summary.tps.iloc[0] > 0; "
             "assert 'torch' not in sys.modules; print(mtpsim.__version__)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_parser_loads_no_pandas_or_pydantic():
+    """Every command builds the whole parser before it runs: `mtpsim --help`, `--version` and an
+    argument error stay quick when building it imports neither pandas nor the scenario schema."""
+    code = ("import sys; from mtpsim.cli import build_parser; build_parser(); "
+            "heavy = {'pandas', 'pydantic', 'numpy', 'mtpsim.schema'} & set(sys.modules); assert not heavy, heavy")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
 
 

@@ -58,7 +58,7 @@ def test_deepseek_v3_moe_sharding_tp8_ep8():
 
 
 def test_deepseek_v3_mtp_layer_adds_projection_and_shared_head():
-    pricer = Pricer(DSV3, H200, RooflineCosts(H200), tp=1)
+    pricer = Pricer.of(DSV3, H200, RooflineCosts(H200), tp=1)
     ops = [op for op, _, n in pricer.static_ops_memo("mtp", 0, 1, 1, True)[0] for _ in range(n)]
     names = [op.name for op in ops]
     eh = by_name(ops)["mtp.eh_proj"]
@@ -98,7 +98,7 @@ def test_gemma4_e2b_assistant_reads_target_kv_and_has_no_kv_projection():
 
 def test_llama_31_8b_decode_bytes_and_flops():
     m = catalog.load_model("llama-3.1-8b")
-    pricer = Pricer(m, catalog.load_hardware("h100-sxm"), RooflineCosts(catalog.load_hardware("h100-sxm")))
+    pricer = Pricer.of(m, catalog.load_hardware("h100-sxm"), RooflineCosts(catalog.load_hardware("h100-sxm")))
     cost = pricer.price(PassShape("decode", "target", 1, 1), np.array([1]), np.array([2047]))
     layer = (4096 * 4096 + 4096 * 2 * 8 * 128 + 4096 * 4096 + 3 * 4096 * 14336) * 2
     assert cost.weight_bytes == 32 * layer + 4096 * 128256 * 2
@@ -133,8 +133,8 @@ def test_tensor_parallel_shards_weights_and_adds_allreduces():
     m = catalog.load_model("llama-3.1-8b")
     hw = catalog.load_hardware("h100-sxm")
     shape = PassShape("decode", "target", 1, 1)
-    one = Pricer(m, hw, RooflineCosts(hw), tp=1).price(shape, np.array([1]), np.array([100]))
-    two = Pricer(m, hw, RooflineCosts(hw), tp=2).price(shape, np.array([1]), np.array([100]))
+    one = Pricer.of(m, hw, RooflineCosts(hw), tp=1).price(shape, np.array([1]), np.array([100]))
+    two = Pricer.of(m, hw, RooflineCosts(hw), tp=2).price(shape, np.array([1]), np.array([100]))
     assert two.weight_bytes == pytest.approx(one.weight_bytes / 2, rel=1e-6)
     # two all-reduces per layer (32 layers), each at least one small-message collective
     assert one.comm_s == 0 and two.comm_s >= 64 * RooflineCosts(hw).comm_s(O.allreduce(1, m.hidden_size, 2))
@@ -144,20 +144,20 @@ def test_cuda_graphs_pad_batch_and_cut_launch_cost():
     m = catalog.load_model("llama-3.1-8b")
     hw = catalog.load_hardware("h100-sxm")
     shape = PassShape("decode", "target", 1, 1)
-    graphs = Pricer(m, hw, RooflineCosts(hw), cuda_graphs=True)
-    eager = Pricer(m, hw, RooflineCosts(hw), cuda_graphs=False)
+    graphs = Pricer.of(m, hw, RooflineCosts(hw), cuda_graphs=True)
+    eager = Pricer.of(m, hw, RooflineCosts(hw), cuda_graphs=False)
     assert graphs.price(shape, np.ones(5, int), np.full(5, 10)).tokens == 8      # padded to bucket 8
     assert eager.price(shape, np.ones(5, int), np.full(5, 10)).tokens == 5
     assert graphs.price(shape, np.ones(5, int), np.full(5, 10)).overhead_s < \
         eager.price(shape, np.ones(5, int), np.full(5, 10)).overhead_s
-    big = Pricer(m, hw, RooflineCosts(hw), cuda_graphs=True, max_graph_batch=16)
+    big = Pricer.of(m, hw, RooflineCosts(hw), cuda_graphs=True, max_graph_batch=16)
     assert not big.uses_graphs(shape, 17) and big.price(shape, np.ones(17, int), np.full(17, 10)).tokens == 17
 
 
 def test_prefill_is_compute_bound_decode_memory_bound():
     m = catalog.load_model("llama-3.1-8b")
     hw = catalog.load_hardware("h100-sxm")
-    p = Pricer(m, hw, RooflineCosts(hw))
+    p = Pricer.of(m, hw, RooflineCosts(hw))
     pre = p.price(PassShape("prefill", "target", 0, 1), np.array([4096]), np.array([0]))
     dec = p.price(PassShape("decode", "target", 1, 1), np.array([1]), np.array([4096]))
     assert pre.bound == "compute" and dec.bound == "memory"

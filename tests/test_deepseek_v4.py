@@ -161,7 +161,7 @@ def test_memory_keeps_entries_per_token_and_windows_per_request():
                      "speculative": {"design": "block", "steps": 5}, "acceptance": {"accept_length": 3.0},
                      "workload": {"concurrency": 1, "num_requests": 1, "input_len": 64, "output_len": 8}})
     pricer = build_pricer(s)
-    target, draft = part_kv(pricer, "target"), part_kv(pricer, "block")
+    target, draft = part_kv(pricer.deployment, "target"), part_kv(pricer.deployment, "block")
     assert len(target) == 43 and len(draft) == 3
     assert all(x.bytes_per_token == 0 and x.state_bytes == 128 * entry for x in draft)  # the rolling window
     per_token = sum(x.bytes_per_token for x in target)

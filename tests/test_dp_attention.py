@@ -25,7 +25,7 @@ SHORT, LONG = 256, 60_000
 
 def pricer(model="deepseek-v3", **kw) -> Pricer:
     hw = load_hardware("h200")
-    return Pricer(load_model(model), hw, RooflineCosts(hw), **kw)
+    return Pricer.of(load_model(model), hw, RooflineCosts(hw), **kw)
 
 
 def decode_s(p: Pricer, kv: list[int]) -> float:
@@ -125,6 +125,6 @@ def test_each_attention_group_schedules_its_own_share_of_the_batch():
     its share (SGLang data_parallel_controller.py), so 256 requests over 16 groups cost the host
     what 16 requests cost one scheduler."""
     wide, one = pricer(tp=16, ep=16, attention_dp=16), pricer(tp=16, ep=16)
-    engine_s = one.costs.host_overhead_s
-    assert wide.host_overhead_s("nextn", 256) == engine_s("nextn", 16) < engine_s("nextn", 256)
-    assert one.host_overhead_s("nextn", 256) == engine_s("nextn", 256)
+    engine_s = one.costs.host_s
+    assert wide.host_s("nextn", 256) == engine_s("nextn", 16) < engine_s("nextn", 256)
+    assert one.host_s("nextn", 256) == engine_s("nextn", 256)

@@ -243,7 +243,7 @@ def test_simulator_runs_without_importing_torch():
             "from mtpsim.costs.profile import PROFILES_DIR\n"
             "costs = CalibratedCosts.from_profile(PROFILES_DIR / 'cpu', load_hardware('cpu'))\n"
             "assert costs.glue, 'the cpu profile fits layer glue'\n"
-            "Pricer(load_model('deepseek-v3'), load_hardware('cpu'), costs).price("
+            "Pricer.of(load_model('deepseek-v3'), load_hardware('cpu'), costs).price("
             "PassShape('decode', 'target', 1, 1), np.ones(2, int), np.full(2, 100))\n"
             "assert 'torch' not in sys.modules, 'the simulator imported torch'\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)

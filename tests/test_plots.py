@@ -12,7 +12,7 @@ SUMMARY = pd.DataFrame({
     "draft_tokens": [3, 3, 1, 1], "concurrency": [1, 8, 1, 8], "rate_per_s": float("nan"), "num_requests": 8,
     "dp": 1, "tps": [200.0, 900.0, 120.0, 700.0], "per_user_tps": [200.0, 110.0, 120.0, 85.0],
     "accept_length": [2.4, 2.4, 1.0, 1.0], "draft_share": [0.05, 0.04, 0, 0], "verify_share": [0.7, 0.75, 0.9, 0.85],
-    "extend_share": [0.05, 0.04, 0, 0], "prefill_share": [0.1, 0.12, 0.1, 0.15], "overhead_share": [0.1, 0.05, 0, 0],
+    "extend_share": [0.05, 0.04, 0, 0], "prefill_share": [0.1, 0.12, 0.1, 0.15], "host_share": [0.1, 0.05, 0, 0],
     "point": [0, 1, -1, -1], "speedup": [1.67, 1.29, 1.0, 1.0], "per_user_speedup": [1.67, 1.29, 1.0, 1.0],
 })
 COUNTS = pd.DataFrame({"point": [0, 0, 0, 1, 1, 1], "accepted": [0, 1, 2] * 2, "count": [3, 4, 9, 2, 5, 8]})

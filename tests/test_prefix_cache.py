@@ -126,7 +126,7 @@ def test_shared_system_prompt_lowers_ttft_by_the_saved_prefill():
 
     def ttft(q: int, kv: int) -> float:
         gpu = sum(pricer.price(shape, np.array([q]), np.array([kv])).time_s for shape in prefill_passes(design))
-        return gpu + max(0.0, pricer.costs.host_overhead_s(design.design, 1) - gpu)
+        return gpu + max(0.0, pricer.costs.host_s(design.design, 1) - gpu)
 
     hit, miss = simulate(with_cache).summary.iloc[0], simulate(without).summary.iloc[0]
     assert miss.ttft_p50_s == pytest.approx(ttft(4352, 0), rel=1e-9)

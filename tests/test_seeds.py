@@ -22,7 +22,7 @@ SUMMARY_COLUMNS = ["name", "design", "steps", "topk", "draft_tokens", "concurren
                    "dp", "tps", "per_user_tps", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_mean_s",
                    "accept_length", "total_tps", "request_rate_per_s", "ttft_mean_s", "tpot_mean_s", "e2e_p50_s",
                    "e2e_p99_s", "itl_mean_s", "itl_p50_s", "itl_p99_s", "interactivity", "mean_in_flight", "draft_share",
-                   "verify_share", "extend_share", "prefill_share", "overhead_share",
+                   "verify_share", "extend_share", "prefill_share", "host_share",
                    "max_kv_tokens", "requests_kept", "requests_total", "iterations_kept", "iterations_total",
                    "decode_iterations", "verify_width", "max_running", "capped_iterations", "kv_full_iterations", "mean_running",
                    "max_batch", "eager_share", "bound_by", "sim_wall_s", "point",

@@ -24,6 +24,10 @@ class ConstCosts:
     """Every op costs OP_S: pass times are constant whatever the batch or KV lengths."""
 
     name = "const"
+    has_glue = False
+
+    def core_pricer(self, kernel, graphs):
+        return None
 
     def time(self, op, graphs):
         return OpTime(0.0, OP_S, 0.0, 0.0, "const")
@@ -34,7 +38,7 @@ class ConstCosts:
     def pass_overhead_s(self, graphs):
         return 0.0
 
-    def host_overhead_s(self, design, batch):
+    def host_s(self, design, batch):
         return 1e-3
 
     engine = load_engine("sglang")
@@ -172,7 +176,7 @@ def test_random_scenarios_hold_invariants(d, steps, alphas, spread, arrival, con
     assert (req.finish_s >= req.first_token_s).all() and (req.first_token_s >= req.arrival_s).all()
     if out > 1:  # accept length counts decode iterations; a 1-token answer has none
         assert 1.0 <= row.accept_length <= (steps + 1 if design != "none" else 1) + 1e-9
-    shares = row[["draft_share", "verify_share", "extend_share", "prefill_share", "overhead_share"]]
+    shares = row[["draft_share", "verify_share", "extend_share", "prefill_share", "host_share"]]
     assert shares.sum() == pytest.approx(1.0)
     assert row.tps > 0
 

@@ -34,7 +34,7 @@ def _row(family: str, **match) -> pd.Series:
 
 
 def _decode_ops(costs, ranks: int, per_gpu: int, **kw) -> dict:
-    p = Pricer(load_model("deepseek-v3"), H100, costs, tp=ranks, ep=ranks, attention_dp=ranks, **kw)
+    p = Pricer.of(load_model("deepseek-v3"), H100, costs, tp=ranks, ep=ranks, attention_dp=ranks, **kw)
     batch = ranks * per_gpu
     cost = p.price(DECODE, np.ones(batch, np.int64), np.full(batch, 2000), keep_ops=True)
     return {op.name: (op, t) for op, t, _ in cost.ops}

@@ -45,7 +45,7 @@ from mtpsim.calibration.aic_rows import (
 from mtpsim.catalog import load_hardware
 from mtpsim.costs.profile import FAMILIES
 from mtpsim.errors import ScenarioError
-from mtpsim.files import writing
+from mtpsim.outputs import writing
 
 PACKAGE = "aiconfigurator-core"
 PINNED = "0.12.0"

@@ -32,7 +32,7 @@ from mtpsim.calibration.host import host_times
 from mtpsim.calibration.layers import layer_case
 from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.layer import layer_spec
-from mtpsim.files import writing
+from mtpsim.outputs import writing
 from mtpsim.torchkit.kernels import keep_freed_memory
 
 HOLDOUT_PER_CONFIG = {"gemm": 40, "lm_head": 12, "attention": 14, "moe": 30, "elementwise": 6, "pass": 12, "argmax": 12}

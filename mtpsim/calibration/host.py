@@ -8,7 +8,7 @@ so the host time a profile carries is the host time verification pays.
 Each design's loop runs on a tiny catalog model (1/16 width, 2 layers, 64-token prompts,
 forced acceptance from a fixed profile); host time = iteration wall time - the timed passes,
 the median over iterations. Written to meta.yaml `host_s` (design -> batch -> seconds); the
-calibrated cost model's `host_overhead_s(design, batch)` reads it.
+calibrated cost model's `host_s(design, batch)` reads it.
 """
 from __future__ import annotations
 

@@ -3,12 +3,15 @@
 loader picks which one prices a scenario (`Specs.cost_model`). Torch-free, and importing nothing
 from calibration/, verify/ or torchkit/: what a profile means is defined here (tests/test_imports.py).
 
-`build_pricer(scenario)` is the entry: it picks the scenario's cost model and returns a Pricer
-whose `price(shape, q_lens, kv_lens)` gives a PassCost.
+`build_pricer(scenario)` is the entry: it resolves the scenario's deployment once (deployment.py:
+the model's parts as records, the parallel layout, the engine's host model), picks its cost model
+(a `cost_model.CostModel`) and returns a Pricer whose `price(shape, q_lens, kv_lens)` gives a
+PassCost.
 """
 from __future__ import annotations
 
-from mtpsim.costs import ops as O
+from mtpsim.costs.cost_model import CostModel
+from mtpsim.costs.deployment import Deployment, resolve
 from mtpsim.costs.passes import PassCost, PassShape, Pricer
 from mtpsim.costs.roofline import RooflineCosts
 from mtpsim.files import version
@@ -17,15 +20,18 @@ from mtpsim.files import version
 def build_costs(scenario):
     """The scenario's op-level cost model (roofline, or calibrated from a profile folder). A
     profile is read once per process while its files are unchanged (a point and its baseline,
-    the points of a sweep run in one worker, share it: it takes ~0.3 s to load)."""
+    the points of a sweep run in one worker, share it: it takes ~0.3 s to load), and a process
+    after the first reads it parsed from the disk cache (profile_cache.py)."""
     specs = scenario.specs
     if specs.cost_model == "calibrated":
         from mtpsim.costs.calibrated import CalibratedCosts
+        from mtpsim.costs.profile_cache import cached
         key = (version(specs.profile), specs.hardware.model_dump_json(), specs.engine.model_dump_json())
         if key not in _PROFILES:
             if len(_PROFILES) >= 4:
                 _PROFILES.pop(next(iter(_PROFILES)))
-            _PROFILES[key] = CalibratedCosts.from_profile(specs.profile, specs.hardware, specs.engine)
+            _PROFILES[key] = cached(specs.profile, key[1:], lambda: CalibratedCosts.from_profile(
+                specs.profile, specs.hardware, specs.engine))
         return _PROFILES[key]
     return RooflineCosts(specs.hardware, specs.engine)
 
@@ -33,15 +39,9 @@ def build_costs(scenario):
 _PROFILES: dict = {}  # build_costs' loaded profiles, oldest first
 
 
-def build_pricer(scenario, costs=None) -> Pricer:
-    s = scenario
-    return Pricer(s.specs.model, s.specs.hardware, costs or build_costs(s), tp=s.parallel.tp,
-                  ep=s.parallel.ep, assistant=s.specs.assistant, moe_skew=s.cost.moe_skew,
-                  cuda_graphs=s.engine.cuda_graphs, max_graph_batch=s.engine.max_graph_batch,
-                  heads=s.speculative.steps, draft=s.specs.draft, attention_dp=s.parallel.attention_dp,
-                  gpus_per_node=s.parallel.gpus_per_node,
-                  fuse_shared_experts=s.specs.engine.fuses_shared_on(s.specs.hardware, s.specs.model.dtypes.experts)
-                  and O.deepseek_v3_architecture(s.specs.model))
+def build_pricer(scenario, costs: CostModel | None = None) -> Pricer:
+    """The scenario's deployment (costs/deployment.py `resolve`) priced by its cost model, or by `costs`."""
+    return Pricer(resolve(scenario), costs or build_costs(scenario))
 
 
-__all__ = ["PassCost", "PassShape", "Pricer", "build_costs", "build_pricer"]
+__all__ = ["CostModel", "Deployment", "PassCost", "PassShape", "Pricer", "build_costs", "build_pricer"]

@@ -30,7 +30,7 @@ or borrowed cache: `calibrated:gqa`); LM heads without a table use the GEMM rows
 (`calibrated:gemm`). Communication (`allreduce` by message bytes, `alltoall` dispatch + combine
 by tokens per rank) is priced from measured tables when the profile holds them.
 
-Host time per iteration (`host_overhead_s(design, batch)`): measured per design around the
+Host time per iteration (`host_s(design, batch)`): measured per design around the
 verification loop by `mtpsim calibrate` (meta.yaml `host_s`), else the serving engine's figure.
 
 Layer glue (`layer.glue` ops): what a whole layer costs beyond its priced ops, fitted from the
@@ -110,6 +110,11 @@ class CalibratedCosts:
     def engine(self):
         return self.roofline.engine
 
+    @property
+    def has_glue(self) -> bool:
+        """Whether it prices layer glue: the profile has whole-layer timings to fit it on."""
+        return bool(self.glue)
+
     def kernel_overhead_s(self, graphs: bool) -> float:
         """Per-kernel cost not inside the measured times (0 on CPU: dispatch is measured)."""
         if self.overhead["included_in_op_times"] or graphs:
@@ -121,13 +126,13 @@ class CalibratedCosts:
             return 0.0
         return self.overhead["graph_replay_s"]
 
-    def host_overhead_s(self, design: str, batch: int) -> float:
+    def host_s(self, design: str, batch: int) -> float:
         """Host seconds per iteration outside the passes, as `mtpsim calibrate` timed them around
         the verification loop (meta.yaml `host_s`: design -> batch -> seconds; linear in batch
         between measured batches, held flat beyond); the serving engine's figure otherwise."""
         table = (self.meta.get("host_s") or {}).get(design)
         if not table:
-            return self.roofline.host_overhead_s(design, batch)
+            return self.roofline.host_s(design, batch)
         batches = sorted(table)
         return float(np.interp(batch, batches, [table[b] for b in batches]))
 

@@ -6,7 +6,14 @@ simulator's decode and prefill iterations and the `cost` report all price an ite
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+from mtpsim.designs import DesignShape, overlap_window
+
+if TYPE_CHECKING:
+    from mtpsim.costs.deployment import HostModel
+
+PREFILL_WINDOW = ("prefill",)  # a prompt chunk's host work hides behind its prefill, under overlap
 
 
 class IterationCost(NamedTuple):
@@ -33,3 +40,9 @@ def iteration_cost(kinds: Sequence[str], times_s: Sequence[float], window: Seque
         if kind in window:
             hidden_s += t
     return IterationCost(gpu_s, host_s, hidden_s, max(0.0, host_s - hidden_s))
+
+
+def hiding_window(design: DesignShape, host: HostModel, overlap: bool) -> tuple[str, ...]:
+    """The pass kinds of a decode iteration of `design` that hide host time: the engine's overlap
+    window for it (designs.overlap_window), none without the overlap scheduler."""
+    return overlap_window(design, host.engine) if overlap else ()

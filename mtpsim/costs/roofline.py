@@ -46,6 +46,7 @@ class RooflineCosts:
     """Prices ops from a HardwareSpec. `cuda_graphs` picks the per-kernel launch cost."""
 
     name = "roofline"
+    has_glue = False  # layer glue is fitted on a profile's whole-layer timings (calibrated.py)
 
     def __init__(self, hw: HardwareSpec, engine: EngineSpec | None = None):
         self.hw = hw
@@ -61,10 +62,14 @@ class RooflineCosts:
         (eager kernels each pay their own launch)."""
         return self.hw.launch_overhead_s if graphs else 0.0
 
-    def host_overhead_s(self, design: str, batch: int) -> float:
+    def host_s(self, design: str, batch: int) -> float:
         """Host seconds per iteration outside the passes (scheduling, sampling, acceptance,
         rollback, bookkeeping): the serving engine's figure (mtpsim/data/engines/)."""
         return self.engine.host_s(design, batch)
+
+    def core_pricer(self, kernel, graphs: bool) -> None:
+        """No pricer without the Op: every attention core goes to `time` (cost_model.CostModel)."""
+        return None
 
     def floor_params(self, op: Op) -> dict | None:
         """The fitted floor group pricing `op`, or None (no floors on this hardware, or a family

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from mtpsim.errors import ScenarioError
-from mtpsim.recommend import parse_sizes
-from mtpsim.schema import MAX_SEEDS, MAX_USERS
-from mtpsim.search.targets import parse_target
+from mtpsim.limits import MAX_SEEDS, MAX_USERS
+
+# Only the limits at import: cli.py adds these flags for every command (`mtpsim --help` too), and
+# recommend and the targets bring pandas and the scenario schema, which only the search needs.
 
 
 def add_arguments(p, bounded, max_jobs: int) -> None:
@@ -36,7 +37,9 @@ def add_arguments(p, bounded, max_jobs: int) -> None:
 def run_from_args(args):
     import importlib.util
 
+    from mtpsim.recommend import parse_sizes
     from mtpsim.search.command import parse_rates, run_search
+    from mtpsim.search.targets import parse_target
     if args.address and args.backend != "ray":
         raise ScenarioError("--address", "", "names a Ray cluster: use it with --backend ray")
     if args.backend == "ray" and importlib.util.find_spec("ray") is None:

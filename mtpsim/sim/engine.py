@@ -14,10 +14,10 @@ import numpy as np
 import simpy
 
 from mtpsim.acceptance import AcceptanceProfile
-from mtpsim.costs.iteration import iteration_cost
+from mtpsim.costs.iteration import PREFILL_WINDOW, hiding_window, iteration_cost
 from mtpsim.costs.passes import Pricer
 from mtpsim.costs.ragged import all_plain, pass_lens
-from mtpsim.designs import DesignShape, iteration_passes, overlap_window, prefill_passes
+from mtpsim.designs import DesignShape, iteration_passes, prefill_passes
 from mtpsim.results import PASS_COLUMN, PASS_TIME_COLUMNS, Records
 from mtpsim.schema import Policy
 from mtpsim.sim.batch import RunningBatch
@@ -34,6 +34,20 @@ class Replica:
     batch: RunningBatch | None = None  # the running requests past prefill, as arrays
 
 
+@dataclass(frozen=True)
+class DecodeIteration:
+    """What a decode iteration at some steps runs, worked out once per steps (`Engine.iteration_at`):
+    the design at those steps, its passes in order and their kinds, the same passes with a
+    ragged verify (each request checks the drafts a confidence rule kept), and the pass kinds
+    that hide host time."""
+
+    design: DesignShape
+    passes: list
+    ragged_passes: list
+    kinds: list[str]
+    window: tuple[str, ...]
+
+
 @dataclass
 class Engine:
     """Shared by all replicas of one run: how to price, what to run, where to record."""
@@ -48,30 +62,31 @@ class Engine:
     chunk_tokens: int
     policy: Policy | None = None  # steps per running batch size; None: design.steps every iteration
     on_finished: Callable[[int], object] = lambda n: None  # told how many requests just finished (progress)
-    plans: dict = field(init=False)
+    iterations_by_steps: dict = field(init=False)
 
     def __post_init__(self):
-        self.plans = {}  # steps -> (design at those steps, its passes, its overlap window), built once each
+        self.iterations_by_steps = {}  # steps -> DecodeIteration, built once each
         # identical requests share one acceptance row; with spread each request has its own
         self.per_request_levels = self.profile.spread >= 1e-6
         self.levels = self.profile.request_levels(self.rng, 1, self.design.steps)[0]
         # the shared row as a batch's levels, and the host time per iteration, per batch size
         self.shared_levels = lru_cache(maxsize=4096)(lambda n: np.broadcast_to(self.levels, (n, len(self.levels))))
-        self.host_s = lru_cache(maxsize=4096)(self.pricer.host_overhead_s)
+        self.host_s = lru_cache(maxsize=4096)(self.pricer.host_s)
 
-    def steps_for(self, batch_size: int) -> int:
-        """The steps in force for this running batch (the policy's, else the design's)."""
-        return self.design.steps if self.policy is None else self.policy.steps_for(batch_size)
+    def iteration_at(self, batch_size: int) -> DecodeIteration:
+        """The decode iteration of the steps in force for this running batch (the policy's, else
+        the design's)."""
+        return self.iteration(self.design.steps if self.policy is None else self.policy.steps_for(batch_size))
 
-    def plan(self, steps: int) -> tuple[DesignShape, list, list[str], tuple[str, ...]]:
-        """An iteration at `steps`, as (design at those steps, its passes, their kinds, the pass
-        kinds that hide host time); S = 0 is plain decoding."""
-        if steps not in self.plans:
+    def iteration(self, steps: int) -> DecodeIteration:
+        """The decode iteration at `steps`, built once; S = 0 is plain decoding."""
+        if steps not in self.iterations_by_steps:
             design = self.design if steps == self.design.steps else self.design.with_steps(steps)
-            window = overlap_window(design, self.pricer.costs.engine) if self.overlap else ()
             passes = iteration_passes(design)
-            self.plans[steps] = (design, passes, [p.kind for p in passes], window)
-        return self.plans[steps]
+            ragged = [ragged_verify(shape) if shape.kind == "verify" else shape for shape in passes]
+            self.iterations_by_steps[steps] = DecodeIteration(design, passes, ragged, [p.kind for p in passes],
+                                                              hiding_window(design, self.pricer.host, self.overlap))
+        return self.iterations_by_steps[steps]
 
     # ------------------------------------------------------------------ the loop
     def serve(self, rep: Replica):
@@ -88,31 +103,38 @@ class Engine:
                 yield rep.wakeup
 
     def decode(self, rep: Replica):
-        """One decode iteration: the design's passes, then acceptance and commit."""
-        batch = rep.batch  # its KV: the prompt and every emitted token but the last, which this iteration feeds
-        start = self.env.now
-        steps = self.steps_for(len(batch))
-        kept = self.profile.kept_drafts(self.rng, len(batch), steps) if steps else None
+        """One decode iteration: price the passes of the steps in force, run them and the host time
+        they leave exposed as one event, then draw each request's accepted drafts and commit. Each
+        request verifies what it kept (ragged widths); a depth controller's width-0 requests run no
+        draft pass, and when it leaves every request at 0 the iteration is plain decoding."""
+        batch, start = rep.batch, self.env.now  # batch KV: the prompt and every emitted token but the last
+        it = self.iteration_at(len(batch))
+        kept = self.profile.kept_drafts(self.rng, len(batch), it.design.steps) if it.design.steps else None
         if all_plain(kept, self.profile.kept_before_drafting):
-            steps, kept = 0, None  # a depth controller left every request at width 0
-        design, passes, kinds, window = self.plan(steps)
-        if kept is not None:  # each request verifies what it kept: the widths are ragged
-            passes = [ragged_verify(shape) if shape.kind == "verify" else shape for shape in passes]
+            it, kept = self.iteration(0), None
+        passes = it.passes if kept is None else it.ragged_passes
         priced = [(shape, cost) for shape, cost in ((shape, self.price(shape, batch, kept)) for shape in passes)
-                  if cost is not None]  # a controller's width-0 requests run no draft pass
-        kinds = [shape.kind for shape, _ in priced] if len(priced) < len(passes) else kinds
+                  if cost is not None]
+        kinds = [shape.kind for shape, _ in priced] if len(priced) < len(passes) else it.kinds
         times, durations = self.record_passes(rep, start, priced)
-        host = iteration_cost(kinds, durations, window, self.host_s(design.design, len(batch))).exposed_host_s
+        host = iteration_cost(kinds, durations, it.window, self.host_s(it.design.design, len(batch))).exposed_host_s
         yield from back_to_back(self.env, [*durations, host])
-        self.records.add_verified(int(kept.sum()) + len(batch) if kept is not None else
-                                  len(batch) * design.draft_tokens, len(batch))
-        emitted = self.commit(batch, design.steps, kept)
-        self.records.itl.add_many(batch.chunk_gaps(self.env.now))
-        self.records.eager_iterations += not self.pricer.uses_graphs(passes[0], self.pricer.group_batch(len(batch)))
-        self.records.add_iteration(rep.index, rep.iterations, "decode", start, self.env.now - start,
-                                   len(batch), emitted, times, host)
-        rep.iterations += 1
+        emitted = self.commit(batch, it.design.steps, kept)
+        self.record_decode(rep, start, it, kept, emitted, times, host)
         self.finish(rep, batch.pop_finished())
+
+    def record_decode(self, rep: Replica, start: float, it: DecodeIteration, kept, emitted: int, times: dict,
+                      host_s: float) -> None:
+        """A finished decode iteration's records: the tokens it verified, its streamed chunks' gaps,
+        whether it ran eagerly, and its row."""
+        batch = rep.batch
+        verified = int(kept.sum()) + len(batch) if kept is not None else len(batch) * it.design.draft_tokens
+        self.records.add_verified(verified, len(batch))
+        self.records.itl.add_many(batch.chunk_gaps(self.env.now))
+        self.records.eager_iterations += not self.pricer.uses_graphs(it.passes[0], self.pricer.group_batch(len(batch)))
+        self.records.add_iteration(rep.index, rep.iterations, "decode", start, self.env.now - start,
+                                   len(batch), emitted, times, host_s)
+        rep.iterations += 1
 
     def record_passes(self, rep: Replica, start: float, priced: list) -> tuple[dict, list[float]]:
         """Record an iteration's (shape, cost) passes, run back to back from `start`, each with its
@@ -156,7 +178,7 @@ class Engine:
             kv = np.array([done for _, _, done in chunk])
             shapes = prefill_passes(self.design)
             times, durations = self.record_passes(rep, start, [(shape, self.pricer.price(shape, q, kv)) for shape in shapes])
-            host = iteration_cost([s.kind for s in shapes], durations, ("prefill",) if self.overlap else (),
+            host = iteration_cost([s.kind for s in shapes], durations, PREFILL_WINDOW if self.overlap else (),
                                   self.host_s(self.design.design, len(chunk))).exposed_host_s
             yield from back_to_back(self.env, [*durations, host])
             firsts = [r for r, n, done in chunk if done + n == r.input_len]

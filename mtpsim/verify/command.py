@@ -26,7 +26,7 @@ from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError
-from mtpsim.files import writing
+from mtpsim.outputs import writing
 from mtpsim.runfolder import claimed, mark_complete, write_csv
 from mtpsim.shrink import shrink_assistant, shrink_block_drafter, shrink_model
 from mtpsim.sim.workload import sample_lengths

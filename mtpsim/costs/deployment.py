@@ -1,0 +1,182 @@
+"""The deployment a scenario runs, resolved once from its specs (`resolve(scenario)`): the
+model's parts as records, the parallel layout and the engine's host model. The Pricer
+(costs/passes.py) builds a part's ops from its record and memory.py sizes its weights and KV
+from it; neither asks which part it is, as the engine reads a design's record (designs.py).
+
+Parts, by the name a PassShape gives (`part`):
+- `target`: the model's own layers, its LM head and sampling;
+- `mtp`: the model's own MTP layer, or the external draft (role: draft) that runs instead;
+- `heads`: the model's MTP layer once per parallel head (parallel_heads: one per step);
+- `assistant`: the frozen_kv assistant, its queries over the target's KV (no KV of its own);
+- `block`, `block_context`: a block drafter's forward, and its context injection alone.
+A part the specs cannot run (no MTP layers, no assistant, no block drafter) is not built.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from mtpsim.costs import edges
+from mtpsim.costs import ops as O
+from mtpsim.costs.ops import Parallel
+from mtpsim.engines import EngineSpec
+from mtpsim.specs import AttentionSpec, HardwareSpec, LayerRef, ModelSpec
+
+# SGLang's default captured batch sizes (cuda_graph_bs), capped by max_graph_batch.
+GRAPH_BUCKETS = (1, 2, 4, 8, 12, *range(16, 1025, 8))
+
+
+@dataclass(frozen=True)
+class ModelPart:
+    """One part of the deployed model, as a pass runs it on one GPU.
+
+    spec: the model whose widths its ops take. groups: its layers as (count, layer) groups (none
+    for `block_context`, which runs no layer). attn/ffn/expert dtypes: what its layers' weights
+    are stored in. query_only: its attention projects queries only (it reads another's KV).
+    edge: the ops it runs outside its layers (costs/edges.py), called as edge(deployment, part,
+    tokens, logits rows, from_target, context positions) -> [(op, count)]. copies: how many times
+    it runs its layer and edge per pass (parallel heads; 1 otherwise). shares_target_head: its
+    logits come from the target's LM head, whose weights count once (the target's).
+    kv_layers: (count, attention kind) per layer group that keeps KV or state of its own;
+    attention: (attention kind, layer count) per kind its queries read, for the attention cores."""
+
+    name: str
+    spec: ModelSpec
+    groups: tuple[tuple[int, LayerRef], ...]
+    attn_dtype: str
+    ffn_dtype: str
+    expert_dtype: str
+    edge: Callable
+    copies: int = 1
+    shares_target_head: bool = False
+    query_only: bool = False
+
+    @property
+    def kv_layers(self) -> tuple[tuple[int, AttentionSpec], ...]:
+        return tuple((count, self.spec.attention_kinds[ref.attention]) for count, ref in self.groups)
+
+    @property
+    def attention(self) -> tuple[tuple[AttentionSpec, int], ...]:
+        counts = Counter()
+        for count, ref in self.groups:
+            counts[ref.attention] += count
+        return tuple((self.spec.attention_kinds[name], n) for name, n in counts.items())
+
+
+@dataclass(frozen=True)
+class HostModel:
+    """What the serving engine does around the passes: it replays CUDA graphs for decode-shaped
+    passes up to `max_graph_batch` (padded to its captured sizes), scores a verify its way
+    (`engine.verify_scorer`), and its host figures and overlap window are `engine`'s
+    (mtpsim/data/engines/)."""
+
+    engine: EngineSpec
+    cuda_graphs: bool = True
+    max_graph_batch: int = 256
+
+    @property
+    def expands_verify(self) -> bool:
+        """vLLM V0's batch-expansion scorer: a verify window runs as that many single-token sequences."""
+        return self.engine.verify_scorer == "batch_expansion"
+
+    def uses_graphs(self, kind: str, batch: int) -> bool:
+        """Decode-shaped passes replay CUDA graphs up to max_graph_batch; prefill runs eagerly."""
+        return self.cuda_graphs and kind != "prefill" and batch <= self.max_graph_batch
+
+    def padded_batch(self, batch: int) -> int:
+        """The captured graph size a batch replays at (the batch itself past the largest)."""
+        return next((b for b in GRAPH_BUCKETS if b >= batch and b <= self.max_graph_batch), batch)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One replica of a scenario as the cost path sees it: the target model and hardware, the
+    parallel layout, the engine's host model, the model's parts by name and the expert skew."""
+
+    model: ModelSpec
+    hardware: HardwareSpec
+    parallel: Parallel
+    host: HostModel
+    parts: Mapping[str, ModelPart]
+    moe_skew: float = 0.0
+
+    def part(self, name: str) -> ModelPart:
+        found = self.parts.get(name)
+        if found is None:
+            raise KeyError(f"this deployment has no part {name!r} (it has {', '.join(self.parts)})")
+        return found
+
+    @property
+    def kv_dtype(self) -> str:
+        """What every part's KV cache is stored in: the target's."""
+        return self.model.dtypes.kv_cache
+
+    @property
+    def act(self) -> str:
+        return self.model.dtypes.activations
+
+    @property
+    def fuses_shared_experts(self) -> bool:
+        """Whether the engine runs the model's shared experts inside its routed-expert kernel on
+        this hardware (engine rule, engines.py `fuses_shared_on`) and the model is one it fuses
+        (ops.deepseek_v3_architecture); ops.ffn_ops checks each FFN and the layout."""
+        return self.host.engine.fuses_shared_on(self.hardware, self.model.dtypes.experts) \
+            and O.deepseek_v3_architecture(self.model)
+
+    def group_batch(self, batch: int) -> int:
+        """The largest attention group's share of a batch (the whole batch without DP attention):
+        the batch a pass's CUDA graph must hold."""
+        return -(-batch // self.parallel.attention_dp)
+
+
+def resolve(scenario) -> Deployment:
+    """The scenario's deployment: its specs, parallel layout, engine settings and skew."""
+    s, specs = scenario, scenario.specs
+    p = s.parallel
+    return Deployment(specs.model, specs.hardware,
+                      Parallel(p.tp, p.ep, p.attention_dp, p.gpus_per_node or specs.hardware.gpus_per_node),
+                      HostModel(specs.engine, s.engine.cuda_graphs, s.engine.max_graph_batch),
+                      model_parts(specs.model, specs.draft, specs.assistant, s.speculative.steps), s.cost.moe_skew)
+
+
+def deploy(model: ModelSpec, hardware: HardwareSpec, engine: EngineSpec, *, tp: int = 1, ep: int = 1,
+           attention_dp: int = 1, gpus_per_node: int | None = None, draft: ModelSpec | None = None,
+           assistant: ModelSpec | None = None, heads: int = 1, moe_skew: float = 0.0, cuda_graphs: bool = True,
+           max_graph_batch: int = 256) -> Deployment:
+    """A deployment from its pieces, without a scenario (tests and benchmarks that vary one)."""
+    return Deployment(model, hardware, Parallel(tp, ep, attention_dp, gpus_per_node or hardware.gpus_per_node),
+                      HostModel(engine, cuda_graphs, max_graph_batch), model_parts(model, draft, assistant, heads),
+                      moe_skew)
+
+
+def model_parts(model: ModelSpec, draft: ModelSpec | None, assistant: ModelSpec | None,
+                heads: int) -> Mapping[str, ModelPart]:
+    """The parts these specs can run, by name: `heads` parallel heads (parallel_heads' steps)."""
+    parts = {"target": _whole("target", model, edges.target)}
+    if draft is not None:
+        parts["mtp"] = _whole("mtp", draft, edges.external_draft)
+        parts["block"] = _whole("block", draft, edges.block, shares_target_head=True)
+        parts["block_context"] = ModelPart("block_context", draft, (), draft.dtypes.attention, draft.dtypes.dense_ffn,
+                                           draft.dtypes.experts, edges.block_context, shares_target_head=True)
+    if model.mtp is not None:
+        own_head = draft is None and model.mtp.vocab_size is None
+        dt = model.dtypes.mtp
+        for name, copies in (("mtp", 1), ("heads", heads)):
+            if name not in parts:
+                parts[name] = ModelPart(name, model, ((copies, model.mtp.layer),), dt, dt, dt, edges.own_mtp,
+                                        copies, shares_target_head=own_head)
+    if assistant is not None:
+        parts["assistant"] = _whole("assistant", assistant, edges.assistant, query_only=True)
+    return MappingProxyType(parts)
+
+
+def _whole(name: str, spec: ModelSpec, edge: Callable, shares_target_head: bool = False,
+           query_only: bool = False) -> ModelPart:
+    """A whole model's layers as one part: (count, layer) groups, with its own dtypes."""
+    counts = Counter((g.attention, g.ffn) for g in spec.layers for _ in range(g.count))
+    groups = tuple((n, LayerRef(attention=a, ffn=f)) for (a, f), n in counts.items())
+    dt = spec.dtypes
+    return ModelPart(name, spec, groups, dt.attention, dt.dense_ffn, dt.experts, edge,
+                     shares_target_head=shares_target_head, query_only=query_only)

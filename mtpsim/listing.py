@@ -1,0 +1,49 @@
+"""`mtpsim models`, `mtpsim hardware`, `mtpsim engines` and `mtpsim schema`: what the catalog and
+the scenario schema hold, printed one entry a line (cli.py dispatches here).
+"""
+from __future__ import annotations
+
+import json
+
+from pydantic import ValidationError
+
+from mtpsim import catalog
+from mtpsim.engines import engine_rules, known_versions
+from mtpsim.errors import ScenarioError, from_validation
+from mtpsim.schema import Engine, json_schema
+
+
+def list_entries(kind: str) -> int:
+    """`mtpsim models` / `mtpsim hardware`: every catalog entry, one line each."""
+    load, describe = {"models": (catalog.load_model, lambda spec: spec.summary()),
+                      "hardware": (catalog.load_hardware, lambda spec: spec.summary(Engine().kind))}[kind]
+    entries = catalog.names(kind)
+    width = max((len(n) for n in entries), default=0)
+    for name in entries:
+        try:
+            text = describe(load(name))
+        except ValidationError as exc:
+            text = f"invalid: {from_validation(exc, str(catalog.find(kind, name))).message}"
+        except ScenarioError as exc:
+            text = f"invalid: {exc.message}"
+        print(f"{name:<{width}}  {text}")
+    return 0
+
+
+def list_engines() -> int:
+    """`mtpsim engines`: each engine's known releases, its default, and its version rules."""
+    for name in catalog.names("engines"):
+        raw = catalog.engine_file(name)
+        versions = known_versions(raw)
+        print(f"{name}: default {versions.default}; known {', '.join(versions.known)}")
+        for rule in engine_rules(raw):
+            span = f"{'from ' + rule.since if rule.since else ''}{' ' if rule.since and rule.until else ''}" \
+                   f"{'before ' + rule.until if rule.until else ''}" or "every release"
+            print(f"  {rule.name}: {rule.field} = {rule.value} ({span})")
+    return 0
+
+
+def print_schema() -> int:
+    """The JSON Schema of a scenario file (every key, its type and default)."""
+    print(json.dumps(json_schema(), indent=2))
+    return 0

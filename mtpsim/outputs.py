@@ -1,0 +1,25 @@
+"""Writing outputs: a file (or folder) mtpsim writes that cannot be written (a full disk, a
+read-only folder, a path through a file) is one ScenarioError naming it and the reason, and
+what was written of it is removed, so nothing half-written is later read as whole. Every file
+mtpsim writes goes through `writing`; a run folder's completion marker (runfolder.py) is the
+last of them.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from mtpsim.errors import ScenarioError
+
+
+@contextmanager
+def writing(path: str | Path) -> Iterator[Path]:
+    """Around the writing of one output file (or folder): an OSError (no space left, a read-only
+    folder, a path through a file) becomes one ScenarioError naming the path and the reason."""
+    try:
+        yield Path(path)
+    except OSError as exc:
+        if Path(path).is_file():  # what was written of it is cut off: not left to be read as whole
+            Path(path).unlink(missing_ok=True)
+        raise ScenarioError(str(path), "", f"cannot write: {exc.strerror or exc}") from None
