@@ -63,7 +63,7 @@ def shards(layouts: list[Layout]) -> list[Layout]:
 
 
 def _host(pricer, design: DesignShape, batch: int) -> float:
-    return pricer.host_overhead_s(design.design, batch)
+    return pricer.host_s(design.design, batch)
 
 
 def prefill_rate(s: sc.Scenario) -> float:
