@@ -264,6 +264,10 @@ class Engine(Section):
     """Largest batch with a captured CUDA graph; larger batches run eagerly."""
     overlap_schedule: bool = True
     """Whether the host prepares the next iteration while the GPU runs this one."""
+    two_batch_overlap: bool = Field(default=False, description=(
+        "Two-batch overlap: the target's MoE layers run as two micro-batches, one's DeepEP dispatch + combine "
+        "hidden under the other's compute (SGLang --enable-two-batch-overlap, off by default in server_args.py "
+        "of v0.4.7; mtpsim/costs/overlap.py). Changes only layouts whose MoE layers run wide EP."))
     chunked_prefill_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS, description=(
         "Prompt tokens per prefill batch. None: the engine's default on this GPU (SGLang chunked_prefill_size by "
         "GPU memory, vLLM max_num_batched_tokens, TensorRT-LLM max_num_tokens; mtpsim/data/engines/<kind>.yaml)."))

@@ -38,7 +38,7 @@ def build_pricer(scenario, costs=None) -> Pricer:
                   ep=s.parallel.ep, assistant=s.specs.assistant, moe_skew=s.cost.moe_skew,
                   cuda_graphs=s.engine.cuda_graphs, max_graph_batch=s.engine.max_graph_batch,
                   heads=s.speculative.steps, draft=s.specs.draft, attention_dp=s.parallel.attention_dp,
-                  gpus_per_node=s.parallel.gpus_per_node)
+                  gpus_per_node=s.parallel.gpus_per_node, two_batch_overlap=s.engine.two_batch_overlap)
 
 
 __all__ = ["PassCost", "PassShape", "Pricer", "build_costs", "build_pricer"]
