@@ -264,6 +264,10 @@ class Engine(Section):
     """Largest batch with a captured CUDA graph; larger batches run eagerly."""
     overlap_schedule: bool = True
     """Whether the host prepares the next iteration while the GPU runs this one."""
+    eplb: bool = Field(default=False, description=(
+        "Whether EPLB places (and replicates) experts by their measured load (SGLang --enable-eplb or "
+        "--init-expert-location with --ep-num-redundant-experts, TensorRT-LLM moe_config.load_balancer; off by "
+        "default in both). Sets the default cost.ep_imbalance."))
     two_batch_overlap: bool = Field(default=False, description=(
         "Two-batch overlap: the target's MoE layers run as two micro-batches, one's DeepEP dispatch + combine "
         "hidden under the other's compute (SGLang --enable-two-batch-overlap, off by default in server_args.py "
@@ -319,6 +323,10 @@ class Cost(Section):
     """A committed profile's name (mtpsim/data/profiles/) or a profile folder's path."""
     moe_skew: float = Field(default=0.0, ge=0, lt=1)  # routing skew: 0 = uniform
     """MoE routing skew: 0 = uniform routing over the experts."""
+    ep_imbalance: float | None = Field(default=None, ge=1, le=64, description=(
+        "Under wide EP, the busiest EP rank's routed tokens over the mean; its experts and all-to-all set the "
+        "layer's time. None: the published figure at EP32 (2.564 without EPLB, 1.109 with engine.eplb; "
+        "mtpsim/costs/wide_ep.py) for wide EP over 32 ranks or more, else 1 (uniform)."))
 
 
 class Verify(Section):

@@ -8,8 +8,10 @@ whose `price(shape, q_lens, kv_lens)` gives a PassCost.
 """
 from __future__ import annotations
 
+from mtpsim.costs.ops import Parallel
 from mtpsim.costs.passes import PassCost, PassShape, Pricer
 from mtpsim.costs.roofline import RooflineCosts
+from mtpsim.costs.wide_ep import ep_imbalance
 from mtpsim.files import version
 
 
@@ -33,12 +35,14 @@ _PROFILES: dict = {}  # build_costs' loaded profiles, oldest first
 
 
 def build_pricer(scenario, costs=None) -> Pricer:
-    s = scenario
+    s, p = scenario, scenario.parallel
+    layout = Parallel(p.tp, p.ep, p.attention_dp, p.gpus_per_node or s.specs.hardware.gpus_per_node)
     return Pricer(s.specs.model, s.specs.hardware, costs or build_costs(s), tp=s.parallel.tp,
                   ep=s.parallel.ep, assistant=s.specs.assistant, moe_skew=s.cost.moe_skew,
                   cuda_graphs=s.engine.cuda_graphs, max_graph_batch=s.engine.max_graph_batch,
                   heads=s.speculative.steps, draft=s.specs.draft, attention_dp=s.parallel.attention_dp,
-                  gpus_per_node=s.parallel.gpus_per_node, two_batch_overlap=s.engine.two_batch_overlap)
+                  gpus_per_node=s.parallel.gpus_per_node, two_batch_overlap=s.engine.two_batch_overlap,
+                  ep_imbalance=ep_imbalance(s.cost.ep_imbalance, s.engine.eplb, layout))
 
 
 __all__ = ["PassCost", "PassShape", "Pricer", "build_costs", "build_pricer"]

@@ -167,9 +167,10 @@ class Pricer:
     def __init__(self, model: ModelSpec, hardware: HardwareSpec, costs, *, tp: int = 1, ep: int = 1,
                  assistant: ModelSpec | None = None, moe_skew: float = 0.0, cuda_graphs: bool = True,
                  max_graph_batch: int = 256, heads: int = 1, draft: ModelSpec | None = None,
-                 attention_dp: int = 1, gpus_per_node: int | None = None, two_batch_overlap: bool = False):
+                 attention_dp: int = 1, gpus_per_node: int | None = None, two_batch_overlap: bool = False,
+                 ep_imbalance: float = 1.0):
         self.model, self.hw, self.costs, self.assistant, self.draft = model, hardware, costs, assistant, draft
-        self.par = O.Parallel(tp, ep, attention_dp, gpus_per_node or hardware.gpus_per_node)
+        self.par = O.Parallel(tp, ep, attention_dp, gpus_per_node or hardware.gpus_per_node, ep_imbalance)
         self.skew, self.graphs, self.max_graph_batch = moe_skew, cuda_graphs, max_graph_batch
         self.heads = heads  # parallel_heads: how many heads run (one per step)
         self.act = model.dtypes.activations
