@@ -313,6 +313,10 @@ class Disaggregation(Section):
     """What the KV crosses: auto | nvlink | network | free (no cost)."""
     gpus: int | None = Field(default=None, ge=1, le=MAX_GPUS)
     """The deployment's GPU count the pools must fit in; None: their sum."""
+    kv_streaming: bool = Field(default=False, description=(
+        "Whether the KV moves layer by layer while the prompt prefills, so only what the last layer adds (or what "
+        "the link could not keep up with) follows the prefill (Mooncake's layer-wise prefill; vllm-ascend "
+        "kv_p2p/layerwise_push; mtpsim/pools.py). False: the whole KV moves after the prefill."))
 
 
 class Cost(Section):

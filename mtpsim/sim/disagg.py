@@ -5,7 +5,8 @@
 
 The prefill pool's replicas run `Engine.prefill` on what their scheduler admits (holding only
 the prompt's KV); a prefilled request's KV then crosses the link (mtpsim/pools.py prices it), its
-prefill KV is freed, and it joins a decode replica, whose loop admits it straight into the
+prefill KV is freed, and it joins a decode replica (streamed layer by layer during the prefill with
+`disaggregation.kv_streaming`), whose loop admits it straight into the
 running batch and runs `Engine.decode`. The first token reaches the user with the KV, at the
 decode pool: TTFT includes the queue, the prefill and the transfer; TPOT is decode alone. A
 request of one output token finishes at the prefill pool and moves no KV.
@@ -27,7 +28,7 @@ from mtpsim.costs import build_pricer
 from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError
 from mtpsim.memory import MemoryBudget, memory_budget, pool_rule, prefill_chunk_tokens
-from mtpsim.pools import ROLES, Link, describe, pool_scenario, resolve_link, transfer_bytes
+from mtpsim.pools import ROLES, Link, describe, last_layer_bytes, pool_scenario, resolve_link, transfer_bytes
 from mtpsim.results import LogHistogram, Records, Results, limits_row, to_results
 from mtpsim.sim.batch import RunningBatch
 from mtpsim.sim.engine import Arrivals, Engine, Replica
@@ -78,24 +79,32 @@ class Handoff:
     first token came out) queues each on this replica's link, frees its prefill KV once moved,
     and submits it to the decode pool."""
 
-    def __init__(self, env, rep: Replica, link: Link, budget: MemoryBudget, decode: Arrivals, stats: dict):
+    def __init__(self, env, rep: Replica, link: Link, budget: MemoryBudget, decode: Arrivals, stats: dict,
+                 streaming: bool = False):
         self.env, self.rep, self.link, self.budget, self.decode, self.stats = env, rep, link, budget, decode, stats
-        self.wire = simpy.Resource(env, capacity=1)
+        self.streaming, self.layers = streaming, len(budget.target_kv + budget.draft_kv)
+        self.wire_free_s = 0.0  # the link moves one request's KV at a time, in order (FIFO)
+        self.pass_start_s = 0.0  # when the prefill pass that ends now began (Engine.prefill adds after each)
 
     def __len__(self) -> int:  # nothing decodes here
         return 0
 
     def add(self, requests: list[Request]) -> None:
+        start, self.pass_start_s = self.pass_start_s, self.env.now
         for r in requests:
-            self.env.process(self.transfer(r))
+            self.env.process(self.transfer(r, max(start, r.admitted_s)))
 
-    def transfer(self, r: Request):
+    def transfer(self, r: Request, pass_start_s: float):
         prefilled = self.env.now
         self.stats["prefill_queue"].add(r.admitted_s - r.arrival_s)
-        with self.wire.request() as turn:
-            yield turn
-            nbytes = transfer_bytes(self.budget, r.input_len)
-            yield self.env.timeout(self.link.transfer_s(nbytes))
+        nbytes = transfer_bytes(self.budget, r.input_len)
+        if self.streaming:
+            done = self.link.streamed_finish_s(nbytes, last_layer_bytes(self.budget, r.input_len), self.layers,
+                                               pass_start_s, prefilled, self.wire_free_s)
+        else:
+            done = self.link.finish_s(nbytes, prefilled, self.wire_free_s)
+        self.wire_free_s = done
+        yield self.env.timeout(done - prefilled)
         self.rep.scheduler.retire([r])
         wake(self.rep)
         r.first_token_s = self.env.now  # the first token reaches the user with the KV, at the decode pool
@@ -170,7 +179,7 @@ def simulate_disaggregated(scenario, *, identity, request_factory, keep_passes: 
                       s.engine.overlap_schedule, chunk, policy=s.speculative.policy)
     to_decode = Arrivals(env, Router([r.scheduler for r in decode.replicas]), decode.replicas, None)
     for rep in prefill.replicas:
-        rep.batch = Handoff(env, rep, link, prefill.budget, to_decode, stats)
+        rep.batch = Handoff(env, rep, link, prefill.budget, to_decode, stats, s.disaggregation.kv_streaming)
         env.process(serve_prefill(p_engine, rep))
     for rep in decode.replicas:
         env.process(serve_decode(d_engine, rep, stats["decode_queue"]))
