@@ -9,7 +9,10 @@ plus the draft's own KV where the design keeps one (nextn's MTP layer runs in pr
 it; multi_layer's layers each; frozen_kv reads the target's and has none): memory.LayerKV. Each
 GPU sends its shard over its own link at once, so a transfer takes bytes per GPU / the link's
 bandwidth per GPU + its latency (Mooncake / NIXL transfer engines move each rank's pages in
-parallel, as SGLang's disaggregation/ and TensorRT-LLM's kv cache transceiver run them).
+parallel, as SGLang's disaggregation/ and TensorRT-LLM's kv cache transceiver run them); the
+receiving GPUs' shard where larger (a decode attention group of fewer GPUs holds more per GPU).
+sim/disagg.py queues the transfers on both ends' links, so prefill replicas sending to the same
+decode GPUs share their bandwidth.
 
 With `disaggregation.kv_streaming` the KV leaves layer by layer while the prompt prefills (the
 Mooncake paper's layer-wise prefill, arXiv 2407.00079; vllm-ascend's Mooncake connector,

@@ -84,6 +84,19 @@ def test_streamed_kv_leaves_layer_by_layer(gpu, link):
     assert got.transfer_bytes_per_gpu_mean == whole.transfer_bytes_per_gpu_mean  # the same bytes, earlier
 
 
+@pytest.mark.parametrize("decode,waits", [({"tp": 8}, True), ({"tp": 8, "replicas": 2}, False),
+                                          ({"tp": 8, "ep": 8, "attention_dp": 2}, False)])
+def test_prefill_replicas_share_the_decode_gpus_links(decode, waits):
+    """Two prefill replicas finish a prompt each at once: into one decode replica the second KV
+    waits for the first on the receiving GPUs' links (mean 1.5 transfers); two decode replicas,
+    or two attention groups with links of their own, take both at once."""
+    both = {**DSV3, "workload": {**DSV3["workload"], "arrival": "batch", "concurrency": 2, "num_requests": 2}}
+    got = simulate(sc.validate(disagg(both, {"tp": 8, "replicas": 2}, decode))).summary.iloc[0]
+    one = simulate(sc.validate(disagg({**both, "workload": {**both["workload"], "concurrency": 1, "num_requests": 1}})))
+    alone = one.summary.iloc[0].transfer_mean_s
+    assert got.transfer_mean_s == pytest.approx(1.5 * alone if waits else alone, rel=1e-6)
+
+
 def test_an_aggregated_scenario_becomes_pools():
     """mtpsim.disaggregated: the scenario a deployment search compares with the aggregated one."""
     import mtpsim
