@@ -35,29 +35,33 @@ from mtpsim.costs.wide_ep import is_wide_ep_dispatch
 
 
 class Region(NamedTuple):
-    """A part's MoE layers at some tokens per GPU: the Work of their token-count ops, the Work of
-    their dispatch + combine alone, and the share of the part's attention layers they hold."""
+    """A part's MoE layers at some tokens per GPU: the (op, time, count) rows of their token-count
+    ops, those of their dispatch + combine alone, and the share of the part's attention layers
+    they hold."""
 
-    layers: object
-    a2a: object
+    layers: tuple
+    a2a: tuple
     share: float
+
+    @property
+    def a2a_s(self) -> float:
+        return sum(n * t.total_s for _, t, n in self.a2a)
 
 
 def region(pricer, part: str, tokens: int, graphs: bool) -> Region:
     """The MoE layers of `part` at `tokens` per GPU (Pricer.overlap_region_memo keeps these)."""
-    from mtpsim.costs.passes import Work
-    rows = [(op, pricer.costs.time(op, graphs), n) for n, op in pricer.layer_ops(part, tokens, moe_only=True)]
+    rows = tuple((op, pricer.costs.time(op, graphs), n) for n, op in pricer.layer_ops(part, tokens, moe_only=True))
     groups = pricer.layers_memo(part)
     moe = sum(n for n, ref in groups.groups if groups.spec.ffn_kinds[ref.ffn].kind == "moe")
     share = moe / max(sum(n for n, _ in groups.groups), 1)
-    return Region(Work().plus(rows), Work().plus([r for r in rows if is_wide_ep_dispatch(r[0])]), share)
+    return Region(rows, tuple(r for r in rows if is_wide_ep_dispatch(r[0])), share)
 
 
 def splits(pricer, shape, lens: O.BatchLens) -> bool:
     """Whether this pass runs as two micro-batches: the target's forward (SGLang's MTP layer runs
     its one layer outside `model_forward_maybe_tbo`) with MoE layers that run DeepEP's dispatch +
     combine, over at least two requests (one cannot be split)."""
-    return shape.part == "target" and lens.batch >= 2 and pricer.overlap_region_memo("target", 2, False).a2a.time_s > 0
+    return shape.part == "target" and lens.batch >= 2 and pricer.overlap_region_memo("target", 2, False).a2a_s > 0
 
 
 def halves(lens: O.BatchLens) -> tuple[O.BatchLens, O.BatchLens]:
@@ -74,24 +78,22 @@ def two_batch_cost(pricer, shape, lens: O.BatchLens, keep_ops: bool = False):
     batch's pass with its MoE layers' work replaced by the two micro-batches', less the
     all-to-all time hidden under the other micro-batch's compute. `keep_ops` keeps the whole
     batch's ops (before the overlap)."""
-    from mtpsim.costs.passes import PassCost
     full = pricer.plain_pass(shape, lens, keep_ops)
     _, r_full, _ = _moe_layers(pricer, shape, full)
     (c_a, r_a, m_a), (c_b, r_b, m_b) = (_moe_layers(pricer, shape, pricer.plain_pass(shape, h)) for h in halves(lens))
     exposed = max(0.0, m_a - c_b) + max(0.0, m_b - c_a)
     w = _add(_add(full.work, r_full, -1.0), _add(r_a, r_b))
     w = w._replace(comm_s=w.comm_s - (m_a + m_b - exposed))  # the all-to-all time hidden
-    return PassCost.of(shape.kind, shape.part, full.cost.tokens, w, full.cost.sources, full.cost.ops)
+    return type(full.cost).of(shape.kind, shape.part, full.cost.tokens, w, full.cost.sources, full.cost.ops)
 
 
 def _moe_layers(pricer, shape, priced) -> tuple[float, object, float]:
     """(compute seconds, Work, dispatch + combine seconds) of a priced pass's MoE layers: their
     token-count ops and their share of the attention cores."""
-    from mtpsim.costs.passes import Work
     r = pricer.overlap_region_memo(shape.part, priced.cost.tokens, priced.graphs)
-    cores = Work().plus(priced.cores)
-    work = _add(r.layers, cores, r.share)
-    return work.time_s - r.a2a.time_s, work, r.a2a.time_s
+    empty = type(priced.work)()  # passes.Work, named through the pass (passes.py imports this module)
+    work = _add(empty.plus(r.layers), empty.plus(priced.cores), r.share)
+    return work.time_s - r.a2a_s, work, r.a2a_s
 
 
 def _add(a, b, scale: float = 1.0):
