@@ -1,8 +1,9 @@
 """Warnings for a scenario that is valid and runs, but asks something that cannot matter: a
 draft for a design that drafts nothing, policy entries no batch reaches, a routing skew on a
-model without experts, a length distribution whose mean its bounds cut off, a histogram deeper
-than the steps it serves. Each is one stderr line (errors.warn); refusing would be too strict,
-since a sweep or a shared file can make such a setting harmless.
+model without experts, two-batch overlap or EP imbalance without wide EP, a length distribution
+whose mean its bounds cut off, a histogram deeper than the steps it serves. Each is one stderr
+line (errors.warn); refusing would be too strict, since a sweep or a shared file can make such a
+setting harmless.
 """
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ def advise(s: Scenario) -> None:
 
 # what else a warning's key depends on: a sweep over these makes the setting matter at other points
 DEPENDS = {"speculative.draft": ("speculative.design",), "speculative.policy": ("workload", "engine", "speculative"),
-           "cost.moe_skew": ("model",), "acceptance.histogram": ("speculative",)}
+           "cost.moe_skew": ("model",), "acceptance.histogram": ("speculative",),
+           "engine.two_batch_overlap": ("parallel", "disaggregation", "model"),
+           "cost.ep_imbalance": ("parallel", "disaggregation", "model")}
 
 
 def _within(swept: str, key: str) -> bool:
@@ -46,7 +49,20 @@ def problems(s: Scenario) -> list[tuple[str, str]]:
             found.append((f"workload.{key}.mean", f"{length.mean:g} lies outside min {length.min}..max {length.max}: "
                           "lengths are clipped to those bounds, so their mean is not this one"))
     found += _deep_histogram(s)
+    found += _no_wide_ep(s, bool(moe))
     return found
+
+
+def _no_wide_ep(s: Scenario, moe: bool) -> list[tuple[str, str]]:
+    """Two-batch overlap and EP imbalance only act on MoE layers run wide EP (ep == tp under
+    DP attention: costs/dp_attention.py), in the scenario's layout or either pool's."""
+    d = s.disaggregation
+    layouts = [s.parallel] if d is None else [d.prefill, d.decode]
+    if moe and any(p.attention_dp > 1 and p.ep == p.tp > 1 for p in layouts):
+        return []
+    why = "no layout here runs its experts wide EP (ep == tp with attention_dp > 1): it changes nothing"
+    return [(key, why) for key, on in (("engine.two_batch_overlap", s.engine.two_batch_overlap),
+                                       ("cost.ep_imbalance", s.cost.ep_imbalance is not None)) if on]
 
 
 def _unreached_policy(s: Scenario) -> list[tuple[str, str]]:

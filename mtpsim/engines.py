@@ -115,6 +115,28 @@ class KVPoolSpec(Spec):
         return self
 
 
+class TpFractions(Spec):
+    """SGLang's default mem_fraction_static before its reserve rule (`ReservedMemory`): by tp x pp
+    on GPUs up to `small_gpu_mib`, `large` above; on GPUs over `raise_above_mib` raised to
+    min(f + raise_mib x (1 - f) / gpu, (gpu - cap_reserve_mib) / gpu), in MiB (the source is
+    in engines/sglang.yaml)."""
+
+    small_gpu_mib: float = Field(gt=0)
+    by_tp: dict[int, float] = Field(min_length=1)  # the largest tp bound a replica reaches -> fraction
+    large: float = Field(gt=0, le=1)
+    raise_above_mib: float = Field(gt=0)
+    raise_mib: float = Field(ge=0)
+    cap_reserve_mib: float = Field(ge=0)
+
+    def fraction(self, gpu_mib: float, tp: int) -> float:
+        f = self.large
+        if gpu_mib <= self.small_gpu_mib:
+            f = self.by_tp[max((b for b in self.by_tp if tp >= b), default=min(self.by_tp))]
+        if gpu_mib > self.raise_above_mib:
+            f = min(f + self.raise_mib * (1 - f) / gpu_mib, (gpu_mib - self.cap_reserve_mib) / gpu_mib)
+        return f
+
+
 class ChunkClass(Spec):
     """One class of GPUs and its default prefill chunk (tokens per prefill batch): the first class
     whose conditions a GPU meets applies: capacity below `below_mib` (None: any) and a name
@@ -155,6 +177,8 @@ class EngineSpec(Spec):
     version: str = ""            # the release these fields were resolved for (engines.py)
     rules: tuple[str, ...] = ()  # the version rules in force at that release
     kv_pool: KVPoolSpec  # how the engine sizes its KV pool (memory.py)
+    # a release's default memory fraction by tp, where it predates kv_pool.reserved's rule (a version rule sets it)
+    fraction_by_tp: TpFractions | None = None
     # the default prefill chunk by GPU (vLLM max_num_batched_tokens, TensorRT-LLM max_num_tokens);
     # None: SGLang's memory classes (kv_pool.reserved) give its chunked_prefill_size
     prefill_chunk: list[ChunkClass] | None = Field(default=None, min_length=1)
@@ -209,7 +233,7 @@ class EngineSpec(Spec):
 
 
 RuleField = Literal["speculative_max_running_requests", "speculative_overlap", "verify_scorer",
-                    "fuses_shared_experts", "shared_fusion_below_capability"]
+                    "fuses_shared_experts", "shared_fusion_below_capability", "fraction_by_tp"]
 
 
 class VersionRule(Spec):

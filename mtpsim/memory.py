@@ -19,6 +19,7 @@ from mtpsim.costs.deployment import Deployment
 from mtpsim.costs.passes import Pricer
 from mtpsim.designs import BASELINE, DesignShape
 from mtpsim.engines import EngineSpec
+from mtpsim.errors import ScenarioError
 from mtpsim.specs import DTYPE_BYTES, HardwareSpec
 
 MIB = 2**20
@@ -71,10 +72,16 @@ def pool_rule(scenario, design: str | None = None) -> PoolRule:
     more for speculative decoding)."""
     s = scenario
     explicit = s.engine.model_fields_set
-    return resolve_pool(s.specs.engine, s.specs.hardware, s.parallel.tp, s.parallel.attention_dp,
+    rule = resolve_pool(s.specs.engine, s.specs.hardware, s.parallel.tp, s.parallel.attention_dp,
                         (design or s.speculative.design) != BASELINE, s.engine.mem_fraction,
                         prefill_chunk_tokens(s), explicit_prefill=s.engine.chunked_prefill_tokens is not None,
                         graph_batch=s.engine.max_graph_batch if "max_graph_batch" in explicit else None)
+    if rule.fraction <= 0:  # the engine's own rule: it would not start either
+        raise ScenarioError(s.source, "engine.mem_fraction", f"{s.specs.engine.name} {s.specs.engine.version}'s default "
+                            f"{rule.knob} is {rule.fraction:g} for tp {s.parallel.tp} with attention_dp "
+                            f"{s.parallel.attention_dp} on {s.specs.hardware.name} (its reserve outgrows the GPU), so "
+                            "the engine would not start: give the launch command's fraction")
+    return rule
 
 
 def resolve_pool(engine: EngineSpec, hw: HardwareSpec, tp: int = 1, attention_dp: int = 1,
@@ -85,6 +92,8 @@ def resolve_pool(engine: EngineSpec, hw: HardwareSpec, tp: int = 1, attention_dp
     pool = engine.kv_pool
     if mem_fraction is not None:
         fraction, source = mem_fraction, "scenario engine.mem_fraction"
+    elif engine.fraction_by_tp is not None:  # an older release's table (engines/<kind>.yaml rules)
+        fraction, source = engine.fraction_by_tp.fraction(hw.memory_capacity_bytes / MIB, tp), f"{engine.name} default"
     elif pool.fraction is not None:
         fraction, source = pool.fraction, f"{engine.name} default"
     else:

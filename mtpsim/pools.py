@@ -9,7 +9,15 @@ plus the draft's own KV where the design keeps one (nextn's MTP layer runs in pr
 it; multi_layer's layers each; frozen_kv reads the target's and has none): memory.LayerKV. Each
 GPU sends its shard over its own link at once, so a transfer takes bytes per GPU / the link's
 bandwidth per GPU + its latency (Mooncake / NIXL transfer engines move each rank's pages in
-parallel, as SGLang's disaggregation/ and TensorRT-LLM's kv cache transceiver run them).
+parallel, as SGLang's disaggregation/ and TensorRT-LLM's kv cache transceiver run them); the
+receiving GPUs' shard where larger (a decode attention group of fewer GPUs holds more per GPU).
+sim/disagg.py queues the transfers on both ends' links, so prefill replicas sending to the same
+decode GPUs share their bandwidth.
+
+With `disaggregation.kv_streaming` the KV leaves layer by layer while the prompt prefills (the
+Mooncake paper's layer-wise prefill, arXiv 2407.00079; vllm-ascend's Mooncake connector,
+vllm_ascend/distributed/kv_transfer/kv_p2p/layerwise_push/): only the last layer's bytes follow
+the prefill, unless the link is slower than the layers (`Link.streamed_finish_s`).
 """
 from __future__ import annotations
 
@@ -35,6 +43,23 @@ class Link:
         if self.kind == "free":
             return 0.0
         return self.latency_s + bytes_per_gpu / self.bandwidth_bytes_per_s
+
+    def finish_s(self, bytes_per_gpu: float, prefilled_s: float, wire_free_s: float) -> float:
+        """When a KV moved after its prefill ends, on a wire that is free from `wire_free_s` (FIFO)."""
+        return max(prefilled_s, wire_free_s) + self.transfer_s(bytes_per_gpu)
+
+    def streamed_finish_s(self, bytes_per_gpu: float, last_layer_bytes: float, layers: int, pass_start_s: float,
+                          prefilled_s: float, wire_free_s: float) -> float:
+        """When a KV streamed layer by layer ends: each layer's KV leaves once its layer has run,
+        the pass's `layers` taking equal shares of [pass_start_s, prefilled_s]. With layers of
+        equal bytes the stream ends when the last layer's bytes have followed the prefill's end or
+        when the whole KV has crossed from the first layer's end on, whichever is later; the
+        latency is paid once."""
+        if self.kind == "free":
+            return max(prefilled_s, wire_free_s)
+        first_ready = pass_start_s + (prefilled_s - pass_start_s) / max(layers, 1)
+        whole = max(first_ready, wire_free_s) + bytes_per_gpu / self.bandwidth_bytes_per_s
+        return self.latency_s + max(prefilled_s + last_layer_bytes / self.bandwidth_bytes_per_s, whole)
 
 
 def pool_scenario(s, role: str):
@@ -71,6 +96,13 @@ def resolve_link(s, where: str) -> Link:
                             f"one NVLink domain of {domain_gpus(s)} and hardware {hw.name!r} describes no scale-out "
                             "network to move the KV over (internode_bandwidth_bytes_per_s, internode_latency_s)")
     return Link("network", hw.internode_bandwidth_bytes_per_s, hw.internode_latency_s)
+
+
+def last_layer_bytes(budget, prompt_tokens: int) -> float:
+    """KV bytes per GPU the prefill's last layer leaves (the draft's layer where it keeps KV: it
+    runs after the target's)."""
+    layers = budget.target_kv + budget.draft_kv
+    return layers[-1].request_bytes(prompt_tokens) if layers else 0.0
 
 
 def transfer_bytes(budget, prompt_tokens: int) -> float:

@@ -268,6 +268,14 @@ class Engine(Section):
     """Largest batch with a captured CUDA graph; larger batches run eagerly."""
     overlap_schedule: bool = True
     """Whether the host prepares the next iteration while the GPU runs this one."""
+    eplb: bool = Field(default=False, description=(
+        "Whether EPLB places (and replicates) experts by their measured load (SGLang --enable-eplb or "
+        "--init-expert-location with --ep-num-redundant-experts, TensorRT-LLM moe_config.load_balancer; off by "
+        "default in both). Sets the default cost.ep_imbalance."))
+    two_batch_overlap: bool = Field(default=False, description=(
+        "Two-batch overlap: the target's MoE layers run as two micro-batches, one's DeepEP dispatch + combine "
+        "hidden under the other's compute (SGLang --enable-two-batch-overlap, off by default in server_args.py "
+        "of v0.4.7; mtpsim/costs/overlap.py). Changes only layouts whose MoE layers run wide EP."))
     chunked_prefill_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS, description=(
         "Prompt tokens per prefill batch. None: the engine's default on this GPU (SGLang chunked_prefill_size by "
         "GPU memory, vLLM max_num_batched_tokens, TensorRT-LLM max_num_tokens; mtpsim/data/engines/<kind>.yaml)."))
@@ -309,6 +317,10 @@ class Disaggregation(Section):
     """What the KV crosses: auto | nvlink | network | free (no cost)."""
     gpus: int | None = Field(default=None, ge=1, le=MAX_GPUS)
     """The deployment's GPU count the pools must fit in; None: their sum."""
+    kv_streaming: bool = Field(default=False, description=(
+        "Whether the KV moves layer by layer while the prompt prefills, so only what the last layer adds (or what "
+        "the link could not keep up with) follows the prefill (Mooncake's layer-wise prefill; vllm-ascend "
+        "kv_p2p/layerwise_push; mtpsim/pools.py). False: the whole KV moves after the prefill."))
 
 
 class Cost(Section):
@@ -319,6 +331,10 @@ class Cost(Section):
     """A committed profile's name (mtpsim/data/profiles/) or a profile folder's path."""
     moe_skew: float = Field(default=0.0, ge=0, lt=1)  # routing skew: 0 = uniform
     """MoE routing skew: 0 = uniform routing over the experts."""
+    ep_imbalance: float | None = Field(default=None, ge=1, le=64, description=(
+        "Under wide EP, the busiest EP rank's routed tokens over the mean; its experts and all-to-all set the "
+        "layer's time. None: the published figure at EP32 (2.564 without EPLB, 1.109 with engine.eplb; "
+        "mtpsim/costs/wide_ep.py) for wide EP over 32 ranks or more, else 1 (uniform)."))
 
 
 class Verify(Section):

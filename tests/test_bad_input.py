@@ -115,6 +115,7 @@ VALUES = [
     ("model-bool", BASE.replace("model: deepseek-v3", "model: {from: deepseek-v3, hidden_size: true}"),
      "model.hidden_size", "integer"),
     ("skew-nan", BASE + "cost: {moe_skew: .nan}\n", "cost.moe_skew", "finite"),
+    ("ep-imbalance-below-one", BASE + "cost: {ep_imbalance: 0.5}\n", "cost.ep_imbalance", "greater than or equal to 1"),
     ("normal-without-max", BASE.replace("input_len: 64", "input_len: {dist: normal, mean: 100, std: 10}"),
      "workload.input_len", "max"),
     ("lognormal-inf", BASE.replace("input_len: 64", "input_len: {dist: lognormal, mean: .inf, std: 1, max: 9}"),

@@ -280,6 +280,7 @@ WARNINGS = [  # (id, scenario, files, key of the one warning line)
     ("unreached-policy", BASE.replace("steps: 2}", "steps: 2, policy: {steps_by_batch: {1: 2, 64: 1}}}"), {},
      "speculative.policy.steps_by_batch.64"),
     ("skew-on-dense", SMALL + "cost: {moe_skew: 0.3}\n", {}, "cost.moe_skew"),
+    ("tbo-without-wide-ep", BASE + "engine: {two_batch_overlap: true}\n", {}, "engine.two_batch_overlap"),
     ("mean-outside-bounds", SMALL.replace("input_len: 64", "input_len: {dist: normal, mean: 500, std: 5, min: 10, "
                                           "max: 100}"), {}, "workload.input_len.mean"),
     ("deep-histogram", BASE.replace("per_depth: [0.8, 0.7]", "histogram: h.csv"),

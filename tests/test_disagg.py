@@ -61,6 +61,42 @@ def test_one_requests_transfer_is_bytes_over_bandwidth_plus_latency(gpu, link, l
     assert got.ttft_p50_s - free.ttft_p50_s == pytest.approx(got.transfer_mean_s, rel=1e-6)  # TTFT holds it
 
 
+SLOW = {"from": "h200", "internode_bandwidth_bytes_per_s": 1e9}  # slower than the layers: the stream lags
+
+
+@pytest.mark.parametrize("gpu,link", [("h200", "network"), ("gb200", "nvlink"), (SLOW, "network")])
+def test_streamed_kv_leaves_layer_by_layer(gpu, link):
+    """With kv_streaming each of the 62 layers' KV leaves once its layer has run during the
+    prefill pass: what follows the prefill is the last layer's bytes, or the whole KV from the
+    first layer's end on where the link is slower than the layers; the latency once."""
+    one = {**DSV3, "hardware": gpu, "workload": {**DSV3["workload"], "num_requests": 1}}
+    plain = sc.validate(disagg(one))
+    res = simulate(sc.validate(disagg(one, kv_streaming=True)))
+    got, whole, hw = res.summary.iloc[0], simulate(plain).summary.iloc[0], plain.specs.hardware
+    bw, lat = ((hw.internode_bandwidth_bytes_per_s, hw.internode_latency_s) if link == "network"
+               else (hw.link_bandwidth_bytes_per_s, hw.link_latency_s))
+    span = res.iterations[res.iterations.kind == "prefill"].duration_s.iloc[0]
+    nbytes, last = _kv_bytes_per_gpu(1024, 62), _kv_bytes_per_gpu(1024, 1)
+    expected = lat + max(last / bw, span / 62 + nbytes / bw - span)
+    assert got.transfer_mean_s == pytest.approx(expected, rel=1e-6)
+    assert got.transfer_mean_s < whole.transfer_mean_s
+    assert (gpu is SLOW) == (got.transfer_mean_s > lat + 2 * last / bw)  # the lagging stream shows past the last layer
+    assert got.transfer_bytes_per_gpu_mean == whole.transfer_bytes_per_gpu_mean  # the same bytes, earlier
+
+
+@pytest.mark.parametrize("decode,waits", [({"tp": 8}, True), ({"tp": 8, "replicas": 2}, False),
+                                          ({"tp": 8, "ep": 8, "attention_dp": 2}, False)])
+def test_prefill_replicas_share_the_decode_gpus_links(decode, waits):
+    """Two prefill replicas finish a prompt each at once: into one decode replica the second KV
+    waits for the first on the receiving GPUs' links (mean 1.5 transfers); two decode replicas,
+    or two attention groups with links of their own, take both at once."""
+    both = {**DSV3, "workload": {**DSV3["workload"], "arrival": "batch", "concurrency": 2, "num_requests": 2}}
+    got = simulate(sc.validate(disagg(both, {"tp": 8, "replicas": 2}, decode))).summary.iloc[0]
+    one = simulate(sc.validate(disagg({**both, "workload": {**both["workload"], "concurrency": 1, "num_requests": 1}})))
+    alone = one.summary.iloc[0].transfer_mean_s
+    assert got.transfer_mean_s == pytest.approx(1.5 * alone if waits else alone, rel=1e-6)
+
+
 def test_an_aggregated_scenario_becomes_pools():
     """mtpsim.disaggregated: the scenario a deployment search compares with the aggregated one."""
     import mtpsim

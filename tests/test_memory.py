@@ -59,6 +59,32 @@ def test_sglang_default_fraction_reads_the_scenarios_chunk_and_graph_batch_when_
     assert dp == round((143771 - (512 + 8192 * 1.5 + 512 * 2 + 1024 + 512 * 8 * 3 + 512 * 8 * 1.5)) / 143771, 3)
 
 
+@pytest.mark.parametrize("hardware,tp,dp,expected", [
+    # v0.4.6.post2 server_args.py __post_init__ by hand: a table by tp on GPUs up to 80 GiB; 0.88
+    # raised on larger ones; DP attention does not enter
+    ("h100-sxm", 72, 72, 0.79), ("h100-sxm", 8, 1, 0.81), ("h100-sxm", 4, 1, 0.85), ("h100-sxm", 1, 1, 0.88),
+    ("h200", 8, 8, min(0.88 + 48 * 1024 * 0.12 / 143771, (143771 - 18 * 1024) / 143771)),
+])
+def test_sglang_v046_default_fraction_is_its_tp_table(hardware, tp, dp, expected):
+    engine = load_engine("sglang", "0.4.6")
+    assert "fraction_by_tp_v046" in engine.rules
+    rule = resolve_pool(engine, load_hardware(hardware), tp=tp, attention_dp=dp)
+    assert rule.fraction == pytest.approx(expected) and rule.fraction_source == "sglang default"
+    assert "fraction_by_tp_v046" not in load_engine("sglang", "0.4.8").rules
+
+
+def test_a_default_fraction_the_engine_could_not_start_with_is_refused(tmp_path, capsys):
+    """SGLang v0.5's reserve rule for tp 72 under DP attention 72 on H100 outgrows the GPU (the
+    engine's own rule, server_args.py _handle_gpu_memory_settings): one line naming engine.mem_fraction."""
+    from tests.test_bad_input import one_line_error
+    path = tmp_path / "s.yaml"
+    path.write_text("name: w\nmodel: {from: deepseek-v3, ffn_kinds: {moe: {num_experts: 288}}}\nhardware: h100-sxm\n"
+                    "parallel: {tp: 72, ep: 72, attention_dp: 72}\n"
+                    "engine: {version: '0.5.12'}\nworkload: {concurrency: 72, num_requests: 72, input_len: 64, "
+                    "output_len: 4}\n")
+    one_line_error(capsys, ["run", str(path), "--out", str(tmp_path / "o")], "engine.mem_fraction", "would not start")
+
+
 def test_sglang_pool_is_fraction_of_free_memory_minus_weights():
     m = budget(scenario("sglang"))
     free = m.capacity_bytes - 2582 * MIB

@@ -4,6 +4,8 @@ across nodes from DeepEP's multi-node rows, each in the pass's mode, labelled; l
 profiles without them price as before."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -101,3 +103,38 @@ def test_one_node_low_latency_and_other_profiles_keep_their_pricing(costs):
     trt = CalibratedCosts.from_profile(PROFILES_DIR / "h100-sxm-trtllm", H100)
     ops = _decode_ops(trt, 64, 128)
     assert not any("deepep" in t.source for _, t in ops.values())
+
+
+# ----------------------------------------------------------------------------- EP imbalance
+
+def test_imbalance_defaults_by_eplb_and_ranks():
+    """The published figure at EP32 (TensorRT-LLM blog 4, Table 1) for wide EP over 32 ranks or
+    more, with and without EPLB; uniform below (no figure) and outside wide EP; a given value wins."""
+    from mtpsim.costs.wide_ep import EPLB_IMBALANCE, NO_EPLB_IMBALANCE, ep_imbalance
+    wide = O.Parallel(72, 72, 72)
+    assert ep_imbalance(None, True, wide) == EPLB_IMBALANCE == pytest.approx(1.109)
+    assert ep_imbalance(None, False, wide) == NO_EPLB_IMBALANCE == pytest.approx(2.564)
+    assert ep_imbalance(None, False, O.Parallel(8, 8, 8)) == 1.0
+    assert ep_imbalance(None, False, O.Parallel(32, 8, 32)) == 1.0  # gathered TP, not wide EP
+    assert ep_imbalance(1.5, True, O.Parallel(8)) == 1.5
+
+
+def test_busiest_rank_sets_experts_and_all_to_all(costs):
+    """Every rank waits for the busiest: its experts' work and its dispatch + combine grow with
+    the imbalance; the rest of the layer does not."""
+    even, hot = _decode_ops(costs, 64, 128), _decode_ops(costs, 64, 128, ep_imbalance=2.0)
+    assert hot["moe.experts"][0].flops == pytest.approx(2 * even["moe.experts"][0].flops)
+    assert hot["comm.dispatch_combine"][0].comm_bytes == pytest.approx(2 * even["comm.dispatch_combine"][0].comm_bytes)
+    assert hot["moe.experts"][1].total_s > even["moe.experts"][1].total_s
+    assert hot["comm.dispatch_combine"][1].total_s > even["comm.dispatch_combine"][1].total_s
+    assert hot["attn.q_b_proj"] == even["attn.q_b_proj"]
+
+
+def test_scenario_reads_eplb():
+    """engine.eplb picks the default; cost.ep_imbalance overrides it (build_pricer)."""
+    from mtpsim import scenario as sc
+    from mtpsim.costs import build_pricer
+    path = Path(__file__).resolve().parent.parent / "scenarios/published/l1-deepseek-v3-lmsys-96xh100-decode.yaml"
+    assert build_pricer(sc.load(path)[0]).par.ep_imbalance == pytest.approx(1.109)
+    assert build_pricer(sc.load(path, ["engine.eplb=false"])[0]).par.ep_imbalance == pytest.approx(2.564)
+    assert build_pricer(sc.load(path, ["cost.ep_imbalance=1.3"])[0]).par.ep_imbalance == 1.3

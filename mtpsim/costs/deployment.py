@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from mtpsim.costs import edges
 from mtpsim.costs import ops as O
 from mtpsim.costs.ops import Parallel
+from mtpsim.costs.wide_ep import ep_imbalance
 from mtpsim.engines import EngineSpec
 from mtpsim.specs import AttentionSpec, HardwareSpec, LayerRef, ModelSpec
 
@@ -75,6 +76,7 @@ class HostModel:
     engine: EngineSpec
     cuda_graphs: bool = True
     max_graph_batch: int = 256
+    two_batch_overlap: bool = False  # MoE layers as two micro-batches (costs/overlap.py)
 
     @property
     def expands_verify(self) -> bool:
@@ -135,19 +137,22 @@ def resolve(scenario) -> Deployment:
     """The scenario's deployment: its specs, parallel layout, engine settings and skew."""
     s, specs = scenario, scenario.specs
     p = s.parallel
-    return Deployment(specs.model, specs.hardware,
-                      Parallel(p.tp, p.ep, p.attention_dp, p.gpus_per_node or specs.hardware.gpus_per_node),
-                      HostModel(specs.engine, s.engine.cuda_graphs, s.engine.max_graph_batch),
+    layout = Parallel(p.tp, p.ep, p.attention_dp, p.gpus_per_node or specs.hardware.gpus_per_node)
+    layout = replace(layout, ep_imbalance=ep_imbalance(s.cost.ep_imbalance, s.engine.eplb, layout))
+    return Deployment(specs.model, specs.hardware, layout,
+                      HostModel(specs.engine, s.engine.cuda_graphs, s.engine.max_graph_batch, s.engine.two_batch_overlap),
                       model_parts(specs.model, specs.draft, specs.assistant, s.speculative.steps), s.cost.moe_skew)
 
 
 def deploy(model: ModelSpec, hardware: HardwareSpec, engine: EngineSpec, *, tp: int = 1, ep: int = 1,
            attention_dp: int = 1, gpus_per_node: int | None = None, draft: ModelSpec | None = None,
            assistant: ModelSpec | None = None, heads: int = 1, moe_skew: float = 0.0, cuda_graphs: bool = True,
-           max_graph_batch: int = 256) -> Deployment:
+           max_graph_batch: int = 256, two_batch_overlap: bool = False, ep_imbalance: float = 1.0) -> Deployment:
     """A deployment from its pieces, without a scenario (tests and benchmarks that vary one)."""
-    return Deployment(model, hardware, Parallel(tp, ep, attention_dp, gpus_per_node or hardware.gpus_per_node),
-                      HostModel(engine, cuda_graphs, max_graph_batch), model_parts(model, draft, assistant, heads),
+    layout = Parallel(tp, ep, attention_dp, gpus_per_node or hardware.gpus_per_node, ep_imbalance)
+    return Deployment(model, hardware, layout,
+                      HostModel(engine, cuda_graphs, max_graph_batch, two_batch_overlap),
+                      model_parts(model, draft, assistant, heads),
                       moe_skew)
 
 

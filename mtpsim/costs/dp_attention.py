@@ -13,7 +13,8 @@ the groups and sharded over its `a` GPUs. The MoE layers span all `tp` GPUs. Per
     server_args.py; SGLang's recipes pair it with `--moe-dense-tp-size 1`): each GPU routes its
     own tokens (the group's, split over its `a` GPUs); dispatch and combine all-to-all over the
     `tp` ranks (layers/moe/token_dispatcher/deepep.py, low-latency kernels in decode); each GPU's
-    E / ep experts see every group's routed tokens; shared experts and dense FFN layers are
+    E / ep experts see every group's routed tokens, the busiest GPU `par.ep_imbalance` times the
+    mean (costs/wide_ep.py), and every GPU waits for it; shared experts and dense FFN layers are
     replicated and run on the GPU's own tokens;
   * gathered TP, `ep < tp` (no a2a backend): every group's tokens are all-gathered over the `tp`
     GPUs (dp_attention.py dp_gather, MAX_LEN padding under CUDA graphs: each group padded to the
@@ -69,10 +70,12 @@ def mlp_ops(ffn: FFNSpec, d: int, tokens: int, dtype: str, expert_dtype: str, pa
     own = math.ceil(tokens / par.attention_tp)  # scattered over the group's attention GPUs
     if ffn.kind == "dense":
         return O.ffn_ops(ffn, d, own, dtype, expert_dtype, O.Parallel(), skew, act)
-    experts = O.moe_experts(ffn, d, everyone, expert_dtype, O.Parallel(par.tp, par.ep), skew, act)
+    # every rank waits for the busiest: its experts and its all-to-all at its routed tokens
+    hot = par.ep_imbalance
+    experts = O.moe_experts(ffn, d, math.ceil(everyone * hot), expert_dtype, O.Parallel(par.tp, par.ep), skew, act)
     experts.shape.update(wide_ep=True, ep=par.ep)  # one GPU's DeepEP grouped GEMM (costs/wide_ep.py)
     ops = [O.gemm("moe.router", own, d, ffn.num_experts, act, kernels=2, act=act), experts,
-           O.dispatch_combine(own, ffn.top_k, d, par.tp, act, nodes=par.nodes(par.tp))]
+           O.dispatch_combine(math.ceil(own * hot), ffn.top_k, d, par.tp, act, nodes=par.nodes(par.tp))]
     if ops[-1] is not None:
         ops[-1].shape["wide_ep"] = True  # DeepEP's kernels (costs/wide_ep.py)
     if ffn.num_shared_experts:

@@ -44,12 +44,14 @@ class Op:
 @dataclass(frozen=True)
 class Parallel:
     """A replica's sharding: tp GPUs, ep expert groups, attention_dp attention groups (DP
-    attention), on nodes of gpus_per_node GPUs."""
+    attention), on nodes of gpus_per_node GPUs; ep_imbalance: the busiest EP rank's routed tokens
+    over the mean under wide EP (costs/wide_ep.py `ep_imbalance`)."""
 
     tp: int = 1
     ep: int = 1
     attention_dp: int = 1
     gpus_per_node: int = 8
+    ep_imbalance: float = 1.0
 
     @property
     def expert_shard(self) -> int:

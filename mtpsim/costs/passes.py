@@ -10,12 +10,12 @@ and longest KV (per-request lengths only under a sliding window), by the cost mo
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import NamedTuple
 
 import numpy as np
 
-from mtpsim.costs import blocks
+from mtpsim.costs import blocks, overlap
 from mtpsim.costs import compressed as C
 from mtpsim.costs import ops as O
 from mtpsim.costs.cost_model import CostModel
@@ -57,6 +57,16 @@ class _Plan:
     cores: tuple
 
 
+class _Priced(NamedTuple):
+    """A pass priced over the whole batch (`Pricer.plain_pass`): its PassCost, the same as Work,
+    its attention cores' rows (the slowest group's) and whether it replayed a CUDA graph."""
+
+    cost: PassCost
+    work: Work
+    cores: tuple
+    graphs: bool
+
+
 class Pricer:
     """Builds and prices passes of one deployment's parts (costs/deployment.py) with a cost model."""
 
@@ -67,6 +77,8 @@ class Pricer:
         self.static_ops_memo = lru_cache(maxsize=4096)(self._build_static)  # a part's KV-free ops per shape
         self.plan_memo = lru_cache(maxsize=4096)(self._build_plan)  # a pass's KV-free part, per batch size
         self.frame_memo = lru_cache(maxsize=4096)(self._frame)  # per batch size and longest KV (~3 MB at most)
+        # two-batch overlap (costs/overlap.py): a part's MoE layers per tokens and graphs
+        self.overlap_region_memo = lru_cache(maxsize=1024)(partial(overlap.region, self))
         # kernel -> the last core it priced: an iteration's passes over the same batch lengths (one
         # BatchLens, immutable) repeat it (nextn's verify and extend, multi_layer's extends,
         # frozen_kv's drafts)
@@ -85,13 +97,20 @@ class Pricer:
 
     def price_lens(self, shape: PassShape, lens: O.BatchLens, keep_ops: bool = False) -> PassCost:
         """`price` for a batch given by its lengths' sums (`BatchLens`, before the pass's
-        kv_offset): what the engine calls, O(1) in the batch size. Under DP attention the batch
-        is split over the attention groups (`_groups`); every group runs the largest group's
-        shapes and the pass waits for the slowest group's attention. What does not depend on the
-        KV is the pass's `_Plan`, built once per batch size; the attention cores and the frame
-        are priced per call."""
+        kv_offset): what the engine calls, O(1) in the batch size. Under two-batch overlap a
+        pass with wide-EP MoE layers runs as two micro-batches (costs/overlap.py)."""
         if self.host.expands_verify and shape.kind == "verify":
             shape, lens = expanded_verify(shape, lens)
+        if self.host.two_batch_overlap and overlap.splits(self, shape, lens):
+            return overlap.two_batch_cost(self, shape, lens, keep_ops)
+        return self.plain_pass(shape, lens, keep_ops).cost
+
+    def plain_pass(self, shape: PassShape, lens: O.BatchLens, keep_ops: bool = False) -> _Priced:
+        """One pass over the whole batch, no micro-batches. Under DP attention the batch is split
+        over the attention groups (`_groups`); every group runs the largest group's shapes and
+        the pass waits for the slowest group's attention. What does not depend on the KV is the
+        pass's `_Plan`, built once per batch size; the attention cores and the frame are priced
+        per call."""
         whole = lens.shifted(shape.kv_offset)
         if self.par.attention_dp == 1:  # one attention group: the whole batch
             batch = whole.batch
@@ -104,14 +123,16 @@ class Pricer:
                              if shape.kind == "prefill" or shape.ragged else 0)
             # groups without requests run an idle batch: the same shapes, no attention to wait for
             dynamic = max((self._attention(shape, g, plan, keep_ops) for g in groups if g.batch),
-                          key=lambda priced: sum(n * t.total_s for _, t, n in priced))
+                          key=lambda priced: sum(n * t.total_s for _, t, n in priced), default=[])
+        cores = tuple(dynamic)
         dynamic += plan.compact
         dynamic.append(self.frame_memo(batch, whole.q_tokens / max(whole.batch, 1), whole.visible_max, plan.hidden_size,
                                   plan.graphs))
         work = plan.work.plus(dynamic, plan.overhead_s)
         sources = _pass_sources(plan.sources, tuple([t.source for _, t, _ in dynamic]))
-        return PassCost.of(shape.kind, shape.part, plan.tokens, work, sources,
+        cost = PassCost.of(shape.kind, shape.part, plan.tokens, work, sources,
                            plan.static + tuple(dynamic) if keep_ops else ())
+        return _Priced(cost, work, cores, plan.graphs)
 
     def _build_plan(self, shape: PassShape, batch: int, prefill_tokens: int = 0) -> _Plan:
         """A pass over `batch` requests (the largest group's under DP attention; a prefill's
@@ -215,17 +236,19 @@ class Pricer:
         `context`: positions a block drafter injects into its context KV (costs/edges.py `block`)."""
         record = self.deployment.part(part)
         edge = record.edge(self.deployment, record, tokens, logits, from_target, context)
-        ops = [(op, n) for n, op in self._layer_ops(record, tokens)] + edge
+        ops = [(op, n) for n, op in self.layer_ops(record, tokens)] + edge
         priced = tuple((op, self.costs.time(op, graphs), n) for op, n in ops if op is not None)
         work = sum((Work.of(op, t, n) for op, t, n in priced), Work())
         return priced, work, frozenset(t.source for _, t, _ in priced)
 
-    def _layer_ops(self, part, tokens: int):
+    def layer_ops(self, part, tokens: int, moe_only: bool = False):
         """(count, op) per layer group of a part's record: costs/layer.py's one list of a decoder
-        layer's ops."""
+        layer's ops (`moe_only`: the groups whose FFN is experts alone)."""
         dep, glue = self.deployment, self.costs.has_glue
         for count, ref in part.groups:
             att, ffn = part.spec.attention_kinds[ref.attention], part.spec.ffn_kinds[ref.ffn]
+            if moe_only and ffn.kind != "moe":
+                continue
             layer = decoder_layer_ops(att, ffn, part.spec.hidden_size, tokens, part.attn_dtype, part.ffn_dtype,
                                       part.expert_dtype, self.par, part.query_only, dep.moe_skew, dep.act, glue,
                                       fuse_shared=dep.fuses_shared_experts)

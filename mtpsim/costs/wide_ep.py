@@ -25,16 +25,41 @@ as normal. A point between the measured ones is interpolated (`calibrated`), ano
 width or dtype scales the nearest config's time by roofline work (`calibrated-scaled`), a point
 outside the grid the nearest cell's (`roofline-scaled`), as calibrated.py does for every family;
 the source carries `:deepep-ll` or `:deepep-normal`. A profile without the rows (every engine but
-SGLang, older conversions) prices the op as before. Torch-free.
+SGLang, older conversions) prices the op as before.
+
+Expert load is not uniform: every rank waits for the busiest, so the experts and the all-to-all
+are priced at its routed tokens, `ep_imbalance` times the mean (dp_attention.mlp_ops), from a
+published measurement unless the scenario gives one (`ep_imbalance`, below). Torch-free.
 """
 from __future__ import annotations
 
 import math
 
-from mtpsim.costs.ops import Op
+from mtpsim.costs import dp_attention
+from mtpsim.costs.ops import Op, Parallel
 from mtpsim.costs.tables import interpolate, nearest_cell
 
 FAMILY = "moe_wide_ep"
+
+# The busiest EP rank's routed tokens over the mean, DeepSeek-R1 with EP32 on 32 GB200 GPUs over a
+# machine-translation dataset, averaged over layers and iterations: imbalance ratio (max - mean) /
+# mean 1.564 without EPLB, 0.109 with EPLB's 288 slots (9 per rank), 0.115 with 8 per rank at EP36
+# (TensorRT-LLM docs/source/blogs/tech_blog/blog4_Scaling_Expert_Parallelism_in_TensorRT-LLM.md,
+# "E2E evaluation", Table 1). EPLB there was fitted on the data it ran on, as LMSYS's was.
+NO_EPLB_IMBALANCE = 2.564
+EPLB_IMBALANCE = 1.109
+MEASURED_RANKS = 32  # the narrowest EP the figure was measured at; below it no figure: uniform
+
+
+def ep_imbalance(given: float | None, eplb: bool, par: Parallel) -> float:
+    """Max / mean routed tokens per EP rank for layout `par`: `given` (cost.ep_imbalance) when
+    set; else, for wide EP over at least MEASURED_RANKS ranks, the figure above with or without
+    EPLB (engine.eplb); else 1 (uniform routing, no published figure for narrower EP)."""
+    if given is not None:
+        return given
+    if par.attention_dp == 1 or not dp_attention.wide_ep(par) or par.ep < MEASURED_RANKS:
+        return 1.0
+    return EPLB_IMBALANCE if eplb else NO_EPLB_IMBALANCE
 
 
 def wide_ep_time(costs, op: Op, graphs: bool) -> tuple[float, str] | None:

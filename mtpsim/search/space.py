@@ -111,10 +111,10 @@ def fitting_layouts(base: sc.Scenario, gpus: int, bounds: SearchBounds) -> tuple
     for layout in candidate_layouts(gpus, bounds, has_experts):
         try:
             s = at_layout(base, layout, spec)
+            problem = kv_problem(s)  # an engine default that leaves no memory refuses the layout too
         except ScenarioError as exc:
             refused[layout] = f"{exc.key}: {exc.reason}" if exc.key else exc.reason
             continue
-        problem = kv_problem(s)
         if problem:
             refused[layout] = problem
         else:

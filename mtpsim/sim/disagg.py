@@ -1,11 +1,13 @@
 """Disaggregated serving as two pools of the aggregated engine (sim/engine.py), composed:
 
     arrival -> prefill pool queue -> prefill (target + the design's draft prefill) -> KV over the
-    link (a FIFO per prefill replica) -> decode pool queue -> decode iterations -> finish
+    link (a FIFO per prefill replica, and one per receiving decode attention group: Ingress) ->
+    decode pool queue -> decode iterations -> finish
 
 The prefill pool's replicas run `Engine.prefill` on what their scheduler admits (holding only
 the prompt's KV); a prefilled request's KV then crosses the link (mtpsim/pools.py prices it), its
-prefill KV is freed, and it joins a decode replica, whose loop admits it straight into the
+prefill KV is freed, and it joins a decode replica (streamed layer by layer during the prefill with
+`disaggregation.kv_streaming`), whose loop admits it straight into the
 running batch and runs `Engine.decode`. The first token reaches the user with the KV, at the
 decode pool: TTFT includes the queue, the prefill and the transfer; TPOT is decode alone. A
 request of one output token finishes at the prefill pool and moves no KV.
@@ -27,7 +29,7 @@ from mtpsim.costs import build_pricer
 from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError
 from mtpsim.memory import MemoryBudget, memory_budget, pool_rule, prefill_chunk_tokens
-from mtpsim.pools import ROLES, Link, describe, pool_scenario, resolve_link, transfer_bytes
+from mtpsim.pools import ROLES, Link, describe, last_layer_bytes, pool_scenario, resolve_link, transfer_bytes
 from mtpsim.results import LogHistogram, Records, Results, limits_row, to_results
 from mtpsim.sim.batch import RunningBatch
 from mtpsim.sim.engine import Arrivals, Engine, Replica
@@ -73,36 +75,76 @@ class Pool:
     replicas: list[Replica]
 
 
+class Ingress:
+    """The decode pool's receiving side: one link per attention group of each decode replica (its
+    GPUs take in the KV of the requests that group will hold), each carrying one request's KV at
+    a time, so prefill replicas sending to the same decode GPUs share their bandwidth. A request
+    is bound for its decode replica when its transfer starts (the least loaded, counting the
+    transfers already bound for it, as Router.route ranks them)."""
+
+    def __init__(self, pool: Pool):
+        self.pool, self.schedulers = pool, [r.scheduler for r in pool.replicas]
+        groups = pool.scenario.parallel.attention_dp
+        self.free_s = [[0.0] * groups for _ in pool.replicas]  # when each group's links are free
+        self.bound = [0] * len(pool.replicas)  # transfers on their way to each replica
+
+    def bind(self) -> tuple[int, int]:
+        """(decode replica, attention group) of the next transfer: its link the earliest free."""
+        j = min(range(len(self.schedulers)), key=lambda i: (self.schedulers[i].num_load + self.bound[i], i))
+        self.bound[j] += 1
+        return j, min(range(len(self.free_s[j])), key=self.free_s[j].__getitem__)
+
+    def deliver(self, r: Request, j: int) -> None:
+        """Hand the moved request to decode replica j and wake it."""
+        self.bound[j] -= 1
+        r.replica = j
+        self.schedulers[j].add(r)
+        wake(self.pool.replicas[j])
+
+
 class Handoff:
     """A prefill replica's outgoing KV: `add` (what Engine.prefill calls for the requests whose
-    first token came out) queues each on this replica's link, frees its prefill KV once moved,
-    and submits it to the decode pool."""
+    first token came out) moves each over this replica's link and the receiving decode GPUs'
+    (Ingress), one request at a time on each, frees its prefill KV once moved, and submits it to
+    the decode pool."""
 
-    def __init__(self, env, rep: Replica, link: Link, budget: MemoryBudget, decode: Arrivals, stats: dict):
-        self.env, self.rep, self.link, self.budget, self.decode, self.stats = env, rep, link, budget, decode, stats
-        self.wire = simpy.Resource(env, capacity=1)
+    def __init__(self, env, rep: Replica, link: Link, budget: MemoryBudget, ingress: Ingress, stats: dict,
+                 streaming: bool = False):
+        self.env, self.rep, self.link, self.budget, self.ingress, self.stats = env, rep, link, budget, ingress, stats
+        self.streaming, self.layers = streaming, len(budget.target_kv + budget.draft_kv)
+        self.wire_free_s = 0.0  # the link moves one request's KV at a time, in order (FIFO)
+        self.pass_start_s = 0.0  # when the prefill pass that ends now began (Engine.prefill adds after each)
 
     def __len__(self) -> int:  # nothing decodes here
         return 0
 
     def add(self, requests: list[Request]) -> None:
+        start, self.pass_start_s = self.pass_start_s, self.env.now
         for r in requests:
-            self.env.process(self.transfer(r))
+            self.env.process(self.transfer(r, max(start, r.admitted_s)))
 
-    def transfer(self, r: Request):
+    def transfer(self, r: Request, pass_start_s: float):
         prefilled = self.env.now
         self.stats["prefill_queue"].add(r.admitted_s - r.arrival_s)
-        with self.wire.request() as turn:
-            yield turn
-            nbytes = transfer_bytes(self.budget, r.input_len)
-            yield self.env.timeout(self.link.transfer_s(nbytes))
+        j, g = self.ingress.bind()
+        free_s = max(self.wire_free_s, self.ingress.free_s[j][g])
+        # each sending GPU's shard, or each receiving GPU's where the decode group holds more of it
+        nbytes = transfer_bytes(self.budget, r.input_len)
+        moved = max(nbytes, transfer_bytes(self.ingress.pool.budget, r.input_len))
+        if self.streaming:
+            last = last_layer_bytes(self.budget, r.input_len) * moved / nbytes if nbytes else 0.0
+            done = self.link.streamed_finish_s(moved, last, self.layers, pass_start_s, prefilled, free_s)
+        else:
+            done = self.link.finish_s(moved, prefilled, free_s)
+        self.wire_free_s = self.ingress.free_s[j][g] = done
+        yield self.env.timeout(done - prefilled)
         self.rep.scheduler.retire([r])
         wake(self.rep)
         r.first_token_s = self.env.now  # the first token reaches the user with the KV, at the decode pool
         self.stats["transfer"].add(self.env.now - prefilled)
         self.stats["ttft"].add(self.env.now - r.arrival_s)
         self.stats["transfer_bytes"] += nbytes
-        self.decode.submit(r)
+        self.ingress.deliver(r, j)
 
 
 def wake(rep: Replica) -> None:
@@ -168,9 +210,9 @@ def simulate_disaggregated(scenario, *, identity, request_factory, keep_passes: 
                       s.engine.overlap_schedule, chunk)
     d_engine = Engine(env, decode.pricer, design, profile, records, np.random.default_rng([s.seed, 1]),
                       s.engine.overlap_schedule, chunk, policy=s.speculative.policy)
-    to_decode = Arrivals(env, Router([r.scheduler for r in decode.replicas]), decode.replicas, None)
+    to_decode = Ingress(decode)
     for rep in prefill.replicas:
-        rep.batch = Handoff(env, rep, link, prefill.budget, to_decode, stats)
+        rep.batch = Handoff(env, rep, link, prefill.budget, to_decode, stats, s.disaggregation.kv_streaming)
         env.process(serve_prefill(p_engine, rep))
     for rep in decode.replicas:
         env.process(serve_decode(d_engine, rep, stats["decode_queue"]))
