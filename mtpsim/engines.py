@@ -125,6 +125,19 @@ class ChunkClass(Spec):
     tokens: int = Field(gt=0)
 
 
+class MixedBatches(Spec):
+    """Whether an engine runs waiting prompts' chunks inside decode iterations (one forward over
+    the decode batch and the chunk, up to the token budget: the prefill chunk size), and how.
+
+    enabled: the engine's default; speculative: whether it still mixes under speculative decoding
+    (SGLang turns mixing off there); split_prompts: a prompt may be cut to fill the budget left
+    (False: it rides whole when it fits, else waits; TensorRT-LLM without chunked context)."""
+
+    enabled: bool = False
+    speculative: bool = False
+    split_prompts: bool = True
+
+
 class EngineSpec(Spec):
     """A serving engine's host side (mtpsim/data/engines/<kind>.yaml, sources in its comment).
 
@@ -152,6 +165,8 @@ class EngineSpec(Spec):
     # the default prefill chunk by GPU (vLLM max_num_batched_tokens, TensorRT-LLM max_num_tokens);
     # None: SGLang's memory classes (kv_pool.reserved) give its chunked_prefill_size
     prefill_chunk: list[ChunkClass] | None = Field(default=None, min_length=1)
+    # whether prefill chunks ride inside decode iterations (vLLM V1, TensorRT-LLM in-flight batching)
+    mixed_batches: MixedBatches = MixedBatches()
 
     @model_validator(mode="after")
     def _both_host_times(self) -> EngineSpec:
@@ -174,6 +189,12 @@ class EngineSpec(Spec):
         if self.prefill_chunk is None and self.kv_pool.reserved is None:
             raise ValueError("prefill_chunk: needed where kv_pool has no memory classes (reserved)")
         return self
+
+    def mixes(self, design: str, configured: bool | None) -> bool:
+        """Whether iterations of `design` carry prefill chunks: the scenario's engine.mixed_batches
+        where set, else the engine's default; never under speculation where the engine refuses it."""
+        wanted = self.mixed_batches.enabled if configured is None else configured
+        return wanted and (design == "none" or self.mixed_batches.speculative)
 
     def host_s(self, design: str, batch: float) -> float:
         return self.host["decode" if design == "none" else "speculative"].at(batch)

@@ -269,6 +269,10 @@ class Engine(Section):
         "GPU memory, vLLM max_num_batched_tokens, TensorRT-LLM max_num_tokens; mtpsim/data/engines/<kind>.yaml)."))
     prefix_cache: PrefixCacheSettings | None = None
     """Prefix caching over the KV pool; None: off."""
+    mixed_batches: bool | None = Field(default=None, description=(
+        "Whether waiting prompts' chunks ride inside decode iterations, up to chunked_prefill_tokens tokens in all "
+        "(the decode batch's tokens, 1 + steps per request, first). None: the engine's default (vLLM and TensorRT-LLM "
+        "mix, SGLang does not; SGLang never mixes under speculative decoding: mtpsim/data/engines/<kind>.yaml)."))
     # the fraction of GPU memory the engine's KV-pool rule reads (SGLang mem_fraction_static, vLLM
     # gpu_memory_utilization, TRT-LLM free_gpu_memory_fraction; engines/<kind>.yaml kv_pool);
     # None: the engine's default

@@ -16,6 +16,7 @@ from mtpsim.errors import ScenarioError
 from mtpsim.memory import memory_budget, pool_rule, prefill_chunk_tokens
 from mtpsim.results import Records, Results, limits_row, to_results
 from mtpsim.sim.engine import Arrivals, Engine, Replica
+from mtpsim.sim.mixed import MixedRule
 from mtpsim.sim.prefix_cache import PrefixCache, prompt_blocks
 from mtpsim.sim.scheduler import Router, Scheduler
 from mtpsim.sim.workload import Request, open_arrivals, sample_lengths
@@ -45,7 +46,7 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
                disable=True if not progress or s.workload.num_requests < PROGRESS_MIN_REQUESTS else None)
     engine = Engine(env, pricer, design, profile, records, np.random.default_rng([s.seed, 1]),
                     s.engine.overlap_schedule, prefill_chunk_tokens(s), policy=s.speculative.policy,
-                    on_finished=bar.update)
+                    on_finished=bar.update, mixed=mixed_rule(s, design))
     cap = s.specs.engine.max_running(design.design, s.engine.max_running_requests)
     block = _cache_block_tokens(s, budget)
     replicas = [Replica(i, Scheduler(cap, budget.replica_kv_budget_bytes, budget.request_bytes,
@@ -68,6 +69,15 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
     if block:
         limits.update(cache_counters([r.scheduler.cache for r in replicas]))
     return to_results(records, identity(s), budget.max_kv_tokens, time.perf_counter() - wall, limits)
+
+
+def mixed_rule(s, design: DesignShape) -> MixedRule | None:
+    """How the scenario's engine mixes prompt chunks into decode iterations of `design` (its
+    token budget: the prefill chunk), or None where it does not (engines.EngineSpec.mixes)."""
+    engine = s.specs.engine
+    if not engine.mixes(design.design, s.engine.mixed_batches):
+        return None
+    return MixedRule(prefill_chunk_tokens(s), engine.mixed_batches.split_prompts)
 
 
 def identity(s) -> dict:

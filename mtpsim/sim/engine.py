@@ -1,8 +1,10 @@
 """simpy processes: arrivals, and one serving loop per dp replica.
 
-Each replica loop: admit what fits, prefill it (the running batch waits: no mixed batches with
-speculation), then one decode iteration for the running batch as the design's passes, priced
+Each replica loop: admit what fits, prefill it (the running batch waits, as SGLang schedules by
+default), then one decode iteration for the running batch as the design's passes, priced
 and run back to back as one timed event; sample acceptance, commit tokens, retire the finished.
+Where the engine mixes batches (vLLM, TensorRT-LLM), prompt chunks ride inside the decode
+iterations instead (sim/mixed.py).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from mtpsim.designs import DesignShape, iteration_passes, overlap_window, prefil
 from mtpsim.results import PASS_COLUMN, PASS_TIME_COLUMNS, Records
 from mtpsim.schema import Policy
 from mtpsim.sim.batch import RunningBatch
+from mtpsim.sim.mixed import MixedRule, mixed_passes, serve_mixed
 from mtpsim.sim.scheduler import Router, Scheduler
 from mtpsim.sim.workload import Request
 
@@ -47,6 +50,7 @@ class Engine:
     overlap: bool
     chunk_tokens: int
     policy: Policy | None = None  # steps per running batch size; None: design.steps every iteration
+    mixed: MixedRule | None = None  # prefill chunks ride inside decode iterations (sim/mixed.py); None: they do not
     on_finished: Callable[[int], object] = lambda n: None  # told how many requests just finished (progress)
     plans: dict = field(init=False)
 
@@ -74,6 +78,8 @@ class Engine:
     def serve(self, rep: Replica):
         """One replica, forever: admit, prefill, decode."""
         rep.batch = RunningBatch(self.design.steps, self.per_request_levels)
+        if self.mixed is not None:
+            yield from serve_mixed(self, rep)
         while True:
             admitted = rep.scheduler.admit()
             if admitted:
@@ -84,26 +90,35 @@ class Engine:
                 rep.wakeup = self.env.event()
                 yield rep.wakeup
 
-    def decode(self, rep: Replica):
-        """One decode iteration: the design's passes, then acceptance and commit."""
+    def decode(self, rep: Replica, chunk: list | None = None):
+        """One decode iteration: the design's passes, then acceptance and commit. `chunk`: prompt
+        chunks (as `chunks` lists them) riding in it, priced with its passes (sim/mixed.py)."""
         batch = rep.batch  # its KV: the prompt and every emitted token but the last, which this iteration feeds
         start = self.env.now
         design, passes, kinds, window = self.plan(len(batch))
         kept = self.profile.kept_drafts(self.rng, len(batch), design.steps) if design.steps else None
         if kept is not None:  # each request verifies what it kept: the widths are ragged
             passes = [ragged_verify(shape) if shape.kind == "verify" else shape for shape in passes]
-        times, durations = self.record_passes(rep, start, [(shape, self.price(shape, batch, kept)) for shape in passes])
-        host = iteration_cost(kinds, durations, window, self.host_s(design.design, len(batch))).exposed_host_s
+        if chunk:
+            priced = mixed_passes(self, passes, batch, kept, chunk)
+            kinds = [shape.kind for shape, _ in priced]
+        else:
+            priced = [(shape, self.price(shape, batch, kept)) for shape in passes]
+        times, durations = self.record_passes(rep, start, priced)
+        host = iteration_cost(kinds, durations, window, self.host_s(design.design, len(batch) + len(chunk or ()))).exposed_host_s
         yield from back_to_back(self.env, [*durations, host])
         self.records.add_verified(int(kept.sum()) + len(batch) if kept is not None else
                                   len(batch) * design.draft_tokens, len(batch))
         emitted = self.commit(batch, design.steps, kept)
         self.records.itl.add_many(batch.chunk_gaps(self.env.now))
         self.records.eager_iterations += not self.pricer.uses_graphs(passes[0], self.pricer.group_batch(len(batch)))
+        firsts = [r for r, n, done in chunk or () if done + n == r.input_len]
         self.records.add_iteration(rep.index, rep.iterations, "decode", start, self.env.now - start,
-                                   len(batch), emitted, times, host)
+                                   len(batch), emitted + len(firsts), times, host)
         rep.iterations += 1
         self.finish(rep, batch.pop_finished())
+        if firsts:
+            self.first_tokens(rep, firsts)
 
     def record_passes(self, rep: Replica, start: float, priced: list) -> tuple[dict, list[float]]:
         """Record an iteration's (shape, cost) passes, run back to back from `start`, each with its
@@ -118,9 +133,12 @@ class Engine:
 
     def price(self, shape, batch: RunningBatch, kept):
         """A pass over the running batch; a ragged verify over each request's kept drafts + 1."""
-        if shape.ragged:
-            return self.pricer.price_lens(shape, BatchLens.of(kept + 1, batch.kv))
-        return self.pricer.price_lens(shape, batch.lens(shape.tokens_per_request))
+        return self.pricer.price_lens(shape, self.decode_lens(shape, batch, kept))
+
+    @staticmethod
+    def decode_lens(shape, batch: RunningBatch, kept) -> BatchLens:
+        """The running batch's lengths as `shape` reads them (ragged: each request's kept drafts + 1)."""
+        return BatchLens.of(kept + 1, batch.kv) if shape.ragged else batch.lens(shape.tokens_per_request)
 
     def commit(self, batch: RunningBatch, steps: int, kept=None) -> int:
         """Draw accepted drafts per request out of `steps`, at most its `kept` where a confidence
@@ -141,23 +159,32 @@ class Engine:
         for r in admitted:
             r.admitted_s = now
         for chunk in self.chunks(admitted):
-            start = self.env.now
-            q = np.array([n for _, n, _ in chunk])
-            kv = np.array([done for _, _, done in chunk])
-            shapes = prefill_passes(self.design)
-            times, durations = self.record_passes(rep, start, [(shape, self.pricer.price(shape, q, kv)) for shape in shapes])
-            host = iteration_cost([s.kind for s in shapes], durations, ("prefill",) if self.overlap else (),
-                                  self.host_s(self.design.design, len(chunk))).exposed_host_s
-            yield from back_to_back(self.env, [*durations, host])
-            firsts = [r for r, n, done in chunk if done + n == r.input_len]
-            for r in firsts:
-                r.first_token_s, r.generated = self.env.now, 1
-                rep.scheduler.prefilled(r)
-            rep.batch.add([r for r in firsts if r.remaining > 0])
-            self.records.add_iteration(rep.index, rep.iterations, "prefill", start, self.env.now - start,
-                                       len(chunk), len(firsts), times, host)
-            rep.iterations += 1
-            self.finish(rep, [r for r in firsts if r.remaining == 0])
+            yield from self.prefill_chunk(rep, chunk)
+
+    def prefill_chunk(self, rep: Replica, chunk: list):
+        """One prefill iteration over `chunk`, (request, tokens, already prefilled) triples."""
+        start = self.env.now
+        q = np.array([n for _, n, _ in chunk])
+        kv = np.array([done for _, _, done in chunk])
+        shapes = prefill_passes(self.design)
+        times, durations = self.record_passes(rep, start, [(shape, self.pricer.price(shape, q, kv)) for shape in shapes])
+        host = iteration_cost([s.kind for s in shapes], durations, ("prefill",) if self.overlap else (),
+                              self.host_s(self.design.design, len(chunk))).exposed_host_s
+        yield from back_to_back(self.env, [*durations, host])
+        firsts = [r for r, n, done in chunk if done + n == r.input_len]
+        self.records.add_iteration(rep.index, rep.iterations, "prefill", start, self.env.now - start,
+                                   len(chunk), len(firsts), times, host)
+        rep.iterations += 1
+        self.first_tokens(rep, firsts)
+
+    def first_tokens(self, rep: Replica, firsts: list[Request]) -> None:
+        """Requests whose last prompt chunk just ran: their first token is out now; those with more
+        to emit join the decode batch, the rest finish."""
+        for r in firsts:
+            r.first_token_s, r.generated = self.env.now, 1
+            rep.scheduler.prefilled(r)
+        rep.batch.add([r for r in firsts if r.remaining > 0])
+        self.finish(rep, [r for r in firsts if r.remaining == 0])
 
     def chunks(self, admitted: list[Request]):
         """Lists of (request, tokens in this chunk, tokens already prefilled); a prompt's cached
