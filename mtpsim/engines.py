@@ -138,6 +138,28 @@ class MixedBatches(Spec):
     split_prompts: bool = True
 
 
+class PrefixCacheDefault(Spec):
+    """An engine's prefix cache as it starts without flags: on or off, and its block size."""
+
+    enabled: bool = True
+    block_tokens: int = Field(default=16, gt=0)
+
+
+class DpRouting(Spec):
+    """How arrivals are spread over dp replicas (sim/scheduler.py Router): `round_robin`;
+    `least_loaded`, the replica of the fewest waiting_weight x waiting + running requests;
+    `cache_aware`, SGLang's router: the replica whose past prompts match the most of this one
+    when more than `cache_threshold` of it matches, else the one holding the fewest prompt
+    tokens, and the least loaded whenever loads spread by more than `balance_abs` requests and
+    a factor `balance_rel`."""
+
+    policy: Literal["round_robin", "least_loaded", "cache_aware"] = "least_loaded"
+    waiting_weight: float = Field(default=1.0, ge=0)
+    cache_threshold: float = Field(default=0.3, ge=0, le=1)
+    balance_abs: int = Field(default=64, ge=0)
+    balance_rel: float = Field(default=1.5, ge=1)
+
+
 class EngineSpec(Spec):
     """A serving engine's host side (mtpsim/data/engines/<kind>.yaml, sources in its comment).
 
@@ -167,6 +189,8 @@ class EngineSpec(Spec):
     prefill_chunk: list[ChunkClass] | None = Field(default=None, min_length=1)
     # whether prefill chunks ride inside decode iterations (vLLM V1, TensorRT-LLM in-flight batching)
     mixed_batches: MixedBatches = MixedBatches()
+    prefix_cache: PrefixCacheDefault = PrefixCacheDefault()  # the engine's prefix cache without flags
+    dp_routing: DpRouting = DpRouting()  # how arrivals are spread over dp replicas
 
     @model_validator(mode="after")
     def _both_host_times(self) -> EngineSpec:
@@ -195,6 +219,11 @@ class EngineSpec(Spec):
         where set, else the engine's default; never under speculation where the engine refuses it."""
         wanted = self.mixed_batches.enabled if configured is None else configured
         return wanted and (design == "none" or self.mixed_batches.speculative)
+
+    def routing(self, policy: str | None) -> DpRouting:
+        """The routing in force: the engine's, or `policy` (the scenario's engine.dp_routing) with
+        the engine's settings for it."""
+        return self.dp_routing if policy is None else self.dp_routing.model_copy(update={"policy": policy})
 
     def host_s(self, design: str, batch: float) -> float:
         return self.host["decode" if design == "none" else "speculative"].at(batch)
