@@ -49,14 +49,20 @@ class LogHistogram:
         self.n += 1
         self.total += value
 
-    def add_many(self, values: np.ndarray) -> None:
-        """`add` for each of an array of values."""
+    def add_many(self, values: np.ndarray, times: np.ndarray | None = None) -> None:
+        """`add` for each of an array of values (`times[i]` times each where given)."""
         if not len(values):
             return
         b = (np.log(np.maximum(values, self.LOW) / self.LOW) / math.log(self.GROWTH)).astype(np.int64)
-        self.counts += np.bincount(np.minimum(b, self.NUM_BINS - 1), minlength=self.NUM_BINS)
-        self.n += len(values)
-        self.total += float(np.sum(values))
+        b = np.minimum(b, self.NUM_BINS - 1)
+        if times is None:
+            self.counts += np.bincount(b, minlength=self.NUM_BINS)
+            self.n += len(values)
+            self.total += float(np.sum(values))
+        else:
+            self.counts += np.bincount(b, weights=times, minlength=self.NUM_BINS).astype(np.int64)
+            self.n += int(times.sum())
+            self.total += float(np.dot(values, times))
 
     def quantile(self, q: float) -> float:
         """The q-quantile's lower order statistic, x_(floor(q (n - 1))), to RELATIVE_ERROR."""
@@ -130,6 +136,18 @@ class Records:
         self.verified_tokens += tokens
         self.verify_rows += batch
     itl: LogHistogram = field(default_factory=LogHistogram)  # every request's gap between streamed chunks
+    # the same gaps spread over each chunk's tokens, one entry per token (SGLang's native backend)
+    itl_token: LogHistogram = field(default_factory=LogHistogram)
+
+    def add_chunk_gaps(self, gaps: np.ndarray, accepted: np.ndarray | None) -> None:
+        """One decode iteration's streamed chunks: each request's gap since its last, and its
+        accepted drafts (its chunk holds accepted + 1 tokens; None: one token each)."""
+        self.itl.add_many(gaps)
+        if accepted is None:
+            self.itl_token.add_many(gaps)
+        else:
+            tokens = accepted + 1
+            self.itl_token.add_many(gaps / tokens, tokens)
 
     def add_request(self, r) -> None:
         self.stats.add(r)
@@ -244,7 +262,7 @@ def summarize(req: pd.DataFrame, records: Records) -> dict:
         e2e=(e2e.quantile(0.5), e2e.quantile(0.99), e2e.mean()),
         accept_length=decode_tokens.sum() / req.iterations.sum() if req.iterations.sum() else float("nan"),
         total_tps=per((req.input_len + req.output_len).sum()), request_rate=per(len(req)),
-        itl=records.itl, in_flight=per(e2e.sum()))
+        itl=records.itl, itl_token=records.itl_token, in_flight=per(e2e.sum()))
 
 
 def summarize_stats(st: RequestStats, records: Records) -> dict:
@@ -262,11 +280,11 @@ def summarize_stats(st: RequestStats, records: Records) -> dict:
         e2e=(st.e2e.quantile(0.5), st.e2e.quantile(0.99), st.e2e_sum_s / st.n if st.n else nan),
         accept_length=st.decode_tokens / st.iterations if st.iterations else nan,
         total_tps=per(st.input_tokens + st.output_tokens), request_rate=per(st.n),
-        itl=records.itl, in_flight=per(st.e2e_sum_s))
+        itl=records.itl, itl_token=records.itl_token, in_flight=per(st.e2e_sum_s))
 
 
 def _columns(*, tps, per_user_tps, ttft, tpot, e2e, accept_length, total_tps, request_rate, itl: LogHistogram,
-             in_flight) -> dict:
+             in_flight, itl_token: LogHistogram | None = None) -> dict:
     """The summary's latency and throughput columns, in their order (the first eight as they
     were before docs/metrics.md; what the engines' benchmarks print besides them after)."""
     nan = float("nan")
@@ -277,7 +295,18 @@ def _columns(*, tps, per_user_tps, ttft, tpot, e2e, accept_length, total_tps, re
         "e2e_p50_s": e2e[0], "e2e_p99_s": e2e[1],
         "itl_mean_s": itl.total / itl.n if itl.n else nan, "itl_p50_s": itl.quantile(0.5), "itl_p99_s": itl.quantile(0.99),
         "interactivity": 1 / tpot[0] if tpot[0] > 0 else nan, "mean_in_flight": in_flight,
+        **_token_itl(itl_token),
     }
+
+
+def _token_itl(h: LogHistogram | None) -> dict:
+    """ITL per token as SGLang's native bench_serving backend records it: each chunk's gap
+    divided by its tokens, one entry per token."""
+    nan = float("nan")
+    if h is None:
+        return {}
+    return {"itl_token_mean_s": h.total / h.n if h.n else nan, "itl_token_p50_s": h.quantile(0.5),
+            "itl_token_p99_s": h.quantile(0.99)}
 
 
 def time_shares(records: Records) -> dict:

@@ -109,8 +109,8 @@ class Engine:
         yield from back_to_back(self.env, [*durations, host])
         self.records.add_verified(int(kept.sum()) + len(batch) if kept is not None else
                                   len(batch) * design.draft_tokens, len(batch))
-        emitted = self.commit(batch, design.steps, kept)
-        self.records.itl.add_many(batch.chunk_gaps(self.env.now))
+        emitted, accepted = self.commit(batch, design.steps, kept)
+        self.records.add_chunk_gaps(batch.chunk_gaps(self.env.now), accepted)
         self.records.eager_iterations += not self.pricer.uses_graphs(passes[0], self.pricer.group_batch(len(batch)))
         firsts = [r for r, n, done in chunk or () if done + n == r.input_len]
         self.records.add_iteration(rep.index, rep.iterations, "decode", start, self.env.now - start,
@@ -140,10 +140,11 @@ class Engine:
         """The running batch's lengths as `shape` reads them (ragged: each request's kept drafts + 1)."""
         return BatchLens.of(kept + 1, batch.kv) if shape.ragged else batch.lens(shape.tokens_per_request)
 
-    def commit(self, batch: RunningBatch, steps: int, kept=None) -> int:
+    def commit(self, batch: RunningBatch, steps: int, kept=None) -> tuple[int, np.ndarray | None]:
         """Draw accepted drafts per request out of `steps`, at most its `kept` where a confidence
         rule kept fewer; each emits accepted + 1 (the bonus) tokens. Levels are drawn for the most
-        steps; an iteration of fewer uses their prefix."""
+        steps; an iteration of fewer uses their prefix. Returns the tokens emitted and the accepted
+        drafts per request (None: S = 0)."""
         accepted = None  # S = 0: no drafts to accept
         if steps:
             levels = batch.levels if self.per_request_levels else self.shared_levels(len(batch))
@@ -151,7 +152,7 @@ class Engine:
             if kept is not None:
                 np.minimum(accepted, kept, out=accepted)
         self.records.add_accepts(accepted, self.design.steps, len(batch))
-        return batch.commit(accepted)
+        return batch.commit(accepted), accepted
 
     def prefill(self, rep: Replica, admitted: list[Request]):
         """Prompts in chunks of at most chunk_tokens; a request's first token comes with its last chunk."""
