@@ -147,6 +147,41 @@ class ChunkClass(Spec):
     tokens: int = Field(gt=0)
 
 
+class MixedBatches(Spec):
+    """Whether an engine runs waiting prompts' chunks inside decode iterations (one forward over
+    the decode batch and the chunk, up to the token budget: the prefill chunk size), and how.
+
+    enabled: the engine's default; speculative: whether it still mixes under speculative decoding
+    (SGLang turns mixing off there); split_prompts: a prompt may be cut to fill the budget left
+    (False: it rides whole when it fits, else waits; TensorRT-LLM without chunked context)."""
+
+    enabled: bool = False
+    speculative: bool = False
+    split_prompts: bool = True
+
+
+class PrefixCacheDefault(Spec):
+    """An engine's prefix cache as it starts without flags: on or off, and its block size."""
+
+    enabled: bool = True
+    block_tokens: int = Field(default=16, gt=0)
+
+
+class DpRouting(Spec):
+    """How arrivals are spread over dp replicas (sim/scheduler.py Router): `round_robin`;
+    `least_loaded`, the replica of the fewest waiting_weight x waiting + running requests;
+    `cache_aware`, SGLang's router: the replica whose past prompts match the most of this one
+    when more than `cache_threshold` of it matches, else the one holding the fewest prompt
+    tokens, and the least loaded whenever loads spread by more than `balance_abs` requests and
+    a factor `balance_rel`."""
+
+    policy: Literal["round_robin", "least_loaded", "cache_aware"] = "least_loaded"
+    waiting_weight: float = Field(default=1.0, ge=0)
+    cache_threshold: float = Field(default=0.3, ge=0, le=1)
+    balance_abs: int = Field(default=64, ge=0)
+    balance_rel: float = Field(default=1.5, ge=1)
+
+
 class EngineSpec(Spec):
     """A serving engine's host side (mtpsim/data/engines/<kind>.yaml, sources in its comment).
 
@@ -182,6 +217,10 @@ class EngineSpec(Spec):
     # the default prefill chunk by GPU (vLLM max_num_batched_tokens, TensorRT-LLM max_num_tokens);
     # None: SGLang's memory classes (kv_pool.reserved) give its chunked_prefill_size
     prefill_chunk: list[ChunkClass] | None = Field(default=None, min_length=1)
+    # whether prefill chunks ride inside decode iterations (vLLM V1, TensorRT-LLM in-flight batching)
+    mixed_batches: MixedBatches = MixedBatches()
+    prefix_cache: PrefixCacheDefault = PrefixCacheDefault()  # the engine's prefix cache without flags
+    dp_routing: DpRouting = DpRouting()  # how arrivals are spread over dp replicas
 
     @model_validator(mode="after")
     def _both_host_times(self) -> EngineSpec:
@@ -211,6 +250,17 @@ class EngineSpec(Spec):
         limit, cc = self.shared_fusion_below_capability, hardware.compute_capability
         return self.fuses_shared_experts and not (
             limit is not None and cc is not None and cc >= limit and expert_dtype in ("fp8", "fp4"))
+
+    def mixes(self, design: str, configured: bool | None) -> bool:
+        """Whether iterations of `design` carry prefill chunks: the scenario's engine.mixed_batches
+        where set, else the engine's default; never under speculation where the engine refuses it."""
+        wanted = self.mixed_batches.enabled if configured is None else configured
+        return wanted and (design == "none" or self.mixed_batches.speculative)
+
+    def routing(self, policy: str | None) -> DpRouting:
+        """The routing in force: the engine's, or `policy` (the scenario's engine.dp_routing) with
+        the engine's settings for it."""
+        return self.dp_routing if policy is None else self.dp_routing.model_copy(update={"policy": policy})
 
     def host_s(self, design: str, batch: float) -> float:
         return self.host["decode" if design == "none" else "speculative"].at(batch)

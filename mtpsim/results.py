@@ -38,10 +38,14 @@ class LogHistogram:
     RELATIVE_ERROR = math.sqrt(GROWTH) - 1
     NUM_BINS = math.ceil(math.log(HIGH / LOW) / math.log(GROWTH))
 
+    FLUSH_VALUES = 1 << 16  # add_many binning waits for this many values (one bincount for many calls)
+
     def __init__(self):
         self.counts = np.zeros(self.NUM_BINS, np.int64)
         self.n = 0
         self.total = 0.0  # the values' exact sum
+        self._pending: list = []  # (values, times or None) not yet binned
+        self._num_pending = 0
 
     def add(self, value: float) -> None:
         b = int(math.log(max(value, self.LOW) / self.LOW) / math.log(self.GROWTH))
@@ -49,19 +53,43 @@ class LogHistogram:
         self.n += 1
         self.total += value
 
-    def add_many(self, values: np.ndarray) -> None:
-        """`add` for each of an array of values."""
+    def add_many(self, values: np.ndarray, times: np.ndarray | None = None) -> None:
+        """`add` for each of an array of values (`times[i]` times each where given). n and the sum
+        count at once; the binning waits for FLUSH_VALUES values (quantile and merged bin first)."""
         if not len(values):
             return
+        self.n += len(values) if times is None else int(times.sum())
+        self.total += float(np.sum(values)) if times is None else float(np.dot(values, times))
+        self._pending.append((values, times))
+        self._num_pending += len(values)
+        if self._num_pending >= self.FLUSH_VALUES:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        values = np.concatenate([v for v, _ in self._pending])
+        weighted = any(t is not None for _, t in self._pending)
+        times = np.concatenate([np.ones(len(v), np.int64) if t is None else t for v, t in self._pending]) if weighted else None
+        self._pending, self._num_pending = [], 0
         b = (np.log(np.maximum(values, self.LOW) / self.LOW) / math.log(self.GROWTH)).astype(np.int64)
-        self.counts += np.bincount(np.minimum(b, self.NUM_BINS - 1), minlength=self.NUM_BINS)
-        self.n += len(values)
-        self.total += float(np.sum(values))
+        b = np.minimum(b, self.NUM_BINS - 1)
+        found = np.bincount(b, weights=times, minlength=self.NUM_BINS)
+        self.counts += found.astype(np.int64) if weighted else found
+
+    def merged(self, other: LogHistogram) -> LogHistogram:
+        """Both histograms' values in one (a new histogram)."""
+        self._flush()
+        other._flush()
+        out = LogHistogram()
+        out.counts, out.n, out.total = self.counts + other.counts, self.n + other.n, self.total + other.total
+        return out
 
     def quantile(self, q: float) -> float:
         """The q-quantile's lower order statistic, x_(floor(q (n - 1))), to RELATIVE_ERROR."""
         if not self.n:
             return float("nan")
+        self._flush()
         rank = math.floor(q * (self.n - 1))
         b = int(np.searchsorted(np.cumsum(self.counts), rank + 1))
         return self.LOW * self.GROWTH ** (b + 0.5)
@@ -129,7 +157,27 @@ class Records:
         checks one token per request)."""
         self.verified_tokens += tokens
         self.verify_rows += batch
-    itl: LogHistogram = field(default_factory=LogHistogram)  # every request's gap between streamed chunks
+    # every request's gap between streamed chunks: `itl` of one-token chunks (iterations without
+    # drafts), `itl_spec` of speculative iterations' chunks and `itl_token` the latter spread over
+    # their tokens, one entry per token (SGLang's native backend); a one-token chunk is the same
+    # either way, so it is counted once (`itl_columns` merges them)
+    itl: LogHistogram = field(default_factory=LogHistogram)
+    itl_spec: LogHistogram = field(default_factory=LogHistogram)
+    itl_token: LogHistogram = field(default_factory=LogHistogram)
+
+    def add_chunk_gaps(self, gaps: np.ndarray, accepted: np.ndarray | None) -> None:
+        """One decode iteration's streamed chunks: each request's gap since its last, and its
+        accepted drafts (its chunk holds accepted + 1 tokens; None: one token each)."""
+        if accepted is None:
+            self.itl.add_many(gaps)
+        else:
+            tokens = accepted + 1
+            self.itl_spec.add_many(gaps)
+            self.itl_token.add_many(gaps / tokens, tokens)
+
+    def itl_histograms(self) -> tuple[LogHistogram, LogHistogram]:
+        """(gaps per streamed chunk, gaps per token) over all decode iterations."""
+        return self.itl.merged(self.itl_spec), self.itl.merged(self.itl_token)
 
     def add_request(self, r) -> None:
         self.stats.add(r)
@@ -244,7 +292,7 @@ def summarize(req: pd.DataFrame, records: Records) -> dict:
         e2e=(e2e.quantile(0.5), e2e.quantile(0.99), e2e.mean()),
         accept_length=decode_tokens.sum() / req.iterations.sum() if req.iterations.sum() else float("nan"),
         total_tps=per((req.input_len + req.output_len).sum()), request_rate=per(len(req)),
-        itl=records.itl, in_flight=per(e2e.sum()))
+        itls=records.itl_histograms(), in_flight=per(e2e.sum()))
 
 
 def summarize_stats(st: RequestStats, records: Records) -> dict:
@@ -262,14 +310,15 @@ def summarize_stats(st: RequestStats, records: Records) -> dict:
         e2e=(st.e2e.quantile(0.5), st.e2e.quantile(0.99), st.e2e_sum_s / st.n if st.n else nan),
         accept_length=st.decode_tokens / st.iterations if st.iterations else nan,
         total_tps=per(st.input_tokens + st.output_tokens), request_rate=per(st.n),
-        itl=records.itl, in_flight=per(st.e2e_sum_s))
+        itls=records.itl_histograms(), in_flight=per(st.e2e_sum_s))
 
 
-def _columns(*, tps, per_user_tps, ttft, tpot, e2e, accept_length, total_tps, request_rate, itl: LogHistogram,
+def _columns(*, tps, per_user_tps, ttft, tpot, e2e, accept_length, total_tps, request_rate, itls: tuple,
              in_flight) -> dict:
     """The summary's latency and throughput columns, in their order (the first eight as they
     were before docs/metrics.md; what the engines' benchmarks print besides them after)."""
     nan = float("nan")
+    itl, itl_token = itls  # per streamed chunk, per token
     return {
         "tps": tps, "per_user_tps": per_user_tps, "ttft_p50_s": ttft[0], "ttft_p99_s": ttft[1],
         "tpot_p50_s": tpot[0], "tpot_p99_s": tpot[1], "e2e_mean_s": e2e[2], "accept_length": accept_length,
@@ -277,7 +326,16 @@ def _columns(*, tps, per_user_tps, ttft, tpot, e2e, accept_length, total_tps, re
         "e2e_p50_s": e2e[0], "e2e_p99_s": e2e[1],
         "itl_mean_s": itl.total / itl.n if itl.n else nan, "itl_p50_s": itl.quantile(0.5), "itl_p99_s": itl.quantile(0.99),
         "interactivity": 1 / tpot[0] if tpot[0] > 0 else nan, "mean_in_flight": in_flight,
+        **_token_itl(itl_token),
     }
+
+
+def _token_itl(h: LogHistogram) -> dict:
+    """ITL per token as SGLang's native bench_serving backend records it: each chunk's gap
+    divided by its tokens, one entry per token."""
+    nan = float("nan")
+    return {"itl_token_mean_s": h.total / h.n if h.n else nan, "itl_token_p50_s": h.quantile(0.5),
+            "itl_token_p99_s": h.quantile(0.99)}
 
 
 def time_shares(records: Records) -> dict:

@@ -236,13 +236,17 @@ class Acceptance(Section):
 
 
 class PrefixCacheSettings(Section):
-    """Prefix caching over the KV pool (mtpsim/sim/prefix_cache.py). SGLang (RadixAttention),
-    vLLM V1 (automatic prefix caching) and TRT-LLM (KV block reuse) turn it on by default; here
-    it is off unless given, so runs without it match earlier results."""
+    """Prefix caching over the KV pool (mtpsim/sim/prefix_cache.py, sim/caching.py). SGLang
+    (RadixAttention), vLLM V1 (automatic prefix caching) and TRT-LLM (KV block reuse) turn it on
+    by default, and so does a scenario without this section (mtpsim/data/engines/<kind>.yaml
+    `prefix_cache`); `enabled: false` turns it off."""
 
-    block_tokens: int = Field(default=16, ge=1, le=MAX_TOKENS, description=(
-        "Tokens per cached block (vLLM --block-size defaults to 16; SGLang's radix tree works per token, "
-        "page_size 1). A Mooncake trace's hash_ids use its own workload.trace.block_size instead."))
+    enabled: bool = True
+    """Whether the engine caches prompt prefixes (the engine's default when the section is absent: on)."""
+    block_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS, description=(
+        "Tokens per cached block. None: the engine's (vLLM --block-size 16, TensorRT-LLM tokens_per_block 32; "
+        "SGLang's radix tree works per token, taken as 16). A Mooncake trace's hash_ids use its own "
+        "workload.trace.block_size instead."))
     max_tokens: int | None = Field(default=None, ge=1, le=2**40, description=(
         "The most tokens cached blocks may hold; None: any room the KV pool has. More than the pool holds is an error."))
 
@@ -280,7 +284,15 @@ class Engine(Section):
         "Prompt tokens per prefill batch. None: the engine's default on this GPU (SGLang chunked_prefill_size by "
         "GPU memory, vLLM max_num_batched_tokens, TensorRT-LLM max_num_tokens; mtpsim/data/engines/<kind>.yaml)."))
     prefix_cache: PrefixCacheSettings | None = None
-    """Prefix caching over the KV pool; None: off."""
+    """Prefix caching over the KV pool; None: the engine's default (on; `{enabled: false}` turns it off)."""
+    dp_routing: Literal["round_robin", "least_loaded", "cache_aware"] | None = Field(default=None, description=(
+        "How arrivals are spread over dp replicas (and a disaggregated prefill pool's): round_robin | least_loaded | "
+        "cache_aware (SGLang's router: prefix affinity unless loads spread). None: the engine's (SGLang's "
+        "--dp-size round robin, vLLM's least loaded; mtpsim/data/engines/<kind>.yaml dp_routing)."))
+    mixed_batches: bool | None = Field(default=None, description=(
+        "Whether waiting prompts' chunks ride inside decode iterations, up to chunked_prefill_tokens tokens in all "
+        "(the decode batch's tokens, 1 + steps per request, first). None: the engine's default (vLLM and TensorRT-LLM "
+        "mix, SGLang does not; SGLang never mixes under speculative decoding: mtpsim/data/engines/<kind>.yaml)."))
     # the fraction of GPU memory the engine's KV-pool rule reads (SGLang mem_fraction_static, vLLM
     # gpu_memory_utilization, TRT-LLM free_gpu_memory_fraction; engines/<kind>.yaml kv_pool);
     # None: the engine's default

@@ -74,3 +74,28 @@ def test_streamed_summary_matches_the_exact_one():
     assert streamed.e2e_p50_s == pytest.approx(e2e[int(0.5 * (len(e2e) - 1))], rel=err)
     assert streamed.e2e_p99_s == pytest.approx(e2e[int(0.99 * (len(e2e) - 1))], rel=err)
     assert streamed.interactivity == pytest.approx(1 / tpot[int(0.5 * (len(tpot) - 1))], rel=err)
+
+
+def test_itl_per_token_spreads_each_chunk_over_its_tokens():
+    """SGLang's native backend: a chunk of n tokens after a gap g is n entries of g / n."""
+    records = Records()
+    records.add_chunk_gaps(np.array([0.3, 0.2]), np.array([2, 0]))  # 3 tokens, then 1
+    records.add_chunk_gaps(np.array([0.4]), None)                   # plain decoding: 1 token
+    got = summarize(ROWS, records)
+    assert got["itl_mean_s"] == pytest.approx(0.3)
+    assert got["itl_token_mean_s"] == pytest.approx(0.9 / 5)
+    assert got["itl_token_p50_s"] == pytest.approx(0.1, rel=LogHistogram.RELATIVE_ERROR)  # 0.1 0.1 0.1 0.2 0.4
+    assert got["itl_token_p99_s"] == pytest.approx(0.2, rel=LogHistogram.RELATIVE_ERROR)  # lower order statistic
+
+
+def test_itl_per_token_is_the_chunk_itl_over_the_tokens_each_chunk_holds():
+    """Every draft accepted (steps 2): each chunk holds 3 tokens but a request's last (what it has
+    left), so the per-token mean is the token-weighted mean of gap / tokens."""
+    s = validate({"name": "itl", "model": "llama-3.1-8b", "hardware": "h100-sxm", "cost": {"model": "roofline"},
+                  "speculative": {"design": "nextn", "steps": 2, "draft": "eagle3-llama-3.1-8b"},
+                  "acceptance": {"per_depth": [1.0, 1.0]},
+                  "workload": {"arrival": "closed", "concurrency": 1, "num_requests": 3, "input_len": 200,
+                               "output_len": 31}})
+    row = simulate(s).summary.iloc[0]
+    # 30 tokens after the first: 10 chunks of 3, so a chunk's gap over 3 per token
+    assert row.itl_token_mean_s == pytest.approx(row.itl_mean_s / 3)

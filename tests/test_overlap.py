@@ -25,7 +25,7 @@ def costs() -> CalibratedCosts:
 
 def _pricers(costs, **layout):
     model = load_model("deepseek-v3")
-    return [Pricer(model, H100, costs, two_batch_overlap=tbo, **layout) for tbo in (False, True)]
+    return [Pricer.of(model, H100, costs, two_batch_overlap=tbo, **layout) for tbo in (False, True)]
 
 
 def _decode(pricer, batch: int, shape=DECODE):

@@ -106,12 +106,14 @@ def test_scheduler_shares_cached_prefixes_and_evicts_unused_blocks():
     assert sched.admit() == [] and sched.cache.num_evicted == 15 and sched.num_kv_full == 1
 
 
-def scenario(cache: bool, **workload):
+def scenario(cache: bool | None, engine: dict | None = None, **workload):
+    """cache: on (16-token blocks), off, or None for the engine's default."""
     return validate({
         "name": "prefix", "model": "llama-3.1-8b", "hardware": "h100-sxm", "cost": {"model": "roofline"},
         "speculative": {"design": "nextn", "steps": 2, "draft": "eagle3-llama-3.1-8b"},
         "acceptance": {"per_depth": [0.8, 0.6]},
-        "engine": {"prefix_cache": {"block_tokens": 16}} if cache else {},
+        "engine": {**({} if cache is None else {"prefix_cache": {"block_tokens": 16} if cache else {"enabled": False}}),
+                   **(engine or {})},
         "workload": workload})
 
 
@@ -136,11 +138,33 @@ def test_shared_system_prompt_lowers_ttft_by_the_saved_prefill():
     assert hit.prefix_evicted_blocks == 0
 
 
-def test_no_shared_prefix_no_hits_and_the_same_run():
-    load = {"arrival": "poisson", "rate_per_s": 20.0, "num_requests": 30, "input_len": 300, "output_len": 16}
-    a, b = simulate(scenario(True, **load)), simulate(scenario(False, **load))
-    assert a.summary.iloc[0].prefix_saved_tokens == 0
-    assert a.requests.finish_s.tolist() == b.requests.finish_s.tolist()
+@pytest.mark.parametrize("load", [
+    {"arrival": "poisson", "rate_per_s": 20.0, "num_requests": 30, "input_len": 300, "output_len": 16},
+    # closed users against a small KV pool: admissions wait on the KV and evict unused blocks
+    {"arrival": "closed", "concurrency": 64, "num_requests": 200, "input_len": 3000, "output_len": 64}])
+def test_no_shared_prefix_no_hits_and_the_same_run(load):
+    """A cache over prompts that share nothing (a shared prefix no request opens with: the cache
+    is built) never hits and moves nothing; by default such a load builds no cache at all."""
+    engine = {"mem_fraction": 0.3} if load["arrival"] == "closed" else {}
+    a = simulate(scenario(True, engine, **load, shared_prefix={"tokens": 64, "fraction": 0.0}))
+    b = simulate(scenario(False, engine, **load))
+    row = a.summary.iloc[0]
+    assert row.prefix_saved_tokens == 0 and "prefix_saved_tokens" not in b.summary
+    if engine:  # the pool bound: unused blocks were evicted to admit requests
+        assert row.prefix_evicted_blocks > 0 and row.kv_full_iterations > 0
+    assert a.requests.equals(b.requests) and a.iterations.equals(b.iterations)
+    default = simulate(scenario(None, engine, **load))
+    assert "prefix_saved_tokens" not in default.summary and default.requests.equals(b.requests)
+
+
+def test_the_cache_is_on_by_default_and_can_be_turned_off():
+    load = {"arrival": "closed", "concurrency": 1, "num_requests": 4, "input_len": 600, "output_len": 4,
+            "shared_prefix": {"tokens": 512}}
+    on, off = simulate(scenario(None, **load)).summary.iloc[0], simulate(scenario(False, **load)).summary.iloc[0]
+    assert on.prefix_saved_tokens == 3 * 512 and "prefix_saved_tokens" not in off
+    for kind, block in (("sglang", 16), ("vllm", 16), ("trtllm", 32)):
+        spec = scenario(None, {"kind": kind}, **load).specs.engine.prefix_cache
+        assert spec.enabled and spec.block_tokens == block
 
 
 def test_mooncake_trace_hit_rate_matches_a_replay_of_its_hash_ids(tmp_path):

@@ -46,7 +46,8 @@ PINNED = {
         workload={"arrival": "batch", "concurrency": 12, "num_requests": 12, "input_len": 700},
         engine={"chunked_prefill_tokens": 512, "max_running_requests": 6}),
     "parallel_heads-dp2": _base("parallel_heads", "meta-mtp-7b", "h100-sxm", dp=2,
-        workload={"concurrency": 10, "num_requests": 30}),
+        workload={"concurrency": 10, "num_requests": 30},
+        engine={"dp_routing": "least_loaded"}),  # the routing the pins were taken with (SGLang round-robins)
     "deepseek-nextn-c64": _base("nextn", "deepseek-v3", "h200", tp=8, alphas=(0.87, 0.72, 0.62),
         workload={"concurrency": 64, "num_requests": 96, "input_len": 1024, "output_len": 80},
         engine={"max_running_requests": 256}),

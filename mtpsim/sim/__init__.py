@@ -15,8 +15,10 @@ from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError
 from mtpsim.memory import memory_budget, pool_rule, prefill_chunk_tokens
 from mtpsim.results import Records, Results, limits_row, to_results
+from mtpsim.sim.caching import cache_block_tokens, cache_counters, replica_cache
 from mtpsim.sim.engine import Arrivals, Engine, Replica
-from mtpsim.sim.prefix_cache import PrefixCache, prompt_blocks
+from mtpsim.sim.mixed import MixedRule
+from mtpsim.sim.prefix_cache import prompt_blocks
 from mtpsim.sim.scheduler import Router, Scheduler
 from mtpsim.sim.workload import Request, open_arrivals, sample_lengths
 from mtpsim.tracefiles import scan, stream
@@ -45,13 +47,14 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
                disable=True if not progress or s.workload.num_requests < PROGRESS_MIN_REQUESTS else None)
     engine = Engine(env, pricer, design, profile, records, np.random.default_rng([s.seed, 1]),
                     s.engine.overlap_schedule, prefill_chunk_tokens(s), policy=s.speculative.policy,
-                    on_finished=bar.update)
+                    on_finished=bar.update, mixed=mixed_rule(s, design))
     cap = s.specs.engine.max_running(design.design, s.engine.max_running_requests)
-    block = _cache_block_tokens(s, budget)
+    block = cache_block_tokens(s, budget)
     replicas = [Replica(i, Scheduler(cap, budget.replica_kv_budget_bytes, budget.request_bytes,
-                                     *_prefix_cache(s, budget, block)))
+                                     *replica_cache(s, budget, block)))
                 for i in range(s.parallel.dp)]
-    arrivals = Arrivals(env, Router([r.scheduler for r in replicas]), replicas,
+    arrivals = Arrivals(env, Router([r.scheduler for r in replicas], s.specs.engine.routing(s.engine.dp_routing), block),
+                        replicas,
                         _request_factory(env, profile, design, np.random.default_rng([s.seed, 2]), s.workload, block,
                                          np.random.default_rng([s.seed, 3])))
     num_requests = _start_arrivals(env, arrivals, s, budget)
@@ -68,6 +71,15 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
     if block:
         limits.update(cache_counters([r.scheduler.cache for r in replicas]))
     return to_results(records, identity(s), budget.max_kv_tokens, time.perf_counter() - wall, limits)
+
+
+def mixed_rule(s, design: DesignShape) -> MixedRule | None:
+    """How the scenario's engine mixes prompt chunks into decode iterations of `design` (its
+    token budget: the prefill chunk), or None where it does not (engines.EngineSpec.mixes)."""
+    engine = s.specs.engine
+    if not engine.mixes(design.design, s.engine.mixed_batches):
+        return None
+    return MixedRule(prefill_chunk_tokens(s), engine.mixed_batches.split_prompts)
 
 
 def identity(s) -> dict:
@@ -140,38 +152,6 @@ def _request_factory(env, profile: AcceptanceProfile, design: DesignShape, rng, 
             r.blocks = prompt_blocks(r.request_id, r.input_len, block, group, shared.tokens if shared else 0, hash_ids)
         return r
     return new_request
-
-
-def _cache_block_tokens(s, budget) -> int:
-    """Tokens per prefix-cache block (0: no prefix cache): a Mooncake trace's block_size, else
-    engine.prefix_cache.block_tokens. A cache larger than the KV pool is refused."""
-    c = s.engine.prefix_cache
-    if c is None:
-        return 0
-    pool = budget.max_kv_tokens * budget.groups
-    if c.max_tokens is not None and c.max_tokens > pool:
-        raise ScenarioError(s.source, "engine.prefix_cache.max_tokens", f"{c.max_tokens:,} tokens is more than the "
-                            f"{pool:,} the KV pool holds ({budget.rule.label} of {budget.capacity_bytes / 1e9:.1f} GB)")
-    w = s.workload
-    return w.trace.block_size if w.arrival == "trace" and scan(w.trace).has_blocks else c.block_tokens
-
-
-def _prefix_cache(s, budget, block: int) -> tuple:
-    """A replica scheduler's (cache, bytes per cached block), or () with no prefix cache."""
-    if not block:
-        return ()
-    limit = s.engine.prefix_cache.max_tokens
-    return PrefixCache(block, limit // block if limit is not None else None), block * budget.kv_bytes_per_token
-
-
-def cache_counters(caches: list[PrefixCache]) -> dict:
-    """The replicas' prefix-cache counters as one summary row's columns."""
-    total = PrefixCache(1)
-    for c in caches:
-        total.num_query_tokens += c.num_query_tokens
-        total.num_hit_tokens += c.num_hit_tokens
-        total.num_evicted += c.num_evicted
-    return total.counters()
 
 
 def _start_arrivals(env, arrivals: Arrivals, s, budget) -> int:

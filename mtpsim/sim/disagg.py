@@ -32,6 +32,7 @@ from mtpsim.memory import MemoryBudget, memory_budget, pool_rule, prefill_chunk_
 from mtpsim.pools import ROLES, Link, describe, last_layer_bytes, pool_scenario, resolve_link, transfer_bytes
 from mtpsim.results import LogHistogram, Records, Results, limits_row, to_results
 from mtpsim.sim.batch import RunningBatch
+from mtpsim.sim.caching import cache_block_tokens, cache_counters, replica_cache
 from mtpsim.sim.engine import Arrivals, Engine, Replica
 from mtpsim.sim.scheduler import Router, Scheduler
 from mtpsim.sim.workload import Request, open_arrivals, sample_lengths
@@ -73,6 +74,7 @@ class Pool:
     pricer: object
     budget: MemoryBudget
     replicas: list[Replica]
+    block: int = 0  # tokens per prefix-cache block (0: no cache; only the prefill pool caches prompts)
 
 
 class Ingress:
@@ -184,10 +186,13 @@ def build_pool(s, role: str, design: DesignShape, first_index: int) -> Pool:
     budget = memory_budget(pricer, design, pool_rule(ps))
     cap = s.specs.engine.max_running(design.design, s.engine.max_running_requests)
     held = (lambda r: r.input_len) if role == "prefill" else (lambda r: r.input_len + r.output_len)
+    # the prefill pool caches prompt prefixes as an aggregated replica does (sim/caching.py): a hit
+    # skips its prefill there; the whole prompt's KV still crosses the link to the decode pool
+    block = cache_block_tokens(ps, budget) if role == "prefill" else 0
     replicas = [Replica(first_index + i, Scheduler(cap, budget.replica_kv_budget_bytes, budget.request_bytes,
-                                                        held_tokens=held))
+                                                        *replica_cache(ps, budget, block), held_tokens=held))
                 for i in range(ps.parallel.dp)]
-    return Pool(ps, pricer, budget, replicas)
+    return Pool(ps, pricer, budget, replicas, block)
 
 
 def simulate_disaggregated(scenario, *, identity, request_factory, keep_passes: bool = False,
@@ -216,8 +221,12 @@ def simulate_disaggregated(scenario, *, identity, request_factory, keep_passes: 
         env.process(serve_prefill(p_engine, rep))
     for rep in decode.replicas:
         env.process(serve_decode(d_engine, rep, stats["decode_queue"]))
-    arrivals = Arrivals(env, Router([r.scheduler for r in prefill.replicas]), prefill.replicas,
-                        request_factory(env, profile, design, np.random.default_rng([s.seed, 2])))
+    # arrivals reach the prefill replicas by the engine's routing (the prefix caches are there);
+    # the decode pool takes each from the link to its least loaded replica
+    rule = s.specs.engine.routing(s.engine.dp_routing)
+    arrivals = Arrivals(env, Router([r.scheduler for r in prefill.replicas], rule, prefill.block), prefill.replicas,
+                        request_factory(env, profile, design, np.random.default_rng([s.seed, 2]), s.workload,
+                                        prefill.block, np.random.default_rng([s.seed, 3])))
     num_requests = start_arrivals(env, arrivals, s, prefill.budget, decode.budget)
     env.run()
     if records.stats.n != num_requests:
@@ -229,6 +238,8 @@ def simulate_disaggregated(scenario, *, identity, request_factory, keep_passes: 
     results = to_results(records, {**identity(s), "pools": describe(s), "link": link.kind},
                          decode.budget.max_kv_tokens, time.perf_counter() - wall, limits)
     results.summary = results.summary.assign(**pool_columns(records, stats, prefill, decode))
+    if prefill.block:  # the prefill pool's prefix caches
+        results.summary = results.summary.assign(**cache_counters([r.scheduler.cache for r in prefill.replicas]))
     return results
 
 

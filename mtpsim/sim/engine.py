@@ -1,8 +1,10 @@
 """simpy processes: arrivals, and one serving loop per dp replica.
 
-Each replica loop: admit what fits, prefill it (the running batch waits: no mixed batches with
-speculation), then one decode iteration for the running batch as the design's passes, priced
+Each replica loop: admit what fits, prefill it (the running batch waits, as SGLang schedules by
+default), then one decode iteration for the running batch as the design's passes, priced
 and run back to back as one timed event; sample acceptance, commit tokens, retire the finished.
+Where the engine mixes batches (vLLM, TensorRT-LLM), prompt chunks ride inside the decode
+iterations instead (sim/mixed.py).
 """
 from __future__ import annotations
 
@@ -15,12 +17,14 @@ import simpy
 
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs.iteration import PREFILL_WINDOW, hiding_window, iteration_cost
+from mtpsim.costs.ops import BatchLens
 from mtpsim.costs.passes import Pricer
 from mtpsim.costs.ragged import all_plain, pass_lens
 from mtpsim.designs import DesignShape, iteration_passes, prefill_passes
 from mtpsim.results import PASS_COLUMN, PASS_TIME_COLUMNS, Records
 from mtpsim.schema import Policy
 from mtpsim.sim.batch import RunningBatch
+from mtpsim.sim.mixed import MixedRule, mixed_passes, serve_mixed
 from mtpsim.sim.scheduler import Router, Scheduler
 from mtpsim.sim.workload import Request
 
@@ -61,6 +65,7 @@ class Engine:
     overlap: bool
     chunk_tokens: int
     policy: Policy | None = None  # steps per running batch size; None: design.steps every iteration
+    mixed: MixedRule | None = None  # prefill chunks ride inside decode iterations (sim/mixed.py); None: they do not
     on_finished: Callable[[int], object] = lambda n: None  # told how many requests just finished (progress)
     iterations_by_steps: dict = field(init=False)
 
@@ -92,6 +97,8 @@ class Engine:
     def serve(self, rep: Replica):
         """One replica, forever: admit, prefill, decode."""
         rep.batch = RunningBatch(self.design.steps, self.per_request_levels)
+        if self.mixed is not None:
+            yield from serve_mixed(self, rep)
         while True:
             admitted = rep.scheduler.admit()
             if admitted:
@@ -102,35 +109,44 @@ class Engine:
                 rep.wakeup = self.env.event()
                 yield rep.wakeup
 
-    def decode(self, rep: Replica):
+    def decode(self, rep: Replica, chunk: list | None = None):
         """One decode iteration: price the passes of the steps in force, run them and the host time
         they leave exposed as one event, then draw each request's accepted drafts and commit. Each
         request verifies what it kept (ragged widths); a depth controller's width-0 requests run no
-        draft pass, and when it leaves every request at 0 the iteration is plain decoding."""
+        draft pass, and when it leaves every request at 0 the iteration is plain decoding. `chunk`:
+        prompt chunks (as `chunks` lists them) riding in it, priced with its passes (sim/mixed.py)."""
         batch, start = rep.batch, self.env.now  # batch KV: the prompt and every emitted token but the last
         it = self.iteration_at(len(batch))
         kept = self.profile.kept_drafts(self.rng, len(batch), it.design.steps) if it.design.steps else None
         if all_plain(kept, self.profile.kept_before_drafting):
             it, kept = self.iteration(0), None
         passes = it.passes if kept is None else it.ragged_passes
-        priced = [(shape, cost) for shape, cost in ((shape, self.price(shape, batch, kept)) for shape in passes)
-                  if cost is not None]
-        kinds = [shape.kind for shape, _ in priced] if len(priced) < len(passes) else it.kinds
+        if chunk:
+            priced = mixed_passes(self, passes, batch, kept, chunk)
+        else:
+            priced = [(shape, self.price(shape, batch, kept)) for shape in passes]
+        priced = [(shape, cost) for shape, cost in priced if cost is not None]  # width-0 requests: no draft pass
+        kinds = [shape.kind for shape, _ in priced] if chunk or len(priced) < len(passes) else it.kinds
         times, durations = self.record_passes(rep, start, priced)
-        host = iteration_cost(kinds, durations, it.window, self.host_s(it.design.design, len(batch))).exposed_host_s
+        host = iteration_cost(kinds, durations, it.window,
+                              self.host_s(it.design.design, len(batch) + len(chunk or ()))).exposed_host_s
         yield from back_to_back(self.env, [*durations, host])
-        emitted = self.commit(batch, it.design.steps, kept)
-        self.record_decode(rep, start, it, kept, emitted, times, host)
+        emitted, accepted = self.commit(batch, it.design.steps, kept)
+        firsts = [r for r, n, done in chunk or () if done + n == r.input_len]
+        self.record_decode(rep, start, it, kept, accepted, emitted + len(firsts), times, host)
         self.finish(rep, batch.pop_finished())
+        if firsts:
+            self.first_tokens(rep, firsts)
 
-    def record_decode(self, rep: Replica, start: float, it: DecodeIteration, kept, emitted: int, times: dict,
-                      host_s: float) -> None:
-        """A finished decode iteration's records: the tokens it verified, its streamed chunks' gaps,
-        whether it ran eagerly, and its row."""
+    def record_decode(self, rep: Replica, start: float, it: DecodeIteration, kept, accepted, emitted: int,
+                      times: dict, host_s: float) -> None:
+        """A finished decode iteration's records: the tokens it verified, its streamed chunks' gaps
+        (with each request's `accepted` drafts, for the per-token ITL), whether it ran eagerly, and
+        its row (`emitted`: tokens out, first tokens of prompts that rode in it included)."""
         batch = rep.batch
         verified = int(kept.sum()) + len(batch) if kept is not None else len(batch) * it.design.draft_tokens
         self.records.add_verified(verified, len(batch))
-        self.records.itl.add_many(batch.chunk_gaps(self.env.now))
+        self.records.add_chunk_gaps(batch.chunk_gaps(self.env.now), accepted)
         self.records.eager_iterations += not self.pricer.uses_graphs(it.passes[0], self.pricer.group_batch(len(batch)))
         self.records.add_iteration(rep.index, rep.iterations, "decode", start, self.env.now - start,
                                    len(batch), emitted, times, host_s)
@@ -154,10 +170,16 @@ class Engine:
                          self.profile.kept_before_drafting)
         return None if lens is None else self.pricer.price_lens(shape, lens)
 
-    def commit(self, batch: RunningBatch, steps: int, kept=None) -> int:
+    @staticmethod
+    def decode_lens(shape, batch: RunningBatch, kept) -> BatchLens:
+        """The running batch's lengths as `shape` reads them (ragged: each request's kept drafts + 1)."""
+        return BatchLens.of(kept + 1, batch.kv) if shape.ragged else batch.lens(shape.tokens_per_request)
+
+    def commit(self, batch: RunningBatch, steps: int, kept=None) -> tuple[int, np.ndarray | None]:
         """Draw accepted drafts per request out of `steps`, at most its `kept` where a confidence
         rule kept fewer; each emits accepted + 1 (the bonus) tokens. Levels are drawn for the most
-        steps; an iteration of fewer uses their prefix."""
+        steps; an iteration of fewer uses their prefix. Returns the tokens emitted and the accepted
+        drafts per request (None: S = 0)."""
         accepted = None  # S = 0: no drafts to accept
         if steps:
             levels = batch.levels if self.per_request_levels else self.shared_levels(len(batch))
@@ -165,7 +187,7 @@ class Engine:
             if kept is not None:
                 np.minimum(accepted, kept, out=accepted)
         self.records.add_accepts(accepted, self.design.steps, len(batch))
-        return batch.commit(accepted)
+        return batch.commit(accepted), accepted
 
     def prefill(self, rep: Replica, admitted: list[Request]):
         """Prompts in chunks of at most chunk_tokens; a request's first token comes with its last chunk."""
@@ -173,23 +195,32 @@ class Engine:
         for r in admitted:
             r.admitted_s = now
         for chunk in self.chunks(admitted):
-            start = self.env.now
-            q = np.array([n for _, n, _ in chunk])
-            kv = np.array([done for _, _, done in chunk])
-            shapes = prefill_passes(self.design)
-            times, durations = self.record_passes(rep, start, [(shape, self.pricer.price(shape, q, kv)) for shape in shapes])
-            host = iteration_cost([s.kind for s in shapes], durations, PREFILL_WINDOW if self.overlap else (),
-                                  self.host_s(self.design.design, len(chunk))).exposed_host_s
-            yield from back_to_back(self.env, [*durations, host])
-            firsts = [r for r, n, done in chunk if done + n == r.input_len]
-            for r in firsts:
-                r.first_token_s, r.generated = self.env.now, 1
-                rep.scheduler.prefilled(r)
-            rep.batch.add([r for r in firsts if r.remaining > 0])
-            self.records.add_iteration(rep.index, rep.iterations, "prefill", start, self.env.now - start,
-                                       len(chunk), len(firsts), times, host)
-            rep.iterations += 1
-            self.finish(rep, [r for r in firsts if r.remaining == 0])
+            yield from self.prefill_chunk(rep, chunk)
+
+    def prefill_chunk(self, rep: Replica, chunk: list):
+        """One prefill iteration over `chunk`, (request, tokens, already prefilled) triples."""
+        start = self.env.now
+        q = np.array([n for _, n, _ in chunk])
+        kv = np.array([done for _, _, done in chunk])
+        shapes = prefill_passes(self.design)
+        times, durations = self.record_passes(rep, start, [(shape, self.pricer.price(shape, q, kv)) for shape in shapes])
+        host = iteration_cost([s.kind for s in shapes], durations, PREFILL_WINDOW if self.overlap else (),
+                              self.host_s(self.design.design, len(chunk))).exposed_host_s
+        yield from back_to_back(self.env, [*durations, host])
+        firsts = [r for r, n, done in chunk if done + n == r.input_len]
+        self.records.add_iteration(rep.index, rep.iterations, "prefill", start, self.env.now - start,
+                                   len(chunk), len(firsts), times, host)
+        rep.iterations += 1
+        self.first_tokens(rep, firsts)
+
+    def first_tokens(self, rep: Replica, firsts: list[Request]) -> None:
+        """Requests whose last prompt chunk just ran: their first token is out now; those with more
+        to emit join the decode batch, the rest finish."""
+        for r in firsts:
+            r.first_token_s, r.generated = self.env.now, 1
+            rep.scheduler.prefilled(r)
+        rep.batch.add([r for r in firsts if r.remaining > 0])
+        self.finish(rep, [r for r in firsts if r.remaining == 0])
 
     def chunks(self, admitted: list[Request]):
         """Lists of (request, tokens in this chunk, tokens already prefilled); a prompt's cached

@@ -1,5 +1,6 @@
 """Admission and batching, in plain Python (no simpy, no torch): FIFO admission bounded by
-max_running_requests and the KV budget, least-loaded routing over dp replicas, retire and free.
+max_running_requests and the KV budget, routing over dp replicas (round robin, least loaded or
+cache aware, as the engine does), retire and free.
 
 A request is admitted only when its whole KV fits: prompt + output + the design's reservation
 (memory.MemoryBudget.request_bytes). Admitting on the full length means no request is ever
@@ -127,13 +128,69 @@ class Scheduler:
 
 
 class Router:
-    """Sends each arrival to the least-loaded replica (ties: lowest index)."""
+    """Sends each arrival to a replica by an engine's routing rule (engines.DpRouting; None: the
+    least loaded by waiting + running, ties to the lowest index). `block_tokens`: tokens per
+    prompt block key (Request.blocks) that cache-aware routing matches."""
 
-    def __init__(self, schedulers: list[Scheduler]):
-        self.schedulers = schedulers
+    def __init__(self, schedulers: list[Scheduler], rule=None, block_tokens: int = 0):
+        self.schedulers, self.rule, self.block_tokens = schedulers, rule, block_tokens
+        self.num_routed = 0
+        self.trees = [RouterTree() for _ in schedulers] if rule is not None and rule.policy == "cache_aware" else None
 
     def route(self, request: Request) -> int:
-        index = min(range(len(self.schedulers)), key=lambda i: (self.schedulers[i].num_load, i))
+        index = self.pick(request)
+        self.num_routed += 1
         request.replica = index
         self.schedulers[index].add(request)
         return index
+
+    def pick(self, request: Request) -> int:
+        rule, n = self.rule, len(self.schedulers)
+        if rule is None:
+            return min(range(n), key=lambda i: (self.schedulers[i].num_load, i))
+        if rule.policy == "round_robin":  # SGLang data_parallel_controller.py round_robin_scheduler
+            return self.num_routed % n
+        if rule.policy == "least_loaded":  # vLLM DPLBAsyncMPClient: score = 4 x waiting + running
+            return min(range(n), key=lambda i: (rule.waiting_weight * len(self.schedulers[i].waiting)
+                                                + len(self.schedulers[i].running), i))
+        return self.cache_aware(request)
+
+    def cache_aware(self, request: Request) -> int:
+        """SGLang's router (sgl-router policies/cache_aware.rs): shortest queue when loads are
+        imbalanced, else prefix affinity above the threshold, else the smallest tree; the chosen
+        replica's tree takes the prompt either way."""
+        rule, loads = self.rule, [s.num_load for s in self.schedulers]
+        blocks = request.blocks or []
+        if max(loads) - min(loads) > rule.balance_abs and max(loads) > min(loads) * rule.balance_rel:
+            index = loads.index(min(loads))
+        else:
+            matched = [t.match(blocks) for t in self.trees]
+            best = matched.index(max(matched))
+            if matched[best] * self.block_tokens > rule.cache_threshold * request.input_len:
+                index = best
+            else:
+                sizes = [t.num_tokens for t in self.trees]
+                index = sizes.index(min(sizes))
+        self.trees[index].insert(blocks, request.input_len, self.block_tokens)
+        return index
+
+
+class RouterTree:
+    """The router's record of the prompts it sent one replica (sgl-router's approximate tree, by
+    block keys rather than characters): the leading run of a prompt's keys it holds, and the
+    prompt tokens it holds. Not evicted: sgl-router caps a tree at 2**26 characters (router_args.py
+    max_tree_size), some 16M tokens per replica, beyond the loads simulated here."""
+
+    def __init__(self):
+        self.keys: set = set()
+        self.num_tokens = 0
+
+    def match(self, blocks: list) -> int:
+        run = 0
+        while run < len(blocks) and blocks[run] in self.keys:
+            run += 1
+        return run
+
+    def insert(self, blocks: list, input_len: int, block_tokens: int) -> None:
+        self.num_tokens += input_len - self.match(blocks) * block_tokens
+        self.keys.update(blocks)
