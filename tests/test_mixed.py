@@ -97,7 +97,7 @@ def test_a_mixed_pass_costs_between_decode_alone_and_decode_plus_prefill(cost, s
 
 
 def exposed(pricer, kinds, times, window, design, batch):
-    return iteration_cost(kinds, times, window, pricer.host_overhead_s(design, batch)).iteration_s
+    return iteration_cost(kinds, times, window, pricer.host_s(design, batch)).iteration_s
 
 
 @pytest.mark.parametrize("speculative", [None, NEXTN])
