@@ -3,79 +3,34 @@
 Every function returns `Op`s with flops and bytes *per GPU* (the shard under tp/ep), their
 family and shape (the keys a calibrated profile is looked up by), and how many kernels they
 launch. Pricing them is the cost models' job (roofline.py, calibrated.py); this file only counts.
+The op record is op.py's, the FFN builders ffn.py's and the collectives comms.py's; all are
+re-exported here, so callers name `ops.X`.
 
 Units: flops in FLOP, bytes in bytes, token counts in tokens.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
+# the op record (op.py), the FFN builders (ffn.py) and the collectives (comms.py), re-exported
+from mtpsim.costs.comms import allreduce as allreduce
+from mtpsim.costs.comms import alltoall as alltoall
+from mtpsim.costs.comms import dispatch_combine as dispatch_combine
+from mtpsim.costs.comms import mlp_sync as mlp_sync
+from mtpsim.costs.ffn import deepseek_v3_architecture as deepseek_v3_architecture
+from mtpsim.costs.ffn import experts_touched as experts_touched
+from mtpsim.costs.ffn import ffn_ops as ffn_ops
+from mtpsim.costs.ffn import fusable_shared_experts as fusable_shared_experts
+from mtpsim.costs.ffn import moe_experts as moe_experts
+from mtpsim.costs.op import ACT as ACT
+from mtpsim.costs.op import MLA_ABSORB_MAX_Q as MLA_ABSORB_MAX_Q
+from mtpsim.costs.op import Op as Op
+from mtpsim.costs.op import Parallel as Parallel
+from mtpsim.costs.op import gemm as gemm
 from mtpsim.specs import DTYPE_BYTES, AttentionSpec, FFNSpec, ModelSpec
-
-ACT = "bf16"  # default activation dtype: activations move, and small per-head matmuls compute, in it
-MLA_ABSORB_MAX_Q = 64  # query tokens per request up to which MLA runs absorbed (decode, verify)
-
-
-@dataclass(frozen=True)
-class Op:
-    """One op on one GPU. `shape` holds the lookup keys for a calibrated profile."""
-
-    name: str
-    # gemm | attention | moe | lm_head | allreduce | alltoall | state | copy | elementwise | pass | argmax | glue
-    family: str
-    flops: float = 0.0
-    weight_bytes: float = 0.0
-    kv_bytes: float = 0.0
-    act_bytes: float = 0.0
-    comm_bytes: float = 0.0
-    kernels: int = 1
-    dtype: str = "bf16"
-    shape: dict = field(default_factory=dict, compare=False, hash=False)
-
-    @property
-    def bytes(self) -> float:
-        return self.weight_bytes + self.kv_bytes + self.act_bytes
-
-
-@dataclass(frozen=True)
-class Parallel:
-    """A replica's sharding: tp GPUs, ep expert groups, attention_dp attention groups (DP
-    attention), on nodes of gpus_per_node GPUs; ep_imbalance: the busiest EP rank's routed tokens
-    over the mean under wide EP (costs/wide_ep.py `ep_imbalance`)."""
-
-    tp: int = 1
-    ep: int = 1
-    attention_dp: int = 1
-    gpus_per_node: int = 8
-    ep_imbalance: float = 1.0
-
-    @property
-    def expert_shard(self) -> int:
-        """GPUs one expert is split over."""
-        return self.tp // self.ep
-
-    @property
-    def attention_tp(self) -> int:
-        """GPUs one attention group's heads are split over."""
-        return self.tp // self.attention_dp
-
-    def nodes(self, ranks: int) -> int:
-        """Nodes a collective over `ranks` consecutive GPUs spans."""
-        return max(1, math.ceil(ranks / self.gpus_per_node))
-
-
-def gemm(name: str, m: int, k: int, n: int, dtype: str, *, family: str = "gemm", kernels: int = 1,
-         act: str = ACT) -> Op:
-    """`m` tokens through a `k x n` weight: 2mkn flops; weights once plus activations in and out."""
-    w = DTYPE_BYTES[dtype]
-    return Op(name, family, flops=2.0 * m * k * n, weight_bytes=k * n * w,
-              act_bytes=(m * k + m * n) * DTYPE_BYTES[act], kernels=kernels, dtype=dtype,
-              shape={"m": m, "k": k, "n": n, "dtype": dtype})
-
 
 # ----------------------------------------------------------------------------- attention
 
@@ -384,82 +339,7 @@ def layer_kind(att: AttentionSpec, ffn: FFNSpec, query_only: bool = False) -> st
     return f"{a}_{ffn.kind}"
 
 
-# ----------------------------------------------------------------------------- FFN
-
-def experts_touched(num_experts: int, top_k: int, tokens: int, skew: float = 0.0) -> float:
-    """Expected distinct experts hit by `tokens` tokens, each routed to `top_k` of them.
-
-    Uniform routing: E * (1 - (1 - k/E)^T). `skew` in [0, 1) concentrates routing on a hot
-    subset of E * (1 - skew) experts (at least top_k), which lowers the count at mid batch."""
-    hot = max(float(top_k), num_experts * (1.0 - skew))
-    return hot * (1.0 - (1.0 - top_k / hot) ** tokens)
-
-
-def ffn_ops(ffn: FFNSpec, d: int, tokens: int, dtype: str, expert_dtype: str, par: Parallel,
-            skew: float = 0.0, act: str = ACT, fuse_shared: bool = False) -> list[Op]:
-    """Dense gated FFN (gate, up, down), or MoE: router + routed experts + shared experts.
-    `fuse_shared`: the engine runs the shared experts inside the routed-expert kernel (see
-    `fusable_shared_experts`), so they are extra always-hit experts of that kernel, not GEMMs."""
-    if ffn.kind == "dense":
-        inter = ffn.intermediate_size // par.tp
-        return [gemm("ffn.gate_up", tokens, d, 2 * inter, dtype, act=act),
-                gemm("ffn.down", tokens, inter, d, dtype, act=act)]
-    fused = ffn.num_shared_experts if fuse_shared and fusable_shared_experts(ffn, par) else 0
-    # the router GEMM, then its top-k, or for hash routing the table gather that replaces it (SGLang
-    # v0.5.16 layers/moe/hash_topk.py HashTopK: router_logits in, topk_ids = tid2eid[input_ids]);
-    # a hash spreads tokens over the experts by id, whatever the gate's skew
-    ops = [gemm("moe.router", tokens, d, ffn.num_experts, act, kernels=2, act=act)]
-    ops.append(moe_experts(ffn, d, tokens, expert_dtype, par, 0.0 if ffn.routing == "hash" else skew, act,
-                           fused_shared=fused))
-    if ffn.num_shared_experts and not fused:
-        inter = ffn.num_shared_experts * (ffn.shared_intermediate_size or ffn.expert_intermediate_size) // par.tp
-        ops += [gemm("moe.shared_gate_up", tokens, d, 2 * inter, expert_dtype, act=act),
-                gemm("moe.shared_down", tokens, inter, d, expert_dtype, act=act)]
-    return ops
-
-
-def fusable_shared_experts(ffn: FFNSpec, par: Parallel) -> bool:
-    """Whether SGLang can fuse this FFN's shared expert into its routed-expert kernel
-    (`determine_num_fused_shared_experts`, srt/models/deepseek_v2.py, v0.4.7 to v0.5.12): 256
-    routed experts, top-8 routing and one shared expert as wide as a routed one, without expert
-    parallelism (on NVIDIA GPUs). The model must be DeepSeek-V3's architecture too
-    (`deepseek_v3_architecture`)."""
-    return (ffn.kind == "moe" and ffn.num_experts == 256 and ffn.top_k == 8 and ffn.num_shared_experts == 1
-            and ffn.routing == "topk" and ffn.shared_intermediate_size in (None, ffn.expert_intermediate_size)
-            and par.ep == 1)
-
-
-def deepseek_v3_architecture(model: ModelSpec) -> bool:
-    """SGLang's fusion checks `architectures[0] == "DeepseekV3ForCausalLM"`: MLA without V3.2's
-    sparse indexer (DeepseekV32ForCausalLM fails the check) and no other attention kind."""
-    kinds = model.attention_kinds.values()
-    return bool(kinds) and all(a.kind == "mla" and a.index_topk is None for a in kinds)
-
-
-def moe_experts(ffn: FFNSpec, d: int, tokens: int, dtype: str, par: Parallel, skew: float = 0.0,
-                act: str = ACT, touched: float | None = None, fused_shared: int = 0) -> Op:
-    """Routed experts on one GPU: its ep group holds E/ep experts, each split over tp/ep GPUs.
-
-    Bytes are the touched experts' weights (gate, up, down); flops 2 * T * k * 3 * d * d_expert
-    spread evenly over the replica's tp GPUs. `touched`: the distinct experts the replica's
-    tokens hit, when known (a timed kernel's routing); else the expectation under routing skew.
-    `fused_shared`: shared experts run in the same kernel as extra experts every token picks
-    (SGLang's fusion: top_k + 1 over E + 1 experts), so they add to the touched experts and to
-    each token's routed copies; the table is read at the routed experts' config."""
-    e, k, inter = ffn.num_experts, ffn.top_k, ffn.expert_intermediate_size
-    touched = (experts_touched(e, k, tokens, skew) if touched is None else touched) / par.ep + fused_shared
-    copies = k + fused_shared
-    per_expert = 3 * d * inter * DTYPE_BYTES[dtype] / par.expert_shard
-    return Op("moe.experts", "moe", flops=2.0 * tokens * copies * 3 * d * inter / par.tp,
-              weight_bytes=touched * per_expert,
-              # hidden states in and out once; each routed copy's intermediate written and read
-              act_bytes=(2 * tokens * d + 2 * tokens * copies * inter / par.expert_shard) * DTYPE_BYTES[act] / par.ep,
-              kernels=4, dtype=dtype,
-              shape={"tokens": tokens, "num_experts": e // par.ep, "top_k": k, "d": d,
-                     "inter": inter // par.expert_shard, "touched": touched, "dtype": dtype})
-
-
-# ----------------------------------------------------------------------------- heads and comms
+# ----------------------------------------------------------------------------- heads
 
 def lm_head_ops(model: ModelSpec, rows: int, dtype: str, tp: int, d: int | None = None,
                 vocab: int | None = None, act: str = ACT) -> list[Op]:
@@ -482,47 +362,3 @@ def _head_kind(op: Op, kind: str) -> Op:
     """Tag an LM-head op `full` (a plain matmul) or `expand` (top clusters' rows, gathered)."""
     op.shape["kind"] = kind
     return op
-
-
-def allreduce(tokens: int, d: int, tp: int, act: str = ACT, nodes: int = 1, name: str = "comm.allreduce") -> Op | None:
-    """Tensor-parallel all-reduce of a tokens x d activation (one per attention, one per FFN).
-    `nodes` > 1: the ranks span nodes (the shape says so; roofline.py prices the network leg)."""
-    if tp == 1:
-        return None
-    size = tokens * d * DTYPE_BYTES[act]
-    return Op(name, "allreduce", comm_bytes=size, shape={"bytes": size, "ranks": tp, **_spans(nodes)})
-
-
-def alltoall(tokens: int, top_k: int, d: int, ep: int, act: str = ACT, nodes: int = 1) -> Op | None:
-    """Expert-parallel dispatch + combine: each routed copy of a token crosses once each way.
-    Shape: the tokens each rank sends, their width and top-k, as measured all-to-all tables key them."""
-    if ep == 1:
-        return None
-    size = 2 * tokens * top_k * d * DTYPE_BYTES[act] / ep
-    return Op("comm.alltoall", "alltoall", comm_bytes=size, kernels=2,
-              shape={"bytes": size, "ranks": ep, "tokens": tokens, "top_k": top_k, "d": d, **_spans(nodes)})
-
-
-def dispatch_combine(tokens_per_rank: int, top_k: int, d: int, ranks: int, act: str = ACT, nodes: int = 1) -> Op | None:
-    """Wide-EP dispatch + combine (DeepEP, DP attention): each rank sends its own tokens' routed
-    copies to the experts' ranks and takes the outputs back, 2 * tokens * top_k * d activations
-    (the bytes measured DeepEP low-latency tables record for `tokens` per rank)."""
-    if ranks == 1:
-        return None
-    size = 2 * tokens_per_rank * top_k * d * DTYPE_BYTES[act]
-    return Op("comm.dispatch_combine", "alltoall", comm_bytes=size, kernels=2,
-              shape={"bytes": size, "ranks": ranks, "tokens": tokens_per_rank, "top_k": top_k, "d": d, **_spans(nodes)})
-
-
-def mlp_sync(ranks: int, nodes: int = 1) -> Op | None:
-    """DP attention's per-batch sync of token counts: every rank all-gathers a few int64s
-    (SGLang scheduler_dp_attn_mixin.py prepare_mlp_sync_batch_raw: MLPSyncBatchInfo, 6 per rank,
-    over the tp group's NCCL group when overlap scheduling is off, else its gloo CPU group).
-    Priced as a collective of that many bytes: a latency term."""
-    size = 6 * 8 * ranks
-    return Op("comm.mlp_sync", "allreduce", comm_bytes=size, shape={"bytes": size, "ranks": ranks, **_spans(nodes)})
-
-
-def _spans(nodes: int) -> dict:
-    """The `nodes` shape key of a collective that crosses nodes (absent within one node)."""
-    return {"nodes": nodes} if nodes > 1 else {}

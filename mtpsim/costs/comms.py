@@ -1,0 +1,51 @@
+"""Collective ops per GPU: tensor-parallel all-reduce, expert-parallel all-to-all, DeepEP
+dispatch + combine and DP attention's token-count sync (ops.py re-exports them).
+"""
+from __future__ import annotations
+
+from mtpsim.costs.op import ACT, Op
+from mtpsim.specs import DTYPE_BYTES
+
+
+def allreduce(tokens: int, d: int, tp: int, act: str = ACT, nodes: int = 1, name: str = "comm.allreduce") -> Op | None:
+    """Tensor-parallel all-reduce of a tokens x d activation (one per attention, one per FFN).
+    `nodes` > 1: the ranks span nodes (the shape says so; roofline.py prices the network leg)."""
+    if tp == 1:
+        return None
+    size = tokens * d * DTYPE_BYTES[act]
+    return Op(name, "allreduce", comm_bytes=size, shape={"bytes": size, "ranks": tp, **_spans(nodes)})
+
+
+def alltoall(tokens: int, top_k: int, d: int, ep: int, act: str = ACT, nodes: int = 1) -> Op | None:
+    """Expert-parallel dispatch + combine: each routed copy of a token crosses once each way.
+    Shape: the tokens each rank sends, their width and top-k, as measured all-to-all tables key them."""
+    if ep == 1:
+        return None
+    size = 2 * tokens * top_k * d * DTYPE_BYTES[act] / ep
+    return Op("comm.alltoall", "alltoall", comm_bytes=size, kernels=2,
+              shape={"bytes": size, "ranks": ep, "tokens": tokens, "top_k": top_k, "d": d, **_spans(nodes)})
+
+
+def dispatch_combine(tokens_per_rank: int, top_k: int, d: int, ranks: int, act: str = ACT, nodes: int = 1) -> Op | None:
+    """Wide-EP dispatch + combine (DeepEP, DP attention): each rank sends its own tokens' routed
+    copies to the experts' ranks and takes the outputs back, 2 * tokens * top_k * d activations
+    (the bytes measured DeepEP low-latency tables record for `tokens` per rank)."""
+    if ranks == 1:
+        return None
+    size = 2 * tokens_per_rank * top_k * d * DTYPE_BYTES[act]
+    return Op("comm.dispatch_combine", "alltoall", comm_bytes=size, kernels=2,
+              shape={"bytes": size, "ranks": ranks, "tokens": tokens_per_rank, "top_k": top_k, "d": d, **_spans(nodes)})
+
+
+def mlp_sync(ranks: int, nodes: int = 1) -> Op | None:
+    """DP attention's per-batch sync of token counts: every rank all-gathers a few int64s
+    (SGLang scheduler_dp_attn_mixin.py prepare_mlp_sync_batch_raw: MLPSyncBatchInfo, 6 per rank,
+    over the tp group's NCCL group when overlap scheduling is off, else its gloo CPU group).
+    Priced as a collective of that many bytes: a latency term."""
+    size = 6 * 8 * ranks
+    return Op("comm.mlp_sync", "allreduce", comm_bytes=size, shape={"bytes": size, "ranks": ranks, **_spans(nodes)})
+
+
+def _spans(nodes: int) -> dict:
+    """The `nodes` shape key of a collective that crosses nodes (absent within one node)."""
+    return {"nodes": nodes} if nodes > 1 else {}

@@ -1,0 +1,80 @@
+"""FFN ops: a dense gated FFN, or MoE's router, routed experts and shared experts, per GPU
+(ops.py re-exports them; its units hold here).
+"""
+from __future__ import annotations
+
+from mtpsim.costs.op import ACT, Op, Parallel, gemm
+from mtpsim.specs import DTYPE_BYTES, FFNSpec, ModelSpec
+
+
+def experts_touched(num_experts: int, top_k: int, tokens: int, skew: float = 0.0) -> float:
+    """Expected distinct experts hit by `tokens` tokens, each routed to `top_k` of them.
+
+    Uniform routing: E * (1 - (1 - k/E)^T). `skew` in [0, 1) concentrates routing on a hot
+    subset of E * (1 - skew) experts (at least top_k), which lowers the count at mid batch."""
+    hot = max(float(top_k), num_experts * (1.0 - skew))
+    return hot * (1.0 - (1.0 - top_k / hot) ** tokens)
+
+
+def ffn_ops(ffn: FFNSpec, d: int, tokens: int, dtype: str, expert_dtype: str, par: Parallel,
+            skew: float = 0.0, act: str = ACT, fuse_shared: bool = False) -> list[Op]:
+    """Dense gated FFN (gate, up, down), or MoE: router + routed experts + shared experts.
+    `fuse_shared`: the engine runs the shared experts inside the routed-expert kernel (see
+    `fusable_shared_experts`), so they are extra always-hit experts of that kernel, not GEMMs."""
+    if ffn.kind == "dense":
+        inter = ffn.intermediate_size // par.tp
+        return [gemm("ffn.gate_up", tokens, d, 2 * inter, dtype, act=act),
+                gemm("ffn.down", tokens, inter, d, dtype, act=act)]
+    fused = ffn.num_shared_experts if fuse_shared and fusable_shared_experts(ffn, par) else 0
+    # the router GEMM, then its top-k, or for hash routing the table gather that replaces it (SGLang
+    # v0.5.16 layers/moe/hash_topk.py HashTopK: router_logits in, topk_ids = tid2eid[input_ids]);
+    # a hash spreads tokens over the experts by id, whatever the gate's skew
+    ops = [gemm("moe.router", tokens, d, ffn.num_experts, act, kernels=2, act=act)]
+    ops.append(moe_experts(ffn, d, tokens, expert_dtype, par, 0.0 if ffn.routing == "hash" else skew, act,
+                           fused_shared=fused))
+    if ffn.num_shared_experts and not fused:
+        inter = ffn.num_shared_experts * (ffn.shared_intermediate_size or ffn.expert_intermediate_size) // par.tp
+        ops += [gemm("moe.shared_gate_up", tokens, d, 2 * inter, expert_dtype, act=act),
+                gemm("moe.shared_down", tokens, inter, d, expert_dtype, act=act)]
+    return ops
+
+
+def fusable_shared_experts(ffn: FFNSpec, par: Parallel) -> bool:
+    """Whether SGLang can fuse this FFN's shared expert into its routed-expert kernel
+    (`determine_num_fused_shared_experts`, srt/models/deepseek_v2.py, v0.4.7 to v0.5.12): 256
+    routed experts, top-8 routing and one shared expert as wide as a routed one, without expert
+    parallelism (on NVIDIA GPUs). The model must be DeepSeek-V3's architecture too
+    (`deepseek_v3_architecture`)."""
+    return (ffn.kind == "moe" and ffn.num_experts == 256 and ffn.top_k == 8 and ffn.num_shared_experts == 1
+            and ffn.routing == "topk" and ffn.shared_intermediate_size in (None, ffn.expert_intermediate_size)
+            and par.ep == 1)
+
+
+def deepseek_v3_architecture(model: ModelSpec) -> bool:
+    """SGLang's fusion checks `architectures[0] == "DeepseekV3ForCausalLM"`: MLA without V3.2's
+    sparse indexer (DeepseekV32ForCausalLM fails the check) and no other attention kind."""
+    kinds = model.attention_kinds.values()
+    return bool(kinds) and all(a.kind == "mla" and a.index_topk is None for a in kinds)
+
+
+def moe_experts(ffn: FFNSpec, d: int, tokens: int, dtype: str, par: Parallel, skew: float = 0.0,
+                act: str = ACT, touched: float | None = None, fused_shared: int = 0) -> Op:
+    """Routed experts on one GPU: its ep group holds E/ep experts, each split over tp/ep GPUs.
+
+    Bytes are the touched experts' weights (gate, up, down); flops 2 * T * k * 3 * d * d_expert
+    spread evenly over the replica's tp GPUs. `touched`: the distinct experts the replica's
+    tokens hit, when known (a timed kernel's routing); else the expectation under routing skew.
+    `fused_shared`: shared experts run in the same kernel as extra experts every token picks
+    (SGLang's fusion: top_k + 1 over E + 1 experts), so they add to the touched experts and to
+    each token's routed copies; the table is read at the routed experts' config."""
+    e, k, inter = ffn.num_experts, ffn.top_k, ffn.expert_intermediate_size
+    touched = (experts_touched(e, k, tokens, skew) if touched is None else touched) / par.ep + fused_shared
+    copies = k + fused_shared
+    per_expert = 3 * d * inter * DTYPE_BYTES[dtype] / par.expert_shard
+    return Op("moe.experts", "moe", flops=2.0 * tokens * copies * 3 * d * inter / par.tp,
+              weight_bytes=touched * per_expert,
+              # hidden states in and out once; each routed copy's intermediate written and read
+              act_bytes=(2 * tokens * d + 2 * tokens * copies * inter / par.expert_shard) * DTYPE_BYTES[act] / par.ep,
+              kernels=4, dtype=dtype,
+              shape={"tokens": tokens, "num_experts": e // par.ep, "top_k": k, "d": d,
+                     "inter": inter // par.expert_shard, "touched": touched, "dtype": dtype})

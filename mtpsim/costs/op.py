@@ -1,0 +1,70 @@
+"""The op record every cost path shares: `Op` (what one GPU computes and moves for one op, with
+the shape a calibrated profile looks it up by), `Parallel` (a replica's sharding) and `gemm`, the
+building block of every other op. ops.py, ffn.py and comms.py build ops from these.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from mtpsim.specs import DTYPE_BYTES
+
+ACT = "bf16"  # default activation dtype: activations move, and small per-head matmuls compute, in it
+MLA_ABSORB_MAX_Q = 64  # query tokens per request up to which MLA runs absorbed (decode, verify)
+
+
+@dataclass(frozen=True)
+class Op:
+    """One op on one GPU. `shape` holds the lookup keys for a calibrated profile."""
+
+    name: str
+    # gemm | attention | moe | lm_head | allreduce | alltoall | state | copy | elementwise | pass | argmax | glue
+    family: str
+    flops: float = 0.0
+    weight_bytes: float = 0.0
+    kv_bytes: float = 0.0
+    act_bytes: float = 0.0
+    comm_bytes: float = 0.0
+    kernels: int = 1
+    dtype: str = "bf16"
+    shape: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def bytes(self) -> float:
+        return self.weight_bytes + self.kv_bytes + self.act_bytes
+
+
+@dataclass(frozen=True)
+class Parallel:
+    """A replica's sharding: tp GPUs, ep expert groups, attention_dp attention groups (DP
+    attention), on nodes of gpus_per_node GPUs; ep_imbalance: the busiest EP rank's routed tokens
+    over the mean under wide EP (costs/wide_ep.py `ep_imbalance`)."""
+
+    tp: int = 1
+    ep: int = 1
+    attention_dp: int = 1
+    gpus_per_node: int = 8
+    ep_imbalance: float = 1.0
+
+    @property
+    def expert_shard(self) -> int:
+        """GPUs one expert is split over."""
+        return self.tp // self.ep
+
+    @property
+    def attention_tp(self) -> int:
+        """GPUs one attention group's heads are split over."""
+        return self.tp // self.attention_dp
+
+    def nodes(self, ranks: int) -> int:
+        """Nodes a collective over `ranks` consecutive GPUs spans."""
+        return max(1, math.ceil(ranks / self.gpus_per_node))
+
+
+def gemm(name: str, m: int, k: int, n: int, dtype: str, *, family: str = "gemm", kernels: int = 1,
+         act: str = ACT) -> Op:
+    """`m` tokens through a `k x n` weight: 2mkn flops; weights once plus activations in and out."""
+    w = DTYPE_BYTES[dtype]
+    return Op(name, family, flops=2.0 * m * k * n, weight_bytes=k * n * w,
+              act_bytes=(m * k + m * n) * DTYPE_BYTES[act], kernels=kernels, dtype=dtype,
+              shape={"m": m, "k": k, "n": n, "dtype": dtype})
