@@ -255,7 +255,7 @@ def leave_one_rule_out(table: pd.DataFrame, jobs: int = 1, cases=CASES, predicte
     rows); absolute.py passes its TPOT."""
     predicted = predicted or (lambda case, rows: rows[case.metric])
     current = current or (lambda t, case: t[(t.case == case.id) & (t.metric == case.metric)
-                                            & (t.point != "none")]["error %"].abs())
+                                            & t.point.isin([f"{case.unit} {v:g}" for v in case.reported])]["error %"].abs())
     rows = []
     for (engine, rule), ruled in rules_in_force(cases).items():
         for case in ruled:
