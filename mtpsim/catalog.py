@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mtpsim import hfconfig
-from mtpsim.engines import EngineSpec, resolve_engine
+from mtpsim.engine_releases import resolve_engine
+from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, short
 from mtpsim.files import load_yaml
 from mtpsim.packagedata import catalog_dirs, data_dir
@@ -134,7 +135,7 @@ def load_hardware(name: str) -> HardwareSpec:
 
 
 def load_engine(name: str, version: str | None = None, ignore_rules=(), where: str = "engines catalog") -> EngineSpec:
-    """An engine at a release (None: its file's default), its version rules applied (engines.py)."""
+    """An engine at a release (None: its file's default), its version rules applied (engine_releases.py)."""
     return resolve_engine(engine_file(name), version, ignore_rules, where)
 
 

@@ -8,7 +8,7 @@ import json
 from pydantic import ValidationError
 
 from mtpsim import catalog
-from mtpsim.engines import engine_rules, known_versions
+from mtpsim.engine_releases import engine_rules, known_versions
 from mtpsim.errors import ScenarioError, from_validation
 from mtpsim.schema import Engine, json_schema
 

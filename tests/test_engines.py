@@ -11,7 +11,7 @@ from mtpsim import catalog, cli
 from mtpsim import scenario as sc
 from mtpsim.costs import build_pricer
 from mtpsim.costs.passes import PassShape
-from mtpsim.engines import release, resolve_engine
+from mtpsim.engine_releases import release, resolve_engine
 from mtpsim.errors import ScenarioError
 from mtpsim.recommend import grid
 from mtpsim.sim import simulate
@@ -54,7 +54,7 @@ def test_unknown_version_names_the_key_and_the_known_ones():
 
 @pytest.mark.parametrize("name", catalog.names("engines"))
 def test_every_catalog_engine_resolves_at_every_known_release(name):
-    from mtpsim.engines import known_versions
+    from mtpsim.engine_releases import known_versions
     for v in known_versions(catalog.engine_file(name)).known:
         assert catalog.load_engine(name, v).version == v
 
