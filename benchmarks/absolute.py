@@ -44,6 +44,8 @@ class Absolute:
     key: str
     reported: dict
     peer: bool = True
+    metric: str = "tpot"          # what the leave-one-rule-out table names the compared value
+    sets: tuple[str, ...] = ()    # overrides beyond the scenario file (`--set`), as published.Case
 
 
 CASES = [

@@ -20,7 +20,6 @@ import argparse
 import math
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -29,75 +28,11 @@ from mtpsim import scenario as sc
 from mtpsim.run import run_points
 from mtpsim.schema import mean_length
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from published_cases import CASES, Case  # noqa: E402  (the case table, a sibling data module)
+
 FOLDER = Path(__file__).resolve().parent.parent / "scenarios" / "published"
 BAR = 0.15  # the fidelity bar: within 15% of the reported speedup
-
-
-@dataclass(frozen=True)
-class Case:
-    """A published case: its scenario, the column telling its points apart, and what was reported.
-
-    reported: key value -> speedup (or, for a metric that is not a speedup, the absolute figure);
-    reported_al: key value -> accept length (absent = not stated); metric: the summary column that
-    matches what the source measured (decode_speedup, decode_tps_per_gpu: `decode_rates`)."""
-
-    id: str
-    file: str
-    key: str
-    reported: dict
-    reported_al: dict = field(default_factory=dict)
-    metric: str = "speedup"
-    unit: str = "batch"
-    reported_none: float | None = None  # the source's plain-decode figure, a point of its own
-    sets: tuple[str, ...] = ()  # overrides the source's run needs beyond its scenario file (`--set`)
-
-
-CASES = [
-    Case("P1", "p1-deepseek-v3-report.yaml", "concurrency", {1: 1.8}, {1: 1.875}),
-    Case("P2", "p2-deepseek-v3-sglang.yaml", "concurrency", {1: 1.8, 32: 1.5}),
-    Case("P3", "p3-eagle3-llama-8b-h100.yaml", "concurrency",
-         dict(zip((1, 2, 4, 8, 16, 24, 32, 48, 56, 64), (2.36, 1.81, 1.82, 1.62, 1.48, 1.39, 1.32, 1.38, 1.34, 1.38))),
-         dict.fromkeys((1, 2, 4, 8, 16, 24, 32, 48, 56, 64), 2.9)),
-    Case("P4", "p4-meta-mtp-7b.yaml", "steps", {1: 1.85, 2: 2.54, 3: 3.05}, {1: 1.94, 2: 2.78, 3: 3.50},
-         metric="per_user_speedup", unit="steps"),
-    Case("P5", "p5-deepseek-r1-vllm.yaml", "rate_per_s", {1: 1.63, 2: 1.18, 4: 1.26, 6: 1.14, 8: 1.00},
-         dict.fromkeys((1, 2, 4, 6, 8), 1.81), metric="per_user_speedup", unit="req/s"),
-    Case("P6", "p6-kimi-k2.5-b200.yaml", "concurrency", {16: 0.92}, {16: 1.39}),
-    Case("P7", "p7-qwen3-next-h100.yaml", "concurrency", {8: 0.92, 64: 0.68}, {8: 1.37, 64: 1.37}),
-    # decode nodes of a PD-disaggregated deployment: decode rates without the prefill
-    Case("P8", "p8-deepseek-v3-lmsys-mtp.yaml", "steps", {2: 81.5 / 51.0, 3: 82.0 / 51.0}, {2: 2.18, 3: 2.44},
-         metric="decode_speedup", unit="steps"),
-    Case("P8", "p8-deepseek-v3-lmsys-mtp.yaml", "steps", {2: 81.5, 3: 82.0}, {2: 2.18, 3: 2.44},
-         metric="decode_tps_per_gpu", unit="steps", reported_none=51.0),  # and its plain decode (run_case)
-    Case("P9", "p9-mimo-v2-flash-sglang-dp2.yaml", "concurrency",
-         dict(zip((1, 2, 4, 8, 16, 32, 64), (201, 349, 535, 819, 1168, 1618, 2816))),
-         dict(zip((1, 2, 4, 8, 16, 32, 64), (3.01, 2.92, 2.93, 2.94, 2.94, 2.96, 2.93))), metric="tps"),
-    # LMSYS's 96xH100 PD + large-EP deployment, each pool measured on its own as the source did:
-    # decode 22,282 tok/s per node (8 GPUs) at batch 256 per GPU, prefill 57,674 / 54,543 / 50,302
-    # input tok/s per node at 1K / 2K / 4K prompts
-    Case("L1", "l1-deepseek-v3-lmsys-96xh100-decode.yaml", "concurrency", {18432: 22282 / 8},
-         metric="decode_tps_per_gpu", unit="users"),
-    # and without two-batch overlap: the blog's TBO ablation, 22,310 tok/s per node with TBO at 256
-    # tokens per GPU, "a 25.5% speedup", so 22,310 / 1.255 per node without
-    Case("L1", "l1-deepseek-v3-lmsys-96xh100-decode.yaml", "concurrency", {18432: 22310 / 1.255 / 8},
-         metric="decode_tps_per_gpu", unit="users, no TBO,", sets=("engine.two_batch_overlap=false",)),
-    Case("L1", "l1-deepseek-v3-lmsys-96xh100-prefill.yaml", "input_len",
-         {1024: 57674 / 8, 2048: 54543 / 8, 4096: 50302 / 8}, metric="prefill_tps_per_gpu", unit="prompt"),
-    # InferenceX's DeepSeek-R1 FP4 1k/1k, Dynamo + TensorRT-LLM with MTP, disaggregated, at
-    # concurrency 180: GB200 NVL72 (1P TP4 + 1D EP32) beside B200 (1P TP4 + 40 GPUs EP8), input and
-    # output tokens per GPU of both pools, and tok/s/user (1 / TPOT)
-    Case("L2", "l2-deepseek-r1-gb200-nvl72-dynamo-trt-mtp.yaml", "concurrency", {180: 1149.1},
-         metric="total_tps_per_gpu", unit="users"),
-    Case("L2", "l2-deepseek-r1-gb200-nvl72-dynamo-trt-mtp.yaml", "concurrency", {180: 164.37},
-         metric="interactivity", unit="users"),
-    Case("L2", "l2-deepseek-r1-b200-dynamo-trt-mtp.yaml", "concurrency", {180: 897.9},
-         metric="total_tps_per_gpu", unit="users"),
-    Case("L2", "l2-deepseek-r1-b200-dynamo-trt-mtp.yaml", "concurrency", {180: 126.42},
-         metric="interactivity", unit="users"),
-    # block drafters: DSpark on DeepSeek-V4-Flash, SGLang PR #29538 (accept length not stated per run: 3.4 assumed)
-    Case("D1", "d1-deepseek-v4-flash-dspark-sglang-8xb200.yaml", "concurrency", {1: 1.97}),
-    Case("D2", "d2-deepseek-v4-flash-dspark-sglang-8xb200-1k1k.yaml", "concurrency", {1: 2.31}),
-]
 
 
 def simulate_case(case: Case, jobs: int = 1, sets: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -259,11 +194,11 @@ def leave_one_rule_out(table: pd.DataFrame, jobs: int = 1, cases=CASES, predicte
     rows = []
     for (engine, rule), ruled in rules_in_force(cases).items():
         for case in ruled:
-            without = simulate_case(case, jobs, (*getattr(case, "sets", ()), f"engine.ignore_rules=[{rule}]"))
+            without = simulate_case(case, jobs, (*case.sets, f"engine.ignore_rules=[{rule}]"))
             reported = pd.Series([case.reported[v] for v in without[case.key]], index=without.index)
             err = (100 * (predicted(case, without) - reported) / reported).abs()
             mine = current(table, case)
-            rows.append({"rule": f"{engine}:{rule}", "case": case.id, "metric": getattr(case, "metric", "tpot"),
+            rows.append({"rule": f"{engine}:{rule}", "case": case.id, "metric": case.metric,
                          "points": len(mine), "median |error| % with": mine.median(), "without": err.median(),
                          "helps": "yes" if mine.median() < err.median() - 0.05 else
                          "no" if mine.median() > err.median() + 0.05 else "no effect"})
@@ -278,8 +213,7 @@ def command_line(doc: str, rules: bool = False):
     if rules:
         parser.add_argument("--rules", action="store_true", help="also the leave-one-rule-out table of engine version rules")
     args = parser.parse_args()
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import aiconfigurator_peer
+    import aiconfigurator_peer  # a sibling script (this folder is on sys.path, above)
     found = args.jobs, not args.no_peer and aiconfigurator_peer.available()
     return (*found, args.rules) if rules else found
 
