@@ -194,3 +194,58 @@ def test_cli_refuses_an_existing_folder_and_needs_out(profile, capsys):
 def _tiny_model():
     from mtpsim.catalog import load_model
     return load_model("deepseek-v3")
+
+
+def test_trtllm_block_fp8_moe_on_sm100_reads_the_kernel_the_engine_runs(tmp_path):
+    """TensorRT-LLM's table times block-FP8 experts on B200 with DEEPGEMM only; the engine serves
+    them with its TRTLLM backend, whose trtllm-gen kernels SGLang's table times (aic_kernels.py).
+    The converted profile prices those, meta.yaml says so, and per-tensor/NVFP4 rows are untouched."""
+    root = tmp_path / "systems"
+    (root / "data" / "b200_sxm").mkdir(parents=True)
+    (root / "query_versions.yaml").write_text(yaml.safe_dump(
+        {"defaults": {"sglang": {"current": "0.5.14"}, "trtllm": {"current": "1.3.0rc20"}}}))
+
+    def write(backend, version, file, rows, framework):
+        folder = root / "data" / "b200_sxm" / file.split("/")[0] / backend / version
+        folder.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(rows).assign(framework=framework, version=version, device="NVIDIA B200").to_parquet(
+            folder / file.split("/")[1])
+
+    def moe(kernel, dtype, ms):
+        return [dict(op_name="moe", kernel_source=kernel, moe_dtype=dtype, num_tokens=t, hidden_size=7168, inter_size=2048,
+                     topk=8, num_experts=256, moe_tp_size=8, moe_ep_size=1, distribution="balanced", latency=ms * t)
+                for t in (1, 4, 16)]
+
+    write("trtllm", "1.3.0rc20", "gemm/gemm_perf.parquet",
+          [_gemm(m, 1024, 1024, 0.01, dtype="bfloat16") for m in (1, 4)], "TRTLLM")
+    write("trtllm", "1.3.0rc20", "attention/generation_attention_perf.parquet",
+          [dict(op_name="generation_attention", kernel_source="trtllm", batch_size=1, isl=1, num_heads=8, num_key_value_heads=1,
+                head_dim=128, beam_width=1, attn_dtype="bfloat16", kv_cache_dtype="bfloat16", step=127, window_size=0,
+                latency=0.01)], "TRTLLM")
+    write("trtllm", "1.3.0rc20", "moe/moe_perf.parquet",
+          moe("deepgemm", "fp8_block", 0.3) + moe("moe_torch_flow_cutlass", "bfloat16", 0.5), "TRTLLM")
+    write("sglang", "0.5.14", "moe/moe_perf.parquet",
+          moe("sglang_flashinfer_trtllm_moe", "fp8_block", 0.1) + moe("sglang_fused_moe_triton", "fp8_block", 0.05), "SGLang")
+    out = tmp_path / "b200-trtllm"
+    A.convert("b200_sxm", "trtllm", None, out, root=root, progress=lambda *_: None)
+    rows = pd.read_csv(out / "moe.csv.gz")
+    fp8 = rows[rows.dtype == "fp8"].sort_values("tokens")
+    assert fp8.time_s.tolist() == pytest.approx([1e-4 * t for t in (1, 4, 16)])  # trtllm-gen's, not DEEPGEMM's nor triton's
+    bf16 = rows[rows.dtype == "bf16"].sort_values("tokens")
+    assert bf16.time_s.tolist() == pytest.approx([5e-4 * t for t in (1, 4, 16)])
+    (moe_source,) = yaml.safe_load((out / "meta.yaml").read_text())["families"]["moe"]["sources"]
+    (borrowed,) = moe_source["borrowed"]
+    assert borrowed["table"] == "moe/sglang/0.5.14/moe_perf.parquet"
+    assert borrowed["kernel_source"] == "sglang_flashinfer_trtllm_moe" and borrowed["replaces"] == ["deepgemm"]
+    assert moe_source["rows_read"] == 6  # the engine's own table, before the borrow
+
+    # SGLang's own profile of the same GPU borrows nothing
+    write("sglang", "0.5.14", "gemm/gemm_perf.parquet", [_gemm(m, 1024, 1024, 0.01) for m in (1, 4)], "SGLang")
+    write("sglang", "0.5.14", "attention/generation_attention_perf.parquet",
+          [dict(op_name="generation_attention", kernel_source="fa", batch_size=1, isl=1, num_heads=8, num_key_value_heads=1,
+                head_dim=128, beam_width=1, attn_dtype="bfloat16", kv_cache_dtype="bfloat16", step=127, window_size=0,
+                latency=0.01)], "SGLang")
+    out = tmp_path / "b200-sglang"
+    A.convert("b200_sxm", "sglang", None, out, root=root, progress=lambda *_: None)
+    assert "borrowed" not in yaml.safe_load((out / "meta.yaml").read_text())["families"]["moe"]["sources"][0]
+    assert pd.read_csv(out / "moe.csv.gz").sort_values("tokens").time_s.tolist() == pytest.approx([5e-5 * t for t in (1, 4, 16)])

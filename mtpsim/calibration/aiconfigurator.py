@@ -27,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from mtpsim.calibration import aic_kernels
 from mtpsim.calibration.aic_deepep import deepep_rows
 from mtpsim.calibration.aic_rows import (
     GEMM_RULE,
@@ -202,6 +203,8 @@ def convert(system: str, backend: str, version: str | None, out: Path, root: Pat
         where = str(data / folder / backend / table.version / table.file)
         try:
             raw, foreign = read_table(data, backend, table, sys_.device, framework)
+            read = len(raw)
+            raw, borrowed = _borrow(root, data, system, backend, table, raw)
             rows = src.build(raw) if len(raw) else pd.DataFrame()
         except (OSError, KeyError, AttributeError, ValueError, TypeError) as exc:
             # pyarrow's errors derive from these; a table of another release's layout lands here
@@ -213,8 +216,8 @@ def convert(system: str, backend: str, version: str | None, out: Path, root: Pat
         frames.setdefault(family, []).append(rows)
         sources.setdefault(family, []).append({
             "table": f"{folder}/{backend}/{table.version}/{table.file}", "framework_version": table.version,
-            "rows_read": int(len(raw)), "foreign_rows_dropped": foreign, "rows": int(len(rows)),
-            **(_dtype_record(raw, src) if src.dtypes else {})})
+            "rows_read": int(read), "foreign_rows_dropped": foreign, "rows": int(len(rows)),
+            **(_dtype_record(raw, src) if src.dtypes else {}), **({"borrowed": borrowed} if borrowed else {})})
         progress(f"  {family:<10} {sources[family][-1]['table']}: {len(rows)} rows ({foreign} foreign dropped)")
     rows, records = deepep_rows(data, sys_.device)  # DeepEP across nodes (aic_deepep.py)
     if len(rows):
@@ -236,6 +239,21 @@ def convert(system: str, backend: str, version: str | None, out: Path, root: Pat
     with writing(out / "meta.yaml") as file:
         file.write_text(yaml.safe_dump(meta, sort_keys=False, width=100))
     return meta
+
+
+def _borrow(root: Path, data: Path, system: str, backend: str, table: Table, raw: pd.DataFrame) -> tuple[pd.DataFrame, list[dict]]:
+    """`raw` with the kernels the engine really runs taken from another engine's table on the same
+    GPU where its own table times others (aic_kernels.py), and meta.yaml's record of each."""
+    notes = []
+    for rule in aic_kernels.borrows_for(backend, system, table.family, table.file):
+        other = find_table(data, table.family, rule.from_backend, table.file, current_version(root, system, rule.from_backend))
+        if other is None:
+            continue
+        theirs, _ = read_table(data, rule.from_backend, other, SYSTEMS[system].device, rule.from_backend)
+        raw = aic_kernels.apply(raw, theirs, rule)
+        taken = int(((raw.kernel_source == rule.kernel) & (raw.moe_dtype == rule.dtype)).sum())
+        notes.append(aic_kernels.record(rule, Path(table.family) / rule.from_backend / other.version / other.file, taken))
+    return raw, notes
 
 
 def _dtype_record(raw: pd.DataFrame, src: Source) -> dict:
