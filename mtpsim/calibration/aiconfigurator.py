@@ -241,7 +241,8 @@ def convert(system: str, backend: str, version: str | None, out: Path, root: Pat
     return meta
 
 
-def _borrow(root: Path, data: Path, system: str, backend: str, table: Table, raw: pd.DataFrame) -> tuple[pd.DataFrame, list[dict]]:
+def _borrow(root: Path, data: Path, system: str, backend: str, table: Table,
+            raw: pd.DataFrame) -> tuple[pd.DataFrame, list[dict]]:
     """`raw` with the kernels the engine really runs taken from another engine's table on the same
     GPU where its own table times others (aic_kernels.py), and meta.yaml's record of each."""
     notes = []
