@@ -36,12 +36,16 @@ EXPLANATIONS = [
                 "MoE (its moe op scale is num_layers), so it has no dense FFN and 3 extra MoE layers",
                 "aiconfigurator_core/sdk/models/deepseek.py generation_moe scale_factor num_layers * mtp_scale; "
                 "HF deepseek-ai/DeepSeek-V3 config.json first_k_dense_replace: 3"),
-    Explanation("*", "*", "moe.shared_overlap", OTHER_KERNEL,
-                "both engines run the shared experts on a second CUDA stream beside the routed experts at decode "
-                "batch sizes; aiconfigurator models it (OverlapOp: max(routed, shared)), mtpsim sums them",
+    Explanation("*", "*", "moe.shared_overlap", FIXED,
+                "both engines run unfused shared experts on a second CUDA stream beside the router and routed "
+                "experts in CUDA-graph decode; mtpsim summed them and now pays the longer branch (costs/streams.py, "
+                "engine rules shared_experts_dual_stream / dual_stream_under_cuda_graphs / aux_stream_shared_experts). "
+                "What remains is the routed branch's length: aiconfigurator's reads 61 MoE layers and balanced routing "
+                "(see moe), so it hides a little more",
                 "TensorRT-LLM _torch/models/modeling_deepseekv3.py Deepseekv3MoE.forward maybe_execute_in_parallel "
-                "(aux_stream); SGLang models/deepseek_v2.py DeepseekV2MoE.forward_normal_dual_stream (alt_stream, "
-                "used under CUDA graphs at <= DUAL_STREAM_TOKEN_THRESHOLD tokens)"),
+                "(aux_stream, CUDA graphs only: modules/multi_stream_utils.py); SGLang srt/models/deepseek_v2.py "
+                "DeepseekV2MoE.forward_normal_dual_stream (v0.4.8-v0.5.5: <= 1024 tokens; v0.5.6+: "
+                "get_is_capture_mode())"),
     *[Explanation(gpu, "sglang", role, OTHER_KERNEL,
                   "SGLang fuses DeepSeek-V3's shared expert into the routed-expert kernel (257 experts at top-9, "
                   "the shared one picked by every token), so there are no shared-expert GEMMs and no second "
@@ -57,14 +61,16 @@ EXPLANATIONS = [
                 "ops; the engine runs the module's kernels back to back (fused RoPE/quant, PDL), which the sum of "
                 "per-op rows does not see; mtpsim sums the granular ops",
                 "aiconfigurator_core/sdk/models/deepseek.py FallbackOp(generation_mla_block, primary=MLAModule)"),
-    Explanation("b200", "trtllm", "moe", AIC_WRONG,
-                "the only fp8_block MoE rows for TRT-LLM on B200 are kernel_source deepgemm (105 us at 1 token, "
-                "135 us at 4: 0.4-1.3 TB/s of weights), which both tools read; InferenceX's dsr1-fp8-b200-trt "
-                "serves with moe_config backend DEEPGEMM and measures a step 39-47% faster than aiconfigurator "
-                "predicts at 4-128 streams (held-out, 1k/1k and 8k/1k), so the table is slower than the kernel "
-                "served; mtpsim reads 58 MoE layers of it, aiconfigurator 61",
-                "aiconfigurator_core/systems/data/b200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet (fp8_block: "
-                "deepgemm only); SemiAnalysisAI/InferenceX benchmarks/dsr1_fp8_b200_trt.sh MOE_BACKEND=DEEPGEMM"),
+    Explanation("b200", "trtllm", "moe", OTHER_KERNEL,
+                "TensorRT-LLM's only fp8_block MoE rows on B200 are kernel_source deepgemm (106 us at 1 token, 135 us "
+                "at 4 at DeepSeek's TP8 shape), which aiconfigurator reads; the engine serves block-FP8 experts there "
+                "with its TRTLLM MoE backend (trtllm-gen kernels, 36 / 42 us), so mtpsim's converter takes those "
+                "kernels' rows from SGLang's table of the same GPU, which times them through FlashInfer "
+                "(mtpsim/calibration/aic_kernels.py; the NVFP4 rows both tables hold agree at a median ratio of 1.02)",
+                "NVIDIA/TensorRT-LLM examples/configs/database/deepseek-ai/DeepSeek-R1-0528/B200/*.yaml "
+                "(moe_config.backend: TRTLLM); SemiAnalysisAI/InferenceX 843c6254 benchmarks/single_node/"
+                "fixed_seq_len/dsr1_fp8_b200_trt.sh (MOE_BACKEND=TRTLLM; DEEPGEMM only with DP attention in "
+                "dsr1_fp8_b200_trt_mtp.sh); aiconfigurator_core/systems/data/b200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet"),
     Explanation("*", "*", "moe", AIC_WRONG,
                 "aiconfigurator prices 61 MoE layers (3 of them dense in the model, see gemm.dense_ffn) and its "
                 "balanced routing touches min(E, T*k) experts; mtpsim prices 58 layers with random routing "

@@ -119,14 +119,22 @@ def load_point(path: Path, sets: tuple[str, ...] = ()) -> sc.Scenario:
     return sc.load(path, list(sets))[0]
 
 
-def mtpsim_roles(s: sc.Scenario, batch: int, context: int) -> tuple[pd.Series, float]:
+def mtpsim_roles(s: sc.Scenario, batch: int, context: int, one_stream: sc.Scenario | None = None) -> tuple[pd.Series, float]:
     """(ms per step by role, passes' total ms) for scenario s's design at `batch` requests of
-    `context` committed tokens; the host time the engine does not hide is the `host` role."""
+    `context` committed tokens; the host time the engine does not hide is the `host` role.
+    `one_stream`: the same scenario without the engine's side-stream rules (costs/streams.py), so
+    the shared experts show their whole time and what the side stream hides is its own row,
+    `moe.shared_overlap`, as aiconfigurator's OverlapOp shows it."""
     from mtpsim.report import iteration_table, iteration_time_s
     pricer = build_pricer(s)
     design = DesignShape.of(s.speculative)
     ops = op_table(pricer, design, batch, context)
     roles = ops.assign(role=ops.op.map(MTPSIM_ROLES).fillna("other")).groupby("role").time_ms.sum()
+    if one_stream is not None:
+        whole = op_table(build_pricer(one_stream), design, batch, context)
+        shared = whole[whole.op.map(MTPSIM_ROLES) == "gemm.shared_experts"].time_ms.sum()
+        roles["moe.shared_overlap"] = roles.get("gemm.shared_experts", 0.0) - shared
+        roles["gemm.shared_experts"] = shared
     table = iteration_table(pricer, design, batch, context)
     it = iteration_time_s(pricer, design, table, s.engine.overlap_schedule, batch)
     roles["host"] = it["exposed_host_s"] * 1e3
@@ -225,10 +233,11 @@ def _fold(op, latency, roles: dict, moe_ep: int) -> float:
 
 # ----------------------------------------------------------------------------- the comparison
 
-def compare(label: str, s: sc.Scenario, batch: int, context: int, mtp: bool) -> tuple[pd.DataFrame, dict]:
+def compare(label: str, s: sc.Scenario, batch: int, context: int, mtp: bool,
+            one_stream: sc.Scenario | None = None) -> tuple[pd.DataFrame, dict]:
     """One role table (mtpsim ms, aiconfigurator ms, difference, verdict) and its totals."""
     nextn = NEXTN if mtp else 0
-    ours, ops = mtpsim_roles(s, batch, context)
+    ours, ops = mtpsim_roles(s, batch, context, one_stream)
     theirs, theirs_total, leaf_sum = aic_roles(s, batch, context, nextn)
     gpu, engine = s.specs.hardware.name, s.specs.engine.name
     rows = []
@@ -270,13 +279,14 @@ def run(cases, batches: list[int], mtp: bool = True) -> tuple[pd.DataFrame, list
                      else ("speculative={design: none}",))
             try:
                 s = load_point(path, sets + extra)
+                one_stream = load_point(path, sets + extra + (f"engine.ignore_rules={stream_rules(s)}",))
             except Exception as exc:  # a scenario this comparison cannot express
                 notes.append(f"{label}: {'mtp' if step_mtp else 'decode'}: not loadable: {exc}")
                 continue
             context = int(mean_length(s.workload.input_len))
             for batch in batches:
                 try:
-                    table, info = compare(label, s, batch, context, step_mtp)
+                    table, info = compare(label, s, batch, context, step_mtp, one_stream)
                 except Exception as exc:  # aiconfigurator cannot express it (model, dtype, shape)
                     notes.append(f"{label} batch {batch} {'mtp' if step_mtp else 'decode'}: skipped: "
                                  f"{type(exc).__name__}: {str(exc)[:160]}")
@@ -287,6 +297,14 @@ def run(cases, batches: list[int], mtp: bool = True) -> tuple[pd.DataFrame, list
                         f"aiconfigurator {info['aiconfigurator_ms']:.2f} ms (its leaves sum to {info['leaf_sum_ms']:.2f})")
                 notes.append(head + (("; " + mtp_split(info, s.specs.model.num_layers)) if step_mtp else ""))
     return (pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()), notes
+
+
+def stream_rules(s: sc.Scenario) -> list[str]:
+    """The scenario's ignored rules plus its engine's side-stream rules (field shared_expert_stream)."""
+    from mtpsim import catalog
+    from mtpsim.engine_releases import engine_rules
+    mine = [r.name for r in engine_rules(catalog.engine_file(s.specs.engine.name)) if r.field == "shared_expert_stream"]
+    return sorted(set(s.engine.ignore_rules or ()) | set(mine))
 
 
 def _yaml(d: dict) -> str:

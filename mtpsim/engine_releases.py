@@ -22,7 +22,8 @@ from mtpsim.errors import ScenarioError, short
 from mtpsim.specs import Spec
 
 RuleField = Literal["speculative_max_running_requests", "speculative_overlap", "verify_scorer",
-                    "fuses_shared_experts", "shared_fusion_below_capability", "fraction_by_tp"]
+                    "fuses_shared_experts", "shared_fusion_below_capability", "shared_expert_stream",
+                    "fraction_by_tp"]
 
 
 class VersionRule(Spec):

@@ -198,6 +198,9 @@ class EngineSpec(Spec):
     # ... except on GPUs of at least this compute capability, where the engine's default MoE
     # kernel for FP8/FP4 experts cannot take them (SGLang's flashinfer_trtllm runner on sm100)
     shared_fusion_below_capability: float | None = Field(default=None, ge=1, le=20)
+    # when the engine runs unfused shared experts on a second CUDA stream beside the routed ones
+    # (costs/streams.py): never, in passes of at most 1,024 tokens, or in CUDA-graph passes
+    shared_expert_stream: Literal["none", "small_passes", "graphs"] = "none"
     version: str = ""            # the release these fields were resolved for (engine_releases.py)
     rules: tuple[str, ...] = ()  # the version rules in force at that release
     kv_pool: KVPoolSpec  # how the engine sizes its KV pool (memory.py)

@@ -18,8 +18,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
-from mtpsim.costs import edges
+from mtpsim.costs import edges, streams
 from mtpsim.costs import ops as O
+from mtpsim.costs.ffn import deepseek_family
 from mtpsim.costs.ops import Parallel
 from mtpsim.costs.wide_ep import ep_imbalance
 from mtpsim.engines import EngineSpec
@@ -126,6 +127,15 @@ class Deployment:
         (ops.deepseek_v3_architecture); ops.ffn_ops checks each FFN and the layout."""
         return self.host.engine.fuses_shared_on(self.hardware, self.model.dtypes.experts) \
             and O.deepseek_v3_architecture(self.model)
+
+    def side_stream(self, tokens: int, graphs: bool) -> bool:
+        """Whether a pass of `tokens` per GPU runs the shared experts on a second CUDA stream
+        beside the routed ones (costs/streams.py): the engine's rule, a DeepSeek-family model (the
+        engines' code that does it: SGLang deepseek_v2.py, TensorRT-LLM modeling_deepseekv3.py)
+        whose shared experts are not fused, and no DP attention (its all-to-all MoE path has its
+        own overlap, costs/dp_attention.py)."""
+        return streams.runs(self.host.engine.shared_expert_stream, tokens, graphs) \
+            and not self.fuses_shared_experts and self.parallel.attention_dp == 1 and deepseek_family(self.model)
 
     def group_batch(self, batch: int) -> int:
         """The largest attention group's share of a batch (the whole batch without DP attention):

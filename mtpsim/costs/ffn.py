@@ -57,6 +57,14 @@ def deepseek_v3_architecture(model: ModelSpec) -> bool:
     return bool(kinds) and all(a.kind == "mla" and a.index_topk is None for a in kinds)
 
 
+def deepseek_family(model: ModelSpec) -> bool:
+    """Models the engines run through their DeepSeek MoE code (SGLang srt/models/deepseek_v2.py,
+    TensorRT-LLM _torch/models/modeling_deepseekv3.py): MLA attention throughout, V3.2's sparse
+    indexer included (DeepSeek-V2/V3/V3.2, Kimi-K2)."""
+    kinds = model.attention_kinds.values()
+    return bool(kinds) and all(a.kind == "mla" for a in kinds)
+
+
 def moe_experts(ffn: FFNSpec, d: int, tokens: int, dtype: str, par: Parallel, skew: float = 0.0,
                 act: str = ACT, touched: float | None = None, fused_shared: int = 0) -> Op:
     """Routed experts on one GPU: its ep group holds E/ep experts, each split over tp/ep GPUs.
