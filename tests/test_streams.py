@@ -33,26 +33,27 @@ def test_tensorrt_llm_runs_the_aux_stream_under_cuda_graphs():
     ("none", 1, True, False), ("graphs", 4, True, True), ("graphs", 4, False, False),
     ("small_passes", 1024, False, True), ("small_passes", 1025, True, False), ("small_passes", 0, True, False)])
 def test_which_passes_run_two_streams(mode, tokens, graphs, runs):
-    assert streams.runs(mode, tokens, graphs) == runs
+    assert streams.moe_runs(mode, tokens, graphs) == runs
 
 
 def _row(name, ms):
     return (Op(name, "gemm"), OpTime(0.0, ms * 1e-3, 0.0, 1e-6, "calibrated"), 58)
 
 
-def test_the_routed_branch_hides_the_shared_one_up_to_its_own_length():
+def test_the_longer_branch_sets_the_moe_time():
     rows = [_row("attn.o_proj", 0.5), _row("moe.router", 0.1), _row("moe.experts", 0.3),
             _row("moe.shared_gate_up", 0.2), _row("moe.shared_down", 0.1)]
-    hidden = streams.hide_shared(rows)
+    hidden = streams.hide(rows, (streams.MOE_CHAINS,))
     total = {op.name: t.total_s for op, t, _ in hidden}
-    assert total["moe.shared_gate_up"] == total["moe.shared_down"] == 0.0  # S = 0.302 ms <= R = 0.402 ms
+    assert total["moe.shared_gate_up"] == total["moe.shared_down"] == 0.0  # S = 0.302 ms < R = 0.402 ms
     assert total["attn.o_proj"] == rows[0][1].total_s and total["moe.experts"] == rows[2][1].total_s
-    assert {op.name: t.source for op, t, _ in hidden}["moe.shared_down"] == "calibrated" + streams.LABEL
-    longer = streams.hide_shared([_row("moe.experts", 0.1), _row("moe.shared_gate_up", 0.3)])
+    assert {op.name: t.source for op, t, _ in hidden}["moe.shared_down"] == streams.HIDDEN + "calibrated"
+    longer = streams.hide([_row("moe.experts", 0.1), _row("moe.shared_gate_up", 0.3)], (streams.MOE_CHAINS,))
     assert sum(t.total_s for _, t, _ in longer) == pytest.approx(0.301e-3)  # max(S, R): S = 0.301 ms, R = 0.101 ms
     # work stays counted: only time is hidden
     assert [op for op, _, _ in hidden] == [op for op, _, _ in rows]
-    assert streams.hide_shared([_row("moe.shared_gate_up", 0.2)]) == [_row("moe.shared_gate_up", 0.2)]
+    fused = [_row("moe.router", 0.1), _row("moe.experts", 0.3)]  # no shared experts: one chain, nothing hidden
+    assert streams.hide(fused, (streams.MOE_CHAINS,)) == fused
 
 
 def _step(hardware="b200", version="0.5.12", ignore=(), batch=4, model="deepseek-v3"):

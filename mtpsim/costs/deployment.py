@@ -128,14 +128,22 @@ class Deployment:
         return self.host.engine.fuses_shared_on(self.hardware, self.model.dtypes.experts) \
             and O.deepseek_v3_architecture(self.model)
 
-    def side_stream(self, tokens: int, graphs: bool) -> bool:
-        """Whether a pass of `tokens` per GPU runs the shared experts on a second CUDA stream
-        beside the routed ones (costs/streams.py): the engine's rule, a DeepSeek-family model (the
-        engines' code that does it: SGLang deepseek_v2.py, TensorRT-LLM modeling_deepseekv3.py)
-        whose shared experts are not fused, and no DP attention (its all-to-all MoE path has its
-        own overlap, costs/dp_attention.py)."""
-        return streams.runs(self.host.engine.shared_expert_stream, tokens, graphs) \
-            and not self.fuses_shared_experts and self.parallel.attention_dp == 1 and deepseek_family(self.model)
+    def stream_regions(self, att: AttentionSpec, tokens: int, graphs: bool) -> tuple:
+        """The regions of a layer with attention `att` that run on side CUDA streams in a pass of
+        `tokens` per GPU (`graphs`: a CUDA-graph pass), as costs/streams.py names them: SGLang's
+        DeepSeek-V4 attention prologue; the shared experts beside the routed ones where the
+        engine's rule runs them so (EngineSpec.shared_expert_stream), the model is one whose
+        MoE code does it (SGLang deepseek_v2.py, TensorRT-LLM modeling_deepseekv3.py), its
+        shared experts are not fused, and no DP attention runs (its all-to-all MoE path has no
+        dual stream: deepseek_v2.py takes it only without an a2a backend)."""
+        engine = self.host.engine
+        regions = []
+        if streams.attention_runs(engine.name, att.kind, tokens, graphs, self.hardware.compute_capability):
+            regions.append(streams.ATTENTION_CHAINS)
+        if streams.moe_runs(engine.shared_expert_stream, tokens, graphs) and not self.fuses_shared_experts \
+                and self.parallel.attention_dp == 1 and deepseek_family(self.model):
+            regions.append(streams.MOE_CHAINS)
+        return tuple(regions)
 
     def group_batch(self, batch: int) -> int:
         """The largest attention group's share of a batch (the whole batch without DP attention):

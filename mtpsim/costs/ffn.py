@@ -58,11 +58,12 @@ def deepseek_v3_architecture(model: ModelSpec) -> bool:
 
 
 def deepseek_family(model: ModelSpec) -> bool:
-    """Models the engines run through their DeepSeek MoE code (SGLang srt/models/deepseek_v2.py,
-    TensorRT-LLM _torch/models/modeling_deepseekv3.py): MLA attention throughout, V3.2's sparse
-    indexer included (DeepSeek-V2/V3/V3.2, Kimi-K2)."""
+    """Models the engines run through their DeepSeek MoE code (SGLang srt/models/deepseek_v2.py
+    DeepseekV2MoE, which deepseek_v4.py reuses; TensorRT-LLM _torch/models/modeling_deepseekv3.py):
+    MLA attention throughout, V3.2's sparse indexer included (DeepSeek-V2/V3/V3.2, Kimi-K2), or
+    DeepSeek-V4's compressed attention (TensorRT-LLM's V4 code not read: taken to run its V3 MoE)."""
     kinds = model.attention_kinds.values()
-    return bool(kinds) and all(a.kind == "mla" for a in kinds)
+    return bool(kinds) and (all(a.kind == "mla" for a in kinds) or all(a.kind == "compressed" for a in kinds))
 
 
 def moe_experts(ffn: FFNSpec, d: int, tokens: int, dtype: str, par: Parallel, skew: float = 0.0,

@@ -236,31 +236,30 @@ class Pricer:
         `context`: positions a block drafter injects into its context KV (costs/edges.py `block`)."""
         record = self.deployment.part(part)
         edge = record.edge(self.deployment, record, tokens, logits, from_target, context)
-        side = self.deployment.side_stream(tokens, graphs)
         priced = []
-        for count, layer in self.layer_groups(record, tokens):
+        for count, att, layer in self.layer_groups(record, tokens):  # side streams: costs/streams.py
             rows = [(op, self.costs.time(op, graphs), count) for op in layer if op is not None]
-            priced += streams.hide_shared(rows) if side else rows
-        priced = tuple(priced + [(op, self.costs.time(op, graphs), n) for op, n in edge if op is not None])
+            priced += streams.hide(rows, self.deployment.stream_regions(att, tokens, graphs))
+        priced = tuple(priced) + tuple((op, self.costs.time(op, graphs), n) for op, n in edge if op is not None)
         work = sum((Work.of(op, t, n) for op, t, n in priced), Work())
         return priced, work, frozenset(t.source for _, t, _ in priced)
 
     def layer_ops(self, part, tokens: int, moe_only: bool = False):
         """(count, op) per layer group of a part's record: costs/layer.py's one list of a decoder
         layer's ops (`moe_only`: the groups whose FFN is experts alone)."""
-        for count, layer in self.layer_groups(part, tokens, moe_only):
+        for count, _, layer in self.layer_groups(part, tokens, moe_only):
             yield from ((count, op) for op in layer)
 
     def layer_groups(self, part, tokens: int, moe_only: bool = False):
-        """(count, one layer's ops) per layer group of a part's record (`layer_ops`, a group at a time)."""
+        """(count, attention spec, the layer's ops) per layer group of a part's record."""
         dep, glue = self.deployment, self.costs.has_glue
         for count, ref in part.groups:
             att, ffn = part.spec.attention_kinds[ref.attention], part.spec.ffn_kinds[ref.ffn]
             if moe_only and ffn.kind != "moe":
                 continue
-            yield count, decoder_layer_ops(att, ffn, part.spec.hidden_size, tokens, part.attn_dtype, part.ffn_dtype,
-                                           part.expert_dtype, self.par, part.query_only, dep.moe_skew, dep.act, glue,
-                                           fuse_shared=dep.fuses_shared_experts)
+            yield count, att, decoder_layer_ops(att, ffn, part.spec.hidden_size, tokens, part.attn_dtype, part.ffn_dtype,
+                                                part.expert_dtype, self.par, part.query_only, dep.moe_skew, dep.act,
+                                                glue, fuse_shared=dep.fuses_shared_experts)
 
     @lru_cache(maxsize=8)  # noqa: B019 -- a Pricer lives as long as its run; a part's kinds never change
     def _kernels(self, part: str) -> tuple[tuple[O.AttentionKernel, int], ...]:
