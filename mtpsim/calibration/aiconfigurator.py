@@ -29,6 +29,7 @@ import yaml
 
 from mtpsim.calibration import aic_kernels
 from mtpsim.calibration.aic_deepep import deepep_rows
+from mtpsim.calibration.aic_nccl import nccl_rows
 from mtpsim.calibration.aic_rows import (
     GEMM_RULE,
     MOE_RULE,
@@ -223,6 +224,10 @@ def convert(system: str, backend: str, version: str | None, out: Path, root: Pat
     if len(rows):
         frames["alltoall_wide_ep"], sources["alltoall_wide_ep"] = [rows], records
         progress(f"  alltoall_wide_ep {', '.join(r['table'] for r in records)}: {len(rows)} rows")
+    rows, records = nccl_rows(root, system, sys_.device)  # NCCL reduce-scatter / all-gather (aic_nccl.py)
+    if len(rows):
+        frames["collective"], sources["collective"] = [rows], records
+        progress(f"  collective {records[0]['table']}: {len(rows)} rows")
     for need in ("gemm", "attention"):
         if need not in frames:
             raise ScenarioError(str(data), need, f"the database has no {need} table for {backend} at or before {version}")

@@ -337,6 +337,8 @@ def lookup_point(op: Op, kv_key: str = "kv_tokens"):
         return "moe", (), {d: s[d] for d in FAMILIES["moe"].dims}, {a: s[a] for a in FAMILIES["moe"].axes}
     if op.family == "allreduce":
         return "allreduce", (s["ranks"],), None, {"bytes": s["bytes"]}
+    if op.family == "collective":  # NCCL reduce-scatter / all-gather (comms.attn_tp_scatter_gather)
+        return "collective", (s["op"], s["ranks"]), None, {"bytes": s["bytes"]}
     if op.family == "alltoall":
         return "alltoall", (s["ranks"],), {"d": s["d"], "top_k": s["top_k"]}, {"tokens": s["tokens"]}
     if op.family in ("pass", "argmax"):
@@ -346,7 +348,7 @@ def lookup_point(op: Op, kv_key: str = "kv_tokens"):
     return None
 
 
-COMM = ("allreduce", "alltoall")
+COMM = ("allreduce", "alltoall", "collective")
 
 
 def _dims_match(table_dims: dict, dims: dict) -> bool:

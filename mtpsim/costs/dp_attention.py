@@ -5,9 +5,14 @@ A replica of `tp` GPUs holds `G = attention_dp` attention groups of `a = tp / G`
 Each group serves its own requests and keeps their KV; its attention weights are replicated across
 the groups and sharded over its `a` GPUs. The MoE layers span all `tp` GPUs. Per layer and GPU:
 
-- attention over the group's tokens, heads / a, and one all-reduce over the `a` attention GPUs
-  (SGLang reduce-scatters after attention and all-gathers before the next one when the MLP runs
-  scattered: the same traffic as one all-reduce);
+- attention over the group's tokens, heads / a, then the attention group's collectives: one
+  all-reduce over the `a` attention GPUs where the MLP takes the group's full tokens; where it
+  runs scattered (an MoE layer under wide EP, `scattered_mlp`) a reduce-scatter after attention
+  and an all-gather before the next one, both through NCCL rather than SGLang's custom
+  all-reduce kernel (comms.attn_tp_scatter_gather, with its sources): at decode sizes each costs
+  a collective's latency, about twice the custom all-reduce's on H200 (aiconfigurator-core
+  0.12.0 h200_sxm: NCCL 2.26.2 reduce-scatter / all-gather over 4 GPUs 7-8 us, SGLang's custom
+  all-reduce 2.5-3.5 us);
 - the MLP, one of SGLang's two layouts:
   * wide EP, `ep == tp` (`--moe-a2a-backend deepep`, which sets ep_size = tp_size in
     server_args.py; SGLang's recipes pair it with `--moe-dense-tp-size 1`): each GPU routes its
@@ -34,6 +39,7 @@ from __future__ import annotations
 
 import math
 
+from mtpsim.costs import comms
 from mtpsim.costs import compressed as C
 from mtpsim.costs import ops as O
 from mtpsim.specs import AttentionSpec, FFNSpec
@@ -44,6 +50,14 @@ def wide_ep(par: O.Parallel) -> bool:
     return par.ep == par.tp
 
 
+def scattered_mlp(ffn: FFNSpec, par: O.Parallel) -> bool:
+    """Whether SGLang runs this layer's MLP on scattered tokens: an MoE layer under wide EP (an
+    all-to-all backend), and no other (v0.5.12 layers/communicator.py `_compute_mlp_mode`: a sparse
+    layer is SCATTERED when moe_a2a_backend is not none; a dense one only with
+    --moe-dense-tp-size 1, which the MiMo-V2-Flash recipe does not set and mtpsim does not model)."""
+    return wide_ep(par) and ffn.kind != "dense"
+
+
 def dp_layer_ops(att: AttentionSpec, ffn: FFNSpec, d: int, tokens: int, attn_dtype: str, ffn_dtype: str,
                  expert_dtype: str, par: O.Parallel, query_only: bool = False, skew: float = 0.0,
                  act: str = O.ACT, glue: bool = False, fuse_shared: bool = False) -> list[O.Op]:
@@ -51,7 +65,10 @@ def dp_layer_ops(att: AttentionSpec, ffn: FFNSpec, d: int, tokens: int, attn_dty
     is padded to the largest)."""
     a = par.attention_tp
     ops = C.attention_projections(att, d, tokens, attn_dtype, O.Parallel(a), query_only, act)
-    ops.append(O.allreduce(tokens, d, a, act, nodes=par.nodes(a)))
+    if scattered_mlp(ffn, par):  # reduce-scatter after attention, all-gather before the next one (NCCL)
+        ops += comms.attn_tp_scatter_gather(tokens, d, a, act, nodes=par.nodes(a))
+    else:
+        ops.append(O.allreduce(tokens, d, a, act, nodes=par.nodes(a)))
     ops += mlp_ops(ffn, d, tokens, ffn_dtype, expert_dtype, par, skew, act, fuse_shared)
     ops.append(O.layer_elementwise(tokens, d, act))
     if glue:

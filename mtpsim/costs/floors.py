@@ -46,7 +46,7 @@ FLOORS_PATH = data_dir() / "latency_floors.yaml"
 KERNEL_KEYS = ("floor_s", "eff_flops", "eff_bandwidth")
 ITEM_KEY = "per_item_s"  # attention: per (request x KV head); MoE: per routed token copy
 COLLECTIVE_KEYS = ("alpha_s", "alpha_per_doubling_s", "eff_link")
-COLLECTIVES = ("allreduce", "alltoall")
+COLLECTIVES = ("allreduce", "alltoall", "collective")  # collective: NCCL reduce-scatter / all-gather
 # the widest collective the fitted profiles measured: one 8-GPU NVLink board (their allreduce rows
 # span 2-8 ranks, their DeepEP all-to-all rows 8); wider ones, or any that crosses the domain onto
 # the network, are priced beyond the fit and labelled `extrapolated`

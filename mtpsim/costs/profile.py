@@ -50,6 +50,8 @@ FAMILIES = {
     # communication: all-reduce by message bytes; all-to-all dispatch + combine by tokens per rank
     "allreduce": Family(("ranks",), (), ("bytes",), ("bytes",)),
     "alltoall": Family(("ranks",), ("d", "top_k"), ("tokens",), ("tokens",)),
+    # NCCL reduce-scatter / all-gather by op and ranks, by the full buffer's bytes (aic_nccl.py)
+    "collective": Family(("op", "ranks"), (), ("bytes",), ("bytes",)),
     # DeepEP by mode (ll | normal) and ranks, across nodes too: costs/wide_ep.py `dispatch_combine_time`
     "alltoall_wide_ep": Family(("mode", "ranks"), ("d", "top_k"), ("tokens",), ("tokens",)),
 }
