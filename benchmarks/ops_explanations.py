@@ -66,11 +66,16 @@ EXPLANATIONS = [
                 "at 4 at DeepSeek's TP8 shape), which aiconfigurator reads; the engine serves block-FP8 experts there "
                 "with its TRTLLM MoE backend (trtllm-gen kernels, 36 / 42 us), so mtpsim's converter takes those "
                 "kernels' rows from SGLang's table of the same GPU, which times them through FlashInfer "
-                "(mtpsim/calibration/aic_kernels.py; the NVFP4 rows both tables hold agree at a median ratio of 1.02)",
+                "(mtpsim/calibration/aic_kernels.py; the NVFP4 rows both tables hold agree at a median ratio of 1.02). "
+                "NVFP4 experts (A3): the profile keeps the fastest kernel per shape, the trtllm-gen min-latency rows "
+                "(the TRTLLM backend's), where aiconfigurator prices slower rows; A3's blog ran its sparse experts on "
+                "the CUTLASS backend (early 2025), whose NVFP4 rows in the same table take a median 1.72x the "
+                "trtllm-gen ones: part of A3's miss (benchmarks/absolute.py)",
                 "NVIDIA/TensorRT-LLM examples/configs/database/deepseek-ai/DeepSeek-R1-0528/B200/*.yaml "
                 "(moe_config.backend: TRTLLM); SemiAnalysisAI/InferenceX 843c6254 benchmarks/single_node/"
                 "fixed_seq_len/dsr1_fp8_b200_trt.sh (MOE_BACKEND=TRTLLM; DEEPGEMM only with DP attention in "
-                "dsr1_fp8_b200_trt_mtp.sh); aiconfigurator_core/systems/data/b200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet"),
+                "dsr1_fp8_b200_trt_mtp.sh); aiconfigurator_core/systems/data/b200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet; "
+                "TensorRT-LLM tech blog 1 (B200 min latency: sparse experts as CUTLASS grouped GEMMs)"),
     Explanation("*", "*", "moe", AIC_WRONG,
                 "aiconfigurator prices 61 MoE layers (3 of them dense in the model, see gemm.dense_ffn) and its "
                 "balanced routing touches min(E, T*k) experts; mtpsim prices 58 layers with random routing "
