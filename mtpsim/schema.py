@@ -15,6 +15,7 @@ from mtpsim.acceptance_schema import ACCEPTANCE_FORMS, ROW_SUM_SLACK, Acceptance
 from mtpsim.designs import DESIGNS, record
 from mtpsim.engine_schema import Engine, PrefixCacheSettings  # noqa: F401 (read from here too)
 from mtpsim.engines import EngineSpec
+from mtpsim.hardware_spec import HardwareSpec
 from mtpsim.limits import (  # noqa: F401 (the limits are read from here too)
     MAX_GPUS,
     MAX_RATE,
@@ -30,7 +31,7 @@ from mtpsim.limits import (  # noqa: F401 (the limits are read from here too)
 )
 from mtpsim.search.bounds import SearchBounds
 from mtpsim.sections import Probability, Ref, Section  # noqa: F401 (read from here too)
-from mtpsim.specs import HardwareSpec, ModelSpec
+from mtpsim.specs import ModelSpec
 from mtpsim.workload_schema import (  # noqa: F401 (the workload section, read from here too)
     MAX_TRACE_S,
     TRACE_FORMATS,

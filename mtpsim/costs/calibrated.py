@@ -59,7 +59,7 @@ from mtpsim.costs.tables import Table, along_kv, build_tables, interpolate, kv_s
 from mtpsim.costs.wide_ep import wide_ep_time
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, short
-from mtpsim.specs import HardwareSpec
+from mtpsim.hardware_spec import HardwareSpec
 
 __all__ = ["CalibratedCosts", "FAMILIES", "Family", "Table"]
 

@@ -24,7 +24,7 @@ from mtpsim.costs import floors as F
 from mtpsim.costs.ops import Op
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError
-from mtpsim.specs import HardwareSpec
+from mtpsim.hardware_spec import HardwareSpec
 
 
 class OpTime(NamedTuple):
