@@ -305,7 +305,8 @@ def test_designs_sit_below_the_cost_model():
 # edges from the loader into the simulator allowed for now (none: the trace reader moved to tracefiles/)
 LOADER_MAY_IMPORT: set[tuple[str, str]] = set()
 SCENARIO_LOADER = ("mtpsim.scenario", "mtpsim.schema", "mtpsim.checks", "mtpsim.catalog", "mtpsim.specs", "mtpsim.hardware_spec",
-                   "mtpsim.files", "mtpsim.advice", "mtpsim.limits", "mtpsim.engines", "mtpsim.engine_releases",
+                   "mtpsim.files", "mtpsim.textfiles", "mtpsim.yamlfiles", "mtpsim.csvfiles",
+                   "mtpsim.advice", "mtpsim.limits", "mtpsim.engines", "mtpsim.engine_releases",
                    "mtpsim.hfconfig", "mtpsim.tracefiles", "mtpsim.pools", "mtpsim.sections", "mtpsim.workload_schema",
                    "mtpsim.acceptance_schema", "mtpsim.engine_schema")
 
