@@ -52,8 +52,9 @@ import numpy as np
 import pandas as pd
 
 from mtpsim.costs.layer import LAYER_KINDS, fit_glue
+from mtpsim.costs.lookup import COMM, dims_distance, dims_match, fewer_queries, lookup_point, stand_in_tables
 from mtpsim.costs.ops import AttentionKernel, BatchLens, CoreCounts, Op
-from mtpsim.costs.profile import ANY, FAMILIES, Family, family_path, load_meta, profile_families, read_family, read_layers
+from mtpsim.costs.profile import FAMILIES, Family, family_path, load_meta, profile_families, read_family, read_layers
 from mtpsim.costs.roofline import OpTime, RooflineCosts
 from mtpsim.costs.tables import Table, along_kv, build_tables, interpolate, kv_slice, nearest_cell
 from mtpsim.costs.wide_ep import wide_ep_time
@@ -207,7 +208,7 @@ class CalibratedCosts:
         if family == "attention" and x["q"] > table.grid["q"][0][-1] * (1 + 1e-9):
             # more query tokens than measured (verify): the largest measured q, scaled by work
             q_ref = table.grid["q"][0][-1]
-            x, work_ref = {**x, "q": q_ref}, self.work_s(_fewer_queries(op, q_ref / x["q"]))
+            x, work_ref = {**x, "q": q_ref}, self.work_s(fewer_queries(op, q_ref / x["q"]))
             hit = interpolate(table, x)
             log_t, log_w = hit[:2] if hit is not None else nearest_cell(table, x)
             return self._scaled(table, math.exp(log_t), work_ref, work), "extrapolated", stand_in
@@ -224,23 +225,11 @@ class CalibratedCosts:
         key = (family, keys, None if dims is None else tuple(dims.items()))
         found = self._resolved.get(key)
         if found is None:
-            tables, stand_in = self._tables(family, keys)
-            exact = [t for t in tables if dims is None or _dims_match(t.dims, dims)]
-            table = (exact[0] if exact else min(tables, key=lambda t: _dims_distance(t.dims, dims))).table() if tables else None
+            tables, stand_in = stand_in_tables(self.tables, family, keys)
+            exact = [t for t in tables if dims is None or dims_match(t.dims, dims)]
+            table = (exact[0] if exact else min(tables, key=lambda t: dims_distance(t.dims, dims))).table() if tables else None
             found = self._resolved[key] = (table, bool(exact), stand_in)
         return found
-
-    def _tables(self, family: str, keys: tuple) -> tuple[list, str]:
-        """The tables for (family, keys), else a stand-in's and its label: GQA decode rows for
-        query-only and sliding-window attention, GEMM rows for an LM head."""
-        found = self.tables.get(family, {}).get(keys)
-        if found:
-            return found, ""
-        if family == "attention" and keys[0] in ("frozen", "swa") and self.tables.get("attention", {}).get(("gqa",)):
-            return self.tables["attention"][("gqa",)], ":gqa"
-        if family == "lm_head" and "lm_head" not in self.tables and self.tables.get("gemm", {}).get(()):
-            return self.tables["gemm"][()], ":gemm"
-        return [], ""
 
     @staticmethod
     def _scaled(table: Table, t_ref: float, w_ref: float, work: float) -> float:
@@ -293,7 +282,7 @@ class CorePricer:
             return None
         op_bytes = kv_bytes + act_bytes  # Op.bytes: weight bytes (none), KV, activations
         work = max(flops / self.peak_flops, op_bytes / self.peak_bytes)
-        if share is not None:  # _fewer_queries' work: flops and activations scale with q, the KV read not
+        if share is not None:  # fewer_queries' work: flops and activations scale with q, the KV read not
             work_ref = max(flops * share / self.peak_flops, (kv_bytes + act_bytes * share) / self.peak_bytes)
             t, kind = CalibratedCosts._scaled(self.table, math.exp(hit.log_t), work_ref, work), "extrapolated"
         elif self.exact and hit.measured:
@@ -318,49 +307,3 @@ def split_time(t: float, fixed: float, compute: float, memory: float, launch: fl
     rest = t - fixed
     split = (rest, min(rest, memory)) if compute >= memory else (min(rest, compute), rest)
     return OpTime(*split, 0.0, fixed + launch, source)
-
-
-def lookup_point(op: Op, kv_key: str = "kv_tokens"):
-    """(family, keys, dims, axis values) of an op, or None when no profile family prices it.
-    Attention's kv: the mean visible length (`kv_tokens`: the sum over requests, as a paged kernel
-    reads) or the batch's longest (`kv_max`: a padded batch, as the verification loop reads)."""
-    s = op.shape
-    if op.family in ("gemm", "lm_head"):
-        keys = (s["kind"],) if op.family == "lm_head" else ()
-        return op.family, keys, {"dtype": s["dtype"]}, {"m": s["m"], "k": s["k"], "n": s["n"]}
-    if op.family == "attention":
-        kind = "mla" if s["kind"] == "mla" else "frozen" if s["query_only"] else "swa" if s["window"] else "gqa"
-        dims = {d: s[d] for d in FAMILIES["attention"].dims}
-        kv = s["kv_max"] if kv_key == "kv_max" else s["kv_tokens"] / s["batch"]
-        return "attention", (kind,), dims, {"batch": s["batch"], "q": s["q"], "kv": kv, "heads": s["heads"]}
-    if op.family == "moe":
-        return "moe", (), {d: s[d] for d in FAMILIES["moe"].dims}, {a: s[a] for a in FAMILIES["moe"].axes}
-    if op.family == "allreduce":
-        return "allreduce", (s["ranks"],), None, {"bytes": s["bytes"]}
-    if op.family == "alltoall":
-        return "alltoall", (s["ranks"],), {"d": s["d"], "top_k": s["top_k"]}, {"tokens": s["tokens"]}
-    if op.family in ("pass", "argmax"):
-        return op.family, (), None, {a: s[a] for a in FAMILIES[op.family].axes}
-    if op.family == "elementwise":  # looked up by element count, tokens x d, at the grid's width
-        return "elementwise", (), None, {"elements": s["tokens"] * s["d"]}
-    return None
-
-
-COMM = ("allreduce", "alltoall")
-
-
-def _dims_match(table_dims: dict, dims: dict) -> bool:
-    return all(v == ANY or v == dims[k] for k, v in table_dims.items())
-
-
-def _dims_distance(a: dict, b: dict) -> float:
-    return sum(0.0 if a[k] == ANY else abs(math.log(a[k] / b[k])) if isinstance(a[k], (int, float))
-               else float(a[k] != b[k]) for k in a)
-
-
-def _fewer_queries(op: Op, share: float) -> Op:
-    """An attention op with `share` of its query tokens over the same KV: flops and query
-    activations scale, the KV read does not (the reference shape of an extrapolation). Only
-    its work is read, so the shape dict is shared rather than copied."""
-    return Op(op.name, op.family, op.flops * share, op.weight_bytes, op.kv_bytes, op.act_bytes * share,
-              op.comm_bytes, op.kernels, op.dtype, op.shape)
