@@ -11,7 +11,7 @@ from pydantic import Field, field_validator, model_validator
 
 from mtpsim.acceptance import curve_problem
 from mtpsim.limits import MAX_STEPS
-from mtpsim.sections import Probability, Ref, Section
+from mtpsim.sections import Name, Probability, Ref, Section
 
 ACCEPTANCE_FORMS = ("per_depth", "per_depth_topk", "cumulative", "accept_length", "histogram",
                     "accept_length_by_steps", "profile", "forced")
@@ -44,7 +44,7 @@ class Acceptance(Section):
     accept_length_by_steps: dict[Annotated[int, Field(ge=1, le=MAX_STEPS)], Annotated[float, Field(ge=1)]] | None = None
     """Accept length measured at each steps value, {1: 1.79, 2: 2.27, ...}; per-depth acceptance is derived
     from it (acceptance.py from_accept_lengths)."""
-    profile: str | None = Field(default=None, max_length=120)
+    profile: Name | None = Field(default=None, max_length=120)
     """A named accept-length curve shipped in mtpsim/data/acceptance/ (e.g. an InferenceX golden curve)."""
     forced: Forced | None = None
     """Reproduce an engine's forced acceptance (SGLANG_SIMULATE_ACC_LEN, vLLM's synthetic rule, TensorRT-LLM's)."""

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field
 
 from mtpsim.limits import MAX_TOKENS, MAX_USERS
-from mtpsim.sections import Section
+from mtpsim.sections import Name, Section
 
 
 class PrefixCacheSettings(Section):
@@ -31,7 +31,7 @@ class PrefixCacheSettings(Section):
 class Engine(Section):
     kind: Literal["sglang", "vllm", "trtllm"] = "sglang"
     """The serving engine: sglang | vllm | trtllm (mtpsim/data/engines/<kind>.yaml: host time, overlap, KV pool)."""
-    version: str | None = Field(default=None, max_length=40, description=(
+    version: Name | None = Field(default=None, max_length=40, description=(
         "The engine release (e.g. \"0.5.12\"); its version rules (mtpsim/data/engines/<kind>.yaml `rules`) set "
         "the speculative running-request cap, whether speculation overlaps host work, the verify scorer. "
         "None: the catalog's default release. `mtpsim engines` lists the releases and rules."))

@@ -9,6 +9,7 @@ from typing import Annotated
 from pydantic import Field
 
 from mtpsim.errors import ScenarioError
+from mtpsim.sections import Name
 from mtpsim.specs import DTYPE_BYTES, Dtype, Spec
 
 MAX_GPUS_PER_NODE = 4096
@@ -41,7 +42,7 @@ class HardwareSpec(Spec):
     efficiency_flops: float = Field(default=0.7, gt=0, le=1)
     efficiency_bandwidth: float = Field(default=0.8, gt=0, le=1)
     # measured profiles (mtpsim/data/profiles/<name>) by serving engine; `default` for other engines
-    profiles: dict[str, str] = Field(default_factory=dict)
+    profiles: dict[str, Name] = Field(default_factory=dict)
     # roofline latency floors fitted on measured GPUs (mtpsim/data/latency_floors.yaml, costs/floors.py)
     latency_floors: bool = False
     # `mtpsim search`'s cost and power columns (each entry cites its source; a scenario's

@@ -106,6 +106,10 @@ class AttentionSpec(Spec):
         missing = [f for f in need if getattr(self, f) is None]
         if missing:
             raise ValueError(f"attention kind {self.kind!r} needs {', '.join(missing)}")
+        if self.kind == "gqa" and self.num_heads % self.num_kv_heads:
+            # each KV head serves a whole group of query heads (transformers repeat_kv)
+            raise ValueError(f"num_heads {self.num_heads} is not a multiple of num_kv_heads {self.num_kv_heads} "
+                             "(each KV head serves a group of query heads)")
         if self.input_size is not None and self.kind != "gqa":
             raise ValueError("input_size is modelled for gqa attention only")
         if (self.compressed is not None) != (self.kind == "compressed"):
