@@ -123,3 +123,31 @@ def test_a_rate_swept_with_the_arrival_does_not_warn(tmp_path, capsys):
         "sweep: {workload.arrival: [closed, poisson]}\n"
     assert cli.main(run(tmp_path, text)) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ a profile written before the rename
+def test_a_profile_with_the_old_overhead_section_is_read_as_launch(tmp_path, capsys, monkeypatch):
+    """meta.yaml's `overhead:` section is `launch:` now (the GPU launch cost; host time is host_s):
+    an older profile still prices the same, with one warning naming the file and key."""
+    from mtpsim import errors
+    from mtpsim.costs.profile import PROFILES_DIR
+    from tests.test_bad_input import cpu_profile
+    meta = (PROFILES_DIR / "cpu" / "meta.yaml").read_text()
+    assert "\nlaunch:\n" in meta
+    text = SMALL.replace("hardware: h200", "hardware: cpu") + "cost: {model: calibrated, profile: prof}\n"
+    outputs = []
+    for section in ("launch", "overhead"):
+        errors._warned.clear()
+        folder = tmp_path / section
+        argv = run(folder, text, cpu_profile(folder, meta__yaml=meta.replace("\nlaunch:\n", f"\n{section}:\n")))
+        monkeypatch.chdir(folder)  # the scenario names its profile folder relative to here
+        assert cli.main(["cost", argv[1], "--ops"]) == 0
+        captured = capsys.readouterr()
+        outputs.append(captured.out.replace(str(folder), "<folder>"))
+        err = captured.err.strip().splitlines()
+        if section == "launch":
+            assert err == []
+        else:
+            assert len(err) == 1 and err[0].startswith("mtpsim: warning: ") and "meta.yaml: overhead: renamed `launch`" \
+                in err[0], err
+    assert outputs[0] == outputs[1]

@@ -38,7 +38,7 @@ profile's whole-layer measurements (layer.py `fit_glue`: the rows, their ops and
 layer.HELDOUT_SCALE held out.
 
 Overheads: on CPU every measured time already includes PyTorch's per-call dispatch (meta.yaml
-`overhead.included_in_op_times: true`), so kernel and pass overheads are 0. On CUDA, times are
+`launch.included_in_op_times: true`), so kernel and pass launch costs are 0. On CUDA, times are
 in-graph kernel times: eager passes add (launch_s - graph_kernel_s) per kernel, graph passes
 one graph_replay_s.
 """
@@ -81,7 +81,7 @@ class CalibratedCosts:
         # cached when it is next read. Not on a CPU: the shrunk verification models fit its caches,
         # and its small rows measured from cache are what the verification loop runs.
         self.stream_floor = meta["device"] != "cpu"
-        self.overhead = meta["overhead"]
+        self.launch = meta["launch"]
         # the attention op the profile timed reads every request up to the batch's longest
         self.kv_key = "kv_max" if meta.get("attention_kv") == "batch_max" else "kv_tokens"
         self._resolved: dict = {}  # (family, keys, dims) -> _table's answer
@@ -116,16 +116,16 @@ class CalibratedCosts:
         """Whether it prices layer glue: the profile has whole-layer timings to fit it on."""
         return bool(self.glue)
 
-    def kernel_overhead_s(self, graphs: bool) -> float:
+    def kernel_launch_s(self, graphs: bool) -> float:
         """Per-kernel cost not inside the measured times (0 on CPU: dispatch is measured)."""
-        if self.overhead["included_in_op_times"] or graphs:
+        if self.launch["included_in_op_times"] or graphs:
             return 0.0
-        return max(0.0, self.overhead["launch_s"] - self.overhead["graph_kernel_s"])
+        return max(0.0, self.launch["launch_s"] - self.launch["graph_kernel_s"])
 
-    def pass_overhead_s(self, graphs: bool) -> float:
-        if self.overhead["included_in_op_times"] or not graphs:
+    def pass_launch_s(self, graphs: bool) -> float:
+        if self.launch["included_in_op_times"] or not graphs:
             return 0.0
-        return self.overhead["graph_replay_s"]
+        return self.launch["graph_replay_s"]
 
     def host_s(self, design: str, batch: int) -> float:
         """Host seconds per iteration outside the passes, as `mtpsim calibrate` timed them around
@@ -146,9 +146,9 @@ class CalibratedCosts:
         t, source = found
         if op.family in COMM:  # a measured collective: its whole time is communication
             return OpTime(0.0, 0.0, t, 0.0, source)
-        fixed = min(t, op.kernels * self.overhead["call_s"]) if self.overhead["included_in_op_times"] else 0.0
+        fixed = min(t, op.kernels * self.launch["call_s"]) if self.launch["included_in_op_times"] else 0.0
         return split_time(t, fixed, self.roofline.compute_s(op), self.roofline.memory_s(op),
-                          op.kernels * self.kernel_overhead_s(graphs), source)
+                          op.kernels * self.kernel_launch_s(graphs), source)
 
     def glue_s(self, kind: str, tokens: float, d: int) -> float:
         """A layer's glue seconds, a + b * tokens * d as fitted for its kind (else for the measured
@@ -255,9 +255,9 @@ class CorePricer:
         self.peak_flops, self.peak_bytes, self.stream_floor = costs.peak_flops, costs.peak_bytes, costs.stream_floor
         self.kv_max = costs.kv_key == "kv_max"
         self.q_measured = table.grid["q"][0][-1]
-        over = costs.overhead
+        over = costs.launch
         self.call_s = 1 * over["call_s"] if over["included_in_op_times"] else None  # a core is one kernel
-        self.kernel_s = 1 * costs.kernel_overhead_s(graphs)
+        self.kernel_s = 1 * costs.kernel_launch_s(graphs)
         # (source, source when floored) per way the table prices
         self.labels = {kind: (kind + stand_in, kind + "-floored" + stand_in)
                        for kind in ("calibrated", "calibrated-scaled", "extrapolated")}
@@ -300,9 +300,9 @@ class CorePricer:
 
 
 def split_time(t: float, fixed: float, compute: float, memory: float, launch: float, source: str) -> OpTime:
-    """A measured op time `t` as an OpTime: `fixed` seconds of it are per-call overhead (CPU
+    """A measured op time `t` as an OpTime: `fixed` seconds of it are per-call dispatch (CPU
     dispatch measured inside the time), the rest counts as compute or memory, whichever the
-    roofline says bounds the op, capped at the other's roofline time; `launch` is overhead the
+    roofline says bounds the op, capped at the other's roofline time; `launch` is launch cost the
     measurement left out (kernel launches outside a graph)."""
     rest = t - fixed
     split = (rest, min(rest, memory)) if compute >= memory else (min(rest, compute), rest)
