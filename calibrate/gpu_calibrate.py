@@ -45,7 +45,7 @@ def plan() -> tuple[dict, float]:
             counts[c.family] = counts.get(c.family, 0) + 1
     layers = G.layer_grid("cuda", quick=False)
     counts["layers"] = len(layers)
-    return counts, total + len(layers) * 0.2 + 30  # + pool, ceilings, overheads
+    return counts, total + len(layers) * 0.2 + 30  # + pool, ceilings, launch costs
 
 
 def main() -> int:

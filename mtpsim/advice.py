@@ -1,7 +1,8 @@
 """Warnings for a scenario that is valid and runs, but asks something that cannot matter: a
 draft for a design that drafts nothing, policy entries no batch reaches, a routing skew on a
 model without experts, two-batch overlap or EP imbalance without wide EP, a length distribution
-whose mean its bounds cut off, a histogram deeper than the steps it serves. Each is one stderr
+whose mean its bounds cut off, a histogram deeper than the steps it serves, a workload key its
+arrival does not read. Each is one stderr
 line (errors.warn); refusing would be too strict, since a sweep or a shared file can make such a
 setting harmless.
 """
@@ -25,7 +26,8 @@ def advise(s: Scenario) -> None:
 DEPENDS = {"speculative.draft": ("speculative.design",), "speculative.policy": ("workload", "engine", "speculative"),
            "cost.moe_skew": ("model",), "acceptance.histogram": ("speculative",),
            "engine.two_batch_overlap": ("parallel", "disaggregation", "model"),
-           "cost.ep_imbalance": ("parallel", "disaggregation", "model")}
+           "cost.ep_imbalance": ("parallel", "disaggregation", "model"),
+           "workload.rate_per_s": ("workload.arrival",), "workload.trace": ("workload.arrival",)}
 
 
 def _within(swept: str, key: str) -> bool:
@@ -50,7 +52,21 @@ def problems(s: Scenario) -> list[tuple[str, str]]:
                           "lengths are clipped to those bounds, so their mean is not this one"))
     found += _deep_histogram(s)
     found += _no_wide_ep(s, bool(moe))
+    found += _unused_by_arrival(s)
     return found
+
+
+# workload keys one arrival alone reads (sim/__init__.py); concurrency is not among them, since
+# `cost` and `verify` take it as their batch under any arrival
+READ_BY = {"rate_per_s": ("poisson",), "trace": ("trace",)}
+
+
+def _unused_by_arrival(s: Scenario) -> list[tuple[str, str]]:
+    """Workload keys the scenario gives that its arrival does not read (rate_schedule is an error:
+    checks.py)."""
+    w = s.workload
+    return [(f"workload.{key}", f"arrival {w.arrival} does not read it: it is ignored")
+            for key, readers in READ_BY.items() if key in w.model_fields_set and w.arrival not in readers]
 
 
 def _no_wide_ep(s: Scenario, moe: bool) -> list[tuple[str, str]]:

@@ -1,4 +1,4 @@
-"""Model, hardware and engine catalog: the specs of mtpsim/specs.py loaded from `mtpsim/data/models/`,
+"""Model, hardware and engine catalog: the specs of mtpsim/specs.py and hardware_spec.py loaded from `mtpsim/data/models/`,
 `mtpsim/data/hardware/` and `mtpsim/data/engines/` (package data).
 
 A catalog file is plain YAML describing an architecture in its own fields; its sources are cited
@@ -23,8 +23,9 @@ from mtpsim.engine_releases import resolve_engine
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, short
 from mtpsim.files import load_yaml
+from mtpsim.hardware_spec import HardwareSpec
 from mtpsim.packagedata import catalog_dirs, data_dir
-from mtpsim.specs import HardwareSpec, ModelSpec
+from mtpsim.specs import ModelSpec
 
 CATALOG_DIR = data_dir()  # the built-in catalog: models/, hardware/, engines/
 

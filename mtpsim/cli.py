@@ -103,7 +103,7 @@ def _add_run(sub) -> None:
                    f"1..{MAX_SEEDS}, and report means with 95%% intervals (default: the scenario's seeds, 1)")
     p.add_argument("--backend", choices=["pool", "ray"], default="pool", help="where the runs go: worker "
                    "processes on this machine (pool), or Ray tasks (ray; needs pip install 'mtpsim[ray]')")
-    p.add_argument("--address", help="with --backend ray: the cluster (host:port, or ray://host:10001; "
+    p.add_argument("--address", type=_address, help="with --backend ray: the cluster (host:port, or ray://host:10001; "
                    "default RAY_ADDRESS, else a local Ray with --jobs CPUs)")
     p.add_argument("--plot", action="store_true", help="also draw PNGs into the run folder")
     p.add_argument("--trace", action="store_true",
@@ -135,7 +135,7 @@ def _add_search(sub) -> None:
     p = sub.add_parser("search", help="which deployment of N GPUs to run: layouts x MTP steps x load under "
                        "latency targets, the Pareto frontier with and without MTP, launch flags")
     _add_scenario(p)
-    add_arguments(p, _bounded, MAX_JOBS)
+    add_arguments(p, _bounded, MAX_JOBS, _named)
     p.set_defaults(func=cmd_search)
 
 
@@ -171,11 +171,13 @@ def _add_calibrate(sub) -> None:
     p.add_argument("--from", dest="source", choices=["aiconfigurator"],
                    help="convert a public measured kernel database instead of timing this machine "
                         "(needs: pip install 'mtpsim[aiconfigurator]')")
-    p.add_argument("--system", default="h200_sxm", help="with --from aiconfigurator: the GPU system "
+    p.add_argument("--system", default="h200_sxm", type=_named("name the GPU system, e.g. h200_sxm"),
+                   help="with --from aiconfigurator: the GPU system "
                    "(h100_sxm, h200_sxm, b200_sxm, a100_sxm)")
     p.add_argument("--backend", default="sglang", choices=["sglang", "trtllm", "vllm"],
                    help="with --from aiconfigurator: the engine the kernels were measured under")
-    p.add_argument("--version", help="with --from aiconfigurator: the engine version (default: the "
+    p.add_argument("--version", type=_named("name the engine version, or leave --version out for the database's current one"),
+                   help="with --from aiconfigurator: the engine version (default: the "
                    "database's current one; older versions fill the families it lacks)")
     p.set_defaults(func=_calibrate)
 
@@ -222,11 +224,18 @@ def _bounded(low: int, high: int):
 _at_least_one = _bounded(1, 1 << 20)
 
 
-def _folder(text: str) -> str:
-    """An argparse type for --out: a folder's name, not empty or blank (which would fall back to the default)."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("is empty: name the folder to write, or leave --out out for the default")
-    return text
+def _named(hint: str):
+    """An argparse type for a flag that names something (a folder, a cluster, a version): not
+    empty or blank, which the command would otherwise take as the flag left out (the default)."""
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"is empty: {hint}")
+        return text
+    return parse
+
+
+_folder = _named("name the folder to write, or leave --out out for the default")
+_address = _named("name the Ray cluster (host:port), or leave --address out for RAY_ADDRESS or a local Ray")
 
 
 def _calibrate(args) -> int:

@@ -11,6 +11,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from mtpsim.design_checks import (
+    block_fits,
+    block_size,
+    block_taps,
+    chained_mtp,
+    external_fits,
+    has_parallel_heads,
+    not_block_checkpoint,
+    one_layer_per_step,
+    own_mtp_or_external,
+    takes_no_draft,
+)
+
 Check = Callable[[object, object, object], "tuple[str, str] | None"]  # (speculative, model, draft) -> (key, reason)
 
 
@@ -160,112 +173,6 @@ def _block(S: int, K: int, N: int) -> list[PassShape]:
     return [draft, _verify(N)]
 
 
-# ---------------------------------------------------------------------- checks
-
-def _external_fits(spec, model, draft):
-    """An external draft reads the target's hidden states and proposes the target's tokens."""
-    if draft is None:
-        return None
-    if draft.backbone_hidden_size != model.hidden_size:
-        return ("speculative.draft", f"{draft.name!r} reads hidden states {draft.backbone_hidden_size} wide "
-                f"(backbone_hidden_size) and model {model.name!r} has hidden_size {model.hidden_size}")
-    if draft.vocab_size != model.vocab_size:
-        return ("speculative.draft", f"{draft.name!r} proposes tokens of a {draft.vocab_size}-token vocabulary and "
-                f"model {model.name!r} has {model.vocab_size}")
-    return None
-
-
-def _block_fits(spec, model, draft):
-    """A block drafter reads the target's hidden states at its taps and borrows its embedding
-    and LM head, so its width is the target's; a DSpark drafter is built for one target."""
-    if draft is None:
-        return ("speculative.draft", f"block needs a block drafter (a catalog entry with role: block_draft) and "
-                f"model {model.name!r} names none (block_draft)")
-    if draft.block.built_for is not None and draft.block.built_for != model.name:
-        return ("speculative.draft", f"{draft.block.kind} drafter {draft.name!r} was built for "
-                f"{draft.block.built_for!r} (block.built_for), not model {model.name!r}")
-    if draft.backbone_hidden_size != model.hidden_size or draft.hidden_size != model.hidden_size:
-        return ("speculative.draft", f"{draft.name!r} borrows the target's LM head and reads its hidden states: "
-                f"hidden_size {draft.hidden_size} and backbone_hidden_size {draft.backbone_hidden_size} must be "
-                f"model {model.name!r}'s {model.hidden_size}")
-    if draft.vocab_size != model.vocab_size:
-        return ("speculative.draft", f"{draft.name!r} proposes tokens of a {draft.vocab_size}-token vocabulary and "
-                f"model {model.name!r} has {model.vocab_size}")
-    linear = sorted(k for k, a in draft.attention_kinds.items() if a.kind == "linear")
-    if linear:
-        return ("speculative.draft", f"{draft.name!r} has linear attention {linear}: a block drafter injects "
-                "context as K/V, so its layers need gqa or mla attention")
-    return None
-
-
-def _block_taps(spec, model, draft):
-    if draft is None:
-        return None
-    taps = draft.block.target_layer_ids
-    missing = [i for i in taps if i >= model.num_layers]
-    if missing:
-        return ("speculative.draft.block.target_layer_ids", f"{draft.name!r} taps target layers {missing} and model "
-                f"{model.name!r} has {model.num_layers} (layers 0..{model.num_layers - 1})")
-    return None
-
-
-def _block_size(spec, model, draft):
-    if draft is None:
-        return None
-    most = draft.block.block_size - 1
-    if spec.steps > most:
-        return ("speculative.steps", f"{spec.steps} drafts need a block of {spec.steps + 1} positions and "
-                f"{draft.name!r} was trained for block_size {draft.block.block_size} (at most {most} drafts)")
-    return None
-
-
-def _not_block_checkpoint(spec, model, draft):
-    """A checkpoint whose draft module is a block drafter (DSpark) drafts a block per forward; the
-    serial MTP path cannot run it (vLLM refuses it: PR #46965)."""
-    if draft is None and model.mtp is None and model.block_draft is not None:
-        return ("speculative.design", f"model {model.name!r}'s draft module is the block drafter "
-                f"{model.block_draft!r}, which the serial MTP path ({spec.design}) cannot run: use design block")
-    return None
-
-
-def _own_mtp_or_external(spec, model, draft):
-    if draft is None and model.mtp is None:
-        return ("speculative.draft", f"nextn needs MTP layers or an external draft (a catalog entry with role: "
-                f"draft) and model {model.name!r} has neither: give speculative.draft, or model.mtp "
-                "({num_layers: N, layer: {attention: KIND, ffn: KIND}})")
-    return None
-
-
-def _chained_mtp(spec, model, draft):
-    """nextn / multi_layer chain MTP layers: a model's own draft must not be parallel heads."""
-    if draft is None and model.mtp is None:
-        return ("speculative.design", f"{spec.design} needs MTP layers and model {model.name!r} has none")
-    if draft is None and model.mtp.parallel:
-        return ("speculative.design", f"model {model.name!r}'s draft is {model.mtp.num_layers} parallel heads, "
-                f"not chained MTP layers: use design parallel_heads")
-    return None
-
-
-def _takes_no_draft(spec, model, draft):
-    if spec.draft is not None:
-        return ("speculative.draft", f"{spec.design} runs the model's own MTP layers and takes no external draft")
-    return None
-
-
-def _parallel_heads(spec, model, draft):
-    if model.mtp is None or not model.mtp.parallel:
-        what = "no MTP layers" if model.mtp is None else "chained MTP layers (mtp.parallel is false)"
-        return ("speculative.design", f"parallel_heads needs parallel heads and model {model.name!r} has {what}")
-    return None
-
-
-def _one_layer_per_step(spec, model, draft):
-    if model.mtp is not None and spec.steps > model.mtp.num_layers:
-        return ("speculative.steps",
-                f"{spec.design} runs one MTP layer per step and {model.name!r} has {model.mtp.num_layers}")
-    return None
-
-
 # ---------------------------------------------------------------------- the records
 
 RECORDS: dict[str, Design] = {d.name: d for d in (
@@ -273,22 +180,22 @@ RECORDS: dict[str, Design] = {d.name: d for d in (
     Design("nextn", _nextn, lambda S: [_target_prefill(), PassShape("prefill", "mtp", 0, 1, from_target=True)],
            draft_part="mtp", layer_part="mtp", draft_layers=lambda S: 1, has_draft_kv=True, chain="recursive",
            external="draft", trees=True,
-           checks=(_not_block_checkpoint, _own_mtp_or_external, _chained_mtp, _external_fits)),
+           checks=(not_block_checkpoint, own_mtp_or_external, chained_mtp, external_fits)),
     Design("multi_layer", _multi_layer,
            lambda S: [_target_prefill()] + [PassShape("prefill", "mtp", 0, 1, layer=k) for k in range(S)],
            draft_part="mtp", layer_part="mtp", draft_layers=lambda S: S, has_draft_kv=True, chain="stacked",
-           checks=(_takes_no_draft, _not_block_checkpoint, _chained_mtp, _one_layer_per_step)),
+           checks=(takes_no_draft, not_block_checkpoint, chained_mtp, one_layer_per_step)),
     Design("frozen_kv", _frozen_kv, lambda S: [_target_prefill()],
            draft_part="assistant", layer_part="assistant", draft_layers=lambda S: 1, chain="seeded",
            external="assistant", trees=True,
-           checks=(_external_fits,)),
+           checks=(external_fits,)),
     Design("parallel_heads", lambda S, K, N: [_verify(N), PassShape("draft", "heads", N, N)],
            lambda S: [_target_prefill(), PassShape("prefill", "heads", 0, 1)],
            draft_part="heads", layer_part="mtp", draft_layers=lambda S: S, has_draft_kv=True, chain="parallel",
-           checks=(_takes_no_draft, _parallel_heads, _one_layer_per_step)),
+           checks=(takes_no_draft, has_parallel_heads, one_layer_per_step)),
     Design("block", _block, lambda S: [_target_prefill(), PassShape("prefill", "block_context", 0, 0, from_target=True)],
            draft_part="block", layer_part="block", draft_layers=lambda S: 1, has_draft_kv=True, chain="block",
-           external="block_draft", checks=(_block_fits, _block_taps, _block_size)),
+           external="block_draft", checks=(block_fits, block_taps, block_size)),
 )}
 DESIGNS = tuple(RECORDS)
 BASELINE = "none"  # the design speedups are measured against (plain decoding)

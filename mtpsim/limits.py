@@ -13,3 +13,4 @@ MAX_RATE = 1e6                  # requests per second
 MAX_SIM_S = 1e9                 # simulated seconds (~32 years): arrival times, schedule phases, a load's span
 MAX_SCHEDULE_DRAWS = 1_000_000  # phases a rate schedule's arrivals are drawn over, repeats included
 MAX_SEED = 2**63 - 1
+MAX_STEPS = 64                  # draft steps per iteration; a chain past this accepts nothing more

@@ -20,7 +20,8 @@ from mtpsim.costs.passes import Pricer
 from mtpsim.designs import BASELINE, DesignShape
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError
-from mtpsim.specs import DTYPE_BYTES, HardwareSpec
+from mtpsim.hardware_spec import HardwareSpec
+from mtpsim.specs import DTYPE_BYTES
 
 MIB = 2**20
 

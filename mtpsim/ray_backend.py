@@ -7,6 +7,7 @@ the results come back in submission order, so the summary is the one the process
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -86,8 +87,26 @@ def connect(address: str | None, jobs: int | None) -> bool:
 
 
 PROBE_S = 20  # how long a cluster may take to answer before `--address` is called unreachable
+CONNECT_S = 5  # how long its host:port may take to accept a connection at all
 _PROBE = ("import sys, ray; ray.init(address=sys.argv[1], logging_level='ERROR', log_to_driver=False); "
           "ray.shutdown()")
+
+
+def unreachable(address: str) -> str | None:
+    """Why nothing accepts a connection at `address` (host:port or ray://host:port), within
+    CONNECT_S seconds, or None when something does (or the address has another form, left to
+    Ray). A host that does not resolve, refuses or drops the connection is told at once, not
+    after Ray's retries."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536:
+        return None
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_S).close()
+    except TimeoutError:
+        return f"{host}:{port} accepted no connection within {CONNECT_S} s"
+    except OSError as exc:
+        return f"cannot connect to {host}:{port}: {exc.strerror or exc}"
+    return None
 
 
 def probe(address: str) -> str | None:
@@ -96,6 +115,9 @@ def probe(address: str) -> str | None:
     its C++ core's warnings to stderr, and neither can be stopped from inside this process."""
     if address in ("auto", "local"):
         return None
+    problem = unreachable(address)
+    if problem:
+        return problem
     env = {**os.environ, "RAY_gcs_rpc_server_reconnect_timeout_s": str(PROBE_S // 2)}
     try:
         done = subprocess.run([sys.executable, "-c", _PROBE, address], capture_output=True, text=True,

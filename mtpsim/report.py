@@ -38,7 +38,7 @@ def iteration_table(pricer: Pricer, design: DesignShape, batch: int, context: in
             "design": label or design.design, "pass": f"{shape.kind}:{shape.part}", "kind": shape.kind, "tokens": cost.tokens,
             "time_ms": cost.time_s * 1e3, "weight_GB": cost.weight_bytes / 1e9,
             "kv_GB": cost.kv_bytes / 1e9, "gflop": cost.flops / 1e9, "comm_ms": cost.comm_s * 1e3,
-            "overhead_ms": cost.overhead_s * 1e3, "bound": cost.bound, "priced_by": "+".join(cost.sources),
+            "overhead_ms": cost.launch_s * 1e3, "bound": cost.bound, "priced_by": "+".join(cost.sources),
         })
     return pd.DataFrame(rows)
 
@@ -58,7 +58,7 @@ def op_table(pricer: Pricer, design: DesignShape, batch: int, context: int) -> p
 
 
 def _op_bound(t) -> str:
-    terms = {"compute": t.compute_s, "memory": t.memory_s, "comm": t.comm_s, "overhead": t.overhead_s}
+    terms = {"compute": t.compute_s, "memory": t.memory_s, "comm": t.comm_s, "overhead": t.launch_s}
     return max(terms, key=terms.get)
 
 

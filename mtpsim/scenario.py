@@ -22,6 +22,7 @@ from mtpsim.costs.profile import committed_profiles, find_profile, profile_devic
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, from_validation
 from mtpsim.files import load_yaml, parse_yaml
+from mtpsim.hardware_spec import HardwareSpec
 from mtpsim.schema import (
     MAX_SWEEP_POINTS,
     Acceptance,
@@ -35,7 +36,7 @@ from mtpsim.schema import (
     Verify,
     Workload,
 )
-from mtpsim.specs import HardwareSpec, ModelSpec
+from mtpsim.specs import ModelSpec
 
 __all__ = ["Acceptance", "Cost", "Engine", "LengthDist", "Parallel", "Scenario", "Specs", "Speculative",
            "Verify", "Workload", "ScenarioError", "load", "validate", "read_yaml", "parse_set", "set_key",

@@ -1,6 +1,7 @@
 """Scenario schema v1: one frozen pydantic model per YAML section.
 
-Every key, its type and default lives here; cross-section checks that need the catalog (a
+Every key, its type and default lives here or in the section's own module (workload_schema.py,
+acceptance_schema.py, engine_schema.py), which this one assembles; cross-section checks that need the catalog (a
 design the model cannot run, an acceptance list shorter than steps) are in scenario.py.
 """
 from __future__ import annotations
@@ -8,11 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from mtpsim.acceptance import curve_problem
+from mtpsim.acceptance_schema import ACCEPTANCE_FORMS, ROW_SUM_SLACK, Acceptance, Forced  # noqa: F401 (read from here too)
 from mtpsim.designs import DESIGNS, record
+from mtpsim.engine_schema import Engine, PrefixCacheSettings  # noqa: F401 (read from here too)
 from mtpsim.engines import EngineSpec
+from mtpsim.hardware_spec import HardwareSpec
 from mtpsim.limits import (  # noqa: F401 (the limits are read from here too)
     MAX_GPUS,
     MAX_RATE,
@@ -21,13 +24,14 @@ from mtpsim.limits import (  # noqa: F401 (the limits are read from here too)
     MAX_SEED,
     MAX_SEEDS,
     MAX_SIM_S,
+    MAX_STEPS,
     MAX_SWEEP_POINTS,
     MAX_TOKENS,
     MAX_USERS,
 )
 from mtpsim.search.bounds import SearchBounds
 from mtpsim.sections import Probability, Ref, Section  # noqa: F401 (read from here too)
-from mtpsim.specs import HardwareSpec, ModelSpec
+from mtpsim.specs import ModelSpec
 from mtpsim.workload_schema import (  # noqa: F401 (the workload section, read from here too)
     MAX_TRACE_S,
     TRACE_FORMATS,
@@ -87,7 +91,6 @@ class Parallel(Layout):
 
 
 Design = Literal[DESIGNS]  # none | nextn | multi_layer | frozen_kv | parallel_heads (designs.py)
-MAX_STEPS = 64  # draft steps per iteration; a chain past this accepts nothing more
 
 
 class Policy(Section):
@@ -141,164 +144,6 @@ class Speculative(Section):
         return self.draft_tokens or (self.steps + 1 if self.topk == 1 else 1 + self.steps * self.topk)
 
 
-ACCEPTANCE_FORMS = ("per_depth", "per_depth_topk", "cumulative", "accept_length", "histogram",
-                    "accept_length_by_steps", "profile", "forced")
-ROW_SUM_SLACK = 1e-9  # rounding in a measured row (0.7 + 0.2 + 0.1) must not refuse it
-
-
-class Forced(Section):
-    """A benchmark that forces acceptance: the engine and the value its knob is set to, as that
-    engine reads it (acceptance.py AcceptanceProfile.forced: sglang and vllm take the accept
-    length, trtllm the accepted drafts, one fewer)."""
-
-    engine: Literal["sglang", "vllm", "trtllm"]
-    """The engine whose forcing rule to reproduce: sglang | vllm | trtllm."""
-    setting: float = Field(ge=0, le=MAX_STEPS + 1)
-    """The knob's value as that engine reads it (sglang, vllm: the accept length; trtllm: accepted drafts)."""
-
-
-class Acceptance(Section):
-    per_depth: list[Probability] | None = None
-    """Conditional acceptance alpha_k per depth, one per step at least."""
-    # tree drafts: row k, column j = P(target's token at depth k is the draft's j-th best | path accepted)
-    per_depth_topk: list[list[Probability]] | None = None
-    """Tree drafts: row k, column j = P(the target's token at depth k is the draft's j-th best | path accepted)."""
-    cumulative: list[Probability] | None = None
-    """a_k = P(at least k drafts accepted), non-increasing."""
-    accept_length: float | None = Field(default=None, ge=1)
-    """Mean tokens per request per iteration (accepted + 1 bonus); a geometric profile is fitted to it."""
-    histogram: Ref | None = None
-    """A measured CSV `accepted,count` (iterations with exactly j drafts accepted)."""
-    accept_length_by_steps: dict[Annotated[int, Field(ge=1, le=MAX_STEPS)], Annotated[float, Field(ge=1)]] | None = None
-    """Accept length measured at each steps value, {1: 1.79, 2: 2.27, ...}; per-depth acceptance is derived
-    from it (acceptance.py from_accept_lengths)."""
-    profile: str | None = Field(default=None, max_length=120)
-    """A named accept-length curve shipped in mtpsim/data/acceptance/ (e.g. an InferenceX golden curve)."""
-    forced: Forced | None = None
-    """Reproduce an engine's forced acceptance (SGLANG_SIMULATE_ACC_LEN, vLLM's synthetic rule, TensorRT-LLM's)."""
-    spread: float = Field(default=0.0, ge=0, lt=1)
-    """Per-request variation of acceptance, 0 = identical requests."""
-    # draft length that adapts per request (a confidence threshold, a depth controller): entry j =
-    # P(the rule keeps exactly j drafts of the iteration's for verification), j = 0, 1, ...; the
-    # acceptance above is then that of the drafts kept. None: every draft is verified
-    kept_length: list[Probability] | None = Field(default=None, min_length=2, max_length=MAX_STEPS + 1)
-    """Draft length that adapts per request: entry j = P(exactly j of the iteration's drafts are kept for
-    verification); the acceptance above is that of the drafts kept. None: every draft is verified."""
-    kept_by: Literal["confidence", "controller"] = "confidence"
-    """Who sets kept_length's widths: `confidence` (a head scores the drafted block, DSpark's: every request
-    drafts, then verifies what it kept) or `controller` (a depth controller picks each request's width before
-    drafting: a request at 0 drafts nothing, and an iteration whose requests are all at 0 is a plain decode)."""
-
-    @field_validator("kept_length")
-    @classmethod
-    def _a_distribution(cls, pmf: list[float] | None) -> list[float] | None:
-        if pmf is not None and abs(sum(pmf) - 1.0) > 1e-6:
-            raise ValueError(f"sums to {sum(pmf):.6g}, not 1: it is the distribution of drafts kept (entry j: "
-                             "P(exactly j kept))")
-        return pmf
-
-    @field_validator("accept_length_by_steps")
-    @classmethod
-    def _curve(cls, curve: dict[int, float] | None) -> dict[int, float] | None:
-        """Steps 1..M each with its accept length, rising with steps by no more than the step before
-        rose (each gain is the chance of accepting one more draft: acceptance.from_accept_lengths)."""
-        if curve is None:
-            return None
-        problem = curve_problem(curve)
-        if problem:
-            raise ValueError(problem)
-        return dict(sorted(curve.items()))
-
-    @field_validator("per_depth_topk")
-    @classmethod
-    def _rank_rows(cls, rows: list[list[float]] | None) -> list[list[float]] | None:
-        """Each depth's row: probabilities of ranks 1..K, best first, summing to at most 1 (the
-        rest is the target's token not among the K)."""
-        for depth, row in enumerate(rows or [], start=1):
-            if not row:
-                raise ValueError(f"row {depth} is empty (one probability per rank)")
-            if sum(row) > 1.0 + ROW_SUM_SLACK:
-                raise ValueError(f"row {depth} sums to {sum(row):.6g} > 1 (ranks of one depth exclude each other)")
-            if any(b > a for a, b in zip(row, row[1:])):
-                raise ValueError(f"row {depth} increases with rank (column j is the draft's j-th best candidate)")
-        return rows
-
-    @model_validator(mode="after")
-    def _one_form(self) -> Acceptance:
-        given = [k for k in ACCEPTANCE_FORMS if getattr(self, k) is not None]
-        if len(given) > 1:
-            raise ValueError(f"give one of {', '.join(ACCEPTANCE_FORMS)} (got {given})")
-        if self.forced is not None and self.spread:
-            raise ValueError("forced acceptance is the engine's rule exactly: spread must be 0")
-        if self.cumulative and any(b > a for a, b in zip(self.cumulative, self.cumulative[1:])):
-            raise ValueError("cumulative: must not increase with depth")
-        return self
-
-
-class PrefixCacheSettings(Section):
-    """Prefix caching over the KV pool (mtpsim/sim/prefix_cache.py, sim/caching.py). SGLang
-    (RadixAttention), vLLM V1 (automatic prefix caching) and TRT-LLM (KV block reuse) turn it on
-    by default, and so does a scenario without this section (mtpsim/data/engines/<kind>.yaml
-    `prefix_cache`); `enabled: false` turns it off."""
-
-    enabled: bool = True
-    """Whether the engine caches prompt prefixes (the engine's default when the section is absent: on)."""
-    block_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS, description=(
-        "Tokens per cached block. None: the engine's (vLLM --block-size 16, TensorRT-LLM tokens_per_block 32; "
-        "SGLang's radix tree works per token, taken as 16). A Mooncake trace's hash_ids use its own "
-        "workload.trace.block_size instead."))
-    max_tokens: int | None = Field(default=None, ge=1, le=2**40, description=(
-        "The most tokens cached blocks may hold; None: any room the KV pool has. More than the pool holds is an error."))
-
-
-class Engine(Section):
-    kind: Literal["sglang", "vllm", "trtllm"] = "sglang"
-    """The serving engine: sglang | vllm | trtllm (mtpsim/data/engines/<kind>.yaml: host time, overlap, KV pool)."""
-    version: str | None = Field(default=None, max_length=40, description=(
-        "The engine release (e.g. \"0.5.12\"); its version rules (mtpsim/data/engines/<kind>.yaml `rules`) set "
-        "the speculative running-request cap, whether speculation overlaps host work, the verify scorer. "
-        "None: the catalog's default release. `mtpsim engines` lists the releases and rules."))
-    max_running_requests: int | None = Field(default=None, ge=1, le=MAX_USERS, description=(
-        "Running-request cap. None: the engine's rule at its version (SGLang sets 48 under speculative "
-        "decoding), else 256."))
-    speculative_overlap: bool | None = Field(default=None, description=(
-        "Whether speculative iterations overlap host work (SGLang SGLANG_ENABLE_SPEC_V2, vLLM async "
-        "scheduling). None: the engine's rule at its version."))
-    ignore_rules: list[str] = Field(default_factory=list, max_length=32, description=(
-        "Version rules to resolve the engine without (what-if studies, the leave-one-rule-out benchmark)."))
-    cuda_graphs: bool = True
-    """Whether decode batches up to max_graph_batch replay CUDA graphs (fewer launch costs)."""
-    max_graph_batch: int = Field(default=256, ge=1, le=MAX_USERS)
-    """Largest batch with a captured CUDA graph; larger batches run eagerly."""
-    overlap_schedule: bool = True
-    """Whether the host prepares the next iteration while the GPU runs this one."""
-    eplb: bool = Field(default=False, description=(
-        "Whether EPLB places (and replicates) experts by their measured load (SGLang --enable-eplb or "
-        "--init-expert-location with --ep-num-redundant-experts, TensorRT-LLM moe_config.load_balancer; off by "
-        "default in both). Sets the default cost.ep_imbalance."))
-    two_batch_overlap: bool = Field(default=False, description=(
-        "Two-batch overlap: the target's MoE layers run as two micro-batches, one's DeepEP dispatch + combine "
-        "hidden under the other's compute (SGLang --enable-two-batch-overlap, off by default in server_args.py "
-        "of v0.4.7; mtpsim/costs/overlap.py). Changes only layouts whose MoE layers run wide EP."))
-    chunked_prefill_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS, description=(
-        "Prompt tokens per prefill batch. None: the engine's default on this GPU (SGLang chunked_prefill_size by "
-        "GPU memory, vLLM max_num_batched_tokens, TensorRT-LLM max_num_tokens; mtpsim/data/engines/<kind>.yaml)."))
-    prefix_cache: PrefixCacheSettings | None = None
-    """Prefix caching over the KV pool; None: the engine's default (on; `{enabled: false}` turns it off)."""
-    dp_routing: Literal["round_robin", "least_loaded", "cache_aware"] | None = Field(default=None, description=(
-        "How arrivals are spread over dp replicas (and a disaggregated prefill pool's): round_robin | least_loaded | "
-        "cache_aware (SGLang's router: prefix affinity unless loads spread). None: the engine's (SGLang's "
-        "--dp-size round robin, vLLM's least loaded; mtpsim/data/engines/<kind>.yaml dp_routing)."))
-    mixed_batches: bool | None = Field(default=None, description=(
-        "Whether waiting prompts' chunks ride inside decode iterations, up to chunked_prefill_tokens tokens in all "
-        "(the decode batch's tokens, 1 + steps per request, first). None: the engine's default (vLLM and TensorRT-LLM "
-        "mix, SGLang does not; SGLang never mixes under speculative decoding: mtpsim/data/engines/<kind>.yaml)."))
-    # the fraction of GPU memory the engine's KV-pool rule reads (SGLang mem_fraction_static, vLLM
-    # gpu_memory_utilization, TRT-LLM free_gpu_memory_fraction; engines/<kind>.yaml kv_pool);
-    # None: the engine's default
-    mem_fraction: float | None = Field(default=None, gt=0, le=1)
-    """Fraction of GPU memory the engine's KV-pool rule reads (SGLang mem_fraction_static, vLLM
-    gpu_memory_utilization, TRT-LLM free_gpu_memory_fraction); None: the engine's default."""
 
 
 class Pool(Layout):

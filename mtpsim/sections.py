@@ -14,8 +14,16 @@ def _not_blank(text: str) -> str:
     return text
 
 
+def _a_name(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must not be empty or blank (leave the key out for the default)")
+    return text
+
+
 # a file path or catalog name: never empty or blank (`profile: ""` would otherwise read as the default)
 Ref = Annotated[str, Field(max_length=4096), AfterValidator(_not_blank)]
+# any other name a key gives (a release, a shipped curve, a profile): never blank, for the same reason
+Name = Annotated[str, AfterValidator(_a_name)]
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]  # an error names the entry: acceptance.per_depth.2
 
 

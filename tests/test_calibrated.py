@@ -56,7 +56,7 @@ def write_profile(folder: Path) -> Path:
         pd.DataFrame(rows).to_csv(folder / f"{family}.csv", index=False)
     meta = {"device": "cpu", "device_name": "synthetic", "torch": "none", "dtype": "fp32", "date": "2026-01-01",
             "threads": 1, "ceilings": {"copy_bytes_per_s": BYTES, "matmul_flops_per_s": FLOPS},
-            "overhead": {"call_s": FLOOR_S, "included_in_op_times": True}}
+            "launch": {"call_s": FLOOR_S, "included_in_op_times": True}}
     (folder / "meta.yaml").write_text(yaml.safe_dump(meta))
     return folder
 
@@ -75,8 +75,8 @@ def costs(profile) -> CalibratedCosts:
 
 def test_good_profile_loads(costs):
     assert costs.name == "calibrated"
-    assert costs.kernel_overhead_s(True) == costs.kernel_overhead_s(False) == 0.0  # dispatch is in the times
-    assert costs.pass_overhead_s(True) == 0.0
+    assert costs.kernel_launch_s(True) == costs.kernel_launch_s(False) == 0.0  # dispatch is in the times
+    assert costs.pass_launch_s(True) == 0.0
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
@@ -111,7 +111,7 @@ def test_bad_time_is_an_error_never_a_zero(profile, tmp_path, value):
     assert err.value.key == "time_s" and "row 5" in err.value.reason
 
 
-@pytest.mark.parametrize("key", ["device", "ceilings", "overhead"])
+@pytest.mark.parametrize("key", ["device", "ceilings", "launch"])
 def test_missing_meta_key_is_named(profile, tmp_path, key):
     broken = shutil.copytree(profile, tmp_path / "p")
     meta = yaml.safe_load((broken / "meta.yaml").read_text())

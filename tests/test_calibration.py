@@ -58,7 +58,7 @@ def test_calibrate_writes_a_profile_that_loads(tiny, tmp_path):
     layers = pd.read_csv(out / "layers.csv")
     assert set(layers.layer) == set(LAYER_KINDS) and (layers.time_s > 0).all()
     costs = CalibratedCosts.from_profile(out, load_hardware("cpu"))
-    assert costs.meta["threads"] == 1 and costs.meta["overhead"]["included_in_op_times"]
+    assert costs.meta["threads"] == 1 and costs.meta["launch"]["included_in_op_times"]
     assert costs.meta["ceilings"]["copy_bytes_per_s"] > 0
     op = G.op_of("gemm", dict(m=8, k=64, n=16, dtype="fp32"), "fp32")
     assert costs.time(op, False).source == "calibrated"

@@ -148,8 +148,8 @@ def test_cuda_graphs_pad_batch_and_cut_launch_cost():
     eager = Pricer.of(m, hw, RooflineCosts(hw), cuda_graphs=False)
     assert graphs.price(shape, np.ones(5, int), np.full(5, 10)).tokens == 8      # padded to bucket 8
     assert eager.price(shape, np.ones(5, int), np.full(5, 10)).tokens == 5
-    assert graphs.price(shape, np.ones(5, int), np.full(5, 10)).overhead_s < \
-        eager.price(shape, np.ones(5, int), np.full(5, 10)).overhead_s
+    assert graphs.price(shape, np.ones(5, int), np.full(5, 10)).launch_s < \
+        eager.price(shape, np.ones(5, int), np.full(5, 10)).launch_s
     big = Pricer.of(m, hw, RooflineCosts(hw), cuda_graphs=True, max_graph_batch=16)
     assert not big.uses_graphs(shape, 17) and big.price(shape, np.ones(17, int), np.full(17, 10)).tokens == 17
 

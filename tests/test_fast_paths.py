@@ -63,7 +63,7 @@ SCENARIOS = {"nextn": _scenario("nextn"), "none": _scenario("none"), "dp-attenti
 
 def _fields(cost):
     return (cost.kind, cost.part, cost.tokens, cost.time_s, cost.compute_s, cost.memory_s, cost.comm_s,
-            cost.overhead_s, cost.flops, cost.weight_bytes, cost.kv_bytes, cost.comm_bytes, cost.sources)
+            cost.launch_s, cost.flops, cost.weight_bytes, cost.kv_bytes, cost.comm_bytes, cost.sources)
 
 
 @settings(max_examples=25, deadline=None)
@@ -101,8 +101,8 @@ def test_warm_pricer_prices_as_a_fresh_one(name, batches):
 @given(st.lists(st.tuples(st.floats(0, 1e-3), st.floats(0, 1e-3), st.floats(0, 1e-4), st.floats(0, 1e-5),
                           st.floats(0, 1e12), st.floats(0, 1e9), st.integers(1, 64)), max_size=5),
        st.floats(0, 1e-5))
-def test_work_plus_is_the_sum_of_rows(rows, overhead):
-    """Work.plus gives the floats of adding Work.of row by row, then the overhead."""
+def test_work_plus_is_the_sum_of_rows(rows, launch):
+    """Work.plus gives the floats of adding Work.of row by row, then the launch cost."""
     from mtpsim.costs.ops import Op
     from mtpsim.costs.passes import Work
     from mtpsim.costs.roofline import OpTime
@@ -113,9 +113,9 @@ def test_work_plus_is_the_sum_of_rows(rows, overhead):
     one_by_one = start
     for row in priced:
         one_by_one = one_by_one + Work.of(*row)
-    one_by_one = Work(one_by_one.compute_s, one_by_one.memory_s, one_by_one.comm_s, one_by_one.overhead_s + overhead,
+    one_by_one = Work(one_by_one.compute_s, one_by_one.memory_s, one_by_one.comm_s, one_by_one.launch_s + launch,
                       one_by_one.flops, one_by_one.weight_bytes, one_by_one.kv_bytes, one_by_one.comm_bytes)
-    assert start.plus(priced, overhead) == one_by_one
+    assert start.plus(priced, launch) == one_by_one
 
 
 # ---------------------------------------------------------------------- one event per iteration

@@ -26,9 +26,10 @@ ROOT = Path(__file__).resolve().parent.parent
 TORCH_PACKAGES = ("mtpsim.torchkit", "mtpsim.calibration", "mtpsim.verify")
 # the simulator's import path, plus the other modules documented as importable without torch
 TORCH_FREE = ("mtpsim", "mtpsim.cli", "mtpsim.run", "mtpsim.sim", "mtpsim.sim.*", "mtpsim.costs", "mtpsim.costs.*",
-              "mtpsim.scenario", "mtpsim.schema", "mtpsim.catalog", "mtpsim.specs", "mtpsim.runfolder", "mtpsim.checks",
+              "mtpsim.scenario", "mtpsim.schema", "mtpsim.acceptance_schema", "mtpsim.engine_schema", "mtpsim.catalog",
+              "mtpsim.specs", "mtpsim.hardware_spec", "mtpsim.runfolder", "mtpsim.checks",
               "mtpsim.results", "mtpsim.plots",
-              "mtpsim.report", "mtpsim.trace", "mtpsim.designs", "mtpsim.acceptance", "mtpsim.memory",
+              "mtpsim.report", "mtpsim.trace", "mtpsim.designs", "mtpsim.design_checks", "mtpsim.acceptance", "mtpsim.memory",
               "mtpsim.tracefiles", "mtpsim.tracefiles.*",
               "mtpsim.shrink", "mtpsim.hfconfig", "mtpsim.hfconfig.*",
               "mtpsim.calibration.aiconfigurator", "mtpsim.calibration.aic_rows",
@@ -297,15 +298,17 @@ def _below(upper: tuple[str, ...], lower: tuple[str, ...], allowed: set[tuple[st
 
 def test_designs_sit_below_the_cost_model():
     """A design is data (its passes, PassShape included): it prices nothing and imports no cost model."""
-    bad = _below(("mtpsim.costs",), ("mtpsim.designs",))
+    bad = _below(("mtpsim.costs",), ("mtpsim.designs", "mtpsim.design_checks"))
     assert bad == [], "designs import the cost model:\n" + "\n".join(bad)
 
 
 # edges from the loader into the simulator allowed for now (none: the trace reader moved to tracefiles/)
 LOADER_MAY_IMPORT: set[tuple[str, str]] = set()
-SCENARIO_LOADER = ("mtpsim.scenario", "mtpsim.schema", "mtpsim.checks", "mtpsim.catalog", "mtpsim.specs",
-                   "mtpsim.files", "mtpsim.advice", "mtpsim.limits", "mtpsim.engines", "mtpsim.engine_releases",
-                   "mtpsim.hfconfig", "mtpsim.tracefiles", "mtpsim.pools", "mtpsim.sections", "mtpsim.workload_schema")
+SCENARIO_LOADER = ("mtpsim.scenario", "mtpsim.schema", "mtpsim.checks", "mtpsim.catalog", "mtpsim.specs", "mtpsim.hardware_spec",
+                   "mtpsim.files", "mtpsim.textfiles", "mtpsim.yamlfiles", "mtpsim.csvfiles",
+                   "mtpsim.advice", "mtpsim.limits", "mtpsim.engines", "mtpsim.engine_releases",
+                   "mtpsim.hfconfig", "mtpsim.tracefiles", "mtpsim.pools", "mtpsim.sections", "mtpsim.workload_schema",
+                   "mtpsim.acceptance_schema", "mtpsim.engine_schema")
 
 
 def test_the_scenario_loader_sits_below_the_simulator():

@@ -32,10 +32,10 @@ class ConstCosts:
     def time(self, op, graphs):
         return OpTime(0.0, OP_S, 0.0, 0.0, "const")
 
-    def kernel_overhead_s(self, graphs):
+    def kernel_launch_s(self, graphs):
         return 0.0
 
-    def pass_overhead_s(self, graphs):
+    def pass_launch_s(self, graphs):
         return 0.0
 
     def host_s(self, design, batch):

@@ -288,7 +288,7 @@ def profile_meta(system: str, backend: str, version: str, gemm: pd.DataFrame, fa
             "matmul_flops_per_s": float((bf16.flops / bf16.time_s).max() if len(bf16) else (gemm.flops / gemm.time_s).max()),
             "copy_bytes_per_s": float((streaming.bytes / streaming.time_s).max()),
         },
-        "overhead": {  # op times are kernel times: launch figures from the hardware catalog's entry
+        "launch": {  # op times are kernel times: launch figures from the hardware catalog's entry
             "included_in_op_times": False,
             "launch_s": hw.launch_overhead_s,
             "graph_kernel_s": hw.graph_launch_overhead_s,

@@ -118,7 +118,7 @@ def _check_out(out: Path) -> str | None:
 
 
 def calibrate(device: str, quick: bool, folder: Path, visits: int | None = None) -> dict:
-    """Time ceilings, overheads, the grid, held-out shapes and whole layers into `folder`,
+    """Time ceilings, launch costs, the grid, held-out shapes and whole layers into `folder`,
     in `visits` passes over the shapes (default VISITS)."""
     dtype_name = G.DTYPE[device]
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype_name]
@@ -132,7 +132,7 @@ def calibrate(device: str, quick: bool, folder: Path, visits: int | None = None)
     visits = visits or VISITS[device][quick]
     meta = _header(device, dtype_name, quick, visits)
     meta["ceilings"] = _ceilings(pool, device)
-    meta["overhead"] = {**T.overheads(pool, device), "included_in_op_times": device == "cpu"}
+    meta["launch"] = {**T.launch_costs(pool, device), "included_in_op_times": device == "cpu"}
     # every op visited VISITS times, each pass in a new shuffled order: a slow spell of the
     # machine (other work on shared cores) then lands on a share of every shape's repeats, and
     # on grid, held-out and layer shapes alike, instead of biasing some against the others
@@ -207,8 +207,8 @@ def _header(device: str, dtype: str, quick: bool, visits: int) -> dict:
                        "clock": "host perf_counter per call (CPU ops are synchronous)" if device == "cpu"
                        else f"CUDA events; ops under {T.GRAPH_BELOW_S * 1e3:g} ms replayed from a CUDA graph",
                        "rotation": ROTATE[device]},
-            "overhead_note": "CPU: each op time includes PyTorch's per-call dispatch, so the calibrated model "
-                             "adds no kernel or pass overhead. CUDA: op times are in-graph kernel times; eager "
+            "launch_note": "CPU: each op time includes PyTorch's per-call dispatch, so the calibrated model "
+                             "adds no kernel or pass launch cost. CUDA: op times are in-graph kernel times; eager "
                              "passes add (launch_s - graph_kernel_s) per kernel, graph passes one graph_replay_s."}
 
 

@@ -7,8 +7,8 @@ so `interleaved` spreads each op's repeats over several visits, each pass over t
 shuffled order, and takes the median of all of them: a spell then lands on a few of every op's
 repeats rather than on all of a few ops' repeats. CUDA: CUDA events; ops shorter than
 `GRAPH_BELOW_S` are captured R times in a CUDA graph and a replay's time is divided by R, so
-the time is the kernel's own plus its in-graph gap, with the launch overheads measured apart
-(`overheads`). Ops that cannot be captured (MoE's host-side expert loop) are timed eagerly.
+the time is the kernel's own plus its in-graph gap, with the launch costs measured apart
+(`launch_costs`). Ops that cannot be captured (MoE's host-side expert loop) are timed eagerly.
 """
 from __future__ import annotations
 
@@ -150,7 +150,7 @@ def _graph(sets: list, fn, est_s: float, share: float = 1.0) -> list[float]:
     return [_events(graph.replay) / calls for _ in range(_reps(est_s * calls, "cuda", share))]
 
 
-def overheads(pool: Pool, device: str) -> dict:
+def launch_costs(pool: Pool, device: str) -> dict:
     """Per-call costs outside an op's own work. CPU: the dispatch floor of one torch call
     (already inside every measured op time). CUDA: eager launch per kernel, per-kernel cost
     inside a graph, and launching one graph replay."""

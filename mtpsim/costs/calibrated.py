@@ -38,7 +38,7 @@ profile's whole-layer measurements (layer.py `fit_glue`: the rows, their ops and
 layer.HELDOUT_SCALE held out.
 
 Overheads: on CPU every measured time already includes PyTorch's per-call dispatch (meta.yaml
-`overhead.included_in_op_times: true`), so kernel and pass overheads are 0. On CUDA, times are
+`launch.included_in_op_times: true`), so kernel and pass launch costs are 0. On CUDA, times are
 in-graph kernel times: eager passes add (launch_s - graph_kernel_s) per kernel, graph passes
 one graph_replay_s.
 """
@@ -52,14 +52,15 @@ import numpy as np
 import pandas as pd
 
 from mtpsim.costs.layer import LAYER_KINDS, fit_glue
+from mtpsim.costs.lookup import COMM, dims_distance, dims_match, fewer_queries, lookup_point, stand_in_tables
 from mtpsim.costs.ops import AttentionKernel, BatchLens, CoreCounts, Op
-from mtpsim.costs.profile import ANY, FAMILIES, Family, family_path, load_meta, profile_families, read_family, read_layers
+from mtpsim.costs.profile import FAMILIES, Family, family_path, load_meta, profile_families, read_family, read_layers
 from mtpsim.costs.roofline import OpTime, RooflineCosts
 from mtpsim.costs.tables import Table, along_kv, build_tables, interpolate, kv_slice, nearest_cell
 from mtpsim.costs.wide_ep import wide_ep_time
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, short
-from mtpsim.specs import HardwareSpec
+from mtpsim.hardware_spec import HardwareSpec
 
 __all__ = ["CalibratedCosts", "FAMILIES", "Family", "Table"]
 
@@ -80,7 +81,7 @@ class CalibratedCosts:
         # cached when it is next read. Not on a CPU: the shrunk verification models fit its caches,
         # and its small rows measured from cache are what the verification loop runs.
         self.stream_floor = meta["device"] != "cpu"
-        self.overhead = meta["overhead"]
+        self.launch = meta["launch"]
         # the attention op the profile timed reads every request up to the batch's longest
         self.kv_key = "kv_max" if meta.get("attention_kv") == "batch_max" else "kv_tokens"
         self._resolved: dict = {}  # (family, keys, dims) -> _table's answer
@@ -115,16 +116,16 @@ class CalibratedCosts:
         """Whether it prices layer glue: the profile has whole-layer timings to fit it on."""
         return bool(self.glue)
 
-    def kernel_overhead_s(self, graphs: bool) -> float:
+    def kernel_launch_s(self, graphs: bool) -> float:
         """Per-kernel cost not inside the measured times (0 on CPU: dispatch is measured)."""
-        if self.overhead["included_in_op_times"] or graphs:
+        if self.launch["included_in_op_times"] or graphs:
             return 0.0
-        return max(0.0, self.overhead["launch_s"] - self.overhead["graph_kernel_s"])
+        return max(0.0, self.launch["launch_s"] - self.launch["graph_kernel_s"])
 
-    def pass_overhead_s(self, graphs: bool) -> float:
-        if self.overhead["included_in_op_times"] or not graphs:
+    def pass_launch_s(self, graphs: bool) -> float:
+        if self.launch["included_in_op_times"] or not graphs:
             return 0.0
-        return self.overhead["graph_replay_s"]
+        return self.launch["graph_replay_s"]
 
     def host_s(self, design: str, batch: int) -> float:
         """Host seconds per iteration outside the passes, as `mtpsim calibrate` timed them around
@@ -145,9 +146,9 @@ class CalibratedCosts:
         t, source = found
         if op.family in COMM:  # a measured collective: its whole time is communication
             return OpTime(0.0, 0.0, t, 0.0, source)
-        fixed = min(t, op.kernels * self.overhead["call_s"]) if self.overhead["included_in_op_times"] else 0.0
+        fixed = min(t, op.kernels * self.launch["call_s"]) if self.launch["included_in_op_times"] else 0.0
         return split_time(t, fixed, self.roofline.compute_s(op), self.roofline.memory_s(op),
-                          op.kernels * self.kernel_overhead_s(graphs), source)
+                          op.kernels * self.kernel_launch_s(graphs), source)
 
     def glue_s(self, kind: str, tokens: float, d: int) -> float:
         """A layer's glue seconds, a + b * tokens * d as fitted for its kind (else for the measured
@@ -207,7 +208,7 @@ class CalibratedCosts:
         if family == "attention" and x["q"] > table.grid["q"][0][-1] * (1 + 1e-9):
             # more query tokens than measured (verify): the largest measured q, scaled by work
             q_ref = table.grid["q"][0][-1]
-            x, work_ref = {**x, "q": q_ref}, self.work_s(_fewer_queries(op, q_ref / x["q"]))
+            x, work_ref = {**x, "q": q_ref}, self.work_s(fewer_queries(op, q_ref / x["q"]))
             hit = interpolate(table, x)
             log_t, log_w = hit[:2] if hit is not None else nearest_cell(table, x)
             return self._scaled(table, math.exp(log_t), work_ref, work), "extrapolated", stand_in
@@ -224,23 +225,11 @@ class CalibratedCosts:
         key = (family, keys, None if dims is None else tuple(dims.items()))
         found = self._resolved.get(key)
         if found is None:
-            tables, stand_in = self._tables(family, keys)
-            exact = [t for t in tables if dims is None or _dims_match(t.dims, dims)]
-            table = (exact[0] if exact else min(tables, key=lambda t: _dims_distance(t.dims, dims))).table() if tables else None
+            tables, stand_in = stand_in_tables(self.tables, family, keys)
+            exact = [t for t in tables if dims is None or dims_match(t.dims, dims)]
+            table = (exact[0] if exact else min(tables, key=lambda t: dims_distance(t.dims, dims))).table() if tables else None
             found = self._resolved[key] = (table, bool(exact), stand_in)
         return found
-
-    def _tables(self, family: str, keys: tuple) -> tuple[list, str]:
-        """The tables for (family, keys), else a stand-in's and its label: GQA decode rows for
-        query-only and sliding-window attention, GEMM rows for an LM head."""
-        found = self.tables.get(family, {}).get(keys)
-        if found:
-            return found, ""
-        if family == "attention" and keys[0] in ("frozen", "swa") and self.tables.get("attention", {}).get(("gqa",)):
-            return self.tables["attention"][("gqa",)], ":gqa"
-        if family == "lm_head" and "lm_head" not in self.tables and self.tables.get("gemm", {}).get(()):
-            return self.tables["gemm"][()], ":gemm"
-        return [], ""
 
     @staticmethod
     def _scaled(table: Table, t_ref: float, w_ref: float, work: float) -> float:
@@ -266,9 +255,9 @@ class CorePricer:
         self.peak_flops, self.peak_bytes, self.stream_floor = costs.peak_flops, costs.peak_bytes, costs.stream_floor
         self.kv_max = costs.kv_key == "kv_max"
         self.q_measured = table.grid["q"][0][-1]
-        over = costs.overhead
+        over = costs.launch
         self.call_s = 1 * over["call_s"] if over["included_in_op_times"] else None  # a core is one kernel
-        self.kernel_s = 1 * costs.kernel_overhead_s(graphs)
+        self.kernel_s = 1 * costs.kernel_launch_s(graphs)
         # (source, source when floored) per way the table prices
         self.labels = {kind: (kind + stand_in, kind + "-floored" + stand_in)
                        for kind in ("calibrated", "calibrated-scaled", "extrapolated")}
@@ -293,7 +282,7 @@ class CorePricer:
             return None
         op_bytes = kv_bytes + act_bytes  # Op.bytes: weight bytes (none), KV, activations
         work = max(flops / self.peak_flops, op_bytes / self.peak_bytes)
-        if share is not None:  # _fewer_queries' work: flops and activations scale with q, the KV read not
+        if share is not None:  # fewer_queries' work: flops and activations scale with q, the KV read not
             work_ref = max(flops * share / self.peak_flops, (kv_bytes + act_bytes * share) / self.peak_bytes)
             t, kind = CalibratedCosts._scaled(self.table, math.exp(hit.log_t), work_ref, work), "extrapolated"
         elif self.exact and hit.measured:
@@ -311,58 +300,10 @@ class CorePricer:
 
 
 def split_time(t: float, fixed: float, compute: float, memory: float, launch: float, source: str) -> OpTime:
-    """A measured op time `t` as an OpTime: `fixed` seconds of it are per-call overhead (CPU
+    """A measured op time `t` as an OpTime: `fixed` seconds of it are per-call dispatch (CPU
     dispatch measured inside the time), the rest counts as compute or memory, whichever the
-    roofline says bounds the op, capped at the other's roofline time; `launch` is overhead the
+    roofline says bounds the op, capped at the other's roofline time; `launch` is launch cost the
     measurement left out (kernel launches outside a graph)."""
     rest = t - fixed
     split = (rest, min(rest, memory)) if compute >= memory else (min(rest, compute), rest)
     return OpTime(*split, 0.0, fixed + launch, source)
-
-
-def lookup_point(op: Op, kv_key: str = "kv_tokens"):
-    """(family, keys, dims, axis values) of an op, or None when no profile family prices it.
-    Attention's kv: the mean visible length (`kv_tokens`: the sum over requests, as a paged kernel
-    reads) or the batch's longest (`kv_max`: a padded batch, as the verification loop reads)."""
-    s = op.shape
-    if op.family in ("gemm", "lm_head"):
-        keys = (s["kind"],) if op.family == "lm_head" else ()
-        return op.family, keys, {"dtype": s["dtype"]}, {"m": s["m"], "k": s["k"], "n": s["n"]}
-    if op.family == "attention":
-        kind = "mla" if s["kind"] == "mla" else "frozen" if s["query_only"] else "swa" if s["window"] else "gqa"
-        dims = {d: s[d] for d in FAMILIES["attention"].dims}
-        kv = s["kv_max"] if kv_key == "kv_max" else s["kv_tokens"] / s["batch"]
-        return "attention", (kind,), dims, {"batch": s["batch"], "q": s["q"], "kv": kv, "heads": s["heads"]}
-    if op.family == "moe":
-        return "moe", (), {d: s[d] for d in FAMILIES["moe"].dims}, {a: s[a] for a in FAMILIES["moe"].axes}
-    if op.family == "allreduce":
-        return "allreduce", (s["ranks"],), None, {"bytes": s["bytes"]}
-    if op.family == "collective":  # NCCL reduce-scatter / all-gather (comms.attn_tp_scatter_gather)
-        return "collective", (s["op"], s["ranks"]), None, {"bytes": s["bytes"]}
-    if op.family == "alltoall":
-        return "alltoall", (s["ranks"],), {"d": s["d"], "top_k": s["top_k"]}, {"tokens": s["tokens"]}
-    if op.family in ("pass", "argmax"):
-        return op.family, (), None, {a: s[a] for a in FAMILIES[op.family].axes}
-    if op.family == "elementwise":  # looked up by element count, tokens x d, at the grid's width
-        return "elementwise", (), None, {"elements": s["tokens"] * s["d"]}
-    return None
-
-
-COMM = ("allreduce", "alltoall", "collective")
-
-
-def _dims_match(table_dims: dict, dims: dict) -> bool:
-    return all(v == ANY or v == dims[k] for k, v in table_dims.items())
-
-
-def _dims_distance(a: dict, b: dict) -> float:
-    return sum(0.0 if a[k] == ANY else abs(math.log(a[k] / b[k])) if isinstance(a[k], (int, float))
-               else float(a[k] != b[k]) for k in a)
-
-
-def _fewer_queries(op: Op, share: float) -> Op:
-    """An attention op with `share` of its query tokens over the same KV: flops and query
-    activations scale, the KV read does not (the reference shape of an extrapolation). Only
-    its work is read, so the shape dict is shared rather than copied."""
-    return Op(op.name, op.family, op.flops * share, op.weight_bytes, op.kv_bytes, op.act_bytes * share,
-              op.comm_bytes, op.kernels, op.dtype, op.shape)

@@ -37,7 +37,7 @@ class CostModel(Protocol):
     def core_pricer(self, kernel: AttentionKernel, graphs: bool) -> CorePricer | None:
         """A pricer for `kernel`'s cores without their Op, or None: each core's Op goes to `time`."""
 
-    def pass_overhead_s(self, graphs: bool) -> float:
+    def pass_launch_s(self, graphs: bool) -> float:
         """Fixed seconds of starting one pass (a graph replay's launch)."""
 
     def host_s(self, design: str, batch: int) -> float:

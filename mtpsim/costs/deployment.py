@@ -24,7 +24,8 @@ from mtpsim.costs.ffn import deepseek_family
 from mtpsim.costs.ops import Parallel
 from mtpsim.costs.wide_ep import ep_imbalance
 from mtpsim.engines import EngineSpec
-from mtpsim.specs import AttentionSpec, HardwareSpec, LayerRef, ModelSpec
+from mtpsim.hardware_spec import HardwareSpec
+from mtpsim.specs import AttentionSpec, LayerRef, ModelSpec
 
 # SGLang's default captured batch sizes (cuda_graph_bs), capped by max_graph_batch.
 GRAPH_BUCKETS = (1, 2, 4, 8, 12, *range(16, 1025, 8))

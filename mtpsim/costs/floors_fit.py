@@ -13,7 +13,7 @@ import yaml
 from mtpsim.catalog import load_hardware
 from mtpsim.costs.floors import COLLECTIVE_KEYS, COLLECTIVES, ITEM_KEY, KERNEL_KEYS, Floors, items, predict, share
 from mtpsim.costs.profile import PROFILES_DIR, family_path
-from mtpsim.specs import HardwareSpec
+from mtpsim.hardware_spec import HardwareSpec
 
 SMALL = 256                  # tokens (m, batch) up to which a shape is decode-sized
 SMALL_BYTES = 256 * 8192 * 2  # an all-reduce of 256 tokens x 8192 wide in bf16

@@ -49,7 +49,7 @@ def price_mixed(pricer, shape, lens: O.BatchLens, chunk_shape, chunk_lens: O.Bat
     q = (_decode_rows(shape, whole[0], shape.tokens_per_request) + whole[1].q_tokens) / max(batch, 1)
     dynamic.append(pricer.frame_memo(batch, q, max(whole[0].visible_max, whole[1].visible_max),
                                      pricer.deployment.part(shape.part).spec.hidden_size, False))
-    work = work.plus(dynamic, pricer.costs.pass_overhead_s(False))
+    work = work.plus(dynamic, pricer.costs.pass_launch_s(False))
     return PassCost.of(shape.kind, shape.part, tokens, work,
                        tuple(sorted(sources | {t.source for _, t, _ in dynamic})))
 

@@ -17,7 +17,7 @@ class Work(NamedTuple):
     compute_s: float = 0.0
     memory_s: float = 0.0
     comm_s: float = 0.0
-    overhead_s: float = 0.0
+    launch_s: float = 0.0
     flops: float = 0.0
     weight_bytes: float = 0.0
     kv_bytes: float = 0.0
@@ -27,32 +27,32 @@ class Work(NamedTuple):
     def of(cls, op: O.Op, t: OpTime, n: int = 1) -> Work:
         """n copies of one op priced at t."""
         compute, memory = (t.compute_s, 0.0) if t.compute_s >= t.memory_s else (0.0, t.memory_s)
-        return cls(n * compute, n * memory, n * t.comm_s, n * t.overhead_s, n * op.flops, n * op.weight_bytes,
+        return cls(n * compute, n * memory, n * t.comm_s, n * t.launch_s, n * op.flops, n * op.weight_bytes,
                    n * op.kv_bytes, n * op.comm_bytes)
 
     def __add__(self, o: Work) -> Work:
         return Work(self.compute_s + o.compute_s, self.memory_s + o.memory_s, self.comm_s + o.comm_s,
-                    self.overhead_s + o.overhead_s, self.flops + o.flops, self.weight_bytes + o.weight_bytes,
+                    self.launch_s + o.launch_s, self.flops + o.flops, self.weight_bytes + o.weight_bytes,
                     self.kv_bytes + o.kv_bytes, self.comm_bytes + o.comm_bytes)
 
-    def plus(self, rows, overhead_s: float = 0.0) -> Work:
-        """This work, then each (op, time, n) row's (`Work.of`), then `overhead_s` more: the
+    def plus(self, rows, launch_s: float = 0.0) -> Work:
+        """This work, then each (op, time, n) row's (`Work.of`), then `launch_s` more: the
         same sums in the same order as adding them one by one, without a Work per row."""
-        compute_s, memory_s, comm_s, over_s = self.compute_s, self.memory_s, self.comm_s, self.overhead_s
+        compute_s, memory_s, comm_s, over_s = self.compute_s, self.memory_s, self.comm_s, self.launch_s
         flops, weights, kv, comm_bytes = self.flops, self.weight_bytes, self.kv_bytes, self.comm_bytes
         for op, t, n in rows:
             if t.compute_s >= t.memory_s:  # the bound counts: compute or memory (adding n * 0.0 changes nothing)
                 compute_s += n * t.compute_s
             else:
                 memory_s += n * t.memory_s
-            comm_s, over_s = comm_s + n * t.comm_s, over_s + n * t.overhead_s
+            comm_s, over_s = comm_s + n * t.comm_s, over_s + n * t.launch_s
             flops, weights = flops + n * op.flops, weights + n * op.weight_bytes
             kv, comm_bytes = kv + n * op.kv_bytes, comm_bytes + n * op.comm_bytes
-        return Work(compute_s, memory_s, comm_s, over_s + overhead_s, flops, weights, kv, comm_bytes)
+        return Work(compute_s, memory_s, comm_s, over_s + launch_s, flops, weights, kv, comm_bytes)
 
     @property
     def time_s(self) -> float:
-        return self.compute_s + self.memory_s + self.comm_s + self.overhead_s
+        return self.compute_s + self.memory_s + self.comm_s + self.launch_s
 
 
 class PassCost(NamedTuple):
@@ -66,7 +66,7 @@ class PassCost(NamedTuple):
     compute_s: float
     memory_s: float
     comm_s: float
-    overhead_s: float
+    launch_s: float
     flops: float
     weight_bytes: float
     kv_bytes: float
@@ -80,7 +80,7 @@ class PassCost(NamedTuple):
 
     @property
     def bound(self) -> str:
-        """What dominates: compute, memory, comm or overhead."""
+        """What dominates: compute, memory, comm or overhead (the launch cost; the label `cost` prints)."""
         terms = {"compute": self.compute_s, "memory": self.memory_s, "comm": self.comm_s,
-                 "overhead": self.overhead_s}
+                 "overhead": self.launch_s}
         return max(terms, key=terms.get)

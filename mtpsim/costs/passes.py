@@ -42,7 +42,7 @@ class _LastCore(NamedTuple):
 class _Plan:
     """What a pass over a batch of one size costs whatever its KV (`Pricer.plan`): whether it
     replays a CUDA graph, its token rows, the token-count ops priced (`static_ops`: ops, their
-    Work, sources), the KV compaction after it (a row or none), the pass overhead, the width
+    Work, sources), the KV compaction after it (a row or none), the pass's launch cost, the width
     its frame is priced at, and its attention kernels (kernel, layers, the cost model's
     `core_pricer` for it or None)."""
 
@@ -52,7 +52,7 @@ class _Plan:
     work: Work
     sources: frozenset
     compact: tuple
-    overhead_s: float
+    launch_s: float
     hidden_size: int
     cores: tuple
 
@@ -128,7 +128,7 @@ class Pricer:
         dynamic += plan.compact
         dynamic.append(self.frame_memo(batch, whole.q_tokens / max(whole.batch, 1), whole.visible_max, plan.hidden_size,
                                   plan.graphs))
-        work = plan.work.plus(dynamic, plan.overhead_s)
+        work = plan.work.plus(dynamic, plan.launch_s)
         sources = _pass_sources(plan.sources, tuple([t.source for _, t, _ in dynamic]))
         cost = PassCost.of(shape.kind, shape.part, plan.tokens, work, sources,
                            plan.static + tuple(dynamic) if keep_ops else ())
@@ -154,7 +154,7 @@ class Pricer:
         # an indexer kernel's cores are always priced as Ops
         cores = tuple((kernel, n, self.costs.core_pricer(kernel, graphs) if isinstance(kernel, O.AttentionKernel) else None)
                       for kernel, n in self._kernels(shape.part))
-        return _Plan(graphs, tokens, static, work, sources, compact, self.costs.pass_overhead_s(graphs),
+        return _Plan(graphs, tokens, static, work, sources, compact, self.costs.pass_launch_s(graphs),
                      self.deployment.part(shape.part).spec.hidden_size, cores)
 
     def _attention(self, shape: PassShape, lens: O.BatchLens, plan: _Plan, keep_ops: bool = False) -> list:

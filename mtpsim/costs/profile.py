@@ -100,9 +100,10 @@ class _Ceilings(_Strict):
     matmul_flops_per_s: float = Field(gt=0)
 
 
-class _Overhead(_Strict):
-    """CPU profiles: dispatch is inside op times (`call_s` per call); GPU profiles: launch,
-    in-graph kernel and graph replay seconds added by the cost model."""
+class _Launch(_Strict):
+    """What launching an op costs beyond its measured time. CPU profiles: dispatch is inside op
+    times (`call_s` per call); GPU profiles: launch, in-graph kernel and graph replay seconds
+    added by the cost model. (Host time per iteration is `host_s`, a separate figure.)"""
 
     included_in_op_times: bool
     call_s: float | None = Field(default=None, ge=0)
@@ -111,7 +112,7 @@ class _Overhead(_Strict):
     graph_replay_s: float | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
-    def _what_the_model_reads(self) -> _Overhead:
+    def _what_the_model_reads(self) -> _Launch:
         need = ("call_s",) if self.included_in_op_times else ("launch_s", "graph_kernel_s", "graph_replay_s")
         missing = [k for k in need if getattr(self, k) is None]
         if missing:
@@ -130,7 +131,7 @@ class ProfileMeta(_Strict):
     hardware: str | None = None
     dtype: str | None = None
     ceilings: _Ceilings
-    overhead: _Overhead
+    launch: _Launch
     families: dict[str, int | str | dict[str, Any]] | None = None
     attention_kv: str | None = None
     # design -> running batch -> host seconds per iteration, as the verification loop measured them
@@ -148,6 +149,10 @@ def load_meta(path: Path) -> dict:
     meta = load_yaml(path)
     if not isinstance(meta, dict):
         raise ScenarioError(str(path), "", "meta.yaml must be a mapping")
+    if "overhead" in meta and "launch" not in meta:  # the section's name before issue 23
+        from mtpsim.errors import warn
+        warn(str(path), "overhead", "renamed `launch` (the GPU launch cost; host time is host_s): read as launch")
+        meta = {("launch" if k == "overhead" else k): v for k, v in meta.items()}
     try:
         ProfileMeta.model_validate(meta)
     except ValidationError as exc:

@@ -1,6 +1,6 @@
 """Roofline cost model: datasheet ceilings, modest efficiencies, latency terms.
 
-time(op) = max(flops / (peak * eff_f), bytes / (bw * eff_b)) + collective time + kernel overhead
+time(op) = max(flops / (peak * eff_f), bytes / (bw * eff_b)) + collective time + kernel launch cost
 
 Hardware whose catalog entry sets `latency_floors: true` (the GPUs) prices GEMMs, LM heads,
 attention, MoE experts and collectives with the floors fitted on measured GPU tables
@@ -24,7 +24,7 @@ from mtpsim.costs import floors as F
 from mtpsim.costs.ops import Op
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError
-from mtpsim.specs import HardwareSpec
+from mtpsim.hardware_spec import HardwareSpec
 
 
 class OpTime(NamedTuple):
@@ -34,12 +34,12 @@ class OpTime(NamedTuple):
     compute_s: float
     memory_s: float
     comm_s: float
-    overhead_s: float
+    launch_s: float
     source: str = "roofline"
 
     @property
     def total_s(self) -> float:
-        return max(self.compute_s, self.memory_s) + self.comm_s + self.overhead_s
+        return max(self.compute_s, self.memory_s) + self.comm_s + self.launch_s
 
 
 class RooflineCosts:
@@ -54,10 +54,10 @@ class RooflineCosts:
         self.floors = F.committed_floors() if hw.latency_floors else None
         self._groups: dict = {}  # (family, dtype, kind) -> (floor params or None, flop/s, byte/s)
 
-    def kernel_overhead_s(self, graphs: bool) -> float:
+    def kernel_launch_s(self, graphs: bool) -> float:
         return self.hw.graph_launch_overhead_s if graphs else self.hw.launch_overhead_s
 
-    def pass_overhead_s(self, graphs: bool) -> float:
+    def pass_launch_s(self, graphs: bool) -> float:
         """Fixed cost of starting one pass: a graph replay launch, or nothing extra when eager
         (eager kernels each pay their own launch)."""
         return self.hw.launch_overhead_s if graphs else 0.0
@@ -108,7 +108,7 @@ class RooflineCosts:
     def time(self, op: Op, graphs: bool) -> OpTime:
         if self.floor_params(op) is None:
             return OpTime(self.compute_s(op), self.memory_s(op), self.comm_s(op),
-                          op.kernels * self.kernel_overhead_s(graphs))
+                          op.kernels * self.kernel_launch_s(graphs))
         launch = 0.0 if graphs else op.kernels * max(0.0, self.hw.launch_overhead_s - self.hw.graph_launch_overhead_s)
         if op.family in F.COLLECTIVES:
             return OpTime(0.0, 0.0, self.comm_s(op), launch, F.collective_source(op.shape))

@@ -32,7 +32,8 @@ from mtpsim.errors import ScenarioError, short
 from mtpsim.files import read_text
 from mtpsim.hfconfig import deepseek_v4
 from mtpsim.hfconfig.blocks import block_keys
-from mtpsim.hfconfig.families import ARCHITECTURES, READERS, Config, Layout
+from mtpsim.hfconfig.families import ARCHITECTURES, READERS
+from mtpsim.hfconfig.view import Config, Layout
 
 READERS["deepseek_v4"] = deepseek_v4.deepseek_v4  # DeepSeek-V4 (hfconfig/deepseek_v4.py)
 ARCHITECTURES["DeepseekV4ForCausalLM"] = "deepseek_v4"

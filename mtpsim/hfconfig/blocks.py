@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mtpsim.hfconfig.families import Config
+from mtpsim.hfconfig.view import Config
 
 DFLASH, DEEPSPEC = "DFlashDraftModel", "Qwen3DSparkModel"
 

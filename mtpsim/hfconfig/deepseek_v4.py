@@ -35,7 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from mtpsim.errors import short
-from mtpsim.hfconfig.families import Config, Layout, kinds_of, moe_kind
+from mtpsim.hfconfig.view import Config, Layout, kinds_of, moe_kind
 
 RATIO_KINDS = {0: "swa", 4: "csa", 128: "hca"}  # transformers _COMPRESS_RATIO_TO_LAYER_TYPE
 LAYER_TYPES = {"sliding_attention": 0, "compressed_sparse_attention": 4, "heavily_compressed_attention": 128}

@@ -1,117 +1,16 @@
 """One reader per Hugging Face architecture family: a config.json view -> the attention and FFN
 kinds it describes and the pair of kinds at each layer index, following the family's modelling
-code (cited in each reader). Kinds are named `gqa` / `mla` (one attention kind), `full`,
-`sliding`, `linear` (hybrids); `dense`, `dense_wide`, `moe`, `moe_wide`.
+code (cited in each reader; view.py reads the config and builds the kinds). Kinds are named
+`gqa` / `mla` (one attention kind), `full`, `sliding`, `linear` (hybrids); `dense`, `dense_wide`,
+`moe`, `moe_wide`.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
-from mtpsim.errors import ScenarioError, short
-from mtpsim.specs import MAX_CONTEXT, MAX_LAYERS
+from mtpsim.errors import short
+from mtpsim.hfconfig.view import Config, Layout, Pair, dense_kind, gqa_kind, head_dim_of, kinds_of, moe_kind
 
-_REQUIRED = object()
-
-Pair = tuple[str, str]  # (attention kind, ffn kind) of one layer
-
-
-class Config:
-    """A config.json mapping (or its text_config) whose reads name the key path of anything
-    missing or of the wrong type. JSON null reads as absent."""
-
-    def __init__(self, data: dict[str, Any], path: str, prefix: str = ""):
-        self.data, self.path, self.prefix = data, path, prefix
-
-    def error(self, key: str, reason: str) -> ScenarioError:
-        return ScenarioError(self.path, self.prefix + key, reason)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        value = self.data.get(key)
-        return default if value is None else value
-
-    def int(self, key: str, default: Any = _REQUIRED, low: int = 0) -> Any:
-        value = self.data.get(key)
-        if value is None:
-            if default is _REQUIRED:
-                raise self.error(key, "missing (the reader of this model_type needs it)")
-            return default
-        high = MAX_LAYERS if "layers" in key else MAX_CONTEXT  # past these a model's lists would not fit memory
-        if type(value) is not int or not low <= value <= high:
-            raise self.error(key, f"expected an integer {low}..{high:,}, got {short(value)}")
-        return value
-
-    def bool(self, key: str, default: bool) -> bool:
-        value = self.get(key, default)
-        if not isinstance(value, bool):
-            raise self.error(key, f"expected true or false, got {short(value)}")
-        return value
-
-    def list(self, key: str, length: int, default: Any = _REQUIRED) -> Any:
-        """A list of at least `length` entries (the layers it describes)."""
-        value = self.data.get(key)
-        if value is None and default is not _REQUIRED:
-            return default
-        if not isinstance(value, list) or len(value) < length:
-            raise self.error(key, f"expected a list of at least {length} entries, got {short(value)}")
-        return value
-
-    def sub(self, key: str) -> Config:
-        value = self.data.get(key)
-        if not isinstance(value, dict):
-            raise self.error(key, f"expected a mapping, got {short(value)}")
-        return Config(value, self.path, f"{self.prefix}{key}.")
-
-
-@dataclass(frozen=True)
-class Layout:
-    """What a family reader finds: the kinds, the pair of kinds at each layer index (None where
-    the config does not say, as past num_hidden_layers for most hybrids), a hint for model.mtp
-    when it cannot say, and tie_word_embeddings' default in the family's config class."""
-
-    attention_kinds: dict[str, dict[str, Any]]
-    ffn_kinds: dict[str, dict[str, Any]]
-    pair: Callable[[int], Pair | None]
-    mtp_hint: str = ""
-    tie_default: bool = False
-
-
-# ------------------------------------------------------------------------------------ kinds
-def _gqa(heads: int, kv_heads: int, head_dim: int, window: int | None = None, v_head_dim: int | None = None) -> dict:
-    spec = {"kind": "gqa", "num_heads": heads, "num_kv_heads": kv_heads, "head_dim": head_dim}
-    if window:
-        spec["window"] = window
-    if v_head_dim and v_head_dim != head_dim:
-        spec["v_head_dim"] = v_head_dim
-    return spec
-
-
-def _dense(width: int) -> dict:
-    return {"kind": "dense", "intermediate_size": width}
-
-
-def moe_kind(experts: int, top_k: int, width: int, shared: int = 0, shared_width: int | None = None) -> dict:
-    spec = {"kind": "moe", "num_experts": experts, "top_k": top_k, "expert_intermediate_size": width}
-    if shared:
-        spec |= {"num_shared_experts": shared, "shared_intermediate_size": shared_width}
-    return spec
-
-
-def _head_dim(c: Config, heads: int) -> int:
-    return c.int("head_dim", c.int("hidden_size") // heads)
-
-
-def kinds_of(c: Config, key: str, types: list, names: dict[Any, str]) -> list[str]:
-    """Per-layer entries (layer_types, hybrid_layer_pattern, ...) -> kind names, or an error
-    naming the first entry that is none of `names`."""
-    for i, t in enumerate(types):
-        if not isinstance(t, (str, int)) or isinstance(t, bool) or t not in names:
-            raise c.error(f"{key}.{i}", f"{short(t)} is not one of {', '.join(map(str, names))}")
-    return [names[t] for t in types]
-
-
-# --------------------------------------------------------------------------------- families
 # config keys of attention variants past MLA and DSA that no op prices: each names what it is
 UNPRICED_ATTENTION = {
     # DeepSeek-V4's, priced under model_type deepseek_v4 (hfconfig/deepseek_v4.py), not inside MLA
@@ -140,7 +39,7 @@ def deepseek(c: Config) -> Layout:
     if c.get("index_topk") is not None:
         mla |= {k: c.int(k, low=1) for k in ("index_topk", "index_n_heads", "index_head_dim")}
     experts, first, freq = c.int("n_routed_experts", 0), c.int("first_k_dense_replace", 0), c.int("moe_layer_freq", 1, low=1)
-    ffns = {"dense": _dense(c.int("intermediate_size"))}
+    ffns = {"dense": dense_kind(c.int("intermediate_size"))}
     if experts:
         width = c.int("moe_intermediate_size")
         ffns["moe"] = moe_kind(experts, c.int("num_experts_per_tok"), width, c.int("n_shared_experts", 0), width)
@@ -154,10 +53,10 @@ def glm4_moe(c: Config) -> Layout:
     The MTP layer is built at index num_hidden_layers (vLLM glm4_moe_mtp.py), so it is MoE too."""
     heads, first = c.int("num_attention_heads", low=1), c.int("first_k_dense_replace", 0)
     width = c.int("moe_intermediate_size")
-    ffns = {"dense": _dense(c.int("intermediate_size")),
+    ffns = {"dense": dense_kind(c.int("intermediate_size")),
             "moe": moe_kind(c.int("n_routed_experts", low=1), c.int("num_experts_per_tok"), width,
                         c.int("n_shared_experts", 0), width)}
-    attention = _gqa(heads, c.int("num_key_value_heads", heads), _head_dim(c, heads))
+    attention = gqa_kind(heads, c.int("num_key_value_heads", heads), head_dim_of(c, heads))
     return Layout({"gqa": attention}, ffns, lambda i: ("gqa", "moe" if i >= first else "dense"))
 
 
@@ -181,14 +80,14 @@ def qwen3_next(c: Config) -> Layout:
     experts, step = c.int("num_experts", 0), c.int("decoder_sparse_step", 1, low=1)
     dense_only, shared = _layer_set(c, "mlp_only_layers"), c.int("shared_expert_intermediate_size", 0)
     # a dense MLP only where some layer has one (Qwen3.5 MoE gives no intermediate_size: every layer is MoE)
-    ffns = {"dense": _dense(c.int("intermediate_size"))} if not experts or dense_only or step > 1 else {}
+    ffns = {"dense": dense_kind(c.int("intermediate_size"))} if not experts or dense_only or step > 1 else {}
     if experts:
         ffns["moe"] = moe_kind(experts, c.int("num_experts_per_tok"), c.int("moe_intermediate_size"), int(shared > 0), shared)
 
     def pair(i: int) -> Pair | None:
         is_moe = experts and i not in dense_only and (i + 1) % step == 0
         return (kinds[i], "moe" if is_moe else "dense") if i < n else None
-    attention = {"full": _gqa(heads, c.int("num_key_value_heads", heads), _head_dim(c, heads)), "linear": linear}
+    attention = {"full": gqa_kind(heads, c.int("num_key_value_heads", heads), head_dim_of(c, heads)), "linear": linear}
     return Layout(attention, ffns, pair, "vLLM's qwen3_next_mtp.py builds it as {attention: full, ffn: moe}")
 
 
@@ -209,14 +108,14 @@ def mimo_v2_flash(c: Config) -> Layout:
         ffn = kinds_of(c, "moe_layer_freq", c.list("moe_layer_freq", n), {0: "dense", 1: "moe"})
     else:
         ffn = kinds_of(c, "mlp_layer_types", c.list("mlp_layer_types", n), {"dense": "dense", "sparse": "moe"})
-    attention = {"full": _gqa(c.int("num_attention_heads", low=1), c.int("num_key_value_heads"), c.int("head_dim"),
+    attention = {"full": gqa_kind(c.int("num_attention_heads", low=1), c.int("num_key_value_heads"), c.int("head_dim"),
                               v_head_dim=c.int("v_head_dim", None))}
     if "sliding" in kinds:
         head_dim, window = c.int("swa_head_dim"), c.int("sliding_window", None) or c.int("sliding_window_size")
-        attention["sliding"] = _gqa(c.int("swa_num_attention_heads", low=1), c.int("swa_num_key_value_heads"), head_dim,
+        attention["sliding"] = gqa_kind(c.int("swa_num_attention_heads", low=1), c.int("swa_num_key_value_heads"), head_dim,
                                     window, c.int("swa_v_head_dim", None))
     width, shared = c.int("moe_intermediate_size"), c.int("n_shared_experts", 0)
-    ffns = {"dense": _dense(c.int("intermediate_size")),
+    ffns = {"dense": dense_kind(c.int("intermediate_size")),
             "moe": moe_kind(c.int("n_routed_experts", low=1), c.int("num_experts_per_tok"), width, shared, width)}
     return Layout(attention, ffns, lambda i: (kinds[i], ffn[i]) if i < n else None,
                   "the MiMo-V2-Flash report (arXiv 2601.02780 §2.3) gives {attention: sliding, ffn: dense}")
@@ -233,10 +132,10 @@ def gemma4(c: Config) -> Layout:
     layers write no KV), soft-capping. Gemma 4 has no MTP layers (its drafter is an assistant)."""
     n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
     kinds = kinds_of(c, "layer_types", c.list("layer_types", n), {"sliding_attention": "sliding", "full_attention": "full"})
-    kv, head_dim = c.int("num_key_value_heads", heads), _head_dim(c, heads)
+    kv, head_dim = c.int("num_key_value_heads", heads), head_dim_of(c, heads)
     full_kv = c.int("num_global_key_value_heads") if c.bool("attention_k_eq_v", False) else kv
-    attention = {"sliding": _gqa(heads, kv, head_dim, c.int("sliding_window", low=1)),
-                 "full": _gqa(heads, full_kv, c.int("global_head_dim", None) or head_dim)}
+    attention = {"sliding": gqa_kind(heads, kv, head_dim, c.int("sliding_window", low=1)),
+                 "full": gqa_kind(heads, full_kv, c.int("global_head_dim", None) or head_dim)}
     first_shared = n - c.int("num_kv_shared_layers", 0)
     double = c.bool("use_double_wide_mlp", False)
     wide = [double and i >= first_shared > 0 for i in range(n)]
@@ -246,7 +145,7 @@ def gemma4(c: Config) -> Layout:
         ffns = {"moe": moe_kind(*experts, 1, width), "moe_wide": moe_kind(*experts, 1, 2 * width)}
         names = ("moe", "moe_wide")
     else:
-        ffns, names = {"dense": _dense(width), "dense_wide": _dense(2 * width)}, ("dense", "dense_wide")
+        ffns, names = {"dense": dense_kind(width), "dense_wide": dense_kind(2 * width)}, ("dense", "dense_wide")
     return Layout(attention, ffns, lambda i: (kinds[i], names[wide[i]]) if i < n else None, tie_default=True)
 
 
@@ -257,7 +156,7 @@ def dense_gqa(c: Config) -> Layout:
     max_window_layers on (layer_types when given). MiMo-7B's MTP layers are Qwen2 decoder layers
     on the same config (vLLM mimo_mtp.py), so the rule gives their kind."""
     n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
-    kv, head_dim = c.int("num_key_value_heads", heads), _head_dim(c, heads)
+    kv, head_dim = c.int("num_key_value_heads", heads), head_dim_of(c, heads)
     if c.get("layer_types") is not None:
         kinds = kinds_of(c, "layer_types", c.list("layer_types", n), {"full_attention": "gqa", "sliding_attention": "sliding"})
         sliding = "sliding" in kinds
@@ -266,10 +165,10 @@ def dense_gqa(c: Config) -> Layout:
         sliding = c.bool("use_sliding_window", False)
         first = c.int("max_window_layers", 0) if sliding else 0
         kind_at = lambda i: "sliding" if sliding and i >= first else "gqa"
-    attention = {"gqa": _gqa(heads, kv, head_dim)}
+    attention = {"gqa": gqa_kind(heads, kv, head_dim)}
     if sliding:
-        attention["sliding"] = _gqa(heads, kv, head_dim, c.int("sliding_window", low=1))
-    return Layout(attention, {"dense": _dense(c.int("intermediate_size"))},
+        attention["sliding"] = gqa_kind(heads, kv, head_dim, c.int("sliding_window", low=1))
+    return Layout(attention, {"dense": dense_kind(c.int("intermediate_size"))},
                   lambda i: (kind_at(i), "dense") if kind_at(i) else None)
 
 
@@ -283,14 +182,14 @@ def step3p5(c: Config) -> Layout:
     layers are not in it, so dense."""
     n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
     kinds = kinds_of(c, "layer_types", c.list("layer_types", n), {"full_attention": "full", "sliding_attention": "sliding"})
-    kv, head_dim = c.int("num_attention_groups", heads), _head_dim(c, heads)
+    kv, head_dim = c.int("num_attention_groups", heads), head_dim_of(c, heads)
     other = c.sub("attention_other_setting") if c.get("attention_other_setting") is not None else Config({}, c.path)
-    attention = {"full": _gqa(heads, kv, head_dim),
-                 "sliding": _gqa(other.int("num_attention_heads", heads, low=1), other.int("num_attention_groups", kv),
+    attention = {"full": gqa_kind(heads, kv, head_dim),
+                 "sliding": gqa_kind(other.int("num_attention_heads", heads, low=1), other.int("num_attention_groups", kv),
                                  other.int("head_dim", head_dim), c.int("sliding_window", low=1))}
     moe_layers = _layer_set(c, "moe_layers_enum")
     shared = c.int("share_expert_dim", 0)
-    ffns = {"dense": _dense(c.int("intermediate_size"))}
+    ffns = {"dense": dense_kind(c.int("intermediate_size"))}
     if moe_layers:
         ffns["moe"] = moe_kind(c.int("moe_num_experts", low=1), c.int("moe_top_k"), c.int("moe_intermediate_size"),
                            int(shared > 0), shared)
@@ -307,7 +206,7 @@ def minimax_m2(c: Config) -> Layout:
     shared = c.int("shared_intermediate_size", 0)
     moe = moe_kind(c.int("num_local_experts", low=1), c.int("num_experts_per_tok"), c.int("intermediate_size"),
                int(shared > 0), shared or None)
-    attention = _gqa(heads, c.int("num_key_value_heads", heads), _head_dim(c, heads))
+    attention = gqa_kind(heads, c.int("num_key_value_heads", heads), head_dim_of(c, heads))
     return Layout({"gqa": attention}, {"moe": moe}, lambda i: ("gqa", "moe") if i < n else None,
                   "config.json does not describe MiniMax-M2's MTP modules")
 
@@ -320,10 +219,10 @@ def gpt_oss(c: Config) -> Layout:
     each in the softmax's denominator: no KV and O(heads) flops, so no op of their own."""
     n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
     kinds = kinds_of(c, "layer_types", c.list("layer_types", n), {"full_attention": "full", "sliding_attention": "sliding"})
-    kv, head_dim = c.int("num_key_value_heads", heads), _head_dim(c, heads)
-    attention = {"full": _gqa(heads, kv, head_dim)}
+    kv, head_dim = c.int("num_key_value_heads", heads), head_dim_of(c, heads)
+    attention = {"full": gqa_kind(heads, kv, head_dim)}
     if "sliding" in kinds:
-        attention["sliding"] = _gqa(heads, kv, head_dim, c.int("sliding_window", low=1))
+        attention["sliding"] = gqa_kind(heads, kv, head_dim, c.int("sliding_window", low=1))
     moe = moe_kind(c.int("num_local_experts", low=1), c.int("num_experts_per_tok"), c.int("intermediate_size"))
     return Layout(attention, {"moe": moe}, lambda i: (kinds[i], "moe") if i < n else None)
 

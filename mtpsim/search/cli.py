@@ -8,7 +8,9 @@ from mtpsim.limits import MAX_SEEDS, MAX_USERS
 # recommend and the targets bring pandas and the scenario schema, which only the search needs.
 
 
-def add_arguments(p, bounded, max_jobs: int) -> None:
+def add_arguments(p, bounded, max_jobs: int, named) -> None:
+    """`bounded(low, high)` and `named(hint)` are cli.py's argparse types: a whole number in range,
+    a name that is not blank."""
     p.add_argument("--gpus", type=bounded(1, 4096), help="GPUs to deploy on (or search.gpus in the scenario)")
     p.add_argument("--concurrency", metavar="C1,C2,...", help="closed-loop users over all replicas "
                    "(default search.concurrency, else 1,2,4,...,256)")
@@ -26,12 +28,16 @@ def add_arguments(p, bounded, max_jobs: int) -> None:
                    "seeds and call a tie when their 95%% intervals overlap (default 1)")
     p.add_argument("--jobs", type=bounded(1, max_jobs), help="worker processes (default: one per core)")
     p.add_argument("--backend", choices=["pool", "ray"], default="pool", help="worker processes (pool) or Ray tasks")
-    p.add_argument("--address", help="with --backend ray: the cluster (default RAY_ADDRESS, else a local Ray)")
-    p.add_argument("--cache", default="runs/search-cache", help="folder of finished points, so an interrupted or "
+    p.add_argument("--address", type=named("name the Ray cluster (host:port), or leave --address out for RAY_ADDRESS "
+                                            "or a local Ray"),
+                   help="with --backend ray: the cluster (default RAY_ADDRESS, else a local Ray)")
+    p.add_argument("--cache", default="runs/search-cache", type=named("name the cache folder, or pass --no-cache"),
+                   help="folder of finished points, so an interrupted or "
                    "widened search resumes (default runs/search-cache)")
     p.add_argument("--no-cache", action="store_true", help="run every point, reading and writing no cache")
     p.add_argument("--no-plot", action="store_true", help="skip frontier.png")
-    p.add_argument("--out", help="output folder (default runs/<name>-search-<timestamp>; must not hold files)")
+    p.add_argument("--out", type=named("name the folder to write, or leave --out out for the default"),
+                   help="output folder (default runs/<name>-search-<timestamp>; must not hold files)")
 
 
 def run_from_args(args):
@@ -44,13 +50,14 @@ def run_from_args(args):
         raise ScenarioError("--address", "", "names a Ray cluster: use it with --backend ray")
     if args.backend == "ray" and importlib.util.find_spec("ray") is None:
         raise ScenarioError("--backend", "", "ray needs Ray installed: pip install 'mtpsim[ray]'")
-    if args.concurrency and args.rates:
+    # a flag given blank is read (and refused there), never taken as left out
+    if args.concurrency is not None and args.rates is not None:
         raise ScenarioError("--rates", "", "give --concurrency (closed loop) or --rates (Poisson), not both")
     flags = {"gpus": args.gpus,
-             "concurrency": parse_sizes(args.concurrency, "--concurrency", MAX_USERS) if args.concurrency else None,
-             "rates": parse_rates(args.rates) if args.rates else None, "max_steps": args.max_steps, "disaggregated": args.disagg,
-             "topk": parse_sizes(args.topk, "--topk", 64) if args.topk else None}
+             "concurrency": parse_sizes(args.concurrency, "--concurrency", MAX_USERS) if args.concurrency is not None else None,
+             "rates": parse_rates(args.rates) if args.rates is not None else None, "max_steps": args.max_steps,
+             "disaggregated": args.disagg, "topk": parse_sizes(args.topk, "--topk", 64) if args.topk is not None else None}
     targets = [parse_target(text, metric) for text, metric in
-               ((args.ttft, "ttft"), (args.tpot, "tpot"), (args.min_user_tps, "user_tps")) if text]
+               ((args.ttft, "ttft"), (args.tpot, "tpot"), (args.min_user_tps, "user_tps")) if text is not None]
     return run_search(args.scenario, args.sets, flags, targets, args.seeds, args.out, args.jobs, args.backend,
                       args.address, None if args.no_cache else args.cache, plot=not args.no_plot)

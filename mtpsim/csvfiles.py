@@ -1,0 +1,119 @@
+"""CSV under one set of rules (`read_csv`): required columns, numbers where the `Column` rules
+say so (finite, integer where counts belong, within range; `True` is not a number), at most
+MAX_ROWS rows, never empty, each column named once. The file itself is read by textfiles.py's rules.
+"""
+from __future__ import annotations
+
+import io
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mtpsim.errors import ScenarioError, short
+from mtpsim.textfiles import read_bytes
+
+MAX_ROWS = 5_000_000           # CSV rows
+
+
+@dataclass(frozen=True)
+class Column:
+    """What a CSV column must hold: numbers (`integer` for counts) at least `low` (strictly
+    above it when `above`) and at most `high`; or `text`."""
+
+    low: float | None = None
+    above: bool = False
+    high: float | None = None
+    integer: bool = False
+    text: bool = False
+    blank: bool = False  # empty cells allowed (read as NaN): a column that does not apply to every row
+
+    def describe(self) -> str:
+        kind = "an integer" if self.integer else "a number"
+        if self.low is not None:
+            kind += f" {'>' if self.above else '>='} {self.low:g}"
+        if self.high is not None:
+            kind += f" and <= {self.high:g}"
+        return kind
+
+
+POSITIVE = Column(low=0, above=True)
+NON_NEGATIVE = Column(low=0)
+COUNT = Column(low=0, integer=True)
+TEXT = Column(text=True)
+
+
+def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = None, *,
+             max_rows: int = MAX_ROWS, optional: tuple[str, ...] = ()) -> pd.DataFrame:
+    """A CSV whose `columns` (those in `optional` may be absent) hold what their rules say.
+    Numeric columns come back as float64 (int64 where `integer`); other columns as pandas reads them."""
+    where = where or str(path)
+    data = read_bytes(path, where)  # checked UTF-8: parsed as bytes, as the C parser reads them
+    try:
+        with warnings.catch_warnings():  # rows longer than the header warn (index_col=False): refuse them
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            df = pd.read_csv(io.BytesIO(data), nrows=max_rows + 1, index_col=False)
+    except pd.errors.ParserWarning:
+        raise ScenarioError(where, "", "rows hold more fields than the header names (ragged rows)") from None
+    except pd.errors.EmptyDataError:
+        raise ScenarioError(where, "", "empty: no header and no rows") from None
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise ScenarioError(where, "", f"not a readable CSV: {short(str(exc).strip(), 160)[1:-1]}") from None
+    if len(df) > max_rows:
+        raise ScenarioError(where, "", f"more than {max_rows:,} rows")
+    _unique_header(data, where)
+    for name, rule in columns.items():
+        if name not in df.columns:
+            if name in optional:
+                continue
+            needed = ", ".join(c for c in columns if c not in optional)
+            raise ScenarioError(where, name, f"missing column (columns needed: {needed})")
+        if not rule.text:
+            df[name] = _numbers(df[name], rule, where, name)
+    if df.empty:
+        raise ScenarioError(where, "", "no rows")
+    return df
+
+
+def _unique_header(data: bytes, where: str) -> None:
+    """pandas renames a repeated column (`x`, `x.1`): which one is meant is then a guess, so refuse it."""
+    header = pd.read_csv(io.BytesIO(data), header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()
+    seen = set()
+    for name in header:
+        if name in seen:
+            raise ScenarioError(where, short(name, 40)[1:-1], "column named twice in the header")
+        seen.add(name)
+
+
+def _numbers(values: pd.Series, rule: Column, where: str, name: str, first_row: int = 2) -> pd.Series:
+    """A column as numbers under `rule`, or a ScenarioError naming the first bad row (rows count
+    from 2, the header being row 1; a later chunk of a streamed file starts at `first_row`)."""
+    # a column pandas read as numbers holds no true/false; only a mixed (object) one is looked through
+    mixed = not pd.api.types.is_numeric_dtype(values.dtype)
+    if values.dtype == bool or mixed and values.map(lambda v: isinstance(v, (bool, np.bool_))).any():
+        raise ScenarioError(where, name, "holds true/false where numbers belong")
+    numeric = pd.to_numeric(values, errors="coerce").astype(float)
+    x = numeric.to_numpy()  # the checks on the array: a profile table's columns run to 100k rows
+    bad = ~np.isfinite(x)
+    if rule.integer:
+        bad |= x != np.round(x)
+    if rule.low is not None:
+        bad |= (x <= rule.low) if rule.above else (x < rule.low)
+    if rule.high is not None:
+        bad |= x > rule.high
+    if rule.blank:
+        bad &= ~values.isna().to_numpy()
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        cell = values.iloc[row]
+        if not isinstance(cell, str) and pd.isna(cell):  # an empty cell, or a row shorter than the header
+            raise ScenarioError(where, name, f"row {row + first_row}: empty (a missing value, or fewer fields than the "
+                                f"header); must be {rule.describe()}")
+        shown = short(cell, 40) if isinstance(cell, str) else str(cell)
+        raise ScenarioError(where, name, f"row {row + first_row}: {shown} is not {rule.describe()}")
+    return numeric.astype("int64") if rule.integer and not numeric.isna().any() else numeric
+
+
+check_numbers = _numbers  # for readers that stream a CSV in chunks (mtpsim/tracefiles)

@@ -1,0 +1,75 @@
+"""The typed spec of one accelerator, as the catalog's hardware files describe it: peak rates,
+memory, links, launch costs, and the measured profiles that price it. Like a model's spec
+(specs.py, whose strict base it shares) unknown keys are errors and floats finite.
+"""
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from mtpsim.errors import ScenarioError
+from mtpsim.sections import Name
+from mtpsim.specs import DTYPE_BYTES, Dtype, Spec
+
+MAX_GPUS_PER_NODE = 4096
+# hardware rates (FLOP/s, bytes/s): from a slow CPU's to past any accelerator's, so no op takes
+# years or no time; capacities 1 MiB..1 EiB, latencies at most a second
+MIN_RATE, MAX_RATE = 1e6, 1e18
+
+
+class HardwareSpec(Spec):
+    """One accelerator (per-GPU figures) and its interconnect."""
+
+    name: str
+    # dense tensor-core FLOP/s per dtype
+    peak_flops: dict[Dtype, Annotated[float, Field(ge=MIN_RATE, le=MAX_RATE)]] = Field(min_length=1)
+    memory_bandwidth_bytes_per_s: float = Field(ge=MIN_RATE, le=MAX_RATE)
+    memory_capacity_bytes: float = Field(ge=2**20, le=2**60)       # as the driver reports it (nvidia-smi / mem_get_info total)
+    # NVIDIA's CUDA compute capability (8.0 A100, 9.0 Hopper, 10.0 B200): engines choose kernels by
+    # it (engines.py); None for GPUs without one
+    compute_capability: float | None = Field(default=None, ge=1, le=20)
+    link_bandwidth_bytes_per_s: float = Field(ge=MIN_RATE, le=MAX_RATE)   # per GPU, one direction
+    link_latency_s: float = Field(ge=0, le=1)               # per collective hop
+    # a node: GPUs on one NVLink / Infinity Fabric domain; collectives over more ranks than this
+    # cross the inter-node network (per GPU, one direction) and pay its latency; None: no network
+    # described, so a replica cannot span nodes
+    gpus_per_node: int = Field(default=8, ge=1, le=MAX_GPUS_PER_NODE)
+    internode_bandwidth_bytes_per_s: float | None = Field(default=None, ge=MIN_RATE, le=MAX_RATE)
+    internode_latency_s: float | None = Field(default=None, ge=0, le=1)
+    launch_overhead_s: float = Field(ge=0, le=1)            # per kernel, eager
+    graph_launch_overhead_s: float = Field(ge=0, le=1)      # per kernel inside a CUDA-graph replay
+    efficiency_flops: float = Field(default=0.7, gt=0, le=1)
+    efficiency_bandwidth: float = Field(default=0.8, gt=0, le=1)
+    # measured profiles (mtpsim/data/profiles/<name>) by serving engine; `default` for other engines
+    profiles: dict[str, Name] = Field(default_factory=dict)
+    # roofline latency floors fitted on measured GPUs (mtpsim/data/latency_floors.yaml, costs/floors.py)
+    latency_floors: bool = False
+    # `mtpsim search`'s cost and power columns (each entry cites its source; a scenario's
+    # `hardware: {from: h200, usd_per_gpu_hour: ...}` overrides them); None: not priced
+    usd_per_gpu_hour: float | None = Field(default=None, gt=0, le=1e4)
+    board_power_w: float | None = Field(default=None, gt=0, le=1e5)  # per GPU, as the vendor rates the board
+
+    def profile_for(self, engine: str) -> str | None:
+        """The measured profile that prices this GPU under `engine` by default, if any."""
+        return self.profiles.get(engine) or self.profiles.get("default")
+
+    def summary(self, engine: str) -> str:
+        """One line (`mtpsim hardware`): memory, bandwidth and what prices it under `engine`."""
+        profile = self.profile_for(engine)
+        if profile:
+            others = sorted(k for k in self.profiles if k not in (engine, "default"))
+            pricing = f"default profile {profile}" + (f" (+ {', '.join(others)} profiles)" if others else "")
+        else:
+            pricing = "roofline" + (" + fitted latency floors" if self.latency_floors else "")
+        bw = self.memory_bandwidth_bytes_per_s
+        bandwidth = f"{bw / 1e12:.3g} TB/s" if bw >= 1e12 else f"{bw / 1e9:.3g} GB/s"
+        return f"{self.memory_capacity_bytes / 1e9:.0f} GB, {bandwidth}, {pricing}"
+
+    def flops_per_s(self, dtype: Dtype) -> float:
+        """Peak for `dtype`, falling back to the widest supported type (FP4 weights on Hopper
+        are dequantised and computed in FP8 or BF16)."""
+        for d in (dtype, "fp8", "bf16", "fp16", "fp32"):
+            if d in self.peak_flops and (DTYPE_BYTES[d] >= DTYPE_BYTES[dtype]):
+                return self.peak_flops[d]
+        raise ScenarioError(f"hardware {self.name!r}", "peak_flops", f"no entry usable for {dtype}")

@@ -1,0 +1,112 @@
+"""Reading a Hugging Face config.json: a `Config` view whose typed reads name the key path of
+anything missing or out of range, the `Layout` a family reader returns, and the kinds vocabulary
+the readers build (`gqa_kind`, `dense_kind`, `moe_kind`). families.py and deepseek_v4.py hold the
+readers themselves.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mtpsim.errors import ScenarioError, short
+from mtpsim.specs import MAX_CONTEXT, MAX_LAYERS
+
+_REQUIRED = object()
+
+Pair = tuple[str, str]  # (attention kind, ffn kind) of one layer
+
+
+class Config:
+    """A config.json mapping (or its text_config) whose reads name the key path of anything
+    missing or of the wrong type. JSON null reads as absent."""
+
+    def __init__(self, data: dict[str, Any], path: str, prefix: str = ""):
+        self.data, self.path, self.prefix = data, path, prefix
+
+    def error(self, key: str, reason: str) -> ScenarioError:
+        return ScenarioError(self.path, self.prefix + key, reason)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self.data.get(key)
+        return default if value is None else value
+
+    def int(self, key: str, default: Any = _REQUIRED, low: int = 0) -> Any:
+        value = self.data.get(key)
+        if value is None:
+            if default is _REQUIRED:
+                raise self.error(key, "missing (the reader of this model_type needs it)")
+            return default
+        high = MAX_LAYERS if "layers" in key else MAX_CONTEXT  # past these a model's lists would not fit memory
+        if type(value) is not int or not low <= value <= high:
+            raise self.error(key, f"expected an integer {low}..{high:,}, got {short(value)}")
+        return value
+
+    def bool(self, key: str, default: bool) -> bool:
+        value = self.get(key, default)
+        if not isinstance(value, bool):
+            raise self.error(key, f"expected true or false, got {short(value)}")
+        return value
+
+    def list(self, key: str, length: int, default: Any = _REQUIRED) -> Any:
+        """A list of at least `length` entries (the layers it describes)."""
+        value = self.data.get(key)
+        if value is None and default is not _REQUIRED:
+            return default
+        if not isinstance(value, list) or len(value) < length:
+            raise self.error(key, f"expected a list of at least {length} entries, got {short(value)}")
+        return value
+
+    def sub(self, key: str) -> Config:
+        value = self.data.get(key)
+        if not isinstance(value, dict):
+            raise self.error(key, f"expected a mapping, got {short(value)}")
+        return Config(value, self.path, f"{self.prefix}{key}.")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a family reader finds: the kinds, the pair of kinds at each layer index (None where
+    the config does not say, as past num_hidden_layers for most hybrids), a hint for model.mtp
+    when it cannot say, and tie_word_embeddings' default in the family's config class."""
+
+    attention_kinds: dict[str, dict[str, Any]]
+    ffn_kinds: dict[str, dict[str, Any]]
+    pair: Callable[[int], Pair | None]
+    mtp_hint: str = ""
+    tie_default: bool = False
+
+
+# ------------------------------------------------------------------------------------ kinds
+def gqa_kind(heads: int, kv_heads: int, head_dim: int, window: int | None = None, v_head_dim: int | None = None) -> dict:
+    spec = {"kind": "gqa", "num_heads": heads, "num_kv_heads": kv_heads, "head_dim": head_dim}
+    if window:
+        spec["window"] = window
+    if v_head_dim and v_head_dim != head_dim:
+        spec["v_head_dim"] = v_head_dim
+    return spec
+
+
+def dense_kind(width: int) -> dict:
+    return {"kind": "dense", "intermediate_size": width}
+
+
+def moe_kind(experts: int, top_k: int, width: int, shared: int = 0, shared_width: int | None = None) -> dict:
+    spec = {"kind": "moe", "num_experts": experts, "top_k": top_k, "expert_intermediate_size": width}
+    if shared:
+        spec |= {"num_shared_experts": shared, "shared_intermediate_size": shared_width}
+    return spec
+
+
+def head_dim_of(c: Config, heads: int) -> int:
+    return c.int("head_dim", c.int("hidden_size") // heads)
+
+
+def kinds_of(c: Config, key: str, types: list, names: dict[Any, str]) -> list[str]:
+    """Per-layer entries (layer_types, hybrid_layer_pattern, ...) -> kind names, or an error
+    naming the first entry that is none of `names`."""
+    for i, t in enumerate(types):
+        if not isinstance(t, (str, int)) or isinstance(t, bool) or t not in names:
+            raise c.error(f"{key}.{i}", f"{short(t)} is not one of {', '.join(map(str, names))}")
+    return [names[t] for t in types]
+

@@ -1,0 +1,81 @@
+"""Reading the files users hand us, at the level every reader shares: a file's bytes or text,
+each file at most MAX_FILE_BYTES (after gunzipping a `.gz`), UTF-8 text without NUL bytes (a
+binary file is called binary), and an unreadable or corrupt one a single ScenarioError naming it.
+`read_once` memoises a reader per version of its file. yamlfiles.py and csvfiles.py parse what
+these return; files.py gathers them under the names callers use.
+"""
+from __future__ import annotations
+
+import functools
+import gzip
+import io
+import zlib
+from pathlib import Path
+
+from mtpsim.errors import ScenarioError, short
+
+MAX_FILE_BYTES = 512 * 2**20   # the largest file read (a 1M-request trace is ~25 MB)
+
+
+def read_text(path: str | Path, where: str | None = None, limit: int = MAX_FILE_BYTES) -> str:
+    """A file's text: at most `limit` bytes, UTF-8, not binary. `.gz` files are gunzipped."""
+    return read_bytes(path, where, limit).decode("utf-8")
+
+
+# what reading a file, plain or gzipped, can raise: gzip.BadGzipFile is an OSError; a cut-off
+# stream an EOFError; a bad deflate stream zlib's error
+READ_ERRORS = (OSError, EOFError, zlib.error)
+
+
+def unreadable(where: str, exc: BaseException) -> ScenarioError:
+    """The one line for a file a READ_ERRORS exception stopped reading."""
+    reason = "a corrupt or cut-off .gz file" if isinstance(exc, (EOFError, zlib.error, gzip.BadGzipFile)) \
+        else getattr(exc, "strerror", None) or str(exc)
+    return ScenarioError(where, "", f"cannot read: {short(reason, 160)[1:-1]}")
+
+
+def read_bytes(path: str | Path, where: str | None = None, limit: int = MAX_FILE_BYTES) -> bytes:
+    """`read_text`'s checks, the text left as its UTF-8 bytes (what the CSV reader parses)."""
+    path = Path(path)
+    where = where or str(path)
+    try:
+        if not path.is_file():
+            raise ScenarioError(where, "", "no such file")
+        if path.stat().st_size > limit:
+            raise ScenarioError(where, "", f"{path.stat().st_size:,} bytes is over the {limit:,}-byte limit")
+        data = path.read_bytes()
+        if path.suffix == ".gz":
+            with gzip.open(io.BytesIO(data)) as f:
+                data = f.read(limit + 1)
+            if len(data) > limit:
+                raise ScenarioError(where, "", f"gunzips to over the {limit:,}-byte limit")
+    except READ_ERRORS as exc:
+        raise unreadable(where, exc) from None
+    if b"\0" in data:
+        raise ScenarioError(where, "", "a binary file, not text")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(where, "", f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+    return data
+
+
+def version(path: str | Path) -> tuple:
+    """What changes when a file, or any file in a folder, changes: the resolved path and each
+    file's (name, mtime, size). () for a path that does not exist (its reader then says why)."""
+    path = Path(path)
+    files = sorted(path.iterdir()) if path.is_dir() else [path] if path.exists() else []
+    return (str(path.resolve()), *((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files))
+
+
+def read_once(reader):
+    """`reader(path, *args)`, run once per version of the file at `path` (the last 8 kept): a
+    sweep validates and then runs every point from the same trace, histogram or profile. What
+    it returns is shared by every caller, so it must not be changed in place."""
+    cached = functools.lru_cache(maxsize=8)(lambda path, _version, *args: reader(path, *args))
+
+    @functools.wraps(reader)
+    def read(path, *args):
+        return cached(path, version(path), *args)
+    read.cache_clear = cached.cache_clear
+    return read

@@ -1,0 +1,143 @@
+"""YAML under one set of rules (`load_yaml`, `parse_yaml`, `load_yaml_documents`):
+- safe constructors only: a custom or `!!python` tag is an error, never code;
+- a duplicate key is an error naming its dotted key path (YAML would keep the last silently);
+- nesting is at most MAX_DEPTH levels and aliases may expand to at most MAX_VALUES values (an
+  alias bomb is refused before anything walks it);
+- floats follow YAML 1.2 as well as 1.1: `1e9` and `989e12` are numbers, not strings.
+The file itself is read by textfiles.py's rules.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mtpsim.errors import ScenarioError, short
+from mtpsim.textfiles import read_text
+
+MAX_YAML_BYTES = 4 * 2**20     # scenarios and catalog entries are a few kB
+MAX_DEPTH = 64                 # YAML nesting levels
+MAX_VALUES = 200_000           # YAML values after alias expansion
+
+_FLOAT_12 = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+_MERGE = "tag:yaml.org,2002:merge"
+_NUMERIC_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("int", "float", "bool")}
+
+
+class _Problem(Exception):
+    """Raised inside the loader with the dotted path where it happened."""
+
+    def __init__(self, path: list, reason: str):
+        self.key, self.reason = ".".join(str(p) for p in path if p is not None), reason
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that tracks the key path it is composing, refuses duplicate keys and deep nesting."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._path: list = []
+
+    def compose_node(self, parent, index):
+        if len(self._path) > MAX_DEPTH:
+            raise _Problem(self._path, f"nested deeper than {MAX_DEPTH} levels")
+        self._path.append(index.value if isinstance(index, yaml.ScalarNode) else index)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._path.pop()
+
+    def compose_mapping_node(self, anchor):
+        node = super().compose_mapping_node(anchor)
+        seen: set[str] = set()
+        values: dict = {}  # keys as Python reads them: `1`, `1.0` and `true` are one dict key
+        for key, _ in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.tag != _MERGE:
+                if key.value in seen:
+                    raise _Problem([*self._path, key.value[:60]],
+                                   f"duplicate key (again on line {key.start_mark.line + 1})")
+                seen.add(key.value)
+                if key.tag in _NUMERIC_TAGS:
+                    value = self.construct_object(key)
+                    if value in values:
+                        raise _Problem([*self._path, key.value[:60]], f"the same key as {values[value]!r} "
+                                       f"(equal as numbers; line {key.start_mark.line + 1})")
+                    values[value] = key.value[:60]
+        return node
+
+
+_Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+0123456789."))
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
+    """How many values the node stands for once aliases are expanded (each shared node counted
+    every time it is used), stopping early past MAX_VALUES."""
+    if id(node) in memo:
+        return memo[id(node)]
+    memo[id(node)] = MAX_VALUES + 1  # a node reached again while being counted: a cycle
+    if isinstance(node, yaml.SequenceNode):
+        children = node.value
+    elif isinstance(node, yaml.MappingNode):
+        children = [n for pair in node.value for n in pair]
+    else:
+        children = []
+    size = 1
+    for child in children:
+        size += _expanded_size(child, memo)
+        if size > MAX_VALUES:
+            break
+    memo[id(node)] = size
+    return size
+
+
+def parse_yaml(text: str, where: str) -> Any:
+    """YAML text -> Python values under the rules above; ScenarioError(where, key path, reason)."""
+    documents = _parse(text, where, multi=False)
+    return documents[0] if documents else None
+
+
+def _parse(text: str, where: str, multi: bool) -> list:
+    """The documents of a YAML text (at most one unless `multi`), each checked as above."""
+    loader = _Loader(text)
+
+    def nodes():
+        if multi:
+            while loader.check_node():
+                yield loader.get_node()
+        elif (node := loader.get_single_node()) is not None:
+            yield node
+
+    try:
+        documents = []
+        for node in nodes():
+            if _expanded_size(node, {}) > MAX_VALUES:
+                raise ScenarioError(where, "", f"expands to more than {MAX_VALUES:,} values (aliases repeated too often)")
+            documents.append(loader.construct_document(node))
+        return documents
+    except _Problem as exc:
+        raise ScenarioError(where, exc.key, exc.reason) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f"line {mark.line + 1}" if mark else ""
+        problem = short(getattr(exc, "problem", None) or str(exc), 200)[1:-1]
+        kind = "YAML tag not allowed" if isinstance(exc, yaml.constructor.ConstructorError) else "YAML syntax error"
+        raise ScenarioError(where, line, f"{kind}: {problem}") from None
+    except (ValueError, RecursionError) as exc:  # e.g. an integer of more than 4300 digits
+        raise ScenarioError(where, "", f"YAML value not readable: {short(str(exc), 120)[1:-1]}") from None
+    finally:
+        loader.dispose()
+
+
+def load_yaml_documents(path: str | Path, where: str | None = None) -> list:
+    """Every document of a multi-document YAML file (a run's scenario.resolved.yaml, one per
+    point, can exceed MAX_YAML_BYTES: the general file limit applies)."""
+    where = where or str(path)
+    return _parse(read_text(path, where), where, multi=True)
+
+
+def load_yaml(path: str | Path, where: str | None = None) -> Any:
+    """A YAML file's contents (None when empty)."""
+    where = where or str(path)
+    return parse_yaml(read_text(path, where, MAX_YAML_BYTES), where)
