@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pandas as pd
 from pydantic import TypeAdapter, ValidationError
-from tqdm import tqdm
 
 from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE, is_draft_key
@@ -33,6 +32,7 @@ from mtpsim.run_table import format_table, legend, limits_note, prefix_note, tra
 from mtpsim.runfolder import claimed, concat, mark_complete, plot_run, write_run
 from mtpsim.schema import MAX_SEEDS, Seeds
 from mtpsim.sim import simulate
+from mtpsim.sim.progress import progress_bar
 
 __all__ = ["format_table", "run_points", "run_scenario"]  # format_table: notebooks print the table as run does
 
@@ -106,7 +106,7 @@ def _map(tasks, jobs: int, progress: bool, keep_passes: bool, backend: str = "po
     point to fail stops the rest, and its error reaches the caller as raised, after the progress
     bar's line."""
     # None: tqdm's own rule, a bar only on a terminal (a log or a pipe gets no carriage-return noise)
-    bar = tqdm(total=len(tasks), desc="simulating", unit="run", disable=True if not progress or len(tasks) <= 2 else None)
+    bar = progress_bar(len(tasks), True if not progress or len(tasks) <= 2 else None, desc="simulating", unit="run")
     out = []
     try:
         if backend == "ray":
