@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import yaml
 
 from mtpsim.errors import ScenarioError, short
+from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
 from mtpsim.outputs import writing  # noqa: F401 (callers of mtpsim.files.writing keep working)
 
 MAX_FILE_BYTES = 512 * 2**20   # the largest file read (a 1M-request trace is ~25 MB)

@@ -1,7 +1,9 @@
-"""Records -> DataFrames -> summary.
+"""Records -> rows -> summary (and DataFrames on request).
 
-The engine appends flat rows; this module turns them into `requests`, `iterations` and `passes`
-DataFrames and one summary row. Iteration rows stop being kept past `max_iteration_rows`
+The engine appends flat rows; this module keeps them in a Results with one summary row, and
+builds the `requests`, `iterations`, `passes` and `summary` DataFrames when first read (pandas,
+with pyarrow ~0.2-0.3 s to import, loads then: `mtpsim run` writes the rows as CSV without
+it). Iteration rows stop being kept past `max_iteration_rows`
 (memory stays flat in the token count); totals by pass kind keep counting all of them. Request
 rows stop being kept past `max_request_rows` (memory flat in the request count): every request
 still streams into `RequestStats`, whose sums are exact and whose percentiles come from log
@@ -11,9 +13,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
+from operator import itemgetter
 
 import numpy as np
-import pandas as pd
 
 # GPU seconds per pass kind, one column each in iterations.csv (plain decoding's one pass counts
 # as verify), then the host time the overlap did not hide: the one home of these names
@@ -225,17 +228,37 @@ class Records:
         return self.stats.n > len(self.requests)
 
 
-@dataclass
 class Results:
-    """A run's records as DataFrames, and its summary row."""
+    """A run's records as rows (tuples in REQUEST_COLUMNS, ITERATION_COLUMNS, PASS_COLUMNS order;
+    requests by id, passes by start), its accept counts and its summary `row`; the same as
+    DataFrames, each built on first read."""
 
-    requests: pd.DataFrame
-    iterations: pd.DataFrame
-    passes: pd.DataFrame
-    accept_counts: np.ndarray
-    summary: pd.DataFrame
-    iterations_truncated: bool = False
-    requests_truncated: bool = False
+    def __init__(self, request_rows: list, iteration_rows: list, pass_rows: list, accept_counts: np.ndarray,
+                 row: dict, iterations_truncated: bool = False, requests_truncated: bool = False):
+        self.request_rows, self.iteration_rows, self.pass_rows = request_rows, iteration_rows, pass_rows
+        self.accept_counts, self.row = accept_counts, row
+        self.iterations_truncated, self.requests_truncated = iterations_truncated, requests_truncated
+
+    @cached_property
+    def requests(self):
+        import pandas as pd
+        return pd.DataFrame(self.request_rows, columns=REQUEST_COLUMNS)
+
+    @cached_property
+    def iterations(self):
+        import pandas as pd
+        return pd.DataFrame(self.iteration_rows, columns=ITERATION_COLUMNS)
+
+    @cached_property
+    def passes(self):
+        import pandas as pd
+        return pd.DataFrame(self.pass_rows, columns=PASS_COLUMNS)
+
+    @cached_property
+    def summary(self):
+        """The summary row as a one-row DataFrame."""
+        import pandas as pd
+        return pd.DataFrame([self.row])
 
 
 def limits_row(records: Records, max_running: int, capped: int, kv_full: int, max_graph_batch: int | None) -> dict:
@@ -252,11 +275,10 @@ def limits_row(records: Records, max_running: int, capped: int, kv_full: int, ma
 
 
 def to_results(records: Records, identity: dict, max_kv_tokens: int, sim_wall_s: float, limits: dict | None = None) -> Results:
-    requests = pd.DataFrame(records.requests, columns=REQUEST_COLUMNS).sort_values("request_id", ignore_index=True)
-    iterations = pd.DataFrame(records.iterations, columns=ITERATION_COLUMNS)
+    requests = sorted(records.requests, key=itemgetter(0))  # by request_id
     ended = sorted(records.passes, key=lambda row: row[-1])  # stable: a replica's passes keep their order
-    passes = pd.DataFrame([row[:-1] for row in ended], columns=PASS_COLUMNS)
-    latency = summarize_stats(records.stats, records) if records.requests_truncated else summarize(requests, records)
+    latency = summarize_stats(records.stats, records) if records.requests_truncated else \
+        summarize(dict(zip(REQUEST_COLUMNS, columns(requests, len(REQUEST_COLUMNS)))), records)
     row = {**identity, **latency, **time_shares(records), "max_kv_tokens": max_kv_tokens,
            "requests_kept": len(records.requests), "requests_total": records.stats.n,
            "iterations_kept": len(records.iterations), "iterations_total": records.num_iterations,
@@ -264,14 +286,30 @@ def to_results(records: Records, identity: dict, max_kv_tokens: int, sim_wall_s:
            "verify_width": records.verified_tokens / records.verify_rows if records.verify_rows else float("nan"),
            **(limits or {}),
            "sim_wall_s": sim_wall_s}
-    return Results(requests, iterations, passes, records.accept_counts.copy(), pd.DataFrame([row]),
+    return Results(requests, list(records.iterations), [r[:-1] for r in ended], records.accept_counts.copy(), row,
                    records.iterations_truncated, records.requests_truncated)
 
 
-def summarize(req: pd.DataFrame, records: Records) -> dict:
-    """Throughput, latency and accept length of one run, from every request's row, as
-    sglang.bench_serving and vllm bench serve define them (docs/metrics.md says where each is
-    defined and where they differ).
+def columns(rows: list[tuple], width: int) -> list[np.ndarray]:
+    """Rows of `width` numbers -> one array per column, typed as a DataFrame of the rows types them
+    (int64 where every value is an int, else float64)."""
+    return [np.array(col) for col in zip(*rows)] if rows else [np.zeros(0) for _ in range(width)]
+
+
+def _quantile(values: np.ndarray, q: float) -> float:
+    """pandas' Series.quantile(q) (linear): np.quantile of the values as one row; NaN for none."""
+    return np.quantile(values[None, :], np.array([q]), axis=1)[0, 0] if len(values) else float("nan")
+
+
+def _mean(values: np.ndarray) -> float:
+    """pandas' Series.mean(): the float64 sum over the count; NaN for none."""
+    return values.sum(dtype=np.float64) / np.float64(len(values)) if len(values) else float("nan")
+
+
+def summarize(req, records: Records) -> dict:
+    """Throughput, latency and accept length of one run, from every request's row (`req`: a
+    mapping of REQUEST_COLUMNS to arrays, or a DataFrame of them), as sglang.bench_serving and
+    vllm bench serve define them (docs/metrics.md says where each is defined and where they differ).
 
     tps: output tokens / makespan (first arrival to last finish); total_tps counts input
     tokens too. Per request: TTFT = first token - arrival, E2E = finish - arrival, TPOT =
@@ -280,20 +318,22 @@ def summarize(req: pd.DataFrame, records: Records) -> dict:
     median interactivity). ITL: gaps between one request's streamed chunks (a decode iteration
     streams its accepted tokens as one), over every chunk of every request. accept_length:
     tokens emitted per request per decode iteration. mean_in_flight: sum of E2E / makespan."""
-    decode_tokens = req.output_len - 1
+    arrival, first, finish = (np.asarray(req[c]) for c in ("arrival_s", "first_token_s", "finish_s"))
+    input_len, output_len, iterations = (np.asarray(req[c]) for c in ("input_len", "output_len", "iterations"))
+    decode_tokens = output_len - 1
     has_decode = decode_tokens > 0
-    ttft, e2e = req.first_token_s - req.arrival_s, req.finish_s - req.arrival_s
-    decode_time = req.finish_s - req.first_token_s
+    ttft, e2e = first - arrival, finish - arrival
+    decode_time = finish - first
     tpot = decode_time[has_decode] / decode_tokens[has_decode]
-    makespan = req.finish_s.max() - req.arrival_s.min()
+    makespan = finish.max() - arrival.min()
     per = (lambda x: x / makespan) if makespan > 0 else (lambda x: float("nan"))
     return _columns(
-        tps=per(req.output_len.sum()), per_user_tps=(decode_tokens[has_decode] / decode_time[has_decode]).mean(),
-        ttft=(ttft.quantile(0.5), ttft.quantile(0.99), ttft.mean()),
-        tpot=(tpot.quantile(0.5), tpot.quantile(0.99), tpot.mean()),
-        e2e=(e2e.quantile(0.5), e2e.quantile(0.99), e2e.mean()),
-        accept_length=decode_tokens.sum() / req.iterations.sum() if req.iterations.sum() else float("nan"),
-        total_tps=per((req.input_len + req.output_len).sum()), request_rate=per(len(req)),
+        tps=per(output_len.sum()), per_user_tps=_mean(decode_tokens[has_decode] / decode_time[has_decode]),
+        ttft=(_quantile(ttft, 0.5), _quantile(ttft, 0.99), _mean(ttft)),
+        tpot=(_quantile(tpot, 0.5), _quantile(tpot, 0.99), _mean(tpot)),
+        e2e=(_quantile(e2e, 0.5), _quantile(e2e, 0.99), _mean(e2e)),
+        accept_length=decode_tokens.sum() / iterations.sum() if iterations.sum() else float("nan"),
+        total_tps=per((input_len + output_len).sum()), request_rate=per(len(arrival)),
         itls=records.itl_histograms(), in_flight=per(e2e.sum()))
 
 
@@ -350,14 +390,3 @@ def time_shares(records: Records) -> dict:
 def share_column(time_column: str) -> str:
     """The summary column of a pass-time column's share of busy time: draft_s -> draft_share."""
     return f"{time_column.removesuffix('_s')}_share"
-
-
-def add_speedups(summary: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:
-    """speedup and per_user_speedup of each row over the `none` row with the same baseline key."""
-    base = baseline[["baseline_key", "tps", "per_user_tps"]].rename(
-        columns={"tps": "tps_none", "per_user_tps": "per_user_tps_none"})
-    joined = summary.merge(base, on="baseline_key", how="left")
-    summary = summary.copy()
-    summary["speedup"] = (joined.tps / joined.tps_none).to_numpy()
-    summary["per_user_speedup"] = (joined.per_user_tps / joined.per_user_tps_none).to_numpy()
-    return summary

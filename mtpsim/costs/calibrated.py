@@ -49,7 +49,6 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from mtpsim.costs.layer import LAYER_KINDS, fit_glue
 from mtpsim.costs.ops import AttentionKernel, BatchLens, CoreCounts, Op
@@ -59,6 +58,7 @@ from mtpsim.costs.tables import Table, along_kv, build_tables, interpolate, kv_s
 from mtpsim.costs.wide_ep import wide_ep_time
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, short
+from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
 from mtpsim.specs import HardwareSpec
 
 __all__ = ["CalibratedCosts", "FAMILIES", "Family", "Table"]
