@@ -27,19 +27,27 @@ def missing(v) -> bool:
     return v is None or (isinstance(v, (float, np.floating)) and math.isnan(v))
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+def _sort(t: type) -> str:
+    """A value's type as kind_of reads it."""
+    if issubclass(t, (bool, np.bool_)):
+        return "bool"
+    if issubclass(t, (int, np.integer)):
+        return "int"
+    if issubclass(t, (float, np.floating)):
+        return "float"
+    return "none" if t is type(None) else "other"
 
 
 def kind_of(values: list) -> str:
     """The dtype a DataFrame gives a column of `values`: `bool` (all bools), `int` (all ints),
-    `float` (numbers, or numbers and missing values), else `object`."""
-    present = [v for v in values if not missing(v)]
-    if present and len(present) == len(values) and all(isinstance(v, (bool, np.bool_)) for v in values):
-        return "bool"
-    if present and all(_is_int(v) or isinstance(v, (float, np.floating)) for v in present):
-        return "int" if len(present) == len(values) and all(_is_int(v) for v in values) else "float"
-    return "object" if present or any(v is None for v in values) else "float"
+    `float` (numbers, or numbers and missing values: NaN, None), else `object` (None alone too).
+    Read from the set of the values' types, so a long column costs no Python per value."""
+    sorts = {_sort(t) for t in set(map(type, values))}
+    if sorts == {"bool"} or sorts == {"int"}:
+        return sorts.pop()
+    if sorts and sorts <= {"int", "float", "none"} and sorts != {"none"}:
+        return "float"
+    return "float" if not sorts else "object"
 
 
 @dataclass
@@ -87,11 +95,15 @@ class Table:
 
 def csv_cells(values: list, kind: str) -> list[str]:
     """One column's cells as DataFrame.to_csv writes a column of this kind."""
+    if kind == "int":
+        return list(map(str, values))
     if kind == "float":
-        floats = np.array([math.nan if missing(v) else v for v in values], dtype=np.float64)
+        floats = np.array(values, dtype=np.float64)  # None -> NaN
         cells = floats.astype(str)
         cells[np.isnan(floats)] = ""
         return cells.tolist()
+    if set(map(type, values)) == {str}:
+        return values
     return ["" if missing(v) else str(v) for v in values]
 
 
