@@ -4,7 +4,8 @@ them here. A Table's columns are typed as a DataFrame of the same rows types the
 so that summary.csv and the printed table read as before, byte for byte:
 
 - `write_csv`: DataFrame.to_csv(index=False): ints as written, floats as numpy's str of a
-  float64 (pandas' own conversion), missing values empty, csv's minimal quoting;
+  float64 (pandas' own conversion; Python's repr is the same shortest round-trip text), missing
+  values empty, csv's minimal quoting;
 - `to_string`: DataFrame.to_string(index=False, float_format=...): each column right-justified
   to its widest cell or header (no cell cut), a numeric column's header one space wider,
   columns one space apart.
@@ -66,10 +67,13 @@ class Table:
         return cls(columns, {k: kind_of(v) for k, v in columns.items()})
 
     @classmethod
+    def of_columns(cls, columns: dict[str, list]) -> Table:
+        return cls(columns, {k: kind_of(v) for k, v in columns.items()})
+
+    @classmethod
     def of_tuples(cls, names: list[str], rows: Iterable[tuple]) -> Table:
         rows = list(rows)
-        columns = {k: list(col) for k, col in zip(names, zip(*rows))} if rows else {k: [] for k in names}
-        return cls(columns, {k: kind_of(v) for k, v in columns.items()})
+        return cls.of_columns({k: list(col) for k, col in zip(names, zip(*rows))} if rows else {k: [] for k in names})
 
     @classmethod
     def of_frame(cls, frame) -> Table:
@@ -99,9 +103,10 @@ def csv_cells(values: list, kind: str) -> list[str]:
         return list(map(str, values))
     if kind == "float":
         floats = np.array(values, dtype=np.float64)  # None -> NaN
-        cells = floats.astype(str)
-        cells[np.isnan(floats)] = ""
-        return cells.tolist()
+        cells = list(map(repr, floats.tolist()))  # numpy's str of a float64, digit for digit, and faster
+        for i in np.flatnonzero(np.isnan(floats)).tolist():
+            cells[i] = ""
+        return cells
     if set(map(type, values)) == {str}:
         return values
     return ["" if missing(v) else str(v) for v in values]

@@ -104,10 +104,16 @@ def write_run(path: Path, points: list[sc.Scenario], summary: list[dict], result
 
 
 def labelled(results: list[Results], attr: str, columns: list[str], labels: list[dict]) -> Table:
-    """One of the results' row lists (request_rows, iteration_rows, pass_rows) for all, each row
-    with its result's label columns after its own."""
-    return Table.of_tuples([*columns, *labels[0]], [(*row, *label.values()) for label, r in zip(labels, results)
-                                                    for row in getattr(r, attr)])
+    """One of the results' row lists (request_rows, iteration_rows, pass_rows) for all, as columns,
+    each row with its result's label columns after its own."""
+    table = {name: [] for name in [*columns, *labels[0]]}
+    for label, r in zip(labels, results):
+        rows = getattr(r, attr)
+        for name, column in zip(columns, zip(*rows)):
+            table[name].extend(column)
+        for name, value in label.items():
+            table[name].extend([value] * len(rows))
+    return Table.of_columns(table)
 
 
 def write_csv(frame, path: Path) -> None:
