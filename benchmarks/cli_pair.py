@@ -20,6 +20,17 @@ wall, of `--repeats` interleaved runs (the machine's load moves both alike):
   reference (before 2026-12-02) had no cost lookup; the lookup is a dict read per iteration,
   which moves the reference by well under 1%.
 
+Measured 2026-12-04 on this project's 2-core machine, shared (load 2-3), --repeats 5, the tree
+before the issue-23 pass (79b7394) and after it, one after the other:
+    before   CLI pair 6.15 s, ratio 24.7x, both whole processes 8.96x, import mtpsim.run 1.16 s
+    after    CLI pair 3.72 s, ratio 17.8x, both whole processes 7.98x, import mtpsim.run 0.59 s
+    (CPU time of the pair, 6 alternating runs each, median: user 4.93 s -> 4.19 s)
+The pass: no pandas, pyarrow, tqdm, hfconfig or process pool on the run's path (results keep
+rows; mtpsim/rows.py writes the CSVs and the table as pandas did, byte for byte), the imports
+frozen out of the cyclic collector's scans, less bookkeeping per decode iteration. Where the
+rest goes: benchmarks/sim_phases.py (the two simulations ~70%, of which pricing in costs/ about
+half; import mtpsim.run ~15%: numpy, simpy, pydantic and the schema's models).
+
 Start-up: `python -X importtime -c "import mtpsim.cli"`, `mtpsim --version` as a whole process
 (what every command pays before it runs: building the parser included; target at most 0.2 s),
 and the import time of mtpsim.run (what `mtpsim run` adds: numpy, pandas, pydantic, simpy and

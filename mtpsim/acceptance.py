@@ -24,10 +24,10 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from mtpsim.errors import ScenarioError
 from mtpsim.files import Column, read_csv, read_once
+from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
 from mtpsim.tree import accept_distribution
 
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from mtpsim.errors import ScenarioError, short
+from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
 from mtpsim.textfiles import read_bytes
 
 MAX_ROWS = 5_000_000           # CSV rows

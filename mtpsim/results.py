@@ -1,7 +1,9 @@
-"""Records -> DataFrames -> summary.
+"""Records -> rows -> summary (and DataFrames on request).
 
-The engine appends flat rows; this module turns them into `requests`, `iterations` and `passes`
-DataFrames and one summary row. Iteration rows stop being kept past `max_iteration_rows`
+The engine appends flat rows; this module keeps them in a Results with one summary row, and
+builds the `requests`, `iterations`, `passes` and `summary` DataFrames when first read (pandas,
+with pyarrow ~0.2-0.3 s to import, loads then: `mtpsim run` writes the rows as CSV without
+it). Iteration rows stop being kept past `max_iteration_rows`
 (memory stays flat in the token count); totals by pass kind keep counting all of them. Request
 rows stop being kept past `max_request_rows` (memory flat in the request count): every request
 still streams into `RequestStats`, whose sums are exact and whose percentiles come from log
@@ -11,9 +13,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
+from operator import itemgetter
 
 import numpy as np
-import pandas as pd
+
+from mtpsim.summary_columns import columns, summarize, summarize_stats  # summarize: read from here too
 
 # GPU seconds per pass kind, one column each in iterations.csv (plain decoding's one pass counts
 # as verify), then the host time the overlap did not hide: the one home of these names
@@ -59,7 +64,8 @@ class LogHistogram:
         if not len(values):
             return
         self.n += len(values) if times is None else int(times.sum())
-        self.total += float(np.sum(values)) if times is None else float(np.dot(values, times))
+        # values.sum(): np.sum's own reduction, without its dispatch (an add_many per decode iteration)
+        self.total += float(values.sum()) if times is None else float(np.dot(values, times))
         self._pending.append((values, times))
         self._num_pending += len(values)
         if self._num_pending >= self.FLUSH_VALUES:
@@ -190,7 +196,8 @@ class Records:
         if kind == "decode":
             self.num_decode_iterations += 1
             self.decode_batch_sum += batch
-            self.max_decode_batch = max(self.max_decode_batch, batch)
+            if batch > self.max_decode_batch:
+                self.max_decode_batch = batch
         for key in PASS_TIME_COLUMNS:
             self.totals[key] += times[key]
         self.totals[HOST_COLUMN] += host_s
@@ -223,17 +230,37 @@ class Records:
         return self.stats.n > len(self.requests)
 
 
-@dataclass
 class Results:
-    """A run's records as DataFrames, and its summary row."""
+    """A run's records as rows (tuples in REQUEST_COLUMNS, ITERATION_COLUMNS, PASS_COLUMNS order;
+    requests by id, passes by start), its accept counts and its summary `row`; the same as
+    DataFrames, each built on first read."""
 
-    requests: pd.DataFrame
-    iterations: pd.DataFrame
-    passes: pd.DataFrame
-    accept_counts: np.ndarray
-    summary: pd.DataFrame
-    iterations_truncated: bool = False
-    requests_truncated: bool = False
+    def __init__(self, request_rows: list, iteration_rows: list, pass_rows: list, accept_counts: np.ndarray,
+                 row: dict, iterations_truncated: bool = False, requests_truncated: bool = False):
+        self.request_rows, self.iteration_rows, self.pass_rows = request_rows, iteration_rows, pass_rows
+        self.accept_counts, self.row = accept_counts, row
+        self.iterations_truncated, self.requests_truncated = iterations_truncated, requests_truncated
+
+    @cached_property
+    def requests(self):
+        import pandas as pd
+        return pd.DataFrame(self.request_rows, columns=REQUEST_COLUMNS)
+
+    @cached_property
+    def iterations(self):
+        import pandas as pd
+        return pd.DataFrame(self.iteration_rows, columns=ITERATION_COLUMNS)
+
+    @cached_property
+    def passes(self):
+        import pandas as pd
+        return pd.DataFrame(self.pass_rows, columns=PASS_COLUMNS)
+
+    @cached_property
+    def summary(self):
+        """The summary row as a one-row DataFrame."""
+        import pandas as pd
+        return pd.DataFrame([self.row])
 
 
 def limits_row(records: Records, max_running: int, capped: int, kv_full: int, max_graph_batch: int | None) -> dict:
@@ -250,11 +277,10 @@ def limits_row(records: Records, max_running: int, capped: int, kv_full: int, ma
 
 
 def to_results(records: Records, identity: dict, max_kv_tokens: int, sim_wall_s: float, limits: dict | None = None) -> Results:
-    requests = pd.DataFrame(records.requests, columns=REQUEST_COLUMNS).sort_values("request_id", ignore_index=True)
-    iterations = pd.DataFrame(records.iterations, columns=ITERATION_COLUMNS)
+    requests = sorted(records.requests, key=itemgetter(0))  # by request_id
     ended = sorted(records.passes, key=lambda row: row[-1])  # stable: a replica's passes keep their order
-    passes = pd.DataFrame([row[:-1] for row in ended], columns=PASS_COLUMNS)
-    latency = summarize_stats(records.stats, records) if records.requests_truncated else summarize(requests, records)
+    latency = summarize_stats(records.stats, records) if records.requests_truncated else \
+        summarize(dict(zip(REQUEST_COLUMNS, columns(requests, len(REQUEST_COLUMNS)))), records)
     row = {**identity, **latency, **time_shares(records), "max_kv_tokens": max_kv_tokens,
            "requests_kept": len(records.requests), "requests_total": records.stats.n,
            "iterations_kept": len(records.iterations), "iterations_total": records.num_iterations,
@@ -262,80 +288,8 @@ def to_results(records: Records, identity: dict, max_kv_tokens: int, sim_wall_s:
            "verify_width": records.verified_tokens / records.verify_rows if records.verify_rows else float("nan"),
            **(limits or {}),
            "sim_wall_s": sim_wall_s}
-    return Results(requests, iterations, passes, records.accept_counts.copy(), pd.DataFrame([row]),
+    return Results(requests, list(records.iterations), [r[:-1] for r in ended], records.accept_counts.copy(), row,
                    records.iterations_truncated, records.requests_truncated)
-
-
-def summarize(req: pd.DataFrame, records: Records) -> dict:
-    """Throughput, latency and accept length of one run, from every request's row, as
-    sglang.bench_serving and vllm bench serve define them (docs/metrics.md says where each is
-    defined and where they differ).
-
-    tps: output tokens / makespan (first arrival to last finish); total_tps counts input
-    tokens too. Per request: TTFT = first token - arrival, E2E = finish - arrival, TPOT =
-    (E2E - TTFT) / (output - 1) over requests of more than one token; their mean, p50 and p99
-    over requests. per_user_tps: mean of 1 / TPOT. interactivity: 1 / TPOT p50 (InferenceX's
-    median interactivity). ITL: gaps between one request's streamed chunks (a decode iteration
-    streams its accepted tokens as one), over every chunk of every request. accept_length:
-    tokens emitted per request per decode iteration. mean_in_flight: sum of E2E / makespan."""
-    decode_tokens = req.output_len - 1
-    has_decode = decode_tokens > 0
-    ttft, e2e = req.first_token_s - req.arrival_s, req.finish_s - req.arrival_s
-    decode_time = req.finish_s - req.first_token_s
-    tpot = decode_time[has_decode] / decode_tokens[has_decode]
-    makespan = req.finish_s.max() - req.arrival_s.min()
-    per = (lambda x: x / makespan) if makespan > 0 else (lambda x: float("nan"))
-    return _columns(
-        tps=per(req.output_len.sum()), per_user_tps=(decode_tokens[has_decode] / decode_time[has_decode]).mean(),
-        ttft=(ttft.quantile(0.5), ttft.quantile(0.99), ttft.mean()),
-        tpot=(tpot.quantile(0.5), tpot.quantile(0.99), tpot.mean()),
-        e2e=(e2e.quantile(0.5), e2e.quantile(0.99), e2e.mean()),
-        accept_length=decode_tokens.sum() / req.iterations.sum() if req.iterations.sum() else float("nan"),
-        total_tps=per((req.input_len + req.output_len).sum()), request_rate=per(len(req)),
-        itls=records.itl_histograms(), in_flight=per(e2e.sum()))
-
-
-def summarize_stats(st: RequestStats, records: Records) -> dict:
-    """`summarize` from the streamed sums, for runs whose request rows were not all kept: the same
-    columns, means and ratios exact, p50/p99 the histograms' (LogHistogram.RELATIVE_ERROR of the
-    lower order statistic; p99 is marked `_s` like the exact ones)."""
-    nan = float("nan")
-    makespan = st.last_finish_s - st.first_arrival_s
-    per = (lambda x: x / makespan) if makespan > 0 else (lambda x: nan)
-    mean = (lambda h: h.total / h.n if h.n else nan)
-    return _columns(
-        tps=per(st.output_tokens), per_user_tps=st.per_user_tps_sum / st.num_decoding if st.num_decoding else nan,
-        ttft=(st.ttft.quantile(0.5), st.ttft.quantile(0.99), mean(st.ttft)),
-        tpot=(st.tpot.quantile(0.5), st.tpot.quantile(0.99), mean(st.tpot)),
-        e2e=(st.e2e.quantile(0.5), st.e2e.quantile(0.99), st.e2e_sum_s / st.n if st.n else nan),
-        accept_length=st.decode_tokens / st.iterations if st.iterations else nan,
-        total_tps=per(st.input_tokens + st.output_tokens), request_rate=per(st.n),
-        itls=records.itl_histograms(), in_flight=per(st.e2e_sum_s))
-
-
-def _columns(*, tps, per_user_tps, ttft, tpot, e2e, accept_length, total_tps, request_rate, itls: tuple,
-             in_flight) -> dict:
-    """The summary's latency and throughput columns, in their order (the first eight as they
-    were before docs/metrics.md; what the engines' benchmarks print besides them after)."""
-    nan = float("nan")
-    itl, itl_token = itls  # per streamed chunk, per token
-    return {
-        "tps": tps, "per_user_tps": per_user_tps, "ttft_p50_s": ttft[0], "ttft_p99_s": ttft[1],
-        "tpot_p50_s": tpot[0], "tpot_p99_s": tpot[1], "e2e_mean_s": e2e[2], "accept_length": accept_length,
-        "total_tps": total_tps, "request_rate_per_s": request_rate, "ttft_mean_s": ttft[2], "tpot_mean_s": tpot[2],
-        "e2e_p50_s": e2e[0], "e2e_p99_s": e2e[1],
-        "itl_mean_s": itl.total / itl.n if itl.n else nan, "itl_p50_s": itl.quantile(0.5), "itl_p99_s": itl.quantile(0.99),
-        "interactivity": 1 / tpot[0] if tpot[0] > 0 else nan, "mean_in_flight": in_flight,
-        **_token_itl(itl_token),
-    }
-
-
-def _token_itl(h: LogHistogram) -> dict:
-    """ITL per token as SGLang's native bench_serving backend records it: each chunk's gap
-    divided by its tokens, one entry per token."""
-    nan = float("nan")
-    return {"itl_token_mean_s": h.total / h.n if h.n else nan, "itl_token_p50_s": h.quantile(0.5),
-            "itl_token_p99_s": h.quantile(0.99)}
 
 
 def time_shares(records: Records) -> dict:
@@ -348,14 +302,3 @@ def time_shares(records: Records) -> dict:
 def share_column(time_column: str) -> str:
     """The summary column of a pass-time column's share of busy time: draft_s -> draft_share."""
     return f"{time_column.removesuffix('_s')}_share"
-
-
-def add_speedups(summary: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:
-    """speedup and per_user_speedup of each row over the `none` row with the same baseline key."""
-    base = baseline[["baseline_key", "tps", "per_user_tps"]].rename(
-        columns={"tps": "tps_none", "per_user_tps": "per_user_tps_none"})
-    joined = summary.merge(base, on="baseline_key", how="left")
-    summary = summary.copy()
-    summary["speedup"] = (joined.tps / joined.tps_none).to_numpy()
-    summary["per_user_speedup"] = (joined.per_user_tps / joined.per_user_tps_none).to_numpy()
-    return summary

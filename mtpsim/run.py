@@ -17,24 +17,22 @@ import importlib.util
 import json
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-import pandas as pd
+import numpy as np
 from pydantic import TypeAdapter, ValidationError
-from tqdm import tqdm
 
 from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE, is_draft_key
 from mtpsim.errors import ScenarioError, whole_number
-from mtpsim.intervals import seed_intervals
-from mtpsim.results import LogHistogram, Results, add_speedups
+from mtpsim.results import LogHistogram, Results
 from mtpsim.run_table import format_table, legend, limits_note, prefix_note, trace_note
 from mtpsim.runfolder import claimed, concat, mark_complete, plot_run, write_run
 from mtpsim.schema import MAX_SEEDS, Seeds
 from mtpsim.sim import simulate
+from mtpsim.sim.progress import progress_bar
 
-__all__ = ["format_table", "run_points", "run_scenario"]  # format_table: notebooks print the table as run does
+__all__ = ["format_table", "run_points", "run_rows", "run_scenario"]  # format_table: notebooks print the table as run does
 
 SEEDS = TypeAdapter(Seeds)
 BASELINE_FREE = {"name", "question", "speculative", "acceptance", "sweep", "verify", "model"}
@@ -61,11 +59,22 @@ def replicates(s: sc.Scenario) -> list[sc.Scenario]:
 
 
 def run_points(points: list[sc.Scenario], jobs: int = 1, progress: bool = True, keep_passes: bool = False,
-               backend: str = "pool", address: str | None = None) -> tuple[pd.DataFrame, list[Results]]:
+               backend: str = "pool", address: str | None = None):
     """Simulate each point (once per seed) and the baselines it needs, each baseline on the same
     seed as the runs it is the baseline of. Returns (summary, results per point run, point-major
     then seed). backend: `pool` (processes on this machine) or `ray` (tasks on a Ray cluster at
-    `address`, else a local one): the same summary either way."""
+    `address`, else a local one): the same summary either way. The summary is run_rows' rows
+    as a DataFrame."""
+    import pandas as pd
+    rows, results = run_rows(points, jobs, progress, keep_passes, backend, address)
+    return pd.DataFrame(rows), results
+
+
+def run_rows(points: list[sc.Scenario], jobs: int = 1, progress: bool = True, keep_passes: bool = False,
+             backend: str = "pool", address: str | None = None) -> tuple[list[dict], list[Results]]:
+    """run_points' summary as rows (dicts): each run's summary row with its `point` (-1: a
+    baseline no point is), pricing and engine (and seed and comparison group over seeds), then
+    its speedups; points first, then the baselines run for them."""
     groups: dict[str, int] = {}  # baseline key of a point's first seed -> its comparison group
     group_of = [groups.setdefault(baseline_key(s), len(groups)) for s in points]
     runs = [(i, r, baseline_key(r)) for i, s in enumerate(points) for r in replicates(s)]
@@ -81,21 +90,38 @@ def run_points(points: list[sc.Scenario], jobs: int = 1, progress: bool = True, 
     labels = [(i, group_of[i]) for i, _, _ in runs] + [(-1, g) for _, _, g in extra]
     replicated = any(s.seeds > 1 for s in points)
     rows = []
-    for s, r, key, (point, group) in zip(tasks, results, keys, labels):
-        row = r.summary.assign(point=point, baseline_key=key,
-                               pricing=s.specs.pricing, engine=s.specs.engine.name)
-        rows.append(row.assign(seed=s.seed, baseline=group) if replicated else row)
-    summary = pd.concat(rows, ignore_index=True)
-    base = summary[summary.design == BASELINE].drop_duplicates("baseline_key")
-    summary = add_speedups(summary, base).drop(columns="baseline_key")
-    point_rows = summary[summary.point >= 0]
-    extra_rows = summary[(summary.point < 0)]
-    return pd.concat([point_rows, extra_rows], ignore_index=True), results[: len(runs)]
+    for s, r, (point, group) in zip(tasks, results, labels):
+        row = {**r.row, "point": point, "pricing": s.specs.pricing, "engine": s.specs.engine.name}
+        rows.append({**row, "seed": s.seed, "baseline": group} if replicated else row)
+    rows = with_speedups(rows, keys)
+    return [r for r in rows if r["point"] >= 0] + [r for r in rows if r["point"] < 0], results[: len(runs)]
 
 
-def interval_summary(summary: pd.DataFrame) -> pd.DataFrame:
-    """summary_ci.csv: a replicated run's per-seed summary -> one row per point and per baseline
-    (points first), with means, 95% intervals and the `overlaps` flag (intervals.seed_intervals)."""
+def with_speedups(rows: list[dict], keys: list[str]) -> list[dict]:
+    """speedup and per_user_speedup of each row over the first `none` row of its baseline key
+    (NaN where there is none), divided as float64 columns divide."""
+    base: dict[str, dict] = {}
+    for row, key in zip(rows, keys):
+        if row["design"] == BASELINE:
+            base.setdefault(key, row)
+    nan = float("nan")
+    out = []
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for row, key in zip(rows, keys):
+            b = base.get(key, {})
+            out.append({**row, "speedup": np.float64(row["tps"]) / np.float64(b.get("tps", nan)),
+                        "per_user_speedup": np.float64(row["per_user_tps"]) / np.float64(b.get("per_user_tps", nan))})
+    return out
+
+
+def interval_summary(summary):
+    """summary_ci.csv: a replicated run's per-seed summary (a DataFrame, or rows) -> one row per
+    point and per baseline (points first), with means, 95% intervals and the `overlaps` flag
+    (intervals.seed_intervals)."""
+    import pandas as pd
+
+    from mtpsim.intervals import seed_intervals
+    summary = pd.DataFrame(summary) if isinstance(summary, list) else summary
     unit = summary.point.astype(str).where(summary.point >= 0, "baseline " + summary.baseline.astype(str))
     return seed_intervals(summary.assign(unit=unit), "unit", "baseline").drop(columns="unit")
 
@@ -106,7 +132,7 @@ def _map(tasks, jobs: int, progress: bool, keep_passes: bool, backend: str = "po
     point to fail stops the rest, and its error reaches the caller as raised, after the progress
     bar's line."""
     # None: tqdm's own rule, a bar only on a terminal (a log or a pipe gets no carriage-return noise)
-    bar = tqdm(total=len(tasks), desc="simulating", unit="run", disable=True if not progress or len(tasks) <= 2 else None)
+    bar = progress_bar(len(tasks), True if not progress or len(tasks) <= 2 else None, desc="simulating", unit="run")
     out = []
     try:
         if backend == "ray":
@@ -117,6 +143,7 @@ def _map(tasks, jobs: int, progress: bool, keep_passes: bool, backend: str = "po
                 out.append(simulate(s, keep_passes=keep_passes, progress=progress and bar.disable))
                 bar.update()
             return out
+        from concurrent.futures import ProcessPoolExecutor  # here: ~0.03-0.09 s of imports a two-run pair never uses
         pool = ProcessPoolExecutor(max_workers=jobs)
         try:
             futures = [pool.submit(simulate, s, keep_passes=keep_passes) for s in tasks]
@@ -168,9 +195,10 @@ def _whole(text: str) -> int:
 
 def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, plot: bool = False,
                  trace: bool = False, seeds: str | int | None = None, backend: str = "pool",
-                 address: str | None = None) -> tuple[Path, pd.DataFrame]:
+                 address: str | None = None) -> tuple[Path, list[dict]]:
     """Load, simulate, print, write (plots and trace.json on request). Returns the run folder and
-    the summary (per seed when the points run over several)."""
+    the summary rows (per seed when the points run over several; run_rows). Nothing on this path
+    imports pandas unless seeds, a trace or plots ask for it."""
     if address and backend != "ray":
         raise ScenarioError("--address", "", "names a Ray cluster: use it with --backend ray")
     if backend == "ray" and importlib.util.find_spec("ray") is None:
@@ -178,17 +206,19 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
     points = with_seeds(sc.load(path, sets), seeds)
     with claimed(points[0].name, out) as folder:  # a failed run gives the folder back
         started = time.perf_counter()
-        summary, results = run_points(points, jobs or default_jobs(len(points)), keep_passes=trace,
-                                      backend=backend, address=address)
+        summary, results = run_rows(points, jobs or default_jobs(len(points)), keep_passes=trace,
+                                    backend=backend, address=address)
         labels = run_labels(points)
         replicated = "seed" in labels[0]
         intervals = interval_summary(summary) if replicated else None
         write_run(folder, points, summary, results, labels, intervals)
         if trace:  # one timeline per point: its first seed's
+            import pandas as pd
+
             from mtpsim.trace import write_trace
             first = [r for j, r in enumerate(results) if j == 0 or labels[j - 1]["point"] != labels[j]["point"]]
             write_trace(folder / "trace.json", concat(first, "passes", [{"point": i} for i in range(len(points))]),
-                        summary)
+                        pd.DataFrame(summary))
         mark_complete(folder)
         if plot:
             plot_run(folder, points)
@@ -203,15 +233,18 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
         print(format_table(intervals) + "\n\n" + legend(intervals))
     else:
         print(format_table(summary))
-    if "pools" in summary:  # a disaggregated deployment: per pool, and the KV transfer
+    if any("pools" in row for row in summary):  # a disaggregated deployment: per pool, and the KV transfer
+        import pandas as pd
+
         from mtpsim.sim.disagg import pools_table
-        print("\n" + pools_table(summary))
-    note = limits_note(summary if not replicated else summary[summary.seed == summary.seed.min()], points)
+        print("\n" + pools_table(pd.DataFrame(summary)))
+    note = limits_note(summary if not replicated else [r for r in summary if r["seed"] == min(r["seed"] for r in summary)],
+                       points)
     if note:
         print("\n" + note)
     if s.workload.arrival == "trace":
-        print("\n" + trace_note(summary.iloc[0], s))
-    if "prefix_hit_rate" in summary:
+        print("\n" + trace_note(summary[0], s))
+    if any("prefix_hit_rate" in row for row in summary):
         print("\n" + prefix_note(summary))
     if any(r.iterations_truncated for r in results):
         print("\n(iterations.csv keeps the first rows of very long runs; the summary counts every iteration)")

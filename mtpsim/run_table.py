@@ -1,12 +1,15 @@
 """What `mtpsim run` prints: the summary as one table (`format_table`), and the lines under it
 for limits that bound a row, a replayed trace, a prefix cache and a replicated run's intervals.
+The summary comes as rows (dicts, what run_rows gives) or as a DataFrame; the table is the one
+pandas' to_string printed, made without pandas (mtpsim/rows.py).
 """
 from __future__ import annotations
 
-import pandas as pd
+import math
 
 from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE
+from mtpsim.rows import Table, missing, to_string
 
 TABLE = {"design": "design", "steps": "S", "policy": "policy", "concurrency": "conc", "rate_per_s": "rate/s", "tps": "TPS",
          "per_user_tps": "user TPS", "ttft_p50_s": "TTFT p50 ms", "ttft_p99_s": "TTFT p99 ms",
@@ -16,67 +19,75 @@ TABLE = {"design": "design", "steps": "S", "policy": "policy", "concurrency": "c
          "prefill_share": "prefill%", "host_share": "host%", "bound_by": "bound"}
 
 
-def format_table(summary: pd.DataFrame) -> str:
+def format_table(summary) -> str:
     """The run's table; swept keys the fixed columns do not show get a column of their own. A
     replicated run's interval summary (summary_ci.csv's rows) shows TPS, per-user TPS and speedup
     as mean ± half-width, and `~` after a TPS whose interval overlaps another design's at the
-    same load (see legend())."""
+    same load (see legend()). `summary`: rows (dicts) or a DataFrame."""
+    table = Table.of_rows(summary) if isinstance(summary, list) else Table.of_frame(summary)
     shown = {"workload.concurrency", "speculative.steps", "speculative.design", "workload.rate_per_s",
              "speculative.policy"}
-    swept = [c for c in summary.columns if "." in c and c not in shown]
-    df = summary[[c for c in TABLE if c in summary.columns] + swept].copy()
-    df = df.rename(columns={c: c.split(".")[-1] for c in swept})
+    swept = [c for c in table.columns if "." in c and c not in shown]
+    df = Table({c: table.columns[c] for c in [c for c in TABLE if c in table.columns] + swept},
+               {c: table.kinds[c] for c in [c for c in TABLE if c in table.columns] + swept})
+    df.rename({c: c.split(".")[-1] for c in swept})
     for load in ("concurrency", "rate_per_s"):  # closed loads have a concurrency, open ones a rate
-        if load not in df:
+        if load not in df.columns:
             continue
-        if df[load].isna().all():
-            df = df.drop(columns=load)
-        elif df[load].isna().any():  # both kinds in one run: each row shows its own
-            df[load] = [_number(v) if pd.notna(v) else "" for v in df[load]]
-    if "policy" in df:  # adaptive runs name their table; fixed-steps rows leave it blank
-        df["policy"] = df.policy.fillna("")
-    if "verify_width" in df and (df.verify_width.fillna(1) % 1 == 0).all():
-        df = df.drop(columns="verify_width")  # fixed widths (S + 1, or 1 plain): nothing a ragged rule changed
-    if "bound_by" in df and not df.bound_by.fillna("").astype(bool).any():
-        df = df.drop(columns="bound_by")  # no limit bound: nothing to mark
-    elif "bound_by" in df:
-        df["bound_by"] = df.bound_by.fillna("")
-    for col in df.columns:
+        values = df.columns[load]
+        if all(missing(v) for v in values):
+            df.drop(load)
+        elif any(missing(v) for v in values):  # both kinds in one run: each row shows its own
+            df.set(load, [_number(v) if not missing(v) else "" for v in values], "object")
+    if "policy" in df.columns:  # adaptive runs name their table; fixed-steps rows leave it blank
+        df.set("policy", _filled(df.columns["policy"]), "object")
+    if "verify_width" in df.columns and all((1 if missing(v) else v) % 1 == 0 for v in df.columns["verify_width"]):
+        df.drop("verify_width")  # fixed widths (S + 1, or 1 plain): nothing a ragged rule changed
+    if "bound_by" in df.columns and not any(_filled(df.columns["bound_by"])):
+        df.drop("bound_by")  # no limit bound: nothing to mark
+    elif "bound_by" in df.columns:
+        df.set("bound_by", _filled(df.columns["bound_by"]), "object")
+    for col in list(df.columns):
         if col.endswith("_s") and not col.endswith("_per_s"):  # seconds shown as ms; rates as they are
-            df[col] = df[col] * 1e3
+            df.set(col, [v * 1e3 for v in df.columns[col]], "float")
         if col.endswith("_share"):
-            df[col] = df[col] * 100
-    if "tps_ci_half" in summary:
+            df.set(col, [v * 100 for v in df.columns[col]], "float")
+    if "tps_ci_half" in table.columns:
         for col in ("tps", "per_user_tps", "speedup"):
-            df[col] = [f"{_number(m)} ± {_number(h)}" for m, h in zip(summary[col], summary[f"{col}_ci_half"])]
-        df["tps"] = [f"{v} {'~' if o else ' '}" for v, o in zip(df.tps, summary.overlaps)]
-    df = df.rename(columns=TABLE)
-    return df.to_string(index=False, float_format=_number)
+            df.set(col, [f"{_number(m)} ± {_number(h)}" for m, h in zip(table.columns[col], table.columns[f"{col}_ci_half"])],
+                   "object")
+        df.set("tps", [f"{v} {'~' if o else ' '}" for v, o in zip(df.columns["tps"], table.columns["overlaps"])], "object")
+    df.rename(TABLE)
+    return to_string(df, _number)
 
 
-def limits_note(summary: pd.DataFrame, points: list[sc.Scenario]) -> str:
+def _filled(values: list) -> list:
+    """fillna(""): missing cells as empty text."""
+    return ["" if missing(v) else v for v in values]
+
+
+def limits_note(summary: list[dict], points: list[sc.Scenario]) -> str:
     """Lines under the table for each limit that bound a row (`bound` column): the running-request
     cap (and the engine rule that set it, if one did), the KV budget, batches past the CUDA graphs."""
-    if "bound_by" not in summary:
-        return ""
-    rows = summary[summary.bound_by.fillna("").astype(bool)]
     lines = []
-    for _, row in rows.iterrows():
-        s = points[int(row.point)] if row.point >= 0 else points[0]
-        load = f"conc {row.concurrency:g}" if pd.isna(row.rate_per_s) else f"{row.rate_per_s:g} req/s"
-        where = f"{row.design} S={row.steps} at {load}"
-        if row.capped_iterations:
+    for row in summary:
+        if missing(row.get("bound_by")) or not row["bound_by"]:
+            continue
+        s = points[int(row["point"])] if row["point"] >= 0 else points[0]
+        load = f"conc {row['concurrency']:g}" if missing(row["rate_per_s"]) else f"{row['rate_per_s']:g} req/s"
+        where = f"{row['design']} S={row['steps']} at {load}"
+        if row["capped_iterations"]:
             e = s.specs.engine
-            origin = "engine.max_running_requests" if s.engine.max_running_requests is not None or row.design == BASELINE \
+            origin = "engine.max_running_requests" if s.engine.max_running_requests is not None or row["design"] == BASELINE \
                 else (f"{e.name} {e.version}'s cap under speculative decoding (rule spec_running_cap)"
                       if e.speculative_max_running_requests is not None else "the default cap")
-            lines.append(f"cap {row.max_running:g}: {where}: at most {row.max_batch:g} requests ran at once (mean "
-                         f"{row.mean_running:.1f}) while more waited, in {row.capped_iterations:g} iterations; "
+            lines.append(f"cap {row['max_running']:g}: {where}: at most {row['max_batch']:g} requests ran at once (mean "
+                         f"{row['mean_running']:.1f}) while more waited, in {row['capped_iterations']:g} iterations; "
                          f"set by {origin}")
-        if row.kv_full_iterations:
-            lines.append(f"KV: {where}: the KV budget turned waiting requests away in {row.kv_full_iterations:g} iterations")
-        if row.eager_share:
-            lines.append(f"eager: {where}: {row.eager_share:.0%} of decode iterations ran past the largest CUDA graph "
+        if row["kv_full_iterations"]:
+            lines.append(f"KV: {where}: the KV budget turned waiting requests away in {row['kv_full_iterations']:g} iterations")
+        if row["eager_share"]:
+            lines.append(f"eager: {where}: {row['eager_share']:.0%} of decode iterations ran past the largest CUDA graph "
                          "(engine.max_graph_batch) without graphs")
     return "\n".join(lines)
 
@@ -85,34 +96,36 @@ def _number(x: float) -> str:
     return f"{x:.3g}" if abs(x) < 100 else f"{x:.0f}"
 
 
-def trace_note(row: pd.Series, s: sc.Scenario) -> str:
+def trace_note(row: dict, s: sc.Scenario) -> str:
     """What a replayed trace held: its requests, rate and format, and every row the selection
     skipped or capped (mtpsim/tracefiles), so no length was changed silently."""
     t = s.workload.trace
-    parts = [f"trace {t.path} ({row.trace_format}): {row.num_requests:g} requests at {row.rate_per_s:.3g} req/s"]
+    parts = [f"trace {t.path} ({row['trace_format']}): {row['num_requests']:g} requests at {row['rate_per_s']:.3g} req/s"]
     if t.speed != 1:
         parts.append(f"replayed {t.speed:g}x faster")
-    if row.trace_skipped:
-        parts.append(f"{row.trace_skipped:g} rows with 0 input or output tokens skipped")
-    if row.trace_capped_inputs:
-        parts.append(f"{row.trace_capped_inputs:g} prompts cut to max_input_len {t.max_input_len}")
-    if row.trace_capped_outputs:
-        parts.append(f"{row.trace_capped_outputs:g} outputs cut to max_output_len {t.max_output_len}")
+    if row["trace_skipped"]:
+        parts.append(f"{row['trace_skipped']:g} rows with 0 input or output tokens skipped")
+    if row["trace_capped_inputs"]:
+        parts.append(f"{row['trace_capped_inputs']:g} prompts cut to max_input_len {t.max_input_len}")
+    if row["trace_capped_outputs"]:
+        parts.append(f"{row['trace_capped_outputs']:g} outputs cut to max_output_len {t.max_output_len}")
     return "; ".join(parts)
 
 
-def prefix_note(summary: pd.DataFrame) -> str:
+def prefix_note(summary: list[dict]) -> str:
     """Per row run with a prefix cache: its hit rate, the prefill tokens it saved, its evictions."""
     lines = []
-    for _, row in summary[summary.prefix_hit_rate.notna()].iterrows():
-        load = f"conc {row.concurrency:g}" if pd.isna(row.rate_per_s) else f"{row.rate_per_s:.3g} req/s"
-        lines.append(f"prefix cache: {row.design} S={row.steps} at {load}: hit rate {row.prefix_hit_rate:.1%} of prompt "
-                     f"tokens, {row.prefix_saved_tokens:,.0f} prefill tokens saved, "
-                     f"{row.prefix_evicted_blocks:,.0f} blocks evicted")
+    for row in summary:
+        if missing(row.get("prefix_hit_rate", math.nan)):
+            continue
+        load = f"conc {row['concurrency']:g}" if missing(row["rate_per_s"]) else f"{row['rate_per_s']:.3g} req/s"
+        lines.append(f"prefix cache: {row['design']} S={row['steps']} at {load}: hit rate {row['prefix_hit_rate']:.1%} "
+                     f"of prompt tokens, {row['prefix_saved_tokens']:,.0f} prefill tokens saved, "
+                     f"{row['prefix_evicted_blocks']:,.0f} blocks evicted")
     return "\n".join(lines)
 
 
-def legend(ci: pd.DataFrame) -> str:
+def legend(ci) -> str:
     """The lines under a replicated run's table: what ± is, and what ~ marks (when any)."""
     seeds = ", ".join(str(n) for n in dict.fromkeys(ci.seeds))
     lines = [f"± half-width of the 95% interval over {seeds} seeds (Student t; speedup seed by seed over "

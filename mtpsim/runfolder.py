@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import yaml
 
 from mtpsim import scenario as sc
@@ -18,8 +18,13 @@ from mtpsim.designs import BASELINE, DesignShape
 from mtpsim.errors import ScenarioError
 from mtpsim.files import TEXT, Column, load_yaml_documents, read_csv, read_text
 from mtpsim.outputs import writing
-from mtpsim.results import Results
+from mtpsim.results import ITERATION_COLUMNS, PASS_COLUMNS, REQUEST_COLUMNS, Results
+from mtpsim.rows import Table
+from mtpsim.rows import write_csv as write_table
 from mtpsim.schema import mean_length
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 CLAIM = ".mtpsim-run"  # created exclusively in a run folder before anything is simulated
 COMPLETE = ".mtpsim-complete"  # written last, once every table is whole (mark_complete)
@@ -76,29 +81,43 @@ def claimed(name: str, out: str | None) -> Iterator[Path]:
         raise
 
 
-def write_run(path: Path, points: list[sc.Scenario], summary: pd.DataFrame, results: list[Results],
-              labels: list[dict], intervals: pd.DataFrame | None = None) -> None:
-    """The run's files: the resolved scenario, summary.csv (and summary_ci.csv over seeds), and
-    requests, iterations, accept counts and passes with the `labels` (point, seed) of each result.
-    A file that cannot be written is a ScenarioError naming it; the folder is not `complete`."""
+def write_run(path: Path, points: list[sc.Scenario], summary: list[dict], results: list[Results],
+              labels: list[dict], intervals=None) -> None:
+    """The run's files: the resolved scenario, summary.csv from the summary rows (and summary_ci.csv
+    over seeds, a DataFrame), and requests, iterations, accept counts and passes with the `labels`
+    (point, seed) of each result, each as DataFrame.to_csv wrote them (mtpsim/rows.py). A file
+    that cannot be written is a ScenarioError naming it; the folder is not `complete`."""
     resolved = [{**p.model_dump(exclude={"sweep"}, exclude_none=True), "point": p.point,
                  "resolved_specs": p.specs.model_dump(exclude_none=True)} for p in points]
     with writing(path / "scenario.resolved.yaml") as file:
         file.write_text(yaml.safe_dump_all(resolved, sort_keys=False))
-    write_csv(summary, path / "summary.csv")
+    write_table(Table.of_rows(summary), path / "summary.csv")
     if intervals is not None:
         write_csv(intervals, path / "summary_ci.csv")
-    write_csv(concat(results, "requests", labels), path / "requests.csv")
-    write_csv(concat(results, "iterations", labels), path / "iterations.csv")
-    counts = pd.concat([pd.DataFrame({**label, "accepted": range(len(r.accept_counts)), "count": r.accept_counts})
-                        for label, r in zip(labels, results)], ignore_index=True)
-    write_csv(counts, path / "accept_counts.csv")
-    if any(r.passes is not None and len(r.passes) for r in results):
-        write_csv(concat(results, "passes", labels), path / "passes.csv")
+    write_table(labelled(results, "request_rows", REQUEST_COLUMNS, labels), path / "requests.csv")
+    write_table(labelled(results, "iteration_rows", ITERATION_COLUMNS, labels), path / "iterations.csv")
+    counts = [(*label.values(), j, count) for label, r in zip(labels, results)
+              for j, count in enumerate(r.accept_counts.tolist())]
+    write_table(Table.of_tuples([*labels[0], "accepted", "count"], counts), path / "accept_counts.csv")
+    if any(r.pass_rows for r in results):
+        write_table(labelled(results, "pass_rows", PASS_COLUMNS, labels), path / "passes.csv")
 
 
-def write_csv(frame: pd.DataFrame, path: Path) -> None:
-    """One output table, or a ScenarioError naming it (outputs.writing)."""
+def labelled(results: list[Results], attr: str, columns: list[str], labels: list[dict]) -> Table:
+    """One of the results' row lists (request_rows, iteration_rows, pass_rows) for all, as columns,
+    each row with its result's label columns after its own."""
+    table = {name: [] for name in [*columns, *labels[0]]}
+    for label, r in zip(labels, results):
+        rows = getattr(r, attr)
+        for name, column in zip(columns, zip(*rows)):
+            table[name].extend(column)
+        for name, value in label.items():
+            table[name].extend([value] * len(rows))
+    return Table.of_columns(table)
+
+
+def write_csv(frame, path: Path) -> None:
+    """One output DataFrame, or a ScenarioError naming it (outputs.writing)."""
     with writing(path):
         frame.to_csv(path, index=False)
 
@@ -110,14 +129,17 @@ def mark_complete(path: Path) -> None:
         file.write_text("")
 
 
-def concat(results: list[Results], attr: str, labels: list[dict]) -> pd.DataFrame:
+def concat(results: list[Results], attr: str, labels: list[dict]):
     """One of the results' frames (requests, iterations, passes) for all, each with its label columns."""
+    import pandas as pd
     return pd.concat([getattr(r, attr).assign(**label) for label, r in zip(labels, results)], ignore_index=True)
 
 
 def memory_frame(points: list[sc.Scenario]) -> pd.DataFrame:
     """Per-GPU memory budget of each distinct design in the run (and `none`): weights, KV budget,
     and max concurrent requests at the workload's mean input + output length."""
+    import pandas as pd
+
     from mtpsim.costs import build_pricer
     from mtpsim.memory import memory_budget, pool_rule
     from mtpsim.report import budget_columns

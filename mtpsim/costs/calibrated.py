@@ -49,7 +49,6 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from mtpsim.costs.layer import LAYER_KINDS, fit_glue
 from mtpsim.costs.lookup import COMM, dims_distance, dims_match, fewer_queries, lookup_point, stand_in_tables
@@ -61,6 +60,7 @@ from mtpsim.costs.wide_ep import wide_ep_time
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, short
 from mtpsim.hardware_spec import HardwareSpec
+from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
 
 __all__ = ["CalibratedCosts", "FAMILIES", "Family", "Table"]
 

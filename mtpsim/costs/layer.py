@@ -16,12 +16,12 @@ Torch-free: the cost model, the calibration grid and the benchmark all read it.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from mtpsim.catalog import load_model
 from mtpsim.costs import compressed as C
 from mtpsim.costs import ops as O
 from mtpsim.costs.dp_attention import dp_layer_ops
+from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
 from mtpsim.shrink import shrink_layer
 from mtpsim.specs import AttentionSpec, FFNSpec
 

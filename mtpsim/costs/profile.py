@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mtpsim.designs import DESIGNS
 from mtpsim.errors import ScenarioError, from_validation
 from mtpsim.files import COUNT, NON_NEGATIVE, POSITIVE, TEXT, Column, load_yaml, read_csv, read_once
+from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
 from mtpsim.packagedata import data_dir, user_catalog_dirs
 
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from mtpsim.costs.profile import FAMILIES
+from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
 
 
 @dataclass

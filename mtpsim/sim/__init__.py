@@ -7,7 +7,6 @@ import time
 
 import numpy as np
 import simpy
-from tqdm import tqdm
 
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import build_pricer
@@ -19,6 +18,7 @@ from mtpsim.sim.caching import cache_block_tokens, cache_counters, replica_cache
 from mtpsim.sim.engine import Arrivals, Engine, Replica
 from mtpsim.sim.mixed import MixedRule
 from mtpsim.sim.prefix_cache import prompt_blocks
+from mtpsim.sim.progress import progress_bar
 from mtpsim.sim.scheduler import Router, Scheduler
 from mtpsim.sim.workload import Request, open_arrivals, sample_lengths
 from mtpsim.tracefiles import scan, stream
@@ -43,8 +43,8 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
     budget = memory_budget(pricer, design, pool_rule(s))
     profile = AcceptanceProfile.from_section(s.acceptance, design.steps, s.source, design.topk, design.draft_tokens)
     env, records = simpy.Environment(), Records(max_iteration_rows, keep_passes, max_request_rows)
-    bar = tqdm(total=s.workload.num_requests, desc=s.name, unit="req", file=sys.stderr, mininterval=1.0,
-               disable=True if not progress or s.workload.num_requests < PROGRESS_MIN_REQUESTS else None)
+    bar = progress_bar(s.workload.num_requests, True if not progress or s.workload.num_requests < PROGRESS_MIN_REQUESTS
+                       else None, desc=s.name, unit="req", file=sys.stderr, mininterval=1.0)
     engine = Engine(env, pricer, design, profile, records, np.random.default_rng([s.seed, 1]),
                     s.engine.overlap_schedule, prefill_chunk_tokens(s), policy=s.speculative.policy,
                     on_finished=bar.update, mixed=mixed_rule(s, design))

@@ -237,9 +237,9 @@ def simulate_disaggregated(scenario, *, identity, request_factory, keep_passes: 
                         s.engine.max_graph_batch if s.engine.cuda_graphs else None)
     results = to_results(records, {**identity(s), "pools": describe(s), "link": link.kind},
                          decode.budget.max_kv_tokens, time.perf_counter() - wall, limits)
-    results.summary = results.summary.assign(**pool_columns(records, stats, prefill, decode))
+    results.row.update(pool_columns(records, stats, prefill, decode))
     if prefill.block:  # the prefill pool's prefix caches
-        results.summary = results.summary.assign(**cache_counters([r.scheduler.cache for r in prefill.replicas]))
+        results.row.update(cache_counters([r.scheduler.cache for r in prefill.replicas]))
     return results
 
 

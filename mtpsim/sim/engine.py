@@ -116,8 +116,9 @@ class Engine:
         draft pass, and when it leaves every request at 0 the iteration is plain decoding. `chunk`:
         prompt chunks (as `chunks` lists them) riding in it, priced with its passes (sim/mixed.py)."""
         batch, start = rep.batch, self.env.now  # batch KV: the prompt and every emitted token but the last
-        it = self.iteration_at(len(batch))
-        kept = self.profile.kept_drafts(self.rng, len(batch), it.design.steps) if it.design.steps else None
+        n = len(batch)
+        it = self.iteration_at(n)
+        kept = self.profile.kept_drafts(self.rng, n, it.design.steps) if it.design.steps else None
         if all_plain(kept, self.profile.kept_before_drafting):
             it, kept = self.iteration(0), None
         passes = it.passes if kept is None else it.ragged_passes
@@ -128,8 +129,7 @@ class Engine:
         priced = [(shape, cost) for shape, cost in priced if cost is not None]  # width-0 requests: no draft pass
         kinds = [shape.kind for shape, _ in priced] if chunk or len(priced) < len(passes) else it.kinds
         times, durations = self.record_passes(rep, start, priced)
-        host = iteration_cost(kinds, durations, it.window,
-                              self.host_s(it.design.design, len(batch) + len(chunk or ()))).exposed_host_s
+        host = iteration_cost(kinds, durations, it.window, self.host_s(it.design.design, n + len(chunk or ()))).exposed_host_s
         yield from back_to_back(self.env, [*durations, host])
         emitted, accepted = self.commit(batch, it.design.steps, kept)
         firsts = [r for r, n, done in chunk or () if done + n == r.input_len]
@@ -143,13 +143,12 @@ class Engine:
         """A finished decode iteration's records: the tokens it verified, its streamed chunks' gaps
         (with each request's `accepted` drafts, for the per-token ITL), whether it ran eagerly, and
         its row (`emitted`: tokens out, first tokens of prompts that rode in it included)."""
-        batch = rep.batch
-        verified = int(kept.sum()) + len(batch) if kept is not None else len(batch) * it.design.draft_tokens
-        self.records.add_verified(verified, len(batch))
-        self.records.add_chunk_gaps(batch.chunk_gaps(self.env.now), accepted)
-        self.records.eager_iterations += not self.pricer.uses_graphs(it.passes[0], self.pricer.group_batch(len(batch)))
-        self.records.add_iteration(rep.index, rep.iterations, "decode", start, self.env.now - start,
-                                   len(batch), emitted, times, host_s)
+        batch, n, records = rep.batch, len(rep.batch), self.records
+        verified = int(kept.sum()) + n if kept is not None else n * it.design.draft_tokens
+        records.add_verified(verified, n)
+        records.add_chunk_gaps(batch.chunk_gaps(self.env.now), accepted)
+        records.eager_iterations += not self.pricer.uses_graphs(it.passes[0], self.pricer.group_batch(n))
+        records.add_iteration(rep.index, rep.iterations, "decode", start, self.env.now - start, n, emitted, times, host_s)
         rep.iterations += 1
 
     def record_passes(self, rep: Replica, start: float, priced: list) -> tuple[dict, list[float]]:

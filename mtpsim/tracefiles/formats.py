@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from mtpsim.errors import ScenarioError, short
 from mtpsim.files import READ_ERRORS, Column, check_numbers, unreadable
+from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
 from mtpsim.schema import MAX_TOKENS, MAX_TRACE_S
 
 CHUNK_ROWS = 1 << 16   # rows per streamed chunk (~1.5 MB of arrays)
