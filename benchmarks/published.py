@@ -229,7 +229,7 @@ def main() -> None:
         print(_errors(scale, "error %", "default on the deployments at scale (L cases: per-GPU pool rates)"))
     blocks = table[table.case.str.startswith("D")]
     if len(blocks):
-        print(_errors(blocks, "error %", "default on the block drafters (D cases: DSpark on DeepSeek-V4-Flash)"))
+        print(_errors(blocks, "error %", "default on the block drafters (D cases: DSpark on DeepSeek-V4-Flash, DFlash on Qwen3)"))
     if rules:
         print("\nLeave one engine version rule out (mtpsim/data/engines/*.yaml `rules`; `mtpsim engines` lists them):")
         print(leave_one_rule_out(table, jobs).to_string(index=False, float_format=lambda x: f"{x:.1f}"))

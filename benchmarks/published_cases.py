@@ -71,4 +71,15 @@ CASES = [
     # block drafters: DSpark on DeepSeek-V4-Flash, SGLang PR #29538 (accept length not stated per run: 3.4 assumed)
     Case("D1", "d1-deepseek-v4-flash-dspark-sglang-8xb200.yaml", "concurrency", {1: 1.97}),
     Case("D2", "d2-deepseek-v4-flash-dspark-sglang-8xb200-1k1k.yaml", "concurrency", {1: 2.31}),
+    # DFlash on one A800 (A100-80GB class), SGLang 0.5.13, batch 1, SGLang issue #29244: decode-log gen
+    # throughput (decode only). Qwen3-8B 88 -> 162 tok/s at accept length 2.8; Qwen3-30B-A3B 146 -> 93
+    # tok/s at ~2.0 (a slowdown). Drafter checkpoints and lengths not stated: block 16 assumed (scenario files)
+    Case("D3", "d3-qwen3-8b-dflash-sglang-a800.yaml", "concurrency", {1: 162 / 88}, {1: 2.8},
+         metric="decode_speedup", unit="users"),
+    Case("D3", "d3-qwen3-8b-dflash-sglang-a800.yaml", "concurrency", {1: 162}, {1: 2.8},
+         metric="decode_tps_per_gpu", unit="users", reported_none=88),
+    Case("D4", "d4-qwen3-30b-a3b-dflash-sglang-a800.yaml", "concurrency", {1: 93 / 146}, {1: 2.0},
+         metric="decode_speedup", unit="users"),
+    Case("D4", "d4-qwen3-30b-a3b-dflash-sglang-a800.yaml", "concurrency", {1: 93}, {1: 2.0},
+         metric="decode_tps_per_gpu", unit="users", reported_none=146),
 ]

@@ -244,3 +244,44 @@ def test_hf_configs_of_a_target_and_its_block_drafters_read_as_the_catalog_entri
     zlab = {k: v for k, v in QWEN3_8B_CONFIG.items() if k != "architectures"}
     zlab |= {"architectures": ["DFlashDraftModel"], "num_hidden_layers": 5, "block_size": 16, "num_target_layers": 36}
     same(read("zlab", zlab, block={"built_for": "qwen3-8b"}), catalog.load_model("dflash-qwen3-8b-b16"))  # default taps
+
+
+QWEN3_30B_A3B_CONFIG = {  # config.json of Qwen/Qwen3-30B-A3B (Qwen3MoeForCausalLM): the key numbers
+    "hidden_size": 2048, "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4,
+    "head_dim": 128, "intermediate_size": 6144, "moe_intermediate_size": 768, "num_experts": 128,
+    "num_experts_per_tok": 8, "vocab_size": 151936, "max_position_embeddings": 40960}
+
+
+def test_qwen3_30b_a3b_entry_matches_its_config():
+    """No hf_config reader covers qwen3_moe yet: the entry is checked against the config's numbers."""
+    from mtpsim import catalog
+    c, m = QWEN3_30B_A3B_CONFIG, catalog.load_model("qwen3-30b-a3b")
+    assert (m.hidden_size, m.num_layers, m.vocab_size, m.max_context) == (
+        c["hidden_size"], c["num_hidden_layers"], c["vocab_size"], c["max_position_embeddings"])
+    assert {(layer.attention, layer.ffn) for layer in m.expanded_layers} == {("gqa", "moe")}
+    att, moe = m.attention_kinds["gqa"], m.ffn_kinds["moe"]
+    assert (att.num_heads, att.num_kv_heads, att.head_dim) == (
+        c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"])
+    assert (moe.num_experts, moe.top_k, moe.expert_intermediate_size, moe.num_shared_experts) == (
+        c["num_experts"], c["num_experts_per_tok"], c["moe_intermediate_size"], 0)
+    assert m.mtp is None and m.block_draft == "dflash-qwen3-30b-a3b-b16"
+
+
+def test_the_qwen3_30b_a3b_drafter_reads_as_a_zlab_config_of_its_target(tmp_path):
+    """A z-lab DFlashDraftModel config at the target's widths (5 layers, block 16, 48 target layers)
+    reads as the catalog entry: the default taps build_target_layer_ids(48, 5) = [1, 12, 23, 34, 45]."""
+    from mtpsim import catalog
+    from mtpsim.specs import ModelSpec
+    c = QWEN3_30B_A3B_CONFIG
+    zlab = {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "hidden_size": c["hidden_size"],
+            "intermediate_size": c["intermediate_size"], "num_attention_heads": c["num_attention_heads"],
+            "num_key_value_heads": c["num_key_value_heads"], "head_dim": c["head_dim"],
+            "vocab_size": c["vocab_size"], "max_position_embeddings": c["max_position_embeddings"],
+            "tie_word_embeddings": False, "torch_dtype": "bfloat16", "num_hidden_layers": 5, "block_size": 16,
+            "num_target_layers": c["num_hidden_layers"]}
+    raw = catalog.resolve("models", {"hf_config": _write_config(tmp_path / "zlab30", zlab),
+                                     "block": {"built_for": "qwen3-30b-a3b"}}, "t", "model")
+    keep = {"name", "max_context", "block_draft"}
+    entry = catalog.load_model("dflash-qwen3-30b-a3b-b16")
+    assert ModelSpec.model_validate(raw).model_dump(exclude=keep) == entry.model_dump(exclude=keep)
+    assert entry.block.target_layer_ids == [1, 12, 23, 34, 45]
