@@ -14,6 +14,7 @@ from mtpsim.costs import Pricer, build_pricer
 from mtpsim.costs.iteration import hiding_window, iteration_cost
 from mtpsim.costs.ops import BatchLens
 from mtpsim.costs.ragged import all_plain, pass_lens
+from mtpsim.costs.streams import HIDDEN
 from mtpsim.designs import BASELINE, DesignShape, iteration_passes
 from mtpsim.errors import warn
 from mtpsim.memory import memory_budget, pool_rule
@@ -58,6 +59,9 @@ def op_table(pricer: Pricer, design: DesignShape, batch: int, context: int) -> p
 
 
 def _op_bound(t) -> str:
+    """What bounds an op's time; `hidden` for an op a side stream hides (costs/streams.py)."""
+    if t.source.startswith(HIDDEN):
+        return "hidden"
     terms = {"compute": t.compute_s, "memory": t.memory_s, "comm": t.comm_s, "overhead": t.launch_s}
     return max(terms, key=terms.get)
 

@@ -73,6 +73,14 @@ def test_b200_sglang_pays_the_longer_branch_and_without_the_rule_the_sum():
     assert off.sum() - on.sum() == pytest.approx(shared)
 
 
+def test_cost_ops_names_a_hidden_op_hidden():
+    s = sc.validate({"name": "streams", "model": "deepseek-v3", "hardware": "b200", "parallel": {"tp": 8},
+                     "speculative": {"design": "none"}, "engine": {"kind": "sglang", "version": "0.5.12"}})
+    ops = op_table(build_pricer(s), DesignShape.of(s.speculative), 4, 512).set_index("op")
+    assert ops.loc["moe.shared_gate_up", "bound"] == "hidden"
+    assert ops.loc["moe.experts", "bound"] != "hidden"
+
+
 def test_no_second_stream_where_the_shared_expert_is_fused_or_eager():
     assert "moe.shared_gate_up" not in _step(hardware="h200").index  # fused into the routed kernel (v0.4.7+)
     eager = _step(batch=1024)  # above the CUDA-graph batch limit: eager, one stream from v0.5.6
