@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from mtpsim.specs import Spec
 
@@ -188,6 +188,9 @@ class EngineSpec(Spec):
     # of drafts); when False a speculative design hides nothing, whatever `hides` lists for it
     speculative_overlap: bool = True
     speculative_overlap_max_topk: int | None = Field(default=None, ge=1)  # wider trees do not overlap
+    # designs whose speculative worker this release runs without the overlap scheduler, whatever
+    # speculative_overlap says for the others (SGLang's DFLASH and FROZEN_KV_MTP before v0.5.14)
+    unoverlapped_designs: tuple[Literal["nextn", "multi_layer", "frozen_kv", "parallel_heads", "block"], ...] = ()
     # how the target scores a request's draft window: one pass with N queries per request (mqa), or
     # the window expanded into N single-query sequences, each reading the request's whole KV
     # (vLLM V0's BatchExpansionTop1Scorer)
@@ -213,6 +216,12 @@ class EngineSpec(Spec):
     mixed_batches: MixedBatches = MixedBatches()
     prefix_cache: PrefixCacheDefault = PrefixCacheDefault()  # the engine's prefix cache without flags
     dp_routing: DpRouting = DpRouting()  # how arrivals are spread over dp replicas
+
+    @field_validator("unoverlapped_designs", mode="before")
+    @classmethod
+    def _designs_as_tuple(cls, value):
+        """A YAML list (an engine file or a version rule) is the tuple this frozen record keeps."""
+        return tuple(value) if isinstance(value, list) else value
 
     @model_validator(mode="after")
     def _both_host_times(self) -> EngineSpec:
@@ -260,7 +269,7 @@ class EngineSpec(Spec):
     def hidden_by(self, design: str, topk: int = 1) -> tuple[str, ...]:
         """The pass kinds during which the host prepares the next iteration of `design`."""
         wide = self.speculative_overlap_max_topk is not None and topk > self.speculative_overlap_max_topk
-        if design != "none" and (not self.speculative_overlap or wide):
+        if design != "none" and (not self.speculative_overlap or wide or design in self.unoverlapped_designs):
             return ()
         return tuple(self.hides.get(design, ()))
 

@@ -38,7 +38,9 @@ def scenario(design: str, concurrency: int, steps: int = 1, draft: dict | None =
             "acceptance": {"per_depth": [0.8] * steps}, "cost": {"model": cost},
             "workload": {"arrival": "closed", "concurrency": concurrency, "num_requests": 4 * concurrency,
                          "input_len": 1024, "output_len": 256},
-            "engine": {"max_running_requests": 256}, **over}
+            # v0.5.14: block drafters' v2 worker overlaps host work as nextn's does (before it SGLang runs
+            # DFLASH without the overlap scheduler: engine rule block_and_frozen_kv_workers_sync)
+            "engine": {"version": "0.5.14", "max_running_requests": 256}, **over}
     return sc.validate(data)
 
 

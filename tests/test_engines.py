@@ -202,3 +202,15 @@ def test_only_deepseek_v3s_architecture_fuses(model):
         O.fusable_shared_experts(f, O.Parallel(8, 1)) for f in m.ffn_kinds.values())
     assert not fusable
     assert O.deepseek_v3_architecture(catalog.load_model("deepseek-v3"))
+
+
+@pytest.mark.parametrize("version, block_hides", [("0.5.12", False), ("0.5.13", False), ("0.5.14", True)])
+def test_sglang_runs_dflash_and_frozen_kv_without_overlap_before_their_v2_workers(version, block_hides):
+    """v0.5.12/v0.5.13 turn the overlap scheduler off for DFLASH and FROZEN_KV_MTP (their v1
+    workers sync every iteration); v0.5.14's v2 workers overlap. EAGLE-family designs overlap
+    under spec v2 throughout."""
+    e = resolve_engine(catalog.engine_file("sglang"), version)
+    assert bool(e.hidden_by("block")) == block_hides and bool(e.hidden_by("frozen_kv")) == block_hides
+    assert e.hidden_by("nextn") == ("draft", "verify", "extend")
+    assert not resolve_engine(catalog.engine_file("sglang"), "0.5.13",
+                              ignore=["block_and_frozen_kv_workers_sync"]).unoverlapped_designs
