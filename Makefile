@@ -27,7 +27,7 @@ run: install
 
 # lint first: a style or unused-import slip fails CI as fast as a broken test
 test: install-dev lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --maxprocesses 4
 
 # every notebook, top to bottom; the executed copies (outputs, figures) go to runs/notebooks/
 notebooks: install-dev

@@ -41,6 +41,17 @@ def pytest_configure(config):
     os.environ["MTPSIM_CACHE_DIR"] = config._mtpsim_cache
 
 
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Figures a test made (the plot functions return theirs for notebooks) are closed after it,
+    so a worker running many plot tests does not accumulate them. pyplot is not imported here
+    for tests that never load it."""
+    yield
+    import sys
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
+
+
 def pytest_unconfigure(config):
     import shutil
     shutil.rmtree(getattr(config, "_mtpsim_cache", ""), ignore_errors=True)
