@@ -7,7 +7,8 @@ layers.py          whole layers: torchkit's `DecoderLayer` timed (their ops: mtp
 host.py            host time per iteration around torchkit's decode loop (mtpsim/torchkit/measure.py)
 command.py         `mtpsim calibrate`: run the grid with a progress bar, write the profile folder
 level.py           a CPU's speed now against its profile's (re-timed held-out shapes), for verification
-aiconfigurator.py  `--from aiconfigurator`: measured GPU tables converted (aic_rows.py: table -> rows)
+aiconfigurator.py  `--from aiconfigurator`: measured GPU tables converted (aic_database.py: where a table
+                   is and its own rows; aic_rows.py: table -> rows; aic_kernels.py: kernels borrowed)
 
 Layering: the torch code calibration times is torchkit's, the code verification runs, so calibration
 never imports verify/; what the simulator needs to read a profile (the ops of a whole layer, the
@@ -15,5 +16,5 @@ held-out width, the shrink rule) lives torch-free in mtpsim/costs/layer.py and m
 the cost model imports nothing from here. Verification calls two public entry points:
 `command.write_profile` and `level.machine_level`.
 
-Importable without torch: grid.py, aiconfigurator.py, aic_rows.py.
+Importable without torch: grid.py, aiconfigurator.py and its aic_*.py.
 """

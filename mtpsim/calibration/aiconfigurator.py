@@ -3,18 +3,15 @@
 NVIDIA's aiconfigurator-core (Apache-2.0, https://github.com/ai-dynamo/aiconfigurator) ships
 kernel timings its collectors measured on real GPUs under TensorRT-LLM, SGLang and vLLM, as
 parquet tables under `aiconfigurator_core/systems/data/<system>/<family>/<backend>/<version>/`.
-This module reads them (pandas + pyarrow; torch-free) and writes them as an mtpsim profile:
+This module writes them as an mtpsim profile (pandas + pyarrow; torch-free):
 one gzipped CSV per op family with the columns of `costs/profile.py`, every row built as the
 simulator's own `Op` (calibration/grid.py `op_of`), so the flops and bytes are the ones the
 cost model prices with.
 
-Which tables, decided here (how each table becomes rows: units, per-GPU sizes, dtypes, kernels
-and routing, is decided in aic_rows.py):
-- Foreign rows: a folder may hold rows collected under another framework, version or device.
-  Only rows whose framework, version and device match the folder and system are kept.
-- Versions: the backend's `current` version in the package's query_versions.yaml unless one is
-  given; a family that version lacks is filled from the newest older version that has it
-  (never a newer one), and meta.yaml says which version each family came from.
+Which table of the database serves which family (SOURCES), decided here; where a table is and
+which of its rows are its own, aic_database.py; how a table becomes rows (units, per-GPU sizes,
+dtypes, kernels and routing), aic_rows.py; kernels taken from another engine's table,
+aic_kernels.py. meta.yaml says which version each family came from.
 """
 from __future__ import annotations
 
@@ -28,6 +25,18 @@ import pandas as pd
 import yaml
 
 from mtpsim.calibration import aic_kernels
+from mtpsim.calibration.aic_database import (
+    BACKENDS,
+    PACKAGE,
+    PINNED,
+    SYSTEMS,
+    Table,
+    current_version,
+    find_table,
+    installed_version,
+    package_root,
+    read_table,
+)
 from mtpsim.calibration.aic_deepep import deepep_rows
 from mtpsim.calibration.aic_nccl import nccl_rows
 from mtpsim.calibration.aic_rows import (
@@ -49,107 +58,8 @@ from mtpsim.costs.profile import FAMILIES
 from mtpsim.errors import ScenarioError
 from mtpsim.outputs import writing
 
-PACKAGE = "aiconfigurator-core"
-PINNED = "0.12.0"
 ATTRIBUTION = ("Kernel timings measured by NVIDIA on real GPUs and distributed in aiconfigurator-core "
                f"{PINNED} (Apache-2.0), https://github.com/ai-dynamo/aiconfigurator; converted by mtpsim.")
-
-
-@dataclass(frozen=True)
-class System:
-    """An aiconfigurator system: the device name its rows carry and the mtpsim hardware entry."""
-
-    device: str
-    hardware: str
-
-
-SYSTEMS = {
-    "h100_sxm": System("NVIDIA H100 80GB HBM3", "h100-sxm"),
-    "h200_sxm": System("NVIDIA H200", "h200"),
-    "b200_sxm": System("NVIDIA B200", "b200"),
-    "a100_sxm": System("NVIDIA A100-SXM4-80GB", "a100-80g"),
-    "gb200": System("NVIDIA GB200", "gb200"),
-    "gb300": System("NVIDIA GB300", "gb300"),
-    "b300_sxm": System("NVIDIA B300 SXM6 AC", "b300"),
-}
-BACKENDS = ("sglang", "trtllm", "vllm")
-
-
-
-@dataclass(frozen=True)
-class Table:
-    """One measured table: which file, and the version it came from."""
-
-    family: str        # the database's folder (gemm, attention, mla, moe, comm)
-    file: str
-    version: str
-
-
-def package_root() -> Path:
-    """The installed aiconfigurator_core's systems folder, or a clear error saying how to get it."""
-    try:
-        import aiconfigurator_core
-    except ImportError:
-        raise ScenarioError("--from aiconfigurator", "", f"needs {PACKAGE}: pip install 'mtpsim[aiconfigurator]'") from None
-    return Path(aiconfigurator_core.__file__).resolve().parent / "systems"
-
-
-def installed_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-    try:
-        return version(PACKAGE)
-    except PackageNotFoundError:
-        return "unknown"
-
-
-# ----------------------------------------------------------------------------- versions
-
-def _version_key(v: str):
-    """Sortable form of an engine version (1.3.0rc20, 0.5.6.post2, 2.29.2)."""
-    from packaging.version import InvalidVersion, Version
-    try:
-        return (1, Version(v))
-    except InvalidVersion:
-        return (0, v)
-
-
-def current_version(root: Path, system: str, backend: str) -> str:
-    """The backend's `current` queryable version for `system` (query_versions.yaml)."""
-    path = root / "query_versions.yaml"
-    try:
-        table = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ScenarioError(str(path), "", f"cannot read: {exc}") from None
-    slot = (table.get("overrides") or {}).get(system, {}).get(backend) or (table.get("defaults") or {}).get(backend)
-    if not slot or not slot.get("current"):
-        raise ScenarioError(str(path), f"defaults.{backend}.current", "no current version")
-    return str(slot["current"])
-
-
-def find_table(data: Path, family: str, backend: str, file: str, version: str) -> Table | None:
-    """`file` from `version`, else from the newest older version that has it (backward fill)."""
-    folder = data / family / backend
-    if not folder.is_dir():
-        return None
-    have = [p.name for p in folder.iterdir() if (p / file).is_file()]
-    older = [v for v in have if _version_key(v) <= _version_key(version)]
-    if not older:
-        return None
-    return Table(family, file, max(older, key=_version_key))
-
-
-# ----------------------------------------------------------------------------- reading
-
-def read_table(data: Path, backend: str, t: Table, device: str, framework: str | None = None) -> tuple[pd.DataFrame, int]:
-    """A table's rows from its framework, version and device only; (rows, foreign rows dropped)."""
-    path = data / t.family / backend / t.version / t.file
-    df = pd.read_parquet(path)
-    keep = df["device"] == device
-    if "framework" in df.columns and framework is not None:
-        keep &= df["framework"].str.lower() == framework.lower()
-    if "version" in df.columns:
-        keep &= df["version"].astype(str) == t.version
-    return df[keep].reset_index(drop=True), int((~keep).sum())
 
 
 @dataclass(frozen=True)
@@ -182,6 +92,31 @@ SOURCES = [
 def convert(system: str, backend: str, version: str | None, out: Path, root: Path | None = None,
             progress=print) -> dict:
     """Write the profile folder `out` (which must not exist) and return its meta."""
+    root, data, version = _locate(system, backend, version, root)
+    frames: dict[str, list[pd.DataFrame]] = {}
+    sources: dict[str, list[dict]] = {}
+    for src in SOURCES:
+        found = _read_source(root, data, system, backend, version, src, progress)
+        if found is not None:
+            frames.setdefault(src.family, []).append(found[0])
+            sources.setdefault(src.family, []).append(found[1])
+    for family, (rows, records) in _system_wide_tables(root, data, system).items():
+        if len(rows):
+            frames[family], sources[family] = [rows], records
+            progress(f"  {family} {', '.join(r['table'] for r in records)}: {len(rows)} rows")
+    for need in ("gemm", "attention"):
+        if need not in frames:
+            raise ScenarioError(str(data), need, f"the database has no {need} table for {backend} at or before {version}")
+    out.mkdir(parents=True)
+    families = _write_families(out, frames, sources)
+    meta = profile_meta(system, backend, version, frames["gemm"][0], families)
+    with writing(out / "meta.yaml") as file:
+        file.write_text(yaml.safe_dump(meta, sort_keys=False, width=100))
+    return meta
+
+
+def _locate(system: str, backend: str, version: str | None, root: Path | None) -> tuple[Path, Path, str]:
+    """(the package's systems folder, the system's data folder, the version to read), checked."""
     if system not in SYSTEMS:
         raise ScenarioError("--system", system, f"unknown system (known: {', '.join(SYSTEMS)})")
     if backend not in BACKENDS:
@@ -190,48 +125,47 @@ def convert(system: str, backend: str, version: str | None, out: Path, root: Pat
     data = root / "data" / system
     if not data.is_dir():
         raise ScenarioError(str(data), "", f"the database has no folder for system {system!r}")
-    version = version or current_version(root, system, backend)
-    sys_ = SYSTEMS[system]
-    frames: dict[str, list[pd.DataFrame]] = {}
-    sources: dict[str, list[dict]] = {}
-    for src in SOURCES:
-        family, folder = src.family, src.folder
-        table = next((t for f in src.files if (t := find_table(data, folder, backend, f, version))), None)
-        if table is None:
-            progress(f"  {family:<10} {folder}/{backend}: no table at or before {version}")
-            continue
-        framework = None if folder == "comm" and "deepep" in table.file else backend
-        where = str(data / folder / backend / table.version / table.file)
-        try:
-            raw, foreign = read_table(data, backend, table, sys_.device, framework)
-            read = len(raw)
-            raw, borrowed = _borrow(root, data, system, backend, table, raw)
-            rows = src.build(raw) if len(raw) else pd.DataFrame()
-        except (OSError, KeyError, AttributeError, ValueError, TypeError) as exc:
-            # pyarrow's errors derive from these; a table of another release's layout lands here
-            raise ScenarioError(where, "", f"unexpected table layout for {PACKAGE} {PINNED}: "
-                                f"{type(exc).__name__}: {str(exc)[:200]}") from None
-        if rows.empty:
-            progress(f"  {family:<10} {folder}/{backend}/{table.version}/{table.file}: no usable rows")
-            continue
-        frames.setdefault(family, []).append(rows)
-        sources.setdefault(family, []).append({
-            "table": f"{folder}/{backend}/{table.version}/{table.file}", "framework_version": table.version,
-            "rows_read": int(read), "foreign_rows_dropped": foreign, "rows": int(len(rows)),
-            **(_dtype_record(raw, src) if src.dtypes else {}), **({"borrowed": borrowed} if borrowed else {})})
-        progress(f"  {family:<10} {sources[family][-1]['table']}: {len(rows)} rows ({foreign} foreign dropped)")
-    rows, records = deepep_rows(data, sys_.device)  # DeepEP across nodes (aic_deepep.py)
-    if len(rows):
-        frames["alltoall_wide_ep"], sources["alltoall_wide_ep"] = [rows], records
-        progress(f"  alltoall_wide_ep {', '.join(r['table'] for r in records)}: {len(rows)} rows")
-    rows, records = nccl_rows(root, system, sys_.device)  # NCCL reduce-scatter / all-gather (aic_nccl.py)
-    if len(rows):
-        frames["collective"], sources["collective"] = [rows], records
-        progress(f"  collective {records[0]['table']}: {len(rows)} rows")
-    for need in ("gemm", "attention"):
-        if need not in frames:
-            raise ScenarioError(str(data), need, f"the database has no {need} table for {backend} at or before {version}")
-    out.mkdir(parents=True)
+    return root, data, version or current_version(root, system, backend)
+
+
+def _read_source(root: Path, data: Path, system: str, backend: str, version: str, src: Source,
+                 progress) -> tuple[pd.DataFrame, dict] | None:
+    """One source's rows and meta.yaml record, or None (said) when its table is missing or empty."""
+    family, folder = src.family, src.folder
+    table = next((t for f in src.files if (t := find_table(data, folder, backend, f, version))), None)
+    if table is None:
+        progress(f"  {family:<10} {folder}/{backend}: no table at or before {version}")
+        return None
+    name = f"{folder}/{backend}/{table.version}/{table.file}"
+    framework = None if folder == "comm" and "deepep" in table.file else backend
+    try:
+        raw, foreign = read_table(data, backend, table, SYSTEMS[system].device, framework)
+        read = len(raw)
+        raw, borrowed = _borrow(root, data, system, backend, table, raw)
+        rows = src.build(raw) if len(raw) else pd.DataFrame()
+    except (OSError, KeyError, AttributeError, ValueError, TypeError) as exc:
+        # pyarrow's errors derive from these; a table of another release's layout lands here
+        raise ScenarioError(str(data / name), "", f"unexpected table layout for {PACKAGE} {PINNED}: "
+                            f"{type(exc).__name__}: {str(exc)[:200]}") from None
+    if rows.empty:
+        progress(f"  {family:<10} {name}: no usable rows")
+        return None
+    progress(f"  {family:<10} {name}: {len(rows)} rows ({foreign} foreign dropped)")
+    return rows, {"table": name, "framework_version": table.version, "rows_read": int(read),
+                  "foreign_rows_dropped": foreign, "rows": int(len(rows)),
+                  **(_dtype_record(raw, src) if src.dtypes else {}), **({"borrowed": borrowed} if borrowed else {})}
+
+
+def _system_wide_tables(root: Path, data: Path, system: str) -> dict[str, tuple[pd.DataFrame, list[dict]]]:
+    """The families read from tables outside the engine's folders: DeepEP across nodes
+    (aic_deepep.py) and NCCL reduce-scatter / all-gather (aic_nccl.py)."""
+    device = SYSTEMS[system].device
+    return {"alltoall_wide_ep": deepep_rows(data, device), "collective": nccl_rows(root, system, device)}
+
+
+def _write_families(out: Path, frames: dict, sources: dict) -> dict:
+    """One gzipped CSV per family in `out`, with the columns costs/profile.py reads; meta.yaml's
+    record of each."""
     families = {}
     for family, parts in frames.items():
         df = pd.concat(parts, ignore_index=True)
@@ -240,10 +174,7 @@ def convert(system: str, backend: str, version: str | None, out: Path, root: Pat
         with writing(out / f"{family}.csv.gz") as file:
             df[columns].to_csv(file, index=False, float_format="%.6g", compression={"method": "gzip", "mtime": 0})
         families[family] = {"rows": int(len(df)), "sources": sources[family]}
-    meta = profile_meta(system, backend, version, frames["gemm"][0], families)
-    with writing(out / "meta.yaml") as file:
-        file.write_text(yaml.safe_dump(meta, sort_keys=False, width=100))
-    return meta
+    return families
 
 
 def _borrow(root: Path, data: Path, system: str, backend: str, table: Table,
