@@ -12,7 +12,8 @@ import io
 import os
 import sys
 
-from mtpsim.errors import ScenarioError, short, whole_number
+from mtpsim.cli_types import MAX_BATCH, MAX_CONTEXT, MAX_JOBS, address, at_least_one, bounded, folder, named
+from mtpsim.errors import ScenarioError
 from mtpsim.limits import MAX_SEEDS
 
 # The command line imports only what the command given needs: `mtpsim --help` or a one-line
@@ -119,14 +120,14 @@ def _add_run(sub) -> None:
     """`mtpsim run`: simulate a scenario's points and their baselines."""
     p = sub.add_parser("run", help="simulate every sweep point and its no-speculation baseline")
     _add_scenario(p)
-    p.add_argument("--out", type=_folder, help="run folder (default runs/<name>-<timestamp>; must not hold files)")
-    p.add_argument("--jobs", type=_bounded(1, MAX_JOBS), help=f"worker processes for sweeps, 1..{MAX_JOBS} "
+    p.add_argument("--out", type=folder, help="run folder (default runs/<name>-<timestamp>; must not hold files)")
+    p.add_argument("--jobs", type=bounded(1, MAX_JOBS), help=f"worker processes for sweeps, 1..{MAX_JOBS} "
                    "(default: one per core)")
     p.add_argument("--seeds", metavar="N", help=f"run every point and baseline over N seeds (seed, seed + 1, ...), "
                    f"1..{MAX_SEEDS}, and report means with 95%% intervals (default: the scenario's seeds, 1)")
     p.add_argument("--backend", choices=["pool", "ray"], default="pool", help="where the runs go: worker "
                    "processes on this machine (pool), or Ray tasks (ray; needs pip install 'mtpsim[ray]')")
-    p.add_argument("--address", type=_address, help="with --backend ray: the cluster (host:port, or ray://host:10001; "
+    p.add_argument("--address", type=address, help="with --backend ray: the cluster (host:port, or ray://host:10001; "
                    "default RAY_ADDRESS, else a local Ray with --jobs CPUs)")
     p.add_argument("--plot", action="store_true", help="also draw PNGs into the run folder")
     p.add_argument("--trace", action="store_true",
@@ -143,11 +144,11 @@ def _add_recommend(sub) -> None:
                    "(default 1,2,4,8,16,32,64)")
     p.add_argument("--topk", default="1", metavar="K1,K2,...", help="topk values to try, for designs that draft "
                    "trees (default 1: chains)")
-    p.add_argument("--max-steps", type=_bounded(1, 64), help="most steps to try (default: as many as the "
+    p.add_argument("--max-steps", type=bounded(1, 64), help="most steps to try (default: as many as the "
                    "acceptance profile's depths and the design allow)")
-    p.add_argument("--jobs", type=_bounded(1, MAX_JOBS), help=f"worker processes, 1..{MAX_JOBS} (default: one per core)")
-    p.add_argument("--out", type=_folder, help="output folder (default runs/<name>-recommend-<timestamp>; must not hold files)")
-    p.add_argument("--seeds", type=_bounded(1, MAX_SEEDS), default=3, help="run every setting over N seeds and pick, "
+    p.add_argument("--jobs", type=bounded(1, MAX_JOBS), help=f"worker processes, 1..{MAX_JOBS} (default: one per core)")
+    p.add_argument("--out", type=folder, help="output folder (default runs/<name>-recommend-<timestamp>; must not hold files)")
+    p.add_argument("--seeds", type=bounded(1, MAX_SEEDS), default=3, help="run every setting over N seeds and pick, "
                    "at each batch, the fewest steps whose TPS interval meets the best one's (default 3; 1: the argmax)")
     p.set_defaults(func=cmd_recommend)
 
@@ -158,7 +159,7 @@ def _add_search(sub) -> None:
     p = sub.add_parser("search", help="which deployment of N GPUs to run: layouts x MTP steps x load under "
                        "latency targets, the Pareto frontier with and without MTP, launch flags")
     _add_scenario(p)
-    add_arguments(p, _bounded, MAX_JOBS, _named)
+    add_arguments(p)
     p.set_defaults(func=cmd_search)
 
 
@@ -173,9 +174,9 @@ def _add_cost(sub) -> None:
     """`mtpsim cost`: one iteration priced pass by pass."""
     p = sub.add_parser("cost", help="price one iteration pass by pass, with the memory budget")
     _add_scenario(p)
-    p.add_argument("--batch", type=_bounded(1, MAX_BATCH), help=f"running requests, 1..{MAX_BATCH} "
+    p.add_argument("--batch", type=bounded(1, MAX_BATCH), help=f"running requests, 1..{MAX_BATCH} "
                    "(default: workload.concurrency)")
-    p.add_argument("--context", type=_bounded(0, MAX_CONTEXT), help=f"committed KV length per request, "
+    p.add_argument("--context", type=bounded(0, MAX_CONTEXT), help=f"committed KV length per request, "
                    f"0..{MAX_CONTEXT} (default: mean input_len)")
     p.add_argument("--ops", action="store_true", help="also list every op: time, bound, and which model priced it")
     p.set_defaults(func=cmd_cost)
@@ -186,20 +187,20 @@ def _add_calibrate(sub) -> None:
     p = sub.add_parser("calibrate", help="time the ops on this machine's device and write a profile (needs torch)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--quick", action="store_true", help="a small grid (under 3 minutes on 2 CPU cores)")
-    p.add_argument("--out", type=_folder, help="profile folder (default profiles/<device> in the current folder)")
-    p.add_argument("--threads", type=_bounded(1, 4096), help="CPU threads for torch, 1..4096 (default: all cores)")
-    p.add_argument("--visits", type=_at_least_one, help="passes over the shapes, each taking a share of every shape's "
+    p.add_argument("--out", type=folder, help="profile folder (default profiles/<device> in the current folder)")
+    p.add_argument("--threads", type=bounded(1, 4096), help="CPU threads for torch, 1..4096 (default: all cores)")
+    p.add_argument("--visits", type=at_least_one, help="passes over the shapes, each taking a share of every shape's "
                    "repeats, so a slow spell of a shared machine is spread over all shapes (default: CPU 6, "
                    "CPU --quick 3, CUDA 1)")
     p.add_argument("--from", dest="source", choices=["aiconfigurator"],
                    help="convert a public measured kernel database instead of timing this machine "
                         "(needs: pip install 'mtpsim[aiconfigurator]')")
-    p.add_argument("--system", default="h200_sxm", type=_named("name the GPU system, e.g. h200_sxm"),
-                   help="with --from aiconfigurator: the GPU system "
-                   "(h100_sxm, h200_sxm, b200_sxm, a100_sxm)")
+    p.add_argument("--system", default="h200_sxm", type=named("name the GPU system, e.g. h200_sxm"),
+                   help="with --from aiconfigurator: the GPU system, e.g. h200_sxm or b200_sxm "
+                   "(an unknown one is refused with the list)")
     p.add_argument("--backend", default="sglang", choices=["sglang", "trtllm", "vllm"],
                    help="with --from aiconfigurator: the engine the kernels were measured under")
-    p.add_argument("--version", type=_named("name the engine version, or leave --version out for the database's current one"),
+    p.add_argument("--version", type=named("name the engine version, or leave --version out for the database's current one"),
                    help="with --from aiconfigurator: the engine version (default: the "
                    "database's current one; older versions fill the families it lacks)")
     p.set_defaults(func=_calibrate)
@@ -209,7 +210,7 @@ def _add_verify(sub) -> None:
     """`mtpsim verify`: the real decode loop against the prediction."""
     p = sub.add_parser("verify", help="run the real decode loop in PyTorch and compare it with the prediction")
     _add_scenario(p)
-    p.add_argument("--out", type=_folder, help="output folder (default runs/<name>-verify-<timestamp>)")
+    p.add_argument("--out", type=folder, help="output folder (default runs/<name>-verify-<timestamp>)")
     p.add_argument("--calibrate", action="store_true", help="measure a profile on the spot instead of the committed one")
     p.set_defaults(func=lambda a: _torch_command("mtpsim.verify.command", a))
 
@@ -226,39 +227,6 @@ def _add_catalog_commands(sub) -> None:
 
     p = sub.add_parser("schema", help="print the JSON Schema of a scenario file")
     p.set_defaults(func=cmd_schema)
-
-
-MAX_JOBS, MAX_BATCH, MAX_CONTEXT = 256, 1 << 20, 1 << 24  # past these a command would only eat memory
-
-
-def _bounded(low: int, high: int):
-    """An argparse type: a whole number in [low, high] in ASCII digits (int() would take `١٢`, or
-    `1_000`), else argparse's one-line error."""
-    def parse(text: str) -> int:
-        value = whole_number(text)
-        if value is None:
-            raise argparse.ArgumentTypeError(f"{short(text, 40)} is not a whole number (digits 0-9)")
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{value} is outside {low}..{high}")
-        return value
-    return parse
-
-
-_at_least_one = _bounded(1, 1 << 20)
-
-
-def _named(hint: str):
-    """An argparse type for a flag that names something (a folder, a cluster, a version): not
-    empty or blank, which the command would otherwise take as the flag left out (the default)."""
-    def parse(text: str) -> str:
-        if not text.strip():
-            raise argparse.ArgumentTypeError(f"is empty: {hint}")
-        return text
-    return parse
-
-
-_folder = _named("name the folder to write, or leave --out out for the default")
-_address = _named("name the Ray cluster (host:port), or leave --address out for RAY_ADDRESS or a local Ray")
 
 
 def _calibrate(args) -> int:

@@ -1,6 +1,7 @@
 """`mtpsim search`'s flags and how they reach command.run_search (cli.py adds the subcommand)."""
 from __future__ import annotations
 
+from mtpsim.cli_types import MAX_JOBS, address, bounded, folder, named
 from mtpsim.errors import ScenarioError
 from mtpsim.limits import MAX_SEEDS, MAX_USERS
 
@@ -8,9 +9,8 @@ from mtpsim.limits import MAX_SEEDS, MAX_USERS
 # recommend and the targets bring pandas and the scenario schema, which only the search needs.
 
 
-def add_arguments(p, bounded, max_jobs: int, named) -> None:
-    """`bounded(low, high)` and `named(hint)` are cli.py's argparse types: a whole number in range,
-    a name that is not blank."""
+def add_arguments(p) -> None:
+    """`mtpsim search`'s flags (the types: mtpsim/cli_types.py)."""
     p.add_argument("--gpus", type=bounded(1, 4096), help="GPUs to deploy on (or search.gpus in the scenario)")
     p.add_argument("--concurrency", metavar="C1,C2,...", help="closed-loop users over all replicas "
                    "(default search.concurrency, else 1,2,4,...,256)")
@@ -26,17 +26,16 @@ def add_arguments(p, bounded, max_jobs: int, named) -> None:
         p.add_argument(flag, metavar="[p50:|p99:]VALUE", help=f"target: {what} (p50 when no percentile given)")
     p.add_argument("--seeds", type=bounded(1, MAX_SEEDS), default=1, help="rerun the two finalists over N "
                    "seeds and call a tie when their 95%% intervals overlap (default 1)")
-    p.add_argument("--jobs", type=bounded(1, max_jobs), help="worker processes (default: one per core)")
+    p.add_argument("--jobs", type=bounded(1, MAX_JOBS), help="worker processes (default: one per core)")
     p.add_argument("--backend", choices=["pool", "ray"], default="pool", help="worker processes (pool) or Ray tasks")
-    p.add_argument("--address", type=named("name the Ray cluster (host:port), or leave --address out for RAY_ADDRESS "
-                                            "or a local Ray"),
+    p.add_argument("--address", type=address,
                    help="with --backend ray: the cluster (default RAY_ADDRESS, else a local Ray)")
     p.add_argument("--cache", default="runs/search-cache", type=named("name the cache folder, or pass --no-cache"),
                    help="folder of finished points, so an interrupted or "
                    "widened search resumes (default runs/search-cache)")
     p.add_argument("--no-cache", action="store_true", help="run every point, reading and writing no cache")
     p.add_argument("--no-plot", action="store_true", help="skip frontier.png")
-    p.add_argument("--out", type=named("name the folder to write, or leave --out out for the default"),
+    p.add_argument("--out", type=folder,
                    help="output folder (default runs/<name>-search-<timestamp>; must not hold files)")
 
 
