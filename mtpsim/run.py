@@ -25,7 +25,8 @@ from pydantic import TypeAdapter, ValidationError
 from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE, is_draft_key
 from mtpsim.errors import ScenarioError, whole_number
-from mtpsim.results import LogHistogram, Results
+from mtpsim.histogram import LogHistogram
+from mtpsim.results import Results
 from mtpsim.run_table import format_table, legend, limits_note, prefix_note, trace_note
 from mtpsim.runfolder import claimed, concat, mark_complete, plot_run, write_run
 from mtpsim.schema import MAX_SEEDS, Seeds

@@ -28,9 +28,10 @@ from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import build_pricer
 from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError
+from mtpsim.histogram import LogHistogram
 from mtpsim.memory import MemoryBudget, memory_budget, pool_rule, prefill_chunk_tokens
 from mtpsim.pools import ROLES, Link, describe, last_layer_bytes, pool_scenario, resolve_link, transfer_bytes
-from mtpsim.results import LogHistogram, Records, Results, limits_row, to_results
+from mtpsim.results import Records, Results, limits_row, to_results
 from mtpsim.sim.batch import RunningBatch
 from mtpsim.sim.caching import cache_block_tokens, cache_counters, replica_cache
 from mtpsim.sim.engine import Arrivals, Engine, Replica
