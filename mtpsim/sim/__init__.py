@@ -14,13 +14,14 @@ from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError
 from mtpsim.memory import memory_budget, pool_rule, prefill_chunk_tokens
 from mtpsim.results import Records, Results, limits_row, to_results
+from mtpsim.sim.arrivals import Arrivals
 from mtpsim.sim.caching import cache_block_tokens, cache_counters, replica_cache
-from mtpsim.sim.engine import Arrivals, Engine, Replica
+from mtpsim.sim.engine import Engine, Replica
 from mtpsim.sim.mixed import MixedRule
 from mtpsim.sim.prefix_cache import prompt_blocks
 from mtpsim.sim.progress import progress_bar
 from mtpsim.sim.scheduler import Router, Scheduler
-from mtpsim.sim.workload import Request, open_arrivals, sample_lengths
+from mtpsim.sim.workload import Request
 from mtpsim.tracefiles import scan, stream
 
 PROGRESS_MIN_REQUESTS = 10_000  # runs this long show a progress bar when asked to
@@ -156,20 +157,13 @@ def _request_factory(env, profile: AcceptanceProfile, design: DesignShape, rng, 
 
 def _start_arrivals(env, arrivals: Arrivals, s, budget) -> int:
     """Start the arrival process(es); returns how many requests will arrive."""
-    rng, w = np.random.default_rng([s.seed, 0]), s.workload
+    w = s.workload
     if w.arrival == "trace":
         stats = scan(w.trace)
         env.process(arrivals.open_stream(stream(w.trace)))
         _check_fits(s, budget, stats.longest)
         return stats.num_requests
-    if w.arrival == "closed":
-        inputs, outputs = sample_lengths(rng, w.input_len, w.num_requests), sample_lengths(rng, w.output_len, w.num_requests)
-        lengths = list(zip(inputs.tolist(), outputs.tolist()))  # closed loops hold at most MAX_USERS x this
-        for user in range(min(w.concurrency, w.num_requests)):
-            env.process(arrivals.closed_user(lengths[user::w.concurrency]))
-    else:
-        times, inputs, outputs = open_arrivals(w, rng)
-        env.process(arrivals.open_loop(times, inputs, outputs))
+    inputs, outputs = arrivals.start(w, s.seed)
     _check_fits(s, budget, int((inputs + outputs).max()))
     return len(inputs)
 

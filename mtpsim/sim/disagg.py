@@ -32,11 +32,12 @@ from mtpsim.histogram import LogHistogram
 from mtpsim.memory import MemoryBudget, memory_budget, pool_rule, prefill_chunk_tokens
 from mtpsim.pools import ROLES, Link, describe, last_layer_bytes, pool_scenario, resolve_link, transfer_bytes
 from mtpsim.results import Records, Results, limits_row, to_results
+from mtpsim.sim.arrivals import Arrivals
 from mtpsim.sim.batch import RunningBatch
 from mtpsim.sim.caching import cache_block_tokens, cache_counters, replica_cache
-from mtpsim.sim.engine import Arrivals, Engine, Replica
+from mtpsim.sim.engine import Engine, Replica
 from mtpsim.sim.scheduler import Router, Scheduler
-from mtpsim.sim.workload import Request, open_arrivals, sample_lengths
+from mtpsim.sim.workload import Request
 
 
 @dataclass
@@ -283,11 +284,7 @@ def pools_table(summary) -> str:
 def start_arrivals(env, arrivals: Arrivals, s, prefill: MemoryBudget, decode: MemoryBudget) -> int:
     """Start the arrivals as an aggregated run does (the same draws); a prompt the prefill pool's
     KV pool cannot hold, or a request the decode pool's cannot, is a ScenarioError naming the pool."""
-    rng, w = np.random.default_rng([s.seed, 0]), s.workload
-    if w.arrival == "closed":
-        inputs, outputs = sample_lengths(rng, w.input_len, w.num_requests), sample_lengths(rng, w.output_len, w.num_requests)
-    else:
-        times, inputs, outputs = open_arrivals(w, rng)
+    inputs, outputs = arrivals.start(s.workload, s.seed)
     for role, budget, tokens in (("prefill", prefill, int(inputs.max())), ("decode", decode, int((inputs + outputs).max()))):
         need = budget.request_bytes(tokens) if role == "decode" else transfer_bytes(budget, tokens)
         if budget.kv_budget_bytes <= 0:
@@ -299,12 +296,6 @@ def start_arrivals(env, arrivals: Arrivals, s, prefill: MemoryBudget, decode: Me
             raise ScenarioError(s.source, f"disaggregation.{role}", f"a request of {tokens} tokens needs {need / 1e9:.2f} GB "
                                 f"of KV per GPU, more than the {budget.kv_budget_bytes / 1e9:.2f} GB the {role} pool's "
                                 f"KV pool holds ({budget.rule.label} of {budget.capacity_bytes / 1e9:.1f} GB)")
-    if w.arrival == "closed":
-        lengths = list(zip(inputs.tolist(), outputs.tolist()))
-        for user in range(min(w.concurrency, w.num_requests)):
-            env.process(arrivals.closed_user(lengths[user::w.concurrency]))
-    else:
-        env.process(arrivals.open_loop(times, inputs, outputs))
     return len(inputs)
 
 

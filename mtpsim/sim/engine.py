@@ -1,4 +1,4 @@
-"""simpy processes: arrivals, and one serving loop per dp replica.
+"""simpy processes: one serving loop per dp replica (requests arrive through sim/arrivals.py).
 
 Each replica loop: admit what fits, prefill it (the running batch waits, as SGLang schedules by
 default), then one decode iteration for the running batch as the design's passes, priced
@@ -25,7 +25,7 @@ from mtpsim.results import PASS_COLUMN, PASS_TIME_COLUMNS, Records
 from mtpsim.schema import Policy
 from mtpsim.sim.batch import RunningBatch
 from mtpsim.sim.mixed import MixedRule, mixed_passes, serve_mixed
-from mtpsim.sim.scheduler import Router, Scheduler
+from mtpsim.sim.scheduler import Scheduler
 from mtpsim.sim.workload import Request
 
 
@@ -270,38 +270,3 @@ def back_to_back(env: simpy.Environment, times: list[float]):
     else:
         for t in times:
             yield env.timeout(t)
-
-
-# ---------------------------------------------------------------------- arrivals
-
-class Arrivals:
-    """Creates requests and routes them; wakes an idle replica."""
-
-    def __init__(self, env: simpy.Environment, router: Router, replicas: list[Replica], new_request):
-        self.env, self.router, self.replicas, self.new_request = env, router, replicas, new_request
-
-    def submit(self, request: Request) -> None:
-        rep = self.replicas[self.router.route(request)]
-        if rep.wakeup is not None and not rep.wakeup.triggered:
-            rep.wakeup.succeed()
-
-    def open_loop(self, times: np.ndarray, inputs: np.ndarray, outputs: np.ndarray, hash_ids: list | None = None):
-        """Requests at known times (batch, poisson, trace), one at a time from the arrays
-        (`hash_ids`: each prompt's prefix-block ids, from a Mooncake trace)."""
-        for i, (arrival_s, input_len, output_len) in enumerate(zip(times.tolist(), inputs, outputs)):
-            if arrival_s > self.env.now:
-                yield self.env.timeout(arrival_s - self.env.now)
-            self.submit(self.new_request(input_len, output_len, hash_ids[i] if hash_ids is not None else None))
-
-    def open_stream(self, chunks):
-        """Requests at known times streamed in chunks of arrays (a trace file)."""
-        for chunk in chunks:
-            yield from self.open_loop(chunk.arrival_s, chunk.input_len, chunk.output_len, chunk.hash_ids)
-
-    def closed_user(self, lengths):
-        """One user of a closed loop: send, wait for the answer, send the next (no think time)."""
-        for input_len, output_len in lengths:
-            request = self.new_request(input_len, output_len)
-            request.done = self.env.event()
-            self.submit(request)
-            yield request.done
