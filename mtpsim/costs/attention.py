@@ -96,7 +96,7 @@ def linear_state_bytes(att: AttentionSpec, tp: int) -> float:
 
 class CoreCounts(NamedTuple):
     """What a pass's sum reads of an op (`Work.plus`), for an attention core a cost model priced
-    without building its Op (calibrated.py's `CorePricer`)."""
+    without building its Op (core_pricer.py's `CorePricer`)."""
 
     flops: float
     kv_bytes: float

@@ -5,7 +5,7 @@ time and a named breakdown (`price_lens` takes the batch as `BatchLens` sums, th
 path). Ops that depend only on token counts (GEMMs, experts, LM head, collectives) are built
 once per token count and cached; the attention core is priced per call from the batch's KV sum
 and longest KV (per-request lengths only under a sliding window), by the cost model's
-`CorePricer` for its kernel where it has one (no Op built; calibrated.py), else as an Op.
+`CorePricer` for its kernel where it has one (no Op built; core_pricer.py), else as an Op.
 """
 from __future__ import annotations
 

@@ -239,3 +239,9 @@ def _fill_along(a: np.ndarray, axis: int, *alike: np.ndarray):
     flat = (source + n * np.arange(source.size // n).reshape(source.shape[:-1] + (1,))).ravel()
     filled = [b.swapaxes(axis, -1).ravel()[flat].reshape(line.shape).swapaxes(axis, -1) for b in (a, *alike)]
     return tuple(filled) if alike else filled[0]
+
+
+def scaled(table: Table, t_ref: float, w_ref: float, work: float) -> float:
+    """t_ref at work w_ref moved to `work`: the per-call floor stays, the rest scales."""
+    floor = min(table.floor_s, t_ref)
+    return floor + (t_ref - floor) * work / w_ref

@@ -37,7 +37,7 @@ import math
 
 from mtpsim.costs import dp_attention
 from mtpsim.costs.ops import Op, Parallel
-from mtpsim.costs.tables import interpolate, nearest_cell
+from mtpsim.costs.tables import interpolate, nearest_cell, scaled
 
 FAMILY = "moe_wide_ep"
 
@@ -100,7 +100,7 @@ def wide_ep_moe_time(costs, op: Op, graphs: bool) -> tuple[float, str] | None:
         t, kind = math.exp(hit.log_t), "calibrated"
     else:
         log_t, log_w = hit[:2] if hit is not None else nearest_cell(table, x)
-        t = costs._scaled(table, math.exp(log_t), math.exp(log_w), work)
+        t = scaled(table, math.exp(log_t), math.exp(log_w), work)
         kind = "calibrated-scaled" if hit is not None else "roofline-scaled"
     label = f":deepep-{mode}"
     floor = op.bytes / costs.peak_bytes if costs.stream_floor else 0.0
@@ -143,6 +143,6 @@ def dispatch_combine_time(costs, op: Op, graphs: bool) -> tuple[float, str] | No
         t, kind = math.exp(hit.log_t), "calibrated"
     else:
         log_t, log_w = hit[:2] if hit is not None else nearest_cell(table, x)
-        t = costs._scaled(table, math.exp(log_t), math.exp(log_w), op.comm_bytes / costs.peak_bytes)
+        t = scaled(table, math.exp(log_t), math.exp(log_w), op.comm_bytes / costs.peak_bytes)
         kind = "calibrated-scaled" if hit is not None else "roofline-scaled"
     return t, f"{kind}:deepep-{mode}" + ("" if ranks == s["ranks"] else f"-ranks{ranks}")

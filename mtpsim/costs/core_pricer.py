@@ -1,0 +1,82 @@
+"""The fast path of a calibrated profile's attention pricing: one attention kernel's cores priced
+over a pass's KV lengths without building an Op (costs/passes.py calls it every pass), the same
+floats in the same order as CalibratedCosts.time (calibrated.py) of `kernel.core(lens)`; and the
+step both take last, a measured time split into compute, memory and launch (`split_time`).
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+from mtpsim.costs.ops import AttentionKernel, BatchLens, CoreCounts
+from mtpsim.costs.roofline import OpTime
+from mtpsim.costs.tables import Table, along_kv, kv_slice, scaled
+
+
+class CorePricer:
+    """`CalibratedCosts.time` (`costs`: the CalibratedCosts it prices for) of one attention
+    kernel's cores, for passes with or without graphs, without an Op: every pass prices its
+    attention over a new KV length, and what does not depend on the KV (the table, the labels,
+    the rates, each batch and query length's slice along kv) is looked up once. `price` works the
+    same floats in the same order as `time` of `kernel.core(lens, tree_keys)`: _lookup, predict,
+    then time's split."""
+
+    def __init__(self, costs, kernel: AttentionKernel, table: Table, exact: bool, stand_in: str,
+                 flop_rate: float, byte_rate: float, graphs: bool):
+        self.kernel, self.table, self.exact = kernel, table, exact
+        self.flop_rate, self.byte_rate = flop_rate, byte_rate
+        self.peak_flops, self.peak_bytes, self.stream_floor = costs.peak_flops, costs.peak_bytes, costs.stream_floor
+        self.kv_max = costs.kv_key == "kv_max"
+        self.q_measured = table.grid["q"][0][-1]
+        over = costs.launch
+        self.call_s = 1 * over["call_s"] if over["included_in_op_times"] else None  # a core is one kernel
+        self.kernel_s = 1 * costs.kernel_launch_s(graphs)
+        # (source, source when floored) per way the table prices
+        self.labels = {kind: (kind + stand_in, kind + "-floored" + stand_in)
+                       for kind in ("calibrated", "calibrated-scaled", "extrapolated")}
+        self.slice = lru_cache(maxsize=1024)(self._slice)
+
+    def _slice(self, batch: int, q: float):
+        """(the table's kv slice at batch, q and the kernel's heads, or at the largest measured q
+        when q is beyond it; the share of q that q is, or None when q was measured)."""
+        share = None
+        if q > self.q_measured * (1 + 1e-9):  # more query tokens than measured (verify): extrapolated
+            q, share = self.q_measured, self.q_measured / q
+        return kv_slice(self.table, {"batch": batch, "q": q, "heads": self.kernel.heads}), share
+
+    def price(self, lens: BatchLens, tree_keys: float = 0.0) -> tuple[CoreCounts, OpTime] | None:
+        """(the core's counts, its time) over `lens`; None where time would take the nearest
+        measured cell (outside the grid or at a gap: the caller prices the Op)."""
+        flops, kv_bytes, act_bytes, kv_tokens, kv_max = self.kernel.counts(lens, tree_keys)
+        batch = lens.batch
+        piece, share = self.slice(batch, lens.q_tokens / max(batch, 1))
+        hit = along_kv(self.table, piece, kv_max if self.kv_max else kv_tokens / batch)
+        if hit is None:
+            return None
+        op_bytes = kv_bytes + act_bytes  # Op.bytes: weight bytes (none), KV, activations
+        work = max(flops / self.peak_flops, op_bytes / self.peak_bytes)
+        if share is not None:  # fewer_queries' work: flops and activations scale with q, the KV read not
+            work_ref = max(flops * share / self.peak_flops, (kv_bytes + act_bytes * share) / self.peak_bytes)
+            t, kind = scaled(self.table, math.exp(hit.log_t), work_ref, work), "extrapolated"
+        elif self.exact and hit.measured:
+            t, kind = math.exp(hit.log_t), "calibrated"
+        else:
+            t, kind = scaled(self.table, math.exp(hit.log_t), math.exp(hit.log_w), work), \
+                "calibrated-scaled"
+        floor = op_bytes / self.peak_bytes if self.stream_floor else 0.0
+        source, floored = self.labels[kind]
+        if t < floor:
+            t, source = floor, floored
+        fixed = min(t, self.call_s) if self.call_s is not None else 0.0
+        compute, memory = flops / self.flop_rate if flops else 0.0, op_bytes / self.byte_rate
+        return CoreCounts(flops, kv_bytes), split_time(t, fixed, compute, memory, self.kernel_s, source)
+
+
+def split_time(t: float, fixed: float, compute: float, memory: float, launch: float, source: str) -> OpTime:
+    """A measured op time `t` as an OpTime: `fixed` seconds of it are per-call dispatch (CPU
+    dispatch measured inside the time), the rest counts as compute or memory, whichever the
+    roofline says bounds the op, capped at the other's roofline time; `launch` is launch cost the
+    measurement left out (kernel launches outside a graph)."""
+    rest = t - fixed
+    split = (rest, min(rest, memory)) if compute >= memory else (min(rest, compute), rest)
+    return OpTime(*split, 0.0, fixed + launch, source)
