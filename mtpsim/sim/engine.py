@@ -132,7 +132,7 @@ class Engine:
         host = iteration_cost(kinds, durations, it.window, self.host_s(it.design.design, n + len(chunk or ()))).exposed_host_s
         yield from back_to_back(self.env, [*durations, host])
         emitted, accepted = self.commit(batch, it.design.steps, kept)
-        firsts = [r for r, n, done in chunk or () if done + n == r.input_len]
+        firsts = completed_prompts(chunk or ())
         self.record_decode(rep, start, it, kept, accepted, emitted + len(firsts), times, host)
         self.finish(rep, batch.pop_finished())
         if firsts:
@@ -206,7 +206,7 @@ class Engine:
         host = iteration_cost([s.kind for s in shapes], durations, PREFILL_WINDOW if self.overlap else (),
                               self.host_s(self.design.design, len(chunk))).exposed_host_s
         yield from back_to_back(self.env, [*durations, host])
-        firsts = [r for r, n, done in chunk if done + n == r.input_len]
+        firsts = completed_prompts(chunk)
         self.records.add_iteration(rep.index, rep.iterations, "prefill", start, self.env.now - start,
                                    len(chunk), len(firsts), times, host)
         rep.iterations += 1
@@ -246,6 +246,12 @@ class Engine:
         rep.scheduler.retire(finished)
         if finished:
             self.on_finished(len(finished))
+
+
+def completed_prompts(chunk) -> list[Request]:
+    """The requests whose last prompt chunk is in `chunk` ((request, tokens, already prefilled)
+    triples): their first token comes out with this iteration."""
+    return [r for r, tokens, done in chunk if done + tokens == r.input_len]
 
 
 @lru_cache(maxsize=64)
