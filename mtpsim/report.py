@@ -62,8 +62,7 @@ def _op_bound(t) -> str:
     """What bounds an op's time; `hidden` for an op a side stream hides (costs/streams.py)."""
     if t.source.startswith(HIDDEN):
         return "hidden"
-    terms = {"compute": t.compute_s, "memory": t.memory_s, "comm": t.comm_s, "overhead": t.launch_s}
-    return max(terms, key=terms.get)
+    return t.bound
 
 
 def iteration_time_s(pricer: Pricer, design: DesignShape, table: pd.DataFrame, overlap: bool, batch: int) -> dict:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from mtpsim.costs import ops as O
-from mtpsim.costs.roofline import OpTime
+from mtpsim.costs.roofline import OpTime, bound_of
 
 
 class Work(NamedTuple):
@@ -80,7 +80,5 @@ class PassCost(NamedTuple):
 
     @property
     def bound(self) -> str:
-        """What dominates: compute, memory, comm or overhead (the launch cost; the label `cost` prints)."""
-        terms = {"compute": self.compute_s, "memory": self.memory_s, "comm": self.comm_s,
-                 "overhead": self.launch_s}
-        return max(terms, key=terms.get)
+        """What dominates: compute, memory, comm or overhead (roofline.bound_of)."""
+        return bound_of(self.compute_s, self.memory_s, self.comm_s, self.launch_s)

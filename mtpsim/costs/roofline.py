@@ -41,6 +41,17 @@ class OpTime(NamedTuple):
     def total_s(self) -> float:
         return max(self.compute_s, self.memory_s) + self.comm_s + self.launch_s
 
+    @property
+    def bound(self) -> str:
+        return bound_of(self.compute_s, self.memory_s, self.comm_s, self.launch_s)
+
+
+def bound_of(compute_s: float, memory_s: float, comm_s: float, launch_s: float) -> str:
+    """What dominates a time: compute, memory, comm or overhead (the launch cost, under the label
+    `mtpsim cost` prints); the first of them on a tie."""
+    terms = {"compute": compute_s, "memory": memory_s, "comm": comm_s, "overhead": launch_s}
+    return max(terms, key=terms.get)
+
 
 class RooflineCosts:
     """Prices ops from a HardwareSpec. `cuda_graphs` picks the per-kernel launch cost."""
