@@ -134,7 +134,10 @@ class AcceptanceProfile:
     @classmethod
     def from_section(cls, acc, steps: int, where: str, topk: int = 1, draft_tokens: int | None = None) -> AcceptanceProfile:
         """From a scenario's `acceptance` section; a tree's shape (topk, draft_tokens) is needed
-        for per_depth_topk."""
+        for per_depth_topk. A design that drafts nothing (steps 0: `none`) accepts nothing, whatever
+        the section holds (advice.py warns that it is ignored)."""
+        if steps == 0:
+            return cls(())
         profile = cls._from_form(acc, steps, where, topk, draft_tokens)
         if acc.kept_length is None:
             return profile

@@ -1,5 +1,5 @@
 """Warnings for a scenario that is valid and runs, but asks something that cannot matter: a
-draft for a design that drafts nothing, policy entries no batch reaches, a routing skew on a
+draft or an acceptance profile for a design that drafts nothing, policy entries no batch reaches, a routing skew on a
 model without experts, two-batch overlap or EP imbalance without wide EP, a length distribution
 whose mean its bounds cut off, a histogram deeper than the steps it serves, a workload key its
 arrival does not read. Each is one stderr
@@ -9,6 +9,7 @@ setting harmless.
 from __future__ import annotations
 
 from mtpsim import designs
+from mtpsim.acceptance_schema import ACCEPTANCE_FORMS
 from mtpsim.schema import LengthDist, Scenario
 
 
@@ -23,7 +24,7 @@ def advise(s: Scenario) -> None:
 
 
 # what else a warning's key depends on: a sweep over these makes the setting matter at other points
-DEPENDS = {"speculative.draft": ("speculative.design",), "speculative.policy": ("workload", "engine", "speculative"),
+DEPENDS = {"speculative.draft": ("speculative.design",), "acceptance": ("speculative",), "speculative.policy": ("workload", "engine", "speculative"),
            "cost.moe_skew": ("model",), "acceptance.histogram": ("speculative",),
            "engine.two_batch_overlap": ("parallel", "disaggregation", "model"),
            "cost.ep_imbalance": ("parallel", "disaggregation", "model"),
@@ -38,6 +39,8 @@ def problems(s: Scenario) -> list[tuple[str, str]]:
     """(key, reason) for each setting of point `s` that cannot matter."""
     spec, record = s.speculative, designs.record(s.speculative.design)
     found = []
+    if record.draft_part is None and any(getattr(s.acceptance, k) is not None for k in ACCEPTANCE_FORMS):
+        found.append(("acceptance", f"design {spec.design} drafts nothing: its acceptance is ignored"))
     if spec.draft is not None and record.external is None:
         found.append(("speculative.draft", f"design {spec.design} takes no external draft: it is ignored"))
     found += _unreached_policy(s)

@@ -151,3 +151,29 @@ def test_a_profile_with_the_old_overhead_section_is_read_as_launch(tmp_path, cap
             assert len(err) == 1 and err[0].startswith("mtpsim: warning: ") and "meta.yaml: overhead: renamed `launch`" \
                 in err[0], err
     assert outputs[0] == outputs[1]
+
+
+# ------------------------------------------------------------------ an acceptance profile on plain decoding
+@pytest.mark.parametrize("acceptance", ["{accept_length: 2.5}", "{per_depth: [0.8, 0.7]}",
+                                        "{forced: {engine: vllm, setting: 2.0}}"])
+def test_plain_decoding_with_an_acceptance_warns_and_runs(tmp_path, capsys, acceptance):
+    """`none` drafts nothing: an acceptance section cannot matter. It used to reach the profile
+    builder with no steps and end in a traceback for the forms that need them (accept_length)."""
+    from mtpsim import errors
+    errors._warned.clear()
+    assert cli.main(run(tmp_path, SMALL + f"acceptance: {acceptance}\n")) == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mtpsim:")]
+    assert len(err) == 1 and err[0].startswith("mtpsim: warning: ") and ": acceptance: " in err[0], err
+    assert "drafts nothing" in err[0]
+
+
+def test_setting_a_design_to_none_keeps_the_acceptance_harmless(tmp_path, capsys):
+    """`--set speculative.design=none` on a scenario whose acceptance is an accept length: the
+    baseline alone runs, one row, no traceback."""
+    text = BASE.replace("per_depth: [0.8, 0.7]", "accept_length: 2.2").replace("deepseek-v3", "llama-3.1-8b") \
+        .replace("tp: 8", "tp: 1")
+    argv = run(tmp_path, text)
+    assert cli.main([*argv, "--set", "speculative.design=none"]) == 0
+    header, *rows = (tmp_path / "out" / "summary.csv").read_text().splitlines()
+    designs = [row.split(",")[header.split(",").index("design")] for row in rows]
+    assert designs == ["none"]
