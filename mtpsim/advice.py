@@ -24,7 +24,8 @@ def advise(s: Scenario) -> None:
 
 
 # what else a warning's key depends on: a sweep over these makes the setting matter at other points
-DEPENDS = {"speculative.draft": ("speculative.design",), "acceptance": ("speculative",), "speculative.policy": ("workload", "engine", "speculative"),
+DEPENDS = {"speculative.draft": ("speculative.design",), "acceptance": ("speculative",),
+           "speculative.policy": ("workload", "engine", "speculative"),
            "cost.moe_skew": ("model",), "acceptance.histogram": ("speculative",),
            "engine.two_batch_overlap": ("parallel", "disaggregation", "model"),
            "cost.ep_imbalance": ("parallel", "disaggregation", "model"),
