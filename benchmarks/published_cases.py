@@ -38,6 +38,11 @@ CASES = [
          dict.fromkeys((1, 2, 4, 6, 8), 1.81), metric="per_user_speedup", unit="req/s"),
     Case("P6", "p6-kimi-k2.5-b200.yaml", "concurrency", {16: 0.92}, {16: 1.39}),
     Case("P7", "p7-qwen3-next-h100.yaml", "concurrency", {8: 0.92, 64: 0.68}, {8: 1.37, 64: 1.37}),
+    # and the source's mean TPOTs, which show how far the stand-in model is from its own (scenario file)
+    Case("P7", "p7-qwen3-next-h100.yaml", "concurrency", {8: 0.0143, 64: 0.0478}, {8: 1.37, 64: 1.37},
+         metric="tpot_mean_s"),
+    Case("P7", "p7-qwen3-next-h100.yaml", "concurrency", {8: 0.0108, 64: 0.0264}, metric="tpot_mean_s",
+         unit="none, batch", sets=("speculative.design=none", "acceptance=null")),
     # decode nodes of a PD-disaggregated deployment: decode rates without the prefill
     Case("P8", "p8-deepseek-v3-lmsys-mtp.yaml", "steps", {2: 81.5 / 51.0, 3: 82.0 / 51.0}, {2: 2.18, 3: 2.44},
          metric="decode_speedup", unit="steps"),
