@@ -63,6 +63,10 @@ def test_sglang_overlaps_speculation_from_spec_v2_only():
     assert catalog.load_engine("sglang", "0.5.10").hidden_by("nextn") == ()
     assert "verify" in catalog.load_engine("sglang", "0.5.11").hidden_by("nextn")
     assert catalog.load_engine("sglang", "0.5.12").hidden_by("nextn", topk=4) == ()  # spec v2: chains only
+    # v0.5.13 drops the tree fallback to spec v1 (rule spec_v2_trees): trees overlap too
+    assert catalog.load_engine("sglang", "0.5.13").hidden_by("nextn", topk=4) == ("draft", "verify", "extend")
+    assert catalog.load_engine("sglang", "0.5.19").hidden_by("nextn", topk=4) == ("draft", "verify", "extend")
+    assert catalog.load_engine("sglang", "0.5.13", ignore_rules=["spec_v2_trees"]).hidden_by("nextn", topk=4) == ()
     assert catalog.load_engine("sglang", "0.4.4").hidden_by("none") == ("decode",)
 
 
