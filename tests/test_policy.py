@@ -184,6 +184,19 @@ def test_rate_schedule_is_a_poisson_process_at_each_phases_rate():
         assert abs(count - expected) < 4 * np.sqrt(expected), (count, expected)
 
 
+def test_a_phase_too_long_to_draw_whole_gives_its_first_arrivals_at_its_rate():
+    """A phase holding ~1.2e10 expected arrivals (12 req/s for 1e9 s) used to draw them all (an
+    89 GiB array); only the first num_requests matter, drawn as gaps of the same process."""
+    w = Workload.model_validate({**SWING, "num_requests": 4000, "rate_schedule": [
+        {"until_s": 30.0, "rate_per_s": 1.0}, {"until_s": 1.0e9, "rate_per_s": 12.0}]})
+    t = open_arrivals(w, np.random.default_rng(5))[0]
+    assert len(t) == 4000 and (np.diff(t) >= 0).all()
+    first, later = (t < 30).sum(), t[t >= 30]
+    assert abs(first - 30) < 4 * np.sqrt(30), first  # Poisson(1 x 30) in the first phase
+    rate = (len(later) - 1) / (later[-1] - later[0])  # 12 req/s: within 4 sigma of ~3,970 arrivals
+    assert abs(rate - 12.0) < 4 * 12.0 / np.sqrt(len(later)), rate
+
+
 def test_a_swinging_load_runs_and_keeps_its_order():
     r = simulate(scenario(workload={**SWING, "output_len": 16}))
     assert len(r.requests) == 6 and (r.requests.sort_values("request_id").arrival_s.diff().dropna() >= 0).all()
