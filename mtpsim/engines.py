@@ -184,6 +184,12 @@ class EngineSpec(Spec):
     hides: dict[str, list[Literal["decode", "draft", "verify", "extend", "prefill"]]] = Field(default_factory=dict)
     # the running-request cap the engine sets for speculative decoding when none is configured
     speculative_max_running_requests: int | None = Field(default=None, gt=0)
+    # host seconds a speculative iteration pays beyond `host.speculative` in some releases (vLLM V0's
+    # SpecDecodeWorker: proposals synced to the CPU and the scoring batch built in Python)
+    speculative_host_extra_s: float = Field(default=0.0, ge=0, le=1)
+    # whether plain decoding overlaps host work (SGLang's overlap scheduler, vLLM's async scheduling
+    # from v0.14); when False `none` hides nothing, whatever `hides` lists for it
+    decode_overlap: bool = True
     # whether speculative iterations overlap host work at all (SGLang spec v2, vLLM async scheduling
     # of drafts); when False a speculative design hides nothing, whatever `hides` lists for it
     speculative_overlap: bool = True
@@ -264,12 +270,16 @@ class EngineSpec(Spec):
         return self.dp_routing if policy is None else self.dp_routing.model_copy(update={"policy": policy})
 
     def host_s(self, design: str, batch: float) -> float:
-        return self.host["decode" if design == "none" else "speculative"].at(batch)
+        if design == "none":
+            return self.host["decode"].at(batch)
+        return self.host["speculative"].at(batch) + self.speculative_host_extra_s
 
     def hidden_by(self, design: str, topk: int = 1) -> tuple[str, ...]:
         """The pass kinds during which the host prepares the next iteration of `design`."""
         wide = self.speculative_overlap_max_topk is not None and topk > self.speculative_overlap_max_topk
         if design != "none" and (not self.speculative_overlap or wide or design in self.unoverlapped_designs):
+            return ()
+        if design == "none" and not self.decode_overlap:
             return ()
         return tuple(self.hides.get(design, ()))
 

@@ -70,6 +70,24 @@ def test_sglang_overlaps_speculation_from_spec_v2_only():
     assert catalog.load_engine("sglang", "0.4.4").hidden_by("none") == ("decode",)
 
 
+def test_vllm_overlaps_any_step_only_from_async_scheduling():
+    """Async scheduling is vLLM's default from v0.14 for plain and EAGLE/MTP steps alike; before
+    it, plain decoding exposes its host time as speculative steps do."""
+    for version, hides in (("0.7.3", False), ("0.13.0", False), ("0.14.0", True), ("0.22.0", True)):
+        e = catalog.load_engine("vllm", version)
+        assert (e.hidden_by("none") == ("decode",)) is hides, version
+        assert bool(e.hidden_by("nextn")) is hides, version
+    assert catalog.load_engine("vllm", "0.13.0", ignore_rules=["v1_async_scheduling"]).hidden_by("none") == ("decode",)
+
+
+def test_vllm_v0_speculative_steps_pay_their_python_scoring():
+    """V0's SpecDecodeWorker (before v0.9) adds ~2 ms of host work to a speculative step only."""
+    v0, v1 = catalog.load_engine("vllm", "0.7.3"), catalog.load_engine("vllm", "0.9.0")
+    for batch in (1, 64):
+        assert v0.host_s("nextn", batch) - v1.host_s("nextn", batch) == pytest.approx(2.0e-3)
+        assert v0.host_s("none", batch) == v1.host_s("none", batch)
+
+
 def scenario(**engine):
     text = BASE.replace("workload: {concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}",
                         "workload: {concurrency: 64, num_requests: 64, input_len: 64, output_len: 8}")
