@@ -276,12 +276,12 @@ class EngineSpec(Spec):
 
     def hidden_by(self, design: str, topk: int = 1) -> tuple[str, ...]:
         """The pass kinds during which the host prepares the next iteration of `design`."""
-        wide = self.speculative_overlap_max_topk is not None and topk > self.speculative_overlap_max_topk
-        if design != "none" and (not self.speculative_overlap or wide or design in self.unoverlapped_designs):
-            return ()
-        if design == "none" and not self.decode_overlap:
-            return ()
-        return tuple(self.hides.get(design, ()))
+        if design == "none":
+            overlaps = self.decode_overlap
+        else:
+            wide = self.speculative_overlap_max_topk is not None and topk > self.speculative_overlap_max_topk
+            overlaps = self.speculative_overlap and not wide and design not in self.unoverlapped_designs
+        return tuple(self.hides.get(design, ())) if overlaps else ()
 
     def max_running(self, design: str, configured: int | None) -> int:
         """The running-request cap in force: the scenario's when it set one, else the engine's
