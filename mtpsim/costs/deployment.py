@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
+from mtpsim.costs import compressed as C
 from mtpsim.costs import edges, streams
 from mtpsim.costs import ops as O
 from mtpsim.costs.ffn import deepseek_family
@@ -120,6 +121,10 @@ class Deployment:
     @property
     def act(self) -> str:
         return self.model.dtypes.activations
+
+    def kv_bytes_per_token(self, part: str) -> float:
+        """KV cache bytes one token holds over all of a part's layers on one GPU."""
+        return sum(n * C.kv_bytes_per_token(att, self.kv_dtype, self.parallel.tp) for att, n in self.part(part).attention)
 
     @property
     def fuses_shared_experts(self) -> bool:

@@ -42,7 +42,7 @@ def price_mixed(pricer, shape, lens: O.BatchLens, chunk_shape, chunk_lens: O.Bat
     dynamic = max(([*_cores(pricer, shape, d, plan), *_cores(pricer, chunk_shape, p, plan)] for d, p in pairs),
                   key=lambda priced: sum(n * t.total_s for _, t, n in priced))
     if shape.compact_tokens:  # a tree verify compacts its decode requests' accepted paths
-        op = O.kv_copy(max(d.batch for d, _ in pairs) * shape.compact_tokens, pricer.kv_bytes_per_token(shape.part))
+        op = O.kv_copy(max(d.batch for d, _ in pairs) * shape.compact_tokens, pricer.deployment.kv_bytes_per_token(shape.part))
         dynamic.append((op, pricer.costs.time(op, False), 1))
     whole = (lens.shifted(shape.kv_offset), chunk_lens.shifted(chunk_shape.kv_offset))
     batch = whole[0].batch + whole[1].batch

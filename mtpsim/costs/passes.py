@@ -149,7 +149,7 @@ class Pricer:
                                                 context)
         compact = ()
         if shape.compact_tokens:  # each GPU compacts its own group's accepted paths
-            op = O.kv_copy(batch * shape.compact_tokens, self.kv_bytes_per_token(shape.part))
+            op = O.kv_copy(batch * shape.compact_tokens, self.deployment.kv_bytes_per_token(shape.part))
             compact = ((op, self.costs.time(op, False), 1),)  # eagle_info.py `verify`: eager, after the graph
         # an indexer kernel's cores are always priced as Ops
         cores = tuple((kernel, n, self.costs.core_pricer(kernel, graphs) if isinstance(kernel, O.AttentionKernel) else None)
@@ -208,9 +208,7 @@ class Pricer:
                    if not (drop and op.family == "lm_head") and op.name not in blocks.REUSED_WEIGHT_OPS)
 
     def kv_bytes_per_token(self, part: str) -> float:
-        """KV cache bytes one token holds over all of a part's layers on one GPU."""
-        kv_dtype = self.deployment.kv_dtype
-        return sum(n * C.kv_bytes_per_token(att, kv_dtype, self.par.tp) for att, n in self.deployment.part(part).attention)
+        return self.deployment.kv_bytes_per_token(part)
 
     def uses_graphs(self, shape: PassShape, batch: int) -> bool:
         """Decode-shaped passes replay CUDA graphs up to max_graph_batch; prefill runs eagerly."""
