@@ -27,7 +27,7 @@ from mtpsim.designs import BASELINE, is_draft_key
 from mtpsim.errors import ScenarioError, whole_number
 from mtpsim.histogram import LogHistogram
 from mtpsim.results import Results
-from mtpsim.run_table import format_table, legend, limits_note, prefix_note, trace_note
+from mtpsim.run_table import format_table, legend, limits_note, pools_table, prefix_note, trace_note
 from mtpsim.runfolder import claimed, concat, mark_complete, plot_run, write_run
 from mtpsim.schema import MAX_SEEDS, Seeds
 from mtpsim.sim import simulate
@@ -235,10 +235,7 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
     else:
         print(format_table(summary))
     if any("pools" in row for row in summary):  # a disaggregated deployment: per pool, and the KV transfer
-        import pandas as pd
-
-        from mtpsim.sim.disagg import pools_table
-        print("\n" + pools_table(pd.DataFrame(summary)))
+        print("\n" + pools_table(summary))
     note = limits_note(summary if not replicated else [r for r in summary if r["seed"] == min(r["seed"] for r in summary)],
                        points)
     if note:

@@ -1,5 +1,6 @@
 """What `mtpsim run` prints: the summary as one table (`format_table`), and the lines under it
-for limits that bound a row, a replayed trace, a prefix cache and a replicated run's intervals.
+for limits that bound a row, a replayed trace, a prefix cache and a replicated run's intervals,
+and a disaggregated run's pools (`pools_table`).
 The summary comes as rows (dicts, what run_rows gives) or as a DataFrame; the table is the one
 pandas' to_string printed, made without pandas (mtpsim/rows.py).
 """
@@ -134,3 +135,26 @@ def legend(ci) -> str:
         lines.append("~ its TPS interval overlaps another design's at the same load: these seeds do not "
                      "settle the difference")
     return "\n".join(lines)
+
+
+POOL_COLUMNS = {"design": "design", "pools": "pools", "link": "link", "prefill_utilisation": "prefill util",
+                "prefill_queue_mean_s": "P queue ms", "decode_utilisation": "decode util",
+                "decode_queue_mean_s": "D queue ms", "transfer_mean_s": "transfer ms",
+                "transfer_share_of_ttft": "transfer/TTFT", "transfer_bytes_per_gpu_mean": "KV MB/GPU"}
+
+
+def pools_table(summary: list[dict]) -> str:
+    """A disaggregated run's pool columns (sim/disagg.py `pool_columns`) as a printed table (ms,
+    MB, percentages). pandas is imported here, where only a disaggregated run's table needs it."""
+    import pandas as pd
+
+    frame = pd.DataFrame(summary)
+    df = frame[[c for c in POOL_COLUMNS if c in frame]].copy()
+    for c in df:
+        if c.endswith("_s"):
+            df[c] = (1e3 * df[c]).round(2)
+        elif c.endswith("utilisation") or c.endswith("share_of_ttft"):
+            df[c] = (100 * df[c]).map(lambda v: f"{v:.3g}%")
+        elif c.endswith("_mean") and c.startswith("transfer_bytes"):
+            df[c] = (df[c] / 1e6).round(1)
+    return df.rename(columns=POOL_COLUMNS).to_string(index=False)

@@ -262,25 +262,6 @@ def pool_columns(records: PoolRecords, stats: dict, prefill: Pool, decode: Pool)
     return out
 
 
-POOL_COLUMNS = {"design": "design", "pools": "pools", "link": "link", "prefill_utilisation": "prefill util",
-                "prefill_queue_mean_s": "P queue ms", "decode_utilisation": "decode util",
-                "decode_queue_mean_s": "D queue ms", "transfer_mean_s": "transfer ms",
-                "transfer_share_of_ttft": "transfer/TTFT", "transfer_bytes_per_gpu_mean": "KV MB/GPU"}
-
-
-def pools_table(summary) -> str:
-    """The pools' columns of a run's summary as a printed table (ms, MB, percentages)."""
-    df = summary[[c for c in POOL_COLUMNS if c in summary]].copy()
-    for c in df:
-        if c.endswith("_s"):
-            df[c] = (1e3 * df[c]).round(2)
-        elif c.endswith("utilisation") or c.endswith("share_of_ttft"):
-            df[c] = (100 * df[c]).map(lambda v: f"{v:.3g}%")
-        elif c.endswith("_mean") and c.startswith("transfer_bytes"):
-            df[c] = (df[c] / 1e6).round(1)
-    return df.rename(columns=POOL_COLUMNS).to_string(index=False)
-
-
 def start_arrivals(env, arrivals: Arrivals, s, prefill: MemoryBudget, decode: MemoryBudget) -> int:
     """Start the arrivals as an aggregated run does (the same draws); a prompt the prefill pool's
     KV pool cannot hold, or a request the decode pool's cannot, is a ScenarioError naming the pool."""
@@ -299,4 +280,4 @@ def start_arrivals(env, arrivals: Arrivals, s, prefill: MemoryBudget, decode: Me
     return len(inputs)
 
 
-__all__ = ["simulate_disaggregated", "pools_table", "Handoff", "PoolRecords"]
+__all__ = ["simulate_disaggregated", "Handoff", "PoolRecords"]
