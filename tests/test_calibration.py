@@ -12,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from mtpsim.calibration import command, kernels  # noqa: E402
+from mtpsim.calibration import command, host, kernels  # noqa: E402
 from mtpsim.calibration import grid as G  # noqa: E402
 from mtpsim.catalog import load_hardware  # noqa: E402
 from mtpsim.costs.calibrated import CalibratedCosts  # noqa: E402
@@ -43,6 +43,10 @@ def tiny(monkeypatch):
     monkeypatch.setattr(command, "ROTATE_MIB", {"cpu": 1})
     monkeypatch.setattr(command, "HOLDOUT_PER_CONFIG", dict.fromkeys(FAMILIES, 2))
     monkeypatch.setattr(kernels, "CEILING_SIZES", {"cpu": (4 << 20, 128)})
+    # the host-time loops at two batches and a few iterations: each design's loop still runs
+    monkeypatch.setattr(host, "BATCHES", {"cpu": (1, 2)})
+    monkeypatch.setattr(host, "ITERATIONS", 4)
+    monkeypatch.setattr(host, "WARMUP", 1)
     monkeypatch.delenv("MTPSIM_CALIBRATE_REPLACE", raising=False)
 
 
@@ -60,6 +64,9 @@ def test_calibrate_writes_a_profile_that_loads(tiny, tmp_path):
     costs = CalibratedCosts.from_profile(out, load_hardware("cpu"))
     assert costs.meta["threads"] == 1 and costs.meta["launch"]["included_in_op_times"]
     assert costs.meta["ceilings"]["copy_bytes_per_s"] > 0
+    assert set(costs.meta["host_s"]) == set(host.DESIGNS)      # every design's loop ran, at each batch
+    assert all(set(by_batch) == {1, 2} and min(by_batch.values()) >= 0 for by_batch in costs.meta["host_s"].values())
+    assert costs.host_s("nextn", 2) == costs.meta["host_s"]["nextn"][2]
     op = G.op_of("gemm", dict(m=8, k=64, n=16, dtype="fp32"), "fp32")
     assert costs.time(op, False).source == "calibrated"
 
