@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mtpsim import cli
 from mtpsim.catalog import load_engine, load_hardware, load_model
@@ -21,6 +23,24 @@ from tests.test_bad_input import BASE, one_line_error
 PUBLISHED = Path(__file__).resolve().parent.parent / "scenarios" / "published"
 DECODE = PassShape("decode", "target", 1, 1)
 SHORT, LONG = 256, 60_000
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 8), st.integers(0, 200_000)), max_size=80), st.integers(1, 24),
+       st.booleans(), st.booleans())
+def test_a_batch_splits_into_groups_as_each_group_alone(requests, groups, uniform_q, float_kv):
+    """BatchLens.split (one pass over the arrays) gives each group exactly what BatchLens.of of
+    that group's requests gives, counts, sums and maxima alike, empty groups included."""
+    q = np.array([r[0] for r in requests], np.int64)
+    if uniform_q:
+        q = np.full(len(requests), 3)
+    kv = np.array([r[1] for r in requests], float if float_kv else np.int64)
+    split = O.BatchLens.split(q, kv, groups)
+    assert len(split) == groups
+    for g, got in enumerate(split):
+        want = O.BatchLens.of(q[g::groups], kv[g::groups])
+        assert got[:7] == want[:7] and [type(x) for x in got[:7]] == [type(x) for x in want[:7]]
+        assert np.array_equal(got.q, want.q) and np.array_equal(got.kv, want.kv)
 
 
 def pricer(model="deepseek-v3", **kw) -> Pricer:

@@ -132,6 +132,28 @@ class BatchLens(NamedTuple):
                    float((q_lens * kv_lens).sum()), q_lens, kv_lens)
 
     @classmethod
+    def split(cls, q_lens: np.ndarray, kv_lens: np.ndarray, groups: int) -> list[BatchLens]:
+        """`of` for each of `groups` groups, request i in group i mod groups, in one pass over the
+        arrays: laid out as rows of `groups` columns (column g holds q_lens[g::groups]), zero-padded,
+        which adds nothing to a sum or a max. The lengths are whole tokens, so every sum is exact
+        and equals the group's own `of`."""
+        n = len(q_lens)
+        rows = -(-n // groups)
+        pad = rows * groups - n
+        q2 = np.zeros(rows * groups, np.result_type(q_lens))
+        k2 = np.zeros(rows * groups, np.result_type(kv_lens))
+        q2[:n], k2[:n] = q_lens, kv_lens
+        q2, k2 = q2.reshape(rows, groups), k2.reshape(rows, groups)
+        visible = k2 + q2
+        sizes = [rows - (g >= groups - pad) for g in range(groups)]  # the last row's padding: its last `pad` columns
+        columns = zip(sizes, q2.sum(axis=0).tolist(), q2.max(axis=0, initial=0).tolist(), visible.sum(axis=0).tolist(),
+                      visible.max(axis=0, initial=0).tolist(), (q2 * (k2 + (q2 + 1) / 2)).sum(axis=0).tolist(),
+                      (q2 * k2).sum(axis=0).tolist())
+        return [cls(size, float(qs), float(qm), float(vs), float(vm), float(qk), float(qkv),
+                    q_lens[g::groups], kv_lens[g::groups])
+                for g, (size, qs, qm, vs, vm, qk, qkv) in enumerate(columns)]
+
+    @classmethod
     def uniform(cls, q: int, kv_lens: np.ndarray, kv_sum: int, kv_max: int) -> BatchLens:
         """Every request adds q tokens after kv_lens[i] cached; kv_sum and kv_max are kv_lens'
         sum and max, which the caller may keep as running totals."""

@@ -194,9 +194,8 @@ class Pricer:
         dispatch by arrival keeps them while requests retire in arrival order
         (managers/data_parallel_controller.py). Only under DP attention: with one group
         `price_lens` prices the whole batch directly."""
-        n = self.par.attention_dp
         q, kv = lens.requests()[0], lens.kv  # kv before any offset: each group is shifted once
-        return [O.BatchLens.of(q[g::n], kv[g::n]).shifted(lens.offset + offset) for g in range(n)]
+        return [g.shifted(lens.offset + offset) for g in O.BatchLens.split(q, kv, self.par.attention_dp)]
 
     def weight_bytes(self, part: str, shared_head: bool = True) -> float:
         """Weight bytes of a part on one GPU: its ops over enough tokens to touch every expert, fc
