@@ -24,7 +24,7 @@ from mtpsim.specs import Spec
 RuleField = Literal["speculative_max_running_requests", "speculative_overlap", "verify_scorer",
                     "fuses_shared_experts", "shared_fusion_below_capability", "shared_expert_stream",
                     "fraction_by_tp", "unoverlapped_designs", "speculative_overlap_max_topk", "decode_overlap",
-                    "speculative_host_extra_s"]
+                    "speculative_host_extra_s", "eager_passes"]
 
 
 class VersionRule(Spec):

@@ -197,6 +197,9 @@ class EngineSpec(Spec):
     # designs whose speculative worker this release runs without the overlap scheduler, whatever
     # speculative_overlap says for the others (SGLang's DFLASH and FROZEN_KV_MTP before v0.5.14)
     unoverlapped_designs: tuple[Literal["nextn", "multi_layer", "frozen_kv", "parallel_heads", "block"], ...] = ()
+    # speculative pass kinds this release runs outside CUDA graphs even where graphs are on (SGLang's
+    # EAGLE draft extend before v0.4.7): each kernel pays its own launch (costs/deployment.py uses_graphs)
+    eager_passes: tuple[Literal["draft", "verify", "extend"], ...] = ()
     # how the target scores a request's draft window: one pass with N queries per request (mqa), or
     # the window expanded into N single-query sequences, each reading the request's whole KV
     # (vLLM V0's BatchExpansionTop1Scorer)
@@ -223,7 +226,7 @@ class EngineSpec(Spec):
     prefix_cache: PrefixCacheDefault = PrefixCacheDefault()  # the engine's prefix cache without flags
     dp_routing: DpRouting = DpRouting()  # how arrivals are spread over dp replicas
 
-    @field_validator("unoverlapped_designs", mode="before")
+    @field_validator("unoverlapped_designs", "eager_passes", mode="before")
     @classmethod
     def _designs_as_tuple(cls, value):
         """A YAML list (an engine file or a version rule) is the tuple this frozen record keeps."""

@@ -236,3 +236,20 @@ def test_sglang_runs_dflash_and_frozen_kv_without_overlap_before_their_v2_worker
     assert e.hidden_by("nextn") == ("draft", "verify", "extend")
     assert not resolve_engine(catalog.engine_file("sglang"), "0.5.13",
                               ignore=["block_and_frozen_kv_workers_sync"]).unoverlapped_designs
+
+
+@pytest.mark.parametrize("version, eager", [("0.4.4", True), ("0.4.6", True), ("0.4.7", False), ("0.5.12", False)])
+def test_sglang_runs_the_eagle_draft_extend_eagerly_before_its_cuda_graph(version, eager):
+    """Before v0.4.7 the draft extend ran outside CUDA graphs (rule draft_extend_eager): each of its
+    kernels pays its own launch, so the same extend costs more; the draft and verify passes and
+    the plain decode step replay graphs at every release."""
+    text = BASE.replace("hardware: h200", f"hardware: h200\nengine: {{kind: sglang, version: \"{version}\"}}")
+    data = yaml.safe_load(text)
+    pricer = build_pricer(sc.validate(data))
+    ignored = build_pricer(sc.validate({**data, "engine": {**data["engine"], "ignore_rules": ["draft_extend_eager"]}}))
+    extend, verify = PassShape("extend", "mtp", 2, 2), PassShape("verify", "target", 3, 3)
+    assert pricer.uses_graphs(extend, 4) is not eager and ignored.uses_graphs(extend, 4)
+    assert pricer.uses_graphs(verify, 4) and pricer.uses_graphs(PassShape("draft", "mtp", 1, 1), 4)
+    q, kv = np.full(4, 2), np.full(4, 1000)
+    cost, graphed = pricer.price(extend, q, kv).time_s, ignored.price(extend, q, kv).time_s
+    assert cost > graphed if eager else cost == graphed

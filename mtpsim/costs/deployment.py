@@ -87,8 +87,10 @@ class HostModel:
         return self.engine.verify_scorer == "batch_expansion"
 
     def uses_graphs(self, kind: str, batch: int) -> bool:
-        """Decode-shaped passes replay CUDA graphs up to max_graph_batch; prefill runs eagerly."""
-        return self.cuda_graphs and kind != "prefill" and batch <= self.max_graph_batch
+        """Decode-shaped passes replay CUDA graphs up to max_graph_batch, but for the pass kinds the
+        engine release runs eagerly (`engine.eager_passes`); prefill runs eagerly."""
+        return self.cuda_graphs and kind != "prefill" and batch <= self.max_graph_batch \
+            and kind not in self.engine.eager_passes
 
     def padded_batch(self, batch: int) -> int:
         """The captured graph size a batch replays at (the batch itself past the largest)."""
