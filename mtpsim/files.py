@@ -37,6 +37,7 @@ from mtpsim.outputs import writing  # noqa: F401 (callers of mtpsim.files.writin
 from mtpsim.textfiles import (  # noqa: F401 (the byte-level reader, read from here)
     MAX_FILE_BYTES,
     READ_ERRORS,
+    not_a_file,
     read_bytes,
     read_once,
     read_text,

@@ -34,13 +34,23 @@ def unreadable(where: str, exc: BaseException) -> ScenarioError:
     return ScenarioError(where, "", f"cannot read: {short(reason, 160)[1:-1]}")
 
 
+def not_a_file(path: Path) -> str:
+    """Why a path that is not a regular file cannot be read: absent, a folder, or another kind
+    (a device, a pipe or a socket, which would block or never end)."""
+    if path.is_dir():
+        return "a folder, not a file"
+    if path.exists():
+        return "not a regular file (a device, pipe or socket)"
+    return "no such file"
+
+
 def read_bytes(path: str | Path, where: str | None = None, limit: int = MAX_FILE_BYTES) -> bytes:
     """`read_text`'s checks, the text left as its UTF-8 bytes (what the CSV reader parses)."""
     path = Path(path)
     where = where or str(path)
     try:
         if not path.is_file():
-            raise ScenarioError(where, "", "no such file")
+            raise ScenarioError(where, "", not_a_file(path))
         if path.stat().st_size > limit:
             raise ScenarioError(where, "", f"{path.stat().st_size:,} bytes is over the {limit:,}-byte limit")
         data = path.read_bytes()

@@ -177,3 +177,27 @@ def test_setting_a_design_to_none_keeps_the_acceptance_harmless(tmp_path, capsys
     header, *rows = (tmp_path / "out" / "summary.csv").read_text().splitlines()
     designs = [row.split(",")[header.split(",").index("design")] for row in rows]
     assert designs == ["none"]
+
+
+# ------------------------------------------------------------------ a path that is not a regular file
+def not_files(tmp_path):
+    """A folder, a named pipe (reading it would block until a writer comes) and a device (reading
+    /dev/zero never ends), each with the words the one line must say."""
+    import os
+    pipe = tmp_path / "pipe.yaml"
+    os.mkfifo(pipe)
+    return [(tmp_path, "a folder, not a file"), (pipe, "not a regular file"), ("/dev/zero", "not a regular file")]
+
+
+@pytest.mark.parametrize("which", [0, 1, 2], ids=["folder", "pipe", "device"])
+@pytest.mark.parametrize("where", ["scenario", "workload.trace.path", "acceptance.histogram", "model.hf_config"])
+def test_a_path_that_is_not_a_regular_file_is_named_without_reading_it(tmp_path, capsys, which, where):
+    path, words = not_files(tmp_path)[which]
+    if where == "scenario":
+        one_line_error(capsys, ["run", str(path), "--out", str(tmp_path / "out")], "", words)
+        return
+    text = {"workload.trace.path": BASE.replace("workload: {concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}",
+                                                f"workload: {{arrival: trace, trace: {{path: '{path}'}}}}"),
+            "acceptance.histogram": BASE.replace("acceptance: {per_depth: [0.8, 0.7]}", f"acceptance: {{histogram: '{path}'}}"),
+            "model.hf_config": BASE.replace("model: deepseek-v3", f"model: {{hf_config: '{path}'}}")}[where]
+    one_line_error(capsys, run(tmp_path, text), where, words)
