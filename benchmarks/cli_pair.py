@@ -35,6 +35,13 @@ only sources, and these machines set PYTHONDONTWRITEBYTECODE, so every command r
 module it imported), measured 2026-12-04 at load 0.6, back to back on the merged tree:
     sources only   CLI pair 4.26 s, ratio 15.0x, both whole processes 8.13x, import mtpsim.run 1.02 s
     byte-compiled  CLI pair 3.02 s, ratio 11.7x, both whole processes 5.75x, import mtpsim.run 0.42 s
+Side by side (2026-12-04): `mtpsim run` now simulates a point and its `none` baseline in two
+forked worker processes where there are two cores (run.py `_map`; before, a pair always ran one
+after the other in the CLI's process), with the same rows bit for bit (tests/test_sim.py). On
+this 2-core machine, farm-bench -n 5 pairing the run of this pair against the tree before it:
+wall 2.02 s against 2.70 s (median A/B 0.69), CPU 3.13 s against 2.80 s (two processes each load
+the profile). cli_pair.py's ratio, noisy here (the reference loop alone took 0.19-0.31 s over the
+day): 9.0-11.5x, from 11.7-12.0x.
 
 Start-up: `python -X importtime -c "import mtpsim.cli"`, `mtpsim --version` as a whole process
 (what every command pays before it runs: building the parser included; target at most 0.2 s),

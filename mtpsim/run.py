@@ -71,11 +71,12 @@ def run_points(points: list[sc.Scenario], jobs: int = 1, progress: bool = True, 
     return pd.DataFrame(rows), results
 
 
-def run_rows(points: list[sc.Scenario], jobs: int = 1, progress: bool = True, keep_passes: bool = False,
+def run_rows(points: list[sc.Scenario], jobs: int | None = 1, progress: bool = True, keep_passes: bool = False,
              backend: str = "pool", address: str | None = None) -> tuple[list[dict], list[Results]]:
     """run_points' summary as rows (dicts): each run's summary row with its `point` (-1: a
     baseline no point is), pricing and engine (and seed and comparison group over seeds), then
-    its speedups; points first, then the baselines run for them."""
+    its speedups; points first, then the baselines run for them. `jobs` None: one worker per core,
+    at most one per run (a point and its baseline are two runs)."""
     groups: dict[str, int] = {}  # baseline key of a point's first seed -> its comparison group
     group_of = [groups.setdefault(baseline_key(s), len(groups)) for s in points]
     runs = [(i, r, baseline_key(r)) for i, s in enumerate(points) for r in replicates(s)]
@@ -87,7 +88,7 @@ def run_rows(points: list[sc.Scenario], jobs: int = 1, progress: bool = True, ke
     extra = [(key, b, g) for key, (b, g) in baselines.items() if b not in scenarios]
     tasks = scenarios + [b for _, b, _ in extra]
     keys = [key for _, _, key in runs] + [key for key, _, _ in extra]
-    results = _map(tasks, jobs, progress, keep_passes, backend, address)
+    results = _map(tasks, jobs or default_jobs(len(tasks)), progress, keep_passes, backend, address)
     labels = [(i, group_of[i]) for i, _, _ in runs] + [(-1, g) for _, _, g in extra]
     replicated = any(s.seeds > 1 for s in points)
     rows = []
@@ -134,20 +135,24 @@ def _map(tasks, jobs: int, progress: bool, keep_passes: bool, backend: str = "po
     bar's line."""
     # None: tqdm's own rule, a bar only on a terminal (a log or a pipe gets no carriage-return noise)
     bar = progress_bar(len(tasks), True if not progress or len(tasks) <= 2 else None, desc="simulating", unit="run")
+    own_bars = progress and bar.disable  # a long run shows its own bar when the runs' bar is off (sim/__init__.py)
     out = []
     try:
         if backend == "ray":
             from mtpsim.ray_backend import map_ray
             return map_ray(tasks, keep_passes, bar, address, jobs)
-        if jobs <= 1 or len(tasks) <= 2:
-            for s in tasks:  # a long run shows its own bar when the runs' bar is off
-                out.append(simulate(s, keep_passes=keep_passes, progress=progress and bar.disable))
+        if jobs <= 1 or len(tasks) < 2:
+            for s in tasks:
+                out.append(simulate(s, keep_passes=keep_passes, progress=own_bars))
                 bar.update()
             return out
-        from concurrent.futures import ProcessPoolExecutor  # here: ~0.03-0.09 s of imports a two-run pair never uses
-        pool = ProcessPoolExecutor(max_workers=jobs)
+        # a point and its baseline run side by side too: on two cores the pair's wall time is its
+        # longer run's (benchmarks/cli_pair.py), and a forked worker re-imports nothing
+        from concurrent.futures import ProcessPoolExecutor
+        pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), **_bar_lock(own_bars))
         try:
-            futures = [pool.submit(simulate, s, keep_passes=keep_passes) for s in tasks]
+            futures = [pool.submit(simulate, s, keep_passes=keep_passes, progress=own_bars, progress_line=i)
+                       for i, s in enumerate(tasks)]
             for f in futures:
                 out.append(f.result())
                 bar.update()
@@ -156,6 +161,17 @@ def _map(tasks, jobs: int, progress: bool, keep_passes: bool, backend: str = "po
         return out
     finally:
         bar.close()
+
+
+def _bar_lock(own_bars: bool) -> dict:
+    """Pool arguments that let the workers' own progress bars share the terminal: one lock for
+    tqdm's writes across processes (tqdm's multiprocessing recipe); none when no bar shows."""
+    if not own_bars:
+        return {}
+    from multiprocessing import RLock
+
+    from tqdm import tqdm
+    return {"initializer": tqdm.set_lock, "initargs": (RLock(),)}
 
 
 def run_labels(points: list[sc.Scenario]) -> list[dict]:
@@ -207,7 +223,7 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
     points = with_seeds(sc.load(path, sets), seeds)
     with claimed(points[0].name, out) as folder:  # a failed run gives the folder back
         started = time.perf_counter()
-        summary, results = run_rows(points, jobs or default_jobs(len(points)), keep_passes=trace,
+        summary, results = run_rows(points, jobs, keep_passes=trace,
                                     backend=backend, address=address)
         labels = run_labels(points)
         replicated = "seed" in labels[0]

@@ -128,6 +128,20 @@ def test_same_seed_same_results_other_seed_differs():
     assert not a.requests.finish_s.equals(c.requests.finish_s)
 
 
+def test_a_point_and_its_baseline_side_by_side_give_what_they_give_one_after_the_other():
+    """`mtpsim run` simulates a point and its `none` baseline in two worker processes where there are
+    cores (run._map): the same summary rows and records, bit for bit, as one process running both."""
+    from mtpsim.run import run_rows
+    point = make(output_len=64)
+    alone, alone_results = run_rows([point], jobs=1, progress=False)
+    together, together_results = run_rows([point], jobs=2, progress=False)
+    assert len(alone) == 2 and [r["design"] for r in alone] == ["nextn", "none"]
+    def same(rows):  # every column as text (NaN equals NaN), but the runs' own wall time
+        return [{k: str(v) for k, v in r.items() if k != "sim_wall_s"} for r in rows]
+    assert same(alone) == same(together)
+    assert alone_results[0].requests.equals(together_results[0].requests)
+
+
 def test_draft_kv_lowers_max_concurrency():
     mtp = {"num_layers": 3, "layer": {"attention": "full", "ffn": "moe"}}
     data = {"name": "m", "model": {"from": "gemma-4-26b-a4b", "mtp": mtp}, "hardware": "h100-sxm",

@@ -28,10 +28,11 @@ PROGRESS_MIN_REQUESTS = 10_000  # runs this long show a progress bar when asked 
 
 
 def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 10_000,
-             max_request_rows: int = 100_000, pricer=None, progress: bool = False) -> Results:
+             max_request_rows: int = 100_000, pricer=None, progress: bool = False, progress_line: int = 0) -> Results:
     """Run one scenario point: build costs and acceptance, start the processes, run, collect.
     Rows past the caps are not kept (the summary still counts them); `progress` shows finished
-    requests on stderr for runs of PROGRESS_MIN_REQUESTS or more. A scenario with
+    requests on stderr for runs of PROGRESS_MIN_REQUESTS or more, on the terminal's
+    `progress_line`-th bar line (runs side by side each keep a line). A scenario with
     `disaggregation` runs as its prefill and decode pools (sim/disagg.py)."""
     if scenario.disaggregation is not None:
         from mtpsim.sim.disagg import simulate_disaggregated
@@ -45,7 +46,8 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
     profile = AcceptanceProfile.from_section(s.acceptance, design.steps, s.source, design.topk, design.draft_tokens)
     env, records = simpy.Environment(), Records(max_iteration_rows, keep_passes, max_request_rows)
     bar = progress_bar(s.workload.num_requests, True if not progress or s.workload.num_requests < PROGRESS_MIN_REQUESTS
-                       else None, desc=s.name, unit="req", file=sys.stderr, mininterval=1.0)
+                       else None, desc=f"{s.name} ({design.design})", unit="req", file=sys.stderr, mininterval=1.0,
+                       position=progress_line)
     engine = Engine(env, pricer, design, profile, records, np.random.default_rng([s.seed, 1]),
                     s.engine.overlap_schedule, prefill_chunk_tokens(s), policy=s.speculative.policy,
                     on_finished=bar.update, mixed=mixed_rule(s, design))
