@@ -121,8 +121,8 @@ def _add_run(sub) -> None:
     p = sub.add_parser("run", help="simulate every sweep point and its no-speculation baseline")
     _add_scenario(p)
     p.add_argument("--out", type=folder, help="run folder (default runs/<name>-<timestamp>; must not hold files)")
-    p.add_argument("--jobs", type=bounded(1, MAX_JOBS), help=f"worker processes for sweeps, 1..{MAX_JOBS} "
-                   "(default: one per core)")
+    p.add_argument("--jobs", type=bounded(1, MAX_JOBS), help=f"worker processes for the runs (each point, its seeds "
+                   f"and baselines), 1..{MAX_JOBS} (default: one per core; 1 runs them one after the other)")
     p.add_argument("--seeds", metavar="N", help=f"run every point and baseline over N seeds (seed, seed + 1, ...), "
                    f"1..{MAX_SEEDS}, and report means with 95%% intervals (default: the scenario's seeds, 1)")
     p.add_argument("--backend", choices=["pool", "ray"], default="pool", help="where the runs go: worker "
