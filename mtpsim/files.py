@@ -44,4 +44,12 @@ from mtpsim.textfiles import (  # noqa: F401 (the byte-level reader, read from h
     unreadable,
     version,
 )
-from mtpsim.yamlfiles import MAX_DEPTH, MAX_VALUES, MAX_YAML_BYTES, load_yaml, load_yaml_documents, parse_yaml  # noqa: F401
+from mtpsim.yamlfiles import (  # noqa: F401
+    MAX_DEPTH,
+    MAX_VALUES,
+    MAX_YAML_BYTES,
+    dump_yaml_all,
+    load_yaml,
+    load_yaml_documents,
+    parse_yaml,
+)

@@ -11,12 +11,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import yaml
-
 from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE, DesignShape
 from mtpsim.errors import ScenarioError
-from mtpsim.files import TEXT, Column, load_yaml_documents, read_csv, read_text
+from mtpsim.files import TEXT, Column, dump_yaml_all, load_yaml_documents, read_csv, read_text
 from mtpsim.outputs import writing
 from mtpsim.results import ITERATION_COLUMNS, PASS_COLUMNS, REQUEST_COLUMNS, Results
 from mtpsim.rows import Table
@@ -90,7 +88,7 @@ def write_run(path: Path, points: list[sc.Scenario], summary: list[dict], result
     resolved = [{**p.model_dump(exclude={"sweep"}, exclude_none=True), "point": p.point,
                  "resolved_specs": p.specs.model_dump(exclude_none=True)} for p in points]
     with writing(path / "scenario.resolved.yaml") as file:
-        file.write_text(yaml.safe_dump_all(resolved, sort_keys=False))
+        file.write_text(dump_yaml_all(resolved, sort_keys=False))
     write_table(Table.of_rows(summary), path / "summary.csv")
     if intervals is not None:
         write_csv(intervals, path / "summary_ci.csv")

@@ -4,7 +4,8 @@
 - nesting is at most MAX_DEPTH levels and aliases may expand to at most MAX_VALUES values (an
   alias bomb is refused before anything walks it);
 - floats follow YAML 1.2 as well as 1.1: `1e9` and `989e12` are numbers, not strings.
-The file itself is read by textfiles.py's rules.
+The file itself is read by textfiles.py's rules. Writing (`dump_yaml_all`) takes libyaml's
+emitter where PyYAML was built with it: the same text, a few times faster.
 """
 from __future__ import annotations
 
@@ -141,3 +142,13 @@ def load_yaml(path: str | Path, where: str | None = None) -> Any:
     """A YAML file's contents (None when empty)."""
     where = where or str(path)
     return parse_yaml(read_text(path, where, MAX_YAML_BYTES), where)
+
+
+# libyaml's safe emitter where PyYAML has it (its wheels do), else the pure-Python one: byte for
+# byte the same text on every shipped and published scenario (checked 2026-12-04), ~4.6x faster
+_SAFE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def dump_yaml_all(documents: list, **options) -> str:
+    """yaml.safe_dump_all's text of `documents`, by the fastest safe emitter at hand."""
+    return yaml.dump_all(documents, Dumper=_SAFE_DUMPER, **options)

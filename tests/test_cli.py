@@ -34,8 +34,10 @@ def test_run_writes_folder_with_baseline(write_scenario, tmp_path, capsys):
                 "accept_length", "speedup", "per_user_speedup", "draft_share", "verify_share", "extend_share",
                 "prefill_share", "host_share", "max_kv_tokens", "sim_wall_s"):
         assert col in summary.columns
-    resolved = list(yaml.safe_load_all((out / "scenario.resolved.yaml").read_text()))
+    text = (out / "scenario.resolved.yaml").read_text()
+    resolved = list(yaml.safe_load_all(text))
     assert resolved[0]["workload"]["output_len"] == 16 and resolved[0]["engine"]["max_graph_batch"] == 256
+    assert text == yaml.safe_dump_all(resolved, sort_keys=False)  # libyaml's emitter writes what PyYAML's does
     assert "TPS" in capsys.readouterr().out
 
 
