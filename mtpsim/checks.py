@@ -5,12 +5,10 @@ policy, a swinging load, and acceptance profiles against the steps they serve.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 from mtpsim import designs
 from mtpsim.acceptance import AcceptanceProfile, named_curve, read_histogram
 from mtpsim.errors import ScenarioError
-from mtpsim.files import not_a_file
+from mtpsim.files import require_file
 from mtpsim.schema import ACCEPTANCE_FORMS, MAX_SCHEDULE_DRAWS, MAX_SIM_S, Parallel, Scenario, Workload, max_length
 from mtpsim.tracefiles import scan
 
@@ -33,9 +31,7 @@ def check_against_specs(s: Scenario, where: str) -> None:
         raise ScenarioError(where, "workload.concurrency", f"{s.workload.concurrency} closed-loop users need "
                             f"num_requests >= concurrency (got {s.workload.num_requests})")
     if s.acceptance.histogram:
-        if not Path(s.acceptance.histogram).is_file():
-            raise ScenarioError(where, "acceptance.histogram",
-                                f"{not_a_file(Path(s.acceptance.histogram))}: {s.acceptance.histogram}")
+        require_file(s.acceptance.histogram, where, "acceptance.histogram")
         read_histogram(s.acceptance.histogram)
 
 
@@ -118,8 +114,7 @@ def _check_context(s: Scenario, where: str) -> None:
     """Every request fits the model's context window: prompt + output <= max_context."""
     limit, w = s.specs.model.max_context, s.workload
     if w.arrival == "trace":
-        if not Path(w.trace.path).is_file():
-            raise ScenarioError(where, "workload.trace.path", f"{not_a_file(Path(w.trace.path))}: {w.trace.path}")
+        require_file(w.trace.path, where, "workload.trace.path")
         t = scan(w.trace)
         if limit is not None and t.longest > limit:
             raise ScenarioError(w.trace.path, "input_len", f"row {t.longest_row}: {t.longest_input} input + "

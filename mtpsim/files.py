@@ -41,6 +41,7 @@ from mtpsim.textfiles import (  # noqa: F401 (the byte-level reader, read from h
     read_bytes,
     read_once,
     read_text,
+    require_file,
     unreadable,
     version,
 )

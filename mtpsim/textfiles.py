@@ -44,6 +44,13 @@ def not_a_file(path: Path) -> str:
     return "no such file"
 
 
+def require_file(path: str | Path, where: str, key: str) -> None:
+    """A ScenarioError naming the key (`where`: the file that names `path`) unless `path` is a
+    regular file: for a path a scenario gives, checked before it is read under its own name."""
+    if not Path(path).is_file():
+        raise ScenarioError(where, key, f"{not_a_file(Path(path))}: {short(str(path), 200)[1:-1]}")
+
+
 def read_bytes(path: str | Path, where: str | None = None, limit: int = MAX_FILE_BYTES) -> bytes:
     """`read_text`'s checks, the text left as its UTF-8 bytes (what the CSV reader parses)."""
     path = Path(path)

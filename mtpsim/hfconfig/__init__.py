@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from mtpsim.errors import ScenarioError, short
-from mtpsim.files import not_a_file, read_text
+from mtpsim.files import read_text, require_file
 from mtpsim.hfconfig import deepseek_v4
 from mtpsim.hfconfig.blocks import block_keys
 from mtpsim.hfconfig.families import ARCHITECTURES, READERS
@@ -89,8 +89,7 @@ def load_json(path: object, where: str, at: str) -> dict[str, Any]:
     if not isinstance(path, str) or not path:
         raise ScenarioError(where, at, f"expected the path of a config.json, got {short(path)}")
     file = Path(path).expanduser()
-    if not file.is_file():
-        raise ScenarioError(where, at, f"{not_a_file(file)}: {short(path, 200)}")
+    require_file(file, where, at)
     text = read_text(file, str(file), MAX_CONFIG_BYTES)
     try:
         data = json.loads(text, object_pairs_hook=_unique, parse_constant=_no_constant)
