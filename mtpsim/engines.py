@@ -228,7 +228,7 @@ class EngineSpec(Spec):
 
     @field_validator("unoverlapped_designs", "eager_passes", mode="before")
     @classmethod
-    def _designs_as_tuple(cls, value):
+    def _lists_as_tuples(cls, value):
         """A YAML list (an engine file or a version rule) is the tuple this frozen record keeps."""
         return tuple(value) if isinstance(value, list) else value
 

@@ -40,7 +40,7 @@ class _LastCore(NamedTuple):
 
 @dataclass(frozen=True)
 class _Plan:
-    """What a pass over a batch of one size costs whatever its KV (`Pricer.plan`): whether it
+    """What a pass over a batch of one size costs whatever its KV (`Pricer.plan_memo`): whether it
     replays a CUDA graph, its token rows, the token-count ops priced (`static_ops`: ops, their
     Work, sources), the KV compaction after it (a row or none), the pass's launch cost, the width
     its frame is priced at, and its attention kernels (kernel, layers, the cost model's
@@ -210,7 +210,7 @@ class Pricer:
         return self.deployment.kv_bytes_per_token(part)
 
     def uses_graphs(self, shape: PassShape, batch: int) -> bool:
-        """Decode-shaped passes replay CUDA graphs up to max_graph_batch; prefill runs eagerly."""
+        """Whether the pass replays a CUDA graph (deployment.HostModel.uses_graphs)."""
         return self.host.uses_graphs(shape.kind, batch)
 
     def host_s(self, design: str, batch: int) -> float:
