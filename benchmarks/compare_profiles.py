@@ -53,6 +53,8 @@ def compare(a: Path, b: Path) -> pd.DataFrame:
             continue
         ratios: dict[str, list[float]] = {}
         for r in rows_of(a, family).to_dict("records"):
+            # columns other kinds leave empty read as floats: a shape's integers back to int
+            r = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in r.items()}
             op = _op(family, r, dtype)
             if op is None:
                 continue

@@ -33,17 +33,22 @@ from mtpsim.calibration.layers import layer_case
 from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.layer import layer_spec
 from mtpsim.outputs import writing
-from mtpsim.torchkit.kernels import keep_freed_memory
+from mtpsim.torchkit.kernels import keep_freed_memory, without_cudnn_attention
 
 HOLDOUT_PER_CONFIG = {"gemm": 40, "lm_head": 12, "attention": 14, "moe": 30, "elementwise": 6, "pass": 12, "argmax": 12}
 POOL_MIB = {"cpu": 768, "cuda": 4096}      # random data inputs are sliced from
 ROTATE_MIB = {"cpu": 16, "cuda": 256}      # rotated input sets span at least this much
 MEASURED = ("flops", "bytes", "time_s")   # the columns a profile row adds to its shape
+# timed eagerly on CUDA: moe reads its expert counts on the host, a pass frame copies its
+# positions to the device; neither can be captured in a graph (a failed capture also leaves
+# the CUDA generator mid-capture)
+EAGER_FAMILIES = ("moe", "pass")
 VISITS = {"cpu": {False: 6, True: 3}, "cuda": {False: 1, True: 1}}  # [device][quick]: passes over the shapes
 # per point: flops, bytes, attention score cells (batch x heads x kv x (head_dim + v_head_dim)),
 # and whole layers' hidden width
 LIMITS = {"cpu": dict(flops=4e9, bytes=600e6, cells=2 ** 26, d=1024),
-          "cuda": dict(flops=4e12, bytes=8e9, cells=2 ** 50, d=1 << 20)}
+          "cuda": dict(flops=4e12, bytes=8e9, cells=2 ** 33, d=1 << 20)}  # SDPA's math path expands
+# K and V to every query head: 2^33 cells is 16 GiB in bf16 (a 64 x 128-head x 16k MLA point asked 144 GiB)
 ROTATE = {"cpu": "L2 (2 x 2 MiB): rotated sets span 16 MiB, so data comes from L3 or memory, as in a "
                  "small model's pass", "cuda": "L2 (50 MB): rotated sets span 256 MiB"}
 
@@ -69,6 +74,8 @@ def write_profile(choice: str, out: str | None, quick: bool, threads: int | None
         keep_freed_memory()  # as the verification loop runs (see there)
         if threads:
             torch.set_num_threads(threads)
+    else:
+        without_cudnn_attention()  # as the verification loop runs (see there)
     started = time.time()
     tmp = out.with_name(out.name + ".partial")
     try:  # ours alone: created exclusively, so a folder of that name we did not make is left alone
@@ -140,14 +147,21 @@ def calibrate(device: str, quick: bool, folder: Path, visits: int | None = None)
 
     def visit(i: int, share: float, first: bool) -> list[float]:
         c, p, part = order[i]
-        sets, fn = layer_case(p, pool) if part == "layer" else K.case(c.family, p, pool)
-        return T.samples_s(sets, fn, device, graphs=part != "layer" and c.family != "moe", share=share, first=first)
+        try:
+            sets, fn = layer_case(p, pool) if part == "layer" else K.case(c.family, p, pool)
+            return T.samples_s(sets, fn, device, graphs=part != "layer" and c.family not in EAGER_FAMILIES,
+                               share=share, first=first)
+        except torch.OutOfMemoryError:  # past this device's memory (SDPA's math path expands K / V
+            torch.cuda.empty_cache()      # per query head): the shape is left out of the profile
+            return []
 
     with tqdm(total=len(order) * visits, desc=f"calibrate {device} ({visits} visits per shape)",
               unit="shape", smoothing=0.05) as bar:
         samples = T.interleaved(len(order), visit, visits, progress=bar.update)
     rows, layer_rows = {"grid": {}, "holdout": {}}, []
     for (c, p, part), times in zip(order, samples):
+        if not times:
+            continue
         t = statistics.median(times)
         if part == "layer":
             layer_rows.append({**p, "d": layer_spec(p["layer"], p["scale"])[0], "time_s": t})

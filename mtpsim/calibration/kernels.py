@@ -119,7 +119,7 @@ def _pass(p, pool):
     B, q, kv, d, dev = p["batch"], p["q"], p["kv"], p["d"], pool.device
     starts = np.full(B, kv - q)
     norm_w = torch.ones(d, device=dev, dtype=pool.dtype)
-    sets = pool.sets(lambda: (pool.rand(1024, d), torch.randint(1024, (B, q), device=dev)))
+    sets = pool.sets(lambda: (pool.rand(1024, d), torch.randint(1024, (B, q)).to(dev)))
 
     def run(s):
         batch = Batch.at(starts, q, dev)

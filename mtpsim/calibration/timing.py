@@ -95,7 +95,7 @@ def interleaved(count: int, visit, visits: int, seed: int = 0, progress=None) ->
         order = list(range(count))
         rng.shuffle(order)
         for i in order:
-            if v == 0 or min(samples[i]) < SLOW_S:
+            if v == 0 or (samples[i] and min(samples[i]) < SLOW_S):  # [] : left out on its first visit
                 samples[i] += visit(i, 1.0 / visits, v == 0)
             if progress:
                 progress(1)
@@ -121,7 +121,18 @@ def _cuda(sets: list, fn, graphs: bool, share: float = 1.0) -> list[float]:
             return _graph(sets, fn, est, share)
         except RuntimeError:  # not capturable (a host sync inside): time it eagerly
             torch.cuda.synchronize()
+            _release_generator()
     return [_events(lambda i=i: fn(sets[i % len(sets)])) for i in range(_reps(est, "cuda", share))]
+
+
+def _release_generator() -> None:
+    """A capture that failed never ran its epilogue, so the default CUDA generator still counts
+    itself mid-capture and refuses every later random draw ("Offset increment outside graph
+    capture"): give it a fresh state with the same seed."""
+    gen = torch.cuda.default_generators[torch.cuda.current_device()]
+    fresh = torch.Generator(device=gen.device)
+    fresh.manual_seed(gen.initial_seed())
+    gen.graphsafe_set_state(fresh.graphsafe_get_state())
 
 
 def _events(run) -> float:

@@ -62,7 +62,7 @@ def moe_experts(x, logits, w13, w2, top_k: int) -> torch.Tensor:
     """x [T, d], router logits [T, E]: softmax top-k routing, each touched expert over its
     tokens (w13 [E, d, 2 inter], w2 [E, inter, d]), weighted combine."""
     weights, experts = torch.softmax(logits, -1).topk(top_k, -1)
-    weights = weights / weights.sum(-1, keepdim=True)
+    weights = (weights / weights.sum(-1, keepdim=True)).to(x.dtype)  # logits may be fp32
     order = experts.flatten().argsort()
     token = order // top_k
     counts = torch.bincount(experts.flatten(), minlength=w13.shape[0]).tolist()
@@ -83,6 +83,16 @@ def centroid_logits(x, scores, rows, top: int) -> tuple[torch.Tensor, torch.Tens
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3   # glibc mallopt parameters
 MMAP_THRESHOLD_MAX = 32 << 20                  # glibc's ceiling for M_MMAP_THRESHOLD on 64-bit
+
+
+def without_cudnn_attention() -> None:
+    """CUDA: SDPA without its cuDNN backend. cuDNN builds an execution plan for every new shape,
+    and a decode loop's key length grows each pass: on an H200 (torch 2.11) that cost ~98 ms of
+    host time per attention call against 0.01 ms on the GPU (torch.profiler over the `none` loop,
+    calibrate/gpu_profile_loop.py), so every measured iteration was host time. The efficient and
+    math backends take the same masks without per-shape plans. Called by `mtpsim calibrate` and
+    `mtpsim verify` on CUDA, so both time the same kernels."""
+    torch.backends.cuda.enable_cudnn_sdp(False)
 
 
 def keep_freed_memory() -> bool:

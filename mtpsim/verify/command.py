@@ -31,7 +31,7 @@ from mtpsim.runfolder import claimed, mark_complete, write_csv
 from mtpsim.shrink import shrink_assistant, shrink_block_drafter, shrink_model
 from mtpsim.sim.workload import sample_lengths
 from mtpsim.torchkit import loops
-from mtpsim.torchkit.kernels import keep_freed_memory
+from mtpsim.torchkit.kernels import keep_freed_memory, without_cudnn_attention
 from mtpsim.torchkit.measure import Setup, measure
 from mtpsim.verify.compare import comparison, plot, predict, simulated_mapping
 
@@ -46,6 +46,8 @@ def _verify(points: list, args, out: Path) -> int:
     device = pick_device(points[0].verify.device, points[0].source)
     if device == "cpu":
         keep_freed_memory()  # large temporaries reuse kept memory, as in the calibration
+    else:
+        without_cudnn_attention()  # as the calibration times it
     hardware, profile = cost_source(device, args.calibrate, out)
     print(f"verify {points[0].name} on {device} ({hardware}); cost model: "
           f"{'calibrated, ' + profile if profile else 'roofline (no profile for this device yet)'}")
