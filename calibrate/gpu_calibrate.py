@@ -20,7 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 BUDGET_S = 8 * 60
-PER_POINT_S = 0.03       # inputs, warm-up, graph capture per point (a lead: measure it)
+PER_POINT_S = 0.04       # inputs, warm-up, graph capture per point: measured on an H200 on
+                         # 2026-12-04, the quick grid's 430 shapes in 19 s (calibrate/README.md)
 TIME_PER_POINT_S = 0.01  # timing.TARGET_S["cuda"]: time spent repeating one point
 
 

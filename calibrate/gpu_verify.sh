@@ -7,8 +7,8 @@
 #   calibrate/gpu_verify.sh                 # on the GPU box, from the repository root
 #   calibrate/gpu_verify.sh --small         # the same on CPU, tiny: checks the script (~1 minute)
 #
-# Budget on an H200 (bf16, 4 target layers at 1/4 width, 40 timed iterations): model building
-# and prefill take seconds per point, the 16 points ~3 minutes; a quick calibration adds ~3.
+# Budget on an H200 (bf16, 4 target layers at 1/4 width): 15 points of 20 timed iterations took
+# 18 s on 2026-12-04, a quick calibration 26 s (calibrate/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
