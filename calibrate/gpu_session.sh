@@ -19,8 +19,12 @@
 # they are installed into /tmp/site first.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-phase=${1:?loop, calibrate, verify or all}
+phase=${1:-}
 small=${2:-}
+case "$phase" in
+  loop|calibrate|verify|all) ;;
+  *) echo "gpu_session.sh: the phase is loop, calibrate, verify or all, not '$phase'" >&2; exit 2 ;;
+esac
 PY=${PY:-python3}
 OUT=${OUT:-runs/gpu-session}
 mkdir -p "$OUT"
@@ -68,11 +72,10 @@ verify)
   fi
   ;;
 loop)
-  for design in ${LOOP_DESIGNS:-none frozen_kv}; do
+  for design in ${LOOP_DESIGNS-none frozen_kv}; do
     timeout "${LOOP_S:-60}" "$PY" calibrate/gpu_profile_loop.py --design "$design" --batch 8
   done > "$OUT/loop_profile.txt" 2>&1
   tail -5 "$OUT/loop_profile.txt"
   ;;
 all) bash "$0" loop; bash "$0" calibrate; bash "$0" verify ;;
-*) echo "gpu_session.sh: the phase is calibrate, verify or all, not '$phase'" >&2; exit 2 ;;
 esac

@@ -228,3 +228,10 @@ def test_a_shape_past_device_memory_is_left_out_of_the_profile(tiny, tmp_path, m
     assert command.main(args(out)) == 0
     rows = pd.read_csv(out / "argmax.csv")
     assert len(rows) and (rows.n != 1024).all()
+
+
+def test_gpu_session_script_parses_and_refuses_an_unknown_phase():
+    script = ROOT / "calibrate" / "gpu_session.sh"
+    assert subprocess.run(["bash", "-n", str(script)], capture_output=True, timeout=30).returncode == 0
+    run = subprocess.run(["bash", str(script), "warmup"], capture_output=True, text=True, timeout=30, cwd=ROOT)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1 and "'warmup'" in run.stderr
