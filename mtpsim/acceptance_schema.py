@@ -76,6 +76,8 @@ class Acceptance(Section):
         rose (each gain is the chance of accepting one more draft: acceptance.from_accept_lengths)."""
         if curve is None:
             return None
+        if not curve:
+            raise ValueError("is empty: give the accept length at steps 1..M, {1: 1.8, 2: 2.3, ...}")
         problem = curve_problem(curve)
         if problem:
             raise ValueError(problem)

@@ -1,8 +1,9 @@
 """Warnings for a scenario that is valid and runs, but asks something that cannot matter: a
 draft or an acceptance profile for a design that drafts nothing, policy entries no batch reaches, a routing skew on a
 model without experts, two-batch overlap or EP imbalance without wide EP, a length distribution
-whose mean its bounds cut off, a histogram deeper than the steps it serves, a workload key its
-arrival does not read. Each is one stderr
+whose mean its bounds cut off, a histogram or kept-length curve deeper than the steps it serves,
+a shared prefix longer than the prompts, a workload key its arrival does not read, a profile under
+the roofline. Each is one stderr
 line (errors.warn); refusing would be too strict, since a sweep or a shared file can make such a
 setting harmless.
 """
@@ -57,6 +58,30 @@ def problems(s: Scenario) -> list[tuple[str, str]]:
     found += _deep_histogram(s)
     found += _no_wide_ep(s, bool(moe))
     found += _unused_by_arrival(s)
+    found += _past_the_prompt_or_steps(s)
+    if s.cost.model == "roofline" and s.cost.profile is not None:
+        found.append(("cost.profile", "cost.model is roofline: the profile prices nothing"))
+    return found
+
+
+def _past_the_prompt_or_steps(s: Scenario) -> list[tuple[str, str]]:
+    """A shared prefix longer than any prompt (it is cut to the prompt), a kept-length curve
+    deeper than the drafts an iteration makes (a request keeps at most speculative.steps), and
+    a batch load whose concurrency is not its size (all num_requests arrive at t=0)."""
+    w, found = s.workload, []
+    longest = w.input_len.max if isinstance(w.input_len, LengthDist) else w.input_len
+    if w.shared_prefix is not None and w.shared_prefix.tokens > longest:
+        found.append(("workload.shared_prefix.tokens", f"{w.shared_prefix.tokens} is longer than any prompt "
+                      f"({longest} tokens at most): the shared part is cut to each prompt's length"))
+    kept = s.acceptance.kept_length
+    if kept is not None and len(kept) - 1 > s.speculative.steps > 0:
+        found.append(("acceptance.kept_length", f"gives P(j kept) up to j = {len(kept) - 1}, more than "
+                      f"speculative.steps {s.speculative.steps}: a request keeps at most {s.speculative.steps}, so "
+                      "the entries past it count as keeping them all"))
+    if w.arrival == "batch" and "concurrency" in w.model_fields_set and w.concurrency != w.num_requests:
+        found.append(("workload.concurrency", f"arrival batch sends all {w.num_requests} requests at t=0, so `run` "
+                      f"does not read concurrency {w.concurrency} (cost and verify take it as their batch), though "
+                      "the results table labels the point with it"))
     return found
 
 

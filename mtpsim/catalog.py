@@ -14,6 +14,7 @@ a plain file stem: it never resolves outside its catalog folder.
 """
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -48,7 +49,7 @@ def hardware_for_device(device_name: str) -> str | None:
 
 def names(kind: Kind) -> list[str]:
     """Catalog entries of one kind (user catalogs and built-in), sorted."""
-    return sorted({p.stem for folder in catalog_dirs() for p in (folder / kind).glob("*.yaml")})
+    return sorted({p.stem for folder in catalog_dirs() for p in (folder / kind).glob("*.yaml") if p.is_file()})
 
 
 def find(kind: Kind, name: str) -> Path | None:
@@ -60,7 +61,7 @@ def find(kind: Kind, name: str) -> Path | None:
     return None
 
 
-def _path_of(kind: Kind, ref: object, where: str, key: str = "", paths: bool = True) -> Path:
+def path_of(kind: Kind, ref: object, where: str, key: str = "", paths: bool = True) -> Path:
     """The file a reference names: a file path (when `paths`) or a catalog name."""
     if not isinstance(ref, str) or not ref:
         raise ScenarioError(where, key, f"expected a {kind} catalog name or a .yaml file path, got {short(ref)}")
@@ -74,12 +75,16 @@ def _path_of(kind: Kind, ref: object, where: str, key: str = "", paths: bool = T
                             "'_', '+'; no '/' or '..'); give a file as a path ending in .yaml")
     path = find(kind, ref)
     if path is None:
-        raise ScenarioError(where, key, f"unknown {kind} catalog name {ref!r} (known: {', '.join(names(kind))})")
+        known = names(kind)
+        close = difflib.get_close_matches(ref, known, n=3, cutoff=0.6)
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
+        raise ScenarioError(where, key, f"unknown {kind} catalog name {short(ref, 60)} ({hint}`mtpsim {kind}` lists "
+                            f"the {len(known)} known)")
     return path
 
 
 def _read(kind: Kind, ref: object, where: str, key: str = "", paths: bool = True) -> dict[str, Any]:
-    path = _path_of(kind, ref, where, key, paths)
+    path = path_of(kind, ref, where, key, paths)
     data = load_yaml(path)
     if not isinstance(data, dict):
         raise ScenarioError(str(path), "", "a catalog file must be a mapping")

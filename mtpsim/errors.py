@@ -47,7 +47,7 @@ def from_validation(exc: ValidationError, where: str, prefix: str = "") -> Scena
     err = errors[0]
     if isinstance(err.get("input"), dict):  # a union like `int | mapping`: report the mapping's error
         err = next((e for e in errors if not e["type"].endswith("_type")), err)
-    parts = [str(p) for p in err["loc"] if not _is_union_tag(str(p))]
+    parts = [_part(str(p)) for p in err["loc"] if not _is_union_tag(str(p))]
     key = ".".join(p for p in [prefix, *parts] if p and p != "[key]")
     reason = err["msg"].removeprefix("Value error, ")
     if "[key]" in parts:  # a mapping's key, not its value, is wrong
@@ -59,6 +59,11 @@ def from_validation(exc: ValidationError, where: str, prefix: str = "") -> Scena
     elif "input" in err and err["type"] not in ("value_error", "assertion_error"):
         reason = f"{reason} (got {short(err['input'])})"
     return ScenarioError(where, key, reason)
+
+
+def _part(part: str, limit: int = 60) -> str:
+    """A key path's part as printed: a key the user wrote 100,000 characters long is cut short."""
+    return part if len(part) <= limit else f"{part[:limit - 3]}..."
 
 
 def _is_union_tag(part: str) -> bool:

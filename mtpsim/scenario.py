@@ -20,7 +20,7 @@ from mtpsim.advice import advise
 from mtpsim.checks import check_against_specs
 from mtpsim.costs.profile import committed_profiles, find_profile, profile_device
 from mtpsim.engines import EngineSpec
-from mtpsim.errors import ScenarioError, from_validation
+from mtpsim.errors import ScenarioError, from_validation, short
 from mtpsim.files import load_yaml, parse_yaml
 from mtpsim.hardware_spec import HardwareSpec
 from mtpsim.schema import (
@@ -37,6 +37,8 @@ from mtpsim.schema import (
     Workload,
 )
 from mtpsim.specs import ModelSpec
+from mtpsim.textfiles import check_path_length
+from mtpsim.yamlfiles import MAX_DEPTH
 
 __all__ = ["Acceptance", "Cost", "Engine", "LengthDist", "Parallel", "Scenario", "Specs", "Speculative",
            "Verify", "Workload", "ScenarioError", "load", "validate", "read_yaml", "parse_set", "set_key",
@@ -57,6 +59,9 @@ def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
     integer key (as YAML reads `8:`), unless the mapping has it as text; `null` removes the key,
     so its default applies (`--set acceptance=null` drops the section)."""
     node = data
+    if dotted.count(".") >= MAX_DEPTH:
+        raise ScenarioError(where, short(dotted, 80)[1:-1], f"a key path of more than {MAX_DEPTH} levels (YAML nests "
+                            f"at most {MAX_DEPTH})")
     *parents, leaf = dotted.split(".")
     for i, part in enumerate(parents):
         part = _key(node, part)
@@ -98,13 +103,20 @@ def load(path: str | Path, sets: list[str] = ()) -> list[Scenario]:
     overrides = [parse_set(item) for item in sets]
     for key, value in overrides:
         set_key(data, key, value, "--set")
-    sweep = data.get("sweep") or {}
+    sweep = {} if data.get("sweep") is None else data["sweep"]
     if not isinstance(sweep, dict):
         raise ScenarioError(where, "sweep", "must map dotted keys to lists")
     for key, values in sweep.items():
+        if not isinstance(key, str):
+            raise ScenarioError(where, f"sweep.{key}", f"a sweep key is a dotted key path such as "
+                                f"workload.concurrency, not {type(key).__name__} {key!r}")
         if not isinstance(values, list) or not values:
             raise ScenarioError(where, f"sweep.{key}", "must be a non-empty list")
         _check_key_exists(key, where)
+        for other in sweep:
+            if isinstance(other, str) and key.startswith(other + "."):
+                raise ScenarioError(where, f"sweep.{key}", f"lies inside sweep.{other}: the two would set the same "
+                                    "value, each point keeping whichever comes last; sweep one of them")
     # --set wins over the sweep: a swept key it names (or lies under) stops being swept, and a
     # swept section it lies inside is overridden point by point
     sweep = {k: v for k, v in sweep.items() if not any(k == o or k.startswith(o + ".") for o, _ in overrides)}
@@ -113,38 +125,45 @@ def load(path: str | Path, sets: list[str] = ()) -> list[Scenario]:
         raise ScenarioError(where, "sweep", f"{size:,} points is over the limit of {MAX_SWEEP_POINTS:,} per scenario "
                             "(split the study over several scenario files)")
     points = [dict(zip(sweep, combo)) for combo in itertools.product(*sweep.values())] or [{}]
-    scenarios = [validate(_anchor_paths(_with_point(data, point, where, overrides), Path(path).parent), where, point)
+    scenarios = [validate(_anchor_paths(_with_point(data, point, where, overrides), Path(path).parent, where), where, point)
                  for point in points]
     for s in scenarios:
         advise(s)
     return scenarios
 
 
-def _anchor_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+def _anchor_paths(data: dict[str, Any], folder: Path, where: str) -> dict[str, Any]:
     """Relative trace / histogram paths, model / hardware / draft files and hf_config files that do not exist
     from the current folder are read beside the scenario file, so scenarios can ship their data
     next to them."""
-    def anchored(value: Any) -> Any:
-        if isinstance(value, str) and not Path(value).is_absolute() and not Path(value).exists() \
-                and (folder / value).exists():
+    def anchored(value: Any, key: str) -> Any:
+        if not isinstance(value, str):
+            return value
+        check_path_length(value, where, key)
+        if not Path(value).is_absolute() and not Path(value).exists() and (folder / value).exists():
             return str(folder / value)
         return value
 
     for section, key in (("workload", "trace"), ("acceptance", "histogram")):
         node = data.get(section)
         if isinstance(node, dict) and key in node:
-            node[key] = anchored(node[key])
+            node[key] = anchored(node[key], f"{section}.{key}")
     trace = data["workload"].get("trace") if isinstance(data.get("workload"), dict) else None
     if isinstance(trace, dict) and "path" in trace:  # {path: ..., format: ...}
-        trace["path"] = anchored(trace["path"])
-    for node, key in ((data, "model"), (data, "hardware"), (data.get("speculative"), "draft")):
+        trace["path"] = anchored(trace["path"], "workload.trace.path")
+    for node, key, at in ((data, "model", "model"), (data, "hardware", "hardware"),
+                          (data.get("speculative"), "draft", "speculative.draft")):
         value = node.get(key) if isinstance(node, dict) else None
-        if isinstance(value, str) and catalog.is_path(value):
-            node[key] = anchored(value)
-        elif isinstance(value, dict) and isinstance(value.get("from"), str) and catalog.is_path(value["from"]):
-            value["from"] = anchored(value["from"])
+        if isinstance(value, str):  # a catalog name is a file name too
+            node[key] = anchored(value, at) if catalog.is_path(value) else check_path_length(value, where, at)
+        elif isinstance(value, dict) and isinstance(value.get("from"), str):
+            value["from"] = anchored(value["from"], f"{at}.from") if catalog.is_path(value["from"]) \
+                else check_path_length(value["from"], where, f"{at}.from")
         if isinstance(value, dict) and isinstance(value.get("hf_config"), str):
-            value["hf_config"] = anchored(value["hf_config"])
+            value["hf_config"] = anchored(value["hf_config"], f"{at}.hf_config")
+    cost = data.get("cost")
+    if isinstance(cost, dict) and isinstance(cost.get("profile"), str):
+        check_path_length(cost["profile"], where, "cost.profile")
     return data
 
 
@@ -185,6 +204,8 @@ def _spec(kind: str, ref: str | dict[str, Any], cls: type[BaseModel], where: str
     try:
         return cls.model_validate(raw)
     except ValidationError as exc:
+        if isinstance(ref, str):  # the whole spec is one file's (a path, or a catalog name): name that file
+            raise from_validation(exc, str(catalog.path_of(kind, ref, where, key))) from None
         raise from_validation(exc, where, key) from None
 
 

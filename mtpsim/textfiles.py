@@ -44,6 +44,20 @@ def not_a_file(path: Path) -> str:
     return "no such file"
 
 
+NAME_MAX = 255  # bytes in one path component (Linux, macOS): a longer name fails every file call
+
+
+def check_path_length(value: str, where: str, key: str) -> str:
+    """`value`, or a ScenarioError naming the key when one of its components is longer than a file
+    name can be: the filesystem's "File name too long" would otherwise surface from whichever
+    call first touched it, naming neither the scenario nor the key."""
+    longest = max((len(part.encode("utf-8", "surrogatepass")) for part in value.split("/")), default=0)
+    if longest > NAME_MAX:
+        raise ScenarioError(where, key, f"a path component of {longest:,} bytes; file names end at {NAME_MAX}: "
+                            f"{short(value, 80)[1:-1]}")
+    return value
+
+
 def require_file(path: str | Path, where: str, key: str) -> None:
     """A ScenarioError naming the key (`where`: the file that names `path`) unless `path` is a
     regular file: for a path a scenario gives, checked before it is read under its own name."""

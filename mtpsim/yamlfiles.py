@@ -3,7 +3,9 @@
 - a duplicate key is an error naming its dotted key path (YAML would keep the last silently);
 - nesting is at most MAX_DEPTH levels and aliases may expand to at most MAX_VALUES values (an
   alias bomb is refused before anything walks it);
-- floats follow YAML 1.2 as well as 1.1: `1e9` and `989e12` are numbers, not strings.
+- floats follow YAML 1.2 as well as 1.1: `1e9` and `989e12` are numbers, not strings;
+- numbers are written in decimal: YAML 1.1's other spellings (`010` octal = 8, `0x4`, `0b11`,
+  `1:30` sexagesimal = 90, `1_000`) are errors, not silently other values.
 The file itself is read by textfiles.py's rules. Writing (`dump_yaml_all`) takes libyaml's
 emitter where PyYAML was built with it: the same text, a few times faster.
 """
@@ -25,6 +27,9 @@ MAX_VALUES = 200_000           # YAML values after alias expansion
 _FLOAT_12 = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
 _MERGE = "tag:yaml.org,2002:merge"
 _NUMERIC_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("int", "float", "bool")}
+_DECIMAL = {"tag:yaml.org,2002:int": re.compile(r"[-+]?(?:0|[1-9][0-9]*)"),
+            "tag:yaml.org,2002:float": re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
+                                                  r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")}
 
 
 class _Problem(Exception):
@@ -46,7 +51,13 @@ class _Loader(yaml.SafeLoader):
             raise _Problem(self._path, f"nested deeper than {MAX_DEPTH} levels")
         self._path.append(index.value if isinstance(index, yaml.ScalarNode) else index)
         try:
-            return super().compose_node(parent, index)
+            node = super().compose_node(parent, index)
+            plain = _DECIMAL.get(node.tag) if isinstance(node, yaml.ScalarNode) and node.style is None else None
+            if plain and not plain.fullmatch(node.value):
+                raise _Problem(self._path, f"{node.value[:40]!r} is a YAML 1.1 number spelling (octal, hex, binary, "
+                               "sexagesimal or with underscores) that would read as another value: write it in "
+                               "decimal, or quote it for a string")
+            return node
         finally:
             self._path.pop()
 
@@ -114,7 +125,8 @@ def _parse(text: str, where: str, multi: bool) -> list:
         documents = []
         for node in nodes():
             if _expanded_size(node, {}) > MAX_VALUES:
-                raise ScenarioError(where, "", f"expands to more than {MAX_VALUES:,} values (aliases repeated too often)")
+                raise ScenarioError(where, "", f"expands to more than {MAX_VALUES:,} values, aliases expanded "
+                                    "(scenarios and catalog entries hold a few hundred)")
             documents.append(loader.construct_document(node))
         return documents
     except _Problem as exc:
@@ -123,7 +135,9 @@ def _parse(text: str, where: str, multi: bool) -> list:
         mark = getattr(exc, "problem_mark", None)
         line = f"line {mark.line + 1}" if mark else ""
         problem = short(getattr(exc, "problem", None) or str(exc), 200)[1:-1]
-        kind = "YAML tag not allowed" if isinstance(exc, yaml.constructor.ConstructorError) else "YAML syntax error"
+        kind = "YAML syntax error"
+        if isinstance(exc, yaml.constructor.ConstructorError):
+            kind = "YAML tag not allowed" if "tag" in problem else "YAML value not readable"
         raise ScenarioError(where, line, f"{kind}: {problem}") from None
     except (ValueError, RecursionError) as exc:  # e.g. an integer of more than 4300 digits
         raise ScenarioError(where, "", f"YAML value not readable: {short(str(exc), 120)[1:-1]}") from None

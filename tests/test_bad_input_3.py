@@ -100,7 +100,7 @@ def test_inline_kv_heads_that_do_not_divide(tmp_path, capsys):
 # ------------------------------------------------------------------ keys the arrival never reads
 ARRIVAL_WARNINGS = [
     ("rate-on-closed", SMALL.replace("workload: {", "workload: {rate_per_s: 3, "), {}, "workload.rate_per_s"),
-    ("trace-on-batch", SMALL.replace("workload: {", "workload: {arrival: batch, trace: t.csv, "),
+    ("trace-on-batch", SMALL.replace("workload: {concurrency: 2,", "workload: {arrival: batch, trace: t.csv, "),
      {"t.csv": "arrival_s,input_len,output_len\n0,64,16\n"}, "workload.trace"),
 ]
 
@@ -113,6 +113,24 @@ def test_a_key_the_arrival_does_not_read_warns(tmp_path, capsys, text, files, ke
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mtpsim:")]
     assert len(err) == 1 and err[0].startswith("mtpsim: warning: ") and f": {key}: " in err[0], err
     assert "does not read it" in err[0]
+
+
+SETTINGS_THAT_CHANGE_NOTHING = [
+    ("concurrency-on-batch", SMALL.replace("workload: {", "workload: {arrival: batch, "), {}, "workload.concurrency"),
+    ("prefix-past-the-prompt", SMALL.replace("workload: {", "workload: {shared_prefix: {tokens: 500}, "), {},
+     "workload.shared_prefix.tokens"),
+    ("profile-under-roofline", SMALL + "cost: {model: roofline, profile: h200-sglang}\n", {}, "cost.profile"),
+]
+
+
+@pytest.mark.parametrize("text,files,key", [c[1:] for c in SETTINGS_THAT_CHANGE_NOTHING],
+                         ids=[c[0] for c in SETTINGS_THAT_CHANGE_NOTHING])
+def test_a_setting_that_changes_nothing_warns(tmp_path, capsys, text, files, key):
+    from mtpsim import errors
+    errors._warned.clear()
+    assert cli.main(run(tmp_path, text, files)) == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mtpsim:")]
+    assert len(err) == 1 and err[0].startswith("mtpsim: warning: ") and f": {key}: " in err[0], err
 
 
 def test_a_rate_swept_with_the_arrival_does_not_warn(tmp_path, capsys):
