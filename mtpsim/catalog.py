@@ -26,6 +26,7 @@ from mtpsim.files import load_yaml
 from mtpsim.hardware_spec import HardwareSpec
 from mtpsim.packagedata import catalog_dirs, data_dir
 from mtpsim.specs import ModelSpec
+from mtpsim.textfiles import not_a_file
 
 CATALOG_DIR = data_dir()  # the built-in catalog: models/, hardware/, engines/
 
@@ -68,7 +69,7 @@ def path_of(kind: Kind, ref: object, where: str, key: str = "", paths: bool = Tr
     if paths and is_path(ref):
         path = Path(ref).expanduser()
         if not path.is_file():
-            raise ScenarioError(where, key, f"no such {kind} file: {short(ref, 200)}")
+            raise ScenarioError(where, key, f"{kind} file {short(ref, 200)}: {not_a_file(path)}")
         return path
     if not NAME.fullmatch(ref) or ".." in ref:
         raise ScenarioError(where, key, f"{short(ref)} is not a {kind} catalog name (letters, digits, '.', '-', "

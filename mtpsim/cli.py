@@ -13,7 +13,7 @@ import os
 import sys
 
 from mtpsim.cli_types import MAX_BATCH, MAX_CONTEXT, MAX_JOBS, address, at_least_one, bounded, folder, named
-from mtpsim.errors import ScenarioError
+from mtpsim.errors import ScenarioError, printable
 from mtpsim.limits import MAX_SEEDS
 
 # The command line imports only what the command given needs: `mtpsim --help` or a one-line
@@ -21,7 +21,7 @@ from mtpsim.limits import MAX_SEEDS
 
 
 def _add_scenario(p: argparse.ArgumentParser) -> None:
-    p.add_argument("scenario", help="scenario YAML file")
+    p.add_argument("scenario", type=named("name the scenario YAML file"), help="scenario YAML file")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY.PATH=VALUE",
                    help="override a key (value parsed as YAML); repeatable")
 
@@ -102,7 +102,8 @@ class _Parser(argparse.ArgumentParser):
             (file or sys.stderr).write(message)
 
     def error(self, message: str):
-        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        with contextlib.suppress(OSError):
+            print(f"{self.prog}: error: {printable(message)} (see {self.prog} --help)", file=sys.stderr)
         sys.exit(2)
 
 
@@ -166,7 +167,7 @@ def _add_search(sub) -> None:
 def _add_plot(sub) -> None:
     """`mtpsim plot`: redraw a run folder's figures."""
     p = sub.add_parser("plot", help="draw the PNGs of a finished run folder")
-    p.add_argument("run_dir", help="a folder written by `mtpsim run`")
+    p.add_argument("run_dir", type=named("name the folder `mtpsim run` wrote"), help="a folder written by `mtpsim run`")
     p.set_defaults(func=cmd_plot)
 
 
@@ -185,7 +186,7 @@ def _add_cost(sub) -> None:
 def _add_calibrate(sub) -> None:
     """`mtpsim calibrate`: time this machine, or convert a measured database."""
     p = sub.add_parser("calibrate", help="time the ops on this machine's device and write a profile (needs torch)")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="the device to time (default: auto)")
     p.add_argument("--quick", action="store_true", help="a small grid (under 3 minutes on 2 CPU cores)")
     p.add_argument("--out", type=folder, help="profile folder (default profiles/<device> in the current folder)")
     p.add_argument("--threads", type=bounded(1, 4096), help="CPU threads for torch, 1..4096 (default: all cores)")
@@ -195,11 +196,11 @@ def _add_calibrate(sub) -> None:
     p.add_argument("--from", dest="source", choices=["aiconfigurator"],
                    help="convert a public measured kernel database instead of timing this machine "
                         "(needs: pip install 'mtpsim[aiconfigurator]')")
-    p.add_argument("--system", default="h200_sxm", type=named("name the GPU system, e.g. h200_sxm"),
+    p.add_argument("--system", type=named("name the GPU system, e.g. h200_sxm"),
                    help="with --from aiconfigurator: the GPU system, e.g. h200_sxm or b200_sxm "
-                   "(an unknown one is refused with the list)")
-    p.add_argument("--backend", default="sglang", choices=["sglang", "trtllm", "vllm"],
-                   help="with --from aiconfigurator: the engine the kernels were measured under")
+                   "(default h200_sxm; an unknown one is refused with the list)")
+    p.add_argument("--backend", choices=["sglang", "trtllm", "vllm"],
+                   help="with --from aiconfigurator: the engine the kernels were measured under (default sglang)")
     p.add_argument("--version", type=named("name the engine version, or leave --version out for the database's current one"),
                    help="with --from aiconfigurator: the engine version (default: the "
                    "database's current one; older versions fill the families it lacks)")
@@ -229,11 +230,22 @@ def _add_catalog_commands(sub) -> None:
     p.set_defaults(func=cmd_schema)
 
 
+# calibrate's flags that belong to one of its two jobs: given to the other, they would do nothing
+CONVERTING, TIMING = ("system", "backend", "version"), ("device", "quick", "threads", "visits")
+
+
 def _calibrate(args) -> int:
     """Time this machine (torch), or convert a measured database (torch-free)."""
-    if args.source == "aiconfigurator":
+    converting = args.source == "aiconfigurator"
+    for flag in TIMING if converting else CONVERTING:
+        if getattr(args, flag) not in (None, False):
+            return _fail(f"--{flag}: " + ("times this machine; it does nothing with --from aiconfigurator"
+                                          if converting else "goes with --from aiconfigurator"))
+    if converting:
         from mtpsim.calibration import aiconfigurator
+        args.system, args.backend = args.system or "h200_sxm", args.backend or "sglang"
         return aiconfigurator.main(args)
+    args.device = args.device or "auto"
     return _torch_command("mtpsim.calibration.command", args)
 
 
@@ -248,6 +260,10 @@ def _torch_command(module: str, args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if sys.stderr is None:  # started with 2>&-: errors go nowhere rather than fail
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 -- the process's stderr from here on
+    if sys.stdout is None:  # started with >&-: every command prints
+        return _fail("<stdout>: closed (started with >&-): redirect it to a file or /dev/null")
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -282,7 +298,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _fail(message: str) -> int:
-    print(f"mtpsim: error: {message}", file=sys.stderr)
+    with contextlib.suppress(OSError):  # stderr itself full: the status still says it
+        print(f"mtpsim: error: {printable(message)}", file=sys.stderr)
     return 2
 
 

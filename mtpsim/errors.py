@@ -47,7 +47,9 @@ def from_validation(exc: ValidationError, where: str, prefix: str = "") -> Scena
     err = errors[0]
     if isinstance(err.get("input"), dict):  # a union like `int | mapping`: report the mapping's error
         err = next((e for e in errors if not e["type"].endswith("_type")), err)
-    parts = [_part(str(p)) for p in err["loc"] if not _is_union_tag(str(p))]
+    loc = [str(p) for p in err["loc"]]
+    named = loc.pop() if err["type"] == "extra_forbidden" and loc else None  # the user's own key, never a tag
+    parts = [_part(p) for p in loc if not _is_union_tag(p)] + ([_part(named)] if named is not None else [])
     key = ".".join(p for p in [prefix, *parts] if p and p != "[key]")
     reason = err["msg"].removeprefix("Value error, ")
     if "[key]" in parts:  # a mapping's key, not its value, is wrong
@@ -75,6 +77,15 @@ def _is_union_tag(part: str) -> bool:
 _warned: set[str] = set()
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(32), 127]} | {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
+
+
+def printable(text: str) -> str:
+    """A message as one line: control characters a user's value carried (a newline in a flag,
+    an escape in a path) written as escapes, not printed raw."""
+    return text.translate(_CONTROL)
+
+
 def warn(where: str, key: str, reason: str) -> None:
     """One line on stderr for input that runs but makes little sense (the run goes on); each
     message once per process, so a sweep's points do not repeat it."""
@@ -82,4 +93,4 @@ def warn(where: str, key: str, reason: str) -> None:
     message = ScenarioError(where, key, reason).message
     if message not in _warned:
         _warned.add(message)
-        print(f"mtpsim: warning: {message}", file=sys.stderr)
+        print(f"mtpsim: warning: {printable(message)}", file=sys.stderr)

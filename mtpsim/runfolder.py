@@ -35,7 +35,10 @@ def output_dir(name: str, out: str | None) -> Path:
     path = Path(out) if out else _new_default(name)
     busy = ScenarioError(str(path), "", "output folder exists and is not empty (nothing overwritten); "
                          "pass another --out")
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+    if path.exists() and not path.is_dir():
+        kind = "a file" if path.is_file() else "a device, pipe or socket"
+        raise ScenarioError(str(path), "", f"exists and is not a folder ({kind}): pass another --out")
+    if path.is_dir() and any(path.iterdir()):
         raise busy
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -68,13 +71,15 @@ def _new_default(name: str) -> Path:
 def claimed(name: str, out: str | None) -> Iterator[Path]:
     """`output_dir`'s folder for the length of a run. A run that fails (a bad point, an
     unreachable cluster, Ctrl-C) gives its claim back, and the folder too while nothing else is
-    in it, so that the same --out can be used again; what a run had already written stays."""
+    in it when this run made it, so that the same --out can be used again; what a run had already
+    written stays."""
+    made = out is None or not Path(out).exists()  # a folder this run creates; an empty one given by --out stays
     path = output_dir(name, out)
     try:
         yield path
     except BaseException:
         (path / CLAIM).unlink(missing_ok=True)
-        if not any(path.iterdir()) and out is None:  # a folder this run named; one given by --out stays
+        if made and not any(path.iterdir()):
             path.rmdir()
         raise
 
@@ -206,6 +211,9 @@ def plot_run(folder: Path, points: list[sc.Scenario] | None = None) -> list[Path
     """Draw the run folder's PNGs from its CSVs (and memory budgets from its scenario)."""
     from mtpsim.plots import write_plots
     folder = Path(folder)
+    if not folder.is_dir():
+        raise ScenarioError(str(folder), "", "no such folder" if not folder.exists() else
+                            "not a folder: name the run folder `mtpsim run` wrote")
     if not (folder / "summary.csv").is_file():
         raise ScenarioError(str(folder), "", "not a run folder (no summary.csv)")
     if not (folder / COMPLETE).is_file():

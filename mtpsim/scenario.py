@@ -20,7 +20,7 @@ from mtpsim.advice import advise
 from mtpsim.checks import check_against_specs
 from mtpsim.costs.profile import committed_profiles, find_profile, profile_device
 from mtpsim.engines import EngineSpec
-from mtpsim.errors import ScenarioError, from_validation, short
+from mtpsim.errors import ScenarioError, from_validation, short, warn
 from mtpsim.files import load_yaml, parse_yaml
 from mtpsim.hardware_spec import HardwareSpec
 from mtpsim.schema import (
@@ -88,7 +88,10 @@ def parse_set(item: str) -> tuple[str, Any]:
     """`key.path=value` with the value parsed as YAML."""
     key, sep, raw = item.partition("=")
     if not sep or not key.strip():
-        raise ScenarioError("--set", item, "expected key.path=value")
+        raise ScenarioError("--set", short(item, 80)[1:-1], "expected key.path=value")
+    if any(not part.strip() for part in key.strip().split(".")):
+        raise ScenarioError("--set", short(key, 80)[1:-1], "an empty part in the key path (a leading, trailing "
+                            "or doubled '.')")
     try:
         return key.strip(), parse_yaml(raw, "--set")
     except ScenarioError as exc:
@@ -101,6 +104,7 @@ def load(path: str | Path, sets: list[str] = ()) -> list[Scenario]:
     where = str(path)
     data = read_yaml(path)
     overrides = [parse_set(item) for item in sets]
+    written = copy.deepcopy(data) if overrides else data  # what the file says, to tell its errors from --set's
     for key, value in overrides:
         set_key(data, key, value, "--set")
     sweep = {} if data.get("sweep") is None else data["sweep"]
@@ -113,6 +117,11 @@ def load(path: str | Path, sets: list[str] = ()) -> list[Scenario]:
         if not isinstance(values, list) or not values:
             raise ScenarioError(where, f"sweep.{key}", "must be a non-empty list")
         _check_key_exists(key, where)
+        seen = [repr(v) for v in values]
+        if len(set(seen)) < len(seen):
+            twice = next(v for v, r in zip(values, seen) if seen.count(r) > 1)
+            warn(where, f"sweep.{key}", f"lists {short(twice, 40)} more than once: each copy runs the same point again "
+                 "(for replicates, use seeds)")
         for other in sweep:
             if isinstance(other, str) and key.startswith(other + "."):
                 raise ScenarioError(where, f"sweep.{key}", f"lies inside sweep.{other}: the two would set the same "
@@ -125,11 +134,29 @@ def load(path: str | Path, sets: list[str] = ()) -> list[Scenario]:
         raise ScenarioError(where, "sweep", f"{size:,} points is over the limit of {MAX_SWEEP_POINTS:,} per scenario "
                             "(split the study over several scenario files)")
     points = [dict(zip(sweep, combo)) for combo in itertools.product(*sweep.values())] or [{}]
-    scenarios = [validate(_anchor_paths(_with_point(data, point, where, overrides), Path(path).parent, where), where, point)
-                 for point in points]
+    try:
+        scenarios = [validate(_anchor_paths(_with_point(data, point, where, overrides), Path(path).parent, where),
+                              where, point) for point in points]
+    except ScenarioError as exc:  # a value --set gave is the flag's fault, not the file's
+        if exc.where == where and any(exc.key == k or exc.key.startswith(k + ".") or
+                                      (k.startswith(exc.key + ".") and not _holds(written, exc.key)) for k, _ in overrides):
+            raise ScenarioError("--set", exc.key, exc.reason) from None
+        raise
     for s in scenarios:
         advise(s)
     return scenarios
+
+
+def _holds(data: Any, dotted: str) -> bool:
+    """Whether the mapping has the dotted key path (each part as written, or as an integer key)."""
+    for part in dotted.split("."):
+        if not isinstance(data, dict):
+            return False
+        key = part if part in data else _key(data, part)
+        if key not in data:
+            return False
+        data = data[key]
+    return True
 
 
 def _anchor_paths(data: dict[str, Any], folder: Path, where: str) -> dict[str, Any]:

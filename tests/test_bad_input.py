@@ -385,13 +385,16 @@ def test_two_runs_racing_into_one_folder_one_wins(tmp_path):
 
 def test_a_run_that_fails_gives_its_folder_back(tmp_path, capsys, monkeypatch):
     """A point that fails while simulating (DeepSeek-V3 on 8 A100-80G: the weights fill the pool)
-    leaves no claimed folder behind: none at all under runs/, and an --out folder that the same
-    command can use again once the scenario is mended."""
+    leaves no claimed folder behind: none at all under runs/, no --out folder it created, and an
+    --out folder that was there (empty) left for the same command to use once the scenario is mended."""
     monkeypatch.chdir(tmp_path)
     bad = tmp_path / "bad.yaml"
     bad.write_text(BASE.replace("hardware: h200", "hardware: a100-80g"))
     one_line_error(capsys, ["run", str(bad)], "", "leave no KV pool")
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    one_line_error(capsys, ["run", str(bad), "--out", "mine"], "", "leave no KV pool")
+    assert not (tmp_path / "mine").exists()
+    (tmp_path / "mine").mkdir()
     one_line_error(capsys, ["run", str(bad), "--out", "mine"], "", "leave no KV pool")
     assert (tmp_path / "mine").is_dir() and not any((tmp_path / "mine").iterdir())
     good = tmp_path / "good.yaml"

@@ -55,7 +55,10 @@ def test_a_file_name_longer_than_the_filesystem_allows(tmp_path, capsys, overrid
     """Before: the OS's "File name too long" from whichever call touched it first, naming neither
     the scenario nor the key, with the whole name echoed."""
     line = one_line_error(capsys, run(tmp_path, BASE) + ["--set", override], key, "file names end at 255")
-    assert "s.yaml" in line
+    assert line.startswith("mtpsim: error: --set: ")  # the flag gave the value
+    written = BASE.replace("acceptance: {per_depth: [0.8, 0.7]}", f"acceptance: {{histogram: {LONG}.csv}}")
+    line = one_line_error(capsys, run(tmp_path, written), "acceptance.histogram", "file names end at 255")
+    assert "s.yaml: acceptance.histogram" in line  # the file did
 
 
 YAML_11_NUMBERS = ["010", "0x10", "0b11", "1:30", "1_000", "1_0.5", "190:20:30"]
@@ -109,3 +112,105 @@ def test_a_kept_length_deeper_than_the_steps_warns(tmp_path, capsys):
     assert cli.main(run(tmp_path, text)) == 0
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mtpsim:")]
     assert len(err) == 1 and ": acceptance.kept_length: " in err[0] and "at most 2" in err[0], err
+
+
+# ------------------------------------------------------------------ flags and files (the same campaign)
+
+def test_a_closed_stdout_is_one_line_not_a_traceback(tmp_path):
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-m", "mtpsim.cli", "schema"], stdout=subprocess.DEVNULL, text=True,
+                          stderr=subprocess.PIPE, timeout=60, close_fds=True, preexec_fn=lambda: __import__("os").close(1))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "<stdout>: closed" in done.stderr
+
+
+@pytest.mark.parametrize("argv,flag", [(["--system", "h200_sxm"], "--system"), (["--backend", "vllm"], "--backend"),
+                                       (["--version", "1.0"], "--version"),
+                                       (["--from", "aiconfigurator", "--quick"], "--quick"),
+                                       (["--from", "aiconfigurator", "--device", "cuda"], "--device"),
+                                       (["--from", "aiconfigurator", "--threads", "2"], "--threads")])
+def test_calibrate_flags_of_the_other_job_are_refused(tmp_path, capsys, argv, flag):
+    """--system without --from used to start a two-hour CPU calibration; --quick with --from did nothing."""
+    line = one_line_error(capsys, ["calibrate", *argv, "--out", str(tmp_path / "p")], "", flag)
+    assert line.startswith(f"mtpsim: error: {flag}: ") and not (tmp_path / "p").exists()
+
+
+def test_control_characters_in_a_value_stay_on_one_line(tmp_path, capsys):
+    line = one_line_error(capsys, ["calibrate", "--from", "aiconfigurator", "--system", "h200_sxm\nx",
+                                   "--out", str(tmp_path / "p")], "", "unknown system")
+    assert "h200_sxm\\nx" in line
+
+
+SET_PATHS = [("WORKLOAD.num_requests=4", "WORKLOAD", "unknown key"), (".=5", ".", "empty part"),
+             ("workload.=1", "workload.", "empty part"), ("workload.num_requests=abc", "workload.num_requests",
+                                                         "valid integer"), ("nope.key=1", "nope", "unknown key")]
+
+
+@pytest.mark.parametrize("override,key,word", SET_PATHS, ids=[o for o, _, _ in SET_PATHS])
+def test_a_bad_set_names_the_flag_and_its_key(tmp_path, capsys, override, key, word):
+    line = one_line_error(capsys, run(tmp_path, BASE) + ["--set", override], key, word)
+    assert line.startswith("mtpsim: error: --set: ")
+
+
+def test_a_bad_value_in_the_file_still_names_the_file(tmp_path, capsys):
+    line = one_line_error(capsys, run(tmp_path, BASE + "bogus: 1\n") + ["--set", "workload.concurrency=1"],
+                          "bogus", "unknown key")
+    assert "s.yaml: bogus:" in line
+
+
+def test_out_that_is_a_file_or_device_says_so(tmp_path, capsys):
+    (tmp_path / "afile").write_text("mine")
+    for out, word in ((str(tmp_path / "afile"), "not a folder (a file)"), ("/dev/null", "device, pipe or socket")):
+        one_line_error(capsys, run(tmp_path, BASE)[:2] + ["--out", out], "", word)
+    assert (tmp_path / "afile").read_text() == "mine"
+
+
+def test_plot_says_what_the_path_is(tmp_path, capsys):
+    (tmp_path / "afile").write_text("x")
+    one_line_error(capsys, ["plot", str(tmp_path / "nothing")], "", "no such folder")
+    one_line_error(capsys, ["plot", str(tmp_path / "afile")], "", "not a folder")
+
+
+@pytest.mark.parametrize("command", ["run", "cost", "plot"])
+def test_an_empty_path_argument_is_refused(capsys, command):
+    from tests.test_bad_input_2 import parse_error
+    assert "is empty" in parse_error(capsys, [command, ""])
+
+
+def test_a_model_path_to_a_folder_or_device_says_what_it_is(tmp_path, capsys):
+    (tmp_path / "m.yaml").mkdir()
+    one_line_error(capsys, run(tmp_path, BASE) + ["--set", f"model={tmp_path / 'm.yaml'}"], "model", "a folder")
+    one_line_error(capsys, run(tmp_path, BASE) + ["--set", "model=/dev/null"], "model", "device, pipe or socket")
+
+
+def test_a_profile_that_times_one_shape_twice_is_refused(tmp_path, capsys):
+    import shutil
+
+    from mtpsim.costs.profile import PROFILES_DIR
+    prof = tmp_path / "prof"
+    shutil.copytree(PROFILES_DIR / "h200-sglang", prof)
+    gemm = prof / "gemm.csv.gz" if (prof / "gemm.csv.gz").exists() else prof / "gemm.csv"
+    import gzip
+    opener = gzip.open if gemm.suffix == ".gz" else open
+    with opener(gemm, "rt") as f:
+        lines = f.read().splitlines()
+    with opener(gemm, "wt") as f:
+        f.write("\n".join([*lines, lines[1].rsplit(",", 1)[0] + ",1.0"]) + "\n")
+    line = one_line_error(capsys, run(tmp_path, BASE) + ["--set", f"cost.profile={prof}"], "", "the same shape")
+    assert "gemm.csv" in line
+
+
+def test_cost_warns_of_a_batch_that_does_not_fit(tmp_path, capsys):
+    from mtpsim import errors
+    errors._warned.clear()
+    assert cli.main(["cost", run(tmp_path, BASE)[1], "--batch", "100000"]) == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mtpsim:")]
+    assert len(err) == 1 and err[0].startswith("mtpsim: warning: --batch: 100000 requests") and "fit" in err[0]
+
+
+def test_a_repeated_sweep_value_warns(tmp_path, capsys):
+    from mtpsim import errors
+    errors._warned.clear()
+    assert cli.main(["cost", run(tmp_path, BASE + "sweep: {speculative.steps: [1, 1]}\n")[1]]) == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mtpsim:")]
+    assert len(err) == 1 and ": sweep.speculative.steps: lists 1 more than once" in err[0], err

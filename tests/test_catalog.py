@@ -103,8 +103,8 @@ def test_a_file_path_is_read_as_a_spec(tmp_path, write_scenario):
 
 @pytest.mark.parametrize("ref, key, reason", [
     ("..", "model", "not a models catalog name"),
-    ("nowhere/model.yaml", "model", "no such models file"),
-    ({"from": "../no-such-model.yaml"}, "model.from", "no such models file"),
+    ("nowhere/model.yaml", "model", "no such file"),
+    ({"from": "../no-such-model.yaml"}, "model.from", "no such file"),
     ({"from": ".."}, "model.from", "not a models catalog name"),
 ])
 def test_bad_references_name_the_key(write_scenario, ref, key, reason):

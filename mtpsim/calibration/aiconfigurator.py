@@ -55,7 +55,7 @@ from mtpsim.calibration.aic_rows import (
 )
 from mtpsim.catalog import load_hardware
 from mtpsim.costs.profile import FAMILIES
-from mtpsim.errors import ScenarioError
+from mtpsim.errors import ScenarioError, short
 from mtpsim.outputs import writing
 
 ATTRIBUTION = ("Kernel timings measured by NVIDIA on real GPUs and distributed in aiconfigurator-core "
@@ -251,6 +251,8 @@ def main(args) -> int:
         raise ScenarioError(str(out), "", "already exists: give a new folder (nothing was overwritten)")
     if not out.parent.is_dir():
         raise ScenarioError(str(out), "", "its parent folder does not exist")
+    if args.system not in SYSTEMS:  # before the banner below prints the name
+        raise ScenarioError("--system", short(args.system, 40)[1:-1], f"unknown system (known: {', '.join(SYSTEMS)})")
     print(f"mtpsim calibrate --from aiconfigurator: {args.system} / {args.backend} -> {out}")
     meta = convert(args.system, args.backend, args.version, out)
     size = sum(p.stat().st_size for p in out.iterdir())

@@ -195,6 +195,9 @@ def read_family(path: Path, family: str) -> pd.DataFrame:
     for col in (*f.keys, *f.dims):
         if df[col].isna().any():
             raise ScenarioError(str(path), col, f"row {int(df[col].isna().to_numpy().argmax()) + 2}: empty")
+    again = df.duplicated(subset=[*f.keys, *f.dims, *f.axes], keep=False).to_numpy().nonzero()[0]
+    if len(again):  # which of two times for one shape would price it depends on the row order
+        raise ScenarioError(str(path), "", f"rows {again[0] + 2} and {again[1] + 2} time the same shape: keep one")
     return df
 
 
