@@ -2,7 +2,8 @@
 
 The output folder holds frontier.csv (every point, frontier.COLUMNS), frontier.png,
 finalists.csv (the two best deployments; over `--seeds` seeds when asked) and launch.txt (the
-chosen deployment as each engine's launch options, flags.py).
+chosen deployment as each engine's launch options, flags.py). It is claimed before any point
+runs and marked complete (runfolder.COMPLETE) last, as `mtpsim run`'s is.
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE, record
 from mtpsim.errors import ScenarioError, from_validation
 from mtpsim.intervals import half_width
-from mtpsim.runfolder import claimed
+from mtpsim.outputs import writing
+from mtpsim.runfolder import claimed, mark_complete, write_csv
 from mtpsim.search import disagg, execute, frontier, space, summary
 from mtpsim.search.bounds import SearchBounds
 from mtpsim.search.flags import Drafter, launch_flags
@@ -107,11 +109,12 @@ def space_columns() -> list[str]:
 def write_frontier(rows: pd.DataFrame, folder: Path, chosen: pd.Series | None, targets: list[Target], title: str,
                    plot: bool) -> None:
     """frontier.csv, and frontier.png unless `plot` is False (the chosen point marked when there is one)."""
-    rows[frontier.COLUMNS].to_csv(folder / "frontier.csv", index=False)
+    write_csv(rows[frontier.COLUMNS], folder / "frontier.csv")
     if plot:
         user = [t.value for t in targets if t.metric == "user_tps"] + \
                [1 / t.value for t in targets if t.metric == "tpot" and t.percentile == "p50"]
-        frontier.plot_frontier(rows, folder / "frontier.png", chosen, max(user) if user else None, title)
+        with writing(folder / "frontier.png") as png:
+            frontier.plot_frontier(rows, png, chosen, max(user) if user else None, title)
 
 
 def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], seeds: int, out: str | None,
@@ -137,29 +140,35 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
         points += split_points
         refused.update(split_refused)
     jobs = jobs or max(1, min(len(points), os.cpu_count() or 1))
-    cache = execute.Cache(cache_dir)
-    started = time.perf_counter()
-    rows, ran = execute.run_search_points(points, cache, jobs, backend, address)
+    if cache_dir and out and Path(cache_dir).resolve() == Path(out).resolve():
+        raise ScenarioError("--cache", "", f"{cache_dir} is the --out folder: give the cache a folder of its own")
+    cache = execute.Cache(cache_dir)  # a --cache that cannot be a folder is refused here, before anything runs
     hw = base.specs.hardware
-    rows = enrich(rows.assign(usd_per_gpu_hour=hw.usd_per_gpu_hour, board_power_w=hw.board_power_w), targets)
+    title = f"{base.specs.model.name} on {bounds.gpus}x {hw.name}"
+    # the output folder is claimed before any point runs (a busy or bad --out costs nothing), and
+    # is marked complete last: a search that fails gives the claim back and leaves no complete folder
     with claimed(f"{base.name}-search", out) as folder:
+        started = time.perf_counter()
+        rows, ran = execute.run_search_points(points, cache, jobs, backend, address)
+        rows = enrich(rows.assign(usd_per_gpu_hour=hw.usd_per_gpu_hour, board_power_w=hw.board_power_w), targets)
         try:
             final = finalists(rows, targets)
         except ScenarioError as exc:  # no point meets them: what was reached is still written, and cached
-            write_frontier(rows, folder, None, targets, f"{base.specs.model.name} on {bounds.gpus}x {hw.name}", plot)
+            write_frontier(rows, folder, None, targets, title, plot)
             raise ScenarioError(exc.where, exc.key, f"{exc.reason} (what the {len(rows)} points reached: "
                                 f"{folder}/frontier.csv; cached in {cache_dir or 'no cache'}, so rerunning with "
                                 "other targets costs nothing)") from None
         if seeds > 1:
             final = seeded(points, final, seeds, cache, jobs, backend, address)
         wall = time.perf_counter() - started
-        final.to_csv(folder / "finalists.csv", index=False)
+        write_csv(final, folder / "finalists.csv")
         chosen = rows.loc[int(final.iloc[0].point)]
-        write_frontier(rows, folder, chosen, targets, f"{base.specs.model.name} on {bounds.gpus}x {hw.name}", plot)
+        write_frontier(rows, folder, chosen, targets, title, plot)
+        launch = launch_flags(chosen, int(chosen.max_running), Drafter.of(points[int(chosen.point)]))
+        with writing(folder / "launch.txt") as file:
+            file.write_text(launch + "\n")
+        mark_complete(folder)
     print(summary.report(base, bounds, rows, final, chosen, targets, len(layouts), ran, wall, refused))
-    launch = launch_flags(chosen, int(chosen.max_running), Drafter.of(points[int(chosen.point)]))
-    (folder / "launch.txt").write_text(launch + "\n")
     print(f"\nlaunch options for the chosen deployment (MODEL, DRAFT: your checkpoints):\n\n{launch}")
     print(f"\nwrote {folder}/")
     return folder, rows
-

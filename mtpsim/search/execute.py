@@ -5,11 +5,18 @@ scenario (every key with its defaults, the catalog specs it resolved to, the pro
 versions, mtpsim's version and ROW_FORMAT): an interrupted search, or a wider one over the same scenario,
 runs only the points it has not seen. A row is written as soon as its point finishes.
 
+An entry holds its row with the format, its own key and the SHA-256 of the row's text: a stored
+row is used only when all three match and the row has a fresh row's shape (rowshape.py); any
+other entry (cut short, edited, copied from another point's, not a mapping, a folder) is a
+miss, run again and overwritten. A row that cannot be stored is said once (a warning) and the
+search goes on without caching it.
+
 Each worker process keeps one Pricer per layout (worker.py), so a layout's points reuse the
 passes its earlier points priced.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -20,10 +27,15 @@ import pandas as pd
 from tqdm import tqdm
 
 import mtpsim
+from mtpsim.errors import ScenarioError, warn
 from mtpsim.files import version
+from mtpsim.search import rowshape
 from mtpsim.search.worker import simulate_point
 
-ROW_FORMAT = 2  # what a cached row holds (2: steady-state TTFT, worker.steady_ttft); a change misses old rows
+# what a cached entry holds (2: steady-state TTFT, worker.steady_ttft; 3: the row with its key and
+# checksum, Cache.put); a change misses old entries
+ROW_FORMAT = 3
+MAX_ENTRY_BYTES = 1 << 20  # a row is a few kB; a larger entry is no row of ours
 
 
 def point_key(s) -> str:
@@ -36,34 +48,76 @@ def point_key(s) -> str:
 
 
 class Cache:
-    """Finished points' rows on disk (None: no cache)."""
+    """Finished points' rows on disk (None: no cache). The folder is created here; one that
+    cannot be (a file, a path through a file, no permission) is a ScenarioError naming --cache."""
 
     def __init__(self, folder: str | Path | None):
         self.folder = Path(folder) if folder else None
+        self.unstored = 0  # rows that could not be written (the first is warned of)
         if self.folder:
-            self.folder.mkdir(parents=True, exist_ok=True)
+            try:
+                self.folder.mkdir(parents=True, exist_ok=True)
+            except FileExistsError:
+                raise ScenarioError("--cache", "", f"{self.folder} exists and is not a folder: pass a folder, "
+                                    "or --no-cache") from None
+            except OSError as exc:
+                raise ScenarioError("--cache", "", f"cannot create the cache folder {self.folder}: "
+                                    f"{exc.strerror or exc}") from None
 
-    def get(self, key: str) -> dict | None:
-        path = self.folder / f"{key}.json" if self.folder else None
-        if path is None or not path.is_file():
+    def entry(self, key: str) -> Path:
+        return self.folder / f"{key}.json"
+
+    def get(self, key: str, disaggregated: bool = False) -> dict | None:
+        """The stored row of the point with this key, or None (a miss) when there is none or it
+        is not exactly what `put` wrote for this key with a fresh row's shape."""
+        if not self.folder:
             return None
+        path = self.entry(key)
         try:
-            return json.loads(path.read_text())
-        except (OSError, ValueError):  # a half-written file from a killed run: run the point again
+            if not path.is_file() or path.stat().st_size > MAX_ENTRY_BYTES:
+                return None
+            stored = json.loads(path.read_bytes())
+        except (OSError, ValueError, RecursionError):  # cut short by a killed run, binary, nested too deep
             return None
+        if not isinstance(stored, dict) or stored.keys() != {"format", "key", "sha256", "row"}:
+            return None
+        row = stored["row"]
+        if stored["format"] != ROW_FORMAT or stored["key"] != key or not isinstance(row, dict) \
+                or stored["sha256"] != _checksum(row) or rowshape.problem(row, disaggregated):
+            return None
+        return row
 
     def put(self, key: str, row: dict) -> None:
-        if self.folder:
-            tmp = self.folder / f".{key}.{os.getpid()}.tmp"
-            tmp.write_text(json.dumps(row, default=str))
-            tmp.replace(self.folder / f"{key}.json")
+        """Store the row (written whole, then moved over the entry); one that cannot be is warned
+        of once, and the search goes on."""
+        if not self.folder:
+            return
+        row = json.loads(json.dumps(row, default=str))  # as it will read back
+        text = json.dumps({"format": ROW_FORMAT, "key": key, "sha256": _checksum(row), "row": row})
+        tmp = self.folder / f".{key}.{os.getpid()}.tmp"
+        try:
+            tmp.write_text(text)
+            tmp.replace(self.entry(key))
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            self.unstored += 1
+            if self.unstored == 1:
+                why = "is a folder" if self.entry(key).is_dir() else (exc.strerror or str(exc))
+                warn(str(self.entry(key)), "", f"cannot store this point's result ({why}); the search goes on "
+                     "without caching it (nor any other point's that cannot be stored)")
+
+
+def _checksum(row: dict) -> str:
+    """SHA-256 of the row's canonical text: a stored row edited by hand no longer matches it."""
+    return hashlib.sha256(json.dumps(row, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def run_search_points(points: list, cache: Cache, jobs: int, backend: str = "pool", address: str | None = None,
                       progress: bool = True) -> tuple[pd.DataFrame, int]:
     """Rows for every point, in order (with `point` = its index); returns (rows, points run now)."""
     keys = [point_key(s) for s in points]
-    rows: list[dict | None] = [cache.get(k) for k in keys]
+    rows: list[dict | None] = [cache.get(k, s.disaggregation is not None) for k, s in zip(keys, points)]
     todo = [i for i, r in enumerate(rows) if r is None]
     # the bar shows on a terminal only, and is cleared when done (what stays is the report, or one error line)
     bar = tqdm(total=len(points), initial=len(points) - len(todo), desc="searching", unit="point",
