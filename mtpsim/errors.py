@@ -41,6 +41,20 @@ def whole_number(text: str) -> int | None:
     return int(text)
 
 
+_DECIMAL = None
+
+
+def decimal_number(text: str) -> float | None:
+    """`text` as a float when it is written in ASCII decimal (`2`, `0.5`, `1e3`, a sign), else
+    None: float() also reads `١٢`, `1_000`, `inf` and `nan`, which no flag means."""
+    global _DECIMAL
+    if _DECIMAL is None:
+        import re
+        _DECIMAL = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+    text = text.strip()
+    return float(text) if text.isascii() and _DECIMAL.fullmatch(text) else None
+
+
 def from_validation(exc: ValidationError, where: str, prefix: str = "") -> ScenarioError:
     """The first pydantic error as a ScenarioError with a dotted key path."""
     errors = exc.errors()

@@ -258,3 +258,23 @@ def test_unmet_targets_write_the_frontier_but_no_complete_folder(first, tmp_path
     one_line_error(capsys, argv(tmp_path, "--ttft", "p99:1ms"), "", "--ttft")
     files = {p.name for p in (tmp_path / "out").iterdir()}
     assert "frontier.csv" in files and COMPLETE not in files and CLAIM not in files
+
+
+@pytest.mark.parametrize("text", ["١٢", "1_000", "inf", "nan", "2,abc", "", "0x10"])
+def test_rates_are_decimal_numbers(text):
+    """float() reads Arabic-Indic digits, underscores, inf and nan; --rates took them as rates."""
+    from mtpsim.errors import ScenarioError
+    from mtpsim.search.command import parse_rates
+    with pytest.raises(ScenarioError, match="--rates"):
+        parse_rates(text)
+    assert parse_rates("0.5,2,1e2") == [0.5, 2.0, 100.0]
+
+
+@pytest.mark.parametrize("text", ["p99:1e309", "1e-320", "p50:0.0001ms"])
+def test_a_latency_target_past_any_pass_is_refused(text):
+    """1e309 read as infinity, 1e-320 ms as 0: both were taken as targets."""
+    from mtpsim.errors import ScenarioError
+    from mtpsim.search.targets import parse_target
+    with pytest.raises(ScenarioError, match="outside"):
+        parse_target(text, "ttft")
+    assert parse_target("p99:2s", "ttft").value == 2.0

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE, record
-from mtpsim.errors import ScenarioError, from_validation
+from mtpsim.errors import ScenarioError, decimal_number, from_validation, short
 from mtpsim.intervals import half_width
 from mtpsim.outputs import writing
 from mtpsim.runfolder import claimed, mark_complete, write_csv
@@ -42,10 +42,11 @@ def bounds_of(s: sc.Scenario, flags: dict) -> SearchBounds:
 
 
 def parse_rates(text: str) -> list[float]:
-    try:
-        rates = sorted({float(x) for x in text.split(",")})
-    except ValueError:
-        raise ScenarioError("--rates", "", f"{text!r} is not a comma-separated list of requests per second") from None
+    parsed = [decimal_number(x) for x in text.split(",")]
+    if None in parsed:
+        raise ScenarioError("--rates", "", f"{short(text, 60)} is not a comma-separated list of requests per second "
+                            "(decimal numbers, e.g. 0.5,2,8)")
+    rates = sorted(set(parsed))
     if not all(0 < r <= 1e6 and math.isfinite(r) for r in rates):
         raise ScenarioError("--rates", "", f"{text!r}: each rate must be in (0, 1e6] requests per second")
     return rates

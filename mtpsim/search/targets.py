@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from mtpsim.errors import ScenarioError
+from mtpsim.errors import ScenarioError, short
 
 DEPLOYMENT = ["layout", "design", "steps", "topk"]
 _TARGET = re.compile(r"^(?:(p50|p99):)?([0-9]*\.?[0-9]+(?:e-?[0-9]+)?)\s*(ms|s)?$")
@@ -69,6 +69,10 @@ def parse_target(text: str, metric: str) -> Target:
     if value <= 0:
         raise ScenarioError(flag, "", f"{text!r}: must be above 0")
     seconds = value if unit == "s" else value / 1e3
+    low, high = (1e-6, 1e9) if metric == "user_tps" else (1e-6, 1e6)  # tok/s; seconds: from 1 us to ~11 days
+    if not low <= (value if metric == "user_tps" else seconds) <= high:
+        raise ScenarioError(flag, "", f"{short(text, 40)}: outside {low:g}..{high:g} "
+                            f"{'tokens per second' if metric == 'user_tps' else 'seconds'}")
     return Target(metric, percentile, value if metric == "user_tps" else seconds)
 
 
