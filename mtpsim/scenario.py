@@ -89,6 +89,9 @@ def parse_set(item: str) -> tuple[str, Any]:
     key, sep, raw = item.partition("=")
     if not sep or not key.strip():
         raise ScenarioError("--set", short(item, 80)[1:-1], "expected key.path=value")
+    if not raw.strip():  # YAML reads nothing as null, which would drop the key without a word
+        raise ScenarioError("--set", short(key.strip(), 80)[1:-1], "no value after '=' (write =null to drop the key "
+                            "and take its default)")
     if any(not part.strip() for part in key.strip().split(".")):
         raise ScenarioError("--set", short(key, 80)[1:-1], "an empty part in the key path (a leading, trailing "
                             "or doubled '.')")

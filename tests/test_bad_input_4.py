@@ -142,6 +142,7 @@ def test_control_characters_in_a_value_stay_on_one_line(tmp_path, capsys):
 
 
 SET_PATHS = [("WORKLOAD.num_requests=4", "WORKLOAD", "unknown key"), (".=5", ".", "empty part"),
+             ("workload.num_requests=", "workload.num_requests", "no value after '='"),
              ("workload.=1", "workload.", "empty part"), ("workload.num_requests=abc", "workload.num_requests",
                                                          "valid integer"), ("nope.key=1", "nope", "unknown key")]
 
