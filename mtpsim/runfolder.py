@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE, DesignShape
-from mtpsim.errors import ScenarioError
+from mtpsim.errors import ScenarioError, warn
 from mtpsim.files import TEXT, Column, dump_yaml_all, load_yaml_documents, read_csv, read_text
 from mtpsim.outputs import writing
 from mtpsim.results import ITERATION_COLUMNS, PASS_COLUMNS, REQUEST_COLUMNS, Results
@@ -225,8 +225,11 @@ def plot_run(folder: Path, points: list[sc.Scenario] | None = None) -> list[Path
     tables = [read_run_table(folder, name) for name in ("accept_counts.csv", "iterations.csv")]
     try:
         memory = memory_frame(points or load_run_points(folder))
-    except (ScenarioError, OSError) as exc:
-        print(f"(memory plot skipped: {exc})")
+    except ScenarioError as exc:  # the other figures need only the CSVs: drawn, with one line on stderr
+        warn(exc.where, exc.key, f"{exc.reason} (the memory plot is skipped)")
+        memory = None
+    except OSError as exc:
+        warn(str(folder / "scenario.resolved.yaml"), "", f"{exc.strerror or exc} (the memory plot is skipped)")
         memory = None
     counts, iterations = tables
     passes = read_run_table(folder, "passes.csv", required=False)

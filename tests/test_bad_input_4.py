@@ -215,3 +215,17 @@ def test_a_repeated_sweep_value_warns(tmp_path, capsys):
     assert cli.main(["cost", run(tmp_path, BASE + "sweep: {speculative.steps: [1, 1]}\n")[1]]) == 0
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mtpsim:")]
     assert len(err) == 1 and ": sweep.speculative.steps: lists 1 more than once" in err[0], err
+
+
+def test_plot_of_a_run_with_a_corrupt_resolved_scenario_warns_on_stderr(tmp_path, capsys):
+    from mtpsim import errors
+    errors._warned.clear()
+    argv = run(tmp_path, SMALL)
+    assert cli.main(argv) == 0
+    (tmp_path / "out" / "scenario.resolved.yaml").write_text("name: [unclosed\n")
+    capsys.readouterr()
+    assert cli.main(["plot", str(tmp_path / "out")]) == 0
+    captured = capsys.readouterr()
+    err = [line for line in captured.err.splitlines() if line.startswith("mtpsim:")]
+    assert len(err) == 1 and err[0].startswith("mtpsim: warning: ") and "memory plot is skipped" in err[0], err
+    assert "skipped" not in captured.out
