@@ -180,7 +180,8 @@ def test_block_spec_needs_block_and_only_block_drafters_take_it(tmp_path, capsys
     import yaml
     d = copy.deepcopy(MTP_AS_BLOCK)
     del d["block"]
-    one_line_error(capsys, run(tmp_path, BLOCK_BASE, {"drafter.yaml": yaml.safe_dump(d)}), "speculative.draft", "needs `block`")
+    line = one_line_error(capsys, run(tmp_path, BLOCK_BASE, {"drafter.yaml": yaml.safe_dump(d)}), "", "needs `block`")
+    assert "drafter.yaml: " in line  # the drafter's own file is at fault, not the scenario naming it
 
 
 # ----------------------------------------------------------------------------- the catalog's drafters
