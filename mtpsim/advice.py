@@ -30,7 +30,8 @@ DEPENDS = {"speculative.draft": ("speculative.design",), "acceptance": ("specula
            "cost.moe_skew": ("model",), "acceptance.histogram": ("speculative",),
            "engine.two_batch_overlap": ("parallel", "disaggregation", "model"),
            "cost.ep_imbalance": ("parallel", "disaggregation", "model"),
-           "workload.rate_per_s": ("workload.arrival",), "workload.trace": ("workload.arrival",)}
+           "workload.rate_per_s": ("workload.arrival",), "workload.trace": ("workload.arrival",),
+           "workload.num_requests": ("workload.arrival",)}
 
 
 def _within(swept: str, key: str) -> bool:
@@ -87,7 +88,8 @@ def _past_the_prompt_or_steps(s: Scenario) -> list[tuple[str, str]]:
 
 # workload keys one arrival alone reads (sim/__init__.py); concurrency is not among them, since
 # `cost` and `verify` take it as their batch under any arrival
-READ_BY = {"rate_per_s": ("poisson",), "trace": ("trace",)}
+READ_BY = {"rate_per_s": ("poisson",), "trace": ("trace",),
+           "num_requests": ("closed", "poisson", "batch")}  # a trace brings its own (workload.trace.max_requests caps it)
 
 
 def _unused_by_arrival(s: Scenario) -> list[tuple[str, str]]:

@@ -33,6 +33,7 @@ from mtpsim.run import default_jobs
 from mtpsim.runfolder import claimed, mark_complete, write_csv
 from mtpsim.schema import MAX_USERS
 from mtpsim.search import execute, space
+from mtpsim.search.bounds import MAX_SEARCH_POINTS
 from mtpsim.search.space import candidate_steps  # noqa: F401  (recommend's steps are the search's)
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64)
@@ -86,6 +87,10 @@ def grid(s: sc.Scenario, batches: list[int], steps: list[int], topks: list[int],
     layout = space.layout_of(s)
     spec = s.speculative.model_dump(exclude_none=True, exclude={"policy", "draft_tokens"})
     settings = [{"design": BASELINE}] + [{**spec, "steps": S, "topk": k} for k in topks for S in steps]
+    size = len(settings) * len(batches) * seeds
+    if size > MAX_SEARCH_POINTS:  # as the search refuses a space past its limit, before building any point
+        raise ScenarioError("--batch", "", f"{len(batches)} batches x {len(settings)} settings x {seeds} seeds is "
+                            f"{size:,} runs, over the limit of {MAX_SEARCH_POINTS:,}: ask fewer batches, steps or topk")
     loads = space.closed_loads(batches, per_user)
     points = []
     for setting in settings:

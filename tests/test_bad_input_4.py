@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from mtpsim import cli
+from tests.conftest import ROOT
 from tests.test_bad_input import BASE, one_line_error, run
 from tests.test_bad_input_2 import SMALL
 
@@ -229,3 +230,67 @@ def test_plot_of_a_run_with_a_corrupt_resolved_scenario_warns_on_stderr(tmp_path
     err = [line for line in captured.err.splitlines() if line.startswith("mtpsim:")]
     assert len(err) == 1 and err[0].startswith("mtpsim: warning: ") and "memory plot is skipped" in err[0], err
     assert "skipped" not in captured.out
+
+
+# ------------------------------------------------------------------ traces, search, recommend (the same campaign)
+TRACE = SMALL.replace("workload: {concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}",
+                      "workload: {arrival: trace, trace: t}")
+TRACES = [  # (file name, content, the reason's words)
+    ("t.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46+00:00,374,44\n2023-11-16 18:15:50,396,10\n",
+     "with and without a time zone"),
+    ("t.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n1990-01-01 00:00:00,374,44\n2030-01-01 00:00:00,396,10\n",
+     "past the 1e+09 s a trace spans"),
+    ("t.jsonl", '{"timestamp": 1' + "0" * 400 + ', "input_length": 64, "output_length": 16}\n', "401-digit number"),
+    ("t.jsonl", '{"timestamp": 0, "input_length": 64, "output_length": 16}\n{"timestamp": 1, "input_length": 64, '
+     '"output_length": 16, "x": ' + "[" * 100_000 + "]" * 100_000 + "}\n", "nested too deep"),
+]
+
+
+@pytest.mark.parametrize("name,content,word", TRACES, ids=["mixed-zones", "span", "huge-int", "deep-json"])
+def test_a_trace_row_past_what_a_reader_takes_is_one_line(tmp_path, capsys, name, content, word):
+    """Each was a traceback (pandas' mixed time zones, an int past a float, JSON recursion) or,
+    for the span, a run at 7.9e-10 req/s."""
+    one_line_error(capsys, run(tmp_path, TRACE.replace("trace: t}", f"trace: {name}}}"), {name: content}), "", word)
+
+
+def test_a_trace_window_that_selects_nothing_names_the_window(tmp_path, capsys):
+    text = TRACE.replace("trace: t}", "trace: {path: t.csv, start_s: 100}}")
+    one_line_error(capsys, run(tmp_path, text, {"t.csv": "arrival_s,input_len,output_len\n0,64,16\n1,64,16\n"}),
+                   "", "no request arrives in the window workload.trace.start_s 100")
+
+
+def test_num_requests_under_a_trace_warns(tmp_path, capsys):
+    from mtpsim import errors
+    errors._warned.clear()
+    text = TRACE.replace("trace: t}", "trace: t.csv, num_requests: 2}")
+    assert cli.main(run(tmp_path, text, {"t.csv": "arrival_s,input_len,output_len\n0,64,16\n1,64,16\n"})) == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mtpsim:")]
+    assert len(err) == 1 and ": workload.num_requests: arrival trace does not read it" in err[0], err
+
+
+def test_a_disaggregated_deployment_replays_a_trace(tmp_path, capsys):
+    """A valid input that was a traceback (the disaggregated arrivals drew a Poisson load from no rate)."""
+    text = (ROOT / "scenarios" / "disagg-gb200-1p3d.yaml").read_text()
+    import yaml
+    data = yaml.safe_load(text)
+    data.pop("sweep", None)
+    data["workload"] = {"arrival": "trace", "trace": "t.csv"}
+    rows = "arrival_s,input_len,output_len\n" + "".join(f"{i * 0.5},256,16\n" for i in range(4))
+    assert cli.main(run(tmp_path, yaml.safe_dump(data), {"t.csv": rows})) == 0
+    assert "4 requests" in capsys.readouterr().out
+
+
+def test_search_bounds_list_each_value_once_and_one_load(tmp_path, capsys):
+    from mtpsim.search.bounds import SearchBounds
+    assert SearchBounds(concurrency=[4, 4, 1, 1]).concurrency == [4, 1]
+    from pydantic import ValidationError
+    with pytest.raises(ValidationError, match="not both"):
+        SearchBounds(concurrency=[1], rates=[1.0])
+
+
+def test_recommend_refuses_a_grid_past_the_search_limit(tmp_path, capsys):
+    argv = run(tmp_path, BASE)
+    batches = ",".join(str(b) for b in range(1, 5001))
+    line = one_line_error(capsys, ["recommend", argv[1], "--batch", batches, "--out", str(tmp_path / "r")],
+                          "", "over the limit of 20,000")
+    assert line.startswith("mtpsim: error: --batch: ") and not (tmp_path / "r").exists()

@@ -270,6 +270,15 @@ def test_unreadable_files_are_one_line(tmp_path):
     ({**MIMO_V2_FLASH, "hybrid_layer_pattern": [2] * 48}, "hybrid_layer_pattern.0", "not one of 0, 1"),
     ({**QWEN3_NEXT, "decoder_sparse_step": 0}, "decoder_sparse_step", "integer 1..67,108,864, got 0"),
     ({**STEP_35_FLASH, "moe_layers_enum": "3,x"}, "moe_layers_enum", "layer indices"),
+    # a layer rule past the layers: each used to give a silently dense (or otherwise wrong) model
+    ({**STEP_35_FLASH, "moe_layers_enum": "-5"}, "moe_layers_enum", "layer -5 is not one of the 45 layers"),
+    ({**STEP_35_FLASH, "moe_layers_enum": "0,1,9999"}, "moe_layers_enum", "layer 9999"),
+    ({**QWEN3_NEXT, "mlp_only_layers": [0, 1, 999]}, "mlp_only_layers", "layer 999"),
+    ({**DEEPSEEK_V3, "first_k_dense_replace": 100}, "num_hidden_layers", "none of its 61 layers is MoE"),
+    ({**DEEPSEEK_V3, "moe_layer_freq": 100}, "num_hidden_layers", "none of its 61 layers is MoE"),
+    ({**MIMO_V2_FLASH, "sliding_window": 0}, "sliding_window", "got 0"),
+    ({**GEMMA_4_E2B, "text_config": {**GEMMA_4_E2B["text_config"], "num_kv_shared_layers": 100}},
+     "text_config.num_kv_shared_layers", "more than the 35 there are"),
 ])
 def test_a_bad_field_names_its_key_in_the_config(tmp_path, config, key, reason):
     err = error(tmp_path, config)

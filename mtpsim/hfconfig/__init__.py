@@ -56,9 +56,14 @@ def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | No
     text = top.sub("text_config") if top.get("text_config") is not None else top
     layout = _reader(top, where, at)(text)
     n = text.int("num_hidden_layers", low=1)
+    pairs = [layout.pair(i) for i in range(n)]
+    if any(f.get("kind") == "moe" for f in layout.ffn_kinds.values()) and not any(p[1].startswith("moe") for p in pairs):
+        raise text.error("num_hidden_layers", f"the config routes experts, yet none of its {n} layers is MoE by its "
+                         "layer rule (first_k_dense_replace, moe_layer_freq, mlp_only_layers, moe_layers_enum): "
+                         "a rule that reaches past the layers")
     mapping: dict[str, Any] = {
         "name": _name(Path(str(path))), "hidden_size": text.int("hidden_size"), "vocab_size": text.int("vocab_size"),
-        "layers": _groups([layout.pair(i) for i in range(n)]),
+        "layers": _groups(pairs),
         "tie_embeddings": text.bool("tie_word_embeddings", top.bool("tie_word_embeddings", layout.tie_default))}
     if text.get("max_position_embeddings") is not None:
         mapping["max_context"] = text.int("max_position_embeddings", low=1)

@@ -78,7 +78,7 @@ def qwen3_next(c: Config) -> Layout:
               "head_dim": c.int("linear_key_head_dim"), "value_head_dim": c.int("linear_value_head_dim"),
               "conv_kernel": c.int("linear_conv_kernel_dim", 4, low=1)}
     experts, step = c.int("num_experts", 0), c.int("decoder_sparse_step", 1, low=1)
-    dense_only, shared = _layer_set(c, "mlp_only_layers"), c.int("shared_expert_intermediate_size", 0)
+    dense_only, shared = _layer_set(c, "mlp_only_layers", n), c.int("shared_expert_intermediate_size", 0)
     # a dense MLP only where some layer has one (Qwen3.5 MoE gives no intermediate_size: every layer is MoE)
     ffns = {"dense": dense_kind(c.int("intermediate_size"))} if not experts or dense_only or step > 1 else {}
     if experts:
@@ -111,7 +111,8 @@ def mimo_v2_flash(c: Config) -> Layout:
     attention = {"full": gqa_kind(c.int("num_attention_heads", low=1), c.int("num_key_value_heads"), c.int("head_dim"),
                               v_head_dim=c.int("v_head_dim", None))}
     if "sliding" in kinds:
-        head_dim, window = c.int("swa_head_dim"), c.int("sliding_window", None) or c.int("sliding_window_size")
+        window_key = "sliding_window" if c.get("sliding_window") is not None else "sliding_window_size"
+        head_dim, window = c.int("swa_head_dim"), c.int(window_key, low=1)
         attention["sliding"] = gqa_kind(c.int("swa_num_attention_heads", low=1), c.int("swa_num_key_value_heads"), head_dim,
                                     window, c.int("swa_v_head_dim", None))
     width, shared = c.int("moe_intermediate_size"), c.int("n_shared_experts", 0)
@@ -137,6 +138,8 @@ def gemma4(c: Config) -> Layout:
     attention = {"sliding": gqa_kind(heads, kv, head_dim, c.int("sliding_window", low=1)),
                  "full": gqa_kind(heads, full_kv, c.int("global_head_dim", None) or head_dim)}
     first_shared = n - c.int("num_kv_shared_layers", 0)
+    if first_shared < 0:
+        raise c.error("num_kv_shared_layers", f"{n - first_shared} layers share KV, more than the {n} there are")
     double = c.bool("use_double_wide_mlp", False)
     wide = [double and i >= first_shared > 0 for i in range(n)]
     width = c.int("intermediate_size")
@@ -187,7 +190,7 @@ def step3p5(c: Config) -> Layout:
     attention = {"full": gqa_kind(heads, kv, head_dim),
                  "sliding": gqa_kind(other.int("num_attention_heads", heads, low=1), other.int("num_attention_groups", kv),
                                  other.int("head_dim", head_dim), c.int("sliding_window", low=1))}
-    moe_layers = _layer_set(c, "moe_layers_enum")
+    moe_layers = _layer_set(c, "moe_layers_enum", n)
     shared = c.int("share_expert_dim", 0)
     ffns = {"dense": dense_kind(c.int("intermediate_size"))}
     if moe_layers:
@@ -227,14 +230,18 @@ def gpt_oss(c: Config) -> Layout:
     return Layout(attention, {"moe": moe}, lambda i: (kinds[i], "moe") if i < n else None)
 
 
-def _layer_set(c: Config, key: str) -> set[int]:
-    """Layer indices written "3,4,5" or [3, 4, 5]."""
+def _layer_set(c: Config, key: str, n: int) -> set[int]:
+    """Layer indices written "3,4,5" or [3, 4, 5], each one of the n layers."""
     value = c.get(key, [])
     try:
         items = value.split(",") if isinstance(value, str) else list(value)
-        return {int(v) for v in items if str(v).strip()}
+        found = {int(v) for v in items if str(v).strip()}
     except (TypeError, ValueError):
         raise c.error(key, f"expected layer indices (\"3,4,5\" or a list), got {short(value)}") from None
+    outside = sorted(i for i in found if not 0 <= i < n)
+    if outside:
+        raise c.error(key, f"layer {outside[0]} is not one of the {n} layers (0..{n - 1})")
+    return found
 
 
 READERS: dict[str, Callable[[Config], Layout]] = {

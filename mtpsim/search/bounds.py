@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mtpsim.designs import DESIGNS
 
@@ -49,3 +49,16 @@ class SearchBounds(BaseModel):
     """Open loop: requests per point = rate x this many seconds."""
     disaggregated: bool = False
     """Also try prefill and decode pools (xPyD) of the same GPUs, the ratio matched to the load (search/disagg.py)."""
+
+    @field_validator("tp", "ep", "attention_dp", "designs", "topk", "concurrency", "rates")
+    @classmethod
+    def _once_each(cls, values: list | None) -> list | None:
+        """A value listed twice would be two identical points (and two frontier rows of one
+        index): each is tried once, in the order given, as the flags' lists are."""
+        return None if values is None else list(dict.fromkeys(values))
+
+    @model_validator(mode="after")
+    def _one_load(self) -> SearchBounds:
+        if self.concurrency is not None and self.rates is not None:
+            raise ValueError("give concurrency (closed loop) or rates (Poisson), not both")
+        return self

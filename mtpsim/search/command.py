@@ -33,8 +33,12 @@ DEFAULT_CACHE = Path("runs") / "search-cache"
 
 def bounds_of(s: sc.Scenario, flags: dict) -> SearchBounds:
     """The scenario's `search:` section with the flags given over it (each checked as the section is)."""
-    merged = {**(s.search.model_dump(exclude_unset=True) if s.search else {}),
-              **{k: v for k, v in flags.items() if v is not None}}
+    given = {k: v for k, v in flags.items() if v is not None}
+    section = s.search.model_dump(exclude_unset=True) if s.search else {}
+    for load, other in (("rates", "concurrency"), ("concurrency", "rates")):  # a load flag replaces the section's load
+        if load in given:
+            section.pop(other, None)
+    merged = {**section, **given}
     try:
         return SearchBounds.model_validate(merged)
     except ValidationError as exc:

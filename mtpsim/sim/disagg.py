@@ -38,6 +38,7 @@ from mtpsim.sim.caching import cache_block_tokens, cache_counters, replica_cache
 from mtpsim.sim.engine import Engine, Replica
 from mtpsim.sim.scheduler import Router, Scheduler
 from mtpsim.sim.workload import Request
+from mtpsim.tracefiles import scan, stream
 
 
 @dataclass
@@ -265,8 +266,14 @@ def pool_columns(records: PoolRecords, stats: dict, prefill: Pool, decode: Pool)
 def start_arrivals(env, arrivals: Arrivals, s, prefill: MemoryBudget, decode: MemoryBudget) -> int:
     """Start the arrivals as an aggregated run does (the same draws); a prompt the prefill pool's
     KV pool cannot hold, or a request the decode pool's cannot, is a ScenarioError naming the pool."""
-    inputs, outputs = arrivals.start(s.workload, s.seed)
-    for role, budget, tokens in (("prefill", prefill, int(inputs.max())), ("decode", decode, int((inputs + outputs).max()))):
+    if s.workload.arrival == "trace":  # replayed as an aggregated run replays it (sim/__init__.py)
+        stats = scan(s.workload.trace)
+        env.process(arrivals.open_stream(stream(s.workload.trace)))
+        count, longest_prompt, longest = stats.num_requests, stats.longest_input, stats.longest
+    else:
+        inputs, outputs = arrivals.start(s.workload, s.seed)
+        count, longest_prompt, longest = len(inputs), int(inputs.max()), int((inputs + outputs).max())
+    for role, budget, tokens in (("prefill", prefill, longest_prompt), ("decode", decode, longest)):
         need = budget.request_bytes(tokens) if role == "decode" else transfer_bytes(budget, tokens)
         if budget.kv_budget_bytes <= 0:
             weights = (budget.target_weight_bytes + budget.draft_weight_bytes) / 1e9
@@ -277,7 +284,7 @@ def start_arrivals(env, arrivals: Arrivals, s, prefill: MemoryBudget, decode: Me
             raise ScenarioError(s.source, f"disaggregation.{role}", f"a request of {tokens} tokens needs {need / 1e9:.2f} GB "
                                 f"of KV per GPU, more than the {budget.kv_budget_bytes / 1e9:.2f} GB the {role} pool's "
                                 f"KV pool holds ({budget.rule.label} of {budget.capacity_bytes / 1e9:.1f} GB)")
-    return len(inputs)
+    return count
 
 
 __all__ = ["simulate_disaggregated", "Handoff", "PoolRecords"]

@@ -88,6 +88,11 @@ def _scan(path: str, trace: TraceFile) -> TraceStats:
     for _ in _select(trace, stats):
         pass
     if not stats.num_requests:
+        window = trace.start_s > 0 or trace.end_s is not None
+        if window and not stats.num_skipped:
+            raise ScenarioError(path, "", f"no request arrives in the window workload.trace.start_s {trace.start_s:g} .. "
+                                f"end_s {'the end' if trace.end_s is None else f'{trace.end_s:g}'} (seconds from the "
+                                "trace's first row)")
         raise ScenarioError(path, "", "no rows" if not stats.num_skipped else
                             f"no requests selected ({stats.num_skipped} rows with 0 tokens skipped)")
     return stats

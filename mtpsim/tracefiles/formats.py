@@ -113,7 +113,7 @@ def detect(path: str, head: str, name: str) -> Format:
     if first.startswith("{"):
         try:
             keys = set(json.loads(first))
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):  # the reader says what is wrong with the row
             keys = set()
     else:
         keys = {c.strip() for c in first.split(",")}
@@ -197,7 +197,11 @@ def _chunks_refusing_long_rows(reader, path: str) -> Iterator[pd.DataFrame]:
 def _datetimes(values: pd.Series, origin: int | None, path: str, name: str, row: int) -> tuple[np.ndarray, int]:
     """Wall-clock datetimes as seconds from `origin` (ns since the epoch; None: this chunk's
     first row), and the origin."""
-    parsed = pd.to_datetime(values.str.strip(), format="ISO8601", errors="coerce")
+    try:
+        parsed = pd.to_datetime(values.str.strip(), format="ISO8601", errors="coerce")
+    except ValueError:  # some rows with a UTC offset and some without, or with different ones
+        raise ScenarioError(path, name, f"rows {row}..{row + len(values) - 1}: datetimes with and without a "
+                            "time zone, or with different ones: write them all one way") from None
     bad = parsed.isna().to_numpy()
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
@@ -205,7 +209,12 @@ def _datetimes(values: pd.Series, origin: int | None, path: str, name: str, row:
                             "(YYYY-MM-DD HH:MM:SS.fffffff)")
     ns = parsed.to_numpy("datetime64[ns]").astype(np.int64)
     origin = int(ns[0]) if origin is None else origin
-    return (ns - origin) / 1e9, origin
+    seconds = (ns - origin) / 1e9
+    past = np.flatnonzero(np.abs(seconds) > MAX_TRACE_S)
+    if len(past):
+        raise ScenarioError(path, name, f"row {row + int(past[0])}: {short(values.iloc[int(past[0])], 40)} is "
+                            f"{abs(seconds[past[0]]):.3g} s from the first row, past the {MAX_TRACE_S:g} s a trace spans")
+    return seconds, origin
 
 
 def _jsonl_chunks(path: str, fmt: Format, chunk_rows: int) -> Iterator[RawChunk]:
@@ -236,7 +245,9 @@ def _json_row(line: str, line_no: int, path: str, fmt: Format) -> tuple:
     try:
         obj = json.loads(line)
     except ValueError as exc:
-        raise ScenarioError(path, "", f"row {line_no}: not a JSON object ({exc.msg})") from None
+        raise ScenarioError(path, "", f"row {line_no}: not a JSON object ({getattr(exc, 'msg', exc)})") from None
+    except RecursionError:
+        raise ScenarioError(path, "", f"row {line_no}: nested too deep to be a trace row") from None
     if not isinstance(obj, dict):
         raise ScenarioError(path, "", f"row {line_no}: not a JSON object")
     values = []
@@ -251,6 +262,8 @@ def _json_row(line: str, line_no: int, path: str, fmt: Format) -> tuple:
 
 
 def _json_number(value, rule: Column, path: str, key: str, line_no: int) -> float:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2**63:  # past a float's reach
+        raise ScenarioError(path, key, f"row {line_no}: a {len(str(abs(value)))}-digit number is not {rule.describe()}")
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
         and (not rule.integer or float(value).is_integer()) and value >= rule.low \
         and (rule.high is None or value <= rule.high)
