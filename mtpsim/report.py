@@ -145,9 +145,11 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
     memory = report["memory"]
     fits = next((c for c in memory.columns if c.startswith("max_requests")), None)
     past_context = limit is not None and context > limit  # warned above; then nothing fits anyway
-    if fits is not None and 0 < memory[fits].min() < batch and not past_context:
+    per_pool = -(-batch // s.parallel.attention_dp)  # under DP attention each group's GPUs hold its own requests' KV
+    if fits is not None and 0 < memory[fits].min() < per_pool and not past_context:
         design = memory.loc[memory[fits].idxmin(), "design"]
-        warn("--batch", "", f"{batch} requests of {context} tokens do not fit in memory ({design}: at most "
+        group = f" ({per_pool} per attention-DP group)" if s.parallel.attention_dp > 1 else ""
+        warn("--batch", "", f"{batch} requests of {context} tokens{group} do not fit in memory ({design}: at most "
              f"{int(memory[fits].min())}): priced as asked, though the engine would not run them at once")
     hw = s.specs.hardware.name
     print(f"{s.name}: {s.specs.model.name} on {s.parallel.describe(hw)}, "
