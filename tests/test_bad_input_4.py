@@ -294,3 +294,11 @@ def test_recommend_refuses_a_grid_past_the_search_limit(tmp_path, capsys):
     line = one_line_error(capsys, ["recommend", argv[1], "--batch", batches, "--out", str(tmp_path / "r")],
                           "", "over the limit of 20,000")
     assert line.startswith("mtpsim: error: --batch: ") and not (tmp_path / "r").exists()
+
+
+def test_cost_counts_the_batch_per_attention_dp_group(capsys):
+    """P8: 32 requests of 64k tokens over 16 DP-attention groups, 2 per group: they fit."""
+    from mtpsim import errors
+    errors._warned.clear()
+    assert cli.main(["cost", str(ROOT / "scenarios" / "published" / "p8-deepseek-v3-lmsys-mtp.yaml")]) == 0
+    assert "--batch" not in capsys.readouterr().err
