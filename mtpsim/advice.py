@@ -59,13 +59,13 @@ def problems(s: Scenario) -> list[tuple[str, str]]:
     found += _deep_histogram(s)
     found += _no_wide_ep(s, bool(moe))
     found += _unused_by_arrival(s)
-    found += _past_the_prompt_or_steps(s)
+    found += _past_their_reach(s)
     if s.cost.model == "roofline" and s.cost.profile is not None:
         found.append(("cost.profile", "cost.model is roofline: the profile prices nothing"))
     return found
 
 
-def _past_the_prompt_or_steps(s: Scenario) -> list[tuple[str, str]]:
+def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
     """A shared prefix longer than any prompt (it is cut to the prompt), a kept-length curve
     deeper than the drafts an iteration makes (a request keeps at most speculative.steps), and
     a batch load whose concurrency is not its size (all num_requests arrive at t=0)."""

@@ -1,6 +1,7 @@
 """The one error type users see: a file, a key path and a reason, printed without a traceback."""
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pydantic loads with the schema, not with every one-line error
@@ -41,16 +42,12 @@ def whole_number(text: str) -> int | None:
     return int(text)
 
 
-_DECIMAL = None
+_DECIMAL = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 
 
 def decimal_number(text: str) -> float | None:
     """`text` as a float when it is written in ASCII decimal (`2`, `0.5`, `1e3`, a sign), else
     None: float() also reads `١٢`, `1_000`, `inf` and `nan`, which no flag means."""
-    global _DECIMAL
-    if _DECIMAL is None:
-        import re
-        _DECIMAL = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
     text = text.strip()
     return float(text) if text.isascii() and _DECIMAL.fullmatch(text) else None
 
