@@ -16,7 +16,11 @@
 #
 # On a machine whose python3 lacks mtpsim's pure-Python needs, carry them as wheels in .whl/
 # (simpy, pydantic, pydantic_core, annotated_types, typing_inspection, typing_extensions):
-# they are installed into /tmp/site first.
+# they are installed into /tmp/site first. To fetch them here (the device's python3 is 3.12):
+#   echo /.whl/ >> .git/info/exclude
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#     --platform manylinux2014_x86_64 -d .whl simpy pydantic pydantic_core annotated_types \
+#     typing_inspection typing_extensions      # versions as in the project's .venv (pip list)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 phase=${1:-}
