@@ -20,6 +20,7 @@ from mtpsim.results import ITERATION_COLUMNS, PASS_COLUMNS, REQUEST_COLUMNS, Res
 from mtpsim.rows import Table
 from mtpsim.rows import write_csv as write_table
 from mtpsim.schema import mean_length
+from mtpsim.textfiles import not_a_folder
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,16 +37,15 @@ def output_dir(name: str, out: str | None) -> Path:
     busy = ScenarioError(str(path), "", "output folder exists and is not empty (nothing overwritten); "
                          "pass another --out")
     if path.exists() and not path.is_dir():
-        kind = "a file" if path.is_file() else "a device, pipe or socket"
-        raise ScenarioError(str(path), "", f"exists and is not a folder ({kind}): pass another --out")
+        raise ScenarioError(str(path), "", f"{not_a_folder(path)}: pass another --out")
     if path.is_dir() and any(path.iterdir()):
         raise busy
     try:
         path.mkdir(parents=True, exist_ok=True)
         os.close(os.open(path / CLAIM, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except FileExistsError:
-        raise (busy if path.is_dir() else ScenarioError(str(path), "", "exists and is not a folder (a file, "
-               "or a link to nothing): pass another --out")) from None
+    except FileExistsError:  # made meanwhile, or a link to nothing
+        raise (busy if path.is_dir() else ScenarioError(str(path), "", f"{not_a_folder(path)}: pass another --out")) \
+            from None
     except OSError as exc:
         raise ScenarioError(str(path), "", f"cannot create the run folder: {exc.strerror or exc}") from None
     return path

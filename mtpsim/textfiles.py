@@ -44,6 +44,17 @@ def not_a_file(path: Path) -> str:
     return "no such file"
 
 
+def not_a_folder(path: Path) -> str:
+    """Why a path that should be a folder to write into is not one (it exists as something else)."""
+    if path.is_file():
+        kind = "a file"
+    elif path.is_symlink() and not path.exists():
+        kind = "a link to nothing"
+    else:
+        kind = "a device, pipe or socket"
+    return f"exists and is not a folder ({kind})"
+
+
 NAME_MAX = 255  # bytes in one path component (Linux, macOS): a longer name fails every file call
 
 

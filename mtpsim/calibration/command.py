@@ -33,6 +33,7 @@ from mtpsim.calibration.layers import layer_case
 from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.layer import layer_spec
 from mtpsim.outputs import writing
+from mtpsim.textfiles import not_a_folder
 from mtpsim.torchkit.kernels import keep_freed_memory, without_cudnn_attention
 
 HOLDOUT_PER_CONFIG = {"gemm": 40, "lm_head": 12, "attention": 14, "moe": 30, "elementwise": 6, "pass": 12, "argmax": 12}
@@ -116,7 +117,7 @@ def _check_out(out: Path) -> str | None:
     if not out.exists() or (out.is_dir() and not any(out.iterdir())):
         return None
     if not out.is_dir():
-        return "exists and is not a folder"
+        return not_a_folder(out)
     if not (out / "meta.yaml").is_file():
         return "folder is not empty and is not a profile (no meta.yaml); choose another --out"
     if os.environ.get("MTPSIM_CALIBRATE_REPLACE") != "1":

@@ -31,6 +31,7 @@ from mtpsim.errors import ScenarioError, warn
 from mtpsim.files import version
 from mtpsim.search import rowshape
 from mtpsim.search.worker import simulate_point
+from mtpsim.textfiles import not_a_folder
 
 # what a cached entry holds (2: steady-state TTFT, worker.steady_ttft; 3: the row with its key and
 # checksum, Cache.put); a change misses old entries
@@ -58,7 +59,7 @@ class Cache:
             try:
                 self.folder.mkdir(parents=True, exist_ok=True)
             except FileExistsError:
-                raise ScenarioError("--cache", "", f"{self.folder} exists and is not a folder: pass a folder, "
+                raise ScenarioError("--cache", "", f"{self.folder} {not_a_folder(self.folder)}: pass a folder, "
                                     "or --no-cache") from None
             except OSError as exc:
                 raise ScenarioError("--cache", "", f"cannot create the cache folder {self.folder}: "
