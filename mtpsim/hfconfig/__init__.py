@@ -57,7 +57,8 @@ def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | No
     layout = _reader(top, where, at)(text)
     n = text.int("num_hidden_layers", low=1)
     pairs = [layout.pair(i) for i in range(n)]
-    if any(f.get("kind") == "moe" for f in layout.ffn_kinds.values()) and not any(p[1].startswith("moe") for p in pairs):
+    routed = {name for name, ffn in layout.ffn_kinds.items() if ffn.get("kind") == "moe"}
+    if routed and not any(ffn in routed for _, ffn in pairs):
         raise text.error("num_hidden_layers", f"the config routes experts, yet none of its {n} layers is MoE by its "
                          "layer rule (first_k_dense_replace, moe_layer_freq, mlp_only_layers, moe_layers_enum): "
                          "a rule that reaches past the layers")
