@@ -141,13 +141,19 @@ def load(path: str | Path, sets: list[str] = ()) -> list[Scenario]:
         scenarios = [validate(_anchor_paths(_with_point(data, point, where, overrides), Path(path).parent, where),
                               where, point) for point in points]
     except ScenarioError as exc:  # a value --set gave is the flag's fault, not the file's
-        if exc.where == where and any(exc.key == k or exc.key.startswith(k + ".") or
-                                      (k.startswith(exc.key + ".") and not _holds(written, exc.key)) for k, _ in overrides):
+        if exc.where == where and _set_by_flag(exc.key, [k for k, _ in overrides], written):
             raise ScenarioError("--set", exc.key, exc.reason) from None
         raise
     for s in scenarios:
         advise(s)
     return scenarios
+
+
+def _set_by_flag(key: str, set_keys: list[str], written: dict[str, Any]) -> bool:
+    """Whether the value at `key` came from --set: it lies at or under a key the flag set, or it
+    is a mapping the flag created on the way to one (the file does not hold it)."""
+    return any(key == k or key.startswith(k + ".") or (k.startswith(key + ".") and not _holds(written, key))
+               for k in set_keys)
 
 
 def _holds(data: Any, dotted: str) -> bool:
@@ -174,6 +180,10 @@ def _anchor_paths(data: dict[str, Any], folder: Path, where: str) -> dict[str, A
             return str(folder / value)
         return value
 
+    def reference(value: str, key: str) -> str:
+        """A catalog name or a file path (a catalog name is a file name too)."""
+        return anchored(value, key) if catalog.is_path(value) else check_path_length(value, where, key)
+
     for section, key in (("workload", "trace"), ("acceptance", "histogram")):
         node = data.get(section)
         if isinstance(node, dict) and key in node:
@@ -184,11 +194,10 @@ def _anchor_paths(data: dict[str, Any], folder: Path, where: str) -> dict[str, A
     for node, key, at in ((data, "model", "model"), (data, "hardware", "hardware"),
                           (data.get("speculative"), "draft", "speculative.draft")):
         value = node.get(key) if isinstance(node, dict) else None
-        if isinstance(value, str):  # a catalog name is a file name too
-            node[key] = anchored(value, at) if catalog.is_path(value) else check_path_length(value, where, at)
+        if isinstance(value, str):
+            node[key] = reference(value, at)
         elif isinstance(value, dict) and isinstance(value.get("from"), str):
-            value["from"] = anchored(value["from"], f"{at}.from") if catalog.is_path(value["from"]) \
-                else check_path_length(value["from"], where, f"{at}.from")
+            value["from"] = reference(value["from"], f"{at}.from")
         if isinstance(value, dict) and isinstance(value.get("hf_config"), str):
             value["hf_config"] = anchored(value["hf_config"], f"{at}.hf_config")
     cost = data.get("cost")
