@@ -1,6 +1,6 @@
 """What each design needs of the model and its draft: one check per need, each taking
 (speculative, model, draft) and returning (dotted key, reason) when the scenario cannot run, else
-None. designs.py lists a design's checks in its record; scenario.py runs them.
+None. designs.py lists a design's checks in its record; checks.py runs them.
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ they are at every release it knows (engines.py `EngineSpec`), plus
 A rule applies to every scenario of its versions, never to one case; `engine.ignore_rules`
 resolves without some (what-if studies, benchmarks/published.py --rules). This module is the one
 home of that resolution: `run`, `recommend`, `cost` and the benchmarks all get their engine here
-through scenario.py.
+through resolve.py.
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Every key, its type and default lives here or in the section's own module (workload_schema.py,
 acceptance_schema.py, engine_schema.py), which this one assembles; cross-section checks that need the catalog (a
-design the model cannot run, an acceptance list shorter than steps) are in scenario.py.
+design the model cannot run, an acceptance list shorter than steps) are in checks.py.
 """
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ class Policy(Section):
     largest batch key <= the running batch (0: plain decoding that iteration). The keys are
     running batch sizes, the first must be 1; values at most `speculative.steps`, which stays
     the most the run reserves KV, draws acceptance and keeps draft layers for (those checks
-    need the other keys: scenario.py). With `acceptance.kept_length` the two compose: the policy
+    need the other keys: checks.py). With `acceptance.kept_length` the two compose: the policy
     sets how many drafts the iteration proposes for its running batch, then each request keeps
     min(its draw from kept_length, those steps) for verification (acceptance.py `kept_drafts`)."""
 

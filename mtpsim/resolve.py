@@ -1,0 +1,112 @@
+"""A scenario point resolved: a raw mapping validated against the schema, the catalog entries and
+the profile it names resolved into its `Specs`, and the point checked against them (checks.py).
+`validate` is what every point of `scenario.load` goes through, and what builds a point from a
+mapping elsewhere (the search's points, a run folder's resolved scenario); `disaggregated` is an
+aggregated point on prefill and decode pools.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from mtpsim import catalog, designs
+from mtpsim.checks import check_against_specs
+from mtpsim.costs.profile import committed_profiles, find_profile, profile_device
+from mtpsim.engines import EngineSpec
+from mtpsim.errors import ScenarioError, from_validation
+from mtpsim.hardware_spec import HardwareSpec
+from mtpsim.schema import Scenario, Specs
+from mtpsim.specs import ModelSpec
+
+
+def validate(data: dict[str, Any], where: str = "<scenario>", point: dict[str, Any] | None = None) -> Scenario:
+    """A raw mapping -> Scenario with specs resolved and cross-checked against the catalog."""
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise from_validation(exc, where) from None
+    scenario._source, scenario._point = where, dict(point or {})
+    scenario._specs = _resolve_specs(scenario, where)
+    check_against_specs(scenario, where)
+    return scenario
+
+
+def _spec(kind: str, ref: str | dict[str, Any], cls: type[BaseModel], where: str, key: str):
+    raw = catalog.resolve(kind, ref, where, key)
+    try:
+        return cls.model_validate(raw)
+    except ValidationError as exc:
+        if isinstance(ref, str):  # the whole spec is one file's (a path, or a catalog name): name that file
+            raise from_validation(exc, str(catalog.path_of(kind, ref, where, key))) from None
+        raise from_validation(exc, where, key) from None
+
+
+def _resolve_specs(s: Scenario, where: str) -> Specs:
+    model = _spec("models", s.model, ModelSpec, where, "model")
+    hardware = _spec("hardware", s.hardware, HardwareSpec, where, "hardware")
+    draft = _external_draft(s, model, where)
+    engine = catalog.load_engine(s.engine.kind, s.engine.version, s.engine.ignore_rules, where)
+    if s.engine.speculative_overlap is not None:  # the scenario's word over the version's rule
+        engine = engine.model_copy(update={"speculative_overlap": s.engine.speculative_overlap})
+    cost_model, profile = _resolve_pricing(s, hardware, engine, where)
+    role = draft.role if draft else None
+    return Specs(model=model, hardware=hardware, engine=engine, assistant=draft if role == "assistant" else None,
+                 draft=draft if role in ("draft", "block_draft") else None, cost_model=cost_model, profile=profile)
+
+
+def _external_draft(s: Scenario, model: ModelSpec, where: str) -> ModelSpec | None:
+    """The catalog entry `speculative.draft` names, when the design takes one: an assistant for
+    frozen_kv (the model's `assistant` by default), a draft model for nextn (else its own MTP), a
+    block drafter for block (the model's `block_draft` by default)."""
+    role = designs.record(s.speculative.design).external
+    default = {"assistant": model.assistant, "block_draft": model.block_draft}.get(role)
+    name = s.speculative.draft or default
+    if role is None or name is None:
+        if role == "assistant":
+            raise ScenarioError(where, "speculative.draft",
+                                f"frozen_kv needs an assistant and model {model.name!r} names none")
+        return None
+    draft = _spec("models", name, ModelSpec, where, "speculative.draft")
+    if draft.role != role:
+        kind = {"assistant": "an assistant", "block_draft": "a block drafter"}.get(role, "a draft model")
+        raise ScenarioError(where, "speculative.draft", f"{draft.name!r} is not {kind} (role: {role}), "
+                            f"which {s.speculative.design} needs")
+    return draft
+
+
+def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, where: str) -> tuple[str, str | None]:
+    """(cost model, profile folder). auto: the profile the hardware names for the engine, else
+    the roofline; a profile measured on other hardware than the scenario's is an error (or, for
+    an auto default on hardware renamed from a measured GPU, the roofline)."""
+    c = s.cost
+    if c.model == "roofline":
+        return "roofline", None
+    ref = c.profile or hardware.profile_for(engine.name)
+    if ref is None:
+        if c.model == "calibrated":
+            raise ScenarioError(where, "cost.profile", f"cost model calibrated needs a profile and hardware "
+                                f"{hardware.name!r} names none (committed: {', '.join(committed_profiles())})")
+        return "roofline", None
+    path = find_profile(ref)
+    if path is None:
+        raise ScenarioError(where, "cost.profile", f"no profile folder {ref!r} (a path holding meta.yaml, or one of: "
+                            f"{', '.join(committed_profiles())})")
+    device = profile_device(path)
+    if device != hardware.name:
+        if c.profile is None and c.model == "auto":
+            return "roofline", None
+        raise ScenarioError(where, "cost.profile", f"profile {path.name!r} was measured on {device!r}, "
+                            f"not on the scenario's hardware {hardware.name!r}")
+    return "calibrated", str(path)
+
+
+def disaggregated(s: Scenario, prefill: dict, decode: dict, link: str = "auto", gpus: int | None = None) -> Scenario:
+    """An aggregated scenario `s` as the same model, GPU, workload and design on prefill and decode
+    pools (each a mapping of schema.Pool's keys: replicas, tp, ep, attention_dp, gpus_per_node),
+    validated as a scenario file would be: what a deployment search compares with `s` itself.
+    `simulate(result)` runs it (sim/disagg.py)."""
+    data = s.model_dump(exclude={"parallel", "disaggregation", "sweep"}, exclude_defaults=True)
+    data["disaggregation"] = {"prefill": prefill, "decode": decode, "link": link,
+                              **({"gpus": gpus} if gpus is not None else {})}
+    return validate(data, s.source, s.point)
