@@ -22,7 +22,7 @@ from mtpsim.sim.prefix_cache import prompt_blocks
 from mtpsim.sim.progress import progress_bar
 from mtpsim.sim.scheduler import Router, Scheduler
 from mtpsim.sim.workload import Request
-from mtpsim.tracefiles import scan, stream
+from mtpsim.tracefiles import scan
 
 PROGRESS_MIN_REQUESTS = 10_000  # runs this long show a progress bar when asked to
 
@@ -159,15 +159,9 @@ def _request_factory(env, profile: AcceptanceProfile, design: DesignShape, rng, 
 
 def _start_arrivals(env, arrivals: Arrivals, s, budget) -> int:
     """Start the arrival process(es); returns how many requests will arrive."""
-    w = s.workload
-    if w.arrival == "trace":
-        stats = scan(w.trace)
-        env.process(arrivals.open_stream(stream(w.trace)))
-        _check_fits(s, budget, stats.longest)
-        return stats.num_requests
-    inputs, outputs = arrivals.start(w, s.seed)
-    _check_fits(s, budget, int((inputs + outputs).max()))
-    return len(inputs)
+    count, _, longest = arrivals.begin(s.workload, s.seed)
+    _check_fits(s, budget, longest)
+    return count
 
 
 def _check_fits(s, budget, longest: int) -> None:

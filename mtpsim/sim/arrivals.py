@@ -9,6 +9,7 @@ import simpy
 from mtpsim.sim.engine import Replica
 from mtpsim.sim.scheduler import Router
 from mtpsim.sim.workload import Request, open_arrivals, sample_lengths
+from mtpsim.tracefiles import scan, stream
 
 
 class Arrivals:
@@ -50,6 +51,17 @@ class Arrivals:
             times, inputs, outputs = open_arrivals(w, rng)
             self.env.process(self.open_loop(times, inputs, outputs))
         return inputs, outputs
+
+    def begin(self, workload, seed: int) -> tuple[int, int, int]:
+        """Start any workload's arrivals (`start`'s draws, or a trace's stream): (requests, the
+        longest prompt, the longest prompt + output), for the caller to check against its KV
+        pool before the simulation runs."""
+        if workload.arrival == "trace":
+            stats = scan(workload.trace)
+            self.env.process(self.open_stream(stream(workload.trace)))
+            return stats.num_requests, stats.longest_input, stats.longest
+        inputs, outputs = self.start(workload, seed)
+        return len(inputs), int(inputs.max()), int((inputs + outputs).max())
 
     def closed_user(self, lengths):
         """One user of a closed loop: send, wait for the answer, send the next (no think time)."""

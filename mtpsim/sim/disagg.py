@@ -38,7 +38,6 @@ from mtpsim.sim.caching import cache_block_tokens, cache_counters, replica_cache
 from mtpsim.sim.engine import Engine, Replica
 from mtpsim.sim.scheduler import Router, Scheduler
 from mtpsim.sim.workload import Request
-from mtpsim.tracefiles import scan, stream
 
 
 @dataclass
@@ -266,13 +265,7 @@ def pool_columns(records: PoolRecords, stats: dict, prefill: Pool, decode: Pool)
 def start_arrivals(env, arrivals: Arrivals, s, prefill: MemoryBudget, decode: MemoryBudget) -> int:
     """Start the arrivals as an aggregated run does (the same draws); a prompt the prefill pool's
     KV pool cannot hold, or a request the decode pool's cannot, is a ScenarioError naming the pool."""
-    if s.workload.arrival == "trace":  # replayed as an aggregated run replays it (sim/__init__.py)
-        stats = scan(s.workload.trace)
-        env.process(arrivals.open_stream(stream(s.workload.trace)))
-        count, longest_prompt, longest = stats.num_requests, stats.longest_input, stats.longest
-    else:
-        inputs, outputs = arrivals.start(s.workload, s.seed)
-        count, longest_prompt, longest = len(inputs), int(inputs.max()), int((inputs + outputs).max())
+    count, longest_prompt, longest = arrivals.begin(s.workload, s.seed)
     for role, budget, tokens in (("prefill", prefill, longest_prompt), ("decode", decode, longest)):
         need = budget.request_bytes(tokens) if role == "decode" else transfer_bytes(budget, tokens)
         if budget.kv_budget_bytes <= 0:
