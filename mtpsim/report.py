@@ -142,15 +142,13 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
     if len(points) > 1:
         print(f"(scenario sweeps {len(points)} points; pricing the first: {s.point})")
     report = cost_report(s, batch, context, ops=ops)
-    memory = report["memory"]
-    fits = next((c for c in memory.columns if c.startswith("max_requests")), None)
+    fits = report["memory"].set_index("design")[f"max_requests@{context}"]  # memory_table's column
     past_context = limit is not None and context > limit  # warned above; then nothing fits anyway
     per_pool = -(-batch // s.parallel.attention_dp)  # under DP attention each group's GPUs hold its own requests' KV
-    if fits is not None and 0 < memory[fits].min() < per_pool and not past_context:
-        design = memory.loc[memory[fits].idxmin(), "design"]
+    if 0 < fits.min() < per_pool and not past_context:
         group = f" ({per_pool} per attention-DP group)" if s.parallel.attention_dp > 1 else ""
-        warn("--batch", "", f"{batch} requests of {context} tokens{group} do not fit in memory ({design}: at most "
-             f"{int(memory[fits].min())}): priced as asked, though the engine would not run them at once")
+        warn("--batch", "", f"{batch} requests of {context} tokens{group} do not fit in memory ({fits.idxmin()}: at "
+             f"most {int(fits.min())}): priced as asked, though the engine would not run them at once")
     hw = s.specs.hardware.name
     print(f"{s.name}: {s.specs.model.name} on {s.parallel.describe(hw)}, "
           f"batch {batch}, context {context}, engine {s.specs.engine.name}, priced by {s.specs.pricing}\n")
