@@ -134,8 +134,9 @@ def _map(tasks, jobs: int, progress: bool, keep_passes: bool, backend: str = "po
     point to fail stops the rest, and its error reaches the caller as raised, after the progress
     bar's line."""
     # None: tqdm's own rule, a bar only on a terminal (a log or a pipe gets no carriage-return noise)
-    bar = progress_bar(len(tasks), True if not progress or len(tasks) <= 2 else None, desc="simulating", unit="run")
-    own_bars = progress and bar.disable  # a long run shows its own bar when the runs' bar is off (sim/__init__.py)
+    few = len(tasks) <= 2
+    bar = progress_bar(len(tasks), True if not progress or few else None, desc="simulating", unit="run")
+    own_bars = progress and few  # a run shows its own bar (sim/__init__.py) where the runs' bar is off
     out = []
     try:
         if backend == "ray":

@@ -24,13 +24,13 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
 import pandas as pd
-from tqdm import tqdm
 
 import mtpsim
 from mtpsim.errors import ScenarioError, warn
 from mtpsim.files import version
 from mtpsim.search import rowshape
 from mtpsim.search.worker import simulate_point
+from mtpsim.sim.progress import progress_bar
 from mtpsim.textfiles import not_a_folder
 
 # what a cached entry holds (2: steady-state TTFT, worker.steady_ttft; 3: the row with its key and
@@ -120,9 +120,10 @@ def run_search_points(points: list, cache: Cache, jobs: int, backend: str = "poo
     keys = [point_key(s) for s in points]
     rows: list[dict | None] = [cache.get(k, s.disaggregation is not None) for k, s in zip(keys, points)]
     todo = [i for i, r in enumerate(rows) if r is None]
-    # the bar shows on a terminal only, and is cleared when done (what stays is the report, or one error line)
-    bar = tqdm(total=len(points), initial=len(points) - len(todo), desc="searching", unit="point",
-               disable=None if progress else True, leave=False)
+    # the bar shows on a terminal only, and is cleared when done (what stays is the report, or one
+    # error line); in a log, a long search says how far it is now and then (sim/progress.py)
+    bar = progress_bar(len(points), None if progress else True, initial=len(points) - len(todo), desc="searching",
+                       unit="point", leave=False)
     try:
         for i, row in _map([points[i] for i in todo], todo, jobs, backend, address):
             rows[i] = row
