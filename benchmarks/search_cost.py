@@ -7,9 +7,16 @@ points in <= 2 minutes on 2 cores).
 
   .venv/bin/python benchmarks/search_cost.py                 # 16 layouts x 4 settings x 5 loads = 320 points
   .venv/bin/python benchmarks/search_cost.py --jobs 2 --output-len 1024
+  .venv/bin/python benchmarks/search_cost.py --gpus 4096 --enumerate-only   # what a big search does before its first point
 
-The scenario is scenarios/search/deepseek-v3-8xh200.yaml with a shorter output (256 tokens by
-default: InferenceX's 1k/1k takes about four times as long per point).
+Enumeration, measured 2026-12-04 on the 2-core machine while other jobs loaded it (load 4-5),
+--enumerate-only, the tree before (3558397) and after the catalog caches (catalog.py `_parsed`,
+`spec_file`, `load_engine`: each catalog file parsed and each spec validated once per version of
+the file, where every candidate layout and point re-read and re-validated all three) and
+`Pricer.weight_bytes` leaving the ops unpriced (a layout's memory check timed every op):
+    256 GPUs, 285 candidate layouts, 236 fit, 4,720 points: layouts 21.5 s -> 0.7 s, points 266.6 s -> 3.5 s
+    4096 GPUs, 819 candidates, 281 fit, 5,620 points: layouts 2.5 s, points 6.6 s (after; before, the
+    layouts alone ran past a minute, and a `search --gpus 4096` printed nothing for over 3 minutes)
 """
 from __future__ import annotations
 
@@ -31,16 +38,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--output-len", type=int, default=256)
+    parser.add_argument("--gpus", type=int, default=8)
+    parser.add_argument("--enumerate-only", action="store_true", help="time the layouts and points, run none")
     args = parser.parse_args()
     started = time.perf_counter()
     base = load(SCENARIO, [f"workload.output_len={args.output_len}"])[0]
-    bounds = bounds_of(base, {"gpus": 8})
-    layouts, _ = space.fitting_layouts(base, 8, bounds)
+    bounds = bounds_of(base, {"gpus": args.gpus})
+    layouts, refused = space.fitting_layouts(base, args.gpus, bounds)
+    fitted = time.perf_counter() - started
     points = space.points(base, layouts, space.design_settings(base, bounds, candidate_steps(base, None)), bounds)
     built = time.perf_counter() - started
+    if args.enumerate_only:
+        print(f"DeepSeek-V3 on {args.gpus}x H200: {len(layouts) + len(refused)} candidate layouts, {len(layouts)} fit "
+              f"({fitted:.1f} s); {len(points)} points built ({built - fitted:.1f} s)")
+        return
     rows, ran = execute.run_search_points(points, execute.Cache(None), args.jobs, progress=False)
     wall = time.perf_counter() - started
-    print(f"DeepSeek-V3 8xH200 search: {len(layouts)} layouts, {len(points)} points ({ran} simulated), "
+    print(f"DeepSeek-V3 {args.gpus}xH200 search: {len(layouts)} layouts, {len(points)} points ({ran} simulated), "
           f"{args.jobs} workers, output {args.output_len} tokens")
     cpu = sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))

@@ -33,12 +33,11 @@ def validate(data: dict[str, Any], where: str = "<scenario>", point: dict[str, A
 
 
 def _spec(kind: str, ref: str | dict[str, Any], cls: type[BaseModel], where: str, key: str):
-    raw = catalog.resolve(kind, ref, where, key)
+    if isinstance(ref, str):  # the whole spec is one file's (a path, or a catalog name): its errors name that file
+        return catalog.spec_file(kind, ref, cls, where, key)
     try:
-        return cls.model_validate(raw)
+        return cls.model_validate(catalog.resolve(kind, ref, where, key))
     except ValidationError as exc:
-        if isinstance(ref, str):  # the whole spec is one file's (a path, or a catalog name): name that file
-            raise from_validation(exc, str(catalog.path_of(kind, ref, where, key))) from None
         raise from_validation(exc, where, key) from None
 
 

@@ -120,3 +120,21 @@ def test_profiles_resolve_by_name_from_user_catalogs_and_the_old_spelling(tmp_pa
     assert find_profile("my-cpu") == tmp_path / "profiles" / "my-cpu"
     assert find_profile("calibrate/profiles/cpu") == PROFILES_DIR / "cpu"  # scenarios written before the move
     assert find_profile("../cpu") is None and find_profile("..") is None
+
+
+def test_a_catalog_file_is_read_again_once_it_changes(tmp_path, monkeypatch, write_scenario):
+    """Parses and specs are cached per version of a file (catalog._stamped): an edit between two
+    loads in one process is seen, and what a caller does to its copy never reaches the cache."""
+    (tmp_path / "models").mkdir()
+    entry = tmp_path / "models" / "mine.yaml"
+    entry.write_text(_renamed("models", "deepseek-v3", "mine"))
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path))
+    first = sc.load(write_scenario({**BASE, "model": "mine"}))[0].specs.model
+    assert sc.load(write_scenario({**BASE, "model": "mine"}))[0].specs.model is first  # validated once
+    catalog.resolve("models", "mine", "test")["vocab_size"] = 3  # a caller's copy, not the cache
+    assert catalog.resolve("models", "mine", "test")["vocab_size"] == 129280
+    entry.write_text(entry.read_text().replace("hidden_size: 7168", "hidden_size: 7680") + "\n")
+    assert sc.load(write_scenario({**BASE, "model": "mine"}))[0].specs.model.hidden_size == 7680
+    entry.write_text("- not a mapping\n")
+    with pytest.raises(ScenarioError, match="must be a mapping"):
+        sc.load(write_scenario({**BASE, "model": "mine"}))

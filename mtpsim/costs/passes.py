@@ -201,7 +201,10 @@ class Pricer:
         """Weight bytes of a part on one GPU: its ops over enough tokens to touch every expert, fc
         over target layers included; without the target's LM head when `shared_head` is False and
         the part shares it."""
-        ops = [op for op, _, n in self.static_ops_memo(part, 0, ALL_EXPERTS_TOKENS, 1, False, True, 1)[0] for _ in range(n)]
+        record = self.deployment.part(part)  # the ops as _build_static lists them, left unpriced: only bytes are read
+        rows = [(op, count) for count, _, layer in self.layer_groups(record, ALL_EXPERTS_TOKENS) for op in layer]
+        rows += record.edge(self.deployment, record, ALL_EXPERTS_TOKENS, 1, True, 1)
+        ops = [op for op, n in rows if op is not None for _ in range(n)]
         drop = not shared_head and self.deployment.part(part).shares_target_head
         return sum(op.weight_bytes for op in ops
                    if not (drop and op.family == "lm_head") and op.name not in blocks.REUSED_WEIGHT_OPS)
