@@ -3,7 +3,7 @@ draft or an acceptance profile for a design that drafts nothing, policy entries 
 model without experts, two-batch overlap or EP imbalance without wide EP, a length distribution
 whose mean its bounds cut off, a histogram or kept-length curve deeper than the steps it serves,
 a shared prefix longer than the prompts, a workload key its arrival does not read, a profile under
-the roofline. Each is one stderr
+the roofline, a forced acceptance its engine clamps (or another engine's), EPLB without experts. Each is one stderr
 line (errors.warn); refusing would be too strict, since a sweep or a shared file can make such a
 setting harmless.
 """
@@ -31,7 +31,8 @@ DEPENDS = {"speculative.draft": ("speculative.design",), "acceptance": ("specula
            "engine.two_batch_overlap": ("parallel", "disaggregation", "model"),
            "cost.ep_imbalance": ("parallel", "disaggregation", "model"),
            "workload.rate_per_s": ("workload.arrival",), "workload.trace": ("workload.arrival",),
-           "workload.num_requests": ("workload.arrival",)}
+           "workload.num_requests": ("workload.arrival",), "acceptance.forced": ("speculative", "engine"),
+           "engine.eplb": ("model",), "engine.mixed_batches": ("speculative", "engine")}
 
 
 def _within(swept: str, key: str) -> bool:
@@ -60,6 +61,14 @@ def problems(s: Scenario) -> list[tuple[str, str]]:
     found += _no_wide_ep(s, bool(moe))
     found += _unused_by_arrival(s)
     found += _past_their_reach(s)
+    found += _forced_past_its_range(s)
+    engine = s.specs.engine
+    if s.engine.mixed_batches and record.draft_part is not None and not engine.mixed_batches.speculative:
+        found.append(("engine.mixed_batches", f"{engine.name} {engine.version} mixes no prompt chunks into speculative "
+                      f"iterations: only the none baseline runs mixed batches, so the speedup compares the two "
+                      "schedules"))
+    if s.engine.eplb and not moe:
+        found.append(("engine.eplb", f"model {s.specs.model.name!r} has no experts to place: EPLB changes nothing"))
     if s.cost.model == "roofline" and s.cost.profile is not None:
         found.append(("cost.profile", "cost.model is roofline: the profile prices nothing"))
     return found
@@ -83,6 +92,26 @@ def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
         found.append(("workload.concurrency", f"arrival batch sends all {w.num_requests} requests at t=0, so `run` "
                       f"does not read concurrency {w.concurrency} (cost and verify take it as their batch), though "
                       "the results table labels the point with it"))
+    return found
+
+
+def _forced_past_its_range(s: Scenario) -> list[tuple[str, str]]:
+    """A forced-acceptance setting the engine's rule bends (acceptance.py AcceptanceProfile.forced):
+    SGLang clamps the accept length to [1, steps + 1], TensorRT-LLM accepts every draft past
+    steps; and a forcing rule of another engine than the one simulated."""
+    forced, steps = s.acceptance.forced, s.speculative.steps
+    if forced is None or designs.record(s.speculative.design).draft_part is None:
+        return []
+    found = []
+    if forced.engine == "sglang" and not 1 <= forced.setting <= steps + 1:
+        found.append(("acceptance.forced.setting", f"{forced.setting:g} lies outside [1, steps + 1 = {steps + 1}]: "
+                      f"SGLang clamps SGLANG_SIMULATE_ACC_LEN to {min(max(forced.setting, 1), steps + 1):g}"))
+    if forced.engine == "trtllm" and forced.setting > steps:
+        found.append(("acceptance.forced.setting", f"{forced.setting:g} accepted drafts is more than steps {steps}: "
+                      f"TensorRT-LLM accepts all {steps}"))
+    if forced.engine != s.engine.kind:
+        found.append(("acceptance.forced.engine", f"reproduces {forced.engine}'s forcing rule while engine.kind is "
+                      f"{s.engine.kind}"))
     return found
 
 

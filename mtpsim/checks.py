@@ -5,7 +5,7 @@ policy, a swinging load, and acceptance profiles against the steps they serve.
 """
 from __future__ import annotations
 
-from mtpsim import designs
+from mtpsim import catalog, designs
 from mtpsim.acceptance import AcceptanceProfile, named_curve, read_histogram
 from mtpsim.errors import ScenarioError
 from mtpsim.files import require_file
@@ -15,7 +15,12 @@ from mtpsim.tracefiles import scan
 
 def check_against_specs(s: Scenario, where: str) -> None:
     spec, record = s.specs.model, designs.record(s.speculative.design)
-    for key, reason in record.problems(s.speculative, spec, s.specs.draft or s.specs.assistant)[:1]:
+    if spec.role != "target":
+        what = {"assistant": "a frozen-KV assistant", "draft": "a draft model", "block_draft": "a block drafter"}[spec.role]
+        raise ScenarioError(where, "model", f"{spec.name!r} is {what} (role: {spec.role}), not a model to serve: "
+                            "name the target at model, and this entry at speculative.draft")
+    draft = s.specs.draft or s.specs.assistant
+    for key, reason in record.problems(s.speculative, _as_built_for(spec, draft), draft)[:1]:
         raise ScenarioError(where, key, reason)
     if record.draft_part is not None:
         _check_acceptance_length(s, where)
@@ -33,6 +38,24 @@ def check_against_specs(s: Scenario, where: str) -> None:
     if s.acceptance.histogram:
         require_file(s.acceptance.histogram, where, "acceptance.histogram")
         read_histogram(s.acceptance.histogram)
+
+
+def _as_built_for(model, draft):
+    """The model as a block drafter names its target (block.built_for, a catalog entry): a copy of
+    that entry under another name (`{from: qwen3-8b, name: mine}`, or a checkpoint's config.json
+    read from a folder of any name) is that target when it has its width, depth, vocabulary and
+    experts. Anything else is left as it is, for design_checks.block_fits to refuse."""
+    built_for = draft.block.built_for if draft is not None and draft.block is not None else None
+    if built_for is None or built_for == model.name or built_for not in catalog.names("models"):
+        return model
+    if _architecture(catalog.load_model(built_for)) != _architecture(model):
+        return model
+    return model.model_copy(update={"name": built_for})
+
+
+def _architecture(m) -> tuple:
+    experts = sorted((f.num_experts, f.top_k) for f in m.ffn_kinds.values() if f.kind == "moe")
+    return m.hidden_size, m.num_layers, m.vocab_size, tuple(experts)
 
 
 def _check_parallelism(s: Scenario, where: str) -> None:

@@ -15,6 +15,13 @@ def external_fits(spec, model, draft):
     if draft.vocab_size != model.vocab_size:
         return ("speculative.draft", f"{draft.name!r} proposes tokens of a {draft.vocab_size}-token vocabulary and "
                 f"model {model.name!r} has {model.vocab_size}")
+    if draft.fused_target_layers is not None and draft.fused_target_layers > model.num_layers:
+        return ("speculative.draft.fused_target_layers", f"{draft.name!r} fuses the hidden states of "
+                f"{draft.fused_target_layers} target layers and model {model.name!r} has {model.num_layers}")
+    if draft.draft_vocab_size is not None and draft.draft_vocab_size > model.vocab_size:
+        return ("speculative.draft.draft_vocab_size", f"{draft.name!r}'s own head covers {draft.draft_vocab_size} "
+                f"tokens, more than model {model.name!r}'s vocabulary of {model.vocab_size}: a draft head prunes "
+                "the target's vocabulary, it cannot widen it")
     return None
 
 

@@ -89,7 +89,9 @@ def _known(chosen: str, versions: Versions, name: str, where: str) -> Version:
         at = release(chosen)
     except InvalidVersion:
         at = None
-    if at is None or at not in {release(v) for v in versions.known}:
+    # written out to its last part: "0.5" names the 0.5 series, not its first release 0.5.0, though
+    # the two compare equal
+    if at is None or at.release not in {release(v).release for v in versions.known}:
         raise ScenarioError(where, "engine.version", f"unknown {name} version {short(chosen)} "
                             f"(known: {', '.join(versions.known)})")
     return at

@@ -27,6 +27,8 @@ class LengthDist(Section):
     def _params(self) -> LengthDist:
         if self.dist == "uniform" and self.max is None:
             raise ValueError("uniform needs min and max")
+        if self.dist == "uniform" and (self.mean is not None or self.std is not None):
+            raise ValueError("uniform draws between min and max: mean and std shape normal and lognormal only")
         if self.dist != "uniform" and (self.mean is None or self.std is None or self.max is None):
             raise ValueError(f"{self.dist} needs mean, std and max (a context window bounds every length)")
         if self.max is not None and self.max < self.min:
