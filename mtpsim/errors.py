@@ -17,7 +17,7 @@ class ScenarioError(Exception):
 
     @property
     def message(self) -> str:
-        at = f": {self.key}" if self.key else ""
+        at = f": {'.'.join(map(_part, self.key.split('.')))}" if self.key else ""
         return f"{self.where}{at}: {self.reason}"
 
     def __reduce__(self):
@@ -60,7 +60,7 @@ def from_validation(exc: ValidationError, where: str, prefix: str = "") -> Scena
         err = next((e for e in errors if not e["type"].endswith("_type")), err)
     loc = [str(p) for p in err["loc"]]
     named = loc.pop() if err["type"] == "extra_forbidden" and loc else None  # the user's own key, never a tag
-    parts = [_part(p) for p in loc if not _is_union_tag(p)] + ([_part(named)] if named is not None else [])
+    parts = [p for p in loc if not _is_union_tag(p)] + ([named] if named is not None else [])  # cut when printed
     key = ".".join(p for p in [prefix, *parts] if p and p != "[key]")
     reason = err["msg"].removeprefix("Value error, ")
     if "[key]" in parts:  # a mapping's key, not its value, is wrong
@@ -75,7 +75,8 @@ def from_validation(exc: ValidationError, where: str, prefix: str = "") -> Scena
 
 
 def _part(part: str, limit: int = 60) -> str:
-    """A key path's part as printed: a key the user wrote 100,000 characters long is cut short."""
+    """A key path's part as printed: a key the user wrote 100,000 characters long is cut short
+    (the error keeps it whole, so the --set that gave it is still found: scenario._set_by_flag)."""
     return part if len(part) <= limit else f"{part[:limit - 3]}..."
 
 

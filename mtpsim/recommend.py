@@ -26,6 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from mtpsim import scenario as sc
+from mtpsim.advice import advise
 from mtpsim.designs import BASELINE, record
 from mtpsim.errors import ScenarioError, short, whole_number
 from mtpsim.intervals import seed_intervals
@@ -57,7 +58,7 @@ def parse_sizes(text: str, option: str, high: int) -> list[int]:
 def base_point(path: str, sets: list[str]) -> sc.Scenario:
     """The scenario the grid varies: its first point, with a speculative design and acceptance
     given per depth (an accept_length alone would refit the profile to every steps value)."""
-    points = sc.load(path, sets)
+    points = sc.load(path, sets, advise_points=False)  # this command's own refusals come before any warning
     s = points[0]
     if s.speculative.design == BASELINE:
         raise ScenarioError(s.source, "speculative.design", "recommend compares steps settings of a speculative "
@@ -67,6 +68,8 @@ def base_point(path: str, sets: list[str]) -> sc.Scenario:
                             "give acceptance per depth (per_depth, cumulative or histogram) to compare steps")
     if len(points) > 1:
         print(f"(scenario sweeps {len(points)} points; recommending for the first: {s.point})")
+    for p in points:
+        advise(p)
     return s
 
 
@@ -238,7 +241,7 @@ def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_
         mark_complete(folder)
     if s.question:
         print(f"Q: {s.question}")
-    print(f"{s.name}: {s.specs.model.name} on {s.parallel.describe(s.specs.hardware.name)}, "
+    print(f"{s.name}: {s.specs.model.name} on {s.describe_layout()}, "
           f"{s.speculative.design} steps {steps[0]}..{steps[-1]}" + (f", topk {topks}" if topks != [1] else "") +
           f", priced by {s.specs.pricing}: {n} runs + {len(batches)} baselines in {time.perf_counter() - started:.1f} s\n")
     print(format_recommendation(table) + "\n")

@@ -18,7 +18,9 @@ from mtpsim.costs.streams import HIDDEN
 from mtpsim.designs import BASELINE, DesignShape, iteration_passes
 from mtpsim.errors import warn
 from mtpsim.memory import memory_budget, pool_rule
+from mtpsim.pools import pool_scenario
 from mtpsim.schema import mean_length
+from mtpsim.tracefiles import scan
 
 
 def iteration_table(pricer: Pricer, design: DesignShape, batch: int, context: int, kept=None,
@@ -94,12 +96,18 @@ def budget_columns(m) -> dict:
 
 
 def cost_report(scenario, batch: int, context: int, ops: bool = False) -> dict:
-    """Tables for the scenario's design and for `none`, at one batch and context."""
+    """Tables for the scenario's design and for `none`, at one batch and context. Under a
+    steps_by_batch policy the iteration is the policy's at this batch (the engine's
+    `iteration_at`), while memory is sized for the most steps, as the run reserves it."""
     pricer = build_pricer(scenario)
     design = DesignShape.of(scenario.speculative)
     designs = [DesignShape(BASELINE)] + ([design] if design.design != BASELINE else [])
+    policy = scenario.speculative.policy
+    steps = design.steps if policy is None else policy.steps_for(batch)
+    at_batch = design if steps == design.steps else design.with_steps(steps)  # as the engine's iteration_at
+    priced = [DesignShape(BASELINE)] + ([at_batch] if at_batch.design != BASELINE else [])
     passes, totals = [], []
-    for d, label, kept, before in _variants(scenario, designs, batch):
+    for d, label, kept, before in _variants(scenario, priced, batch):
         table = iteration_table(pricer, d, batch, context, kept, before, label)
         passes.append(table.drop(columns="kind"))
         width = d.draft_tokens if kept is None else 1 + float(np.mean(kept))
@@ -108,7 +116,7 @@ def cost_report(scenario, batch: int, context: int, ops: bool = False) -> dict:
     report = {"passes": pd.concat(passes, ignore_index=True), "iterations": pd.DataFrame(totals),
               "memory": memory_table(pricer, designs, context, scenario)}
     if ops:
-        report["ops"] = op_table(pricer, designs[-1], batch, context)
+        report["ops"] = op_table(pricer, priced[-1], batch, context)
     return report
 
 
@@ -133,7 +141,12 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
     of `context` committed tokens (default the mean prompt), printed table by table."""
     points = sc.load(path, sets)
     s = points[0]
+    if s.disaggregation is not None:  # an iteration is the decode pool's: TPOT is set there
+        print("(disaggregated: pricing the decode pool's iteration on its own layout)")
+        s = pool_scenario(s, "decode")
     batch = s.workload.concurrency if batch is None else batch
+    if context is None and s.workload.arrival == "trace":  # the replayed prompts', not the unused input_len
+        context = round(scan(s.workload.trace).mean_input_len)
     context = mean_length(s.workload.input_len) if context is None else context
     limit = s.specs.model.max_context
     if limit is not None and context > limit:
@@ -141,16 +154,22 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
              "priced as asked, though no request that long can run")
     if len(points) > 1:
         print(f"(scenario sweeps {len(points)} points; pricing the first: {s.point})")
+    if s.speculative.policy is not None:
+        print(f"(steps_by_batch: at batch {batch} an iteration runs {s.speculative.policy.steps_for(batch)} steps; "
+              f"memory is sized for speculative.steps {s.speculative.steps})")
     report = cost_report(s, batch, context, ops=ops)
     fits = report["memory"].set_index("design")[f"max_requests@{context}"]  # memory_table's column
     past_context = limit is not None and context > limit  # warned above; then nothing fits anyway
     per_pool = -(-batch // s.parallel.attention_dp)  # under DP attention each group's GPUs hold its own requests' KV
-    if 0 < fits.min() < per_pool and not past_context:
+    if fits.min() == 0 and not past_context:
+        warn("--batch", "", f"not one request of {context} tokens fits in memory ({fits.idxmin()}: "
+             f"{report['memory'].set_index('design').kv_budget_GB[fits.idxmin()]:.2f} GB of KV pool per GPU): priced as "
+             "asked, though `mtpsim run` refuses this deployment, as the engine would")
+    elif 0 < fits.min() < per_pool and not past_context:
         group = f" ({per_pool} per attention-DP group)" if s.parallel.attention_dp > 1 else ""
         warn("--batch", "", f"{batch} requests of {context} tokens{group} do not fit in memory ({fits.idxmin()}: at "
              f"most {int(fits.min())}): priced as asked, though the engine would not run them at once")
-    hw = s.specs.hardware.name
-    print(f"{s.name}: {s.specs.model.name} on {s.parallel.describe(hw)}, "
+    print(f"{s.name}: {s.specs.model.name} on {s.describe_layout()}, "
           f"batch {batch}, context {context}, engine {s.specs.engine.name}, priced by {s.specs.pricing}\n")
     _print("Passes of one iteration (per GPU)", report["passes"])
     _print("Iteration", report["iterations"].assign(**{

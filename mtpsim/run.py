@@ -243,7 +243,7 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
     s = points[0]
     if s.question:  # the question as written, and what --set changed of the scenario it asks about
         print(f"Q: {s.question}" + (f" (with --set {', '.join(sets)})" if sets else ""))
-    print(f"{s.name}: {s.specs.model.name} on {s.parallel.describe(s.specs.hardware.name)}, "
+    print(f"{s.name}: {s.specs.model.name} on {s.describe_layout()}, "
           f"engine {s.specs.engine.name}, priced by {_pricing(points)}, {len(points)} point(s)"
           f"{f' x {len(labels) // len(points)} seeds' if replicated else ''} in "
           f"{time.perf_counter() - started:.1f} s\n")

@@ -101,7 +101,9 @@ def trace_note(row: dict, s: sc.Scenario) -> str:
     """What a replayed trace held: its requests, rate and format, and every row the selection
     skipped or capped (mtpsim/tracefiles), so no length was changed silently."""
     t = s.workload.trace
-    parts = [f"trace {t.path} ({row['trace_format']}): {row['num_requests']:g} requests at {row['rate_per_s']:.3g} req/s"]
+    n, rate = row["num_requests"], row["rate_per_s"]
+    when = "all at once" if missing(rate) else f"at {rate:.3g} req/s"  # one request, or one timestamp: no rate
+    parts = [f"trace {t.path} ({row['trace_format']}): {n:g} request{'s' * (n != 1)} {when}"]
     if t.speed != 1:
         parts.append(f"replayed {t.speed:g}x faster")
     if row["trace_skipped"]:

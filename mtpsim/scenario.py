@@ -98,14 +98,31 @@ def parse_set(item: str) -> tuple[str, Any]:
         raise ScenarioError("--set", at, f"value is not valid YAML: {exc.reason}") from None
 
 
-def load(path: str | Path, sets: list[str] = ()) -> list[Scenario]:
-    """Read, override, expand the sweep and validate: one Scenario per point."""
+def load(path: str | Path, sets: list[str] = (), advise_points: bool = True) -> list[Scenario]:
+    """Read, override, expand the sweep and validate: one Scenario per point, each point's
+    warnings printed (advice.py) unless `advise_points` is False: a command that refuses some
+    valid scenarios checks its own rule first and then advises, so bad input stays one line."""
     where = str(path)
     data = read_yaml(path)
     overrides = [parse_set(item) for item in sets]
     written = copy.deepcopy(data) if overrides else data  # what the file says, to tell its errors from --set's
     for key, value in overrides:
         set_key(data, key, value, "--set")
+    try:
+        scenarios = _points(data, path, overrides)
+    except ScenarioError as exc:  # a value --set gave is the flag's fault, not the file's
+        if exc.where == where and _set_by_flag(exc.key, [k for k, _ in overrides], written):
+            raise ScenarioError("--set", exc.key, exc.reason) from None
+        raise
+    if advise_points:
+        for s in scenarios:
+            advise(s)
+    return scenarios
+
+
+def _points(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, Any]]) -> list[Scenario]:
+    """The file's data (--set applied) -> its sweep checked and expanded, each point validated."""
+    where = str(path)
     sweep = {} if data.get("sweep") is None else data["sweep"]
     if not isinstance(sweep, dict):
         raise ScenarioError(where, "sweep", "must map dotted keys to lists")
@@ -133,16 +150,8 @@ def load(path: str | Path, sets: list[str] = ()) -> list[Scenario]:
         raise ScenarioError(where, "sweep", f"{size:,} points is over the limit of {MAX_SWEEP_POINTS:,} per scenario "
                             "(split the study over several scenario files)")
     points = [dict(zip(sweep, combo)) for combo in itertools.product(*sweep.values())] or [{}]
-    try:
-        scenarios = [validate(_anchor_paths(_with_point(data, point, where, overrides), Path(path).parent, where),
-                              where, point) for point in points]
-    except ScenarioError as exc:  # a value --set gave is the flag's fault, not the file's
-        if exc.where == where and _set_by_flag(exc.key, [k for k, _ in overrides], written):
-            raise ScenarioError("--set", exc.key, exc.reason) from None
-        raise
-    for s in scenarios:
-        advise(s)
-    return scenarios
+    return [validate(_anchor_paths(_with_point(data, point, where, overrides), Path(path).parent, where), where, point)
+            for point in points]
 
 
 def _set_by_flag(key: str, set_keys: list[str], written: dict[str, Any]) -> bool:

@@ -63,6 +63,12 @@ class Layout(Section):
     gpus_per_node: int | None = Field(default=None, ge=1, le=MAX_GPUS)
     """GPUs per node (NVLink domain); None: the hardware's. A replica wider than a node spans whole nodes."""
 
+    def shape(self, replicas: int) -> str:
+        """`2 replicas x tp 8, ep 8`: how `replicas` copies of this replica are sharded."""
+        parts = [f"{replicas} replica{'s' * (replicas > 1)} x tp {self.tp}"] + [f"ep {self.ep}"] * (self.ep > 1) + \
+            [f"attention_dp {self.attention_dp}"] * (self.attention_dp > 1)
+        return ", ".join(parts)
+
     @model_validator(mode="after")
     def _ep_divides_tp(self):
         if self.tp % self.ep:
@@ -79,10 +85,7 @@ class Parallel(Layout):
 
     def describe(self, gpu: str) -> str:
         """The layout in headers: `16 h200 (2 replicas x tp 8, ep 8)`: GPUs in all, then dp x tp."""
-        n = self.dp * self.tp
-        parts = [f"{self.dp} replica{'s' * (self.dp > 1)} x tp {self.tp}"] + [f"ep {self.ep}"] * (self.ep > 1) + \
-            [f"attention_dp {self.attention_dp}"] * (self.attention_dp > 1)
-        return f"{n} {gpu} ({', '.join(parts)})"
+        return f"{self.dp * self.tp} {gpu} ({self.shape(self.dp)})"
 
     @property
     def attention_tp(self) -> int:
@@ -265,6 +268,15 @@ class Scenario(Section):
     def point(self) -> dict[str, Any]:
         """The sweep values that made this point ({} when there is no sweep)."""
         return self._point
+
+    def describe_layout(self) -> str:
+        """The deployment in headers: `parallel`'s GPUs and shape, or, disaggregated, the pools'
+        (`16 h200 (prefill: 1 replica x tp 8; decode: 1 replica x tp 8)`)."""
+        gpu, d = self.specs.hardware.name, self.disaggregation
+        if d is None:
+            return self.parallel.describe(gpu)
+        return f"{d.prefill.gpus + d.decode.gpus} {gpu} (prefill: {d.prefill.shape(d.prefill.replicas)}; " \
+               f"decode: {d.decode.shape(d.decode.replicas)})"
 
 
 class Specs(BaseModel):

@@ -41,6 +41,11 @@ def not_a_file(path: Path) -> str:
         return "a folder, not a file"
     if path.exists():
         return "not a regular file (a device, pipe or socket)"
+    if path.is_symlink():  # a link to nothing, or a loop of links (stat fails with ELOOP)
+        try:
+            path.stat()
+        except OSError as exc:
+            return f"a link that leads nowhere ({exc.strerror or exc})"
     return "no such file"
 
 

@@ -162,7 +162,8 @@ def test_a_profile_with_the_old_overhead_section_is_read_as_launch(tmp_path, cap
         assert cli.main(["cost", argv[1], "--ops"]) == 0
         captured = capsys.readouterr()
         outputs.append(captured.out.replace(str(folder), "<folder>"))
-        err = captured.err.strip().splitlines()
+        # llama-3.1-8b's weights fill the cpu entry's 16 GB: cost warns that `run` would refuse it
+        err = [line for line in captured.err.strip().splitlines() if not line.startswith("mtpsim: warning: --batch:")]
         if section == "launch":
             assert err == []
         else:

@@ -17,6 +17,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from mtpsim import scenario as sc
+from mtpsim.advice import advise
 from mtpsim.designs import BASELINE, record
 from mtpsim.errors import ScenarioError, decimal_number, from_validation, short
 from mtpsim.intervals import half_width
@@ -58,13 +59,15 @@ def parse_rates(text: str) -> list[float]:
 
 def base_scenario(path: str, sets: list[str]) -> sc.Scenario:
     """The scenario the search varies (its first point), with acceptance that serves every steps value."""
-    points = sc.load(path, sets)
+    points = sc.load(path, sets, advise_points=False)  # this command's own refusals come before any warning
     s = points[0]
     if len(points) > 1:
         print(f"(scenario sweeps {len(points)} points; searching around the first: {s.point})")
     if record(s.speculative.design).draft_part is not None and s.acceptance.accept_length is not None:
         raise ScenarioError(s.source, "acceptance.accept_length", "fixes the accept length whatever the steps; "
                             "give acceptance per depth (per_depth, cumulative or histogram) to search over steps")
+    for p in points:
+        advise(p)
     return s
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from mtpsim.errors import ScenarioError
 from mtpsim.files import read_once
-from mtpsim.schema import MAX_REQUESTS, TraceFile
+from mtpsim.schema import MAX_REQUESTS, MAX_SIM_S, TraceFile
 from mtpsim.tracefiles.formats import FORMATS, Format, RawChunk, detect, read_chunks, sniff
 
 __all__ = ["Chunk", "TraceStats", "scan", "stream", "FORMATS"]
@@ -54,7 +54,12 @@ class TraceStats:
     longest: int = 0
     longest_row: int = 0
     longest_input: int = 0
+    input_tokens: int = 0         # summed over the selection (after max_input_len cuts)
     has_blocks: bool = False
+
+    @property
+    def mean_input_len(self) -> float:
+        return self.input_tokens / self.num_requests if self.num_requests else math.nan
 
     @property
     def rate_per_s(self) -> float:
@@ -69,6 +74,7 @@ class TraceStats:
             self.first_arrival_s = float(chunk.arrival_s[0])
         self.num_requests += len(chunk.arrival_s)
         self.last_arrival_s = float(chunk.arrival_s[-1])
+        self.input_tokens += int(chunk.input_len.sum())
         total = chunk.input_len + chunk.output_len
         i = int(np.argmax(total))
         if total[i] > self.longest:
@@ -161,7 +167,13 @@ def _take(trace: TraceFile, raw: RawChunk, keep: np.ndarray, stats: TraceStats) 
     if trace.max_output_len is not None:
         stats.num_capped_outputs += int((outputs > trace.max_output_len).sum())
         outputs = np.minimum(outputs, trace.max_output_len)
-    return Chunk((raw.time_s[keep] - trace.start_s) / trace.speed, inputs, outputs, blocks)
+    arrival_s = (raw.time_s[keep] - trace.start_s) / trace.speed
+    if len(arrival_s) and arrival_s[-1] > MAX_SIM_S:  # the rows' times are bounded; a slow replay stretches them
+        raise ScenarioError(trace.path, "", f"row {raw.row(int(np.flatnonzero(keep)[-1]))} arrives "
+                            f"{arrival_s[-1]:.3g} s into the replay at workload.trace.speed {trace.speed:g}, past the "
+                            f"{MAX_SIM_S:g} s one run simulates (the clock could not resolve a decode step there): "
+                            "raise the speed, or set end_s or max_requests")
+    return Chunk(arrival_s, inputs, outputs, blocks)
 
 
 def _check_blocks(trace: TraceFile, raw: RawChunk, keep: np.ndarray, inputs: np.ndarray, blocks: list) -> None:
