@@ -14,3 +14,4 @@ MAX_SIM_S = 1e9                 # simulated seconds (~32 years): arrival times, 
 MAX_SCHEDULE_DRAWS = 1_000_000  # phases a rate schedule's arrivals are drawn over, repeats included
 MAX_SEED = 2**63 - 1
 MAX_STEPS = 64                  # draft steps per iteration; a chain past this accepts nothing more
+MAX_TPS = 1e12                  # tokens per second a run folder may report (a whole cluster reaches ~1e7): bounds plot axes

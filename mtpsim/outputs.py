@@ -16,7 +16,12 @@ from mtpsim.errors import ScenarioError
 @contextmanager
 def writing(path: str | Path) -> Iterator[Path]:
     """Around the writing of one output file (or folder): an OSError (no space left, a read-only
-    folder, a path through a file) becomes one ScenarioError naming the path and the reason."""
+    folder, a path through a file) becomes one ScenarioError naming the path and the reason. An
+    output path that is a symbolic link is refused before anything is written: writing through it
+    would overwrite what it points to (a file of the user's, or the run's own input)."""
+    if Path(path).is_symlink():
+        raise ScenarioError(str(path), "", "is a symbolic link: no output is written through a link, which would "
+                            "overwrite what it points to; remove the link")
     try:
         yield Path(path)
     except OSError as exc:

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mtpsim import scenario as sc
-from mtpsim.designs import BASELINE, DesignShape
-from mtpsim.errors import ScenarioError, warn
+from mtpsim.designs import BASELINE, RECORDS, DesignShape
+from mtpsim.errors import ScenarioError, short, warn
 from mtpsim.files import TEXT, Column, dump_yaml_all, load_yaml_documents, read_csv, read_text
+from mtpsim.limits import MAX_STEPS, MAX_TPS
 from mtpsim.outputs import writing
 from mtpsim.results import ITERATION_COLUMNS, PASS_COLUMNS, REQUEST_COLUMNS, Results
 from mtpsim.rows import Table
@@ -176,19 +177,24 @@ def load_run_points(folder: Path) -> list[sc.Scenario]:
     return points
 
 
-# what `mtpsim plot` reads from a run folder; numbers must be numbers, the rest only present
+# what `mtpsim plot` reads from a run folder, each value in the range a run writes (a hand-edited
+# 1e308 tok/s or 1e8 accepted drafts would make a plot's axis or histogram without end)
 POINT, TIME = Column(low=-1, integer=True), Column(low=0)  # point -1: a baseline added by the run
+TPS = Column(low=0, high=MAX_TPS)
+RATIO = Column(low=0, high=MAX_TPS, blank=True)  # per-user TPS, speedup: blank where they do not apply
 RUN_TABLES = {
-    "summary.csv": {"point": POINT, "name": TEXT, "design": TEXT, "steps": Column(low=0, integer=True),
-                    "concurrency": Column(low=1, integer=True, blank=True), "tps": TIME, "per_user_tps": TEXT,
-                    "speedup": TEXT, "accept_length": TEXT},
+    "summary.csv": {"point": POINT, "name": TEXT, "design": TEXT, "steps": Column(low=0, high=MAX_STEPS, integer=True),
+                    "concurrency": Column(low=1, integer=True, blank=True), "tps": TPS, "per_user_tps": RATIO,
+                    "speedup": RATIO, "accept_length": Column(low=1, high=MAX_STEPS + 1, blank=True)},
     "iterations.csv": {"point": POINT, "replica": Column(low=0, integer=True), "kind": TEXT, "start_s": TIME,
                        "duration_s": TIME},
-    "accept_counts.csv": {"point": POINT, "accepted": Column(low=0, integer=True), "count": Column(low=0)},
+    "accept_counts.csv": {"point": POINT, "accepted": Column(low=0, high=MAX_STEPS, integer=True),
+                          "count": Column(low=0)},
     "passes.csv": {"point": POINT, "replica": Column(low=0, integer=True), "start_s": TIME},
     "requests.csv": {"point": POINT, "arrival_s": TIME, "first_token_s": TIME, "finish_s": TIME,
                      "output_len": Column(low=1, integer=True)},
-    "summary_ci.csv": {"point": POINT, "design": TEXT, "steps": Column(low=0, integer=True), "tps": TIME},
+    "summary_ci.csv": {"point": POINT, "design": TEXT, "steps": Column(low=0, high=MAX_STEPS, integer=True),
+                       "concurrency": Column(low=1, integer=True, blank=True), "tps": TPS},
 }
 
 
@@ -204,7 +210,12 @@ def read_run_table(folder: Path, name: str, required: bool = True) -> pd.DataFra
     text = read_text(path)
     if text and not text.endswith("\n"):
         raise ScenarioError(str(path), "", "truncated: its last row is cut off (was the run interrupted?)")
-    return read_csv(path, RUN_TABLES[name])
+    frame = read_csv(path, RUN_TABLES[name])
+    if "design" in frame:
+        unknown = sorted(set(frame.design.astype(str)) - set(RECORDS))
+        if unknown:
+            raise ScenarioError(str(path), "design", f"{short(unknown[0], 40)} is no design (one of {', '.join(RECORDS)})")
+    return frame
 
 
 def plot_run(folder: Path, points: list[sc.Scenario] | None = None) -> list[Path]:
