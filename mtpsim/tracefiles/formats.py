@@ -20,10 +20,12 @@ mtpsim at each):
 """
 from __future__ import annotations
 
+import csv
 import gzip
 import io
 import json
 import math
+import re
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -114,9 +116,10 @@ def detect(path: str, head: str, name: str) -> Format:
         try:
             keys = set(json.loads(first))
         except (ValueError, TypeError, RecursionError):  # the reader says what is wrong with the row
-            keys = set()
+            # a first row longer than the sniff (a long hash_ids list) is cut off: its leading keys still tell
+            keys = set(re.findall(r'"([^"\\]+)"\s*:', first))
     else:
-        keys = {c.strip() for c in first.split(",")}
+        keys = set(header_cells(first))
     if name != "auto":
         return FORMATS[name]
     # the format holding most of its columns, if two or more: its reader names what is missing
@@ -143,9 +146,22 @@ def _open(path: str):
     return gzip.open(path, "rb") if Path(path).suffix == ".gz" else open(path, "rb")
 
 
+def header_cells(line: str) -> list[str]:
+    """A CSV header line's column names as pandas reads them: quotes removed, spaces around each
+    name dropped (read_csv's columns are stripped the same way: _stripped)."""
+    return [c.strip() for c in next(csv.reader([line]), [])]
+
+
+def _stripped(df):
+    """A chunk whose column names carry no spaces a header put around them (`arrival_s ,`)."""
+    df.columns = [str(c).strip() for c in df.columns]
+    return df
+
+
 def _csv_chunks(path: str, fmt: Format, chunk_rows: int) -> Iterator[RawChunk]:
+    lines = sniff(path).removeprefix("\ufeff").splitlines()  # any line ending: \n, \r\n or a lone \r
     with _open(path) as f:
-        header = [c.strip() for c in f.readline().decode("utf-8-sig").strip().split(",")]
+        header = header_cells(lines[0] if lines else "")
         twice = next((c for i, c in enumerate(header) if c in header[:i]), None)
         if twice is not None:  # pandas would rename the second (`x.1`): which one is meant is a guess
             raise ScenarioError(path, short(twice, 40)[1:-1], "column named twice in the header")
@@ -159,7 +175,7 @@ def _csv_chunks(path: str, fmt: Format, chunk_rows: int) -> Iterator[RawChunk]:
             reader = pd.read_csv(f, chunksize=chunk_rows, skipinitialspace=True, encoding="utf-8-sig", index_col=False,
                                  dtype={fmt.time: str} if fmt.seconds_per_unit is None else None)
             row, origin = 2, None
-            for df in _chunks_refusing_long_rows(reader, path):
+            for df in map(_stripped, _chunks_refusing_long_rows(reader, path)):
                 if df.empty:
                     continue
                 if fmt.seconds_per_unit is None:
