@@ -4,12 +4,13 @@ the scenario schema hold, printed one entry a line (cli.py dispatches here).
 from __future__ import annotations
 
 import json
+import sys
 
 from pydantic import ValidationError
 
 from mtpsim import catalog
 from mtpsim.engine_releases import engine_rules, known_versions
-from mtpsim.errors import ScenarioError, from_validation
+from mtpsim.errors import ScenarioError, from_validation, printable
 from mtpsim.schema import Engine, json_schema
 
 
@@ -19,15 +20,20 @@ def list_entries(kind: str) -> int:
                       "hardware": (catalog.load_hardware, lambda spec: spec.summary(Engine().kind))}[kind]
     entries = catalog.names(kind)
     width = max((len(n) for n in entries), default=0)
+    invalid = []
     for name in entries:
         try:
             text = describe(load(name))
         except ValidationError as exc:
-            text = f"invalid: {from_validation(exc, str(catalog.find(kind, name))).message}"
+            invalid.append(from_validation(exc, str(catalog.find(kind, name))))
+            text = "invalid (the error is on stderr)"
         except ScenarioError as exc:
-            text = f"invalid: {exc.message}"
+            invalid.append(exc)
+            text = "invalid (the error is on stderr)"
         print(f"{name:<{width}}  {text}")
-    return 0
+    for exc in invalid:  # an entry no scenario could use is bad input: its one line, and exit status 2
+        print(f"mtpsim: error: {printable(exc.message)}", file=sys.stderr)
+    return 2 if invalid else 0
 
 
 def list_engines() -> int:

@@ -147,3 +147,90 @@ def test_a_one_request_trace_has_no_rate(tmp_path, capsys):
     assert cli.main(run(tmp_path, text, {"t.csv": "arrival_s,input_len,output_len\n0,100,20\n"})) == 0
     out = capsys.readouterr().out
     assert "1 request all at once" in out and "nan" not in out
+
+
+# ------------------------------------------------- the other commands' campaign (about 330 inputs)
+HEADERS = ["arrival_s ,input_len,output_len\n", "arrival_s,input_len,output_len \n", "arrival_s\t,input_len,output_len\n",
+           '"arrival_s","input_len","output_len"\n']
+
+
+@pytest.mark.parametrize("header", HEADERS, ids=["space", "trailing-space", "tab", "quoted"])
+def test_a_trace_header_is_read_as_pandas_reads_it(tmp_path, capsys, header):
+    """Before: a KeyError traceback (the check stripped the names, the reader did not), or a
+    quoted header taken for no known format."""
+    text = SMALL.replace("workload: {concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}",
+                         "workload: {arrival: trace, trace: {path: t.csv}}")
+    assert cli.main(run(tmp_path, text, {"t.csv": header + "0,10,10\n1,10,10\n"})) == 0
+
+
+def test_a_trace_with_lone_carriage_returns_and_a_long_first_row(tmp_path, capsys):
+    text = SMALL.replace("workload: {concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}",
+                         "workload: {arrival: trace, trace: {path: t.csv}}")
+    assert cli.main(run(tmp_path, text, {"t.csv": "arrival_s,input_len,output_len\r0,10,10\r1,10,10\r"})) == 0
+    ids = ",".join(map(str, range(12000)))  # a first row past the 64 KiB the format is recognised from
+    row = f'{{"timestamp": 0, "input_length": 100, "output_length": 8, "hash_ids": [{ids}]}}\n'
+    line = one_line_error(capsys, run(tmp_path / "m", text.replace("t.csv", "m.jsonl"), {"m.jsonl": row}),
+                          "hash_ids", "12000 block ids")  # the row's own fault, read as mooncake
+    assert "cannot recognise" not in line
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("run")
+    assert cli.main(run(folder, SMALL.replace("design: none, steps: 2", "design: nextn, steps: 2")
+                        .replace("llama-3.1-8b", "deepseek-v3").replace("tp: 1", "tp: 8")
+                        + "acceptance: {per_depth: [0.8, 0.7]}\n")) == 0
+    return folder / "out"
+
+
+EDITS = [  # file, the column whose last cell is replaced, the new text (the line names the column)
+    ("summary.csv", "design", "zzz"),
+    ("summary.csv", "accept_length", "banana"),
+    ("summary.csv", "tps", "1e308"),
+    ("accept_counts.csv", "accepted", "100000000"),
+]
+
+
+@pytest.mark.parametrize("name,column,value", EDITS, ids=[e[2] for e in EDITS])
+def test_plot_refuses_values_no_run_writes(tmp_path, capsys, finished_run, name, column, value):
+    """Before: KeyError and ValueError tracebacks, and a hang drawing 1e8 histogram bars."""
+    import shutil
+
+    import pandas as pd
+    folder = tmp_path / "r"
+    shutil.copytree(finished_run, folder)
+    frame = pd.read_csv(folder / name)
+    frame[column] = frame[column].astype(object)
+    frame.loc[frame.index[-1], column] = value
+    frame.to_csv(folder / name, index=False)
+    one_line_error(capsys, ["plot", str(folder)], column, "")
+
+
+def test_plot_writes_through_no_link(tmp_path, capsys, finished_run):
+    """Before: a PNG link to a file of the user's, or to the run's own summary.csv, was written through."""
+    import shutil
+    folder = tmp_path / "r"
+    shutil.copytree(finished_run, folder)
+    (tmp_path / "mine.txt").write_text("mine")
+    (folder / "speedup.png").unlink(missing_ok=True)
+    (folder / "speedup.png").symlink_to(tmp_path / "mine.txt")
+    one_line_error(capsys, ["plot", str(folder)], "", "symbolic link")
+    assert (tmp_path / "mine.txt").read_text() == "mine"
+
+
+def test_a_listing_with_a_broken_entry_says_so_on_stderr(tmp_path, capsys, monkeypatch):
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "mine.yaml").write_text("name: mine\nhidden_size: -5\n")
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path))
+    assert cli.main(["models"]) == 2
+    captured = capsys.readouterr()
+    assert "mine" in captured.out and "invalid" in captured.out
+    assert captured.err.startswith("mtpsim: error: ") and "mine.yaml" in captured.err and len(captured.err.splitlines()) == 1
+
+
+def test_calibrate_out_names_a_folder_of_its_own():
+    from pathlib import Path
+
+    from mtpsim.calibration.command import _check_out
+    for out in (".", "..", "/"):
+        assert "names no folder" in _check_out(Path(out))

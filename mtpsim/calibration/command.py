@@ -114,6 +114,8 @@ def _device(choice: str) -> str | None:
 
 def _check_out(out: Path) -> str | None:
     """Why `out` must not be written, or None."""
+    if out.name in ("", ".", ".."):  # the profile is written beside it as <name>.partial, then renamed
+        return "names no folder of its own (the current folder, its parent or the root): give one, e.g. --out ./my-profile"
     if not out.exists() or (out.is_dir() and not any(out.iterdir())):
         return None
     if not out.is_dir():
