@@ -42,6 +42,7 @@ from mtpsim.textfiles import (  # noqa: F401 (the byte-level reader, read from h
     read_once,
     read_text,
     require_file,
+    strict_json,
     unreadable,
     version,
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import gzip
 import io
+import json
 import zlib
 from pathlib import Path
 
@@ -126,3 +127,23 @@ def read_once(reader):
         return cached(path, version(path), *args)
     read.cache_clear = cached.cache_clear
     return read
+
+
+def strict_json(text: str):
+    """JSON text -> values, refusing what json.loads lets through silently: a key given twice in
+    one object (the last would win) and NaN / Infinity, which JSON does not allow. Raises
+    ValueError (json.JSONDecodeError for syntax) or RecursionError for the caller to word."""
+    return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+
+
+def _unique_keys(pairs: list) -> dict:
+    out: dict = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate key {short(k, 60)}")
+        out[k] = v
+    return out
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a number JSON allows")

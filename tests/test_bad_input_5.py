@@ -234,3 +234,11 @@ def test_calibrate_out_names_a_folder_of_its_own():
     from mtpsim.calibration.command import _check_out
     for out in (".", "..", "/"):
         assert "names no folder" in _check_out(Path(out))
+
+
+def test_a_trace_row_gives_each_key_once(tmp_path, capsys):
+    """Before: the last of two `output_length`s won without a word (config.json already refused it)."""
+    text = SMALL.replace("workload: {concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}",
+                         "workload: {arrival: trace, trace: {path: t.jsonl}}")
+    row = '{"timestamp": 0, "input_length": 1024, "output_length": 64, "output_length": 32}\n'
+    one_line_error(capsys, run(tmp_path, text, {"t.jsonl": row}), "", "duplicate key 'output_length'")

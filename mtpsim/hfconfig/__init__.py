@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from mtpsim.errors import ScenarioError, short
-from mtpsim.files import read_text, require_file
+from mtpsim.files import read_text, require_file, strict_json
 from mtpsim.hfconfig import deepseek_v4
 from mtpsim.hfconfig.blocks import block_keys
 from mtpsim.hfconfig.families import ARCHITECTURES, READERS
@@ -98,7 +98,7 @@ def load_json(path: object, where: str, at: str) -> dict[str, Any]:
     require_file(file, where, at)
     text = read_text(file, str(file), MAX_CONFIG_BYTES)
     try:
-        data = json.loads(text, object_pairs_hook=_unique, parse_constant=_no_constant)
+        data = strict_json(text)
     except json.JSONDecodeError as exc:
         raise ScenarioError(str(file), f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
     except (ValueError, RecursionError) as exc:  # duplicate keys, NaN, a 5000-digit integer, deep nesting
@@ -106,19 +106,6 @@ def load_json(path: object, where: str, at: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ScenarioError(str(file), "", "a config.json must hold a JSON object")
     return data
-
-
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"duplicate key {short(k, 60)}")
-        out[k] = v
-    return out
-
-
-def _no_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a number JSON allows")
 
 
 def _name(path: Path) -> str:

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from mtpsim.errors import ScenarioError, short
-from mtpsim.files import READ_ERRORS, Column, check_numbers, unreadable
+from mtpsim.files import READ_ERRORS, Column, check_numbers, strict_json, unreadable
 from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
 from mtpsim.schema import MAX_TOKENS, MAX_TRACE_S
 
@@ -259,7 +259,7 @@ def _raw(numbers: list[int], rows: list[tuple], fmt: Format) -> RawChunk:
 def _json_row(line: str, line_no: int, path: str, fmt: Format) -> tuple:
     """(timestamp, input, output, block ids or None) of one JSON line, checked."""
     try:
-        obj = json.loads(line)
+        obj = strict_json(line)  # a key twice (the last would win) or NaN: refused
     except ValueError as exc:
         raise ScenarioError(path, "", f"row {line_no}: not a JSON object ({getattr(exc, 'msg', exc)})") from None
     except RecursionError:
