@@ -115,10 +115,11 @@ def _parsed(path: str, stamp: tuple[int, int, int]) -> dict[str, Any]:
     return data
 
 
-def spec_file(kind: Kind, ref: str, cls: type[SpecT], where: str, key: str = "") -> SpecT:
-    """The validated spec of a whole file (a catalog name, or a path): validated once per version
-    of the file. Specs are frozen records, so every caller may share one."""
-    return _spec_at(*_stamped(path_of(kind, ref, where, key)), cls)
+def spec_file(kind: Kind, ref: str, cls: type[SpecT], where: str, key: str = "", paths: bool = True) -> SpecT:
+    """The validated spec of a whole file (a catalog name, or a path when `paths`): validated once
+    per version of the file; an invalid one is a ScenarioError naming that file. Specs are frozen
+    records, so every caller may share one."""
+    return _spec_at(*_stamped(path_of(kind, ref, where, key, paths)), cls)
 
 
 @functools.lru_cache(maxsize=64)
@@ -171,11 +172,11 @@ def dspark_drafters() -> dict[str, ModelSpec]:
 
 def load_model(name: str) -> ModelSpec:
     """A catalog entry by name (never a path)."""
-    return ModelSpec.model_validate(_read("models", name, "models catalog", paths=False))
+    return spec_file("models", name, ModelSpec, "models catalog", paths=False)
 
 
 def load_hardware(name: str) -> HardwareSpec:
-    return HardwareSpec.model_validate(_read("hardware", name, "hardware catalog", paths=False))
+    return spec_file("hardware", name, HardwareSpec, "hardware catalog", paths=False)
 
 
 def load_engine(name: str, version: str | None = None, ignore_rules=(), where: str = "engines catalog") -> EngineSpec:
