@@ -42,14 +42,16 @@ def whole_number(text: str) -> int | None:
     return int(text)
 
 
-_DECIMAL = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+# a number written in ASCII decimal: what a flag takes (decimal_number) and what a YAML float
+# may be spelt as (yamlfiles.py)
+DECIMAL = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 
 
 def decimal_number(text: str) -> float | None:
     """`text` as a float when it is written in ASCII decimal (`2`, `0.5`, `1e3`, a sign), else
     None: float() also reads `١٢`, `1_000`, `inf` and `nan`, which no flag means."""
     text = text.strip()
-    return float(text) if text.isascii() and _DECIMAL.fullmatch(text) else None
+    return float(text) if text.isascii() and DECIMAL.fullmatch(text) else None
 
 
 def from_validation(exc: ValidationError, where: str, prefix: str = "") -> ScenarioError:

@@ -158,12 +158,13 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
         print(f"(steps_by_batch: at batch {batch} an iteration runs {s.speculative.policy.steps_for(batch)} steps; "
               f"memory is sized for speculative.steps {s.speculative.steps})")
     report = cost_report(s, batch, context, ops=ops)
-    fits = report["memory"].set_index("design")[f"max_requests@{context}"]  # memory_table's column
+    memory = report["memory"].set_index("design")
+    fits = memory[f"max_requests@{context}"]  # memory_table's column
     past_context = limit is not None and context > limit  # warned above; then nothing fits anyway
     per_pool = -(-batch // s.parallel.attention_dp)  # under DP attention each group's GPUs hold its own requests' KV
     if fits.min() == 0 and not past_context:
         warn("--batch", "", f"not one request of {context} tokens fits in memory ({fits.idxmin()}: "
-             f"{report['memory'].set_index('design').kv_budget_GB[fits.idxmin()]:.2f} GB of KV pool per GPU): priced as "
+             f"{memory.kv_budget_GB[fits.idxmin()]:.2f} GB of KV pool per GPU): priced as "
              "asked, though `mtpsim run` refuses this deployment, as the engine would")
     elif 0 < fits.min() < per_pool and not past_context:
         group = f" ({per_pool} per attention-DP group)" if s.parallel.attention_dp > 1 else ""

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from mtpsim.errors import ScenarioError, short
+from mtpsim.errors import DECIMAL, ScenarioError, short
 from mtpsim.textfiles import read_text
 
 MAX_YAML_BYTES = 4 * 2**20     # scenarios and catalog entries are a few kB
@@ -28,8 +28,7 @@ _FLOAT_12 = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?
 _MERGE = "tag:yaml.org,2002:merge"
 _NUMERIC_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("int", "float", "bool")}
 _DECIMAL = {"tag:yaml.org,2002:int": re.compile(r"[-+]?(?:0|[1-9][0-9]*)"),
-            "tag:yaml.org,2002:float": re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
-                                                  r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")}
+            "tag:yaml.org,2002:float": re.compile(rf"{DECIMAL.pattern}|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")}
 
 
 class _Problem(Exception):
