@@ -52,7 +52,8 @@ def simulate_file(file: str, sets: tuple[str, ...], jobs: int) -> tuple[pd.DataF
     summary, _ = run_points(points, jobs, progress=False)
     summary = decode_rates(summary, points[0])
     summary = summary.assign(input_len=[mean_length(points[int(i)].workload.input_len) if i >= 0 else math.nan
-                                        for i in summary.point])  # a sweep over the prompt: its value per point
+                                        for i in summary.point],  # a sweep over the prompt: its value per point
+                             version=[points[int(i)].engine.version if i >= 0 else None for i in summary.point])
     summary = prefill_rates(summary, points)
     return summary.assign(total_tps_per_gpu=summary.total_tps / deployment_gpus(points[0])), points
 
@@ -103,7 +104,7 @@ def run_case(case: Case, jobs: int = 1, peer: bool = False) -> pd.DataFrame:
         reported, predicted = case.reported[value], row[case.metric]
         al = case.reported_al.get(value, math.nan)
         is_speedup = case.metric.endswith("speedup")
-        rows.append({"case": case.id, "point": f"{case.unit} {value:g}", "priced by": row.pricing,
+        rows.append({"case": case.id, "point": case.point(value), "priced by": row.pricing,
                      "AL reported": al, "AL sim": row.accept_length, "reported": reported,
                      "default": predicted, "roofline": old[case.metric],
                      "error %": 100 * (predicted - reported) / reported,
@@ -198,7 +199,7 @@ def leave_one_rule_out(table: pd.DataFrame, jobs: int = 1, cases=CASES, predicte
     rows); absolute.py passes its TPOT."""
     predicted = predicted or (lambda case, rows: rows[case.metric])
     current = current or (lambda t, case: t[(t.case == case.id) & (t.metric == case.metric)
-                                            & t.point.isin([f"{case.unit} {v:g}" for v in case.reported])]["error %"].abs())
+                                            & t.point.isin([case.point(v) for v in case.reported])]["error %"].abs())
     rows = []
     for (engine, rule), ruled in rules_in_force(cases).items():
         for case in ruled:

@@ -25,6 +25,11 @@ class Case:
     reported_none: float | None = None  # the source's plain-decode figure, a point of its own
     sets: tuple[str, ...] = ()  # overrides the source's run needs beyond its scenario file (`--set`)
 
+    def point(self, value) -> str:
+        """A point's label in the tables: the unit and the key's value (a number, or a name such as
+        an engine version)."""
+        return f"{self.unit} {value:g}" if isinstance(value, (int, float)) else f"{self.unit} {value}"
+
 
 CASES = [
     Case("P1", "p1-deepseek-v3-report.yaml", "concurrency", {1: 1.8}, {1: 1.875}),
@@ -87,4 +92,11 @@ CASES = [
          metric="decode_speedup", unit="users"),
     Case("D4", "d4-qwen3-30b-a3b-dflash-sglang-a800.yaml", "concurrency", {1: 93}, {1: 2.0},
          metric="decode_tps_per_gpu", unit="users", reported_none=146),
+    # DFlash on one B200, SGLang PR #23000: output tok/s of the GSM8K sweep at concurrency 1 and 32, the
+    # DFlash worker before the PR (v1, host synced every iteration: 0.5.13's rules) and the PR's
+    # overlapped worker (v2: 0.5.14's). Accept lengths as reported; lengths assumed (scenario files)
+    Case("D5", "d5-qwen3-8b-dflash-sglang-b200-conc1.yaml", "version", {"0.5.13": 845.98, "0.5.14": 1161.88},
+         {"0.5.13": 6.345, "0.5.14": 6.352}, metric="tps", unit="conc 1, SGLang"),
+    Case("D5", "d5-qwen3-8b-dflash-sglang-b200-conc32.yaml", "version", {"0.5.13": 11405.85, "0.5.14": 15326.81},
+         {"0.5.13": 6.487, "0.5.14": 6.482}, metric="tps", unit="conc 32, SGLang"),
 ]
