@@ -26,6 +26,7 @@ def check_against_specs(s: Scenario, where: str) -> None:
         _check_acceptance_length(s, where)
     elif s.acceptance.kept_length is not None:
         raise ScenarioError(where, "acceptance.kept_length", f"design {s.speculative.design} drafts nothing to keep")
+    _check_peak_flops(s, where)
     _check_policy(s, where)
     _check_rate_schedule(s.workload, where)
     _check_parallelism(s, where)
@@ -38,6 +39,18 @@ def check_against_specs(s: Scenario, where: str) -> None:
     if s.acceptance.histogram:
         require_file(s.acceptance.histogram, where, "acceptance.histogram")
         read_histogram(s.acceptance.histogram)
+
+
+def _check_peak_flops(s: Scenario, where: str) -> None:
+    """Every dtype the served models compute in has a peak on the hardware (hardware_spec.py
+    flops_per_s): found here, not mid-run when the first op of that dtype is priced."""
+    hw = s.specs.hardware
+    for spec in filter(None, (s.specs.model, s.specs.draft, s.specs.assistant)):
+        used = spec.dtypes.model_dump()
+        for role, dtype in used.items():
+            if role != "kv_cache" and hw.peak_for(dtype) is None:
+                raise ScenarioError(where, "hardware", f"hardware {hw.name!r} has no peak_flops entry usable for "
+                                    f"{dtype} ({spec.name}'s dtypes.{role}; it has {', '.join(hw.peak_flops) or 'none'})")
 
 
 def _as_built_for(model, draft):
@@ -134,19 +147,28 @@ def _check_pools(s: Scenario, where: str) -> None:
 
 
 def _check_context(s: Scenario, where: str) -> None:
-    """Every request fits the model's context window: prompt + output <= max_context."""
-    limit, w = s.specs.model.max_context, s.workload
+    """Every request fits the context window of each model that reads it (the target, and a
+    draft or assistant that runs over the same sequence): prompt + output <= max_context."""
+    for spec in filter(None, (s.specs.model, s.specs.draft, s.specs.assistant)):
+        _check_context_of(s, spec, where)
+
+
+def _check_context_of(s: Scenario, spec, where: str) -> None:
+    limit, w = spec.max_context, s.workload
+    if limit is None:
+        return
+    what = f"model {spec.name!r}" if spec is s.specs.model else f"the draft {spec.name!r} (speculative.draft)"
     if w.arrival == "trace":
         require_file(w.trace.path, where, "workload.trace.path")
         t = scan(w.trace)
-        if limit is not None and t.longest > limit:
+        if t.longest > limit:
             raise ScenarioError(w.trace.path, "input_len", f"row {t.longest_row}: {t.longest_input} input + "
-                                f"{t.longest - t.longest_input} output tokens exceed model {s.specs.model.name!r}'s "
-                                f"max_context {limit} (workload.trace.max_input_len / max_output_len cap them)")
+                                f"{t.longest - t.longest_input} output tokens exceed the max_context {limit} of "
+                                f"{what} (workload.trace.max_input_len / max_output_len cap them)")
         return
-    if limit is not None and max_length(w.input_len) + max_length(w.output_len) > limit:
+    if max_length(w.input_len) + max_length(w.output_len) > limit:
         raise ScenarioError(where, "workload.input_len", f"up to {max_length(w.input_len)} input + "
-                            f"{max_length(w.output_len)} output tokens exceed model {s.specs.model.name!r}'s max_context {limit}")
+                            f"{max_length(w.output_len)} output tokens exceed the max_context {limit} of {what}")
 
 
 def _check_policy(s: Scenario, where: str) -> None:

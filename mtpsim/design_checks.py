@@ -25,6 +25,31 @@ def external_fits(spec, model, draft):
     return None
 
 
+def assistant_reads_target(spec, model, draft):
+    """A frozen-KV assistant's layers are query-only: each reads one target layer's KV cache
+    (kv_source), so its KV heads, head widths and window are that layer's."""
+    if draft is None:
+        return None
+    for name in dict.fromkeys(layer.attention for layer in draft.expanded_layers):
+        att = draft.attention_kinds[name]
+        key = f"speculative.draft.attention_kinds.{name}"
+        if att.kv_source is None:
+            return (f"{key}.kv_source", f"the {name!r} layers of assistant {draft.name!r} name no kv_source: a frozen-KV "
+                    "assistant keeps no cache of its own and reads the target's (target_last_sliding or target_last_full)")
+        try:
+            source = model.kv_source_kind(att.kv_source)
+        except ValueError as exc:
+            return (f"{key}.kv_source", str(exc))
+        for field in ("num_kv_heads", "head_dim", "v_head_dim", "window"):
+            mine, theirs = getattr(att, field), getattr(source, field)
+            if field == "v_head_dim":
+                mine, theirs = mine or att.head_dim, theirs or source.head_dim
+            if mine != theirs:
+                return (f"{key}.{field}", f"{mine} here, but the target layer it reads ({att.kv_source} of model "
+                        f"{model.name!r}) has {theirs}: a query-only layer reads that layer's cache as it is")
+    return None
+
+
 def block_fits(spec, model, draft):
     """A block drafter reads the target's hidden states at its taps and borrows its embedding
     and LM head, so its width is the target's; a DSpark drafter is built for one target."""

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from mtpsim.design_checks import (
+    assistant_reads_target,
     block_fits,
     block_size,
     block_taps,
@@ -188,7 +189,7 @@ RECORDS: dict[str, Design] = {d.name: d for d in (
     Design("frozen_kv", _frozen_kv, lambda S: [_target_prefill()],
            draft_part="assistant", layer_part="assistant", draft_layers=lambda S: 1, chain="seeded",
            external="assistant", trees=True,
-           checks=(external_fits,)),
+           checks=(external_fits, assistant_reads_target)),
     Design("parallel_heads", lambda S, K, N: [_verify(N), PassShape("draft", "heads", N, N)],
            lambda S: [_target_prefill(), PassShape("prefill", "heads", 0, 1)],
            draft_part="heads", layer_part="mtp", draft_layers=lambda S: S, has_draft_kv=True, chain="parallel",

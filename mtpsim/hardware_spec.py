@@ -4,24 +4,26 @@ memory, links, launch costs, and the measured profiles that price it. Like a mod
 """
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from mtpsim.errors import ScenarioError
+from mtpsim.limits import MAX_DEVICE_LATENCY_S as MAX_LATENCY_S
+from mtpsim.limits import MAX_DEVICE_RATE as MAX_RATE
+from mtpsim.limits import MIN_DEVICE_RATE as MIN_RATE
 from mtpsim.sections import Name
 from mtpsim.specs import DTYPE_BYTES, Dtype, Spec
 
 MAX_GPUS_PER_NODE = 4096
-# hardware rates (FLOP/s, bytes/s): from a slow CPU's to past any accelerator's, so no op takes
-# years or no time; capacities 1 MiB..1 EiB, latencies at most a second
-MIN_RATE, MAX_RATE = 1e6, 1e18
+# hardware rates (FLOP/s, bytes/s) within limits.py's device range, from a slow CPU's to past any
+# accelerator's, so no op takes years or no time; capacities 1 MiB..1 EiB, latencies at most a second
 
 
 class HardwareSpec(Spec):
     """One accelerator (per-GPU figures) and its interconnect."""
 
-    name: str
+    name: Name  # printed in every header: a one-line name
     # dense tensor-core FLOP/s per dtype
     peak_flops: dict[Dtype, Annotated[float, Field(ge=MIN_RATE, le=MAX_RATE)]] = Field(min_length=1)
     memory_bandwidth_bytes_per_s: float = Field(ge=MIN_RATE, le=MAX_RATE)
@@ -30,19 +32,19 @@ class HardwareSpec(Spec):
     # it (engines.py); None for GPUs without one
     compute_capability: float | None = Field(default=None, ge=1, le=20)
     link_bandwidth_bytes_per_s: float = Field(ge=MIN_RATE, le=MAX_RATE)   # per GPU, one direction
-    link_latency_s: float = Field(ge=0, le=1)               # per collective hop
+    link_latency_s: float = Field(ge=0, le=MAX_LATENCY_S)     # per collective hop
     # a node: GPUs on one NVLink / Infinity Fabric domain; collectives over more ranks than this
     # cross the inter-node network (per GPU, one direction) and pay its latency; None: no network
     # described, so a replica cannot span nodes
     gpus_per_node: int = Field(default=8, ge=1, le=MAX_GPUS_PER_NODE)
     internode_bandwidth_bytes_per_s: float | None = Field(default=None, ge=MIN_RATE, le=MAX_RATE)
-    internode_latency_s: float | None = Field(default=None, ge=0, le=1)
-    launch_overhead_s: float = Field(ge=0, le=1)            # per kernel, eager
-    graph_launch_overhead_s: float = Field(ge=0, le=1)      # per kernel inside a CUDA-graph replay
+    internode_latency_s: float | None = Field(default=None, ge=0, le=MAX_LATENCY_S)
+    launch_overhead_s: float = Field(ge=0, le=MAX_LATENCY_S)            # per kernel, eager
+    graph_launch_overhead_s: float = Field(ge=0, le=MAX_LATENCY_S)      # per kernel inside a CUDA-graph replay
     efficiency_flops: float = Field(default=0.7, gt=0, le=1)
     efficiency_bandwidth: float = Field(default=0.8, gt=0, le=1)
     # measured profiles (mtpsim/data/profiles/<name>) by serving engine; `default` for other engines
-    profiles: dict[str, Name] = Field(default_factory=dict)
+    profiles: dict[Literal["sglang", "vllm", "trtllm", "default"], Name] = Field(default_factory=dict)  # engine -> profile
     # roofline latency floors fitted on measured GPUs (mtpsim/data/latency_floors.yaml, costs/floors.py)
     latency_floors: bool = False
     # `mtpsim search`'s cost and power columns (each entry cites its source; a scenario's
@@ -67,9 +69,16 @@ class HardwareSpec(Spec):
         return f"{self.memory_capacity_bytes / 1e9:.0f} GB, {bandwidth}, {pricing}"
 
     def flops_per_s(self, dtype: Dtype) -> float:
+        """Peak for `dtype` (`peak_for`); a missing one is an error naming the hardware."""
+        peak = self.peak_for(dtype)
+        if peak is None:
+            raise ScenarioError(f"hardware {self.name!r}", "peak_flops", f"no entry usable for {dtype}")
+        return peak
+
+    def peak_for(self, dtype: Dtype) -> float | None:
         """Peak for `dtype`, falling back to the widest supported type (FP4 weights on Hopper
-        are dequantised and computed in FP8 or BF16)."""
+        are dequantised and computed in FP8 or BF16); None when no entry is that wide."""
         for d in (dtype, "fp8", "bf16", "fp16", "fp32"):
             if d in self.peak_flops and (DTYPE_BYTES[d] >= DTYPE_BYTES[dtype]):
                 return self.peak_flops[d]
-        raise ScenarioError(f"hardware {self.name!r}", "peak_flops", f"no entry usable for {dtype}")
+        return None

@@ -17,6 +17,8 @@ def _not_blank(text: str) -> str:
 def _a_name(text: str) -> str:
     if not text.strip():
         raise ValueError("must not be empty or blank (leave the key out for the default)")
+    if not text.isprintable():  # a name is printed in one-line headers and errors
+        raise ValueError("must be one line of printable characters (no newline, tab or control character)")
     return text
 
 

@@ -57,7 +57,7 @@ def shrink_assistant(assistant: ModelSpec, target: ModelSpec, verify, dtype: str
     small = shrink_model(assistant, verify, dtype, keep_layers=True)
     kinds = {}
     for name, att in small.attention_kinds.items():
-        source = source_kind(target, att.kv_source)
+        source = target.kv_source_kind(att.kv_source)
         kinds[name] = att.model_copy(update={"num_kv_heads": source.num_kv_heads, "head_dim": source.head_dim,
                                              "v_head_dim": source.v_head_dim, "window": source.window,
                                              "num_heads": _multiple(att.num_heads, source.num_kv_heads)})
@@ -81,21 +81,6 @@ def shrink_layer(spec: ModelSpec, attention: str, ffn: str, scale: float,
     att = AttentionSpec.model_validate(_attention(spec.attention_kinds[attention].model_dump(), scale))
     out = FFNSpec.model_validate(_ffn(spec.ffn_kinds[ffn].model_dump(), scale, max_experts))
     return _width(spec.hidden_size, scale), att, out
-
-
-def source_layer(target: ModelSpec, kv_source: str) -> int:
-    """Index of the target layer a query-only assistant layer reads: its last sliding or last
-    full (global) GQA layer."""
-    sliding = kv_source == "target_last_sliding"
-    for i in reversed(range(target.num_layers)):
-        att = target.attention_kinds[target.expanded_layers[i].attention]
-        if att.kind == "gqa" and (att.window is not None) == sliding:
-            return i
-    raise ValueError(f"target {target.name!r} has no {'sliding' if sliding else 'full'} GQA layer to read")
-
-
-def source_kind(target: ModelSpec, kv_source: str):
-    return target.attention_kinds[target.expanded_layers[source_layer(target, kv_source)].attention]
 
 
 def pick_layers(layers: list[LayerRef], count: int) -> list[LayerRef]:

@@ -11,6 +11,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from mtpsim.sections import Name
+
 Dtype = Literal["fp32", "bf16", "fp16", "fp8", "fp4"]
 DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp4": 0.5}
 
@@ -57,6 +59,26 @@ class CompressedAttention(Spec):
         if any(v is not None for v in index) and (None in index or not self.ratio):
             raise ValueError("an indexer needs index_topk, index_n_heads and index_head_dim together, and ratio > 0")
         return self
+
+
+def _stray(spec: BaseModel, takes: set[str]) -> list[str]:
+    """The fields `spec` gives a value other than their default that its kind does not read
+    (`takes`): another kind's fields, which would be ignored without a word. Fields left at
+    their default (None, or a copy that dumps every field) are not counted."""
+    return sorted(name for name, field in type(spec).model_fields.items()
+                  if name not in takes and getattr(spec, name) != field.default)
+
+
+# the fields each attention kind reads (besides kind and num_heads): a field of another kind is refused
+_SHARED_ATTENTION = {"kind", "num_heads"}
+ATTENTION_FIELDS = {
+    "gqa": _SHARED_ATTENTION | {"num_kv_heads", "head_dim", "v_head_dim", "window", "kv_source", "input_size"},
+    # a window on mla: a drafter's rolling window over its own cache (DSpark)
+    "mla": _SHARED_ATTENTION | {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+                                "index_topk", "index_n_heads", "index_head_dim", "window"},
+    "linear": _SHARED_ATTENTION | {"num_kv_heads", "head_dim", "value_head_dim", "conv_kernel"},
+    "compressed": _SHARED_ATTENTION | {"num_kv_heads", "head_dim", "q_lora_rank", "qk_rope_head_dim", "compressed"},
+}
 
 
 class AttentionSpec(Spec):
@@ -106,26 +128,35 @@ class AttentionSpec(Spec):
         missing = [f for f in need if getattr(self, f) is None]
         if missing:
             raise ValueError(f"attention kind {self.kind!r} needs {', '.join(missing)}")
-        if self.kind == "gqa" and self.num_heads % self.num_kv_heads:
-            # each KV head serves a whole group of query heads (transformers repeat_kv)
+        stray = _stray(self, ATTENTION_FIELDS[self.kind])
+        if stray:
+            # a field another kind reads would be ignored here without a word
+            raise ValueError(f"attention kind {self.kind!r} does not take {', '.join(stray)} "
+                             f"(it takes {', '.join(sorted(ATTENTION_FIELDS[self.kind] - {'kind'}))})")
+        if self.kind in ("gqa", "linear") and self.num_heads % self.num_kv_heads:
+            # each KV head serves a whole group of query heads (transformers repeat_kv); in Gated
+            # DeltaNet each key head a group of value heads (num_v_heads // num_k_heads)
+            what = "query heads" if self.kind == "gqa" else "value heads (num_heads)"
             raise ValueError(f"num_heads {self.num_heads} is not a multiple of num_kv_heads {self.num_kv_heads} "
-                             "(each KV head serves a group of query heads)")
-        if self.input_size is not None and self.kind != "gqa":
-            raise ValueError("input_size is modelled for gqa attention only")
-        if (self.compressed is not None) != (self.kind == "compressed"):
-            raise ValueError("`compressed` goes with attention kind compressed, and only with it")
+                             f"(each {'KV' if self.kind == 'gqa' else 'key'} head serves a group of {what})")
+        if self.kind == "compressed" and self.compressed is None:
+            raise ValueError("`compressed` goes with attention kind compressed")
         index = [self.index_topk, self.index_n_heads, self.index_head_dim]
-        if any(v is not None for v in index):
-            if self.kind != "mla":
-                raise ValueError("sparse attention (index_topk) is modelled for mla attention only")
-            if any(v is None for v in index):
-                raise ValueError("sparse attention needs index_topk, index_n_heads and index_head_dim together")
+        if any(v is not None for v in index) and any(v is None for v in index):
+            raise ValueError("sparse attention needs index_topk, index_n_heads and index_head_dim together")
         return self
 
     @property
     def sparse(self) -> bool:
         """Whether an indexer picks the keys this attention reads (DSA)."""
         return self.index_topk is not None
+
+
+FFN_FIELDS = {
+    "dense": {"kind", "intermediate_size"},
+    "moe": {"kind", "num_experts", "top_k", "expert_intermediate_size", "num_shared_experts",
+            "shared_intermediate_size", "routing"},
+}
 
 
 class FFNSpec(Spec):
@@ -150,8 +181,14 @@ class FFNSpec(Spec):
         missing = [f for f in need if getattr(self, f) is None]
         if missing:
             raise ValueError(f"ffn kind {self.kind!r} needs {', '.join(missing)}")
+        stray = _stray(self, FFN_FIELDS[self.kind])
+        if stray:
+            raise ValueError(f"ffn kind {self.kind!r} does not take {', '.join(stray)} "
+                             f"(it takes {', '.join(sorted(FFN_FIELDS[self.kind] - {'kind'}))})")
         if self.kind == "moe" and self.top_k > self.num_experts:
             raise ValueError("top_k exceeds num_experts")
+        if self.shared_intermediate_size is not None and not self.num_shared_experts:
+            raise ValueError("shared_intermediate_size sizes shared experts, and num_shared_experts is 0")
         return self
 
 
@@ -184,6 +221,18 @@ class LMHeadSpec(Spec):
     kind: Literal["full", "centroid"] = "full"
     num_centroids: int | None = Field(default=None, gt=0, le=MAX_VOCAB)
     top_clusters: int | None = Field(default=None, gt=0, le=MAX_VOCAB)
+
+    @model_validator(mode="after")
+    def _fields_for_kind(self) -> LMHeadSpec:
+        given = [f for f in ("num_centroids", "top_clusters") if getattr(self, f) is not None]
+        if self.kind == "full" and given:
+            raise ValueError(f"a full LM head does not take {', '.join(given)} (kind centroid does)")
+        if self.kind == "centroid":
+            if len(given) < 2:
+                raise ValueError("a centroid LM head needs num_centroids and top_clusters")
+            if self.top_clusters > self.num_centroids:
+                raise ValueError(f"top_clusters {self.top_clusters} exceeds num_centroids {self.num_centroids}")
+        return self
 
 
 class MTPSpec(Spec):
@@ -227,7 +276,7 @@ class ModelSpec(Spec):
     model (`role: draft`, for nextn: its own layers and KV, fed the target's hidden states) or a
     block drafter (`role: block_draft`, for block: `block` says how it drafts)."""
 
-    name: str
+    name: Name  # printed in every header: a one-line name
     role: Literal["target", "assistant", "draft", "block_draft"] = "target"
     hidden_size: int = Field(gt=0, le=MAX_WIDTH)
     vocab_size: int = Field(gt=0, le=MAX_VOCAB)
@@ -264,6 +313,11 @@ class ModelSpec(Spec):
             raise ValueError("a block drafter (role: block_draft) needs `block`, and only a block drafter takes it")
         if self.num_layers > MAX_LAYERS:
             raise ValueError(f"{self.num_layers:,} layers in all is over the limit of {MAX_LAYERS:,}")
+        if self.lm_head.kind == "centroid" and self.lm_head.num_centroids > self.vocab_size:
+            raise ValueError(f"lm_head.num_centroids {self.lm_head.num_centroids:,} exceeds vocab_size {self.vocab_size:,}")
+        if self.mtp is not None and self.mtp.vocab_size is not None and self.mtp.vocab_size > self.vocab_size:
+            # a draft head prunes the target's vocabulary; it never scores tokens the target lacks
+            raise ValueError(f"mtp.vocab_size {self.mtp.vocab_size:,} exceeds vocab_size {self.vocab_size:,}")
         return self
 
     @property
@@ -274,6 +328,21 @@ class ModelSpec(Spec):
     def expanded_layers(self) -> list[LayerRef]:
         """Every layer in model order."""
         return [LayerRef(attention=g.attention, ffn=g.ffn) for g in self.layers for _ in range(g.count)]
+
+    def kv_source_layer(self, kv_source: str) -> int:
+        """Index of this (target) model's layer whose KV a query-only assistant layer with
+        `kv_source` reads: its last sliding or last full (global) GQA layer. ValueError when it
+        has none."""
+        sliding = kv_source == "target_last_sliding"
+        for i in reversed(range(self.num_layers)):
+            att = self.attention_kinds[self.expanded_layers[i].attention]
+            if att.kind == "gqa" and (att.window is not None) == sliding:
+                return i
+        raise ValueError(f"target {self.name!r} has no {'sliding' if sliding else 'full'} GQA layer to read")
+
+    def kv_source_kind(self, kv_source: str) -> AttentionSpec:
+        """The attention kind of `kv_source_layer(kv_source)`."""
+        return self.attention_kinds[self.expanded_layers[self.kv_source_layer(kv_source)].attention]
 
     def summary(self) -> str:
         """One line (`mtpsim models`): layers, width, experts, draft layers."""

@@ -19,7 +19,6 @@ import torch
 from torch import nn
 
 from mtpsim.designs import record
-from mtpsim.shrink import source_layer
 from mtpsim.specs import LMHeadSpec, ModelSpec
 from mtpsim.torchkit.cache import Batch, Cache
 from mtpsim.torchkit.layers import DecoderLayer, linear, make_head
@@ -94,7 +93,7 @@ class Assistant(nn.Module):
         self.pre_proj, self.post_proj = linear(2 * backbone, d), linear(d, backbone)
         self.layers = nn.ModuleList(DecoderLayer(spec.attention_kinds[r.attention], spec.ffn_kinds[r.ffn], d,
                                                  query_only=True) for r in spec.expanded_layers)
-        self.sources = [source_layer(target_spec, spec.attention_kinds[r.attention].kv_source)
+        self.sources = [target_spec.kv_source_layer(spec.attention_kinds[r.attention].kv_source)
                         for r in spec.expanded_layers]
         self.norm = nn.RMSNorm(d)
         self.head = make_head(d, spec.vocab_size, spec.lm_head)
