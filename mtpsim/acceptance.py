@@ -282,8 +282,12 @@ def read_histogram(path: str | Path, where: str = "") -> np.ndarray:
     Read-only: read once per file version and shared."""
     df = read_csv(path, {"accepted": Column(low=0, high=MAX_ACCEPTED, integer=True),
                          "count": Column(low=0, high=MAX_COUNT)})
+    again = df.accepted.duplicated(keep=False).to_numpy().nonzero()[0]
+    if len(again):  # two counts for one depth: a merge gone wrong, not something to add up
+        raise ScenarioError(str(path), "accepted", f"rows {again[0] + 2} and {again[1] + 2} both count "
+                            f"accepted {int(df.accepted.iloc[again[0]])}: keep one row per value")
     counts = np.zeros(int(df.accepted.max()) + 1)
-    np.add.at(counts, df.accepted.to_numpy(), df["count"].to_numpy())
+    counts[df.accepted.to_numpy()] = df["count"].to_numpy()
     if len(counts) < 2 or counts.sum() <= 0:
         raise ScenarioError(str(path), "count", "a histogram needs rows for at least accepted 0 and 1 and a positive total")
     counts.flags.writeable = False

@@ -1,7 +1,8 @@
 """Warnings for a scenario that is valid and runs, but asks something that cannot matter: a
 draft or an acceptance profile for a design that drafts nothing, policy entries no batch reaches, a routing skew on a
 model without experts, two-batch overlap or EP imbalance without wide EP, a length distribution
-whose mean its bounds cut off, a histogram or kept-length curve deeper than the steps it serves,
+whose mean its bounds cut off, a histogram deeper or shallower than the steps it serves (or a kept-length
+curve deeper), a policy that never drafts,
 a shared prefix longer than the prompts, a workload key its arrival does not read, a profile under
 the roofline, a forced acceptance its engine clamps (or another engine's), EPLB without experts. Each is one stderr
 line (errors.warn); refusing would be too strict, since a sweep or a shared file can make such a
@@ -88,6 +89,9 @@ def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
         found.append(("acceptance.kept_length", f"gives P(j kept) up to j = {len(kept) - 1}, more than "
                       f"speculative.steps {s.speculative.steps}: a request keeps at most {s.speculative.steps}, so "
                       "the entries past it count as keeping them all"))
+    if kept is not None and kept[0] >= 1 - 1e-9:
+        found.append(("acceptance.kept_length", "puts all its weight on 0 kept drafts: no draft is ever verified, "
+                      "so the design decodes one token per iteration and pays for drafting"))
     if w.arrival == "batch" and "concurrency" in w.model_fields_set and w.concurrency != w.num_requests:
         found.append(("workload.concurrency", f"arrival batch sends all {w.num_requests} requests at t=0, so `run` "
                       f"does not read concurrency {w.concurrency} (cost and verify take it as their batch), though "
@@ -147,6 +151,9 @@ def _unreached_policy(s: Scenario) -> list[tuple[str, str]]:
     policy = s.speculative.policy
     if policy is None:
         return []
+    if not any(policy.steps_by_batch.values()):
+        return [("speculative.policy.steps_by_batch", "every entry drafts 0 steps: no iteration speculates, and the "
+                 "run is plain decode paying for the draft's weights and KV")]
     w = s.workload
     most = min(s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests), w.num_requests,
                *([w.concurrency] if w.arrival in ("closed", "batch") else []))
@@ -162,9 +169,13 @@ def _deep_histogram(s: Scenario) -> list[tuple[str, str]]:
     from mtpsim.acceptance import read_histogram
     if s.acceptance.histogram is None or designs.record(s.speculative.design).draft_part is None:
         return []
-    depth = len(read_histogram(s.acceptance.histogram)) - 1
-    if depth <= s.speculative.steps:
-        return []
-    return [("acceptance.histogram", f"counts up to {depth} accepted drafts, more than speculative.steps "
-             f"{s.speculative.steps}: it was measured with more steps, and its depths past {s.speculative.steps} "
-             "are not used")]
+    counts = read_histogram(s.acceptance.histogram)
+    depth, steps = int(counts.nonzero()[0].max()), s.speculative.steps  # the deepest row that counts anything
+    if depth > steps:
+        return [("acceptance.histogram", f"counts up to {depth} accepted drafts, more than speculative.steps "
+                 f"{steps}: it was measured with more steps, and its depths past {steps} are not used")]
+    if depth < steps:
+        return [("acceptance.histogram", f"counts at most {depth} accepted drafts of speculative.steps {steps}: "
+                 f"drafts {depth + 1}..{steps} are never accepted, so they only cost time (measured with fewer "
+                 "steps?)")]
+    return []

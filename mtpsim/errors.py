@@ -13,12 +13,17 @@ class ScenarioError(Exception):
 
     def __init__(self, where: str, key: str, reason: str):
         self.where, self.key, self.reason = where, key, reason
-        super().__init__(self.message)
+        # args are the three parts, so `type(e)(*e.args)` rebuilds the error (simpy re-raises a
+        # process's exception that way)
+        super().__init__(where, key, reason)
 
     @property
     def message(self) -> str:
         at = f": {'.'.join(map(_part, self.key.split('.')))}" if self.key else ""
         return f"{self.where}{at}: {self.reason}"
+
+    def __str__(self) -> str:
+        return self.message
 
     def __reduce__(self):
         """Rebuilt from its three parts, so an error raised in a sweep's worker process reaches

@@ -14,7 +14,7 @@ from mtpsim import catalog, designs
 from mtpsim.checks import check_against_specs
 from mtpsim.costs.profile import committed_profiles, find_profile, profile_device
 from mtpsim.engines import EngineSpec
-from mtpsim.errors import ScenarioError, from_validation
+from mtpsim.errors import ScenarioError, from_validation, short, warn
 from mtpsim.hardware_spec import HardwareSpec
 from mtpsim.schema import Scenario, Specs
 from mtpsim.specs import ModelSpec
@@ -38,7 +38,11 @@ def _spec(kind: str, ref: str | dict[str, Any], cls: type[BaseModel], where: str
     try:
         return cls.model_validate(catalog.resolve(kind, ref, where, key))
     except ValidationError as exc:
-        raise from_validation(exc, where, key) from None
+        err = from_validation(exc, where, key)
+        if "hf_config" in ref:  # the spec was read from config.json: say so, as its keys are the spec's
+            err = ScenarioError(err.where, err.key, f"{err.reason} (in the spec read from {short(ref['hf_config'], 200)}"
+                                " with this scenario's overrides)")
+        raise err from None
 
 
 def _resolve_specs(s: Scenario, where: str) -> Specs:
@@ -87,17 +91,44 @@ def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, wh
             raise ScenarioError(where, "cost.profile", f"cost model calibrated needs a profile and hardware "
                                 f"{hardware.name!r} names none (committed: {', '.join(committed_profiles())})")
         return "roofline", None
+    key = "cost.profile" if c.profile else f"hardware.profiles.{engine.name if engine.name in hardware.profiles else 'default'}"
     path = find_profile(ref)
     if path is None:
-        raise ScenarioError(where, "cost.profile", f"no profile folder {ref!r} (a path holding meta.yaml, or one of: "
+        raise ScenarioError(where, key, f"no profile folder {ref!r} (a path holding meta.yaml, or one of: "
                             f"{', '.join(committed_profiles())})")
     device = profile_device(path)
     if device != hardware.name:
-        if c.profile is None and c.model == "auto":
-            return "roofline", None
-        raise ScenarioError(where, "cost.profile", f"profile {path.name!r} was measured on {device!r}, "
+        if c.profile is None and c.model == "auto" and not _names_profiles(s):
+            return "roofline", None  # a renamed copy of a measured GPU: its own rates, not the profile
+        raise ScenarioError(where, key, f"profile {path.name!r} was measured on {device!r}, "
                             f"not on the scenario's hardware {hardware.name!r}")
+    overridden = _rate_overrides(s)
+    if overridden:
+        warn(where, f"hardware.{overridden[0]}", f"profile {path.name!r} prices the ops it measured on {device}, "
+             "so a rate changed here moves only the rest; give the hardware a name of its own (it then runs on "
+             "the roofline) or set cost.model: roofline to price everything with the rates")
     return "calibrated", str(path)
+
+
+# the hardware fields a profile's measured op times stand in for
+RATE_FIELDS = ("peak_flops", "memory_bandwidth_bytes_per_s", "efficiency_flops", "efficiency_bandwidth",
+               "launch_overhead_s", "graph_launch_overhead_s")
+
+
+def _names_profiles(s: Scenario) -> bool:
+    """Whether the scenario itself says which profiles price its hardware: an inline mapping with
+    `profiles`, or a hardware file of its own (a path, not a catalog name: every profile it names
+    is the user's)."""
+    if isinstance(s.hardware, dict):
+        return "profiles" in s.hardware
+    return catalog.is_path(s.hardware)
+
+
+def _rate_overrides(s: Scenario) -> list[str]:
+    """The rate fields an inline hardware mapping changes from the entry it copies (`from`)."""
+    if not isinstance(s.hardware, dict) or "from" not in s.hardware:
+        return []
+    return [f for f in RATE_FIELDS if f in s.hardware]
 
 
 def disaggregated(s: Scenario, prefill: dict, decode: dict, link: str = "auto", gpus: int | None = None) -> Scenario:

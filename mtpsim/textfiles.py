@@ -132,8 +132,9 @@ def read_once(reader):
 def strict_json(text: str):
     """JSON text -> values, refusing what json.loads lets through silently: a key given twice in
     one object (the last would win) and NaN / Infinity, which JSON does not allow. Raises
-    ValueError (json.JSONDecodeError for syntax) or RecursionError for the caller to word."""
-    return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    ValueError (json.JSONDecodeError for syntax) or RecursionError for the caller to word. A
+    leading byte-order mark is dropped, as the CSV readers drop it (editors on Windows write one)."""
+    return json.loads(text.removeprefix("\ufeff"), object_pairs_hook=_unique_keys, parse_constant=_no_constant)
 
 
 def _unique_keys(pairs: list) -> dict:

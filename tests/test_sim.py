@@ -163,7 +163,9 @@ def test_dp_replicas_share_the_load():
 def test_kv_budget_too_small_is_a_clear_error():
     data = make().model_dump(exclude_none=True)
     data["workload"]["input_len"] = 10_000_000
-    data["model"] = {"from": data["model"], "max_context": 20_000_000}  # past the context check, to reach the KV one
+    data["model"] = {"from": data["model"], "max_context": 20_000_000}  # past the context checks, to reach the KV one
+    if data["speculative"].get("draft"):
+        data["speculative"]["draft"] = {"from": data["speculative"]["draft"], "max_context": 20_000_000}
     with pytest.raises(sc.ScenarioError, match="GB of KV per GPU"):
         simulate(sc.validate(data))
 

@@ -10,17 +10,19 @@ roofline and labelled so.
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mtpsim.designs import DESIGNS
-from mtpsim.errors import ScenarioError, from_validation
+from mtpsim.errors import ScenarioError, from_validation, short
 from mtpsim.files import COUNT, NON_NEGATIVE, POSITIVE, TEXT, Column, load_yaml, read_csv, read_once
 from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
+from mtpsim.limits import MAX_DEVICE_LATENCY_S, MAX_DEVICE_RATE, MIN_DEVICE_RATE
 from mtpsim.packagedata import data_dir, user_catalog_dirs
+from mtpsim.specs import Dtype
 
 
 @dataclass(frozen=True)
@@ -30,20 +32,28 @@ class Family:
     axes: tuple[str, ...]       # interpolated over, in log space
     monotone: tuple[str, ...]   # time may not fall as these grow
     optional: tuple[str, ...] = ()  # dims older profiles lack: read as ANY, matching every value
+    values: dict[str, tuple[str, ...]] = field(default_factory=dict)  # text columns' closed sets of values
 
 
 ANY = "*"
 OP_TIME = Column(low=0, above=True, high=3600)  # a measured op or layer takes under an hour
 
+DTYPES = {"dtype": get_args(Dtype)}
+MODES = {"mode": ("ll", "normal")}  # DeepEP's low-latency (decode) and normal (prefill) kernels
+
 FAMILIES = {
-    "gemm": Family((), ("dtype",), ("m", "k", "n"), ("m",)),
-    "lm_head": Family(("kind",), ("dtype",), ("m", "k", "n"), ("m",)),
+    "gemm": Family((), ("dtype",), ("m", "k", "n"), ("m",), values=DTYPES),
+    # a full head's GEMM, or a centroid head's expansion of its chosen clusters (costs/ops.py lm_head_ops)
+    "lm_head": Family(("kind",), ("dtype",), ("m", "k", "n"), ("m",), values={"kind": ("full", "expand"), **DTYPES}),
+    # costs/lookup.py names an attention core's kind: gqa, swa (windowed), mla, frozen (query-only)
     "attention": Family(("kind",), ("kv_heads", "head_dim", "v_head_dim", "kv_dtype"), ("batch", "q", "kv", "heads"),
-                        ("batch", "q", "kv"), optional=("kv_dtype",)),
-    "moe": Family((), ("dtype", "inter", "num_experts"), ("tokens", "touched", "top_k", "d"), ("tokens", "touched")),
+                        ("batch", "q", "kv"), optional=("kv_dtype",),
+                        values={"kind": ("gqa", "swa", "mla", "frozen"), "kv_dtype": get_args(Dtype)}),
+    "moe": Family((), ("dtype", "inter", "num_experts"), ("tokens", "touched", "top_k", "d"), ("tokens", "touched"),
+                  values=DTYPES),
     # one GPU's experts under wide EP (DeepEP), by dispatch mode (ll | normal): calibrated.py `wide_ep_moe`
     "moe_wide_ep": Family(("mode",), ("dtype", "inter", "d"), ("experts", "tokens_per_expert"),
-                          ("experts", "tokens_per_expert")),
+                          ("experts", "tokens_per_expert"), values={**MODES, **DTYPES}),
     "elementwise": Family((), ("d",), ("tokens",), ("tokens",)),
     "pass": Family((), (), ("batch", "q", "kv"), ("batch", "q", "kv")),
     "argmax": Family((), (), ("m", "n"), ("m", "n")),
@@ -51,9 +61,9 @@ FAMILIES = {
     "allreduce": Family(("ranks",), (), ("bytes",), ("bytes",)),
     "alltoall": Family(("ranks",), ("d", "top_k"), ("tokens",), ("tokens",)),
     # NCCL reduce-scatter / all-gather by op and ranks, by the full buffer's bytes (aic_nccl.py)
-    "collective": Family(("op", "ranks"), (), ("bytes",), ("bytes",)),
+    "collective": Family(("op", "ranks"), (), ("bytes",), ("bytes",), values={"op": ("all_gather", "reduce_scatter")}),
     # DeepEP by mode (ll | normal) and ranks, across nodes too: costs/wide_ep.py `dispatch_combine_time`
-    "alltoall_wide_ep": Family(("mode", "ranks"), ("d", "top_k"), ("tokens",), ("tokens",)),
+    "alltoall_wide_ep": Family(("mode", "ranks"), ("d", "top_k"), ("tokens",), ("tokens",), values=MODES),
 }
 
 # what `mtpsim calibrate` measures, so what a profile without a `families` list must hold
@@ -96,8 +106,13 @@ class _Strict(BaseModel):
 
 
 class _Ceilings(_Strict):
-    copy_bytes_per_s: float = Field(gt=0)
-    matmul_flops_per_s: float = Field(gt=0)
+    """The measured streaming and matmul rates, within the device range a hardware entry allows."""
+
+    copy_bytes_per_s: float = Field(ge=MIN_DEVICE_RATE, le=MAX_DEVICE_RATE)
+    matmul_flops_per_s: float = Field(ge=MIN_DEVICE_RATE, le=MAX_DEVICE_RATE)
+
+
+Latency = Annotated[float, Field(ge=0, le=MAX_DEVICE_LATENCY_S)]
 
 
 class _Launch(_Strict):
@@ -106,10 +121,10 @@ class _Launch(_Strict):
     added by the cost model. (Host time per iteration is `host_s`, a separate figure.)"""
 
     included_in_op_times: bool
-    call_s: float | None = Field(default=None, ge=0)
-    launch_s: float | None = Field(default=None, ge=0)
-    graph_kernel_s: float | None = Field(default=None, ge=0)
-    graph_replay_s: float | None = Field(default=None, ge=0)
+    call_s: Latency | None = None
+    launch_s: Latency | None = None
+    graph_kernel_s: Latency | None = None
+    graph_replay_s: Latency | None = None
 
     @model_validator(mode="after")
     def _what_the_model_reads(self) -> _Launch:
@@ -129,13 +144,14 @@ class ProfileMeta(_Strict):
     device_name: str
     date: str | datetime.datetime | datetime.date
     hardware: str | None = None
-    dtype: str | None = None
+    dtype: Dtype | None = None  # the dtype a CPU profile's layer rows were timed in
     ceilings: _Ceilings
     launch: _Launch
     families: dict[str, int | str | dict[str, Any]] | None = None
-    attention_kv: str | None = None
+    attention_kv: Literal["per_request", "batch_max"] | None = None  # what an attention row's kv means (calibrated.py)
     # design -> running batch -> host seconds per iteration, as the verification loop measured them
-    host_s: dict[Literal[DESIGNS], dict[Annotated[int, Field(ge=1)], Annotated[float, Field(gt=0)]]] | None = None
+    host_s: dict[Literal[DESIGNS], dict[Annotated[int, Field(ge=1)],
+                                        Annotated[float, Field(gt=0, le=MAX_DEVICE_LATENCY_S)]]] | None = None
     threads: int | None = Field(default=None, ge=1)  # CPU threads the op times were measured with
 
 
@@ -195,6 +211,12 @@ def read_family(path: Path, family: str) -> pd.DataFrame:
     for col in (*f.keys, *f.dims):
         if df[col].isna().any():
             raise ScenarioError(str(path), col, f"row {int(df[col].isna().to_numpy().argmax()) + 2}: empty")
+    for col, allowed in f.values.items():  # a value no lookup names would leave its rows unread
+        unknown = ~df[col].astype(str).isin((*allowed, ANY))
+        if unknown.any():
+            row = int(unknown.to_numpy().argmax())
+            raise ScenarioError(str(path), col, f"row {row + 2}: {short(df[col].iloc[row])} is not one of "
+                                f"{', '.join(allowed)}")
     again = df.duplicated(subset=[*f.keys, *f.dims, *f.axes], keep=False).to_numpy().nonzero()[0]
     if len(again):  # which of two times for one shape would price it depends on the row order
         raise ScenarioError(str(path), "", f"rows {again[0] + 2} and {again[1] + 2} time the same shape: keep one")

@@ -85,8 +85,11 @@ def _reader(top: Config, where: str, at: str):
     reader = READERS.get(model_type) if isinstance(model_type, str) else None
     reader = reader or (READERS.get(ARCHITECTURES.get(first)) if isinstance(first, str) else None)
     if reader is None:
-        raise ScenarioError(where, at, f"model_type {short(model_type)} is not supported (supported: "
-                            f"{', '.join(sorted(READERS))}); write the spec as a catalog file instead")
+        named = (f"model_type {short(model_type)} is" if model_type is not None else
+                 f"no model_type, and architectures[0] {short(first)} is" if first is not None else
+                 "no model_type nor architectures is")
+        raise ScenarioError(where, at, f"{named} not supported (supported: {', '.join(sorted(READERS))}); write the "
+                            "spec as a catalog file instead")
     return reader
 
 

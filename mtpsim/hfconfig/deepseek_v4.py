@@ -58,7 +58,10 @@ def deepseek_v4(c: Config) -> Layout:
     n = c.int("num_hidden_layers", low=1)
     ratios = _ratios(c, n)
     heads, head_dim = c.int("num_attention_heads", low=1), c.int("head_dim", low=1)
-    rope = c.int("qk_rope_head_dim", None) or int(head_dim * c.get("partial_rotary_factor", 64 / 512))
+    rope = c.int("qk_rope_head_dim", None) or int(head_dim * c.fraction("partial_rotary_factor", 64 / 512))
+    if not 1 <= rope <= head_dim:
+        key = "qk_rope_head_dim" if c.get("qk_rope_head_dim") else "partial_rotary_factor"
+        raise c.error(key, f"gives {rope} rotary dims of a {head_dim}-dim head (head_dim): expected 1..{head_dim}")
     base = {"kind": "compressed", "num_heads": heads, "num_kv_heads": c.int("num_key_value_heads", 1, low=1),
             "head_dim": head_dim, "qk_rope_head_dim": rope, "q_lora_rank": c.int("q_lora_rank", low=1)}
     shared = {"window": c.int("sliding_window", 128, low=1), "o_groups": c.int("o_groups", low=1),
@@ -100,7 +103,10 @@ def _hash_layers(c: Config, n: int) -> int:
     """How many leading layers route by hash: num_hash_layers, else mlp_layer_types' leading
     hash_moe run, else transformers' default 3."""
     if c.get("mlp_layer_types") is None:
-        return c.int("num_hash_layers", 3)
+        hashed = c.int("num_hash_layers", 3)
+        if hashed > n:
+            raise c.error("num_hash_layers", f"{hashed} hash-routed layers, but the model has {n} (num_hidden_layers)")
+        return hashed
     kinds = kinds_of(c, "mlp_layer_types", c.list("mlp_layer_types", n), {"hash_moe": "hash_moe", "moe": "moe"})
     first = next((i for i, k in enumerate(kinds) if k != "hash_moe"), len(kinds))
     if "hash_moe" in kinds[first:]:

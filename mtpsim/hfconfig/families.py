@@ -235,9 +235,12 @@ def _layer_set(c: Config, key: str, n: int) -> set[int]:
     value = c.get(key, [])
     try:
         items = value.split(",") if isinstance(value, str) else list(value)
+        # a list holds JSON integers (int() would read 1.5 as layer 1 and true as layer 1)
+        if not isinstance(value, str) and any(type(v) is not int for v in items):
+            raise ValueError
         found = {int(v) for v in items if str(v).strip()}
     except (TypeError, ValueError):
-        raise c.error(key, f"expected layer indices (\"3,4,5\" or a list), got {short(value)}") from None
+        raise c.error(key, f"expected layer indices (\"3,4,5\" or a list of integers), got {short(value)}") from None
     outside = sorted(i for i in found if not 0 <= i < n)
     if outside:
         raise c.error(key, f"layer {outside[0]} is not one of the {n} layers (0..{n - 1})")

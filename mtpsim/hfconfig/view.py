@@ -42,6 +42,13 @@ class Config:
             raise self.error(key, f"expected an integer {low}..{high:,}, got {short(value)}")
         return value
 
+    def fraction(self, key: str, default: float) -> float:
+        """A number in (0, 1] (a share of a width, such as partial_rotary_factor)."""
+        value = self.get(key, default)
+        if type(value) not in (int, float) or not 0 < value <= 1:
+            raise self.error(key, f"expected a number in (0, 1], got {short(value)}")
+        return value
+
     def bool(self, key: str, default: bool) -> bool:
         value = self.get(key, default)
         if not isinstance(value, bool):

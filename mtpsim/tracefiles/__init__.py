@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mtpsim.errors import ScenarioError
+from mtpsim.errors import ScenarioError, short
 from mtpsim.files import read_once
 from mtpsim.schema import MAX_REQUESTS, MAX_SIM_S, TraceFile
 from mtpsim.tracefiles.formats import FORMATS, Format, RawChunk, detect, read_chunks, sniff
@@ -116,6 +116,7 @@ def _format(trace: TraceFile) -> Format:
 def _select(trace: TraceFile, stats: TraceStats) -> Iterator[Chunk]:
     """Every chunk of the selection, counting into `stats` (module docstring: the rules)."""
     path, last_t, last_row = trace.path, -math.inf, 0
+    seen: dict = {}  # block id -> (its position in a prompt, the row it was first seen in)
     for raw in read_chunks(path, _format(trace)):
         t = raw.time_s
         _check_order(path, raw, last_t, last_row)
@@ -131,7 +132,7 @@ def _select(trace: TraceFile, stats: TraceStats) -> Iterator[Chunk]:
         if keep.sum() >= room:
             keep[np.flatnonzero(keep)[room:]] = False
             ended = ended or trace.max_requests is not None
-        chunk = _take(trace, raw, keep, stats)
+        chunk = _take(trace, raw, keep, stats, seen)
         if stats.num_requests + len(chunk.arrival_s) > MAX_REQUESTS:
             raise ScenarioError(path, "", f"the selection holds more than {MAX_REQUESTS:,} requests, the most one run "
                                 "takes: set workload.trace.max_requests or end_s")
@@ -151,13 +152,13 @@ def _check_order(path: str, raw: RawChunk, last_t: float, last_row: int) -> None
                             "a trace must list requests in arrival order")
 
 
-def _take(trace: TraceFile, raw: RawChunk, keep: np.ndarray, stats: TraceStats) -> Chunk:
+def _take(trace: TraceFile, raw: RawChunk, keep: np.ndarray, stats: TraceStats, seen: dict) -> Chunk:
     """The kept rows of a chunk, capped, their block ids checked, times from the replay's start."""
     inputs, outputs = raw.input_len[keep], raw.output_len[keep]
     blocks = None
     if raw.hash_ids is not None:
         blocks = [raw.hash_ids[i] or [] for i in np.flatnonzero(keep)]
-        _check_blocks(trace, raw, keep, inputs, blocks)
+        _check_blocks(trace, raw, keep, inputs, blocks, seen)
     if trace.max_input_len is not None:
         over = inputs > trace.max_input_len
         stats.num_capped_inputs += int(over.sum())
@@ -176,11 +177,24 @@ def _take(trace: TraceFile, raw: RawChunk, keep: np.ndarray, stats: TraceStats) 
     return Chunk(arrival_s, inputs, outputs, blocks)
 
 
-def _check_blocks(trace: TraceFile, raw: RawChunk, keep: np.ndarray, inputs: np.ndarray, blocks: list) -> None:
+def _check_blocks(trace: TraceFile, raw: RawChunk, keep: np.ndarray, inputs: np.ndarray, blocks: list,
+                  seen: dict) -> None:
+    """Each row's ids fit its prompt, and each id keeps one position: a block id names the whole
+    prefix up to its block (Mooncake hashes each block with the ones before it), so an id
+    twice in a prompt, or at another position than in an earlier row, is a broken trace
+    whose cache hits would be made up."""
     rows = np.flatnonzero(keep)
     for j, (ids, n) in enumerate(zip(blocks, inputs.tolist())):
+        row = raw.row(int(rows[j]))
         allowed = -(-n // trace.block_size)
         if len(ids) > allowed:
-            raise ScenarioError(trace.path, "hash_ids", f"row {raw.row(int(rows[j]))}: {len(ids)} block ids for "
+            raise ScenarioError(trace.path, "hash_ids", f"row {row}: {len(ids)} block ids for "
                                 f"input_length {n}, which fills at most {allowed} blocks of {trace.block_size} tokens "
                                 "(workload.trace.block_size)")
+        for position, block in enumerate(ids):
+            first = seen.setdefault(block, (position, row))
+            if first[0] != position:
+                where = "earlier in this row" if first[1] == row else f"in row {first[1]}"
+                raise ScenarioError(trace.path, "hash_ids", f"row {row}: block id {short(block)} is block "
+                                    f"{position + 1} here and block {first[0] + 1} {where}: an id names the prefix up "
+                                    "to its block, so it keeps one position")
