@@ -10,6 +10,7 @@ import gc
 import importlib
 import io
 import os
+import signal
 import sys
 
 from mtpsim.cli_types import MAX_BATCH, MAX_CONTEXT, MAX_JOBS, address, at_least_one, bounded, folder, named
@@ -260,6 +261,11 @@ def _torch_command(module: str, args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # the commands draw into files only (plots.py uses Agg): a user's MPLBACKEND, which
+    # `import matplotlib` reads and refuses when unknown, names no backend they use
+    os.environ["MPLBACKEND"] = "Agg"
+    if argv is None:  # the command itself (not a caller's in-process call): a kill cleans up as Ctrl-C does
+        signal.signal(signal.SIGTERM, _terminated)
     if sys.stderr is None:  # started with 2>&-: errors go nowhere rather than fail
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 -- the process's stderr from here on
     if sys.stdout is None:  # started with >&-: every command prints
@@ -295,6 +301,12 @@ def main(argv: list[str] | None = None) -> int:
             _drop_stdout()
             return _fail(f"<stdout>: cannot write: {exc.strerror or exc}")
         return _fail(f"{exc.filename}: {exc.strerror or exc}")
+
+
+def _terminated(signum, frame) -> None:
+    """SIGTERM (`timeout`, `kill`, a CI cancel) as KeyboardInterrupt: the same cleanup runs (a run
+    folder's claim, a half-written profile or search cache entry are removed) and status 130."""
+    raise KeyboardInterrupt
 
 
 def _fail(message: str) -> int:

@@ -6,6 +6,7 @@ last of them.
 """
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,3 +29,27 @@ def writing(path: str | Path) -> Iterator[Path]:
         if Path(path).is_file():  # what was written of it is cut off: not left to be read as whole
             Path(path).unlink(missing_ok=True)
         raise ScenarioError(str(path), "", f"cannot write: {exc.strerror or exc}") from None
+
+
+@contextmanager
+def staged(out: Path) -> Iterator[Path]:
+    """A folder written whole or not at all (a profile): the body writes into `<out>.partial`,
+    created here exclusively (so a folder of that name we did not make is left alone); on any
+    exception, Ctrl-C included, it is removed; on success it replaces `out` (the caller has
+    checked that `out` may be replaced) by one rename."""
+    tmp = out.with_name(out.name + ".partial")
+    try:
+        tmp.mkdir(parents=True)
+    except FileExistsError:
+        raise ScenarioError(str(tmp), "", "exists (another command writing there, or one that was stopped); remove "
+                            "it yourself if it is stale") from None
+    except OSError as exc:
+        raise ScenarioError(str(tmp), "", f"cannot create: {exc.strerror or exc}") from None
+    try:
+        yield tmp
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # the half-written folder we created
+        raise

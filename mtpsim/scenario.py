@@ -77,7 +77,12 @@ def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
 
 def _key(node: dict[str, Any], part: str) -> str | int:
     """A dotted path's part as the key it names in `node`."""
-    return int(part) if part.isascii() and part.isdigit() and part not in node else part
+    # an integer key (steps_by_batch's batch sizes) has a few digits; a longer run stays text, for
+    # the schema to refuse as a key (int() of 4,300 digits or more raises)
+    return int(part) if part.isascii() and part.isdigit() and len(part) <= 18 and part not in node else part
+
+
+NULLS = ("null", "Null", "NULL", "~")  # YAML's spellings of null: `--set key=null` drops the key
 
 
 def parse_set(item: str) -> tuple[str, Any]:
@@ -92,10 +97,14 @@ def parse_set(item: str) -> tuple[str, Any]:
         raise ScenarioError("--set", short(key, 80)[1:-1], "an empty part in the key path (a leading, trailing "
                             "or doubled '.')")
     try:
-        return key.strip(), parse_yaml(raw, "--set")
+        value = parse_yaml(raw, "--set")
     except ScenarioError as exc:
         at = ".".join(k for k in (key.strip(), exc.key) if k and not k.startswith("line "))
         raise ScenarioError("--set", at, f"value is not valid YAML: {exc.reason}") from None
+    if value is None and raw.strip() not in NULLS:  # `=#2`: YAML reads a comment, which would drop the key
+        raise ScenarioError("--set", short(key.strip(), 80)[1:-1], f"the value {short(raw.strip(), 40)} reads as "
+                            "nothing (a YAML comment starts with '#'; quote it, or write =null to drop the key)")
+    return key.strip(), value
 
 
 def load(path: str | Path, sets: list[str] = (), advise_points: bool = True) -> list[Scenario]:

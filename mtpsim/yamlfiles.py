@@ -109,9 +109,21 @@ def parse_yaml(text: str, where: str) -> Any:
     return documents[0] if documents else None
 
 
+def _unprintable(exc: yaml.reader.ReaderError, text: str, where: str) -> ScenarioError:
+    """A character YAML does not allow in its text (a control character, or a byte that was
+    not UTF-8 read through the command line), by its code point and line."""
+    char = exc.character if isinstance(exc.character, int) else ord(exc.character)
+    line = text.count("\n", 0, exc.position) + 1
+    return ScenarioError(where, f"line {line}", f"character U+{char:04X} is not allowed in YAML text "
+                         "(control characters and undecodable bytes are not)")
+
+
 def _parse(text: str, where: str, multi: bool) -> list:
     """The documents of a YAML text (at most one unless `multi`), each checked as above."""
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)  # PyYAML's reader refuses non-printable characters here, before parsing
+    except yaml.reader.ReaderError as exc:
+        raise _unprintable(exc, text, where) from None
 
     def nodes():
         if multi:
@@ -130,6 +142,8 @@ def _parse(text: str, where: str, multi: bool) -> list:
         return documents
     except _Problem as exc:
         raise ScenarioError(where, exc.key, exc.reason) from None
+    except yaml.reader.ReaderError as exc:
+        raise _unprintable(exc, text, where) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f"line {mark.line + 1}" if mark else ""

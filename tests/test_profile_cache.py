@@ -2,6 +2,7 @@
 and a changed file, a damaged entry or a cache turned off each parse the profile again."""
 from __future__ import annotations
 
+import pickle
 import shutil
 
 import numpy as np
@@ -28,7 +29,7 @@ def _load(folder, calls):
     def load():
         calls.append(1)
         return CalibratedCosts.from_profile(folder, CPU)
-    return profile_cache.cached(folder, ("cpu",), load)
+    return profile_cache.cached(folder, ("cpu",), load, CalibratedCosts)
 
 
 def _price(costs) -> tuple:
@@ -54,6 +55,9 @@ def test_a_changed_file_or_a_damaged_entry_parses_again(profile):
         entry.write_bytes(entry.read_bytes()[:100])
     _load(profile, calls)
     assert len(calls) == 3 and _load(profile, calls) is not None and len(calls) == 3  # rewritten whole
+    for entry in (profile.parent / "cache").glob("profile-*.pickle"):
+        entry.write_bytes(pickle.dumps({"a": 1}))  # a whole pickle of something else (was an AttributeError)
+    assert isinstance(_load(profile, calls), CalibratedCosts) and len(calls) == 4
 
 
 def test_off_parses_every_time(profile, monkeypatch):

@@ -73,7 +73,7 @@ def installed_version() -> str:
 
 # ----------------------------------------------------------------------------- versions
 
-def _version_key(v: str):
+def version_key(v: str):
     """Sortable form of an engine version (1.3.0rc20, 0.5.6.post2, 2.29.2)."""
     from packaging.version import InvalidVersion, Version
     try:
@@ -101,10 +101,10 @@ def find_table(data: Path, family: str, backend: str, file: str, version: str) -
     if not folder.is_dir():
         return None
     have = [p.name for p in folder.iterdir() if (p / file).is_file()]
-    older = [v for v in have if _version_key(v) <= _version_key(version)]
+    older = [v for v in have if version_key(v) <= version_key(version)]
     if not older:
         return None
-    return Table(family, file, max(older, key=_version_key))
+    return Table(family, file, max(older, key=version_key))
 
 
 # ----------------------------------------------------------------------------- reading

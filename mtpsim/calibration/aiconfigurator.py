@@ -36,6 +36,7 @@ from mtpsim.calibration.aic_database import (
     installed_version,
     package_root,
     read_table,
+    version_key,
 )
 from mtpsim.calibration.aic_deepep import deepep_rows
 from mtpsim.calibration.aic_nccl import nccl_rows
@@ -56,7 +57,7 @@ from mtpsim.calibration.aic_rows import (
 from mtpsim.catalog import load_hardware
 from mtpsim.costs.profile import FAMILIES
 from mtpsim.errors import ScenarioError, short
-from mtpsim.outputs import writing
+from mtpsim.outputs import staged, writing
 
 ATTRIBUTION = ("Kernel timings measured by NVIDIA on real GPUs and distributed in aiconfigurator-core "
                f"{PINNED} (Apache-2.0), https://github.com/ai-dynamo/aiconfigurator; converted by mtpsim.")
@@ -91,7 +92,7 @@ SOURCES = [
 
 def convert(system: str, backend: str, version: str | None, out: Path, root: Path | None = None,
             progress=print) -> dict:
-    """Write the profile folder `out` (which must not exist) and return its meta."""
+    """Write the profile folder `out` (new, or an empty folder) and return its meta."""
     root, data, version = _locate(system, backend, version, root)
     frames: dict[str, list[pd.DataFrame]] = {}
     sources: dict[str, list[dict]] = {}
@@ -107,7 +108,7 @@ def convert(system: str, backend: str, version: str | None, out: Path, root: Pat
     for need in ("gemm", "attention"):
         if need not in frames:
             raise ScenarioError(str(data), need, f"the database has no {need} table for {backend} at or before {version}")
-    out.mkdir(parents=True)
+    out.mkdir(parents=True, exist_ok=True)
     families = _write_families(out, frames, sources)
     meta = profile_meta(system, backend, version, frames["gemm"][0], families)
     with writing(out / "meta.yaml") as file:
@@ -125,6 +126,12 @@ def _locate(system: str, backend: str, version: str | None, root: Path | None) -
     data = root / "data" / system
     if not data.is_dir():
         raise ScenarioError(str(data), "", f"the database has no folder for system {system!r}")
+    if version is not None:  # a release the database holds tables of, not a number tables are filled back from
+        known = sorted({p.name for family in data.iterdir() if (family / backend).is_dir()
+                        for p in (family / backend).iterdir() if p.is_dir()}, key=version_key)
+        if version not in known:
+            raise ScenarioError("--version", short(version, 40)[1:-1], f"the database has no {backend} tables of that "
+                                f"version for {system} (it has: {', '.join(known) or 'none'})")
     return root, data, version or current_version(root, system, backend)
 
 
@@ -247,14 +254,15 @@ def main(args) -> int:
     out = Path(args.out) if args.out else None
     if out is None:
         raise ScenarioError("--out", "", "give the profile folder to write (e.g. profiles/h200-sglang)")
-    if out.exists():
+    if out.exists() and not (out.is_dir() and not any(out.iterdir())):  # an empty folder is as good as none
         raise ScenarioError(str(out), "", "already exists: give a new folder (nothing was overwritten)")
     if not out.parent.is_dir():
         raise ScenarioError(str(out), "", "its parent folder does not exist")
     if args.system not in SYSTEMS:  # before the banner below prints the name
         raise ScenarioError("--system", short(args.system, 40)[1:-1], f"unknown system (known: {', '.join(SYSTEMS)})")
     print(f"mtpsim calibrate --from aiconfigurator: {args.system} / {args.backend} -> {out}")
-    meta = convert(args.system, args.backend, args.version, out)
+    with staged(out) as tmp:  # whole or not at all: Ctrl-C or a full disk leaves no half profile
+        meta = convert(args.system, args.backend, args.version, tmp)
     size = sum(p.stat().st_size for p in out.iterdir())
     print(f"wrote {len(meta['families'])} op families, {size / 1e6:.1f} MB, framework version "
           f"{meta['source']['framework_version']}, package {meta['source']['package_version']}")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime
 import os
 import platform
-import shutil
 import statistics
 import sys
 import time
@@ -32,7 +31,7 @@ from mtpsim.calibration.host import host_times
 from mtpsim.calibration.layers import layer_case
 from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.layer import layer_spec
-from mtpsim.outputs import writing
+from mtpsim.outputs import staged, writing
 from mtpsim.textfiles import not_a_folder
 from mtpsim.torchkit.kernels import keep_freed_memory, without_cudnn_attention
 
@@ -78,28 +77,12 @@ def write_profile(choice: str, out: str | None, quick: bool, threads: int | None
     else:
         without_cudnn_attention()  # as the verification loop runs (see there)
     started = time.time()
-    tmp = out.with_name(out.name + ".partial")
-    try:  # ours alone: created exclusively, so a folder of that name we did not make is left alone
-        tmp.mkdir(parents=True)
-    except FileExistsError:
-        print(f"mtpsim: error: {tmp}: exists (another calibration writing there, or one that was stopped); "
-              "remove it yourself if it is stale", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"mtpsim: error: {tmp}: cannot create: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    try:
+    with staged(out) as tmp:
         (tmp / "holdout").mkdir()
         meta = calibrate(device, quick, tmp, visits)
         meta["wall_s"] = round(time.time() - started, 1)
         with writing(tmp / "meta.yaml") as file:
             file.write_text(yaml.safe_dump(meta, sort_keys=False))
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)  # the half-written profile we created
-        raise
-    if out.exists():
-        shutil.rmtree(out)
-    tmp.rename(out)
     print(f"wrote {out} in {meta['wall_s']:.0f} s")
     return 0
 

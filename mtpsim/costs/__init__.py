@@ -31,7 +31,7 @@ def build_costs(scenario):
             if len(_PROFILES) >= 4:
                 _PROFILES.pop(next(iter(_PROFILES)))
             _PROFILES[key] = cached(specs.profile, key[1:], lambda: CalibratedCosts.from_profile(
-                specs.profile, specs.hardware, specs.engine))
+                specs.profile, specs.hardware, specs.engine), CalibratedCosts)
         return _PROFILES[key]
     return RooflineCosts(specs.hardware, specs.engine)
 

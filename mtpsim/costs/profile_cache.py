@@ -17,10 +17,13 @@ import pickle
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 CACHE_ENV = "MTPSIM_CACHE_DIR"
 MAX_ENTRIES = 8
 PACKAGE = Path(__file__).resolve().parent.parent
+
+T = TypeVar("T")
 
 
 def cache_dir() -> Path | None:
@@ -52,9 +55,10 @@ def entry_key(profile: Path, *parts: str) -> str:
     return h.hexdigest()[:32]
 
 
-def cached(profile, parts: tuple[str, ...], load: Callable[[], object]):
+def cached(profile, parts: tuple[str, ...], load: Callable[[], T], kind: type[T]) -> T:
     """`load()` (which parses and validates the profile folder `profile`), or what it returned
-    for the same files, specs `parts` and code in an earlier process."""
+    for the same files, specs `parts` and code in an earlier process: a `kind`, or the entry is
+    not one and the profile is parsed again."""
     folder, profile = cache_dir(), Path(profile)
     if folder is None or not profile.is_dir():  # no cache, or a missing folder: the loader says why
         return load()
@@ -63,7 +67,9 @@ def cached(profile, parts: tuple[str, ...], load: Callable[[], object]):
     except OSError:  # an unreadable profile file: the loader names it
         return load()
     try:
-        return pickle.loads(file.read_bytes())
+        found = pickle.loads(file.read_bytes())
+        if isinstance(found, kind):
+            return found
     except Exception:  # noqa: BLE001 -- missing, truncated or foreign: parse the profile instead
         pass
     value = load()
