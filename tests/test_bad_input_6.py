@@ -9,10 +9,11 @@ import shutil
 import pytest
 import yaml
 
-from mtpsim import cli, errors
+from mtpsim import cli
 from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.errors import ScenarioError
 from tests.test_bad_input import LLAMA, one_line_error, run
+from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 from tests.test_deepseek_v4 import FLASH
 from tests.test_deepseek_v4 import _scenario as v4_scenario
 from tests.test_hfconfig import QWEN3_NEXT
@@ -22,16 +23,6 @@ NEXTN = SMALL.replace("speculative: {design: none, steps: 2}",
                       "speculative: {design: nextn, steps: 2, draft: eagle3-llama-3.1-8b}\n"
                       "acceptance: {per_depth: [0.8, 0.7]}")
 GEMMA = SMALL.replace("llama-3.1-8b", "gemma-4-e2b")
-
-
-@pytest.fixture(autouse=True)
-def _fresh_warnings():
-    errors._warned.clear()  # warn() says each message once per process
-
-
-def warnings_of(capsys, argv: list[str]) -> list[str]:
-    assert cli.main(argv) == 0
-    return [line for line in capsys.readouterr().err.splitlines() if line.startswith("mtpsim: warning:")]
 
 
 def test_a_scenario_error_survives_being_rebuilt_from_its_args():
