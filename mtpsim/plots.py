@@ -18,6 +18,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from mtpsim.designs import BASELINE, is_draft_key, label, record  # noqa: E402
+from mtpsim.errors import warn  # noqa: E402
 from mtpsim.outputs import writing  # noqa: E402
 from mtpsim.results import HOST_COLUMN, PASS_COLUMN, share_column  # noqa: E402
 
@@ -274,4 +275,14 @@ def write_plots(folder: Path, summary: pd.DataFrame, counts: pd.DataFrame, itera
             fig.savefig(folder / file, dpi=110)
         plt.close(fig)
         paths.append(folder / file)
+    for file in OPTIONAL_FIGURES.keys() - figures.keys():  # an earlier plot's, of frames this folder lacks now
+        if (folder / file).is_file() and not (folder / file).is_symlink():
+            (folder / file).unlink()
+            warn(str(folder / file), "", f"removed: drawn from {OPTIONAL_FIGURES[file]}, which this run folder no "
+                 "longer holds, so it described another run")
     return paths
+
+
+# the figures only some run folders allow: file -> what it is drawn from
+OPTIONAL_FIGURES = {"acceptance.png": "a speculative design's accept counts", "memory.png": "memory.csv",
+                    "latency.png": "requests.csv"}

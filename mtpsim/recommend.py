@@ -28,7 +28,7 @@ import pandas as pd
 from mtpsim import scenario as sc
 from mtpsim.advice import advise
 from mtpsim.designs import BASELINE, record
-from mtpsim.errors import ScenarioError, short, whole_number
+from mtpsim.errors import ScenarioError, short, warn, whole_number
 from mtpsim.intervals import seed_intervals
 from mtpsim.run import default_jobs
 from mtpsim.runfolder import claimed, mark_complete, write_csv
@@ -66,6 +66,9 @@ def base_point(path: str, sets: list[str]) -> sc.Scenario:
     if s.acceptance.accept_length is not None:
         raise ScenarioError(s.source, "acceptance.accept_length", "fixes the accept length whatever the steps; "
                             "give acceptance per depth (per_depth, cumulative or histogram) to compare steps")
+    if s.speculative.policy is not None:
+        warn(s.source, "speculative.policy", "recommend compares fixed steps at each batch and prints the policy "
+             "they make: the scenario's own policy is not used")
     if len(points) > 1:
         print(f"(scenario sweeps {len(points)} points; recommending for the first: {s.point})")
     for p in points:

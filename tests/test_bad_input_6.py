@@ -325,3 +325,25 @@ def test_a_terminated_run_leaves_no_folder(tmp_path):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "interrupted" in err, err
     assert not out.exists()
+
+
+def test_search_flags_that_contradict_or_misprint_are_fixed(tmp_path, capsys):
+    from mtpsim.search.targets import parse_target
+    path = run(tmp_path, SMALL)[1]
+    one_line_error(capsys, ["search", path, "--gpus", "1", "--no-cache", "--cache", str(tmp_path / "c")],
+                   "", "--cache: give --cache (a folder of finished points) or --no-cache, not both")
+    assert parse_target("p50:0.001ms", "tpot").text == "tpot p50 <= 0.001 ms"  # was "<= 0.0 ms"
+    with pytest.raises(ScenarioError, match="tokens per second"):  # was a hint of ms and s units it refuses
+        parse_target("-3", "user_tps")
+
+
+def test_replotting_a_folder_without_requests_removes_the_old_latency_plot(tmp_path, capsys):
+    """Before: a latency.png drawn from an earlier requests.csv stayed, looking current."""
+    path, out = run(tmp_path, SMALL)[1:4:2]
+    assert cli.main(["run", path, "--out", out, "--plot"]) == 0
+    latency = tmp_path / "out" / "latency.png"
+    assert latency.is_file()
+    (tmp_path / "out" / "requests.csv").unlink()
+    capsys.readouterr()
+    assert cli.main(["plot", out]) == 0
+    assert not latency.exists() and "latency.png: removed" in capsys.readouterr().err

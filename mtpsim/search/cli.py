@@ -8,6 +8,8 @@ from mtpsim.limits import MAX_SEEDS, MAX_USERS
 # Only the limits at import: cli.py adds these flags for every command (`mtpsim --help` too), and
 # recommend and the targets bring pandas and the scenario schema, which only the search needs.
 
+DEFAULT_CACHE = "runs/search-cache"  # finished points, so an interrupted or widened search resumes
+
 
 def add_arguments(p) -> None:
     """`mtpsim search`'s flags (the types: mtpsim/cli_types.py)."""
@@ -20,8 +22,8 @@ def add_arguments(p) -> None:
     p.add_argument("--disagg", action="store_true", default=None, help="also try disaggregated prefill / decode pools "
                    "(xPyD) of the same GPUs, the ratio matched to the load (or search.disaggregated)")
     p.add_argument("--topk", metavar="K1,K2,...", help="topk values, for designs that draft trees (default 1)")
-    for flag, what in (("--ttft", "time to first token at most, e.g. p99:2s"),
-                       ("--tpot", "time per output token at most, e.g. p50:20ms"),
+    for flag, what in (("--ttft", "time to first token at most, e.g. p99:2s (ms when no unit)"),
+                       ("--tpot", "time per output token at most, e.g. p50:20ms (ms when no unit)"),
                        ("--min-user-tps", "tokens per second per user (1 / TPOT) at least, e.g. p99:40")):
         p.add_argument(flag, metavar="[p50:|p99:]VALUE", help=f"target: {what} (p50 when no percentile given)")
     p.add_argument("--seeds", type=bounded(1, MAX_SEEDS), default=1, help="rerun the two finalists over N "
@@ -30,9 +32,9 @@ def add_arguments(p) -> None:
     p.add_argument("--backend", choices=["pool", "ray"], default="pool", help="worker processes (pool) or Ray tasks")
     p.add_argument("--address", type=address,
                    help="with --backend ray: the cluster (default RAY_ADDRESS, else a local Ray)")
-    p.add_argument("--cache", default="runs/search-cache", type=named("name the cache folder, or pass --no-cache"),
+    p.add_argument("--cache", type=named("name the cache folder, or pass --no-cache"),
                    help="folder of finished points, so an interrupted or "
-                   "widened search resumes (default runs/search-cache)")
+                   f"widened search resumes (default {DEFAULT_CACHE})")
     p.add_argument("--no-cache", action="store_true", help="run every point, reading and writing no cache")
     p.add_argument("--no-plot", action="store_true", help="skip frontier.png")
     p.add_argument("--out", type=folder,
@@ -52,6 +54,8 @@ def run_from_args(args):
     # a flag given blank is read (and refused there), never taken as left out
     if args.concurrency is not None and args.rates is not None:
         raise ScenarioError("--rates", "", "give --concurrency (closed loop) or --rates (Poisson), not both")
+    if args.no_cache and args.cache is not None:
+        raise ScenarioError("--cache", "", "give --cache (a folder of finished points) or --no-cache, not both")
     flags = {"gpus": args.gpus,
              "concurrency": parse_sizes(args.concurrency, "--concurrency", MAX_USERS) if args.concurrency is not None else None,
              "rates": parse_rates(args.rates) if args.rates is not None else None, "max_steps": args.max_steps,
@@ -59,4 +63,4 @@ def run_from_args(args):
     targets = [parse_target(text, metric) for text, metric in
                ((args.ttft, "ttft"), (args.tpot, "tpot"), (args.min_user_tps, "user_tps")) if text is not None]
     return run_search(args.scenario, args.sets, flags, targets, args.seeds, args.out, args.jobs, args.backend,
-                      args.address, None if args.no_cache else args.cache, plot=not args.no_plot)
+                      args.address, None if args.no_cache else args.cache or DEFAULT_CACHE, plot=not args.no_plot)

@@ -163,9 +163,10 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
             final = finalists(rows, targets)
         except ScenarioError as exc:  # no point meets them: what was reached is still written, and cached
             write_frontier(rows, folder, None, targets, title, plot)
+            kept = (f"cached in {cache_dir}, so rerunning with other targets costs nothing" if cache_dir else
+                    "not cached (--no-cache), so a rerun with other targets runs them again")
             raise ScenarioError(exc.where, exc.key, f"{exc.reason} (what the {len(rows)} points reached: "
-                                f"{folder}/frontier.csv; cached in {cache_dir or 'no cache'}, so rerunning with "
-                                "other targets costs nothing)") from None
+                                f"{folder}/frontier.csv; {kept})") from None
         if seeds > 1:
             final = seeded(points, final, seeds, cache, jobs, backend, address)
         wall = time.perf_counter() - started

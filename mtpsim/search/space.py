@@ -20,7 +20,7 @@ from mtpsim import scenario as sc
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import build_pricer
 from mtpsim.designs import BASELINE, DesignShape, record
-from mtpsim.errors import ScenarioError
+from mtpsim.errors import ScenarioError, warn
 from mtpsim.memory import memory_budget, pool_rule
 from mtpsim.schema import MAX_STEPS, max_length
 from mtpsim.search.bounds import DEFAULT_LADDER, MAX_SEARCH_POINTS, SearchBounds
@@ -57,11 +57,17 @@ def candidate_steps(s: sc.Scenario, max_steps: int | None) -> list[int]:
     depths = len(AcceptanceProfile.from_section(s.acceptance, s.speculative.steps, s.source).alphas)
     limit = min(max_steps or MAX_STEPS, depths)
     design, draft = record(s.speculative.design), s.specs.draft or s.specs.assistant
-    for steps in range(1, limit + 1):
+    found = list(range(1, limit + 1))
+    for steps in found:
         spec = s.speculative.model_copy(update={"steps": steps, "topk": 1, "draft_tokens": None, "policy": None})
         if design.problems(spec, s.specs.model, draft):
-            return list(range(1, steps))
-    return list(range(1, limit + 1))
+            found = list(range(1, steps))
+            break
+    if max_steps is not None and found and max_steps > found[-1]:
+        why = f"the acceptance gives {depths} depths" if found[-1] == depths else f"{s.speculative.design} with this " \
+            f"model runs at most {found[-1]}"
+        warn("--max-steps", "", f"{max_steps} asked, {found[-1]} compared: {why}")
+    return found
 
 
 def divisors(n: int) -> list[int]:

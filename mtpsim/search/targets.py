@@ -49,7 +49,8 @@ class Target:
         return v >= self.value if self.metric == "user_tps" else v <= self.value
 
     def show(self, value: float) -> str:
-        return f"{value:.1f} tok/s" if self.metric == "user_tps" else f"{value * 1e3:.1f} ms"
+        """A value as the user reads it: three significant digits (0.001 ms is not 0.0 ms)."""
+        return f"{value:.3g} tok/s" if self.metric == "user_tps" else f"{value * 1e3:.3g} ms"
 
     @property
     def text(self) -> str:
@@ -62,7 +63,9 @@ def parse_target(text: str, metric: str) -> Target:
     flag = Target(metric, "p50", 0).flag
     m = _TARGET.match(text.strip().lower())
     if not m:
-        raise ScenarioError(flag, "", f"{text!r} is not [p50:|p99:]VALUE[ms|s] (e.g. p99:50ms)")
+        form = "[p50:|p99:]VALUE (tokens per second, e.g. p99:40)" if metric == "user_tps" else \
+            "[p50:|p99:]VALUE[ms|s] (milliseconds when no unit, e.g. p99:50ms)"
+        raise ScenarioError(flag, "", f"{short(text, 40)} is not {form}")
     percentile, value, unit = m.group(1) or "p50", float(m.group(2)), m.group(3)
     if metric == "user_tps" and unit:
         raise ScenarioError(flag, "", f"{text!r}: tokens per second take no unit (e.g. p50:40)")

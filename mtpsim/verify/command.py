@@ -25,7 +25,7 @@ from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.designs import DesignShape
-from mtpsim.errors import ScenarioError
+from mtpsim.errors import ScenarioError, warn
 from mtpsim.outputs import writing
 from mtpsim.runfolder import claimed, mark_complete, write_csv
 from mtpsim.shrink import shrink_assistant, shrink_block_drafter, shrink_model
@@ -49,6 +49,11 @@ def _verify(points: list, args, out: Path) -> int:
     else:
         without_cudnn_attention()  # as the calibration times it
     hardware, profile = cost_source(device, args.calibrate, out)
+    first = points[0]
+    if first.specs.hardware.name != hardware or first.parallel.dp * first.parallel.tp > 1 or first.disaggregation is not None:
+        warn(first.source or "verify", "hardware", f"verify runs a shrunken copy of the model on this {device} "
+             f"({hardware}, one device), not the scenario's {first.describe_layout()}: it checks the simulator "
+             "against a real loop here, not that deployment's speed")
     print(f"verify {points[0].name} on {device} ({hardware}); cost model: "
           f"{'calibrated, ' + profile if profile else 'roofline (no profile for this device yet)'}")
     levels = [_machine_level(device, profile)]
