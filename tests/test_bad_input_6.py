@@ -347,3 +347,15 @@ def test_replotting_a_folder_without_requests_removes_the_old_latency_plot(tmp_p
     capsys.readouterr()
     assert cli.main(["plot", out]) == 0
     assert not latency.exists() and "latency.png: removed" in capsys.readouterr().err
+
+
+def test_a_spec_file_is_whole_and_a_config_says_its_head_width(tmp_path, capsys):
+    """Before: `from:` in a model file gave "hidden_size: required key is missing", and a
+    hidden size the heads do not divide was truncated into the head width."""
+    line = one_line_error(capsys, run(tmp_path, SMALL.replace("model: llama-3.1-8b", "model: ./m.yaml"),
+                                      {"m.yaml": "from: llama-3.1-8b\nname: x\n"}), "from", "only inline")
+    assert "m.yaml" in line
+    config = {"model_type": "llama", "hidden_size": 4000, "num_attention_heads": 3, "num_key_value_heads": 3,
+              "num_hidden_layers": 2, "intermediate_size": 100, "vocab_size": 1000}
+    text = SMALL.replace("model: llama-3.1-8b", "model: {hf_config: c/config.json}")
+    one_line_error(capsys, run(tmp_path, text, {"c/config.json": json.dumps(config)}), "hidden_size", "no head_dim")

@@ -106,6 +106,10 @@ def moe_kind(experts: int, top_k: int, width: int, shared: int = 0, shared_width
 
 
 def head_dim_of(c: Config, heads: int) -> int:
+    """head_dim, else hidden_size / heads (transformers' default), which must divide evenly."""
+    if c.get("head_dim") is None and c.int("hidden_size") % heads:
+        raise c.error("hidden_size", f"{c.int('hidden_size')} is not a multiple of the {heads} attention heads, and "
+                      "no head_dim is given to say their width")
     return c.int("head_dim", c.int("hidden_size") // heads)
 
 
