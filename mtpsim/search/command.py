@@ -25,11 +25,10 @@ from mtpsim.outputs import writing
 from mtpsim.runfolder import claimed, mark_complete, write_csv
 from mtpsim.search import disagg, execute, frontier, space, summary
 from mtpsim.search.bounds import SearchBounds
+from mtpsim.search.cli import DEFAULT_CACHE
 from mtpsim.search.flags import Drafter, launch_flags
 from mtpsim.search.space import candidate_steps
 from mtpsim.search.targets import Target, finalists, meeting
-
-DEFAULT_CACHE = Path("runs") / "search-cache"
 
 
 def bounds_of(s: sc.Scenario, flags: dict) -> SearchBounds:
@@ -127,7 +126,7 @@ def write_frontier(rows: pd.DataFrame, folder: Path, chosen: pd.Series | None, t
 
 def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], seeds: int, out: str | None,
                jobs: int | None, backend: str = "pool", address: str | None = None,
-               cache_dir: str | None = str(DEFAULT_CACHE), plot: bool = True) -> tuple[Path, pd.DataFrame]:
+               cache_dir: str | None = DEFAULT_CACHE, plot: bool = True) -> tuple[Path, pd.DataFrame]:
     """The command: check everything, enumerate, run, pick, print, write. Returns (folder, frontier rows)."""
     base = base_scenario(path, sets)
     bounds = bounds_of(base, flags)
@@ -136,8 +135,11 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
     speculative = record(base.speculative.design).draft_part is not None
     steps = candidate_steps(base, bounds.max_steps) if speculative else []
     layouts, refused = space.fitting_layouts(base, bounds.gpus, bounds)
+    if not layouts and not refused:  # the bounds themselves admit no layout: they, not the GPUs, are the cause
+        raise ScenarioError(base.source, "search", f"the search bounds (this section and its flags) admit no layout "
+                            f"of {bounds.gpus} GPUs to try: widen tp, ep, dp or attention_dp")
     if not layouts:
-        why = "; ".join(f"{k.label}: {v}" for k, v in list(refused.items())[-2:]) or "no layout within the bounds"
+        why = "; ".join(f"{k.label}: {v}" for k, v in list(refused.items())[-2:])
         raise ScenarioError("--gpus", "", f"no shard of model {base.specs.model.name!r} fits {bounds.gpus} GPUs "
                             f"({len(refused)} layouts tried; e.g. {why})")
     settings = space.design_settings(base, bounds, steps)
