@@ -59,6 +59,8 @@ def problems(s: Scenario) -> list[tuple[str, str]]:
             found.append((f"workload.{key}.mean", f"{length.mean:g} lies outside min {length.min}..max {length.max}: "
                           "lengths are clipped to those bounds, so their mean is not this one"))
     found += _deep_histogram(s)
+    found += [(f"sweep.{k}", "only `mtpsim search` reads the search section: these points are the same run")
+              for k in s.point if k == "search" or k.startswith("search.")][:1]
     found += _no_wide_ep(s, bool(moe))
     found += _unused_by_arrival(s)
     found += _past_their_reach(s)

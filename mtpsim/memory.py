@@ -78,10 +78,15 @@ def pool_rule(scenario, design: str | None = None) -> PoolRule:
                         prefill_chunk_tokens(s), explicit_prefill=s.engine.chunked_prefill_tokens is not None,
                         graph_batch=s.engine.max_graph_batch if "max_graph_batch" in explicit else None)
     if rule.fraction <= 0:  # the engine's own rule: it would not start either
-        raise ScenarioError(s.source, "engine.mem_fraction", f"{s.specs.engine.name} {s.specs.engine.version}'s default "
+        # the reserve grows with the prefill chunk and the graph batch: a size the scenario set is the cause
+        given = [k for k in ("chunked_prefill_tokens", "max_graph_batch") if k in explicit and
+                 (k != "chunked_prefill_tokens" or s.engine.chunked_prefill_tokens is not None)]
+        key = f"engine.{given[0]}" if given else "engine.mem_fraction"
+        why = f"its reserve for engine.{given[0]} outgrows the GPU" if given else "its reserve outgrows the GPU"
+        raise ScenarioError(s.source, key, f"{s.specs.engine.name} {s.specs.engine.version}'s default "
                             f"{rule.knob} is {rule.fraction:g} for tp {s.parallel.tp} with attention_dp "
-                            f"{s.parallel.attention_dp} on {s.specs.hardware.name} (its reserve outgrows the GPU), so "
-                            "the engine would not start: give the launch command's fraction")
+                            f"{s.parallel.attention_dp} on {s.specs.hardware.name} ({why}), so the engine would not "
+                            "start: give the launch command's fraction (engine.mem_fraction)")
     return rule
 
 

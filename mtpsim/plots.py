@@ -235,7 +235,9 @@ def latency_distributions(requests: pd.DataFrame, summary: pd.DataFrame) -> Figu
     distributions, one line per run point (requests.csv rows, `point` naming the summary row)."""
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
     fig.suptitle(f"{_name(summary)}: per-request latency distributions", fontsize=11)
-    labels = {int(r.point): _label(r, series_columns(summary)) for r in summary.itertuples() if r.point >= 0}
+    keys, (x, _) = series_columns(summary), load_axis(summary)
+    # by row (a swept key's column may hold a dot, which a namedtuple cannot), with the point's load
+    labels = {int(r.point): f"{_label(r, keys)}, {x} {r[x]:g}" for _, r in summary.iterrows() if r.point >= 0}
     for point, group in requests.groupby("point", sort=True):
         ttft = np.sort((group.first_token_s - group.arrival_s).to_numpy()) * 1e3
         decoding = group[group.output_len > 1]

@@ -64,7 +64,10 @@ def _external_draft(s: Scenario, model: ModelSpec, where: str) -> ModelSpec | No
     block drafter for block (the model's `block_draft` by default)."""
     role = designs.record(s.speculative.design).external
     default = {"assistant": model.assistant, "block_draft": model.block_draft}.get(role)
-    name = s.speculative.draft or default
+    if s.speculative.draft == {}:  # not "absent": an empty mapping would quietly stand for the default
+        raise ScenarioError(where, "speculative.draft", "an empty mapping names no draft: leave the key out for the "
+                            "model's own, or give {from: NAME, ...}")
+    name = s.speculative.draft if s.speculative.draft is not None else default
     if role is None or name is None:
         if role == "assistant":
             raise ScenarioError(where, "speculative.draft",

@@ -243,7 +243,9 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
     s = points[0]
     if s.question:  # the question as written, and what --set changed of the scenario it asks about
         print(f"Q: {s.question}" + (f" (with --set {', '.join(sets)})" if sets else ""))
-    print(f"{s.name}: {s.specs.model.name} on {s.describe_layout()}, "
+    varies = " and ".join(k for k in ("model", "hardware") if len({getattr(p.specs, k).name for p in points}) > 1)
+    print(f"{s.name}: {s.specs.model.name} on {s.describe_layout()}"
+          f"{f' (the first point; {varies} swept: see the column)' if varies else ''}, "
           f"engine {s.specs.engine.name}, priced by {_pricing(points)}, {len(points)} point(s)"
           f"{f' x {len(labels) // len(points)} seeds' if replicated else ''} in "
           f"{time.perf_counter() - started:.1f} s\n")

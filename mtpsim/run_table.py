@@ -28,7 +28,11 @@ def format_table(summary) -> str:
     table = Table.of_rows(summary) if isinstance(summary, list) else Table.of_frame(summary)
     shown = {"workload.concurrency", "speculative.steps", "speculative.design", "workload.rate_per_s",
              "speculative.policy"}
-    swept = [c for c in table.columns if "." in c and c not in shown]
+    cols = list(table.columns)
+    # the swept keys sit between dp and tps in a summary row (results.py): a top-level one (model,
+    # hardware, seed, name) as well as a dotted one
+    block = cols[cols.index("dp") + 1: cols.index("tps")] if {"dp", "tps"} <= set(cols) else []
+    swept = [c for c in dict.fromkeys(block + [c for c in cols if "." in c]) if c not in shown]
     df = Table({c: table.columns[c] for c in [c for c in TABLE if c in table.columns] + swept},
                {c: table.kinds[c] for c in [c for c in TABLE if c in table.columns] + swept})
     df.rename({c: c.split(".")[-1] for c in swept})

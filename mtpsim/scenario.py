@@ -159,8 +159,19 @@ def _points(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, A
         raise ScenarioError(where, "sweep", f"{size:,} points is over the limit of {MAX_SWEEP_POINTS:,} per scenario "
                             "(split the study over several scenario files)")
     points = [dict(zip(sweep, combo)) for combo in itertools.product(*sweep.values())] or [{}]
-    return [validate(_anchor_paths(_with_point(data, point, where, overrides), Path(path).parent, where), where, point)
-            for point in points]
+    return [_validate_point(data, point, i, len(points), path, where, overrides) for i, point in enumerate(points)]
+
+
+def _validate_point(data: dict, point: dict, i: int, n: int, path, where: str, overrides) -> Scenario:
+    """One sweep point, validated; its error says which point (the values the sweep gave it) when
+    the file sweeps more than one, since the same key can be fine at one point and not another."""
+    try:
+        return validate(_anchor_paths(_with_point(data, point, where, overrides), Path(path).parent, where), where, point)
+    except ScenarioError as exc:
+        if n == 1 or not point:
+            raise
+        which = ", ".join(f"{k}={short(v, 40)}" for k, v in point.items())
+        raise ScenarioError(exc.where, exc.key, f"{exc.reason} (sweep point {i + 1} of {n}: {which})") from None
 
 
 def _set_by_flag(key: str, set_keys: list[str], written: dict[str, Any]) -> bool:

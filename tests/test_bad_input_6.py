@@ -12,6 +12,7 @@ import yaml
 from mtpsim import cli
 from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.errors import ScenarioError
+from tests.test_bad_input import BASE as BASE_DS
 from tests.test_bad_input import LLAMA, one_line_error, run
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 from tests.test_deepseek_v4 import FLASH
@@ -359,3 +360,44 @@ def test_a_spec_file_is_whole_and_a_config_says_its_head_width(tmp_path, capsys)
               "num_hidden_layers": 2, "intermediate_size": 100, "vocab_size": 1000}
     text = SMALL.replace("model: llama-3.1-8b", "model: {hf_config: c/config.json}")
     one_line_error(capsys, run(tmp_path, text, {"c/config.json": json.dumps(config)}), "hidden_size", "no head_dim")
+
+
+# ----------------------------------------------------------------------------- scenario sections
+# (the same stop's third campaign: about 420 probes of the less obvious sections and their mixes)
+
+def test_plots_label_a_second_series_key(tmp_path, capsys):
+    """Before: a series told apart by topk (any tree run beside its baseline), a policy or a swept
+    hardware read row[k] off a namedtuple: a TypeError traceback from plot and run --plot."""
+    text = BASE_DS.replace("acceptance: {per_depth: [0.8, 0.7]}",
+                           "acceptance: {per_depth_topk: [[0.7, 0.1], [0.6, 0.1]]}\nsweep: {speculative.topk: [1, 2]}")
+    argv = run(tmp_path, text) + ["--plot"]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    assert (tmp_path / "out" / "latency.png").is_file()
+
+
+def test_a_sweep_point_error_names_its_point(tmp_path, capsys):
+    text = NEXTN + "sweep: {model: [llama-3.1-8b, qwen3-8b]}\n"
+    one_line_error(capsys, run(tmp_path, text), "speculative.draft", "(sweep point 2 of 2: model='qwen3-8b')")
+
+
+def test_an_empty_draft_mapping_is_not_the_default_draft(tmp_path, capsys):
+    one_line_error(capsys, run(tmp_path, NEXTN.replace("draft: eagle3-llama-3.1-8b", "draft: {}")),
+                   "speculative.draft", "names no draft")
+
+
+def test_a_swept_hardware_has_its_column_and_a_swept_search_key_warns(tmp_path, capsys):
+    """Before: the table printed rows of three GPUs under one GPU's header, and a sweep of
+    search.gpus printed a gpus column over identical runs."""
+    assert cli.main(run(tmp_path, SMALL + "sweep: {hardware: [h100-sxm, h200]}\n")) == 0
+    out = capsys.readouterr().out
+    assert "hardware swept" in out and out.count("h200") >= 2
+    text = SMALL + "sweep: {search.gpus: [1, 2]}\n"
+    (tmp_path / "x").mkdir()
+    found = warnings_of(capsys, ["cost", run(tmp_path / "x", text)[1]])
+    assert any(": sweep.search.gpus: " in w for w in found), found
+
+
+def test_a_prefill_chunk_that_leaves_no_memory_is_blamed_on_itself(tmp_path, capsys):
+    """Before: named engine.mem_fraction, which the scenario did not set."""
+    text = SMALL.replace("workload:", "engine: {chunked_prefill_tokens: 16777216}\nworkload:")
+    one_line_error(capsys, ["cost", run(tmp_path, text)[1]], "engine.chunked_prefill_tokens", "outgrows the GPU")

@@ -10,3 +10,5 @@ command.py  the command itself: check, run, print, write
 
 Nothing here imports at package import time (schema.py reads bounds.py's section).
 """
+
+DEFAULT_CACHE = "runs/search-cache"  # finished points, so an interrupted or widened search resumes

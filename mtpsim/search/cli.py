@@ -4,11 +4,11 @@ from __future__ import annotations
 from mtpsim.cli_types import MAX_JOBS, address, bounded, folder, named
 from mtpsim.errors import ScenarioError
 from mtpsim.limits import MAX_SEEDS, MAX_USERS
+from mtpsim.search import DEFAULT_CACHE
 
-# Only the limits at import: cli.py adds these flags for every command (`mtpsim --help` too), and
-# recommend and the targets bring pandas and the scenario schema, which only the search needs.
-
-DEFAULT_CACHE = "runs/search-cache"  # finished points, so an interrupted or widened search resumes
+# Only the limits (and the package's DEFAULT_CACHE) at import: cli.py adds these flags for every
+# command (`mtpsim --help` too), and recommend and the targets bring pandas and the scenario schema,
+# which only the search needs.
 
 
 def add_arguments(p) -> None:

@@ -23,9 +23,8 @@ from mtpsim.errors import ScenarioError, decimal_number, from_validation, short
 from mtpsim.intervals import half_width
 from mtpsim.outputs import writing
 from mtpsim.runfolder import claimed, mark_complete, write_csv
-from mtpsim.search import disagg, execute, frontier, space, summary
+from mtpsim.search import DEFAULT_CACHE, disagg, execute, frontier, space, summary
 from mtpsim.search.bounds import SearchBounds
-from mtpsim.search.cli import DEFAULT_CACHE
 from mtpsim.search.flags import Drafter, launch_flags
 from mtpsim.search.space import candidate_steps
 from mtpsim.search.targets import Target, finalists, meeting

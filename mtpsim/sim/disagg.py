@@ -272,7 +272,8 @@ def start_arrivals(env, arrivals: Arrivals, s, prefill: MemoryBudget, decode: Me
             weights = (budget.target_weight_bytes + budget.draft_weight_bytes) / 1e9
             raise ScenarioError(s.source, f"disaggregation.{role}", f"the {role} pool's weights take {weights:.1f} GB per "
                                 f"GPU and leave no KV pool ({budget.rule.label} of {budget.capacity_bytes / 1e9:.1f} GB): "
-                                "give it more tp")
+                                "shard the weights over more GPUs if the engine's reserve allows (at wide tp or "
+                                "attention_dp SGLang's reserve grows too), or give engine.mem_fraction")
         if need > budget.kv_budget_bytes:
             raise ScenarioError(s.source, f"disaggregation.{role}", f"a request of {tokens} tokens needs {need / 1e9:.2f} GB "
                                 f"of KV per GPU, more than the {budget.kv_budget_bytes / 1e9:.2f} GB the {role} pool's "
