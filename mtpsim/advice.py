@@ -70,6 +70,9 @@ def problems(s: Scenario) -> list[tuple[str, str]]:
         found.append(("engine.mixed_batches", f"{engine.name} {engine.version} mixes no prompt chunks into speculative "
                       f"iterations: only the none baseline runs mixed batches, so the speedup compares the two "
                       "schedules"))
+    if s.engine.speculative_overlap is not None and record.draft_part is None:
+        found.append(("engine.speculative_overlap", f"design {spec.design} runs no speculative iteration: the "
+                      "speculative overlap changes nothing (plain decode's is engine.overlap_schedule)"))
     if s.engine.eplb and not moe:
         found.append(("engine.eplb", f"model {s.specs.model.name!r} has no experts to place: EPLB changes nothing"))
     if s.cost.model == "roofline" and s.cost.profile is not None:

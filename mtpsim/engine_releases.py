@@ -18,7 +18,7 @@ from packaging.version import InvalidVersion, Version
 from pydantic import Field, ValidationError
 
 from mtpsim.engines import EngineSpec
-from mtpsim.errors import ScenarioError, short
+from mtpsim.errors import ScenarioError, short, warn
 from mtpsim.specs import Spec
 
 RuleField = Literal["speculative_max_running_requests", "speculative_overlap", "verify_scorer",
@@ -65,6 +65,11 @@ def resolve_engine(raw: dict, version: str | None, ignore: list[str] | tuple[str
     if unknown:
         raise ScenarioError(where, "engine.ignore_rules", f"no rule {short(unknown[0])} for {raw.get('name')} "
                             f"(its rules: {', '.join(r.name for r in rules) or 'none'})")
+    idle = [r.name for r in rules if r.name in ignore and not r.holds_at(at)]
+    if idle or len(set(ignore)) < len(ignore):  # leaving out what is not in force changes nothing
+        twice = next((n for n in ignore if list(ignore).count(n) > 1), None)
+        warn(where, "engine.ignore_rules", f"{short(twice)} is listed twice" if twice else
+             f"rule {idle[0]} does not hold at {raw.get('name')} {chosen}: leaving it out changes nothing")
     applied = [r for r in rules if r.holds_at(at) and r.name not in ignore]
     fields = {**raw, **{r.field: r.value for r in applied}, "version": chosen, "rules": tuple(r.name for r in applied)}
     try:

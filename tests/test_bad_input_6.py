@@ -401,3 +401,17 @@ def test_a_prefill_chunk_that_leaves_no_memory_is_blamed_on_itself(tmp_path, cap
     """Before: named engine.mem_fraction, which the scenario did not set."""
     text = SMALL.replace("workload:", "engine: {chunked_prefill_tokens: 16777216}\nworkload:")
     one_line_error(capsys, ["cost", run(tmp_path, text)[1]], "engine.chunked_prefill_tokens", "outgrows the GPU")
+
+
+IDLE = [  # an engine section, the warned key, a word of the warning
+    ("{ignore_rules: [spec_running_cap, spec_running_cap]}", "engine.ignore_rules", "listed twice"),
+    ("{ignore_rules: [spec_running_cap_32]}", "engine.ignore_rules", "does not hold at sglang 0.5.12"),
+    ("{speculative_overlap: true}", "engine.speculative_overlap", "changes nothing"),
+]
+
+
+@pytest.mark.parametrize("engine,key,word", IDLE, ids=[w for _, _, w in IDLE])
+def test_engine_settings_that_change_nothing_warn(tmp_path, capsys, engine, key, word):
+    text = SMALL.replace("workload:", f"engine: {engine}\nworkload:")  # SMALL runs design none
+    found = warnings_of(capsys, ["cost", run(tmp_path, text)[1]])
+    assert any(f": {key}: " in w and word in w for w in found), found
