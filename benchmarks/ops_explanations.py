@@ -89,7 +89,12 @@ EXPLANATIONS = [
                 "layer at 8 tokens), and A7 (InferenceX v0.5.12, 1k/1k) at concurrency 4 / 8 / 16 is -10 / -17 / "
                 "-10% for mtpsim and -5 / -8 / -2% for aiconfigurator (at 32 / 64: -1 / -3% against -8 / -9%). "
                 "Converting both SGLang profiles from the power-law rows took A7 to -6...+1% and H200's A5/A6 to "
-                "+7...+24%; the kernel's dependence on routing is not modelled",
+                "+7...+24%; the kernel's dependence on routing is not modelled. Relabelling the 0.5.14 tables' "
+                "rows by the experts DeepSeek's grouped top-k made them touch (benchmarks/moe_routing.py: 35 at 8 "
+                "tokens, not 64; both distributions kept) took A7 at 4 / 8 streams to -4 / -1% but 16-64 to "
+                "+11...+16%, A5 to +7...+39% and the absolute median from 7.5% to 14.3% (2026-12-04): the H200 "
+                "points want cheaper MoE at 16-64 tokens than random routing priced from these rows gives, so it "
+                "was not kept",
                 "benchmarks/absolute.py; aiconfigurator_core/systems/data/b200_sxm/moe/sglang/*/moe_perf.parquet "
                 "(distribution power_law_1.01 against balanced rows)"),
     Explanation("*", "*", "allreduce", OTHER_KERNEL,
