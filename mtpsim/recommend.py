@@ -69,6 +69,9 @@ def base_point(path: str, sets: list[str]) -> sc.Scenario:
     if s.speculative.policy is not None:
         warn(s.source, "speculative.policy", "recommend compares fixed steps at each batch and prints the policy "
              "they make: the scenario's own policy is not used")
+    if s.workload.arrival not in ("closed", "batch"):
+        warn(s.source, "workload.arrival", f"recommend runs closed-loop batches (--batch), not the scenario's "
+             f"{s.workload.arrival} arrivals")
     if len(points) > 1:
         print(f"(scenario sweeps {len(points)} points; recommending for the first: {s.point})")
     for p in points:

@@ -415,3 +415,20 @@ def test_engine_settings_that_change_nothing_warn(tmp_path, capsys, engine, key,
     text = SMALL.replace("workload:", f"engine: {engine}\nworkload:")  # SMALL runs design none
     found = warnings_of(capsys, ["cost", run(tmp_path, text)[1]])
     assert any(f": {key}: " in w and word in w for w in found), found
+
+
+def test_search_and_recommend_say_which_load_they_do_not_replay(tmp_path, capsys):
+    """Before: search dropped a trace (and a policy), and recommend a Poisson load, without a word."""
+    trace = "arrival_s,input_len,output_len\n0,100,20\n0.5,200,30\n"
+    text = BASE_DS.replace("workload: {concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}",
+                           "workload: {arrival: trace, trace: {path: t.csv}}\nsearch: {ep: [3]}")
+    path = run(tmp_path, text, {"t.csv": trace})[1]
+    assert cli.main(["search", path, "--gpus", "8", "--no-cache"]) == 2  # stopped by the bounds, after the warning
+    err = capsys.readouterr().err
+    assert ": workload.trace: search runs its own loads" in err and ": search: " in err, err
+    text = BASE_DS.replace("workload: {concurrency: 2, num_requests: 4,", "workload: {arrival: poisson, rate_per_s: 2, "
+                           "num_requests: 4,")
+    (tmp_path / "r").mkdir()
+    path = run(tmp_path / "r", text)[1]
+    assert cli.main(["recommend", path, "--batch", "1", "--out", str(tmp_path / "rec")]) == 0
+    assert ": workload.arrival: recommend runs closed-loop batches" in capsys.readouterr().err

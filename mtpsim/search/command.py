@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from mtpsim import scenario as sc
 from mtpsim.advice import advise
 from mtpsim.designs import BASELINE, record
-from mtpsim.errors import ScenarioError, decimal_number, from_validation, short
+from mtpsim.errors import ScenarioError, decimal_number, from_validation, short, warn
 from mtpsim.intervals import half_width
 from mtpsim.outputs import writing
 from mtpsim.runfolder import claimed, mark_complete, write_csv
@@ -64,9 +64,22 @@ def base_scenario(path: str, sets: list[str]) -> sc.Scenario:
     if record(s.speculative.design).draft_part is not None and s.acceptance.accept_length is not None:
         raise ScenarioError(s.source, "acceptance.accept_length", "fixes the accept length whatever the steps; "
                             "give acceptance per depth (per_depth, cumulative or histogram) to search over steps")
+    ignored_load(s, "search", "its own loads (closed-loop users or Poisson rates, --concurrency / --rates)")
+    if s.speculative.policy is not None:
+        warn(s.source, "speculative.policy", "search compares fixed steps at each load: the policy is not used")
     for p in points:
         advise(p)
     return s
+
+
+def ignored_load(s: sc.Scenario, command: str, runs: str) -> None:
+    """One warning when `command` replaces the scenario's arrivals: a trace or a rate schedule it
+    does not replay (the workload's lengths still apply)."""
+    w = s.workload
+    what = "workload.trace" if w.arrival == "trace" else "workload.rate_schedule" if w.rate_schedule else None
+    if what is not None:
+        warn(s.source, what, f"{command} runs {runs} over workload.input_len / output_len: this load is not "
+             "replayed")
 
 
 def enrich(rows: pd.DataFrame, targets: list[Target]) -> pd.DataFrame:
