@@ -432,3 +432,15 @@ def test_search_and_recommend_say_which_load_they_do_not_replay(tmp_path, capsys
     path = run(tmp_path / "r", text)[1]
     assert cli.main(["recommend", path, "--batch", "1", "--out", str(tmp_path / "rec")]) == 0
     assert ": workload.arrival: recommend runs closed-loop batches" in capsys.readouterr().err
+
+
+def test_verify_checks_the_shrunken_model_fits_before_its_loop(tmp_path, capsys):
+    """Before: the real loop ran (88 s in the campaign) and then the simulation refused the
+    memory, naming the simulated.yaml verify wrote and leaving its folder behind."""
+    pytest.importorskip("torch")
+    from pathlib import Path
+    scenario = Path(__file__).resolve().parent.parent / "scenarios" / "verify" / "deepseek-v3-nextn-cpu.yaml"
+    out = tmp_path / "v"
+    one_line_error(capsys, ["verify", str(scenario), "--set", "verify.hidden_scale=1", "--set", "verify.iterations=1",
+                            "--out", str(out)], "verify.hidden_scale", "does not fit this device")
+    assert not out.exists()

@@ -160,11 +160,11 @@ def _request_factory(env, profile: AcceptanceProfile, design: DesignShape, rng, 
 def _start_arrivals(env, arrivals: Arrivals, s, budget) -> int:
     """Start the arrival process(es); returns how many requests will arrive."""
     count, _, longest = arrivals.begin(s.workload, s.seed)
-    _check_fits(s, budget, longest)
+    check_fits(s, budget, longest)
     return count
 
 
-def _check_fits(s, budget, longest: int) -> None:
+def check_fits(s, budget, longest: int) -> None:
     """The longest request's KV fits the pool, or a ScenarioError."""
     if budget.kv_budget_bytes <= 0:
         # as the engine itself refuses (SGLang model_runner: "Not enough memory. Please try to

@@ -13,6 +13,7 @@ and `rel_error_at_level` (the prediction scaled by that level) beside the plain 
 """
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +34,7 @@ from mtpsim.sim.workload import sample_lengths
 from mtpsim.torchkit import loops
 from mtpsim.torchkit.kernels import keep_freed_memory, without_cudnn_attention
 from mtpsim.torchkit.measure import Setup, measure
-from mtpsim.verify.compare import comparison, plot, predict, simulated_mapping
+from mtpsim.verify.compare import comparison, fits_memory, plot, predict, simulated_mapping
 
 
 def main(args) -> int:
@@ -177,6 +178,7 @@ def setup_of(s, device: str) -> Setup:
 
 def verify_point(s, device: str, hardware: str, profile: str | None, folder: Path) -> pd.DataFrame:
     setup = setup_of(s, device)
+    _check_memory(s, setup, folder, hardware, profile)
     measured = measure(setup)
     write_csv(measured.iterations, folder / "measured_iterations.csv")
     mapping = simulated_mapping(s, setup.model.model_dump(mode="json"), setup.prompt_lens,
@@ -192,6 +194,26 @@ def verify_point(s, device: str, hardware: str, profile: str | None, folder: Pat
     table = comparison(setup.design, setup.batch, measured.iterations, predicted)
     _print(s, setup, measured, table)
     return table
+
+
+def _check_memory(s, setup: Setup, folder: Path, hardware: str, profile: str | None) -> None:
+    """The shrunken deployment fits this device's memory as the simulation will size it, checked
+    before the real loop runs (it took minutes to reach the same error after it), and blamed on
+    the scenario's verify section, which sized the model."""
+    placeholder = np.ones(setup.steps + 1)  # any histogram: memory does not read it
+    with tempfile.TemporaryDirectory() as scratch:  # the mapping's trace and histogram files, nothing kept
+        mapping = simulated_mapping(s, setup.model.model_dump(mode="json"), setup.prompt_lens, placeholder,
+                                    Path(scratch), hardware, profile, setup.warmup_iterations + setup.iterations)
+        if setup.assistant is not None:
+            mapping["speculative"]["draft"] = setup.assistant.model_dump(mode="json", exclude_none=True)
+        try:
+            fits_memory(mapping, str(folder / "simulated.yaml"))
+        except ScenarioError as exc:
+            if not any(folder.iterdir()):
+                folder.rmdir()  # the point's folder, made for this point: nothing in it to keep
+            raise ScenarioError(s.source or "verify", "verify.hidden_scale", f"the shrunken model does not fit "
+                                f"this device: {exc.reason} (a smaller verify.hidden_scale or fewer layers "
+                                "fit)") from None
 
 
 def _print(s, setup: Setup, measured, table: pd.DataFrame) -> None:

@@ -45,6 +45,22 @@ def simulated_mapping(s, model: dict, prompt_lens: list[int], accept_counts, fol
     return mapping
 
 
+def fits_memory(mapping: dict, where: str) -> None:
+    """The simulated deployment's KV pool holds its longest request, or the ScenarioError the
+    simulation would raise (sim.check_fits): found before the real loop runs, not after."""
+    from mtpsim.costs import build_pricer
+    from mtpsim.memory import memory_budget, pool_rule
+    from mtpsim.sim import check_fits
+    scenario = sc.validate(mapping, where)
+    budget = memory_budget(build_pricer(scenario), DesignShape.of(scenario.speculative), pool_rule(scenario))
+    check_fits(scenario, budget, _longest(mapping))
+
+
+def _longest(mapping: dict) -> int:
+    trace = pd.read_csv(mapping["workload"]["trace"])
+    return int((trace.input_len + trace.output_len).max())
+
+
 def predict(mapping: dict, where: str, warmup: int, iterations: int) -> pd.DataFrame:
     """Simulated decode iterations warmup..warmup+iterations (kind, duration, pass times)."""
     from mtpsim.sim import simulate
