@@ -125,7 +125,7 @@ def spec_file(kind: Kind, ref: str, cls: type[SpecT], where: str, key: str = "",
 @functools.lru_cache(maxsize=64)
 def _spec_at(path: str, stamp: tuple[int, int, int], cls: type[SpecT]) -> SpecT:
     data = _parsed(path, stamp)
-    inline = [k for k in ("from", "hf_config") if isinstance(data, dict) and k in data]
+    inline = [k for k in ("from", "hf_config") if k in data]  # _parsed gives a mapping or raises
     if inline:  # the scenario's shorthands, not a file's: a file is read as a whole spec
         raise ScenarioError(path, inline[0], "works only inline in a scenario (model: {from: NAME, ...}); a spec "
                             "file is a whole spec: copy the entry it names and change what differs")

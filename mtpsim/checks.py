@@ -59,7 +59,8 @@ def _as_built_for(model, draft):
     read from a folder of any name) is that target when it has its width, depth, vocabulary and
     experts. Anything else is left as it is, for design_checks.block_fits to refuse."""
     built_for = draft.block.built_for if draft is not None and draft.block is not None else None
-    if built_for is None or built_for == model.name or built_for not in catalog.names("models"):
+    if built_for is None or built_for == model.name or not catalog.NAME.fullmatch(built_for) \
+            or catalog.find("models", built_for) is None:  # one file looked up, not the catalog listed
         return model
     if _architecture(catalog.load_model(built_for)) != _architecture(model):
         return model

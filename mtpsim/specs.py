@@ -61,12 +61,15 @@ class CompressedAttention(Spec):
         return self
 
 
-def _stray(spec: BaseModel, takes: set[str]) -> list[str]:
-    """The fields `spec` gives a value other than their default that its kind does not read
-    (`takes`): another kind's fields, which would be ignored without a word. Fields left at
-    their default (None, or a copy that dumps every field) are not counted."""
-    return sorted(name for name, field in type(spec).model_fields.items()
-                  if name not in takes and getattr(spec, name) != field.default)
+def _refuse_stray(spec: BaseModel, what: str, takes: set[str]) -> None:
+    """A ValueError naming the fields `spec` gives a value other than their default that its kind
+    does not read (`takes`): another kind's fields, which would be ignored without a word. Fields
+    left at their default (None, or a copy that dumps every field) are not counted."""
+    stray = sorted(name for name, field in type(spec).model_fields.items()
+                   if name not in takes and getattr(spec, name) != field.default)
+    if stray:
+        raise ValueError(f"{what} kind {spec.kind!r} does not take {', '.join(stray)} "
+                         f"(it takes {', '.join(sorted(takes - {'kind'}))})")
 
 
 # the fields each attention kind reads (besides kind and num_heads): a field of another kind is refused
@@ -128,11 +131,7 @@ class AttentionSpec(Spec):
         missing = [f for f in need if getattr(self, f) is None]
         if missing:
             raise ValueError(f"attention kind {self.kind!r} needs {', '.join(missing)}")
-        stray = _stray(self, ATTENTION_FIELDS[self.kind])
-        if stray:
-            # a field another kind reads would be ignored here without a word
-            raise ValueError(f"attention kind {self.kind!r} does not take {', '.join(stray)} "
-                             f"(it takes {', '.join(sorted(ATTENTION_FIELDS[self.kind] - {'kind'}))})")
+        _refuse_stray(self, "attention", ATTENTION_FIELDS[self.kind])
         if self.kind in ("gqa", "linear") and self.num_heads % self.num_kv_heads:
             # each KV head serves a whole group of query heads (transformers repeat_kv); in Gated
             # DeltaNet each key head a group of value heads (num_v_heads // num_k_heads)
@@ -181,10 +180,7 @@ class FFNSpec(Spec):
         missing = [f for f in need if getattr(self, f) is None]
         if missing:
             raise ValueError(f"ffn kind {self.kind!r} needs {', '.join(missing)}")
-        stray = _stray(self, FFN_FIELDS[self.kind])
-        if stray:
-            raise ValueError(f"ffn kind {self.kind!r} does not take {', '.join(stray)} "
-                             f"(it takes {', '.join(sorted(FFN_FIELDS[self.kind] - {'kind'}))})")
+        _refuse_stray(self, "ffn", FFN_FIELDS[self.kind])
         if self.kind == "moe" and self.top_k > self.num_experts:
             raise ValueError("top_k exceeds num_experts")
         if self.shared_intermediate_size is not None and not self.num_shared_experts:

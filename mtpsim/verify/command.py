@@ -181,11 +181,7 @@ def verify_point(s, device: str, hardware: str, profile: str | None, folder: Pat
     _check_memory(s, setup, folder, hardware, profile)
     measured = measure(setup)
     write_csv(measured.iterations, folder / "measured_iterations.csv")
-    mapping = simulated_mapping(s, setup.model.model_dump(mode="json"), setup.prompt_lens,
-                                measured.accept_counts, folder, hardware, profile,
-                                setup.warmup_iterations + setup.iterations)
-    if setup.assistant is not None:  # the shrunken assistant / drafter, inline, so simulated.yaml reproduces the prediction
-        mapping["speculative"]["draft"] = setup.assistant.model_dump(mode="json", exclude_none=True)
+    mapping = _mapping(s, setup, measured.accept_counts, folder, hardware, profile)
     with writing(folder / "simulated.yaml") as file:
         file.write_text(yaml.safe_dump(mapping, sort_keys=False))
     predicted = predict(mapping, str(folder / "simulated.yaml"),
@@ -196,16 +192,23 @@ def verify_point(s, device: str, hardware: str, profile: str | None, folder: Pat
     return table
 
 
+def _mapping(s, setup: Setup, accept_counts, folder: Path, hardware: str, profile: str | None) -> dict:
+    """compare.simulated_mapping of what `setup` built, its shrunken assistant or drafter inline,
+    so simulated.yaml reproduces the prediction."""
+    mapping = simulated_mapping(s, setup.model.model_dump(mode="json"), setup.prompt_lens, accept_counts, folder,
+                                hardware, profile, setup.warmup_iterations + setup.iterations)
+    if setup.assistant is not None:
+        mapping["speculative"]["draft"] = setup.assistant.model_dump(mode="json", exclude_none=True)
+    return mapping
+
+
 def _check_memory(s, setup: Setup, folder: Path, hardware: str, profile: str | None) -> None:
     """The shrunken deployment fits this device's memory as the simulation will size it, checked
     before the real loop runs (it took minutes to reach the same error after it), and blamed on
     the scenario's verify section, which sized the model."""
     placeholder = np.ones(setup.steps + 1)  # any histogram: memory does not read it
     with tempfile.TemporaryDirectory() as scratch:  # the mapping's trace and histogram files, nothing kept
-        mapping = simulated_mapping(s, setup.model.model_dump(mode="json"), setup.prompt_lens, placeholder,
-                                    Path(scratch), hardware, profile, setup.warmup_iterations + setup.iterations)
-        if setup.assistant is not None:
-            mapping["speculative"]["draft"] = setup.assistant.model_dump(mode="json", exclude_none=True)
+        mapping = _mapping(s, setup, placeholder, Path(scratch), hardware, profile)
         try:
             fits_memory(mapping, str(folder / "simulated.yaml"))
         except ScenarioError as exc:

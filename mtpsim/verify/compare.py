@@ -51,14 +51,10 @@ def fits_memory(mapping: dict, where: str) -> None:
     from mtpsim.costs import build_pricer
     from mtpsim.memory import memory_budget, pool_rule
     from mtpsim.sim import check_fits
+    from mtpsim.tracefiles import scan
     scenario = sc.validate(mapping, where)
     budget = memory_budget(build_pricer(scenario), DesignShape.of(scenario.speculative), pool_rule(scenario))
-    check_fits(scenario, budget, _longest(mapping))
-
-
-def _longest(mapping: dict) -> int:
-    trace = pd.read_csv(mapping["workload"]["trace"])
-    return int((trace.input_len + trace.output_len).max())
+    check_fits(scenario, budget, scan(scenario.workload.trace).longest)
 
 
 def predict(mapping: dict, where: str, warmup: int, iterations: int) -> pd.DataFrame:
