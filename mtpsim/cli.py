@@ -1,18 +1,20 @@
 """Command line: `mtpsim run | recommend | search | cost | plot | calibrate | verify | models | hardware | schema`.
 
+The parser (every command's flags) and the process around a command: its one-line errors
+(status 2), SIGTERM, a closed or full stdout. What each command does is commands.py's.
+
 Bad input of any kind exits with status 2 and one line naming the file, the key and the reason.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
-import importlib
 import io
 import os
 import signal
 import sys
 
+from mtpsim import commands
 from mtpsim.cli_types import MAX_BATCH, MAX_CONTEXT, MAX_JOBS, address, at_least_one, bounded, folder, named
 from mtpsim.errors import ScenarioError, printable
 from mtpsim.limits import MAX_SEEDS
@@ -25,73 +27,6 @@ def _add_scenario(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenario", type=named("name the scenario YAML file"), help="scenario YAML file")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY.PATH=VALUE",
                    help="override a key (value parsed as YAML); repeatable")
-
-
-@contextlib.contextmanager
-def _imported_frozen(module: str):
-    """`module`, imported with the cyclic collector paused (an import builds many objects and no
-    garbage: the collections it would set off find nothing), then frozen (gc.freeze) while the
-    command runs, so that a full collection scans what the command makes, not every class and
-    function the imports left (pandas, pydantic, the simulator). Unfrozen after, for a caller
-    that goes on in the same process."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        imported = importlib.import_module(module)
-    finally:
-        if was_enabled:
-            gc.enable()
-    gc.freeze()
-    try:
-        yield imported
-    finally:
-        gc.unfreeze()
-
-
-def cmd_run(args) -> int:
-    with _imported_frozen("mtpsim.run") as run:
-        run.run_scenario(args.scenario, args.sets, args.out, args.jobs, plot=args.plot, trace=args.trace,
-                         seeds=args.seeds, backend=args.backend, address=args.address)
-    return 0
-
-
-def cmd_recommend(args) -> int:
-    from mtpsim.recommend import run_recommend
-    run_recommend(args.scenario, args.sets, args.batch, args.topk, args.max_steps, args.jobs, args.out,
-                  seeds=args.seeds)
-    return 0
-
-
-def cmd_search(args) -> int:
-    from mtpsim.search.cli import run_from_args
-    run_from_args(args)
-    return 0
-
-
-def cmd_plot(args) -> int:
-    from mtpsim.runfolder import plot_run
-    plot_run(args.run_dir)
-    return 0
-
-
-def cmd_cost(args) -> int:
-    from mtpsim.report import cost_command
-    return cost_command(args.scenario, args.sets, args.batch, args.context, args.ops)
-
-
-def cmd_list(args) -> int:
-    from mtpsim.listing import list_entries
-    return list_entries(args.kind)
-
-
-def cmd_engines(args) -> int:
-    from mtpsim.listing import list_engines
-    return list_engines()
-
-
-def cmd_schema(args) -> int:
-    from mtpsim.listing import print_schema
-    return print_schema()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -134,7 +69,7 @@ def _add_run(sub) -> None:
     p.add_argument("--plot", action="store_true", help="also draw PNGs into the run folder")
     p.add_argument("--trace", action="store_true",
                    help="also record every pass: passes.csv and trace.json (Chrome/Perfetto timeline)")
-    p.set_defaults(func=cmd_run)
+    p.set_defaults(func=commands.run)
 
 
 def _add_recommend(sub) -> None:
@@ -152,7 +87,7 @@ def _add_recommend(sub) -> None:
     p.add_argument("--out", type=folder, help="output folder (default runs/<name>-recommend-<timestamp>; must not hold files)")
     p.add_argument("--seeds", type=bounded(1, MAX_SEEDS), default=3, help="run every setting over N seeds and pick, "
                    "at each batch, the fewest steps whose TPS interval meets the best one's (default 3; 1: the argmax)")
-    p.set_defaults(func=cmd_recommend)
+    p.set_defaults(func=commands.recommend)
 
 
 def _add_search(sub) -> None:
@@ -162,14 +97,14 @@ def _add_search(sub) -> None:
                        "latency targets, the Pareto frontier with and without MTP, launch flags")
     _add_scenario(p)
     add_arguments(p)
-    p.set_defaults(func=cmd_search)
+    p.set_defaults(func=commands.search)
 
 
 def _add_plot(sub) -> None:
     """`mtpsim plot`: redraw a run folder's figures."""
     p = sub.add_parser("plot", help="draw the PNGs of a finished run folder")
     p.add_argument("run_dir", type=named("name the folder `mtpsim run` wrote"), help="a folder written by `mtpsim run`")
-    p.set_defaults(func=cmd_plot)
+    p.set_defaults(func=commands.plot)
 
 
 def _add_cost(sub) -> None:
@@ -181,7 +116,7 @@ def _add_cost(sub) -> None:
     p.add_argument("--context", type=bounded(0, MAX_CONTEXT), help=f"committed KV length per request, "
                    f"0..{MAX_CONTEXT} (default: mean input_len)")
     p.add_argument("--ops", action="store_true", help="also list every op: time, bound, and which model priced it")
-    p.set_defaults(func=cmd_cost)
+    p.set_defaults(func=commands.cost)
 
 
 def _add_calibrate(sub) -> None:
@@ -205,7 +140,7 @@ def _add_calibrate(sub) -> None:
     p.add_argument("--version", type=named("name the engine version, or leave --version out for the database's current one"),
                    help="with --from aiconfigurator: the engine version (default: the "
                    "database's current one; older versions fill the families it lacks)")
-    p.set_defaults(func=_calibrate)
+    p.set_defaults(func=commands.calibrate)
 
 
 def _add_verify(sub) -> None:
@@ -214,7 +149,7 @@ def _add_verify(sub) -> None:
     _add_scenario(p)
     p.add_argument("--out", type=folder, help="output folder (default runs/<name>-verify-<timestamp>)")
     p.add_argument("--calibrate", action="store_true", help="measure a profile on the spot instead of the committed one")
-    p.set_defaults(func=lambda a: _torch_command("mtpsim.verify.command", a))
+    p.set_defaults(func=commands.verify)
 
 
 def _add_catalog_commands(sub) -> None:
@@ -222,42 +157,13 @@ def _add_catalog_commands(sub) -> None:
     for kind, what in (("models", "models: layers, width, experts, draft layers"),
                        ("hardware", "GPUs: memory, bandwidth, default pricing")):
         p = sub.add_parser(kind, help=f"list the catalog's {what} (MTPSIM_CATALOG's folders first)")
-        p.set_defaults(func=cmd_list, kind=kind)
+        p.set_defaults(func=commands.list, kind=kind)
 
     p = sub.add_parser("engines", help="list the serving engines: known releases and version rules")
-    p.set_defaults(func=cmd_engines)
+    p.set_defaults(func=commands.engines)
 
     p = sub.add_parser("schema", help="print the JSON Schema of a scenario file")
-    p.set_defaults(func=cmd_schema)
-
-
-# calibrate's flags that belong to one of its two jobs: given to the other, they would do nothing
-CONVERTING, TIMING = ("system", "backend", "version"), ("device", "quick", "threads", "visits")
-
-
-def _calibrate(args) -> int:
-    """Time this machine (torch), or convert a measured database (torch-free)."""
-    converting = args.source == "aiconfigurator"
-    for flag in TIMING if converting else CONVERTING:
-        if getattr(args, flag) not in (None, False):
-            return _fail(f"--{flag}: " + ("times this machine; it does nothing with --from aiconfigurator"
-                                          if converting else "goes with --from aiconfigurator"))
-    if converting:
-        from mtpsim.calibration import aiconfigurator
-        args.system, args.backend = args.system or "h200_sxm", args.backend or "sglang"
-        return aiconfigurator.main(args)
-    args.device = args.device or "auto"
-    return _torch_command("mtpsim.calibration.command", args)
-
-
-def _torch_command(module: str, args) -> int:
-    """calibrate and verify import torch; say how to get it rather than fail with ImportError."""
-    import importlib
-    import importlib.util
-    if importlib.util.find_spec("torch") is None:
-        print("mtpsim: error: this command needs PyTorch: pip install 'mtpsim[torch]'", file=sys.stderr)
-        return 2
-    return importlib.import_module(module).main(args)
+    p.set_defaults(func=commands.schema)
 
 
 def main(argv: list[str] | None = None) -> int:

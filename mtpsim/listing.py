@@ -1,5 +1,5 @@
 """`mtpsim models`, `mtpsim hardware`, `mtpsim engines` and `mtpsim schema`: what the catalog and
-the scenario schema hold, printed one entry a line (cli.py dispatches here).
+the scenario schema hold, printed one entry a line (commands.py dispatches here).
 """
 from __future__ import annotations
 

@@ -4,13 +4,13 @@ the torch code layered as torchkit <- calibration <- verify.
 The graph is read statically (ast) from every module under mtpsim/: `import` and `from ... import`
 at any depth (function-level, lazy imports included; relative ones resolved; `from pkg import
 sub` is an edge to the submodule), and string constants that name an mtpsim module, which the
-package imports by name (mtpsim/__init__.py's lazy attributes, cli's `_torch_command(...)`).
+package imports by name (mtpsim/__init__.py's lazy attributes, commands' `torch_command(...)`).
 Importing a module also runs its parent packages' __init__, so torch reachability follows
 parents too; cycles do not count them (a package re-exporting its submodules is no cycle).
 
-Lazy imports count, with one exception: from `mtpsim.cli` only module-level imports are
-followed, because each command imports what it needs when it runs and `calibrate` / `verify`
-import torch on purpose. A cost-model module importing calibration/ even lazily is caught by
+Lazy imports count, with one exception: from `mtpsim.commands` (the command line's handlers)
+only module-level imports are followed, because each command imports what it needs when it
+runs and `calibrate` / `verify` import torch on purpose. A cost-model module importing calibration/ even lazily is caught by
 `test_simulator_imports_no_torch_package`, whether or not that module imports torch.
 """
 from __future__ import annotations
@@ -25,8 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TORCH_PACKAGES = ("mtpsim.torchkit", "mtpsim.calibration", "mtpsim.verify")
 # the simulator's import path, plus the other modules documented as importable without torch
-TORCH_FREE = ("mtpsim", "mtpsim.cli", "mtpsim.run", "mtpsim.sim", "mtpsim.sim.*", "mtpsim.costs", "mtpsim.costs.*",
-              "mtpsim.scenario", "mtpsim.resolve", "mtpsim.schema", "mtpsim.acceptance_schema", "mtpsim.engine_schema",
+TORCH_FREE = ("mtpsim", "mtpsim.cli", "mtpsim.commands", "mtpsim.run", "mtpsim.sim", "mtpsim.sim.*", "mtpsim.costs",
+              "mtpsim.costs.*", "mtpsim.scenario", "mtpsim.resolve", "mtpsim.schema", "mtpsim.acceptance_schema",
+              "mtpsim.engine_schema",
               "mtpsim.catalog",
               "mtpsim.specs", "mtpsim.hardware_spec", "mtpsim.runfolder", "mtpsim.checks",
               "mtpsim.results", "mtpsim.plots",
@@ -35,7 +36,7 @@ TORCH_FREE = ("mtpsim", "mtpsim.cli", "mtpsim.run", "mtpsim.sim", "mtpsim.sim.*"
               "mtpsim.shrink", "mtpsim.hfconfig", "mtpsim.hfconfig.*",
               "mtpsim.calibration.aiconfigurator", "mtpsim.calibration.aic_rows",
               "mtpsim.calibration.grid", "mtpsim.verify.compare")
-DISPATCHER = "mtpsim.cli"
+DISPATCHER = "mtpsim.commands"  # the handlers cli.py dispatches to
 # what verification may use of calibration: its public entry points (module -> names)
 VERIFY_USES_OF_CALIBRATION = {"mtpsim.calibration.command": {"write_profile"},
                               "mtpsim.calibration.level": {"machine_level"}}
