@@ -212,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
 def _terminated(signum, frame) -> None:
     """SIGTERM (`timeout`, `kill`, a CI cancel) as KeyboardInterrupt: the same cleanup runs (a run
     folder's claim, a half-written profile or search cache entry are removed) and status 130."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second kill must not cut the cleanup short
     raise KeyboardInterrupt
 
 
