@@ -60,6 +60,10 @@ CASES = [
              {4: 10.94, 8: 13.88, 16: 20.02, 32: 31.37, 64: 49.33}),
     Absolute("A7", "a7-deepseek-r1-b200-sglang-v0512-1k1k.yaml", "concurrency",
              {1: 7.18, 2: 7.93, 4: 8.82, 8: 10.96, 16: 13.09, 32: 16.21, 64: 21.73}),
+    Absolute("A8", "a8-deepseek-r1-b300-sglang-v0512-1k1k.yaml", "concurrency",
+             {1: 7.04, 2: 7.64, 4: 8.3, 8: 10.12, 16: 12.35, 32: 15.46, 64: 21.17}),
+    Absolute("A9", "a9-deepseek-r1-b300-sglang-v0512-8k1k-tp4.yaml", "concurrency",
+             {1: 7.76, 2: 8.87, 4: 11.11}),
 ]
 
 

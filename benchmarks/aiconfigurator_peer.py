@@ -51,7 +51,7 @@ MODELS = {
     "meta-llama/Meta-Llama-3.1-8B-Instruct": "meta-llama/Meta-Llama-3.1-8B",
 }
 SYSTEMS = {"h200": "h200_sxm", "h200-sxm": "h200_sxm", "h100": "h100_sxm", "h100-sxm": "h100_sxm",
-           "b200": "b200_sxm", "b200-sxm": "b200_sxm"}
+           "b200": "b200_sxm", "b200-sxm": "b200_sxm", "b300": "b300_sxm", "gb200": "gb200", "gb300": "gb300"}
 
 # Qwen3-Next-80B-A3B has no aiconfigurator model class (Qwen3NextForCausalLM is not a supported
 # architecture in 0.12.0) and no shipped config. proxy=True expresses it through the closest class

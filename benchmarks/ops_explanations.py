@@ -83,8 +83,8 @@ EXPLANATIONS = [
                 "touches at mid batch (calibrated-scaled). Which routing a served workload has is not measured here",
                 "aiconfigurator_core/sdk/config.py workload_distribution = 'power_law'; "
                 "aiconfigurator_core/sdk/models/deepseek.py generation_moe; mtpsim/costs/tables.py (touched axis)"),
-    Explanation("b200", "sglang", "moe", OPEN,
-                "as for every MoE (see the '*' row), but here the measurement leans aiconfigurator's way: SGLang's "
+    *[Explanation(gpu, "sglang", "moe", OPEN,
+                "as for every MoE (see the '*' row), but on Blackwell the measurement leans aiconfigurator's way: SGLang's "
                 "flashinfer_trtllm kernel is slower under power-law routing at 4-16 tokens (74 against 57 us a "
                 "layer at 8 tokens), and A7 (InferenceX v0.5.12, 1k/1k) at concurrency 4 / 8 / 16 is -10 / -17 / "
                 "-10% for mtpsim and -5 / -8 / -2% for aiconfigurator (at 32 / 64: -1 / -3% against -8 / -9%). "
@@ -94,9 +94,14 @@ EXPLANATIONS = [
                 "tokens, not 64; both distributions kept) took A7 at 4 / 8 streams to -4 / -1% but 16-64 to "
                 "+11...+16%, A5 to +7...+39% and the absolute median from 7.5% to 14.3% (2026-12-04): the H200 "
                 "points want cheaper MoE at 16-64 tokens than random routing priced from these rows gives, so it "
-                "was not kept",
+                "was not kept. B300 under the same release and harness (A8, 1k/1k TP8, InferenceX #3175) says the "
+                "same: -11 / -15 / -15 / -18 / -12% at 1 / 2 / 4 / 8 / 16 streams and -3 / -5% at 32 / 64 for "
+                "mtpsim, -5 / -9 / -5 / -5 / -5 / -4 / -9% for aiconfigurator; at one stream the gap is not the "
+                "MoE (one token's 8 experts), and B300's tables price the same GEMMs and all-reduce 20-25% faster "
+                "than B200's while the two measured steps differ by 2% (7.04 against 7.18 ms)",
                 "benchmarks/absolute.py; aiconfigurator_core/systems/data/b200_sxm/moe/sglang/*/moe_perf.parquet "
-                "(distribution power_law_1.01 against balanced rows)"),
+                "(distribution power_law_1.01 against balanced rows)")
+      for gpu in ("b200", "b300")],
     Explanation("*", "*", "allreduce", OTHER_KERNEL,
                 "mtpsim prices two custom all-reduces per layer from the measured custom_allreduce table; "
                 "aiconfigurator prices them inside its MoE pre/post dispatch ops from its own comm model. "
