@@ -64,6 +64,7 @@ CASES = [
              {1: 7.04, 2: 7.64, 4: 8.3, 8: 10.12, 16: 12.35, 32: 15.46, 64: 21.17}),
     Absolute("A9", "a9-deepseek-r1-b300-sglang-v0512-8k1k-tp4.yaml", "concurrency",
              {1: 7.76, 2: 8.87, 4: 11.11}),
+    Absolute("A10", "a10-deepseek-r1-b300-sglang-v0512-8k1k-tp8.yaml", "concurrency", {1: 7.23, 2: 8.08}),
 ]
 
 

@@ -96,7 +96,8 @@ EXPLANATIONS = [
                 "points want cheaper MoE at 16-64 tokens than random routing priced from these rows gives, so it "
                 "was not kept. B300 under the same release and harness (A8, 1k/1k TP8, InferenceX #3175) says the "
                 "same: -11 / -15 / -15 / -18 / -12% at 1 / 2 / 4 / 8 / 16 streams and -3 / -5% at 32 / 64 for "
-                "mtpsim, -5 / -9 / -5 / -5 / -5 / -4 / -9% for aiconfigurator; at one stream the gap is not the "
+                "mtpsim, -5 / -9 / -5 / -5 / -5 / -4 / -9% for aiconfigurator (8k/1k, A9 TP4 and A10 TP8: -9...-16% at "
+                "1-4 streams); at one stream the gap is not the "
                 "MoE (one token's 8 experts), and B300's tables price the same GEMMs and all-reduce 20-25% faster "
                 "than B200's while the two measured steps differ by 2% (7.04 against 7.18 ms)",
                 "benchmarks/absolute.py; aiconfigurator_core/systems/data/b200_sxm/moe/sglang/*/moe_perf.parquet "

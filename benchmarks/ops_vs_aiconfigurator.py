@@ -1,7 +1,7 @@
 """mtpsim's decode step op by op, beside aiconfigurator's breakdown of the same step.
 
 Run: .venv/bin/python benchmarks/ops_vs_aiconfigurator.py [SCENARIO ...] [--batch 1 64] [--out PATH]
-     (default: the absolute cases scenarios/published/a1..a9 and a B200 TensorRT-LLM FP8 TP8
+     (default: the absolute cases scenarios/published/a1..a10 and a B200 TensorRT-LLM FP8 TP8
      DeepSeek-R1 deployment built from A7 with engine trtllm; batches 1 and 64; writes
      benchmarks/ops_vs_aiconfigurator.md)
 
@@ -153,7 +153,7 @@ def mtp_split(info: dict, layers: int) -> str:
 
 
 def default_cases() -> list[tuple[str, Path, tuple[str, ...]]]:
-    return [(p.name.split("-")[0].upper(), p, ()) for p in sorted(PUBLISHED.glob("a[1-9]-*.yaml"))] + [TRTLLM_B200]
+    return [(p.name.split("-")[0].upper(), p, ()) for p in sorted(PUBLISHED.glob("a[0-9]*-*.yaml"))] + [TRTLLM_B200]
 
 
 def run(cases, batches: list[int], mtp: bool = True) -> tuple[pd.DataFrame, list[str]]:
