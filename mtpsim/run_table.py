@@ -58,9 +58,12 @@ def format_table(summary) -> str:
         if col.endswith("_share"):
             df.set(col, [v * 100 for v in df.columns[col]], "float")
     if "tps_ci_half" in table.columns:
-        for col in ("tps", "per_user_tps", "speedup"):
-            df.set(col, [f"{_number(m)} ± {_number(h)}" for m, h in zip(table.columns[col], table.columns[f"{col}_ci_half"])],
-                   "object")
+        seeds = table.columns.get("seeds") or [2] * len(table.columns["tps"])
+        for col in ("tps", "per_user_tps", "speedup"):  # one replicate has no interval: its mean alone
+            df.set(col, [f"{_number(m)} ± {_number(h)}" if n > 1 else _number(m)
+                         for m, h, n in zip(table.columns[col], table.columns[f"{col}_ci_half"], seeds)], "object")
+        if len(set(seeds)) > 1:  # a sweep over seeds: each row says how many it averages
+            df.set("seeds", [int(n) for n in seeds], "int")
         df.set("tps", [f"{v} {'~' if o else ' '}" for v, o in zip(df.columns["tps"], table.columns["overlaps"])], "object")
     df.rename(TABLE)
     return to_string(df, _number)
@@ -134,9 +137,9 @@ def prefix_note(summary: list[dict]) -> str:
 
 def legend(ci) -> str:
     """The lines under a replicated run's table: what ± is, and what ~ marks (when any)."""
-    seeds = ", ".join(str(n) for n in dict.fromkeys(ci.seeds))
+    seeds = ", ".join(str(n) for n in dict.fromkeys(ci.seeds) if n > 1)
     lines = [f"± half-width of the 95% interval over {seeds} seeds (Student t; speedup seed by seed over "
-             "the baseline of the same seed)"]
+             "the baseline of the same seed)" + ("; a row of one seed has none" if (ci.seeds == 1).any() else "")]
     if ci.overlaps.any():
         lines.append("~ its TPS interval overlaps another design's at the same load: these seeds do not "
                      "settle the difference")

@@ -168,6 +168,19 @@ def test_overlap_is_within_a_load_only():
     assert "~ its TPS" in legend(ci) and "~" not in legend(ci[ci.baseline == 1])
 
 
+def test_a_point_of_one_seed_in_a_seeds_sweep_shows_no_interval():
+    """A sweep over `seeds: [1, 3]`: the one-seed row has no interval (its mean alone, not `± 0`),
+    each row says how many seeds it averages, and the legend says a one-seed row has none."""
+    runs = pd.DataFrame([{"point": p, "baseline": 0, "design": "nextn", "seed": k, "tps": v, "per_user_tps": v,
+                          "speedup": v / 50, "per_user_speedup": v / 50}
+                         for p, values in ((0, [100.0]), (1, [100.0, 104.0, 108.0])) for k, v in enumerate(values)])
+    ci = seed_intervals(runs, "point", "baseline")
+    lines = format_table(ci.assign(concurrency=1, steps=1, rate_per_s=np.nan)).splitlines()
+    assert "±" not in lines[1] and lines[1].split()[-1] == "1"
+    assert "±" in lines[2] and lines[2].split()[-1] == "3"
+    assert "over 3 seeds" in legend(ci) and "a row of one seed has none" in legend(ci)
+
+
 @pytest.mark.parametrize("extra, says", [
     (["--seeds", "0"], "--seeds: Input should be greater than or equal to 1"),
     (["--seeds", "1001"], "--seeds: Input should be less than or equal to 1000"),
