@@ -31,6 +31,12 @@ def writing(path: str | Path) -> Iterator[Path]:
         raise ScenarioError(str(path), "", f"cannot write: {exc.strerror or exc}") from None
 
 
+def is_fresh(out: Path) -> bool:
+    """Whether `out` can take a new output folder: it does not exist, or is an empty folder (as
+    good as none). calibrate and calibrate --from aiconfigurator both ask it first."""
+    return not out.exists() or (out.is_dir() and not any(out.iterdir()))
+
+
 @contextmanager
 def staged(out: Path) -> Iterator[Path]:
     """A folder written whole or not at all (a profile): the body writes into `<out>.partial`,

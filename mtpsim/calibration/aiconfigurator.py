@@ -57,7 +57,7 @@ from mtpsim.calibration.aic_rows import (
 from mtpsim.catalog import load_hardware
 from mtpsim.costs.profile import FAMILIES
 from mtpsim.errors import ScenarioError, short
-from mtpsim.outputs import staged, writing
+from mtpsim.outputs import is_fresh, staged, writing
 
 ATTRIBUTION = ("Kernel timings measured by NVIDIA on real GPUs and distributed in aiconfigurator-core "
                f"{PINNED} (Apache-2.0), https://github.com/ai-dynamo/aiconfigurator; converted by mtpsim.")
@@ -254,7 +254,7 @@ def main(args) -> int:
     out = Path(args.out) if args.out else None
     if out is None:
         raise ScenarioError("--out", "", "give the profile folder to write (e.g. profiles/h200-sglang)")
-    if out.exists() and not (out.is_dir() and not any(out.iterdir())):  # an empty folder is as good as none
+    if not is_fresh(out):
         raise ScenarioError(str(out), "", "already exists: give a new folder (nothing was overwritten)")
     if not out.parent.is_dir():
         raise ScenarioError(str(out), "", "its parent folder does not exist")

@@ -31,7 +31,7 @@ from mtpsim.calibration.host import host_times
 from mtpsim.calibration.layers import layer_case
 from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.layer import layer_spec
-from mtpsim.outputs import staged, writing
+from mtpsim.outputs import is_fresh, staged, writing
 from mtpsim.textfiles import not_a_folder
 from mtpsim.torchkit.kernels import keep_freed_memory, without_cudnn_attention
 
@@ -99,7 +99,7 @@ def _check_out(out: Path) -> str | None:
     """Why `out` must not be written, or None."""
     if out.name in ("", ".", ".."):  # the profile is written beside it as <name>.partial, then renamed
         return "names no folder of its own (the current folder, its parent or the root): give one, e.g. --out ./my-profile"
-    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
+    if is_fresh(out):
         return None
     if not out.is_dir():
         return not_a_folder(out)
