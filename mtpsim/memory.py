@@ -215,3 +215,23 @@ def part_kv(deployment: Deployment, part: str) -> tuple[LayerKV, ...]:
         else:
             out += [LayerKV(O.kv_bytes_per_token(att, kv_dtype, tp), att.window or 0, 0.0)] * count
     return tuple(out)
+
+
+def check_fits(s, budget: MemoryBudget, tokens: int, pool: str | None = None, need: float | None = None) -> None:
+    """The longest request's KV (`need` bytes per GPU; default: `tokens` tokens of this budget's
+    KV) fits the budget's KV pool, or a ScenarioError: of a whole replica, or of the disaggregated
+    `pool` ("prefill" / "decode", named in the key and the reason)."""
+    rule = f"{budget.rule.label} of {budget.capacity_bytes / 1e9:.1f} GB"
+    whose = f"the {pool} pool's " if pool else "the engine's "
+    if budget.kv_budget_bytes <= 0:
+        # as the engine itself refuses (SGLang model_runner: "Not enough memory. Please try to
+        # increase --mem-fraction-static."): the weights fill all the rule leaves
+        weights = (budget.target_weight_bytes + budget.draft_weight_bytes) / 1e9
+        raise ScenarioError(s.source, f"disaggregation.{pool}" if pool else "engine.mem_fraction",
+                            f"{whose if pool else 'the '}weights ({weights:.1f} GB per GPU) leave no KV pool under {rule}, "
+                            "and the engine would refuse to start: raise engine.mem_fraction or shard over more GPUs")
+    need = budget.request_bytes(tokens) if need is None else need
+    if need > budget.kv_budget_bytes:
+        raise ScenarioError(s.source, f"disaggregation.{pool}" if pool else "workload",
+                            f"a request of {tokens} tokens needs {need / 1e9:.2f} GB of KV per GPU, more than the "
+                            f"{budget.kv_budget_bytes / 1e9:.2f} GB {whose}KV pool holds ({rule})")

@@ -11,8 +11,7 @@ import simpy
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import build_pricer
 from mtpsim.designs import DesignShape
-from mtpsim.errors import ScenarioError
-from mtpsim.memory import memory_budget, pool_rule, prefill_chunk_tokens
+from mtpsim.memory import check_fits, memory_budget, pool_rule, prefill_chunk_tokens
 from mtpsim.results import Records, Results, limits_row, to_results
 from mtpsim.sim.arrivals import Arrivals
 from mtpsim.sim.caching import cache_block_tokens, cache_counters, replica_cache
@@ -162,22 +161,6 @@ def _start_arrivals(env, arrivals: Arrivals, s, budget) -> int:
     count, _, longest = arrivals.begin(s.workload, s.seed)
     check_fits(s, budget, longest)
     return count
-
-
-def check_fits(s, budget, longest: int) -> None:
-    """The longest request's KV fits the pool, or a ScenarioError."""
-    if budget.kv_budget_bytes <= 0:
-        # as the engine itself refuses (SGLang model_runner: "Not enough memory. Please try to
-        # increase --mem-fraction-static."): the weights fill all the rule leaves
-        weights = (budget.target_weight_bytes + budget.draft_weight_bytes) / 1e9
-        raise ScenarioError(s.source, "engine.mem_fraction", f"the weights ({weights:.1f} GB per GPU) "
-                            f"leave no KV pool under {budget.rule.label} of {budget.capacity_bytes / 1e9:.1f} GB, "
-                            "and the engine would refuse to start: raise engine.mem_fraction or shard over more GPUs")
-    if budget.request_bytes(longest) > budget.kv_budget_bytes:
-        raise ScenarioError(s.source, "workload", f"a request of {longest} tokens needs "
-                            f"{budget.request_bytes(longest) / 1e9:.2f} GB of KV per GPU, more than the "
-                            f"{budget.kv_budget_bytes / 1e9:.2f} GB the engine's KV pool holds "
-                            f"({budget.rule.label} of {budget.capacity_bytes / 1e9:.1f} GB)")
 
 
 __all__ = ["simulate", "Results"]

@@ -27,9 +27,8 @@ import simpy
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import build_pricer
 from mtpsim.designs import DesignShape
-from mtpsim.errors import ScenarioError
 from mtpsim.histogram import LogHistogram
-from mtpsim.memory import MemoryBudget, memory_budget, pool_rule, prefill_chunk_tokens
+from mtpsim.memory import MemoryBudget, check_fits, memory_budget, pool_rule, prefill_chunk_tokens
 from mtpsim.pools import ROLES, Link, describe, last_layer_bytes, pool_scenario, resolve_link, transfer_bytes
 from mtpsim.results import Records, Results, limits_row, to_results
 from mtpsim.sim.arrivals import Arrivals
@@ -267,17 +266,7 @@ def start_arrivals(env, arrivals: Arrivals, s, prefill: MemoryBudget, decode: Me
     KV pool cannot hold, or a request the decode pool's cannot, is a ScenarioError naming the pool."""
     count, longest_prompt, longest = arrivals.begin(s.workload, s.seed)
     for role, budget, tokens in (("prefill", prefill, longest_prompt), ("decode", decode, longest)):
-        need = budget.request_bytes(tokens) if role == "decode" else transfer_bytes(budget, tokens)
-        if budget.kv_budget_bytes <= 0:
-            weights = (budget.target_weight_bytes + budget.draft_weight_bytes) / 1e9
-            raise ScenarioError(s.source, f"disaggregation.{role}", f"the {role} pool's weights take {weights:.1f} GB per "
-                                f"GPU and leave no KV pool ({budget.rule.label} of {budget.capacity_bytes / 1e9:.1f} GB): "
-                                "shard the weights over more GPUs if the engine's reserve allows (at wide tp or "
-                                "attention_dp SGLang's reserve grows too), or give engine.mem_fraction")
-        if need > budget.kv_budget_bytes:
-            raise ScenarioError(s.source, f"disaggregation.{role}", f"a request of {tokens} tokens needs {need / 1e9:.2f} GB "
-                                f"of KV per GPU, more than the {budget.kv_budget_bytes / 1e9:.2f} GB the {role} pool's "
-                                f"KV pool holds ({budget.rule.label} of {budget.capacity_bytes / 1e9:.1f} GB)")
+        check_fits(s, budget, tokens, role, None if role == "decode" else transfer_bytes(budget, tokens))
     return count
 
 

@@ -47,10 +47,9 @@ def simulated_mapping(s, model: dict, prompt_lens: list[int], accept_counts, fol
 
 def fits_memory(mapping: dict, where: str) -> None:
     """The simulated deployment's KV pool holds its longest request, or the ScenarioError the
-    simulation would raise (sim.check_fits): found before the real loop runs, not after."""
+    simulation would raise (memory.check_fits): found before the real loop runs, not after."""
     from mtpsim.costs import build_pricer
-    from mtpsim.memory import memory_budget, pool_rule
-    from mtpsim.sim import check_fits
+    from mtpsim.memory import check_fits, memory_budget, pool_rule
     from mtpsim.tracefiles import scan
     scenario = sc.validate(mapping, where)
     budget = memory_budget(build_pricer(scenario), DesignShape.of(scenario.speculative), pool_rule(scenario))
