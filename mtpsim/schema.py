@@ -30,7 +30,7 @@ from mtpsim.limits import (  # noqa: F401 (the limits are read from here too)
     MAX_USERS,
 )
 from mtpsim.search.bounds import SearchBounds
-from mtpsim.sections import Probability, Ref, Section  # noqa: F401 (read from here too)
+from mtpsim.sections import Probability, Ref, Section, Text  # noqa: F401 (read from here too)
 from mtpsim.specs import ModelSpec
 from mtpsim.workload_schema import (  # noqa: F401 (the workload section, read from here too)
     MAX_TRACE_S,
@@ -221,7 +221,7 @@ class Scenario(Section):
 
     name: str = Field(pattern=r"^[A-Za-z0-9._-]+$", max_length=120)
     """Used in output paths and titles."""
-    question: str | None = Field(default=None, max_length=2000)
+    question: Text | None = Field(default=None, max_length=2000)
     """The question the scenario answers, printed with the results."""
     model: Ref | dict[str, Any]
     """A catalog name, a spec file, {from: NAME, ...overrides} or {hf_config: config.json, ...overrides}."""

@@ -22,10 +22,18 @@ def _a_name(text: str) -> str:
     return text
 
 
+def _printable_text(text: str) -> str:
+    if not all(c.isprintable() or c in "\n\t" for c in text):  # echoed on the terminal as it is
+        raise ValueError("must be printable text: no control character (an escape sequence would reach the terminal)")
+    return text
+
+
 # a file path or catalog name: never empty or blank (`profile: ""` would otherwise read as the default)
 Ref = Annotated[str, Field(max_length=4096), AfterValidator(_not_blank)]
 # any other name a key gives (a release, a shipped curve, a profile): never blank, for the same reason
 Name = Annotated[str, AfterValidator(_a_name)]
+# free text printed with the results (a scenario's question): lines and tabs, no control characters
+Text = Annotated[str, AfterValidator(_printable_text)]
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]  # an error names the entry: acceptance.per_depth.2
 
 

@@ -444,3 +444,15 @@ def test_verify_checks_the_shrunken_model_fits_before_its_loop(tmp_path, capsys)
     one_line_error(capsys, ["verify", str(scenario), "--set", "verify.hidden_scale=1", "--set", "verify.iterations=1",
                             "--out", str(out)], "verify.hidden_scale", "does not fit this device")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("question, ok", [('"red \\e[31m text"', False), ('"bell \\a"', False),
+                                          ('"two lines\\nand a\\ttab"', True), ("plain words", True)])
+def test_a_question_with_control_characters_is_refused(tmp_path, capsys, question, ok):
+    """The question is echoed on the terminal as it is: a YAML escape (\\e, \\a) put an ANSI
+    sequence or a bell there; lines and tabs stay allowed."""
+    argv = run(tmp_path, SMALL + f"question: {question}\n")
+    if ok:
+        assert cli.main(argv) == 0
+    else:
+        one_line_error(capsys, argv, "question", "control character")
