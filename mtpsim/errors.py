@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pydantic loads with the schema, not with every one-line error
@@ -105,10 +106,25 @@ def printable(text: str) -> str:
     return text.translate(_CONTROL)
 
 
+# file -> whether a key's value in it came from --set (scenario.load notes it): a warning about
+# such a key names --set, as its error would
+_set_keys: dict[str, Callable[[str], bool]] = {}
+
+
+def note_set_keys(where: str, by_flag: Callable[[str], bool] | None) -> None:
+    """From now on a warning about file `where`'s key k names --set where by_flag(k) (None: none)."""
+    if by_flag is None:
+        _set_keys.pop(where, None)
+    else:
+        _set_keys[where] = by_flag
+
+
 def warn(where: str, key: str, reason: str) -> None:
     """One line on stderr for input that runs but makes little sense (the run goes on); each
     message once per process, so a sweep's points do not repeat it."""
     import sys
+    if key and where in _set_keys and _set_keys[where](key):
+        where = "--set"
     message = ScenarioError(where, key, reason).message
     if message not in _warned:
         _warned.add(message)

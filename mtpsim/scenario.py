@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from mtpsim import catalog
 from mtpsim.advice import advise
-from mtpsim.errors import ScenarioError, short, warn
+from mtpsim.errors import ScenarioError, note_set_keys, short, warn
 from mtpsim.files import load_yaml, parse_yaml
 from mtpsim.resolve import disaggregated, validate
 from mtpsim.schema import (
@@ -123,6 +123,8 @@ def load(path: str | Path, sets: list[str] = (), advise_points: bool = True) -> 
         if exc.where == where and _set_by_flag(exc.key, [k for k, _ in overrides], written):
             raise ScenarioError("--set", exc.key, exc.reason) from None
         raise
+    keys = [k for k, _ in overrides]  # warnings about these keys, now or later, name --set
+    note_set_keys(where, (lambda key: _set_by_flag(key, keys, written)) if keys else None)
     if advise_points:
         for s in scenarios:
             advise(s)

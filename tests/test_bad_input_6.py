@@ -9,7 +9,7 @@ import shutil
 import pytest
 import yaml
 
-from mtpsim import cli
+from mtpsim import cli, errors
 from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.errors import ScenarioError
 from tests.test_bad_input import BASE as BASE_DS
@@ -456,3 +456,24 @@ def test_a_question_with_control_characters_is_refused(tmp_path, capsys, questio
         assert cli.main(argv) == 0
     else:
         one_line_error(capsys, argv, "question", "control character")
+
+
+def test_a_warning_about_a_key_set_on_the_command_line_names_set(tmp_path, capsys):
+    """As an error does: the value came from --set, not from the file the warning used to name;
+    the same warning about a value the file holds still names the file."""
+    scenario = run(tmp_path, SMALL)[1]
+    lines = warnings_of(capsys, ["cost", scenario, "--set", "engine.speculative_overlap=true"])
+    assert any(line.startswith("mtpsim: warning: --set: engine.speculative_overlap: design none") for line in lines), lines
+    errors._warned.clear()
+    own = run(tmp_path, SMALL + "engine: {speculative_overlap: true}\n")[1]
+    lines = warnings_of(capsys, ["cost", own])
+    assert any(line.startswith(f"mtpsim: warning: {own}: engine.speculative_overlap") for line in lines), lines
+
+
+def test_a_command_warning_about_a_key_set_on_the_command_line_names_set(tmp_path, capsys):
+    """recommend warns of a policy it does not use after its own checks, outside the points'
+    advice: a policy --set gave is named as the flag's too."""
+    scenario = run(tmp_path, NEXTN)[1]
+    lines = warnings_of(capsys, ["recommend", scenario, "--batch", "1", "--max-steps", "1", "--jobs", "1",
+                                 "--out", str(tmp_path / "rec"), "--set", "speculative.policy={steps_by_batch: {1: 1}}"])
+    assert any(line.startswith("mtpsim: warning: --set: speculative.policy") for line in lines), lines
