@@ -44,7 +44,9 @@ def problems(s: Scenario) -> list[tuple[str, str]]:
     """(key, reason) for each setting of point `s` that cannot matter."""
     spec, record = s.speculative, designs.record(s.speculative.design)
     found = []
-    if record.draft_part is None and any(getattr(s.acceptance, k) is not None for k in ACCEPTANCE_FORMS):
+    searched = s.search.designs if s.search is not None and s.search.designs else []  # `mtpsim search` drafts them
+    if record.draft_part is None and any(getattr(s.acceptance, k) is not None for k in ACCEPTANCE_FORMS) \
+            and not any(designs.record(d).draft_part is not None for d in searched):
         found.append(("acceptance", f"design {spec.design} drafts nothing: its acceptance is ignored"))
     if spec.draft is not None and record.external is None:
         found.append(("speculative.draft", f"design {spec.design} takes no external draft: it is ignored"))
@@ -160,14 +162,16 @@ def _unreached_policy(s: Scenario) -> list[tuple[str, str]]:
         return [("speculative.policy.steps_by_batch", "every entry drafts 0 steps: no iteration speculates, and the "
                  "run is plain decode paying for the draft's weights and KV")]
     w = s.workload
-    most = min(s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests), w.num_requests,
-               *([w.concurrency] if w.arrival in ("closed", "batch") else []))
+    bounds = [(s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests), "the running-request cap"),
+              (w.num_requests, "workload.num_requests")]
+    bounds += [(w.concurrency, "workload.concurrency")] if w.arrival in ("closed", "batch") else []
+    most, by = min(bounds)
     unreached = sorted(k for k in policy.steps_by_batch if k > most)
     if not unreached:
         return []
-    return [(f"speculative.policy.steps_by_batch.{unreached[0]}", f"no iteration runs more than {most} requests "
-             f"here, so {'this entry is' if len(unreached) == 1 else f'{len(unreached)} entries from this one are'} "
-             "never used")]
+    which = "this entry is" if len(unreached) == 1 else f"{len(unreached)} entries from this one are"
+    return [(f"speculative.policy.steps_by_batch.{unreached[0]}", f"no iteration of this workload runs more than "
+             f"{most} requests ({by}), so {which} never used")]
 
 
 def _deep_histogram(s: Scenario) -> list[tuple[str, str]]:

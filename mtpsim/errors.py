@@ -20,8 +20,10 @@ class ScenarioError(Exception):
 
     @property
     def message(self) -> str:
+        """`where: key: reason`, where naming --set for a key whose value the flag gave."""
         at = f": {'.'.join(map(_part, self.key.split('.')))}" if self.key else ""
-        return f"{self.where}{at}: {self.reason}"
+        by_flag = self.key and self.where in _set_keys and _set_keys[self.where](self.key)
+        return f"{'--set' if by_flag else self.where}{at}: {self.reason}"
 
     def __str__(self) -> str:
         return self.message
@@ -106,8 +108,8 @@ def printable(text: str) -> str:
     return text.translate(_CONTROL)
 
 
-# file -> whether a key's value in it came from --set (scenario.load notes it): a warning about
-# such a key names --set, as its error would
+# file -> whether a key's value in it came from --set (scenario.load notes it): an error or a
+# warning about such a key names --set, whenever and wherever it is raised
 _set_keys: dict[str, Callable[[str], bool]] = {}
 
 
@@ -123,8 +125,6 @@ def warn(where: str, key: str, reason: str) -> None:
     """One line on stderr for input that runs but makes little sense (the run goes on); each
     message once per process, so a sweep's points do not repeat it."""
     import sys
-    if key and where in _set_keys and _set_keys[where](key):
-        where = "--set"
     message = ScenarioError(where, key, reason).message
     if message not in _warned:
         _warned.add(message)

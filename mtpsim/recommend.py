@@ -69,9 +69,7 @@ def base_point(path: str, sets: list[str]) -> sc.Scenario:
     if s.speculative.policy is not None:
         warn(s.source, "speculative.policy", "recommend compares fixed steps at each batch and prints the policy "
              "they make: the scenario's own policy is not used")
-    if s.workload.arrival not in ("closed", "batch"):
-        warn(s.source, "workload.arrival", f"recommend runs closed-loop batches (--batch), not the scenario's "
-             f"{s.workload.arrival} arrivals")
+    s = space.own_loads(s, "recommend", "closed-loop batches (--batch)")
     if len(points) > 1:
         print(f"(scenario sweeps {len(points)} points; recommending for the first: {s.point})")
     for p in points:
@@ -104,7 +102,8 @@ def grid(s: sc.Scenario, batches: list[int], steps: list[int], topks: list[int],
     points = []
     for setting in settings:
         at = space.at_layout(s, layout, setting)
-        points += [space.with_load(at, load, layout, keep_cap=True) for load in loads]
+        points += [space.with_load(at, load, layout, keep_cap=True, origin=("--batch", "")) for load in loads]
+    space.heavy_load(loads, ("--batch", ""))  # after the points validate: a refused load is one line
     return [p.model_copy(update={"seed": p.seed + k}) for p in points for k in range(seeds)]
 
 

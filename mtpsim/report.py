@@ -144,7 +144,13 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
     if s.disaggregation is not None:  # an iteration is the decode pool's: TPOT is set there
         print("(disaggregated: pricing the decode pool's iteration on its own layout)")
         s = pool_scenario(s, "decode")
-    batch = s.workload.concurrency if batch is None else batch
+    asked, batch = batch, s.workload.concurrency if batch is None else batch
+    cap = s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests)
+    if batch > cap:  # as `mtpsim run` caps it (bound_by "cap" in its table)
+        rule = "engine.max_running_requests" if s.engine.max_running_requests is not None else f"{s.specs.engine.name}'s default"
+        warn(*(("--batch", "") if asked is not None else (s.source, "workload.concurrency")),
+             f"{batch} requests is past the running-request cap of {cap} ({rule}): `mtpsim run` runs at most {cap} "
+             "at once and queues the rest; priced as asked")
     if context is None and s.workload.arrival == "trace":  # the replayed prompts', not the unused input_len
         context = round(scan(s.workload.trace).mean_input_len)
     context = mean_length(s.workload.input_len) if context is None else context

@@ -315,9 +315,9 @@ def test_search_scenarios_load_and_open_with_their_question_and_command():
 def test_trees_join_the_default_space_when_the_acceptance_gives_ranks(tmp_path):
     text = (Path(__file__).resolve().parent.parent / "scenarios" / "tree-vs-chain.yaml").read_text()
     base = sc.load(write(tmp_path, text), ["sweep=null"])[0]
-    settings = space.design_settings(base, SearchBounds(), [1, 2])
+    settings = space.design_settings(base, SearchBounds(), {"nextn": [1, 2]})
     assert sorted({(s["design"], s.get("topk", 1)) for s in settings}) == [("nextn", k) for k in (1, 2, 3, 4)] + [("none", 1)]
-    assert {s.get("topk") for s in space.design_settings(base, SearchBounds(topk=[1]), [1])} == {None, 1}
+    assert {s.get("topk") for s in space.design_settings(base, SearchBounds(topk=[1]), {"nextn": [1]})} == {None, 1}
 
 
 def test_ttft_percentiles_leave_out_the_closed_loops_cold_start_wave(tmp_path):

@@ -26,7 +26,6 @@ from mtpsim.runfolder import claimed, mark_complete, write_csv
 from mtpsim.search import DEFAULT_CACHE, disagg, execute, frontier, space, summary
 from mtpsim.search.bounds import SearchBounds
 from mtpsim.search.flags import Drafter, launch_flags
-from mtpsim.search.space import candidate_steps
 from mtpsim.search.targets import Target, finalists, meeting
 
 
@@ -64,22 +63,12 @@ def base_scenario(path: str, sets: list[str]) -> sc.Scenario:
     if record(s.speculative.design).draft_part is not None and s.acceptance.accept_length is not None:
         raise ScenarioError(s.source, "acceptance.accept_length", "fixes the accept length whatever the steps; "
                             "give acceptance per depth (per_depth, cumulative or histogram) to search over steps")
-    ignored_load(s, "search", "its own loads (closed-loop users or Poisson rates, --concurrency / --rates)")
+    s = space.own_loads(s, "search", "its own loads (closed-loop users or Poisson rates, --concurrency / --rates)")
     if s.speculative.policy is not None:
         warn(s.source, "speculative.policy", "search compares fixed steps at each load: the policy is not used")
     for p in points:
         advise(p)
     return s
-
-
-def ignored_load(s: sc.Scenario, command: str, runs: str) -> None:
-    """One warning when `command` replaces the scenario's arrivals: a trace or a rate schedule it
-    does not replay (the workload's lengths still apply)."""
-    w = s.workload
-    what = "workload.trace" if w.arrival == "trace" else "workload.rate_schedule" if w.rate_schedule else None
-    if what is not None:
-        warn(s.source, what, f"{command} runs {runs} over workload.input_len / output_len: this load is not "
-             "replayed")
 
 
 def enrich(rows: pd.DataFrame, targets: list[Target]) -> pd.DataFrame:
@@ -144,8 +133,10 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
     bounds = bounds_of(base, flags)
     if bounds.gpus is None:
         raise ScenarioError("--gpus", "", "how many GPUs to deploy on is required (--gpus N or search.gpus)")
-    speculative = record(base.speculative.design).draft_part is not None
-    steps = candidate_steps(base, bounds.max_steps) if speculative else []
+    steps = space.steps_by_design(base, bounds)
+    if bounds.ep and max(bounds.ep) > 1 and not any(f.kind == "moe" for f in base.specs.model.ffn_kinds.values()):
+        raise ScenarioError(base.source, "search.ep", f"model {base.specs.model.name!r} has no routed experts: expert "
+                            "parallelism does not apply to it (give [1] or leave ep out)")
     layouts, refused = space.fitting_layouts(base, bounds.gpus, bounds)
     if not layouts and not refused:  # the bounds themselves admit no layout: they, not the GPUs, are the cause
         raise ScenarioError(base.source, "search", f"the search bounds (this section and its flags) admit no layout "
@@ -155,15 +146,20 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
         raise ScenarioError("--gpus", "", f"no shard of model {base.specs.model.name!r} fits {bounds.gpus} GPUs "
                             f"({len(refused)} layouts tried; e.g. {why})")
     settings = space.design_settings(base, bounds, steps)
-    points = space.points(base, layouts, settings, bounds)
+    given = {k for k, v in flags.items() if v is not None}
+    load = "rates" if bounds.rates is not None else "concurrency"
+    origin = (f"--{load}", "") if load in given else (base.source, f"search.{load}" if base.search is not None
+                                                      and load in base.search.model_fields_set else "search")
+    points = space.points(base, layouts, settings, bounds, origin)
     if bounds.disaggregated:
         split_points, split_refused = disagg.points(base, layouts, settings, space.loads(bounds), bounds.gpus,
                                                     base.engine.max_running_requests is not None)
         points += split_points
         refused.update(split_refused)
     jobs = jobs or max(1, min(len(points), os.cpu_count() or 1))
-    if cache_dir and out and Path(cache_dir).resolve() == Path(out).resolve():
-        raise ScenarioError("--cache", "", f"{cache_dir} is the --out folder: give the cache a folder of its own")
+    if cache_dir and out and Path(out).resolve() in (Path(cache_dir).resolve(), *Path(cache_dir).resolve().parents):
+        raise ScenarioError("--cache", "", f"{cache_dir} is the --out folder or inside it (a run folder must be new or "
+                            "empty): give the cache a folder of its own")
     cache = execute.Cache(cache_dir)  # a --cache that cannot be a folder is refused here, before anything runs
     hw = base.specs.hardware
     title = f"{base.specs.model.name} on {bounds.gpus}x {hw.name}"

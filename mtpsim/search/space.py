@@ -24,6 +24,7 @@ from mtpsim.errors import ScenarioError, warn
 from mtpsim.memory import memory_budget, pool_rule
 from mtpsim.schema import MAX_STEPS, max_length
 from mtpsim.search.bounds import DEFAULT_LADDER, MAX_SEARCH_POINTS, SearchBounds
+from mtpsim.tracefiles import scan
 
 
 @dataclass(frozen=True)
@@ -128,16 +129,59 @@ def fitting_layouts(base: sc.Scenario, gpus: int, bounds: SearchBounds) -> tuple
     return kept, refused
 
 
-def design_settings(base: sc.Scenario, bounds: SearchBounds, steps: list[int]) -> list[dict]:
-    """The `speculative:` sections to try: none, then each design x steps x topk."""
-    designs = bounds.designs or list(dict.fromkeys([BASELINE, base.speculative.design]))
+def searched_designs(base: sc.Scenario, bounds: SearchBounds) -> list[str]:
+    """search.designs, else none and the scenario's own design."""
+    return bounds.designs or list(dict.fromkeys([BASELINE, base.speculative.design]))
+
+
+def steps_by_design(base: sc.Scenario, bounds: SearchBounds) -> dict[str, list[int]]:
+    """Each searched design that drafts -> the steps it can run with this model and acceptance
+    (candidate_steps of the scenario as that design: nextn's are not multi_layer's); a
+    ScenarioError for a design that runs none, and a warning for --max-steps / --topk when no
+    searched design drafts."""
+    key = "search.designs" if bounds.designs else "speculative.design"
+    out = {}
+    for design in searched_designs(base, bounds):
+        if record(design).draft_part is None:
+            continue
+        s = base if design == base.speculative.design else as_design(base, design, key)
+        steps = candidate_steps(s, bounds.max_steps)
+        if not steps:
+            spec = s.speculative.model_copy(update={"steps": 1, "topk": 1, "draft_tokens": None, "policy": None})
+            draft = s.specs.draft or s.specs.assistant
+            why = "; ".join(f"{k}: {r}" for k, r in record(design).problems(spec, s.specs.model, draft))
+            raise ScenarioError(base.source, key, f"{design} cannot run one step here ({why or 'no depth to draft'})")
+        out[design] = steps
+    if not out:
+        for flag, given in (("--max-steps", bounds.max_steps is not None), ("--topk", "topk" in bounds.model_fields_set)):
+            if given:
+                warn(flag, "", f"no searched design drafts (speculative.design {base.speculative.design}; add one "
+                     "with search.designs): it changes nothing")
+    return out
+
+
+def as_design(base: sc.Scenario, design: str, key: str) -> sc.Scenario:
+    """The scenario run as `design` (its own draft and checks) at one step; a
+    ScenarioError naming `key` when it cannot be."""
+    data = base.model_dump(exclude={"sweep", "search"}, exclude_none=True)
+    spec = {k: v for k, v in data["speculative"].items() if k not in ("policy", "draft_tokens")}
+    data["speculative"] = {**spec, "design": design, "steps": 1, "topk": 1}  # candidate_steps tries more
+    try:
+        return sc.validate(data, base.source)
+    except ScenarioError as exc:
+        raise ScenarioError(base.source, key, f"{design}: {exc.key + ': ' if exc.key else ''}{exc.reason}") from None
+
+
+def design_settings(base: sc.Scenario, bounds: SearchBounds, steps: dict[str, list[int]]) -> list[dict]:
+    """The `speculative:` sections to try: none, then each design x its steps x topk."""
     out = []
-    for design in designs:
+    for design in searched_designs(base, bounds):
         if record(design).draft_part is None:
             out.append({"design": design})
             continue
         spec = base.speculative.model_dump(exclude_none=True, exclude={"policy", "draft_tokens"})
-        out += [{**spec, "design": design, "steps": S, "topk": k} for k in topks(base, bounds, design) for S in steps]
+        out += [{**spec, "design": design, "steps": S, "topk": k} for k in topks(base, bounds, design)
+                for S in steps[design]]
     return out
 
 
@@ -166,11 +210,37 @@ def closed_loads(ladder: list[int], per_user: int) -> list[dict]:
     return [{"arrival": "closed", "concurrency": c, "num_requests": c * per_user} for c in ladder]
 
 
-def with_load(s: sc.Scenario, load: dict, layout: Layout, keep_cap: bool) -> sc.Scenario:
+def own_loads(s: sc.Scenario, command: str, runs: str) -> sc.Scenario:
+    """`s` as `command` runs it under its own loads (`runs`, e.g. closed-loop batches): a trace's
+    requests stand in by their mean lengths (the workload's input_len / output_len would be the
+    schema's defaults), with one warning for a trace or rate schedule it does not replay; a
+    ScenarioError where no request would have a time per output token to rank by."""
+    w = s.workload
+    if w.arrival == "trace":
+        stats = scan(w.trace)
+        lengths = {"input_len": max(1, round(stats.mean_input_len)), "output_len": max(1, round(stats.mean_output_len))}
+        warn(s.source, "workload.trace", f"{command} runs {runs} at the trace's mean lengths ({lengths['input_len']} in, "
+             f"{lengths['output_len']} out): its arrivals and its spread of lengths are not replayed")
+        s = s.model_copy(update={"workload": w.model_copy(update=lengths)})
+    elif w.rate_schedule:
+        warn(s.source, "workload.rate_schedule", f"{command} runs {runs} over workload.input_len / output_len: "
+             "the rate schedule is not replayed")
+    elif w.arrival == "poisson" and command == "recommend":
+        warn(s.source, "workload.arrival", f"{command} runs {runs}, not the scenario's Poisson arrivals")
+    if max_length(s.workload.output_len) < 2:
+        raise ScenarioError(s.source, "workload.trace" if w.arrival == "trace" else "workload.output_len",
+                            f"{command} ranks settings by time per output token, and a request of one output token "
+                            "has none (its only token is the prefill's): give outputs of 2 tokens or more")
+    return s
+
+
+def with_load(s: sc.Scenario, load: dict, layout: Layout, keep_cap: bool,
+              origin: tuple[str, str] | None = None) -> sc.Scenario:
     """`s` under one load: its workload's arrival keys replaced, the point labelled, and (closed
     loop, unless `keep_cap`) each replica's running-request cap set to its share of the users.
     With `keep_cap` the cap is the scenario's, else the engine's rule for the design (engines.py
-    EngineSpec.max_running), exactly as `mtpsim run` resolves it."""
+    EngineSpec.max_running), exactly as `mtpsim run` resolves it. `origin` (file or flag, key):
+    where the load came from, which a load the workload schema refuses is blamed on."""
     workload = s.workload.model_dump(exclude={"rate_per_s", "rate_schedule", "trace", "concurrency"})
     data = s.model_dump(exclude={"sweep", "search"}, exclude_none=True)
     data["workload"] = {**workload, **load}
@@ -178,20 +248,43 @@ def with_load(s: sc.Scenario, load: dict, layout: Layout, keep_cap: bool) -> sc.
         data["engine"] = {**data.get("engine", {}), "max_running_requests": math.ceil(load["concurrency"] / layout.replicas)}
     label = {"layout": layout.label, "concurrency" if "concurrency" in load else "rate_per_s":
              load.get("concurrency", load.get("rate_per_s"))}
-    return sc.validate(data, s.source, label)
+    try:
+        return sc.validate(data, s.source, label)
+    except ScenarioError as exc:
+        if origin is None or not exc.key.startswith("workload."):
+            raise
+        what = f"{label[list(label)[1]]:g} {'users' if 'concurrency' in load else 'requests/s'}"
+        raise ScenarioError(*origin, f"{what}: the workload this load makes is refused ({exc.key}: {exc.reason})") from None
 
 
-def points(base: sc.Scenario, layouts: list[Layout], settings: list[dict], bounds: SearchBounds) -> list[sc.Scenario]:
-    """Every layout x setting x load as a validated point (a ScenarioError past MAX_SEARCH_POINTS)."""
+def points(base: sc.Scenario, layouts: list[Layout], settings: list[dict], bounds: SearchBounds,
+           origin: tuple[str, str] | None = None) -> list[sc.Scenario]:
+    """Every layout x setting x load as a validated point (a ScenarioError past MAX_SEARCH_POINTS);
+    `origin`: where the loads came from (with_load)."""
     ladder = loads(bounds)
     total = len(layouts) * len(settings) * len(ladder)
     if total > MAX_SEARCH_POINTS:
-        raise ScenarioError(base.source, "search", f"{total:,} points is over the limit of {MAX_SEARCH_POINTS:,} "
-                            "(narrow tp, ep, attention_dp, the ladder or the steps)")
+        where, key = origin if origin is not None and origin[0].startswith("--") else (base.source, "search")
+        raise ScenarioError(where, key, f"{len(layouts)} layouts x {len(settings)} settings x {len(ladder)} loads is "
+                            f"{total:,} points, over the limit of {MAX_SEARCH_POINTS:,} (narrow tp, ep, attention_dp, "
+                            "the loads or the steps)")
     cap_set = base.engine.max_running_requests is not None
     out = []
     for layout in layouts:
         for spec in settings:
             s = at_layout(base, layout, spec)
-            out += [with_load(s, load, layout, cap_set) for load in ladder]
+            out += [with_load(s, load, layout, cap_set, origin) for load in ladder]
+    heavy_load(ladder, origin or (base.source, "search"))  # after the points validate: a refused load is one line
     return out
+
+
+HEAVY_POINT_REQUESTS = 100_000  # a point this long simulates for minutes on one core
+
+
+def heavy_load(ladder: list[dict], origin: tuple[str, str]) -> None:
+    """One line up front when a load's point simulates HEAVY_POINT_REQUESTS requests or more: the
+    progress line comes as points finish, so a few such points would otherwise run in silence."""
+    most = max((load["num_requests"] for load in ladder), default=0)
+    if most >= HEAVY_POINT_REQUESTS:
+        warn(*origin, f"a point of this load simulates {most:,} requests, which takes minutes per point "
+             "(progress is reported as points finish): fewer requests per user or rate would do for a ranking")

@@ -55,11 +55,16 @@ class TraceStats:
     longest_row: int = 0
     longest_input: int = 0
     input_tokens: int = 0         # summed over the selection (after max_input_len cuts)
+    output_tokens: int = 0        # summed over the selection (after max_output_len cuts)
     has_blocks: bool = False
 
     @property
     def mean_input_len(self) -> float:
         return self.input_tokens / self.num_requests if self.num_requests else math.nan
+
+    @property
+    def mean_output_len(self) -> float:
+        return self.output_tokens / self.num_requests if self.num_requests else math.nan
 
     @property
     def rate_per_s(self) -> float:
@@ -75,6 +80,7 @@ class TraceStats:
         self.num_requests += len(chunk.arrival_s)
         self.last_arrival_s = float(chunk.arrival_s[-1])
         self.input_tokens += int(chunk.input_len.sum())
+        self.output_tokens += int(chunk.output_len.sum())
         total = chunk.input_len + chunk.output_len
         i = int(np.argmax(total))
         if total[i] > self.longest:

@@ -1,0 +1,144 @@
+"""A sixth adversarial campaign (this stop's: search, recommend and cost; user data files; run,
+plot and outputs; kept out of the repo), by class. As in test_bad_input.py: bad input is one
+stderr line, exit status 2, naming the file and key; semantic nonsense that runs is one warning."""
+from __future__ import annotations
+
+import pytest
+
+from mtpsim import cli
+from tests.test_bad_input import one_line_error
+from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
+
+DENSE = """\
+name: r
+model: llama-3.1-8b
+hardware: h100-sxm
+cost: {model: roofline}
+speculative: {design: nextn, steps: 3, draft: eagle3-llama-3.1-8b}
+acceptance: {per_depth: [0.9, 0.6, 0.3]}
+workload: {arrival: closed, concurrency: 1, num_requests: 2, input_len: 64, output_len: 8}
+"""
+MOE = """\
+name: s
+model: deepseek-v3
+hardware: h200
+speculative: {design: nextn, steps: 2}
+acceptance: {per_depth: [0.8, 0.6]}
+workload: {arrival: closed, concurrency: 1, num_requests: 2, input_len: 64, output_len: 24}
+search: {tp: [8], ep: [8], attention_dp: [1], concurrency: [1, 8], requests_per_user: 2}
+"""
+
+
+def _file(tmp_path, text: str, name: str = "s.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("argv", [["recommend", "--batch", "1", "--seeds", "1"],
+                                  ["search", "--gpus", "1", "--concurrency", "1", "--no-cache", "--no-plot"]])
+def test_one_output_token_has_no_time_per_token_to_rank_by(tmp_path, capsys, argv):
+    """Before: a TypeError traceback (no request had a TPOT), and search's folder marked complete."""
+    scenario = _file(tmp_path, DENSE.replace("output_len: 8", "output_len: 1"))
+    one_line_error(capsys, [argv[0], scenario, *argv[1:], "--out", str(tmp_path / "o")], "workload.output_len",
+                   "time per output token")
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_trace_is_searched_at_its_own_mean_lengths(tmp_path, capsys):
+    """Before: recommend and search ran the schema's default 1024 / 256 tokens, which the user
+    never wrote, and said nothing about lengths."""
+    (tmp_path / "t.csv").write_text("arrival_s,input_len,output_len\n0,64,24\n1,32,16\n2,64,8\n")
+    text = DENSE.replace("workload: {arrival: closed, concurrency: 1, num_requests: 2, input_len: 64, output_len: 8}",
+                         "workload: {arrival: trace, trace: {path: t.csv}}")
+    lines = warnings_of(capsys, ["recommend", _file(tmp_path, text), "--batch", "1", "--seeds", "1", "--max-steps", "1",
+                                 "--jobs", "1", "--out", str(tmp_path / "o")])
+    assert any("workload.trace" in line and "mean lengths (53 in, 16 out)" in line for line in lines), lines
+    grid = (tmp_path / "o" / "grid.csv").read_text()
+    assert "1024" not in grid
+
+
+def test_an_expert_parallel_bound_on_a_dense_model_is_refused(tmp_path, capsys):
+    """Before: every layout ran at ep 1 without a word."""
+    scenario = _file(tmp_path, DENSE + "search: {ep: [2]}\n")
+    one_line_error(capsys, ["search", scenario, "--gpus", "2", "--concurrency", "1", "--no-cache", "--no-plot",
+                            "--out", str(tmp_path / "o")], "search.ep", "no routed experts")
+
+
+def test_each_searched_design_gets_its_own_steps(tmp_path, capsys):
+    """Before: the steps were the scenario's design's: multi_layer on DeepSeek-V3 (one MTP layer)
+    was refused at nextn's 2 steps, and a `none` scenario searching nextn searched none alone."""
+    scenario = _file(tmp_path, MOE)
+    assert cli.main(["search", scenario, "--gpus", "8", "--no-cache", "--no-plot", "--out", str(tmp_path / "a"),
+                     "--set", "search.designs=[none, multi_layer]"]) == 0
+    assert "multi_layer S=1" in capsys.readouterr().out
+    assert cli.main(["search", scenario, "--gpus", "8", "--no-cache", "--no-plot", "--out", str(tmp_path / "b"),
+                     "--set", "speculative.design=none", "--set", "search.designs=[none, nextn]"]) == 0
+    assert "nextn S=" in capsys.readouterr().out
+
+
+def test_a_searched_design_that_cannot_draft_here_is_named(tmp_path, capsys):
+    scenario = _file(tmp_path, DENSE.replace("design: nextn, steps: 3, draft: eagle3-llama-3.1-8b", "design: none")
+                     + "search: {designs: [none, nextn]}\n")
+    one_line_error(capsys, ["search", scenario, "--gpus", "1", "--concurrency", "1", "--no-cache", "--no-plot",
+                            "--out", str(tmp_path / "o")], "search.designs", "nextn")
+
+
+def test_max_steps_on_a_search_without_a_drafting_design_warns(tmp_path, capsys):
+    scenario = _file(tmp_path, DENSE.replace("design: nextn, steps: 3, draft: eagle3-llama-3.1-8b", "design: none")
+                     .replace("acceptance: {per_depth: [0.9, 0.6, 0.3]}\n", ""))
+    lines = warnings_of(capsys, ["search", scenario, "--gpus", "1", "--concurrency", "1", "--no-cache", "--no-plot",
+                                 "--max-steps", "5", "--out", str(tmp_path / "o")])
+    assert any(line.startswith("mtpsim: warning: --max-steps: no searched design drafts") for line in lines), lines
+
+
+@pytest.mark.parametrize("extra, key", [([], "workload.concurrency"), (["--batch", "1000"], "--batch")])
+def test_cost_past_the_running_request_cap_warns(tmp_path, capsys, extra, key):
+    """Before: cost priced 200 requests at once where `mtpsim run` caps SGLang's speculative
+    decoding at 48, without a word."""
+    scenario = _file(tmp_path, DENSE.replace("concurrency: 1, num_requests: 2", "concurrency: 200, num_requests: 200"))
+    lines = warnings_of(capsys, ["cost", scenario, *extra])
+    prefix = "mtpsim: warning: --batch: " if key == "--batch" else f"mtpsim: warning: {scenario}: {key}: "
+    assert any(line.startswith(prefix) and "running-request cap of 48" in line for line in lines), lines
+
+
+def test_an_unreached_policy_entry_says_which_bound_keeps_it_out(tmp_path, capsys):
+    """cost --batch prices another batch than the workload's: the warning says it is about the
+    workload (its concurrency), so the two lines no longer contradict each other."""
+    scenario = _file(tmp_path, DENSE)
+    lines = warnings_of(capsys, ["cost", scenario, "--batch", "64", "--set",
+                                 "speculative.policy={steps_by_batch: {1: 3, 32: 0}}"])
+    assert any("no iteration of this workload runs more than 1 requests (workload.concurrency)" in line
+               for line in lines), lines
+
+
+@pytest.mark.parametrize("argv, where", [
+    (["search", "--gpus", "1", "--no-cache", "--no-plot", "--rates", "1e-9"], "--rates"),
+    (["search", "--gpus", "1", "--no-cache", "--no-plot", "--set", "search.rates=[1000000]"], "search.rates"),
+    (["recommend", "--batch", "64", "--set", "workload.num_requests=20000"], "--batch"),
+])
+def test_a_load_the_workload_refuses_is_blamed_on_where_it_came_from(tmp_path, capsys, argv, where):
+    """Before: blamed on the scenario's workload.rate_per_s / num_requests, which the user did not
+    write: the load was the flag's or the search section's."""
+    scenario = _file(tmp_path, DENSE)
+    line = one_line_error(capsys, [argv[0], scenario, *argv[1:], "--out", str(tmp_path / "o")], "", "workload")
+    assert line.startswith(f"mtpsim: error: {where}: ") or f": {where}: " in line, line
+
+
+def test_a_load_of_very_many_requests_says_so_before_it_runs(tmp_path, capsys, monkeypatch):
+    """Before: 200,000 requests a point ran without a line for minutes (progress prints as points
+    finish). The warning comes first; the threshold is lowered here to keep the test short."""
+    from mtpsim.search import space
+    monkeypatch.setattr(space, "HEAVY_POINT_REQUESTS", 4)
+    lines = warnings_of(capsys, ["recommend", _file(tmp_path, DENSE), "--batch", "2", "--seeds", "1", "--max-steps", "1",
+                                 "--jobs", "1", "--out", str(tmp_path / "o")])
+    assert any(line.startswith("mtpsim: warning: --batch: a point of this load simulates 4 requests") for line in lines)
+
+
+def test_a_cache_inside_the_output_folder_is_refused_before_anything_is_made(tmp_path, capsys, monkeypatch):
+    """Before: the cache folder was made first, then the new --out was 'not empty'."""
+    monkeypatch.chdir(tmp_path)
+    scenario = _file(tmp_path, MOE)
+    one_line_error(capsys, ["search", scenario, "--gpus", "8", "--out", "out", "--cache", "out/cache"], "",
+                   "--out folder or inside it")
+    assert not (tmp_path / "out").exists()
