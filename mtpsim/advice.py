@@ -60,7 +60,11 @@ def problems(s: Scenario) -> list[tuple[str, str]]:
         if isinstance(length, LengthDist) and length.mean is not None and not length.min <= length.mean <= length.max:
             found.append((f"workload.{key}.mean", f"{length.mean:g} lies outside min {length.min}..max {length.max}: "
                           "lengths are clipped to those bounds, so their mean is not this one"))
+    if s.specs.model.max_context is None:  # a config.json without max_position_embeddings, a catalog entry without it
+        found.append(("model", f"model {s.specs.model.name!r} states no context limit (max_context; in a config.json "
+                      "max_position_embeddings): no request's length is checked against one"))
     found += _deep_histogram(s)
+    found += _dead_drafts(s)
     found += [(f"sweep.{k}", "only `mtpsim search` reads the search section: these points are the same run")
               for k in s.point if k == "search" or k.startswith("search.")][:1]
     found += _no_wide_ep(s, bool(moe))
@@ -172,6 +176,29 @@ def _unreached_policy(s: Scenario) -> list[tuple[str, str]]:
     which = "this entry is" if len(unreached) == 1 else f"{len(unreached)} entries from this one are"
     return [(f"speculative.policy.steps_by_batch.{unreached[0]}", f"no iteration of this workload runs more than "
              f"{most} requests ({by}), so {which} never used")]
+
+
+def _dead_drafts(s: Scenario) -> list[tuple[str, str]]:
+    """Drafts the acceptance never accepts (0 from some depth on): they only cost time. A
+    histogram says so in its own words (_deep_histogram)."""
+    from mtpsim.acceptance import AcceptanceProfile
+    from mtpsim.errors import ScenarioError
+    steps, acc = s.speculative.steps, s.acceptance
+    if designs.record(s.speculative.design).draft_part is None or acc.histogram is not None or not steps:
+        return []
+    form = next((k for k in ACCEPTANCE_FORMS if getattr(acc, k) is not None), None)
+    if form in (None, "forced"):  # a forced setting has its engine's own warnings (_forced_past_its_range)
+        return []
+    try:
+        alphas = AcceptanceProfile.from_section(acc, steps, s.source, s.speculative.topk, s.speculative.draft_tokens).alphas
+    except (ScenarioError, ValueError):  # refused by the scenario's own checks, in their words
+        return []
+    dead = next((i for i, a in enumerate(alphas[:steps]) if a <= 0), None)
+    if dead is None:
+        return []
+    drafts = f"draft {steps}" if dead + 1 == steps else f"drafts {dead + 1}..{steps}"
+    return [(f"acceptance.{form}", f"no draft past depth {dead} is ever accepted: {drafts} of speculative.steps "
+             f"{steps} only cost time")]
 
 
 def _deep_histogram(s: Scenario) -> list[tuple[str, str]]:

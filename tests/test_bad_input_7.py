@@ -142,3 +142,101 @@ def test_a_cache_inside_the_output_folder_is_refused_before_anything_is_made(tmp
     one_line_error(capsys, ["search", scenario, "--gpus", "8", "--out", "out", "--cache", "out/cache"], "",
                    "--out folder or inside it")
     assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------ data files beside a scenario
+
+PROFILE_BASE = """\
+name: p
+model: deepseek-v3
+hardware: h200
+parallel: {tp: 8}
+speculative: {design: nextn, steps: 2}
+acceptance: {per_depth: [0.8, 0.7]}
+workload: {concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}
+cost: {profile: PROF}
+"""
+
+
+def _profile(tmp_path, family: str, edit) -> str:
+    """A copy of the h200-sglang profile with `edit(rows)` applied to one family's table (rows as
+    lists of cells, header first); returns a scenario pricing with it."""
+    import gzip
+    import shutil
+
+    from mtpsim.costs.profile import PROFILES_DIR
+    prof = tmp_path / "prof"
+    shutil.copytree(PROFILES_DIR / "h200-sglang", prof)
+    path = prof / f"{family}.csv.gz"
+    rows = [line.split(",") for line in gzip.decompress(path.read_bytes()).decode().splitlines()]
+    edit(rows)
+    path.write_bytes(gzip.compress("\n".join(",".join(r) for r in rows).encode() + b"\n"))
+    return _file(tmp_path, PROFILE_BASE.replace("PROF", str(prof)))
+
+
+def _set_cell(column: str, value: str, where=lambda header, row: True):
+    def edit(rows):
+        header = rows[0]
+        row = next(r for r in rows[1:] if where(header, r))
+        row[header.index(column)] = value
+    return edit
+
+
+@pytest.mark.parametrize("family, column, value, word", [
+    ("allreduce", "bytes", "0", "> 0"),             # an interpolation axis: log(0) was a math domain traceback
+    ("allreduce", "ranks", "two", "whole number"),  # one text cell turned the column to text: every row unread
+    ("moe", "inter", "0", "whole number"),
+    ("moe", "num_experts", "-16", "whole number"),
+    ("attention", "kv_heads", "0", "whole number"),
+])
+def test_a_profile_tables_sizes_are_whole_numbers_above_zero(tmp_path, capsys, family, column, value, word):
+    """Before: a traceback (math domain error in the lookups) or silently different prices."""
+    scenario = _profile(tmp_path, family, _set_cell(column, value))
+    one_line_error(capsys, ["cost", scenario], column, word)
+
+
+def test_a_family_table_given_twice_is_refused(tmp_path, capsys):
+    """Before: a plain gemm.csv beside gemm.csv.gz silently won (a one-row table priced a step at 370 s)."""
+    scenario = _profile(tmp_path, "gemm", lambda rows: None)
+    (tmp_path / "prof" / "gemm.csv").write_text("dtype,m,k,n,flops,bytes,time_s\nbf16,1,1,1,1,1,1\n")
+    line = one_line_error(capsys, ["cost", scenario], "", "keep one table per op family")
+    assert "gemm.csv" in line
+
+
+@pytest.mark.parametrize("acceptance", ["{per_depth: [0.0, 0.0]}", "{per_depth: [0.8, 0.0]}",
+                                        "{cumulative: [0.0, 0.0]}", "{accept_length: 1.0}"])
+def test_drafts_the_acceptance_never_accepts_warn(tmp_path, capsys, acceptance):
+    """As a histogram that never counts them already did: they only cost time."""
+    text = PROFILE_BASE.replace("cost: {profile: PROF}\n", "").replace("{per_depth: [0.8, 0.7]}", acceptance)
+    lines = warnings_of(capsys, ["cost", _file(tmp_path, text)])
+    assert any(": acceptance." in line and "only cost time" in line for line in lines), lines
+
+
+def test_a_model_without_a_context_limit_warns(tmp_path, capsys):
+    """Before: a config.json without max_position_embeddings checked no request's length, silently."""
+    import json
+
+    from tests.test_hfconfig import LLAMA_31_8B
+    config = {k: v for k, v in LLAMA_31_8B.items() if k != "max_position_embeddings"}
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "config.json").write_text(json.dumps(config))
+    text = DENSE.replace("model: llama-3.1-8b", "model: {hf_config: c/config.json, name: my-llama}") \
+        .replace("speculative: {design: nextn, steps: 3, draft: eagle3-llama-3.1-8b}", "speculative: {design: none}") \
+        .replace("acceptance: {per_depth: [0.9, 0.6, 0.3]}\n", "")
+    lines = warnings_of(capsys, ["cost", _file(tmp_path, text)])
+    assert any(": model: model 'my-llama' states no context limit" in line for line in lines), lines
+
+
+@pytest.mark.parametrize("change, key, word", [
+    ({"expert_dtype": "int3"}, "expert_dtype", "expected one of"),
+])
+def test_a_v4_expert_dtype_it_cannot_read_is_refused(tmp_path, capsys, change, key, word):
+    """Before: any other string than 'fp4' priced the experts as FP8, silently."""
+    import json
+
+    from tests.test_bad_input import run
+    from tests.test_deepseek_v4 import FLASH
+    from tests.test_deepseek_v4 import _scenario as v4_scenario
+    files = {"ckpt/config.json": json.dumps({**FLASH, **change})}
+    text = v4_scenario("{hf_config: ckpt/config.json, name: deepseek-v4-flash}", "nextn", 1)
+    one_line_error(capsys, run(tmp_path, text, files), key, word)

@@ -190,10 +190,13 @@ def profile_families(meta: dict, where: str = "meta.yaml") -> tuple[str, ...]:
 
 
 def family_path(folder: Path, family: str) -> Path:
-    """`<family>.csv`, or its gzipped `<family>.csv.gz` (how the large GPU profiles are committed)."""
+    """`<family>.csv`, or its gzipped `<family>.csv.gz` (how the large GPU profiles are committed);
+    both at once is a ScenarioError: which one prices the family would be a guess."""
     plain = folder / f"{family}.csv"
     packed = folder / f"{family}.csv.gz"
-    return packed if packed.is_file() and not plain.is_file() else plain
+    if plain.is_file() and packed.is_file():
+        raise ScenarioError(str(plain), "", f"{packed.name} is there too: keep one table per op family")
+    return packed if packed.is_file() else plain
 
 
 def read_family(path: Path, family: str) -> pd.DataFrame:
@@ -202,8 +205,8 @@ def read_family(path: Path, family: str) -> pd.DataFrame:
     if not path.is_file():
         raise ScenarioError(str(path), "", f"missing profile file for op family {family!r}")
     f = FAMILIES[family]
-    columns = dict.fromkeys((*f.keys, *f.dims), TEXT) | dict.fromkeys(f.axes, POSITIVE) | \
-        {"flops": NON_NEGATIVE, "bytes": NON_NEGATIVE, "time_s": OP_TIME}
+    columns = dict.fromkeys((*f.keys, *f.dims), TEXT) | {"flops": NON_NEGATIVE, "bytes": NON_NEGATIVE} | \
+        dict.fromkeys(f.axes, POSITIVE) | {"time_s": OP_TIME}  # an axis is interpolated in log space: > 0
     df = read_csv(path, columns, optional=f.optional)
     for col in f.optional:
         if col not in df.columns:
@@ -211,6 +214,12 @@ def read_family(path: Path, family: str) -> pd.DataFrame:
     for col in (*f.keys, *f.dims):
         if df[col].isna().any():
             raise ScenarioError(str(path), col, f"row {int(df[col].isna().to_numpy().argmax()) + 2}: empty")
+        if col not in f.values:  # a size (ranks, heads, widths, experts): matched as text, scaled by its number
+            bad = ~df[col].astype(str).str.fullmatch(r"[1-9][0-9]*|\*")
+            if bad.any():
+                row = int(bad.to_numpy().argmax())
+                raise ScenarioError(str(path), col, f"row {row + 2}: {short(df[col].iloc[row])} is not a whole number "
+                                    "above 0 (a size the lookups match and scale by)")
     for col, allowed in f.values.items():  # a value no lookup names would leave its rows unread
         unknown = ~df[col].astype(str).isin((*allowed, ANY))
         if unknown.any():

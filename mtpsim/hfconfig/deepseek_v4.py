@@ -32,10 +32,11 @@ configuration_deepseek_v4.py (DeepseekV4Config) and DeepSeek's reference inferen
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 from mtpsim.errors import short
 from mtpsim.hfconfig.view import Config, Layout, kinds_of, moe_kind
+from mtpsim.specs import Dtype
 
 RATIO_KINDS = {0: "swa", 4: "csa", 128: "hca"}  # transformers _COMPRESS_RATIO_TO_LAYER_TYPE
 LAYER_TYPES = {"sliding_attention": 0, "compressed_sparse_attention": 4, "heavily_compressed_attention": 128}
@@ -120,8 +121,12 @@ def finish(text: Config, mapping: dict[str, Any], drafters: dict[str, Any]) -> d
     # the reference quantises the cache's non-rope dims to FP8 (QAT: act_quant on kv[..., :-rope]);
     # costs/compressed.py keeps the rope dims BF16
     dtypes = {**mapping["dtypes"], "kv_cache": "fp8"}
-    if text.get("expert_dtype") == "fp4":
-        dtypes["experts"] = "fp4"
+    expert = text.get("expert_dtype")
+    if expert is not None:  # the 4-bit formats engines name by their scales (MXFP4, NVFP4) carry fp4's payload
+        known = {**{d: d for d in get_args(Dtype)}, "mxfp4": "fp4", "nvfp4": "fp4"}
+        if not isinstance(expert, str) or expert.lower() not in known:
+            raise text.error("expert_dtype", f"expected one of {', '.join(known)}, got {short(expert)}")
+        dtypes["experts"] = known[expert.lower()]
     mapping["dtypes"] = dtypes
     if not any(text.get(k) is not None for k in DSPARK_KEYS):
         return mapping

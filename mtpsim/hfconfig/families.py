@@ -109,12 +109,12 @@ def mimo_v2_flash(c: Config) -> Layout:
     else:
         ffn = kinds_of(c, "mlp_layer_types", c.list("mlp_layer_types", n), {"dense": "dense", "sparse": "moe"})
     attention = {"full": gqa_kind(c.int("num_attention_heads", low=1), c.int("num_key_value_heads"), c.int("head_dim"),
-                              v_head_dim=c.int("v_head_dim", None))}
+                              v_head_dim=c.int("v_head_dim", None, low=1))}
     if "sliding" in kinds:
         window_key = "sliding_window" if c.get("sliding_window") is not None else "sliding_window_size"
         head_dim, window = c.int("swa_head_dim"), c.int(window_key, low=1)
         attention["sliding"] = gqa_kind(c.int("swa_num_attention_heads", low=1), c.int("swa_num_key_value_heads"), head_dim,
-                                    window, c.int("swa_v_head_dim", None))
+                                    window, c.int("swa_v_head_dim", None, low=1))
     width, shared = c.int("moe_intermediate_size"), c.int("n_shared_experts", 0)
     ffns = {"dense": dense_kind(c.int("intermediate_size")),
             "moe": moe_kind(c.int("n_routed_experts", low=1), c.int("num_experts_per_tok"), width, shared, width)}
@@ -136,7 +136,7 @@ def gemma4(c: Config) -> Layout:
     kv, head_dim = c.int("num_key_value_heads", heads), head_dim_of(c, heads)
     full_kv = c.int("num_global_key_value_heads") if c.bool("attention_k_eq_v", False) else kv
     attention = {"sliding": gqa_kind(heads, kv, head_dim, c.int("sliding_window", low=1)),
-                 "full": gqa_kind(heads, full_kv, c.int("global_head_dim", None) or head_dim)}
+                 "full": gqa_kind(heads, full_kv, c.int("global_head_dim", None, low=1) or head_dim)}
     first_shared = n - c.int("num_kv_shared_layers", 0)
     if first_shared < 0:
         raise c.error("num_kv_shared_layers", f"{n - first_shared} layers share KV, more than the {n} there are")
