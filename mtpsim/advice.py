@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from mtpsim import designs
 from mtpsim.acceptance_schema import ACCEPTANCE_FORMS
-from mtpsim.schema import LengthDist, Scenario
+from mtpsim.schema import LengthDist, Scenario, max_length
 
 
 def advise(s: Scenario) -> None:
@@ -25,6 +25,24 @@ def advise(s: Scenario) -> None:
             warn(s.source, key, reason)
 
 
+def advise_sweep(points: list[Scenario]) -> None:
+    """A swept key that no point reads (the same warning at every point, which advise() leaves
+    alone because the key is swept), or that changes no simulation (question): one warning that
+    the sweep's points are the same run."""
+    from mtpsim.errors import warn
+    if len(points) < 2:
+        return
+    found = [problems(s) for s in points]
+    for swept in points[0].point:
+        if swept == "question":
+            warn(points[0].source, "sweep.question", "the question is printed, not simulated: these points are the "
+                 "same run")
+            continue
+        first = next(((k, r) for k, r in found[0] if _within(swept, k)), None)
+        if first is not None and all(any(_within(swept, k) for k, _ in at) for at in found[1:]):
+            warn(points[0].source, f"sweep.{swept}", f"{first[0]}: {first[1]} at every point: these points are the same run")
+
+
 # what else a warning's key depends on: a sweep over these makes the setting matter at other points
 DEPENDS = {"speculative.draft": ("speculative.design",), "acceptance": ("speculative",),
            "speculative.policy": ("workload", "engine", "speculative"),
@@ -33,7 +51,8 @@ DEPENDS = {"speculative.draft": ("speculative.design",), "acceptance": ("specula
            "cost.ep_imbalance": ("parallel", "disaggregation", "model"),
            "workload.rate_per_s": ("workload.arrival",), "workload.trace": ("workload.arrival",),
            "workload.num_requests": ("workload.arrival",), "acceptance.forced": ("speculative", "engine"),
-           "engine.eplb": ("model",), "engine.mixed_batches": ("speculative", "engine")}
+           "engine.eplb": ("model",), "engine.mixed_batches": ("speculative", "engine"),
+           "engine.dp_routing": ("parallel", "disaggregation"), "workload.shared_prefix": ("engine",)}
 
 
 def _within(swept: str, key: str) -> bool:
@@ -103,6 +122,17 @@ def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
     if kept is not None and kept[0] >= 1 - 1e-9:
         found.append(("acceptance.kept_length", "puts all its weight on 0 kept drafts: no draft is ever verified, "
                       "so the design decodes one token per iteration and pays for drafting"))
+    if w.shared_prefix is not None and w.shared_prefix.fraction == 0:
+        found.append(("workload.shared_prefix.fraction", "0: no request opens with the shared prompt, so it changes "
+                      "nothing"))
+    elif w.shared_prefix is not None and s.engine.prefix_cache is not None and not s.engine.prefix_cache.enabled:
+        found.append(("workload.shared_prefix", "engine.prefix_cache is off: every prompt is prefilled whole, so "
+                      "the shared prompt changes nothing"))
+    if s.engine.dp_routing is not None and s.parallel.dp == 1 and s.disaggregation is None:
+        found.append(("engine.dp_routing", "dp is 1: one replica takes every request, so the routing changes nothing"))
+    if max_length(w.output_len) < 2:
+        found.append(("workload.output_len", "requests of one output token decode nothing after their prefill: "
+                      "TPOT, accept length and per-user speed have no value, and a speedup compares prefills"))
     if w.arrival == "batch" and "concurrency" in w.model_fields_set and w.concurrency != w.num_requests:
         found.append(("workload.concurrency", f"arrival batch sends all {w.num_requests} requests at t=0, so `run` "
                       f"does not read concurrency {w.concurrency} (cost and verify take it as their batch), though "

@@ -9,7 +9,16 @@ from mtpsim import catalog, designs
 from mtpsim.acceptance import AcceptanceProfile, named_curve, read_histogram
 from mtpsim.errors import ScenarioError
 from mtpsim.files import require_file
-from mtpsim.schema import ACCEPTANCE_FORMS, MAX_SCHEDULE_DRAWS, MAX_SIM_S, Parallel, Scenario, Workload, max_length
+from mtpsim.schema import (
+    ACCEPTANCE_FORMS,
+    MAX_SCHEDULE_DRAWS,
+    MAX_SEED,
+    MAX_SIM_S,
+    Parallel,
+    Scenario,
+    Workload,
+    max_length,
+)
 from mtpsim.tracefiles import scan
 
 
@@ -39,6 +48,9 @@ def check_against_specs(s: Scenario, where: str) -> None:
     if s.acceptance.histogram:
         require_file(s.acceptance.histogram, where, "acceptance.histogram")
         read_histogram(s.acceptance.histogram)
+    if s.seed + s.seeds - 1 > MAX_SEED:  # the replicates run seed, seed + 1, ..., seed + seeds - 1
+        raise ScenarioError(where, "seeds", f"{s.seeds} replicates from seed {s.seed} run past the largest seed "
+                            f"{MAX_SEED} (fewer seeds, or a smaller seed)")
 
 
 def _check_peak_flops(s: Scenario, where: str) -> None:

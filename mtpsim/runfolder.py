@@ -5,6 +5,7 @@ described in run.py's docstring; what `plot` needs of them is RUN_TABLES.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -17,7 +18,15 @@ from mtpsim.errors import ScenarioError, short, warn
 from mtpsim.files import TEXT, Column, dump_yaml_all, load_yaml_documents, read_csv, read_text
 from mtpsim.limits import MAX_STEPS, MAX_TPS
 from mtpsim.outputs import writing
-from mtpsim.results import ITERATION_COLUMNS, PASS_COLUMNS, REQUEST_COLUMNS, Results
+from mtpsim.results import (
+    ITERATION_COLUMNS,
+    PASS_COLUMNS,
+    PASS_TIME_COLUMNS,
+    REQUEST_COLUMNS,
+    TIME_COLUMNS,
+    Results,
+    share_column,
+)
 from mtpsim.rows import Table
 from mtpsim.rows import write_csv as write_table
 from mtpsim.schema import mean_length
@@ -182,15 +191,18 @@ def load_run_points(folder: Path) -> list[sc.Scenario]:
 POINT, TIME = Column(low=-1, integer=True), Column(low=0)  # point -1: a baseline added by the run
 TPS = Column(low=0, high=MAX_TPS)
 RATIO = Column(low=0, high=MAX_TPS, blank=True)  # per-user TPS, speedup: blank where they do not apply
+SHARE = Column(low=0, high=1, blank=True)  # a share of busy time
 RUN_TABLES = {
     "summary.csv": {"point": POINT, "name": TEXT, "design": TEXT, "steps": Column(low=0, high=MAX_STEPS, integer=True),
                     "concurrency": Column(low=1, integer=True, blank=True), "tps": TPS, "per_user_tps": RATIO,
-                    "speedup": RATIO, "accept_length": Column(low=1, high=MAX_STEPS + 1, blank=True)},
+                    "speedup": RATIO, "accept_length": Column(low=1, high=MAX_STEPS + 1, blank=True),
+                    **dict.fromkeys((*(share_column(c) for c in PASS_TIME_COLUMNS), "host_share"), SHARE)},
     "iterations.csv": {"point": POINT, "replica": Column(low=0, integer=True), "kind": TEXT, "start_s": TIME,
-                       "duration_s": TIME},
+                       "duration_s": TIME, **dict.fromkeys(TIME_COLUMNS, TIME)},
     "accept_counts.csv": {"point": POINT, "accepted": Column(low=0, high=MAX_STEPS, integer=True),
                           "count": Column(low=0)},
-    "passes.csv": {"point": POINT, "replica": Column(low=0, integer=True), "start_s": TIME},
+    "passes.csv": {"point": POINT, "replica": Column(low=0, integer=True), "start_s": TIME, "duration_s": TIME,
+                   "kind": TEXT, "tokens": Column(low=0)},
     "requests.csv": {"point": POINT, "arrival_s": TIME, "first_token_s": TIME, "finish_s": TIME,
                      "output_len": Column(low=1, integer=True)},
     "summary_ci.csv": {"point": POINT, "design": TEXT, "steps": Column(low=0, high=MAX_STEPS, integer=True),
@@ -210,12 +222,20 @@ def read_run_table(folder: Path, name: str, required: bool = True) -> pd.DataFra
     text = read_text(path)
     if text and not text.endswith("\n"):
         raise ScenarioError(str(path), "", "truncated: its last row is cut off (was the run interrupted?)")
-    frame = read_csv(path, RUN_TABLES[name])
-    if "design" in frame:
-        unknown = sorted(set(frame.design.astype(str)) - set(RECORDS))
-        if unknown:
-            raise ScenarioError(str(path), "design", f"{short(unknown[0], 40)} is no design (one of {', '.join(RECORDS)})")
+    optional = tuple(c for c in RUN_TABLES[name] if c.endswith("_share"))  # a share only where the run has that pass
+    frame = read_csv(path, RUN_TABLES[name], optional=optional)
+    for column, allowed in (("design", tuple(RECORDS)), *RUN_VALUES.get(name, {}).items()):
+        if column in frame:
+            unknown = sorted(set(frame[column].astype(str)) - set(allowed))
+            if unknown:
+                what = "is no design" if column == "design" else "is not one a run writes"
+                raise ScenarioError(str(path), column, f"{short(unknown[0], 40)} {what} (one of {', '.join(allowed)})")
     return frame
+
+
+# the closed sets of text a run writes (a value outside them would be drawn nowhere, silently)
+RUN_VALUES = {"iterations.csv": {"kind": ("decode", "prefill")},
+              "passes.csv": {"kind": ("decode", "draft", "verify", "extend", "prefill")}}
 
 
 def plot_run(folder: Path, points: list[sc.Scenario] | None = None) -> list[Path]:
@@ -243,12 +263,18 @@ def plot_run(folder: Path, points: list[sc.Scenario] | None = None) -> list[Path
         warn(str(folder / "scenario.resolved.yaml"), "", f"{exc.strerror or exc} (the memory plot is skipped)")
         memory = None
     counts, iterations = tables
+    if not (iterations.point == 0).any():  # point 0's timeline is drawn: an empty one would be a blank figure
+        raise ScenarioError(str(folder / "iterations.csv"), "point", "no row for point 0")
     passes = read_run_table(folder, "passes.csv", required=False)
     requests = read_run_table(folder, "requests.csv", required=False)
     if (folder / "summary_ci.csv").is_file():  # over seeds: their means, and one seed's timeline
         summary, iterations, passes = read_run_table(folder, "summary_ci.csv"), _first_seed(iterations), _first_seed(passes)
         requests = _first_seed(requests)
-    paths = write_plots(folder, summary, counts, iterations, passes, memory, requests)
+    with warnings.catch_warnings(record=True) as caught:  # a library's warning is one mtpsim line, not its own
+        warnings.simplefilter("always")
+        paths = write_plots(folder, summary, counts, iterations, passes, memory, requests)
+    if caught:
+        warn(str(folder), "", f"drawing its plots: {caught[0].message} ({caught[0].category.__name__})")
     print(f"plots: {', '.join(p.name for p in paths)}")
     return paths
 

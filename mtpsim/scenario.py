@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from mtpsim import catalog
-from mtpsim.advice import advise
+from mtpsim.advice import advise, advise_sweep
 from mtpsim.errors import ScenarioError, note_set_keys, short, warn
 from mtpsim.files import load_yaml, parse_yaml
 from mtpsim.resolve import disaggregated, validate
@@ -128,6 +128,7 @@ def load(path: str | Path, sets: list[str] = (), advise_points: bool = True) -> 
     if advise_points:
         for s in scenarios:
             advise(s)
+        advise_sweep(scenarios)
     return scenarios
 
 
@@ -137,6 +138,8 @@ def _points(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, A
     sweep = {} if data.get("sweep") is None else data["sweep"]
     if not isinstance(sweep, dict):
         raise ScenarioError(where, "sweep", "must map dotted keys to lists")
+    later = []  # warnings, said once every point has validated: bad input stays one line
+    spelled = {}  # each key as the schema reads it (an integer part 01 is 1) -> as written
     for key, values in sweep.items():
         if not isinstance(key, str):
             raise ScenarioError(where, f"sweep.{key}", f"a sweep key is a dotted key path such as "
@@ -144,13 +147,15 @@ def _points(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, A
         if not isinstance(values, list) or not values:
             raise ScenarioError(where, f"sweep.{key}", "must be a non-empty list")
         _check_key_exists(key, where)
-        seen = [repr(v) for v in values]
-        if len(set(seen)) < len(seen):
-            twice = next(v for v, r in zip(values, seen) if seen.count(r) > 1)
-            warn(where, f"sweep.{key}", f"lists {short(twice, 40)} more than once: each copy runs the same point again "
-                 "(for replicates, use seeds)")
+        same = spelled.setdefault(_canonical_key(key), key)
+        if same != key:
+            raise ScenarioError(where, f"sweep.{key}", f"names the same key as sweep.{same}: sweep it once")
+        twice = _repeated(values)
+        if twice:
+            later.append((where, f"sweep.{key}", f"lists {short(twice[0], 40)} more than once: each copy runs the same "
+                          "point again (for replicates, use seeds)"))
         for other in sweep:
-            if isinstance(other, str) and key.startswith(other + "."):
+            if isinstance(other, str) and _canonical_key(key).startswith(_canonical_key(other) + "."):
                 raise ScenarioError(where, f"sweep.{key}", f"lies inside sweep.{other}: the two would set the same "
                                     "value, each point keeping whichever comes last; sweep one of them")
     # --set wins over the sweep: a swept key it names (or lies under) stops being swept, and a
@@ -161,7 +166,39 @@ def _points(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, A
         raise ScenarioError(where, "sweep", f"{size:,} points is over the limit of {MAX_SWEEP_POINTS:,} per scenario "
                             "(split the study over several scenario files)")
     points = [dict(zip(sweep, combo)) for combo in itertools.product(*sweep.values())] or [{}]
-    return [_validate_point(data, point, i, len(points), path, where, overrides) for i, point in enumerate(points)]
+    scenarios = [_validate_point(data, point, i, len(points), path, where, overrides) for i, point in enumerate(points)]
+    for warning in later:
+        warn(*warning)
+    return scenarios
+
+
+def _canonical_key(key: str) -> str:
+    """A dotted key as the schema reads it: an integer part (a steps_by_batch batch) by its value."""
+    return ".".join(str(int(part)) if part.isdigit() else part for part in key.split("."))
+
+
+def _canonical(value: Any) -> Any:
+    """A value as the schema compares it: mappings whatever their key order, 0 and 0.0 alike."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, dict):
+        return tuple(sorted(((str(k), _canonical(v)) for k, v in value.items()), key=repr))
+    if isinstance(value, list):
+        return tuple(_canonical(v) for v in value)
+    return value
+
+
+def _repeated(values: list) -> tuple:
+    """(the first value a sweep list holds twice, as the schema reads it,) or (); in one pass."""
+    seen = set()
+    for value in values:
+        key = repr(_canonical(value))
+        if key in seen:
+            return (value,)
+        seen.add(key)
+    return ()
 
 
 def _validate_point(data: dict, point: dict, i: int, n: int, path, where: str, overrides) -> Scenario:

@@ -240,3 +240,114 @@ def test_a_v4_expert_dtype_it_cannot_read_is_refused(tmp_path, capsys, change, k
     files = {"ckpt/config.json": json.dumps({**FLASH, **change})}
     text = v4_scenario("{hf_config: ckpt/config.json, name: deepseek-v4-flash}", "nextn", 1)
     one_line_error(capsys, run(tmp_path, text, files), key, word)
+
+
+# ------------------------------------------------------------------ run, plot and outputs
+
+def test_a_bad_point_is_one_line_even_when_the_sweep_repeats_a_value(tmp_path, capsys):
+    """Before: the repeated-value warning came first, so a refused point printed two lines; and the
+    repeat scan was quadratic (100,000 values hung past a minute)."""
+    one_line_error(capsys, ["run", _file(tmp_path, MOE + "sweep: {seed: [1, 1], workload.concurrency: [2, 0]}\n"),
+                            "--out", str(tmp_path / "o")], "workload.concurrency", "greater than or equal to 1")
+    values = ", ".join(map(str, range(20_000)))
+    one_line_error(capsys, ["run", _file(tmp_path, MOE + f"sweep: {{seed: [{values}, 19999]}}\n", "big.yaml"),
+                            "--out", str(tmp_path / "o")], "sweep", "over the limit")
+
+
+def test_one_key_swept_under_two_spellings_is_refused(tmp_path, capsys):
+    """Before: steps_by_batch.1 and .01 both ran as batch 1, and summary.csv labelled them apart."""
+    text = MOE + "sweep: {speculative.policy.steps_by_batch.1: [2, 1], speculative.policy.steps_by_batch.01: [0]}\n"
+    one_line_error(capsys, ["run", _file(tmp_path, text), "--out", str(tmp_path / "o")],
+                   "sweep.speculative.policy.steps_by_batch.01", "names the same key")
+
+
+@pytest.mark.parametrize("extra, key, word", [
+    ("sweep: {question: [a, b]}\n", "sweep.question", "the same run"),
+    ("cost: {model: roofline}\nsweep: {cost.profile: [h200-sglang, h200-vllm]}\n", "sweep.cost.profile", "the same run"),
+    ("sweep: {acceptance.spread: [0, 0.0]}\n", "sweep.acceptance.spread", "more than once"),
+    ("sweep: {speculative: [{design: nextn, steps: 1}, {steps: 1, design: nextn}]}\n", "sweep.speculative",
+     "more than once"),
+])
+def test_a_sweep_whose_points_are_the_same_run_warns(tmp_path, capsys, extra, key, word):
+    """Before: identical points, each labelled as a different one, without a word."""
+    lines = warnings_of(capsys, ["cost", _file(tmp_path, MOE.replace("search: {tp: [8], ep: [8], attention_dp: [1], "
+                                                                     "concurrency: [1, 8], requests_per_user: 2}\n", "")
+                                             + extra)])
+    assert any(f": {key}: " in line and word in line for line in lines), lines
+
+
+@pytest.fixture
+def run_folder(tmp_path):
+    folder = tmp_path / "r"
+    assert cli.main(["run", _file(tmp_path, DENSE), "--out", str(folder), "--trace", "--jobs", "1"]) == 0
+    return folder
+
+
+def _edit_csv(path, edit):
+    rows = [line.split(",") for line in path.read_text().splitlines()]
+    edit(rows)
+    path.write_text("\n".join(",".join(r) for r in rows) + "\n")
+
+
+def _drop(column):
+    def edit(rows):
+        i = rows[0].index(column)
+        for r in rows:
+            del r[i]
+    return edit
+
+
+def _put(column, value):
+    def edit(rows):
+        rows[1][rows[0].index(column)] = value
+    return edit
+
+
+@pytest.mark.parametrize("name, edit, key, word", [
+    ("iterations.csv", _drop("draft_s"), "draft_s", "missing column"),
+    ("iterations.csv", _put("verify_s", "x"), "verify_s", "not a number"),
+    ("iterations.csv", _put("kind", "banana"), "kind", "not one a run writes"),
+    ("passes.csv", _drop("kind"), "kind", "missing column"),
+    ("passes.csv", _drop("duration_s"), "duration_s", "missing column"),
+    ("summary.csv", _put("verify_share", "lots"), "verify_share", "not a number"),
+    ("summary.csv", _put("verify_share", "inf"), "verify_share", "not a number"),
+    ("iterations.csv", lambda rows: rows.__setitem__(slice(1, None), [r[:-1] + ["5"] for r in rows[1:]]), "point",
+     "no row for point 0"),
+])
+def test_plot_of_a_hand_edited_run_folder_is_one_line(run_folder, capsys, name, edit, key, word):
+    """Before: AttributeError / TypeError tracebacks, matplotlib's own warnings, or a row drawn nowhere."""
+    _edit_csv(run_folder / name, edit)
+    capsys.readouterr()
+    one_line_error(capsys, ["plot", str(run_folder)], key, word)
+
+
+def test_a_symbolic_link_as_a_profile_folder_is_refused_before_the_work(tmp_path, capsys):
+    """Before: the conversion ran, then staging failed on the link (an rmtree error on <stdout>)."""
+    (tmp_path / "t").mkdir()
+    (tmp_path / "p").symlink_to(tmp_path / "t")
+    one_line_error(capsys, ["calibrate", "--from", "aiconfigurator", "--out", str(tmp_path / "p")], "",
+                   "symbolic link")
+
+
+def test_seeds_past_the_largest_seed_name_seeds(tmp_path, capsys):
+    """Before: blamed on `seed` with a value nobody wrote (the largest seed + 1)."""
+    one_line_error(capsys, ["run", _file(tmp_path, DENSE + "seed: 9223372036854775807\nseeds: 2\n"), "--out",
+                            str(tmp_path / "o")], "seeds", "past the largest seed")
+    one_line_error(capsys, ["run", _file(tmp_path, DENSE, "b.yaml"), "--set", "seed=9223372036854775807", "--seeds", "2",
+                            "--out", str(tmp_path / "o")], "", "past the largest seed")
+
+
+@pytest.mark.parametrize("extra, key", [
+    ("workload: {concurrency: 1, num_requests: 2, input_len: 64, output_len: 1}\n", "workload.output_len"),
+    ("workload: {concurrency: 1, num_requests: 2, input_len: 64, output_len: 8, "
+     "shared_prefix: {tokens: 16, fraction: 0}}\n", "workload.shared_prefix.fraction"),
+    ("workload: {concurrency: 1, num_requests: 2, input_len: 64, output_len: 8, shared_prefix: {tokens: 16}}\n"
+     "engine: {prefix_cache: {enabled: false}}\n", "workload.shared_prefix"),
+    ("workload: {concurrency: 1, num_requests: 2, input_len: 64, output_len: 8}\n"
+     "engine: {dp_routing: cache_aware}\n", "engine.dp_routing"),
+])
+def test_settings_that_change_nothing_warn(tmp_path, capsys, extra, key):
+    text = DENSE.replace("workload: {arrival: closed, concurrency: 1, num_requests: 2, input_len: 64, output_len: 8}\n",
+                         extra)
+    lines = warnings_of(capsys, ["cost", _file(tmp_path, text)])
+    assert any(f": {key}: " in line for line in lines), lines

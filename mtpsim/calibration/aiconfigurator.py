@@ -254,6 +254,8 @@ def main(args) -> int:
     out = Path(args.out) if args.out else None
     if out is None:
         raise ScenarioError("--out", "", "give the profile folder to write (e.g. profiles/h200-sglang)")
+    if out.is_symlink():  # staged() writes <name>.partial beside it and renames it into place
+        raise ScenarioError(str(out), "", "is a symbolic link: give the folder itself (nothing was written)")
     if not is_fresh(out):
         raise ScenarioError(str(out), "", "already exists: give a new folder (nothing was overwritten)")
     if not out.parent.is_dir():

@@ -31,6 +31,7 @@ from mtpsim.calibration.host import host_times
 from mtpsim.calibration.layers import layer_case
 from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.layer import layer_spec
+from mtpsim.errors import printable
 from mtpsim.outputs import is_fresh, staged, writing
 from mtpsim.textfiles import not_a_folder
 from mtpsim.torchkit.kernels import keep_freed_memory, without_cudnn_attention
@@ -68,7 +69,7 @@ def write_profile(choice: str, out: str | None, quick: bool, threads: int | None
     out = Path(out or f"profiles/{device}")  # the current folder, never the package
     problem = _check_out(out)
     if problem:
-        print(f"mtpsim: error: {out}: {problem}", file=sys.stderr)
+        print(f"mtpsim: error: {printable(str(out))}: {problem}", file=sys.stderr)
         return 2
     if device == "cpu":
         keep_freed_memory()  # as the verification loop runs (see there)
@@ -97,6 +98,8 @@ def _device(choice: str) -> str | None:
 
 def _check_out(out: Path) -> str | None:
     """Why `out` must not be written, or None."""
+    if out.is_symlink():  # staged() writes <name>.partial beside it and renames it into place
+        return "is a symbolic link: give the folder itself"
     if out.name in ("", ".", ".."):  # the profile is written beside it as <name>.partial, then renamed
         return "names no folder of its own (the current folder, its parent or the root): give one, e.g. --out ./my-profile"
     if is_fresh(out):

@@ -64,6 +64,9 @@ def _verify(points: list, args, out: Path) -> int:
         folder.mkdir(exist_ok=True)
         tables.append(verify_point(s, device, hardware, profile, folder))
     levels.append(_machine_level(device, profile))
+    if first.workload.arrival != "batch":  # said once every point passed its own checks: bad input stays one line
+        warn(first.source or "verify", "workload.arrival", f"verify decodes one batch of workload.concurrency requests "
+             f"that all start at t=0: the scenario's {first.workload.arrival} arrivals are not replayed")
     table = pd.concat(tables, ignore_index=True)
     level = at_level(table, levels)
     write_csv(table, out / "verify.csv")
@@ -214,6 +217,9 @@ def _check_memory(s, setup: Setup, folder: Path, hardware: str, profile: str | N
         except ScenarioError as exc:
             if not any(folder.iterdir()):
                 folder.rmdir()  # the point's folder, made for this point: nothing in it to keep
+            if exc.key.startswith("workload") or "max_context" in exc.reason:  # the iterations set the lengths
+                raise ScenarioError(s.source or "verify", "verify.iterations", f"the loop's requests are too long for "
+                                    f"the simulation: {exc.reason} (fewer iterations and warmup_iterations fit)") from None
             raise ScenarioError(s.source or "verify", "verify.hidden_scale", f"the shrunken model does not fit "
                                 f"this device: {exc.reason} (a smaller verify.hidden_scale or fewer layers "
                                 "fit)") from None
