@@ -171,8 +171,15 @@ def resolve(kind: Kind, ref: str | dict[str, Any], where: str, key: str = "") ->
 def dspark_drafters() -> dict[str, ModelSpec]:
     """The catalog's DSpark block drafters, name -> spec (a DeepSeek-V4 config.json that bundles
     one names it: hfconfig/deepseek_v4.py)."""
-    specs = {name: load_model(name) for name in names("models")}
-    return {name: m for name, m in specs.items() if m.block is not None and m.block.kind == "dspark"}
+    found = {}
+    for name in names("models"):
+        try:
+            spec = load_model(name)
+        except ScenarioError:  # a broken entry the scenario does not name is not its concern: its own use says why
+            continue
+        if spec.block is not None and spec.block.kind == "dspark":
+            found[name] = spec
+    return found
 
 
 def load_model(name: str) -> ModelSpec:

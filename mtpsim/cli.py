@@ -123,7 +123,7 @@ def _add_calibrate(sub) -> None:
     """`mtpsim calibrate`: time this machine, or convert a measured database."""
     p = sub.add_parser("calibrate", help="time the ops on this machine's device and write a profile (needs torch)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="the device to time (default: auto)")
-    p.add_argument("--quick", action="store_true", help="a small grid (under 3 minutes on 2 CPU cores)")
+    p.add_argument("--quick", action="store_true", help="a small grid (about a sixth of the full grid's shapes)")
     p.add_argument("--out", type=folder, help="profile folder (default profiles/<device> in the current folder)")
     p.add_argument("--threads", type=bounded(1, 4096), help="CPU threads for torch, 1..4096 (default: all cores)")
     p.add_argument("--visits", type=at_least_one, help="passes over the shapes, each taking a share of every shape's "

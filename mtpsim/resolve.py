@@ -15,7 +15,9 @@ from mtpsim.checks import check_against_specs
 from mtpsim.costs.profile import committed_profiles, find_profile, profile_device
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, from_validation, short, warn
+from mtpsim.files import load_yaml
 from mtpsim.hardware_spec import HardwareSpec
+from mtpsim.packagedata import data_dir
 from mtpsim.schema import Scenario, Specs
 from mtpsim.specs import ModelSpec
 
@@ -103,9 +105,10 @@ def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, wh
     if device != hardware.name:
         if c.profile is None and c.model == "auto" and not _names_profiles(s):
             return "roofline", None  # a renamed copy of a measured GPU: its own rates, not the profile
+        hint = "" if c.profile else " (a copy of another GPU's entry? leave `profiles` out to price it by its own rates)"
         raise ScenarioError(where, key, f"profile {path.name!r} was measured on {device!r}, "
-                            f"not on the scenario's hardware {hardware.name!r}")
-    overridden = _rate_overrides(s)
+                            f"not on the scenario's hardware {hardware.name!r}{hint}")
+    overridden = _rate_overrides(s, hardware)
     if overridden:
         warn(where, f"hardware.{overridden[0]}", f"profile {path.name!r} prices the ops it measured on {device}, "
              "so a rate changed here moves only the rest; give the hardware a name of its own (it then runs on "
@@ -124,14 +127,34 @@ def _names_profiles(s: Scenario) -> bool:
     is the user's)."""
     if isinstance(s.hardware, dict):
         return "profiles" in s.hardware
-    return catalog.is_path(s.hardware)
+    if catalog.is_path(s.hardware):
+        return True
+    # a user catalog's entry that writes `profiles` itself (a renamed copy inherits them: roofline)
+    return _users_file(s.hardware) and "profiles" in load_yaml(catalog.find("hardware", s.hardware))
 
 
-def _rate_overrides(s: Scenario) -> list[str]:
-    """The rate fields an inline hardware mapping changes from the entry it copies (`from`)."""
-    if not isinstance(s.hardware, dict) or "from" not in s.hardware:
+def _users_file(ref: str) -> bool:
+    """A hardware file the user wrote: a path, or a name MTPSIM_CATALOG's folders hold (not the
+    built-in catalog's): every profile it names is the user's choice."""
+    if catalog.is_path(ref):
+        return True
+    path = catalog.find("hardware", ref)
+    return path is not None and not path.is_relative_to(data_dir())
+
+
+def _rate_overrides(s: Scenario, hardware: HardwareSpec) -> list[str]:
+    """The rate fields the scenario's hardware changes from the built-in entry whose profile
+    prices it: an inline mapping's keys over its `from`, or a file of the user's own that keeps a
+    built-in GPU's name with other rates."""
+    if isinstance(s.hardware, dict):
+        return [f for f in RATE_FIELDS if f in s.hardware] if "from" in s.hardware else []
+    if not _users_file(s.hardware):
         return []
-    return [f for f in RATE_FIELDS if f in s.hardware]
+    built_in = data_dir() / "hardware" / f"{hardware.name}.yaml"
+    if not built_in.is_file():
+        return []
+    shipped = catalog.spec_file("hardware", str(built_in), HardwareSpec, str(built_in))
+    return [f for f in RATE_FIELDS if getattr(shipped, f) != getattr(hardware, f)]
 
 
 def disaggregated(s: Scenario, prefill: dict, decode: dict, link: str = "auto", gpus: int | None = None) -> Scenario:

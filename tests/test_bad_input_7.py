@@ -351,3 +351,27 @@ def test_settings_that_change_nothing_warn(tmp_path, capsys, extra, key):
                          extra)
     lines = warnings_of(capsys, ["cost", _file(tmp_path, text)])
     assert any(f": {key}: " in line for line in lines), lines
+
+
+def test_a_hardware_file_of_the_users_own_gets_the_inline_forms_profile_checks(tmp_path, capsys, monkeypatch):
+    """Before: a user catalog's GPU naming another GPU's profile ran on the roofline without a line,
+    and a file keeping a built-in GPU's name with another bandwidth was priced by that GPU's profile,
+    the new rate ignored, also without a line (the inline forms said both)."""
+    from mtpsim.packagedata import data_dir
+    shipped = (data_dir() / "hardware" / "h200.yaml").read_text()
+    (tmp_path / "cat" / "hardware").mkdir(parents=True)
+    (tmp_path / "cat" / "hardware" / "myhw.yaml").write_text(
+        shipped.replace("name: h200", "name: myhw") + "\nprofiles: {sglang: b200-sglang}\n"
+        if "profiles:" not in shipped else
+        "\n".join("profiles: {sglang: b200-sglang}" if line.startswith("profiles:") else
+                  line.replace("name: h200", "name: myhw") for line in shipped.splitlines()) + "\n")
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "cat"))
+    one_line_error(capsys, ["cost", _file(tmp_path, MOE.replace("hardware: h200", "hardware: myhw"))],
+                   "hardware.profiles.sglang", "measured on 'b200'")
+    monkeypatch.delenv("MTPSIM_CATALOG")
+    (tmp_path / "h200.yaml").write_text("\n".join(
+        "memory_bandwidth_bytes_per_s: 4.8e15" if line.startswith("memory_bandwidth_bytes_per_s:") else line
+        for line in shipped.splitlines()) + "\n")
+    lines = warnings_of(capsys, ["cost", _file(tmp_path, MOE.replace("hardware: h200", "hardware: ./h200.yaml"), "b.yaml")])
+    assert any(": hardware.memory_bandwidth_bytes_per_s: profile 'h200-sglang' prices the ops" in line
+               for line in lines), lines
