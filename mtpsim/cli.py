@@ -85,8 +85,9 @@ def _add_recommend(sub) -> None:
                    "acceptance profile's depths and the design allow)")
     p.add_argument("--jobs", type=bounded(1, MAX_JOBS), help=f"worker processes, 1..{MAX_JOBS} (default: one per core)")
     p.add_argument("--out", type=folder, help="output folder (default runs/<name>-recommend-<timestamp>; must not hold files)")
-    p.add_argument("--seeds", type=bounded(1, MAX_SEEDS), default=3, help="run every setting over N seeds and pick, "
-                   "at each batch, the fewest steps whose TPS interval meets the best one's (default 3; 1: the argmax)")
+    p.add_argument("--seeds", type=bounded(1, MAX_SEEDS), help="run every setting over N seeds and pick, at each "
+                   "batch, the fewest steps whose TPS interval meets the best one's (default: the scenario's `seeds` "
+                   "when it sets them, else 3; 1: the argmax)")
     p.set_defaults(func=commands.recommend)
 
 

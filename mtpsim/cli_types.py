@@ -38,3 +38,13 @@ def named(hint: str):
 at_least_one = bounded(1, 1 << 20)
 folder = named("name the folder to write, or leave --out out for the default")
 address = named("name the Ray cluster (host:port), or leave --address out for RAY_ADDRESS or a local Ray")
+
+
+class Once(argparse.Action):
+    """A flag that takes one value: given twice, argparse's one-line error (the last one used to
+    win without a word)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is not None:
+            raise argparse.ArgumentError(self, "given more than once: give it once")
+        setattr(namespace, self.dest, values)

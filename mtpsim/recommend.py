@@ -230,12 +230,18 @@ def format_recommendation(table: pd.DataFrame) -> str:
                                                   else f"{x:.0f}")
 
 
+DEFAULT_SEEDS = 3  # recommend's replicates per setting when neither --seeds nor the scenario says
+
+
 def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_steps: int | None,
-                  jobs: int | None, out: str | None, seeds: int = 1) -> tuple[Path, pd.DataFrame]:
-    """`mtpsim recommend`: check the options, claim the folder, run the grid, print and write."""
+                  jobs: int | None, out: str | None, seeds: int | None = 1) -> tuple[Path, pd.DataFrame]:
+    """`mtpsim recommend`: check the options, claim the folder, run the grid, print and write.
+    seeds None (no --seeds): the scenario's `seeds` where it sets them, else DEFAULT_SEEDS."""
     batches = parse_sizes(batch, "--batch", MAX_USERS) if batch is not None else list(DEFAULT_BATCHES)
     topks = parse_sizes(topk, "--topk", 64)
     s = base_point(path, sets)
+    if seeds is None:
+        seeds = s.seeds if "seeds" in s.model_fields_set else DEFAULT_SEEDS
     check_topks(s, topks)
     steps = candidate_steps(s, max_steps)
     with claimed(f"{s.name}-recommend", out) as folder:  # a failed run gives the folder back

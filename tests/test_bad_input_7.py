@@ -375,3 +375,20 @@ def test_a_hardware_file_of_the_users_own_gets_the_inline_forms_profile_checks(t
     lines = warnings_of(capsys, ["cost", _file(tmp_path, MOE.replace("hardware: h200", "hardware: ./h200.yaml"), "b.yaml")])
     assert any(": hardware.memory_bandwidth_bytes_per_s: profile 'h200-sglang' prices the ops" in line
                for line in lines), lines
+
+
+def test_recommend_takes_the_scenarios_seeds_when_no_flag_gives_them(tmp_path):
+    """Before: --seeds' default 3 won over the scenario's `seeds: 2` without a word."""
+    import pandas as pd
+    assert cli.main(["recommend", _file(tmp_path, DENSE + "seeds: 2\n"), "--batch", "1", "--max-steps", "1", "--jobs", "1",
+                     "--out", str(tmp_path / "o")]) == 0
+    assert set(pd.read_csv(tmp_path / "o" / "grid.csv").seeds) == {2}
+
+
+def test_a_search_target_given_twice_is_refused(tmp_path, capsys):
+    """Before: the last --tpot won without a word."""
+    with pytest.raises(SystemExit) as stop:  # argparse's own exit, after its one line
+        cli.main(["search", _file(tmp_path, MOE), "--gpus", "8", "--tpot", "p99:1ms", "--tpot", "p99:10s"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--tpot: given more than once" in err[0], err

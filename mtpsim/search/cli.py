@@ -1,7 +1,7 @@
 """`mtpsim search`'s flags and how they reach command.run_search (cli.py adds the subcommand)."""
 from __future__ import annotations
 
-from mtpsim.cli_types import MAX_JOBS, address, bounded, folder, named
+from mtpsim.cli_types import MAX_JOBS, Once, address, bounded, folder, named
 from mtpsim.errors import ScenarioError
 from mtpsim.limits import MAX_SEEDS, MAX_USERS
 from mtpsim.search import DEFAULT_CACHE
@@ -25,9 +25,10 @@ def add_arguments(p) -> None:
     for flag, what in (("--ttft", "time to first token at most, e.g. p99:2s (ms when no unit)"),
                        ("--tpot", "time per output token at most, e.g. p50:20ms (ms when no unit)"),
                        ("--min-user-tps", "tokens per second per user (1 / TPOT) at least, e.g. p99:40")):
-        p.add_argument(flag, metavar="[p50:|p99:]VALUE", help=f"target: {what} (p50 when no percentile given)")
-    p.add_argument("--seeds", type=bounded(1, MAX_SEEDS), default=1, help="rerun the two finalists over N "
-                   "seeds and call a tie when their 95%% intervals overlap (default 1)")
+        p.add_argument(flag, metavar="[p50:|p99:]VALUE", action=Once,
+                       help=f"target: {what} (p50 when no percentile given)")
+    p.add_argument("--seeds", type=bounded(1, MAX_SEEDS), help="rerun the two finalists over N seeds and call a "
+                   "tie when their 95%% intervals overlap (default: the scenario's `seeds`, 1)")
     p.add_argument("--jobs", type=bounded(1, MAX_JOBS), help="worker processes (default: one per core)")
     p.add_argument("--backend", choices=["pool", "ray"], default="pool", help="worker processes (pool) or Ray tasks")
     p.add_argument("--address", type=address,

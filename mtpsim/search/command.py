@@ -125,11 +125,12 @@ def write_frontier(rows: pd.DataFrame, folder: Path, chosen: pd.Series | None, t
             frontier.plot_frontier(rows, png, chosen, max(user) if user else None, title)
 
 
-def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], seeds: int, out: str | None,
+def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], seeds: int | None, out: str | None,
                jobs: int | None, backend: str = "pool", address: str | None = None,
                cache_dir: str | None = DEFAULT_CACHE, plot: bool = True) -> tuple[Path, pd.DataFrame]:
     """The command: check everything, enumerate, run, pick, print, write. Returns (folder, frontier rows)."""
     base = base_scenario(path, sets)
+    seeds = base.seeds if seeds is None else seeds  # no --seeds: the scenario's
     bounds = bounds_of(base, flags)
     if bounds.gpus is None:
         raise ScenarioError("--gpus", "", "how many GPUs to deploy on is required (--gpus N or search.gpus)")
