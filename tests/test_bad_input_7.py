@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mtpsim import cli
-from tests.test_bad_input import one_line_error
+from tests.test_bad_input import BASE, one_line_error
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 
 DENSE = """\
@@ -146,16 +146,7 @@ def test_a_cache_inside_the_output_folder_is_refused_before_anything_is_made(tmp
 
 # ------------------------------------------------------------------ data files beside a scenario
 
-PROFILE_BASE = """\
-name: p
-model: deepseek-v3
-hardware: h200
-parallel: {tp: 8}
-speculative: {design: nextn, steps: 2}
-acceptance: {per_depth: [0.8, 0.7]}
-workload: {concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}
-cost: {profile: PROF}
-"""
+PROFILE_BASE = BASE + "cost: {profile: PROF}\n"  # test_bad_input's DeepSeek-V3 scenario, priced by a profile copy
 
 
 def _profile(tmp_path, family: str, edit) -> str:
