@@ -130,7 +130,7 @@ def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
                       "the shared prompt changes nothing"))
     if s.engine.dp_routing is not None and s.parallel.dp == 1 and s.disaggregation is None:
         found.append(("engine.dp_routing", "dp is 1: one replica takes every request, so the routing changes nothing"))
-    if max_length(w.output_len) < 2:
+    if max_length(w.output_len) < 2 and designs.record(s.speculative.design).draft_part is not None:  # a prefill study is fine
         found.append(("workload.output_len", "requests of one output token decode nothing after their prefill: "
                       "TPOT, accept length and per-user speed have no value, and a speedup compares prefills"))
     if w.arrival == "batch" and "concurrency" in w.model_fields_set and w.concurrency != w.num_requests:

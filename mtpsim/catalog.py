@@ -201,7 +201,7 @@ def load_engine(name: str, version: str | None = None, ignore_rules=(), where: s
 @functools.lru_cache(maxsize=64)
 def _engine_at(path: str, stamp: tuple[int, int, int], version: str | None, ignore: tuple[str, ...],
                where: str) -> EngineSpec:
-    return resolve_engine(copy.deepcopy(_parsed(path, stamp)), version, ignore, where)
+    return resolve_engine(copy.deepcopy(_parsed(path, stamp)), version, ignore, where, path)
 
 
 def engine_file(name: str) -> dict[str, Any]:

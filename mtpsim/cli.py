@@ -37,6 +37,20 @@ class _Parser(argparse.ArgumentParser):
         if message:
             (file or sys.stderr).write(message)
 
+    def parse_known_args(self, args=None, namespace=None):
+        """As argparse's, but a flag that takes one value, given twice, is an error (argparse keeps
+        the last without a word); --set and other repeatable flags repeat as they should."""
+        seen = set()
+        for token in args or ():
+            flag = token.split("=", 1)[0] if token.startswith("--") else None
+            action = self._option_string_actions.get(flag) if flag else None
+            if action is None or action.nargs == 0 or isinstance(action, argparse._AppendAction):
+                continue
+            if flag in seen:
+                self.error(f"argument {flag}: given more than once: give it once")
+            seen.add(flag)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str):
         with contextlib.suppress(OSError):
             print(f"{self.prog}: error: {printable(message)} (see {self.prog} --help)", file=sys.stderr)

@@ -12,13 +12,14 @@ through resolve.py.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from packaging.version import InvalidVersion, Version
 from pydantic import Field, ValidationError
 
 from mtpsim.engines import EngineSpec
-from mtpsim.errors import ScenarioError, short, warn
+from mtpsim.errors import ScenarioError, from_validation, short, warn
 from mtpsim.specs import Spec
 
 RuleField = Literal["speculative_max_running_requests", "speculative_overlap", "verify_scorer",
@@ -54,11 +55,14 @@ def release(text: str) -> Version:
 
 
 def resolve_engine(raw: dict, version: str | None, ignore: list[str] | tuple[str, ...] = (),
-                   where: str = "<scenario>") -> EngineSpec:
-    """The engine file `raw` at `version` (None: its default), without the rules in `ignore`.
-    An unknown version or rule name is a ScenarioError naming engine.version / engine.ignore_rules."""
+                   where: str = "<scenario>", file: str | None = None) -> EngineSpec:
+    """The engine file `raw` (read from `file`) at `version` (None: its default), without the
+    rules in `ignore`. An unknown version or rule name is a ScenarioError naming engine.version /
+    engine.ignore_rules; a fault of the file itself names the file and its key."""
     raw = dict(raw)
-    versions, rules = _versions(raw.pop("versions", None), raw), _rules(raw.pop("rules", ()), raw)
+    file = file or f"engines/{raw.get('name')}.yaml"
+    versions, rules = _versions(raw.pop("versions", None), raw, file), _rules(raw.pop("rules", ()), raw, file)
+    _check_file(raw, rules, file)
     chosen = version or versions.default
     at = _known(chosen, versions, raw.get("name", "?"), where)
     unknown = sorted(set(ignore) - {r.name for r in rules})
@@ -74,9 +78,35 @@ def resolve_engine(raw: dict, version: str | None, ignore: list[str] | tuple[str
     fields = {**raw, **{r.field: r.value for r in applied}, "version": chosen, "rules": tuple(r.name for r in applied)}
     try:
         return EngineSpec.model_validate(fields)
+    except ValidationError as exc:  # each rule's value passed alone (_check_file): two together clash
+        raise ScenarioError(file, "rules", f"the rules in force at {chosen} clash: {exc.errors()[0]['msg']}") from None
+
+
+def _check_file(raw: dict, rules: list[VersionRule], file: str) -> None:
+    """The file's own fields, then each rule's value over them, whatever release it holds at
+    (a bad value used to pass until a scenario picked that release); the name is the file's."""
+    stem = Path(file).stem
+    if raw.get("name") != stem:
+        raise ScenarioError(file, "name", f"{short(raw.get('name'))} is not the file's name {stem!r}: a scenario's "
+                            "engine.kind names the file")
+    base = {**raw, "version": "0", "rules": ()}
+    try:
+        EngineSpec.model_validate(base)
     except ValidationError as exc:
-        raise ScenarioError(f"engines/{raw.get('name')}.yaml", "rules", f"a rule sets an invalid value: "
-                            f"{exc.errors()[0]['msg']}") from None
+        raise from_validation(exc, file) from None
+    for i, rule in enumerate(rules):
+        try:
+            EngineSpec.model_validate({**base, rule.field: rule.value})
+        except ValidationError as exc:
+            bad = from_validation(exc, file)
+            raise ScenarioError(file, f"rules.{i}.value", f"rule {rule.name} sets {bad.key}: {bad.reason}") from None
+        if rule.since is not None and rule.until is not None and release(rule.until) <= release(rule.since):
+            raise ScenarioError(file, f"rules.{i}.until", f"rule {rule.name} holds for no release (until {rule.until} "
+                                f"is not after since {rule.since})")
+    names = [r.name for r in rules]
+    twice = next((n for n in names if names.count(n) > 1), None)
+    if twice is not None:
+        raise ScenarioError(file, "rules", f"two rules are named {twice}: engine.ignore_rules names them one by one")
 
 
 def engine_rules(raw: dict) -> list[VersionRule]:
@@ -94,6 +124,8 @@ def _known(chosen: str, versions: Versions, name: str, where: str) -> Version:
         at = release(chosen)
     except InvalidVersion:
         at = None
+    if at is not None and (at.epoch or at.local):  # '1!0.4.0' compares as 0.4.0's release tuple: not a release
+        at = None
     # written out to its last part: "0.5" names the 0.5 series, not its first release 0.5.0, though
     # the two compare equal
     if at is None or at.release not in {release(v).release for v in versions.known}:
@@ -102,30 +134,47 @@ def _known(chosen: str, versions: Versions, name: str, where: str) -> Version:
     return at
 
 
-def _versions(data, raw: dict) -> Versions:
+def _versions(data, raw: dict, file: str | None = None) -> Versions:
+    file = file or f"engines/{raw.get('name')}.yaml"
     if data is None:
-        raise ScenarioError(f"engines/{raw.get('name')}.yaml", "versions", "an engine file needs versions: {default, known}")
+        raise ScenarioError(file, "versions", "an engine file needs versions: {default, known}")
     try:
         versions = Versions.model_validate(data)
-        for v in [versions.default, *versions.known]:
-            release(v)
-    except (ValidationError, InvalidVersion) as exc:
-        raise ScenarioError(f"engines/{raw.get('name')}.yaml", "versions", str(exc).splitlines()[0]) from None
+    except ValidationError as exc:
+        raise from_validation(exc, file, "versions") from None
+    for key, v in [("versions.default", versions.default), *(("versions.known", k) for k in versions.known)]:
+        _release_in(v, file, key)
     if release(versions.default) not in {release(v) for v in versions.known}:
-        raise ScenarioError(f"engines/{raw.get('name')}.yaml", "versions.default", "is not among versions.known")
+        raise ScenarioError(file, "versions.default", "is not among versions.known")
     return versions
 
 
-def _rules(data, raw: dict) -> list[VersionRule]:
-    try:
-        rules = [VersionRule.model_validate(r) for r in data]
-        for r in rules:
-            for v in (r.since, r.until):
-                if v is not None:
-                    release(v)
-    except (ValidationError, InvalidVersion, TypeError) as exc:
-        raise ScenarioError(f"engines/{raw.get('name')}.yaml", "rules", str(exc).splitlines()[0]) from None
+def _rules(data, raw: dict, file: str | None = None) -> list[VersionRule]:
+    file = file or f"engines/{raw.get('name')}.yaml"
+    if not isinstance(data, (list, tuple)):
+        raise ScenarioError(file, "rules", f"expected a list of rules, got {short(data)}")
+    rules = []
+    for i, r in enumerate(data):
+        try:
+            rule = VersionRule.model_validate(r)
+        except ValidationError as exc:
+            raise from_validation(exc, file, f"rules.{i}") from None
+        for key, v in (("since", rule.since), ("until", rule.until)):
+            if v is not None:
+                _release_in(v, file, f"rules.{i}.{key}")
+        rules.append(rule)
     return rules
+
+
+def _release_in(text: str, file: str, key: str) -> Version:
+    """A release an engine file names: a plain release (no epoch, no local part)."""
+    try:
+        at = release(text)
+    except InvalidVersion:
+        raise ScenarioError(file, key, f"{short(text)} is not a release number (e.g. 0.5.12)") from None
+    if at.epoch or at.local:
+        raise ScenarioError(file, key, f"{short(text)}: write the release alone (no epoch '!' or local '+' part)")
+    return at
 
 
 __all__ = ["VersionRule", "Versions", "engine_rules", "known_versions", "release", "resolve_engine"]

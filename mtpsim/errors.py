@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pydantic loads with the schema, not with every one-line error
@@ -121,11 +122,37 @@ def note_set_keys(where: str, by_flag: Callable[[str], bool] | None) -> None:
         _set_keys[where] = by_flag
 
 
+_held: list[str] | None = None  # warnings a command holds back until its own checks pass (holding())
+
+
+@contextmanager
+def holding() -> Iterator[None]:
+    """Within: warnings wait; they are said when the block ends without an error, and dropped
+    when it raises one, so that bad input a command finds after the loader's advice stays one line."""
+    global _held
+    outer, _held = _held, []
+    try:
+        yield
+    except BaseException:
+        _held = outer
+        raise
+    pending, _held = _held, outer
+    for message in pending:
+        _say(message)
+
+
 def warn(where: str, key: str, reason: str) -> None:
     """One line on stderr for input that runs but makes little sense (the run goes on); each
     message once per process, so a sweep's points do not repeat it."""
-    import sys
     message = ScenarioError(where, key, reason).message
+    if _held is not None:
+        _held.append(message)
+    else:
+        _say(message)
+
+
+def _say(message: str) -> None:
+    import sys
     if message not in _warned:
         _warned.add(message)
         print(f"mtpsim: warning: {printable(message)}", file=sys.stderr)

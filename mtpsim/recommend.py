@@ -28,11 +28,11 @@ import pandas as pd
 from mtpsim import scenario as sc
 from mtpsim.advice import advise
 from mtpsim.designs import BASELINE, record
-from mtpsim.errors import ScenarioError, short, warn, whole_number
+from mtpsim.errors import ScenarioError, holding, short, warn, whole_number
 from mtpsim.intervals import seed_intervals
 from mtpsim.run import default_jobs
 from mtpsim.runfolder import claimed, mark_complete, write_csv
-from mtpsim.schema import MAX_USERS
+from mtpsim.schema import MAX_SEED, MAX_USERS
 from mtpsim.search import execute, space
 from mtpsim.search.bounds import MAX_SEARCH_POINTS
 from mtpsim.search.space import candidate_steps  # noqa: F401  (recommend's steps are the search's)
@@ -239,11 +239,16 @@ def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_
     seeds None (no --seeds): the scenario's `seeds` where it sets them, else DEFAULT_SEEDS."""
     batches = parse_sizes(batch, "--batch", MAX_USERS) if batch is not None else list(DEFAULT_BATCHES)
     topks = parse_sizes(topk, "--topk", 64)
-    s = base_point(path, sets)
-    if seeds is None:
-        seeds = s.seeds if "seeds" in s.model_fields_set else DEFAULT_SEEDS
-    check_topks(s, topks)
-    steps = candidate_steps(s, max_steps)
+    with holding():  # warnings wait for recommend's own checks and its grid's: bad input stays one line
+        s = base_point(path, sets)
+        if seeds is None:
+            seeds = s.seeds if "seeds" in s.model_fields_set else DEFAULT_SEEDS
+        if s.seed + seeds - 1 > MAX_SEED:  # the replicates run seed, seed + 1, ..., seed + seeds - 1
+            raise ScenarioError("--seeds", "", f"{seeds} replicates from seed {s.seed} run past the largest seed "
+                                f"{MAX_SEED} (fewer seeds, or a smaller seed)")
+        check_topks(s, topks)
+        steps = candidate_steps(s, max_steps)
+        grid(s, batches, steps, topks, seeds)  # every point validated before the folder is claimed
     with claimed(f"{s.name}-recommend", out) as folder:  # a failed run gives the folder back
         started, n = time.perf_counter(), len(batches) * len(steps) * len(topks)
         table, summary = recommend(s, batches, steps, topks, jobs or default_jobs(n + len(batches)), seeds=seeds)

@@ -146,11 +146,12 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
         s = pool_scenario(s, "decode")
     asked, batch = batch, s.workload.concurrency if batch is None else batch
     cap = s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests)
-    if batch > cap:  # as `mtpsim run` caps it (bound_by "cap" in its table)
+    asked_at = ("--batch", "") if asked is not None else (s.source, "workload.concurrency")  # whose batch it is
+    share = batch if asked is not None else -(-batch // s.parallel.dp)  # `run` spreads the users over dp replicas
+    if share > cap:  # as `mtpsim run` caps it (bound_by "cap" in its table)
         rule = "engine.max_running_requests" if s.engine.max_running_requests is not None else f"{s.specs.engine.name}'s default"
-        warn(*(("--batch", "") if asked is not None else (s.source, "workload.concurrency")),
-             f"{batch} requests is past the running-request cap of {cap} ({rule}): `mtpsim run` runs at most {cap} "
-             "at once and queues the rest; priced as asked")
+        warn(*asked_at, f"{share} requests {'a replica ' if share != batch else ''}is past the running-request cap of "
+             f"{cap} ({rule}): `mtpsim run` runs at most {cap} at once and queues the rest; priced as asked")
     if context is None and s.workload.arrival == "trace":  # the replayed prompts', not the unused input_len
         context = round(scan(s.workload.trace).mean_input_len)
     context = mean_length(s.workload.input_len) if context is None else context
@@ -169,12 +170,13 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
     past_context = limit is not None and context > limit  # warned above; then nothing fits anyway
     per_pool = -(-batch // s.parallel.attention_dp)  # under DP attention each group's GPUs hold its own requests' KV
     if fits.min() == 0 and not past_context:
-        warn("--batch", "", f"not one request of {context} tokens fits in memory ({fits.idxmin()}: "
+        whose = asked_at if asked is not None else (s.source, "parallel")  # the layout leaves no room, not the load
+        warn(*whose, f"not one request of {context} tokens fits in memory ({fits.idxmin()}: "
              f"{memory.kv_budget_GB[fits.idxmin()]:.2f} GB of KV pool per GPU): priced as "
              "asked, though `mtpsim run` refuses this deployment, as the engine would")
     elif 0 < fits.min() < per_pool and not past_context:
         group = f" ({per_pool} per attention-DP group)" if s.parallel.attention_dp > 1 else ""
-        warn("--batch", "", f"{batch} requests of {context} tokens{group} do not fit in memory ({fits.idxmin()}: at "
+        warn(*asked_at, f"{batch} requests of {context} tokens{group} do not fit in memory ({fits.idxmin()}: at "
              f"most {int(fits.min())}): priced as asked, though the engine would not run them at once")
     print(f"{s.name}: {s.specs.model.name} on {s.describe_layout()}, "
           f"batch {batch}, context {context}, engine {s.specs.engine.name}, priced by {s.specs.pricing}\n")

@@ -117,14 +117,17 @@ def load(path: str | Path, sets: list[str] = (), advise_points: bool = True) -> 
     written = copy.deepcopy(data) if overrides else data  # what the file says, to tell its errors from --set's
     for key, value in overrides:
         set_key(data, key, value, "--set")
+    keys = [k for k, _ in overrides]  # warnings about these keys, during validation or later, name --set
+    twice = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+    if twice is not None:
+        raise ScenarioError("--set", twice, "given twice: the last one would win; give it once")
+    note_set_keys(where, (lambda key: _set_by_flag(key, keys, written)) if keys else None)
     try:
         scenarios = _points(data, path, overrides)
     except ScenarioError as exc:  # a value --set gave is the flag's fault, not the file's
         if exc.where == where and _set_by_flag(exc.key, [k for k, _ in overrides], written):
             raise ScenarioError("--set", exc.key, exc.reason) from None
         raise
-    keys = [k for k, _ in overrides]  # warnings about these keys, now or later, name --set
-    note_set_keys(where, (lambda key: _set_by_flag(key, keys, written)) if keys else None)
     if advise_points:
         for s in scenarios:
             advise(s)

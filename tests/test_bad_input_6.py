@@ -423,9 +423,13 @@ def test_search_and_recommend_say_which_load_they_do_not_replay(tmp_path, capsys
     text = BASE_DS.replace("workload: {concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}",
                            "workload: {arrival: trace, trace: {path: t.csv}}\nsearch: {ep: [3]}")
     path = run(tmp_path, text, {"t.csv": trace})[1]
-    assert cli.main(["search", path, "--gpus", "8", "--no-cache"]) == 2  # stopped by the bounds, after the warning
-    err = capsys.readouterr().err
-    assert ": workload.trace: search runs its own loads" in err and ": search: " in err, err
+    assert cli.main(["search", path, "--gpus", "8", "--no-cache"]) == 2  # stopped by the bounds: that line alone
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and ": search: " in err[0], err
+    path = run(tmp_path, text.replace("search: {ep: [3]}", "search: {tp: [8], ep: [8], attention_dp: [1], "
+                                      "concurrency: [1], requests_per_user: 1}"), {"t.csv": trace})[1]
+    assert cli.main(["search", path, "--gpus", "8", "--no-cache", "--no-plot", "--out", str(tmp_path / "s")]) == 0
+    assert ": workload.trace: search runs its own loads" in capsys.readouterr().err
     text = BASE_DS.replace("workload: {concurrency: 2, num_requests: 4,", "workload: {arrival: poisson, rate_per_s: 2, "
                            "num_requests: 4,")
     (tmp_path / "r").mkdir()

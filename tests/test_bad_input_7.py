@@ -383,3 +383,80 @@ def test_a_search_target_given_twice_is_refused(tmp_path, capsys):
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--tpot: given more than once" in err[0], err
+
+
+# ------------------------------------------------------------------ the second campaign's variants
+
+@pytest.mark.parametrize("argv", [["search", "S", "--gpus", "1", "--gpus", "2"], ["cost", "S", "--batch", "1", "--batch", "2"],
+                                  ["run", "S", "--out=a", "--out", "b"], ["recommend", "S", "--seeds", "1", "--seeds", "2"]])
+def test_a_one_value_flag_given_twice_is_refused(tmp_path, capsys, argv):
+    """Before: argparse kept the last without a word (--out a --out b wrote only b)."""
+    argv = [a if a != "S" else _file(tmp_path, DENSE) for a in argv]
+    with pytest.raises(SystemExit) as stop:
+        cli.main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and len(err) == 1 and "given more than once" in err[0], err
+
+
+def test_a_key_set_twice_is_refused(tmp_path, capsys):
+    one_line_error(capsys, ["cost", _file(tmp_path, DENSE), "--set", "workload.concurrency=1", "--set",
+                            "workload.concurrency=2"], "workload.concurrency", "given twice")
+
+
+def test_the_cap_warning_counts_a_replicas_share_and_a_prefill_study_does_not_warn(tmp_path, capsys):
+    """Two replicas of 45 users each run under a cap of 48 (run spreads the load); a `none` run of
+    one output token is a prefill study, not nonsense."""
+    text = DENSE.replace("concurrency: 1, num_requests: 2", "concurrency: 90, num_requests: 90") + "parallel: {dp: 2}\n"
+    assert not any("running-request cap" in line for line in warnings_of(capsys, ["cost", _file(tmp_path, text)]))
+    prefill = DENSE.replace("design: nextn, steps: 3, draft: eagle3-llama-3.1-8b", "design: none") \
+        .replace("acceptance: {per_depth: [0.9, 0.6, 0.3]}\n", "").replace("output_len: 8", "output_len: 1")
+    assert not any("output_len" in line for line in warnings_of(capsys, ["cost", _file(tmp_path, prefill, "p.yaml")]))
+
+
+def test_a_size_column_takes_no_wildcard_unless_older_profiles_lack_it(tmp_path, capsys):
+    """Before: a wildcard in a size column passed the check and then divided: a TypeError traceback."""
+    scenario = _profile(tmp_path, "alltoall", _set_cell("d", "*"))
+    one_line_error(capsys, ["cost", scenario], "d", "whole number")
+
+
+def _engine_catalog(tmp_path, monkeypatch, edit) -> None:
+    from mtpsim.packagedata import data_dir
+    (tmp_path / "cat" / "engines").mkdir(parents=True)
+    text = (data_dir() / "engines" / "sglang.yaml").read_text()
+    (tmp_path / "cat" / "engines" / "sglang.yaml").write_text(edit(text))
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "cat"))
+
+
+@pytest.mark.parametrize("edit, key, word", [
+    (lambda t: t.replace("name: sglang", "name: vllm"), "name", "not the file's name"),
+    (lambda t: t.replace("decode: {base_s: 0.5e-3", "decode: {base_s: 2.0"), "host.decode.base_s", "less than or equal"),
+    (lambda t: t.replace("    value: 32\n", "    value: thirty-two\n", 1), "rules.0.value", "spec_running_cap_32"),
+    (lambda t: t.replace('default: "0.5.12"', 'default: "1!0.5.12"'), "versions.default", "epoch"),
+])
+def test_an_engine_file_names_itself_and_its_key(tmp_path, capsys, monkeypatch, edit, key, word):
+    """Before: engines/<name>.yaml (the name it claimed, not the file read), the key `rules` or
+    `versions`, and pydantic's first line; a rule's bad value passed until a scenario picked its release."""
+    _engine_catalog(tmp_path, monkeypatch, edit)
+    line = one_line_error(capsys, ["cost", _file(tmp_path, MOE)], key, word)
+    assert str(tmp_path / "cat" / "engines" / "sglang.yaml") in line
+
+
+def test_a_version_with_an_epoch_is_unknown(tmp_path, capsys):
+    """Before: '1!0.4.0' passed the known-release check and picked another release's rules."""
+    one_line_error(capsys, ["cost", _file(tmp_path, MOE + "engine: {version: '1!0.4.0'}\n")], "engine.version", "unknown")
+
+
+def test_search_of_a_one_token_trace_is_one_line(tmp_path, capsys):
+    """Before: the trace's mean-lengths warning came before the refusal: two lines."""
+    (tmp_path / "t.csv").write_text("arrival_s,input_len,output_len\n0,64,1\n1,32,1\n")
+    text = DENSE.replace("workload: {arrival: closed, concurrency: 1, num_requests: 2, input_len: 64, output_len: 8}",
+                         "workload: {arrival: trace, trace: {path: t.csv}}")
+    one_line_error(capsys, ["search", _file(tmp_path, text), "--gpus", "1", "--concurrency", "1", "--no-cache",
+                            "--no-plot", "--out", str(tmp_path / "o")], "workload.trace", "time per output token")
+
+
+@pytest.mark.parametrize("command", [["recommend", "--batch", "1", "--max-steps", "1", "--seeds", "2"],
+                                     ["search", "--gpus", "1", "--concurrency", "1", "--no-cache", "--seeds", "2"]])
+def test_seeds_past_the_largest_seed_are_refused_by_every_command(tmp_path, capsys, command):
+    scenario = _file(tmp_path, DENSE + "seed: 9223372036854775807\n")
+    one_line_error(capsys, [command[0], scenario, *command[1:], "--out", str(tmp_path / "o")], "", "past the largest seed")

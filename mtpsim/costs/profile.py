@@ -215,7 +215,8 @@ def read_family(path: Path, family: str) -> pd.DataFrame:
         if df[col].isna().any():
             raise ScenarioError(str(path), col, f"row {int(df[col].isna().to_numpy().argmax()) + 2}: empty")
         if col not in f.values:  # a size (ranks, heads, widths, experts): matched as text, scaled by its number
-            bad = ~df[col].astype(str).str.fullmatch(r"[1-9][0-9]*|\*")
+            size = r"[1-9][0-9]*|\*" if col in f.optional else r"[1-9][0-9]*"  # '*' (any) only where older profiles lack it
+            bad = ~df[col].astype(str).str.fullmatch(size)
             if bad.any():
                 row = int(bad.to_numpy().argmax())
                 raise ScenarioError(str(path), col, f"row {row + 2}: {short(df[col].iloc[row])} is not a whole number "
@@ -237,8 +238,9 @@ LAYER_COLUMNS = {"layer": TEXT, "scale": POSITIVE, "batch": Column(low=1, intege
 
 
 def read_layers(folder: Path) -> pd.DataFrame | None:
-    """layers.csv (whole decoder layers timed by `mtpsim calibrate`), or None when the profile has none."""
-    path = folder / "layers.csv"
+    """layers.csv (whole decoder layers timed by `mtpsim calibrate`; or layers.csv.gz, not both), or
+    None when the profile has none."""
+    path = family_path(folder, "layers")
     if not path.is_file():
         return None
     df = read_csv(path, LAYER_COLUMNS)

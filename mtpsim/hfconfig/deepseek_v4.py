@@ -123,7 +123,8 @@ def finish(text: Config, mapping: dict[str, Any], drafters: dict[str, Any]) -> d
     dtypes = {**mapping["dtypes"], "kv_cache": "fp8"}
     expert = text.get("expert_dtype")
     if expert is not None:  # the 4-bit formats engines name by their scales (MXFP4, NVFP4) carry fp4's payload
-        known = {**{d: d for d in get_args(Dtype)}, "mxfp4": "fp4", "nvfp4": "fp4"}
+        known = {**{d: d for d in get_args(Dtype)}, "mxfp4": "fp4", "nvfp4": "fp4",  # and torch_dtype's spellings
+                 "bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float8_e4m3fn": "fp8"}
         if not isinstance(expert, str) or expert.lower() not in known:
             raise text.error("expert_dtype", f"expected one of {', '.join(known)}, got {short(expert)}")
         dtypes["experts"] = known[expert.lower()]

@@ -19,10 +19,11 @@ from pydantic import ValidationError
 from mtpsim import scenario as sc
 from mtpsim.advice import advise
 from mtpsim.designs import BASELINE, record
-from mtpsim.errors import ScenarioError, decimal_number, from_validation, short, warn
+from mtpsim.errors import ScenarioError, decimal_number, from_validation, holding, short, warn
 from mtpsim.intervals import half_width
 from mtpsim.outputs import writing
 from mtpsim.runfolder import claimed, mark_complete, write_csv
+from mtpsim.schema import MAX_SEED
 from mtpsim.search import DEFAULT_CACHE, disagg, execute, frontier, space, summary
 from mtpsim.search.bounds import SearchBounds
 from mtpsim.search.flags import Drafter, launch_flags
@@ -129,39 +130,43 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
                jobs: int | None, backend: str = "pool", address: str | None = None,
                cache_dir: str | None = DEFAULT_CACHE, plot: bool = True) -> tuple[Path, pd.DataFrame]:
     """The command: check everything, enumerate, run, pick, print, write. Returns (folder, frontier rows)."""
-    base = base_scenario(path, sets)
-    seeds = base.seeds if seeds is None else seeds  # no --seeds: the scenario's
-    bounds = bounds_of(base, flags)
-    if bounds.gpus is None:
-        raise ScenarioError("--gpus", "", "how many GPUs to deploy on is required (--gpus N or search.gpus)")
-    steps = space.steps_by_design(base, bounds)
-    if bounds.ep and max(bounds.ep) > 1 and not any(f.kind == "moe" for f in base.specs.model.ffn_kinds.values()):
-        raise ScenarioError(base.source, "search.ep", f"model {base.specs.model.name!r} has no routed experts: expert "
-                            "parallelism does not apply to it (give [1] or leave ep out)")
-    layouts, refused = space.fitting_layouts(base, bounds.gpus, bounds)
-    if not layouts and not refused:  # the bounds themselves admit no layout: they, not the GPUs, are the cause
-        raise ScenarioError(base.source, "search", f"the search bounds (this section and its flags) admit no layout "
-                            f"of {bounds.gpus} GPUs to try: widen tp, ep, dp or attention_dp")
-    if not layouts:
-        why = "; ".join(f"{k.label}: {v}" for k, v in list(refused.items())[-2:])
-        raise ScenarioError("--gpus", "", f"no shard of model {base.specs.model.name!r} fits {bounds.gpus} GPUs "
-                            f"({len(refused)} layouts tried; e.g. {why})")
-    settings = space.design_settings(base, bounds, steps)
-    given = {k for k, v in flags.items() if v is not None}
-    load = "rates" if bounds.rates is not None else "concurrency"
-    origin = (f"--{load}", "") if load in given else (base.source, f"search.{load}" if base.search is not None
-                                                      and load in base.search.model_fields_set else "search")
-    points = space.points(base, layouts, settings, bounds, origin)
-    if bounds.disaggregated:
-        split_points, split_refused = disagg.points(base, layouts, settings, space.loads(bounds), bounds.gpus,
-                                                    base.engine.max_running_requests is not None)
-        points += split_points
-        refused.update(split_refused)
-    jobs = jobs or max(1, min(len(points), os.cpu_count() or 1))
-    if cache_dir and out and Path(out).resolve() in (Path(cache_dir).resolve(), *Path(cache_dir).resolve().parents):
-        raise ScenarioError("--cache", "", f"{cache_dir} is the --out folder or inside it (a run folder must be new or "
-                            "empty): give the cache a folder of its own")
-    cache = execute.Cache(cache_dir)  # a --cache that cannot be a folder is refused here, before anything runs
+    with holding():  # warnings wait for the search's own checks: bad input stays one line
+        base = base_scenario(path, sets)
+        seeds = base.seeds if seeds is None else seeds  # no --seeds: the scenario's
+        if base.seed + seeds - 1 > MAX_SEED:  # the finalists' replicates run seed .. seed + seeds - 1
+            raise ScenarioError("--seeds", "", f"{seeds} replicates from seed {base.seed} run past the largest seed "
+                                f"{MAX_SEED} (fewer seeds, or a smaller seed)")
+        bounds = bounds_of(base, flags)
+        if bounds.gpus is None:
+            raise ScenarioError("--gpus", "", "how many GPUs to deploy on is required (--gpus N or search.gpus)")
+        steps = space.steps_by_design(base, bounds)
+        if bounds.ep and max(bounds.ep) > 1 and not any(f.kind == "moe" for f in base.specs.model.ffn_kinds.values()):
+            raise ScenarioError(base.source, "search.ep", f"model {base.specs.model.name!r} has no routed experts: expert "
+                                "parallelism does not apply to it (give [1] or leave ep out)")
+        layouts, refused = space.fitting_layouts(base, bounds.gpus, bounds)
+        if not layouts and not refused:  # the bounds themselves admit no layout: they, not the GPUs, are the cause
+            raise ScenarioError(base.source, "search", f"the search bounds (this section and its flags) admit no layout "
+                                f"of {bounds.gpus} GPUs to try: widen tp, ep, dp or attention_dp")
+        if not layouts:
+            why = "; ".join(f"{k.label}: {v}" for k, v in list(refused.items())[-2:])
+            raise ScenarioError("--gpus", "", f"no shard of model {base.specs.model.name!r} fits {bounds.gpus} GPUs "
+                                f"({len(refused)} layouts tried; e.g. {why})")
+        settings = space.design_settings(base, bounds, steps)
+        given = {k for k, v in flags.items() if v is not None}
+        load = "rates" if bounds.rates is not None else "concurrency"
+        origin = (f"--{load}", "") if load in given else (base.source, f"search.{load}" if base.search is not None
+                                                          and load in base.search.model_fields_set else "search")
+        points = space.points(base, layouts, settings, bounds, origin)
+        if bounds.disaggregated:
+            split_points, split_refused = disagg.points(base, layouts, settings, space.loads(bounds), bounds.gpus,
+                                                        base.engine.max_running_requests is not None)
+            points += split_points
+            refused.update(split_refused)
+        jobs = jobs or max(1, min(len(points), os.cpu_count() or 1))
+        if cache_dir and out and Path(out).resolve() in (Path(cache_dir).resolve(), *Path(cache_dir).resolve().parents):
+            raise ScenarioError("--cache", "", f"{cache_dir} is the --out folder or inside it (a run folder must be new or "
+                                "empty): give the cache a folder of its own")
+        cache = execute.Cache(cache_dir)  # a --cache that cannot be a folder is refused here, before anything runs
     hw = base.specs.hardware
     title = f"{base.specs.model.name} on {bounds.gpus}x {hw.name}"
     # the output folder is claimed before any point runs (a busy or bad --out costs nothing), and

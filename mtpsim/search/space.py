@@ -219,18 +219,19 @@ def own_loads(s: sc.Scenario, command: str, runs: str) -> sc.Scenario:
     if w.arrival == "trace":
         stats = scan(w.trace)
         lengths = {"input_len": max(1, round(stats.mean_input_len)), "output_len": max(1, round(stats.mean_output_len))}
+        s = s.model_copy(update={"workload": w.model_copy(update=lengths)})
+    if max_length(s.workload.output_len) < 2:  # before any warning: bad input is one line
+        raise ScenarioError(s.source, "workload.trace" if w.arrival == "trace" else "workload.output_len",
+                            f"{command} ranks settings by time per output token, and a request of one output token "
+                            "has none (its only token is the prefill's): give outputs of 2 tokens or more")
+    if w.arrival == "trace":
         warn(s.source, "workload.trace", f"{command} runs {runs} at the trace's mean lengths ({lengths['input_len']} in, "
              f"{lengths['output_len']} out): its arrivals and its spread of lengths are not replayed")
-        s = s.model_copy(update={"workload": w.model_copy(update=lengths)})
     elif w.rate_schedule:
         warn(s.source, "workload.rate_schedule", f"{command} runs {runs} over workload.input_len / output_len: "
              "the rate schedule is not replayed")
     elif w.arrival == "poisson" and command == "recommend":
         warn(s.source, "workload.arrival", f"{command} runs {runs}, not the scenario's Poisson arrivals")
-    if max_length(s.workload.output_len) < 2:
-        raise ScenarioError(s.source, "workload.trace" if w.arrival == "trace" else "workload.output_len",
-                            f"{command} ranks settings by time per output token, and a request of one output token "
-                            "has none (its only token is the prefill's): give outputs of 2 tokens or more")
     return s
 
 
