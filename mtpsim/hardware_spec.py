@@ -41,16 +41,18 @@ class HardwareSpec(Spec):
     internode_latency_s: float | None = Field(default=None, ge=0, le=MAX_LATENCY_S)
     launch_overhead_s: float = Field(ge=0, le=MAX_LATENCY_S)            # per kernel, eager
     graph_launch_overhead_s: float = Field(ge=0, le=MAX_LATENCY_S)      # per kernel inside a CUDA-graph replay
-    efficiency_flops: float = Field(default=0.7, gt=0, le=1)
-    efficiency_bandwidth: float = Field(default=0.8, gt=0, le=1)
+    # shares of the peaks the roofline reaches; below 1% no op of a real GPU is priced (and tiny
+    # shares overflowed op times to infinity)
+    efficiency_flops: float = Field(default=0.7, ge=0.01, le=1)
+    efficiency_bandwidth: float = Field(default=0.8, ge=0.01, le=1)
     # measured profiles (mtpsim/data/profiles/<name>) by serving engine; `default` for other engines
     profiles: dict[Literal["sglang", "vllm", "trtllm", "default"], Name] = Field(default_factory=dict)  # engine -> profile
     # roofline latency floors fitted on measured GPUs (mtpsim/data/latency_floors.yaml, costs/floors.py)
     latency_floors: bool = False
     # `mtpsim search`'s cost and power columns (each entry cites its source; a scenario's
     # `hardware: {from: h200, usd_per_gpu_hour: ...}` overrides them); None: not priced
-    usd_per_gpu_hour: float | None = Field(default=None, gt=0, le=1e4)
-    board_power_w: float | None = Field(default=None, gt=0, le=1e5)  # per GPU, as the vendor rates the board
+    usd_per_gpu_hour: float | None = Field(default=None, ge=1e-3, le=1e4)  # a tenth of a cent an hour at least
+    board_power_w: float | None = Field(default=None, ge=1, le=1e5)  # per GPU, as the vendor rates the board
 
     def profile_for(self, engine: str) -> str | None:
         """The measured profile that prices this GPU under `engine` by default, if any."""

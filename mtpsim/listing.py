@@ -8,7 +8,7 @@ import sys
 
 from mtpsim import catalog
 from mtpsim.engine_releases import engine_rules, known_versions
-from mtpsim.errors import ScenarioError, printable
+from mtpsim.errors import ScenarioError, printable, short
 from mtpsim.schema import Engine, json_schema
 
 
@@ -21,13 +21,18 @@ def list_entries(kind: str) -> int:
     invalid = []
     for name in entries:
         try:
+            if not catalog.NAME.fullmatch(name) or ".." in name:  # a file no scenario can name: say which
+                path = next(p for d in catalog.catalog_dirs() if (p := d / kind / f"{name}.yaml").is_file())
+                raise ScenarioError(str(path), "", f"{short(name)} is not a {kind} catalog name (letters, digits, '.', "
+                                    "'-', '_', '+'): rename the file")
             text = describe(load(name))
         except ScenarioError as exc:  # an unreadable or invalid entry, named by its file
             invalid.append(exc)
             text = "invalid (the error is on stderr)"
-        print(f"{name:<{width}}  {text}")
-    for exc in invalid:  # an entry no scenario could use is bad input: its one line, and exit status 2
-        print(f"mtpsim: error: {printable(exc.message)}", file=sys.stderr)
+        print(f"{printable(name):<{width}}  {text}")
+    if invalid:  # an entry no scenario could use is bad input: one line (the first), and exit status 2
+        more = f" (and {len(invalid) - 1} more invalid {kind} entries)" if len(invalid) > 1 else ""
+        print(f"mtpsim: error: {printable(invalid[0].message)}{more}", file=sys.stderr)
     return 2 if invalid else 0
 
 

@@ -31,6 +31,14 @@ def writing(path: str | Path) -> Iterator[Path]:
         raise ScenarioError(str(path), "", f"cannot write: {exc.strerror or exc}") from None
 
 
+NAMELESS = "names no folder of its own (the current folder, its parent or the root): give one, e.g. --out ./my-profile"
+
+
+def is_nameless(out: Path) -> bool:
+    """Whether `out` names no folder staged() can write beside and rename (., .., /): NAMELESS says so."""
+    return out.name in ("", ".", "..")
+
+
 def is_fresh(out: Path) -> bool:
     """Whether `out` can take a new output folder: it does not exist, or is an empty folder (as
     good as none). calibrate and calibrate --from aiconfigurator both ask it first."""

@@ -118,7 +118,8 @@ def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, wh
 
 # the hardware fields a profile's measured op times stand in for
 RATE_FIELDS = ("peak_flops", "memory_bandwidth_bytes_per_s", "efficiency_flops", "efficiency_bandwidth",
-               "launch_overhead_s", "graph_launch_overhead_s")
+               "launch_overhead_s", "graph_launch_overhead_s",
+               "link_bandwidth_bytes_per_s", "link_latency_s")  # the measured collectives stand in for the link
 
 
 def _names_profiles(s: Scenario) -> bool:

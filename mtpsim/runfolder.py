@@ -192,21 +192,24 @@ POINT, TIME = Column(low=-1, integer=True), Column(low=0)  # point -1: a baselin
 TPS = Column(low=0, high=MAX_TPS)
 RATIO = Column(low=0, high=MAX_TPS, blank=True)  # per-user TPS, speedup: blank where they do not apply
 SHARE = Column(low=0, high=1, blank=True)  # a share of busy time
+SEED = Column(low=0, integer=True)
+SUMMARY = {"point": POINT, "name": TEXT, "design": TEXT, "steps": Column(low=0, high=MAX_STEPS, integer=True),
+           "concurrency": Column(low=1, integer=True, blank=True), "rate_per_s": Column(low=0, blank=True),
+           "tps": TPS, "per_user_tps": RATIO, "speedup": RATIO, "accept_length": Column(low=1, high=MAX_STEPS + 1, blank=True),
+           **dict.fromkeys((*(share_column(c) for c in PASS_TIME_COLUMNS), "host_share"), SHARE)}
+# columns a table holds only in some runs (a pass the design has, an open load, seeds): checked where present
+OPTIONAL = {"rate_per_s", "seed", *(c for c in SUMMARY if c.endswith("_share"))}
 RUN_TABLES = {
-    "summary.csv": {"point": POINT, "name": TEXT, "design": TEXT, "steps": Column(low=0, high=MAX_STEPS, integer=True),
-                    "concurrency": Column(low=1, integer=True, blank=True), "tps": TPS, "per_user_tps": RATIO,
-                    "speedup": RATIO, "accept_length": Column(low=1, high=MAX_STEPS + 1, blank=True),
-                    **dict.fromkeys((*(share_column(c) for c in PASS_TIME_COLUMNS), "host_share"), SHARE)},
-    "iterations.csv": {"point": POINT, "replica": Column(low=0, integer=True), "kind": TEXT, "start_s": TIME,
+    "summary.csv": {**SUMMARY, "seed": SEED},
+    "iterations.csv": {"point": POINT, "seed": SEED, "replica": Column(low=0, integer=True), "kind": TEXT, "start_s": TIME,
                        "duration_s": TIME, **dict.fromkeys(TIME_COLUMNS, TIME)},
     "accept_counts.csv": {"point": POINT, "accepted": Column(low=0, high=MAX_STEPS, integer=True),
                           "count": Column(low=0)},
-    "passes.csv": {"point": POINT, "replica": Column(low=0, integer=True), "start_s": TIME, "duration_s": TIME,
+    "passes.csv": {"point": POINT, "seed": SEED, "replica": Column(low=0, integer=True), "start_s": TIME, "duration_s": TIME,
                    "kind": TEXT, "tokens": Column(low=0)},
-    "requests.csv": {"point": POINT, "arrival_s": TIME, "first_token_s": TIME, "finish_s": TIME,
+    "requests.csv": {"point": POINT, "seed": SEED, "arrival_s": TIME, "first_token_s": TIME, "finish_s": TIME,
                      "output_len": Column(low=1, integer=True)},
-    "summary_ci.csv": {"point": POINT, "design": TEXT, "steps": Column(low=0, high=MAX_STEPS, integer=True),
-                       "concurrency": Column(low=1, integer=True, blank=True), "tps": TPS},
+    "summary_ci.csv": SUMMARY,
 }
 
 
@@ -222,7 +225,7 @@ def read_run_table(folder: Path, name: str, required: bool = True) -> pd.DataFra
     text = read_text(path)
     if text and not text.endswith("\n"):
         raise ScenarioError(str(path), "", "truncated: its last row is cut off (was the run interrupted?)")
-    optional = tuple(c for c in RUN_TABLES[name] if c.endswith("_share"))  # a share only where the run has that pass
+    optional = tuple(c for c in RUN_TABLES[name] if c in OPTIONAL)
     frame = read_csv(path, RUN_TABLES[name], optional=optional)
     for column, allowed in (("design", tuple(RECORDS)), *RUN_VALUES.get(name, {}).items()):
         if column in frame:
@@ -267,9 +270,13 @@ def plot_run(folder: Path, points: list[sc.Scenario] | None = None) -> list[Path
         raise ScenarioError(str(folder / "iterations.csv"), "point", "no row for point 0")
     passes = read_run_table(folder, "passes.csv", required=False)
     requests = read_run_table(folder, "requests.csv", required=False)
+    if passes is not None and not (passes.point == 0).any():  # the timeline is point 0's
+        raise ScenarioError(str(folder / "passes.csv"), "point", "no row for point 0")
     if (folder / "summary_ci.csv").is_file():  # over seeds: their means, and one seed's timeline
         summary, iterations, passes = read_run_table(folder, "summary_ci.csv"), _first_seed(iterations), _first_seed(passes)
         requests = _first_seed(requests)
+        if not (summary.point == 0).any():
+            raise ScenarioError(str(folder / "summary_ci.csv"), "point", "no row for point 0")
     with warnings.catch_warnings(record=True) as caught:  # a library's warning is one mtpsim line, not its own
         warnings.simplefilter("always")
         paths = write_plots(folder, summary, counts, iterations, passes, memory, requests)

@@ -31,7 +31,7 @@ def _printable_text(text: str) -> str:
 # a file path or catalog name: never empty or blank (`profile: ""` would otherwise read as the default)
 Ref = Annotated[str, Field(max_length=4096), AfterValidator(_not_blank)]
 # any other name a key gives (a release, a shipped curve, a profile): never blank, for the same reason
-Name = Annotated[str, AfterValidator(_a_name)]
+Name = Annotated[str, Field(max_length=200), AfterValidator(_a_name)]  # printed in one-line headers and errors
 # free text printed with the results (a scenario's question): lines and tabs, no control characters
 Text = Annotated[str, AfterValidator(_printable_text)]
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]  # an error names the entry: acceptance.per_depth.2

@@ -460,3 +460,52 @@ def test_search_of_a_one_token_trace_is_one_line(tmp_path, capsys):
 def test_seeds_past_the_largest_seed_are_refused_by_every_command(tmp_path, capsys, command):
     scenario = _file(tmp_path, DENSE + "seed: 9223372036854775807\n")
     one_line_error(capsys, [command[0], scenario, *command[1:], "--out", str(tmp_path / "o")], "", "past the largest seed")
+
+
+@pytest.mark.parametrize("over, key", [("efficiency_bandwidth: 1.0e-308", "hardware.efficiency_bandwidth"),
+                                       ("efficiency_flops: 1.0e-310", "hardware.efficiency_flops"),
+                                       ("board_power_w: 1.0e-300", "hardware.board_power_w")])
+def test_a_gpu_at_a_vanishing_share_of_its_peak_is_refused(tmp_path, capsys, over, key):
+    """Before: op times overflowed to infinity (an OverflowError traceback) or printed 1e+305 ms."""
+    text = MOE.replace("hardware: h200", f"hardware: {{from: h200, {over}}}")
+    one_line_error(capsys, ["cost", _file(tmp_path, text)], key, "greater than or equal")
+
+
+def test_a_catalog_listing_with_several_broken_entries_is_one_line(tmp_path, capsys, monkeypatch):
+    """Before: one error line per broken entry, and a file whose stem is no name was not named."""
+    models = tmp_path / "cat" / "models"
+    models.mkdir(parents=True)
+    (models / "bad1.yaml").write_text("- 1\n")
+    (models / "a b.yaml").write_text("name: x\n")
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "cat"))
+    assert cli.main(["models"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "a b.yaml" in err[0] and "1 more invalid models entries" in err[0], err
+
+
+def test_a_long_model_name_is_refused_before_it_fills_a_line(tmp_path, capsys):
+    line = one_line_error(capsys, ["cost", _file(tmp_path, MOE.replace("model: deepseek-v3", "model: {from: deepseek-v3, "
+                                                                       f"name: {'x' * 5000}}}"))], "model.name", "")
+    assert len(line) < 500
+
+
+def test_a_changed_link_under_a_measured_profile_warns(tmp_path, capsys):
+    """Before: the measured collectives priced the link, and the new figure changed nothing, silently."""
+    lines = warnings_of(capsys, ["cost", _file(tmp_path, MOE.replace("hardware: h200",
+                                                                     "hardware: {from: h200, link_latency_s: 40.0e-6}"))])
+    assert any(": hardware.link_latency_s: profile 'h200-sglang' prices the ops" in line for line in lines), lines
+
+
+def test_a_profile_conversion_into_the_current_folder_is_refused(tmp_path, capsys, monkeypatch):
+    """Before: a ValueError traceback from staging (an empty name)."""
+    monkeypatch.chdir(tmp_path)
+    one_line_error(capsys, ["calibrate", "--from", "aiconfigurator", "--out", "."], "", "names no folder of its own")
+
+
+def test_plot_checks_the_interval_summary_too(tmp_path, capsys):
+    """Before: a seeds run's summary_ci.csv was read without its columns checked (tracebacks)."""
+    folder = tmp_path / "r"
+    assert cli.main(["run", _file(tmp_path, DENSE), "--out", str(folder), "--seeds", "2", "--jobs", "1"]) == 0
+    _edit_csv(folder / "summary_ci.csv", _put("accept_length", "lots"))
+    capsys.readouterr()
+    one_line_error(capsys, ["plot", str(folder)], "accept_length", "not a number")

@@ -57,7 +57,7 @@ from mtpsim.calibration.aic_rows import (
 from mtpsim.catalog import load_hardware
 from mtpsim.costs.profile import FAMILIES
 from mtpsim.errors import ScenarioError, short
-from mtpsim.outputs import is_fresh, staged, writing
+from mtpsim.outputs import NAMELESS, is_fresh, is_nameless, staged, writing
 
 ATTRIBUTION = ("Kernel timings measured by NVIDIA on real GPUs and distributed in aiconfigurator-core "
                f"{PINNED} (Apache-2.0), https://github.com/ai-dynamo/aiconfigurator; converted by mtpsim.")
@@ -254,6 +254,8 @@ def main(args) -> int:
     out = Path(args.out) if args.out else None
     if out is None:
         raise ScenarioError("--out", "", "give the profile folder to write (e.g. profiles/h200-sglang)")
+    if is_nameless(out):
+        raise ScenarioError(str(out), "", NAMELESS)
     if out.is_symlink():  # staged() writes <name>.partial beside it and renames it into place
         raise ScenarioError(str(out), "", "is a symbolic link: give the folder itself (nothing was written)")
     if not is_fresh(out):

@@ -32,7 +32,7 @@ from mtpsim.calibration.layers import layer_case
 from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.layer import layer_spec
 from mtpsim.errors import printable
-from mtpsim.outputs import is_fresh, staged, writing
+from mtpsim.outputs import NAMELESS, is_fresh, is_nameless, staged, writing
 from mtpsim.textfiles import not_a_folder
 from mtpsim.torchkit.kernels import keep_freed_memory, without_cudnn_attention
 
@@ -100,8 +100,8 @@ def _check_out(out: Path) -> str | None:
     """Why `out` must not be written, or None."""
     if out.is_symlink():  # staged() writes <name>.partial beside it and renames it into place
         return "is a symbolic link: give the folder itself"
-    if out.name in ("", ".", ".."):  # the profile is written beside it as <name>.partial, then renamed
-        return "names no folder of its own (the current folder, its parent or the root): give one, e.g. --out ./my-profile"
+    if is_nameless(out):  # the profile is written beside it as <name>.partial, then renamed
+        return NAMELESS
     if is_fresh(out):
         return None
     if not out.is_dir():
