@@ -119,7 +119,12 @@ def spec_file(kind: Kind, ref: str, cls: type[SpecT], where: str, key: str = "",
     """The validated spec of a whole file (a catalog name, or a path when `paths`): validated once
     per version of the file; an invalid one is a ScenarioError naming that file. Specs are frozen
     records, so every caller may share one."""
-    return _spec_at(*_stamped(path_of(kind, ref, where, key, paths)), cls)
+    path = path_of(kind, ref, where, key, paths)
+    spec = _spec_at(*_stamped(path), cls)
+    if not (paths and is_path(ref)) and spec.name != ref:  # a catalog name is its file's: the entry answers to it
+        raise ScenarioError(str(path), "name", f"{short(spec.name)} is not the file's name {ref!r}: a scenario names "
+                            "the entry by its file")
+    return spec
 
 
 @functools.lru_cache(maxsize=64)

@@ -48,6 +48,10 @@ def check_against_specs(s: Scenario, where: str) -> None:
     if s.acceptance.histogram:
         require_file(s.acceptance.histogram, where, "acceptance.histogram")
         read_histogram(s.acceptance.histogram)
+    imbalance, ep = s.cost.ep_imbalance, (s.disaggregation.decode.ep if s.disaggregation else s.parallel.ep)
+    if imbalance is not None and imbalance > ep:  # the busiest rank holds at most all the tokens
+        raise ScenarioError(where, "cost.ep_imbalance", f"{imbalance:g} is more than ep {ep}: the busiest of {ep} EP "
+                            f"ranks holds at most {ep} times the mean (all the tokens)")
     if s.seed + s.seeds - 1 > MAX_SEED:  # the replicates run seed, seed + 1, ..., seed + seeds - 1
         raise ScenarioError(where, "seeds", f"{s.seeds} replicates from seed {s.seed} run past the largest seed "
                             f"{MAX_SEED} (fewer seeds, or a smaller seed)")

@@ -509,3 +509,28 @@ def test_plot_checks_the_interval_summary_too(tmp_path, capsys):
     _edit_csv(folder / "summary_ci.csv", _put("accept_length", "lots"))
     capsys.readouterr()
     one_line_error(capsys, ["plot", str(folder)], "accept_length", "not a number")
+
+
+def test_a_catalog_entry_answers_to_its_file_name(tmp_path, capsys, monkeypatch):
+    """Before: `model: aaa` ran under the header of its `name: zzz`, and `model: zzz` was unknown."""
+    from mtpsim.packagedata import data_dir
+    (tmp_path / "cat" / "models").mkdir(parents=True)
+    (tmp_path / "cat" / "models" / "aaa.yaml").write_text(
+        (data_dir() / "models" / "llama-3.1-8b.yaml").read_text().replace("name: llama-3.1-8b", "name: zzz"))
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "cat"))
+    one_line_error(capsys, ["cost", _file(tmp_path, DENSE.replace("model: llama-3.1-8b", "model: aaa"))], "name",
+                   "not the file's name")
+
+
+def test_an_ep_imbalance_past_the_ranks_is_refused(tmp_path, capsys):
+    """Before: 64 on 32 EP ranks priced the busiest rank at twice all the tokens."""
+    text = MOE.replace("search: {tp: [8], ep: [8], attention_dp: [1], concurrency: [1, 8], requests_per_user: 2}\n", "") \
+        + "parallel: {tp: 8, ep: 8, attention_dp: 8}\ncost: {ep_imbalance: 16}\n"
+    one_line_error(capsys, ["cost", _file(tmp_path, text)], "cost.ep_imbalance", "more than ep 8")
+
+
+def test_search_of_a_disaggregated_scenario_names_the_section(tmp_path, capsys):
+    """Before: blamed on --gpus ('no shard fits'), though the model fits."""
+    text = MOE + "disaggregation: {prefill: {tp: 8}, decode: {tp: 8}}\n"
+    one_line_error(capsys, ["search", _file(tmp_path, text), "--gpus", "16", "--no-cache"], "disaggregation",
+                   "lays out its own deployments")

@@ -59,6 +59,9 @@ def base_scenario(path: str, sets: list[str]) -> sc.Scenario:
     """The scenario the search varies (its first point), with acceptance that serves every steps value."""
     points = sc.load(path, sets, advise_points=False)  # this command's own refusals come before any warning
     s = points[0]
+    if s.disaggregation is not None:
+        raise ScenarioError(s.source, "disaggregation", "search lays out its own deployments (aggregated, and split "
+                            "ones with --disagg): leave the section out, or run this layout with mtpsim run")
     if len(points) > 1:
         print(f"(scenario sweeps {len(points)} points; searching around the first: {s.point})")
     if record(s.speculative.design).draft_part is not None and s.acceptance.accept_length is not None:
