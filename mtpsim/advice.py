@@ -87,6 +87,7 @@ def problems(s: Scenario) -> list[tuple[str, str]]:
     found += [(f"sweep.{k}", "only `mtpsim search` reads the search section: these points are the same run")
               for k in s.point if k == "search" or k.startswith("search.")][:1]
     found += _no_wide_ep(s, bool(moe))
+    found += _idle_engine_settings(s, bool(moe))
     found += _unused_by_arrival(s)
     found += _past_their_reach(s)
     found += _forced_past_its_range(s)
@@ -184,6 +185,28 @@ def _no_wide_ep(s: Scenario, moe: bool) -> list[tuple[str, str]]:
     why = "no layout here runs its experts wide EP (ep == tp with attention_dp > 1): it changes nothing"
     return [(key, why) for key, on in (("engine.two_batch_overlap", s.engine.two_batch_overlap),
                                        ("cost.ep_imbalance", s.cost.ep_imbalance is not None)) if on]
+
+
+def _idle_engine_settings(s: Scenario, moe: bool) -> list[tuple[str, str]]:
+    """Engine settings whose mechanism does not run here: EPLB where no published imbalance applies
+    (costs/wide_ep.py: wide EP over 32 ranks or more, without cost.ep_imbalance), a graph batch
+    limit without graphs, a block size of a prefix cache that is off."""
+    from mtpsim.costs.wide_ep import MEASURED_RANKS
+    found, e = [], s.engine
+    d = s.disaggregation
+    layouts = [s.parallel] if d is None else [d.prefill, d.decode]
+    if e.eplb and moe and s.cost.ep_imbalance is not None:
+        found.append(("engine.eplb", "cost.ep_imbalance sets the busiest rank's load itself: EPLB changes nothing"))
+    elif e.eplb and moe and not any(p.attention_dp > 1 and p.ep == p.tp >= MEASURED_RANKS for p in layouts):
+        found.append(("engine.eplb", f"EPLB's measured imbalance is for wide EP over {MEASURED_RANKS} ranks or more, "
+                      "which no layout here runs (routing is uniform below): it changes nothing"))
+    if not e.cuda_graphs and "max_graph_batch" in e.model_fields_set:
+        found.append(("engine.max_graph_batch", "engine.cuda_graphs is false: no graph is captured, so its batch "
+                      "limit changes nothing"))
+    cache = e.prefix_cache
+    if cache is not None and not cache.enabled and "block_tokens" in cache.model_fields_set:
+        found.append(("engine.prefix_cache.block_tokens", "the prefix cache is off: its block size changes nothing"))
+    return found
 
 
 def _unreached_policy(s: Scenario) -> list[tuple[str, str]]:

@@ -534,3 +534,15 @@ def test_search_of_a_disaggregated_scenario_names_the_section(tmp_path, capsys):
     text = MOE + "disaggregation: {prefill: {tp: 8}, decode: {tp: 8}}\n"
     one_line_error(capsys, ["search", _file(tmp_path, text), "--gpus", "16", "--no-cache"], "disaggregation",
                    "lays out its own deployments")
+
+
+@pytest.mark.parametrize("engine, key", [("{eplb: true}", "engine.eplb"),
+                                         ("{cuda_graphs: false, max_graph_batch: 64}", "engine.max_graph_batch"),
+                                         ("{prefix_cache: {enabled: false, block_tokens: 64}}",
+                                          "engine.prefix_cache.block_tokens")])
+def test_engine_settings_whose_mechanism_does_not_run_warn(tmp_path, capsys, engine, key):
+    """Before: EPLB at ep 1 (no published imbalance below wide EP over 32 ranks), a graph batch
+    limit without graphs, and a switched-off cache's block size all ran without a word."""
+    text = MOE.replace("search: {tp: [8], ep: [8], attention_dp: [1], concurrency: [1, 8], requests_per_user: 2}\n", "") \
+        + f"engine: {engine}\n"
+    assert any(f": {key}: " in line for line in warnings_of(capsys, ["cost", _file(tmp_path, text)]))
