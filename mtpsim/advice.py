@@ -27,15 +27,15 @@ def advise(s: Scenario) -> None:
 
 def advise_sweep(points: list[Scenario]) -> None:
     """A swept key that no point reads (the same warning at every point, which advise() leaves
-    alone because the key is swept), or that changes no simulation (question): one warning that
+    alone because the key is swept), or that changes no simulation (question, name): one warning that
     the sweep's points are the same run."""
     from mtpsim.errors import warn
     if len(points) < 2:
         return
     found = [problems(s) for s in points]
     for swept in points[0].point:
-        if swept == "question":
-            warn(points[0].source, "sweep.question", "the question is printed, not simulated: these points are the "
+        if swept in ("question", "name"):
+            warn(points[0].source, f"sweep.{swept}", f"the {swept} is printed, not simulated: these points are the "
                  "same run")
             continue
         first = next(((k, r) for k, r in found[0] if _within(swept, k)), None)
@@ -88,6 +88,9 @@ def problems(s: Scenario) -> list[tuple[str, str]]:
               for k in s.point if k == "search" or k.startswith("search.")][:1]
     found += _no_wide_ep(s, bool(moe))
     found += _idle_engine_settings(s, bool(moe))
+    if s.disaggregation is not None and "parallel" in s.model_fields_set:
+        found.append(("parallel", "with disaggregation each pool gives its own layout (disaggregation.prefill / "
+                      "decode): this one is not read"))
     found += _unused_by_arrival(s)
     found += _past_their_reach(s)
     found += _forced_past_its_range(s)

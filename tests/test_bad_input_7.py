@@ -254,6 +254,7 @@ def test_one_key_swept_under_two_spellings_is_refused(tmp_path, capsys):
 
 @pytest.mark.parametrize("extra, key, word", [
     ("sweep: {question: [a, b]}\n", "sweep.question", "the same run"),
+    ("sweep: {name: [a, b]}\n", "sweep.name", "the same run"),
     ("cost: {model: roofline}\nsweep: {cost.profile: [h200-sglang, h200-vllm]}\n", "sweep.cost.profile", "the same run"),
     ("sweep: {acceptance.spread: [0, 0.0]}\n", "sweep.acceptance.spread", "more than once"),
     ("sweep: {speculative: [{design: nextn, steps: 1}, {steps: 1, design: nextn}]}\n", "sweep.speculative",
@@ -546,3 +547,11 @@ def test_engine_settings_whose_mechanism_does_not_run_warn(tmp_path, capsys, eng
     text = MOE.replace("search: {tp: [8], ep: [8], attention_dp: [1], concurrency: [1, 8], requests_per_user: 2}\n", "") \
         + f"engine: {engine}\n"
     assert any(f": {key}: " in line for line in warnings_of(capsys, ["cost", _file(tmp_path, text)]))
+
+
+def test_a_layout_beside_disaggregation_warns(tmp_path, capsys):
+    """Before: a `parallel` of default values beside `disaggregation` was ignored without a word (other
+    values are refused; each pool gives its own layout)."""
+    text = MOE.replace("search: {tp: [8], ep: [8], attention_dp: [1], concurrency: [1, 8], requests_per_user: 2}\n", "") \
+        + "parallel: {tp: 1, dp: 1}\ndisaggregation: {prefill: {tp: 8}, decode: {tp: 8}}\n"
+    assert any(": parallel: with disaggregation" in line for line in warnings_of(capsys, ["cost", _file(tmp_path, text)]))
