@@ -555,3 +555,13 @@ def test_a_layout_beside_disaggregation_warns(tmp_path, capsys):
     text = MOE.replace("search: {tp: [8], ep: [8], attention_dp: [1], concurrency: [1, 8], requests_per_user: 2}\n", "") \
         + "parallel: {tp: 1, dp: 1}\ndisaggregation: {prefill: {tp: 8}, decode: {tp: 8}}\n"
     assert any(": parallel: with disaggregation" in line for line in warnings_of(capsys, ["cost", _file(tmp_path, text)]))
+
+
+def test_verify_refusing_a_point_is_one_line_after_the_loaders_advice(tmp_path, capsys):
+    """Before: the loader's warnings (here dp routing at dp 1) and verify's hardware note came
+    before verify's own refusal of the external draft: three lines."""
+    pytest.importorskip("torch")
+    text = DENSE.replace("hardware: h100-sxm", "hardware: cpu").replace("arrival: closed", "arrival: batch") \
+        + "engine: {dp_routing: cache_aware}\nverify: {num_layers: 1, iterations: 2, warmup_iterations: 0}\n"
+    one_line_error(capsys, ["verify", _file(tmp_path, text), "--out", str(tmp_path / "o")], "speculative.draft",
+                   "external draft")

@@ -26,7 +26,7 @@ from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.designs import DesignShape
-from mtpsim.errors import ScenarioError, warn
+from mtpsim.errors import ScenarioError, holding, warn
 from mtpsim.outputs import writing
 from mtpsim.runfolder import claimed, mark_complete, write_csv
 from mtpsim.shrink import shrink_assistant, shrink_block_drafter, shrink_model
@@ -38,7 +38,11 @@ from mtpsim.verify.compare import comparison, fits_memory, plot, predict, simula
 
 
 def main(args) -> int:
-    points = sc.load(args.scenario, args.sets)
+    with holding():  # the loader's warnings wait for verify's own checks of every point: bad input is one line
+        points = sc.load(args.scenario, args.sets)
+        device = pick_device(points[0].verify.device, points[0].source)
+        for s in points:
+            setup_of(s, device)
     with claimed(f"{points[0].name}-verify", args.out) as out:  # new or empty; a failed run gives it back
         return _verify(points, args, out)
 
