@@ -124,8 +124,9 @@ def load(path: str | Path, sets: list[str] = (), advise_points: bool = True) -> 
     note_set_keys(where, (lambda key: _set_by_flag(key, keys, written)) if keys else None)
     try:
         scenarios = _points(data, path, overrides)
-    except ScenarioError as exc:  # a value --set gave is the flag's fault, not the file's
-        if exc.where == where and _set_by_flag(exc.key, [k for k, _ in overrides], written):
+    except ScenarioError as exc:  # a value --set gave is the flag's fault, not the file's (a swept one too)
+        if exc.where == where and exc.key and (_set_by_flag(exc.key, keys, written) or
+                                               _set_by_flag(f"sweep.{exc.key}", keys, written)):
             raise ScenarioError("--set", exc.key, exc.reason) from None
         raise
     if advise_points:

@@ -565,3 +565,14 @@ def test_verify_refusing_a_point_is_one_line_after_the_loaders_advice(tmp_path, 
         + "engine: {dp_routing: cache_aware}\nverify: {num_layers: 1, iterations: 2, warmup_iterations: 0}\n"
     one_line_error(capsys, ["verify", _file(tmp_path, text), "--out", str(tmp_path / "o")], "speculative.draft",
                    "external draft")
+
+
+def test_a_bad_point_of_a_sweep_the_flag_gave_names_set(tmp_path, capsys):
+    """Before: a point of `--set sweep=...` that failed was blamed on the file, which sweeps nothing;
+    the same point swept by the file is still the file's."""
+    line = one_line_error(capsys, ["cost", _file(tmp_path, DENSE), "--set", "sweep={workload.concurrency: [1, 0]}"],
+                          "workload.concurrency", "greater than or equal to 1")
+    assert line.startswith("mtpsim: error: --set: "), line
+    line = one_line_error(capsys, ["cost", _file(tmp_path, DENSE + "sweep: {workload.concurrency: [1, 0]}\n", "b.yaml"),
+                                   "--set", "seed=3"], "workload.concurrency", "greater than or equal to 1")
+    assert "b.yaml" in line
