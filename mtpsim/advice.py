@@ -88,6 +88,9 @@ def problems(s: Scenario) -> list[tuple[str, str]]:
               for k in s.point if k == "search" or k.startswith("search.")][:1]
     found += _no_wide_ep(s, bool(moe))
     found += _idle_engine_settings(s, bool(moe))
+    if s.disaggregation is not None and s.disaggregation.kv_streaming and s.disaggregation.link == "free":
+        found.append(("disaggregation.kv_streaming", "link free moves the KV at no cost: streaming it layer by "
+                      "layer changes nothing"))
     if s.disaggregation is not None and "parallel" in s.model_fields_set:
         found.append(("parallel", "with disaggregation each pool gives its own layout (disaggregation.prefill / "
                       "decode): this one is not read"))

@@ -576,3 +576,10 @@ def test_a_bad_point_of_a_sweep_the_flag_gave_names_set(tmp_path, capsys):
     line = one_line_error(capsys, ["cost", _file(tmp_path, DENSE + "sweep: {workload.concurrency: [1, 0]}\n", "b.yaml"),
                                    "--set", "seed=3"], "workload.concurrency", "greater than or equal to 1")
     assert "b.yaml" in line
+
+
+def test_kv_streaming_over_a_free_link_warns(tmp_path, capsys):
+    text = MOE.replace("search: {tp: [8], ep: [8], attention_dp: [1], concurrency: [1, 8], requests_per_user: 2}\n", "") \
+        + "disaggregation: {prefill: {tp: 8}, decode: {tp: 8}, link: free, kv_streaming: true}\n"
+    assert any(": disaggregation.kv_streaming: link free" in line
+               for line in warnings_of(capsys, ["cost", _file(tmp_path, text)]))
