@@ -12,11 +12,11 @@ from mtpsim.files import require_file
 from mtpsim.schema import (
     ACCEPTANCE_FORMS,
     MAX_SCHEDULE_DRAWS,
-    MAX_SEED,
     MAX_SIM_S,
     Parallel,
     Scenario,
     Workload,
+    check_replicates,
     max_length,
 )
 from mtpsim.tracefiles import scan
@@ -52,9 +52,7 @@ def check_against_specs(s: Scenario, where: str) -> None:
     if imbalance is not None and imbalance > ep:  # the busiest rank holds at most all the tokens
         raise ScenarioError(where, "cost.ep_imbalance", f"{imbalance:g} is more than ep {ep}: the busiest of {ep} EP "
                             f"ranks holds at most {ep} times the mean (all the tokens)")
-    if s.seed + s.seeds - 1 > MAX_SEED:  # the replicates run seed, seed + 1, ..., seed + seeds - 1
-        raise ScenarioError(where, "seeds", f"{s.seeds} replicates from seed {s.seed} run past the largest seed "
-                            f"{MAX_SEED} (fewer seeds, or a smaller seed)")
+    check_replicates(s.seed, s.seeds, where, "seeds")
 
 
 def _check_peak_flops(s: Scenario, where: str) -> None:

@@ -32,7 +32,7 @@ from mtpsim.errors import ScenarioError, holding, short, warn, whole_number
 from mtpsim.intervals import seed_intervals
 from mtpsim.run import default_jobs
 from mtpsim.runfolder import claimed, mark_complete, write_csv
-from mtpsim.schema import MAX_SEED, MAX_USERS
+from mtpsim.schema import MAX_USERS, check_replicates
 from mtpsim.search import execute, space
 from mtpsim.search.bounds import MAX_SEARCH_POINTS
 from mtpsim.search.space import candidate_steps  # noqa: F401  (recommend's steps are the search's)
@@ -243,9 +243,7 @@ def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_
         s = base_point(path, sets)
         if seeds is None:
             seeds = s.seeds if "seeds" in s.model_fields_set else DEFAULT_SEEDS
-        if s.seed + seeds - 1 > MAX_SEED:  # the replicates run seed, seed + 1, ..., seed + seeds - 1
-            raise ScenarioError("--seeds", "", f"{seeds} replicates from seed {s.seed} run past the largest seed "
-                                f"{MAX_SEED} (fewer seeds, or a smaller seed)")
+        check_replicates(s.seed, seeds, "--seeds", "")
         check_topks(s, topks)
         steps = candidate_steps(s, max_steps)
         grid(s, batches, steps, topks, seeds)  # every point validated before the folder is claimed

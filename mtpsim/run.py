@@ -29,7 +29,7 @@ from mtpsim.histogram import LogHistogram
 from mtpsim.results import Results
 from mtpsim.run_table import format_table, legend, limits_note, pools_table, prefix_note, trace_note
 from mtpsim.runfolder import claimed, concat, mark_complete, plot_run, write_run
-from mtpsim.schema import MAX_SEED, MAX_SEEDS, Seeds
+from mtpsim.schema import MAX_SEEDS, Seeds, check_replicates
 from mtpsim.sim import simulate
 from mtpsim.sim.progress import progress_bar
 
@@ -201,10 +201,8 @@ def with_seeds(points: list[sc.Scenario], seeds: str | int | None) -> list[sc.Sc
     except ValueError as exc:  # not a whole number, or pydantic's ValidationError (a ValueError)
         reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else f"{seeds!r} is not a whole number"
         raise ScenarioError("--seeds", "", f"{reason} (replicates per point, 1..{MAX_SEEDS})") from None
-    for p in points:  # the replicates run seed, seed + 1, ..., seed + n - 1
-        if p.seed + n - 1 > MAX_SEED:
-            raise ScenarioError("--seeds", "", f"{n} replicates from seed {p.seed} run past the largest seed "
-                                f"{MAX_SEED} (fewer seeds, or a smaller seed)")
+    for p in points:
+        check_replicates(p.seed, n, "--seeds", "")
     return [p.model_copy(update={"seeds": n}) for p in points]
 
 

@@ -15,6 +15,7 @@ from mtpsim.acceptance_schema import ACCEPTANCE_FORMS, ROW_SUM_SLACK, Acceptance
 from mtpsim.designs import DESIGNS, record
 from mtpsim.engine_schema import Engine, PrefixCacheSettings  # noqa: F401 (read from here too)
 from mtpsim.engines import EngineSpec
+from mtpsim.errors import ScenarioError
 from mtpsim.hardware_spec import HardwareSpec
 from mtpsim.limits import (  # noqa: F401 (the limits are read from here too)
     MAX_GPUS,
@@ -311,3 +312,11 @@ def json_schema() -> dict[str, Any]:
     mapping may read a Hugging Face config.json: `{hf_config: path, ...overrides}`)."""
     schema = Scenario.model_json_schema()
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema, "title": "mtpsim scenario"}
+
+
+def check_replicates(seed: int, seeds: int, where: str, key: str) -> None:
+    """The replicates run seed, seed + 1, ..., seed + seeds - 1: past MAX_SEED is a ScenarioError
+    naming `key` (the scenario's `seeds`, or the --seeds flag that gave the count)."""
+    if seed + seeds - 1 > MAX_SEED:
+        raise ScenarioError(where, key, f"{seeds} replicates from seed {seed} run past the largest seed {MAX_SEED} "
+                            "(fewer seeds, or a smaller seed)")

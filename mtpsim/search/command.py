@@ -23,7 +23,7 @@ from mtpsim.errors import ScenarioError, decimal_number, from_validation, holdin
 from mtpsim.intervals import half_width
 from mtpsim.outputs import writing
 from mtpsim.runfolder import claimed, mark_complete, write_csv
-from mtpsim.schema import MAX_SEED
+from mtpsim.schema import check_replicates
 from mtpsim.search import DEFAULT_CACHE, disagg, execute, frontier, space, summary
 from mtpsim.search.bounds import SearchBounds
 from mtpsim.search.flags import Drafter, launch_flags
@@ -136,9 +136,7 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
     with holding():  # warnings wait for the search's own checks: bad input stays one line
         base = base_scenario(path, sets)
         seeds = base.seeds if seeds is None else seeds  # no --seeds: the scenario's
-        if base.seed + seeds - 1 > MAX_SEED:  # the finalists' replicates run seed .. seed + seeds - 1
-            raise ScenarioError("--seeds", "", f"{seeds} replicates from seed {base.seed} run past the largest seed "
-                                f"{MAX_SEED} (fewer seeds, or a smaller seed)")
+        check_replicates(base.seed, seeds, "--seeds", "")  # the finalists' replicates
         bounds = bounds_of(base, flags)
         if bounds.gpus is None:
             raise ScenarioError("--gpus", "", "how many GPUs to deploy on is required (--gpus N or search.gpus)")
