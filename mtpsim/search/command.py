@@ -129,6 +129,33 @@ def write_frontier(rows: pd.DataFrame, folder: Path, chosen: pd.Series | None, t
             frontier.plot_frontier(rows, png, chosen, max(user) if user else None, title)
 
 
+def _layouts(base: sc.Scenario, bounds: SearchBounds) -> tuple[list, dict]:
+    """(the layouts of bounds.gpus that run the base scenario, {layout: why not} for the rest); a
+    ScenarioError where the bounds or the GPUs admit none, naming which."""
+    if bounds.ep and max(bounds.ep) > 1 and not space.has_experts(base):
+        raise ScenarioError(base.source, "search.ep", f"model {base.specs.model.name!r} has no routed experts: expert "
+                            "parallelism does not apply to it (give [1] or leave ep out)")
+    layouts, refused = space.fitting_layouts(base, bounds.gpus, bounds)
+    if not layouts and not refused:  # the bounds themselves admit no layout: they, not the GPUs, are the cause
+        raise ScenarioError(base.source, "search", f"the search bounds (this section and its flags) admit no layout "
+                            f"of {bounds.gpus} GPUs to try: widen tp, ep, dp or attention_dp")
+    if not layouts:
+        why = "; ".join(f"{k.label}: {v}" for k, v in list(refused.items())[-2:])
+        raise ScenarioError("--gpus", "", f"no shard of model {base.specs.model.name!r} fits {bounds.gpus} GPUs "
+                            f"({len(refused)} layouts tried; e.g. {why})")
+    return layouts, refused
+
+
+def _load_origin(base: sc.Scenario, bounds: SearchBounds, flags: dict) -> tuple[str, str]:
+    """Where the search's loads came from (a flag, the search section, or its default ladder):
+    what a load the workload schema refuses is blamed on."""
+    load = "rates" if bounds.rates is not None else "concurrency"
+    if flags.get(load) is not None:
+        return f"--{load}", ""
+    given = base.search is not None and load in base.search.model_fields_set
+    return base.source, f"search.{load}" if given else "search"
+
+
 def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], seeds: int | None, out: str | None,
                jobs: int | None, backend: str = "pool", address: str | None = None,
                cache_dir: str | None = DEFAULT_CACHE, plot: bool = True) -> tuple[Path, pd.DataFrame]:
@@ -141,23 +168,9 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
         if bounds.gpus is None:
             raise ScenarioError("--gpus", "", "how many GPUs to deploy on is required (--gpus N or search.gpus)")
         steps = space.steps_by_design(base, bounds)
-        if bounds.ep and max(bounds.ep) > 1 and not any(f.kind == "moe" for f in base.specs.model.ffn_kinds.values()):
-            raise ScenarioError(base.source, "search.ep", f"model {base.specs.model.name!r} has no routed experts: expert "
-                                "parallelism does not apply to it (give [1] or leave ep out)")
-        layouts, refused = space.fitting_layouts(base, bounds.gpus, bounds)
-        if not layouts and not refused:  # the bounds themselves admit no layout: they, not the GPUs, are the cause
-            raise ScenarioError(base.source, "search", f"the search bounds (this section and its flags) admit no layout "
-                                f"of {bounds.gpus} GPUs to try: widen tp, ep, dp or attention_dp")
-        if not layouts:
-            why = "; ".join(f"{k.label}: {v}" for k, v in list(refused.items())[-2:])
-            raise ScenarioError("--gpus", "", f"no shard of model {base.specs.model.name!r} fits {bounds.gpus} GPUs "
-                                f"({len(refused)} layouts tried; e.g. {why})")
+        layouts, refused = _layouts(base, bounds)
         settings = space.design_settings(base, bounds, steps)
-        given = {k for k, v in flags.items() if v is not None}
-        load = "rates" if bounds.rates is not None else "concurrency"
-        origin = (f"--{load}", "") if load in given else (base.source, f"search.{load}" if base.search is not None
-                                                          and load in base.search.model_fields_set else "search")
-        points = space.points(base, layouts, settings, bounds, origin)
+        points = space.points(base, layouts, settings, bounds, _load_origin(base, bounds, flags))
         if bounds.disaggregated:
             split_points, split_refused = disagg.points(base, layouts, settings, space.loads(bounds), bounds.gpus,
                                                         base.engine.max_running_requests is not None)

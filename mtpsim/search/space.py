@@ -110,12 +110,16 @@ def kv_problem(s: sc.Scenario) -> str | None:
             f"less than one {longest}-token request needs")
 
 
+def has_experts(base: sc.Scenario) -> bool:
+    """Whether the target has routed experts (expert parallelism applies)."""
+    return any(f.kind == "moe" for f in base.specs.model.ffn_kinds.values())
+
+
 def fitting_layouts(base: sc.Scenario, gpus: int, bounds: SearchBounds) -> tuple[list[Layout], dict[Layout, str]]:
     """(layouts that run the base scenario's design, {layout: why not} for the rest)."""
-    has_experts = any(f.kind == "moe" for f in base.specs.model.ffn_kinds.values())
     kept, refused = [], {}
     spec = base.speculative.model_dump(exclude_none=True, exclude={"policy", "draft_tokens"})
-    for layout in candidate_layouts(gpus, bounds, has_experts):
+    for layout in candidate_layouts(gpus, bounds, has_experts(base)):
         try:
             s = at_layout(base, layout, spec)
             problem = kv_problem(s)  # an engine default that leaves no memory refuses the layout too
