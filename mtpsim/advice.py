@@ -88,6 +88,7 @@ def problems(s: Scenario) -> list[tuple[str, str]]:
               for k in s.point if k == "search" or k.startswith("search.")][:1]
     found += _no_wide_ep(s, bool(moe))
     found += _idle_engine_settings(s, bool(moe))
+    found += _budget_below_decode(s)
     if s.disaggregation is not None and s.disaggregation.kv_streaming and s.disaggregation.link == "free":
         found.append(("disaggregation.kv_streaming", "link free moves the KV at no cost: streaming it layer by "
                       "layer changes nothing"))
@@ -213,6 +214,26 @@ def _idle_engine_settings(s: Scenario, moe: bool) -> list[tuple[str, str]]:
     if cache is not None and not cache.enabled and "block_tokens" in cache.model_fields_set:
         found.append(("engine.prefix_cache.block_tokens", "the prefix cache is off: its block size changes nothing"))
     return found
+
+
+def _budget_below_decode(s: Scenario) -> list[tuple[str, str]]:
+    """A mixing engine (vLLM, TensorRT-LLM: sim/mixed.py) schedules at most its token budget a
+    step, running requests first at their verify width each; mtpsim decodes the whole running
+    batch in one iteration even past it, where the engine would decode part of it per step. Known
+    for closed and batch loads (their running batch is the users per replica, up to the cap)."""
+    from mtpsim.memory import prefill_chunk_tokens
+    d, w = designs.DesignShape.of(s.speculative), s.workload
+    engine = s.specs.engine
+    if s.disaggregation is not None or w.arrival not in ("closed", "batch") or not engine.mixes(d.design, s.engine.mixed_batches):
+        return []
+    users = w.concurrency if w.arrival == "closed" else w.num_requests
+    running = min(-(-users // s.parallel.dp), engine.max_running(d.design, s.engine.max_running_requests))
+    budget = prefill_chunk_tokens(s)
+    if running * d.draft_tokens <= budget:
+        return []
+    return [("engine.chunked_prefill_tokens" if s.engine.chunked_prefill_tokens is not None else "workload.concurrency",
+             f"{running} running requests x {d.draft_tokens} token{'s' * (d.draft_tokens > 1)} each exceed {engine.name}'s {budget}-token "
+             "budget a step: the engine would decode part of the batch per step, mtpsim decodes all of it")]
 
 
 def _unreached_policy(s: Scenario) -> list[tuple[str, str]]:

@@ -53,6 +53,19 @@ def check_against_specs(s: Scenario, where: str) -> None:
         raise ScenarioError(where, "cost.ep_imbalance", f"{imbalance:g} is more than ep {ep}: the busiest of {ep} EP "
                             f"ranks holds at most {ep} times the mean (all the tokens)")
     check_replicates(s.seed, s.seeds, where, "seeds")
+    _check_token_budget(s, where)
+
+
+def _check_token_budget(s: Scenario, where: str) -> None:
+    """vLLM gives every running sequence at least one token of a step's budget, and refuses to
+    start with max_num_batched_tokens below max_num_seqs (vllm/config/scheduler.py,
+    SchedulerConfig._verify_args: "must be greater than or equal to max_num_seqs")."""
+    e = s.engine
+    if s.specs.engine.name == "vllm" and e.chunked_prefill_tokens is not None and e.max_running_requests is not None \
+            and e.chunked_prefill_tokens < e.max_running_requests:
+        raise ScenarioError(where, "engine.chunked_prefill_tokens", f"{e.chunked_prefill_tokens} tokens a step is fewer "
+                            f"than engine.max_running_requests {e.max_running_requests}: vLLM refuses "
+                            "max_num_batched_tokens below max_num_seqs (one token per running sequence)")
 
 
 def _check_peak_flops(s: Scenario, where: str) -> None:
