@@ -231,9 +231,10 @@ def _budget_below_decode(s: Scenario) -> list[tuple[str, str]]:
     budget = prefill_chunk_tokens(s)
     if running * d.draft_tokens <= budget:
         return []
-    return [("engine.chunked_prefill_tokens" if s.engine.chunked_prefill_tokens is not None else "workload.concurrency",
-             f"{running} running requests x {d.draft_tokens} token{'s' * (d.draft_tokens > 1)} each exceed {engine.name}'s {budget}-token "
-             "budget a step: the engine would decode part of the batch per step, mtpsim decodes all of it")]
+    key = "engine.chunked_prefill_tokens" if s.engine.chunked_prefill_tokens is not None else "workload.concurrency"
+    each = f"{d.draft_tokens} token{'s' * (d.draft_tokens > 1)} each"
+    return [(key, f"{running} running requests x {each} exceed {engine.name}'s {budget}-token budget a step: the "
+             "engine would decode part of the batch per step, mtpsim decodes all of it")]
 
 
 def _unreached_policy(s: Scenario) -> list[tuple[str, str]]:
