@@ -89,6 +89,8 @@ def problems(s: Scenario) -> list[tuple[str, str]]:
     found += _no_wide_ep(s, bool(moe))
     found += _idle_engine_settings(s, bool(moe))
     found += _budget_below_decode(s)
+    found += _unread_dtypes(s)
+    found += _windows_past_context(s)
     if s.disaggregation is not None and s.disaggregation.kv_streaming and s.disaggregation.link == "free":
         found.append(("disaggregation.kv_streaming", "link free moves the KV at no cost: streaming it layer by "
                       "layer changes nothing"))
@@ -213,6 +215,44 @@ def _idle_engine_settings(s: Scenario, moe: bool) -> list[tuple[str, str]]:
     cache = e.prefix_cache
     if cache is not None and not cache.enabled and "block_tokens" in cache.model_fields_set:
         found.append(("engine.prefix_cache.block_tokens", "the prefix cache is off: its block size changes nothing"))
+    return found
+
+
+def _windows_past_context(s: Scenario) -> list[tuple[str, str]]:
+    """A sliding window (or DeepSeek-V4's compressed window) at least as long as the longest
+    sequence the model serves: every layer of that kind attends its whole context, as a global
+    one would; the window then sizes nothing."""
+    limit = s.specs.model.max_context
+    if limit is None:
+        return []
+    found = []
+    for key, spec in (("model", s.specs.model), ("speculative.draft", s.specs.draft or s.specs.assistant)):
+        for name, att in (spec.attention_kinds.items() if spec is not None else ()):
+            window, at = (att.compressed.window, "compressed.window") if att.compressed else (att.window, "window")
+            if window is not None and window >= limit:
+                found.append((f"{key}.attention_kinds.{name}.{at}", f"{window:,} tokens is not shorter than model "
+                              f"{s.specs.model.name!r}'s context of {limit:,} (max_context): no sequence outgrows it, so "
+                              "these layers attend their whole context, as global ones"))
+    return found
+
+
+def _unread_dtypes(s: Scenario) -> list[tuple[str, str]]:
+    """Per-part dtypes the scenario writes for a part its model lacks or never prices: experts on
+    a dense model, mtp where no MTP layer is the model's own (a draft's layers take attention and
+    dense_ffn), a block drafter's lm_head (it borrows the target's), an assistant's kv_cache (it
+    keeps none). Only keys the scenario writes: a catalog entry's full table is not the user's."""
+    found = []
+    for key, ref, spec in (("model", s.model, s.specs.model),
+                           ("speculative.draft", s.speculative.draft, s.specs.draft or s.specs.assistant)):
+        given = ref.get("dtypes") if isinstance(ref, dict) else None
+        if spec is None or not isinstance(given, dict):
+            continue
+        unread = {"experts": "has no experts" if not any(f.kind == "moe" for f in spec.ffn_kinds.values()) else None,
+                  "mtp": ("has no MTP layers of its own" if spec.mtp is None or spec.role != "target" else None),
+                  "lm_head": "borrows the target's LM head" if spec.role == "block_draft" else None,
+                  "kv_cache": "keeps no KV of its own" if spec.role == "assistant" else None}
+        found += [(f"{key}.dtypes.{part}", f"{spec.name!r} {why}: this dtype prices nothing")
+                  for part, why in unread.items() if why and part in given]
     return found
 
 

@@ -166,11 +166,33 @@ def resolve(kind: Kind, ref: str | dict[str, Any], where: str, key: str = "") ->
             raise ScenarioError(where, key, "give one source, from or hf_config, not both")
         from mtpsim import hfconfig  # here: only a config.json source needs it (~0.05 s of imports)
         over = {k: v for k, v in ref.items() if k != "hf_config"}
-        return deep_merge(hfconfig.read(ref["hf_config"], where, key, over, dspark_drafters), over, where, key)
+        return _orphans_dropped(deep_merge(hfconfig.read(ref["hf_config"], where, key, over, dspark_drafters), over,
+                                           where, key), over)
     if "from" not in ref:
         return dict(ref)  # a full inline spec
     over = {k: v for k, v in ref.items() if k != "from"}
-    return deep_merge(_read(kind, ref["from"], where, f"{key}.from" if key else "from"), over, where, key)
+    merged = deep_merge(_read(kind, ref["from"], where, f"{key}.from" if key else "from"), over, where, key)
+    return _orphans_dropped(merged, over) if kind == "models" else merged
+
+
+def _orphans_dropped(merged: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """A model whose overrides re-lay its layers (or its MTP layer) without some kinds of its
+    source: those inherited kinds go with the layers that used them (an override cannot delete a
+    key, and ModelSpec refuses a kind no layer uses). A kind the overrides themselves give stays,
+    for ModelSpec to refuse if no layer names it."""
+    if not {"layers", "mtp"} & set(over):
+        return merged
+    refs = [r for r in (merged.get("layers") or []) if isinstance(r, dict)]
+    mtp = merged.get("mtp")
+    if isinstance(mtp, dict) and isinstance(mtp.get("layer"), dict):
+        refs.append(mtp["layer"])
+    out = dict(merged)
+    for key, field in (("attention_kinds", "attention"), ("ffn_kinds", "ffn")):
+        kinds, given = merged.get(key), over.get(key)
+        if isinstance(kinds, dict):
+            used = {r.get(field) for r in refs} | (set(given) if isinstance(given, dict) else set())
+            out[key] = {name: spec for name, spec in kinds.items() if name in used}
+    return out
 
 
 def dspark_drafters() -> dict[str, ModelSpec]:

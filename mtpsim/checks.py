@@ -29,6 +29,10 @@ def check_against_specs(s: Scenario, where: str) -> None:
         raise ScenarioError(where, "model", f"{spec.name!r} is {what} (role: {spec.role}), not a model to serve: "
                             "name the target at model, and this entry at speculative.draft")
     draft = s.specs.draft or s.specs.assistant
+    if _changed_target(spec, draft):
+        raise ScenarioError(where, "model", f"{draft.block.kind} drafter {draft.name!r} was built for {spec.name!r} as "
+                            "the catalog gives it (block.built_for), and this model changes its layers, widths, "
+                            "vocabulary or experts")
     for key, reason in record.problems(s.speculative, _as_built_for(spec, draft), draft)[:1]:
         raise ScenarioError(where, key, reason)
     if record.draft_part is not None:
@@ -94,9 +98,23 @@ def _as_built_for(model, draft):
     return model.model_copy(update={"name": built_for})
 
 
+def _changed_target(model, draft) -> bool:
+    """Whether `model` keeps the name of the catalog target a block drafter was built for but
+    not its architecture (`{from: qwen3-8b, layers: ...}`): the name alone does not make it that
+    target."""
+    built_for = draft.block.built_for if draft is not None and draft.block is not None else None
+    if built_for is None or built_for != model.name or catalog.find("models", built_for) is None:
+        return False
+    return _architecture(catalog.load_model(built_for)) != _architecture(model)
+
+
 def _architecture(m) -> tuple:
-    experts = sorted((f.num_experts, f.top_k) for f in m.ffn_kinds.values() if f.kind == "moe")
-    return m.hidden_size, m.num_layers, m.vocab_size, tuple(experts)
+    """What a drafter trained against a target depends on: width, vocabulary, and every layer's
+    attention and FFN shapes in order (kind names aside)."""
+    kinds = {name: tuple(sorted(spec.model_dump(exclude_none=True).items(), key=str))
+             for name, spec in (*m.attention_kinds.items(), *m.ffn_kinds.items())}
+    layers = tuple((kinds[ref.attention], kinds[ref.ffn]) for ref in m.expanded_layers)
+    return m.hidden_size, m.vocab_size, str(layers)
 
 
 def _check_parallelism(s: Scenario, where: str) -> None:

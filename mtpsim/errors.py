@@ -35,6 +35,15 @@ class ScenarioError(Exception):
         return type(self), (self.where, self.key, self.reason)
 
 
+class AtKey(ValueError):
+    """A spec validator's error about one of its own keys (`key`, dotted, below the spec): the
+    ScenarioError then names that key, not the spec as a whole."""
+
+    def __init__(self, key: str, reason: str):
+        self.key, self.reason = key, reason
+        super().__init__(reason)
+
+
 def short(value: object, limit: int = 80) -> str:
     """repr(value), cut to `limit` characters: an error message never echoes a huge value."""
     text = repr(value)
@@ -72,8 +81,11 @@ def from_validation(exc: ValidationError, where: str, prefix: str = "") -> Scena
     loc = [str(p) for p in err["loc"]]
     named = loc.pop() if err["type"] == "extra_forbidden" and loc else None  # the user's own key, never a tag
     parts = [p for p in loc if not _is_union_tag(p)] + ([named] if named is not None else [])  # cut when printed
+    cause = (err.get("ctx") or {}).get("error")
+    if isinstance(cause, AtKey):  # a validator that knows which of its keys is wrong
+        parts.append(cause.key)
     key = ".".join(p for p in [prefix, *parts] if p and p != "[key]")
-    reason = err["msg"].removeprefix("Value error, ")
+    reason = cause.reason if isinstance(cause, AtKey) else err["msg"].removeprefix("Value error, ")
     if "[key]" in parts:  # a mapping's key, not its value, is wrong
         reason = f"as a key: {reason}"
     if err["type"] == "extra_forbidden":

@@ -67,9 +67,10 @@ def shrink_assistant(assistant: ModelSpec, target: ModelSpec, verify, dtype: str
 def shrink_block_drafter(drafter: ModelSpec, target: ModelSpec, verify, dtype: str = "fp32") -> ModelSpec:
     """A block drafter shrunk like its target (all its layers kept), reading the shrunken
     target's width; each tap past the shrunken target's last layer reads that last layer
-    instead (the fc keeps its width: one input per tap), and it is built for the shrunken target."""
+    instead, once (a layer is tapped at most once: the fc has one input per tap), and it is built
+    for the shrunken target."""
     small = shrink_model(drafter, verify, dtype, keep_layers=True)
-    taps = [min(t, target.num_layers - 1) for t in drafter.block.target_layer_ids]
+    taps = list(dict.fromkeys(min(t, target.num_layers - 1) for t in drafter.block.target_layer_ids))
     block = small.block.model_copy(update={"target_layer_ids": taps, "built_for": target.name})
     return small.model_copy(update={"block": block, "backbone_hidden_size": target.hidden_size})
 

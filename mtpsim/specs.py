@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from mtpsim.errors import AtKey
 from mtpsim.sections import Name
 
 Dtype = Literal["fp32", "bf16", "fp16", "fp8", "fp4"]
@@ -84,6 +85,21 @@ ATTENTION_FIELDS = {
 }
 
 
+def _compressed_fits(att) -> None:
+    """DeepSeek-V4's compressed attention, as its config and costs/compressed.py have it: one
+    shared K=V head (num_kv_heads 1: a key more is not priced), rotary dims within that head, and
+    output groups that split the query heads evenly (o_groups | num_heads)."""
+    if att.num_kv_heads not in (None, 1):
+        raise AtKey("num_kv_heads", f"{att.num_kv_heads}: compressed attention keeps one shared K=V head "
+                    "(DeepSeek-V4 num_key_value_heads 1); more are not priced")
+    if att.qk_rope_head_dim > att.head_dim:
+        raise AtKey("qk_rope_head_dim", f"{att.qk_rope_head_dim} rotary dims of a {att.head_dim}-dim head: expected "
+                    f"1..{att.head_dim}")
+    groups = att.compressed.o_groups
+    if groups > att.num_heads or att.num_heads % groups:
+        raise AtKey("compressed.o_groups", f"{groups} output groups do not split {att.num_heads} query heads evenly")
+
+
 class AttentionSpec(Spec):
     """One attention kind.
 
@@ -140,6 +156,8 @@ class AttentionSpec(Spec):
                              f"(each {'KV' if self.kind == 'gqa' else 'key'} head serves a group of {what})")
         if self.kind == "compressed" and self.compressed is None:
             raise ValueError("`compressed` goes with attention kind compressed")
+        if self.kind == "compressed":
+            _compressed_fits(self)
         index = [self.index_topk, self.index_n_heads, self.index_head_dim]
         if any(v is not None for v in index) and any(v is None for v in index):
             raise ValueError("sparse attention needs index_topk, index_n_heads and index_head_dim together")
@@ -266,6 +284,38 @@ class BlockSpec(Spec):
     markov_rank: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
     confidence_head: bool = False
 
+    @model_validator(mode="after")
+    def _heads_for_kind(self) -> BlockSpec:
+        heads = self.markov_rank is not None or self.confidence_head
+        if self.kind == "dflash" and heads:
+            given = "markov_rank" if self.markov_rank is not None else "confidence_head"
+            raise AtKey(given, "a DFlash drafter has no refinement heads (DSpark's Markov and confidence heads: "
+                        "kind dspark)")
+        if self.kind == "dspark" and not heads:
+            raise AtKey("kind", "a DSpark drafter refines its block with a Markov head, a confidence head or both: "
+                        "give markov_rank or confidence_head (without either it is kind dflash)")
+        seen = set()
+        for i, layer in enumerate(self.target_layer_ids):
+            if layer in seen:
+                raise AtKey(f"target_layer_ids.{i}", f"layer {layer} is tapped twice: each tap is one target layer")
+            seen.add(layer)
+        return self
+
+
+ROLE_NAMES = {"target": "a target model", "draft": "a draft model", "assistant": "a frozen-KV assistant",
+              "block_draft": "a block drafter"}
+# the top-level fields a role never reads (`block` aside: only a block drafter takes it). A target
+# serves its own embedding and head; a draft (EAGLE-3) fuses fused_target_layers and scores its
+# own draft_vocab_size-token head; an assistant reads the target's KV; a block drafter taps
+# block.target_layer_ids and borrows the target's embedding and LM head (costs/blocks.py).
+_DRAFTS_UNREAD = ("mtp", "assistant", "block_draft", "tie_embeddings")
+ROLE_UNREAD = {
+    "target": ("backbone_hidden_size", "fused_target_layers", "draft_vocab_size"),
+    "draft": _DRAFTS_UNREAD,
+    "assistant": (*_DRAFTS_UNREAD, "fused_target_layers", "draft_vocab_size"),
+    "block_draft": (*_DRAFTS_UNREAD, "fused_target_layers", "draft_vocab_size", "lm_head"),
+}
+
 
 class ModelSpec(Spec):
     """A target model, a frozen-KV assistant (`role: assistant`, for frozen_kv), an external draft
@@ -303,6 +353,13 @@ class ModelSpec(Spec):
                 raise ValueError(f"layer names unknown attention kind {ref.attention!r}")
             if ref.ffn not in self.ffn_kinds:
                 raise ValueError(f"layer names unknown ffn kind {ref.ffn!r}")
+        for key, kinds, used in (("attention_kinds", self.attention_kinds, {r.attention for r in refs}),
+                                 ("ffn_kinds", self.ffn_kinds, {r.ffn for r in refs})):
+            for name in kinds:
+                if name not in used:  # it would steer the sharding checks and listings, priced nowhere
+                    raise AtKey(f"{key}.{name}", "no layer uses this kind (layers and mtp.layer name the kinds a "
+                                "model runs)")
+        self._fields_for_role()
         if self.role != "target" and self.backbone_hidden_size is None:
             raise ValueError(f"{'an assistant' if self.role == 'assistant' else 'a draft'} needs backbone_hidden_size")
         if (self.role == "block_draft") != (self.block is not None):
@@ -315,6 +372,19 @@ class ModelSpec(Spec):
             # a draft head prunes the target's vocabulary; it never scores tokens the target lacks
             raise ValueError(f"mtp.vocab_size {self.mtp.vocab_size:,} exceeds vocab_size {self.vocab_size:,}")
         return self
+
+    def _fields_for_role(self) -> None:
+        """Refuse a field this role never reads (given a value other than its default), as
+        _refuse_stray refuses another kind's fields: it would be ignored without a word."""
+        for name in ROLE_UNREAD[self.role]:
+            if getattr(self, name) != type(self).model_fields[name].default:
+                raise AtKey(name, f"{ROLE_NAMES[self.role]} (role: {self.role}) does not take {name}: nothing reads it "
+                            "for this role")
+        if self.role != "assistant":
+            for name, att in self.attention_kinds.items():
+                if att.kv_source is not None:
+                    raise AtKey(f"attention_kinds.{name}.kv_source", "only a frozen-KV assistant's query-only layers "
+                                "read another model's KV (role: assistant)")
 
     @property
     def num_layers(self) -> int:

@@ -3,6 +3,10 @@ inputs; kept out of the repo), by class. As in test_bad_input.py: bad input is o
 exit status 2, naming the file and key; semantic nonsense that runs is one warning."""
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from tests.test_bad_input import one_line_error, run
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 
@@ -30,3 +34,83 @@ def test_a_running_batch_past_a_mixing_engines_budget_warns(tmp_path, capsys):
     fits = VLLM.replace(", max_running_requests: 64", "").replace("concurrency: 64", "concurrency: 16")
     (tmp_path / "fits").mkdir()
     assert not any("budget" in line for line in warnings_of(capsys, run(tmp_path / "fits", fits)))
+
+
+TAIL = "workload: {arrival: closed, concurrency: 1, num_requests: 2, input_len: 64, output_len: 8}\n"
+
+
+def _scenario(model: str, speculative: str = "{design: none}", hardware: str = "h200") -> str:
+    return f"name: m\nmodel: {model}\nhardware: {hardware}\nspeculative: {speculative}\n" + \
+        ("acceptance: {per_depth: [0.8, 0.6]}\n" if "none" not in speculative else "") + TAIL
+
+
+@pytest.mark.parametrize("model, speculative, key, word", [
+    # a field the entry's role never reads: before, ignored without a word
+    ("qwen3-8b", "{design: block, steps: 2, draft: {from: dflash-qwen3-8b-b16, mtp: {num_layers: 2, "
+     "layer: {attention: gqa, ffn: dense}}}}", "speculative.draft.mtp", "block drafter"),
+    ("qwen3-8b", "{design: block, steps: 2, draft: {from: dflash-qwen3-8b-b16, draft_vocab_size: 1000}}",
+     "speculative.draft.draft_vocab_size", "does not take"),
+    ("llama-3.1-8b", "{design: nextn, steps: 2, draft: {from: eagle3-llama-3.1-8b, tie_embeddings: true}}",
+     "speculative.draft.tie_embeddings", "draft model"),
+    ("{from: llama-3.1-8b, backbone_hidden_size: 4096}", "{design: none}", "model.backbone_hidden_size", "target"),
+    ("{from: llama-3.1-8b, attention_kinds: {gqa: {kv_source: target_last_full}}}", "{design: none}",
+     "model.attention_kinds.gqa.kv_source", "assistant"),
+    # a kind no layer uses: before, it steered the sharding checks and the listing
+    ("{from: llama-3.1-8b, ffn_kinds: {spare: {kind: moe, num_experts: 8, top_k: 2, expert_intermediate_size: 64}}}",
+     "{design: none}", "model.ffn_kinds.spare", "no layer uses"),
+    # contradictions inside one kind: before, priced as written
+    ("{from: deepseek-v4-flash, attention_kinds: {swa: {qk_rope_head_dim: 4096}}}", "{design: none}",
+     "model.attention_kinds.swa.qk_rope_head_dim", "rotary dims"),
+    ("{from: deepseek-v4-flash, attention_kinds: {swa: {compressed: {o_groups: 7}}}}", "{design: none}",
+     "model.attention_kinds.swa.compressed.o_groups", "evenly"),
+    ("{from: deepseek-v4-flash, attention_kinds: {swa: {num_kv_heads: 64}}}", "{design: none}",
+     "model.attention_kinds.swa.num_kv_heads", "one shared"),
+    ("qwen3-8b", "{design: block, steps: 2, draft: {from: dflash-qwen3-8b-b16, block: {markov_rank: 256}}}",
+     "speculative.draft.block.markov_rank", "dspark"),
+    ("qwen3-8b", "{design: block, steps: 2, draft: {from: dflash-qwen3-8b-b16, block: {kind: dspark}}}",
+     "speculative.draft.block.kind", "markov_rank or confidence_head"),
+    ("qwen3-8b", "{design: block, steps: 2, draft: {from: dflash-qwen3-8b-b16, block: {target_layer_ids: [1, 9, 9]}}}",
+     "speculative.draft.block.target_layer_ids.2", "tapped twice"),
+    # a DSpark drafter's target changed under its own name: before, the name alone passed
+    ("{from: qwen3-8b, layers: [{count: 40, attention: gqa, ffn: dense}]}",
+     "{design: block, steps: 2, draft: dspark-qwen3-8b-block7}", "model", "built for 'qwen3-8b'"),
+])
+def test_model_definitions_that_would_be_ignored_or_contradict_themselves_are_refused(tmp_path, capsys, model,
+                                                                                        speculative, key, word):
+    one_line_error(capsys, run(tmp_path, _scenario(model, speculative)), key, word)
+
+
+def test_kinds_an_override_relays_away_go_with_their_layers(tmp_path, capsys):
+    """An override cannot delete a key: the source's kinds its new layers no longer name are
+    dropped (the refusal above is for kinds the user writes)."""
+    text = _scenario("{from: gemma-4-e2b, layers: [{count: 35, attention: full, ffn: dense}]}")
+    assert not [line for line in warnings_of(capsys, run(tmp_path, text)) if "kind" in line]
+
+
+@pytest.mark.parametrize("model, key, word", [
+    ("{from: llama-3.1-8b, dtypes: {experts: fp4}}", "model.dtypes.experts", "no experts"),
+    ("{from: llama-3.1-8b, dtypes: {mtp: fp8}}", "model.dtypes.mtp", "no MTP layers"),
+    ("{from: llama-3.1-8b, attention_kinds: {gqa: {window: 1000000}}}", "model.attention_kinds.gqa.window",
+     "whole context"),
+])
+def test_settings_that_price_nothing_warn(tmp_path, capsys, model, key, word):
+    lines = warnings_of(capsys, run(tmp_path, _scenario(model)))
+    assert any(f": {key}: " in line and word in line for line in lines), lines
+
+
+def test_a_draft_dtype_its_layers_never_read_warns(tmp_path, capsys):
+    text = _scenario("llama-3.1-8b", "{design: nextn, steps: 2, draft: {from: eagle3-llama-3.1-8b, dtypes: {mtp: fp8}}}")
+    lines = warnings_of(capsys, run(tmp_path, text))
+    assert any(": speculative.draft.dtypes.mtp: " in line for line in lines), lines
+
+
+def test_a_layer_list_longer_than_the_layers_warns(tmp_path, capsys):
+    """transformers refuses such a config; before, the extra entries were dropped without a word."""
+    config = {"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "hidden_size": 1024, "vocab_size": 1000,
+              "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 128,
+              "intermediate_size": 2048, "max_position_embeddings": 4096, "torch_dtype": "bfloat16",
+              "layer_types": ["full_attention"] * 10}
+    (tmp_path / "q").mkdir()
+    (tmp_path / "q" / "config.json").write_text(json.dumps(config))
+    lines = warnings_of(capsys, run(tmp_path, _scenario("{hf_config: q/config.json}")))
+    assert any(": layer_types: 10 entries for 4 layers" in line for line in lines), lines

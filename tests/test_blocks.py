@@ -110,7 +110,7 @@ def test_block_weights_count_fc_and_layers_not_the_borrowed_head():
 
 def test_refinement_head_adds_its_weights_and_a_rolling_window_caps_draft_kv():
     draft = copy.deepcopy(MTP_AS_BLOCK)
-    draft["block"].update(markov_rank=256, confidence_head=True)
+    draft["block"].update(kind="dspark", markov_rank=256, confidence_head=True)
     draft["attention_kinds"]["mla"]["window"] = 128
     _, refined = _budget(scenario("block", 1, steps=3, draft=draft))
     _, plain = _budget(scenario("block", 1, steps=3))
@@ -123,7 +123,7 @@ def test_refinement_head_adds_its_weights_and_a_rolling_window_caps_draft_kv():
 
 def test_refinement_head_costs_time():
     draft = copy.deepcopy(MTP_AS_BLOCK)
-    draft["block"].update(markov_rank=256, confidence_head=True)
+    draft["block"].update(kind="dspark", markov_rank=256, confidence_head=True)
     assert iteration_s(scenario("block", 8, steps=7, draft=draft)) > iteration_s(scenario("block", 8, steps=7))
 
 
@@ -152,7 +152,7 @@ def _drafter(**block) -> str:
      _drafter(), "speculative.steps", "trained for block_size 16"),
     ("taps-missing-layers", BLOCK_BASE, _drafter(target_layer_ids=[1, 30, 61, 70]),
      "speculative.draft.block.target_layer_ids", "[61, 70]"),
-    ("dspark-wrong-target", BLOCK_BASE, _drafter(kind="dspark", built_for="deepseek-v4-flash"),
+    ("dspark-wrong-target", BLOCK_BASE, _drafter(kind="dspark", confidence_head=True, built_for="deepseek-v4-flash"),
      "speculative.draft", "built for 'deepseek-v4-flash'"),
     ("not-a-block-drafter", BLOCK_BASE.replace("drafter.yaml", "eagle3-llama-3.1-8b"), None,
      "speculative.draft", "not a block drafter"),

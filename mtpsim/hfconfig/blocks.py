@@ -31,11 +31,12 @@ def block_keys(top: Config) -> dict[str, Any]:
     layers = top.int("num_hidden_layers", low=1)
     if arch == DFLASH:
         extra = top.sub("dflash_config") if top.get("dflash_config") is not None else Config({}, top.path)
-        taps = extra.list("target_layer_ids", 1, None) or _default_taps(top.int("num_target_layers", low=1), layers)
+        taps = extra.list("target_layer_ids", 1, None, past=None) or _default_taps(top.int("num_target_layers", low=1), layers)
         block = {"kind": "dflash", "target_layer_ids": taps}
     else:
         markov, confidence = top.int("markov_rank", 0), top.bool("enable_confidence_head", False)
-        block = {"kind": "dspark" if markov or confidence else "dflash", "target_layer_ids": top.list("target_layer_ids", 1)}
+        block = {"kind": "dspark" if markov or confidence else "dflash",
+                 "target_layer_ids": top.list("target_layer_ids", 1, past=None)}
         block |= ({"markov_rank": markov} if markov else {}) | ({"confidence_head": True} if confidence else {})
     block["block_size"] = top.int("block_size", low=2)
     return {"role": "block_draft", "backbone_hidden_size": top.int("hidden_size"), "block": block}

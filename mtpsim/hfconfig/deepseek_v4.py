@@ -87,7 +87,7 @@ def _ratios(c: Config, n: int) -> list[int]:
     """Per-layer compress ratio: compress_ratios (released configs, MTP layers after the trunk),
     else layer_types with compress_rates (transformers' form, trunk only)."""
     if c.get("compress_ratios") is not None:
-        ratios = c.list("compress_ratios", n)
+        ratios = c.list("compress_ratios", n, past=None)
         for i, r in enumerate(ratios):
             if type(r) is not int or r not in RATIO_KINDS:
                 raise c.error(f"compress_ratios.{i}", f"{short(r)} is not one of 0, 4, 128 (sliding, compressed sparse, "
@@ -132,7 +132,7 @@ def finish(text: Config, mapping: dict[str, Any], drafters: dict[str, Any]) -> d
     if not any(text.get(k) is not None for k in DSPARK_KEYS):
         return mapping
     mapping.pop("mtp", None)  # its mtp.* weights are DSpark stages, not a serial MTP head
-    taps = text.list("dspark_target_layer_ids", 1)
+    taps = text.list("dspark_target_layer_ids", 1, past=None)
     gamma = text.int("dspark_block_size", 5, low=1)
     match = [name for name, d in drafters.items() if d.block.kind == "dspark" and d.block.target_layer_ids == taps
              and d.block.block_size == gamma + 1 and d.backbone_hidden_size == mapping["hidden_size"]]

@@ -161,7 +161,9 @@ def dense_gqa(c: Config) -> Layout:
     n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
     kv, head_dim = c.int("num_key_value_heads", heads), head_dim_of(c, heads)
     if c.get("layer_types") is not None:
-        kinds = kinds_of(c, "layer_types", c.list("layer_types", n), {"full_attention": "gqa", "sliding_attention": "sliding"})
+        mtp = c.int("num_nextn_predict_layers", 0)  # MiMo-7B: its MTP layers' kinds follow the trunk's
+        kinds = kinds_of(c, "layer_types", c.list("layer_types", n, past=mtp),
+                         {"full_attention": "gqa", "sliding_attention": "sliding"})
         sliding = "sliding" in kinds
         kind_at = lambda i: kinds[i] if i < len(kinds) else None
     else:
@@ -184,7 +186,8 @@ def step3p5(c: Config) -> Layout:
     moe_intermediate_size, one shared expert share_expert_dim wide), the rest dense; the MTP
     layers are not in it, so dense."""
     n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
-    kinds = kinds_of(c, "layer_types", c.list("layer_types", n), {"full_attention": "full", "sliding_attention": "sliding"})
+    kinds = kinds_of(c, "layer_types", c.list("layer_types", n, past=None),
+                     {"full_attention": "full", "sliding_attention": "sliding"})
     kv, head_dim = c.int("num_attention_groups", heads), head_dim_of(c, heads)
     other = c.sub("attention_other_setting") if c.get("attention_other_setting") is not None else Config({}, c.path)
     attention = {"full": gqa_kind(heads, kv, head_dim),

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mtpsim.errors import ScenarioError, short
+from mtpsim.errors import ScenarioError, short, warn
 from mtpsim.specs import MAX_CONTEXT, MAX_LAYERS
 
 _REQUIRED = object()
@@ -55,13 +55,19 @@ class Config:
             raise self.error(key, f"expected true or false, got {short(value)}")
         return value
 
-    def list(self, key: str, length: int, default: Any = _REQUIRED) -> Any:
-        """A list of at least `length` entries (the layers it describes)."""
+    def list(self, key: str, length: int, default: Any = _REQUIRED, past: int | None = 0) -> Any:
+        """A list of at least `length` entries, one per layer; `past`: how many entries after
+        those the reader reads (the MTP layers'; None: any number), more being said to be cut
+        (transformers refuses a layer_types of another length than num_hidden_layers)."""
         value = self.data.get(key)
         if value is None and default is not _REQUIRED:
             return default
         if not isinstance(value, list) or len(value) < length:
             raise self.error(key, f"expected a list of at least {length} entries, got {short(value)}")
+        if past is not None and len(value) > length + past:
+            read = f"{length} layers" + (f" and {past} MTP layers" if past else "")
+            warn(self.path, f"{self.prefix}{key}", f"{len(value)} entries for {read}: the {len(value) - length - past} "
+                 "past those are not read")
         return value
 
     def sub(self, key: str) -> Config:
