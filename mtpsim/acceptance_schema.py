@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from mtpsim.acceptance import curve_problem
+from mtpsim.errors import AtKey
 from mtpsim.limits import MAX_STEPS
 from mtpsim.sections import Name, Probability, Ref, Section
 
@@ -103,7 +104,7 @@ class Acceptance(Section):
         if len(given) > 1:
             raise ValueError(f"give one of {', '.join(ACCEPTANCE_FORMS)} (got {given})")
         if self.forced is not None and self.spread:
-            raise ValueError("forced acceptance is the engine's rule exactly: spread must be 0")
+            raise AtKey("spread", "forced acceptance is the engine's rule exactly: spread must be 0")
         if self.cumulative and any(b > a for a, b in zip(self.cumulative, self.cumulative[1:])):
             raise ValueError("cumulative: must not increase with depth")
         return self

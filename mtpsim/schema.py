@@ -15,7 +15,7 @@ from mtpsim.acceptance_schema import ACCEPTANCE_FORMS, ROW_SUM_SLACK, Acceptance
 from mtpsim.designs import DESIGNS, record
 from mtpsim.engine_schema import Engine, PrefixCacheSettings  # noqa: F401 (read from here too)
 from mtpsim.engines import EngineSpec
-from mtpsim.errors import ScenarioError
+from mtpsim.errors import AtKey, ScenarioError
 from mtpsim.hardware_spec import HardwareSpec
 from mtpsim.limits import (  # noqa: F401 (the limits are read from here too)
     MAX_GPUS,
@@ -73,10 +73,11 @@ class Layout(Section):
     @model_validator(mode="after")
     def _ep_divides_tp(self):
         if self.tp % self.ep:
-            raise ValueError(f"ep ({self.ep}) must divide tp ({self.tp})")
+            raise AtKey("ep", f"{self.ep} does not divide tp {self.tp} (experts split over ep groups of tp / ep GPUs)")
         # SGLang server_args.py _handle_data_parallelism: assert tp_size % dp_size == 0
         if self.tp % self.attention_dp:
-            raise ValueError(f"attention_dp ({self.attention_dp}) must divide tp ({self.tp})")
+            raise AtKey("attention_dp", f"{self.attention_dp} does not divide tp {self.tp} (each attention group holds "
+                        "tp / attention_dp GPUs)")
         return self
 
 
@@ -135,9 +136,9 @@ class Speculative(Section):
     @model_validator(mode="after")
     def _shape(self) -> Speculative:
         if self.topk == 1 and self.draft_tokens not in (None, self.steps + 1):
-            raise ValueError(f"with topk 1, draft_tokens must be steps + 1 = {self.steps + 1}")
+            raise AtKey("draft_tokens", f"with topk 1, draft_tokens must be steps + 1 = {self.steps + 1}")
         if self.topk > 1 and self.draft_tokens is not None and self.draft_tokens > 1 + self.steps * self.topk:
-            raise ValueError("draft_tokens exceeds 1 + steps * topk (more than the tree holds)")
+            raise AtKey("draft_tokens", "exceeds 1 + steps * topk (more than the tree holds)")
         return self
 
     @property

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from mtpsim.errors import AtKey
 from mtpsim.limits import MAX_RATE, MAX_REQUESTS, MAX_SIM_S, MAX_TOKENS, MAX_USERS
 from mtpsim.sections import Probability, Ref, Section
 
@@ -26,13 +27,14 @@ class LengthDist(Section):
     @model_validator(mode="after")
     def _params(self) -> LengthDist:
         if self.dist == "uniform" and self.max is None:
-            raise ValueError("uniform needs min and max")
+            raise AtKey("max", "uniform needs min and max")
         if self.dist == "uniform" and (self.mean is not None or self.std is not None):
-            raise ValueError("uniform draws between min and max: mean and std shape normal and lognormal only")
+            raise AtKey("mean" if self.mean is not None else "std", "uniform draws between min and max: mean and std "
+                        "shape normal and lognormal only")
         if self.dist != "uniform" and (self.mean is None or self.std is None or self.max is None):
             raise ValueError(f"{self.dist} needs mean, std and max (a context window bounds every length)")
         if self.max is not None and self.max < self.min:
-            raise ValueError("max is below min")
+            raise AtKey("max", f"{self.max} is below min {self.min}")
         return self
 
 
@@ -92,7 +94,7 @@ class TraceFile(Section):
     @model_validator(mode="after")
     def _window(self) -> TraceFile:
         if self.end_s is not None and self.end_s <= self.start_s:
-            raise ValueError(f"end_s ({self.end_s:g}) must come after start_s ({self.start_s:g})")
+            raise AtKey("end_s", f"{self.end_s:g} must come after start_s {self.start_s:g}")
         return self
 
 
@@ -137,7 +139,7 @@ class Workload(Section):
     @model_validator(mode="after")
     def _arrival_needs(self) -> Workload:
         if self.arrival == "poisson" and self.rate_per_s is None and self.rate_schedule is None:
-            raise ValueError("arrival poisson needs rate_per_s (or a rate_schedule)")
+            raise AtKey("rate_per_s", "arrival poisson needs rate_per_s (or a rate_schedule)")
         if self.arrival == "trace" and self.trace is None:
-            raise ValueError("arrival trace needs trace (a CSV with arrival_s,input_len,output_len)")
+            raise AtKey("trace", "arrival trace needs trace (a CSV with arrival_s,input_len,output_len)")
         return self

@@ -129,7 +129,7 @@ VALUES = [
      "workload.shared_prefix.fraction", "less than or equal to 1"),
     ("trace-window-backwards", BASE.replace("workload: {concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}",
                                             "workload: {arrival: trace, trace: {path: t.csv, start_s: 5, end_s: 2}}"),
-     "workload.trace", "end_s"),
+     "workload.trace.end_s", "start_s"),
     ("trace-unknown-format", BASE.replace("workload: {concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}",
                                           "workload: {arrival: trace, trace: {path: t.csv, format: sharegpt}}"),
      "workload.trace.format", "azure"),

@@ -88,7 +88,7 @@ def test_settings_that_cannot_act_are_warnings(tmp_path, capsys):
 
 def test_a_uniform_length_takes_no_mean(tmp_path, capsys):
     text = SMALL.replace("input_len: 64", "input_len: {dist: uniform, min: 10, max: 100, mean: 50}")
-    one_line_error(capsys, run(tmp_path, text), "workload.input_len", "mean and std shape normal")
+    one_line_error(capsys, run(tmp_path, text), "workload.input_len.mean", "mean and std shape normal")
 
 
 def test_a_command_that_refuses_a_valid_scenario_prints_no_warning_first(tmp_path, capsys):

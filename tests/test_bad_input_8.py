@@ -114,3 +114,26 @@ def test_a_layer_list_longer_than_the_layers_warns(tmp_path, capsys):
     (tmp_path / "q" / "config.json").write_text(json.dumps(config))
     lines = warnings_of(capsys, run(tmp_path, _scenario("{hf_config: q/config.json}")))
     assert any(": layer_types: 10 entries for 4 layers" in line for line in lines), lines
+
+
+DS = """\
+name: ds
+model: deepseek-v3
+hardware: h200
+parallel: {tp: 8, ep: 1, dp: 1}
+speculative: {design: nextn, steps: 3}
+acceptance: {per_depth: [0.85, 0.75, 0.65]}
+workload: {arrival: closed, concurrency: 4, num_requests: 4, input_len: 256, output_len: 32}
+"""
+
+
+@pytest.mark.parametrize("setting, key, word", [
+    ("parallel.ep=3", "parallel.ep", "does not divide tp 8"),
+    ("parallel.attention_dp=3", "parallel.attention_dp", "does not divide tp 8"),
+    ("workload.input_len={dist: uniform, min: 10, max: 5}", "workload.input_len.max", "below min 10"),
+])
+def test_a_cross_field_refusal_names_the_key_and_the_flag_that_gave_it(tmp_path, capsys, setting, key, word):
+    """Before: `ds.yaml: parallel: ep (3) must divide tp (8)`, the section and the file, though the
+    value came from --set."""
+    line = one_line_error(capsys, [*run(tmp_path, DS), "--set", setting], key, word)
+    assert line.startswith("mtpsim: error: --set: "), line

@@ -112,7 +112,7 @@ def write(tmp_path: Path, text: str) -> str:
 
 
 @pytest.mark.parametrize("parallel, key, word", [
-    ("{tp: 8, attention_dp: 3}", "parallel", "must divide tp"),
+    ("{tp: 8, attention_dp: 3}", "parallel.attention_dp", "does not divide tp 8"),
     ("{tp: 6, attention_dp: 2}", "parallel.attention_dp", "tp / attention_dp = 3"),
     ("{tp: 16, ep: 16, attention_dp: 16, gpus_per_node: 6}", "parallel.tp", "multiple"),
 ])

@@ -257,7 +257,7 @@ BAD = [  # (id, scenario, key, word)
      "need acceptance.per_depth_topk"),
     ("two-forms", BASE.replace("acceptance: {", "acceptance: {per_depth: [0.8, 0.7], "), "acceptance", "give one of"),
     ("chain-only-design", MIMO.replace("steps: 2", "steps: 2, topk: 2"), "speculative.topk", "proposes a chain"),
-    ("tree-too-wide", BASE.replace("draft_tokens: 4", "draft_tokens: 6"), "speculative", "more than the tree holds"),
+    ("tree-too-wide", BASE.replace("draft_tokens: 4", "draft_tokens: 6"), "speculative.draft_tokens", "more than the tree holds"),
 ]
 
 
