@@ -130,8 +130,10 @@ def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
                       f"speculative.steps {s.speculative.steps}: a request keeps at most {s.speculative.steps}, so "
                       "the entries past it count as keeping them all"))
     if kept is not None and kept[0] >= 1 - 1e-9:
+        cost = "runs plain decoding (a controller drafts nothing for a width-0 request)" \
+            if s.acceptance.kept_by == "controller" else "pays for drafting"
         found.append(("acceptance.kept_length", "puts all its weight on 0 kept drafts: no draft is ever verified, "
-                      "so the design decodes one token per iteration and pays for drafting"))
+                      f"so the design decodes one token per iteration and {cost}"))
     if w.shared_prefix is not None and w.shared_prefix.fraction == 0:
         found.append(("workload.shared_prefix.fraction", "0: no request opens with the shared prompt, so it changes "
                       "nothing"))
@@ -173,7 +175,9 @@ def _forced_past_its_range(s: Scenario) -> list[tuple[str, str]]:
 # workload keys one arrival alone reads (sim/__init__.py); concurrency is not among them, since
 # `cost` and `verify` take it as their batch under any arrival
 READ_BY = {"rate_per_s": ("poisson",), "trace": ("trace",),
-           "num_requests": ("closed", "poisson", "batch")}  # a trace brings its own (workload.trace.max_requests caps it)
+           # a trace brings its own requests and lengths (workload.trace.max_requests caps them; `cost`
+           # takes the trace's mean prompt)
+           **dict.fromkeys(("num_requests", "input_len", "output_len"), ("closed", "poisson", "batch"))}
 
 
 def _unused_by_arrival(s: Scenario) -> list[tuple[str, str]]:

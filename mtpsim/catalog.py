@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from mtpsim.engine_releases import resolve_engine
 from mtpsim.engines import EngineSpec
-from mtpsim.errors import ScenarioError, from_validation, short
+from mtpsim.errors import ScenarioError, from_validation, short, warn
 from mtpsim.files import load_yaml
 from mtpsim.hardware_spec import HardwareSpec
 from mtpsim.packagedata import catalog_dirs, data_dir
@@ -171,6 +171,12 @@ def resolve(kind: Kind, ref: str | dict[str, Any], where: str, key: str = "") ->
     if "from" not in ref:
         return dict(ref)  # a full inline spec
     over = {k: v for k, v in ref.items() if k != "from"}
+    name = over.get("name")
+    if isinstance(name, str) and name != ref["from"] and len(name) <= 200 and NAME.fullmatch(name) \
+            and find(kind, name) is not None:
+        warn(where, f"{key}.name" if key else "name", f"{short(name, 60)} is another {kind} catalog entry: this copy of "
+             f"{short(ref['from'], 60)} is reported under that name (the entry itself is not read; `from: "
+             f"{short(name, 60)}` reads it)")
     merged = deep_merge(_read(kind, ref["from"], where, f"{key}.from" if key else "from"), over, where, key)
     return _orphans_dropped(merged, over) if kind == "models" else merged
 

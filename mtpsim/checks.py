@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from mtpsim import catalog, designs
 from mtpsim.acceptance import AcceptanceProfile, named_curve, read_histogram
-from mtpsim.errors import ScenarioError
+from mtpsim.errors import ScenarioError, set_by_flag
 from mtpsim.files import require_file
 from mtpsim.schema import (
     ACCEPTANCE_FORMS,
@@ -213,7 +213,11 @@ def _check_context_of(s: Scenario, spec, where: str) -> None:
                                 f"{what} (workload.trace.max_input_len / max_output_len cap them)")
         return
     if max_length(w.input_len) + max_length(w.output_len) > limit:
-        raise ScenarioError(where, "workload.input_len", f"up to {max_length(w.input_len)} input + "
+        # the length that overflows: the prompt where it alone does, else the one --set gave, else the output
+        key = "workload.input_len" if max_length(w.input_len) > limit or (
+            set_by_flag(where, "workload.input_len") and not set_by_flag(where, "workload.output_len")) \
+            else "workload.output_len"
+        raise ScenarioError(where, key, f"up to {max_length(w.input_len)} input + "
                             f"{max_length(w.output_len)} output tokens exceed the max_context {limit} of {what}")
 
 

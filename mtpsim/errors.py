@@ -23,7 +23,7 @@ class ScenarioError(Exception):
     def message(self) -> str:
         """`where: key: reason`, where naming --set for a key whose value the flag gave."""
         at = f": {'.'.join(map(_part, self.key.split('.')))}" if self.key else ""
-        by_flag = self.key and self.where in _set_keys and _set_keys[self.where](self.key)
+        by_flag = self.key and set_by_flag(self.where, self.key)
         return f"{'--set' if by_flag else self.where}{at}: {self.reason}"
 
     def __str__(self) -> str:
@@ -132,6 +132,11 @@ def note_set_keys(where: str, by_flag: Callable[[str], bool] | None) -> None:
         _set_keys.pop(where, None)
     else:
         _set_keys[where] = by_flag
+
+
+def set_by_flag(where: str, key: str) -> bool:
+    """Whether file `where`'s key `key` took its value from --set."""
+    return where in _set_keys and _set_keys[where](key)
 
 
 _held: list[str] | None = None  # warnings a command holds back until its own checks pass (holding())

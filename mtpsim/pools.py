@@ -92,9 +92,10 @@ def resolve_link(s, where: str) -> Link:
                                 f"do not fit one NVLink domain of {domain_gpus(s)} GPUs (hardware {hw.name!r})")
         return Link("nvlink", hw.link_bandwidth_bytes_per_s, hw.link_latency_s)
     if hw.internode_bandwidth_bytes_per_s is None or hw.internode_latency_s is None:
-        raise ScenarioError(where, "disaggregation.link", f"the pools' {d.prefill.gpus + d.decode.gpus} GPUs span more than "
-                            f"one NVLink domain of {domain_gpus(s)} and hardware {hw.name!r} describes no scale-out "
-                            "network to move the KV over (internode_bandwidth_bytes_per_s, internode_latency_s)")
+        why = "link network asks for the scale-out network, and" if fits else \
+            f"the pools' {d.prefill.gpus + d.decode.gpus} GPUs span more than one NVLink domain of {domain_gpus(s)}, and"
+        raise ScenarioError(where, "disaggregation.link", f"{why} hardware {hw.name!r} describes no scale-out network to "
+                            "move the KV over (internode_bandwidth_bytes_per_s, internode_latency_s)")
     return Link("network", hw.internode_bandwidth_bytes_per_s, hw.internode_latency_s)
 
 

@@ -63,9 +63,7 @@ def base_point(path: str, sets: list[str]) -> sc.Scenario:
     if s.speculative.design == BASELINE:
         raise ScenarioError(s.source, "speculative.design", "recommend compares steps settings of a speculative "
                             "design (nextn, multi_layer, frozen_kv, parallel_heads, block), and this scenario's is none")
-    if s.acceptance.accept_length is not None:
-        raise ScenarioError(s.source, "acceptance.accept_length", "fixes the accept length whatever the steps; "
-                            "give acceptance per depth (per_depth, cumulative or histogram) to compare steps")
+    space.refuse_fixed_accept_length(s, "compare steps")
     if s.speculative.policy is not None:
         warn(s.source, "speculative.policy", "recommend compares fixed steps at each batch and prints the policy "
              "they make: the scenario's own policy is not used")

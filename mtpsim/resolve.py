@@ -6,13 +6,14 @@ aggregated point on prefill and decode pools.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from mtpsim import catalog, designs
 from mtpsim.checks import check_against_specs
-from mtpsim.costs.profile import committed_profiles, find_profile, profile_device
+from mtpsim.costs.profile import committed_profiles, find_profile, profile_device, profile_engine
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, from_validation, short, warn
 from mtpsim.files import load_yaml
@@ -106,11 +107,16 @@ def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, wh
         if c.profile is None and c.model == "auto" and not _names_profiles(s):
             return "roofline", None  # a renamed copy of a measured GPU: its own rates, not the profile
         hint = "" if c.profile else " (a copy of another GPU's entry? leave `profiles` out to price it by its own rates)"
-        raise ScenarioError(where, key, f"profile {path.name!r} was measured on {device!r}, "
+        at, key = (where, key) if c.profile else _hardware_key(s, key.removeprefix("hardware."), where)
+        raise ScenarioError(at, key, f"profile {path.name!r} was measured on {device!r}, "
                             f"not on the scenario's hardware {hardware.name!r}{hint}")
+    timed = profile_engine(path)
+    if c.profile is not None and timed is not None and timed != engine.name:
+        warn(where, "cost.profile", f"profile {path.name!r} times {timed}'s kernels, and the scenario serves with "
+             f"{engine.name} (engine.kind): the ops are priced as {timed} runs them")
     overridden = _rate_overrides(s, hardware)
     if overridden:
-        warn(where, f"hardware.{overridden[0]}", f"profile {path.name!r} prices the ops it measured on {device}, "
+        warn(*_hardware_key(s, overridden[0], where), f"profile {path.name!r} prices the ops it measured on {device}, "
              "so a rate changed here moves only the rest; give the hardware a name of its own (it then runs on "
              "the roofline) or set cost.model: roofline to price everything with the rates")
     return "calibrated", str(path)
@@ -120,6 +126,20 @@ def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, wh
 RATE_FIELDS = ("peak_flops", "memory_bandwidth_bytes_per_s", "efficiency_flops", "efficiency_bandwidth",
                "launch_overhead_s", "graph_launch_overhead_s",
                "link_bandwidth_bytes_per_s", "link_latency_s")  # the measured collectives stand in for the link
+
+
+def _hardware_key(s: Scenario, key: str, where: str) -> tuple[str, str]:
+    """(file, dotted key) where the hardware's `key` is written: the scenario's inline mapping when
+    it gives the key, else the user's own hardware file (a path, or an MTPSIM_CATALOG entry, named
+    directly or as the mapping's `from`); else the scenario's hardware key."""
+    ref = s.hardware
+    if isinstance(ref, dict):
+        if key.split(".")[0] in ref:
+            return where, f"hardware.{key}"
+        ref = ref.get("from")
+    if isinstance(ref, str) and _users_file(ref):
+        return str(Path(ref).expanduser() if catalog.is_path(ref) else catalog.find("hardware", ref)), key
+    return where, f"hardware.{key}"
 
 
 def _names_profiles(s: Scenario) -> bool:

@@ -121,6 +121,13 @@ def load(path: str | Path, sets: list[str] = (), advise_points: bool = True) -> 
     twice = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
     if twice is not None:
         raise ScenarioError("--set", twice, "given twice: the last one would win; give it once")
+    # a later --set of a section replaces what an earlier one set inside it: the earlier one is lost
+    lost = next(((inner, outer) for i, inner in enumerate(keys) for outer in keys[i + 1:]
+                 if inner.startswith(f"{outer}.")), None)
+    if lost is not None:
+        inner, outer = lost
+        raise ScenarioError("--set", outer, f"replaces the whole section after --set {inner}, which it would undo: "
+                            f"give {inner} after it, or inside it")
     note_set_keys(where, (lambda key: _set_by_flag(key, keys, written)) if keys else None)
     try:
         scenarios = _points(data, path, overrides)

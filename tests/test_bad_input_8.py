@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from mtpsim import cli
 from tests.test_bad_input import one_line_error, run
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 
@@ -137,3 +138,77 @@ def test_a_cross_field_refusal_names_the_key_and_the_flag_that_gave_it(tmp_path,
     value came from --set."""
     line = one_line_error(capsys, [*run(tmp_path, DS), "--set", setting], key, word)
     assert line.startswith("mtpsim: error: --set: "), line
+
+
+BASE8 = """\
+name: base
+model: llama-3.1-8b
+hardware: h100-sxm
+parallel: {tp: 1}
+speculative: {design: nextn, steps: 3, draft: eagle3-llama-3.1-8b}
+acceptance: {per_depth: [0.8, 0.6, 0.5]}
+workload: {arrival: closed, concurrency: 2, num_requests: 4, input_len: 128, output_len: 32}
+"""
+
+
+def test_the_length_that_overflows_the_context_is_the_one_named(tmp_path, capsys):
+    """Before: `base.yaml: workload.input_len` whatever overflowed and whoever set it."""
+    line = one_line_error(capsys, [*run(tmp_path, BASE8), "--set", "workload.output_len=200000"], "workload.output_len",
+                          "max_context 131072")
+    assert line.startswith("mtpsim: error: --set: "), line
+
+
+def test_a_later_set_of_a_section_may_not_undo_an_earlier_set_inside_it(tmp_path, capsys):
+    """Before: the earlier `acceptance.spread=0.5` was dropped without a word."""
+    one_line_error(capsys, [*run(tmp_path, BASE8), "--set", "acceptance.spread=0.5", "--set",
+                            "acceptance={per_depth: [0.8, 0.6, 0.5]}"], "acceptance", "would undo")
+    capsys.readouterr()
+    (tmp_path / "later").mkdir()
+    assert cli.main([*run(tmp_path / "later", BASE8), "--set", "acceptance={per_depth: [0.8, 0.6, 0.5]}", "--set",
+                     "acceptance.spread=0.5"]) == 0  # the section, then a key inside it: both hold
+
+
+@pytest.mark.parametrize("command", [["recommend", "--batch", "1", "--seeds", "1"], ["search", "--gpus", "1"]])
+def test_a_forced_accept_length_cannot_compare_steps(tmp_path, capsys, command):
+    """Before: recommend picked steps under an accept length the engine forces whatever the steps."""
+    text = BASE8.replace("acceptance: {per_depth: [0.8, 0.6, 0.5]}", "acceptance: {forced: {engine: sglang, setting: 2.5}}")
+    argv = run(tmp_path, text)
+    one_line_error(capsys, [command[0], argv[1], *command[1:], "--out", str(tmp_path / "o")], "acceptance.forced",
+                   "whatever the steps")
+
+
+@pytest.mark.parametrize("setting, key, word", [
+    ("cost.profile=h100-sxm-vllm", "cost.profile", "times vllm's kernels"),
+    ("hardware={from: b200, name: h100-sxm}", "hardware.name", "another hardware catalog entry"),
+])
+def test_a_borrowed_profile_or_name_warns(tmp_path, capsys, setting, key, word):
+    lines = warnings_of(capsys, [*run(tmp_path, BASE8), "--set", setting])
+    assert any(f": {key}: " in line and word in line for line in lines), lines
+
+
+def test_lengths_a_trace_brings_its_own_of_warn(tmp_path, capsys):
+    (tmp_path / "t.csv").write_text("arrival_s,input_len,output_len\n0,64,8\n1,64,8\n")
+    text = BASE8.replace("workload: {arrival: closed, concurrency: 2, num_requests: 4, input_len: 128, output_len: 32}",
+                         "workload: {arrival: trace, trace: {path: t.csv}, input_len: 5000}")
+    lines = warnings_of(capsys, run(tmp_path, text))
+    assert any(": workload.input_len: arrival trace does not read it" in line for line in lines), lines
+
+
+def test_a_user_hardware_files_key_is_blamed_on_that_file(tmp_path, capsys):
+    from mtpsim.packagedata import data_dir
+    shipped = (data_dir() / "hardware" / "h200.yaml").read_text()
+    (tmp_path / "myh200.yaml").write_text(shipped.replace("name: h200", "name: myh200"))
+    text = BASE8.replace("hardware: h100-sxm", f"hardware: {tmp_path / 'myh200.yaml'}")
+    line = one_line_error(capsys, run(tmp_path, text), "profiles.sglang", "measured on 'h200'")
+    assert "myh200.yaml: profiles.sglang: " in line, line
+
+
+def test_a_network_link_without_a_network_says_so(tmp_path, capsys):
+    """Before: 'the pools' 2 GPUs span more than one NVLink domain of 8', which they did not."""
+    text = BASE8.replace("workload: {arrival: closed, concurrency: 2, num_requests: 4, input_len: 128, output_len: 32}",
+                         "workload: {arrival: poisson, rate_per_s: 4, num_requests: 4, input_len: 128, output_len: 32}\n"
+                         "disaggregation: {prefill: {replicas: 1, tp: 1}, decode: {replicas: 1, tp: 1}, link: network}")
+    text = text.replace("parallel: {tp: 1}\n", "").replace("hardware: h100-sxm", "hardware: {from: h100-sxm, name: tiny, "
+                                                           "internode_bandwidth_bytes_per_s: null}")
+    line = one_line_error(capsys, run(tmp_path, text), "disaggregation.link", "scale-out network")
+    assert "span more than one" not in line, line

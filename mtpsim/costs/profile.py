@@ -101,6 +101,13 @@ def profile_device(path: Path) -> str:
     return str(meta.get("hardware") or meta["device"])
 
 
+def profile_engine(path: Path) -> str | None:
+    """The serving engine whose kernels a profile times (meta.yaml `engine`: a converted
+    profile's); None for a profile calibrated here, which times mtpsim's own torch ops."""
+    engine = load_meta(path / "meta.yaml").get("engine")
+    return str(engine) if engine is not None else None
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, allow_inf_nan=False, frozen=True)
 

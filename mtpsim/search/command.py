@@ -64,9 +64,8 @@ def base_scenario(path: str, sets: list[str]) -> sc.Scenario:
                             "ones with --disagg): leave the section out, or run this layout with mtpsim run")
     if len(points) > 1:
         print(f"(scenario sweeps {len(points)} points; searching around the first: {s.point})")
-    if record(s.speculative.design).draft_part is not None and s.acceptance.accept_length is not None:
-        raise ScenarioError(s.source, "acceptance.accept_length", "fixes the accept length whatever the steps; "
-                            "give acceptance per depth (per_depth, cumulative or histogram) to search over steps")
+    if record(s.speculative.design).draft_part is not None:
+        space.refuse_fixed_accept_length(s, "search over steps")
     s = space.own_loads(s, "search", "its own loads (closed-loop users or Poisson rates, --concurrency / --rates)")
     if s.speculative.policy is not None:
         warn(s.source, "speculative.policy", "search compares fixed steps at each load: the policy is not used")

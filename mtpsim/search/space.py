@@ -214,6 +214,16 @@ def closed_loads(ladder: list[int], per_user: int) -> list[dict]:
     return [{"arrival": "closed", "concurrency": c, "num_requests": c * per_user} for c in ladder]
 
 
+def refuse_fixed_accept_length(s: sc.Scenario, compare: str) -> None:
+    """recommend and search compare steps settings by the acceptance each step adds: an accept
+    length given whole (accept_length, which a geometric profile is refitted to at any steps) or
+    forced by the engine (acceptance.forced: the knob sets it whatever the steps) cannot."""
+    for key in ("accept_length", "forced"):
+        if getattr(s.acceptance, key) is not None:
+            raise ScenarioError(s.source, f"acceptance.{key}", "fixes the accept length whatever the steps; give "
+                                f"acceptance per depth (per_depth, cumulative or histogram) to {compare}")
+
+
 def own_loads(s: sc.Scenario, command: str, runs: str) -> sc.Scenario:
     """`s` as `command` runs it under its own loads (`runs`, e.g. closed-loop batches): a trace's
     requests stand in by their mean lengths (the workload's input_len / output_len would be the
