@@ -62,7 +62,7 @@ def resolve_engine(raw: dict, version: str | None, ignore: list[str] | tuple[str
     raw = dict(raw)
     file = file or f"engines/{raw.get('name')}.yaml"
     versions, rules = _versions(raw.pop("versions", None), raw, file), _rules(raw.pop("rules", ()), raw, file)
-    _check_file(raw, rules, file)
+    _check_file(raw, rules, versions, file)
     chosen = version or versions.default
     at = _known(chosen, versions, raw.get("name", "?"), where)
     unknown = sorted(set(ignore) - {r.name for r in rules})
@@ -82,9 +82,10 @@ def resolve_engine(raw: dict, version: str | None, ignore: list[str] | tuple[str
         raise ScenarioError(file, "rules", f"the rules in force at {chosen} clash: {exc.errors()[0]['msg']}") from None
 
 
-def _check_file(raw: dict, rules: list[VersionRule], file: str) -> None:
+def _check_file(raw: dict, rules: list[VersionRule], versions: Versions, file: str) -> None:
     """The file's own fields, then each rule's value over them, whatever release it holds at
-    (a bad value used to pass until a scenario picked that release); the name is the file's."""
+    (a bad value used to pass until a scenario picked that release), and no two rules setting one
+    field at one release the file knows; the name is the file's."""
     stem = Path(file).stem
     if raw.get("name") != stem:
         raise ScenarioError(file, "name", f"{short(raw.get('name'))} is not the file's name {stem!r}: a scenario's "
@@ -107,6 +108,20 @@ def _check_file(raw: dict, rules: list[VersionRule], file: str) -> None:
     twice = next((n for n in names if names.count(n) > 1), None)
     if twice is not None:
         raise ScenarioError(file, "rules", f"two rules are named {twice}: engine.ignore_rules names them one by one")
+    _no_overlap(rules, sorted({release(v) for v in versions.known}), file)
+
+
+def _no_overlap(rules: list[VersionRule], releases: list[Version], file: str) -> None:
+    """No two rules set one field at one release of `releases`: the later in the file would win
+    there without a word (and leaving it out, engine.ignore_rules, would bring back the other)."""
+    for j, later in enumerate(rules):
+        for i, earlier in enumerate(rules[:j]):
+            both = [v for v in releases if earlier.field == later.field and earlier.holds_at(v) and later.holds_at(v)]
+            if both:
+                span = str(both[0]) if len(both) == 1 else f"{both[0]} to {both[-1]}"
+                raise ScenarioError(file, f"rules.{j}", f"rule {later.name} sets {later.field} where rule {earlier.name} "
+                                    f"(rules.{i}) does, at {span}: one release, one value (end one rule's range where "
+                                    "the other's begins: until / since)")
 
 
 def engine_rules(raw: dict) -> list[VersionRule]:

@@ -1,0 +1,99 @@
+"""Engine files and releases, by class (a user catalog's engines/<kind>.yaml, the shipped ones, and
+`engine.version`). As in test_bad_input.py: bad input is one stderr line, exit status 2, naming the
+file and key; semantic nonsense that runs is one warning."""
+from __future__ import annotations
+
+import pytest
+
+from mtpsim import catalog
+from mtpsim.engine_releases import resolve_engine
+from mtpsim.packagedata import data_dir
+from tests.test_bad_input import one_line_error
+from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
+
+DENSE = """\
+name: r
+model: llama-3.1-8b
+hardware: h100-sxm
+cost: {model: roofline}
+speculative: {design: nextn, steps: 3, draft: eagle3-llama-3.1-8b}
+acceptance: {per_depth: [0.9, 0.6, 0.3]}
+workload: {arrival: closed, concurrency: 1, num_requests: 2, input_len: 64, output_len: 8}
+"""
+CAP_99 = '  - {name: cap_99, field: speculative_max_running_requests, value: 99, since: "0.5.0", source: x}\n'
+
+
+def _scenario(tmp_path, text: str = DENSE) -> str:
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def _engine(tmp_path, monkeypatch, edit, kind: str = "sglang") -> str:
+    """A user catalog holding the shipped engine file `kind`, edited; its path."""
+    folder = tmp_path / "cat" / "engines"
+    folder.mkdir(parents=True, exist_ok=True)
+    text = (data_dir() / "engines" / f"{kind}.yaml").read_text()
+    edited = edit(text)
+    assert edited != text, "the edit changed nothing"
+    (folder / f"{kind}.yaml").write_text(edited)
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "cat"))
+    return str(folder / f"{kind}.yaml")
+
+
+def _rule_before(name: str, rule: str):
+    """An edit putting `rule` (a YAML list item) just before the rule named `name`."""
+    return lambda t: t.replace(f"  - name: {name}\n", f"{rule}  - name: {name}\n", 1)
+
+
+def _refused(tmp_path, capsys, monkeypatch, edit, key: str, word: str, kind: str = "sglang",
+             argv: tuple[str, ...] = ()) -> str:
+    path = _engine(tmp_path, monkeypatch, edit, kind)
+    line = one_line_error(capsys, ["cost", _scenario(tmp_path), *argv], key, word)
+    assert line.startswith(f"mtpsim: error: {path}: "), line
+    return line
+
+
+# ------------------------------------------------------------- 1. two rules, one field, one release
+
+@pytest.mark.parametrize("edit, key, other, releases", [
+    # the brief's example: a second cap beside spec_running_cap (from 0.4.5), later in the file
+    (_rule_before("spec_v2_overlap", CAP_99), "rules.3", "spec_running_cap (rules.2)", "0.5.0 to 0.5.19"),
+    # bounded on both sides, and listed first: the later rule (the shipped one) is named at its index
+    (_rule_before("spec_running_cap_32", '  - {name: cap_40, field: speculative_max_running_requests, value: 40, '
+                  'since: "0.4.3", until: "0.4.5", source: x}\n'), "rules.1", "cap_40 (rules.0)", "0.4.4"),
+    # a field other than the cap: eager passes over the draft-extend rule's last two releases
+    (_rule_before("spec_v2_overlap", '  - {name: eager_verify, field: eager_passes, value: [verify], since: "0.4.5", '
+                  'until: "0.4.9", source: x}\n'), "rules.3", "draft_extend_eager (rules.1)", "0.4.5 to 0.4.6"),
+])
+def test_two_rules_setting_one_field_at_one_release_are_refused(tmp_path, capsys, monkeypatch, edit, key, other,
+                                                               releases):
+    """Before: the later rule won at the releases both hold at, without a word (and leaving it out,
+    engine.ignore_rules, brought back the other)."""
+    line = _refused(tmp_path, capsys, monkeypatch, edit, key, other)
+    assert f"at {releases}:" in line, line
+
+
+def test_rules_of_one_field_that_meet_without_overlapping_pass(tmp_path, monkeypatch):
+    """since is inclusive, until exclusive: a rule until 0.4.4 and another since 0.4.4 never clash."""
+    _engine(tmp_path, monkeypatch, _rule_before("spec_running_cap_32", CAP_99.replace('since: "0.5.0"',
+                                                                                      'since: "0.4.0", until: "0.4.4"')))
+    assert [catalog.load_engine("sglang", v).speculative_max_running_requests for v in ("0.4.0", "0.4.3", "0.4.4")] == \
+        [99, 99, 32]
+
+
+def test_the_shipped_engine_files_hold_one_rule_per_field_and_release(monkeypatch):
+    """sglang.yaml's two side-stream rules overlapped from 0.5.6 (the later won): the first now ends
+    there, and every release still resolves to what it did."""
+    monkeypatch.delenv("MTPSIM_CATALOG", raising=False)
+    for name in catalog.names("engines"):
+        assert catalog.load_engine(name).name == name  # the whole file checked, as a scenario resolves it
+    sglang = catalog.engine_file("sglang")
+    assert [resolve_engine(sglang, v).shared_expert_stream for v in ("0.4.7", "0.4.8", "0.5.5", "0.5.6", "0.5.12")] == \
+        ["none", "small_passes", "small_passes", "graphs", "graphs"]
+
+
+def test_leaving_out_a_rule_that_no_longer_holds_warns(tmp_path, capsys):
+    lines = warnings_of(capsys, ["cost", _scenario(tmp_path, DENSE + "engine: {ignore_rules: [shared_experts_dual_stream]}\n")])
+    assert any(": engine.ignore_rules: rule shared_experts_dual_stream does not hold at sglang 0.5.12" in line
+               for line in lines), lines
