@@ -97,3 +97,36 @@ def test_leaving_out_a_rule_that_no_longer_holds_warns(tmp_path, capsys):
     lines = warnings_of(capsys, ["cost", _scenario(tmp_path, DENSE + "engine: {ignore_rules: [shared_experts_dual_stream]}\n")])
     assert any(": engine.ignore_rules: rule shared_experts_dual_stream does not hold at sglang 0.5.12" in line
                for line in lines), lines
+
+
+# ------------------------------------------------------------- 2. values without sane bounds
+
+@pytest.mark.parametrize("old, new, key, word", [
+    # the brief's example: a mem fraction of 5 (a 398 GB KV budget on an 85 GB GPU)
+    ("2: 0.87, 1: 0.88}", "2: 0.87, 1: 5.0}", "rules.5.value", "fraction_by_tp.by_tp.1: Input should be less than or equal to 1"),
+    ("2: 0.87, 1: 0.88}", "2: 0.87, 1: 0.0}", "rules.5.value", "fraction_by_tp.by_tp.1: Input should be greater than 0"),
+    ("1: 0.88}, large: 0.88", "1: 0.88}, large: 1.5", "rules.5.value", "fraction_by_tp.large"),
+    ("16: 0.79,", "0: 0.79,", "rules.5.value", "fraction_by_tp.by_tp.0: as a key"),  # tp 0
+    ("raise_mib: 49152", "raise_mib: 1.0e+300", "rules.5.value", "fraction_by_tp.raise_mib"),
+    ("    value: 48\n", "    value: 480000\n", "rules.2.value", "less than or equal to 100000"),  # as max_running_requests
+    ("speculative_overlap_max_topk: 1 ", "speculative_overlap_max_topk: 65 ", "speculative_overlap_max_topk", "64"),
+    ("    speculative_mib: 2048", "    speculative_mib: 1.0e+300", "kv_pool.reserved.speculative_mib", "less than"),
+    ("chunked_prefill_tokens: 16384,", "chunked_prefill_tokens: 99999999,", "kv_pool.reserved.classes.5.chunked_prefill_tokens",
+     "less than"),
+    ("graph_batch: 512, graph_batch_tp4: 512}", "graph_batch: 5120000, graph_batch_tp4: 512}",
+     "kv_pool.reserved.classes.5.graph_batch", "less than"),
+    ("block_tokens: 16}", "block_tokens: 99999999}", "prefix_cache.block_tokens", "less than"),
+    ("balance_abs: 64,", "balance_abs: 6400000,", "dp_routing.balance_abs", "less than"),
+])
+def test_engine_values_past_what_a_scenario_may_give_are_refused(tmp_path, capsys, monkeypatch, old, new, key, word):
+    """Before: the file's (or its rule's) value ran, however far past the scenario's own bound for
+    the same quantity (engine.mem_fraction in (0, 1], engine.max_running_requests, speculative.topk...)."""
+    _refused(tmp_path, capsys, monkeypatch, lambda t: t.replace(old, new, 1), key, word)
+
+
+@pytest.mark.parametrize("old, new, key", [("  fraction: 0.9\n", "  fraction: 1.5\n", "kv_pool.fraction"),
+                                           ("  graph_mib: 1024\n", "  graph_mib: 1.0e+300\n", "kv_pool.graph_mib"),
+                                           ("tokens: 8192}", "tokens: 99999999}", "prefill_chunk.2.tokens")])
+def test_a_vllm_file_is_bounded_too(tmp_path, capsys, monkeypatch, old, new, key):
+    _refused(tmp_path, capsys, monkeypatch, lambda t: t.replace(old, new, 1), key, "", kind="vllm",
+             argv=("--set", "engine.kind=vllm"))
