@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from mtpsim.designs import DESIGNS, RECORDS
+from mtpsim.errors import AtKey
 from mtpsim.limits import MAX_GPUS, MAX_TOKENS, MAX_USERS
 from mtpsim.specs import Spec
 
@@ -191,7 +193,8 @@ class EngineSpec(Spec):
 
     name: str
     host: dict[Literal["decode", "speculative"], HostTime]
-    hides: dict[str, list[Literal["decode", "draft", "verify", "extend", "prefill"]]] = Field(default_factory=dict)
+    hides: dict[Literal[DESIGNS], list[Literal["decode", "draft", "verify", "extend", "prefill"]]] = \
+        Field(default_factory=dict)
     # the running-request cap the engine sets for speculative decoding when none is configured
     speculative_max_running_requests: int | None = Field(default=None, gt=0, le=MAX_USERS)
     # host seconds a speculative iteration pays beyond `host.speculative` in some releases (vLLM V0's
@@ -246,6 +249,18 @@ class EngineSpec(Spec):
     def _both_host_times(self) -> EngineSpec:
         if set(self.host) != {"decode", "speculative"}:
             raise ValueError("host needs decode and speculative")
+        return self
+
+    @model_validator(mode="after")
+    def _hides_what_runs(self) -> EngineSpec:
+        """A pass kind hides host work only where the design's iteration runs it (designs.py):
+        `nextn: [prefill]` would hide nothing while it reads as hiding something."""
+        for design, kinds in self.hides.items():
+            runs = RECORDS[design].pass_kinds
+            for i, kind in enumerate(kinds):
+                if kind not in runs:
+                    raise AtKey(f"hides.{design}.{i}", f"{design}'s iteration runs no {kind} pass (its passes: "
+                                f"{', '.join(runs)})")
         return self
 
     def chunk_tokens(self, gpu_name: str, gpu_mib: float) -> int:

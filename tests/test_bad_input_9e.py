@@ -130,3 +130,18 @@ def test_engine_values_past_what_a_scenario_may_give_are_refused(tmp_path, capsy
 def test_a_vllm_file_is_bounded_too(tmp_path, capsys, monkeypatch, old, new, key):
     _refused(tmp_path, capsys, monkeypatch, lambda t: t.replace(old, new, 1), key, "", kind="vllm",
              argv=("--set", "engine.kind=vllm"))
+
+
+# ------------------------------------------------------------- 3. hides names designs (and their passes)
+
+@pytest.mark.parametrize("old, new, key, word", [
+    ("  nextn: [draft", "  nexnt: [draft", "hides.nexnt", "'nextn'"),  # the brief's example
+    ("  block: [draft, verify]", "  blocks: [draft, verify]", "hides.blocks", "as a key"),
+    ("  multi_layer: [verify, extend]", "  multi_layer: [verify, extend, draft]", "hides.multi_layer.2",
+     "runs no draft pass (its passes: verify, extend)"),
+    ("  none: [decode]", "  none: [decode, prefill]", "hides.none.1", "runs no prefill pass"),
+])
+def test_hides_names_a_design_and_the_passes_it_runs(tmp_path, capsys, monkeypatch, old, new, key, word):
+    """Before: `nexnt` was a design of no name, so nextn hid nothing (its host time exposed every
+    iteration), and a pass kind its design never runs hid nothing either, both without a word."""
+    _refused(tmp_path, capsys, monkeypatch, lambda t: t.replace(old, new, 1), key, word)
