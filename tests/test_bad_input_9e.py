@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mtpsim import catalog
+from mtpsim import catalog, cli
 from mtpsim.engine_releases import resolve_engine
 from mtpsim.packagedata import data_dir
 from tests.test_bad_input import one_line_error
@@ -145,3 +145,46 @@ def test_hides_names_a_design_and_the_passes_it_runs(tmp_path, capsys, monkeypat
     """Before: `nexnt` was a design of no name, so nextn hid nothing (its host time exposed every
     iteration), and a pass kind its design never runs hid nothing either, both without a word."""
     _refused(tmp_path, capsys, monkeypatch, lambda t: t.replace(old, new, 1), key, word)
+
+
+# ------------------------------------------------------------- 4. releases written as releases
+
+@pytest.mark.parametrize("version, word", [
+    ("0.5.12+evil", "a local '+' part"), ("V0.5.12", "leading 'V'"), ("v0.5.12", "leading 'v'"),
+    ("0.5.12.dev0", "development build of 0.5.12"), ("0.5.12rc1", "pre-release of 0.5.12"),
+    ("0.5.12.post1.dev0", "development build"), ("0.5.012", "write it as 0.5.12"), ("0.5.12-1", "0.5.12.post1"),
+    ("1!0.5.12", "epoch"), ("9.9.9", "known: 0.4.0"),
+])
+def test_an_engine_version_is_a_release_as_published(tmp_path, capsys, version, word):
+    """Before: each ran (and was recorded) as 0.5.12 ('9.9.9' and the epoch were already refused)."""
+    line = one_line_error(capsys, ["cost", _scenario(tmp_path, DENSE + f"engine: {{version: '{version}'}}\n")],
+                          "engine.version", word)
+    assert "unknown sglang version" in line
+
+
+def test_a_post_release_still_runs_its_release(tmp_path, capsys):
+    assert cli.main(["run", _scenario(tmp_path, DENSE + "engine: {version: '0.5.12.post1'}\n"), "--out",
+                     str(tmp_path / "o")]) == 0
+    assert "version: 0.5.12.post1" in (tmp_path / "o" / "scenario.resolved.yaml").read_text()
+
+
+@pytest.mark.parametrize("old, new, key, word", [
+    ('since: "0.5.11"', 'since: "0.5.11+foo"', "rules.3.since", "local '+' part"),
+    ('since: "0.5.11"', 'since: "V0.5.11"', "rules.3.since", "leading 'V'"),
+    ('since: "0.5.11"', 'since: "0.5.11.dev0"', "rules.3.since", "development build"),
+    ('since: "0.5.11"', 'since: "0.5.11rc2"', "rules.3.since", "pre-release"),
+    ('since: "0.5.11"', 'since: "9.9.9"', "rules.3.since", "not among versions.known"),  # would never apply
+    ('until: "0.4.7"', 'until: "0.4.6.5"', "rules.1.until", "not among versions.known"),
+    ('until: "0.4.7"', 'until: "0.4.0"', "rules.1.until", "holds for no release of versions.known"),
+    ('default: "0.5.12"', 'default: "0.5.12+evil"', "versions.default", "local '+' part"),
+    ('"0.5.19"]', '"0.5.19", "0.6.0rc1"]', "versions.known", "pre-release of 0.6.0"),
+])
+def test_an_engine_files_releases_are_releases_it_knows(tmp_path, capsys, monkeypatch, old, new, key, word):
+    """Before: a rule since '0.5.0+foo', 'V0.5.0' or '0.5.0.dev0' held from 0.5.0, and one since a
+    release the file does not know was accepted and never applied."""
+    _refused(tmp_path, capsys, monkeypatch, lambda t: t.replace(old, new, 1), key, word)
+
+
+def test_a_rule_bound_at_a_post_release_of_a_known_one_still_works(tmp_path, capsys, monkeypatch):
+    _engine(tmp_path, monkeypatch, lambda t: t.replace('since: "0.5.11"', 'since: "0.5.11.post1"', 1))
+    assert cli.main(["cost", _scenario(tmp_path)]) == 0
