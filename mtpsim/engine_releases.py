@@ -158,13 +158,15 @@ def _no_overlap(rules: list[VersionRule], releases: list[Version], file: str) ->
                                     "the other's begins: until / since)")
 
 
-def engine_rules(raw: dict) -> list[VersionRule]:
-    """The rules of an engine file (for listings and the leave-one-rule-out benchmark)."""
-    return _rules(raw.get("rules", ()), raw)
+def engine_rules(raw: dict, file: str | None = None) -> list[VersionRule]:
+    """The rules of an engine file `raw` read from `file` (for listings and the leave-one-rule-out
+    benchmark); a fault names `file` (None: a mapping of no file, engines/<its name>.yaml)."""
+    return _rules(raw.get("rules", ()), raw, file)
 
 
-def known_versions(raw: dict) -> Versions:
-    return _versions(raw.get("versions"), raw)
+def known_versions(raw: dict, file: str | None = None) -> Versions:
+    """The releases of an engine file `raw` read from `file` (as engine_rules)."""
+    return _versions(raw.get("versions"), raw, file)
 
 
 def _known(chosen: str, versions: Versions, name: str, where: str) -> Version:

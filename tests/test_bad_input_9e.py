@@ -188,3 +188,40 @@ def test_an_engine_files_releases_are_releases_it_knows(tmp_path, capsys, monkey
 def test_a_rule_bound_at_a_post_release_of_a_known_one_still_works(tmp_path, capsys, monkeypatch):
     _engine(tmp_path, monkeypatch, lambda t: t.replace('since: "0.5.11"', 'since: "0.5.11.post1"', 1))
     assert cli.main(["cost", _scenario(tmp_path)]) == 0
+
+
+# ------------------------------------------------------------- 5. `mtpsim engines` names the file read
+
+@pytest.mark.parametrize("old, new, key, word", [
+    ("\nrules:\n", "\nrules: 5\nold_rules:\n", "rules", "expected a list of rules, got 5"),
+    ("\nversions:\n", "\nversions: 5\nold_versions:\n", "versions", ""),
+    ("name: vllm\n", "name: other\n", "name", "not the file's name"),
+    ("name: vllm\n", "", "name", "None is not the file's name 'vllm'"),
+    ("  - name: v1_spec_async\n", '  - {name: spec_async_early, field: speculative_overlap, value: true, since: "0.13.0", '
+     'source: x}\n  - name: v1_spec_async\n', "rules.3", "spec_async_early (rules.2) does, at 0.14.0 to 0.22.0"),
+])
+def test_engines_names_a_broken_user_file_by_its_path(tmp_path, capsys, monkeypatch, old, new, key, word):
+    """Before: `engines/vllm.yaml` (or the name the file claimed, `engines/None.yaml`) in place of
+    the file read, a traceback-free but half-printed listing, and a file no scenario could resolve
+    (two rules at one release) listed as fine."""
+    path = _engine(tmp_path, monkeypatch, lambda t: t.replace(old, new, 1), kind="vllm")
+    line = one_line_error(capsys, ["engines"], key, word)
+    assert line.startswith(f"mtpsim: error: {path}: {key}: "), line
+    assert cli.main(["engines"]) == 2
+    out = capsys.readouterr().out
+    assert "vllm: invalid (the error is on stderr)" in out and "sglang: default 0.5.12" in out, out
+
+
+def test_engines_names_a_nameless_broken_file_by_its_path(tmp_path, capsys, monkeypatch):
+    """Before: `engines/None.yaml: rules: expected a list of rules, got 5` (the name the file lacks)."""
+    path = _engine(tmp_path, monkeypatch, lambda t: t.replace("name: vllm\n", "").replace("\nrules:\n", "\nrules: 5\nr:\n"),
+                   kind="vllm")
+    line = one_line_error(capsys, ["engines"], "rules", "expected a list of rules, got 5")
+    assert line.startswith(f"mtpsim: error: {path}: rules: "), line
+
+
+def test_engines_lists_the_shipped_files_as_before(capsys, monkeypatch):
+    monkeypatch.delenv("MTPSIM_CATALOG", raising=False)
+    assert cli.main(["engines"]) == 0
+    out = capsys.readouterr().out
+    assert "shared_experts_dual_stream: shared_expert_stream = small_passes (from 0.4.8 before 0.5.6)" in out
