@@ -49,9 +49,33 @@ class Versions(Spec):
 
 
 def release(text: str) -> Version:
-    """A release's comparable form: 0.5.12.post1 and 1.3.0rc20 compare as 0.5.12 and 1.3.0 (the
-    rules name releases; a post or candidate build runs its release's code paths)."""
+    """A release's comparable form: 0.5.12.post1 compares as 0.5.12 (the rules name releases; a
+    post release runs its release's code paths). What a file or scenario names is read by
+    `_plain_release` first, which refuses what is no release."""
     return Version(Version(text).base_version)
+
+
+def _plain_release(text: str) -> Version:
+    """`text` as the release it names (comparable, as `release`); ValueError, its reason a clause,
+    unless it is a release written as its engine publishes it (0.5.12, 0.5.12.post1): no leading
+    'v', no epoch, no local '+' part, no pre-release or .dev build (code before the release, which
+    the release's rules may not describe), no other spelling of the same number (0.5.012, 0.5.12-1)."""
+    if text[:1] in "vV":
+        raise ValueError(f"a leading {text[0]!r} is no part of a release number: write the number alone")
+    try:
+        at = Version(text)
+    except InvalidVersion:
+        raise ValueError("not a release number (e.g. 0.5.12)") from None
+    if at.epoch:
+        raise ValueError("an epoch '!' part names no release: write the release alone")
+    if at.local:
+        raise ValueError(f"a local '+' part marks a build, not a release: write the release alone ({at.public})")
+    if at.is_prerelease:  # a, b, rc and .dev
+        raise ValueError(f"a {'development build' if at.is_devrelease else 'pre-release'} of {at.base_version}, "
+                         "not a release: its code may predate the release's rules")
+    if str(at) != text:
+        raise ValueError(f"written unusually: write it as {at}")
+    return release(text)
 
 
 def resolve_engine(raw: dict, version: str | None, ignore: list[str] | tuple[str, ...] = (),
@@ -62,7 +86,7 @@ def resolve_engine(raw: dict, version: str | None, ignore: list[str] | tuple[str
     raw = dict(raw)
     file = file or f"engines/{raw.get('name')}.yaml"
     versions, rules = _versions(raw.pop("versions", None), raw, file), _rules(raw.pop("rules", ()), raw, file)
-    _check_file(raw, rules, file)
+    _check_file(raw, rules, versions, file)
     chosen = version or versions.default
     at = _known(chosen, versions, raw.get("name", "?"), where)
     unknown = sorted(set(ignore) - {r.name for r in rules})
@@ -82,14 +106,16 @@ def resolve_engine(raw: dict, version: str | None, ignore: list[str] | tuple[str
         raise ScenarioError(file, "rules", f"the rules in force at {chosen} clash: {exc.errors()[0]['msg']}") from None
 
 
-def _check_file(raw: dict, rules: list[VersionRule], file: str) -> None:
+def _check_file(raw: dict, rules: list[VersionRule], versions: Versions, file: str) -> None:
     """The file's own fields, then each rule's value over them, whatever release it holds at
-    (a bad value used to pass until a scenario picked that release); the name is the file's."""
+    (a bad value used to pass until a scenario picked that release), its bounds among the releases
+    the file knows, and no two rules setting one field at one release; the name is the file's."""
     stem = Path(file).stem
     if raw.get("name") != stem:
         raise ScenarioError(file, "name", f"{short(raw.get('name'))} is not the file's name {stem!r}: a scenario's "
                             "engine.kind names the file")
     base = {**raw, "version": "0", "rules": ()}
+    known = {release(v).release: release(v) for v in versions.known}  # release tuple -> comparable release
     try:
         EngineSpec.model_validate(base)
     except ValidationError as exc:
@@ -100,35 +126,58 @@ def _check_file(raw: dict, rules: list[VersionRule], file: str) -> None:
         except ValidationError as exc:
             bad = from_validation(exc, file)
             raise ScenarioError(file, f"rules.{i}.value", f"rule {rule.name} sets {bad.key}: {bad.reason}") from None
+        for key, bound in (("since", rule.since), ("until", rule.until)):
+            # a bound no scenario can name: 'since: 9.9.9' never applies, and one between two known
+            # releases moves which of them the rule holds at without a line saying so
+            if bound is not None and release(bound).release not in known:
+                raise ScenarioError(file, f"rules.{i}.{key}", f"{short(bound)} is not among versions.known: a rule "
+                                    "holds from and until releases the file knows")
         if rule.since is not None and rule.until is not None and release(rule.until) <= release(rule.since):
             raise ScenarioError(file, f"rules.{i}.until", f"rule {rule.name} holds for no release (until {rule.until} "
                                 f"is not after since {rule.since})")
+        if not any(rule.holds_at(k) for k in known.values()):
+            raise ScenarioError(file, f"rules.{i}.until", f"rule {rule.name} holds for no release of versions.known "
+                                f"(until {rule.until} is the first)")
     names = [r.name for r in rules]
     twice = next((n for n in names if names.count(n) > 1), None)
     if twice is not None:
         raise ScenarioError(file, "rules", f"two rules are named {twice}: engine.ignore_rules names them one by one")
+    _no_overlap(rules, sorted(known.values()), file)
 
 
-def engine_rules(raw: dict) -> list[VersionRule]:
-    """The rules of an engine file (for listings and the leave-one-rule-out benchmark)."""
-    return _rules(raw.get("rules", ()), raw)
+def _no_overlap(rules: list[VersionRule], releases: list[Version], file: str) -> None:
+    """No two rules set one field at one release of `releases`: the later in the file would win
+    there without a word (and leaving it out, engine.ignore_rules, would bring back the other)."""
+    for j, later in enumerate(rules):
+        for i, earlier in enumerate(rules[:j]):
+            both = [v for v in releases if earlier.field == later.field and earlier.holds_at(v) and later.holds_at(v)]
+            if both:
+                span = str(both[0]) if len(both) == 1 else f"{both[0]} to {both[-1]}"
+                raise ScenarioError(file, f"rules.{j}", f"rule {later.name} sets {later.field} where rule {earlier.name} "
+                                    f"(rules.{i}) does, at {span}: one release, one value (end one rule's range where "
+                                    "the other's begins: until / since)")
 
 
-def known_versions(raw: dict) -> Versions:
-    return _versions(raw.get("versions"), raw)
+def engine_rules(raw: dict, file: str | None = None) -> list[VersionRule]:
+    """The rules of an engine file `raw` read from `file` (for listings and the leave-one-rule-out
+    benchmark); a fault names `file` (None: a mapping of no file, engines/<its name>.yaml)."""
+    return _rules(raw.get("rules", ()), raw, file)
+
+
+def known_versions(raw: dict, file: str | None = None) -> Versions:
+    """The releases of an engine file `raw` read from `file` (as engine_rules)."""
+    return _versions(raw.get("versions"), raw, file)
 
 
 def _known(chosen: str, versions: Versions, name: str, where: str) -> Version:
     """`chosen` as a comparable release, when the engine file knows it."""
     try:
-        at = release(chosen)
-    except InvalidVersion:
-        at = None
-    if at is not None and (at.epoch or at.local):  # '1!0.4.0' compares as 0.4.0's release tuple: not a release
-        at = None
+        at = _plain_release(chosen)
+    except ValueError as exc:  # '0.5.12+evil' or 'V0.5.12' would run (and be recorded as) 0.5.12
+        raise ScenarioError(where, "engine.version", f"unknown {name} version {short(chosen)}: {exc}") from None
     # written out to its last part: "0.5" names the 0.5 series, not its first release 0.5.0, though
     # the two compare equal
-    if at is None or at.release not in {release(v).release for v in versions.known}:
+    if at.release not in {release(v).release for v in versions.known}:
         raise ScenarioError(where, "engine.version", f"unknown {name} version {short(chosen)} "
                             f"(known: {', '.join(versions.known)})")
     return at
@@ -167,14 +216,11 @@ def _rules(data, raw: dict, file: str | None = None) -> list[VersionRule]:
 
 
 def _release_in(text: str, file: str, key: str) -> Version:
-    """A release an engine file names: a plain release (no epoch, no local part)."""
+    """A release an engine file names, written plainly (`_plain_release`)."""
     try:
-        at = release(text)
-    except InvalidVersion:
-        raise ScenarioError(file, key, f"{short(text)} is not a release number (e.g. 0.5.12)") from None
-    if at.epoch or at.local:
-        raise ScenarioError(file, key, f"{short(text)}: write the release alone (no epoch '!' or local '+' part)")
-    return at
+        return _plain_release(text)
+    except ValueError as exc:
+        raise ScenarioError(file, key, f"{short(text)}: {exc}") from None
 
 
 __all__ = ["VersionRule", "Versions", "engine_rules", "known_versions", "release", "resolve_engine"]

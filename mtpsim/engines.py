@@ -6,13 +6,24 @@ EngineSpec.
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from mtpsim.designs import DESIGNS, RECORDS
+from mtpsim.errors import AtKey
+from mtpsim.limits import MAX_GPUS, MAX_TOKENS, MAX_USERS
 from mtpsim.specs import Spec
 
 DEFAULT_MAX_RUNNING = 256  # running requests when neither the scenario nor an engine rule caps them
+# The bounds of an engine file's (and its version rules') sizes are the scenario's for the same
+# quantities (limits.py, engine_schema.py): a cap or CUDA-graph batch as engine.max_running_requests,
+# a token count as engine.chunked_prefill_tokens, a tp as parallel.tp, a topk as speculative.topk,
+# MiB as hardware memory_capacity_bytes (2**60 bytes); every fraction lies in (0, 1]
+MAX_MIB = 2**40
+MAX_TOPK = 64
+Mib = Annotated[float, Field(ge=0, le=MAX_MIB)]
+Fraction = Annotated[float, Field(gt=0, le=1)]
 
 
 class HostTime(Spec):
@@ -30,10 +41,10 @@ class MemoryClass(Spec):
     this chunked-prefill size and CUDA-graph batch (`graph_batch` under tp 4, `graph_batch_tp4`
     from tp 4)."""
 
-    below_mib: float | None = Field(default=None, gt=0)
-    chunked_prefill_tokens: int = Field(gt=0)
-    graph_batch: int = Field(gt=0)
-    graph_batch_tp4: int = Field(gt=0)
+    below_mib: float | None = Field(default=None, gt=0, le=MAX_MIB)
+    chunked_prefill_tokens: int = Field(gt=0, le=MAX_TOKENS)
+    graph_batch: int = Field(gt=0, le=MAX_USERS)
+    graph_batch_tp4: int = Field(gt=0, le=MAX_USERS)
 
 
 class ReservedMemory(Spec):
@@ -42,17 +53,17 @@ class ReservedMemory(Spec):
     are in engines/sglang.yaml)."""
 
     classes: list[MemoryClass] = Field(min_length=1)
-    base_mib: float = Field(ge=0)
-    per_prefill_token_mib: float = Field(ge=0)
-    min_prefill_tokens: int = Field(ge=0)
-    per_graph_batch_mib: float = Field(ge=0)
-    per_tp_mib: float = Field(ge=0)
-    dp_attention_per_graph_batch_mib: float = Field(ge=0)
-    dp_attention_large_graph_batch: int = Field(ge=0)
-    dp_attention_large_per_graph_batch_mib: float = Field(ge=0)
-    floor_above_mib: float = Field(ge=0)
-    floor_mib: float = Field(ge=0)
-    speculative_mib: float = Field(ge=0)
+    base_mib: Mib
+    per_prefill_token_mib: Mib
+    min_prefill_tokens: int = Field(ge=0, le=MAX_TOKENS)
+    per_graph_batch_mib: Mib
+    per_tp_mib: Mib
+    dp_attention_per_graph_batch_mib: Mib
+    dp_attention_large_graph_batch: int = Field(ge=0, le=MAX_USERS)
+    dp_attention_large_per_graph_batch_mib: Mib
+    floor_above_mib: Mib
+    floor_mib: Mib
+    speculative_mib: Mib
 
     def memory_class(self, gpu_mib: float) -> MemoryClass:
         return next((c for c in self.classes if c.below_mib is None or gpu_mib < c.below_mib), self.classes[-1])
@@ -91,11 +102,11 @@ class KVPoolSpec(Spec):
 
     knob: str
     fraction_of: Literal["capacity", "free_at_start", "free_after_load"]
-    fraction: float | None = Field(default=None, gt=0, le=1)
+    fraction: Fraction | None = None
     reserved: ReservedMemory | None = None
-    startup_mib: float = Field(default=0.0, ge=0)
+    startup_mib: Mib = 0.0
     activations: bool = False
-    graph_mib: float = Field(default=0.0, ge=0)
+    graph_mib: Mib = 0.0
 
     @model_validator(mode="after")
     def _one_default(self) -> KVPoolSpec:
@@ -110,12 +121,13 @@ class TpFractions(Spec):
     min(f + raise_mib x (1 - f) / gpu, (gpu - cap_reserve_mib) / gpu), in MiB (the source is
     in engines/sglang.yaml)."""
 
-    small_gpu_mib: float = Field(gt=0)
-    by_tp: dict[int, float] = Field(min_length=1)  # the largest tp bound a replica reaches -> fraction
-    large: float = Field(gt=0, le=1)
-    raise_above_mib: float = Field(gt=0)
-    raise_mib: float = Field(ge=0)
-    cap_reserve_mib: float = Field(ge=0)
+    small_gpu_mib: float = Field(gt=0, le=MAX_MIB)
+    # the largest tp bound a replica reaches -> fraction
+    by_tp: dict[Annotated[int, Field(ge=1, le=MAX_GPUS)], Fraction] = Field(min_length=1)
+    large: Fraction
+    raise_above_mib: float = Field(gt=0, le=MAX_MIB)
+    raise_mib: Mib
+    cap_reserve_mib: Mib
 
     def fraction(self, gpu_mib: float, tp: int) -> float:
         f = self.large
@@ -131,9 +143,9 @@ class ChunkClass(Spec):
     whose conditions a GPU meets applies: capacity below `below_mib` (None: any) and a name
     holding one of `gpus` (None: any)."""
 
-    below_mib: float | None = Field(default=None, gt=0)
+    below_mib: float | None = Field(default=None, gt=0, le=MAX_MIB)
     gpus: list[str] | None = None
-    tokens: int = Field(gt=0)
+    tokens: int = Field(gt=0, le=MAX_TOKENS)
 
 
 class MixedBatches(Spec):
@@ -153,7 +165,7 @@ class PrefixCacheDefault(Spec):
     """An engine's prefix cache as it starts without flags: on or off, and its block size."""
 
     enabled: bool = True
-    block_tokens: int = Field(default=16, gt=0)
+    block_tokens: int = Field(default=16, gt=0, le=MAX_TOKENS)
 
 
 class DpRouting(Spec):
@@ -167,7 +179,7 @@ class DpRouting(Spec):
     policy: Literal["round_robin", "least_loaded", "cache_aware"] = "least_loaded"
     waiting_weight: float = Field(default=1.0, ge=0)
     cache_threshold: float = Field(default=0.3, ge=0, le=1)
-    balance_abs: int = Field(default=64, ge=0)
+    balance_abs: int = Field(default=64, ge=0, le=MAX_USERS)
     balance_rel: float = Field(default=1.5, ge=1)
 
 
@@ -181,9 +193,10 @@ class EngineSpec(Spec):
 
     name: str
     host: dict[Literal["decode", "speculative"], HostTime]
-    hides: dict[str, list[Literal["decode", "draft", "verify", "extend", "prefill"]]] = Field(default_factory=dict)
+    hides: dict[Literal[DESIGNS], list[Literal["decode", "draft", "verify", "extend", "prefill"]]] = \
+        Field(default_factory=dict)
     # the running-request cap the engine sets for speculative decoding when none is configured
-    speculative_max_running_requests: int | None = Field(default=None, gt=0)
+    speculative_max_running_requests: int | None = Field(default=None, gt=0, le=MAX_USERS)
     # host seconds a speculative iteration pays beyond `host.speculative` in some releases (vLLM V0's
     # SpecDecodeWorker: proposals synced to the CPU and the scoring batch built in Python)
     speculative_host_extra_s: float = Field(default=0.0, ge=0, le=1)
@@ -193,7 +206,7 @@ class EngineSpec(Spec):
     # whether speculative iterations overlap host work at all (SGLang spec v2, vLLM async scheduling
     # of drafts); when False a speculative design hides nothing, whatever `hides` lists for it
     speculative_overlap: bool = True
-    speculative_overlap_max_topk: int | None = Field(default=None, ge=1)  # wider trees do not overlap
+    speculative_overlap_max_topk: int | None = Field(default=None, ge=1, le=MAX_TOPK)  # wider trees do not overlap
     # designs whose speculative worker this release runs without the overlap scheduler, whatever
     # speculative_overlap says for the others (SGLang's DFLASH and FROZEN_KV_MTP before v0.5.14)
     unoverlapped_designs: tuple[Literal["nextn", "multi_layer", "frozen_kv", "parallel_heads", "block"], ...] = ()
@@ -236,6 +249,18 @@ class EngineSpec(Spec):
     def _both_host_times(self) -> EngineSpec:
         if set(self.host) != {"decode", "speculative"}:
             raise ValueError("host needs decode and speculative")
+        return self
+
+    @model_validator(mode="after")
+    def _hides_what_runs(self) -> EngineSpec:
+        """A pass kind hides host work only where the design's iteration runs it (designs.py):
+        `nextn: [prefill]` would hide nothing while it reads as hiding something."""
+        for design, kinds in self.hides.items():
+            runs = RECORDS[design].pass_kinds
+            for i, kind in enumerate(kinds):
+                if kind not in runs:
+                    raise AtKey(f"hides.{design}.{i}", f"{design}'s iteration runs no {kind} pass (its passes: "
+                                f"{', '.join(runs)})")
         return self
 
     def chunk_tokens(self, gpu_name: str, gpu_mib: float) -> int:

@@ -21,32 +21,53 @@ def list_entries(kind: str) -> int:
     invalid = []
     for name in entries:
         try:
-            if not catalog.NAME.fullmatch(name) or ".." in name:  # a file no scenario can name: say which
-                path = next(p for d in catalog.catalog_dirs() if (p := d / kind / f"{name}.yaml").is_file())
-                raise ScenarioError(str(path), "", f"{short(name)} is not a {kind} catalog name (letters, digits, '.', "
-                                    "'-', '_', '+'): rename the file")
+            _listable(kind, name)
             text = describe(load(name))
         except ScenarioError as exc:  # an unreadable or invalid entry, named by its file
             invalid.append(exc)
             text = "invalid (the error is on stderr)"
         print(f"{printable(name):<{width}}  {text}")
-    if invalid:  # an entry no scenario could use is bad input: one line (the first), and exit status 2
-        more = f" (and {len(invalid) - 1} more invalid {kind} entries)" if len(invalid) > 1 else ""
-        print(f"mtpsim: error: {printable(invalid[0].message)}{more}", file=sys.stderr)
-    return 2 if invalid else 0
+    return _said(invalid, kind)
 
 
 def list_engines() -> int:
-    """`mtpsim engines`: each engine's known releases, its default, and its version rules."""
+    """`mtpsim engines`: each engine's known releases, its default, and its version rules. An
+    entry is listed once its whole file resolves, as a scenario naming it would resolve it (its
+    errors name the file read, not the one the name suggests)."""
+    invalid = []
     for name in catalog.names("engines"):
-        raw = catalog.engine_file(name)
-        versions = known_versions(raw)
+        try:
+            _listable("engines", name)
+            catalog.load_engine(name)
+            file = str(catalog.path_of("engines", name, "engines catalog", paths=False))
+            raw = catalog.engine_file(name)
+            versions, rules = known_versions(raw, file), engine_rules(raw, file)
+        except ScenarioError as exc:
+            invalid.append(exc)
+            print(f"{printable(name)}: invalid (the error is on stderr)")
+            continue
         print(f"{name}: default {versions.default}; known {', '.join(versions.known)}")
-        for rule in engine_rules(raw):
+        for rule in rules:
             span = f"{'from ' + rule.since if rule.since else ''}{' ' if rule.since and rule.until else ''}" \
                    f"{'before ' + rule.until if rule.until else ''}" or "every release"
             print(f"  {rule.name}: {rule.field} = {rule.value} ({span})")
-    return 0
+    return _said(invalid, "engines")
+
+
+def _listable(kind: str, name: str) -> None:
+    """A file no scenario can name (its stem is no catalog name) is refused, naming the file."""
+    if not catalog.NAME.fullmatch(name) or ".." in name:
+        path = next(p for d in catalog.catalog_dirs() if (p := d / kind / f"{name}.yaml").is_file())
+        raise ScenarioError(str(path), "", f"{short(name)} is not a {kind} catalog name (letters, digits, '.', "
+                            "'-', '_', '+'): rename the file")
+
+
+def _said(invalid: list[ScenarioError], kind: str) -> int:
+    """An entry no scenario could use is bad input: one line (the first), and exit status 2."""
+    if invalid:
+        more = f" (and {len(invalid) - 1} more invalid {kind} entries)" if len(invalid) > 1 else ""
+        print(f"mtpsim: error: {printable(invalid[0].message)}{more}", file=sys.stderr)
+    return 2 if invalid else 0
 
 
 def print_schema() -> int:

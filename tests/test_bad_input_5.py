@@ -112,7 +112,8 @@ def test_a_link_loop_says_so(tmp_path, capsys):
     one_line_error(capsys, ["run", str(tmp_path / "loop.yaml")], "", "a link that leads nowhere")
 
 
-@pytest.mark.parametrize("version,ok", [("0.5", False), ("1", False), ("0.5.12", True), ("v0.5.12.post1", True)])
+@pytest.mark.parametrize("version,ok", [("0.5", False), ("1", False), ("0.5.12", True), ("0.5.12.post1", True),
+                                        ("v0.5.12.post1", False)])  # a leading 'v': tests/test_bad_input_9e.py
 def test_an_engine_version_names_a_release(tmp_path, capsys, version, ok):
     text = SMALL.replace("hardware: h200", f"hardware: h200\nengine: {{kind: sglang, version: '{version}'}}")
     argv = ["cost", run(tmp_path, text)[1]]
