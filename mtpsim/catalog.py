@@ -18,6 +18,7 @@ import copy
 import difflib
 import functools
 import re
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -81,12 +82,30 @@ def path_of(kind: Kind, ref: object, where: str, key: str = "", paths: bool = Tr
                             "'_', '+'; no '/' or '..'); give a file as a path ending in .yaml")
     path = find(kind, ref)
     if path is None:
+        _near_miss(kind, ref, where, key)
         known = names(kind)
         close = difflib.get_close_matches(ref, known, n=3, cutoff=0.6)
         hint = f"did you mean {' or '.join(close)}? " if close else ""
         raise ScenarioError(where, key, f"unknown {kind} catalog name {short(ref, 60)} ({hint}`mtpsim {kind}` lists "
                             f"the {len(known)} known)")
     return path
+
+
+def _near_miss(kind: Kind, ref: str, where: str, key: str) -> None:
+    """A catalog folder that holds `ref` in a form the lookup passes over: not a regular file (a
+    folder, a broken or looping link, a pipe), another extension (.yml, .YAML), or at the
+    folder's top instead of its `kind` subfolder: a ScenarioError naming it, not "unknown name"."""
+    for folder in catalog_dirs():
+        entry = folder / kind / f"{ref}.yaml"
+        if entry.exists() or entry.is_symlink():
+            raise ScenarioError(where, key, f"{kind} catalog entry {entry}: {not_a_file(entry)}")
+        others = [p for p in (folder / kind).glob(f"{glob_escape(ref)}.*") if p.suffix != ".yaml"
+                  and p.suffix.lower() in (".yml", ".yaml")] if (folder / kind).is_dir() else []
+        if others:
+            raise ScenarioError(where, key, f"{kind} catalog entry {others[0]}: catalog files end in .yaml (rename it)")
+        if (folder / f"{ref}.yaml").is_file() and folder != data_dir():
+            raise ScenarioError(where, key, f"{folder / f'{ref}.yaml'} is at the catalog folder's top: {kind} entries go "
+                                f"in {folder / kind}")
 
 
 def _read(kind: Kind, ref: object, where: str, key: str = "", paths: bool = True) -> dict[str, Any]:
@@ -113,6 +132,9 @@ def _parsed(path: str, stamp: tuple[int, int, int]) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ScenarioError(path, "", "a catalog file must be a mapping")
     return data
+
+
+SPECS: dict[str, type[BaseModel]] = {"models": ModelSpec, "hardware": HardwareSpec}  # what a `from:` names
 
 
 def spec_file(kind: Kind, ref: str, cls: type[SpecT], where: str, key: str = "", paths: bool = True) -> SpecT:
@@ -156,9 +178,10 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any], where: str = "", path
     return out
 
 
-def resolve(kind: Kind, ref: str | dict[str, Any], where: str, key: str = "") -> dict[str, Any]:
+def resolve(kind: Kind, ref: str | dict[str, Any], where: str, key: str = "", mtp_runs: bool = True) -> dict[str, Any]:
     """A catalog name, a file path, `{from: NAME-or-path, ...overrides}` or, for models,
-    `{hf_config: path/to/config.json, ...overrides}` (mtpsim/hfconfig) -> the merged raw mapping."""
+    `{hf_config: path/to/config.json, ...overrides}` (mtpsim/hfconfig) -> the merged raw mapping;
+    `mtp_runs`: whether the scenario runs the model's own MTP layers (hfconfig.read)."""
     if isinstance(ref, str):
         return _read(kind, ref, where, key)
     if kind == "models" and "hf_config" in ref:
@@ -166,7 +189,7 @@ def resolve(kind: Kind, ref: str | dict[str, Any], where: str, key: str = "") ->
             raise ScenarioError(where, key, "give one source, from or hf_config, not both")
         from mtpsim import hfconfig  # here: only a config.json source needs it (~0.05 s of imports)
         over = {k: v for k, v in ref.items() if k != "hf_config"}
-        return _orphans_dropped(deep_merge(hfconfig.read(ref["hf_config"], where, key, over, dspark_drafters), over,
+        return _orphans_dropped(deep_merge(hfconfig.read(ref["hf_config"], where, key, over, dspark_drafters, mtp_runs), over,
                                            where, key), over)
     if "from" not in ref:
         return dict(ref)  # a full inline spec
@@ -177,7 +200,10 @@ def resolve(kind: Kind, ref: str | dict[str, Any], where: str, key: str = "") ->
         warn(where, f"{key}.name" if key else "name", f"{short(name, 60)} is another {kind} catalog entry: this copy of "
              f"{short(ref['from'], 60)} is reported under that name (the entry itself is not read; `from: "
              f"{short(name, 60)}` reads it)")
-    merged = deep_merge(_read(kind, ref["from"], where, f"{key}.from" if key else "from"), over, where, key)
+    at = f"{key}.from" if key else "from"
+    if kind in SPECS:  # the source alone first: an error inside it names its own file and key
+        spec_file(kind, ref["from"], SPECS[kind], where, at)
+    merged = deep_merge(_read(kind, ref["from"], where, at), over, where, key)
     return _orphans_dropped(merged, over) if kind == "models" else merged
 
 

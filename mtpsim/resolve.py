@@ -35,11 +35,11 @@ def validate(data: dict[str, Any], where: str = "<scenario>", point: dict[str, A
     return scenario
 
 
-def _spec(kind: str, ref: str | dict[str, Any], cls: type[BaseModel], where: str, key: str):
+def _spec(kind: str, ref: str | dict[str, Any], cls: type[BaseModel], where: str, key: str, mtp_runs: bool = True):
     if isinstance(ref, str):  # the whole spec is one file's (a path, or a catalog name): its errors name that file
         return catalog.spec_file(kind, ref, cls, where, key)
     try:
-        return cls.model_validate(catalog.resolve(kind, ref, where, key))
+        return cls.model_validate(catalog.resolve(kind, ref, where, key, mtp_runs))
     except ValidationError as exc:
         err = from_validation(exc, where, key)
         if "hf_config" in ref:  # the spec was read from config.json: say so, as its keys are the spec's
@@ -49,7 +49,10 @@ def _spec(kind: str, ref: str | dict[str, Any], cls: type[BaseModel], where: str
 
 
 def _resolve_specs(s: Scenario, where: str) -> Specs:
-    model = _spec("models", s.model, ModelSpec, where, "model")
+    # plain decoding reads no MTP layer: a config.json that leaves their kind out is read without them
+    searched = s.search.designs if s.search is not None and s.search.designs else []
+    mtp_runs = any(d != designs.BASELINE for d in [s.speculative.design, *searched])
+    model = _spec("models", s.model, ModelSpec, where, "model", mtp_runs)
     hardware = _spec("hardware", s.hardware, HardwareSpec, where, "hardware")
     draft = _external_draft(s, model, where)
     engine = catalog.load_engine(s.engine.kind, s.engine.version, s.engine.ignore_rules, where)
@@ -76,7 +79,14 @@ def _external_draft(s: Scenario, model: ModelSpec, where: str) -> ModelSpec | No
             raise ScenarioError(where, "speculative.draft",
                                 f"frozen_kv needs an assistant and model {model.name!r} names none")
         return None
-    draft = _spec("models", name, ModelSpec, where, "speculative.draft")
+    try:
+        draft = _spec("models", name, ModelSpec, where, "speculative.draft")
+    except ScenarioError as exc:
+        if s.speculative.draft is not None:
+            raise
+        field = "assistant" if role == "assistant" else "block_draft"  # the model's default names it
+        raise ScenarioError(*_written_at(s.model, "models", field, where),
+                            f"the default {field} of model {model.name!r}: {exc.reason}") from None
     if draft.role != role:
         kind = {"assistant": "an assistant", "block_draft": "a block drafter"}.get(role, "a draft model")
         raise ScenarioError(where, "speculative.draft", f"{draft.name!r} is not {kind} (role: {role}), "
@@ -107,7 +117,7 @@ def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, wh
         if c.profile is None and c.model == "auto" and not _names_profiles(s):
             return "roofline", None  # a renamed copy of a measured GPU: its own rates, not the profile
         hint = "" if c.profile else " (a copy of another GPU's entry? leave `profiles` out to price it by its own rates)"
-        at, key = (where, key) if c.profile else _hardware_key(s, key.removeprefix("hardware."), where)
+        at, key = (where, key) if c.profile else _written_at(s.hardware, "hardware", key.removeprefix("hardware."), where)
         raise ScenarioError(at, key, f"profile {path.name!r} was measured on {device!r}, "
                             f"not on the scenario's hardware {hardware.name!r}{hint}")
     timed = profile_engine(path)
@@ -116,9 +126,9 @@ def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, wh
              f"{engine.name} (engine.kind): the ops are priced as {timed} runs them")
     overridden = _rate_overrides(s, hardware)
     if overridden:
-        warn(*_hardware_key(s, overridden[0], where), f"profile {path.name!r} prices the ops it measured on {device}, "
-             "so a rate changed here moves only the rest; give the hardware a name of its own (it then runs on "
-             "the roofline) or set cost.model: roofline to price everything with the rates")
+        warn(*_written_at(s.hardware, "hardware", overridden[0], where), f"profile {path.name!r} prices the ops it "
+             f"measured on {device}, so a rate changed here moves only the rest; give the hardware a name of its "
+             "own (it then runs on the roofline) or set cost.model: roofline to price everything with the rates")
     return "calibrated", str(path)
 
 
@@ -128,18 +138,19 @@ RATE_FIELDS = ("peak_flops", "memory_bandwidth_bytes_per_s", "efficiency_flops",
                "link_bandwidth_bytes_per_s", "link_latency_s")  # the measured collectives stand in for the link
 
 
-def _hardware_key(s: Scenario, key: str, where: str) -> tuple[str, str]:
-    """(file, dotted key) where the hardware's `key` is written: the scenario's inline mapping when
-    it gives the key, else the user's own hardware file (a path, or an MTPSIM_CATALOG entry, named
-    directly or as the mapping's `from`); else the scenario's hardware key."""
-    ref = s.hardware
+def _written_at(ref: object, kind: str, key: str, where: str) -> tuple[str, str]:
+    """(file, dotted key) where a model's or hardware's `key` is written (`ref`: the scenario's
+    model or hardware): the scenario's inline mapping when it gives the key, else the user's own
+    file (a path, or an MTPSIM_CATALOG entry, named directly or as the mapping's `from`); else
+    the scenario's key."""
+    section = {"models": "model", "hardware": "hardware"}[kind]
     if isinstance(ref, dict):
         if key.split(".")[0] in ref:
-            return where, f"hardware.{key}"
+            return where, f"{section}.{key}"
         ref = ref.get("from")
-    if isinstance(ref, str) and _users_file(ref):
-        return str(Path(ref).expanduser() if catalog.is_path(ref) else catalog.find("hardware", ref)), key
-    return where, f"hardware.{key}"
+    if isinstance(ref, str) and _users_file(ref, kind):
+        return str(Path(ref).expanduser() if catalog.is_path(ref) else catalog.find(kind, ref)), key
+    return where, f"{section}.{key}"
 
 
 def _names_profiles(s: Scenario) -> bool:
@@ -154,12 +165,12 @@ def _names_profiles(s: Scenario) -> bool:
     return _users_file(s.hardware) and "profiles" in load_yaml(catalog.find("hardware", s.hardware))
 
 
-def _users_file(ref: str) -> bool:
-    """A hardware file the user wrote: a path, or a name MTPSIM_CATALOG's folders hold (not the
-    built-in catalog's): every profile it names is the user's choice."""
+def _users_file(ref: str, kind: str = "hardware") -> bool:
+    """A file the user wrote: a path, or a name MTPSIM_CATALOG's folders hold (not the built-in
+    catalog's): every profile a hardware file names is the user's choice."""
     if catalog.is_path(ref):
         return True
-    path = catalog.find("hardware", ref)
+    path = catalog.find(kind, ref)
     return path is not None and not path.is_relative_to(data_dir())
 
 

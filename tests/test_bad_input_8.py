@@ -212,3 +212,64 @@ def test_a_network_link_without_a_network_says_so(tmp_path, capsys):
                                                            "internode_bandwidth_bytes_per_s: null}")
     line = one_line_error(capsys, run(tmp_path, text), "disaggregation.link", "scale-out network")
     assert "span more than one" not in line, line
+
+
+def test_an_error_inside_a_from_source_names_that_file(tmp_path, capsys):
+    """Before: `s.yaml: model.hidden_size`, a key the scenario does not hold."""
+    from mtpsim.packagedata import data_dir
+    shipped = (data_dir() / "models" / "llama-3.1-8b.yaml").read_text()
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "parent.yaml").write_text(shipped.replace("hidden_size: 4096", "hidden_size: -1"))
+    line = one_line_error(capsys, run(tmp_path, _scenario(f"{{from: {tmp_path / 'sub' / 'parent.yaml'}}}")),
+                          "hidden_size", "greater than 0")
+    assert "parent.yaml: hidden_size: " in line, line
+
+
+def test_a_dangling_default_assistant_is_blamed_on_the_key_that_names_it(tmp_path, capsys):
+    """Before: `speculative.draft: unknown models catalog name 'ghost'`, a key nobody wrote."""
+    text = _scenario("{from: gemma-4-e2b, assistant: ghost}", "{design: frozen_kv, steps: 2}")
+    one_line_error(capsys, run(tmp_path, text), "model.assistant", "default assistant")
+
+
+@pytest.mark.parametrize("folder", [" ", "a\tb", "x" * 250])
+def test_a_checkpoint_folder_that_cannot_name_the_model_says_so(tmp_path, capsys, folder):
+    """Before: `model.name: must not be empty or blank (leave the key out ...)`, though it was left out."""
+    config = {"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "hidden_size": 1024, "vocab_size": 1000,
+              "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 128,
+              "intermediate_size": 2048, "max_position_embeddings": 4096, "torch_dtype": "bfloat16"}
+    (tmp_path / folder).mkdir()
+    (tmp_path / folder / "config.json").write_text(json.dumps(config))
+    model = json.dumps({"hf_config": str(tmp_path / folder / "config.json")})
+    one_line_error(capsys, run(tmp_path, _scenario(model)), "model.hf_config", "give model.name")
+
+
+def test_a_checkpoint_whose_mtp_kind_is_unsaid_reads_under_plain_decoding(tmp_path, capsys):
+    """Before: refused under design none for MTP layers nothing runs."""
+    base = tmp_path / "mm"
+    base.mkdir()
+    text = _scenario("{hf_config: mm/config.json}")
+    mm = {"model_type": "minimax_m2", "architectures": ["MiniMaxM2ForCausalLM"], "hidden_size": 512, "vocab_size": 1000,
+          "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64,
+          "intermediate_size": 256, "num_local_experts": 8, "num_experts_per_tok": 2, "max_position_embeddings": 4096,
+          "torch_dtype": "bfloat16", "use_mtp": True, "num_mtp_modules": 3}
+    (base / "config.json").write_text(json.dumps(mm))
+    assert cli.main(run(tmp_path, text)) == 0
+    capsys.readouterr()
+    nextn = _scenario("{hf_config: mm/config.json}", "{design: nextn, steps: 1}")
+    (tmp_path / "n").mkdir()
+    (tmp_path / "n" / "mm").mkdir()
+    (tmp_path / "n" / "mm" / "config.json").write_text(json.dumps(mm))
+    one_line_error(capsys, run(tmp_path / "n", nextn), "model.mtp", "does not say the MTP layer's kind")
+
+
+@pytest.mark.parametrize("make, word", [
+    (lambda d: (d / "models" / "x.yaml").mkdir(parents=True), "a folder, not a file"),
+    (lambda d: ((d / "models").mkdir(parents=True), (d / "models" / "x.yml").write_text("name: x\n")), "end in .yaml"),
+    (lambda d: ((d / "models").mkdir(parents=True), (d / "models" / "x.yaml").symlink_to(d / "nowhere")), "leads nowhere"),
+    (lambda d: (d.mkdir(parents=True), (d / "x.yaml").write_text("name: x\n")), "entries go in"),
+])
+def test_a_catalog_entry_the_lookup_passes_over_is_named(tmp_path, capsys, monkeypatch, make, word):
+    """Before: `unknown models catalog name 'x'`, with the entry on disk."""
+    make(tmp_path / "cat")
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "cat"))
+    one_line_error(capsys, run(tmp_path, _scenario("x")), "model", word)

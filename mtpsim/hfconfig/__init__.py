@@ -45,11 +45,13 @@ QUANTISED = ("attention", "dense_ffn", "experts", "mtp")  # the linear weights o
 
 
 def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | None = None,
-         drafters: Callable[[], dict] | None = None) -> dict[str, Any]:
+         drafters: Callable[[], dict] | None = None, mtp_runs: bool = True) -> dict[str, Any]:
     """config.json at `path` -> a raw ModelSpec mapping. `key` is the model's key path in `where`
     ("model"); `overrides` (the scenario's other keys, merged on top by the caller) are looked at
     only to know whether they give what the config cannot say; `drafters` gives the catalog's
-    DSpark drafters (catalog.dspark_drafters), for a DeepSeek-V4 checkpoint that bundles one."""
+    DSpark drafters (catalog.dspark_drafters), for a DeepSeek-V4 checkpoint that bundles one;
+    `mtp_runs`: whether the scenario runs the model's own MTP layers (where it does not, MTP layers
+    whose kind the config leaves out are left out, not asked for)."""
     overrides = overrides or {}
     at = f"{key}.hf_config" if key else "hf_config"
     top = Config(load_json(path, where, at), str(path))
@@ -63,12 +65,13 @@ def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | No
                          "layer rule (first_k_dense_replace, moe_layer_freq, mlp_only_layers, moe_layers_enum): "
                          "a rule that reaches past the layers")
     mapping: dict[str, Any] = {
-        "name": _name(Path(str(path))), "hidden_size": text.int("hidden_size"), "vocab_size": text.int("vocab_size"),
+        "name": _name(Path(str(path)), where, at, overrides), "hidden_size": text.int("hidden_size"),
+        "vocab_size": text.int("vocab_size"),
         "layers": _groups(pairs),
         "tie_embeddings": text.bool("tie_word_embeddings", top.bool("tie_word_embeddings", layout.tie_default))}
     if text.get("max_position_embeddings") is not None:
         mapping["max_context"] = text.int("max_position_embeddings", low=1)
-    mtp = _mtp(text, layout, n, where, key, overrides)
+    mtp = _mtp(text, layout, n, where, key, overrides, mtp_runs)
     if mtp is not None:
         mapping["mtp"] = mtp
     mapping |= _kinds(layout, mapping, overrides)
@@ -111,9 +114,19 @@ def load_json(path: object, where: str, at: str) -> dict[str, Any]:
     return data
 
 
-def _name(path: Path) -> str:
+def _name(path: Path, where: str, at: str, overrides: dict) -> str:
+    """The model's name: the folder a config.json sits in (a checkpoint's), else the file's stem;
+    one that cannot name a model is refused here, naming where it came from, unless the
+    scenario gives model.name itself."""
     folder = path.resolve().parent.name
-    return folder if path.name == "config.json" and folder else path.stem
+    name = folder if path.name == "config.json" and folder else path.stem
+    if "name" in overrides:
+        return name
+    if not name.strip() or len(name) > 200 or not name.isprintable():  # sections.Name's rules
+        source = f"the folder {short(name, 40)} holding it" if name == folder else f"its file name {short(name, 40)}"
+        raise ScenarioError(where, at, f"{source} would name the model, and a name is one line of 1 to 200 printable "
+                            "characters: give model.name")
+    return name
 
 
 def _groups(pairs: list) -> list[dict[str, Any]]:
@@ -127,7 +140,8 @@ def _groups(pairs: list) -> list[dict[str, Any]]:
     return groups
 
 
-def _mtp(c: Config, layout: Layout, n: int, where: str, key: str, overrides: dict) -> dict[str, Any] | None:
+def _mtp(c: Config, layout: Layout, n: int, where: str, key: str, overrides: dict,
+         runs: bool = True) -> dict[str, Any] | None:
     """num_nextn_predict_layers (mtp_num_hidden_layers) -> the mtp section, its layer kind from the family's rule where
     the rule gives every MTP layer the same pair; else the scenario's model.mtp must give it."""
     said = next((k for k in ("num_nextn_predict_layers", "mtp_num_hidden_layers") if c.int(k, 0)), None)  # Qwen3.5: the latter
@@ -141,6 +155,8 @@ def _mtp(c: Config, layout: Layout, n: int, where: str, key: str, overrides: dic
     if len(pairs) == 1 and None not in pairs:
         attention, ffn = pairs.pop()
         mtp["layer"] = {"attention": attention, "ffn": ffn}
+    elif not runs and not isinstance(overrides.get("mtp"), dict):
+        return None  # nothing here runs those layers: their kind need not be known
     elif not isinstance(overrides.get("mtp"), dict) or "layer" not in overrides["mtp"]:
         hint = f" ({layout.mtp_hint})" if layout.mtp_hint else ""
         at = f"{key}.mtp" if key else "mtp"

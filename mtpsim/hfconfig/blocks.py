@@ -31,7 +31,8 @@ def block_keys(top: Config) -> dict[str, Any]:
     layers = top.int("num_hidden_layers", low=1)
     if arch == DFLASH:
         extra = top.sub("dflash_config") if top.get("dflash_config") is not None else Config({}, top.path)
-        taps = extra.list("target_layer_ids", 1, None, past=None) or _default_taps(top.int("num_target_layers", low=1), layers)
+        taps = extra.list("target_layer_ids", 1, None, past=None) or \
+            _default_taps(top.int("num_target_layers", low=1 if layers == 1 else 4 + layers - 1), layers)
         block = {"kind": "dflash", "target_layer_ids": taps}
     else:
         markov, confidence = top.int("markov_rank", 0), top.bool("enable_confidence_head", False)
@@ -44,7 +45,8 @@ def block_keys(top: Config) -> dict[str, Any]:
 
 def _default_taps(target_layers: int, draft_layers: int) -> list[int]:
     """z-lab/dflash build_target_layer_ids: the middle layer for one draft layer, else an even
-    spread from layer 1 to target_layers - 3."""
+    spread from layer 1 to target_layers - 3 (distinct layers: the caller asks for a target of at
+    least 3 + draft_layers layers)."""
     if draft_layers == 1:
         return [target_layers // 2]
     span = target_layers - 3 - 1
