@@ -273,3 +273,15 @@ def test_a_catalog_entry_the_lookup_passes_over_is_named(tmp_path, capsys, monke
     make(tmp_path / "cat")
     monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "cat"))
     one_line_error(capsys, run(tmp_path, _scenario("x")), "model", word)
+
+
+def test_a_verify_batch_too_big_to_prefill_is_blamed_on_the_batch(tmp_path, capsys):
+    """Before: `verify.hidden_scale: the shrunken model does not fit`, whose advice changed nothing."""
+    pytest.importorskip("torch")
+    from pathlib import Path
+    text = (Path(__file__).parent.parent / "scenarios" / "verify" / "deepseek-v3-nextn-cpu.yaml").read_text()
+    text = text[:text.index("sweep:")]
+    argv = run(tmp_path, text)
+    one_line_error(capsys, ["verify", argv[1], "--set", "workload.concurrency=200", "--set", "workload.num_requests=200",
+                            "--set", "verify.iterations=3", "--out", str(tmp_path / "o")], "workload.concurrency",
+                   "prompt tokens in one chunk")

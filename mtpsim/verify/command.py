@@ -221,6 +221,11 @@ def _check_memory(s, setup: Setup, folder: Path, hardware: str, profile: str | N
         except ScenarioError as exc:
             if not any(folder.iterdir()):
                 folder.rmdir()  # the point's folder, made for this point: nothing in it to keep
+            if exc.key == "engine.chunked_prefill_tokens":  # the loop prefills every prompt in one chunk
+                raise ScenarioError(s.source or "verify", "workload.concurrency", f"the loop prefills its "
+                                    f"{len(setup.prompt_lens)} requests' {sum(setup.prompt_lens):,} prompt tokens in one "
+                                    "chunk, and the simulated engine's reserve for it outgrows this device: fewer "
+                                    "requests or shorter prompts fit") from None
             if exc.key.startswith("workload") or "max_context" in exc.reason:  # the iterations set the lengths
                 raise ScenarioError(s.source or "verify", "verify.iterations", f"the loop's requests are too long for "
                                     f"the simulation: {exc.reason} (fewer iterations and warmup_iterations fit)") from None
