@@ -253,11 +253,19 @@ def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_
         write_csv(table, folder / "recommend.csv")
         write_csv(summary, folder / "grid.csv")
         mark_complete(folder)
+        print_report(s, steps, topks, batches, table, n, time.perf_counter() - started)
+        print(f"\nwrote {folder}/")  # within claimed: a report that cannot be printed unmarks the folder
+    return folder, table
+
+
+def print_report(s: sc.Scenario, steps: list[int], topks: list[int], batches: list[int], table: pd.DataFrame,
+                 n: int, wall_s: float) -> None:
+    """What `mtpsim recommend` prints: the question, a header line, the picks, the break-even batch and the policy."""
     if s.question:
         print(f"Q: {s.question}")
     print(f"{s.name}: {s.specs.model.name} on {s.describe_layout()}, "
           f"{s.speculative.design} steps {steps[0]}..{steps[-1]}" + (f", topk {topks}" if topks != [1] else "") +
-          f", priced by {s.specs.pricing}: {n} runs + {len(batches)} baselines in {time.perf_counter() - started:.1f} s\n")
+          f", priced by {s.specs.pricing}: {n} runs + {len(batches)} baselines in {wall_s:.1f} s\n")
     print(format_recommendation(table) + "\n")
     if table.bound_by.astype(bool).any():
         print(f"bound: a limit bound the TPS pick's batch (cap N: the running-request cap, engine.max_running_requests "
@@ -266,5 +274,3 @@ def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_
     even = break_even(table)
     print(f"break-even batch: {even if even is not None else f'none within the range (speculation wins up to {batches[-1]})'}")
     print(policy_line(table))
-    print(f"\nwrote {folder}/")
-    return folder, table

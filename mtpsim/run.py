@@ -242,6 +242,15 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
         mark_complete(folder)
         if plot:
             plot_run(folder, points)
+        print_report(points, sets, summary, results, labels, intervals, time.perf_counter() - started)
+        print(f"\nwrote {folder}/")  # within claimed: a report that cannot be printed unmarks the folder
+    return folder, summary
+
+
+def print_report(points: list[sc.Scenario], sets: list[str], summary: list[dict], results: list[Results],
+           labels: list[dict], intervals, wall_s: float) -> None:
+    """What `mtpsim run` prints: the question, a header line, the table and the notes it needs."""
+    replicated = intervals is not None
     s = points[0]
     if s.question:  # the question as written, and what --set changed of the scenario it asks about
         print(f"Q: {s.question}" + (f" (with --set {', '.join(sets)})" if sets else ""))
@@ -250,7 +259,7 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
           f"{f' (the first point; {varies} swept: see the column)' if varies else ''}, "
           f"engine {s.specs.engine.name}, priced by {_pricing(points)}, {len(points)} point(s)"
           f"{f' x {len(labels) // len(points)} seeds' if replicated else ''} in "
-          f"{time.perf_counter() - started:.1f} s\n")
+          f"{wall_s:.1f} s\n")
     if replicated:
         print(format_table(intervals) + "\n\n" + legend(intervals))
     else:
@@ -270,5 +279,3 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
     if any(r.requests_truncated for r in results):
         print("(requests.csv keeps the first finished requests of very long runs; the summary counts every request,\n"
               f" its percentiles from histograms within {LogHistogram.RELATIVE_ERROR:.1%})")
-    print(f"\nwrote {folder}/")
-    return folder, summary

@@ -5,6 +5,7 @@ described in run.py's docstring; what `plot` needs of them is RUN_TABLES.
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -79,18 +80,24 @@ def _new_default(name: str) -> Path:
 
 @contextmanager
 def claimed(name: str, out: str | None) -> Iterator[Path]:
-    """`output_dir`'s folder for the length of a run. A run that fails (a bad point, an
-    unreachable cluster, Ctrl-C) gives its claim back, and the folder too while nothing else is
-    in it when this run made it, so that the same --out can be used again; what a run had already
-    written stays."""
+    """`output_dir`'s folder for the length of a command, which prints its report within (after
+    mark_complete): the report is flushed to stdout before the block ends. A command that fails
+    anywhere in the block (a bad point, an unreachable cluster, a full disk, a stdout it cannot
+    write, Ctrl-C) gives its claim back and its completion marker too, so that no later command
+    reads the folder as done, and the folder itself while nothing else is in it when this
+    command made it, so that the same --out can be used again; what it had already written stays.
+    A reader that left (`| head`, a BrokenPipeError: status 0) takes nothing from a finished folder."""
     made = out is None or not Path(out).exists()  # a folder this run creates; an empty one given by --out stays
     path = output_dir(name, out)
     try:
         yield path
-    except BaseException:
-        (path / CLAIM).unlink(missing_ok=True)
-        if made and not any(path.iterdir()):
-            path.rmdir()
+        sys.stdout.flush()  # a full or closed stdout fails here, while the folder can still be unmarked
+    except BaseException as exc:
+        if not (isinstance(exc, BrokenPipeError) and (path / COMPLETE).is_file()):
+            (path / COMPLETE).unlink(missing_ok=True)
+            (path / CLAIM).unlink(missing_ok=True)
+            if made and not any(path.iterdir()):
+                path.rmdir()
         raise
 
 

@@ -1,0 +1,76 @@
+"""An eighth adversarial campaign (output folders, output flags, `plot`'s folders, seed sweeps,
+long runs), by class. As in test_bad_input.py: bad input is one stderr line, exit status 2,
+naming the file or flag and the key; a command that fails leaves no folder marked complete."""
+from __future__ import annotations
+
+import errno
+import io
+import sys
+
+import pytest
+
+from mtpsim import cli
+from mtpsim.runfolder import CLAIM, COMPLETE
+from tests.test_bad_input import one_line_error
+from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
+
+BASE9 = """\
+name: base
+model: llama-3.1-8b
+hardware: h100-sxm
+parallel: {tp: 1}
+cost: {model: roofline}
+speculative: {design: nextn, steps: 3, draft: eagle3-llama-3.1-8b}
+acceptance: {per_depth: [0.8, 0.6, 0.5]}
+workload: {arrival: closed, concurrency: 2, num_requests: 4, input_len: 128, output_len: 32}
+"""
+
+
+def _file(tmp_path, text: str = BASE9, name: str = "base.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+# ------------------------------------------------------------------ a command that fails after writing
+
+class _Stdout(io.StringIO):
+    """A stdout whose writes fail as `error` says (a full device, a reader that left)."""
+
+    def __init__(self, error: OSError):
+        super().__init__()
+        self.error = error
+
+    def write(self, text: str) -> int:
+        raise self.error
+
+
+COMMANDS = {"run": ["--jobs", "1"], "run --plot": ["--jobs", "1", "--plot"],
+            "recommend": ["--batch", "1,2", "--seeds", "1", "--max-steps", "1", "--jobs", "1"],
+            "search": ["--gpus", "1", "--concurrency", "1,2", "--max-steps", "1", "--no-cache", "--no-plot", "--jobs", "1"]}
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_report_that_cannot_be_printed_leaves_no_complete_folder(tmp_path, capsys, monkeypatch, command):
+    """Before: `run base.yaml --out X > /dev/full` exited 2 with X/ marked complete, every CSV in
+    it: `plot` read it as a finished run (recommend and search alike). The report is printed
+    within the claim now, and a failure there takes the marker back."""
+    out = tmp_path / "X"
+    monkeypatch.setattr(sys, "stdout", _Stdout(OSError(errno.ENOSPC, "No space left on device")))
+    argv = [command.split()[0], _file(tmp_path), *COMMANDS[command], "--out", str(out)]
+    line = one_line_error(capsys, argv, "", "cannot write")
+    monkeypatch.undo()
+    assert line == "mtpsim: error: <stdout>: cannot write: No space left on device"
+    files = {p.name for p in out.iterdir()}
+    assert COMPLETE not in files and CLAIM not in files, files
+    if command.startswith("run"):
+        one_line_error(capsys, ["plot", str(out)], "", f"no {COMPLETE}")
+
+
+def test_a_reader_that_left_takes_nothing_from_a_finished_folder(tmp_path, monkeypatch):
+    """`mtpsim run ... | head`: status 0, as before, and the folder stays complete."""
+    out = tmp_path / "X"
+    monkeypatch.setattr(sys, "stdout", _Stdout(BrokenPipeError(errno.EPIPE, "Broken pipe")))
+    assert cli.main(["run", _file(tmp_path), "--jobs", "1", "--out", str(out)]) == 0
+    monkeypatch.undo()
+    assert (out / COMPLETE).is_file()
