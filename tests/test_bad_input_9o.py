@@ -74,3 +74,31 @@ def test_a_reader_that_left_takes_nothing_from_a_finished_folder(tmp_path, monke
     assert cli.main(["run", _file(tmp_path), "--jobs", "1", "--out", str(out)]) == 0
     monkeypatch.undo()
     assert (out / COMPLETE).is_file()
+
+
+# ------------------------------------------------------------------ output paths of one line
+
+OUTPUT_FLAGS = [(["run"], "--out"), (["recommend"], "--out"), (["search", "--gpus", "1"], "--out"),
+                (["search", "--gpus", "1"], "--cache"), (["verify"], "--out"), (["calibrate"], "--out"),
+                (["calibrate", "--from", "aiconfigurator"], "--out")]
+
+
+@pytest.mark.parametrize("value", ["a\nb", "a\tb", "a\rb", "a\x1b[31mb", "a\x85b", "a\u2028b", "a\x7fb"],
+                         ids=["newline", "tab", "return", "escape", "NEL", "line-separator", "DEL"])
+@pytest.mark.parametrize("argv,flag", OUTPUT_FLAGS, ids=[" ".join([*a[:1], *a[2:3], f]) for a, f in OUTPUT_FLAGS])
+def test_an_output_path_with_a_control_character_is_refused(tmp_path, capsys, monkeypatch, argv, flag, value):
+    """Before: `run --out $'a\\nb'` made the folder and printed a two-line `wrote`; `calibrate
+    --out $'pr\\nof'` started timing. Every flag that names a path a command writes is one line."""
+    from tests.test_bad_input_2 import parse_error
+    monkeypatch.chdir(tmp_path)  # whatever would be made, is made here
+    scenario = [] if argv[0] == "calibrate" else [_file(tmp_path)]
+    line = parse_error(capsys, [argv[0], *scenario, *argv[1:], flag, value])
+    assert f"argument {flag}: " in line and "holds a control character" in line, line
+    assert {p.name for p in tmp_path.iterdir()} == ({"base.yaml"} if scenario else set())
+
+
+def test_an_output_path_of_other_characters_is_written(tmp_path, capsys):
+    """Spaces, accents and non-breaking spaces are a path's own: written as given."""
+    out = tmp_path / "my run é\u00a0x"
+    assert cli.main(["run", _file(tmp_path), "--jobs", "1", "--out", str(out)]) == 0
+    assert (out / COMPLETE).is_file() and f"wrote {out}/" in capsys.readouterr().out
