@@ -102,3 +102,54 @@ def test_an_output_path_of_other_characters_is_written(tmp_path, capsys):
     out = tmp_path / "my run é\u00a0x"
     assert cli.main(["run", _file(tmp_path), "--jobs", "1", "--out", str(out)]) == 0
     assert (out / COMPLETE).is_file() and f"wrote {out}/" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ plot: one run's tables
+
+OTHER = BASE9.replace("name: base", "name: other").replace("steps: 3", "steps: 2").replace("num_requests: 4", "num_requests: 6")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """A run of BASE9, the same scenario on another seed, a run of another scenario, and both
+    scenarios over two seeds (their folders: base, seed5, other, seeds, other-seeds)."""
+    root = tmp_path_factory.mktemp("runs")
+    for name, text, extra in (("base", BASE9, []), ("seed5", BASE9, ["--set", "seed=5"]), ("other", OTHER, []),
+                              ("seeds", BASE9, ["--seeds", "2"]), ("other-seeds", OTHER, ["--seeds", "2"])):
+        assert cli.main(["run", _file(root, text, f"{name}.yaml"), "--jobs", "1", "--out", str(root / name), *extra]) == 0
+    return root
+
+
+MIXED = [  # (the folder, the file copied into it from another, the word the reason holds)
+    ("base", "other", "requests.csv", "point: 6 rows for point 0, and summary.csv says that run kept 4"),
+    ("base", "other", "summary.csv", "name: 'other' at point 0, and scenario.resolved.yaml names it 'base'"),
+    ("base", "other", "iterations.csv", "point: "),
+    ("base", "seed5", "requests.csv", "first_token_s: point 0's requests wait"),
+    ("base", "seed5", "iterations.csv", "point: "),
+    ("base", "seeds", "requests.csv", "seed: has a seed column, and summary.csv's runs have none"),
+    ("seeds", "base", "accept_counts.csv", "seed: has no seed column"),
+    ("base", "seeds", "summary.csv", "seed: has no seed column"),
+    ("seeds", "other-seeds", "summary_ci.csv", "name: 'other' at point 0"),
+]
+
+
+@pytest.mark.parametrize("folder,source,name,says", MIXED, ids=[f"{n} from {s} into {f}" for f, s, n, _ in MIXED])
+def test_plot_refuses_tables_from_different_runs(tmp_path, capsys, runs, folder, source, name, says):
+    """Before: `plot` drew a folder whose requests.csv or summary.csv came from a run of another
+    scenario (docs/limits.md: CSVs `from elsewhere` are refused). The tables must agree with each
+    other and with the scenario: point runs, names, rows kept, and the requests' mean TTFT."""
+    import shutil
+    mixed = tmp_path / "mixed"
+    shutil.copytree(runs / folder, mixed)
+    shutil.copy(runs / source / name, mixed / name)
+    line = one_line_error(capsys, ["plot", str(mixed)], "", "different runs")
+    assert "mixed/" in line and says in line, line
+    assert not (mixed / "speedup.png").exists()
+
+
+@pytest.mark.parametrize("folder", ["base", "seed5", "other", "seeds"])
+def test_plot_draws_each_whole_run(tmp_path, capsys, runs, folder):
+    import shutil
+    shutil.copytree(runs / folder, tmp_path / folder)
+    assert cli.main(["plot", str(tmp_path / folder)]) == 0
+    assert capsys.readouterr().err == ""
