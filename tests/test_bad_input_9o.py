@@ -153,3 +153,54 @@ def test_plot_draws_each_whole_run(tmp_path, capsys, runs, folder):
     shutil.copytree(runs / folder, tmp_path / folder)
     assert cli.main(["plot", str(tmp_path / folder)]) == 0
     assert capsys.readouterr().err == ""
+
+
+# ------------------------------------------------------------------ sweeping seeds
+
+def test_a_seeds_sweep_says_what_it_ran_and_shares_its_baselines(tmp_path, capsys):
+    """Before: `sweep: {seeds: [1, 3]}` printed `2 point(s) x 2 seeds` (runs / points) and wrote the
+    baseline's seed-0 row twice (each seeds value its own comparison group, each running `none`
+    again). A baseline run is one replicate on its seed: the points share theirs."""
+    import pandas as pd
+    out = tmp_path / "o"
+    assert cli.main(["run", _file(tmp_path), "--jobs", "1", "--set", "sweep={seeds: [1, 3]}", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "2 point(s) x 1 or 3 seeds in" in text
+    summary = pd.read_csv(out / "summary.csv")
+    runs = list(zip(summary.point, summary.seed))
+    assert runs == [(0, 0), (1, 0), (1, 1), (1, 2), (-1, 0), (-1, 1), (-1, 2)]
+    assert set(summary.baseline) == {0} and list(summary.seeds[summary.point < 0]) == [3, 3, 3]
+    ci = pd.read_csv(out / "summary_ci.csv")
+    assert list(ci.seeds) == [1, 3, 3]
+    assert cli.main(["plot", str(out)]) == 0
+
+
+def test_the_seeds_flag_over_a_seeds_sweep_wins_as_set_does_and_says_so(tmp_path, capsys):
+    """Before: `--seeds 2` over `sweep: {seeds: [1, 3]}` ran two identical points of two seeds
+    without a word. As `--set seeds=2` does, the flag stops the key being swept: one point, one
+    warning naming the swept key."""
+    scenario = _file(tmp_path, BASE9 + "sweep: {seeds: [1, 3], speculative.steps: [1, 2]}\n")
+    lines = warnings_of(capsys, ["run", scenario, "--jobs", "1", "--seeds", "2", "--out", str(tmp_path / "o")])
+    assert lines == [f"mtpsim: warning: {scenario}: sweep.seeds: --seeds 2 sets seeds on every point, over the sweep "
+                     "(as --set would): the swept values [1, 3] are not run"]
+    import pandas as pd
+    summary = pd.read_csv(tmp_path / "o" / "summary.csv")
+    assert list(zip(summary.point, summary.seed)) == [(0, 0), (0, 1), (1, 0), (1, 1), (-1, 0), (-1, 1)]
+    assert "seeds" not in summary  # no swept column: every point runs the flag's seeds
+
+
+def test_a_bad_seeds_flag_is_the_one_line_over_a_seeds_sweep(tmp_path, capsys):
+    scenario = _file(tmp_path, BASE9 + "sweep: {seeds: [1, 3]}\n")
+    one_line_error(capsys, ["run", scenario, "--seeds", "many", "--out", str(tmp_path / "o")], "", "--seeds: 'many'")
+    one_line_error(capsys, ["run", scenario, "--seeds", "3", "--set", f"seed={2**63 - 2}", "--out", str(tmp_path / "o")],
+                   "", "--seeds: 3 replicates from seed")
+    assert not (tmp_path / "o").exists()
+
+
+def test_replicates_up_to_the_largest_seed_run(tmp_path, capsys):
+    """Before: `--seeds 3` from seed 2**63 - 3 (its last replicate the largest seed) was refused
+    at the file's `seeds` key: each replicate's baseline was validated as running 3 seeds itself."""
+    out = tmp_path / "o"
+    assert cli.main(["run", _file(tmp_path), "--jobs", "1", "--seeds", "3", "--set", f"seed={2**63 - 3}",
+                     "--out", str(out)]) == 0
+    assert "1 point(s) x 3 seeds" in capsys.readouterr().out
