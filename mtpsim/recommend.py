@@ -32,7 +32,7 @@ from mtpsim.errors import ScenarioError, holding, short, warn, whole_number
 from mtpsim.intervals import seed_intervals
 from mtpsim.run import default_jobs
 from mtpsim.runfolder import claimed, mark_complete, write_csv
-from mtpsim.schema import MAX_USERS, check_replicates
+from mtpsim.schema import MAX_USERS, check_replicates, mean_length
 from mtpsim.search import execute, space
 from mtpsim.search.bounds import MAX_SEARCH_POINTS
 from mtpsim.search.space import candidate_steps  # noqa: F401  (recommend's steps are the search's)
@@ -103,7 +103,7 @@ def grid(s: sc.Scenario, batches: list[int], steps: list[int], topks: list[int],
     for setting in settings:
         at = space.at_layout(s, layout, setting)
         points += [space.with_load(at, load, layout, keep_cap=True, origin=("--batch", "")) for load in loads]
-    space.heavy_load(loads, ("--batch", ""))  # after the points validate: a refused load is one line
+    space.heavy_load(loads, ("--batch", ""), mean_length(w.output_len))  # after the points validate: one line if refused
     return [p.model_copy(update={"seed": p.seed + k}) for p in points for k in range(seeds)]
 
 

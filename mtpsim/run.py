@@ -24,12 +24,12 @@ from pydantic import TypeAdapter, ValidationError
 
 from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE, is_draft_key
-from mtpsim.errors import ScenarioError, holding, whole_number
+from mtpsim.errors import ScenarioError, holding, warn, whole_number
 from mtpsim.histogram import LogHistogram
 from mtpsim.results import Results
 from mtpsim.run_table import format_table, legend, limits_note, pools_table, prefix_note, trace_note
 from mtpsim.runfolder import claimed, concat, mark_complete, plot_run, write_run
-from mtpsim.schema import MAX_SEEDS, Seeds, check_replicates
+from mtpsim.schema import MAX_SEEDS, Seeds, check_replicates, mean_length
 from mtpsim.sim import simulate
 from mtpsim.sim.progress import progress_bar
 
@@ -228,6 +228,29 @@ def with_seeds(points: list[sc.Scenario], seeds: str | int | None) -> list[sc.Sc
     return [p.model_copy(update={"seeds": n}) for p in points]
 
 
+def heavy_runs(points: list[sc.Scenario]) -> None:
+    """One line up front when a point's run takes minutes to simulate, by the rule recommend and
+    search warn by (search/space.py `heavy`): a run's progress line only starts after its first
+    minute, so a long one would otherwise say nothing until then."""
+    from mtpsim.search.space import heavy
+    from mtpsim.tracefiles import scan
+    found = []
+    for i, s in enumerate(points):
+        w = s.workload
+        if w.arrival == "trace":  # its selection, read once already (checks.py)
+            stats = scan(w.trace)
+            size = heavy(stats.num_requests, stats.mean_output_len, None)
+        else:
+            size = heavy(w.num_requests, mean_length(w.output_len), w.concurrency if w.arrival in ("closed", "batch") else None)
+        found.append((*size, i, s))
+    share, what, i, s = max(found, key=lambda f: f[0])
+    if share >= 1:
+        at = f"point {i}: " if len(points) > 1 else ""
+        warn(s.source, "workload.trace" if s.workload.arrival == "trace" else "workload.num_requests",
+             f"{at}a run of this load simulates {what}, which takes minutes per run (progress is reported after "
+             "the first minute): fewer requests would do for steady-state figures")
+
+
 def _whole(text: str) -> int:
     value = whole_number(text)
     if value is None:
@@ -248,6 +271,7 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
     n = seeds_count(seeds)  # before the scenario: a bad --seeds is the one line
     with holding():  # the loader's warnings wait for the seeds' own check: bad input stays one line
         points = with_seeds(sc.load(path, sets, fixed={"seeds": f"--seeds {n}"} if n else None), n)
+        heavy_runs(points)
     with claimed(points[0].name, out) as folder:  # a failed run gives the folder back
         started = time.perf_counter()
         summary, results = run_rows(points, jobs, keep_passes=trace,
