@@ -241,3 +241,19 @@ def test_recommend_counts_decode_iterations_too(tmp_path, capsys, monkeypatch):
     assert lines == ["mtpsim: warning: --batch: a point of this load simulates 2 requests (about 64 decode iterations), "
                      "which takes minutes per point (progress is reported as points finish): fewer requests per user "
                      "or rate would do for a ranking"]
+
+
+def test_a_profile_whose_wrote_line_cannot_be_printed_replaces_nothing(tmp_path, capsys, monkeypatch):
+    """calibrate (and --from aiconfigurator) print their `wrote` line within outputs.staged, which
+    flushes stdout before the rename: before, a full stdout failed the command after the new
+    profile had replaced the old one."""
+    from mtpsim.outputs import staged
+    out = tmp_path / "profile"
+    out.mkdir()
+    (out / "meta.yaml").write_text("old: true\n")
+    monkeypatch.setattr(sys, "stdout", _Stdout(OSError(errno.ENOSPC, "No space left on device")))
+    with pytest.raises(OSError), staged(out) as tmp:
+        (tmp / "meta.yaml").write_text("new: true\n")
+        print(f"wrote {out}")
+    monkeypatch.undo()
+    assert (out / "meta.yaml").read_text() == "old: true\n" and not (tmp_path / "profile.partial").exists()
