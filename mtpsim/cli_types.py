@@ -1,11 +1,12 @@
-"""What a command-line flag accepts: argparse types for a whole number in range and for a name
-that is not blank, and the flags' limits, shared by mtpsim/cli.py and mtpsim/search/cli.py. A
-bad value is argparse's one-line error (cli.py `_Parser`). Standard library only, so building
-the parser stays quick.
+"""What a command-line flag accepts: argparse types for a whole number in range, for a name
+that is not blank and for a path a command writes (one line, no control character), and the
+flags' limits, shared by mtpsim/cli.py and mtpsim/search/cli.py. A bad value is argparse's
+one-line error (cli.py `_Parser`). Standard library only, so building the parser stays quick.
 """
 from __future__ import annotations
 
 import argparse
+import unicodedata
 
 from mtpsim.errors import short, whole_number
 
@@ -35,8 +36,27 @@ def named(hint: str):
     return parse
 
 
+# a line break or a control character: C0 and C1 controls (newline, tab, escape, NEL) and the
+# Unicode line and paragraph separators, which str.splitlines() and some terminals break lines at
+LINE_BREAKING = ("Cc", "Zl", "Zp")
+
+
+def output_path(hint: str):
+    """An argparse type for a flag that names a file or folder a command writes (--out, --cache):
+    `named`'s, and one line of text: a control character in it (a newline pasted with the path, an
+    escape) would make a folder no one meant, printed over two lines by `wrote ...`."""
+    not_blank = named(hint)
+
+    def parse(text: str) -> str:
+        if any(unicodedata.category(c) in LINE_BREAKING for c in text):
+            raise argparse.ArgumentTypeError(f"{short(text, 60)} holds a control character or line break: give a path "
+                                             "of one line, without newlines, tabs or escapes")
+        return not_blank(text)
+    return parse
+
+
 at_least_one = bounded(1, 1 << 20)
-folder = named("name the folder to write, or leave --out out for the default")
+folder = output_path("name the folder to write, or leave --out out for the default")
 address = named("name the Ray cluster (host:port), or leave --address out for RAY_ADDRESS or a local Ray")
 
 

@@ -7,6 +7,7 @@ last of them.
 from __future__ import annotations
 
 import shutil
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,7 +51,9 @@ def staged(out: Path) -> Iterator[Path]:
     """A folder written whole or not at all (a profile): the body writes into `<out>.partial`,
     created here exclusively (so a folder of that name we did not make is left alone); on any
     exception, Ctrl-C included, it is removed; on success it replaces `out` (the caller has
-    checked that `out` may be replaced) by one rename."""
+    checked that `out` may be replaced) by one rename, once what the body printed (its `wrote`
+    line) has reached stdout: a stdout it cannot write (a full device) fails the command before
+    anything is replaced."""
     tmp = out.with_name(out.name + ".partial")
     try:
         tmp.mkdir(parents=True)
@@ -61,6 +64,7 @@ def staged(out: Path) -> Iterator[Path]:
         raise ScenarioError(str(tmp), "", f"cannot create: {exc.strerror or exc}") from None
     try:
         yield tmp
+        sys.stdout.flush()
         if out.exists():
             shutil.rmtree(out)
         tmp.rename(out)

@@ -32,7 +32,7 @@ from mtpsim.errors import ScenarioError, holding, short, warn, whole_number
 from mtpsim.intervals import seed_intervals
 from mtpsim.run import default_jobs
 from mtpsim.runfolder import claimed, mark_complete, write_csv
-from mtpsim.schema import MAX_USERS, check_replicates
+from mtpsim.schema import MAX_USERS, check_replicates, mean_length
 from mtpsim.search import execute, space
 from mtpsim.search.bounds import MAX_SEARCH_POINTS
 from mtpsim.search.space import candidate_steps  # noqa: F401  (recommend's steps are the search's)
@@ -101,7 +101,7 @@ def grid(s: sc.Scenario, batches: list[int], steps: list[int], topks: list[int],
     for setting in settings:
         at = space.at_layout(s, layout, setting)
         points += [space.with_load(at, load, layout, keep_cap=True, origin=("--batch", "")) for load in loads]
-    space.heavy_load(loads, ("--batch", ""))  # after the points validate: a refused load is one line
+    space.heavy_load(loads, ("--batch", ""), mean_length(w.output_len))  # after the points validate: one line if refused
     return [p.model_copy(update={"seed": p.seed + k}) for p in points for k in range(seeds)]
 
 
@@ -251,11 +251,19 @@ def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_
         write_csv(table, folder / "recommend.csv")
         write_csv(summary, folder / "grid.csv")
         mark_complete(folder)
+        print_report(s, steps, topks, batches, table, n, time.perf_counter() - started)
+        print(f"\nwrote {folder}/")  # within claimed: a report that cannot be printed unmarks the folder
+    return folder, table
+
+
+def print_report(s: sc.Scenario, steps: list[int], topks: list[int], batches: list[int], table: pd.DataFrame,
+                 n: int, wall_s: float) -> None:
+    """What `mtpsim recommend` prints: the question, a header line, the picks, the break-even batch and the policy."""
     if s.question:
         print(f"Q: {s.question}")
     print(f"{s.name}: {s.specs.model.name} on {s.describe_layout()}, "
           f"{s.speculative.design} steps {steps[0]}..{steps[-1]}" + (f", topk {topks}" if topks != [1] else "") +
-          f", priced by {s.specs.pricing}: {n} runs + {len(batches)} baselines in {time.perf_counter() - started:.1f} s\n")
+          f", priced by {s.specs.pricing}: {n} runs + {len(batches)} baselines in {wall_s:.1f} s\n")
     print(format_recommendation(table) + "\n")
     if table.bound_by.astype(bool).any():
         print(f"bound: a limit bound the TPS pick's batch (cap N: the running-request cap, engine.max_running_requests "
@@ -264,5 +272,3 @@ def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_
     even = break_even(table)
     print(f"break-even batch: {even if even is not None else f'none within the range (speculation wins up to {batches[-1]})'}")
     print(policy_line(table))
-    print(f"\nwrote {folder}/")
-    return folder, table

@@ -24,19 +24,21 @@ from pydantic import TypeAdapter, ValidationError
 
 from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE, is_draft_key
-from mtpsim.errors import ScenarioError, whole_number
+from mtpsim.errors import ScenarioError, holding, warn, whole_number
 from mtpsim.histogram import LogHistogram
 from mtpsim.results import Results
 from mtpsim.run_table import format_table, legend, limits_note, pools_table, prefix_note, trace_note
 from mtpsim.runfolder import claimed, concat, mark_complete, plot_run, write_run
-from mtpsim.schema import MAX_SEEDS, Seeds, check_replicates
+from mtpsim.schema import MAX_SEEDS, Seeds, check_replicates, mean_length
 from mtpsim.sim import simulate
 from mtpsim.sim.progress import progress_bar
 
 __all__ = ["format_table", "run_points", "run_rows", "run_scenario"]  # format_table: notebooks print the table as run does
 
 SEEDS = TypeAdapter(Seeds)
-BASELINE_FREE = {"name", "question", "speculative", "acceptance", "sweep", "verify", "model"}
+# what a `none` run does not depend on; `seeds` too: each replicate has its own baseline run, on
+# its seed, so points that differ only in how many seeds they run share theirs
+BASELINE_FREE = {"name", "question", "speculative", "acceptance", "sweep", "verify", "model", "seeds"}
 
 
 def baseline_key(s: sc.Scenario) -> str:
@@ -46,12 +48,16 @@ def baseline_key(s: sc.Scenario) -> str:
     return json.dumps([s.model_dump(exclude=BASELINE_FREE), target], sort_keys=True, default=str)
 
 
-def baseline_of(s: sc.Scenario) -> sc.Scenario:
-    """The `none` run of point `s`. Its point keeps only the swept keys a baseline runs with, so
-    its rows and legend never carry the design's settings."""
-    data = s.model_dump(exclude={"sweep"}, exclude_none=True)
+def baseline_of(s: sc.Scenario, seeds: int | None = None) -> sc.Scenario:
+    """The `none` run of point run `s` (one replicate: one run, on its seed). Its point keeps only
+    the swept keys a baseline runs with, so its rows and legend never carry the design's settings;
+    a swept `seeds` reads `seeds`, the most of the points it is the baseline of (default: s's)."""
+    data = s.model_dump(exclude={"sweep", "seeds"}, exclude_none=True)
     data["speculative"], data["acceptance"] = {"design": BASELINE}, {}
-    return sc.validate(data, s.source, {k: v for k, v in s.point.items() if not is_draft_key(k)})
+    point = {k: v for k, v in s.point.items() if not is_draft_key(k)}
+    if "seeds" in point:
+        point["seeds"] = seeds or s.seeds
+    return sc.validate(data, s.source, point)
 
 
 def replicates(s: sc.Scenario) -> list[sc.Scenario]:
@@ -79,11 +85,13 @@ def run_rows(points: list[sc.Scenario], jobs: int | None = 1, progress: bool = T
     at most one per run (a point and its baseline are two runs)."""
     groups: dict[str, int] = {}  # baseline key of a point's first seed -> its comparison group
     group_of = [groups.setdefault(baseline_key(s), len(groups)) for s in points]
+    most = {g: max(s.seeds for s, h in zip(points, group_of) if h == g) for g in groups.values()}  # seeds a group runs
     runs = [(i, r, baseline_key(r)) for i, s in enumerate(points) for r in replicates(s)]
     baselines: dict[str, tuple[sc.Scenario, int]] = {}  # baseline key -> (its `none` run, group)
     for i, r, key in runs:
         if key not in baselines:
-            baselines[key] = (r if r.speculative.design == BASELINE else baseline_of(r), group_of[i])
+            g = group_of[i]
+            baselines[key] = (r if r.speculative.design == BASELINE else baseline_of(r, most[g]), g)
     scenarios = [r for _, r, _ in runs]
     extra = [(key, b, g) for key, (b, g) in baselines.items() if b not in scenarios]
     tasks = scenarios + [b for _, b, _ in extra]
@@ -183,6 +191,12 @@ def run_labels(points: list[sc.Scenario]) -> list[dict]:
     return [{"point": i, "seed": r.seed} for i, s in enumerate(points) for r in replicates(s)]
 
 
+def _seed_counts(points: list[sc.Scenario]) -> str:
+    """How many seeds the points run: `3`, or `1 or 3` where a sweep gives them different counts."""
+    counts = sorted({p.seeds for p in points})
+    return str(counts[0]) if len(counts) == 1 else f"{', '.join(map(str, counts[:-1]))} or {counts[-1]}"
+
+
 def _pricing(points: list[sc.Scenario]) -> str:
     """What priced the run (one cost model, or each one a sweep used)."""
     return ", ".join(dict.fromkeys(p.specs.pricing for p in points))
@@ -192,18 +206,49 @@ def default_jobs(n_points: int) -> int:
     return max(1, min(n_points, os.cpu_count() or 1))
 
 
-def with_seeds(points: list[sc.Scenario], seeds: str | int | None) -> list[sc.Scenario]:
-    """`--seeds N` over every point's `seeds` (N as typed; a bad one is a ScenarioError naming --seeds)."""
+def seeds_count(seeds: str | int | None) -> int | None:
+    """`--seeds N` as typed -> N (a bad one is a ScenarioError naming --seeds); None: not given."""
     if seeds is None:
-        return points
+        return None
     try:
-        n = SEEDS.validate_python(seeds if isinstance(seeds, int) else _whole(seeds))
+        return SEEDS.validate_python(seeds if isinstance(seeds, int) else _whole(seeds))
     except ValueError as exc:  # not a whole number, or pydantic's ValidationError (a ValueError)
         reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else f"{seeds!r} is not a whole number"
         raise ScenarioError("--seeds", "", f"{reason} (replicates per point, 1..{MAX_SEEDS})") from None
+
+
+def with_seeds(points: list[sc.Scenario], seeds: str | int | None) -> list[sc.Scenario]:
+    """`--seeds N` over every point's `seeds` (N as typed; a bad one is a ScenarioError naming
+    --seeds). The points are loaded with `seeds` fixed (scenario.load): a sweep over it stops."""
+    n = seeds_count(seeds)
+    if n is None:
+        return points
     for p in points:
         check_replicates(p.seed, n, "--seeds", "")
     return [p.model_copy(update={"seeds": n}) for p in points]
+
+
+def heavy_runs(points: list[sc.Scenario]) -> None:
+    """One line up front when a point's run takes minutes to simulate, by the rule recommend and
+    search warn by (search/space.py `heavy`): a run's progress line only starts after its first
+    minute, so a long one would otherwise say nothing until then."""
+    from mtpsim.search.space import heavy
+    from mtpsim.tracefiles import scan
+    found = []
+    for i, s in enumerate(points):
+        w = s.workload
+        if w.arrival == "trace":  # its selection, read once already (checks.py)
+            stats = scan(w.trace)
+            size = heavy(stats.num_requests, stats.mean_output_len, None)
+        else:
+            size = heavy(w.num_requests, mean_length(w.output_len), w.concurrency if w.arrival in ("closed", "batch") else None)
+        found.append((*size, i, s))
+    share, what, i, s = max(found, key=lambda f: f[0])
+    if share >= 1:
+        at = f"point {i}: " if len(points) > 1 else ""
+        warn(s.source, "workload.trace" if s.workload.arrival == "trace" else "workload.num_requests",
+             f"{at}a run of this load simulates {what}, which takes minutes per run (progress is reported after "
+             "the first minute): fewer requests would do for steady-state figures")
 
 
 def _whole(text: str) -> int:
@@ -223,7 +268,10 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
         raise ScenarioError("--address", "", "names a Ray cluster: use it with --backend ray")
     if backend == "ray" and importlib.util.find_spec("ray") is None:
         raise ScenarioError("--backend", "", "ray needs Ray installed: pip install 'mtpsim[ray]'")
-    points = with_seeds(sc.load(path, sets), seeds)
+    n = seeds_count(seeds)  # before the scenario: a bad --seeds is the one line
+    with holding():  # the loader's warnings wait for the seeds' own check: bad input stays one line
+        points = with_seeds(sc.load(path, sets, fixed={"seeds": f"--seeds {n}"} if n else None), n)
+        heavy_runs(points)
     with claimed(points[0].name, out) as folder:  # a failed run gives the folder back
         started = time.perf_counter()
         summary, results = run_rows(points, jobs, keep_passes=trace,
@@ -242,6 +290,15 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
         mark_complete(folder)
         if plot:
             plot_run(folder, points)
+        print_report(points, sets, summary, results, labels, intervals, time.perf_counter() - started)
+        print(f"\nwrote {folder}/")  # within claimed: a report that cannot be printed unmarks the folder
+    return folder, summary
+
+
+def print_report(points: list[sc.Scenario], sets: list[str], summary: list[dict], results: list[Results],
+           labels: list[dict], intervals, wall_s: float) -> None:
+    """What `mtpsim run` prints: the question, a header line, the table and the notes it needs."""
+    replicated = intervals is not None
     s = points[0]
     if s.question:  # the question as written, and what --set changed of the scenario it asks about
         print(f"Q: {s.question}" + (f" (with --set {', '.join(sets)})" if sets else ""))
@@ -249,8 +306,7 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
     print(f"{s.name}: {s.specs.model.name} on {s.describe_layout()}"
           f"{f' (the first point; {varies} swept: see the column)' if varies else ''}, "
           f"engine {s.specs.engine.name}, priced by {_pricing(points)}, {len(points)} point(s)"
-          f"{f' x {len(labels) // len(points)} seeds' if replicated else ''} in "
-          f"{time.perf_counter() - started:.1f} s\n")
+          f"{f' x {_seed_counts(points)} seeds' if replicated else ''} in {wall_s:.1f} s\n")
     if replicated:
         print(format_table(intervals) + "\n\n" + legend(intervals))
     else:
@@ -270,5 +326,3 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
     if any(r.requests_truncated for r in results):
         print("(requests.csv keeps the first finished requests of very long runs; the summary counts every request,\n"
               f" its percentiles from histograms within {LogHistogram.RELATIVE_ERROR:.1%})")
-    print(f"\nwrote {folder}/")
-    return folder, summary

@@ -107,10 +107,13 @@ def parse_set(item: str) -> tuple[str, Any]:
     return key.strip(), value
 
 
-def load(path: str | Path, sets: list[str] = (), advise_points: bool = True) -> list[Scenario]:
+def load(path: str | Path, sets: list[str] = (), advise_points: bool = True,
+         fixed: dict[str, str] | None = None) -> list[Scenario]:
     """Read, override, expand the sweep and validate: one Scenario per point, each point's
     warnings printed (advice.py) unless `advise_points` is False: a command that refuses some
-    valid scenarios checks its own rule first and then advises, so bad input stays one line."""
+    valid scenarios checks its own rule first and then advises, so bad input stays one line.
+    `fixed`: top-level keys a command's own flag sets on every point afterwards (run's --seeds),
+    key -> the flag as given: as a key --set gives, such a key stops being swept, with one warning."""
     where = str(path)
     data = read_yaml(path)
     overrides = [parse_set(item) for item in sets]
@@ -130,7 +133,7 @@ def load(path: str | Path, sets: list[str] = (), advise_points: bool = True) -> 
                             f"give {inner} after it, or inside it")
     note_set_keys(where, (lambda key: _set_by_flag(key, keys, written)) if keys else None)
     try:
-        scenarios = _points(data, path, overrides)
+        scenarios = _points(data, path, overrides, fixed)
     except ScenarioError as exc:  # a value --set gave is the flag's fault, not the file's (a swept one too)
         if exc.where == where and exc.key and (_set_by_flag(exc.key, keys, written) or
                                                _set_by_flag(f"sweep.{exc.key}", keys, written)):
@@ -143,8 +146,10 @@ def load(path: str | Path, sets: list[str] = (), advise_points: bool = True) -> 
     return scenarios
 
 
-def _points(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, Any]]) -> list[Scenario]:
-    """The file's data (--set applied) -> its sweep checked and expanded, each point validated."""
+def _points(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, Any]],
+            fixed: dict[str, str] | None = None) -> list[Scenario]:
+    """The file's data (--set applied) -> its sweep checked and expanded, each point validated
+    (a key in `fixed`, set by a command's flag, is not swept: load)."""
     where = str(path)
     sweep = {} if data.get("sweep") is None else data["sweep"]
     if not isinstance(sweep, dict):
@@ -170,8 +175,14 @@ def _points(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, A
                 raise ScenarioError(where, f"sweep.{key}", f"lies inside sweep.{other}: the two would set the same "
                                     "value, each point keeping whichever comes last; sweep one of them")
     # --set wins over the sweep: a swept key it names (or lies under) stops being swept, and a
-    # swept section it lies inside is overridden point by point
+    # swept section it lies inside is overridden point by point; so does a command's flag that
+    # sets a key on every point (run's --seeds), which, unlike --set, does not name the key: it says so
     sweep = {k: v for k, v in sweep.items() if not any(k == o or k.startswith(o + ".") for o, _ in overrides)}
+    fixed = fixed or {}
+    for key in [k for k in sweep if _canonical_key(k) in fixed]:
+        flag = fixed[_canonical_key(key)]
+        later.append((where, f"sweep.{key}", f"{flag} sets {key} on every point, over the sweep (as --set would): "
+                      f"the swept values {short(sweep.pop(key), 40)} are not run"))
     size = math.prod(len(v) for v in sweep.values())
     if size > MAX_SWEEP_POINTS:
         raise ScenarioError(where, "sweep", f"{size:,} points is over the limit of {MAX_SWEEP_POINTS:,} per scenario "

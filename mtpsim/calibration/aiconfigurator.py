@@ -265,11 +265,11 @@ def main(args) -> int:
     if args.system not in SYSTEMS:  # before the banner below prints the name
         raise ScenarioError("--system", short(args.system, 40)[1:-1], f"unknown system (known: {', '.join(SYSTEMS)})")
     print(f"mtpsim calibrate --from aiconfigurator: {args.system} / {args.backend} -> {out}")
-    with staged(out) as tmp:  # whole or not at all: Ctrl-C or a full disk leaves no half profile
+    with staged(out) as tmp:  # whole or not at all: Ctrl-C, a full disk or a full stdout leaves no half profile
         meta = convert(args.system, args.backend, args.version, tmp)
-    size = sum(p.stat().st_size for p in out.iterdir())
-    print(f"wrote {len(meta['families'])} op families, {size / 1e6:.1f} MB, framework version "
-          f"{meta['source']['framework_version']}, package {meta['source']['package_version']}")
+        size = sum(p.stat().st_size for p in tmp.iterdir())
+        print(f"wrote {len(meta['families'])} op families, {size / 1e6:.1f} MB, framework version "
+              f"{meta['source']['framework_version']}, package {meta['source']['package_version']}")
     return 0
 
 

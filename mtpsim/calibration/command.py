@@ -84,7 +84,7 @@ def write_profile(choice: str, out: str | None, quick: bool, threads: int | None
         meta["wall_s"] = round(time.time() - started, 1)
         with writing(tmp / "meta.yaml") as file:
             file.write_text(yaml.safe_dump(meta, sort_keys=False))
-    print(f"wrote {out} in {meta['wall_s']:.0f} s")
+        print(f"wrote {out} in {meta['wall_s']:.0f} s")  # within staged: a line that cannot be printed replaces nothing
     return 0
 
 

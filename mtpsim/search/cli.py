@@ -1,7 +1,7 @@
 """`mtpsim search`'s flags and how they reach command.run_search (cli.py adds the subcommand)."""
 from __future__ import annotations
 
-from mtpsim.cli_types import MAX_JOBS, Once, address, bounded, folder, named
+from mtpsim.cli_types import MAX_JOBS, Once, address, bounded, folder, output_path
 from mtpsim.errors import ScenarioError
 from mtpsim.limits import MAX_SEEDS, MAX_USERS
 from mtpsim.search import DEFAULT_CACHE
@@ -33,7 +33,7 @@ def add_arguments(p) -> None:
     p.add_argument("--backend", choices=["pool", "ray"], default="pool", help="worker processes (pool) or Ray tasks")
     p.add_argument("--address", type=address,
                    help="with --backend ray: the cluster (default RAY_ADDRESS, else a local Ray)")
-    p.add_argument("--cache", type=named("name the cache folder, or pass --no-cache"),
+    p.add_argument("--cache", type=output_path("name the cache folder, or pass --no-cache"),
                    help="folder of finished points, so an interrupted or "
                    f"widened search resumes (default {DEFAULT_CACHE})")
     p.add_argument("--no-cache", action="store_true", help="run every point, reading and writing no cache")

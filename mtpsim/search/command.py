@@ -183,7 +183,8 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
     hw = base.specs.hardware
     title = f"{base.specs.model.name} on {bounds.gpus}x {hw.name}"
     # the output folder is claimed before any point runs (a busy or bad --out costs nothing), and
-    # is marked complete last: a search that fails gives the claim back and leaves no complete folder
+    # is marked complete last: a search that fails (its report to stdout too) gives the claim back
+    # and leaves no complete folder
     with claimed(f"{base.name}-search", out) as folder:
         started = time.perf_counter()
         rows, ran = execute.run_search_points(points, cache, jobs, backend, address)
@@ -206,7 +207,7 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
         with writing(folder / "launch.txt") as file:
             file.write_text(launch + "\n")
         mark_complete(folder)
-    print(summary.report(base, bounds, rows, final, chosen, targets, len(layouts), ran, wall, refused))
-    print(f"\nlaunch options for the chosen deployment (MODEL, DRAFT: your checkpoints):\n\n{launch}")
-    print(f"\nwrote {folder}/")
+        print(summary.report(base, bounds, rows, final, chosen, targets, len(layouts), ran, wall, refused))
+        print(f"\nlaunch options for the chosen deployment (MODEL, DRAFT: your checkpoints):\n\n{launch}")
+        print(f"\nwrote {folder}/")  # within claimed: a report that cannot be printed unmarks the folder
     return folder, rows

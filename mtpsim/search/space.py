@@ -22,7 +22,7 @@ from mtpsim.costs import build_pricer
 from mtpsim.designs import BASELINE, DesignShape, record
 from mtpsim.errors import ScenarioError, warn
 from mtpsim.memory import memory_budget, pool_rule
-from mtpsim.schema import MAX_STEPS, max_length
+from mtpsim.schema import MAX_STEPS, max_length, mean_length
 from mtpsim.search.bounds import DEFAULT_LADDER, MAX_SEARCH_POINTS, SearchBounds
 from mtpsim.tracefiles import scan
 
@@ -289,17 +289,33 @@ def points(base: sc.Scenario, layouts: list[Layout], settings: list[dict], bound
         for spec in settings:
             s = at_layout(base, layout, spec)
             out += [with_load(s, load, layout, cap_set, origin) for load in ladder]
-    heavy_load(ladder, origin or (base.source, "search"))  # after the points validate: a refused load is one line
+    # after the points validate: a refused load is one line
+    heavy_load(ladder, origin or (base.source, "search"), mean_length(base.workload.output_len))
     return out
 
 
 HEAVY_POINT_REQUESTS = 100_000  # a point this long simulates for minutes on one core
+HEAVY_POINT_ITERATIONS = 1_000_000  # decode iterations: 50-200 us each on one core, a minute or more a point
 
 
-def heavy_load(ladder: list[dict], origin: tuple[str, str]) -> None:
-    """One line up front when a load's point simulates HEAVY_POINT_REQUESTS requests or more: the
-    progress line comes as points finish, so a few such points would otherwise run in silence."""
-    most = max((load["num_requests"] for load in ladder), default=0)
-    if most >= HEAVY_POINT_REQUESTS:
-        warn(*origin, f"a point of this load simulates {most:,} requests, which takes minutes per point "
+def heavy(requests: int, output_len: float, running: int | None) -> tuple[float, str]:
+    """How long a point of `requests` requests, `output_len` output tokens each on average and
+    `running` of them at a time (None: an open load, whose batch the simulation finds), is to
+    simulate: (its share of the limit, 1 or more where it takes minutes; what it simulates, e.g.
+    `40,000 requests (about 320,000 decode iterations)`). The one rule `run`, `recommend` and
+    `search` warn by: HEAVY_POINT_REQUESTS requests or HEAVY_POINT_ITERATIONS decode iterations,
+    every request's output tokens `running` at a time (the `none` baseline's count; speculation
+    makes fewer, dearer ones)."""
+    iterations = math.ceil(requests * output_len / min(running, requests)) if running else None
+    share = max(requests / HEAVY_POINT_REQUESTS, (iterations or 0) / HEAVY_POINT_ITERATIONS)
+    return share, f"{requests:,} requests" + (f" (about {iterations:,} decode iterations)" if iterations else "")
+
+
+def heavy_load(ladder: list[dict], origin: tuple[str, str], output_len: float) -> None:
+    """One line up front when a load's point takes minutes to simulate (`heavy`): the progress
+    line comes as points finish, so a few such points would otherwise run in silence."""
+    share, what = max((heavy(load["num_requests"], output_len, load.get("concurrency")) for load in ladder),
+                      default=(0.0, ""), key=lambda found: found[0])
+    if share >= 1:
+        warn(*origin, f"a point of this load simulates {what}, which takes minutes per point "
              "(progress is reported as points finish): fewer requests per user or rate would do for a ranking")
