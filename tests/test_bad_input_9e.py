@@ -10,16 +10,8 @@ from mtpsim.engine_releases import resolve_engine
 from mtpsim.packagedata import data_dir
 from tests.test_bad_input import one_line_error
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
+from tests.test_bad_input_7 import DENSE  # the scenario, one home
 
-DENSE = """\
-name: r
-model: llama-3.1-8b
-hardware: h100-sxm
-cost: {model: roofline}
-speculative: {design: nextn, steps: 3, draft: eagle3-llama-3.1-8b}
-acceptance: {per_depth: [0.9, 0.6, 0.3]}
-workload: {arrival: closed, concurrency: 1, num_requests: 2, input_len: 64, output_len: 8}
-"""
 CAP_99 = '  - {name: cap_99, field: speculative_max_running_requests, value: 99, since: "0.5.0", source: x}\n'
 
 
