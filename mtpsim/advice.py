@@ -91,6 +91,11 @@ def problems(s: Scenario) -> list[tuple[str, str]]:
     found += _budget_below_decode(s)
     found += _unread_dtypes(s)
     found += _windows_past_context(s)
+    found += _trace_settings_unread(s)
+    found += _odd_widths(s)
+    if "verify" in s.model_fields_set and s.verify.num_layers > s.specs.model.num_layers:
+        found.append(("verify.num_layers", f"{s.verify.num_layers} is more than model {s.specs.model.name!r}'s "
+                      f"{s.specs.model.num_layers} layers: verify builds those {s.specs.model.num_layers}"))
     if s.disaggregation is not None and s.disaggregation.kv_streaming and s.disaggregation.link == "free":
         found.append(("disaggregation.kv_streaming", "link free moves the KV at no cost: streaming it layer by "
                       "layer changes nothing"))
@@ -219,6 +224,45 @@ def _idle_engine_settings(s: Scenario, moe: bool) -> list[tuple[str, str]]:
     cache = e.prefix_cache
     if cache is not None and not cache.enabled and "block_tokens" in cache.model_fields_set:
         found.append(("engine.prefix_cache.block_tokens", "the prefix cache is off: its block size changes nothing"))
+    elif cache is not None and "block_tokens" in cache.model_fields_set and s.workload.arrival != "trace" \
+            and cache.block_tokens > max_length(s.workload.input_len):
+        found.append(("engine.prefix_cache.block_tokens", f"{cache.block_tokens:,} tokens is longer than any prompt "
+                      f"({max_length(s.workload.input_len):,} at most): no prompt fills a block, so nothing is cached"))
+    return found
+
+
+def _trace_settings_unread(s: Scenario) -> list[tuple[str, str]]:
+    """A trace's settings its file makes moot: block_size sizes hash_ids blocks a file without
+    them never has; a shared prefix is not laid over prompts whose hash_ids say what they share
+    (sim/prefix_cache.py prompt_blocks takes the ids as given)."""
+    w = s.workload
+    if w.arrival != "trace":
+        return []
+    from mtpsim.tracefiles import scan
+    blocks, found = scan(w.trace).has_blocks, []
+    if "block_size" in w.trace.model_fields_set and not blocks:
+        found.append(("workload.trace.block_size", "sizes a trace's hash_ids blocks, and this trace has none: it is "
+                      "not read"))
+    if w.shared_prefix is not None and blocks:
+        found.append(("workload.shared_prefix", "the trace's hash_ids say which prompts share blocks: a shared "
+                      "prefix is not laid over them"))
+    return found
+
+
+def _odd_widths(s: Scenario) -> list[tuple[str, str]]:
+    """Query heads x head width far from the hidden size (more than 32x either way): released models
+    keep them within about 10x (DeepSeek-V4-Pro's compressed attention: 128 x 512 against 7168),
+    so such a kind is more likely a slip of a digit."""
+    found = []
+    for key, spec in (("model", s.specs.model), ("speculative.draft", s.specs.draft or s.specs.assistant)):
+        for name, att in (spec.attention_kinds.items() if spec is not None else ()):
+            if att.head_dim is None:  # MLA: its widths are latent ranks
+                continue
+            width = att.num_heads * att.head_dim
+            if not spec.hidden_size / 32 <= width <= spec.hidden_size * 32:
+                found.append((f"{key}.attention_kinds.{name}", f"{att.num_heads} heads x {att.head_dim} = {width:,} wide "
+                              f"against hidden_size {spec.hidden_size:,}: released models keep the two within about "
+                              "10x of each other"))
     return found
 
 

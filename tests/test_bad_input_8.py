@@ -285,3 +285,29 @@ def test_a_verify_batch_too_big_to_prefill_is_blamed_on_the_batch(tmp_path, caps
     one_line_error(capsys, ["verify", argv[1], "--set", "workload.concurrency=200", "--set", "workload.num_requests=200",
                             "--set", "verify.iterations=3", "--out", str(tmp_path / "o")], "workload.concurrency",
                    "prompt tokens in one chunk")
+
+
+@pytest.mark.parametrize("model, extra, key, word", [
+    ("{from: llama-3.1-8b, hidden_size: 64}", "", "model.attention_kinds.gqa", "released models"),
+    ("llama-3.1-8b", "engine: {prefix_cache: {block_tokens: 100000}}\n", "engine.prefix_cache.block_tokens",
+     "nothing is cached"),
+    ("llama-3.1-8b", "verify: {num_layers: 100}\n", "verify.num_layers", "builds those 32"),
+])
+def test_settings_that_cannot_act_warn(tmp_path, capsys, model, extra, key, word):
+    lines = warnings_of(capsys, run(tmp_path, _scenario(model) + extra))
+    assert any(f": {key}: " in line and word in line for line in lines), lines
+
+
+def test_a_trace_without_blocks_does_not_read_block_size_and_one_with_them_no_shared_prefix(tmp_path, capsys):
+    (tmp_path / "t.csv").write_text("arrival_s,input_len,output_len\n0,64,8\n1,64,8\n")
+    text = _scenario("llama-3.1-8b").replace(TAIL, "workload: {arrival: trace, trace: {path: t.csv, block_size: 16}}\n")
+    lines = warnings_of(capsys, run(tmp_path, text))
+    assert any(": workload.trace.block_size: " in line for line in lines), lines
+    rows = "".join(json.dumps({"timestamp": i * 1000, "input_length": 1024, "output_length": 8, "hash_ids": [i, 9]}) + "\n"
+                   for i in range(2))
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "t.jsonl").write_text(rows)
+    text = _scenario("llama-3.1-8b").replace(TAIL, "workload: {arrival: trace, trace: {path: t.jsonl}, "
+                                             "shared_prefix: {tokens: 512}}\n")
+    lines = warnings_of(capsys, run(tmp_path / "m", text))
+    assert any(": workload.shared_prefix: " in line and "hash_ids" in line for line in lines), lines
