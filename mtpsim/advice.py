@@ -10,6 +10,8 @@ setting harmless.
 """
 from __future__ import annotations
 
+import math
+
 from mtpsim import designs
 from mtpsim.acceptance_schema import ACCEPTANCE_FORMS
 from mtpsim.schema import LengthDist, Scenario, max_length
@@ -79,6 +81,12 @@ def problems(s: Scenario) -> list[tuple[str, str]]:
         if isinstance(length, LengthDist) and length.mean is not None and not length.min <= length.mean <= length.max:
             found.append((f"workload.{key}.mean", f"{length.mean:g} lies outside min {length.min}..max {length.max}: "
                           "lengths are clipped to those bounds, so their mean is not this one"))
+        elif isinstance(length, LengthDist) and length.mean is not None and length.std:
+            drawn = clipped_mean(length)
+            if abs(drawn - length.mean) > 0.2 * length.mean:
+                found.append((f"workload.{key}.std", f"{length.std:g} around mean {length.mean:g}, clipped to "
+                              f"{length.min}..{length.max}: the lengths drawn average about {drawn:,.0f}, not "
+                              f"{length.mean:g} (the bounds cut off much of the {length.dist} distribution)"))
     if s.specs.model.max_context is None:  # a config.json without max_position_embeddings, a catalog entry without it
         found.append(("model", f"model {s.specs.model.name!r} states no context limit (max_context; in a config.json "
                       "max_position_embeddings): no request's length is checked against one"))
@@ -183,6 +191,22 @@ READ_BY = {"rate_per_s": ("poisson",), "trace": ("trace",),
            # a trace brings its own requests and lengths (workload.trace.max_requests caps them; `cost`
            # takes the trace's mean prompt)
            **dict.fromkeys(("num_requests", "input_len", "output_len"), ("closed", "poisson", "batch"))}
+
+
+def clipped_mean(length: LengthDist) -> float:
+    """The mean of a normal or lognormal length (its own mean and std, as sim/workload.py
+    sample_lengths draws it) clipped to [min, max], in closed form (rounding aside)."""
+    def cdf(z: float) -> float:
+        return 0.5 * (1 + math.erf(z / math.sqrt(2)))
+    lo, hi, mean, std = length.min, length.max, length.mean, length.std
+    if length.dist == "normal":
+        a, b = (lo - mean) / std, (hi - mean) / std
+        pdf = lambda z: math.exp(-z * z / 2) / math.sqrt(2 * math.pi)  # noqa: E731
+        return lo * cdf(a) + hi * (1 - cdf(b)) + mean * (cdf(b) - cdf(a)) - std * (pdf(b) - pdf(a))
+    s = math.sqrt(math.log1p((std / mean) ** 2))
+    m = math.log(mean) - s * s / 2
+    a, b = (math.log(lo) - m) / s, (math.log(hi) - m) / s
+    return lo * cdf(a) + hi * (1 - cdf(b)) + mean * (cdf(b - s) - cdf(a - s))
 
 
 def _unused_by_arrival(s: Scenario) -> list[tuple[str, str]]:

@@ -311,3 +311,26 @@ def test_a_trace_without_blocks_does_not_read_block_size_and_one_with_them_no_sh
                                              "shared_prefix: {tokens: 512}}\n")
     lines = warnings_of(capsys, run(tmp_path / "m", text))
     assert any(": workload.shared_prefix: " in line and "hash_ids" in line for line in lines), lines
+
+
+def test_a_length_distribution_its_bounds_reshape_warns(tmp_path, capsys):
+    """Before: a lognormal of mean 100 and std 1e6 clipped to 1..200 drew prompts averaging ~5
+    tokens without a word (its mean lay inside the bounds, so the bounds check passed)."""
+    text = _scenario("llama-3.1-8b").replace("input_len: 64", "input_len: {dist: lognormal, mean: 100, std: 1000000, "
+                                             "max: 200}")
+    lines = warnings_of(capsys, run(tmp_path, text))
+    assert any(": workload.input_len.std: " in line and "average about 5" in line for line in lines), lines
+
+
+@pytest.mark.parametrize("dist", [{"dist": "normal", "mean": 500, "std": 300, "min": 100, "max": 900},
+                                  {"dist": "lognormal", "mean": 1000, "std": 500, "max": 4096},
+                                  {"dist": "lognormal", "mean": 100, "std": 1000000, "max": 200}])
+def test_the_clipped_mean_is_the_drawn_mean(dist):
+    import numpy as np
+
+    from mtpsim.advice import clipped_mean
+    from mtpsim.schema import LengthDist
+    from mtpsim.sim.workload import sample_lengths
+    length = LengthDist(**dist)
+    drawn = sample_lengths(np.random.default_rng(0), length, 200_000).mean()
+    assert clipped_mean(length) == pytest.approx(drawn, rel=0.01, abs=0.5)  # rounding to whole tokens aside
