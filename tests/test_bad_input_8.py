@@ -334,3 +334,14 @@ def test_the_clipped_mean_is_the_drawn_mean(dist):
     length = LengthDist(**dist)
     drawn = sample_lengths(np.random.default_rng(0), length, 200_000).mean()
     assert clipped_mean(length) == pytest.approx(drawn, rel=0.01, abs=0.5)  # rounding to whole tokens aside
+
+
+def test_a_heavy_search_point_is_blamed_on_the_size_the_section_sets(tmp_path, capsys, monkeypatch):
+    """Before: `search.rates`, though requests_per_rate_s made the points long."""
+    from mtpsim.search import space
+    monkeypatch.setattr(space, "HEAVY_POINT_REQUESTS", 10)
+    text = _scenario("llama-3.1-8b", "{design: nextn, steps: 2, draft: eagle3-llama-3.1-8b}", "h100-sxm") + \
+        "search: {rates: [2], requests_per_rate_s: 10, tp: [1]}\n"
+    argv = run(tmp_path, text)
+    lines = warnings_of(capsys, ["search", argv[1], "--gpus", "1", "--no-cache", "--no-plot", "--out", str(tmp_path / "o")])
+    assert any(": search.requests_per_rate_s: a point of this load simulates 20 requests" in line for line in lines), lines

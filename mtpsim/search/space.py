@@ -289,8 +289,12 @@ def points(base: sc.Scenario, layouts: list[Layout], settings: list[dict], bound
         for spec in settings:
             s = at_layout(base, layout, spec)
             out += [with_load(s, load, layout, cap_set, origin) for load in ladder]
-    # after the points validate: a refused load is one line
-    heavy_load(ladder, origin or (base.source, "search"), mean_length(base.workload.output_len))
+    # after the points validate: a refused load is one line. A point's size is its requests per
+    # user or per rate where the search section sets them, else the load that multiplies them
+    size = "requests_per_rate_s" if bounds.rates is not None else "requests_per_user"
+    sized = base.search is not None and size in base.search.model_fields_set
+    heavy_load(ladder, (base.source, f"search.{size}") if sized else origin or (base.source, "search"),
+               mean_length(base.workload.output_len))
     return out
 
 
