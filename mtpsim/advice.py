@@ -1,18 +1,16 @@
 """Warnings for a scenario that is valid and runs, but asks something that cannot matter: a
-draft or an acceptance profile for a design that drafts nothing, policy entries no batch reaches, a routing skew on a
-model without experts, two-batch overlap or EP imbalance without wide EP, a length distribution
-whose mean its bounds cut off, a histogram deeper or shallower than the steps it serves (or a kept-length
-curve deeper), a policy that never drafts,
-a shared prefix longer than the prompts, a workload key its arrival does not read, a profile under
-the roofline, a forced acceptance its engine clamps (or another engine's), EPLB without experts. Each is one stderr
-line (errors.warn); refusing would be too strict, since a sweep or a shared file can make such a
+draft or an acceptance profile for a design that drafts nothing, policy entries no batch reaches, a
+routing skew, EPLB or two-batch overlap without (wide-EP) experts, a histogram or kept-length curve
+that does not fit the steps it serves, a policy that never drafts, a shared prefix longer than the
+prompts, engine settings their mechanism never reaches (a graph limit without graphs, a budget the
+batch outgrows), a forced acceptance its engine clamps, a profile under the roofline; the model
+checks are model_advice.py's, the load's workload_advice.py's. Each is one stderr line
+(errors.warn); refusing would be too strict, since a sweep or a shared file can make such a
 setting harmless.
 """
 from __future__ import annotations
 
-import math
-
-from mtpsim import designs
+from mtpsim import designs, model_advice, workload_advice
 from mtpsim.acceptance_schema import ACCEPTANCE_FORMS
 from mtpsim.schema import LengthDist, Scenario, max_length
 
@@ -62,66 +60,70 @@ def _within(swept: str, key: str) -> bool:
 
 
 def problems(s: Scenario) -> list[tuple[str, str]]:
-    """(key, reason) for each setting of point `s` that cannot matter."""
+    """(key, reason) for each setting of point `s` that cannot matter, in the order the checks
+    below list them (advise_sweep names the first a swept key makes)."""
+    return [found for check in CHECKS for found in check(s)]
+
+
+def _ignored_by_design(s: Scenario) -> list[tuple[str, str]]:
+    """An acceptance for a design that drafts nothing (unless a searched design drafts), and a
+    draft for a design that takes no external one."""
     spec, record = s.speculative, designs.record(s.speculative.design)
-    found = []
     searched = s.search.designs if s.search is not None and s.search.designs else []  # `mtpsim search` drafts them
+    found = []
     if record.draft_part is None and any(getattr(s.acceptance, k) is not None for k in ACCEPTANCE_FORMS) \
             and not any(designs.record(d).draft_part is not None for d in searched):
         found.append(("acceptance", f"design {spec.design} drafts nothing: its acceptance is ignored"))
     if spec.draft is not None and record.external is None:
         found.append(("speculative.draft", f"design {spec.design} takes no external draft: it is ignored"))
-    found += _unreached_policy(s)
-    moe = [f for m in (s.specs.model, s.specs.draft, s.specs.assistant) if m for f in m.ffn_kinds.values()
-           if f.kind == "moe"]
-    if s.cost.moe_skew > 0 and not moe:
-        found.append(("cost.moe_skew", f"model {s.specs.model.name!r} has no experts: a routing skew changes nothing"))
-    for key in ("input_len", "output_len"):
-        length = getattr(s.workload, key)
-        if isinstance(length, LengthDist) and length.mean is not None and not length.min <= length.mean <= length.max:
-            found.append((f"workload.{key}.mean", f"{length.mean:g} lies outside min {length.min}..max {length.max}: "
-                          "lengths are clipped to those bounds, so their mean is not this one"))
-        elif isinstance(length, LengthDist) and length.mean is not None and length.std:
-            drawn = clipped_mean(length)
-            if abs(drawn - length.mean) > 0.2 * length.mean:
-                found.append((f"workload.{key}.std", f"{length.std:g} around mean {length.mean:g}, clipped to "
-                              f"{length.min}..{length.max}: the lengths drawn average about {drawn:,.0f}, not "
-                              f"{length.mean:g} (the bounds cut off much of the {length.dist} distribution)"))
-    if s.specs.model.max_context is None:  # a config.json without max_position_embeddings, a catalog entry without it
-        found.append(("model", f"model {s.specs.model.name!r} states no context limit (max_context; in a config.json "
-                      "max_position_embeddings): no request's length is checked against one"))
-    found += _deep_histogram(s)
-    found += _dead_drafts(s)
-    found += [(f"sweep.{k}", "only `mtpsim search` reads the search section: these points are the same run")
-              for k in s.point if k == "search" or k.startswith("search.")][:1]
-    found += _no_wide_ep(s, bool(moe))
-    found += _idle_engine_settings(s, bool(moe))
-    found += _budget_below_decode(s)
-    found += _unread_dtypes(s)
-    found += _windows_past_context(s)
-    found += _trace_settings_unread(s)
-    found += _odd_widths(s)
-    if "verify" in s.model_fields_set and s.verify.num_layers > s.specs.model.num_layers:
-        found.append(("verify.num_layers", f"{s.verify.num_layers} is more than model {s.specs.model.name!r}'s "
-                      f"{s.specs.model.num_layers} layers: verify builds those {s.specs.model.num_layers}"))
-    if s.disaggregation is not None and s.disaggregation.kv_streaming and s.disaggregation.link == "free":
+    return found
+
+
+def _experts_served(s: Scenario) -> bool:
+    return any(spec.has_experts for _, _, spec in model_advice.served(s))
+
+
+def _skew_without_experts(s: Scenario) -> list[tuple[str, str]]:
+    if s.cost.moe_skew > 0 and not _experts_served(s):
+        return [("cost.moe_skew", f"model {s.specs.model.name!r} has no experts: a routing skew changes nothing")]
+    return []
+
+
+def _swept_search(s: Scenario) -> list[tuple[str, str]]:
+    return [(f"sweep.{k}", "only `mtpsim search` reads the search section: these points are the same run")
+            for k in s.point if k == "search" or k.startswith("search.")][:1]
+
+
+def _verify_past_the_model(s: Scenario) -> list[tuple[str, str]]:
+    model = s.specs.model
+    if "verify" in s.model_fields_set and s.verify.num_layers > model.num_layers:
+        return [("verify.num_layers", f"{s.verify.num_layers} is more than model {model.name!r}'s "
+                 f"{model.num_layers} layers: verify builds those {model.num_layers}")]
+    return []
+
+
+def _disaggregation_moot(s: Scenario) -> list[tuple[str, str]]:
+    d, found = s.disaggregation, []
+    if d is not None and d.kv_streaming and d.link == "free":
         found.append(("disaggregation.kv_streaming", "link free moves the KV at no cost: streaming it layer by "
                       "layer changes nothing"))
-    if s.disaggregation is not None and "parallel" in s.model_fields_set:
+    if d is not None and "parallel" in s.model_fields_set:
         found.append(("parallel", "with disaggregation each pool gives its own layout (disaggregation.prefill / "
                       "decode): this one is not read"))
-    found += _unused_by_arrival(s)
-    found += _past_their_reach(s)
-    found += _forced_past_its_range(s)
-    engine = s.specs.engine
+    return found
+
+
+def _engine_moot(s: Scenario) -> list[tuple[str, str]]:
+    """Engine settings the design or model gives nothing to act on, and a profile under the roofline."""
+    engine, record, found = s.specs.engine, designs.record(s.speculative.design), []
     if s.engine.mixed_batches and record.draft_part is not None and not engine.mixed_batches.speculative:
         found.append(("engine.mixed_batches", f"{engine.name} {engine.version} mixes no prompt chunks into speculative "
                       f"iterations: only the none baseline runs mixed batches, so the speedup compares the two "
                       "schedules"))
     if s.engine.speculative_overlap is not None and record.draft_part is None:
-        found.append(("engine.speculative_overlap", f"design {spec.design} runs no speculative iteration: the "
+        found.append(("engine.speculative_overlap", f"design {s.speculative.design} runs no speculative iteration: the "
                       "speculative overlap changes nothing (plain decode's is engine.overlap_schedule)"))
-    if s.engine.eplb and not moe:
+    if s.engine.eplb and not _experts_served(s):
         found.append(("engine.eplb", f"model {s.specs.model.name!r} has no experts to place: EPLB changes nothing"))
     if s.cost.model == "roofline" and s.cost.profile is not None:
         found.append(("cost.profile", "cost.model is roofline: the profile prices nothing"))
@@ -185,56 +187,24 @@ def _forced_past_its_range(s: Scenario) -> list[tuple[str, str]]:
     return found
 
 
-# workload keys one arrival alone reads (sim/__init__.py); concurrency is not among them, since
-# `cost` and `verify` take it as their batch under any arrival
-READ_BY = {"rate_per_s": ("poisson",), "trace": ("trace",),
-           # a trace brings its own requests and lengths (workload.trace.max_requests caps them; `cost`
-           # takes the trace's mean prompt)
-           **dict.fromkeys(("num_requests", "input_len", "output_len"), ("closed", "poisson", "batch"))}
-
-
-def clipped_mean(length: LengthDist) -> float:
-    """The mean of a normal or lognormal length (its own mean and std, as sim/workload.py
-    sample_lengths draws it) clipped to [min, max], in closed form (rounding aside)."""
-    def cdf(z: float) -> float:
-        return 0.5 * (1 + math.erf(z / math.sqrt(2)))
-    lo, hi, mean, std = length.min, length.max, length.mean, length.std
-    if length.dist == "normal":
-        a, b = (lo - mean) / std, (hi - mean) / std
-        pdf = lambda z: math.exp(-z * z / 2) / math.sqrt(2 * math.pi)  # noqa: E731
-        return lo * cdf(a) + hi * (1 - cdf(b)) + mean * (cdf(b) - cdf(a)) - std * (pdf(b) - pdf(a))
-    s = math.sqrt(math.log1p((std / mean) ** 2))
-    m = math.log(mean) - s * s / 2
-    a, b = (math.log(lo) - m) / s, (math.log(hi) - m) / s
-    return lo * cdf(a) + hi * (1 - cdf(b)) + mean * (cdf(b - s) - cdf(a - s))
-
-
-def _unused_by_arrival(s: Scenario) -> list[tuple[str, str]]:
-    """Workload keys the scenario gives that its arrival does not read (rate_schedule is an error:
-    checks.py)."""
-    w = s.workload
-    return [(f"workload.{key}", f"arrival {w.arrival} does not read it: it is ignored")
-            for key, readers in READ_BY.items() if key in w.model_fields_set and w.arrival not in readers]
-
-
-def _no_wide_ep(s: Scenario, moe: bool) -> list[tuple[str, str]]:
+def _no_wide_ep(s: Scenario) -> list[tuple[str, str]]:
     """Two-batch overlap and EP imbalance only act on MoE layers run wide EP (ep == tp under
     DP attention: costs/dp_attention.py), in the scenario's layout or either pool's."""
     d = s.disaggregation
     layouts = [s.parallel] if d is None else [d.prefill, d.decode]
-    if moe and any(p.attention_dp > 1 and p.ep == p.tp > 1 for p in layouts):
+    if _experts_served(s) and any(p.attention_dp > 1 and p.ep == p.tp > 1 for p in layouts):
         return []
     why = "no layout here runs its experts wide EP (ep == tp with attention_dp > 1): it changes nothing"
     return [(key, why) for key, on in (("engine.two_batch_overlap", s.engine.two_batch_overlap),
                                        ("cost.ep_imbalance", s.cost.ep_imbalance is not None)) if on]
 
 
-def _idle_engine_settings(s: Scenario, moe: bool) -> list[tuple[str, str]]:
+def _idle_engine_settings(s: Scenario) -> list[tuple[str, str]]:
     """Engine settings whose mechanism does not run here: EPLB where no published imbalance applies
     (costs/wide_ep.py: wide EP over 32 ranks or more, without cost.ep_imbalance), a graph batch
     limit without graphs, a block size of a prefix cache that is off."""
     from mtpsim.costs.wide_ep import MEASURED_RANKS
-    found, e = [], s.engine
+    found, e, moe = [], s.engine, _experts_served(s)
     d = s.disaggregation
     layouts = [s.parallel] if d is None else [d.prefill, d.decode]
     if e.eplb and moe and s.cost.ep_imbalance is not None:
@@ -252,79 +222,6 @@ def _idle_engine_settings(s: Scenario, moe: bool) -> list[tuple[str, str]]:
             and cache.block_tokens > max_length(s.workload.input_len):
         found.append(("engine.prefix_cache.block_tokens", f"{cache.block_tokens:,} tokens is longer than any prompt "
                       f"({max_length(s.workload.input_len):,} at most): no prompt fills a block, so nothing is cached"))
-    return found
-
-
-def _trace_settings_unread(s: Scenario) -> list[tuple[str, str]]:
-    """A trace's settings its file makes moot: block_size sizes hash_ids blocks a file without
-    them never has; a shared prefix is not laid over prompts whose hash_ids say what they share
-    (sim/prefix_cache.py prompt_blocks takes the ids as given)."""
-    w = s.workload
-    if w.arrival != "trace":
-        return []
-    from mtpsim.tracefiles import scan
-    blocks, found = scan(w.trace).has_blocks, []
-    if "block_size" in w.trace.model_fields_set and not blocks:
-        found.append(("workload.trace.block_size", "sizes a trace's hash_ids blocks, and this trace has none: it is "
-                      "not read"))
-    if w.shared_prefix is not None and blocks:
-        found.append(("workload.shared_prefix", "the trace's hash_ids say which prompts share blocks: a shared "
-                      "prefix is not laid over them"))
-    return found
-
-
-def _odd_widths(s: Scenario) -> list[tuple[str, str]]:
-    """Query heads x head width far from the hidden size (more than 32x either way): released models
-    keep them within about 10x (DeepSeek-V4-Pro's compressed attention: 128 x 512 against 7168),
-    so such a kind is more likely a slip of a digit."""
-    found = []
-    for key, spec in (("model", s.specs.model), ("speculative.draft", s.specs.draft or s.specs.assistant)):
-        for name, att in (spec.attention_kinds.items() if spec is not None else ()):
-            if att.head_dim is None:  # MLA: its widths are latent ranks
-                continue
-            width = att.num_heads * att.head_dim
-            if not spec.hidden_size / 32 <= width <= spec.hidden_size * 32:
-                found.append((f"{key}.attention_kinds.{name}", f"{att.num_heads} heads x {att.head_dim} = {width:,} wide "
-                              f"against hidden_size {spec.hidden_size:,}: released models keep the two within about "
-                              "10x of each other"))
-    return found
-
-
-def _windows_past_context(s: Scenario) -> list[tuple[str, str]]:
-    """A sliding window (or DeepSeek-V4's compressed window) at least as long as the longest
-    sequence the model serves: every layer of that kind attends its whole context, as a global
-    one would; the window then sizes nothing."""
-    limit = s.specs.model.max_context
-    if limit is None:
-        return []
-    found = []
-    for key, spec in (("model", s.specs.model), ("speculative.draft", s.specs.draft or s.specs.assistant)):
-        for name, att in (spec.attention_kinds.items() if spec is not None else ()):
-            window, at = (att.compressed.window, "compressed.window") if att.compressed else (att.window, "window")
-            if window is not None and window >= limit:
-                found.append((f"{key}.attention_kinds.{name}.{at}", f"{window:,} tokens is not shorter than model "
-                              f"{s.specs.model.name!r}'s context of {limit:,} (max_context): no sequence outgrows it, so "
-                              "these layers attend their whole context, as global ones"))
-    return found
-
-
-def _unread_dtypes(s: Scenario) -> list[tuple[str, str]]:
-    """Per-part dtypes the scenario writes for a part its model lacks or never prices: experts on
-    a dense model, mtp where no MTP layer is the model's own (a draft's layers take attention and
-    dense_ffn), a block drafter's lm_head (it borrows the target's), an assistant's kv_cache (it
-    keeps none). Only keys the scenario writes: a catalog entry's full table is not the user's."""
-    found = []
-    for key, ref, spec in (("model", s.model, s.specs.model),
-                           ("speculative.draft", s.speculative.draft, s.specs.draft or s.specs.assistant)):
-        given = ref.get("dtypes") if isinstance(ref, dict) else None
-        if spec is None or not isinstance(given, dict):
-            continue
-        unread = {"experts": "has no experts" if not any(f.kind == "moe" for f in spec.ffn_kinds.values()) else None,
-                  "mtp": ("has no MTP layers of its own" if spec.mtp is None or spec.role != "target" else None),
-                  "lm_head": "borrows the target's LM head" if spec.role == "block_draft" else None,
-                  "kv_cache": "keeps no KV of its own" if spec.role == "assistant" else None}
-        found += [(f"{key}.dtypes.{part}", f"{spec.name!r} {why}: this dtype prices nothing")
-                  for part, why in unread.items() if why and part in given]
     return found
 
 
@@ -408,3 +305,11 @@ def _deep_histogram(s: Scenario) -> list[tuple[str, str]]:
                  f"drafts {depth + 1}..{steps} are never accepted, so they only cost time (measured with fewer "
                  "steps?)")]
     return []
+
+
+# every check problems() runs, in the order its warnings print
+CHECKS = (_ignored_by_design, _unreached_policy, _skew_without_experts, workload_advice.reshaped_lengths,
+          model_advice.no_context_limit, _deep_histogram, _dead_drafts, _swept_search, _no_wide_ep,
+          _idle_engine_settings, _budget_below_decode, model_advice.unread_dtypes, model_advice.windows_past_context,
+          workload_advice.trace_settings_unread, model_advice.odd_widths, _verify_past_the_model, _disaggregation_moot,
+          workload_advice.unused_by_arrival, _past_their_reach, _forced_past_its_range, _engine_moot)

@@ -390,6 +390,11 @@ class ModelSpec(Spec):
     def num_layers(self) -> int:
         return sum(g.count for g in self.layers)
 
+    @property
+    def has_experts(self) -> bool:
+        """Whether any of its FFN kinds routes experts."""
+        return any(f.kind == "moe" for f in self.ffn_kinds.values())
+
     @cached_property
     def expanded_layers(self) -> list[LayerRef]:
         """Every layer in model order."""

@@ -328,9 +328,9 @@ def test_a_length_distribution_its_bounds_reshape_warns(tmp_path, capsys):
 def test_the_clipped_mean_is_the_drawn_mean(dist):
     import numpy as np
 
-    from mtpsim.advice import clipped_mean
     from mtpsim.schema import LengthDist
     from mtpsim.sim.workload import sample_lengths
+    from mtpsim.workload_advice import clipped_mean
     length = LengthDist(**dist)
     drawn = sample_lengths(np.random.default_rng(0), length, 200_000).mean()
     assert clipped_mean(length) == pytest.approx(drawn, rel=0.01, abs=0.5)  # rounding to whole tokens aside

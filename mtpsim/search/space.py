@@ -112,7 +112,7 @@ def kv_problem(s: sc.Scenario) -> str | None:
 
 def has_experts(base: sc.Scenario) -> bool:
     """Whether the target has routed experts (expert parallelism applies)."""
-    return any(f.kind == "moe" for f in base.specs.model.ffn_kinds.values())
+    return base.specs.model.has_experts
 
 
 def fitting_layouts(base: sc.Scenario, gpus: int, bounds: SearchBounds) -> tuple[list[Layout], dict[Layout, str]]:

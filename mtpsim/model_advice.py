@@ -1,0 +1,81 @@
+"""Warnings about the models a scenario serves (advice.py runs them with the rest): settings of
+a model or draft spec that price nothing or look like a slip, where refusing would be too
+strict. Each check takes the scenario and returns (dotted key, reason) pairs."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mtpsim.schema import Scenario
+from mtpsim.specs import ModelSpec
+
+
+def served(s: Scenario) -> Iterator[tuple[str, object, ModelSpec]]:
+    """(scenario key, what the scenario wrote there, resolved spec) of the target and of its draft
+    or assistant when the design runs one."""
+    yield "model", s.model, s.specs.model
+    draft = s.specs.draft or s.specs.assistant
+    if draft is not None:
+        yield "speculative.draft", s.speculative.draft, draft
+
+
+def no_context_limit(s: Scenario) -> list[tuple[str, str]]:
+    """A model without max_context (a config.json without max_position_embeddings): nothing is
+    checked against one."""
+    if s.specs.model.max_context is not None:
+        return []
+    return [("model", f"model {s.specs.model.name!r} states no context limit (max_context; in a config.json "
+             "max_position_embeddings): no request's length is checked against one")]
+
+
+def unread_dtypes(s: Scenario) -> list[tuple[str, str]]:
+    """Per-part dtypes the scenario writes for a part its model lacks or never prices: experts on
+    a dense model, mtp where no MTP layer is the model's own (a draft's layers take attention and
+    dense_ffn), a block drafter's lm_head (it borrows the target's), an assistant's kv_cache (it
+    keeps none). Only keys the scenario writes: a catalog entry's full table is not the user's."""
+    found = []
+    for key, ref, spec in served(s):
+        given = ref.get("dtypes") if isinstance(ref, dict) else None
+        if not isinstance(given, dict):
+            continue
+        unread = {"experts": "has no experts" if not spec.has_experts else None,
+                  "mtp": "has no MTP layers of its own" if spec.mtp is None or spec.role != "target" else None,
+                  "lm_head": "borrows the target's LM head" if spec.role == "block_draft" else None,
+                  "kv_cache": "keeps no KV of its own" if spec.role == "assistant" else None}
+        found += [(f"{key}.dtypes.{part}", f"{spec.name!r} {why}: this dtype prices nothing")
+                  for part, why in unread.items() if why and part in given]
+    return found
+
+
+def windows_past_context(s: Scenario) -> list[tuple[str, str]]:
+    """A sliding window (or DeepSeek-V4's compressed window) at least as long as the longest
+    sequence the model serves: every layer of that kind attends its whole context, as a global
+    one would; the window then sizes nothing."""
+    limit = s.specs.model.max_context
+    if limit is None:
+        return []
+    found = []
+    for key, _, spec in served(s):
+        for name, att in spec.attention_kinds.items():
+            window, at = (att.compressed.window, "compressed.window") if att.compressed else (att.window, "window")
+            if window is not None and window >= limit:
+                found.append((f"{key}.attention_kinds.{name}.{at}", f"{window:,} tokens is not shorter than model "
+                              f"{s.specs.model.name!r}'s context of {limit:,} (max_context): no sequence outgrows it, so "
+                              "these layers attend their whole context, as global ones"))
+    return found
+
+
+def odd_widths(s: Scenario) -> list[tuple[str, str]]:
+    """Query heads x head width far from the hidden size (more than 32x either way): released models
+    keep them within about 10x (DeepSeek-V4-Pro's compressed attention: 128 x 512 against 7168),
+    so such a kind is more likely a slip of a digit."""
+    found = []
+    for key, _, spec in served(s):
+        for name, att in spec.attention_kinds.items():
+            if att.head_dim is None:  # MLA: its widths are latent ranks
+                continue
+            width = att.num_heads * att.head_dim
+            if not spec.hidden_size / 32 <= width <= spec.hidden_size * 32:
+                found.append((f"{key}.attention_kinds.{name}", f"{att.num_heads} heads x {att.head_dim} = {width:,} wide "
+                              f"against hidden_size {spec.hidden_size:,}: released models keep the two within about "
+                              "10x of each other"))
+    return found

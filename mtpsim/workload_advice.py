@@ -1,0 +1,76 @@
+"""Warnings about a scenario's load (advice.py runs them with the rest): workload keys its
+arrival never reads, trace settings its file makes moot, and length distributions whose bounds
+reshape them. Each check takes the scenario and returns (dotted key, reason) pairs."""
+from __future__ import annotations
+
+import math
+
+from mtpsim.schema import LengthDist, Scenario
+
+
+def reshaped_lengths(s: Scenario) -> list[tuple[str, str]]:
+    """A length distribution whose mean its bounds cut off, or whose bounds reshape it so that the
+    lengths drawn average far from its mean (clipped_mean)."""
+    found = []
+    for key in ("input_len", "output_len"):
+        length = getattr(s.workload, key)
+        if not isinstance(length, LengthDist) or length.mean is None:
+            continue
+        if not length.min <= length.mean <= length.max:
+            found.append((f"workload.{key}.mean", f"{length.mean:g} lies outside min {length.min}..max {length.max}: "
+                          "lengths are clipped to those bounds, so their mean is not this one"))
+        elif length.std and abs(clipped_mean(length) - length.mean) > 0.2 * length.mean:
+            found.append((f"workload.{key}.std", f"{length.std:g} around mean {length.mean:g}, clipped to "
+                          f"{length.min}..{length.max}: the lengths drawn average about {clipped_mean(length):,.0f}, "
+                          f"not {length.mean:g} (the bounds cut off much of the {length.dist} distribution)"))
+    return found
+
+
+# workload keys one arrival alone reads (sim/__init__.py); concurrency is not among them, since
+# `cost` and `verify` take it as their batch under any arrival
+READ_BY = {"rate_per_s": ("poisson",), "trace": ("trace",),
+           # a trace brings its own requests and lengths (workload.trace.max_requests caps them; `cost`
+           # takes the trace's mean prompt)
+           **dict.fromkeys(("num_requests", "input_len", "output_len"), ("closed", "poisson", "batch"))}
+
+
+def clipped_mean(length: LengthDist) -> float:
+    """The mean of a normal or lognormal length (its own mean and std, as sim/workload.py
+    sample_lengths draws it) clipped to [min, max], in closed form (rounding aside)."""
+    def cdf(z: float) -> float:
+        return 0.5 * (1 + math.erf(z / math.sqrt(2)))
+    lo, hi, mean, std = length.min, length.max, length.mean, length.std
+    if length.dist == "normal":
+        a, b = (lo - mean) / std, (hi - mean) / std
+        pdf = lambda z: math.exp(-z * z / 2) / math.sqrt(2 * math.pi)  # noqa: E731
+        return lo * cdf(a) + hi * (1 - cdf(b)) + mean * (cdf(b) - cdf(a)) - std * (pdf(b) - pdf(a))
+    s = math.sqrt(math.log1p((std / mean) ** 2))
+    m = math.log(mean) - s * s / 2
+    a, b = (math.log(lo) - m) / s, (math.log(hi) - m) / s
+    return lo * cdf(a) + hi * (1 - cdf(b)) + mean * (cdf(b - s) - cdf(a - s))
+
+
+def unused_by_arrival(s: Scenario) -> list[tuple[str, str]]:
+    """Workload keys the scenario gives that its arrival does not read (rate_schedule is an error:
+    checks.py)."""
+    w = s.workload
+    return [(f"workload.{key}", f"arrival {w.arrival} does not read it: it is ignored")
+            for key, readers in READ_BY.items() if key in w.model_fields_set and w.arrival not in readers]
+
+
+def trace_settings_unread(s: Scenario) -> list[tuple[str, str]]:
+    """A trace's settings its file makes moot: block_size sizes hash_ids blocks a file without
+    them never has; a shared prefix is not laid over prompts whose hash_ids say what they share
+    (sim/prefix_cache.py prompt_blocks takes the ids as given)."""
+    w = s.workload
+    if w.arrival != "trace":
+        return []
+    from mtpsim.tracefiles import scan
+    blocks, found = scan(w.trace).has_blocks, []
+    if "block_size" in w.trace.model_fields_set and not blocks:
+        found.append(("workload.trace.block_size", "sizes a trace's hash_ids blocks, and this trace has none: it is "
+                      "not read"))
+    if w.shared_prefix is not None and blocks:
+        found.append(("workload.shared_prefix", "the trace's hash_ids say which prompts share blocks: a shared "
+                      "prefix is not laid over them"))
+    return found
