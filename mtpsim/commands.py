@@ -55,7 +55,7 @@ def search(args) -> int:
 
 
 def plot(args) -> int:
-    from mtpsim.runfolder import plot_run
+    from mtpsim.run_reader import plot_run
     plot_run(args.run_dir)
     return 0
 

@@ -27,8 +27,9 @@ from mtpsim.designs import BASELINE, is_draft_key
 from mtpsim.errors import ScenarioError, holding, warn, whole_number
 from mtpsim.histogram import LogHistogram
 from mtpsim.results import Results
+from mtpsim.run_reader import plot_run
 from mtpsim.run_table import format_table, legend, limits_note, pools_table, prefix_note, trace_note
-from mtpsim.runfolder import claimed, concat, mark_complete, plot_run, write_run
+from mtpsim.runfolder import claimed, concat, mark_complete, write_run
 from mtpsim.schema import MAX_SEEDS, Seeds, check_replicates, mean_length
 from mtpsim.sim import simulate
 from mtpsim.sim.progress import progress_bar
