@@ -249,3 +249,20 @@ def test_trtllm_block_fp8_moe_on_sm100_reads_the_kernel_the_engine_runs(tmp_path
     A.convert("b200_sxm", "sglang", None, out, root=root, progress=lambda *_: None)
     assert "borrowed" not in yaml.safe_load((out / "meta.yaml").read_text())["families"]["moe"]["sources"][0]
     assert pd.read_csv(out / "moe.csv.gz").sort_values("tokens").time_s.tolist() == pytest.approx([5e-5 * t for t in (1, 4, 16)])
+
+
+def test_mla_bmm_rows_keep_each_dtype_s_fastest_kernel_by_tokens_and_heads():
+    """aiconfigurator's mla_bmm table becomes the bmm family: W_UK (pre) as 128 x 512 per head,
+    W_UV (post) as 512 x 128, milliseconds to seconds, the fastest kernel per dtype and shape."""
+    from mtpsim.calibration.aic_rows import bmm_rows
+    rows = [dict(op_name=op, kernel_source=kernel, bmm_dtype=dtype, num_tokens=m, num_heads=h, latency=ms)
+            for op in ("mla_gen_pre", "mla_gen_post") for m in (1, 64) for h in (16, 32)
+            for kernel, dtype, ms in (("torch_bmm", "bfloat16", 0.004), ("slow_bmm", "bfloat16", 0.02),
+                                      ("bmm_fp8", "fp8", 0.0077), ("int8_bmm", "int8", 0.001))]
+    out = bmm_rows(pd.DataFrame(rows))
+    assert set(zip(out.k, out.n)) == {(128, 512), (512, 128)} and set(out.dtype) == {"bf16", "fp8"}
+    assert len(out) == 2 * 2 * 2 * 2  # op x tokens x heads x dtype: one row each, int8 dropped
+    assert np.allclose(out[out.dtype == "bf16"].time_s, 4e-6) and np.allclose(out[out.dtype == "fp8"].time_s, 7.7e-6)
+    one = out[(out.dtype == "bf16") & (out.k == 128) & (out.m == 64) & (out.heads == 16)].iloc[0]
+    op = O.bmm("b", 64, 16, 128, 512, "bf16")
+    assert (one.flops, one.bytes) == (op.flops, op.bytes)

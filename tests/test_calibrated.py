@@ -191,6 +191,44 @@ def test_elementwise_looks_up_by_elements(costs):
     assert a.source == "calibrated" and a.total_s == pytest.approx(b.total_s)
 
 
+def _profile_with_bmm(profile: Path, folder: Path, times: dict) -> CalibratedCosts:
+    """The synthetic profile plus a bmm table of one config (fp32, 64 x 128 per head), `times`:
+    {(m, heads): seconds}; listed in meta.yaml's families, as a converted profile lists them."""
+    out = shutil.copytree(profile, folder)
+    rows = []
+    for (m, heads), t in times.items():
+        op = op_of("bmm", dict(m=m, heads=heads, k=64, n=128, dtype="fp32"), "fp32")
+        rows.append(dict(dtype="fp32", k=64, n=128, m=m, heads=heads, flops=op.flops, bytes=op.bytes, time_s=t))
+    pd.DataFrame(rows).to_csv(out / "bmm.csv", index=False)
+    meta = yaml.safe_load((out / "meta.yaml").read_text())
+    meta["families"] = {f: {} for f in (*FAMILIES, "bmm")}
+    (out / "meta.yaml").write_text(yaml.safe_dump(meta))
+    return CalibratedCosts.from_profile(out, HW)
+
+
+def test_a_bmm_is_priced_from_its_own_rows_and_else_as_its_gemm(profile, tmp_path, costs):
+    op = O.bmm("attn.w_uk", 4, 8, 64, 128, "fp32", act="fp32")
+    # no bmm table: exactly the one GEMM of the same flops and weights, labelled as that stand-in
+    gemm = O.as_gemm(op)
+    assert (gemm.flops, gemm.weight_bytes) == (op.flops, op.weight_bytes)
+    stand_in, plain = costs.time(op, False), costs.time(gemm, False)
+    assert stand_in.total_s == plain.total_s and stand_in.source == plain.source + ":gemm"
+    # with one: the measured row at a grid point, whatever the GEMM rows say
+    times = {(m, h): 3e-6 + 1e-8 * m * h for m in (1, 4, 16) for h in (8, 16)}
+    own = _profile_with_bmm(profile, tmp_path / "p", times).time(op, False)
+    assert own.source == "calibrated" and own.total_s == pytest.approx(times[(4, 8)])
+
+
+def test_a_slow_bmm_row_is_not_carried_to_larger_token_counts(profile, tmp_path):
+    """bmm tables take the lower envelope along tokens: a slow row reads as the fastest at its
+    count or beyond (a running maximum would lift every larger count to it instead)."""
+    times = {(m, h): 4e-6 for m in (1, 2, 4, 8, 16, 32) for h in (8, 16)}
+    times[(4, 8)] = 9e-6  # one slow measurement
+    c = _profile_with_bmm(profile, tmp_path / "p", times)
+    priced = [c.time(O.bmm("b", m, 8, 64, 128, "fp32", act="fp32"), False).total_s for m in (1, 2, 4, 8, 16, 32)]
+    assert priced == pytest.approx([4e-6] * 6)
+
+
 # ----------------------------------------------------------------------------- the committed profile
 
 needs_committed = pytest.mark.skipif(not (COMMITTED / "meta.yaml").is_file(), reason="no committed CPU profile")

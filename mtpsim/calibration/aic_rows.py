@@ -106,6 +106,25 @@ def gemm_rows(df: pd.DataFrame) -> pd.DataFrame:
     return _rows(df[["dtype", "m", "k", "n"]], ops, df.latency * 1e-3)
 
 
+# aiconfigurator's MLA bmm ops at DeepSeek's geometry (qk_nope 128, kv_lora 512, v_head 128), per head:
+# mla_gen_pre q_nope -> latent (W_UK), mla_gen_post latent -> v (W_UV); (k, n) of each head's weight
+MLA_BMM = {"mla_gen_pre": (128, 512), "mla_gen_post": (512, 128)}
+BMM_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
+
+
+def bmm_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """MLA's absorbed per-head matmuls by weight dtype, tokens and heads per GPU: the fastest
+    kernel per shape (SGLang: torch.bmm for BF16, sgl_kernel bmm_fp8 for FP8; vLLM torch.bmm;
+    TensorRT-LLM its bmm_out and FP8 kernels)."""
+    df = df[df.op_name.isin(list(MLA_BMM)) & df.bmm_dtype.isin(list(BMM_DTYPES))]
+    df = _fastest(df.assign(dtype=df.bmm_dtype.map(BMM_DTYPES)), ["dtype", "op_name", "num_tokens", "num_heads"])
+    k, n = (df.op_name.map({o: shape[i] for o, shape in MLA_BMM.items()}) for i in (0, 1))
+    cols = pd.DataFrame({"dtype": df.dtype, "k": k, "n": n, "m": df.num_tokens, "heads": df.num_heads})
+    ops = [O.bmm("bmm", int(m), int(h), int(kk), int(nn), dt, act=ACT)
+           for dt, kk, nn, m, h in zip(cols.dtype, cols.k, cols.n, cols.m, cols.heads)]
+    return _rows(cols, ops, df.latency * 1e-3)
+
+
 def attention_rows(df: pd.DataFrame) -> pd.DataFrame:
     """GQA (window 0) and sliding-window rows; the visible KV of a windowed row is capped by it."""
     if "window_size" not in df.columns:  # older tables measured global attention only

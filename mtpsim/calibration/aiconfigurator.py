@@ -48,6 +48,7 @@ from mtpsim.calibration.aic_rows import (
     alltoall_rows,
     attention_rows,
     balanced,
+    bmm_rows,
     choose_dtypes,
     gemm_rows,
     mla_rows,
@@ -77,6 +78,7 @@ class Source:
 
 SOURCES = [
     Source("gemm", "gemm", ("gemm_perf.parquet",), gemm_rows, GEMM_RULE),
+    Source("bmm", "mla_bmm", ("mla_bmm_perf.parquet",), bmm_rows),
     Source("attention", "attention", ("generation_attention_perf.parquet",), attention_rows),
     Source("attention", "mla", ("generation_mla_perf.parquet",), mla_rows),
     Source("moe", "moe", ("moe_perf.parquet",), moe_rows, MOE_RULE),

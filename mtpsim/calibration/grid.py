@@ -137,6 +137,8 @@ def op_of(family: str, p: dict, dtype: str) -> O.Op:
     if family in ("gemm", "lm_head"):
         op = O.gemm(family, p["m"], p["k"], p["n"], p["dtype"], family=family, act=dtype)
         return op if family == "gemm" else _with(op, kind=p["kind"])
+    if family == "bmm":
+        return O.bmm(family, p["m"], p["heads"], p["k"], p["n"], p["dtype"], act=dtype)
     if family == "attention":  # the KV cache in the point's kv_dtype where it names one
         kv_dtype = p.get("kv_dtype", dtype) if p.get("kv_dtype", "*") != "*" else dtype
         return O.attention_core(attention_spec(p), np.full(p["batch"], p["q"]),

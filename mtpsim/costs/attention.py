@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from mtpsim.costs.op import ACT, MLA_ABSORB_MAX_Q, Op, Parallel, gemm
+from mtpsim.costs.op import ACT, MLA_ABSORB_MAX_Q, Op, Parallel, bmm, gemm
 from mtpsim.specs import DTYPE_BYTES, AttentionSpec
 
 
@@ -42,10 +42,15 @@ def attention_projections(att: AttentionSpec, d: int, tokens: int, dtype: str, p
             q = [gemm("attn.q_proj", tokens, d, heads * (nope + rope), dtype, act=act),
                  gemm("attn.kv_a_proj", tokens, d, lora + rope, dtype, act=act)]
         # absorbed decode: q_nope is multiplied into the latent space (W_UK) and the latent output
-        # out of it (W_UV), per head, so the cache stays kv_lora_rank + rope wide.
+        # out of it (W_UV), per head, so the cache stays kv_lora_rank + rope wide. Both are batched
+        # matmuls in the activation dtype: SGLang dequantizes a 128x128 block-FP8 kv_b_proj to BF16
+        # at load and runs torch.bmm (models/deepseek_common/deepseek_weight_loader.py
+        # block_quant_dequant unless SGL_USE_DEEPGEMM_BMM, v0.5.13 wheel); aiconfigurator's vLLM
+        # tables time its torch.bmm (kernel_source vllm_torch_bmm). TensorRT-LLM keeps an FP8
+        # checkpoint's weights in FP8 (its fp8 bmm rows): not modelled, priced as BF16 too
         q += indexer_projections(att, d, tokens, dtype, act) if att.sparse else []
-        return q + [gemm("attn.w_uk", tokens, heads * nope, lora, act, act=act),
-                    gemm("attn.w_uv", tokens, heads * lora, att.v_head_dim, act, act=act),
+        return q + [bmm("attn.w_uk", tokens, heads, nope, lora, act, act=act),
+                    bmm("attn.w_uv", tokens, heads, lora, att.v_head_dim, act, act=act),
                     gemm("attn.o_proj", tokens, heads * att.v_head_dim, d, dtype, act=act)]
     # linear (Gated DeltaNet): q, k (key heads), v, z gate (value heads), per-head a/b gates
     qk = 2 * _heads_per_gpu(att.num_kv_heads, tp) * att.head_dim

@@ -27,7 +27,8 @@ op's flops, bytes and the measured median `time_s`. An op is priced by, in order
 Stand-ins, labelled with the rows they came from: query-only (frozen-KV) and sliding-window
 attention without a table of their own use the GQA decode rows (the same kernel over a capped
 or borrowed cache: `calibrated:gqa`); LM heads without a table use the GEMM rows
-(`calibrated:gemm`). Communication (`allreduce` by message bytes, `alltoall` dispatch + combine
+(`calibrated:gemm`), and so do batched matmuls (MLA's W_UK / W_UV), as the one GEMM of the same
+flops and weights (ops.as_gemm). Communication (`allreduce` by message bytes, `alltoall` dispatch + combine
 by tokens per rank) is priced from measured tables when the profile holds them.
 
 Host time per iteration (`host_s(design, batch)`): measured per design around the
@@ -52,7 +53,7 @@ import numpy as np
 from mtpsim.costs.core_pricer import CorePricer, split_time
 from mtpsim.costs.layer import LAYER_KINDS, fit_glue
 from mtpsim.costs.lookup import COMM, dims_distance, dims_match, fewer_queries, lookup_point, stand_in_tables
-from mtpsim.costs.ops import AttentionKernel, BatchLens, Op
+from mtpsim.costs.ops import AttentionKernel, BatchLens, Op, as_gemm
 from mtpsim.costs.profile import FAMILIES, Family, family_path, load_meta, profile_families, read_family, read_layers
 from mtpsim.costs.roofline import OpTime, RooflineCosts
 from mtpsim.costs.tables import Table, build_tables, interpolate, nearest_cell, scaled
@@ -186,6 +187,11 @@ class CalibratedCosts:
         the op's bytes at this GPU's best measured stream (`stream_floor`): a row that fast did
         less work than the op (a MoE row that touched fewer experts than its label), and the time
         is that floor instead, its source marked `-floored`."""
+        if op.family == "bmm" and not self.tables.get("bmm"):
+            # no batched-matmul table (a CPU profile, an older conversion): priced as the one GEMM
+            # of the same flops and weights, labelled as the stand-in it is
+            found = self.predict(as_gemm(op))
+            return found and (found[0], found[1] + ":gemm")
         found = self._lookup(op)
         if found is None:
             return None

@@ -70,7 +70,7 @@ class Floors:
     def params(self, family: str, dtype: str | None = None, kind: str | None = None) -> dict | None:
         """The group pricing an op of `family` (gemm, lm_head, attention, moe, allreduce,
         alltoall): `<family>.<dtype>` if fitted, else `<family>`; None for families without floors."""
-        if family == "lm_head":
+        if family in ("lm_head", "bmm"):  # GEMM kernels, fitted with the GEMMs
             family = "gemm"
         if family == "attention":
             return self.groups.get(f"attention.{'mla' if kind == 'mla' else 'gqa'}")

@@ -22,6 +22,8 @@ def lookup_point(op: Op, kv_key: str = "kv_tokens"):
     if op.family in ("gemm", "lm_head"):
         keys = (s["kind"],) if op.family == "lm_head" else ()
         return op.family, keys, {"dtype": s["dtype"]}, {"m": s["m"], "k": s["k"], "n": s["n"]}
+    if op.family == "bmm":
+        return "bmm", (), {"dtype": s["dtype"], "k": s["k"], "n": s["n"]}, {"m": s["m"], "heads": s["heads"]}
     if op.family == "attention":
         kind = "mla" if s["kind"] == "mla" else "frozen" if s["query_only"] else "swa" if s["window"] else "gqa"
         dims = {d: s[d] for d in FAMILIES["attention"].dims}

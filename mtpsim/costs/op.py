@@ -1,6 +1,7 @@
 """The op record every cost path shares: `Op` (what one GPU computes and moves for one op, with
-the shape a calibrated profile looks it up by), `Parallel` (a replica's sharding) and `gemm`, the
-building block of every other op. ops.py, ffn.py and comms.py build ops from these.
+the shape a calibrated profile looks it up by), `Parallel` (a replica's sharding), `gemm`, the
+building block of every other op, and `bmm`, a batched matmul of one weight per head. ops.py,
+ffn.py and comms.py build ops from these.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ class Op:
     """One op on one GPU. `shape` holds the lookup keys for a calibrated profile."""
 
     name: str
-    # gemm | attention | moe | lm_head | allreduce | alltoall | state | copy | elementwise | pass | argmax | glue
+    # gemm | bmm | attention | moe | lm_head | allreduce | alltoall | state | copy | elementwise | pass | argmax | glue
     family: str
     flops: float = 0.0
     weight_bytes: float = 0.0
@@ -68,3 +69,19 @@ def gemm(name: str, m: int, k: int, n: int, dtype: str, *, family: str = "gemm",
     return Op(name, family, flops=2.0 * m * k * n, weight_bytes=k * n * w,
               act_bytes=(m * k + m * n) * DTYPE_BYTES[act], kernels=kernels, dtype=dtype,
               shape={"m": m, "k": k, "n": n, "dtype": dtype})
+
+
+def bmm(name: str, m: int, heads: int, k: int, n: int, dtype: str, *, act: str = ACT) -> Op:
+    """A batched matmul: the same `m` tokens through one `k x n` weight per head (MLA's absorbed
+    W_UK and W_UV, which engines run as torch.bmm or a bmm kernel, not as one GEMM): 2 m heads k n
+    flops; the heads' weights once, each head's k-wide input and n-wide output per token."""
+    return Op(name, "bmm", flops=2.0 * m * heads * k * n, weight_bytes=heads * k * n * DTYPE_BYTES[dtype],
+              act_bytes=m * heads * (k + n) * DTYPE_BYTES[act], kernels=1, dtype=dtype,
+              shape={"m": m, "heads": heads, "k": k, "n": n, "dtype": dtype, "act": act})
+
+
+def as_gemm(op: Op) -> Op:
+    """A batched matmul (`bmm`) as the one GEMM of the same flops and weights that stands in for
+    it where a profile has no batched-matmul table: `m` tokens through a (heads x k) x n weight."""
+    s = op.shape
+    return gemm(op.name, s["m"], s["heads"] * s["k"], s["n"], s["dtype"], act=s["act"])

@@ -37,6 +37,8 @@ from mtpsim.costs.op import ACT as ACT
 from mtpsim.costs.op import MLA_ABSORB_MAX_Q as MLA_ABSORB_MAX_Q
 from mtpsim.costs.op import Op as Op
 from mtpsim.costs.op import Parallel as Parallel
+from mtpsim.costs.op import as_gemm as as_gemm
+from mtpsim.costs.op import bmm as bmm
 from mtpsim.costs.op import gemm as gemm
 from mtpsim.specs import DTYPE_BYTES, AttentionSpec, FFNSpec, ModelSpec
 

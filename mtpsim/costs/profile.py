@@ -32,6 +32,9 @@ class Family:
     axes: tuple[str, ...]       # interpolated over, in log space
     monotone: tuple[str, ...]   # time may not fall as these grow
     optional: tuple[str, ...] = ()  # dims older profiles lack: read as ANY, matching every value
+    # axes along which a time is the lowest measured at that value or beyond (tables.py `_lower_envelope`):
+    # a launch-bound kernel's isolated slow rows are noise, which a running maximum would carry up
+    envelope: tuple[str, ...] = ()
     values: dict[str, tuple[str, ...]] = field(default_factory=dict)  # text columns' closed sets of values
 
 
@@ -45,6 +48,9 @@ FAMILIES = {
     "gemm": Family((), ("dtype",), ("m", "k", "n"), ("m",), values=DTYPES),
     # a full head's GEMM, or a centroid head's expansion of its chosen clusters (costs/ops.py lm_head_ops)
     "lm_head": Family(("kind",), ("dtype",), ("m", "k", "n"), ("m",), values={"kind": ("full", "expand"), **DTYPES}),
+    # a batched matmul, one k x n weight per head (MLA's absorbed W_UK / W_UV: aiconfigurator's mla_bmm
+    # tables, aic_rows.py `bmm_rows`); without a table the GEMM rows stand in (calibrated.py `predict`)
+    "bmm": Family((), ("dtype", "k", "n"), ("m", "heads"), (), values=DTYPES, envelope=("m",)),
     # costs/lookup.py names an attention core's kind: gqa, swa (windowed), mla, frozen (query-only)
     "attention": Family(("kind",), ("kv_heads", "head_dim", "v_head_dim", "kv_dtype"), ("batch", "q", "kv", "heads"),
                         ("batch", "q", "kv"), optional=("kv_dtype",),

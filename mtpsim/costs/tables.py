@@ -212,11 +212,23 @@ def _build_table(family: str, columns: dict, rows: np.ndarray, dims: dict | None
         log_t, log_w = _fill_along(log_t, list(f.axes).index("touched"), log_w)
     for a in f.monotone:
         log_t = _running_max(log_t, list(f.axes).index(a))
+    for a in f.envelope:
+        log_t = _lower_envelope(log_t, list(f.axes).index(a))
     return Table(axes, dims, log_t, log_w, float(columns["time_s"][rows].min()), measured)
 
 
 def _running_max(a: np.ndarray, axis: int) -> np.ndarray:
     out = np.fmax.accumulate(a, axis=axis)
+    out[np.isnan(a)] = np.nan
+    return out
+
+
+def _lower_envelope(a: np.ndarray, axis: int) -> np.ndarray:
+    """Each cell the lowest value at its index or beyond along `axis` (a running minimum from
+    the top): monotone like `_running_max`, but from below, so an isolated slow cell is read as
+    the faster cells beyond it instead of lifting them all to its time."""
+    flipped = np.flip(a, axis)
+    out = np.flip(np.fmin.accumulate(flipped, axis=axis), axis)
     out[np.isnan(a)] = np.nan
     return out
 
