@@ -20,7 +20,7 @@ from mtpsim import scenario as sc
 # aiconfigurator generation op name (without the generation_ prefix) -> role; matched exactly, then
 # by the longest listed suffix (its models name ops <phase>_<what>: sdk/models/deepseek.py, llama.py)
 AIC_ROLES = {
-    "downscale_gemm": "gemm.qkv_a", "q_b_proj_gemm": "gemm.q_b", "bmm_pre": "gemm.w_uk", "bmm_post": "gemm.w_uv",
+    "downscale_gemm": "gemm.qkv_a", "q_b_proj_gemm": "gemm.q_b", "bmm_pre": "bmm.w_uk", "bmm_post": "bmm.w_uv",
     "qkv_gemm": "gemm.qkv", "proj_gemm": "gemm.o_proj", "ffn1_gemm": "gemm.dense_ffn", "ffn2_gemm": "gemm.dense_ffn",
     "gate_ffn1_gemm": "gemm.dense_ffn", "router_gemm": "gemm.router", "shared_gate_up_gemm": "gemm.shared_experts",
     "shared_ffn2_gemm": "gemm.shared_experts", "attention": "attention", "moe": "moe",

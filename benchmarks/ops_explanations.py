@@ -111,14 +111,30 @@ EXPLANATIONS = [
                 "TensorRT-LLM _torch/models/modeling_deepseekv3.py AllReduceFusionOp.RESIDUAL_RMS_NORM; SGLang "
                 "--enable-flashinfer-allreduce-fusion (layers/communicator.py, flashinfer trtllm_allreduce_fusion, "
                 "on by default for DeepSeek on SM100 in v0.5.x; InferenceX dsr1_fp8_b200.sh passes it)"),
-    Explanation("*", "*", "gemm.w_uk", OTHER_KERNEL,
-                "the absorbed W_UK / W_UV products are per-head batched matmuls; aiconfigurator reads its mla_bmm "
-                "table (the engine's bmm kernel), mtpsim's converter does not convert that table and prices them "
-                "as one bf16 GEMM of the same flops and bytes from the GEMM rows",
-                "aiconfigurator_core/sdk/models/deepseek.py MLABmm generation_bmm_pre/post; "
-                "systems/data/<gpu>/mla_bmm/; mtpsim/calibration/aiconfigurator.py SOURCES"),
-    Explanation("*", "*", "gemm.w_uv", OTHER_KERNEL, "as gemm.w_uk (the post-attention W_UV bmm)",
-                "aiconfigurator_core/sdk/models/deepseek.py MLABmm generation_bmm_post"),
+    *[Explanation("*", "sglang", role, AIC_WRONG,
+                  "SGLang dequantizes DeepSeek's 128x128 block-FP8 kv_b_proj to BF16 at load and runs the absorbed "
+                  "W_UK / W_UV as torch.bmm; aiconfigurator gives the bmms the kv projection's dtype and reads the "
+                  "sgl_kernel bmm_fp8 rows, a kernel SGLang runs for per-tensor FP8 weights only (H200, 16 heads, "
+                  "1-64 tokens: 7.5-9.4 us a bmm against torch.bmm's 4.0-4.6 us). mtpsim reads the measured "
+                  "torch.bmm rows (fixed in mtpsim 2026-12-05: the bmm family; before, one GEMM of the same flops "
+                  "and weights stood in, 5.7 us at one token and 7-9 us at 64 on H200). End to end aiconfigurator "
+                  "is slow on the H200 SGLang DeepSeek-R1 FP8 measurements: A5 +13...+31% and A6 +33...+107% at "
+                  "4-64 streams (benchmarks/absolute.py)",
+                  "SGLang v0.5.13 and v0.5.19 wheels, srt/models/deepseek_common/deepseek_weight_loader.py "
+                  "(block_quant_dequant to bfloat16 unless SGL_USE_DEEPGEMM_BMM) and attention_forward_methods/"
+                  "forward_mla.py (torch.bmm on a bf16 w_kc / w_vc); aiconfigurator_core/sdk/models/deepseek.py "
+                  "mla_bmm_quant_mode ('Absorbed kv_b BMMs inherit the kv projection dtype'); "
+                  "systems/data/<gpu>/mla_bmm/sglang/0.5.14/mla_bmm_perf.parquet")
+      for role in ("bmm.w_uk", "bmm.w_uv")],
+    *[Explanation(gpu, "trtllm", role, OPEN,
+                  "TensorRT-LLM keeps an FP8 checkpoint's kv_b weights in FP8 and on Hopper runs its FP8 "
+                  "block-scaling bmm (7.2-9.4 us at 16 heads, 1-64 tokens), which aiconfigurator reads; mtpsim "
+                  "prices the absorbed bmms in the activation dtype (the BF16 bmm_out rows, 4.3-5.5 us) for every "
+                  "engine, so it is fast here. On Blackwell the engine dequantizes to BF16 in the kernel "
+                  "(bmm_out_dequant_bf16) and the two row sets agree",
+                  "aiconfigurator_core/systems/data/h200_sxm/mla_bmm/trtllm/1.3.0rc20/mla_bmm_perf.parquet "
+                  "(kernel_source trtllm_fp8_block_scaling_bmm_out); mtpsim/costs/attention.py attention_projections")
+      for gpu in ("h100-sxm", "h200") for role in ("bmm.w_uk", "bmm.w_uv")],
     Explanation("*", "*", "embed_lm_head", AIC_WRONG,
                 "with MTP each draft step computes logits through the shared LM head; aiconfigurator scales one "
                 "logits GEMM by (layers + nextn) / layers, mtpsim prices a head per draft and the verify head at "

@@ -62,7 +62,7 @@ ACCEPTANCE = "{per_depth: [0.87, 0.72, 0.62]}"
 TRTLLM_B200 = ("B200 TRT-LLM FP8 TP8", PUBLISHED / "a7-deepseek-r1-b200-sglang-v0512-1k1k.yaml",
                ("engine={kind: trtllm}",))
 
-ROLES = ("gemm.qkv_a", "gemm.q_b", "gemm.w_uk", "gemm.w_uv", "gemm.qkv", "gemm.o_proj", "gemm.dense_ffn",
+ROLES = ("gemm.qkv_a", "gemm.q_b", "bmm.w_uk", "bmm.w_uv", "gemm.qkv", "gemm.o_proj", "gemm.dense_ffn",
          "gemm.router", "gemm.shared_experts", "gemm.mtp_eh_proj", "attention", "attention.module_vs_ops", "moe",
          "moe.shared_overlap", "dispatch_combine", "allreduce", "embed_lm_head", "norms_small", "glue",
          "host", "other")
@@ -70,7 +70,7 @@ ROLES = ("gemm.qkv_a", "gemm.q_b", "gemm.w_uk", "gemm.w_uv", "gemm.qkv", "gemm.o
 # mtpsim op name -> role (mtpsim/costs/ops.py names)
 MTPSIM_ROLES = {
     "attn.q_a_proj": "gemm.qkv_a", "attn.kv_a_proj": "gemm.qkv_a", "attn.qkv_a_proj": "gemm.qkv_a",
-    "attn.q_b_proj": "gemm.q_b", "attn.w_uk": "gemm.w_uk", "attn.w_uv": "gemm.w_uv",
+    "attn.q_b_proj": "gemm.q_b", "attn.w_uk": "bmm.w_uk", "attn.w_uv": "bmm.w_uv",
     "attn.q_proj": "gemm.qkv", "attn.kv_proj": "gemm.qkv", "attn.in_proj": "gemm.qkv", "attn.o_proj": "gemm.o_proj",
     "ffn.gate_up": "gemm.dense_ffn", "ffn.down": "gemm.dense_ffn", "moe.router": "gemm.router",
     "moe.shared_gate_up": "gemm.shared_experts", "moe.shared_down": "gemm.shared_experts",
