@@ -266,3 +266,13 @@ def test_mla_bmm_rows_keep_each_dtype_s_fastest_kernel_by_tokens_and_heads():
     one = out[(out.dtype == "bf16") & (out.k == 128) & (out.m == 64) & (out.heads == 16)].iloc[0]
     op = O.bmm("b", 64, 16, 128, 512, "bf16")
     assert (one.flops, one.bytes) == (op.flops, op.bytes)
+
+
+def test_deepep_rows_go_to_sglang_profiles_only(monkeypatch):
+    """The multi-node DeepEP rows time SGLang's DeepEP: a TensorRT-LLM or vLLM profile does not
+    take them (their wide EP keeps its own all-to-all pricing); NCCL collectives go to every one."""
+    monkeypatch.setattr(A, "deepep_rows", lambda data, device: "deepep")
+    monkeypatch.setattr(A, "nccl_rows", lambda root, system, device: "nccl")
+    for backend, families in (("sglang", ["alltoall_wide_ep", "collective"]), ("trtllm", ["collective"]),
+                              ("vllm", ["collective"])):
+        assert list(A._system_wide_tables(Path("r"), Path("d"), SYSTEM, backend)) == families

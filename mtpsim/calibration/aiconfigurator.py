@@ -103,7 +103,7 @@ def convert(system: str, backend: str, version: str | None, out: Path, root: Pat
         if found is not None:
             frames.setdefault(src.family, []).append(found[0])
             sources.setdefault(src.family, []).append(found[1])
-    for family, (rows, records) in _system_wide_tables(root, data, system).items():
+    for family, (rows, records) in _system_wide_tables(root, data, system, backend).items():
         if len(rows):
             frames[family], sources[family] = [rows], records
             progress(f"  {family} {', '.join(r['table'] for r in records)}: {len(rows)} rows")
@@ -165,11 +165,15 @@ def _read_source(root: Path, data: Path, system: str, backend: str, version: str
                   **(_dtype_record(raw, src) if src.dtypes else {}), **({"borrowed": borrowed} if borrowed else {})}
 
 
-def _system_wide_tables(root: Path, data: Path, system: str) -> dict[str, tuple[pd.DataFrame, list[dict]]]:
-    """The families read from tables outside the engine's folders: DeepEP across nodes
-    (aic_deepep.py) and NCCL reduce-scatter / all-gather (aic_nccl.py)."""
+def _system_wide_tables(root: Path, data: Path, system: str, backend: str) -> dict[str, tuple[pd.DataFrame, list[dict]]]:
+    """The families read from tables outside the engine's folder: NCCL reduce-scatter /
+    all-gather for every engine (aic_nccl.py), and DeepEP across nodes (aic_deepep.py) for SGLang
+    only: those rows time SGLang's DeepEP (its --moe-a2a-backend deepep, from aiconfigurator's
+    SGLang folder), while TensorRT-LLM's wide EP runs all-to-all kernels of its own (its
+    moe_a2a rows, the `alltoall` family)."""
     device = SYSTEMS[system].device
-    return {"alltoall_wide_ep": deepep_rows(data, device), "collective": nccl_rows(root, system, device)}
+    deepep = {"alltoall_wide_ep": deepep_rows(data, device)} if backend == "sglang" else {}
+    return {**deepep, "collective": nccl_rows(root, system, device)}
 
 
 def _write_families(out: Path, frames: dict, sources: dict) -> dict:
