@@ -86,8 +86,9 @@ EXPLANATIONS = [
     *[Explanation(gpu, "sglang", "moe", OPEN,
                 "as for every MoE (see the '*' row), but on Blackwell the measurement leans aiconfigurator's way: SGLang's "
                 "flashinfer_trtllm kernel is slower under power-law routing at 4-16 tokens (74 against 57 us a "
-                "layer at 8 tokens), and A7 (InferenceX v0.5.12, 1k/1k) at concurrency 4 / 8 / 16 is -10 / -17 / "
-                "-10% for mtpsim and -5 / -8 / -2% for aiconfigurator (at 32 / 64: -1 / -3% against -8 / -9%). "
+                "layer at 8 tokens), and A7 (InferenceX v0.5.12, 1k/1k) at concurrency 4 / 8 / 16 is -13 / -20 / "
+                "-13% for mtpsim and -5 / -8 / -2% for aiconfigurator (at 32 / 64: -3 / -5% against -8 / -9%; "
+                "2026-12-05, with the measured bmm rows: 2-3 points faster than before them). "
                 "Converting both SGLang profiles from the power-law rows took A7 to -6...+1% and H200's A5/A6 to "
                 "+7...+24%; the kernel's dependence on routing is not modelled. Relabelling the 0.5.14 tables' "
                 "rows by the experts DeepSeek's grouped top-k made them touch (benchmarks/moe_routing.py: 35 at 8 "
@@ -95,8 +96,8 @@ EXPLANATIONS = [
                 "+11...+16%, A5 to +7...+39% and the absolute median from 7.5% to 14.3% (2026-12-04): the H200 "
                 "points want cheaper MoE at 16-64 tokens than random routing priced from these rows gives, so it "
                 "was not kept. B300 under the same release and harness (A8, 1k/1k TP8, InferenceX #3175) says the "
-                "same: -11 / -15 / -15 / -18 / -12% at 1 / 2 / 4 / 8 / 16 streams and -3 / -5% at 32 / 64 for "
-                "mtpsim, -5 / -9 / -5 / -5 / -5 / -4 / -9% for aiconfigurator (8k/1k, A9 TP4 and A10 TP8: -9...-16% at "
+                "same: -12 / -17 / -17 / -20 / -13% at 1 / 2 / 4 / 8 / 16 streams and -4 / -6% at 32 / 64 for "
+                "mtpsim, -5 / -9 / -5 / -5 / -5 / -4 / -9% for aiconfigurator (8k/1k, A9 TP4 and A10 TP8: -11...-18% at "
                 "1-4 streams); at one stream the gap is not the "
                 "MoE (one token's 8 experts), and B300's tables price the same GEMMs and all-reduce 20-25% faster "
                 "than B200's while the two measured steps differ by 2% (7.04 against 7.18 ms)",
