@@ -6,7 +6,9 @@ specs it was built for, and the source of the mtpsim package (any code change ma
 so an entry is only ever read back by the code that wrote it, for the files it was read from.
 The folder is `$MTPSIM_CACHE_DIR`, else `$XDG_CACHE_HOME/mtpsim`, else `~/.cache/mtpsim`;
 MTPSIM_CACHE_DIR=off turns it off. A cache that cannot be read or written is no error: the
-profile is parsed as without one. At most MAX_ENTRIES entries are kept (the oldest go first).
+profile is parsed as without one. At most MAX_ENTRIES entries are kept (the oldest go first);
+the folder may be shared with the user's own files, so only names the cache writes
+(ENTRY_NAME) are ever counted or deleted.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import functools
 import hashlib
 import os
 import pickle
+import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +24,8 @@ from typing import TypeVar
 
 CACHE_ENV = "MTPSIM_CACHE_DIR"
 MAX_ENTRIES = 8
+# an entry's exact name: what `cached` writes, and all that `_prune` may delete
+ENTRY_NAME = re.compile(r"profile-[0-9a-f]{32}\.pickle")
 PACKAGE = Path(__file__).resolve().parent.parent
 
 T = TypeVar("T")
@@ -92,6 +97,10 @@ def cached(profile, parts: tuple[str, ...], load: Callable[[], T], kind: type[T]
 
 
 def _prune(folder: Path) -> None:
-    entries = sorted(folder.glob("profile-*.pickle"), key=lambda p: p.stat().st_mtime_ns)
+    """Delete all but the newest MAX_ENTRIES entries. Only files named exactly as `cached` names
+    its entries count: MTPSIM_CACHE_DIR may name a folder the user keeps other files in (a
+    `profile-mine.pickle` of theirs is never touched)."""
+    entries = sorted((p for p in folder.iterdir() if ENTRY_NAME.fullmatch(p.name) and p.is_file()),
+                     key=lambda p: p.stat().st_mtime_ns)
     for old in entries[:-MAX_ENTRIES]:
         old.unlink(missing_ok=True)
