@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from mtpsim.costs import profile_cache
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 
@@ -34,3 +36,33 @@ def test_the_cache_never_deletes_a_users_file_in_its_folder(tmp_path, monkeypatc
     assert all(path.read_text().startswith("my data") for path in mine)
     entries = [p for p in shared.iterdir() if profile_cache.ENTRY_NAME.fullmatch(p.name)]
     assert len(entries) == profile_cache.MAX_ENTRIES  # its own entries are still pruned
+
+
+# ------------------------------------------------------------------ 2. the cache key reads only the profile's files
+
+def test_the_cache_key_ignores_files_the_profile_is_not_read_from(tmp_path):
+    """Before: the key hashed every file under the folder whole (a 1.5 GB core dump beside the
+    tables took 1.5 GB of memory), so a file the profile never reads also changed the key."""
+    folder = _tiny_profile(tmp_path)
+    (folder / "gemm.csv").write_text("m,k,n,dtype,time_s\n")
+    key = profile_cache.entry_key(folder, "x")
+    (folder / "core.dump").write_bytes(b"\0" * 4096)
+    (folder / "holdout").mkdir()
+    (folder / "holdout" / "gemm.csv").write_text("m,k,n\n")
+    assert profile_cache.entry_key(folder, "x") == key
+    (folder / "gemm.csv").write_text("m,k,n,dtype,time_s\n1,1,1,bf16,1e-6\n")
+    assert profile_cache.entry_key(folder, "x") != key  # a table it reads still changes it
+
+
+def test_a_profile_file_over_the_input_limit_is_not_hashed_or_cached(tmp_path, monkeypatch):
+    """The cache key keeps the readers' MAX_FILE_BYTES rule: an oversized table is never read
+    whole for a key; the profile is loaded without the cache (and its reader refuses the file)."""
+    from mtpsim.textfiles import MAX_FILE_BYTES
+    monkeypatch.setenv(profile_cache.CACHE_ENV, str(tmp_path / "cache"))
+    folder = _tiny_profile(tmp_path)
+    with open(folder / "gemm.csv.gz", "wb") as f:
+        f.truncate(MAX_FILE_BYTES + 1)  # sparse: no disk or memory spent unless it is read
+    with pytest.raises(OSError, match="input limit"):
+        profile_cache.entry_key(folder, "x")
+    assert profile_cache.cached(folder, ("x",), lambda: {"loaded": 1}, dict) == {"loaded": 1}
+    assert not (tmp_path / "cache").exists()

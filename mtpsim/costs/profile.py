@@ -212,6 +212,14 @@ def family_path(folder: Path, family: str) -> Path:
     return packed if packed.is_file() else plain
 
 
+def profile_files(folder: Path) -> list[Path]:
+    """The files a profile may be read from, by name: meta.yaml, each op family's table and
+    layers.csv (plain or gzipped). What the profile cache keys an entry by, so that other files
+    in the folder (a core dump, the holdout rows) are neither read nor hashed."""
+    names = ["meta.yaml", *(f"{t}.csv{gz}" for t in (*FAMILIES, "layers") for gz in ("", ".gz"))]
+    return [folder / name for name in names]
+
+
 def read_family(path: Path, family: str) -> pd.DataFrame:
     """A family CSV with every column the schema names: axes and times positive and finite,
     flops non-negative, key and dim columns present (optional dims read as ANY)."""

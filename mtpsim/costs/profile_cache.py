@@ -1,7 +1,7 @@
 """Parsed profiles kept on disk between processes: a `mtpsim run` reads the profile it ran
 before from one pickle (~10 ms) instead of parsing and validating its CSVs again (~0.15-0.3 s).
 
-An entry is keyed by the bytes of every file in the profile folder, the hardware and engine
+An entry is keyed by the bytes of every file the profile is read from, the hardware and engine
 specs it was built for, and the source of the mtpsim package (any code change makes a new key),
 so an entry is only ever read back by the code that wrote it, for the files it was read from.
 The folder is `$MTPSIM_CACHE_DIR`, else `$XDG_CACHE_HOME/mtpsim`, else `~/.cache/mtpsim`;
@@ -50,11 +50,21 @@ def code_digest() -> str:
 
 
 def entry_key(profile: Path, *parts: str) -> str:
-    """Every file of the profile folder by name and content, then `parts` (the specs' JSON)."""
+    """Each file the profile may be read from (profile.py `profile_files`) by name and content,
+    then `parts` (the specs' JSON). Read in chunks, and only files the readers would take: one
+    over their MAX_FILE_BYTES raises OSError (no entry; the loader refuses it if it reads it), so
+    the key costs no more memory than reading the profile."""
+    from mtpsim.costs.profile import profile_files
+    from mtpsim.textfiles import MAX_FILE_BYTES
     h = hashlib.sha256(code_digest().encode())
-    for path in sorted(p for p in profile.rglob("*") if p.is_file()):
-        h.update(str(path.relative_to(profile)).encode())
-        h.update(hashlib.sha256(path.read_bytes()).digest())
+    for path in profile_files(profile):
+        if not path.is_file():  # absent, or not a regular file (the loader says why if it reads it)
+            continue
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise OSError(f"{path}: over the {MAX_FILE_BYTES:,}-byte input limit")
+        h.update(path.name.encode())
+        with path.open("rb") as f:
+            h.update(hashlib.file_digest(f, "sha256").digest())
     for part in parts:
         h.update(part.encode())
     return h.hexdigest()[:32]
