@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from mtpsim import catalog, designs
 from mtpsim.checks import check_against_specs
-from mtpsim.costs.profile import committed_profiles, find_profile, profile_device, profile_engine
+from mtpsim.costs.profile import committed_profiles, find_profile, load_meta, profile_device, profile_engine, unlisted_tables
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, from_validation, short, warn
 from mtpsim.files import load_yaml
@@ -120,6 +120,9 @@ def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, wh
         at, key = (where, key) if c.profile else _written_at(s.hardware, "hardware", key.removeprefix("hardware."), where)
         raise ScenarioError(at, key, f"profile {path.name!r} was measured on {device!r}, "
                             f"not on the scenario's hardware {hardware.name!r}{hint}")
+    for table in unlisted_tables(path, load_meta(path / "meta.yaml")):
+        warn(str(path / "meta.yaml"), "families", f"{table} is in the profile folder but not listed here: it is "
+             f"not read, and its ops are priced by the roofline (list its family, or move the file out)")
     timed = profile_engine(path)
     if c.profile is not None and timed is not None and timed != engine.name:
         warn(where, "cost.profile", f"profile {path.name!r} times {timed}'s kernels, and the scenario serves with "

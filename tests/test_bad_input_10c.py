@@ -5,10 +5,13 @@ nothing the user wrote is overwritten or deleted."""
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
 from mtpsim.costs import profile_cache
+from mtpsim.costs.profile import PROFILES_DIR
+from tests.test_bad_input import one_line_error
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 
 # ------------------------------------------------------------------ 1. the cache deletes only its own entries
@@ -66,3 +69,59 @@ def test_a_profile_file_over_the_input_limit_is_not_hashed_or_cached(tmp_path, m
         profile_cache.entry_key(folder, "x")
     assert profile_cache.cached(folder, ("x",), lambda: {"loaded": 1}, dict) == {"loaded": 1}
     assert not (tmp_path / "cache").exists()
+
+
+# ------------------------------------------------------------------ 3. profile content passed over without a word
+
+SCEN = """\
+name: base
+model: llama-3.1-8b
+hardware: h200
+parallel: {tp: 1}
+speculative: {design: nextn, steps: 2, draft: eagle3-llama-3.1-8b}
+acceptance: {per_depth: [0.8, 0.7]}
+workload: {arrival: closed, concurrency: 2, num_requests: 4, input_len: 64, output_len: 8}
+"""
+
+
+def _scenario(tmp_path, text: str = SCEN, name: str = "base.yaml") -> list[str]:
+    (tmp_path / name).write_text(text)
+    return ["run", str(tmp_path / name), "--out", str(tmp_path / "out"), "--jobs", "1"]
+
+
+@pytest.mark.parametrize("layout,word", [
+    ({"profiles/h200-sglang/meta.yml": "device: cuda\n"}, "found meta.yml: rename it"),
+    ({"profiles/h200-sglang/notes.txt": "x\n"}, "no meta.yaml"),
+    ({"profiles/h200-sglang/meta.yaml/x": "x\n"}, "a folder, not a file"),
+    ({"profiles/h200-sglang": "x\n"}, "not a folder"),
+    ({"profiles": "x\n"}, "not a folder"),
+], ids=["meta-yml", "no-meta", "meta-is-a-folder", "profile-is-a-file", "profiles-is-a-file"])
+def test_a_catalog_profile_the_lookup_would_pass_over_is_an_error(tmp_path, capsys, monkeypatch, layout, word):
+    """Before: MTPSIM_CATALOG's `profiles/h200-sglang` without a readable meta.yaml (or a
+    `profiles` that is a file) was skipped, and the committed profile of that name priced the run."""
+    catalog = tmp_path / "cat"
+    for name, text in layout.items():
+        (catalog / name).parent.mkdir(parents=True, exist_ok=True)
+        (catalog / name).write_text(text)
+    monkeypatch.setenv("MTPSIM_CATALOG", str(catalog))
+    line = one_line_error(capsys, _scenario(tmp_path), "", word)
+    assert str(catalog / "profiles") in line
+
+
+def test_a_profile_path_without_meta_yaml_names_it(tmp_path, capsys):
+    """A `cost.profile` path to a folder whose meta.yaml is misspelt says so (was: "no profile folder")."""
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "META.yaml").write_text("device: cuda\n")
+    one_line_error(capsys, _scenario(tmp_path, SCEN + "cost: {profile: ./p}\n".replace("./p", str(tmp_path / "p"))),
+                   "", "found META.yaml: rename it")
+
+
+def test_a_table_the_profile_does_not_list_is_warned_of(tmp_path, capsys):
+    """Before: gemm.csv on disk but left out of meta.yaml's `families` was never read, and the
+    GEMMs were priced by the roofline without a word."""
+    folder = tmp_path / "p"
+    shutil.copytree(PROFILES_DIR / "h200", folder)
+    meta = folder / "meta.yaml"
+    meta.write_text(meta.read_text().replace("  gemm: 68\n", ""))
+    found = warnings_of(capsys, _scenario(tmp_path, SCEN + f"cost: {{profile: {folder}}}\n"))
+    assert any("meta.yaml: families: gemm.csv is in the profile folder but not listed" in w for w in found), found

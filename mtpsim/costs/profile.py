@@ -23,6 +23,7 @@ from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
 from mtpsim.limits import MAX_DEVICE_LATENCY_S, MAX_DEVICE_RATE, MIN_DEVICE_RATE
 from mtpsim.packagedata import data_dir, user_catalog_dirs
 from mtpsim.specs import Dtype
+from mtpsim.textfiles import not_a_file, not_a_folder
 
 
 @dataclass(frozen=True)
@@ -90,14 +91,33 @@ def find_profile(ref: str) -> Path | None:
     (`h200-sglang`), looked up in MTPSIM_CATALOG's folders' profiles/ and then the committed
     ones; the old source-tree spelling `calibrate/profiles/NAME` still names it when no such
     folder exists here. A name never reaches outside those folders."""
-    candidates = [Path(ref)]
+    given = Path(ref)
+    candidates = [given]
     name = ref.removeprefix(LEGACY_PREFIX).rstrip("/")
     if name and "/" not in name and "\\" not in name and ".." not in name and name != ".":
         candidates += [folder / "profiles" / name for folder in user_catalog_dirs()] + [PROFILES_DIR / name]
     for path in candidates:
         if (path / "meta.yaml").is_file():
             return path
+        if path is not given or "/" in ref or "\\" in ref:  # a bare name may match any folder here: passed over
+            _passed_over(path)
     return None
+
+
+def _passed_over(path: Path) -> None:
+    """A ScenarioError naming `path` when it is there but is no profile the lookup can read (not
+    a folder; no meta.yaml, or one spelt meta.yml): otherwise the next folder of that name, a
+    committed profile, would price the run in its place without a word."""
+    if not (path.exists() or path.is_symlink()):
+        return
+    if not path.is_dir():
+        raise ScenarioError(str(path), "", f"a profile is a folder holding meta.yaml; this {not_a_folder(path)}")
+    meta = path / "meta.yaml"
+    if meta.exists() or meta.is_symlink():
+        raise ScenarioError(str(meta), "", not_a_file(meta))
+    near = sorted(p.name for p in path.iterdir() if p.name.lower() in ("meta.yml", "meta.yaml"))
+    hint = f"found {short(near[0], 60)[1:-1]}: rename it" if near else "a profile folder holds meta.yaml and its tables"
+    raise ScenarioError(str(path), "", f"no meta.yaml ({hint})")
 
 
 def profile_device(path: Path) -> str:
@@ -200,6 +220,14 @@ def profile_families(meta: dict, where: str = "meta.yaml") -> tuple[str, ...]:
     if unknown:
         raise ScenarioError(where, f"families.{unknown[0]}", f"unknown op family (known: {', '.join(FAMILIES)})")
     return tuple(listed)
+
+
+def unlisted_tables(folder: Path, meta: dict) -> list[str]:
+    """Family tables in the folder that meta.yaml's `families` leaves out: never read, so their
+    families are priced by the roofline (resolve.py warns of them)."""
+    held = profile_families(meta, str(folder / "meta.yaml"))
+    return [p.name for f in FAMILIES if f not in held for p in (folder / f"{f}.csv", folder / f"{f}.csv.gz")
+            if p.exists() or p.is_symlink()]
 
 
 def family_path(folder: Path, family: str) -> Path:
