@@ -100,8 +100,8 @@ def _add_recommend(sub) -> None:
     p.add_argument("--jobs", type=bounded(1, MAX_JOBS), help=f"worker processes, 1..{MAX_JOBS} (default: one per core)")
     p.add_argument("--out", type=folder, help="output folder (default runs/<name>-recommend-<timestamp>; must not hold files)")
     p.add_argument("--seeds", type=bounded(1, MAX_SEEDS), help="run every setting over N seeds and pick, at each "
-                   "batch, the fewest steps whose TPS interval meets the best one's (default: the scenario's `seeds` "
-                   "when it sets them, else 3; 1: the argmax)")
+                   "batch, the fewest steps that no other setting beats beyond the TPS intervals (default: the "
+                   "scenario's `seeds` when it sets them, else 3; 1: the argmax)")
     p.set_defaults(func=commands.recommend)
 
 

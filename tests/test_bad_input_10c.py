@@ -125,3 +125,21 @@ def test_a_table_the_profile_does_not_list_is_warned_of(tmp_path, capsys):
     meta.write_text(meta.read_text().replace("  gemm: 68\n", ""))
     found = warnings_of(capsys, _scenario(tmp_path, SCEN + f"cost: {{profile: {folder}}}\n"))
     assert any("meta.yaml: families: gemm.csv is in the profile folder but not listed" in w for w in found), found
+
+
+# ------------------------------------------------------------------ 4. recommend's pick when the best interval is wide
+
+def test_a_wide_interval_on_the_best_setting_never_hides_a_clear_gain():
+    """The report's `recommend --seeds 2` grid: S=2's interval (385.8 +- 253) met `none`'s, so the
+    old pick ("the fewest steps whose interval meets the best one's") was none, while S=1 beats
+    none by 55% with intervals far apart: "speculate: no", break-even batch 1, policy {1: 0}."""
+    import pandas as pd
+
+    from mtpsim.recommend import best_by_batch, break_even, policy_line, within_noise
+    rows = [("none", 0, 203.4, 0.0), ("nextn", 1, 315.27, 0.024), ("nextn", 2, 385.8, 253.0)]
+    summary = pd.DataFrame(rows, columns=["design", "steps", "tps", "half"]).assign(concurrency=1, topk=1)
+    summary = summary.assign(per_user_tps=summary.tps, tps_ci_low=summary.tps - summary.half,
+                             tps_ci_high=summary.tps + summary.half)
+    table = within_noise(best_by_batch(summary), summary)
+    assert table.tps_steps.tolist() == [1] and table.speculate.tolist() == [True] and table.tie.tolist() == [True]
+    assert break_even(table) is None and "{1: 1}" in policy_line(table)
