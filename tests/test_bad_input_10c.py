@@ -4,11 +4,13 @@ exit status 2, naming the file and the dotted key path; legal but odd input is o
 nothing the user wrote is overwritten or deleted."""
 from __future__ import annotations
 
+import csv
 import os
 import shutil
 
 import pytest
 
+from mtpsim import cli
 from mtpsim.costs import profile_cache
 from mtpsim.costs.profile import PROFILES_DIR
 from tests.test_bad_input import one_line_error
@@ -143,3 +145,59 @@ def test_a_wide_interval_on_the_best_setting_never_hides_a_clear_gain():
     table = within_noise(best_by_batch(summary), summary)
     assert table.tps_steps.tolist() == [1] and table.speculate.tolist() == [True] and table.tie.tolist() == [True]
     assert break_even(table) is None and "{1: 1}" in policy_line(table)
+
+
+# ------------------------------------------------------------------ 5. plot draws only what a run can produce
+
+ROOF = SCEN.replace("parallel: {tp: 1}", "parallel: {tp: 1}\ncost: {model: roofline}")
+
+
+@pytest.fixture(scope="module")
+def run_folders(tmp_path_factory):
+    """One run of ROOF, and the same over two seeds (folders `one`, `seeds`)."""
+    root = tmp_path_factory.mktemp("runs10c")
+    (root / "s.yaml").write_text(ROOF)
+    for name, extra in (("one", []), ("seeds", ["--seeds", "2"])):
+        assert cli.main(["run", str(root / "s.yaml"), "--jobs", "1", "--out", str(root / name), *extra]) == 0
+    return root
+
+
+def _edit_cell(path, column: str, row: int, value: str) -> None:
+    rows = list(csv.reader(path.open()))
+    rows[row][rows[0].index(column)] = value
+    with path.open("w", newline="") as f:
+        csv.writer(f).writerows(rows)
+
+
+@pytest.mark.parametrize("table,column,value,word", [
+    ("requests.csv", "finish_s", "1e300", "<= 1e+09"),
+    ("requests.csv", "finish_s", "1000", "e2e_mean_s"),  # in range, but no run's requests end there
+    ("requests.csv", "first_token_s", "0.0", "wait for their first token"),
+    ("iterations.csv", "start_s", "1e300", "<= 1e+09"),
+    ("iterations.csv", "duration_s", "1e300", "<= 1e+09"),
+    ("summary.csv", "ttft_p50_s", "nan", "must be a number"),
+    ("summary.csv", "ttft_p50_s", "-1", ">= 0"),
+    ("summary.csv", "tpot_p99_s", "inf", "not a number"),
+    ("summary.csv", "e2e_p99_s", "1e300", "<= 1e+09"),
+])
+def test_plot_refuses_a_time_no_run_writes(run_folders, tmp_path, capsys, table, column, value, word):
+    """Before: request and iteration times were bounded below only, summary.csv's latency
+    columns not at all, and only TTFT was checked against summary.csv: a finish_s of 1e300 drew a
+    TPOT axis to 3e301 ms, and `nan`, -1 or inf latencies were drawn, all with exit 0."""
+    folder = tmp_path / "run"
+    shutil.copytree(run_folders / "one", folder)
+    _edit_cell(folder / table, column, 1, value)
+    line = one_line_error(capsys, ["plot", str(folder)], column, word)
+    assert table in line
+
+
+@pytest.mark.parametrize("name", ["one", "seeds"])
+def test_plot_refuses_a_summary_row_written_twice(run_folders, tmp_path, capsys, name):
+    """Before: summary.csv's last row (a baseline, point -1) appended again was accepted."""
+    folder = tmp_path / "run"
+    shutil.copytree(run_folders / name, folder)
+    text = (folder / "summary.csv").read_text()
+    (folder / "summary.csv").write_text(text + text.splitlines(keepends=True)[-1])
+    line = one_line_error(capsys, ["plot", str(folder)], "point", "are the same run")
+    assert "summary.csv" in line
+    assert cli.main(["plot", str(run_folders / name)]) == 0  # the folder as written still draws
