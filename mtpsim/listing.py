@@ -8,7 +8,7 @@ import sys
 
 from mtpsim import catalog
 from mtpsim.engine_releases import engine_rules, known_versions
-from mtpsim.errors import ScenarioError, printable, short
+from mtpsim.errors import ScenarioError, line, printable, short
 from mtpsim.schema import Engine, json_schema
 
 
@@ -66,7 +66,7 @@ def _said(invalid: list[ScenarioError], kind: str) -> int:
     """An entry no scenario could use is bad input: one line (the first), and exit status 2."""
     if invalid:
         more = f" (and {len(invalid) - 1} more invalid {kind} entries)" if len(invalid) > 1 else ""
-        print(f"mtpsim: error: {printable(invalid[0].message)}{more}", file=sys.stderr)
+        print(line("error", f"{invalid[0].message}{more}"), file=sys.stderr)
     return 2 if invalid else 0
 
 

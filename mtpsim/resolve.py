@@ -110,7 +110,7 @@ def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, wh
     key = "cost.profile" if c.profile else f"hardware.profiles.{engine.name if engine.name in hardware.profiles else 'default'}"
     path = find_profile(ref)
     if path is None:
-        raise ScenarioError(where, key, f"no profile folder {ref!r} (a path holding meta.yaml, or one of: "
+        raise ScenarioError(where, key, f"no profile folder {short(ref, 120)} (a path holding meta.yaml, or one of: "
                             f"{', '.join(committed_profiles())})")
     device = profile_device(path)
     if device != hardware.name:

@@ -51,7 +51,7 @@ def parse_rates(text: str) -> list[float]:
                             "(decimal numbers, e.g. 0.5,2,8)")
     rates = sorted(set(parsed))
     if not all(0 < r <= 1e6 and math.isfinite(r) for r in rates):
-        raise ScenarioError("--rates", "", f"{text!r}: each rate must be in (0, 1e6] requests per second")
+        raise ScenarioError("--rates", "", f"{short(text, 60)}: each rate must be in (0, 1e6] requests per second")
     return rates
 
 
