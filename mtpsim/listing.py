@@ -15,7 +15,7 @@ from mtpsim.schema import Engine, json_schema
 def list_entries(kind: str) -> int:
     """`mtpsim models` / `mtpsim hardware`: every catalog entry, one line each."""
     load, describe = {"models": (catalog.load_model, lambda spec: spec.summary()),
-                      "hardware": (catalog.load_hardware, lambda spec: spec.summary(Engine().kind))}[kind]
+                      "hardware": (_usable_hardware, lambda spec: spec.summary(Engine().kind))}[kind]
     entries = catalog.names(kind)
     width = max((len(n) for n in entries), default=0)
     invalid = []
@@ -52,6 +52,16 @@ def list_engines() -> int:
                    f"{'before ' + rule.until if rule.until else ''}" or "every release"
             print(f"  {rule.name}: {rule.field} = {rule.value} ({span})")
     return _said(invalid, "engines")
+
+
+def _usable_hardware(name: str):
+    """A hardware entry, each profile it names found (else a ScenarioError naming its file and
+    key): an entry whose profile is missing fails every scenario that names it."""
+    from mtpsim.costs.profile import require_profile
+    spec = catalog.load_hardware(name)
+    for engine, ref in spec.profiles.items():
+        require_profile(ref, str(catalog.find("hardware", name)), f"profiles.{engine}")
+    return spec
 
 
 def _listable(kind: str, name: str) -> None:

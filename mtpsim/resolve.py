@@ -13,7 +13,14 @@ from pydantic import BaseModel, ValidationError
 
 from mtpsim import catalog, designs
 from mtpsim.checks import check_against_specs
-from mtpsim.costs.profile import committed_profiles, find_profile, load_meta, profile_device, profile_engine, unlisted_tables
+from mtpsim.costs.profile import (
+    known_profiles,
+    load_meta,
+    profile_device,
+    profile_engine,
+    require_profile,
+    unlisted_tables,
+)
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, from_validation, short, warn
 from mtpsim.files import load_yaml
@@ -105,20 +112,18 @@ def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, wh
     if ref is None:
         if c.model == "calibrated":
             raise ScenarioError(where, "cost.profile", f"cost model calibrated needs a profile and hardware "
-                                f"{hardware.name!r} names none (committed: {', '.join(committed_profiles())})")
+                                f"{hardware.name!r} names none (known: {', '.join(known_profiles())})")
         return "roofline", None
-    key = "cost.profile" if c.profile else f"hardware.profiles.{engine.name if engine.name in hardware.profiles else 'default'}"
-    path = find_profile(ref)
-    if path is None:
-        raise ScenarioError(where, key, f"no profile folder {short(ref, 120)} (a path holding meta.yaml, or one of: "
-                            f"{', '.join(committed_profiles())})")
+    # where the reference is written: the scenario's cost.profile, or the hardware entry's `profiles`
+    named = f"profiles.{engine.name if engine.name in hardware.profiles else 'default'}"
+    at = (where, "cost.profile") if c.profile else _written_at(s.hardware, "hardware", named, where)
+    path = require_profile(ref, *at)
     device = profile_device(path)
     if device != hardware.name:
         if c.profile is None and c.model == "auto" and not _names_profiles(s):
             return "roofline", None  # a renamed copy of a measured GPU: its own rates, not the profile
         hint = "" if c.profile else " (a copy of another GPU's entry? leave `profiles` out to price it by its own rates)"
-        at, key = (where, key) if c.profile else _written_at(s.hardware, "hardware", key.removeprefix("hardware."), where)
-        raise ScenarioError(at, key, f"profile {path.name!r} was measured on {device!r}, "
+        raise ScenarioError(*at, f"profile {path.name!r} was measured on {device!r}, "
                             f"not on the scenario's hardware {hardware.name!r}{hint}")
     for table in unlisted_tables(path, load_meta(path / "meta.yaml")):
         warn(str(path / "meta.yaml"), "families", f"{table} is in the profile folder but not listed here: it is "

@@ -7,12 +7,15 @@ from __future__ import annotations
 import csv
 import os
 import shutil
+from pathlib import Path
 
 import pytest
+import yaml
 
 from mtpsim import cli, errors
 from mtpsim.costs import profile_cache
 from mtpsim.costs.profile import PROFILES_DIR
+from mtpsim.packagedata import data_dir
 from tests.test_bad_input import one_line_error
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 
@@ -245,3 +248,70 @@ def test_a_long_scenario_path_is_cut(tmp_path, capsys):
     assert "/s.yaml: model: " in line
     for command in ("run", "plot"):
         one_line_error(capsys, [command, "x" * 1500], "", "too long")
+
+
+# ------------------------------------------------------------------ 7. errors that named the wrong file, key or reason
+
+def _catalog_hardware(tmp_path, monkeypatch, **changes) -> Path:
+    """MTPSIM_CATALOG holding hardware `myh`: the shipped h200 entry renamed, `changes` applied."""
+    data = yaml.safe_load((data_dir() / "hardware" / "h200.yaml").read_text())
+    data.update(name="myh", **changes)
+    path = tmp_path / "cat" / "hardware" / "myh.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump(data))
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "cat"))
+    return path
+
+
+def test_a_missing_profile_a_catalog_entry_names_is_blamed_on_that_entry(tmp_path, capsys, monkeypatch):
+    """Before: blamed on the scenario's `hardware.profiles.sglang`, a key it does not hold; the
+    hint listed only the committed profiles; and `mtpsim hardware` listed the entry, exit 0."""
+    entry = _catalog_hardware(tmp_path, monkeypatch, profiles={"sglang": "nosuch-profile"})
+    shutil.copytree(PROFILES_DIR / "h200", tmp_path / "cat" / "profiles" / "mine")
+    line = one_line_error(capsys, _scenario(tmp_path, SCEN.replace("hardware: h200", "hardware: myh")),
+                          "profiles.sglang", "no profile folder 'nosuch-profile'")
+    assert line.startswith(f"mtpsim: error: {entry}: profiles.sglang: ") and "mine" in line
+    line = one_line_error(capsys, ["hardware"], "profiles.sglang", "no profile folder")
+    assert str(entry) in line
+
+
+@pytest.mark.parametrize("make,word", [
+    (lambda p: p.mkdir(), "a folder, not a file"),
+    (lambda p: os.mkfifo(p), "not a regular file"),
+    (lambda p: p.symlink_to("/dev/zero"), "not a regular file"),
+    (lambda p: p.symlink_to(p.parent / "nowhere"), "a link that leads nowhere"),
+], ids=["folder", "fifo", "dev-zero", "dangling"])
+def test_a_family_table_that_is_no_file_says_what_it_is(tmp_path, capsys, make, word):
+    """Before: a folder, a fifo or a link to /dev/zero in gemm.csv's place was "missing profile file"."""
+    folder = tmp_path / "p"
+    shutil.copytree(PROFILES_DIR / "h200", folder)
+    (folder / "gemm.csv").unlink()
+    make(folder / "gemm.csv")
+    line = one_line_error(capsys, _scenario(tmp_path, SCEN + f"cost: {{profile: {folder}}}\n"), "", word)
+    assert "gemm.csv" in line and "missing" not in line
+
+
+def test_an_engine_reserve_that_fills_the_gpu_is_blamed_on_the_engine_file(tmp_path, capsys, monkeypatch):
+    """Before: `kv_pool.startup_mib: 1 TiB` in the user's engine file was blamed on the scenario's
+    engine.mem_fraction, with a false reason (the weights leave no KV pool)."""
+    engine = tmp_path / "cat" / "engines" / "sglang.yaml"
+    engine.parent.mkdir(parents=True)
+    engine.write_text((data_dir() / "engines" / "sglang.yaml").read_text().replace(
+        "startup_mib: 2582", "startup_mib: 1099511627776"))
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "cat"))
+    line = one_line_error(capsys, _scenario(tmp_path, ROOF), "kv_pool.startup_mib", "sets aside")
+    assert line.startswith(f"mtpsim: error: {engine}: ") and "mem_fraction" not in line
+
+
+@pytest.mark.parametrize("inline", [False, True], ids=["hardware-file", "inline"])
+def test_a_gpu_too_small_for_the_engine_is_blamed_on_its_capacity(tmp_path, capsys, inline):
+    """Before: a hardware file's `memory_capacity_bytes: 1048576` was blamed on the scenario's
+    engine.mem_fraction ("default mem_fraction_static is -5775")."""
+    data = yaml.safe_load((data_dir() / "hardware" / "h200.yaml").read_text())
+    data.update(name="mygpu", memory_capacity_bytes=1048576)
+    data.pop("profiles", None)
+    (tmp_path / "gpu.yaml").write_text(yaml.safe_dump(data))
+    hardware = "{from: h200, memory_capacity_bytes: 1048576}" if inline else str(tmp_path / "gpu.yaml")
+    line = one_line_error(capsys, _scenario(tmp_path, ROOF.replace("hardware: h200", f"hardware: {hardware}")),
+                          "hardware.memory_capacity_bytes" if inline else "memory_capacity_bytes", "reserves")
+    assert ("base.yaml" if inline else "gpu.yaml: memory_capacity_bytes: ") in line and "engine.mem_fraction" not in line

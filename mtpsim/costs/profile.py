@@ -104,6 +104,22 @@ def find_profile(ref: str) -> Path | None:
     return None
 
 
+def known_profiles() -> list[str]:
+    """The profile names a scenario may give: MTPSIM_CATALOG's profiles/ folders' and the committed ones."""
+    folders = [d / "profiles" for d in user_catalog_dirs()] + [PROFILES_DIR]
+    return sorted({p.name for f in folders if f.is_dir() for p in f.iterdir() if (p / "meta.yaml").is_file()})
+
+
+def require_profile(ref: str, where: str, key: str) -> Path:
+    """`find_profile(ref)`, or a ScenarioError naming `where`'s `key` (the file that wrote the
+    reference: a scenario, or a hardware entry's `profiles`) with the names it could give."""
+    path = find_profile(ref)
+    if path is None:
+        raise ScenarioError(where, key, f"no profile folder {short(ref, 120)} (a path holding meta.yaml, or one of: "
+                            f"{', '.join(known_profiles())})")
+    return path
+
+
 def _passed_over(path: Path) -> None:
     """A ScenarioError naming `path` when it is there but is no profile the lookup can read (not
     a folder; no meta.yaml, or one spelt meta.yml): otherwise the next folder of that name, a
@@ -194,7 +210,7 @@ def load_meta(path: Path) -> dict:
     Read once per file version (every sweep point checks its profile's device) and shared: not
     to be changed in place."""
     if not path.is_file():
-        raise ScenarioError(str(path), "", "missing profile file")
+        raise _not_readable(path, "")
     meta = load_yaml(path)
     if not isinstance(meta, dict):
         raise ScenarioError(str(path), "", "meta.yaml must be a mapping")
@@ -207,6 +223,14 @@ def load_meta(path: Path) -> dict:
     except ValidationError as exc:
         raise from_validation(exc, str(path)) from None
     return meta
+
+
+def _not_readable(path: Path, what: str) -> ScenarioError:
+    """A profile file that is no regular file: missing, or what it is instead (a folder, a pipe,
+    a link to a device or to nowhere), which reading it as a table cannot say."""
+    why = not_a_file(path)
+    return ScenarioError(str(path), "", f"missing profile file{what}" if why == "no such file"
+                         else f"{why} (the profile file{what})")
 
 
 def profile_families(meta: dict, where: str = "meta.yaml") -> tuple[str, ...]:
@@ -252,7 +276,7 @@ def read_family(path: Path, family: str) -> pd.DataFrame:
     """A family CSV with every column the schema names: axes and times positive and finite,
     flops non-negative, key and dim columns present (optional dims read as ANY)."""
     if not path.is_file():
-        raise ScenarioError(str(path), "", f"missing profile file for op family {family!r}")
+        raise _not_readable(path, f" for op family {family!r}")
     f = FAMILIES[family]
     columns = dict.fromkeys((*f.keys, *f.dims), TEXT) | {"flops": NON_NEGATIVE, "bytes": NON_NEGATIVE} | \
         dict.fromkeys(f.axes, POSITIVE) | {"time_s": OP_TIME}  # an axis is interpolated in log space: > 0
