@@ -315,3 +315,42 @@ def test_a_gpu_too_small_for_the_engine_is_blamed_on_its_capacity(tmp_path, caps
     line = one_line_error(capsys, _scenario(tmp_path, ROOF.replace("hardware: h200", f"hardware: {hardware}")),
                           "hardware.memory_capacity_bytes" if inline else "memory_capacity_bytes", "reserves")
     assert ("base.yaml" if inline else "gpu.yaml: memory_capacity_bytes: ") in line and "engine.mem_fraction" not in line
+
+
+# ------------------------------------------------------------------ 8. profile meta.yaml and tables checked
+
+def _kv_dtype_mixed(text: str) -> str:
+    """attention.csv with a kv_dtype column: `*` on the first row, bf16 on the rest of its config."""
+    lines = text.splitlines()
+    rows = [lines[0].replace("v_head_dim,", "v_head_dim,kv_dtype,")]
+    for i, row in enumerate(lines[1:]):
+        cells = row.split(",")
+        rows.append(",".join(cells[:4] + ["*" if i == 0 else "bf16"] + cells[4:]))
+    return "\n".join(rows) + "\n"
+
+
+@pytest.mark.parametrize("file,edit,key,word", [
+    ("meta.yaml", lambda t: t + "engine: 5\n", "engine", "'sglang', 'vllm' or 'trtllm'"),
+    ("meta.yaml", lambda t: t + "engine: bogus\n", "engine", "'sglang', 'vllm' or 'trtllm'"),
+    ("meta.yaml", lambda t: t.replace("  gemm: 68", "  gemm: -5"), "families.gemm", "greater than or equal to 1"),
+    ("meta.yaml", lambda t: t.replace("  gemm: 68", "  gemm: 70"), "families.gemm", "holds 68"),
+    ("meta.yaml", lambda t: t.replace("launch:", "overhead: {included_in_op_times: true, call_s: 1.0e-5}\nlaunch:"),
+     "overhead", "keep launch"),
+    ("meta.yaml", lambda t: t.replace("    64: 0.0001354", "    99999999999999999999: 0.0001354"),
+     "host_s.none.99999999999999999999", "as a key: Input should be less than or equal to 100000"),
+    ("meta.yaml", lambda t: t.replace("copy_bytes_per_s: 4259000000000.0", "copy_bytes_per_s: 1.0e6"),
+     "ceilings.copy_bytes_per_s", "floored"),
+    ("meta.yaml", lambda t: t.replace("matmul_flops_per_s: 792300000000000.0", "matmul_flops_per_s: 1.0e6"),
+     "ceilings.matmul_flops_per_s", "floored"),
+    ("gemm.csv", lambda t: t.replace("bf16,1,256,256,", "bf16,1.5,256,256,", 1), "m", "row 2"),
+    ("attention.csv", _kv_dtype_mixed, "kv_dtype", "row 2"),
+], ids=["engine-number", "engine-bogus", "count-negative", "count-wrong", "overhead-and-launch", "host-batch-huge",
+        "copy-ceiling", "matmul-ceiling", "fractional-m", "kv-dtype-any-and-named"])
+def test_profile_content_that_no_run_could_mean_is_refused(tmp_path, capsys, file, edit, key, word):
+    """Before: each ran with exit 0 (engine: 5 even printed "priced as 5 runs them"; ceilings of
+    1e6 priced TTFT at 4.9 hours; a `*` kv_dtype row beside bf16 ones moved TPS from 213 to 91)."""
+    folder = tmp_path / "p"
+    shutil.copytree(PROFILES_DIR / "h200", folder)
+    (folder / file).write_text(edit((folder / file).read_text()))
+    line = one_line_error(capsys, _scenario(tmp_path, SCEN + f"cost: {{profile: {folder}}}\n"), key, word)
+    assert file in line
