@@ -61,6 +61,8 @@ def _resolve_specs(s: Scenario, where: str) -> Specs:
     mtp_runs = any(d != designs.BASELINE for d in [s.speculative.design, *searched])
     model = _spec("models", s.model, ModelSpec, where, "model", mtp_runs)
     hardware = _spec("hardware", s.hardware, HardwareSpec, where, "hardware")
+    for key, reason in hardware.oddities():  # legal figures that contradict each other: said where written
+        warn(*_written_at(s.hardware, "hardware", key, where), reason)
     draft = _external_draft(s, model, where)
     engine = catalog.load_engine(s.engine.kind, s.engine.version, s.engine.ignore_rules, where)
     if s.engine.speculative_overlap is not None:  # the scenario's word over the version's rule

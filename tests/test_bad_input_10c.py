@@ -354,3 +354,61 @@ def test_profile_content_that_no_run_could_mean_is_refused(tmp_path, capsys, fil
     (folder / file).write_text(edit((folder / file).read_text()))
     line = one_line_error(capsys, _scenario(tmp_path, SCEN + f"cost: {{profile: {folder}}}\n"), key, word)
     assert file in line
+
+
+# ------------------------------------------------------------------ 9. catalog entries that contradict themselves
+
+def _gpu(tmp_path, **changes) -> str:
+    """A hardware file: the shipped h200 entry renamed (priced by the roofline), `changes` applied."""
+    data = yaml.safe_load((data_dir() / "hardware" / "h200.yaml").read_text())
+    data.pop("profiles", None)
+    data.update(name="mygpu", **changes)
+    for key in [k for k, v in changes.items() if v is None]:
+        data.pop(key)
+    (tmp_path / "gpu.yaml").write_text(yaml.safe_dump(data))
+    return str(tmp_path / "gpu.yaml")
+
+
+@pytest.mark.parametrize("changes,key,word", [
+    ({"graph_launch_overhead_s": 0.5}, "graph_launch_overhead_s", "costs more than an eager launch"),
+    ({"peak_flops": {"fp32": 1e18, "bf16": 1e6, "fp8": 1e6}}, "peak_flops.fp8", "narrower dtype"),
+    ({"internode_bandwidth_bytes_per_s": 1e15}, "internode_bandwidth_bytes_per_s", "faster than the links"),
+], ids=["graph-launch", "narrow-dtype-slower", "network-faster-than-nvlink"])
+def test_hardware_figures_that_contradict_each_other_warn(tmp_path, capsys, changes, key, word):
+    """Before: graph_launch_overhead_s 0.5 (10^5 x an eager launch) ran silently to a TPOT of 65 s."""
+    found = warnings_of(capsys, _scenario(tmp_path, ROOF.replace("hardware: h200", f"hardware: {_gpu(tmp_path, **changes)}")))
+    assert any(f"gpu.yaml: {key}: " in w and word in w for w in found), found
+
+
+def test_half_an_internode_network_is_refused(tmp_path, capsys):
+    """Before: a bandwidth without a latency was read as no network at all, without a word."""
+    gpu = _gpu(tmp_path, internode_latency_s=None)
+    one_line_error(capsys, _scenario(tmp_path, ROOF.replace("hardware: h200", f"hardware: {gpu}")),
+                   "internode_latency_s", "give both")
+
+
+def _engine(tmp_path, monkeypatch, old: str, new: str) -> Path:
+    """MTPSIM_CATALOG's engines/sglang.yaml: the shipped file with `old` replaced by `new`."""
+    text = (data_dir() / "engines" / "sglang.yaml").read_text()
+    assert old in text
+    path = tmp_path / "cat" / "engines" / "sglang.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(text.replace(old, new, 1))
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "cat"))
+    return path
+
+
+@pytest.mark.parametrize("old,new,key,word", [
+    ("      - {below_mib: 20480", "      - {chunked_prefill_tokens: 16384, graph_batch: 512, graph_batch_tp4: 512}\n"
+     "      - {below_mib: 20480", "kv_pool.reserved.classes.1", "no GPU reaches this class"),
+    ("  none: [decode]", "  none: [decode, decode]", "hides.none.1", "listed twice"),
+    ('"0.4.0", "0.4.1"', '"0.4.0", "0.4.0", "0.4.1"', "versions.known.", "listed twice"),
+    ("knob: mem_fraction_static", 'knob: ""', "kv_pool.knob", "pattern"),
+    ("knob: mem_fraction_static", "knob: " + "k" * 3000, "kv_pool.knob", "pattern"),
+], ids=["class-after-catch-all", "hides-twice", "known-twice", "knob-empty", "knob-long"])
+def test_an_engine_file_that_contradicts_itself_is_refused(tmp_path, capsys, monkeypatch, old, new, key, word):
+    """Before: each was accepted (a class after the catch-all is never read; a 3,000-character knob
+    was echoed whole into the memory error)."""
+    engine = _engine(tmp_path, monkeypatch, old, new)
+    line = one_line_error(capsys, _scenario(tmp_path, ROOF), "", word)
+    assert line.startswith(f"mtpsim: error: {engine}: {key}")
