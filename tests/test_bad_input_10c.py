@@ -412,3 +412,37 @@ def test_an_engine_file_that_contradicts_itself_is_refused(tmp_path, capsys, mon
     engine = _engine(tmp_path, monkeypatch, old, new)
     line = one_line_error(capsys, _scenario(tmp_path, ROOF), "", word)
     assert line.startswith(f"mtpsim: error: {engine}: {key}")
+
+
+# ------------------------------------------------------------------ 10. search bounds that do nothing
+
+SEARCH = ROOF.replace("parallel: {tp: 1}\n", "")
+
+
+@pytest.mark.parametrize("section,key,word", [
+    ("{concurrency: [1, 2], requests_per_user: 1, tp: [1], requests_per_rate_s: 5}", "search.requests_per_rate_s",
+     "not used"),
+    ("{rates: [1, 2], tp: [1], requests_per_user: 2}", "search.requests_per_user", "not used"),
+    ("{rates: [1, 2], tp: [1], requests_per_rate_s: 1.0e-9}", "search.requests_per_rate_s", "at least"),
+    ("{concurrency: [1], requests_per_user: 1, tp: [1], designs: [nextn, nextn]}", "search.designs", "more than once"),
+    ("{concurrency: [1], requests_per_user: 1, tp: [1], topk: [1, 1]}", "search.topk", "more than once"),
+], ids=["rate-size-on-closed", "user-size-on-rates", "rate-size-floored", "designs-twice", "topk-twice"])
+def test_a_search_bound_that_does_nothing_warns(tmp_path, capsys, section, key, word):
+    """Before: each was accepted without a word (requests_per_rate_s: 1e-9 silently became the
+    floor of 8 requests per point; a repeated design or topk was dropped silently)."""
+    (tmp_path / "s.yaml").write_text(SEARCH + f"search: {section}\n")
+    found = warnings_of(capsys, ["search", str(tmp_path / "s.yaml"), "--gpus", "1", "--no-cache", "--no-plot",
+                                 "--jobs", "1", "--out", str(tmp_path / "o")])
+    assert any(f"s.yaml: {key}: " in w and word in w for w in found), found
+
+
+def test_a_repeated_search_value_is_still_tried_once():
+    """The repeats a warning names are dropped: two identical points would be two frontier rows of one index."""
+    from pydantic import ValidationError
+
+    from mtpsim.search.bounds import SearchBounds
+    bounds = SearchBounds.model_validate({"designs": ["nextn", "nextn"], "topk": [2, 1, 2]})
+    assert bounds.designs == ["nextn"] and bounds.topk == [2, 1]
+    assert bounds.repeated() == [("designs", "nextn"), ("topk", 2)]
+    with pytest.raises(ValidationError):  # an unhashable repeat is refused as a wrong type, not a TypeError
+        SearchBounds.model_validate({"topk": [[1], [1]]})
