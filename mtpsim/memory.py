@@ -103,14 +103,14 @@ def _reserve_at(s, key: str) -> tuple[str, str]:
     the scenario's engine.mem_fraction, the launch command's answer."""
     from mtpsim import catalog
     from mtpsim.packagedata import data_dir
-    from mtpsim.resolve import _users_file, _written_at
+    from mtpsim.resolve import users_file, written_at
     engine_file = catalog.find("engines", s.engine.kind)
     if engine_file is not None and not engine_file.is_relative_to(data_dir()):
         return str(engine_file), key
-    at = _written_at(s.hardware, "hardware", "memory_capacity_bytes", s.source)
+    at = written_at(s.hardware, "hardware", "memory_capacity_bytes", s.source)
     inline = isinstance(s.hardware, dict) and "memory_capacity_bytes" in s.hardware
     ref = s.hardware.get("from") if isinstance(s.hardware, dict) else s.hardware
-    if inline or (isinstance(ref, str) and _users_file(ref)):
+    if inline or (isinstance(ref, str) and users_file(ref)):
         return at
     return s.source, "engine.mem_fraction"
 

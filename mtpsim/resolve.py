@@ -62,7 +62,7 @@ def _resolve_specs(s: Scenario, where: str) -> Specs:
     model = _spec("models", s.model, ModelSpec, where, "model", mtp_runs)
     hardware = _spec("hardware", s.hardware, HardwareSpec, where, "hardware")
     for key, reason in hardware.oddities():  # legal figures that contradict each other: said where written
-        warn(*_written_at(s.hardware, "hardware", key, where), reason)
+        warn(*written_at(s.hardware, "hardware", key, where), reason)
     draft = _external_draft(s, model, where)
     engine = catalog.load_engine(s.engine.kind, s.engine.version, s.engine.ignore_rules, where)
     if s.engine.speculative_overlap is not None:  # the scenario's word over the version's rule
@@ -94,7 +94,7 @@ def _external_draft(s: Scenario, model: ModelSpec, where: str) -> ModelSpec | No
         if s.speculative.draft is not None:
             raise
         field = "assistant" if role == "assistant" else "block_draft"  # the model's default names it
-        raise ScenarioError(*_written_at(s.model, "models", field, where),
+        raise ScenarioError(*written_at(s.model, "models", field, where),
                             f"the default {field} of model {model.name!r}: {exc.reason}") from None
     if draft.role != role:
         kind = {"assistant": "an assistant", "block_draft": "a block drafter"}.get(role, "a draft model")
@@ -118,7 +118,7 @@ def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, wh
         return "roofline", None
     # where the reference is written: the scenario's cost.profile, or the hardware entry's `profiles`
     named = f"profiles.{engine.name if engine.name in hardware.profiles else 'default'}"
-    at = (where, "cost.profile") if c.profile else _written_at(s.hardware, "hardware", named, where)
+    at = (where, "cost.profile") if c.profile else written_at(s.hardware, "hardware", named, where)
     path = require_profile(ref, *at)
     device = profile_device(path)
     if device != hardware.name:
@@ -136,7 +136,7 @@ def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, wh
              f"{engine.name} (engine.kind): the ops are priced as {timed} runs them")
     overridden = _rate_overrides(s, hardware)
     if overridden:
-        warn(*_written_at(s.hardware, "hardware", overridden[0], where), f"profile {path.name!r} prices the ops it "
+        warn(*written_at(s.hardware, "hardware", overridden[0], where), f"profile {path.name!r} prices the ops it "
              f"measured on {device}, so a rate changed here moves only the rest; give the hardware a name of its "
              "own (it then runs on the roofline) or set cost.model: roofline to price everything with the rates")
     return "calibrated", str(path)
@@ -148,7 +148,7 @@ RATE_FIELDS = ("peak_flops", "memory_bandwidth_bytes_per_s", "efficiency_flops",
                "link_bandwidth_bytes_per_s", "link_latency_s")  # the measured collectives stand in for the link
 
 
-def _written_at(ref: object, kind: str, key: str, where: str) -> tuple[str, str]:
+def written_at(ref: object, kind: str, key: str, where: str) -> tuple[str, str]:
     """(file, dotted key) where a model's or hardware's `key` is written (`ref`: the scenario's
     model or hardware): the scenario's inline mapping when it gives the key, else the user's own
     file (a path, or an MTPSIM_CATALOG entry, named directly or as the mapping's `from`); else
@@ -158,7 +158,7 @@ def _written_at(ref: object, kind: str, key: str, where: str) -> tuple[str, str]
         if key.split(".")[0] in ref:
             return where, f"{section}.{key}"
         ref = ref.get("from")
-    if isinstance(ref, str) and _users_file(ref, kind):
+    if isinstance(ref, str) and users_file(ref, kind):
         return str(Path(ref).expanduser() if catalog.is_path(ref) else catalog.find(kind, ref)), key
     return where, f"{section}.{key}"
 
@@ -172,10 +172,10 @@ def _names_profiles(s: Scenario) -> bool:
     if catalog.is_path(s.hardware):
         return True
     # a user catalog's entry that writes `profiles` itself (a renamed copy inherits them: roofline)
-    return _users_file(s.hardware) and "profiles" in load_yaml(catalog.find("hardware", s.hardware))
+    return users_file(s.hardware) and "profiles" in load_yaml(catalog.find("hardware", s.hardware))
 
 
-def _users_file(ref: str, kind: str = "hardware") -> bool:
+def users_file(ref: str, kind: str = "hardware") -> bool:
     """A file the user wrote: a path, or a name MTPSIM_CATALOG's folders hold (not the built-in
     catalog's): every profile a hardware file names is the user's choice."""
     if catalog.is_path(ref):
@@ -190,7 +190,7 @@ def _rate_overrides(s: Scenario, hardware: HardwareSpec) -> list[str]:
     built-in GPU's name with other rates."""
     if isinstance(s.hardware, dict):
         return [f for f in RATE_FIELDS if f in s.hardware] if "from" in s.hardware else []
-    if not _users_file(s.hardware):
+    if not users_file(s.hardware):
         return []
     built_in = data_dir() / "hardware" / f"{hardware.name}.yaml"
     if not built_in.is_file():
