@@ -16,7 +16,7 @@ import sys
 
 from mtpsim import commands
 from mtpsim.cli_types import MAX_BATCH, MAX_CONTEXT, MAX_JOBS, address, at_least_one, bounded, folder, named
-from mtpsim.errors import ScenarioError, printable
+from mtpsim.errors import MAX_WHERE, ScenarioError, cut_middle, line
 from mtpsim.limits import MAX_SEEDS
 
 # The command line imports only what the command given needs: `mtpsim --help` or a one-line
@@ -53,7 +53,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         with contextlib.suppress(OSError):
-            print(f"{self.prog}: error: {printable(message)} (see {self.prog} --help)", file=sys.stderr)
+            print(line("error", f"{message} (see {self.prog} --help)", self.prog), file=sys.stderr)
         sys.exit(2)
 
 
@@ -100,8 +100,8 @@ def _add_recommend(sub) -> None:
     p.add_argument("--jobs", type=bounded(1, MAX_JOBS), help=f"worker processes, 1..{MAX_JOBS} (default: one per core)")
     p.add_argument("--out", type=folder, help="output folder (default runs/<name>-recommend-<timestamp>; must not hold files)")
     p.add_argument("--seeds", type=bounded(1, MAX_SEEDS), help="run every setting over N seeds and pick, at each "
-                   "batch, the fewest steps whose TPS interval meets the best one's (default: the scenario's `seeds` "
-                   "when it sets them, else 3; 1: the argmax)")
+                   "batch, the fewest steps that no other setting beats beyond the TPS intervals (default: the "
+                   "scenario's `seeds` when it sets them, else 3; 1: the argmax)")
     p.set_defaults(func=commands.recommend)
 
 
@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         if exc.filename is None:
             _drop_stdout()
             return _fail(f"<stdout>: cannot write: {exc.strerror or exc}")
-        return _fail(f"{exc.filename}: {exc.strerror or exc}")
+        return _fail(f"{cut_middle(str(exc.filename), MAX_WHERE)}: {exc.strerror or exc}")
 
 
 def _terminated(signum, frame) -> None:
@@ -233,7 +233,7 @@ def _terminated(signum, frame) -> None:
 
 def _fail(message: str) -> int:
     with contextlib.suppress(OSError):  # stderr itself full: the status still says it
-        print(f"mtpsim: error: {printable(message)}", file=sys.stderr)
+        print(line("error", message), file=sys.stderr)
     return 2
 
 

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from packaging.version import InvalidVersion, Version
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from mtpsim.engines import EngineSpec
-from mtpsim.errors import ScenarioError, from_validation, short, warn
+from mtpsim.errors import AtKey, ScenarioError, from_validation, short, warn
 from mtpsim.specs import Spec
 
 RuleField = Literal["speculative_max_running_requests", "speculative_overlap", "verify_scorer",
@@ -46,6 +46,14 @@ class VersionRule(Spec):
 class Versions(Spec):
     default: str
     known: list[str] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _each_once(self) -> Versions:
+        """A release known twice says nothing more, and reads as a typo for another release."""
+        again = next((i for i, v in enumerate(self.known) if v in self.known[:i]), None)
+        if again is not None:
+            raise AtKey(f"known.{again}", f"{short(self.known[again], 40)} is listed twice: list each release once")
+        return self
 
 
 def release(text: str) -> Version:

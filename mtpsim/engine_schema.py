@@ -28,8 +28,11 @@ class PrefixCacheSettings(Section):
         "The most tokens cached blocks may hold; None: any room the KV pool has. More than the pool holds is an error."))
 
 
+EngineKind = Literal["sglang", "vllm", "trtllm"]  # the engines mtpsim models (also what a profile may time)
+
+
 class Engine(Section):
-    kind: Literal["sglang", "vllm", "trtllm"] = "sglang"
+    kind: EngineKind = "sglang"
     """The serving engine: sglang | vllm | trtllm (mtpsim/data/engines/<kind>.yaml: host time, overlap, KV pool)."""
     version: Name | None = Field(default=None, max_length=40, description=(
         "The engine release (e.g. \"0.5.12\"); its version rules (mtpsim/data/engines/<kind>.yaml `rules`) set "

@@ -65,6 +65,17 @@ class ReservedMemory(Spec):
     floor_mib: Mib
     speculative_mib: Mib
 
+    @model_validator(mode="after")
+    def _classes_in_order(self) -> ReservedMemory:
+        """Classes by rising `below_mib`, the catch-all (no below_mib) last: `memory_class` takes
+        the first that holds, so a class after a catch-all or after a larger bound is never read."""
+        bounds = [c.below_mib for c in self.classes]
+        for i, (low, high) in enumerate(zip(bounds, bounds[1:])):
+            if low is None or high is not None and high <= low:
+                raise AtKey(f"classes.{i + 1}", "no GPU reaches this class: give classes by rising below_mib, the "
+                            "one without below_mib (any larger GPU) last")
+        return self
+
     def memory_class(self, gpu_mib: float) -> MemoryClass:
         return next((c for c in self.classes if c.below_mib is None or gpu_mib < c.below_mib), self.classes[-1])
 
@@ -100,7 +111,7 @@ class KVPoolSpec(Spec):
     activations: whether the engine's profiled activation peak is set aside (estimated from the
     model's widths, memory.py `activation_bytes`); graph_mib: CUDA-graph memory set aside."""
 
-    knob: str
+    knob: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")  # a launch flag's name, printed in errors
     fraction_of: Literal["capacity", "free_at_start", "free_after_load"]
     fraction: Fraction | None = None
     reserved: ReservedMemory | None = None
@@ -261,6 +272,8 @@ class EngineSpec(Spec):
                 if kind not in runs:
                     raise AtKey(f"hides.{design}.{i}", f"{design}'s iteration runs no {kind} pass (its passes: "
                                 f"{', '.join(runs)})")
+                if kind in kinds[:i]:
+                    raise AtKey(f"hides.{design}.{i}", f"{kind} is listed twice: list each pass once")
         return self
 
     def chunk_tokens(self, gpu_name: str, gpu_mib: float) -> int:

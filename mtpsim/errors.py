@@ -21,10 +21,11 @@ class ScenarioError(Exception):
 
     @property
     def message(self) -> str:
-        """`where: key: reason`, where naming --set for a key whose value the flag gave."""
+        """`where: key: reason`, where naming --set for a key whose value the flag gave (a long
+        path cut in its middle, so its start and its file name still show)."""
         at = f": {'.'.join(map(_part, self.key.split('.')))}" if self.key else ""
         by_flag = self.key and set_by_flag(self.where, self.key)
-        return f"{'--set' if by_flag else self.where}{at}: {self.reason}"
+        return f"{'--set' if by_flag else cut_middle(self.where, MAX_WHERE)}{at}: {self.reason}"
 
     def __str__(self) -> str:
         return self.message
@@ -42,6 +43,26 @@ class AtKey(ValueError):
     def __init__(self, key: str, reason: str):
         self.key, self.reason = key, reason
         super().__init__(reason)
+
+
+MAX_LINE = 480   # characters in one `mtpsim: error:` or `mtpsim: warning:` line (the rule: under 500)
+MAX_WHERE = 200  # characters of the file (or flag) an error names
+
+
+def cut_middle(text: str, limit: int) -> str:
+    """`text`, or its start and end around ` ... ` when it is longer than `limit`: a path keeps
+    its first folders and its file name, a message its file, key and last words."""
+    if len(text) <= limit:
+        return text
+    head = (limit - 5) * 2 // 3
+    return f"{text[:head]} ... {text[len(text) - (limit - 5 - head):]}"
+
+
+def line(kind: str, message: str, prog: str = "mtpsim") -> str:
+    """What mtpsim prints for an error or warning (`kind`): `mtpsim: kind: message`, control
+    characters escaped and at most MAX_LINE characters, whatever value the message echoes whole
+    (a user's 3,000-character knob name, a 2,000-digit flag): the one-line rule, kept in one place."""
+    return cut_middle(f"{prog}: {kind}: {printable(message)}", MAX_LINE)
 
 
 def short(value: object, limit: int = 80) -> str:
@@ -172,4 +193,4 @@ def _say(message: str) -> None:
     import sys
     if message not in _warned:
         _warned.add(message)
-        print(f"mtpsim: warning: {printable(message)}", file=sys.stderr)
+        print(line("warning", message), file=sys.stderr)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from mtpsim.errors import ScenarioError
+from mtpsim.errors import AtKey, ScenarioError
 from mtpsim.limits import MAX_DEVICE_LATENCY_S as MAX_LATENCY_S
 from mtpsim.limits import MAX_DEVICE_RATE as MAX_RATE
 from mtpsim.limits import MIN_DEVICE_RATE as MIN_RATE
@@ -53,6 +53,38 @@ class HardwareSpec(Spec):
     # `hardware: {from: h200, usd_per_gpu_hour: ...}` overrides them); None: not priced
     usd_per_gpu_hour: float | None = Field(default=None, ge=1e-3, le=1e4)  # a tenth of a cent an hour at least
     board_power_w: float | None = Field(default=None, ge=1, le=1e5)  # per GPU, as the vendor rates the board
+
+    @model_validator(mode="after")
+    def _network_whole(self) -> HardwareSpec:
+        """A network bandwidth needs its latency: without one it would be read as no network at
+        all (checks.py, pools.py), silently dropping the bandwidth given. (A latency alone is
+        how a `from:` copy drops its source's network: `internode_bandwidth_bytes_per_s: null`,
+        as an override cannot delete a key.)"""
+        if self.internode_bandwidth_bytes_per_s is not None and self.internode_latency_s is None:
+            raise AtKey("internode_latency_s", "required with internode_bandwidth_bytes_per_s: give both, or "
+                        "neither for no network")
+        return self
+
+    def oddities(self) -> list[tuple[str, str]]:
+        """(key, reason) for figures that validate but contradict each other, each a warning
+        (resolve.py): a CUDA-graph replay's launch dearer than an eager one, a narrower dtype
+        slower than a wider one, an inter-node network faster than the GPU's own links."""
+        odd = []
+        if self.graph_launch_overhead_s > self.launch_overhead_s:
+            odd.append(("graph_launch_overhead_s", f"{self.graph_launch_overhead_s:g} s is above launch_overhead_s "
+                        f"({self.launch_overhead_s:g} s): a kernel inside a CUDA-graph replay then costs more than "
+                        "an eager launch, so graphs slow every pass"))
+        peaks = sorted(self.peak_flops.items(), key=lambda item: DTYPE_BYTES[item[0]])
+        for (narrow, slow), (wide, fast) in ((a, b) for i, a in enumerate(peaks) for b in peaks[i + 1:]):
+            if DTYPE_BYTES[narrow] < DTYPE_BYTES[wide] and slow < fast:
+                odd.append((f"peak_flops.{narrow}", f"{slow:.3g} FLOP/s is below {wide}'s {fast:.3g}: a narrower "
+                            f"dtype runs at least as fast on every accelerator"))
+                break
+        if self.internode_bandwidth_bytes_per_s and self.internode_bandwidth_bytes_per_s > self.link_bandwidth_bytes_per_s:
+            odd.append(("internode_bandwidth_bytes_per_s", f"{self.internode_bandwidth_bytes_per_s:.3g} B/s is above "
+                        f"link_bandwidth_bytes_per_s ({self.link_bandwidth_bytes_per_s:.3g}): the network between "
+                        "nodes is then faster than the links inside one"))
+        return odd
 
     def profile_for(self, engine: str) -> str | None:
         """The measured profile that prices this GPU under `engine` by default, if any."""

@@ -8,14 +8,14 @@ import sys
 
 from mtpsim import catalog
 from mtpsim.engine_releases import engine_rules, known_versions
-from mtpsim.errors import ScenarioError, printable, short
+from mtpsim.errors import ScenarioError, line, printable, short
 from mtpsim.schema import Engine, json_schema
 
 
 def list_entries(kind: str) -> int:
     """`mtpsim models` / `mtpsim hardware`: every catalog entry, one line each."""
     load, describe = {"models": (catalog.load_model, lambda spec: spec.summary()),
-                      "hardware": (catalog.load_hardware, lambda spec: spec.summary(Engine().kind))}[kind]
+                      "hardware": (_usable_hardware, lambda spec: spec.summary(Engine().kind))}[kind]
     entries = catalog.names(kind)
     width = max((len(n) for n in entries), default=0)
     invalid = []
@@ -54,6 +54,16 @@ def list_engines() -> int:
     return _said(invalid, "engines")
 
 
+def _usable_hardware(name: str):
+    """A hardware entry, each profile it names found (else a ScenarioError naming its file and
+    key): an entry whose profile is missing fails every scenario that names it."""
+    from mtpsim.costs.profile import require_profile
+    spec = catalog.load_hardware(name)
+    for engine, ref in spec.profiles.items():
+        require_profile(ref, str(catalog.find("hardware", name)), f"profiles.{engine}")
+    return spec
+
+
 def _listable(kind: str, name: str) -> None:
     """A file no scenario can name (its stem is no catalog name) is refused, naming the file."""
     if not catalog.NAME.fullmatch(name) or ".." in name:
@@ -66,7 +76,7 @@ def _said(invalid: list[ScenarioError], kind: str) -> int:
     """An entry no scenario could use is bad input: one line (the first), and exit status 2."""
     if invalid:
         more = f" (and {len(invalid) - 1} more invalid {kind} entries)" if len(invalid) > 1 else ""
-        print(f"mtpsim: error: {printable(invalid[0].message)}{more}", file=sys.stderr)
+        print(line("error", f"{invalid[0].message}{more}"), file=sys.stderr)
     return 2 if invalid else 0
 
 

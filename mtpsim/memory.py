@@ -83,11 +83,36 @@ def pool_rule(scenario, design: str | None = None) -> PoolRule:
                  (k != "chunked_prefill_tokens" or s.engine.chunked_prefill_tokens is not None)]
         key = f"engine.{given[0]}" if given else "engine.mem_fraction"
         why = f"its reserve for engine.{given[0]} outgrows the GPU" if given else "its reserve outgrows the GPU"
-        raise ScenarioError(s.source, key, f"{s.specs.engine.name} {s.specs.engine.version}'s default "
+        capacity = s.specs.hardware.memory_capacity_bytes
+        # no size the scenario set: the reserve is the engine file's, the capacity the hardware's
+        at = (s.source, key) if given else _reserve_at(s, "kv_pool.reserved")
+        raise ScenarioError(*at, f"{s.specs.engine.name} {s.specs.engine.version}'s default "
                             f"{rule.knob} is {rule.fraction:g} for tp {s.parallel.tp} with attention_dp "
-                            f"{s.parallel.attention_dp} on {s.specs.hardware.name} ({why}), so the engine would not "
-                            "start: give the launch command's fraction (engine.mem_fraction)")
+                            f"{s.parallel.attention_dp} on {s.specs.hardware.name} ({why}: it reserves "
+                            f"{(1 - rule.fraction) * capacity / 1e9:.3g} GB of {capacity / 1e9:.3g} GB), so the engine "
+                            "would not start" + (": give the launch command's fraction (engine.mem_fraction)"
+                                                 if at[1].startswith("engine.") else ""))
     return rule
+
+
+def _reserve_at(s, key: str) -> tuple[str, str]:
+    """(file, key) to name when one of the engine's reserves (`key` of its file: kv_pool.startup_mib,
+    kv_pool.reserved, ...) leaves no memory on the GPU: a user's engine file (MTPSIM_CATALOG) that
+    gives it; else the built-in figure is the engine's own, so the GPU's memory_capacity_bytes
+    where it is written (a hardware file of the user's, or the scenario's inline mapping); else
+    the scenario's engine.mem_fraction, the launch command's answer."""
+    from mtpsim import catalog
+    from mtpsim.packagedata import data_dir
+    from mtpsim.resolve import users_file, written_at
+    engine_file = catalog.find("engines", s.engine.kind)
+    if engine_file is not None and not engine_file.is_relative_to(data_dir()):
+        return str(engine_file), key
+    at = written_at(s.hardware, "hardware", "memory_capacity_bytes", s.source)
+    inline = isinstance(s.hardware, dict) and "memory_capacity_bytes" in s.hardware
+    ref = s.hardware.get("from") if isinstance(s.hardware, dict) else s.hardware
+    if inline or (isinstance(ref, str) and users_file(ref)):
+        return at
+    return s.source, "engine.mem_fraction"
 
 
 def resolve_pool(engine: EngineSpec, hw: HardwareSpec, tp: int = 1, attention_dp: int = 1,
@@ -217,6 +242,15 @@ def part_kv(deployment: Deployment, part: str) -> tuple[LayerKV, ...]:
     return tuple(out)
 
 
+def _largest_reserve(budget: MemoryBudget) -> tuple[str, float]:
+    """(the engine file's key, bytes) of the largest reserve its rule takes from the GPU beside
+    the weights (pool_bytes: startup memory, CUDA graphs), each where the rule subtracts it."""
+    rule = budget.rule
+    reserves = {"kv_pool.startup_mib": rule.startup_bytes if rule.fraction_of != "capacity" else 0.0,
+                "kv_pool.graph_mib": rule.graph_bytes if rule.fraction_of != "free_at_start" else 0.0}
+    return max(reserves.items(), key=lambda item: item[1])
+
+
 def check_fits(s, budget: MemoryBudget, tokens: int, pool: str | None = None, need: float | None = None) -> None:
     """The longest request's KV (`need` bytes per GPU; default: `tokens` tokens of this budget's
     KV) fits the budget's KV pool, or a ScenarioError: of a whole replica, or of the disaggregated
@@ -225,8 +259,14 @@ def check_fits(s, budget: MemoryBudget, tokens: int, pool: str | None = None, ne
     whose = f"the {pool} pool's " if pool else "the engine's "
     if budget.kv_budget_bytes <= 0:
         # as the engine itself refuses (SGLang model_runner: "Not enough memory. Please try to
-        # increase --mem-fraction-static."): the weights fill all the rule leaves
+        # increase --mem-fraction-static."): the weights, or one of the engine's reserves, fill all
+        # the rule leaves; a reserve larger than the weights is named where it is written
         weights = (budget.target_weight_bytes + budget.draft_weight_bytes) / 1e9
+        key, reserve = _largest_reserve(budget)
+        if reserve / 1e9 > weights:
+            raise ScenarioError(*_reserve_at(s, key), f"{budget.rule.engine} sets aside {reserve / 1e9:.3g} GB per GPU "
+                                f"({key}) on {s.specs.hardware.name}'s {budget.capacity_bytes / 1e9:.1f} GB, which with "
+                                f"the weights ({weights:.1f} GB) leaves no KV pool: the engine would refuse to start")
         raise ScenarioError(s.source, f"disaggregation.{pool}" if pool else "engine.mem_fraction",
                             f"{whose if pool else 'the '}weights ({weights:.1f} GB per GPU) leave no KV pool under {rule}, "
                             "and the engine would refuse to start: raise engine.mem_fraction or shard over more GPUs")

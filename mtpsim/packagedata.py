@@ -33,6 +33,7 @@ def data_dir() -> Path:
 
 
 CATALOG_ENV = "MTPSIM_CATALOG"
+CATALOG_KINDS = ("models", "hardware", "engines", "profiles")  # the subfolders a catalog folder may hold
 
 
 def user_catalog_dirs() -> list[Path]:
@@ -46,6 +47,11 @@ def user_catalog_dirs() -> list[Path]:
         folder = Path(part).expanduser()
         if not folder.is_dir():
             raise ScenarioError(CATALOG_ENV, "", f"no such folder: {part[:200]}")
+        for kind in CATALOG_KINDS:  # a kind that is not a folder would be passed over without a word
+            sub = folder / kind
+            if (sub.exists() or sub.is_symlink()) and not sub.is_dir():
+                from mtpsim.textfiles import not_a_folder
+                raise ScenarioError(str(sub), "", f"{not_a_folder(sub)}: a catalog's {kind}/ is a folder of entries")
         dirs.append(folder)
     return dirs
 

@@ -2,8 +2,9 @@
 speculate at all, the break-even batch, and an adaptive policy to paste (issue 12 §4). It is the
 one-layout view of `mtpsim search` (mtpsim/search/): the same grid of steps and loads, where the
 search also varies the layout. With `--seeds N` (3 by default) each setting runs over N seeds and
-the TPS pick at a batch is the fewest steps whose interval meets the best one's (`within_noise`),
-so the policy follows gains the seeds can tell from noise, with each pick's margin printed.
+the TPS pick at a batch is the fewest steps that may be the best, no other setting's interval lying
+wholly above its own (`within_noise`), so the policy follows gains the seeds can tell from noise,
+with each pick's margin printed.
 
 The grid is the scenario (its first point, when it sweeps) at each batch size as closed-loop
 concurrency, with `none` and every candidate steps value (1 up to what the design, the model and
@@ -172,9 +173,9 @@ def recommend(s: sc.Scenario, batches: list[int], steps: list[int], topks: list[
 
 def within_noise(table: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
     """Per batch, the TPS pick's margin over the runner-up setting (`margin_pct`), and with seed
-    intervals (summary_ci's tps_ci_low / tps_ci_high) the fewest steps whose TPS interval meets
-    the best one's: a gain the seeds cannot tell from noise does not earn a step (`tie`: the pick
-    moved to fewer steps, or the runner-up's interval meets the best's)."""
+    intervals (summary_ci's tps_ci_low / tps_ci_high) the fewest steps among `may_be_best`: a gain
+    the seeds cannot tell from noise does not earn a step (`tie`: more than one setting may be
+    the best)."""
     out = table.copy()
     margins, ties, picks = [], [], []
     for _, runs in summary.groupby("concurrency", sort=True):
@@ -186,9 +187,9 @@ def within_noise(table: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
             ties.append(False)
             picks.append(int(best.steps))
             continue
-        meets = runs[runs.tps_ci_high >= best.tps_ci_low]  # steps order: the fewest first
-        picks.append(meets.iloc[0])
-        ties.append(len(meets) > 1)
+        candidates = may_be_best(runs)  # steps order: the fewest first
+        picks.append(candidates.iloc[0])
+        ties.append(len(candidates) > 1)
     out["margin_pct"], out["tie"] = margins, ties
     if "tps_ci_low" in summary:  # the pick moves to the fewest steps within noise of the best
         out["tps_steps"] = [int(p.steps) for p in picks]
@@ -197,6 +198,14 @@ def within_noise(table: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
         out["speedup"] = out.tps / out.none_tps
         out["speculate"] = out.tps_steps > 0
     return out
+
+
+def may_be_best(runs: pd.DataFrame) -> pd.DataFrame:
+    """The settings whose TPS interval reaches every other's lower end: none is beaten by another
+    beyond noise. Not "those whose interval meets the best mean's": with few seeds the best can
+    have an interval so wide it meets `none`'s, while a setting between them beats `none` with a
+    tight one, and that test picked `none`. This set never holds a setting another clearly beats."""
+    return runs[runs.tps_ci_high >= runs.tps_ci_low.max()]
 
 
 def policy_line(table: pd.DataFrame) -> str:

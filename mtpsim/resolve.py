@@ -13,7 +13,14 @@ from pydantic import BaseModel, ValidationError
 
 from mtpsim import catalog, designs
 from mtpsim.checks import check_against_specs
-from mtpsim.costs.profile import committed_profiles, find_profile, profile_device, profile_engine
+from mtpsim.costs.profile import (
+    known_profiles,
+    load_meta,
+    profile_device,
+    profile_engine,
+    require_profile,
+    unlisted_tables,
+)
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, from_validation, short, warn
 from mtpsim.files import load_yaml
@@ -54,6 +61,8 @@ def _resolve_specs(s: Scenario, where: str) -> Specs:
     mtp_runs = any(d != designs.BASELINE for d in [s.speculative.design, *searched])
     model = _spec("models", s.model, ModelSpec, where, "model", mtp_runs)
     hardware = _spec("hardware", s.hardware, HardwareSpec, where, "hardware")
+    for key, reason in hardware.oddities():  # legal figures that contradict each other: said where written
+        warn(*written_at(s.hardware, "hardware", key, where), reason)
     draft = _external_draft(s, model, where)
     engine = catalog.load_engine(s.engine.kind, s.engine.version, s.engine.ignore_rules, where)
     if s.engine.speculative_overlap is not None:  # the scenario's word over the version's rule
@@ -85,7 +94,7 @@ def _external_draft(s: Scenario, model: ModelSpec, where: str) -> ModelSpec | No
         if s.speculative.draft is not None:
             raise
         field = "assistant" if role == "assistant" else "block_draft"  # the model's default names it
-        raise ScenarioError(*_written_at(s.model, "models", field, where),
+        raise ScenarioError(*written_at(s.model, "models", field, where),
                             f"the default {field} of model {model.name!r}: {exc.reason}") from None
     if draft.role != role:
         kind = {"assistant": "an assistant", "block_draft": "a block drafter"}.get(role, "a draft model")
@@ -105,28 +114,29 @@ def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, wh
     if ref is None:
         if c.model == "calibrated":
             raise ScenarioError(where, "cost.profile", f"cost model calibrated needs a profile and hardware "
-                                f"{hardware.name!r} names none (committed: {', '.join(committed_profiles())})")
+                                f"{hardware.name!r} names none (known: {', '.join(known_profiles())})")
         return "roofline", None
-    key = "cost.profile" if c.profile else f"hardware.profiles.{engine.name if engine.name in hardware.profiles else 'default'}"
-    path = find_profile(ref)
-    if path is None:
-        raise ScenarioError(where, key, f"no profile folder {ref!r} (a path holding meta.yaml, or one of: "
-                            f"{', '.join(committed_profiles())})")
+    # where the reference is written: the scenario's cost.profile, or the hardware entry's `profiles`
+    named = f"profiles.{engine.name if engine.name in hardware.profiles else 'default'}"
+    at = (where, "cost.profile") if c.profile else written_at(s.hardware, "hardware", named, where)
+    path = require_profile(ref, *at)
     device = profile_device(path)
     if device != hardware.name:
         if c.profile is None and c.model == "auto" and not _names_profiles(s):
             return "roofline", None  # a renamed copy of a measured GPU: its own rates, not the profile
         hint = "" if c.profile else " (a copy of another GPU's entry? leave `profiles` out to price it by its own rates)"
-        at, key = (where, key) if c.profile else _written_at(s.hardware, "hardware", key.removeprefix("hardware."), where)
-        raise ScenarioError(at, key, f"profile {path.name!r} was measured on {device!r}, "
+        raise ScenarioError(*at, f"profile {path.name!r} was measured on {device!r}, "
                             f"not on the scenario's hardware {hardware.name!r}{hint}")
+    for table in unlisted_tables(path, load_meta(path / "meta.yaml")):
+        warn(str(path / "meta.yaml"), "families", f"{table} is in the profile folder but not listed here: it is "
+             f"not read, and its ops are priced by the roofline (list its family, or move the file out)")
     timed = profile_engine(path)
     if c.profile is not None and timed is not None and timed != engine.name:
         warn(where, "cost.profile", f"profile {path.name!r} times {timed}'s kernels, and the scenario serves with "
              f"{engine.name} (engine.kind): the ops are priced as {timed} runs them")
     overridden = _rate_overrides(s, hardware)
     if overridden:
-        warn(*_written_at(s.hardware, "hardware", overridden[0], where), f"profile {path.name!r} prices the ops it "
+        warn(*written_at(s.hardware, "hardware", overridden[0], where), f"profile {path.name!r} prices the ops it "
              f"measured on {device}, so a rate changed here moves only the rest; give the hardware a name of its "
              "own (it then runs on the roofline) or set cost.model: roofline to price everything with the rates")
     return "calibrated", str(path)
@@ -138,7 +148,7 @@ RATE_FIELDS = ("peak_flops", "memory_bandwidth_bytes_per_s", "efficiency_flops",
                "link_bandwidth_bytes_per_s", "link_latency_s")  # the measured collectives stand in for the link
 
 
-def _written_at(ref: object, kind: str, key: str, where: str) -> tuple[str, str]:
+def written_at(ref: object, kind: str, key: str, where: str) -> tuple[str, str]:
     """(file, dotted key) where a model's or hardware's `key` is written (`ref`: the scenario's
     model or hardware): the scenario's inline mapping when it gives the key, else the user's own
     file (a path, or an MTPSIM_CATALOG entry, named directly or as the mapping's `from`); else
@@ -148,7 +158,7 @@ def _written_at(ref: object, kind: str, key: str, where: str) -> tuple[str, str]
         if key.split(".")[0] in ref:
             return where, f"{section}.{key}"
         ref = ref.get("from")
-    if isinstance(ref, str) and _users_file(ref, kind):
+    if isinstance(ref, str) and users_file(ref, kind):
         return str(Path(ref).expanduser() if catalog.is_path(ref) else catalog.find(kind, ref)), key
     return where, f"{section}.{key}"
 
@@ -162,10 +172,10 @@ def _names_profiles(s: Scenario) -> bool:
     if catalog.is_path(s.hardware):
         return True
     # a user catalog's entry that writes `profiles` itself (a renamed copy inherits them: roofline)
-    return _users_file(s.hardware) and "profiles" in load_yaml(catalog.find("hardware", s.hardware))
+    return users_file(s.hardware) and "profiles" in load_yaml(catalog.find("hardware", s.hardware))
 
 
-def _users_file(ref: str, kind: str = "hardware") -> bool:
+def users_file(ref: str, kind: str = "hardware") -> bool:
     """A file the user wrote: a path, or a name MTPSIM_CATALOG's folders hold (not the built-in
     catalog's): every profile a hardware file names is the user's choice."""
     if catalog.is_path(ref):
@@ -180,7 +190,7 @@ def _rate_overrides(s: Scenario, hardware: HardwareSpec) -> list[str]:
     built-in GPU's name with other rates."""
     if isinstance(s.hardware, dict):
         return [f for f in RATE_FIELDS if f in s.hardware] if "from" in s.hardware else []
-    if not _users_file(s.hardware):
+    if not users_file(s.hardware):
         return []
     built_in = data_dir() / "hardware" / f"{hardware.name}.yaml"
     if not built_in.is_file():

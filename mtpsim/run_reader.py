@@ -12,7 +12,7 @@ from mtpsim import scenario as sc
 from mtpsim.designs import RECORDS
 from mtpsim.errors import ScenarioError, short, warn
 from mtpsim.files import COUNT, TEXT, Column, load_yaml_documents, read_csv, read_text
-from mtpsim.limits import MAX_STEPS, MAX_TPS
+from mtpsim.limits import MAX_SIM_S, MAX_STEPS, MAX_TPS
 from mtpsim.results import (
     PASS_TIME_COLUMNS,
     TIME_COLUMNS,
@@ -41,7 +41,11 @@ def load_run_points(folder: Path) -> list[sc.Scenario]:
 
 # what `mtpsim plot` reads from a run folder, each value in the range a run writes (a hand-edited
 # 1e308 tok/s or 1e8 accepted drafts would make a plot's axis or histogram without end)
-POINT, TIME = Column(low=-1, integer=True), Column(low=0)  # point -1: a baseline added by the run
+# point -1: a baseline added by the run; a time or latency within the span one run simulates
+POINT, TIME = Column(low=-1, integer=True), Column(low=0, high=MAX_SIM_S)
+# TTFT and E2E have a value wherever TPS has one (a request finished); TPOT and ITL are blank in a
+# run whose requests all emit one token
+FINISHED, LATENCY = Column(low=0, high=MAX_SIM_S), Column(low=0, high=MAX_SIM_S, blank=True)
 TPS = Column(low=0, high=MAX_TPS)
 RATIO = Column(low=0, high=MAX_TPS, blank=True)  # per-user TPS, speedup: blank where they do not apply
 SHARE = Column(low=0, high=1, blank=True)  # a share of busy time
@@ -52,9 +56,15 @@ SUMMARY = {"point": POINT, "name": TEXT, "design": TEXT, "steps": Column(low=0, 
            **dict.fromkeys((*(share_column(c) for c in PASS_TIME_COLUMNS), "host_share"), SHARE)}
 # what each point run kept and measured, which its other tables must agree with (same_run); absent
 # from the run folders of versions before them, so optional
-KEPT = {"requests_kept": COUNT, "requests_total": COUNT, "iterations_kept": COUNT, "ttft_mean_s": Column(low=0, blank=True)}
+KEPT = {"requests_kept": COUNT, "requests_total": COUNT, "iterations_kept": COUNT,
+        "ttft_mean_s": FINISHED, "e2e_mean_s": FINISHED, "tpot_mean_s": LATENCY}
+# the summary's other latency columns (the means are KEPT's): plotted, so in a run's range
+LATENCIES = {**{f"{m}_{q}_s": FINISHED for m in ("ttft", "e2e") for q in ("p50", "p99")},
+             **{f"{m}_{q}_s": LATENCY for m in ("tpot", "itl", "itl_token") for q in ("p50", "p99", "mean")
+                if f"{m}_{q}_s" != "tpot_mean_s"}}
+SUMMARY |= LATENCIES
 # columns a table holds only in some runs (a pass the design has, an open load, seeds): checked where present
-OPTIONAL = {"rate_per_s", "seed", *KEPT, *(c for c in SUMMARY if c.endswith("_share"))}
+OPTIONAL = {"rate_per_s", "seed", *KEPT, *LATENCIES, *(c for c in SUMMARY if c.endswith("_share"))}
 RUN_TABLES = {
     "summary.csv": {**SUMMARY, "seed": SEED, **KEPT},
     "iterations.csv": {"point": POINT, "seed": SEED, "replica": Column(low=0, integer=True), "kind": TEXT, "start_s": TIME,
@@ -164,8 +174,8 @@ def same_run(folder: Path, summary: pd.DataFrame, intervals: pd.DataFrame | None
     are the scenario's points under their names (scenario.resolved.yaml, where it can be read),
     and are summary_ci.csv's; every other table's rows are labelled with those runs, requests.csv
     and iterations.csv hold as many rows for each as summary.csv says it kept, accept_counts.csv
-    has rows for each, and where a run kept every request, its requests' mean time to first token
-    is summary.csv's (to float precision: the same numbers, written and read back)."""
+    has rows for each, and where a run kept every request, its requests' mean latencies are
+    summary.csv's (_same_latencies)."""
     folder = Path(folder)
     labels = ["point", "seed"] if "seed" in summary else ["point"]
     runs = summary[summary.point >= 0]
@@ -177,6 +187,7 @@ def same_run(folder: Path, summary: pd.DataFrame, intervals: pd.DataFrame | None
     twice = runs[runs.duplicated(labels)]
     if len(twice):
         raise mixed("summary.csv", "point", f"{_run_name(twice.iloc[0], labels)} has more than one row")
+    _no_repeated_row(summary, labels, mixed)
     _same_points(folder, "summary.csv", summary, names, mixed)
     if intervals is not None:
         _same_points(folder, "summary_ci.csv", intervals, names, mixed)
@@ -204,14 +215,44 @@ def same_run(folder: Path, summary: pd.DataFrame, intervals: pd.DataFrame | None
             if name == "accept_counts.csv" and not n:
                 raise mixed(name, "point", f"no rows for {_run_name(row, labels)}, which summary.csv holds")
     requests = tables.get("requests.csv")
-    if requests is not None and {"requests_kept", "requests_total", "ttft_mean_s"} <= set(runs):
-        waits = requests.first_token_s - requests.arrival_s
-        for key, mean in waits.groupby([requests[c] for c in labels]).mean().items():
+    if requests is not None and {"requests_kept", "requests_total"} <= set(runs):
+        _same_latencies(requests, by_run, labels, mixed)
+
+
+def _request_latencies(requests: pd.DataFrame) -> dict[str, tuple[str, str, pd.Series]]:
+    """summary.csv's mean latency column -> (the requests.csv column that ends it, what it is,
+    each request's value), as summary_columns.summarize computes them (TPOT over requests of
+    more than one token)."""
+    decoding = requests[requests.output_len > 1]
+    return {"ttft_mean_s": ("first_token_s", "wait for their first token", requests.first_token_s - requests.arrival_s),
+            "e2e_mean_s": ("finish_s", "take end to end", requests.finish_s - requests.arrival_s),
+            "tpot_mean_s": ("finish_s", "take per output token after the first",
+                            (decoding.finish_s - decoding.first_token_s) / (decoding.output_len - 1))}
+
+
+def _same_latencies(requests: pd.DataFrame, by_run: dict, labels: list[str], mixed) -> None:
+    """Where a run kept every request, its requests' mean TTFT, E2E and TPOT are summary.csv's
+    (to float precision: the same numbers, written and read back): a request time edited within
+    its range would otherwise draw a latency no run produced."""
+    for column, (source, what, values) in _request_latencies(requests).items():
+        for key, mean in values.groupby([requests.loc[values.index, c] for c in labels]).mean().items():
             row = by_run[tuple(int(v) for v in (key if isinstance(key, tuple) else (key,)))]
-            whole = row.requests_kept == row.requests_total and not math.isnan(row.ttft_mean_s)
-            if whole and not math.isclose(mean, row.ttft_mean_s, rel_tol=1e-9, abs_tol=1e-12):
-                raise mixed("requests.csv", "first_token_s", f"{_run_name(row, labels)}'s requests wait {mean:.9g} s for "
-                            f"their first token on average, and summary.csv says {row.ttft_mean_s:.9g} s")
+            if column not in row or row.requests_kept != row.requests_total or math.isnan(row[column]):
+                continue
+            if not math.isclose(mean, row[column], rel_tol=1e-9, abs_tol=1e-12):
+                raise mixed("requests.csv", source, f"{_run_name(row, labels)}'s requests {what} {mean:.9g} s on "
+                            f"average, and summary.csv's {column} says {row[column]:.9g} s")
+
+
+def _no_repeated_row(summary: pd.DataFrame, labels: list[str], mixed) -> None:
+    """No summary.csv row twice: a run writes each point and each baseline once (over seeds a
+    baseline is told apart by its `baseline` group; without seeds, a row equal to another in
+    every column, wall time included, is one written twice)."""
+    key = [*labels, "baseline"] if "baseline" in summary else list(summary.columns)
+    again = summary.duplicated(key, keep=False).to_numpy().nonzero()[0]
+    if len(again):
+        raise mixed("summary.csv", "point", f"rows {again[0] + 2} and {again[1] + 2} are the same run "
+                    f"({_run_name(summary.iloc[again[0]], labels)})")
 
 
 def _same_points(folder: Path, name: str, frame: pd.DataFrame, names: list[str] | None, mixed) -> None:

@@ -113,7 +113,17 @@ def version(path: str | Path) -> tuple:
     file's (name, mtime, size). () for a path that does not exist (its reader then says why)."""
     path = Path(path)
     files = sorted(path.iterdir()) if path.is_dir() else [path] if path.exists() else []
-    return (str(path.resolve()), *((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files))
+    return (str(path.resolve()), *(_stamp(f) for f in files))
+
+
+def _stamp(path: Path) -> tuple:
+    """(name, mtime, size) of a folder's entry; of the link itself where it leads nowhere (the
+    reader that opens it says so, naming the file, rather than a bare OSError here)."""
+    try:
+        st = path.stat()
+    except OSError:
+        st = path.lstat()
+    return path.name, st.st_mtime_ns, st.st_size
 
 
 def read_once(reader):

@@ -31,7 +31,7 @@ from mtpsim.calibration.host import host_times
 from mtpsim.calibration.layers import layer_case
 from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.layer import layer_spec
-from mtpsim.errors import printable
+from mtpsim.errors import MAX_WHERE, cut_middle, line
 from mtpsim.outputs import NAMELESS, is_fresh, is_nameless, staged, writing
 from mtpsim.textfiles import not_a_folder
 from mtpsim.torchkit.kernels import keep_freed_memory, without_cudnn_attention
@@ -69,7 +69,7 @@ def write_profile(choice: str, out: str | None, quick: bool, threads: int | None
     out = Path(out or f"profiles/{device}")  # the current folder, never the package
     problem = _check_out(out)
     if problem:
-        print(f"mtpsim: error: {printable(str(out))}: {problem}", file=sys.stderr)
+        print(line("error", f"{cut_middle(str(out), MAX_WHERE)}: {problem}"), file=sys.stderr)
         return 2
     if device == "cpu":
         keep_freed_memory()  # as the verification loop runs (see there)

@@ -54,7 +54,17 @@ from mtpsim.costs.core_pricer import CorePricer, split_time
 from mtpsim.costs.layer import LAYER_KINDS, fit_glue
 from mtpsim.costs.lookup import COMM, dims_distance, dims_match, fewer_queries, lookup_point, stand_in_tables
 from mtpsim.costs.ops import AttentionKernel, BatchLens, Op, as_gemm
-from mtpsim.costs.profile import FAMILIES, Family, family_path, load_meta, profile_families, read_family, read_layers
+from mtpsim.costs.profile import (
+    FAMILIES,
+    Family,
+    check_ceilings,
+    check_rows,
+    family_path,
+    load_meta,
+    profile_families,
+    read_family,
+    read_layers,
+)
 from mtpsim.costs.roofline import OpTime, RooflineCosts
 from mtpsim.costs.tables import Table, build_tables, interpolate, nearest_cell, scaled
 from mtpsim.costs.wide_ep import wide_ep_time
@@ -95,9 +105,13 @@ class CalibratedCosts:
         folder = Path(path)
         if not folder.is_dir():
             raise ScenarioError(str(folder), "", "profile folder not found (run `mtpsim calibrate`)")
-        meta = load_meta(folder / "meta.yaml")
-        tables = {f: build_tables(f, read_family(family_path(folder, f), f), meta["ceilings"])
-                  for f in profile_families(meta, str(folder / "meta.yaml"))}
+        meta, where = load_meta(folder / "meta.yaml"), str(folder / "meta.yaml")
+        tables = {}
+        for f in profile_families(meta, where):
+            df = read_family(family_path(folder, f), f)
+            check_rows(f, df, meta, where)
+            check_ceilings(f, df, meta, where)
+            tables[f] = build_tables(f, df, meta["ceilings"])
         layers = read_layers(folder)
         if layers is not None and not meta.get("dtype"):
             raise ScenarioError(str(folder / "meta.yaml"), "dtype", "a profile with layers.csv needs the dtype its layers ran in")

@@ -17,12 +17,14 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mtpsim.designs import DESIGNS
+from mtpsim.engine_schema import EngineKind
 from mtpsim.errors import ScenarioError, from_validation, short
 from mtpsim.files import COUNT, NON_NEGATIVE, POSITIVE, TEXT, Column, load_yaml, read_csv, read_once
 from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
-from mtpsim.limits import MAX_DEVICE_LATENCY_S, MAX_DEVICE_RATE, MIN_DEVICE_RATE
+from mtpsim.limits import MAX_DEVICE_LATENCY_S, MAX_DEVICE_RATE, MAX_USERS, MIN_DEVICE_RATE
 from mtpsim.packagedata import data_dir, user_catalog_dirs
 from mtpsim.specs import Dtype
+from mtpsim.textfiles import not_a_file, not_a_folder
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,14 @@ class Family:
 
 
 ANY = "*"
+# axes that are means over a batch, not counts: every other axis is a whole number of tokens,
+# rows, heads, bytes or experts, and a fractional one would be a grid point no lookup asks for
+FRACTIONAL_AXES = ("touched", "tokens_per_expert")
+# a profile's rows may outrun its ceilings a little (a copy measured from L2; the committed ones by
+# up to ~5x); a row this many times faster than a ceiling says the ceiling is in other units
+CEILING_SLACK = 100.0
 OP_TIME = Column(low=0, above=True, high=3600)  # a measured op or layer takes under an hour
+COUNT_AXIS = Column(low=0, above=True, integer=True)  # an axis is interpolated in log space: > 0
 
 DTYPES = {"dtype": get_args(Dtype)}
 MODES = {"mode": ("ll", "normal")}  # DeepEP's low-latency (decode) and normal (prefill) kernels
@@ -90,14 +99,49 @@ def find_profile(ref: str) -> Path | None:
     (`h200-sglang`), looked up in MTPSIM_CATALOG's folders' profiles/ and then the committed
     ones; the old source-tree spelling `calibrate/profiles/NAME` still names it when no such
     folder exists here. A name never reaches outside those folders."""
-    candidates = [Path(ref)]
+    given = Path(ref)
+    candidates = [given]
     name = ref.removeprefix(LEGACY_PREFIX).rstrip("/")
     if name and "/" not in name and "\\" not in name and ".." not in name and name != ".":
         candidates += [folder / "profiles" / name for folder in user_catalog_dirs()] + [PROFILES_DIR / name]
     for path in candidates:
         if (path / "meta.yaml").is_file():
             return path
+        if path is not given or "/" in ref or "\\" in ref:  # a bare name may match any folder here: passed over
+            _passed_over(path)
     return None
+
+
+def known_profiles() -> list[str]:
+    """The profile names a scenario may give: MTPSIM_CATALOG's profiles/ folders' and the committed ones."""
+    folders = [d / "profiles" for d in user_catalog_dirs()] + [PROFILES_DIR]
+    return sorted({p.name for f in folders if f.is_dir() for p in f.iterdir() if (p / "meta.yaml").is_file()})
+
+
+def require_profile(ref: str, where: str, key: str) -> Path:
+    """`find_profile(ref)`, or a ScenarioError naming `where`'s `key` (the file that wrote the
+    reference: a scenario, or a hardware entry's `profiles`) with the names it could give."""
+    path = find_profile(ref)
+    if path is None:
+        raise ScenarioError(where, key, f"no profile folder {short(ref, 120)} (a path holding meta.yaml, or one of: "
+                            f"{', '.join(known_profiles())})")
+    return path
+
+
+def _passed_over(path: Path) -> None:
+    """A ScenarioError naming `path` when it is there but is no profile the lookup can read (not
+    a folder; no meta.yaml, or one spelt meta.yml): otherwise the next folder of that name, a
+    committed profile, would price the run in its place without a word."""
+    if not (path.exists() or path.is_symlink()):
+        return
+    if not path.is_dir():
+        raise ScenarioError(str(path), "", f"a profile is a folder holding meta.yaml; this {not_a_folder(path)}")
+    meta = path / "meta.yaml"
+    if meta.exists() or meta.is_symlink():
+        raise ScenarioError(str(meta), "", not_a_file(meta))
+    near = sorted(p.name for p in path.iterdir() if p.name.lower() in ("meta.yml", "meta.yaml"))
+    hint = f"found {short(near[0], 60)[1:-1]}: rename it" if near else "a profile folder holds meta.yaml and its tables"
+    raise ScenarioError(str(path), "", f"no meta.yaml ({hint})")
 
 
 def profile_device(path: Path) -> str:
@@ -160,12 +204,13 @@ class ProfileMeta(_Strict):
     dtype: Dtype | None = None  # the dtype a CPU profile's layer rows were timed in
     ceilings: _Ceilings
     launch: _Launch
-    families: dict[str, int | str | dict[str, Any]] | None = None
+    families: dict[str, Annotated[int, Field(ge=1)] | str | dict[str, Any]] | None = None
     attention_kv: Literal["per_request", "batch_max"] | None = None  # what an attention row's kv means (calibrated.py)
     # design -> running batch -> host seconds per iteration, as the verification loop measured them
-    host_s: dict[Literal[DESIGNS], dict[Annotated[int, Field(ge=1)],
+    host_s: dict[Literal[DESIGNS], dict[Annotated[int, Field(ge=1, le=MAX_USERS)],
                                         Annotated[float, Field(gt=0, le=MAX_DEVICE_LATENCY_S)]]] | None = None
     threads: int | None = Field(default=None, ge=1)  # CPU threads the op times were measured with
+    engine: EngineKind | None = None  # the serving engine whose kernels a converted profile times
 
 
 @read_once
@@ -174,10 +219,12 @@ def load_meta(path: Path) -> dict:
     Read once per file version (every sweep point checks its profile's device) and shared: not
     to be changed in place."""
     if not path.is_file():
-        raise ScenarioError(str(path), "", "missing profile file")
+        raise _not_readable(path, "")
     meta = load_yaml(path)
     if not isinstance(meta, dict):
         raise ScenarioError(str(path), "", "meta.yaml must be a mapping")
+    if "overhead" in meta and "launch" in meta:  # which one the cost model reads would be a guess
+        raise ScenarioError(str(path), "overhead", "the old name of `launch`, which is given too: keep launch")
     if "overhead" in meta and "launch" not in meta:  # the section's name before issue 23
         from mtpsim.errors import warn
         warn(str(path), "overhead", "renamed `launch` (the GPU launch cost; host time is host_s): read as launch")
@@ -187,6 +234,14 @@ def load_meta(path: Path) -> dict:
     except ValidationError as exc:
         raise from_validation(exc, str(path)) from None
     return meta
+
+
+def _not_readable(path: Path, what: str) -> ScenarioError:
+    """A profile file that is no regular file: missing, or what it is instead (a folder, a pipe,
+    a link to a device or to nowhere), which reading it as a table cannot say."""
+    why = not_a_file(path)
+    return ScenarioError(str(path), "", f"missing profile file{what}" if why == "no such file"
+                         else f"{why} (the profile file{what})")
 
 
 def profile_families(meta: dict, where: str = "meta.yaml") -> tuple[str, ...]:
@@ -202,6 +257,14 @@ def profile_families(meta: dict, where: str = "meta.yaml") -> tuple[str, ...]:
     return tuple(listed)
 
 
+def unlisted_tables(folder: Path, meta: dict) -> list[str]:
+    """Family tables in the folder that meta.yaml's `families` leaves out: never read, so their
+    families are priced by the roofline (resolve.py warns of them)."""
+    held = profile_families(meta, str(folder / "meta.yaml"))
+    return [p.name for f in FAMILIES if f not in held for p in (folder / f"{f}.csv", folder / f"{f}.csv.gz")
+            if p.exists() or p.is_symlink()]
+
+
 def family_path(folder: Path, family: str) -> Path:
     """`<family>.csv`, or its gzipped `<family>.csv.gz` (how the large GPU profiles are committed);
     both at once is a ScenarioError: which one prices the family would be a guess."""
@@ -212,14 +275,22 @@ def family_path(folder: Path, family: str) -> Path:
     return packed if packed.is_file() else plain
 
 
+def profile_files(folder: Path) -> list[Path]:
+    """The files a profile may be read from, by name: meta.yaml, each op family's table and
+    layers.csv (plain or gzipped). What the profile cache keys an entry by, so that other files
+    in the folder (a core dump, the holdout rows) are neither read nor hashed."""
+    names = ["meta.yaml", *(f"{t}.csv{gz}" for t in (*FAMILIES, "layers") for gz in ("", ".gz"))]
+    return [folder / name for name in names]
+
+
 def read_family(path: Path, family: str) -> pd.DataFrame:
     """A family CSV with every column the schema names: axes and times positive and finite,
     flops non-negative, key and dim columns present (optional dims read as ANY)."""
     if not path.is_file():
-        raise ScenarioError(str(path), "", f"missing profile file for op family {family!r}")
+        raise _not_readable(path, f" for op family {family!r}")
     f = FAMILIES[family]
     columns = dict.fromkeys((*f.keys, *f.dims), TEXT) | {"flops": NON_NEGATIVE, "bytes": NON_NEGATIVE} | \
-        dict.fromkeys(f.axes, POSITIVE) | {"time_s": OP_TIME}  # an axis is interpolated in log space: > 0
+        {a: POSITIVE if a in FRACTIONAL_AXES else COUNT_AXIS for a in f.axes} | {"time_s": OP_TIME}
     df = read_csv(path, columns, optional=f.optional)
     for col in f.optional:
         if col not in df.columns:
@@ -240,10 +311,51 @@ def read_family(path: Path, family: str) -> pd.DataFrame:
             row = int(unknown.to_numpy().argmax())
             raise ScenarioError(str(path), col, f"row {row + 2}: {short(df[col].iloc[row])} is not one of "
                                 f"{', '.join(allowed)}")
+    _any_alone(df, f, path)
     again = df.duplicated(subset=[*f.keys, *f.dims, *f.axes], keep=False).to_numpy().nonzero()[0]
     if len(again):  # which of two times for one shape would price it depends on the row order
         raise ScenarioError(str(path), "", f"rows {again[0] + 2} and {again[1] + 2} time the same shape: keep one")
     return df
+
+
+def _any_alone(df: pd.DataFrame, f: Family, path: Path) -> None:
+    """An optional dim (`*`: any value, what older profiles hold) is either `*` or a value across
+    one config's rows, not both: a lookup for that value would take the named rows or the `*`
+    ones depending on which table it reaches first."""
+    for col in f.optional:
+        rest = [c for c in (*f.keys, *f.dims) if c != col]
+        anys = df[col].astype(str) == ANY
+        if not anys.any() or anys.all():
+            continue
+        named = df.loc[~anys, rest].drop_duplicates()
+        clash = df[anys].reset_index().merge(named, on=rest) if rest else df[anys].reset_index()
+        if len(clash):
+            raise ScenarioError(str(path), col, f"row {int(clash['index'].iloc[0]) + 2}: {ANY!r} (any) beside rows "
+                                f"that name a {col} for the same {', '.join(rest) or 'table'}: give each row its {col}")
+
+
+def check_ceilings(family: str, df: pd.DataFrame, meta: dict, where: str) -> None:
+    """A ScenarioError when a row moves bytes or flops CEILING_SLACK times faster than meta.yaml's
+    ceilings allow: the cost model floors every op at its work over the ceilings, so a ceiling in
+    the wrong units (B/s typed as MB/s) would price every op hours long without a word."""
+    for key, column in (("copy_bytes_per_s", "bytes"), ("matmul_flops_per_s", "flops")):
+        rate = (df[column] / df.time_s).to_numpy()
+        fastest = int(rate.argmax())
+        if rate[fastest] > CEILING_SLACK * meta["ceilings"][key]:
+            raise ScenarioError(where, f"ceilings.{key}", f"{meta['ceilings'][key]:.3g} is below what {family}'s row "
+                                f"{fastest + 2} measured ({rate[fastest]:.3g} {column}/s, over {CEILING_SLACK:g} times "
+                                "as fast): every op would be floored at its work over this ceiling")
+
+
+def check_rows(family: str, df: pd.DataFrame, meta: dict, where: str) -> None:
+    """The rows meta.yaml's `families` says a table holds (a count, or a source record's `rows`)
+    are the rows read: a table cut short, or one edited after meta.yaml was written, is refused."""
+    listed = (meta.get("families") or {}).get(family)
+    count = listed.get("rows") if isinstance(listed, dict) else listed
+    if isinstance(count, int) and not isinstance(count, bool) and count != len(df):
+        key = f"families.{family}" + (".rows" if isinstance(listed, dict) else "")
+        raise ScenarioError(where, key, f"lists {count:,} rows, and {family}'s table holds {len(df):,}: "
+                            "a table cut short or edited? give the count it holds")
 
 
 LAYER_COLUMNS = {"layer": TEXT, "scale": POSITIVE, "batch": Column(low=1, integer=True),

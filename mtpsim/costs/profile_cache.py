@@ -1,12 +1,14 @@
 """Parsed profiles kept on disk between processes: a `mtpsim run` reads the profile it ran
 before from one pickle (~10 ms) instead of parsing and validating its CSVs again (~0.15-0.3 s).
 
-An entry is keyed by the bytes of every file in the profile folder, the hardware and engine
+An entry is keyed by the bytes of every file the profile is read from, the hardware and engine
 specs it was built for, and the source of the mtpsim package (any code change makes a new key),
 so an entry is only ever read back by the code that wrote it, for the files it was read from.
 The folder is `$MTPSIM_CACHE_DIR`, else `$XDG_CACHE_HOME/mtpsim`, else `~/.cache/mtpsim`;
 MTPSIM_CACHE_DIR=off turns it off. A cache that cannot be read or written is no error: the
-profile is parsed as without one. At most MAX_ENTRIES entries are kept (the oldest go first).
+profile is parsed as without one. At most MAX_ENTRIES entries are kept (the oldest go first);
+the folder may be shared with the user's own files, so only names the cache writes
+(ENTRY_NAME) are ever counted or deleted.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import functools
 import hashlib
 import os
 import pickle
+import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +24,8 @@ from typing import TypeVar
 
 CACHE_ENV = "MTPSIM_CACHE_DIR"
 MAX_ENTRIES = 8
+# an entry's exact name: what `cached` writes, and all that `_prune` may delete
+ENTRY_NAME = re.compile(r"profile-[0-9a-f]{32}\.pickle")
 PACKAGE = Path(__file__).resolve().parent.parent
 
 T = TypeVar("T")
@@ -45,11 +50,21 @@ def code_digest() -> str:
 
 
 def entry_key(profile: Path, *parts: str) -> str:
-    """Every file of the profile folder by name and content, then `parts` (the specs' JSON)."""
+    """Each file the profile may be read from (profile.py `profile_files`) by name and content,
+    then `parts` (the specs' JSON). Read in chunks, and only files the readers would take: one
+    over their MAX_FILE_BYTES raises OSError (no entry; the loader refuses it if it reads it), so
+    the key costs no more memory than reading the profile."""
+    from mtpsim.costs.profile import profile_files
+    from mtpsim.textfiles import MAX_FILE_BYTES
     h = hashlib.sha256(code_digest().encode())
-    for path in sorted(p for p in profile.rglob("*") if p.is_file()):
-        h.update(str(path.relative_to(profile)).encode())
-        h.update(hashlib.sha256(path.read_bytes()).digest())
+    for path in profile_files(profile):
+        if not path.is_file():  # absent, or not a regular file (the loader says why if it reads it)
+            continue
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise OSError(f"{path}: over the {MAX_FILE_BYTES:,}-byte input limit")
+        h.update(path.name.encode())
+        with path.open("rb") as f:
+            h.update(hashlib.file_digest(f, "sha256").digest())
     for part in parts:
         h.update(part.encode())
     return h.hexdigest()[:32]
@@ -92,6 +107,10 @@ def cached(profile, parts: tuple[str, ...], load: Callable[[], T], kind: type[T]
 
 
 def _prune(folder: Path) -> None:
-    entries = sorted(folder.glob("profile-*.pickle"), key=lambda p: p.stat().st_mtime_ns)
+    """Delete all but the newest MAX_ENTRIES entries. Only files named exactly as `cached` names
+    its entries count: MTPSIM_CACHE_DIR may name a folder the user keeps other files in (a
+    `profile-mine.pickle` of theirs is never touched)."""
+    entries = sorted((p for p in folder.iterdir() if ENTRY_NAME.fullmatch(p.name) and p.is_file()),
+                     key=lambda p: p.stat().st_mtime_ns)
     for old in entries[:-MAX_ENTRIES]:
         old.unlink(missing_ok=True)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from mtpsim.designs import DESIGNS
 
+LISTS = ("tp", "ep", "attention_dp", "designs", "topk", "concurrency", "rates")  # the values a search tries
 MAX_SEARCH_POINTS = 20_000  # past this a search is better split (each point is a simulation)
 DEFAULT_LADDER = (1, 2, 4, 8, 16, 32, 64, 128, 256)  # closed-loop users over all replicas
 
@@ -50,15 +51,44 @@ class SearchBounds(BaseModel):
     disaggregated: bool = False
     """Also try prefill and decode pools (xPyD) of the same GPUs, the ratio matched to the load (search/disagg.py)."""
 
-    @field_validator("tp", "ep", "attention_dp", "designs", "topk", "concurrency", "rates")
+    _repeated: list = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
     @classmethod
-    def _once_each(cls, values: list | None) -> list | None:
+    def _once_each(cls, data, handler) -> SearchBounds:
         """A value listed twice would be two identical points (and two frontier rows of one
-        index): each is tried once, in the order given, as the flags' lists are."""
-        return None if values is None else list(dict.fromkeys(values))
+        index): each is tried once, in the order given, as the flags' lists are; what was
+        dropped is kept (`repeated`), for the search to say so."""
+        repeats = [(key, twice) for key in LISTS if isinstance(data, dict) and isinstance(data.get(key), list)
+                   and (twice := _first_repeat(data[key])) is not None]
+        bounds = handler({**data, **{key: _once(data[key]) for key, _ in repeats}} if repeats else data)
+        bounds._repeated = repeats
+        return bounds
+
+    def repeated(self) -> list[tuple[str, object]]:
+        """(key, the first value it listed twice) for each list given with a repeat."""
+        return list(self._repeated)
 
     @model_validator(mode="after")
     def _one_load(self) -> SearchBounds:
         if self.concurrency is not None and self.rates is not None:
             raise ValueError("give concurrency (closed loop) or rates (Poisson), not both")
         return self
+
+
+def _first_repeat(values: list) -> object | None:
+    """The first value `values` holds twice, or None."""
+    seen = []
+    for value in values:
+        if value in seen:
+            return value
+        seen.append(value)
+    return None
+
+
+def _once(values: list) -> list:
+    """`values` without repeats, in order (as given where a value is no hashable: validation refuses it)."""
+    try:
+        return list(dict.fromkeys(values))
+    except TypeError:
+        return values

@@ -39,9 +39,35 @@ def bounds_of(s: sc.Scenario, flags: dict) -> SearchBounds:
             section.pop(other, None)
     merged = {**section, **given}
     try:
-        return SearchBounds.model_validate(merged)
+        bounds = SearchBounds.model_validate(merged)
     except ValidationError as exc:
         raise from_validation(exc, s.source, "search") from None
+    repeats = s.search.repeated() if s.search else []  # the section's, as the scenario wrote it
+    for key, reason in _idle_bounds(bounds, repeats, set(section) - set(given)):
+        warn(s.source, f"search.{key}", reason)
+    return bounds
+
+
+def _idle_bounds(bounds: SearchBounds, repeats: list, written: set[str]) -> list[tuple[str, str]]:
+    """(key, why) for each bound the scenario's section sets (`written`: not a flag's) that does
+    less than it says: a value listed twice (`repeats`: tried once), a load size for the other
+    kind of load, and requests_per_rate_s so small that the floor of requests per point sets the
+    rates' sizes."""
+    idle = [(key, f"lists {short(value, 40)} more than once: it is tried once") for key, value in repeats
+            if key in written]
+    closed = bounds.rates is None
+    unused = "requests_per_rate_s" if closed else "requests_per_user"
+    if unused in written:
+        idle.append((unused, f"sizes {'open-loop (rates)' if closed else 'closed-loop (concurrency)'} points, and this "
+                     f"search runs {'closed-loop users' if closed else 'Poisson rates'}: it is not used"))
+    if not closed and "requests_per_rate_s" in written:
+        floored = [load for load in space.loads(bounds)
+                   if load["num_requests"] > math.ceil(load["rate_per_s"] * bounds.requests_per_rate_s)]
+        if floored:
+            rate, runs = floored[0]["rate_per_s"], floored[0]["num_requests"]
+            idle.append(("requests_per_rate_s", f"{bounds.requests_per_rate_s:g} s at {rate:g} requests/s is under the "
+                         f"{runs} requests a point runs at least: {len(floored)} of the rates run {runs}, not rate x this"))
+    return idle
 
 
 def parse_rates(text: str) -> list[float]:
@@ -51,7 +77,7 @@ def parse_rates(text: str) -> list[float]:
                             "(decimal numbers, e.g. 0.5,2,8)")
     rates = sorted(set(parsed))
     if not all(0 < r <= 1e6 and math.isfinite(r) for r in rates):
-        raise ScenarioError("--rates", "", f"{text!r}: each rate must be in (0, 1e6] requests per second")
+        raise ScenarioError("--rates", "", f"{short(text, 60)}: each rate must be in (0, 1e6] requests per second")
     return rates
 
 

@@ -68,9 +68,9 @@ def parse_target(text: str, metric: str) -> Target:
         raise ScenarioError(flag, "", f"{short(text, 40)} is not {form}")
     percentile, value, unit = m.group(1) or "p50", float(m.group(2)), m.group(3)
     if metric == "user_tps" and unit:
-        raise ScenarioError(flag, "", f"{text!r}: tokens per second take no unit (e.g. p50:40)")
+        raise ScenarioError(flag, "", f"{short(text, 40)}: tokens per second take no unit (e.g. p50:40)")
     if value <= 0:
-        raise ScenarioError(flag, "", f"{text!r}: must be above 0")
+        raise ScenarioError(flag, "", f"{short(text, 40)}: must be above 0")
     seconds = value if unit == "s" else value / 1e3
     low, high = (1e-6, 1e9) if metric == "user_tps" else (1e-6, 1e6)  # tok/s; seconds: from 1 us to ~11 days
     if not low <= (value if metric == "user_tps" else seconds) <= high:
