@@ -1,0 +1,94 @@
+"""A tenth adversarial campaign (workload, acceptance, sweeps and seeds, disaggregation, and the
+`run` / `recommend` / `cost` commands; kept out of the repo), by class. As in test_bad_input.py:
+bad input is one stderr line, exit status 2, naming the file (or flag) and key; input that runs
+but makes little sense is one warning line; what runs is what the table says ran."""
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+
+from mtpsim.sim import workload as sim_workload
+from tests.test_bad_input import run
+from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
+
+HEAD = """\
+name: base
+model: llama-3.1-8b
+hardware: h100-sxm
+parallel: {tp: 1}
+speculative: {design: nextn, steps: 2, draft: eagle3-llama-3.1-8b}
+acceptance: {per_depth: [0.8, 0.6]}
+"""
+CLOSED = HEAD + "workload: {arrival: closed, concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}\n"
+
+
+# ---------------------------------------------------------------- 1: sparse rate schedules
+
+def _phase_by_phase(rng: np.random.Generator, schedule, n: int) -> np.ndarray:
+    """The rate schedule's arrivals drawn one phase at a time, cycle after cycle (how mtpsim drew
+    them before): the reference for the random stream scheduled_poisson must leave."""
+    period, starts = schedule[-1].until_s, [0.0] + [p.until_s for p in schedule[:-1]]
+    phases, drawn, cycle = [], 0, 0
+    while drawn < n:
+        for start, phase in zip(starts, schedule):
+            lo, hi = cycle * period + start, cycle * period + phase.until_s
+            times = np.sort(rng.uniform(lo, hi, rng.poisson(phase.rate_per_s * (hi - lo))))
+            phases.append(times)
+            drawn += len(times)
+        cycle += 1
+    return np.concatenate(phases)[:n]
+
+
+def _schedule(*phases: tuple[float, float]) -> list:
+    return [types.SimpleNamespace(until_s=until, rate_per_s=rate) for until, rate in phases]
+
+
+SCHEDULES = [
+    ("dense", _schedule((1.0, 30.0), (2.0, 5.0)), 40),
+    ("sparse", _schedule((1.0, 0.02)), 5),
+    ("sparse-then-busy", _schedule((3.0, 0.001), (3.5, 80.0), (9.0, 0.0001)), 60),
+    ("one-sparse-phase-of-three", _schedule((0.2, 0.5), (0.4, 0.0), (1.0, 0.05)), 12),
+]
+
+
+@pytest.mark.parametrize("schedule,n", [c[1:] for c in SCHEDULES], ids=[c[0] for c in SCHEDULES])
+def test_a_rate_schedule_draws_what_a_phase_by_phase_walk_draws(schedule, n):
+    """Skipping empty phases in blocks must not change a run: the same arrival times, and the
+    stream left where the walk left it (the acceptance draws that follow read it)."""
+    for seed in range(20):
+        walked, skipped = np.random.default_rng(seed), np.random.default_rng(seed)
+        assert np.array_equal(_phase_by_phase(walked, schedule, n), sim_workload.scheduled_poisson(skipped, schedule, n))
+        assert walked.random() == skipped.random()
+
+
+class _CountingRng:
+    """A Generator that counts its Poisson calls (the per-phase loop made one per phase)."""
+
+    def __init__(self, seed: int):
+        self.rng, self.poisson_calls = np.random.default_rng(seed), 0
+
+    def poisson(self, lam):
+        self.poisson_calls += 1
+        return self.rng.poisson(lam)
+
+    def __getattr__(self, name):
+        return getattr(self.rng, name)
+
+
+def test_a_sparse_schedule_does_not_walk_its_empty_phases_one_by_one():
+    """Before: 8 requests at 8e-6 a one-second cycle took a Python loop of ~1e6 phases, ~30 s a
+    run. Its empty phases are now drawn in blocks: a few dozen calls, the same arrivals."""
+    schedule, counting = _schedule((1.0, 8e-6)), _CountingRng(1)
+    times = sim_workload.scheduled_poisson(counting, schedule, 8)
+    assert counting.poisson_calls < 500
+    assert np.array_equal(times, _phase_by_phase(np.random.default_rng(1), schedule, 8))
+
+
+def test_a_long_busy_phase_after_the_last_arrival_is_not_drawn(tmp_path, capsys):
+    """Before: a ValueError traceback (a negative count of gaps) when the requests had all come
+    in an earlier phase of the cycle, and the next phase held over a million arrivals."""
+    text = HEAD + ("workload: {arrival: poisson, num_requests: 8, input_len: 64, output_len: 16, rate_schedule: "
+                   "[{until_s: 1, rate_per_s: 1000}, {until_s: 1.0e+9, rate_per_s: 12}]}\n")
+    warnings_of(capsys, run(tmp_path, text))
