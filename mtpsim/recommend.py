@@ -101,7 +101,8 @@ def grid(s: sc.Scenario, batches: list[int], steps: list[int], topks: list[int],
     for setting in settings:
         at = space.at_layout(s, layout, setting)
         points += [space.with_load(at, load, layout, keep_cap=True, origin=("--batch", "")) for load in loads]
-    space.heavy_load(loads, ("--batch", ""), mean_length(w.output_len))  # after the points validate: one line if refused
+    space.heavy_load(loads, ("--batch", ""), mean_length(w.output_len),
+                     space.prefill_chunks(s, mean_length(w.input_len)))  # after the points validate: one line if refused
     return [p.model_copy(update={"seed": p.seed + k}) for p in points for k in range(seeds)]
 
 

@@ -92,3 +92,23 @@ def test_a_long_busy_phase_after_the_last_arrival_is_not_drawn(tmp_path, capsys)
     text = HEAD + ("workload: {arrival: poisson, num_requests: 8, input_len: 64, output_len: 16, rate_schedule: "
                    "[{until_s: 1, rate_per_s: 1000}, {until_s: 1.0e+9, rate_per_s: 12}]}\n")
     warnings_of(capsys, run(tmp_path, text))
+
+
+# ---------------------------------------------------------------- 2: prefill passes of a tiny chunk
+
+def test_a_tiny_prefill_chunk_counts_its_passes_as_a_long_run(tmp_path, capsys, monkeypatch):
+    """Before: `heavy` counted requests and decode iterations only, so one 120,000-token prompt
+    prefilled one token a pass (120,000 passes, twice) ran with no word. The prefill passes count
+    now, blamed on the chunk. The limit is lowered here to keep the test short."""
+    from mtpsim.search import space
+    monkeypatch.setattr(space, "HEAVY_POINT_ITERATIONS", 256)
+    text = HEAD + ("workload: {arrival: closed, concurrency: 1, num_requests: 1, input_len: 512, output_len: 2}\n"
+                   "engine: {chunked_prefill_tokens: 1}\n")
+    lines = warnings_of(capsys, [*run(tmp_path, text), "--jobs", "1"])
+    assert lines == [f"mtpsim: warning: {tmp_path / 's.yaml'}: engine.chunked_prefill_tokens: a run of this load "
+                     "simulates 1 requests (about 2 decode iterations and 512 prefill passes), which takes minutes per "
+                     "run (progress is reported after the first minute): a larger engine.chunked_prefill_tokens "
+                     "prefills each prompt in fewer passes"]
+    (tmp_path / "whole").mkdir()
+    whole = text.replace("chunked_prefill_tokens: 1}", "chunked_prefill_tokens: 512}")
+    assert warnings_of(capsys, [*run(tmp_path / "whole", whole), "--jobs", "1"]) == []
