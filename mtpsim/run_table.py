@@ -10,7 +10,7 @@ import math
 
 from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE
-from mtpsim.rows import Table, missing, to_string
+from mtpsim.rows import Table, key_labels, missing, to_string
 
 TABLE = {"design": "design", "steps": "S", "policy": "policy", "concurrency": "conc", "rate_per_s": "rate/s", "tps": "TPS",
          "per_user_tps": "user TPS", "ttft_p50_s": "TTFT p50 ms", "ttft_p99_s": "TTFT p99 ms",
@@ -35,7 +35,7 @@ def format_table(summary) -> str:
     swept = [c for c in dict.fromkeys(block + [c for c in cols if "." in c]) if c not in shown]
     df = Table({c: table.columns[c] for c in [c for c in TABLE if c in table.columns] + swept},
                {c: table.kinds[c] for c in [c for c in TABLE if c in table.columns] + swept})
-    df.rename({c: c.split(".")[-1] for c in swept})
+    df.rename(key_labels(swept, taken=[c for c in df.columns if c not in swept]))
     for load in ("concurrency", "rate_per_s"):  # closed loads have a concurrency, open ones a rate
         if load not in df.columns:
             continue

@@ -9,6 +9,8 @@ import types
 import numpy as np
 import pytest
 
+from mtpsim import cli
+from mtpsim.rows import key_labels
 from mtpsim.sim import workload as sim_workload
 from tests.test_bad_input import run
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
@@ -112,3 +114,36 @@ def test_a_tiny_prefill_chunk_counts_its_passes_as_a_long_run(tmp_path, capsys, 
     (tmp_path / "whole").mkdir()
     whole = text.replace("chunked_prefill_tokens: 1}", "chunked_prefill_tokens: 512}")
     assert warnings_of(capsys, [*run(tmp_path / "whole", whole), "--jobs", "1"]) == []
+
+
+# ---------------------------------------------------------------- 3: swept columns of the same last part
+
+def test_swept_keys_of_the_same_last_part_keep_a_column_each(tmp_path, capsys):
+    """Before: both swept keys were renamed `max`, one column, and the input lengths vanished from
+    the table (rows that differed only there looked the same)."""
+    text = HEAD + ("workload: {arrival: closed, concurrency: 2, num_requests: 4, input_len: {dist: uniform, min: 16, "
+                   "max: 64}, output_len: {dist: uniform, min: 8, max: 16}}\n"
+                   "sweep: {workload.input_len.max: [64, 128], workload.output_len.max: [16, 32]}\n")
+    assert cli.main([*run(tmp_path, text), "--jobs", "1"]) == 0
+    header, *rows = capsys.readouterr().out.split("\n\n")[1].splitlines()
+    names = header.split()
+    assert names[-2:] == ["input_len.max", "output_len.max"], header
+    assert {tuple(row.split()[-2:]) for row in rows} == {("64", "16"), ("64", "32"), ("128", "16"), ("128", "32")}
+
+
+def test_a_label_is_the_shortest_unique_tail_and_never_a_bare_batch_size():
+    assert key_labels(["workload.input_len.max", "workload.output_len.max", "engine.kind", "seed"]) == {
+        "workload.input_len.max": "input_len.max", "workload.output_len.max": "output_len.max",
+        "engine.kind": "kind", "seed": "seed"}
+    assert key_labels(["speculative.policy.steps_by_batch.1"]) == {
+        "speculative.policy.steps_by_batch.1": "steps_by_batch.1"}
+    assert key_labels(["engine.kind"], taken=["kind"]) == {"engine.kind": "engine.kind"}
+
+
+def test_a_plot_series_label_tells_same_named_keys_apart():
+    import pandas as pd
+
+    from mtpsim.plots import _label
+    row = pd.Series({"design": "nextn", "steps": 2, "model.moe.top_k": 8, "engine.moe.top_k": 4})
+    assert _label(row, ["design", "steps", "model.moe.top_k", "engine.moe.top_k"]) == \
+        "nextn S=2, model.moe.top_k=8, engine.moe.top_k=4"
