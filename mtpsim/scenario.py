@@ -178,6 +178,8 @@ def _points(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, A
     # swept section it lies inside is overridden point by point; so does a command's flag that
     # sets a key on every point (run's --seeds), which, unlike --set, does not name the key: it says so
     sweep = {k: v for k, v in sweep.items() if not any(k == o or k.startswith(o + ".") for o, _ in overrides)}
+    for key in sweep:
+        sweep[key] = _set_inside(key, sweep[key], overrides, where, later)
     fixed = fixed or {}
     for key in [k for k in sweep if _canonical_key(k) in fixed]:
         flag = fixed[_canonical_key(key)]
@@ -192,6 +194,37 @@ def _points(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, A
     for warning in later:
         warn(*warning)
     return scenarios
+
+
+def _set_inside(key: str, values: list, overrides: list[tuple[str, Any]], where: str, later: list) -> list:
+    """A swept section's values with each --set that lies inside it applied, as the points run
+    it: the rows then say what ran. Where the section's values set that key otherwise, a warning
+    (into `later`) says the swept values are not run, as for a swept key --set names."""
+    for dotted, value in overrides:
+        if not dotted.startswith(key + "."):
+            continue
+        inner = dotted[len(key) + 1:]
+        swept = [_get(v, inner) for v in values if isinstance(v, dict) and _holds(v, inner)]
+        lost = list(dict.fromkeys(short(v, 40) for v in swept if _canonical(v) != _canonical(value)))
+        if lost:
+            later.append((where, f"sweep.{key}", f"--set {dotted} sets it on every point, inside this swept section: "
+                          f"its swept values {', '.join(lost)} are not run"))
+        values = [_with_set(v, inner, value, where) if isinstance(v, dict) else v for v in values]
+    return values
+
+
+def _with_set(section: dict[str, Any], dotted: str, value: Any, where: str) -> dict[str, Any]:
+    """A copy of `section` with `dotted` set to `value` (set_key's rules)."""
+    out = copy.deepcopy(section)
+    set_key(out, dotted, copy.deepcopy(value), where)
+    return out
+
+
+def _get(data: dict[str, Any], dotted: str) -> Any:
+    """The value at a dotted key path the mapping holds (_holds)."""
+    for part in dotted.split("."):
+        data = data[part if part in data else _key(data, part)]
+    return data
 
 
 def _canonical_key(key: str) -> str:

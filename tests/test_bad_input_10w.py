@@ -147,3 +147,25 @@ def test_a_plot_series_label_tells_same_named_keys_apart():
     row = pd.Series({"design": "nextn", "steps": 2, "model.moe.top_k": 8, "engine.moe.top_k": 4})
     assert _label(row, ["design", "steps", "model.moe.top_k", "engine.moe.top_k"]) == \
         "nextn S=2, model.moe.top_k=8, engine.moe.top_k=4"
+
+
+# ---------------------------------------------------------------- 4: --set inside a swept section
+
+SECTION_SWEEP = CLOSED + "sweep: {workload: [{concurrency: 1, num_requests: 4}, {concurrency: 2, num_requests: 4}]}\n"
+
+
+def test_a_set_inside_a_swept_section_says_so_and_the_rows_say_what_ran(tmp_path, capsys):
+    """Before: every point ran --set's concurrency 3 while the rows were labelled concurrency=1
+    and concurrency=2, with no word."""
+    argv = [*run(tmp_path, SECTION_SWEEP), "--jobs", "1", "--set", "workload.concurrency=3"]
+    assert cli.main(argv) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [f"mtpsim: warning: {tmp_path / 's.yaml'}: sweep.workload: --set workload.concurrency "
+                                "sets it on every point, inside this swept section: its swept values 1, 2 are not run"]
+    rows = [line for line in out.splitlines() if line.lstrip().startswith("nextn")]
+    assert len(rows) == 2 and all(row.endswith("concurrency=3 num_requests=4") for row in rows), out
+
+
+def test_a_set_inside_a_swept_section_that_its_values_leave_alone_is_quiet(tmp_path, capsys):
+    argv = [*run(tmp_path, SECTION_SWEEP), "--jobs", "1", "--set", "workload.input_len=32"]
+    assert warnings_of(capsys, argv) == []
