@@ -12,7 +12,8 @@ import pytest
 from mtpsim import cli
 from mtpsim.rows import key_labels
 from mtpsim.sim import workload as sim_workload
-from tests.test_bad_input import run
+from mtpsim.yamlfiles import parse_yaml
+from tests.test_bad_input import one_line_error, run
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 
 HEAD = """\
@@ -169,3 +170,35 @@ def test_a_set_inside_a_swept_section_says_so_and_the_rows_say_what_ran(tmp_path
 def test_a_set_inside_a_swept_section_that_its_values_leave_alone_is_quiet(tmp_path, capsys):
     argv = [*run(tmp_path, SECTION_SWEEP), "--jobs", "1", "--set", "workload.input_len=32"]
     assert warnings_of(capsys, argv) == []
+
+
+# ---------------------------------------------------------------- 5: YAML merge keys
+
+@pytest.mark.parametrize("key", ["c", "conc"])  # PyYAML: a one-character key (interned) went the other way
+def test_a_merge_of_several_mappings_takes_each_key_from_the_first_that_gives_it(key):
+    """YAML's merge rule: `<<: [A, B]` takes a key from A before B, and the mapping's own keys
+    win over both. Before: the last source won for keys longer than one character."""
+    merged = parse_yaml(f"w: {{<<: [{{{key}: 1, b: 2}}, {{{key}: 4, d: 5}}], d: 6}}", "s.yaml")["w"]
+    assert merged == {key: 1, "b": 2, "d": 6}
+    assert list(merged) == [key, "b", "d"]  # in PyYAML's order: merged keys first, where they first appear
+
+
+def test_a_merged_mapping_that_merges_itself_passes_on_its_own_winners():
+    text = "a: &a {x: 1, <<: {q: 7, x: 3}}\nw: {<<: [*a, {x: 5, r: 1}]}\n"
+    assert parse_yaml(text, "s.yaml")["w"] == {"q": 7, "x": 1, "r": 1}
+
+
+def test_a_second_merge_key_in_one_mapping_is_a_duplicate_key(tmp_path, capsys):
+    """Before: both were merged, the later winning, with no word."""
+    text = HEAD + ("workload:\n  <<: {concurrency: 1}\n  <<: {concurrency: 4}\n  num_requests: 8\n"
+                   "  input_len: 64\n  output_len: 16\n")
+    line = one_line_error(capsys, run(tmp_path, text), "workload.<<", "duplicate key")
+    assert "s.yaml" in line
+
+
+def test_a_merge_of_a_list_runs_the_first_mappings_value(tmp_path, capsys):
+    text = HEAD + ("workload:\n  <<: [{concurrency: 1}, {concurrency: 4}]\n  num_requests: 8\n"
+                   "  input_len: 64\n  output_len: 16\n")
+    assert cli.main([*run(tmp_path, text), "--jobs", "1"]) == 0
+    header, first = capsys.readouterr().out.split("\n\n")[1].splitlines()[:2]
+    assert first.split()[header.split().index("conc")] == "1"
