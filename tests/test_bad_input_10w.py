@@ -202,3 +202,26 @@ def test_a_merge_of_a_list_runs_the_first_mappings_value(tmp_path, capsys):
     assert cli.main([*run(tmp_path, text), "--jobs", "1"]) == 0
     header, first = capsys.readouterr().out.split("\n\n")[1].splitlines()[:2]
     assert first.split()[header.split().index("conc")] == "1"
+
+
+# ---------------------------------------------------------------- 6: azure timestamps without a time
+
+TRACED = HEAD + "workload: {arrival: trace, trace: t.csv}\n"
+AZURE = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+
+
+@pytest.mark.parametrize("stamp", ["2023", "2023-11", "2023-11-16", "2023-11-16T18"])
+def test_an_azure_timestamp_without_a_time_of_day_is_refused(tmp_path, capsys, stamp):
+    """Before: ISO 8601's reduced precision read `2023` as 2023-01-01, so a column of seconds under
+    an azure header replayed one request a year; a date alone read as midnight."""
+    trace = AZURE + f"2023-11-16 18:15:46,64,16\n{stamp},64,16\n"
+    line = one_line_error(capsys, run(tmp_path, TRACED, {"t.csv": trace}), "TIMESTAMP", "is not a datetime")
+    assert f"row 3: '{stamp}'" in line and "t.csv" in line
+
+
+@pytest.mark.parametrize("first,second", [("2023-11-16 18:15:46", "2023-11-16T18:15:47.5"),
+                                          ("20231116T181546", "20231116T181547.5")])
+def test_an_azure_timestamp_with_a_date_and_a_time_is_read(tmp_path, capsys, first, second):
+    trace = AZURE + f"{first},64,16\n{second},64,16\n"
+    assert cli.main([*run(tmp_path, TRACED, {"t.csv": trace}), "--jobs", "1"]) == 0
+    assert "2 requests at 0.667 req/s" in capsys.readouterr().out

@@ -42,6 +42,8 @@ CHUNK_ROWS = 1 << 16   # rows per streamed chunk (~1.5 MB of arrays)
 SNIFF_BYTES = 1 << 16  # what is read to recognise the format and refuse binary files
 LENGTH = Column(low=0, high=MAX_TOKENS, integer=True)
 TIME = Column(low=0, high=MAX_TRACE_S)
+# a date and a time of day, to the minute at least: 2023-11-16 18:15, or ISO 8601's basic 20231116T1815
+DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|\d{8}T\d{4}")
 
 
 @dataclass(frozen=True)
@@ -212,13 +214,16 @@ def _chunks_refusing_long_rows(reader, path: str) -> Iterator[pd.DataFrame]:
 
 def _datetimes(values: pd.Series, origin: int | None, path: str, name: str, row: int) -> tuple[np.ndarray, int]:
     """Wall-clock datetimes as seconds from `origin` (ns since the epoch; None: this chunk's
-    first row), and the origin."""
+    first row), and the origin. Each must give a date and a time of day (DATETIME): ISO 8601's
+    reduced precision would read `2023` as 2023-01-01, so a column of seconds under an azure
+    header replayed one request a year."""
+    text = values.str.strip()
     try:
-        parsed = pd.to_datetime(values.str.strip(), format="ISO8601", errors="coerce")
+        parsed = pd.to_datetime(text, format="ISO8601", errors="coerce")
     except ValueError:  # some rows with a UTC offset and some without, or with different ones
         raise ScenarioError(path, name, f"rows {row}..{row + len(values) - 1}: datetimes with and without a "
                             "time zone, or with different ones: write them all one way") from None
-    bad = parsed.isna().to_numpy()
+    bad = parsed.isna().to_numpy() | ~text.str.match(DATETIME.pattern, na=False).to_numpy(bool)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise ScenarioError(path, name, f"row {row + i}: {short(values.iloc[i], 40)} is not a datetime "
