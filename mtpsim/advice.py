@@ -12,27 +12,28 @@ from __future__ import annotations
 
 from mtpsim import designs, model_advice, workload_advice
 from mtpsim.acceptance_schema import ACCEPTANCE_FORMS
-from mtpsim.schema import LengthDist, Scenario, max_length
+from mtpsim.schema import Scenario, max_length
 
 
-def advise(s: Scenario) -> None:
+def advise(s: Scenario, skip: tuple = ()) -> None:
     """Warn about what in point `s` cannot matter; keys the sweep varies are left alone (a sweep
-    over designs gives `none` a draft it ignores, as it must)."""
+    over designs gives `none` a draft it ignores, as it must). `skip`: checks the command makes
+    moot (RUNNING_BATCH_CHECKS where `cost --batch` sets the batch itself)."""
     from mtpsim.errors import warn
-    for key, reason in problems(s):
+    for key, reason in problems(s, skip):
         depends = (key, *DEPENDS.get(".".join(key.split(".")[:2]), ()))
         if not any(_within(swept, dep) for swept in s.point for dep in depends):
             warn(s.source, key, reason)
 
 
-def advise_sweep(points: list[Scenario]) -> None:
+def advise_sweep(points: list[Scenario], skip: tuple = ()) -> None:
     """A swept key that no point reads (the same warning at every point, which advise() leaves
     alone because the key is swept), or that changes no simulation (question, name): one warning that
     the sweep's points are the same run."""
     from mtpsim.errors import warn
     if len(points) < 2:
         return
-    found = [problems(s) for s in points]
+    found = [problems(s, skip) for s in points]
     for swept in points[0].point:
         if swept in ("question", "name"):
             warn(points[0].source, f"sweep.{swept}", f"the {swept} is printed, not simulated: these points are the "
@@ -59,10 +60,10 @@ def _within(swept: str, key: str) -> bool:
     return swept == key or swept.startswith(key + ".") or key.startswith(swept + ".")
 
 
-def problems(s: Scenario) -> list[tuple[str, str]]:
+def problems(s: Scenario, skip: tuple = ()) -> list[tuple[str, str]]:
     """(key, reason) for each setting of point `s` that cannot matter, in the order the checks
-    below list them (advise_sweep names the first a swept key makes)."""
-    return [found for check in CHECKS for found in check(s)]
+    below list them (advise_sweep names the first a swept key makes), but those in `skip`."""
+    return [found for check in CHECKS if check not in skip for found in check(s)]
 
 
 def _ignored_by_design(s: Scenario) -> list[tuple[str, str]]:
@@ -134,11 +135,11 @@ def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
     """A shared prefix longer than any prompt (it is cut to the prompt), a kept-length curve
     deeper than the drafts an iteration makes (a request keeps at most speculative.steps), and
     a batch load whose concurrency is not its size (all num_requests arrive at t=0)."""
-    w, found = s.workload, []
-    longest = w.input_len.max if isinstance(w.input_len, LengthDist) else w.input_len
-    if w.shared_prefix is not None and w.shared_prefix.tokens > longest:
+    w, found, load = s.workload, [], workload_advice.load_bounds(s)
+    if w.shared_prefix is not None and w.shared_prefix.tokens > load.longest_input:
         found.append(("workload.shared_prefix.tokens", f"{w.shared_prefix.tokens} is longer than any prompt "
-                      f"({longest} tokens at most): the shared part is cut to each prompt's length"))
+                      f"({load.longest_input} tokens at most{' in the trace' * load.from_trace}): the shared part "
+                      "is cut to each prompt's length"))
     kept = s.acceptance.kept_length
     if kept is not None and len(kept) - 1 > s.speculative.steps > 0:
         found.append(("acceptance.kept_length", f"gives P(j kept) up to j = {len(kept) - 1}, more than "
@@ -157,9 +158,10 @@ def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
                       "the shared prompt changes nothing"))
     if s.engine.dp_routing is not None and s.parallel.dp == 1 and s.disaggregation is None:
         found.append(("engine.dp_routing", "dp is 1: one replica takes every request, so the routing changes nothing"))
-    if max_length(w.output_len) < 2 and designs.record(s.speculative.design).draft_part is not None:  # a prefill study is fine
-        found.append(("workload.output_len", "requests of one output token decode nothing after their prefill: "
-                      "TPOT, accept length and per-user speed have no value, and a speedup compares prefills"))
+    if load.longest_output < 2 and designs.record(s.speculative.design).draft_part is not None:  # a prefill study is fine
+        found.append((load.key("output_len"), f"{'the trace holds only ' * load.from_trace}requests of one output "
+                      "token, which decode nothing after their prefill: TPOT, accept length and per-user speed have "
+                      "no value, and a speedup compares prefills"))
     if w.arrival == "batch" and "concurrency" in w.model_fields_set and w.concurrency != w.num_requests:
         found.append(("workload.concurrency", f"arrival batch sends all {w.num_requests} requests at t=0, so `run` "
                       f"does not read concurrency {w.concurrency} (cost and verify take it as their batch), though "
@@ -255,9 +257,9 @@ def _unreached_policy(s: Scenario) -> list[tuple[str, str]]:
     if not any(policy.steps_by_batch.values()):
         return [("speculative.policy.steps_by_batch", "every entry drafts 0 steps: no iteration speculates, and the "
                  "run is plain decode paying for the draft's weights and KV")]
-    w = s.workload
+    w, load = s.workload, workload_advice.load_bounds(s)
     bounds = [(s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests), "the running-request cap"),
-              (w.num_requests, "workload.num_requests")]
+              (load.requests, load.requests_by)]
     bounds += [(w.concurrency, "workload.concurrency")] if w.arrival in ("closed", "batch") else []
     most, by = min(bounds)
     unreached = sorted(k for k in policy.steps_by_batch if k > most)
@@ -313,3 +315,6 @@ CHECKS = (_ignored_by_design, _unreached_policy, _skew_without_experts, workload
           _idle_engine_settings, _budget_below_decode, model_advice.unread_dtypes, model_advice.windows_past_context,
           workload_advice.trace_settings_unread, model_advice.odd_widths, _verify_past_the_model, _disaggregation_moot,
           workload_advice.unused_by_arrival, _past_their_reach, _forced_past_its_range, _engine_moot)
+# checks that judge the batch a run's load keeps running (its users, its requests, the cap):
+# `cost --batch` prices a batch of its own, which its header line describes
+RUNNING_BATCH_CHECKS = (_unreached_policy, _budget_below_decode)

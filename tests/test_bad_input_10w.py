@@ -225,3 +225,52 @@ def test_an_azure_timestamp_with_a_date_and_a_time_is_read(tmp_path, capsys, fir
     trace = AZURE + f"{first},64,16\n{second},64,16\n"
     assert cli.main([*run(tmp_path, TRACED, {"t.csv": trace}), "--jobs", "1"]) == 0
     assert "2 requests at 0.667 req/s" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- 7: advice judges the load the command runs
+
+POLICY = HEAD.replace("draft: eagle3-llama-3.1-8b}", "draft: eagle3-llama-3.1-8b, policy: {steps_by_batch: {1: 2, 80: 1}}}")
+MTPSIM_TRACE = "arrival_s,input_len,output_len\n"
+
+
+def _trace(rows: int, input_len: int = 64, output_len: int = 8) -> str:
+    return MTPSIM_TRACE + "".join(f"{i / 10:g},{input_len},{output_len}\n" for i in range(rows))
+
+
+def test_a_policy_over_a_trace_is_judged_by_the_traces_requests(tmp_path, capsys):
+    """Before: a trace's 100 requests were judged by workload.num_requests' default 64, and the
+    80-entry, which the run used, was called never used."""
+    text = POLICY + "workload: {arrival: trace, trace: t.csv}\nengine: {max_running_requests: 256}\n"
+    assert not any("steps_by_batch" in line for line in warnings_of(capsys, run(tmp_path, text, {"t.csv": _trace(100)})))
+    (tmp_path / "few").mkdir()
+    lines = warnings_of(capsys, run(tmp_path / "few", text, {"t.csv": _trace(3)}))
+    assert any("speculative.policy.steps_by_batch.80: no iteration of this workload runs more than 3 requests "
+               "(the trace's requests)" in line for line in lines), lines
+
+
+@pytest.mark.parametrize("prompt,tokens,warns", [(3000, 2000, False), (64, 500, True)])
+def test_a_shared_prefix_over_a_trace_is_judged_by_the_traces_prompts(tmp_path, capsys, prompt, tokens, warns):
+    """Before: judged by workload.input_len's default 1024: a 2000-token prefix over 3000-token
+    prompts warned, a 500-token one over 64-token prompts did not."""
+    text = TRACED + f"  shared_prefix: {{tokens: {tokens}, fraction: 0.5}}\n"
+    text = text.replace("workload: {arrival: trace, trace: t.csv}\n  ", "workload:\n  arrival: trace\n  trace: t.csv\n  ")
+    lines = warnings_of(capsys, run(tmp_path, text, {"t.csv": _trace(2, prompt, 4)}))
+    said = [line for line in lines if "shared_prefix.tokens" in line]
+    assert said == ([f"mtpsim: warning: {tmp_path / 's.yaml'}: workload.shared_prefix.tokens: {tokens} is longer than "
+                     f"any prompt ({prompt} tokens at most in the trace): the shared part is cut to each prompt's "
+                     "length"] if warns else []), lines
+
+
+def test_a_trace_of_one_token_outputs_warns_as_a_synthetic_one_does(tmp_path, capsys):
+    """Before: a table of NaN TPOT and accept length, and no word (output_len: 1 warned)."""
+    lines = warnings_of(capsys, run(tmp_path, TRACED, {"t.csv": _trace(3, 64, 1)}))
+    assert any(": workload.trace: the trace holds only requests of one output token" in line for line in lines), lines
+
+
+def test_cost_at_its_own_batch_does_not_judge_the_policy_by_the_workloads_users(tmp_path, capsys):
+    """Before: `cost --batch 8` warned that the 4-entry is never used (workload.concurrency 2)
+    while its own header said an iteration at batch 8 runs that entry's steps."""
+    text = CLOSED.replace("draft: eagle3-llama-3.1-8b}", "draft: eagle3-llama-3.1-8b, policy: {steps_by_batch: {1: 2, 4: 0}}}")
+    assert warnings_of(capsys, ["cost", run(tmp_path, text)[1], "--batch", "8"]) == []
+    lines = warnings_of(capsys, ["cost", run(tmp_path, text)[1]])
+    assert any("steps_by_batch.4: no iteration of this workload runs more than 2 requests" in line for line in lines)

@@ -53,7 +53,9 @@ class TraceStats:
     last_arrival_s: float = math.nan
     longest: int = 0
     longest_row: int = 0
-    longest_input: int = 0
+    longest_input: int = 0        # the prompt of that longest request
+    max_input_len: int = 0        # the longest prompt and the longest output, each on its own
+    max_output_len: int = 0
     input_tokens: int = 0         # summed over the selection (after max_input_len cuts)
     output_tokens: int = 0        # summed over the selection (after max_output_len cuts)
     has_blocks: bool = False
@@ -81,6 +83,8 @@ class TraceStats:
         self.last_arrival_s = float(chunk.arrival_s[-1])
         self.input_tokens += int(chunk.input_len.sum())
         self.output_tokens += int(chunk.output_len.sum())
+        self.max_input_len = max(self.max_input_len, int(chunk.input_len.max()))
+        self.max_output_len = max(self.max_output_len, int(chunk.output_len.max()))
         total = chunk.input_len + chunk.output_len
         i = int(np.argmax(total))
         if total[i] > self.longest:
