@@ -82,8 +82,7 @@ def limits_note(summary: list[dict], points: list[sc.Scenario]) -> str:
         if missing(row.get("bound_by")) or not row["bound_by"]:
             continue
         s = points[int(row["point"])] if row["point"] >= 0 else points[0]
-        load = f"conc {row['concurrency']:g}" if missing(row["rate_per_s"]) else f"{row['rate_per_s']:g} req/s"
-        where = f"{row['design']} S={row['steps']} at {load}"
+        where = f"{row['design']} S={row['steps']} {load_label(row)}"
         if row["capped_iterations"]:
             e = s.specs.engine
             origin = "engine.max_running_requests" if s.engine.max_running_requests is not None or row["design"] == BASELINE \
@@ -104,13 +103,23 @@ def _number(x: float) -> str:
     return f"{x:.3g}" if abs(x) < 100 else f"{x:.0f}"
 
 
+def load_label(row: dict) -> str:
+    """A summary row's load as the notes under the table say it: `at 2.5 req/s` (Poisson, or a
+    replayed trace's rate), `at conc 8` (closed loop), else `all at once` (a trace whose
+    requests share one timestamp has neither a rate nor users)."""
+    if not missing(row.get("rate_per_s")):
+        return f"at {_number(row['rate_per_s'])} req/s"
+    if not missing(row.get("concurrency")):
+        return f"at conc {row['concurrency']:g}"
+    return "all at once"
+
+
 def trace_note(row: dict, s: sc.Scenario) -> str:
     """What a replayed trace held: its requests, rate and format, and every row the selection
     skipped or capped (mtpsim/tracefiles), so no length was changed silently."""
     t = s.workload.trace
-    n, rate = row["num_requests"], row["rate_per_s"]
-    when = "all at once" if missing(rate) else f"at {rate:.3g} req/s"  # one request, or one timestamp: no rate
-    parts = [f"trace {t.path} ({row['trace_format']}): {n:g} request{'s' * (n != 1)} {when}"]
+    n = row["num_requests"]
+    parts = [f"trace {t.path} ({row['trace_format']}): {n:g} request{'s' * (n != 1)} {load_label(row)}"]
     if t.speed != 1:
         parts.append(f"replayed {t.speed:g}x faster")
     if row["trace_skipped"]:
@@ -128,8 +137,7 @@ def prefix_note(summary: list[dict]) -> str:
     for row in summary:
         if missing(row.get("prefix_hit_rate", math.nan)):
             continue
-        load = f"conc {row['concurrency']:g}" if missing(row["rate_per_s"]) else f"{row['rate_per_s']:.3g} req/s"
-        lines.append(f"prefix cache: {row['design']} S={row['steps']} at {load}: hit rate {row['prefix_hit_rate']:.1%} "
+        lines.append(f"prefix cache: {row['design']} S={row['steps']} {load_label(row)}: hit rate {row['prefix_hit_rate']:.1%} "
                      f"of prompt tokens, {row['prefix_saved_tokens']:,.0f} prefill tokens saved, "
                      f"{row['prefix_evicted_blocks']:,.0f} blocks evicted")
     return "\n".join(lines)

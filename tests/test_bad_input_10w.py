@@ -274,3 +274,24 @@ def test_cost_at_its_own_batch_does_not_judge_the_policy_by_the_workloads_users(
     assert warnings_of(capsys, ["cost", run(tmp_path, text)[1], "--batch", "8"]) == []
     lines = warnings_of(capsys, ["cost", run(tmp_path, text)[1]])
     assert any("steps_by_batch.4: no iteration of this workload runs more than 2 requests" in line for line in lines)
+
+
+# ---------------------------------------------------------------- 8: the load in the notes under the table
+
+def test_notes_name_a_load_of_neither_rate_nor_users_all_at_once(tmp_path, capsys):
+    """Before: `prefix cache: nextn S=2 at conc nan` for a trace whose requests share a timestamp."""
+    text = HEAD + "workload: {arrival: trace, trace: {path: t.jsonl}}\n"
+    row = '{"timestamp": 0, "input_length": 600, "output_length": 10, "hash_ids": [1]}\n'
+    assert cli.main([*run(tmp_path, text, {"t.jsonl": row}), "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "prefix cache: nextn S=2 all at once: hit rate" in out and "1 request all at once" in out
+    assert "conc nan" not in out
+
+
+@pytest.mark.parametrize("row,said", [({"rate_per_s": 2.5, "concurrency": float("nan")}, "at 2.5 req/s"),
+                                      ({"rate_per_s": 1000.0, "concurrency": float("nan")}, "at 1000 req/s"),
+                                      ({"rate_per_s": float("nan"), "concurrency": 8}, "at conc 8"),
+                                      ({"rate_per_s": float("nan"), "concurrency": float("nan")}, "all at once")])
+def test_one_load_label_serves_every_note(row, said):
+    from mtpsim.run_table import load_label
+    assert load_label(row) == said
