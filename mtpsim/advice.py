@@ -230,22 +230,27 @@ def _idle_engine_settings(s: Scenario) -> list[tuple[str, str]]:
 def _budget_below_decode(s: Scenario) -> list[tuple[str, str]]:
     """A mixing engine (vLLM, TensorRT-LLM: sim/mixed.py) schedules at most its token budget a
     step, running requests first at their verify width each; mtpsim decodes the whole running
-    batch in one iteration even past it, where the engine would decode part of it per step. Known
-    for closed and batch loads (their running batch is the users per replica, up to the cap)."""
+    batch in one iteration even past it, where the engine would decode part of it per step. A
+    closed or batch load's running batch is its users per replica, up to the cap; an open
+    load's (Poisson, a trace) is found by the simulation, up to the cap."""
     from mtpsim.memory import prefill_chunk_tokens
     d, w = designs.DesignShape.of(s.speculative), s.workload
     engine = s.specs.engine
-    if s.disaggregation is not None or w.arrival not in ("closed", "batch") or not engine.mixes(d.design, s.engine.mixed_batches):
+    if s.disaggregation is not None or not engine.mixes(d.design, s.engine.mixed_batches):
         return []
+    cap = engine.max_running(d.design, s.engine.max_running_requests)
+    closed = w.arrival in ("closed", "batch")
     users = w.concurrency if w.arrival == "closed" else w.num_requests
-    running = min(-(-users // s.parallel.dp), engine.max_running(d.design, s.engine.max_running_requests))
+    running = min(-(-users // s.parallel.dp), cap) if closed else cap
     budget = prefill_chunk_tokens(s)
     if running * d.draft_tokens <= budget:
         return []
-    key = "engine.chunked_prefill_tokens" if s.engine.chunked_prefill_tokens is not None else "workload.concurrency"
+    bound = "workload.concurrency" if closed else "engine.max_running_requests"
+    key = "engine.chunked_prefill_tokens" if s.engine.chunked_prefill_tokens is not None else bound
     each = f"{d.draft_tokens} token{'s' * (d.draft_tokens > 1)} each"
-    return [(key, f"{running} running requests x {each} exceed {engine.name}'s {budget}-token budget a step: the "
-             "engine would decode part of the batch per step, mtpsim decodes all of it")]
+    batch = f"{running} running requests" if closed else f"up to {running} running requests (the running-request cap)"
+    return [(key, f"{batch} x {each} exceed {engine.name}'s {budget}-token budget a step: the engine would decode "
+             "part of the batch per step, mtpsim decodes all of it")]
 
 
 def _unreached_policy(s: Scenario) -> list[tuple[str, str]]:

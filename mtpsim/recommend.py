@@ -269,7 +269,8 @@ def print_report(s: sc.Scenario, steps: list[int], topks: list[int], batches: li
     if table.bound_by.astype(bool).any():
         print(f"bound: a limit bound the TPS pick's batch (cap N: the running-request cap, engine.max_running_requests "
               f"or {s.specs.engine.name} {s.specs.engine.version}'s rule for the design as `mtpsim run` resolves it; "
-              "KV: the KV budget; eager>N: batches past the largest CUDA graph)")
+              "KV: the KV budget; eager>N: batches past the largest CUDA graph; budget N: a mixing engine's N-token "
+              "budget a step, filled by the running batch's decode)")
     even = break_even(table)
     print(f"break-even batch: {even if even is not None else f'none within the range (speculation wins up to {batches[-1]})'}")
     print(policy_line(table))

@@ -76,27 +76,54 @@ def _filled(values: list) -> list:
 
 def limits_note(summary: list[dict], points: list[sc.Scenario]) -> str:
     """Lines under the table for each limit that bound a row (`bound` column): the running-request
-    cap (and the engine rule that set it, if one did), the KV budget, batches past the CUDA graphs."""
+    cap (and the engine rule that set it, if one did), a mixing engine's token budget, the KV
+    budget, batches past the CUDA graphs."""
     lines = []
     for row in summary:
         if missing(row.get("bound_by")) or not row["bound_by"]:
             continue
         s = points[int(row["point"])] if row["point"] >= 0 else points[0]
         where = f"{row['design']} S={row['steps']} {load_label(row)}"
+        budget = "budget" in row["bound_by"].split()
         if row["capped_iterations"]:
-            e = s.specs.engine
-            origin = "engine.max_running_requests" if s.engine.max_running_requests is not None or row["design"] == BASELINE \
-                else (f"{e.name} {e.version}'s cap under speculative decoding (rule spec_running_cap)"
-                      if e.speculative_max_running_requests is not None else "the default cap")
-            lines.append(f"cap {row['max_running']:g}: {where}: at most {row['max_batch']:g} requests ran at once (mean "
-                         f"{row['mean_running']:.1f}) while more waited, in {row['capped_iterations']:g} iterations; "
-                         f"set by {origin}")
+            lines.append(_cap_line(row, s, where, budget))
+        if budget:
+            lines.append(_budget_line(row, s, where))
         if row["kv_full_iterations"]:
             lines.append(f"KV: {where}: the KV budget turned waiting requests away in {row['kv_full_iterations']:g} iterations")
         if row["eager_share"]:
             lines.append(f"eager: {where}: {row['eager_share']:.0%} of decode iterations ran past the largest CUDA graph "
                          "(engine.max_graph_batch) without graphs")
     return "\n".join(lines)
+
+
+def _cap_line(row: dict, s: sc.Scenario, where: str, budget: bool) -> str:
+    """The running-request cap's line: the batch it held, and the rule that set it. Where the
+    decoding batch stayed below the cap (a mixing engine prefills admitted prompts a chunk per
+    step within its token budget), the cap bound admissions only, and the line says so."""
+    e = s.specs.engine
+    origin = "engine.max_running_requests" if s.engine.max_running_requests is not None or row["design"] == BASELINE \
+        else (f"{e.name} {e.version}'s cap under speculative decoding (rule spec_running_cap)"
+              if e.speculative_max_running_requests is not None else "the default cap")
+    held = f"{row['capped_iterations']:g} iterations; set by {origin}"
+    if row["max_batch"] < row["max_running"]:
+        return (f"cap {row['max_running']:g}: {where}: {row['max_running']:g} requests were admitted while more waited, "
+                f"in {held}; at most {row['max_batch']:g} of them decoded at once"
+                f"{' (the budget below kept the others prefilling)' if budget else ''}")
+    return (f"cap {row['max_running']:g}: {where}: at most {row['max_batch']:g} requests ran at once (mean "
+            f"{row['mean_running']:.1f}) while more waited, in {held}")
+
+
+def _budget_line(row: dict, s: sc.Scenario, where: str) -> str:
+    """A mixing engine's token budget a step, filled by the running batch's decode: admitted
+    prompts waited for room to prefill (sim/mixed.py), which kept the decoding batch small."""
+    from mtpsim.memory import prefill_chunk_tokens
+    tokens = prefill_chunk_tokens(s)
+    origin = "engine.chunked_prefill_tokens" if s.engine.chunked_prefill_tokens is not None else \
+        f"{s.specs.engine.name}'s default"
+    return (f"budget {tokens}: {where}: the running batch's decode filled the {tokens}-token budget a step (set by "
+            f"{origin}), so admitted prompts waited to prefill; at most {row['max_batch']:g} requests decoded at once "
+            f"(mean {row['mean_running']:.1f})")
 
 
 def _number(x: float) -> str:

@@ -295,3 +295,36 @@ def test_notes_name_a_load_of_neither_rate_nor_users_all_at_once(tmp_path, capsy
 def test_one_load_label_serves_every_note(row, said):
     from mtpsim.run_table import load_label
     assert load_label(row) == said
+
+
+# ---------------------------------------------------------------- 9: a mixing engine's token budget
+
+BUDGET = HEAD + ("workload: {arrival: poisson, rate_per_s: 1000, num_requests: 8, input_len: 64, output_len: 16}\n"
+                 "engine: {kind: vllm, chunked_prefill_tokens: 2, max_running_requests: 2}\n")
+
+
+def test_a_budget_an_open_loads_decode_fills_warns_and_is_named_in_the_notes(tmp_path, capsys):
+    """Before: no warning for a Poisson load (only closed and batch loads were judged), and the
+    note said `cap 2: ... at most 1 requests ran at once ... set by engine.max_running_requests`:
+    the 2-token budget, which one request's 3-token verify fills, held the batch at 1."""
+    assert cli.main([*run(tmp_path, BUDGET), "--jobs", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [f"mtpsim: warning: {tmp_path / 's.yaml'}: engine.chunked_prefill_tokens: up to 2 "
+                                "running requests (the running-request cap) x 3 tokens each exceed vllm's 2-token "
+                                "budget a step: the engine would decode part of the batch per step, mtpsim decodes all "
+                                "of it"]
+    notes = {line.split(":")[0] + ":" + line.split(":")[1]: line for line in out.splitlines()
+             if line.startswith(("cap ", "budget "))}
+    assert notes["budget 2: nextn S=2 at 1000 req/s"].endswith(
+        "the running batch's decode filled the 2-token budget a step (set by engine.chunked_prefill_tokens), so "
+        "admitted prompts waited to prefill; at most 1 requests decoded at once (mean 1.0)")
+    capped = notes["cap 2: nextn S=2 at 1000 req/s"]
+    assert "2 requests were admitted while more waited" in capped and "at most 1 requests ran at once" not in capped
+    assert capped.endswith("at most 1 of them decoded at once (the budget below kept the others prefilling)")
+
+
+def test_a_budget_that_holds_a_decode_step_is_quiet(tmp_path, capsys):
+    roomy = BUDGET.replace("chunked_prefill_tokens: 2,", "chunked_prefill_tokens: 64,")
+    assert cli.main([*run(tmp_path, roomy), "--jobs", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert "budget" not in err and not any(line.startswith("budget ") for line in out.splitlines())
