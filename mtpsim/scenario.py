@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from mtpsim import catalog
 from mtpsim.advice import advise, advise_sweep
-from mtpsim.errors import ScenarioError, note_set_keys, short, warn
+from mtpsim.errors import ScenarioError, note_set_keys, short, silenced, warn
 from mtpsim.files import load_yaml, parse_yaml
 from mtpsim.resolve import disaggregated, validate
 from mtpsim.schema import (
@@ -138,12 +138,39 @@ def load(path: str | Path, sets: list[str] = (), advise_points: bool = True,
         if exc.where == where and exc.key and (_set_by_flag(exc.key, keys, written) or
                                                _set_by_flag(f"sweep.{exc.key}", keys, written)):
             raise ScenarioError("--set", exc.key, exc.reason) from None
+        culprit = _breaking_set(written, path, overrides, fixed) if exc.where == where and overrides else None
+        if culprit is not None:  # the file alone is valid: the flag broke it elsewhere (a sibling, a parent)
+            at = f"{exc.key}: " if exc.key and exc.key != culprit else ""
+            raise ScenarioError("--set", culprit, f"{at}{exc.reason}") from None
         raise
     if advise_points:
         for s in scenarios:
             advise(s)
         advise_sweep(scenarios)
     return scenarios
+
+
+def _breaking_set(written: dict[str, Any], path: str | Path, overrides: list[tuple[str, Any]],
+                  fixed: dict[str, str] | None) -> str | None:
+    """The --set key whose value breaks a file that validates on its own (the first that does so
+    alone; else the first given), or None when the file alone fails too: an error a flag causes
+    away from the key it sets (a null that leaves its parent without a required entry, a value
+    that a sibling must now match) is the flag's, not the file's. Trial validations, said
+    nothing of: the error path only."""
+    def fails(sets: list[tuple[str, Any]]) -> bool:
+        data = copy.deepcopy(written)
+        for key, value in sets:
+            set_key(data, key, copy.deepcopy(value), "--set")
+        try:
+            with silenced():
+                _points(data, path, sets, fixed)
+        except ScenarioError:
+            return True
+        return False
+
+    if fails([]):
+        return None
+    return next((key for key, value in overrides if fails([(key, value)])), overrides[0][0])
 
 
 def _points(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, Any]],

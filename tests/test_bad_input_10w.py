@@ -328,3 +328,36 @@ def test_a_budget_that_holds_a_decode_step_is_quiet(tmp_path, capsys):
     assert cli.main([*run(tmp_path, roomy), "--jobs", "1"]) == 0
     out, err = capsys.readouterr()
     assert "budget" not in err and not any(line.startswith("budget ") for line in out.splitlines())
+
+
+# ---------------------------------------------------------------- 10: a --set that breaks a valid file
+
+POLICY_FILE = CLOSED.replace("draft: eagle3-llama-3.1-8b}", "draft: eagle3-llama-3.1-8b, policy: {steps_by_batch: {1: 2}}}")
+BREAKING_SETS = [  # (--set, the key the error names after the flag's, a word of the reason)
+    ("acceptance.per_depth=null", "acceptance.per_depth: acceptance", "needs an acceptance profile"),
+    ("workload.arrival=poisson", "workload.arrival: workload.rate_per_s", "needs rate_per_s"),
+    ("speculative.policy.steps_by_batch.1=null", "speculative.policy.steps_by_batch.1: speculative.policy.steps_by_batch",
+     "needs an entry for batch 1"),
+]
+
+
+@pytest.mark.parametrize("setting,key,word", BREAKING_SETS, ids=[c[0] for c in BREAKING_SETS])
+def test_a_set_that_breaks_a_valid_file_elsewhere_is_blamed_on_the_flag(tmp_path, capsys, setting, key, word):
+    """Before: the error named the file (`s.yaml: acceptance: design nextn needs an acceptance
+    profile`), which on its own is valid: the flag had removed a parent's entry or changed a
+    sibling, not set the key the error names."""
+    line = one_line_error(capsys, [*run(tmp_path, POLICY_FILE), "--set", setting], key, word)
+    assert line.startswith(f"mtpsim: error: --set: {key}: "), line
+
+
+def test_a_set_alongside_a_broken_file_leaves_the_blame_on_the_file(tmp_path, capsys):
+    broken = POLICY_FILE.replace("acceptance: {per_depth: [0.8, 0.6]}\n", "")
+    line = one_line_error(capsys, [*run(tmp_path, broken), "--set", "workload.concurrency=3"], "acceptance",
+                          "needs an acceptance profile")
+    assert line.startswith(f"mtpsim: error: {tmp_path / 's.yaml'}: acceptance: "), line
+
+
+def test_of_several_sets_the_one_that_breaks_the_file_is_named(tmp_path, capsys):
+    argv = [*run(tmp_path, POLICY_FILE), "--set", "workload.concurrency=3", "--set", "workload.arrival=poisson"]
+    line = one_line_error(capsys, argv, "workload.arrival: workload.rate_per_s", "needs rate_per_s")
+    assert line.startswith("mtpsim: error: --set: workload.arrival: "), line
