@@ -53,12 +53,13 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
 def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
     """Set `a.b.c` in nested mappings, creating intermediate mappings. A part in digits names an
     integer key (as YAML reads `8:`), unless the mapping has it as text; `null` removes the key,
-    so its default applies (`--set acceptance=null` drops the section)."""
+    so its default applies (`--set acceptance=null` drops the section). A sweep entry's key is
+    itself dotted: `sweep.workload.concurrency` sets the entry `workload.concurrency` of `sweep`."""
     node = data
     if dotted.count(".") >= MAX_DEPTH:
         raise ScenarioError(where, short(dotted, 80)[1:-1], f"a key path of more than {MAX_DEPTH} levels (YAML nests "
                             f"at most {MAX_DEPTH})")
-    *parents, leaf = dotted.split(".")
+    *parents, leaf = _parts(dotted)
     for i, part in enumerate(parents):
         part = _key(node, part)
         child = node.get(part)
@@ -73,6 +74,12 @@ def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
         node.pop(_key(node, leaf), None)
     else:
         node[_key(node, leaf)] = value
+
+
+def _parts(dotted: str) -> list[str]:
+    """A dotted key path's parts; under `sweep` all that follows is one part, an entry's key."""
+    head, sep, rest = dotted.partition(".")
+    return [head, rest] if head == "sweep" and sep else dotted.split(".")
 
 
 def _key(node: dict[str, Any], part: str) -> str | int:

@@ -361,3 +361,20 @@ def test_of_several_sets_the_one_that_breaks_the_file_is_named(tmp_path, capsys)
     argv = [*run(tmp_path, POLICY_FILE), "--set", "workload.concurrency=3", "--set", "workload.arrival=poisson"]
     line = one_line_error(capsys, argv, "workload.arrival: workload.rate_per_s", "needs rate_per_s")
     assert line.startswith("mtpsim: error: --set: workload.arrival: "), line
+
+
+# ---------------------------------------------------------------- 11: --set of a sweep entry
+
+def test_a_set_of_a_sweep_entry_takes_the_rest_of_the_path_as_its_key(tmp_path, capsys):
+    """Before: `sweep.workload.concurrency` was split at every dot, into a sweep entry
+    `workload` holding a mapping: `--set: sweep.workload: must be a non-empty list`."""
+    argv = [*run(tmp_path, CLOSED), "--jobs", "1", "--set", "sweep.workload.concurrency=[1, 3]"]
+    assert cli.main(argv) == 0
+    header, *rows = capsys.readouterr().out.split("\n\n")[1].splitlines()
+    conc = header.split().index("conc")
+    assert sorted({row.split()[conc] for row in rows}) == ["1", "3"]
+
+
+def test_a_bad_sweep_entry_given_by_set_is_named_whole(tmp_path, capsys):
+    one_line_error(capsys, [*run(tmp_path, CLOSED), "--set", "sweep.workload.concurrency=3"],
+                   "sweep.workload.concurrency", "must be a non-empty list")
