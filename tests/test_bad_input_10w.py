@@ -378,3 +378,74 @@ def test_a_set_of_a_sweep_entry_takes_the_rest_of_the_path_as_its_key(tmp_path, 
 def test_a_bad_sweep_entry_given_by_set_is_named_whole(tmp_path, capsys):
     one_line_error(capsys, [*run(tmp_path, CLOSED), "--set", "sweep.workload.concurrency=3"],
                    "sweep.workload.concurrency", "must be a non-empty list")
+
+
+# ---------------------------------------------------------------- 12: CSV rows by their file line
+
+HISTOGRAM = CLOSED.replace("acceptance: {per_depth: [0.8, 0.6]}", "acceptance: {histogram: h.csv}")
+ROWS = [  # (scenario, file, its text, the key, what the line must say)
+    ("trace-blank-lines", TRACED, "t.csv", MTPSIM_TRACE + "0,64,16\n\n  \n\n0.1,-5,8\n", "input_len", "row 6: -5"),
+    ("trace-crlf-blank-lines", TRACED, "t.csv", (MTPSIM_TRACE + "0,64,16\n\n0.1,-5,8\n").replace("\n", "\r\n"),
+     "input_len", "row 4: -5"),
+    ("trace-quoted-line-break", TRACED, "t.csv", "arrival_s,input_len,output_len,note\n0,64,16,\"two\nlines\"\n"
+     "0.1,-5,8,x\n", "input_len", "row 4: -5"),
+    ("trace-order", TRACED, "t.csv", MTPSIM_TRACE + "5,64,16\n\n\n4,5,8\n", "", "row 5: timestamp 4 s comes before "
+     "row 2's 5 s"),
+    ("azure-blank-lines", TRACED, "t.csv", AZURE + "2023-11-16 18:15:46,64,16\n\n2023,64,16\n", "TIMESTAMP",
+     "row 4: '2023'"),
+    ("histogram-blank-lines", HISTOGRAM, "h.csv", "accepted,count\n0,5\n\n\n1,5\n2,-5\n", "count", "row 6: -5"),
+]
+
+
+@pytest.mark.parametrize("text,name,content,key,said", [c[1:] for c in ROWS], ids=[c[0] for c in ROWS])
+def test_a_csv_error_names_the_line_of_the_file(tmp_path, capsys, text, name, content, key, said):
+    """Before: rows were counted as pandas returned them, blank lines (which it skips) and a
+    quoted cell's line break left out: `row 3` for the bad row on line 6."""
+    line = one_line_error(capsys, run(tmp_path, text, {name: content}), key, said)
+    assert name in line
+
+
+def test_a_streamed_trace_names_the_line_across_its_chunks(tmp_path, capsys, monkeypatch):
+    from mtpsim.tracefiles import formats
+    monkeypatch.setattr(formats, "CHUNK_ROWS", 4)
+    rows = "".join(f"{i / 10:g},64,8\n" + "\n" * (i % 3) for i in range(10)) + "2,-5,8\n"
+    lines = (MTPSIM_TRACE + rows).splitlines()
+    one_line_error(capsys, run(tmp_path, TRACED, {"t.csv": MTPSIM_TRACE + rows}), "input_len",
+                   f"row {lines.index('2,-5,8') + 1}: -5")
+
+
+def test_the_longest_request_past_the_context_is_named_by_its_line(tmp_path, capsys):
+    trace = MTPSIM_TRACE + "0,64,16\n\n\n0.1,140000,16\n"
+    one_line_error(capsys, run(tmp_path, TRACED, {"t.csv": trace}), "input_len", "row 5: 140000 input")
+
+
+# ---------------------------------------------------------------- 13: words pandas reads as missing
+
+WORDS = [
+    ("trace-nan", TRACED, "t.csv", MTPSIM_TRACE + "nan,64,16\n", "arrival_s", "row 2: 'nan' is not a number"),
+    ("trace-NA", TRACED, "t.csv", MTPSIM_TRACE + "0,NA,16\n", "input_len", "row 2: 'NA' is not an integer"),
+    ("trace-None", TRACED, "t.csv", MTPSIM_TRACE + "0,64,None\n", "output_len", "row 2: 'None' is not an integer"),
+    ("azure-nan", TRACED, "t.csv", AZURE + "nan,64,16\n", "TIMESTAMP", "row 2: 'nan' is not a datetime"),
+    ("histogram-nan", HISTOGRAM, "h.csv", "accepted,count\n0,5\n1,nan\n", "count", "row 3: 'nan' is not a number"),
+    ("trace-empty", TRACED, "t.csv", MTPSIM_TRACE + "0,,16\n", "input_len", "row 2: empty"),
+    ("histogram-short-row", HISTOGRAM, "h.csv", "accepted,count\n0,5\n1\n", "count", "row 3: empty"),
+]
+
+
+@pytest.mark.parametrize("text,name,content,key,said", [c[1:] for c in WORDS], ids=[c[0] for c in WORDS])
+def test_a_cell_pandas_reads_as_missing_is_shown_as_written(tmp_path, capsys, text, name, content, key, said):
+    """Before: `nan`, `NA` and `None`, which pandas reads as missing values, were called empty
+    cells ("empty (a missing value, or fewer fields than the header)"); empty ones still are."""
+    one_line_error(capsys, run(tmp_path, text, {name: content}), key, said)
+
+
+def test_a_good_csv_is_not_read_again_for_its_lines(tmp_path, capsys, monkeypatch):
+    """Lines are found by reading the file again only when a message needs one."""
+    from mtpsim.csvfiles import CsvRecords
+
+    def read_again(*_):
+        raise AssertionError("read again")
+    monkeypatch.setattr(CsvRecords, "_scan", read_again)
+    files = {"t.csv": MTPSIM_TRACE + "0,64,16\n\n0.1,64,8\n", "h.csv": "accepted,count\n0,5\n\n1,5\n2,5\n"}
+    assert cli.main([*run(tmp_path, TRACED.replace("acceptance: {per_depth: [0.8, 0.6]}", "acceptance: "
+                                                   "{histogram: h.csv}"), files), "--jobs", "1"]) == 0
