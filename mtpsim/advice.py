@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from mtpsim import designs, model_advice, workload_advice
 from mtpsim.acceptance_schema import ACCEPTANCE_FORMS
-from mtpsim.schema import Scenario, max_length
+from mtpsim.schema import Scenario
 
 
 def advise(s: Scenario, skip: tuple = ()) -> None:
@@ -28,7 +28,8 @@ def advise(s: Scenario, skip: tuple = ()) -> None:
 
 def advise_sweep(points: list[Scenario], skip: tuple = ()) -> None:
     """A swept key that no point reads (the same warning at every point, which advise() leaves
-    alone because the key is swept), or that changes no simulation (question, name): one warning that
+    alone because the key is swept; or a value no point reads, null at the others: the default,
+    which is no more read), or that changes no simulation (question, name): one warning that
     the sweep's points are the same run."""
     from mtpsim.errors import warn
     if len(points) < 2:
@@ -42,6 +43,22 @@ def advise_sweep(points: list[Scenario], skip: tuple = ()) -> None:
         first = next(((k, r) for k, r in found[0] if _within(swept, k)), None)
         if first is not None and all(any(_within(swept, k) for k, _ in at) for at in found[1:]):
             warn(points[0].source, f"sweep.{swept}", f"{first[0]}: {first[1]} at every point: these points are the same run")
+        elif first is None:
+            _unread_or_null(points, swept, skip)
+
+
+def _unread_or_null(points: list[Scenario], swept: str, skip: tuple) -> None:
+    """A swept key null at some points and, at every other, named by a check whose warnings say
+    the value is not read (UNREAD_CHECKS): its default is no more read than its values, so the
+    points are the same run (`workload.rate_per_s: [null, 5]` under a closed loop)."""
+    from mtpsim.errors import warn
+    unread = [[found for check in UNREAD_CHECKS if check not in skip for found in check(s)
+               if _within(swept, found[0])] for s in points]
+    null = [s.point[swept] is None for s in points]
+    said = next((at[0] for at in unread if at), None)
+    if said is not None and any(null) and all(at or blank for at, blank in zip(unread, null)):
+        warn(points[0].source, f"sweep.{swept}", f"{said[0]}: {said[1]} where it is set, and null elsewhere: these "
+             "points are the same run")
 
 
 # what else a warning's key depends on: a sweep over these makes the setting matter at other points
@@ -156,8 +173,11 @@ def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
     elif w.shared_prefix is not None and s.engine.prefix_cache is not None and not s.engine.prefix_cache.enabled:
         found.append(("workload.shared_prefix", "engine.prefix_cache is off: every prompt is prefilled whole, so "
                       "the shared prompt changes nothing"))
-    if s.engine.dp_routing is not None and s.parallel.dp == 1 and s.disaggregation is None:
-        found.append(("engine.dp_routing", "dp is 1: one replica takes every request, so the routing changes nothing"))
+    routed, by = (s.parallel.dp, "dp") if s.disaggregation is None else \
+        (s.disaggregation.prefill.replicas, "disaggregation.prefill.replicas")  # arrivals are routed to prefill
+    if s.engine.dp_routing is not None and routed == 1:
+        found.append(("engine.dp_routing", f"{by} is 1: one replica takes every request, so the routing changes "
+                      "nothing"))
     if load.longest_output < 2 and designs.record(s.speculative.design).draft_part is not None:  # a prefill study is fine
         found.append((load.key("output_len"), f"{'the trace holds only ' * load.from_trace}requests of one output "
                       "token, which decode nothing after their prefill: TPOT, accept length and per-user speed have "
@@ -220,10 +240,33 @@ def _idle_engine_settings(s: Scenario) -> list[tuple[str, str]]:
     cache = e.prefix_cache
     if cache is not None and not cache.enabled and "block_tokens" in cache.model_fields_set:
         found.append(("engine.prefix_cache.block_tokens", "the prefix cache is off: its block size changes nothing"))
-    elif cache is not None and "block_tokens" in cache.model_fields_set and s.workload.arrival != "trace" \
-            and cache.block_tokens > max_length(s.workload.input_len):
+    return found
+
+
+def _blocks_out_of_reach(s: Scenario) -> list[tuple[str, str]]:
+    """Prefix-cache settings that leave no block to cache: a block longer than any prompt, a
+    shared prefix shorter than one block (a block holds the shared tokens and the request's own,
+    so no two prompts' blocks match), a cache cap under one block. A trace's hash_ids name its
+    blocks itself (block_size), and the engine's block_tokens does not apply to them."""
+    from mtpsim.sim.caching import block_tokens_of, cache_enabled, trace_blocks
+    cache, w = s.engine.prefix_cache, s.workload
+    if not cache_enabled(s):
+        return []
+    block, found, load = block_tokens_of(s), [], workload_advice.load_bounds(s)
+    if cache is not None and "block_tokens" in cache.model_fields_set and not trace_blocks(s) \
+            and cache.block_tokens > load.longest_input:
         found.append(("engine.prefix_cache.block_tokens", f"{cache.block_tokens:,} tokens is longer than any prompt "
-                      f"({max_length(s.workload.input_len):,} at most): no prompt fills a block, so nothing is cached"))
+                      f"({load.longest_input:,} at most{' in the trace' * load.from_trace}): no prompt fills a block, "
+                      "so nothing is cached"))
+    if w.shared_prefix is not None and w.shared_prefix.fraction > 0 and not trace_blocks(s) \
+            and w.shared_prefix.tokens < block:
+        found.append(("workload.shared_prefix.tokens", f"{w.shared_prefix.tokens} is shorter than one prefix-cache "
+                      f"block of {block} tokens: the block that holds it holds each request's own tokens too, so no "
+                      "block is shared and nothing is cached"))
+    if cache is not None and cache.max_tokens is not None and cache.max_tokens < block:
+        tokens = f"{cache.max_tokens:,} token{'s' * (cache.max_tokens != 1)}"
+        found.append(("engine.prefix_cache.max_tokens", f"{tokens} is less than one block of {block}: the cache "
+                      "can hold no block, so nothing is cached"))
     return found
 
 
@@ -317,9 +360,13 @@ def _deep_histogram(s: Scenario) -> list[tuple[str, str]]:
 # every check problems() runs, in the order its warnings print
 CHECKS = (_ignored_by_design, _unreached_policy, _skew_without_experts, workload_advice.reshaped_lengths,
           model_advice.no_context_limit, _deep_histogram, _dead_drafts, _swept_search, _no_wide_ep,
-          _idle_engine_settings, _budget_below_decode, model_advice.unread_dtypes, model_advice.windows_past_context,
-          workload_advice.trace_settings_unread, model_advice.odd_widths, _verify_past_the_model, _disaggregation_moot,
-          workload_advice.unused_by_arrival, _past_their_reach, _forced_past_its_range, _engine_moot)
+          _idle_engine_settings, _blocks_out_of_reach, _budget_below_decode, model_advice.unread_dtypes,
+          model_advice.windows_past_context, workload_advice.trace_settings_unread, model_advice.odd_widths,
+          _verify_past_the_model, _disaggregation_moot, workload_advice.unused_by_arrival, _past_their_reach,
+          _forced_past_its_range, _engine_moot)
+
+# checks whose every warning says the value is not read at all (a null, the default, is read no more)
+UNREAD_CHECKS = (_ignored_by_design, workload_advice.trace_settings_unread, workload_advice.unused_by_arrival)
 # checks that judge the batch a run's load keeps running (its users, its requests, the cap):
 # `cost --batch` prices a batch of its own, which its header line describes
 RUNNING_BATCH_CHECKS = (_unreached_policy, _budget_below_decode)

@@ -449,3 +449,46 @@ def test_a_good_csv_is_not_read_again_for_its_lines(tmp_path, capsys, monkeypatc
     files = {"t.csv": MTPSIM_TRACE + "0,64,16\n\n0.1,64,8\n", "h.csv": "accepted,count\n0,5\n\n1,5\n2,5\n"}
     assert cli.main([*run(tmp_path, TRACED.replace("acceptance: {per_depth: [0.8, 0.6]}", "acceptance: "
                                                    "{histogram: h.csv}"), files), "--jobs", "1"]) == 0
+
+
+# ---------------------------------------------------------------- 14: settings that cannot take effect
+
+CLOSED_OPEN = CLOSED.replace("output_len: 16}", "output_len: 16, shared_prefix: {tokens: 32, groups: 2}}")
+MOOT = [  # (scenario, the key warned of, its reason)
+    (CLOSED_OPEN.replace("tokens: 32", "tokens: 8"), "workload.shared_prefix.tokens",
+     "8 is shorter than one prefix-cache block of 16 tokens"),
+    (CLOSED_OPEN + "engine: {prefix_cache: {max_tokens: 1}}\n", "engine.prefix_cache.max_tokens",
+     "1 token is less than one block of 16: the cache can hold no block"),
+    (CLOSED_OPEN.replace("tokens: 32", "tokens: 40") + "engine: {prefix_cache: {block_tokens: 64}}\n",
+     "workload.shared_prefix.tokens", "40 is shorter than one prefix-cache block of 64 tokens"),
+    (CLOSED.replace("parallel: {tp: 1}\n", "") + "engine: {dp_routing: cache_aware}\ndisaggregation: "
+     "{prefill: {replicas: 1, tp: 1}, decode: {replicas: 2, tp: 1}}\n", "engine.dp_routing",
+     "disaggregation.prefill.replicas is 1: one replica takes every request"),
+]
+
+
+@pytest.mark.parametrize("text,key,said", MOOT, ids=["prefix-under-a-block", "cache-cap-under-a-block",
+                                                      "prefix-under-a-set-block", "routing-one-prefill-replica"])
+def test_a_setting_that_can_never_take_effect_warns(tmp_path, capsys, text, key, said):
+    """Before: each ran without a word (a 0% hit rate, or a routing with one replica to route to)."""
+    lines = warnings_of(capsys, [*run(tmp_path, text), "--jobs", "1"])
+    assert any(f"{tmp_path / 's.yaml'}: {key}: {said}" in line for line in lines), lines
+
+
+def test_a_prefix_of_whole_blocks_and_a_cache_that_holds_them_are_quiet(tmp_path, capsys):
+    text = CLOSED_OPEN + "engine: {prefix_cache: {max_tokens: 4096}}\n"
+    assert not any("block" in line for line in warnings_of(capsys, [*run(tmp_path, text), "--jobs", "1"]))
+
+
+def test_a_sweep_of_null_and_a_value_no_point_reads_is_the_same_run(tmp_path, capsys):
+    """Before: [5, 10] warned `these points are the same run`, [null, 5] did not."""
+    text = CLOSED + "sweep: {workload.rate_per_s: [null, 5]}\n"
+    assert warnings_of(capsys, [*run(tmp_path, text), "--jobs", "1"]) == [
+        f"mtpsim: warning: {tmp_path / 's.yaml'}: sweep.workload.rate_per_s: workload.rate_per_s: arrival closed does "
+        "not read it: it is ignored where it is set, and null elsewhere: these points are the same run"]
+
+
+def test_a_sweep_of_null_and_a_value_a_point_reads_is_quiet(tmp_path, capsys):
+    text = CLOSED.replace("arrival: closed", "arrival: poisson, rate_per_s: 2") + \
+        "sweep: {workload.shared_prefix: [null, {tokens: 32}]}\n"
+    assert not any("same run" in line for line in warnings_of(capsys, [*run(tmp_path, text), "--jobs", "1"]))

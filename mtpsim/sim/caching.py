@@ -19,19 +19,37 @@ def cache_block_tokens(s, budget) -> int:
     """Tokens per prefix-cache block, 0 for no cache: none when the engine's cache is off or no
     two prompts of the load can share a block; a Mooncake trace's block_size, else
     engine.prefix_cache.block_tokens, else the engine's. A cap larger than the KV pool is refused."""
-    c, default = s.engine.prefix_cache, s.specs.engine.prefix_cache
-    if not (c.enabled if c is not None else default.enabled):
+    c = s.engine.prefix_cache
+    if not cache_enabled(s):
         return 0
     pool = budget.max_kv_tokens * budget.groups
     if c is not None and c.max_tokens is not None and c.max_tokens > pool:
         raise ScenarioError(s.source, "engine.prefix_cache.max_tokens", f"{c.max_tokens:,} tokens is more than the "
                             f"{pool:,} the KV pool holds ({budget.rule.label} of {budget.capacity_bytes / 1e9:.1f} GB)")
-    w = s.workload
-    if w.arrival == "trace" and scan(w.trace).has_blocks:
-        return w.trace.block_size
-    if not can_share(w):
+    if not trace_blocks(s) and not can_share(s.workload):
         return 0
-    return c.block_tokens if c is not None and c.block_tokens is not None else default.block_tokens
+    return block_tokens_of(s)
+
+
+def cache_enabled(s) -> bool:
+    """Whether the engine caches prefixes: engine.prefix_cache.enabled, else the engine's default."""
+    c = s.engine.prefix_cache
+    return c.enabled if c is not None else s.specs.engine.prefix_cache.enabled
+
+
+def trace_blocks(s) -> bool:
+    """Whether a replayed trace's rows give their prompts' block ids (hash_ids)."""
+    w = s.workload
+    return w.arrival == "trace" and scan(w.trace).has_blocks
+
+
+def block_tokens_of(s) -> int:
+    """Tokens per block of the scenario's prefix cache, were it built: a trace's block_size where
+    its rows give block ids, else engine.prefix_cache.block_tokens, else the engine's."""
+    c = s.engine.prefix_cache
+    if trace_blocks(s):
+        return s.workload.trace.block_size
+    return c.block_tokens if c is not None and c.block_tokens is not None else s.specs.engine.prefix_cache.block_tokens
 
 
 def can_share(workload) -> bool:
