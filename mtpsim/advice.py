@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from mtpsim import designs, model_advice, workload_advice
 from mtpsim.acceptance_schema import ACCEPTANCE_FORMS
+from mtpsim.cache_settings import block_tokens_of, cache_enabled, trace_blocks
 from mtpsim.schema import Scenario
 
 
@@ -248,7 +249,6 @@ def _blocks_out_of_reach(s: Scenario) -> list[tuple[str, str]]:
     shared prefix shorter than one block (a block holds the shared tokens and the request's own,
     so no two prompts' blocks match), a cache cap under one block. A trace's hash_ids name its
     blocks itself (block_size), and the engine's block_tokens does not apply to them."""
-    from mtpsim.sim.caching import block_tokens_of, cache_enabled, trace_blocks
     cache, w = s.engine.prefix_cache, s.workload
     if not cache_enabled(s):
         return []

@@ -10,9 +10,9 @@ holds what an admission needs (unused blocks are evicted first) and changes no r
 """
 from __future__ import annotations
 
+from mtpsim.cache_settings import block_tokens_of, cache_enabled, trace_blocks
 from mtpsim.errors import ScenarioError
 from mtpsim.sim.prefix_cache import PrefixCache
-from mtpsim.tracefiles import scan
 
 
 def cache_block_tokens(s, budget) -> int:
@@ -29,27 +29,6 @@ def cache_block_tokens(s, budget) -> int:
     if not trace_blocks(s) and not can_share(s.workload):
         return 0
     return block_tokens_of(s)
-
-
-def cache_enabled(s) -> bool:
-    """Whether the engine caches prefixes: engine.prefix_cache.enabled, else the engine's default."""
-    c = s.engine.prefix_cache
-    return c.enabled if c is not None else s.specs.engine.prefix_cache.enabled
-
-
-def trace_blocks(s) -> bool:
-    """Whether a replayed trace's rows give their prompts' block ids (hash_ids)."""
-    w = s.workload
-    return w.arrival == "trace" and scan(w.trace).has_blocks
-
-
-def block_tokens_of(s) -> int:
-    """Tokens per block of the scenario's prefix cache, were it built: a trace's block_size where
-    its rows give block ids, else engine.prefix_cache.block_tokens, else the engine's."""
-    c = s.engine.prefix_cache
-    if trace_blocks(s):
-        return s.workload.trace.block_size
-    return c.block_tokens if c is not None and c.block_tokens is not None else s.specs.engine.prefix_cache.block_tokens
 
 
 def can_share(workload) -> bool:
