@@ -12,27 +12,30 @@ from __future__ import annotations
 
 from mtpsim import designs, model_advice, workload_advice
 from mtpsim.acceptance_schema import ACCEPTANCE_FORMS
-from mtpsim.schema import LengthDist, Scenario, max_length
+from mtpsim.cache_settings import block_tokens_of, cache_enabled, trace_blocks
+from mtpsim.schema import Scenario
 
 
-def advise(s: Scenario) -> None:
+def advise(s: Scenario, skip: tuple = ()) -> None:
     """Warn about what in point `s` cannot matter; keys the sweep varies are left alone (a sweep
-    over designs gives `none` a draft it ignores, as it must)."""
+    over designs gives `none` a draft it ignores, as it must). `skip`: checks the command makes
+    moot (RUNNING_BATCH_CHECKS where `cost --batch` sets the batch itself)."""
     from mtpsim.errors import warn
-    for key, reason in problems(s):
+    for key, reason in problems(s, skip):
         depends = (key, *DEPENDS.get(".".join(key.split(".")[:2]), ()))
         if not any(_within(swept, dep) for swept in s.point for dep in depends):
             warn(s.source, key, reason)
 
 
-def advise_sweep(points: list[Scenario]) -> None:
+def advise_sweep(points: list[Scenario], skip: tuple = ()) -> None:
     """A swept key that no point reads (the same warning at every point, which advise() leaves
-    alone because the key is swept), or that changes no simulation (question, name): one warning that
+    alone because the key is swept; or a value no point reads, null at the others: the default,
+    which is no more read), or that changes no simulation (question, name): one warning that
     the sweep's points are the same run."""
     from mtpsim.errors import warn
     if len(points) < 2:
         return
-    found = [problems(s) for s in points]
+    found = [problems(s, skip) for s in points]
     for swept in points[0].point:
         if swept in ("question", "name"):
             warn(points[0].source, f"sweep.{swept}", f"the {swept} is printed, not simulated: these points are the "
@@ -41,6 +44,22 @@ def advise_sweep(points: list[Scenario]) -> None:
         first = next(((k, r) for k, r in found[0] if _within(swept, k)), None)
         if first is not None and all(any(_within(swept, k) for k, _ in at) for at in found[1:]):
             warn(points[0].source, f"sweep.{swept}", f"{first[0]}: {first[1]} at every point: these points are the same run")
+        elif first is None:
+            _unread_or_null(points, swept, skip)
+
+
+def _unread_or_null(points: list[Scenario], swept: str, skip: tuple) -> None:
+    """A swept key null at some points and, at every other, named by a check whose warnings say
+    the value is not read (UNREAD_CHECKS): its default is no more read than its values, so the
+    points are the same run (`workload.rate_per_s: [null, 5]` under a closed loop)."""
+    from mtpsim.errors import warn
+    unread = [[found for check in UNREAD_CHECKS if check not in skip for found in check(s)
+               if _within(swept, found[0])] for s in points]
+    null = [s.point[swept] is None for s in points]
+    said = next((at[0] for at in unread if at), None)
+    if said is not None and any(null) and all(at or blank for at, blank in zip(unread, null)):
+        warn(points[0].source, f"sweep.{swept}", f"{said[0]}: {said[1]} where it is set, and null elsewhere: these "
+             "points are the same run")
 
 
 # what else a warning's key depends on: a sweep over these makes the setting matter at other points
@@ -59,10 +78,10 @@ def _within(swept: str, key: str) -> bool:
     return swept == key or swept.startswith(key + ".") or key.startswith(swept + ".")
 
 
-def problems(s: Scenario) -> list[tuple[str, str]]:
+def problems(s: Scenario, skip: tuple = ()) -> list[tuple[str, str]]:
     """(key, reason) for each setting of point `s` that cannot matter, in the order the checks
-    below list them (advise_sweep names the first a swept key makes)."""
-    return [found for check in CHECKS for found in check(s)]
+    below list them (advise_sweep names the first a swept key makes), but those in `skip`."""
+    return [found for check in CHECKS if check not in skip for found in check(s)]
 
 
 def _ignored_by_design(s: Scenario) -> list[tuple[str, str]]:
@@ -134,11 +153,11 @@ def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
     """A shared prefix longer than any prompt (it is cut to the prompt), a kept-length curve
     deeper than the drafts an iteration makes (a request keeps at most speculative.steps), and
     a batch load whose concurrency is not its size (all num_requests arrive at t=0)."""
-    w, found = s.workload, []
-    longest = w.input_len.max if isinstance(w.input_len, LengthDist) else w.input_len
-    if w.shared_prefix is not None and w.shared_prefix.tokens > longest:
+    w, found, load = s.workload, [], workload_advice.load_bounds(s)
+    if w.shared_prefix is not None and w.shared_prefix.tokens > load.longest_input:
         found.append(("workload.shared_prefix.tokens", f"{w.shared_prefix.tokens} is longer than any prompt "
-                      f"({longest} tokens at most): the shared part is cut to each prompt's length"))
+                      f"({load.longest_input} tokens at most{' in the trace' * load.from_trace}): the shared part "
+                      "is cut to each prompt's length"))
     kept = s.acceptance.kept_length
     if kept is not None and len(kept) - 1 > s.speculative.steps > 0:
         found.append(("acceptance.kept_length", f"gives P(j kept) up to j = {len(kept) - 1}, more than "
@@ -155,11 +174,15 @@ def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
     elif w.shared_prefix is not None and s.engine.prefix_cache is not None and not s.engine.prefix_cache.enabled:
         found.append(("workload.shared_prefix", "engine.prefix_cache is off: every prompt is prefilled whole, so "
                       "the shared prompt changes nothing"))
-    if s.engine.dp_routing is not None and s.parallel.dp == 1 and s.disaggregation is None:
-        found.append(("engine.dp_routing", "dp is 1: one replica takes every request, so the routing changes nothing"))
-    if max_length(w.output_len) < 2 and designs.record(s.speculative.design).draft_part is not None:  # a prefill study is fine
-        found.append(("workload.output_len", "requests of one output token decode nothing after their prefill: "
-                      "TPOT, accept length and per-user speed have no value, and a speedup compares prefills"))
+    routed, by = (s.parallel.dp, "dp") if s.disaggregation is None else \
+        (s.disaggregation.prefill.replicas, "disaggregation.prefill.replicas")  # arrivals are routed to prefill
+    if s.engine.dp_routing is not None and routed == 1:
+        found.append(("engine.dp_routing", f"{by} is 1: one replica takes every request, so the routing changes "
+                      "nothing"))
+    if load.longest_output < 2 and designs.record(s.speculative.design).draft_part is not None:  # a prefill study is fine
+        found.append((load.key("output_len"), f"{'the trace holds only ' * load.from_trace}requests of one output "
+                      "token, which decode nothing after their prefill: TPOT, accept length and per-user speed have "
+                      "no value, and a speedup compares prefills"))
     if w.arrival == "batch" and "concurrency" in w.model_fields_set and w.concurrency != w.num_requests:
         found.append(("workload.concurrency", f"arrival batch sends all {w.num_requests} requests at t=0, so `run` "
                       f"does not read concurrency {w.concurrency} (cost and verify take it as their batch), though "
@@ -218,32 +241,59 @@ def _idle_engine_settings(s: Scenario) -> list[tuple[str, str]]:
     cache = e.prefix_cache
     if cache is not None and not cache.enabled and "block_tokens" in cache.model_fields_set:
         found.append(("engine.prefix_cache.block_tokens", "the prefix cache is off: its block size changes nothing"))
-    elif cache is not None and "block_tokens" in cache.model_fields_set and s.workload.arrival != "trace" \
-            and cache.block_tokens > max_length(s.workload.input_len):
+    return found
+
+
+def _blocks_out_of_reach(s: Scenario) -> list[tuple[str, str]]:
+    """Prefix-cache settings that leave no block to cache: a block longer than any prompt, a
+    shared prefix shorter than one block (a block holds the shared tokens and the request's own,
+    so no two prompts' blocks match), a cache cap under one block. A trace's hash_ids name its
+    blocks itself (block_size), and the engine's block_tokens does not apply to them."""
+    cache, w = s.engine.prefix_cache, s.workload
+    if not cache_enabled(s):
+        return []
+    block, found, load = block_tokens_of(s), [], workload_advice.load_bounds(s)
+    if cache is not None and "block_tokens" in cache.model_fields_set and not trace_blocks(s) \
+            and cache.block_tokens > load.longest_input:
         found.append(("engine.prefix_cache.block_tokens", f"{cache.block_tokens:,} tokens is longer than any prompt "
-                      f"({max_length(s.workload.input_len):,} at most): no prompt fills a block, so nothing is cached"))
+                      f"({load.longest_input:,} at most{' in the trace' * load.from_trace}): no prompt fills a block, "
+                      "so nothing is cached"))
+    if w.shared_prefix is not None and w.shared_prefix.fraction > 0 and not trace_blocks(s) \
+            and w.shared_prefix.tokens < block:
+        found.append(("workload.shared_prefix.tokens", f"{w.shared_prefix.tokens} is shorter than one prefix-cache "
+                      f"block of {block} tokens: the block that holds it holds each request's own tokens too, so no "
+                      "block is shared and nothing is cached"))
+    if cache is not None and cache.max_tokens is not None and cache.max_tokens < block:
+        tokens = f"{cache.max_tokens:,} token{'s' * (cache.max_tokens != 1)}"
+        found.append(("engine.prefix_cache.max_tokens", f"{tokens} is less than one block of {block}: the cache "
+                      "can hold no block, so nothing is cached"))
     return found
 
 
 def _budget_below_decode(s: Scenario) -> list[tuple[str, str]]:
     """A mixing engine (vLLM, TensorRT-LLM: sim/mixed.py) schedules at most its token budget a
     step, running requests first at their verify width each; mtpsim decodes the whole running
-    batch in one iteration even past it, where the engine would decode part of it per step. Known
-    for closed and batch loads (their running batch is the users per replica, up to the cap)."""
+    batch in one iteration even past it, where the engine would decode part of it per step. A
+    closed or batch load's running batch is its users per replica, up to the cap; an open
+    load's (Poisson, a trace) is found by the simulation, up to the cap."""
     from mtpsim.memory import prefill_chunk_tokens
     d, w = designs.DesignShape.of(s.speculative), s.workload
     engine = s.specs.engine
-    if s.disaggregation is not None or w.arrival not in ("closed", "batch") or not engine.mixes(d.design, s.engine.mixed_batches):
+    if s.disaggregation is not None or not engine.mixes(d.design, s.engine.mixed_batches):
         return []
+    cap = engine.max_running(d.design, s.engine.max_running_requests)
+    closed = w.arrival in ("closed", "batch")
     users = w.concurrency if w.arrival == "closed" else w.num_requests
-    running = min(-(-users // s.parallel.dp), engine.max_running(d.design, s.engine.max_running_requests))
+    running = min(-(-users // s.parallel.dp), cap) if closed else cap
     budget = prefill_chunk_tokens(s)
     if running * d.draft_tokens <= budget:
         return []
-    key = "engine.chunked_prefill_tokens" if s.engine.chunked_prefill_tokens is not None else "workload.concurrency"
+    bound = "workload.concurrency" if closed else "engine.max_running_requests"
+    key = "engine.chunked_prefill_tokens" if s.engine.chunked_prefill_tokens is not None else bound
     each = f"{d.draft_tokens} token{'s' * (d.draft_tokens > 1)} each"
-    return [(key, f"{running} running requests x {each} exceed {engine.name}'s {budget}-token budget a step: the "
-             "engine would decode part of the batch per step, mtpsim decodes all of it")]
+    batch = f"{running} running requests" if closed else f"up to {running} running requests (the running-request cap)"
+    return [(key, f"{batch} x {each} exceed {engine.name}'s {budget}-token budget a step: the engine would decode "
+             "part of the batch per step, mtpsim decodes all of it")]
 
 
 def _unreached_policy(s: Scenario) -> list[tuple[str, str]]:
@@ -255,9 +305,9 @@ def _unreached_policy(s: Scenario) -> list[tuple[str, str]]:
     if not any(policy.steps_by_batch.values()):
         return [("speculative.policy.steps_by_batch", "every entry drafts 0 steps: no iteration speculates, and the "
                  "run is plain decode paying for the draft's weights and KV")]
-    w = s.workload
+    w, load = s.workload, workload_advice.load_bounds(s)
     bounds = [(s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests), "the running-request cap"),
-              (w.num_requests, "workload.num_requests")]
+              (load.requests, load.requests_by)]
     bounds += [(w.concurrency, "workload.concurrency")] if w.arrival in ("closed", "batch") else []
     most, by = min(bounds)
     unreached = sorted(k for k in policy.steps_by_batch if k > most)
@@ -310,6 +360,13 @@ def _deep_histogram(s: Scenario) -> list[tuple[str, str]]:
 # every check problems() runs, in the order its warnings print
 CHECKS = (_ignored_by_design, _unreached_policy, _skew_without_experts, workload_advice.reshaped_lengths,
           model_advice.no_context_limit, _deep_histogram, _dead_drafts, _swept_search, _no_wide_ep,
-          _idle_engine_settings, _budget_below_decode, model_advice.unread_dtypes, model_advice.windows_past_context,
-          workload_advice.trace_settings_unread, model_advice.odd_widths, _verify_past_the_model, _disaggregation_moot,
-          workload_advice.unused_by_arrival, _past_their_reach, _forced_past_its_range, _engine_moot)
+          _idle_engine_settings, _blocks_out_of_reach, _budget_below_decode, model_advice.unread_dtypes,
+          model_advice.windows_past_context, workload_advice.trace_settings_unread, model_advice.odd_widths,
+          _verify_past_the_model, _disaggregation_moot, workload_advice.unused_by_arrival, _past_their_reach,
+          _forced_past_its_range, _engine_moot)
+
+# checks whose every warning says the value is not read at all (a null, the default, is read no more)
+UNREAD_CHECKS = (_ignored_by_design, workload_advice.trace_settings_unread, workload_advice.unused_by_arrival)
+# checks that judge the batch a run's load keeps running (its users, its requests, the cap):
+# `cost --batch` prices a batch of its own, which its header line describes
+RUNNING_BATCH_CHECKS = (_unreached_policy, _budget_below_decode)

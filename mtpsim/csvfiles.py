@@ -4,10 +4,15 @@ MAX_ROWS rows, never empty, each column named once. The file itself is read by t
 """
 from __future__ import annotations
 
+import csv
 import io
 import warnings
+from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -45,6 +50,71 @@ COUNT = Column(low=0, integer=True)
 TEXT = Column(text=True)
 
 
+class CsvRecords:
+    """Where each data record of a CSV starts in its file, as pandas counts records (blank and
+    whitespace-only lines skipped, a quoted cell perhaps spanning lines), and the text of a
+    record's cells: found by reading the file again with the csv module, on first use only (an
+    error's row, a cell pandas read as missing), so reading a good file never pays for it.
+    `opener` gives the file's bytes from the start (picklable: a partial of a module function)."""
+
+    def __init__(self, opener: Callable[[], BinaryIO], skipinitialspace: bool = False):
+        self.opener, self.skipinitialspace = opener, skipinitialspace
+        self.lines = array("q")  # the file line each record starts on, as far as read
+
+    def line(self, record: int) -> int:
+        """The file line (the header's is 1, for a file that opens with it) of data record
+        `record` (0-based, as pandas numbers rows); record + 2 if the file cannot be read again."""
+        if record >= len(self.lines):
+            self._scan(record)
+        return self.lines[record] if record < len(self.lines) else record + 2
+
+    def cell(self, record: int, column: str) -> str | None:
+        """The text of data record `record`'s cell in `column` (None: the record has no such cell)."""
+        found = self._scan(record, column)
+        return found if isinstance(found, str) else None
+
+    def _scan(self, record: int, column: str | None = None):
+        """Read the records up to `record`, noting where each starts; the text of its cell in
+        `column` when asked."""
+        self.lines = array("q")
+        try:
+            with self.opener() as raw, io.TextIOWrapper(raw, encoding="utf-8-sig", newline="") as text:
+                reader, header, end = csv.reader(text, skipinitialspace=self.skipinitialspace), None, 0
+                for fields in reader:
+                    start, end = end + 1, reader.line_num
+                    if len(fields) <= 1 and not "".join(fields).strip():
+                        continue  # a blank line: pandas skips it
+                    if header is None:
+                        header = [f.strip() for f in fields]
+                        continue
+                    self.lines.append(start)
+                    if len(self.lines) > record:
+                        at = header.index(column) if column in header else len(fields)
+                        return fields[at] if at < len(fields) else None
+        except (OSError, ValueError, csv.Error):  # unreadable now: the caller falls back to counting rows
+            pass
+        return None
+
+
+def record_row(values: pd.Series, position: int, records: CsvRecords | None) -> int:
+    """The file row of a column's value at `position`: its record (the frame's index, which
+    counts on across a streamed file's chunks) where it lies, else the record + 2 (the header
+    being row 1, with no blank line between rows)."""
+    record = int(values.index[position])
+    return records.line(record) if records is not None else record + 2
+
+
+def as_written(values: pd.Series, position: int, name: str, records: CsvRecords | None):
+    """A column's value at `position` for an error to show: as read, or where pandas read it as
+    missing, its text in the file (`nan`, `NA`, `None` are words, not empty cells); "" for an
+    empty cell or a row shorter than the header."""
+    cell = values.iloc[position]
+    if isinstance(cell, str) or not pd.isna(cell):
+        return cell
+    written = records.cell(int(values.index[position]), name) if records is not None else None
+    return (written or "").strip()
+
+
 def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = None, *,
              max_rows: int = MAX_ROWS, optional: tuple[str, ...] = ()) -> pd.DataFrame:
     """A CSV whose `columns` (those in `optional` may be absent) hold what their rules say.
@@ -64,6 +134,7 @@ def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = N
     if len(df) > max_rows:
         raise ScenarioError(where, "", f"more than {max_rows:,} rows")
     _unique_header(data, where)
+    records = CsvRecords(partial(io.BytesIO, data))
     for name, rule in columns.items():
         if name not in df.columns:
             if name in optional:
@@ -71,7 +142,7 @@ def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = N
             needed = ", ".join(c for c in columns if c not in optional)
             raise ScenarioError(where, name, f"missing column (columns needed: {needed})")
         if not rule.text:
-            df[name] = _numbers(df[name], rule, where, name)
+            df[name] = _numbers(df[name], rule, where, name, records)
     if df.empty:
         raise ScenarioError(where, "", "no rows")
     return df
@@ -87,9 +158,10 @@ def _unique_header(data: bytes, where: str) -> None:
         seen.add(name)
 
 
-def _numbers(values: pd.Series, rule: Column, where: str, name: str, first_row: int = 2) -> pd.Series:
-    """A column as numbers under `rule`, or a ScenarioError naming the first bad row (rows count
-    from 2, the header being row 1; a later chunk of a streamed file starts at `first_row`)."""
+def _numbers(values: pd.Series, rule: Column, where: str, name: str, records: CsvRecords | None = None) -> pd.Series:
+    """A column as numbers under `rule`, or a ScenarioError naming the first bad row by its file
+    line (`records`; without them, rows count from 2, the header being row 1) and its text as
+    written: pandas reads `nan`, `NA` or `None` as missing, and such a cell is not empty."""
     # a column pandas read as numbers holds no true/false; only a mixed (object) one is looked through
     mixed = not pd.api.types.is_numeric_dtype(values.dtype)
     if values.dtype == bool or mixed and values.map(lambda v: isinstance(v, (bool, np.bool_))).any():
@@ -106,13 +178,13 @@ def _numbers(values: pd.Series, rule: Column, where: str, name: str, first_row: 
     if rule.blank:
         bad &= ~values.isna().to_numpy()
     if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        cell = values.iloc[row]
-        if not isinstance(cell, str) and pd.isna(cell):  # an empty cell, or a row shorter than the header
-            raise ScenarioError(where, name, f"row {row + first_row}: empty (a missing value, or fewer fields than the "
+        position = int(np.flatnonzero(bad)[0])
+        row, cell = record_row(values, position, records), as_written(values, position, name, records)
+        if cell == "":  # an empty cell, or a row shorter than the header
+            raise ScenarioError(where, name, f"row {row}: empty (a missing value, or fewer fields than the "
                                 f"header); must be {rule.describe()}")
         shown = short(cell, 40) if isinstance(cell, str) else str(cell)
-        raise ScenarioError(where, name, f"row {row + first_row}: {shown} is not {rule.describe()}")
+        raise ScenarioError(where, name, f"row {row}: {shown} is not {rule.describe()}")
     return numeric.astype("int64") if rule.integer and not numeric.isna().any() else numeric
 
 

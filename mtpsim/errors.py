@@ -179,6 +179,18 @@ def holding() -> Iterator[None]:
         _say(message)
 
 
+@contextmanager
+def silenced() -> Iterator[None]:
+    """Within: warnings are dropped, never said: a trial validation run only to decide whom an
+    error blames (scenario.load) must not speak."""
+    global _held
+    outer, _held = _held, []
+    try:
+        yield
+    finally:
+        _held = outer
+
+
 def warn(where: str, key: str, reason: str) -> None:
     """One line on stderr for input that runs but makes little sense (the run goes on); each
     message once per process, so a sweep's points do not repeat it."""

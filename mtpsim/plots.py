@@ -21,6 +21,7 @@ from mtpsim.designs import BASELINE, is_draft_key, label, record  # noqa: E402
 from mtpsim.errors import warn  # noqa: E402
 from mtpsim.outputs import writing  # noqa: E402
 from mtpsim.results import HOST_COLUMN, PASS_COLUMN, share_column  # noqa: E402
+from mtpsim.rows import key_labels  # noqa: E402
 
 KIND_COLORS = {"draft": "tab:orange", "verify": "tab:blue", "decode": "tab:blue", "extend": "tab:green",
                "prefill": "tab:gray", "host": "tab:red"}
@@ -58,11 +59,11 @@ def series_columns(summary: pd.DataFrame) -> list[str]:
 def _label(row, keys: list[str]) -> str:
     """`nextn S=3`, then what else tells the series apart: `topk 4`, the policy `1:3 128:2`,
     `layer=attention=swa ffn=dense`. The baseline reads `none` (and only what it runs with)."""
-    parts = [label(row.design, row.steps)]
+    parts, names = [label(row.design, row.steps)], key_labels(keys[2:])
     for k in keys[2:]:
         if pd.isna(row[k]) or row.design == BASELINE and (k in ("topk", "policy") or is_draft_key(k)):
             continue
-        name = k.split(".")[-1]
+        name = names[k]
         parts.append(f"{name} {row[k]}" if k in ("topk", "policy") else f"{name}={row[k]}")
     return ", ".join(parts)
 

@@ -102,7 +102,8 @@ def grid(s: sc.Scenario, batches: list[int], steps: list[int], topks: list[int],
     for setting in settings:
         at = space.at_layout(s, layout, setting)
         points += [space.with_load(at, load, layout, keep_cap=True, origin=("--batch", "")) for load in loads]
-    space.heavy_load(loads, ("--batch", ""), mean_length(w.output_len))  # after the points validate: one line if refused
+    space.heavy_load(loads, ("--batch", ""), mean_length(w.output_len),
+                     space.prefill_chunks(s, mean_length(w.input_len)))  # after the points validate: one line if refused
     return [p.model_copy(update={"seed": p.seed + k}) for p in points for k in range(seeds)]
 
 
@@ -277,7 +278,8 @@ def print_report(s: sc.Scenario, steps: list[int], topks: list[int], batches: li
     if table.bound_by.astype(bool).any():
         print(f"bound: a limit bound the TPS pick's batch (cap N: the running-request cap, engine.max_running_requests "
               f"or {s.specs.engine.name} {s.specs.engine.version}'s rule for the design as `mtpsim run` resolves it; "
-              "KV: the KV budget; eager>N: batches past the largest CUDA graph)")
+              "KV: the KV budget; eager>N: batches past the largest CUDA graph; budget N: a mixing engine's N-token "
+              "budget a step, filled by the running batch's decode)")
     even = break_even(table)
     print(f"break-even batch: {even if even is not None else f'none within the range (speculation wins up to {batches[-1]})'}")
     print(policy_line(table))

@@ -10,6 +10,7 @@ import pandas as pd
 
 from mtpsim import scenario as sc
 from mtpsim.acceptance import AcceptanceProfile
+from mtpsim.advice import RUNNING_BATCH_CHECKS, advise, advise_sweep
 from mtpsim.costs import Pricer, build_pricer
 from mtpsim.costs.iteration import hiding_window, iteration_cost
 from mtpsim.costs.ops import BatchLens
@@ -139,7 +140,11 @@ def _variants(scenario, designs: list[DesignShape], batch: int):
 def cost_command(path: str, sets: list[str], batch: int | None, context: int | None, ops: bool) -> int:
     """`mtpsim cost`: the first point's report at `batch` requests (default workload.concurrency)
     of `context` committed tokens (default the mean prompt), printed table by table."""
-    points = sc.load(path, sets)
+    points = sc.load(path, sets, advise_points=batch is None)
+    if batch is not None:  # the batch priced is the flag's, not the one the load would keep running
+        for p in points:
+            advise(p, skip=RUNNING_BATCH_CHECKS)
+        advise_sweep(points, skip=RUNNING_BATCH_CHECKS)
     s = points[0]
     if s.disaggregation is not None:  # an iteration is the decode pool's: TPOT is set there
         print("(disaggregated: pricing the decode pool's iteration on its own layout)")

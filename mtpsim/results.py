@@ -87,6 +87,7 @@ class Records:
     decode_batch_sum: int = 0   # running requests summed over decode iterations
     max_decode_batch: int = 0
     eager_iterations: int = 0   # decode iterations whose batch no CUDA graph holds
+    budget_full_iterations: int = 0  # decode iterations whose tokens left admitted prompts no room (sim/mixed.py)
     accept_counts: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     verified_tokens: int = 0    # tokens verify passes checked, root included, summed over decode iterations
     verify_rows: int = 0        # requests verified, summed over decode iterations
@@ -196,14 +197,19 @@ class Results:
         return pd.DataFrame([self.row])
 
 
-def limits_row(records: Records, max_running: int, capped: int, kv_full: int, max_graph_batch: int | None) -> dict:
+def limits_row(records: Records, max_running: int, capped: int, kv_full: int, max_graph_batch: int | None,
+               budget_tokens: int | None = None) -> dict:
     """What bounded a run's batch: the running-request cap in force, the decode iterations at
     which the cap or the KV budget turned waiting requests away, the mean and largest running
     batch, the share of decode iterations past the largest CUDA-graph batch (run eagerly; None:
-    no graphs), and `bound_by`, those limits that bound at all ("" when none did)."""
+    no graphs), and `bound_by`, those limits that bound at all ("" when none did): `budget N`
+    where a mixing engine's N-token budget a step (`budget_tokens`; None: it does not mix) left
+    admitted prompts no room beside the running batch's decode, so they waited to prefill."""
     n = records.num_decode_iterations
     eager = records.eager_iterations / n if n and max_graph_batch is not None else 0.0
-    bound = [f"cap {max_running}" if capped else "", "KV" if kv_full else "", f"eager>{max_graph_batch}" if eager else ""]
+    budget = budget_tokens is not None and records.budget_full_iterations
+    bound = [f"cap {max_running}" if capped else "", "KV" if kv_full else "", f"eager>{max_graph_batch}" if eager else "",
+             f"budget {budget_tokens}" if budget else ""]
     return {"max_running": max_running, "capped_iterations": capped, "kv_full_iterations": kv_full,
             "mean_running": records.decode_batch_sum / n if n else float("nan"), "max_batch": records.max_decode_batch,
             "eager_share": eager, "bound_by": " ".join(b for b in bound if b)}

@@ -28,6 +28,27 @@ def missing(v) -> bool:
     return v is None or (isinstance(v, (float, np.floating)) and math.isnan(v))
 
 
+def key_labels(keys: list[str], taken: Iterable[str] = ()) -> dict[str, str]:
+    """Each dotted key -> the shortest tail of its parts that no other key (nor a name in `taken`)
+    ends with, and that starts at a named part rather than an integer one: swept
+    workload.input_len.max and workload.output_len.max read `input_len.max` and `output_len.max`
+    (by the last part alone, two columns under one name), a policy's batch entry
+    `steps_by_batch.8` (not `8`)."""
+    taken = set(taken)
+    return {key: _shortest_tail(key, [k for k in keys if k != key], taken) for key in keys}
+
+
+def _shortest_tail(key: str, others: list[str], taken: set[str]) -> str:
+    parts = key.split(".")
+    for n in range(1, len(parts)):
+        tail = ".".join(parts[-n:])
+        if parts[-n].isdigit() or tail in taken:
+            continue
+        if not any(other == tail or other.endswith("." + tail) for other in others):
+            return tail
+    return key
+
+
 def _sort(t: type) -> str:
     """A value's type as kind_of reads it."""
     if issubclass(t, (bool, np.bool_)):

@@ -232,24 +232,36 @@ def with_seeds(points: list[sc.Scenario], seeds: str | int | None) -> list[sc.Sc
 def heavy_runs(points: list[sc.Scenario]) -> None:
     """One line up front when a point's run takes minutes to simulate, by the rule recommend and
     search warn by (search/space.py `heavy`): a run's progress line only starts after its first
-    minute, so a long one would otherwise say nothing until then."""
-    from mtpsim.search.space import heavy
+    minute, so a long one would otherwise say nothing until then. Blamed on the request count,
+    or on the prefill chunk where prompts cut into many passes make most of the run."""
+    share, what, prefill_bound, i, s = max(((*_run_size(s), i, s) for i, s in enumerate(points)),
+                                           key=lambda found: found[0])
+    if share < 1:
+        return
+    at = f"point {i}: " if len(points) > 1 else ""
+    w = s.workload
+    if prefill_bound:
+        key = "engine.chunked_prefill_tokens" if s.engine.chunked_prefill_tokens is not None else \
+            "workload.trace" if w.arrival == "trace" else "workload.input_len"
+        fix = "a larger engine.chunked_prefill_tokens prefills each prompt in fewer passes"
+    else:
+        key, fix = "workload.trace" if w.arrival == "trace" else "workload.num_requests", \
+            "fewer requests would do for steady-state figures"
+    warn(s.source, key, f"{at}a run of this load simulates {what}, which takes minutes per run (progress is reported "
+         f"after the first minute): {fix}")
+
+
+def _run_size(s: sc.Scenario):
+    """How long one run of the point is to simulate (search/space.py `heavy`): a trace by its
+    selection, read once already (checks.py); a closed or batch load's users decode together."""
+    from mtpsim.search.space import heavy, prefill_chunks
     from mtpsim.tracefiles import scan
-    found = []
-    for i, s in enumerate(points):
-        w = s.workload
-        if w.arrival == "trace":  # its selection, read once already (checks.py)
-            stats = scan(w.trace)
-            size = heavy(stats.num_requests, stats.mean_output_len, None)
-        else:
-            size = heavy(w.num_requests, mean_length(w.output_len), w.concurrency if w.arrival in ("closed", "batch") else None)
-        found.append((*size, i, s))
-    share, what, i, s = max(found, key=lambda f: f[0])
-    if share >= 1:
-        at = f"point {i}: " if len(points) > 1 else ""
-        warn(s.source, "workload.trace" if s.workload.arrival == "trace" else "workload.num_requests",
-             f"{at}a run of this load simulates {what}, which takes minutes per run (progress is reported after "
-             "the first minute): fewer requests would do for steady-state figures")
+    w = s.workload
+    if w.arrival == "trace":
+        stats = scan(w.trace)
+        return heavy(stats.num_requests, stats.mean_output_len, None, prefill_chunks(s, stats.mean_input_len))
+    return heavy(w.num_requests, mean_length(w.output_len), w.concurrency if w.arrival in ("closed", "batch") else None,
+                 prefill_chunks(s, mean_length(w.input_len)))
 
 
 def _whole(text: str) -> int:

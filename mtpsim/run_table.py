@@ -10,7 +10,7 @@ import math
 
 from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE
-from mtpsim.rows import Table, missing, to_string
+from mtpsim.rows import Table, key_labels, missing, to_string
 
 TABLE = {"design": "design", "steps": "S", "policy": "policy", "concurrency": "conc", "rate_per_s": "rate/s", "tps": "TPS",
          "per_user_tps": "user TPS", "ttft_p50_s": "TTFT p50 ms", "ttft_p99_s": "TTFT p99 ms",
@@ -35,7 +35,7 @@ def format_table(summary) -> str:
     swept = [c for c in dict.fromkeys(block + [c for c in cols if "." in c]) if c not in shown]
     df = Table({c: table.columns[c] for c in [c for c in TABLE if c in table.columns] + swept},
                {c: table.kinds[c] for c in [c for c in TABLE if c in table.columns] + swept})
-    df.rename({c: c.split(".")[-1] for c in swept})
+    df.rename(key_labels(swept, taken=[c for c in df.columns if c not in swept]))
     for load in ("concurrency", "rate_per_s"):  # closed loads have a concurrency, open ones a rate
         if load not in df.columns:
             continue
@@ -76,22 +76,19 @@ def _filled(values: list) -> list:
 
 def limits_note(summary: list[dict], points: list[sc.Scenario]) -> str:
     """Lines under the table for each limit that bound a row (`bound` column): the running-request
-    cap (and the engine rule that set it, if one did), the KV budget, batches past the CUDA graphs."""
+    cap (and the engine rule that set it, if one did), a mixing engine's token budget, the KV
+    budget, batches past the CUDA graphs."""
     lines = []
     for row in summary:
         if missing(row.get("bound_by")) or not row["bound_by"]:
             continue
         s = points[int(row["point"])] if row["point"] >= 0 else points[0]
-        load = f"conc {row['concurrency']:g}" if missing(row["rate_per_s"]) else f"{row['rate_per_s']:g} req/s"
-        where = f"{row['design']} S={row['steps']} at {load}"
+        where = f"{row['design']} S={row['steps']} {load_label(row)}"
+        budget = "budget" in row["bound_by"].split()
         if row["capped_iterations"]:
-            e = s.specs.engine
-            origin = "engine.max_running_requests" if s.engine.max_running_requests is not None or row["design"] == BASELINE \
-                else (f"{e.name} {e.version}'s cap under speculative decoding (rule spec_running_cap)"
-                      if e.speculative_max_running_requests is not None else "the default cap")
-            lines.append(f"cap {row['max_running']:g}: {where}: at most {row['max_batch']:g} requests ran at once (mean "
-                         f"{row['mean_running']:.1f}) while more waited, in {row['capped_iterations']:g} iterations; "
-                         f"set by {origin}")
+            lines.append(_cap_line(row, s, where, budget))
+        if budget:
+            lines.append(_budget_line(row, s, where))
         if row["kv_full_iterations"]:
             lines.append(f"KV: {where}: the KV budget turned waiting requests away in {row['kv_full_iterations']:g} iterations")
         if row["eager_share"]:
@@ -100,17 +97,56 @@ def limits_note(summary: list[dict], points: list[sc.Scenario]) -> str:
     return "\n".join(lines)
 
 
+def _cap_line(row: dict, s: sc.Scenario, where: str, budget: bool) -> str:
+    """The running-request cap's line: the batch it held, and the rule that set it. Where the
+    decoding batch stayed below the cap (a mixing engine prefills admitted prompts a chunk per
+    step within its token budget), the cap bound admissions only, and the line says so."""
+    e = s.specs.engine
+    origin = "engine.max_running_requests" if s.engine.max_running_requests is not None or row["design"] == BASELINE \
+        else (f"{e.name} {e.version}'s cap under speculative decoding (rule spec_running_cap)"
+              if e.speculative_max_running_requests is not None else "the default cap")
+    held = f"{row['capped_iterations']:g} iterations; set by {origin}"
+    if row["max_batch"] < row["max_running"]:
+        return (f"cap {row['max_running']:g}: {where}: {row['max_running']:g} requests were admitted while more waited, "
+                f"in {held}; at most {row['max_batch']:g} of them decoded at once"
+                f"{' (the budget below kept the others prefilling)' if budget else ''}")
+    return (f"cap {row['max_running']:g}: {where}: at most {row['max_batch']:g} requests ran at once (mean "
+            f"{row['mean_running']:.1f}) while more waited, in {held}")
+
+
+def _budget_line(row: dict, s: sc.Scenario, where: str) -> str:
+    """A mixing engine's token budget a step, filled by the running batch's decode: admitted
+    prompts waited for room to prefill (sim/mixed.py), which kept the decoding batch small."""
+    from mtpsim.memory import prefill_chunk_tokens
+    tokens = prefill_chunk_tokens(s)
+    origin = "engine.chunked_prefill_tokens" if s.engine.chunked_prefill_tokens is not None else \
+        f"{s.specs.engine.name}'s default"
+    return (f"budget {tokens}: {where}: the running batch's decode filled the {tokens}-token budget a step (set by "
+            f"{origin}), so admitted prompts waited to prefill; at most {row['max_batch']:g} requests decoded at once "
+            f"(mean {row['mean_running']:.1f})")
+
+
 def _number(x: float) -> str:
     return f"{x:.3g}" if abs(x) < 100 else f"{x:.0f}"
+
+
+def load_label(row: dict) -> str:
+    """A summary row's load as the notes under the table say it: `at 2.5 req/s` (Poisson, or a
+    replayed trace's rate), `at conc 8` (closed loop), else `all at once` (a trace whose
+    requests share one timestamp has neither a rate nor users)."""
+    if not missing(row.get("rate_per_s")):
+        return f"at {_number(row['rate_per_s'])} req/s"
+    if not missing(row.get("concurrency")):
+        return f"at conc {row['concurrency']:g}"
+    return "all at once"
 
 
 def trace_note(row: dict, s: sc.Scenario) -> str:
     """What a replayed trace held: its requests, rate and format, and every row the selection
     skipped or capped (mtpsim/tracefiles), so no length was changed silently."""
     t = s.workload.trace
-    n, rate = row["num_requests"], row["rate_per_s"]
-    when = "all at once" if missing(rate) else f"at {rate:.3g} req/s"  # one request, or one timestamp: no rate
-    parts = [f"trace {t.path} ({row['trace_format']}): {n:g} request{'s' * (n != 1)} {when}"]
+    n = row["num_requests"]
+    parts = [f"trace {t.path} ({row['trace_format']}): {n:g} request{'s' * (n != 1)} {load_label(row)}"]
     if t.speed != 1:
         parts.append(f"replayed {t.speed:g}x faster")
     if row["trace_skipped"]:
@@ -128,8 +164,7 @@ def prefix_note(summary: list[dict]) -> str:
     for row in summary:
         if missing(row.get("prefix_hit_rate", math.nan)):
             continue
-        load = f"conc {row['concurrency']:g}" if missing(row["rate_per_s"]) else f"{row['rate_per_s']:.3g} req/s"
-        lines.append(f"prefix cache: {row['design']} S={row['steps']} at {load}: hit rate {row['prefix_hit_rate']:.1%} "
+        lines.append(f"prefix cache: {row['design']} S={row['steps']} {load_label(row)}: hit rate {row['prefix_hit_rate']:.1%} "
                      f"of prompt tokens, {row['prefix_saved_tokens']:,.0f} prefill tokens saved, "
                      f"{row['prefix_evicted_blocks']:,.0f} blocks evicted")
     return "\n".join(lines)

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from mtpsim import catalog
 from mtpsim.advice import advise, advise_sweep
-from mtpsim.errors import ScenarioError, note_set_keys, short, warn
+from mtpsim.errors import ScenarioError, note_set_keys, short, silenced, warn
 from mtpsim.files import load_yaml, parse_yaml
 from mtpsim.resolve import disaggregated, validate
 from mtpsim.schema import (
@@ -53,12 +53,13 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
 def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
     """Set `a.b.c` in nested mappings, creating intermediate mappings. A part in digits names an
     integer key (as YAML reads `8:`), unless the mapping has it as text; `null` removes the key,
-    so its default applies (`--set acceptance=null` drops the section)."""
+    so its default applies (`--set acceptance=null` drops the section). A sweep entry's key is
+    itself dotted: `sweep.workload.concurrency` sets the entry `workload.concurrency` of `sweep`."""
     node = data
     if dotted.count(".") >= MAX_DEPTH:
         raise ScenarioError(where, short(dotted, 80)[1:-1], f"a key path of more than {MAX_DEPTH} levels (YAML nests "
                             f"at most {MAX_DEPTH})")
-    *parents, leaf = dotted.split(".")
+    *parents, leaf = _parts(dotted)
     for i, part in enumerate(parents):
         part = _key(node, part)
         child = node.get(part)
@@ -73,6 +74,12 @@ def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
         node.pop(_key(node, leaf), None)
     else:
         node[_key(node, leaf)] = value
+
+
+def _parts(dotted: str) -> list[str]:
+    """A dotted key path's parts; under `sweep` all that follows is one part, an entry's key."""
+    head, sep, rest = dotted.partition(".")
+    return [head, rest] if head == "sweep" and sep else dotted.split(".")
 
 
 def _key(node: dict[str, Any], part: str) -> str | int:
@@ -138,12 +145,39 @@ def load(path: str | Path, sets: list[str] = (), advise_points: bool = True,
         if exc.where == where and exc.key and (_set_by_flag(exc.key, keys, written) or
                                                _set_by_flag(f"sweep.{exc.key}", keys, written)):
             raise ScenarioError("--set", exc.key, exc.reason) from None
+        culprit = _breaking_set(written, path, overrides, fixed) if exc.where == where and overrides else None
+        if culprit is not None:  # the file alone is valid: the flag broke it elsewhere (a sibling, a parent)
+            at = f"{exc.key}: " if exc.key and exc.key != culprit else ""
+            raise ScenarioError("--set", culprit, f"{at}{exc.reason}") from None
         raise
     if advise_points:
         for s in scenarios:
             advise(s)
         advise_sweep(scenarios)
     return scenarios
+
+
+def _breaking_set(written: dict[str, Any], path: str | Path, overrides: list[tuple[str, Any]],
+                  fixed: dict[str, str] | None) -> str | None:
+    """The --set key whose value breaks a file that validates on its own (the first that does so
+    alone; else the first given), or None when the file alone fails too: an error a flag causes
+    away from the key it sets (a null that leaves its parent without a required entry, a value
+    that a sibling must now match) is the flag's, not the file's. Trial validations, said
+    nothing of: the error path only."""
+    def fails(sets: list[tuple[str, Any]]) -> bool:
+        data = copy.deepcopy(written)
+        for key, value in sets:
+            set_key(data, key, copy.deepcopy(value), "--set")
+        try:
+            with silenced():
+                _points(data, path, sets, fixed)
+        except ScenarioError:
+            return True
+        return False
+
+    if fails([]):
+        return None
+    return next((key for key, value in overrides if fails([(key, value)])), overrides[0][0])
 
 
 def _points(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, Any]],
@@ -178,6 +212,8 @@ def _points(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, A
     # swept section it lies inside is overridden point by point; so does a command's flag that
     # sets a key on every point (run's --seeds), which, unlike --set, does not name the key: it says so
     sweep = {k: v for k, v in sweep.items() if not any(k == o or k.startswith(o + ".") for o, _ in overrides)}
+    for key in sweep:
+        sweep[key] = _set_inside(key, sweep[key], overrides, where, later)
     fixed = fixed or {}
     for key in [k for k in sweep if _canonical_key(k) in fixed]:
         flag = fixed[_canonical_key(key)]
@@ -192,6 +228,37 @@ def _points(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, A
     for warning in later:
         warn(*warning)
     return scenarios
+
+
+def _set_inside(key: str, values: list, overrides: list[tuple[str, Any]], where: str, later: list) -> list:
+    """A swept section's values with each --set that lies inside it applied, as the points run
+    it: the rows then say what ran. Where the section's values set that key otherwise, a warning
+    (into `later`) says the swept values are not run, as for a swept key --set names."""
+    for dotted, value in overrides:
+        if not dotted.startswith(key + "."):
+            continue
+        inner = dotted[len(key) + 1:]
+        swept = [_get(v, inner) for v in values if isinstance(v, dict) and _holds(v, inner)]
+        lost = list(dict.fromkeys(short(v, 40) for v in swept if _canonical(v) != _canonical(value)))
+        if lost:
+            later.append((where, f"sweep.{key}", f"--set {dotted} sets it on every point, inside this swept section: "
+                          f"its swept values {', '.join(lost)} are not run"))
+        values = [_with_set(v, inner, value, where) if isinstance(v, dict) else v for v in values]
+    return values
+
+
+def _with_set(section: dict[str, Any], dotted: str, value: Any, where: str) -> dict[str, Any]:
+    """A copy of `section` with `dotted` set to `value` (set_key's rules)."""
+    out = copy.deepcopy(section)
+    set_key(out, dotted, copy.deepcopy(value), where)
+    return out
+
+
+def _get(data: dict[str, Any], dotted: str) -> Any:
+    """The value at a dotted key path the mapping holds (_holds)."""
+    for part in dotted.split("."):
+        data = data[part if part in data else _key(data, part)]
+    return data
 
 
 def _canonical_key(key: str) -> str:

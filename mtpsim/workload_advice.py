@@ -4,8 +4,41 @@ reshape them. Each check takes the scenario and returns (dotted key, reason) pai
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from mtpsim.schema import LengthDist, Scenario
+from mtpsim.schema import LengthDist, Scenario, max_length
+
+
+@dataclass(frozen=True)
+class LoadBounds:
+    """What the requests a run simulates reach: how many, the longest prompt, the longest output;
+    from a trace's selection or from the workload's own keys."""
+
+    requests: int
+    longest_input: int
+    longest_output: int
+    from_trace: bool
+
+    @property
+    def requests_by(self) -> str:
+        """Where the request count comes from, as a warning says it."""
+        return "the trace's requests" if self.from_trace else "workload.num_requests"
+
+    def key(self, length: str) -> str:
+        """The key a warning about the prompts (`input_len`) or the outputs (`output_len`) names."""
+        return "workload.trace" if self.from_trace else f"workload.{length}"
+
+
+def load_bounds(s: Scenario) -> LoadBounds:
+    """The bounds of the requests `run` simulates: a trace's selection (scanned once already,
+    checks.py), which the workload's num_requests, input_len and output_len (64, 1024 and 256
+    unless given) do not set; else those keys."""
+    w = s.workload
+    if w.arrival == "trace":
+        from mtpsim.tracefiles import scan
+        stats = scan(w.trace)
+        return LoadBounds(stats.num_requests, stats.max_input_len, stats.max_output_len, True)
+    return LoadBounds(w.num_requests, max_length(w.input_len), max_length(w.output_len), False)
 
 
 def reshaped_lengths(s: Scenario) -> list[tuple[str, str]]:

@@ -1,6 +1,9 @@
 """YAML under one set of rules (`load_yaml`, `parse_yaml`, `load_yaml_documents`):
 - safe constructors only: a custom or `!!python` tag is an error, never code;
 - a duplicate key is an error naming its dotted key path (YAML would keep the last silently);
+- merge keys follow YAML's rule: a mapping's own keys win, then the first of the mappings `<<`
+  merges that gives a key (PyYAML's own choice depends on the key's length); a second `<<` in
+  one mapping is a duplicate key;
 - nesting is at most MAX_DEPTH levels and aliases may expand to at most MAX_VALUES values (an
   alias bomb is refused before anything walks it);
 - floats follow YAML 1.2 as well as 1.1: `1e9` and `989e12` are numbers, not strings;
@@ -62,14 +65,15 @@ class _Loader(yaml.SafeLoader):
 
     def compose_mapping_node(self, anchor):
         node = super().compose_mapping_node(anchor)
-        seen: set[str] = set()
+        seen: set[tuple[bool, str]] = set()  # a merge key `<<` apart from a quoted '<<'
         values: dict = {}  # keys as Python reads them: `1`, `1.0` and `true` are one dict key
         for key, _ in node.value:
-            if isinstance(key, yaml.ScalarNode) and key.tag != _MERGE:
-                if key.value in seen:
+            if isinstance(key, yaml.ScalarNode):
+                spelled = (key.tag == _MERGE, key.value)
+                if spelled in seen:  # a second `<<` too: PyYAML would merge both, the later one winning
                     raise _Problem([*self._path, key.value[:60]],
                                    f"duplicate key (again on line {key.start_mark.line + 1})")
-                seen.add(key.value)
+                seen.add(spelled)
                 if key.tag in _NUMERIC_TAGS:
                     value = self.construct_object(key)
                     if value in values:
@@ -78,8 +82,54 @@ class _Loader(yaml.SafeLoader):
                     values[value] = key.value[:60]
         return node
 
+    def flatten_mapping(self, node):
+        """YAML's merge rule (https://yaml.org/type/merge.html): a mapping's own keys win over
+        merged ones, and of the mappings `<<: [A, B]` merges, the first that gives a key wins.
+        PyYAML 6.0.4 kept every merged pair, told apart by the key string's identity: the last
+        source won for most keys and the first for one-character (interned) ones."""
+        merged, own = [], []
+        for key_node, value_node in node.value:
+            if key_node.tag != _MERGE:
+                if key_node.tag == "tag:yaml.org,2002:value":  # as PyYAML reads `=`
+                    key_node.tag = "tag:yaml.org,2002:str"
+                own.append((key_node, value_node))
+                continue
+            for source in _merge_sources(node, value_node):
+                self.flatten_mapping(source)
+                merged += source.value
+        if merged:
+            node.value = self._merged_pairs(merged, own)
+
+    def _merged_pairs(self, merged: list, own: list) -> list:
+        """One pair per key, in the order a dict of PyYAML's reading puts them (merged keys first,
+        each where it first appears), with the winner's value: its own, else the first merged.
+        Only winners are kept, so a mapping that merges this one takes them as they are."""
+        own_pairs = {self._key_of(k): (k, v) for k, v in own}
+        pairs, seen = [], set()
+        for key_node, value_node in merged:
+            key = self._key_of(key_node)
+            if key not in seen:
+                seen.add(key)
+                pairs.append(own_pairs.pop(key, (key_node, value_node)))
+        return pairs + list(own_pairs.values())
+
+    def _key_of(self, key_node: yaml.Node):
+        """A key as Python reads it; a non-scalar key by its node (construct_mapping refuses it)."""
+        return self.construct_object(key_node) if isinstance(key_node, yaml.ScalarNode) else key_node
+
 
 _Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+0123456789."))
+
+
+def _merge_sources(node: yaml.MappingNode, value: yaml.Node) -> list[yaml.MappingNode]:
+    """The mappings a merge key's value names, in order: one mapping, or a sequence of them."""
+    sources = value.value if isinstance(value, yaml.SequenceNode) else [value]
+    for source in sources:
+        if not isinstance(source, yaml.MappingNode):
+            raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
+                                                    f"expected a mapping or list of mappings for merging, but found "
+                                                    f"{source.id}", source.start_mark)
+    return sources
 
 
 def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:

@@ -101,7 +101,7 @@ def test_a_command_that_refuses_a_valid_scenario_prints_no_warning_first(tmp_pat
 
 def test_set_errors_blame_the_flag_even_for_the_sweep_and_long_keys(tmp_path, capsys):
     argv = run(tmp_path, SMALL)
-    line = one_line_error(capsys, argv + ["--set", "sweep.speculative.steps=[1, 2]"], "sweep.speculative", "non-empty")
+    line = one_line_error(capsys, argv + ["--set", "sweep.speculative.steps=2"], "sweep.speculative.steps", "non-empty")
     assert line.startswith("mtpsim: error: --set: ")
     line = one_line_error(capsys, argv + ["--set", "k" * 5000 + "=1"], "", "unknown key")
     assert line.startswith("mtpsim: error: --set: kkk") and len(line) < 200

@@ -311,7 +311,7 @@ SCENARIO_LOADER = ("mtpsim.scenario", "mtpsim.resolve", "mtpsim.schema", "mtpsim
                    "mtpsim.files", "mtpsim.textfiles", "mtpsim.yamlfiles", "mtpsim.csvfiles",
                    "mtpsim.advice", "mtpsim.limits", "mtpsim.engines", "mtpsim.engine_releases",
                    "mtpsim.hfconfig", "mtpsim.tracefiles", "mtpsim.pools", "mtpsim.sections", "mtpsim.workload_schema",
-                   "mtpsim.acceptance_schema", "mtpsim.engine_schema")
+                   "mtpsim.acceptance_schema", "mtpsim.engine_schema", "mtpsim.cache_settings")
 
 
 def test_the_scenario_loader_sits_below_the_simulator():

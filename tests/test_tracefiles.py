@@ -111,7 +111,7 @@ def test_streamed_in_chunks_and_read_no_further_than_the_selection(tmp_path, mon
         rows = "".join(f"{i * 0.25},{1 + i % 7},{1 + i % 5}\n" for i in range(1000))
         path = write(tmp_path, "n.csv", "arrival_s,input_len,output_len\n" + rows + "300,oops,1\n")
     chunks = list(itertools.islice(read_chunks(path, FORMATS["mooncake" if jsonl else "mtpsim"]), 10))
-    assert [len(c.time_s) for c in chunks] == [100] * 10 and chunks[3].first_row == 301 + (not jsonl)
+    assert [len(c.time_s) for c in chunks] == [100] * 10 and chunks[3].row(0) == 301 + (not jsonl)
     # the bad row past the window's end (or the N-th request) is never read
     for options in ({"end_s": 200}, {"max_requests": 801}):
         t, inputs, _, _ = selection(path, **options)

@@ -69,7 +69,8 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
         raise RuntimeError(f"{num_requests - records.stats.n} requests never finished")  # a simulator bug
     limits = limits_row(records, cap, sum(r.scheduler.num_capped for r in replicas),
                         sum(r.scheduler.num_kv_full for r in replicas),
-                        s.engine.max_graph_batch if s.engine.cuda_graphs else None)
+                        s.engine.max_graph_batch if s.engine.cuda_graphs else None,
+                        engine.mixed.budget_tokens if engine.mixed is not None else None)
     if block:
         limits.update(cache_counters([r.scheduler.cache for r in replicas]))
     return to_results(records, identity(s), budget.max_kv_tokens, time.perf_counter() - wall, limits)

@@ -10,28 +10,25 @@ holds what an admission needs (unused blocks are evicted first) and changes no r
 """
 from __future__ import annotations
 
+from mtpsim.cache_settings import block_tokens_of, cache_enabled, trace_blocks
 from mtpsim.errors import ScenarioError
 from mtpsim.sim.prefix_cache import PrefixCache
-from mtpsim.tracefiles import scan
 
 
 def cache_block_tokens(s, budget) -> int:
     """Tokens per prefix-cache block, 0 for no cache: none when the engine's cache is off or no
     two prompts of the load can share a block; a Mooncake trace's block_size, else
     engine.prefix_cache.block_tokens, else the engine's. A cap larger than the KV pool is refused."""
-    c, default = s.engine.prefix_cache, s.specs.engine.prefix_cache
-    if not (c.enabled if c is not None else default.enabled):
+    c = s.engine.prefix_cache
+    if not cache_enabled(s):
         return 0
     pool = budget.max_kv_tokens * budget.groups
     if c is not None and c.max_tokens is not None and c.max_tokens > pool:
         raise ScenarioError(s.source, "engine.prefix_cache.max_tokens", f"{c.max_tokens:,} tokens is more than the "
                             f"{pool:,} the KV pool holds ({budget.rule.label} of {budget.capacity_bytes / 1e9:.1f} GB)")
-    w = s.workload
-    if w.arrival == "trace" and scan(w.trace).has_blocks:
-        return w.trace.block_size
-    if not can_share(w):
+    if not trace_blocks(s) and not can_share(s.workload):
         return 0
-    return c.block_tokens if c is not None and c.block_tokens is not None else default.block_tokens
+    return block_tokens_of(s)
 
 
 def can_share(workload) -> bool:

@@ -77,6 +77,7 @@ def serve_mixed(engine, rep):
         batch = rep.batch
         decode_tokens = len(batch) * engine.iteration_at(len(batch)).design.draft_tokens if len(batch) else 0
         chunk = queue.take(rule.budget_tokens - decode_tokens, rule.split_prompts, not len(batch)) if queue else []
+        engine.records.budget_full_iterations += bool(len(batch) and queue and not chunk)  # prompts wait for room
         if len(batch):
             yield from engine.decode(rep, chunk)
         elif chunk:

@@ -15,8 +15,9 @@ bad cells formats.py refuses, and a `hash_ids` list longer than ceil(input / blo
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -52,11 +53,18 @@ class TraceStats:
     first_arrival_s: float = math.nan
     last_arrival_s: float = math.nan
     longest: int = 0
-    longest_row: int = 0
-    longest_input: int = 0
+    longest_at: Callable[[], int] | None = None  # its file row, found when asked (RawChunk.row_later)
+    longest_input: int = 0        # the prompt of that longest request
+    max_input_len: int = 0        # the longest prompt and the longest output, each on its own
+    max_output_len: int = 0
     input_tokens: int = 0         # summed over the selection (after max_input_len cuts)
     output_tokens: int = 0        # summed over the selection (after max_output_len cuts)
     has_blocks: bool = False
+
+    @property
+    def longest_row(self) -> int:
+        """The file row of the longest prompt + output (a CSV's is found by reading it again)."""
+        return self.longest_at() if self.longest_at is not None else 0
 
     @property
     def mean_input_len(self) -> float:
@@ -81,11 +89,13 @@ class TraceStats:
         self.last_arrival_s = float(chunk.arrival_s[-1])
         self.input_tokens += int(chunk.input_len.sum())
         self.output_tokens += int(chunk.output_len.sum())
+        self.max_input_len = max(self.max_input_len, int(chunk.input_len.max()))
+        self.max_output_len = max(self.max_output_len, int(chunk.output_len.max()))
         total = chunk.input_len + chunk.output_len
         i = int(np.argmax(total))
         if total[i] > self.longest:
             self.longest, self.longest_input = int(total[i]), int(chunk.input_len[i])
-            self.longest_row = raw.row(int(np.flatnonzero(keep)[i]))
+            self.longest_at = raw.row_later(int(np.flatnonzero(keep)[i]))
         self.has_blocks |= chunk.hash_ids is not None and any(chunk.hash_ids)
 
 
@@ -121,12 +131,12 @@ def _format(trace: TraceFile) -> Format:
 
 def _select(trace: TraceFile, stats: TraceStats) -> Iterator[Chunk]:
     """Every chunk of the selection, counting into `stats` (module docstring: the rules)."""
-    path, last_t, last_row = trace.path, -math.inf, 0
+    path, last_t, last_row = trace.path, -math.inf, partial(int, 0)
     seen: dict = {}  # block id -> (its position in a prompt, the row it was first seen in)
     for raw in read_chunks(path, _format(trace)):
         t = raw.time_s
         _check_order(path, raw, last_t, last_row)
-        last_t, last_row = float(t[-1]), raw.row(len(t) - 1)
+        last_t, last_row = float(t[-1]), raw.row_later(len(t) - 1)
         keep = t >= trace.start_s
         ended = trace.end_s is not None and t[-1] > trace.end_s
         if ended:
@@ -148,12 +158,12 @@ def _select(trace: TraceFile, stats: TraceStats) -> Iterator[Chunk]:
             return
 
 
-def _check_order(path: str, raw: RawChunk, last_t: float, last_row: int) -> None:
+def _check_order(path: str, raw: RawChunk, last_t: float, last_row: Callable[[], int]) -> None:
     t = np.concatenate([[last_t], raw.time_s])
     back = np.flatnonzero(np.diff(t) < 0)
     if len(back):
         i = int(back[0])
-        row, prev = raw.row(i), last_row if i == 0 else raw.row(i - 1)
+        row, prev = raw.row(i), last_row() if i == 0 else raw.row(i - 1)
         raise ScenarioError(path, "", f"row {row}: timestamp {t[i + 1]:g} s comes before row {prev}'s {t[i]:g} s: "
                             "a trace must list requests in arrival order")
 

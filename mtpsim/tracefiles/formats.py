@@ -27,12 +27,14 @@ import json
 import math
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
+from mtpsim.csvfiles import CsvRecords, as_written, record_row
 from mtpsim.errors import ScenarioError, short
 from mtpsim.files import READ_ERRORS, Column, check_numbers, strict_json, unreadable
 from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
@@ -42,6 +44,8 @@ CHUNK_ROWS = 1 << 16   # rows per streamed chunk (~1.5 MB of arrays)
 SNIFF_BYTES = 1 << 16  # what is read to recognise the format and refuse binary files
 LENGTH = Column(low=0, high=MAX_TOKENS, integer=True)
 TIME = Column(low=0, high=MAX_TRACE_S)
+# a date and a time of day, to the minute at least: 2023-11-16 18:15, or ISO 8601's basic 20231116T1815
+DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|\d{8}T\d{4}")
 
 
 @dataclass(frozen=True)
@@ -73,8 +77,9 @@ FORMATS = {f.name: f for f in (
 
 @dataclass
 class RawChunk:
-    """Consecutive rows as read: `first_row` is the file row of the first (CSV rows count the
-    header as 1, JSON lines count from 1); times in seconds from the trace's origin."""
+    """Consecutive rows as read: `first_row` is the file row of the first (JSON lines count from
+    1; a CSV's first record, 0-based, whose file rows `records` finds, the header's being 1);
+    times in seconds from the trace's origin."""
 
     first_row: int
     time_s: np.ndarray
@@ -82,10 +87,20 @@ class RawChunk:
     output_len: np.ndarray
     hash_ids: list | None = None
     row_numbers: list[int] | None = None  # each row's file row where blank lines come between
+    records: CsvRecords | None = None     # a CSV's records: file rows found when a message needs one
 
     def row(self, i: int) -> int:
-        """The file row of the chunk's i-th row."""
+        """The file row of the chunk's i-th row (a CSV's: read again, so for messages only)."""
+        if self.records is not None:
+            return self.records.line(self.first_row + i)
         return self.row_numbers[i] if self.row_numbers is not None else self.first_row + i
+
+    def row_later(self, i: int) -> Callable[[], int]:
+        """`row(i)` when called, holding none of the chunk's arrays: a file row a later message
+        may need (the order check's previous row, the longest request's)."""
+        if self.records is not None:
+            return partial(self.records.line, self.first_row + i)
+        return partial(int, self.row(i))
 
 
 def sniff(path: str) -> str:
@@ -174,17 +189,17 @@ def _csv_chunks(path: str, fmt: Format, chunk_rows: int) -> Iterator[RawChunk]:
             # every column read (usecols would drop a longer row's extra fields without a word)
             reader = pd.read_csv(f, chunksize=chunk_rows, skipinitialspace=True, encoding="utf-8-sig", index_col=False,
                                  dtype={fmt.time: str} if fmt.seconds_per_unit is None else None)
-            row, origin = 2, None
+            records, origin = CsvRecords(partial(_open, path), skipinitialspace=True), None
             for df in map(_stripped, _chunks_refusing_long_rows(reader, path)):
                 if df.empty:
                     continue
                 if fmt.seconds_per_unit is None:
-                    time_s, origin = _datetimes(df[fmt.time], origin, path, fmt.time, row)
+                    time_s, origin = _datetimes(df[fmt.time], origin, path, fmt.time, records)
                 else:
-                    time_s = check_numbers(df[fmt.time], TIME, path, fmt.time, row).to_numpy(float) * fmt.seconds_per_unit
-                lengths = [check_numbers(df[c], LENGTH, path, c, row).to_numpy(np.int64) for c in (fmt.input, fmt.output)]
-                yield RawChunk(row, time_s, *lengths)
-                row += len(df)
+                    time_s = check_numbers(df[fmt.time], TIME, path, fmt.time, records).to_numpy(float) * \
+                        fmt.seconds_per_unit
+                lengths = [check_numbers(df[c], LENGTH, path, c, records).to_numpy(np.int64) for c in (fmt.input, fmt.output)]
+                yield RawChunk(int(df.index[0]), time_s, *lengths, records=records)
         except pd.errors.EmptyDataError:
             raise ScenarioError(path, "", "no rows") from None
         except pd.errors.ParserError as exc:
@@ -210,25 +225,32 @@ def _chunks_refusing_long_rows(reader, path: str) -> Iterator[pd.DataFrame]:
         yield df
 
 
-def _datetimes(values: pd.Series, origin: int | None, path: str, name: str, row: int) -> tuple[np.ndarray, int]:
+def _datetimes(values: pd.Series, origin: int | None, path: str, name: str,
+               records: CsvRecords) -> tuple[np.ndarray, int]:
     """Wall-clock datetimes as seconds from `origin` (ns since the epoch; None: this chunk's
-    first row), and the origin."""
+    first row), and the origin. Each must give a date and a time of day (DATETIME): ISO 8601's
+    reduced precision would read `2023` as 2023-01-01, so a column of seconds under an azure
+    header replayed one request a year."""
+    text = values.str.strip()
     try:
-        parsed = pd.to_datetime(values.str.strip(), format="ISO8601", errors="coerce")
+        parsed = pd.to_datetime(text, format="ISO8601", errors="coerce")
     except ValueError:  # some rows with a UTC offset and some without, or with different ones
-        raise ScenarioError(path, name, f"rows {row}..{row + len(values) - 1}: datetimes with and without a "
-                            "time zone, or with different ones: write them all one way") from None
-    bad = parsed.isna().to_numpy()
+        rows = f"{record_row(values, 0, records)}..{record_row(values, len(values) - 1, records)}"
+        raise ScenarioError(path, name, f"rows {rows}: datetimes with and without a time zone, or with different "
+                            "ones: write them all one way") from None
+    bad = parsed.isna().to_numpy() | ~text.str.match(DATETIME.pattern, na=False).to_numpy(bool)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ScenarioError(path, name, f"row {row + i}: {short(values.iloc[i], 40)} is not a datetime "
-                            "(YYYY-MM-DD HH:MM:SS.fffffff)")
+        cell = as_written(values, i, name, records)
+        raise ScenarioError(path, name, f"row {record_row(values, i, records)}: {short(cell, 40) if cell else 'an empty cell'} "
+                            "is not a datetime (YYYY-MM-DD HH:MM:SS.fffffff)")
     ns = parsed.to_numpy("datetime64[ns]").astype(np.int64)
     origin = int(ns[0]) if origin is None else origin
     seconds = (ns - origin) / 1e9
     past = np.flatnonzero(np.abs(seconds) > MAX_TRACE_S)
     if len(past):
-        raise ScenarioError(path, name, f"row {row + int(past[0])}: {short(values.iloc[int(past[0])], 40)} is "
+        raise ScenarioError(path, name, f"row {record_row(values, int(past[0]), records)}: "
+                            f"{short(values.iloc[int(past[0])], 40)} is "
                             f"{abs(seconds[past[0]]):.3g} s from the first row, past the {MAX_TRACE_S:g} s a trace spans")
     return seconds, origin
 
