@@ -276,3 +276,26 @@ def test_deepep_rows_go_to_sglang_profiles_only(monkeypatch):
     for backend, families in (("sglang", ["alltoall_wide_ep", "collective"]), ("trtllm", ["collective"]),
                               ("vllm", ["collective"])):
         assert list(A._system_wide_tables(Path("r"), Path("d"), SYSTEM, backend)) == families
+
+
+@pytest.mark.parametrize("name", ["h200-sglang", "b200-trtllm"])
+def test_a_committed_profile_is_what_the_converter_writes_today(tmp_path, name):
+    """The committed profiles are the converter's output on the pinned database, file for file
+    (meta.yaml but its date): a converter change reconverts them, so no profile keeps an older
+    converter's families or rows. Needs the database itself (pip install 'mtpsim[aiconfigurator]')."""
+    pytest.importorskip("aiconfigurator_core")
+    import gzip
+
+    from mtpsim.costs.profile import PROFILES_DIR
+    committed = PROFILES_DIR / name
+    meta = yaml.safe_load((committed / "meta.yaml").read_text())
+    if meta["source"]["package_version"] != A.installed_version():
+        pytest.skip(f"aiconfigurator-core {A.installed_version()} installed, profiles converted from "
+                    f"{meta['source']['package_version']}")
+    out = tmp_path / name
+    A.convert(meta["source"]["system"], meta["source"]["backend"], None, out, progress=lambda *_: None)
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in committed.iterdir())
+    for table in committed.glob("*.csv.gz"):
+        assert gzip.decompress((out / table.name).read_bytes()) == gzip.decompress(table.read_bytes()), table.name
+    fresh = yaml.safe_load((out / "meta.yaml").read_text())
+    assert {**fresh, "date": None} == {**meta, "date": None}

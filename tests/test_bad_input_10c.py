@@ -178,7 +178,7 @@ def _edit_cell(path, column: str, row: int, value: str) -> None:
     ("requests.csv", "first_token_s", "0.0", "wait for their first token"),
     ("iterations.csv", "start_s", "1e300", "<= 1e+09"),
     ("iterations.csv", "duration_s", "1e300", "<= 1e+09"),
-    ("summary.csv", "ttft_p50_s", "nan", "must be a number"),
+    ("summary.csv", "ttft_p50_s", "nan", "'nan' is not a number"),
     ("summary.csv", "ttft_p50_s", "-1", ">= 0"),
     ("summary.csv", "tpot_p99_s", "inf", "not a number"),
     ("summary.csv", "e2e_p99_s", "1e300", "<= 1e+09"),
