@@ -1,0 +1,79 @@
+"""An eleventh adversarial campaign (the Python API, `verify`, `calibrate`), by class. The API
+raises the project's own ScenarioError, whose one-line message is what the CLI prints, never an
+AttributeError or TypeError from deep inside nor a silently wrong result; the commands keep
+test_bad_input.py's contract (one stderr line, exit status 2, naming the file or flag and key)."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import yaml
+
+import mtpsim
+from mtpsim.errors import ScenarioError
+from mtpsim.schema import Scenario
+
+SMALL = {"name": "p", "model": "llama-3.1-8b", "hardware": "h200", "speculative": {"design": "none"},
+         "workload": {"concurrency": 2, "num_requests": 4, "input_len": 64, "output_len": 16}}
+
+
+def _error(call) -> ScenarioError:
+    """The ScenarioError `call` raises, its message one line under 500 characters (the CLI's)."""
+    with pytest.raises(ScenarioError) as info:
+        call()
+    message = str(info.value)
+    assert "\n" not in message and len(message) < 500, message
+    return info.value
+
+
+@pytest.fixture(scope="module")
+def point(tmp_path_factory) -> Scenario:
+    path = tmp_path_factory.mktemp("api") / "s.yaml"
+    path.write_text(yaml.safe_dump(SMALL, sort_keys=False))
+    return mtpsim.load(path)[0]
+
+
+# ---------------------------------------------------------------- 1: what mtpsim.load takes
+@pytest.mark.parametrize("arg", [None, 3, 2.5, ["s.yaml"], object()], ids=["none", "int", "float", "list", "object"])
+def test_load_refuses_what_is_neither_a_path_nor_a_mapping(arg):
+    """Before: TypeError `expected str, bytes or os.PathLike object` from pathlib, deep inside."""
+    err = _error(lambda: mtpsim.load(arg))
+    assert err.where == "mtpsim.load" and "path" in err.reason and type(arg).__name__ in err.reason
+
+
+def test_load_reads_a_mapping_as_the_file_holding_it(tmp_path):
+    """Before: a dict was a TypeError. Now it loads as the same scenario written in a file,
+    tuples as lists, and errors name `<dict>` and the key."""
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(SMALL, sort_keys=False))
+    from_file = mtpsim.load(path)[0]
+    mapping = copy.deepcopy(SMALL) | {"sweep": {"workload.concurrency": (1, 2)}}
+    points = mtpsim.load(mapping)
+    assert len(points) == 2 and mapping["sweep"]["workload.concurrency"] == (1, 2)  # the caller's mapping untouched
+    assert points[1].model_dump() == from_file.model_dump()
+    assert points[0].specs == from_file.specs and points[0].workload.concurrency == 1
+    assert str(mtpsim.load(mapping, ["seed=3"])[0].seed) == "3"
+
+
+@pytest.mark.parametrize("change,key,word", [
+    (lambda d: d.update(bogus=1), "bogus", "unknown key"),
+    (lambda d: d["workload"].update(concurrency=np.int64(2)), "workload.concurrency", "numpy.int64"),
+    (lambda d: d.update({("a",): 1}), "", "a key is tuple"),
+    (lambda d: d["workload"].update(input_len=b"64"), "workload.input_len", "bytes"),
+    (lambda d: d.update(itself=d), "itself.itself", "nested deeper"),
+    (lambda d: d.clear(), "", "empty"),
+], ids=["unknown-key", "numpy-number", "tuple-key", "bytes", "holds-itself", "empty"])
+def test_load_of_a_mapping_names_its_key(change, key, word):
+    data = copy.deepcopy(SMALL)
+    change(data)
+    err = _error(lambda: mtpsim.load(data))
+    assert err.where == "<dict>" and err.key.startswith(key) and word in err.reason, str(err)
+
+
+@pytest.mark.parametrize("sets,key", [("seed=3", "sets"), (None, "sets"), ([3], "sets.0"), (["seed=3", None], "sets.1")])
+def test_load_sets_are_texts(point, sets, key):
+    """Before: a str was read letter by letter (`--set: s: expected key.path=value`), None and a
+    number were a TypeError / AttributeError."""
+    err = _error(lambda: mtpsim.load({**SMALL}, sets))
+    assert (err.where, err.key) == ("mtpsim.load", key)
