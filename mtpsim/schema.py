@@ -257,6 +257,7 @@ class Scenario(Section):
     _specs: Specs = PrivateAttr()
     _source: str = PrivateAttr(default="<scenario>")
     _point: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _resolved_from: tuple = PrivateAttr(default=())  # what `specs` was resolved from (resolve.check_resolved)
 
     @property
     def specs(self) -> Specs:

@@ -77,3 +77,49 @@ def test_load_sets_are_texts(point, sets, key):
     number were a TypeError / AttributeError."""
     err = _error(lambda: mtpsim.load({**SMALL}, sets))
     assert (err.where, err.key) == ("mtpsim.load", key)
+
+
+# ---------------------------------------------------------------- 2: what mtpsim.simulate takes
+@pytest.mark.parametrize("arg", [None, "s.yaml", {"name": "x"}], ids=["none", "str", "dict"])
+def test_simulate_refuses_what_is_not_a_point(arg):
+    """Before: AttributeError `'NoneType' object has no attribute 'disaggregation'`."""
+    err = _error(lambda: mtpsim.simulate(arg))
+    assert err.where == "mtpsim.simulate" and "Scenario" in err.reason
+
+
+def test_simulate_refuses_a_list_of_points(point):
+    assert "not list" in _error(lambda: mtpsim.simulate([point])).reason
+
+
+def test_simulate_refuses_a_scenario_built_without_validation():
+    """Before: AttributeError `'Scenario' object has no attribute '_specs'`."""
+    bare = Scenario(name="x", model="llama-3.1-8b", hardware="h200")
+    assert "without validation" in _error(lambda: mtpsim.simulate(bare)).reason
+
+
+@pytest.mark.parametrize("update,key,word", [
+    (lambda p: {"workload": {"concurrency": 3}}, "workload", "not the Workload"),  # before: AttributeError deep inside
+    (lambda p: {"seed": -1}, "seed", "greater than or equal"),                     # before: ran
+    (lambda p: {"model": "qwen3-8b"}, "model", "catalog entries"),                 # before: ran llama-3.1-8b's specs
+    (lambda p: {"hardware": "b200"}, "hardware", "catalog entries"),
+    (lambda p: {"speculative": p.speculative.model_copy(update={"design": "nextn", "steps": 2})},
+     "speculative", "MTP layers"),                                                 # before: ran without its checks
+], ids=["dict-section", "bad-value", "other-model", "other-hardware", "design-the-model-cannot-run"])
+def test_simulate_refuses_a_point_changed_after_validation(point, update, key, word):
+    err = _error(lambda: mtpsim.simulate(point.model_copy(update=update(point))))
+    assert err.key.startswith(key) and word in err.reason and "changed after" in err.reason, str(err)
+
+
+def test_simulate_runs_a_point_copied_or_given_another_seed(point):
+    """What the project's own copies change (the seed, a copy) still runs, with the same result."""
+    same = mtpsim.simulate(copy.deepcopy(point)).summary.drop(columns="sim_wall_s")
+    assert same.equals(mtpsim.simulate(point).summary.drop(columns="sim_wall_s"))
+    assert mtpsim.simulate(point.model_copy(update={"seed": 7})).summary.shape == (1, same.shape[1] + 1)
+
+
+@pytest.mark.parametrize("option,value", [("keep_passes", "no"), ("max_request_rows", None),
+                                          ("max_iteration_rows", -1), ("progress_line", True)])
+def test_simulate_options_are_checked(point, option, value):
+    """Before: `keep_passes="no"` kept passes (truthy), max_request_rows=None a TypeError in simpy."""
+    err = _error(lambda: mtpsim.simulate(point, **{option: value}))
+    assert (err.where, err.key) == ("mtpsim.simulate", option)
