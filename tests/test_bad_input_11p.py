@@ -12,7 +12,7 @@ import yaml
 
 import mtpsim
 from mtpsim.errors import ScenarioError
-from mtpsim.schema import Scenario
+from mtpsim.schema import Scenario, Workload
 
 SMALL = {"name": "p", "model": "llama-3.1-8b", "hardware": "h200", "speculative": {"design": "none"},
          "workload": {"concurrency": 2, "num_requests": 4, "input_len": 64, "output_len": 16}}
@@ -123,3 +123,21 @@ def test_simulate_options_are_checked(point, option, value):
     """Before: `keep_passes="no"` kept passes (truthy), max_request_rows=None a TypeError in simpy."""
     err = _error(lambda: mtpsim.simulate(point, **{option: value}))
     assert (err.where, err.key) == ("mtpsim.simulate", option)
+
+
+# ---------------------------------------------------------------- 3: a validated point is frozen, in its own words
+@pytest.mark.parametrize("target,attr", [(lambda p: p, "seed"), (lambda p: p.workload, "concurrency"),
+                                         (lambda p: p.specs, "model"), (lambda p: p.specs.model, "hidden_size")],
+                         ids=["scenario", "section", "specs", "model-spec"])
+def test_changing_a_validated_point_is_a_scenario_error(point, target, attr):
+    """Before: pydantic's ValidationError `Instance is frozen`, three lines and a URL."""
+    obj = target(point)
+    before = getattr(obj, attr)
+    err = _error(lambda: setattr(obj, attr, 0))
+    assert err.key == attr and "frozen" in err.reason and "sets=" in err.reason
+    assert "frozen" in _error(lambda: delattr(obj, attr)).reason
+    assert getattr(obj, attr) == before
+
+
+def test_a_section_built_by_hand_is_frozen_too():
+    assert _error(lambda: setattr(Workload(), "concurrency", 3)).where == "Workload"
