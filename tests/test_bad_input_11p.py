@@ -13,6 +13,7 @@ import yaml
 import mtpsim
 from mtpsim.errors import ScenarioError
 from mtpsim.schema import Scenario, Workload
+from tests.test_bad_input import one_line_error
 
 SMALL = {"name": "p", "model": "llama-3.1-8b", "hardware": "h200", "speculative": {"design": "none"},
          "workload": {"concurrency": 2, "num_requests": 4, "input_len": 64, "output_len": 16}}
@@ -141,3 +142,44 @@ def test_changing_a_validated_point_is_a_scenario_error(point, target, attr):
 
 def test_a_section_built_by_hand_is_frozen_too():
     assert _error(lambda: setattr(Workload(), "concurrency", 3)).where == "Workload"
+
+
+# ---------------------------------------------------------------- 4: verify runs every point on one device
+VERIFY = """\
+name: v
+model: llama-3.1-8b
+hardware: cpu
+speculative: {design: none}
+workload: {arrival: batch, concurrency: 1, num_requests: 1, input_len: 16, output_len: 8}
+verify: {num_layers: 1, hidden_scale: 0.03, iterations: 2, warmup_iterations: 0}
+"""
+
+
+def test_verify_refuses_a_sweep_over_devices(tmp_path, capsys, monkeypatch):
+    """Before: with CUDA present, `sweep: {verify.device: [cpu, cuda]}` ran both points on the
+    first point's device, the cuda point's rows timed on the CPU."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    path = tmp_path / "v.yaml"
+    path.write_text(VERIFY + "sweep: {verify.device: [cpu, cuda]}\n")
+    one_line_error(capsys, ["verify", str(path), "--out", str(tmp_path / "o")], "sweep.verify.device", "one device")
+    assert not (tmp_path / "o").exists()
+
+
+def test_verify_warns_of_any_point_on_other_hardware(tmp_path, capsys, monkeypatch):
+    """Before: only the first point's hardware was compared with this device: a sweep of
+    `hardware: [cpu, h200]` verified the h200 point on this CPU without a word."""
+    pytest.importorskip("torch")
+    import pandas as pd
+
+    from mtpsim.verify import command
+    table = pd.DataFrame({"kind": ["tps"], "predicted": [1.0], "measured": [1.0], "rel_error": [0.0]})
+    monkeypatch.setattr(command, "verify_point", lambda *args: table)
+    monkeypatch.setattr(command, "plot", lambda table, path: path.write_text(""))
+    monkeypatch.setattr(command, "_machine_level", lambda device, profile: None)
+    path = tmp_path / "v.yaml"
+    path.write_text(VERIFY + "sweep: {hardware: [cpu, h200]}\n")
+    from mtpsim import cli
+    assert cli.main(["verify", str(path), "--out", str(tmp_path / "o")]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mtpsim: warning:")]
+    assert len(warnings) == 1 and ": hardware: " in warnings[0] and "h200" in warnings[0], warnings

@@ -40,7 +40,7 @@ from mtpsim.verify.compare import comparison, fits_memory, plot, predict, simula
 def main(args) -> int:
     with holding():  # the loader's warnings wait for verify's own checks of every point: bad input is one line
         points = sc.load(args.scenario, args.sets)
-        device = pick_device(points[0].verify.device, points[0].source)
+        device = one_device(points)
         for s in points:
             setup_of(s, device)
     with claimed(f"{points[0].name}-verify", args.out) as out:  # new or empty; a failed run gives it back
@@ -48,16 +48,19 @@ def main(args) -> int:
 
 
 def _verify(points: list, args, out: Path) -> int:
-    device = pick_device(points[0].verify.device, points[0].source)
+    device = one_device(points)
     if device == "cpu":
         keep_freed_memory()  # large temporaries reuse kept memory, as in the calibration
     else:
         without_cudnn_attention()  # as the calibration times it
     hardware, profile = cost_source(device, args.calibrate, out)
     first = points[0]
-    if first.specs.hardware.name != hardware or first.parallel.dp * first.parallel.tp > 1 or first.disaggregation is not None:
+    # the deployment of any point (a sweep may vary the hardware or the layout), not only the first's
+    other = next((p for p in points if p.specs.hardware.name != hardware or p.parallel.dp * p.parallel.tp > 1
+                  or p.disaggregation is not None), None)
+    if other is not None:
         warn(first.source or "verify", "hardware", f"verify runs a shrunken copy of the model on this {device} "
-             f"({hardware}, one device), not the scenario's {first.describe_layout()}: it checks the simulator "
+             f"({hardware}, one device), not the scenario's {other.describe_layout()}: it checks the simulator "
              "against a real loop here, not that deployment's speed")
     print(f"verify {points[0].name} on {device} ({hardware}); cost model: "
           f"{'calibrated, ' + profile if profile else 'roofline (no profile for this device yet)'}")
@@ -106,6 +109,18 @@ def at_level(table: pd.DataFrame, levels: list) -> float | None:
     table["machine_level"] = level
     table["rel_error_at_level"] = np.where(table.measured > 0, scaled / table.measured.where(table.measured > 0, 1) - 1, 0.0)
     return level
+
+
+def one_device(points: list) -> str:
+    """The device every point runs on. One verify times one device, against that device's cost
+    model (its profile, its thread count); a sweep whose points pick different devices is refused,
+    not run on the first point's device while its rows say otherwise."""
+    devices = [pick_device(s.verify.device, s.source) for s in points]
+    if len(set(devices)) > 1:
+        swept = next((f"sweep.{k}" for k in points[0].point if k in ("verify", "verify.device")), "verify.device")
+        raise ScenarioError(points[0].source or "verify", swept, f"the points pick devices {sorted(set(devices))}: one "
+                            "verify times one device against its own cost model; run one verify per device")
+    return devices[0]
 
 
 def pick_device(choice: str, where: str = "verify") -> str:
