@@ -183,3 +183,22 @@ def test_verify_warns_of_any_point_on_other_hardware(tmp_path, capsys, monkeypat
     assert cli.main(["verify", str(path), "--out", str(tmp_path / "o")]) == 0
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mtpsim: warning:")]
     assert len(warnings) == 1 and ": hardware: " in warnings[0] and "h200" in warnings[0], warnings
+
+
+# ---------------------------------------------------------------- 5: calibrate names what the user gave
+def test_calibrate_out_under_a_file_names_the_out_and_the_file(tmp_path, capsys):
+    """Before: `afile/sub.partial: cannot create: Not a directory`: a name the user never gave."""
+    pytest.importorskip("torch")
+    (tmp_path / "afile").write_text("mine")
+    line = one_line_error(capsys, ["calibrate", "--device", "cpu", "--out", str(tmp_path / "afile" / "sub")], "",
+                          "is a file")
+    assert ".partial" not in line and f"{tmp_path / 'afile' / 'sub'}: cannot create: {tmp_path / 'afile'}" in line
+    assert (tmp_path / "afile").read_text() == "mine"
+
+
+def test_calibrate_device_cuda_without_cuda_names_the_flag(tmp_path, capsys, monkeypatch):
+    """Before: `mtpsim: error: --device cuda but torch sees no CUDA device` (no `--flag: reason`)."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    line = one_line_error(capsys, ["calibrate", "--device", "cuda", "--out", str(tmp_path / "p")], "", "no CUDA")
+    assert line.startswith("mtpsim: error: --device: cuda") and not (tmp_path / "p").exists()
