@@ -185,6 +185,25 @@ def test_verify_warns_of_any_point_on_other_hardware(tmp_path, capsys, monkeypat
     assert len(warnings) == 1 and ": hardware: " in warnings[0] and "h200" in warnings[0], warnings
 
 
+def test_verify_warns_that_it_runs_one_seed(tmp_path, capsys, monkeypatch):
+    """Before: `seeds: 3` ran one loop per point at the scenario's seed without a word."""
+    pytest.importorskip("torch")
+    import pandas as pd
+
+    from mtpsim.verify import command
+    table = pd.DataFrame({"kind": ["tps"], "predicted": [1.0], "measured": [1.0], "rel_error": [0.0]})
+    runs = []
+    monkeypatch.setattr(command, "verify_point", lambda s, *args: runs.append(s.seed) or table)
+    monkeypatch.setattr(command, "plot", lambda table, path: path.write_text(""))
+    monkeypatch.setattr(command, "_machine_level", lambda device, profile: None)
+    path = tmp_path / "v.yaml"
+    path.write_text(VERIFY + "seed: 4\nseeds: 3\n")
+    from mtpsim import cli
+    assert cli.main(["verify", str(path), "--out", str(tmp_path / "o")]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mtpsim: warning:")]
+    assert runs == [4] and len(warnings) == 1 and ": seeds: " in warnings[0] and "seed 4" in warnings[0], warnings
+
+
 # ---------------------------------------------------------------- 5: calibrate names what the user gave
 def test_calibrate_out_under_a_file_names_the_out_and_the_file(tmp_path, capsys):
     """Before: `afile/sub.partial: cannot create: Not a directory`: a name the user never gave."""

@@ -74,6 +74,9 @@ def _verify(points: list, args, out: Path) -> int:
     if first.workload.arrival != "batch":  # said once every point passed its own checks: bad input stays one line
         warn(first.source or "verify", "workload.arrival", f"verify decodes one batch of workload.concurrency requests "
              f"that all start at t=0: the scenario's {first.workload.arrival} arrivals are not replayed")
+    if first.seeds > 1:  # run's replicates: verify times one loop per point, at the scenario's seed
+        warn(first.source or "verify", "seeds", f"verify runs one loop per point, at seed {first.seed}: the "
+             f"{first.seeds} replicates seeds asks for are `mtpsim run`'s")
     table = pd.concat(tables, ignore_index=True)
     level = at_level(table, levels)
     write_csv(table, out / "verify.csv")
