@@ -51,15 +51,21 @@ def _resolved_from(s: Scenario) -> tuple:
     return (*(s.model_dump(include={key})[key] for key in RESOLVED_FROM), s.speculative.draft)
 
 
+def check_point_type(scenario: Any, caller: str) -> None:
+    """`scenario` is a Scenario (one point of mtpsim.load's list), or a ScenarioError naming the
+    API function `caller` it was given to, not an AttributeError from deep inside."""
+    if not isinstance(scenario, Scenario):
+        raise ScenarioError(caller, "", f"takes one point of mtpsim.load's list (a Scenario), not "
+                            f"{type(scenario).__name__} {short(scenario, 60)}")
+
+
 def check_resolved(scenario: Any, caller: str = "mtpsim.simulate") -> None:
     """A point `caller` (the API's simulate) can run: a Scenario `validate` built, its values still
     valid and its specs still those of its model, hardware, engine and cost. A Scenario is frozen,
     but model_copy(update=...) skips validation: its values could be of any type (met as an
     AttributeError deep in the simulation) or name another model than the one its specs hold (a
     silently wrong result). Internal copies (seeds, a search's steps) change only other values."""
-    if not isinstance(scenario, Scenario):
-        raise ScenarioError(caller, "", f"takes one point of mtpsim.load's list (a Scenario), not "
-                            f"{type(scenario).__name__} {short(scenario, 60)}")
+    check_point_type(scenario, caller)
     private = scenario.__pydantic_private__ or {}
     if "_specs" not in private:
         raise ScenarioError(caller, "", f"scenario {scenario.name!r} was built without validation (Scenario(...) or "
@@ -249,6 +255,7 @@ def disaggregated(s: Scenario, prefill: dict, decode: dict, link: str = "auto", 
     pools (each a mapping of schema.Pool's keys: replicas, tp, ep, attention_dp, gpus_per_node),
     validated as a scenario file would be: what a deployment search compares with `s` itself.
     `simulate(result)` runs it (sim/disagg.py)."""
+    check_point_type(s, "mtpsim.disaggregated")  # its values are validated again below, as a file's
     data = s.model_dump(exclude={"parallel", "disaggregation", "sweep"}, exclude_defaults=True)
     data["disaggregation"] = {"prefill": prefill, "decode": decode, "link": link,
                               **({"gpus": gpus} if gpus is not None else {})}

@@ -88,6 +88,13 @@ def test_simulate_refuses_what_is_not_a_point(arg):
     assert err.where == "mtpsim.simulate" and "Scenario" in err.reason
 
 
+@pytest.mark.parametrize("arg", [None, {"name": "x"}], ids=["none", "dict"])
+def test_disaggregated_refuses_what_is_not_a_point(arg):
+    """Before: AttributeError `'NoneType' object has no attribute 'model_dump'`."""
+    err = _error(lambda: mtpsim.disaggregated(arg, prefill={"tp": 1}, decode={"tp": 1}))
+    assert err.where == "mtpsim.disaggregated" and "Scenario" in err.reason
+
+
 def test_simulate_refuses_a_list_of_points(point):
     assert "not list" in _error(lambda: mtpsim.simulate([point])).reason
 
