@@ -211,6 +211,21 @@ def test_verify_warns_that_it_runs_one_seed(tmp_path, capsys, monkeypatch):
     assert runs == [4] and len(warnings) == 1 and ": seeds: " in warnings[0] and "seed 4" in warnings[0], warnings
 
 
+def test_verify_of_a_trace_decodes_the_traces_prompts(tmp_path, capsys):
+    """Before: a trace workload's batch took workload.input_len's default (1024-token prompts),
+    whatever the trace held, with a warning that spoke of arrivals only."""
+    pytest.importorskip("torch")
+    from mtpsim.verify import command
+    (tmp_path / "t.csv").write_text("arrival_s,input_len,output_len\n0,40,5\n0.1,24,5\n0.2,8,5\n")
+    path = tmp_path / "v.yaml"
+    path.write_text(VERIFY.replace("{arrival: batch, concurrency: 1, num_requests: 1, input_len: 16, output_len: 8}",
+                                   "{arrival: trace, trace: t.csv, concurrency: 2}"))
+    assert command.prompt_lengths(mtpsim.load(path)[0]) == [40, 24]
+    one_line_error(capsys, ["verify", str(path), "--set", "workload.concurrency=4", "--out", str(tmp_path / "o")],
+                   "workload.concurrency", "selects 3")
+    assert not (tmp_path / "o").exists()
+
+
 # ---------------------------------------------------------------- 5: calibrate names what the user gave
 def test_calibrate_out_under_a_file_names_the_out_and_the_file(tmp_path, capsys):
     """Before: `afile/sub.partial: cannot create: Not a directory`: a name the user never gave."""

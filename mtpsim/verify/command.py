@@ -72,8 +72,9 @@ def _verify(points: list, args, out: Path) -> int:
         tables.append(verify_point(s, device, hardware, profile, folder))
     levels.append(_machine_level(device, profile))
     if first.workload.arrival != "batch":  # said once every point passed its own checks: bad input stays one line
-        warn(first.source or "verify", "workload.arrival", f"verify decodes one batch of workload.concurrency requests "
-             f"that all start at t=0: the scenario's {first.workload.arrival} arrivals are not replayed")
+        trace = " (the trace's first ones, their prompt lengths)" if first.workload.arrival == "trace" else ""
+        warn(first.source or "verify", "workload.arrival", f"verify decodes one batch of workload.concurrency requests"
+             f"{trace} that all start at t=0: the scenario's {first.workload.arrival} arrivals are not replayed")
     if first.seeds > 1:  # run's replicates: verify times one loop per point, at the scenario's seed
         warn(first.source or "verify", "seeds", f"verify runs one loop per point, at seed {first.seed}: the "
              f"{first.seeds} replicates seeds asks for are `mtpsim run`'s")
@@ -193,12 +194,26 @@ def setup_of(s, device: str) -> Setup:
             assistant = shrink_block_drafter(s.specs.draft, model, v, dtype)
     except ValueError as exc:  # too few layers kept for the assistant's KV sources
         raise ScenarioError(s.source, "verify.num_layers", str(exc)) from None
-    rng = np.random.default_rng([s.seed, 0])
-    prompts = sample_lengths(rng, s.workload.input_len, s.workload.concurrency).tolist()
+    prompts = prompt_lengths(s)
     steps = DesignShape.of(s.speculative).steps
     profile = AcceptanceProfile.from_section(s.acceptance, steps, s.source) if steps else None
     return Setup(model, assistant, design, steps, prompts, v.iterations, v.warmup_iterations,
                  v.acceptance, profile, device, dtype, s.seed)
+
+
+def prompt_lengths(s) -> list[int]:
+    """The batch's prompt lengths: workload.concurrency of them, drawn from workload.input_len, or,
+    for a trace, its first requests' (input_len is then not the scenario's: its default)."""
+    if s.workload.arrival != "trace":
+        return sample_lengths(np.random.default_rng([s.seed, 0]), s.workload.input_len, s.workload.concurrency).tolist()
+    from mtpsim.tracefiles import stream
+    lengths, want = [], s.workload.concurrency
+    for chunk in stream(s.workload.trace):
+        lengths += chunk.input_len[: want - len(lengths)].tolist()
+        if len(lengths) == want:
+            return [int(n) for n in lengths]
+    raise ScenarioError(s.source or "verify", "workload.concurrency", f"verify decodes the trace's first {want} "
+                        f"requests together, and it selects {len(lengths)}: a smaller workload.concurrency fits")
 
 
 def verify_point(s, device: str, hardware: str, profile: str | None, folder: Path) -> pd.DataFrame:
