@@ -211,6 +211,26 @@ def test_verify_warns_that_it_runs_one_seed(tmp_path, capsys, monkeypatch):
     assert runs == [4] and len(warnings) == 1 and ": seeds: " in warnings[0] and "seed 4" in warnings[0], warnings
 
 
+@pytest.mark.parametrize("cost,key", [("{model: roofline}", "cost.model"), ("{profile: cpu}", "cost.profile")])
+def test_verify_warns_that_it_prices_with_its_own_cost_source(tmp_path, capsys, monkeypatch, cost, key):
+    """Before: `cost: {model: roofline}` (or another profile) was not read by verify, which
+    priced the loop with this device's committed profile, without a word."""
+    pytest.importorskip("torch")
+    import pandas as pd
+
+    from mtpsim.verify import command
+    table = pd.DataFrame({"kind": ["tps"], "predicted": [1.0], "measured": [1.0], "rel_error": [0.0]})
+    monkeypatch.setattr(command, "verify_point", lambda *args: table)
+    monkeypatch.setattr(command, "plot", lambda table, path: path.write_text(""))
+    monkeypatch.setattr(command, "_machine_level", lambda device, profile: None)
+    path = tmp_path / "v.yaml"
+    path.write_text(VERIFY + f"cost: {cost}\n")
+    from mtpsim import cli
+    assert cli.main(["verify", str(path), "--out", str(tmp_path / "o")]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mtpsim: warning:")]
+    assert len(warnings) == 1 and f": {key}: " in warnings[0] and "not with the scenario's cost" in warnings[0], warnings
+
+
 def test_verify_of_a_trace_decodes_the_traces_prompts(tmp_path, capsys):
     """Before: a trace workload's batch took workload.input_len's default (1024-token prompts),
     whatever the trace held, with a warning that spoke of arrivals only."""

@@ -75,6 +75,14 @@ def _verify(points: list, args, out: Path) -> int:
         trace = " (the trace's first ones, their prompt lengths)" if first.workload.arrival == "trace" else ""
         warn(first.source or "verify", "workload.arrival", f"verify decodes one batch of workload.concurrency requests"
              f"{trace} that all start at t=0: the scenario's {first.workload.arrival} arrivals are not replayed")
+    chosen = next((p for p in points if p.cost.model != "auto" or p.cost.profile is not None), None)
+    if chosen is not None:  # the prediction is of this device's loop: priced by its own cost source
+        key = "cost.profile" if chosen.cost.profile is not None else "cost.model"
+        used = f"the profile {profile}" if profile else "the roofline"
+        how = "--calibrate" if args.calibrate else "this device's committed profile, else the roofline"
+        asked = f"model {chosen.cost.model}" + (f", profile {chosen.cost.profile}" if chosen.cost.profile else "")
+        warn(chosen.source or "verify", key, f"verify prices the loop on this {device} with {used} ({how}), not "
+             f"with the scenario's cost section ({asked})")
     if first.seeds > 1:  # run's replicates: verify times one loop per point, at the scenario's seed
         warn(first.source or "verify", "seeds", f"verify runs one loop per point, at seed {first.seed}: the "
              f"{first.seeds} replicates seeds asks for are `mtpsim run`'s")
