@@ -12,7 +12,7 @@ from __future__ import annotations
 
 __all__ = ["load", "simulate", "disaggregated", "Results", "__version__"]
 
-_LAZY = {"load": ("mtpsim.scenario", "load"), "simulate": ("mtpsim.sim", "simulate"),
+_LAZY = {"load": ("mtpsim.scenario", "load"), "simulate": ("mtpsim.sim", "checked_simulate"),
          "disaggregated": ("mtpsim.resolve", "disaggregated"),  # a scenario on prefill + decode pools
          "Results": ("mtpsim.results", "Results")}
 

@@ -60,8 +60,10 @@ def staged(out: Path) -> Iterator[Path]:
     except FileExistsError:
         raise ScenarioError(str(tmp), "", "exists (another command writing there, or one that was stopped); remove "
                             "it yourself if it is stale") from None
-    except OSError as exc:
-        raise ScenarioError(str(tmp), "", f"cannot create: {exc.strerror or exc}") from None
+    except OSError as exc:  # named as the user gave it (the .partial beside it is ours), with what blocks it
+        blocker = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
+        why = f"{blocker} is a file, not a folder" if blocker is not None and blocker.is_file() else exc.strerror or exc
+        raise ScenarioError(str(out), "", f"cannot create: {why}") from None
     try:
         yield tmp
         sys.stdout.flush()

@@ -39,7 +39,58 @@ def validate(data: dict[str, Any], where: str = "<scenario>", point: dict[str, A
     scenario._source, scenario._point = where, dict(point or {})
     scenario._specs = _resolve_specs(scenario, where)
     check_against_specs(scenario, where)
+    scenario._resolved_from = _resolved_from(scenario)
     return scenario
+
+
+RESOLVED_FROM = ("model", "hardware", "engine", "cost")  # the keys `specs` is resolved from (and speculative.draft)
+
+
+def _resolved_from(s: Scenario) -> tuple:
+    """What a point's `specs` were resolved from, as values: changed, the specs no longer fit it."""
+    return (*(s.model_dump(include={key})[key] for key in RESOLVED_FROM), s.speculative.draft)
+
+
+def check_point_type(scenario: Any, caller: str) -> None:
+    """`scenario` is a Scenario (one point of mtpsim.load's list), or a ScenarioError naming the
+    API function `caller` it was given to, not an AttributeError from deep inside."""
+    if not isinstance(scenario, Scenario):
+        raise ScenarioError(caller, "", f"takes one point of mtpsim.load's list (a Scenario), not "
+                            f"{type(scenario).__name__} {short(scenario, 60)}")
+
+
+def check_resolved(scenario: Any, caller: str = "mtpsim.simulate") -> None:
+    """A point `caller` (the API's simulate) can run: a Scenario `validate` built, its values still
+    valid and its specs still those of its model, hardware, engine and cost. A Scenario is frozen,
+    but model_copy(update=...) skips validation: its values could be of any type (met as an
+    AttributeError deep in the simulation) or name another model than the one its specs hold (a
+    silently wrong result). Internal copies (seeds, a search's steps) change only other values."""
+    check_point_type(scenario, caller)
+    private = scenario.__pydantic_private__ or {}
+    if "_specs" not in private:
+        raise ScenarioError(caller, "", f"scenario {scenario.name!r} was built without validation (Scenario(...) or "
+                            "model_validate): mtpsim.load (a file's path or a mapping) validates it and resolves "
+                            "its catalog entries")
+    where = scenario.source
+    after = " (changed after mtpsim.load validated it: model_copy(update=...) does not validate; load with sets=[...] instead)"
+    try:  # a value of another type dumps as it is (no warning) and reads back as the type would: compared below
+        again = Scenario.model_validate(scenario.model_dump(round_trip=True, warnings=False))
+    except ValidationError as exc:
+        err = from_validation(exc, where)
+        raise ScenarioError(where, err.key, f"{err.reason}{after}") from None
+    odd = next((k for k in Scenario.model_fields if getattr(again, k) != getattr(scenario, k)), None)
+    if odd is not None:
+        raise ScenarioError(where, odd, f"is {type(getattr(scenario, odd)).__name__} {short(getattr(scenario, odd), 60)}, "
+                            f"not the {type(getattr(again, odd)).__name__} validation makes of it{after}")
+    keys, now = (*RESOLVED_FROM, "speculative.draft"), _resolved_from(scenario)
+    changed = next((k for k, was, is_ in zip(keys, private.get("_resolved_from") or (), now) if was != is_), None)
+    if changed is not None:
+        raise ScenarioError(where, changed, "changed after mtpsim.load resolved the point's catalog entries, which "
+                            "still describe the old value: load with sets=[...] instead of model_copy(update=...)")
+    try:  # the checks against the specs it passed when loaded: a changed value can fail them
+        check_against_specs(scenario, where)
+    except ScenarioError as exc:
+        raise ScenarioError(exc.where, exc.key, f"{exc.reason}{after}") from None
 
 
 def _spec(kind: str, ref: str | dict[str, Any], cls: type[BaseModel], where: str, key: str, mtp_runs: bool = True):
@@ -204,6 +255,7 @@ def disaggregated(s: Scenario, prefill: dict, decode: dict, link: str = "auto", 
     pools (each a mapping of schema.Pool's keys: replicas, tp, ep, attention_dp, gpus_per_node),
     validated as a scenario file would be: what a deployment search compares with `s` itself.
     `simulate(result)` runs it (sim/disagg.py)."""
+    check_point_type(s, "mtpsim.disaggregated")  # its values are validated again below, as a file's
     data = s.model_dump(exclude={"parallel", "disaggregation", "sweep"}, exclude_defaults=True)
     data["disaggregation"] = {"prefill": prefill, "decode": decode, "link": link,
                               **({"gpus": gpus} if gpus is not None else {})}

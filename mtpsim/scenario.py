@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from mtpsim.schema import (
     Workload,
 )
 from mtpsim.textfiles import check_path_length
-from mtpsim.yamlfiles import MAX_DEPTH
+from mtpsim.yamlfiles import MAX_DEPTH, dump_yaml_all
 
 __all__ = ["Acceptance", "Cost", "Engine", "LengthDist", "Parallel", "Scenario", "Specs", "Speculative",
            "Verify", "Workload", "ScenarioError", "load", "validate", "read_yaml", "parse_set", "set_key",
@@ -48,6 +49,67 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ScenarioError(str(path), "", "a scenario must be a mapping of sections")
     return data
+
+
+MAPPING = "<dict>"  # what errors name for a scenario `load` was given as a mapping, not a file
+PLAIN = (str, bool, int, float, type(None))  # the values YAML reads (besides lists and mappings)
+
+
+def _source(source: Any) -> tuple[str | Path, dict[str, Any]]:
+    """(what errors name, the scenario as a mapping) of `load`'s first argument: a file's path
+    (str or os.PathLike) or a mapping of sections, which then passes the YAML reader's rules as if
+    written in a file (paths in it are read from the current folder). Anything else is refused
+    here, not met later as a TypeError from deep inside."""
+    if isinstance(source, bytes):
+        source = os.fsdecode(source)
+    if isinstance(source, (str, os.PathLike)):
+        return source, read_yaml(source)
+    if isinstance(source, dict):
+        _check_plain(source, "", 0)
+        return MAPPING, read_mapping(source)
+    raise ScenarioError("mtpsim.load", "", f"takes a scenario file's path (str or pathlib.Path) or a mapping of "
+                        f"its sections, not {type(source).__name__} {short(source, 60)}")
+
+
+def _check_plain(value: Any, key: str, depth: int) -> None:
+    """A mapping given to `load` holds only what a YAML file can (the key path of what does not)."""
+    if depth > MAX_DEPTH:
+        raise ScenarioError(MAPPING, short(key, 80)[1:-1], f"nested deeper than {MAX_DEPTH} levels (a mapping that "
+                            "holds itself?)")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, (str, int)) or isinstance(k, bool):
+                raise ScenarioError(MAPPING, key, f"a key is {type(k).__name__} {short(k, 40)}: keys are text (or "
+                                    "integers, as steps_by_batch's batch sizes)")
+            _check_plain(v, f"{key}.{k}" if key else str(k), depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_plain(v, f"{key}.{i}", depth + 1)
+    elif not isinstance(value, PLAIN):
+        raise ScenarioError(MAPPING, key, f"is {type(value).__module__}.{type(value).__qualname__} {short(value, 40)}: "
+                            "a scenario holds what YAML does (str, int, float, bool, None, lists and dicts; "
+                            "int(x) or float(x) for a NumPy number)")
+
+
+def read_mapping(data: dict[str, Any]) -> dict[str, Any]:
+    """A mapping of plain values (_check_plain) as the YAML reader would return it from a file
+    holding it: a copy (tuples as lists, int and str subclasses as int and str), under the same
+    rules, so a mapping and the file written from it load alike."""
+    if not data:
+        raise ScenarioError(MAPPING, "", "the mapping is empty")
+    return parse_yaml(dump_yaml_all([data], sort_keys=False, allow_unicode=True), MAPPING)
+
+
+def _set_items(sets: Any) -> list[str]:
+    """`load`'s `sets` as the list of `key.path=value` texts --set gives, or a ScenarioError."""
+    if isinstance(sets, (str, bytes)) or not isinstance(sets, (list, tuple)):
+        raise ScenarioError("mtpsim.load", "sets", f"is a list of 'key.path=value' texts (as --set gives), not "
+                            f"{type(sets).__name__} {short(sets, 60)}")
+    for i, item in enumerate(sets):
+        if not isinstance(item, str):
+            raise ScenarioError("mtpsim.load", f"sets.{i}", f"is {type(item).__name__} {short(item, 40)}: each is "
+                                "a 'key.path=value' text")
+    return list(sets)
 
 
 def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
@@ -114,16 +176,17 @@ def parse_set(item: str) -> tuple[str, Any]:
     return key.strip(), value
 
 
-def load(path: str | Path, sets: list[str] = (), advise_points: bool = True,
+def load(path: str | Path | dict[str, Any], sets: list[str] = (), advise_points: bool = True,
          fixed: dict[str, str] | None = None) -> list[Scenario]:
     """Read, override, expand the sweep and validate: one Scenario per point, each point's
     warnings printed (advice.py) unless `advise_points` is False: a command that refuses some
     valid scenarios checks its own rule first and then advises, so bad input stays one line.
     `fixed`: top-level keys a command's own flag sets on every point afterwards (run's --seeds),
-    key -> the flag as given: as a key --set gives, such a key stops being swept, with one warning."""
+    key -> the flag as given: as a key --set gives, such a key stops being swept, with one warning.
+    `path` may be a mapping of the file's sections instead (errors then name `<dict>`)."""
+    path, data = _source(path)
     where = str(path)
-    data = read_yaml(path)
-    overrides = [parse_set(item) for item in sets]
+    overrides = [parse_set(item) for item in _set_items(sets)]
     written = copy.deepcopy(data) if overrides else data  # what the file says, to tell its errors from --set's
     for key, value in overrides:
         set_key(data, key, value, "--set")

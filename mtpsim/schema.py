@@ -31,7 +31,7 @@ from mtpsim.limits import (  # noqa: F401 (the limits are read from here too)
     MAX_USERS,
 )
 from mtpsim.search.bounds import SearchBounds
-from mtpsim.sections import Probability, Ref, Section, Text  # noqa: F401 (read from here too)
+from mtpsim.sections import Frozen, Probability, Ref, Section, Text  # noqa: F401 (read from here too)
 from mtpsim.specs import ModelSpec
 from mtpsim.workload_schema import (  # noqa: F401 (the workload section, read from here too)
     MAX_TRACE_S,
@@ -257,6 +257,7 @@ class Scenario(Section):
     _specs: Specs = PrivateAttr()
     _source: str = PrivateAttr(default="<scenario>")
     _point: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _resolved_from: tuple = PrivateAttr(default=())  # what `specs` was resolved from (resolve.check_resolved)
 
     @property
     def specs(self) -> Specs:
@@ -281,7 +282,7 @@ class Scenario(Section):
                f"decode: {d.decode.shape(d.decode.replicas)})"
 
 
-class Specs(BaseModel):
+class Specs(Frozen, BaseModel):
     """Catalog entries a scenario resolves to, and the cost model that prices it: `cost_model`
     roofline or calibrated, with `profile` the calibrated profile's folder."""
 

@@ -7,6 +7,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from mtpsim.errors import ScenarioError, short
+
 
 def _not_blank(text: str) -> str:
     if not text.strip():
@@ -38,7 +40,28 @@ Probability = Annotated[float, Field(ge=0.0, le=1.0)]  # an error names the entr
 
 
 
-class Section(BaseModel):
+class Frozen:
+    """A validated record refuses a change as the one-line error bad input gets (pydantic's frozen
+    check raises its own ValidationError): a scenario's values were checked together, against
+    the catalog entries they resolved; one changed alone could break what they were checked for.
+    Private attributes (`_specs`, set by validation) pass."""
+
+    def __setattr__(self, name: str, value) -> None:
+        if name.startswith("_"):
+            super().__setattr__(name, value)
+            return
+        raise ScenarioError(type(self).__name__, name, f"cannot be changed to {short(value, 40)}: a validated "
+                            "scenario (and each of its sections and specs) is frozen; set it in the file, or with "
+                            "mtpsim.load(path, sets=['key.path=value'])")
+
+    def __delattr__(self, name: str) -> None:
+        if name.startswith("_"):
+            super().__delattr__(name)
+            return
+        raise ScenarioError(type(self).__name__, name, "cannot be deleted: a validated scenario is frozen")
+
+
+class Section(Frozen, BaseModel):
     """Unknown keys are errors; types are strict (no `true` for 1, no "8" for 8, no 8.0 for an
     integer) and floats finite, so a typo is an error rather than a quietly different number."""
 

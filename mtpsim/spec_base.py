@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from mtpsim.sections import Frozen
+
 Dtype = Literal["fp32", "bf16", "fp16", "fp8", "fp4"]
 DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp4": 0.5}
 
@@ -21,7 +23,7 @@ MAX_VOCAB = 2**24
 MAX_CONTEXT = 2**26        # max_context and attention windows, in tokens
 
 
-class Spec(BaseModel):
+class Spec(Frozen, BaseModel):
     """Base for catalog specs: unknown keys are errors, specs are immutable, types are strict
     (no `true` for 1, no "8" for 8) and floats finite."""
 

@@ -64,7 +64,8 @@ def write_profile(choice: str, out: str | None, quick: bool, threads: int | None
     profiles/<device>): 0, or 2 after a one-line error. `mtpsim verify --calibrate` calls it too."""
     device = _device(choice)
     if device is None:
-        print("mtpsim: error: --device cuda but torch sees no CUDA device", file=sys.stderr)
+        print(line("error", "--device: cuda, and torch sees no CUDA device on this machine (use cpu or auto)"),
+              file=sys.stderr)
         return 2
     out = Path(out or f"profiles/{device}")  # the current folder, never the package
     problem = _check_out(out)

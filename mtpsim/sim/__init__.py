@@ -11,6 +11,7 @@ import simpy
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import build_pricer
 from mtpsim.designs import DesignShape
+from mtpsim.errors import ScenarioError, short
 from mtpsim.memory import check_fits, memory_budget, pool_rule, prefill_chunk_tokens
 from mtpsim.results import Records, Results, limits_row, to_results
 from mtpsim.sim.arrivals import Arrivals
@@ -93,6 +94,24 @@ def identity(s) -> dict:
             "topk": d.topk, "draft_tokens": d.draft_tokens, **load_columns(s.workload), "dp": s.parallel.dp,
             **({"policy": policy_text(s.speculative.policy)} if s.speculative.policy else {}),
             **{k: point_text(v) for k, v in s.point.items()}}
+
+
+def checked_simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 10_000,
+                     max_request_rows: int = 100_000, progress: bool = False, progress_line: int = 0) -> Results:
+    """`mtpsim.simulate`: `simulate` (see there) behind the API's checks. A point that is not one
+    mtpsim.load validated (another type, a Scenario built without validation, or changed after
+    it: resolve.check_resolved) and options of the wrong type are ScenarioErrors, not an
+    AttributeError from deep inside or a silently wrong result."""
+    from mtpsim.resolve import check_resolved
+    check_resolved(scenario)
+    for key, value, kind in (("keep_passes", keep_passes, bool), ("progress", progress, bool),
+                             ("max_iteration_rows", max_iteration_rows, int), ("max_request_rows", max_request_rows, int),
+                             ("progress_line", progress_line, int)):
+        if not isinstance(value, kind) or (kind is int and (isinstance(value, bool) or value < 0)):
+            raise ScenarioError("mtpsim.simulate", key, f"is {short(value, 40)}: "
+                                f"{'True or False' if kind is bool else 'a whole number, 0 or more'}")
+    return simulate(scenario, keep_passes=keep_passes, max_iteration_rows=max_iteration_rows,
+                    max_request_rows=max_request_rows, progress=progress, progress_line=progress_line)
 
 
 def load_columns(w) -> dict:

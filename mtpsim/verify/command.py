@@ -40,7 +40,7 @@ from mtpsim.verify.compare import comparison, fits_memory, plot, predict, simula
 def main(args) -> int:
     with holding():  # the loader's warnings wait for verify's own checks of every point: bad input is one line
         points = sc.load(args.scenario, args.sets)
-        device = pick_device(points[0].verify.device, points[0].source)
+        device = one_device(points)
         for s in points:
             setup_of(s, device)
     with claimed(f"{points[0].name}-verify", args.out) as out:  # new or empty; a failed run gives it back
@@ -48,16 +48,19 @@ def main(args) -> int:
 
 
 def _verify(points: list, args, out: Path) -> int:
-    device = pick_device(points[0].verify.device, points[0].source)
+    device = one_device(points)
     if device == "cpu":
         keep_freed_memory()  # large temporaries reuse kept memory, as in the calibration
     else:
         without_cudnn_attention()  # as the calibration times it
     hardware, profile = cost_source(device, args.calibrate, out)
     first = points[0]
-    if first.specs.hardware.name != hardware or first.parallel.dp * first.parallel.tp > 1 or first.disaggregation is not None:
+    # the deployment of any point (a sweep may vary the hardware or the layout), not only the first's
+    other = next((p for p in points if p.specs.hardware.name != hardware or p.parallel.dp * p.parallel.tp > 1
+                  or p.disaggregation is not None), None)
+    if other is not None:
         warn(first.source or "verify", "hardware", f"verify runs a shrunken copy of the model on this {device} "
-             f"({hardware}, one device), not the scenario's {first.describe_layout()}: it checks the simulator "
+             f"({hardware}, one device), not the scenario's {other.describe_layout()}: it checks the simulator "
              "against a real loop here, not that deployment's speed")
     print(f"verify {points[0].name} on {device} ({hardware}); cost model: "
           f"{'calibrated, ' + profile if profile else 'roofline (no profile for this device yet)'}")
@@ -69,8 +72,20 @@ def _verify(points: list, args, out: Path) -> int:
         tables.append(verify_point(s, device, hardware, profile, folder))
     levels.append(_machine_level(device, profile))
     if first.workload.arrival != "batch":  # said once every point passed its own checks: bad input stays one line
-        warn(first.source or "verify", "workload.arrival", f"verify decodes one batch of workload.concurrency requests "
-             f"that all start at t=0: the scenario's {first.workload.arrival} arrivals are not replayed")
+        trace = " (the trace's first ones, their prompt lengths)" if first.workload.arrival == "trace" else ""
+        warn(first.source or "verify", "workload.arrival", f"verify decodes one batch of workload.concurrency requests"
+             f"{trace} that all start at t=0: the scenario's {first.workload.arrival} arrivals are not replayed")
+    chosen = next((p for p in points if p.cost.model != "auto" or p.cost.profile is not None), None)
+    if chosen is not None:  # the prediction is of this device's loop: priced by its own cost source
+        key = "cost.profile" if chosen.cost.profile is not None else "cost.model"
+        used = f"the profile {profile}" if profile else "the roofline"
+        how = "--calibrate" if args.calibrate else "this device's committed profile, else the roofline"
+        asked = f"model {chosen.cost.model}" + (f", profile {chosen.cost.profile}" if chosen.cost.profile else "")
+        warn(chosen.source or "verify", key, f"verify prices the loop on this {device} with {used} ({how}), not "
+             f"with the scenario's cost section ({asked})")
+    if first.seeds > 1:  # run's replicates: verify times one loop per point, at the scenario's seed
+        warn(first.source or "verify", "seeds", f"verify runs one loop per point, at seed {first.seed}: the "
+             f"{first.seeds} replicates seeds asks for are `mtpsim run`'s")
     table = pd.concat(tables, ignore_index=True)
     level = at_level(table, levels)
     write_csv(table, out / "verify.csv")
@@ -106,6 +121,18 @@ def at_level(table: pd.DataFrame, levels: list) -> float | None:
     table["machine_level"] = level
     table["rel_error_at_level"] = np.where(table.measured > 0, scaled / table.measured.where(table.measured > 0, 1) - 1, 0.0)
     return level
+
+
+def one_device(points: list) -> str:
+    """The device every point runs on. One verify times one device, against that device's cost
+    model (its profile, its thread count); a sweep whose points pick different devices is refused,
+    not run on the first point's device while its rows say otherwise."""
+    devices = [pick_device(s.verify.device, s.source) for s in points]
+    if len(set(devices)) > 1:
+        swept = next((f"sweep.{k}" for k in points[0].point if k in ("verify", "verify.device")), "verify.device")
+        raise ScenarioError(points[0].source or "verify", swept, f"the points pick devices {sorted(set(devices))}: one "
+                            "verify times one device against its own cost model; run one verify per device")
+    return devices[0]
 
 
 def pick_device(choice: str, where: str = "verify") -> str:
@@ -175,12 +202,26 @@ def setup_of(s, device: str) -> Setup:
             assistant = shrink_block_drafter(s.specs.draft, model, v, dtype)
     except ValueError as exc:  # too few layers kept for the assistant's KV sources
         raise ScenarioError(s.source, "verify.num_layers", str(exc)) from None
-    rng = np.random.default_rng([s.seed, 0])
-    prompts = sample_lengths(rng, s.workload.input_len, s.workload.concurrency).tolist()
+    prompts = prompt_lengths(s)
     steps = DesignShape.of(s.speculative).steps
     profile = AcceptanceProfile.from_section(s.acceptance, steps, s.source) if steps else None
     return Setup(model, assistant, design, steps, prompts, v.iterations, v.warmup_iterations,
                  v.acceptance, profile, device, dtype, s.seed)
+
+
+def prompt_lengths(s) -> list[int]:
+    """The batch's prompt lengths: workload.concurrency of them, drawn from workload.input_len, or,
+    for a trace, its first requests' (input_len is then not the scenario's: its default)."""
+    if s.workload.arrival != "trace":
+        return sample_lengths(np.random.default_rng([s.seed, 0]), s.workload.input_len, s.workload.concurrency).tolist()
+    from mtpsim.tracefiles import stream
+    lengths, want = [], s.workload.concurrency
+    for chunk in stream(s.workload.trace):
+        lengths += chunk.input_len[: want - len(lengths)].tolist()
+        if len(lengths) == want:
+            return [int(n) for n in lengths]
+    raise ScenarioError(s.source or "verify", "workload.concurrency", f"verify decodes the trace's first {want} "
+                        f"requests together, and it selects {len(lengths)}: a smaller workload.concurrency fits")
 
 
 def verify_point(s, device: str, hardware: str, profile: str | None, folder: Path) -> pd.DataFrame:
