@@ -108,7 +108,7 @@ def _skew_without_experts(s: Scenario) -> list[tuple[str, str]]:
     return []
 
 
-def _swept_search(s: Scenario) -> list[tuple[str, str]]:
+def swept_search(s: Scenario) -> list[tuple[str, str]]:
     return [(f"sweep.{k}", "only `mtpsim search` reads the search section: these points are the same run")
             for k in s.point if k == "search" or k.startswith("search.")][:1]
 
@@ -359,7 +359,7 @@ def _deep_histogram(s: Scenario) -> list[tuple[str, str]]:
 
 # every check problems() runs, in the order its warnings print
 CHECKS = (_ignored_by_design, _unreached_policy, _skew_without_experts, workload_advice.reshaped_lengths,
-          model_advice.no_context_limit, _deep_histogram, _dead_drafts, _swept_search, _no_wide_ep,
+          model_advice.no_context_limit, _deep_histogram, _dead_drafts, swept_search, _no_wide_ep,
           _idle_engine_settings, _blocks_out_of_reach, _budget_below_decode, model_advice.unread_dtypes,
           model_advice.windows_past_context, workload_advice.trace_settings_unread, model_advice.odd_widths,
           _verify_past_the_model, _disaggregation_moot, workload_advice.unused_by_arrival, _past_their_reach,

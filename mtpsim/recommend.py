@@ -60,19 +60,17 @@ def base_point(path: str, sets: list[str]) -> sc.Scenario:
     """The scenario the grid varies: its first point, with a speculative design and acceptance
     given per depth (an accept_length alone would refit the profile to every steps value)."""
     points = sc.load(path, sets, advise_points=False)  # this command's own refusals come before any warning
-    s = points[0]
-    if s.speculative.design == BASELINE:
-        raise ScenarioError(s.source, "speculative.design", "recommend compares steps settings of a speculative "
-                            "design (nextn, multi_layer, frozen_kv, parallel_heads, block), and this scenario's is none")
-    space.refuse_fixed_accept_length(s, "compare steps")
-    if s.speculative.policy is not None:
-        warn(s.source, "speculative.policy", "recommend compares fixed steps at each batch and prints the policy "
-             "they make: the scenario's own policy is not used")
-    s = space.own_loads(s, "recommend", "closed-loop batches (--batch)")
-    if len(points) > 1:
-        print(f"(scenario sweeps {len(points)} points; recommending for the first: {s.point})")
-    for p in points:
-        advise(p)
+    with sc.one_point(points, "recommend") as s:
+        if s.speculative.design == BASELINE:
+            raise ScenarioError(s.source, "speculative.design", "recommend compares steps settings of a speculative "
+                                "design (nextn, multi_layer, frozen_kv, parallel_heads, block), and this scenario's "
+                                "is none")
+        space.refuse_fixed_accept_length(s, "compare steps")
+        if s.speculative.policy is not None:
+            warn(s.source, "speculative.policy", "recommend compares fixed steps at each batch and prints the policy "
+                 "they make: the scenario's own policy is not used")
+        s = space.own_loads(s, "recommend", "closed-loop batches (--batch)")
+    advise(points[0])  # the point recommended for
     return s
 
 

@@ -1,0 +1,46 @@
+"""Bad and odd input to `mtpsim search`, `recommend` and `run`'s sweeps (campaign 11q), one test
+per class: each says what happened before the fix."""
+from __future__ import annotations
+
+from tests.test_bad_input import LLAMA, one_line_error, run
+from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
+
+SMALL = LLAMA.replace("tp: 8", "tp: 1")
+NEXTN = SMALL.replace("speculative: {design: none, steps: 2}",
+                      "speculative: {design: nextn, steps: 2, draft: eagle3-llama-3.1-8b}\n"
+                      "acceptance: {per_depth: [0.8, 0.7]}")
+SEARCH = NEXTN + "search: {concurrency: [1, 2], requests_per_user: 2}\n"
+
+
+def _search(tmp_path, text: str, *flags: str) -> list[str]:
+    argv = run(tmp_path, text)
+    return ["search", argv[1], "--gpus", "1", "--no-cache", "--no-plot", "--out", str(tmp_path / "out"), *flags]
+
+
+def _recommend(tmp_path, text: str, *flags: str) -> list[str]:
+    argv = run(tmp_path, text)
+    return ["recommend", argv[1], "--batch", "1", "--seeds", "1", "--out", str(tmp_path / "out"), *flags]
+
+
+def test_a_one_point_command_given_a_sweep_warns_and_names_the_point_it_refuses(tmp_path, capsys):
+    """Before: search, recommend and cost ran the first point with only a note on stdout, search
+    warned that a swept search key is read by `mtpsim search` only (while being that command),
+    and recommend refused a sweep of [none, nextn] as `this scenario's is none`."""
+    swept = SEARCH.replace("search: {", "sweep: {search.requests_per_user: [2, 3]}\nsearch: {")
+    found = warnings_of(capsys, _search(tmp_path, swept))
+    assert len(found) == 1 and ": sweep: search uses one point" in found[0], found
+    assert "search.requests_per_user=2" in found[0] and "only `mtpsim search`" not in found[0]
+    (tmp_path / "r").mkdir()
+    found = warnings_of(capsys, _recommend(tmp_path / "r", NEXTN + "sweep: {speculative.steps: [2, 1]}\n"))
+    assert any(": sweep: recommend uses one point" in w and "speculative.steps=2" in w for w in found), found
+    (tmp_path / "c").mkdir()
+    found = warnings_of(capsys, ["cost", run(tmp_path / "c", NEXTN + "sweep: {speculative.steps: [2, 1]}\n")[1]])
+    assert any(": sweep: cost uses one point" in w for w in found), found
+    (tmp_path / "n").mkdir()
+    line = one_line_error(capsys, _recommend(tmp_path / "n", NEXTN + "sweep: {speculative.design: [none, nextn]}\n"),
+                          "speculative.design", "is none")
+    assert "sweep point 1 of 2: speculative.design='none', the one recommend uses" in line
+    (tmp_path / "o").mkdir()
+    line = one_line_error(capsys, _search(tmp_path / "o", SEARCH + "sweep: {workload.output_len: [1, 16]}\n"),
+                          "workload.output_len", "one output token")
+    assert "sweep point 1 of 2" in line
