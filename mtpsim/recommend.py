@@ -80,6 +80,7 @@ def check_topks(s: sc.Scenario, topks: list[int]) -> None:
     for key, reason in record(s.speculative.design).problems(spec, s.specs.model, s.specs.draft or s.specs.assistant):
         if key == "speculative.topk":
             raise ScenarioError("--topk", "", reason)
+    space.check_topk(s, max(topks), ("--topk", ""))  # e.g. no per-rank acceptance: the flag asked for trees
 
 
 def grid(s: sc.Scenario, batches: list[int], steps: list[int], topks: list[int], seeds: int = 1) -> list[sc.Scenario]:

@@ -44,3 +44,19 @@ def test_a_one_point_command_given_a_sweep_warns_and_names_the_point_it_refuses(
     line = one_line_error(capsys, _search(tmp_path / "o", SEARCH + "sweep: {workload.output_len: [1, 16]}\n"),
                           "workload.output_len", "one output token")
     assert "sweep point 1 of 2" in line
+
+
+def test_a_search_bound_is_blamed_where_it_was_given(tmp_path, capsys):
+    """Before: a tree width the acceptance cannot serve (no per-rank columns) was blamed on
+    `acceptance` whether --topk, search.topk or recommend's --topk asked for it, and a
+    search.max_steps past the acceptance was warned on --max-steps, a flag not given."""
+    line = one_line_error(capsys, _search(tmp_path, SEARCH, "--topk", "1,2"), "", "topk 2")
+    assert line.startswith("mtpsim: error: --topk: ")
+    line = one_line_error(capsys, _search(tmp_path, SEARCH.replace("search: {", "search: {topk: [1, 3], ")),
+                          "search.topk", "per_depth_topk")
+    assert "s.yaml" in line
+    line = one_line_error(capsys, _recommend(tmp_path, NEXTN, "--topk", "2"), "", "per_depth_topk")
+    assert line.startswith("mtpsim: error: --topk: ")
+    found = warnings_of(capsys, _search(tmp_path, SEARCH.replace("search: {", "search: {max_steps: 9, ")))
+    assert any(": search.max_steps: 9 asked, 2 compared" in w for w in found), found
+    assert not any("--max-steps" in w for w in found), found

@@ -189,7 +189,7 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
         bounds = bounds_of(base, flags)
         if bounds.gpus is None:
             raise ScenarioError("--gpus", "", "how many GPUs to deploy on is required (--gpus N or search.gpus)")
-        steps = space.steps_by_design(base, bounds)
+        steps = space.steps_by_design(base, bounds, {k for k, v in flags.items() if v is not None})
         layouts, refused = _layouts(base, bounds)
         settings = space.design_settings(base, bounds, steps)
         points = space.points(base, layouts, settings, bounds, _load_origin(base, bounds, flags))
