@@ -315,10 +315,14 @@ def print_report(points: list[sc.Scenario], sets: list[str], summary: list[dict]
     s = points[0]
     if s.question:  # the question as written, and what --set changed of the scenario it asks about
         print(f"Q: {s.question}" + (f" (with --set {', '.join(sets)})" if sets else ""))
-    varies = " and ".join(k for k in ("model", "hardware") if len({getattr(p.specs, k).name for p in points}) > 1)
-    print(f"{s.name}: {s.specs.model.name} on {s.describe_layout()}"
-          f"{f' (the first point; {varies} swept: see the column)' if varies else ''}, "
-          f"engine {s.specs.engine.name}, priced by {_pricing(points)}, {len(points)} point(s)"
+    # what the header names of the first point, and what of it a sweep varies (its own column)
+    named = {"model": lambda p: p.specs.model.name, "hardware": lambda p: p.specs.hardware.name,
+             "layout": lambda p: (p.parallel, p.disaggregation), "engine": lambda p: p.specs.engine.name}
+    swept = [k for k, of in named.items() if len({of(p) for p in points}) > 1]
+    varies = " and ".join([", ".join(swept[:-1]), swept[-1]] if len(swept) > 1 else swept)
+    print(f"{s.name}: {s.specs.model.name} on {s.describe_layout()}, engine {s.specs.engine.name}"
+          f"{f' (the first point; {varies} swept: see the columns)' if varies else ''}, "
+          f"priced by {_pricing(points)}, {len(points)} point(s)"
           f"{f' x {_seed_counts(points)} seeds' if replicated else ''} in {wall_s:.1f} s\n")
     if replicated:
         print(format_table(intervals) + "\n\n" + legend(intervals))

@@ -60,3 +60,18 @@ def test_a_search_bound_is_blamed_where_it_was_given(tmp_path, capsys):
     found = warnings_of(capsys, _search(tmp_path, SEARCH.replace("search: {", "search: {max_steps: 9, ")))
     assert any(": search.max_steps: 9 asked, 2 compared" in w for w in found), found
     assert not any("--max-steps" in w for w in found), found
+
+
+def test_the_run_header_says_when_a_sweep_varies_what_it_names(tmp_path, capsys):
+    """Before: a sweep of engine.kind printed `engine sglang` over vLLM's and TensorRT-LLM's rows,
+    and one of parallel.tp `(1 replica x tp 1)` over tp 2's: only a swept model or hardware said
+    the header is the first point's."""
+    from mtpsim import cli
+    for sweep, word in (("{engine.kind: [sglang, vllm]}", "engine swept"), ("{parallel.tp: [1, 2]}", "layout swept")):
+        (tmp_path / word).mkdir()
+        assert cli.main(run(tmp_path / word, NEXTN + f"sweep: {sweep}\n")) == 0
+        header = capsys.readouterr().out.splitlines()[0]
+        assert f"(the first point; {word}: see the columns)" in header, header
+    (tmp_path / "one").mkdir()
+    assert cli.main(run(tmp_path / "one", NEXTN + "sweep: {speculative.steps: [1, 2]}\n")) == 0
+    assert "the first point" not in capsys.readouterr().out.splitlines()[0]
