@@ -75,3 +75,20 @@ def test_the_run_header_says_when_a_sweep_varies_what_it_names(tmp_path, capsys)
     (tmp_path / "one").mkdir()
     assert cli.main(run(tmp_path / "one", NEXTN + "sweep: {speculative.steps: [1, 2]}\n")) == 0
     assert "the first point" not in capsys.readouterr().out.splitlines()[0]
+
+
+def test_a_swept_seed_under_replicates_keeps_its_column_and_warns_of_shared_seeds(tmp_path, capsys):
+    """Before: with --seeds 2 a sweep of seed [0, 5] printed two rows told apart by nothing (the
+    seeds' mean dropped the swept column), and seed [0, 1] shared seed 1 between its points (and
+    ran that baseline once) without a word."""
+    from mtpsim import cli
+    assert cli.main(run(tmp_path, NEXTN + "sweep: {seed: [0, 5]}\n") + ["--seeds", "2"]) == 0
+    captured = capsys.readouterr()
+    assert "mtpsim: warning:" not in captured.err, captured.err
+    table = captured.out.splitlines()
+    head = next(i for i, line in enumerate(table) if line.lstrip().startswith("design"))
+    assert table[head].split()[-1] == "seed", table[head]
+    assert [line.split()[-1] for line in table[head + 1: head + 3]] == ["0", "5"]
+    (tmp_path / "near").mkdir()
+    found = warnings_of(capsys, run(tmp_path / "near", NEXTN + "sweep: {seed: [0, 1]}\n") + ["--seeds", "2"])
+    assert any(": sweep.seed: seeds 0 and 1 are under 2 apart" in w and "share seed 1 " in w for w in found), found
