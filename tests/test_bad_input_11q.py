@@ -92,3 +92,14 @@ def test_a_swept_seed_under_replicates_keeps_its_column_and_warns_of_shared_seed
     (tmp_path / "near").mkdir()
     found = warnings_of(capsys, run(tmp_path / "near", NEXTN + "sweep: {seed: [0, 1]}\n") + ["--seeds", "2"])
     assert any(": sweep.seed: seeds 0 and 1 are under 2 apart" in w and "share seed 1 " in w for w in found), found
+
+
+def test_a_search_of_a_poisson_scenario_says_it_runs_closed_loop_users(tmp_path, capsys):
+    """Before: the scenario's Poisson arrivals were replaced by the closed-loop ladder without a
+    word (recommend warned of the same)."""
+    poisson = SEARCH.replace("workload: {concurrency: 2,", "workload: {arrival: poisson, rate_per_s: 5,")
+    found = warnings_of(capsys, _search(tmp_path, poisson))
+    assert any(": workload.arrival: search runs closed-loop users" in w for w in found), found
+    (tmp_path / "r").mkdir()
+    found = warnings_of(capsys, _search(tmp_path / "r", poisson, "--rates", "1"))
+    assert not any("workload.arrival" in w for w in found), found

@@ -187,6 +187,9 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
         seeds = base.seeds if seeds is None else seeds  # no --seeds: the scenario's
         check_replicates(base.seed, seeds, "--seeds", "")  # the finalists' replicates
         bounds = bounds_of(base, flags)
+        if base.workload.arrival == "poisson" and bounds.rates is None:  # recommend warns of it too (own_loads)
+            warn(base.source, "workload.arrival", "search runs closed-loop users (its concurrency ladder), not the "
+                 "scenario's Poisson arrivals: give --rates or search.rates to search Poisson loads")
         if bounds.gpus is None:
             raise ScenarioError("--gpus", "", "how many GPUs to deploy on is required (--gpus N or search.gpus)")
         steps = space.steps_by_design(base, bounds, {k for k, v in flags.items() if v is not None})
