@@ -103,3 +103,9 @@ def test_a_search_of_a_poisson_scenario_says_it_runs_closed_loop_users(tmp_path,
     (tmp_path / "r").mkdir()
     found = warnings_of(capsys, _search(tmp_path / "r", poisson, "--rates", "1"))
     assert not any("workload.arrival" in w for w in found), found
+
+
+def test_targets_no_point_meets_are_blamed_on_the_flag_that_binds(tmp_path, capsys):
+    """Before: `mtpsim: error: targets: ...`, a name that is neither a file nor a flag."""
+    line = one_line_error(capsys, _search(tmp_path, SEARCH, "--ttft", "p99:1s", "--tpot", "p50:0.001ms"), "", "--tpot")
+    assert line.startswith("mtpsim: error: --tpot: no point meets --tpot"), line
