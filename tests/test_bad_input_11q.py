@@ -109,3 +109,17 @@ def test_targets_no_point_meets_are_blamed_on_the_flag_that_binds(tmp_path, caps
     """Before: `mtpsim: error: targets: ...`, a name that is neither a file nor a flag."""
     line = one_line_error(capsys, _search(tmp_path, SEARCH, "--ttft", "p99:1s", "--tpot", "p50:0.001ms"), "", "--tpot")
     assert line.startswith("mtpsim: error: --tpot: no point meets --tpot"), line
+
+
+def test_a_cache_that_is_a_run_folder_is_refused(tmp_path, capsys):
+    """Before: a search given a finished run's folder as --cache wrote its entries among that
+    run's results."""
+    from mtpsim import cli
+    assert cli.main(run(tmp_path, NEXTN)) == 0
+    capsys.readouterr()
+    before = sorted(p.name for p in (tmp_path / "out").iterdir())
+    (tmp_path / "s").mkdir()
+    argv = _search(tmp_path / "s", SEARCH)
+    argv[argv.index("--no-cache")] = "--cache=" + str(tmp_path / "out")
+    one_line_error(capsys, argv, "", "is a run folder")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == before
