@@ -208,15 +208,25 @@ def may_be_best(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[runs.tps_ci_high >= runs.tps_ci_low.max()]
 
 
-def policy_line(table: pd.DataFrame) -> str:
-    """The `policy:` line to paste under `speculative:` (chain picks only: a policy varies steps)."""
+def policy_line(table: pd.DataFrame, replicas: int = 1) -> str:
+    """The `policy:` line to paste under `speculative:` (chain picks only: a policy varies steps).
+    The table's batches are users over all `replicas` (closed-loop concurrency), and a policy's
+    keys are one replica's running batch (sim/engine.py iteration_at): each key is its batch's
+    share per replica, a later pick winning where two batches share one."""
     chain = table[table.tps_topk == 1]
     if chain.empty:
         return "policy: none (every pick is a tree; a policy varies a chain's steps)"
-    policy = steps_by_batch(chain)
+    per_replica = {}
+    for batch, steps in steps_by_batch(chain).items():
+        per_replica[-(-batch // replicas)] = steps
+    policy, last = {}, None
+    for batch, steps in per_replica.items():  # an entry that repeats the one before it does nothing
+        if steps != last:
+            policy[batch], last = steps, steps
     table_text = ", ".join(f"{b}: {v}" for b, v in policy.items())
+    per = f"; keys per replica: batch / {replicas} replicas" if replicas > 1 else ""
     return (f"policy: {{steps_by_batch: {{{table_text}}}}}   # under speculative:, with steps >= "
-            f"{max(max(policy.values()), 1)}")
+            f"{max(max(policy.values()), 1)}{per}")
 
 
 SHOWN = {"batch": "batch", "tps_steps": "S (TPS)", "tps_topk": "K (TPS)", "tps": "TPS", "speedup": "speedup",
@@ -281,4 +291,5 @@ def print_report(s: sc.Scenario, steps: list[int], topks: list[int], batches: li
               "budget a step, filled by the running batch's decode)")
     even = break_even(table)
     print(f"break-even batch: {even if even is not None else f'none within the range (speculation wins up to {batches[-1]})'}")
-    print(policy_line(table))
+    d = s.disaggregation  # the policy runs where decoding does: the decode pool's replicas
+    print(policy_line(table, d.decode.replicas if d is not None else s.parallel.dp))

@@ -123,3 +123,18 @@ def test_a_cache_that_is_a_run_folder_is_refused(tmp_path, capsys):
     argv[argv.index("--no-cache")] = "--cache=" + str(tmp_path / "out")
     one_line_error(capsys, argv, "", "is a run folder")
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == before
+
+
+def test_recommends_policy_keys_are_a_replicas_running_batch(tmp_path, capsys):
+    """Before: with dp replicas the policy line keyed each pick by the users over all replicas,
+    while a policy's key is one replica's running batch (sim/engine.py iteration_at): a pick
+    measured at 8 users over 4 replicas (2 each) took effect only at 32 users."""
+    from mtpsim import cli
+    from mtpsim.recommend import policy_line
+    from tests.test_recommend import table
+    picks = table([3, 3, 2, 0, 0], batches=(2, 4, 8, 16, 32))
+    assert policy_line(picks).startswith("policy: {steps_by_batch: {1: 3, 8: 2, 16: 0}}")
+    assert policy_line(picks, 4).startswith("policy: {steps_by_batch: {1: 3, 2: 2, 4: 0}}")
+    assert policy_line(table([3, 2, 0], batches=(1, 2, 4)), 2).startswith("policy: {steps_by_batch: {1: 2, 2: 0}}")
+    assert cli.main(_recommend(tmp_path, NEXTN.replace("tp: 1", "tp: 1, dp: 2"))) == 0
+    assert "keys per replica: batch / 2 replicas" in capsys.readouterr().out
