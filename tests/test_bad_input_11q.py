@@ -138,3 +138,27 @@ def test_recommends_policy_keys_are_a_replicas_running_batch(tmp_path, capsys):
     assert policy_line(table([3, 2, 0], batches=(1, 2, 4)), 2).startswith("policy: {steps_by_batch: {1: 2, 2: 0}}")
     assert cli.main(_recommend(tmp_path, NEXTN.replace("tp: 1", "tp: 1, dp: 2"))) == 0
     assert "keys per replica: batch / 2 replicas" in capsys.readouterr().out
+
+
+UNFIT = SMALL.replace("hardware: h200", "hardware: {from: h200, memory_capacity_bytes: 24e9}").replace(
+    "speculative: {design: none, steps: 2}", "speculative: {design: none, draft: eagle3-llama-3.1-8b}\n"
+    "acceptance: {per_depth: [0.8, 0.7]}") + \
+    "search: {concurrency: [1, 2], requests_per_user: 2, designs: [none, nextn]}\n"
+
+
+def test_a_searched_design_whose_draft_does_not_fit_is_left_out_before_anything_runs(tmp_path, capsys):
+    """Before: layouts were kept for the scenario's own design (none) only; nextn's draft left no
+    KV pool on one GPU, and its points failed in a worker after the folder was claimed and the
+    warnings said: a warning and an error blaming engine.mem_fraction, which the file never set."""
+    line = one_line_error(capsys, _search(tmp_path, UNFIT), "search.designs", "fits on none of the 1 layouts")
+    assert "nextn S=1" in line and "KV pool" in line
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "two").mkdir()
+    argv = _search(tmp_path / "two", UNFIT)
+    argv[argv.index("--gpus") + 1] = "2"
+    found = warnings_of(capsys, argv)
+    assert any(": search.designs: nextn: 2 of its 6 settings x layouts do not fit" in w for w in found), found
+    import pandas as pd
+    rows = pd.read_csv(tmp_path / "two" / "out" / "frontier.csv")
+    assert set(rows[rows.design == "nextn"].layout) == {"1x tp2 ep1 adp1", "1x tp2 ep1 adp2"}
+    assert set(rows[rows.design == "none"].layout) == {"1x tp2 ep1 adp1", "1x tp2 ep1 adp2", "2x tp1 ep1 adp1"}

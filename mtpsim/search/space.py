@@ -311,11 +311,19 @@ def points(base: sc.Scenario, layouts: list[Layout], settings: list[dict], bound
                             f"{total:,} points, over the limit of {MAX_SEARCH_POINTS:,} (narrow tp, ep, attention_dp, "
                             "the loads or the steps)")
     cap_set = base.engine.max_running_requests is not None
-    out = []
+    out, unfit = [], {}  # unfit: design -> (its settings x layouts that leave no KV pool, the first why)
     for layout in layouts:
         for spec in settings:
             s = at_layout(base, layout, spec)
+            # a layout is kept for the scenario's own design (fitting_layouts); a searched design's
+            # draft (weights, KV) may not fit beside the target there: its points are not run
+            problem = kv_problem(s) if spec["design"] != BASELINE else None
+            if problem:
+                count, why = unfit.get(spec["design"], (0, f"{layout.label}, {setting_label(spec)}: {problem}"))
+                unfit[spec["design"]] = (count + 1, why)
+                continue
             out += [with_load(s, load, layout, cap_set, origin) for load in ladder]
+    _say_unfit(base, bounds, unfit, layouts, settings)
     # after the points validate: a refused load is one line. A point's size is its requests per
     # user or per rate where the search section sets them, else the load that multiplies them
     size = "requests_per_rate_s" if bounds.rates is not None else "requests_per_user"
@@ -323,6 +331,27 @@ def points(base: sc.Scenario, layouts: list[Layout], settings: list[dict], bound
     heavy_load(ladder, (base.source, f"search.{size}") if sized else origin or (base.source, "search"),
                mean_length(base.workload.output_len), prefill_chunks(base, mean_length(base.workload.input_len)))
     return out
+
+
+def setting_label(spec: dict) -> str:
+    """A `speculative:` setting as tables name it: `nextn S=2` (`topk 2` for a tree), `none`."""
+    if spec["design"] == BASELINE:
+        return BASELINE
+    return f"{spec['design']} S={spec['steps']}" + (f" topk {spec['topk']}" if spec.get("topk", 1) > 1 else "")
+
+
+def _say_unfit(base: sc.Scenario, bounds: SearchBounds, unfit: dict, layouts: list[Layout], settings: list[dict]) -> None:
+    """A ScenarioError for a searched design whose settings fit on no layout (its draft leaves no
+    KV pool for the longest request), else one warning per design some of whose points do not
+    fit and are left out; both name the key that asked for the design."""
+    key = "search.designs" if bounds.designs else "speculative.design"
+    for design, (count, why) in unfit.items():
+        total = len(layouts) * sum(1 for spec in settings if spec["design"] == design)
+        if count == total:
+            raise ScenarioError(base.source, key, f"{design} fits on none of the {len(layouts)} layouts its GPUs "
+                                f"allow ({why})")
+        warn(base.source, key, f"{design}: {count} of its {total} settings x layouts do not fit and are not run "
+             f"(e.g. {why})")
 
 
 HEAVY_POINT_REQUESTS = 100_000  # a point this long simulates for minutes on one core
