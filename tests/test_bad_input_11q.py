@@ -162,3 +162,15 @@ def test_a_searched_design_whose_draft_does_not_fit_is_left_out_before_anything_
     rows = pd.read_csv(tmp_path / "two" / "out" / "frontier.csv")
     assert set(rows[rows.design == "nextn"].layout) == {"1x tp2 ep1 adp1", "1x tp2 ep1 adp2"}
     assert set(rows[rows.design == "none"].layout) == {"1x tp2 ep1 adp1", "1x tp2 ep1 adp2", "2x tp1 ep1 adp1"}
+
+
+def test_a_draft_a_searched_design_takes_is_not_called_ignored(tmp_path, capsys):
+    """Before: a none scenario searching [none, nextn] with an external draft was warned that
+    `design none takes no external draft: it is ignored`, while nextn's points ran it (its
+    acceptance was already spared the same warning)."""
+    text = UNFIT.replace("hardware: {from: h200, memory_capacity_bytes: 24e9}", "hardware: h200")
+    found = warnings_of(capsys, _search(tmp_path, text))
+    assert not any("speculative.draft" in w for w in found), found
+    (tmp_path / "none").mkdir()
+    found = warnings_of(capsys, _search(tmp_path / "none", text.replace("designs: [none, nextn]", "designs: [none]")))
+    assert any(": speculative.draft: design none takes no external draft" in w for w in found), found
