@@ -174,3 +174,16 @@ def test_a_draft_a_searched_design_takes_is_not_called_ignored(tmp_path, capsys)
     (tmp_path / "none").mkdir()
     found = warnings_of(capsys, _search(tmp_path / "none", text.replace("designs: [none, nextn]", "designs: [none]")))
     assert any(": speculative.draft: design none takes no external draft" in w for w in found), found
+
+
+def test_a_disaggregated_split_is_not_built_of_shards_a_searched_draft_does_not_fit(tmp_path, capsys):
+    """Before: --disagg split the shards kept for the scenario's own design (none), so nextn's
+    prefill pool of one GPU failed in a worker: a warning, then an error naming
+    disaggregation.prefill, a section the file never had."""
+    argv = _search(tmp_path, UNFIT, "--disagg")
+    argv[argv.index("--gpus") + 1] = "2"
+    warnings_of(capsys, argv)
+    import pandas as pd
+    rows = pd.read_csv(tmp_path / "out" / "frontier.csv")
+    split = rows[rows["mode"] == "disagg"]
+    assert len(split) and set(split.design) == {"none"}, rows[["mode", "layout", "design"]]
