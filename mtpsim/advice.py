@@ -86,14 +86,15 @@ def problems(s: Scenario, skip: tuple = ()) -> list[tuple[str, str]]:
 
 def _ignored_by_design(s: Scenario) -> list[tuple[str, str]]:
     """An acceptance for a design that drafts nothing (unless a searched design drafts), and a
-    draft for a design that takes no external one."""
+    draft for a design that takes no external one (unless a searched design takes one)."""
     spec, record = s.speculative, designs.record(s.speculative.design)
     searched = s.search.designs if s.search is not None and s.search.designs else []  # `mtpsim search` drafts them
     found = []
     if record.draft_part is None and any(getattr(s.acceptance, k) is not None for k in ACCEPTANCE_FORMS) \
             and not any(designs.record(d).draft_part is not None for d in searched):
         found.append(("acceptance", f"design {spec.design} drafts nothing: its acceptance is ignored"))
-    if spec.draft is not None and record.external is None:
+    if spec.draft is not None and record.external is None \
+            and not any(designs.record(d).external is not None for d in searched):
         found.append(("speculative.draft", f"design {spec.design} takes no external draft: it is ignored"))
     return found
 
@@ -108,7 +109,7 @@ def _skew_without_experts(s: Scenario) -> list[tuple[str, str]]:
     return []
 
 
-def _swept_search(s: Scenario) -> list[tuple[str, str]]:
+def swept_search(s: Scenario) -> list[tuple[str, str]]:
     return [(f"sweep.{k}", "only `mtpsim search` reads the search section: these points are the same run")
             for k in s.point if k == "search" or k.startswith("search.")][:1]
 
@@ -359,7 +360,7 @@ def _deep_histogram(s: Scenario) -> list[tuple[str, str]]:
 
 # every check problems() runs, in the order its warnings print
 CHECKS = (_ignored_by_design, _unreached_policy, _skew_without_experts, workload_advice.reshaped_lengths,
-          model_advice.no_context_limit, _deep_histogram, _dead_drafts, _swept_search, _no_wide_ep,
+          model_advice.no_context_limit, _deep_histogram, _dead_drafts, swept_search, _no_wide_ep,
           _idle_engine_settings, _blocks_out_of_reach, _budget_below_decode, model_advice.unread_dtypes,
           model_advice.windows_past_context, workload_advice.trace_settings_unread, model_advice.odd_widths,
           _verify_past_the_model, _disaggregation_moot, workload_advice.unused_by_arrival, _past_their_reach,

@@ -60,19 +60,17 @@ def base_point(path: str, sets: list[str]) -> sc.Scenario:
     """The scenario the grid varies: its first point, with a speculative design and acceptance
     given per depth (an accept_length alone would refit the profile to every steps value)."""
     points = sc.load(path, sets, advise_points=False)  # this command's own refusals come before any warning
-    s = points[0]
-    if s.speculative.design == BASELINE:
-        raise ScenarioError(s.source, "speculative.design", "recommend compares steps settings of a speculative "
-                            "design (nextn, multi_layer, frozen_kv, parallel_heads, block), and this scenario's is none")
-    space.refuse_fixed_accept_length(s, "compare steps")
-    if s.speculative.policy is not None:
-        warn(s.source, "speculative.policy", "recommend compares fixed steps at each batch and prints the policy "
-             "they make: the scenario's own policy is not used")
-    s = space.own_loads(s, "recommend", "closed-loop batches (--batch)")
-    if len(points) > 1:
-        print(f"(scenario sweeps {len(points)} points; recommending for the first: {s.point})")
-    for p in points:
-        advise(p)
+    with sc.one_point(points, "recommend") as s:
+        if s.speculative.design == BASELINE:
+            raise ScenarioError(s.source, "speculative.design", "recommend compares steps settings of a speculative "
+                                "design (nextn, multi_layer, frozen_kv, parallel_heads, block), and this scenario's "
+                                "is none")
+        space.refuse_fixed_accept_length(s, "compare steps")
+        if s.speculative.policy is not None:
+            warn(s.source, "speculative.policy", "recommend compares fixed steps at each batch and prints the policy "
+                 "they make: the scenario's own policy is not used")
+        s = space.own_loads(s, "recommend", "closed-loop batches (--batch)")
+    advise(points[0])  # the point recommended for
     return s
 
 
@@ -82,6 +80,7 @@ def check_topks(s: sc.Scenario, topks: list[int]) -> None:
     for key, reason in record(s.speculative.design).problems(spec, s.specs.model, s.specs.draft or s.specs.assistant):
         if key == "speculative.topk":
             raise ScenarioError("--topk", "", reason)
+    space.check_topk(s, max(topks), ("--topk", ""))  # e.g. no per-rank acceptance: the flag asked for trees
 
 
 def grid(s: sc.Scenario, batches: list[int], steps: list[int], topks: list[int], seeds: int = 1) -> list[sc.Scenario]:
@@ -209,15 +208,25 @@ def may_be_best(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[runs.tps_ci_high >= runs.tps_ci_low.max()]
 
 
-def policy_line(table: pd.DataFrame) -> str:
-    """The `policy:` line to paste under `speculative:` (chain picks only: a policy varies steps)."""
+def policy_line(table: pd.DataFrame, replicas: int = 1) -> str:
+    """The `policy:` line to paste under `speculative:` (chain picks only: a policy varies steps).
+    The table's batches are users over all `replicas` (closed-loop concurrency), and a policy's
+    keys are one replica's running batch (sim/engine.py iteration_at): each key is its batch's
+    share per replica, a later pick winning where two batches share one."""
     chain = table[table.tps_topk == 1]
     if chain.empty:
         return "policy: none (every pick is a tree; a policy varies a chain's steps)"
-    policy = steps_by_batch(chain)
+    per_replica = {}
+    for batch, steps in steps_by_batch(chain).items():
+        per_replica[-(-batch // replicas)] = steps
+    policy, last = {}, None
+    for batch, steps in per_replica.items():  # an entry that repeats the one before it does nothing
+        if steps != last:
+            policy[batch], last = steps, steps
     table_text = ", ".join(f"{b}: {v}" for b, v in policy.items())
+    per = f"; keys per replica: batch / {replicas} replicas" if replicas > 1 else ""
     return (f"policy: {{steps_by_batch: {{{table_text}}}}}   # under speculative:, with steps >= "
-            f"{max(max(policy.values()), 1)}")
+            f"{max(max(policy.values()), 1)}{per}")
 
 
 SHOWN = {"batch": "batch", "tps_steps": "S (TPS)", "tps_topk": "K (TPS)", "tps": "TPS", "speedup": "speedup",
@@ -282,4 +291,5 @@ def print_report(s: sc.Scenario, steps: list[int], topks: list[int], batches: li
               "budget a step, filled by the running batch's decode)")
     even = break_even(table)
     print(f"break-even batch: {even if even is not None else f'none within the range (speculation wins up to {batches[-1]})'}")
-    print(policy_line(table))
+    d = s.disaggregation  # the policy runs where decoding does: the decode pool's replicas
+    print(policy_line(table, d.decode.replicas if d is not None else s.parallel.dp))

@@ -164,8 +164,7 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
     if limit is not None and context > limit:
         warn("--context", "", f"{context} is past model {s.specs.model.name!r}'s max_context {limit}: "
              "priced as asked, though no request that long can run")
-    if len(points) > 1:
-        print(f"(scenario sweeps {len(points)} points; pricing the first: {s.point})")
+    sc.left_out(points, "cost")
     if s.speculative.policy is not None:
         print(f"(steps_by_batch: at batch {batch} an iteration runs {s.speculative.policy.steps_for(batch)} steps; "
               f"memory is sized for speculative.steps {s.speculative.steps})")

@@ -134,7 +134,13 @@ def interval_summary(summary):
     from mtpsim.intervals import seed_intervals
     summary = pd.DataFrame(summary) if isinstance(summary, list) else summary
     unit = summary.point.astype(str).where(summary.point >= 0, "baseline " + summary.baseline.astype(str))
-    return seed_intervals(summary.assign(unit=unit), "unit", "baseline").drop(columns="unit")
+    out = seed_intervals(summary.assign(unit=unit), "unit", "baseline").drop(columns="unit")
+    cols = list(summary.columns)
+    if {"dp", "tps"} <= set(cols) and cols.index("dp") < cols.index("seed") < cols.index("tps"):
+        # a swept seed (the swept keys sit between dp and tps, results.py) tells the points apart:
+        # each keeps its first seed there, where the seeds' mean would otherwise drop it
+        out.insert(cols.index("seed"), "seed", summary.groupby(unit, sort=False).seed.min().to_numpy())
+    return out
 
 
 def _map(tasks, jobs: int, progress: bool, keep_passes: bool, backend: str = "pool",
@@ -229,6 +235,22 @@ def with_seeds(points: list[sc.Scenario], seeds: str | int | None) -> list[sc.Sc
     return [p.model_copy(update={"seeds": n}) for p in points]
 
 
+def shared_seeds(points: list[sc.Scenario]) -> None:
+    """One warning where a sweep over `seed` gives points replicate ranges that overlap (seeds
+    [0, 1] at 2 seeds each run 0, 1 and 1, 2): those points share runs (and baselines), so their
+    intervals are not independent, and a shared baseline is run once, for the first point."""
+    if not any("seed" in p.point for p in points):
+        return
+    firsts, most = sorted({p.seed for p in points}), max(p.seeds for p in points)
+    close = next(((a, b) for a, b in zip(firsts, firsts[1:]) if b - a < most), None)
+    if close is not None:
+        a, b = close
+        shared = f"seed {b}" if b == a + most - 1 else f"seeds {b}..{a + most - 1}"
+        warn(points[0].source, "sweep.seed", f"seeds {a} and {b} are under {most} apart, and each point runs {most} "
+             f"seeds from its own: their replicates share {shared} (sweep seeds at least "
+             f"{most} apart, or sweep nothing and let seeds replicate)")
+
+
 def heavy_runs(points: list[sc.Scenario]) -> None:
     """One line up front when a point's run takes minutes to simulate, by the rule recommend and
     search warn by (search/space.py `heavy`): a run's progress line only starts after its first
@@ -284,6 +306,7 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
     n = seeds_count(seeds)  # before the scenario: a bad --seeds is the one line
     with holding():  # the loader's warnings wait for the seeds' own check: bad input stays one line
         points = with_seeds(sc.load(path, sets, fixed={"seeds": f"--seeds {n}"} if n else None), n)
+        shared_seeds(points)
         heavy_runs(points)
     with claimed(points[0].name, out) as folder:  # a failed run gives the folder back
         started = time.perf_counter()
@@ -315,10 +338,14 @@ def print_report(points: list[sc.Scenario], sets: list[str], summary: list[dict]
     s = points[0]
     if s.question:  # the question as written, and what --set changed of the scenario it asks about
         print(f"Q: {s.question}" + (f" (with --set {', '.join(sets)})" if sets else ""))
-    varies = " and ".join(k for k in ("model", "hardware") if len({getattr(p.specs, k).name for p in points}) > 1)
-    print(f"{s.name}: {s.specs.model.name} on {s.describe_layout()}"
-          f"{f' (the first point; {varies} swept: see the column)' if varies else ''}, "
-          f"engine {s.specs.engine.name}, priced by {_pricing(points)}, {len(points)} point(s)"
+    # what the header names of the first point, and what of it a sweep varies (its own column)
+    named = {"model": lambda p: p.specs.model.name, "hardware": lambda p: p.specs.hardware.name,
+             "layout": lambda p: (p.parallel, p.disaggregation), "engine": lambda p: p.specs.engine.name}
+    swept = [k for k, of in named.items() if len({of(p) for p in points}) > 1]
+    varies = " and ".join([", ".join(swept[:-1]), swept[-1]] if len(swept) > 1 else swept)
+    print(f"{s.name}: {s.specs.model.name} on {s.describe_layout()}, engine {s.specs.engine.name}"
+          f"{f' (the first point; {varies} swept: see the columns)' if varies else ''}, "
+          f"priced by {_pricing(points)}, {len(points)} point(s)"
           f"{f' x {_seed_counts(points)} seeds' if replicated else ''} in {wall_s:.1f} s\n")
     if replicated:
         print(format_table(intervals) + "\n\n" + legend(intervals))

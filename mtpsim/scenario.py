@@ -11,6 +11,8 @@ import copy
 import itertools
 import math
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +41,7 @@ from mtpsim.yamlfiles import MAX_DEPTH, dump_yaml_all
 
 __all__ = ["Acceptance", "Cost", "Engine", "LengthDist", "Parallel", "Scenario", "Specs", "Speculative",
            "Verify", "Workload", "ScenarioError", "load", "validate", "read_yaml", "parse_set", "set_key",
-           "disaggregated"]
+           "disaggregated", "one_point", "left_out"]
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """A scenario file as a mapping, or ScenarioError naming the file (mtpsim/files.py's rules)."""
@@ -293,6 +295,41 @@ def _points(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, A
     return scenarios
 
 
+@contextmanager
+def one_point(points: list[Scenario], command: str) -> Iterator[Scenario]:
+    """The point a one-point command (search, recommend, cost) uses: the first. Where the file
+    sweeps, an error its checks raise about that point says it is sweep point 1 (the same
+    key can be fine at another point), and once they pass, one warning says the other points
+    are left out: a sweep is `mtpsim run`'s, and a note on stdout was easy to miss."""
+    s, n = points[0], len(points)
+    if n == 1:
+        yield s
+        return
+    which = _which(s.point)
+    try:
+        yield s
+    except ScenarioError as exc:
+        if exc.where != s.source or "(sweep point " in exc.reason:
+            raise
+        raise ScenarioError(exc.where, exc.key, f"{exc.reason} (sweep point 1 of {n}: {which}, the one {command} "
+                            "uses)") from None
+    left_out(points, command)
+
+
+def left_out(points: list[Scenario], command: str) -> None:
+    """One warning where a one-point command is given a sweep: only the first point is used."""
+    if len(points) > 1:
+        others = "the other point is" if len(points) == 2 else f"the other {len(points) - 1} are"
+        warn(points[0].source, "sweep", f"{command} uses one point, the first of the sweep's {len(points)} "
+             f"({_which(points[0].point)}): {others} left out (`mtpsim run` runs a sweep; one {command} per point: "
+             "--set the swept keys)")
+
+
+def _which(point: dict[str, Any]) -> str:
+    """A sweep point as its errors and warnings name it: `key=value, ...`, each value cut short."""
+    return ", ".join(f"{k}={short(v, 40)}" for k, v in point.items())
+
+
 def _set_inside(key: str, values: list, overrides: list[tuple[str, Any]], where: str, later: list) -> list:
     """A swept section's values with each --set that lies inside it applied, as the points run
     it: the rows then say what ran. Where the section's values set that key otherwise, a warning
@@ -361,8 +398,7 @@ def _validate_point(data: dict, point: dict, i: int, n: int, path, where: str, o
     except ScenarioError as exc:
         if n == 1 or not point:
             raise
-        which = ", ".join(f"{k}={short(v, 40)}" for k, v in point.items())
-        raise ScenarioError(exc.where, exc.key, f"{exc.reason} (sweep point {i + 1} of {n}: {which})") from None
+        raise ScenarioError(exc.where, exc.key, f"{exc.reason} (sweep point {i + 1} of {n}: {_which(point)})") from None
 
 
 def _set_by_flag(key: str, set_keys: list[str], written: dict[str, Any]) -> bool:

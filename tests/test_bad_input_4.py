@@ -217,7 +217,8 @@ def test_a_repeated_sweep_value_warns(tmp_path, capsys):
     errors._warned.clear()
     assert cli.main(["cost", run(tmp_path, BASE + "sweep: {speculative.steps: [1, 1]}\n")[1]]) == 0
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mtpsim:")]
-    assert len(err) == 1 and ": sweep.speculative.steps: lists 1 more than once" in err[0], err
+    assert len(err) == 2 and ": sweep.speculative.steps: lists 1 more than once" in err[0], err
+    assert ": sweep: cost uses one point" in err[1], err  # cost prices the first point (scenario.left_out)
 
 
 def test_plot_of_a_run_with_a_corrupt_resolved_scenario_warns_on_stderr(tmp_path, capsys):

@@ -17,7 +17,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from mtpsim import scenario as sc
-from mtpsim.advice import advise
+from mtpsim.advice import advise, swept_search
 from mtpsim.designs import BASELINE, record
 from mtpsim.errors import ScenarioError, decimal_number, from_validation, holding, short, warn
 from mtpsim.intervals import half_width
@@ -84,19 +84,16 @@ def parse_rates(text: str) -> list[float]:
 def base_scenario(path: str, sets: list[str]) -> sc.Scenario:
     """The scenario the search varies (its first point), with acceptance that serves every steps value."""
     points = sc.load(path, sets, advise_points=False)  # this command's own refusals come before any warning
-    s = points[0]
-    if s.disaggregation is not None:
-        raise ScenarioError(s.source, "disaggregation", "search lays out its own deployments (aggregated, and split "
-                            "ones with --disagg): leave the section out, or run this layout with mtpsim run")
-    if len(points) > 1:
-        print(f"(scenario sweeps {len(points)} points; searching around the first: {s.point})")
-    if record(s.speculative.design).draft_part is not None:
-        space.refuse_fixed_accept_length(s, "search over steps")
-    s = space.own_loads(s, "search", "its own loads (closed-loop users or Poisson rates, --concurrency / --rates)")
-    if s.speculative.policy is not None:
-        warn(s.source, "speculative.policy", "search compares fixed steps at each load: the policy is not used")
-    for p in points:
-        advise(p)
+    with sc.one_point(points, "search") as s:
+        if s.disaggregation is not None:
+            raise ScenarioError(s.source, "disaggregation", "search lays out its own deployments (aggregated, and "
+                                "split ones with --disagg): leave the section out, or run this layout with mtpsim run")
+        if record(s.speculative.design).draft_part is not None:
+            space.refuse_fixed_accept_length(s, "search over steps")
+        s = space.own_loads(s, "search", "its own loads (closed-loop users or Poisson rates, --concurrency / --rates)")
+        if s.speculative.policy is not None:
+            warn(s.source, "speculative.policy", "search compares fixed steps at each load: the policy is not used")
+    advise(points[0], skip=(swept_search,))  # the point searched; its search section is read here
     return s
 
 
@@ -190,9 +187,12 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
         seeds = base.seeds if seeds is None else seeds  # no --seeds: the scenario's
         check_replicates(base.seed, seeds, "--seeds", "")  # the finalists' replicates
         bounds = bounds_of(base, flags)
+        if base.workload.arrival == "poisson" and bounds.rates is None:  # recommend warns of it too (own_loads)
+            warn(base.source, "workload.arrival", "search runs closed-loop users (its concurrency ladder), not the "
+                 "scenario's Poisson arrivals: give --rates or search.rates to search Poisson loads")
         if bounds.gpus is None:
             raise ScenarioError("--gpus", "", "how many GPUs to deploy on is required (--gpus N or search.gpus)")
-        steps = space.steps_by_design(base, bounds)
+        steps = space.steps_by_design(base, bounds, {k for k, v in flags.items() if v is not None})
         layouts, refused = _layouts(base, bounds)
         settings = space.design_settings(base, bounds, steps)
         points = space.points(base, layouts, settings, bounds, _load_origin(base, bounds, flags))

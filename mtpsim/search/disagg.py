@@ -29,11 +29,11 @@ import numpy as np
 
 from mtpsim import scenario as sc
 from mtpsim.acceptance import AcceptanceProfile
-from mtpsim.designs import DesignShape, iteration_passes, prefill_passes
+from mtpsim.designs import BASELINE, DesignShape, iteration_passes, prefill_passes
 from mtpsim.errors import ScenarioError
 from mtpsim.memory import prefill_chunk_tokens
 from mtpsim.schema import mean_length
-from mtpsim.search.space import Layout, at_layout, with_load
+from mtpsim.search.space import Layout, at_layout, kv_problem, with_load
 from mtpsim.search.worker import pricer_for
 
 DISAGG_DECODE_SHARDS = 3  # decode shards simulated per setting and load (the most requests per GPU first)
@@ -143,9 +143,13 @@ def points(base: sc.Scenario, layouts: list[Layout], settings: list[dict], ladde
     """Every setting x load on its best splits, and {split: why not} for splits that cannot run."""
     pool_shards, out, refused = shards(layouts), [], {}
     for spec in settings:
+        # the shards were kept for the scenario's own design; a searched design's draft may leave
+        # no KV pool on one (space.points leaves its aggregated points out the same way)
+        fitting = pool_shards if spec["design"] == BASELINE else \
+            [lay for lay in pool_shards if kv_problem(at_layout(base, lay, spec)) is None]
         for load in ladder:
             users = load.get("concurrency") or max(1, math.ceil(load["rate_per_s"]))  # a rate: sized as that many users
-            for split in splits(base, spec, pool_shards, gpus, users):
+            for split in splits(base, spec, fitting, gpus, users):
                 try:
                     out.append(point(base, split, spec, load, keep_cap, gpus))
                 except ScenarioError as exc:

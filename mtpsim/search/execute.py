@@ -28,6 +28,7 @@ import pandas as pd
 import mtpsim
 from mtpsim.errors import ScenarioError, warn
 from mtpsim.files import version
+from mtpsim.runfolder import CLAIM, COMPLETE
 from mtpsim.search import rowshape
 from mtpsim.search.worker import simulate_point
 from mtpsim.sim.progress import progress_bar
@@ -56,6 +57,9 @@ class Cache:
         self.folder = Path(folder) if folder else None
         self.unstored = 0  # rows that could not be written (the first is warned of)
         if self.folder:
+            if any((self.folder / marker).is_file() for marker in (CLAIM, COMPLETE)):  # entries would mix with results
+                raise ScenarioError("--cache", "", f"{self.folder} is a run folder (a command's results are there): "
+                                    "give the cache a folder of its own, or --no-cache")
             try:
                 self.folder.mkdir(parents=True, exist_ok=True)
             except FileExistsError:

@@ -21,7 +21,7 @@ from mtpsim import scenario as sc
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import build_pricer
 from mtpsim.designs import BASELINE, DesignShape, record
-from mtpsim.errors import ScenarioError, warn
+from mtpsim.errors import ScenarioError, silenced, warn
 from mtpsim.memory import memory_budget, pool_rule, prefill_chunk_tokens
 from mtpsim.schema import MAX_STEPS, max_length, mean_length
 from mtpsim.search.bounds import DEFAULT_LADDER, MAX_SEARCH_POINTS, SearchBounds
@@ -53,9 +53,10 @@ def layout_of(s: sc.Scenario) -> Layout:
     return Layout(p.dp, p.tp, p.ep, p.attention_dp)
 
 
-def candidate_steps(s: sc.Scenario, max_steps: int | None) -> list[int]:
+def candidate_steps(s: sc.Scenario, max_steps: int | None, origin: tuple[str, str] = ("--max-steps", "")) -> list[int]:
     """1..the most steps that the max_steps limit, the design with this model (one MTP layer
-    or head per step, say), and the acceptance profile's depths all allow."""
+    or head per step, say), and the acceptance profile's depths all allow; `origin` (file or
+    flag, key): where max_steps came from, which a limit past what runs is warned on."""
     depths = len(AcceptanceProfile.from_section(s.acceptance, s.speculative.steps, s.source).alphas)
     limit = min(max_steps or MAX_STEPS, depths)
     design, draft = record(s.speculative.design), s.specs.draft or s.specs.assistant
@@ -68,7 +69,7 @@ def candidate_steps(s: sc.Scenario, max_steps: int | None) -> list[int]:
     if max_steps is not None and found and max_steps > found[-1]:
         why = f"the acceptance gives {depths} depths" if found[-1] == depths else f"{s.speculative.design} with this " \
             f"model runs at most {found[-1]}"
-        warn("--max-steps", "", f"{max_steps} asked, {found[-1]} compared: {why}")
+        warn(*origin, f"{max_steps} asked, {found[-1]} compared: {why}")
     return found
 
 
@@ -139,30 +140,55 @@ def searched_designs(base: sc.Scenario, bounds: SearchBounds) -> list[str]:
     return bounds.designs or list(dict.fromkeys([BASELINE, base.speculative.design]))
 
 
-def steps_by_design(base: sc.Scenario, bounds: SearchBounds) -> dict[str, list[int]]:
+def bound_origin(base: sc.Scenario, flags: set[str], key: str) -> tuple[str, str]:
+    """(file or flag, key) that gave the search bound `key`: its flag (`max_steps` -> --max-steps)
+    where one of `flags` (the bounds the flags gave) names it, else the scenario's search section."""
+    return (f"--{key.replace('_', '-')}", "") if key in flags else (base.source, f"search.{key}")
+
+
+def steps_by_design(base: sc.Scenario, bounds: SearchBounds, flags: set[str] = frozenset()) -> dict[str, list[int]]:
     """Each searched design that drafts -> the steps it can run with this model and acceptance
     (candidate_steps of the scenario as that design: nextn's are not multi_layer's); a
-    ScenarioError for a design that runs none, and a warning for --max-steps / --topk when no
-    searched design drafts."""
+    ScenarioError for a design that runs none or a topk it cannot draft (check_topk), and a
+    warning for max_steps / topk when no searched design drafts. Each bound is blamed where it
+    came from: its flag where one of `flags` gave it (bound_origin), else the search section."""
     key = "search.designs" if bounds.designs else "speculative.design"
     out = {}
     for design in searched_designs(base, bounds):
         if record(design).draft_part is None:
             continue
         s = base if design == base.speculative.design else as_design(base, design, key)
-        steps = candidate_steps(s, bounds.max_steps)
+        steps = candidate_steps(s, bounds.max_steps, bound_origin(base, flags, "max_steps"))
         if not steps:
             spec = s.speculative.model_copy(update={"steps": 1, "topk": 1, "draft_tokens": None, "policy": None})
             draft = s.specs.draft or s.specs.assistant
             why = "; ".join(f"{k}: {r}" for k, r in record(design).problems(spec, s.specs.model, draft))
             raise ScenarioError(base.source, key, f"{design} cannot run one step here ({why or 'no depth to draft'})")
+        if "topk" in bounds.model_fields_set:
+            check_topk(s, max(bounds.topk), bound_origin(base, flags, "topk"))
         out[design] = steps
     if not out:
-        for flag, given in (("--max-steps", bounds.max_steps is not None), ("--topk", "topk" in bounds.model_fields_set)):
+        for bound, given in (("max_steps", bounds.max_steps is not None), ("topk", "topk" in bounds.model_fields_set)):
             if given:
-                warn(flag, "", f"no searched design drafts (speculative.design {base.speculative.design}; add one "
-                     "with search.designs): it changes nothing")
+                warn(*bound_origin(base, flags, bound), f"no searched design drafts (speculative.design "
+                     f"{base.speculative.design}; add one with search.designs): it changes nothing")
     return out
+
+
+def check_topk(s: sc.Scenario, topk: int, origin: tuple[str, str]) -> None:
+    """A ScenarioError naming `origin` (--topk, search.topk) where the scenario cannot draft trees
+    `topk` wide (the design drafts chains, the acceptance gives no per-rank columns): the width
+    was asked there, not in the scenario, whose own topk runs."""
+    if topk == 1:
+        return
+    data = s.model_dump(exclude={"sweep", "search"}, exclude_none=True)
+    spec = {k: v for k, v in data["speculative"].items() if k not in ("policy", "draft_tokens")}
+    data["speculative"] = {**spec, "steps": 1, "topk": topk}
+    try:
+        with silenced():  # a trial: the points themselves warn
+            sc.validate(data, s.source)
+    except ScenarioError as exc:
+        raise ScenarioError(*origin, f"topk {topk}: {exc.key + ': ' if exc.key else ''}{exc.reason}") from None
 
 
 def as_design(base: sc.Scenario, design: str, key: str) -> sc.Scenario:
@@ -285,11 +311,19 @@ def points(base: sc.Scenario, layouts: list[Layout], settings: list[dict], bound
                             f"{total:,} points, over the limit of {MAX_SEARCH_POINTS:,} (narrow tp, ep, attention_dp, "
                             "the loads or the steps)")
     cap_set = base.engine.max_running_requests is not None
-    out = []
+    out, unfit = [], {}  # unfit: design -> (its settings x layouts that leave no KV pool, the first why)
     for layout in layouts:
         for spec in settings:
             s = at_layout(base, layout, spec)
+            # a layout is kept for the scenario's own design (fitting_layouts); a searched design's
+            # draft (weights, KV) may not fit beside the target there: its points are not run
+            problem = kv_problem(s) if spec["design"] != BASELINE else None
+            if problem:
+                count, why = unfit.get(spec["design"], (0, f"{layout.label}, {setting_label(spec)}: {problem}"))
+                unfit[spec["design"]] = (count + 1, why)
+                continue
             out += [with_load(s, load, layout, cap_set, origin) for load in ladder]
+    _say_unfit(base, bounds, unfit, layouts, settings)
     # after the points validate: a refused load is one line. A point's size is its requests per
     # user or per rate where the search section sets them, else the load that multiplies them
     size = "requests_per_rate_s" if bounds.rates is not None else "requests_per_user"
@@ -297,6 +331,27 @@ def points(base: sc.Scenario, layouts: list[Layout], settings: list[dict], bound
     heavy_load(ladder, (base.source, f"search.{size}") if sized else origin or (base.source, "search"),
                mean_length(base.workload.output_len), prefill_chunks(base, mean_length(base.workload.input_len)))
     return out
+
+
+def setting_label(spec: dict) -> str:
+    """A `speculative:` setting as tables name it: `nextn S=2` (`topk 2` for a tree), `none`."""
+    if spec["design"] == BASELINE:
+        return BASELINE
+    return f"{spec['design']} S={spec['steps']}" + (f" topk {spec['topk']}" if spec.get("topk", 1) > 1 else "")
+
+
+def _say_unfit(base: sc.Scenario, bounds: SearchBounds, unfit: dict, layouts: list[Layout], settings: list[dict]) -> None:
+    """A ScenarioError for a searched design whose settings fit on no layout (its draft leaves no
+    KV pool for the longest request), else one warning per design some of whose points do not
+    fit and are left out; both name the key that asked for the design."""
+    key = "search.designs" if bounds.designs else "speculative.design"
+    for design, (count, why) in unfit.items():
+        total = len(layouts) * sum(1 for spec in settings if spec["design"] == design)
+        if count == total:
+            raise ScenarioError(base.source, key, f"{design} fits on none of the {len(layouts)} layouts its GPUs "
+                                f"allow ({why})")
+        warn(base.source, key, f"{design}: {count} of its {total} settings x layouts do not fit and are not run "
+             f"(e.g. {why})")
 
 
 HEAVY_POINT_REQUESTS = 100_000  # a point this long simulates for minutes on one core

@@ -86,21 +86,23 @@ def meeting(rows: pd.DataFrame, targets: list[Target]) -> pd.Series:
     return ok
 
 
-def binding(rows: pd.DataFrame, targets: list[Target]) -> str:
-    """Why no point meets the targets: the first target no point meets alone, with the best value
-    reached; else the targets together, with the best the others' points reach on the last."""
+def binding(rows: pd.DataFrame, targets: list[Target]) -> ScenarioError:
+    """Why no point meets the targets, naming the flag that binds: the first target no point
+    meets alone, with the best value reached; else the targets together, with the best the
+    others' points reach on the last."""
     for t in targets:
         if not t.met(rows).any():
             v = t.reached(rows)
             best = v.max() if t.metric == "user_tps" else v.min()
-            return f"no point meets {t.flag} ({t.text}): the best {t.metric} {t.percentile} reached is {t.show(best)}"
+            return ScenarioError(t.flag, "", f"no point meets {t.flag} ({t.text}): the best {t.metric} {t.percentile} "
+                                 f"reached is {t.show(best)}")
     *others, last = targets
     near = rows[meeting(rows, others)]
     v = last.reached(near)
     best = v.max() if last.metric == "user_tps" else v.min()
-    return (f"no point meets all targets together: of the {len(near)} points meeting "
-            f"{', '.join(t.flag for t in others)}, the best {last.metric} {last.percentile} is {last.show(best)} "
-            f"({last.flag} asks {last.show(last.value)})")
+    return ScenarioError(last.flag, "", f"no point meets all targets together: of the {len(near)} points meeting "
+                         f"{', '.join(t.flag for t in others)}, the best {last.metric} {last.percentile} is "
+                         f"{last.show(best)} ({last.flag} asks {last.show(last.value)})")
 
 
 def finalists(rows: pd.DataFrame, targets: list[Target], count: int = 2) -> pd.DataFrame:
@@ -108,7 +110,7 @@ def finalists(rows: pd.DataFrame, targets: list[Target], count: int = 2) -> pd.D
     by tok/s per GPU (ties: fewer steps, then fewer GPUs per replica)."""
     ok = rows[meeting(rows, targets)]
     if ok.empty:
-        raise ScenarioError("targets", "", binding(rows, targets))
+        raise binding(rows, targets)  # the flag that binds is the one to loosen: it names it, as a flag's error does
     ok = ok.sort_values(["tps_per_gpu", "steps", "tp"], ascending=[False, True, True], kind="stable")
     return ok.drop_duplicates(DEPLOYMENT).head(count)
 
