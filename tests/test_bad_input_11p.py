@@ -173,41 +173,41 @@ def test_verify_refuses_a_sweep_over_devices(tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "o").exists()
 
 
-def test_verify_warns_of_any_point_on_other_hardware(tmp_path, capsys, monkeypatch):
-    """Before: only the first point's hardware was compared with this device: a sweep of
-    `hardware: [cpu, h200]` verified the h200 point on this CPU without a word."""
+def _stub_verify(monkeypatch, ran=None) -> None:
+    """verify's loop, plot and machine check stubbed: a point 'verifies' at once (its seed noted
+    in `ran`), so a test sees only what the command says around the loop."""
     pytest.importorskip("torch")
     import pandas as pd
 
     from mtpsim.verify import command
     table = pd.DataFrame({"kind": ["tps"], "predicted": [1.0], "measured": [1.0], "rel_error": [0.0]})
-    monkeypatch.setattr(command, "verify_point", lambda *args: table)
+    monkeypatch.setattr(command, "verify_point", lambda s, *args: (ran.append(s.seed) if ran is not None else None) or table)
     monkeypatch.setattr(command, "plot", lambda table, path: path.write_text(""))
     monkeypatch.setattr(command, "_machine_level", lambda device, profile: None)
-    path = tmp_path / "v.yaml"
-    path.write_text(VERIFY + "sweep: {hardware: [cpu, h200]}\n")
+
+
+def _verify_warnings(tmp_path, capsys, text: str) -> list[str]:
+    """Run verify on a scenario of `text` (stubbed loop); it must succeed; its warning lines."""
     from mtpsim import cli
+    path = tmp_path / "v.yaml"
+    path.write_text(text)
     assert cli.main(["verify", str(path), "--out", str(tmp_path / "o")]) == 0
-    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mtpsim: warning:")]
+    return [line for line in capsys.readouterr().err.splitlines() if line.startswith("mtpsim: warning:")]
+
+
+def test_verify_warns_of_any_point_on_other_hardware(tmp_path, capsys, monkeypatch):
+    """Before: only the first point's hardware was compared with this device: a sweep of
+    `hardware: [cpu, h200]` verified the h200 point on this CPU without a word."""
+    _stub_verify(monkeypatch)
+    warnings = _verify_warnings(tmp_path, capsys, VERIFY + "sweep: {hardware: [cpu, h200]}\n")
     assert len(warnings) == 1 and ": hardware: " in warnings[0] and "h200" in warnings[0], warnings
 
 
 def test_verify_warns_that_it_runs_one_seed(tmp_path, capsys, monkeypatch):
     """Before: `seeds: 3` ran one loop per point at the scenario's seed without a word."""
-    pytest.importorskip("torch")
-    import pandas as pd
-
-    from mtpsim.verify import command
-    table = pd.DataFrame({"kind": ["tps"], "predicted": [1.0], "measured": [1.0], "rel_error": [0.0]})
     runs = []
-    monkeypatch.setattr(command, "verify_point", lambda s, *args: runs.append(s.seed) or table)
-    monkeypatch.setattr(command, "plot", lambda table, path: path.write_text(""))
-    monkeypatch.setattr(command, "_machine_level", lambda device, profile: None)
-    path = tmp_path / "v.yaml"
-    path.write_text(VERIFY + "seed: 4\nseeds: 3\n")
-    from mtpsim import cli
-    assert cli.main(["verify", str(path), "--out", str(tmp_path / "o")]) == 0
-    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mtpsim: warning:")]
+    _stub_verify(monkeypatch, runs)
+    warnings = _verify_warnings(tmp_path, capsys, VERIFY + "seed: 4\nseeds: 3\n")
     assert runs == [4] and len(warnings) == 1 and ": seeds: " in warnings[0] and "seed 4" in warnings[0], warnings
 
 
@@ -215,19 +215,8 @@ def test_verify_warns_that_it_runs_one_seed(tmp_path, capsys, monkeypatch):
 def test_verify_warns_that_it_prices_with_its_own_cost_source(tmp_path, capsys, monkeypatch, cost, key):
     """Before: `cost: {model: roofline}` (or another profile) was not read by verify, which
     priced the loop with this device's committed profile, without a word."""
-    pytest.importorskip("torch")
-    import pandas as pd
-
-    from mtpsim.verify import command
-    table = pd.DataFrame({"kind": ["tps"], "predicted": [1.0], "measured": [1.0], "rel_error": [0.0]})
-    monkeypatch.setattr(command, "verify_point", lambda *args: table)
-    monkeypatch.setattr(command, "plot", lambda table, path: path.write_text(""))
-    monkeypatch.setattr(command, "_machine_level", lambda device, profile: None)
-    path = tmp_path / "v.yaml"
-    path.write_text(VERIFY + f"cost: {cost}\n")
-    from mtpsim import cli
-    assert cli.main(["verify", str(path), "--out", str(tmp_path / "o")]) == 0
-    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mtpsim: warning:")]
+    _stub_verify(monkeypatch)
+    warnings = _verify_warnings(tmp_path, capsys, VERIFY + f"cost: {cost}\n")
     assert len(warnings) == 1 and f": {key}: " in warnings[0] and "not with the scenario's cost" in warnings[0], warnings
 
 
