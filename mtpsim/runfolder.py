@@ -39,7 +39,24 @@ def output_dir(name: str, out: str | None) -> Path:
     """The run folder, claimed before simulating: new, or an existing empty one, never one with
     files in it, and never one another run is writing into (the claim file is created
     exclusively, so of two runs started into one folder only one proceeds)."""
+    made = not out or not Path(out).exists()
     path = Path(out) if out else _new_default(name)
+    claimed_here: list = []
+    try:
+        return _claim(path, claimed_here)
+    except ScenarioError:
+        raise
+    except BaseException:  # a signal between making the folder and the claim's end: give back ours
+        if claimed_here:
+            (path / CLAIM).unlink(missing_ok=True)
+        if made and path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+        raise
+
+
+def _claim(path: Path, claimed_here: list) -> Path:
+    """Make `path` if needed and claim it (output_dir's rules); `claimed_here` gets an entry as
+    the claim file is made (a claim someone else holds is a ScenarioError, never cleaned up)."""
     busy = ScenarioError(str(path), "", "output folder exists and is not empty (nothing overwritten); "
                          "pass another --out")
     if path.exists() and not path.is_dir():
@@ -48,6 +65,7 @@ def output_dir(name: str, out: str | None) -> Path:
         raise busy
     try:
         path.mkdir(parents=True, exist_ok=True)
+        claimed_here.append(CLAIM)  # before: a signal can land once the file is made, never inside the call
         os.close(os.open(path / CLAIM, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except FileExistsError:  # made meanwhile, or a link to nothing
         raise (busy if path.is_dir() else ScenarioError(str(path), "", f"{not_a_folder(path)}: pass another --out")) \
@@ -83,7 +101,7 @@ def claimed(name: str, out: str | None) -> Iterator[Path]:
     command made it, so that the same --out can be used again; what it had already written stays.
     A reader that left (`| head`, a BrokenPipeError: status 0) takes nothing from a finished folder."""
     made = out is None or not Path(out).exists()  # a folder this run creates; an empty one given by --out stays
-    path = output_dir(name, out)
+    path = output_dir(name, out)  # gives back what it made if interrupted itself
     try:
         yield path
         sys.stdout.flush()  # a full or closed stdout fails here, while the folder can still be unmarked

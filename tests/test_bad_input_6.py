@@ -482,3 +482,25 @@ def test_a_command_warning_about_a_key_set_on_the_command_line_names_set(tmp_pat
     lines = warnings_of(capsys, ["recommend", scenario, "--batch", "1", "--max-steps", "1", "--jobs", "1",
                                  "--out", str(tmp_path / "rec"), "--set", "speculative.policy={steps_by_batch: {1: 1}}"])
     assert any(line.startswith("mtpsim: warning: --set: speculative.policy") for line in lines), lines
+
+
+def test_a_run_interrupted_while_claiming_its_folder_gives_it_back(tmp_path, monkeypatch):
+    """A signal can land after the folder is made and before the claim is handed on (the
+    terminated-run test above raced it under load): the folder this run made goes, claim and all,
+    and a folder another run claims meanwhile is never touched."""
+    from mtpsim import runfolder
+    real_open = runfolder.os.open
+
+    def interrupted(path, *args):
+        runfolder.os.close(real_open(path, *args))
+        raise KeyboardInterrupt  # just after the claim file is made
+    monkeypatch.setattr(runfolder.os, "open", lambda path, *args: interrupted(path, *args))
+    with pytest.raises(KeyboardInterrupt):
+        runfolder.output_dir("x", str(tmp_path / "r"))
+    assert not (tmp_path / "r").exists()
+    monkeypatch.undo()
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs" / runfolder.CLAIM).write_text("")
+    with pytest.raises(ScenarioError):
+        runfolder.output_dir("x", str(tmp_path / "theirs"))
+    assert (tmp_path / "theirs" / runfolder.CLAIM).exists()
