@@ -65,7 +65,8 @@ def _unread_or_null(points: list[Scenario], swept: str, skip: tuple) -> None:
 # what else a warning's key depends on: a sweep over these makes the setting matter at other points
 DEPENDS = {"speculative.draft": ("speculative.design",), "acceptance": ("speculative",),
            "speculative.policy": ("workload", "engine", "speculative"),
-           "cost.moe_skew": ("model",), "acceptance.histogram": ("speculative",),
+           "cost.moe_skew": ("model",), "cost.moe_stream_overlap": ("model", "hardware", "engine", "parallel"),
+           "acceptance.histogram": ("speculative",),
            "engine.two_batch_overlap": ("parallel", "disaggregation", "model"),
            "cost.ep_imbalance": ("parallel", "disaggregation", "model"),
            "workload.rate_per_s": ("workload.arrival",), "workload.trace": ("workload.arrival",),
@@ -106,6 +107,16 @@ def _experts_served(s: Scenario) -> bool:
 def _skew_without_experts(s: Scenario) -> list[tuple[str, str]]:
     if s.cost.moe_skew > 0 and not _experts_served(s):
         return [("cost.moe_skew", f"model {s.specs.model.name!r} has no experts: a routing skew changes nothing")]
+    return []
+
+
+def _stream_overlap_moot(s: Scenario) -> list[tuple[str, str]]:
+    """A side-stream overlap where no pass runs the shared experts on a second stream."""
+    if s.cost.moe_stream_overlap > 0 and s.disaggregation is None:
+        from mtpsim.costs.deployment import resolve
+        if not resolve(s).runs_moe_side_stream:
+            return [("cost.moe_stream_overlap", f"{s.specs.engine.name} runs no shared experts on a second stream "
+                     "here (none unfused, DP attention, or not a DeepSeek-style MoE): the overlap changes nothing")]
     return []
 
 
@@ -364,7 +375,7 @@ CHECKS = (_ignored_by_design, _unreached_policy, _skew_without_experts, workload
           _idle_engine_settings, _blocks_out_of_reach, _budget_below_decode, model_advice.unread_dtypes,
           model_advice.windows_past_context, workload_advice.trace_settings_unread, model_advice.odd_widths,
           _verify_past_the_model, _disaggregation_moot, workload_advice.unused_by_arrival, _past_their_reach,
-          _forced_past_its_range, _engine_moot)
+          _forced_past_its_range, _engine_moot, _stream_overlap_moot)
 
 # checks whose every warning says the value is not read at all (a null, the default, is read no more)
 UNREAD_CHECKS = (_ignored_by_design, workload_advice.trace_settings_unread, workload_advice.unused_by_arrival)

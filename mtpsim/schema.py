@@ -193,6 +193,12 @@ class Cost(Section):
     """A committed profile's name (mtpsim/data/profiles/) or a profile folder's path."""
     moe_skew: float = Field(default=0.0, ge=0, lt=1)  # routing skew: 0 = uniform
     """MoE routing skew: 0 = uniform routing over the experts."""
+    moe_stream_overlap: float = Field(default=0.0, ge=0, le=1, description=(
+        "Where the engine runs unfused shared experts on a second CUDA stream beside the routed experts "
+        "(engine rules shared_experts_dual_stream, dual_stream_under_cuda_graphs, aux_stream_shared_experts), "
+        "the share of the shorter branch's time that stream hides. 0: the branches take turns on the GPU, as "
+        "the measured B200/B300 decode steps fit (mtpsim/costs/streams.py); 1: only the longer branch counts "
+        "(aiconfigurator's OverlapOp)."))
     ep_imbalance: float | None = Field(default=None, ge=1, le=64, description=(
         "Under wide EP, the busiest EP rank's routed tokens over the mean; its experts and all-to-all set the "
         "layer's time. None: the published figure at EP32 (2.564 without EPLB, 1.109 with engine.eplb; "

@@ -217,26 +217,28 @@ def test_side_streams_price_a_region_at_its_longest_chain():
              "attn.indexer_weights": 1.0, "attn.indexer_compressor": 6.0, "moe.shared_gate_up": 2.0,
              "moe.shared_down": 1.0, "moe.router": 1.0, "moe.experts": 1.5, "comm.allreduce": 7.0}
     rows = [(Op(n, "gemm"), OpTime(0.0, t, 0.0, 0.0, "calibrated"), 1) for n, t in times.items()]
-    kept = {op.name: t.total_s for op, t, _ in hide(rows, (ATTENTION_CHAINS, MOE_CHAINS))}
+    kept = {op.name: t.total_s for op, t, _ in hide(rows, ((ATTENTION_CHAINS, 1.0), (MOE_CHAINS, 1.0)))}
     # attention: wqkv_a + indexer_q = 8 beats 6, 5, 4 and 1 + 5; MoE: shared 3 beats routed 2.5
     assert {n for n, t in kept.items() if t} == {"attn.wqkv_a", "attn.indexer_q", "moe.shared_gate_up",
                                                   "moe.shared_down", "comm.allreduce"}
     assert sum(kept.values()) == 3.0 + 5.0 + 3.0 + 7.0
     # an HCA layer has no indexer: its chains drop out, the compressor still runs beside the q path
     hca = [r for r in rows if "indexer" not in r[0].name]
-    kept = {op.name: t.total_s for op, t, _ in hide(hca, (ATTENTION_CHAINS,))}
+    kept = {op.name: t.total_s for op, t, _ in hide(hca, ((ATTENTION_CHAINS, 1.0),))}
     assert kept["attn.compressor"] == 0 and kept["attn.wq_b"] == 2.0
 
 
-@pytest.mark.parametrize("engine, tokens, graphs, hidden", [
-    ("sglang", 1, True, {"attn", "moe"}), ("sglang", 256, True, {"moe"}), ("sglang", 1, False, set()),
-    ("vllm", 1, True, set())])
-def test_sglang_runs_v4_side_streams_only_in_graphs_and_below_its_token_limit(engine, tokens, graphs, hidden):
+@pytest.mark.parametrize("engine, tokens, graphs, overlap, hidden", [
+    ("sglang", 1, True, 1, {"attn", "moe"}), ("sglang", 256, True, 1, {"moe"}), ("sglang", 1, False, 1, set()),
+    ("vllm", 1, True, 1, set()), ("sglang", 1, True, 0, {"attn"})])
+def test_sglang_runs_v4_side_streams_only_in_graphs_and_below_its_token_limit(engine, tokens, graphs, overlap, hidden):
     """SGLang v0.5.14's DeepSeek-V4 layer: the attention's side streams up to 128 tokens on
-    Blackwell, the shared expert beside the routed ones in any captured pass; another engine
-    (no such rule here) and eager passes hide nothing."""
+    Blackwell, the shared expert beside the routed ones in any captured pass (hidden at
+    cost.moe_stream_overlap 1; by default the two take turns); another engine (no such rule
+    here) and eager passes hide nothing."""
     s = sc.validate({"name": "m", "model": "deepseek-v4-flash", "hardware": "b200", "parallel": {"tp": 8},
                      "engine": {"kind": engine}, "speculative": {"design": "none"},
+                     "cost": {"moe_stream_overlap": overlap},
                      "workload": {"concurrency": 1, "num_requests": 1, "input_len": 1024, "output_len": 8}})
     pricer = build_pricer(s)
     rows = pricer._build_static("target", 0, tokens, 1, graphs)[0]

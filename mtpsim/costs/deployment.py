@@ -108,6 +108,7 @@ class Deployment:
     host: HostModel
     parts: Mapping[str, ModelPart]
     moe_skew: float = 0.0
+    moe_stream_overlap: float = 0.0  # the share of the shared experts a second stream hides (costs/streams.py)
 
     def part(self, name: str) -> ModelPart:
         found = self.parts.get(name)
@@ -138,7 +139,7 @@ class Deployment:
 
     def stream_regions(self, att: AttentionSpec, tokens: int, graphs: bool) -> tuple:
         """The regions of a layer with attention `att` that run on side CUDA streams in a pass of
-        `tokens` per GPU (`graphs`: a CUDA-graph pass), as costs/streams.py names them: SGLang's
+        `tokens` per GPU (`graphs`: a CUDA-graph pass), as (chains, overlap) pairs (costs/streams.py): SGLang's
         DeepSeek-V4 attention prologue; the shared experts beside the routed ones where the
         engine's rule runs them so (EngineSpec.shared_expert_stream), the model is one whose
         MoE code does it (SGLang deepseek_v2.py, TensorRT-LLM modeling_deepseekv3.py), its
@@ -147,11 +148,18 @@ class Deployment:
         engine = self.host.engine
         regions = []
         if streams.attention_runs(engine.name, att.kind, tokens, graphs, self.hardware.compute_capability):
-            regions.append(streams.ATTENTION_CHAINS)
-        if streams.moe_runs(engine.shared_expert_stream, tokens, graphs) and not self.fuses_shared_experts \
-                and self.parallel.attention_dp == 1 and deepseek_family(self.model):
-            regions.append(streams.MOE_CHAINS)
+            regions.append((streams.ATTENTION_CHAINS, 1.0))
+        if self.runs_moe_side_stream and streams.moe_runs(engine.shared_expert_stream, tokens, graphs):
+            regions.append((streams.MOE_CHAINS, self.moe_stream_overlap))
         return tuple(regions)
+
+    @property
+    def runs_moe_side_stream(self) -> bool:
+        """Whether some pass runs the shared experts on a second stream (stream_regions): the
+        engine's rule runs one, the model's MoE code has it, its shared experts are not fused and
+        no DP attention runs."""
+        return self.host.engine.shared_expert_stream != "none" and not self.fuses_shared_experts \
+            and self.parallel.attention_dp == 1 and deepseek_family(self.model)
 
     def group_batch(self, batch: int) -> int:
         """The largest attention group's share of a batch (the whole batch without DP attention):
@@ -167,19 +175,21 @@ def resolve(scenario) -> Deployment:
     layout = replace(layout, ep_imbalance=ep_imbalance(s.cost.ep_imbalance, s.engine.eplb, layout))
     return Deployment(specs.model, specs.hardware, layout,
                       HostModel(specs.engine, s.engine.cuda_graphs, s.engine.max_graph_batch, s.engine.two_batch_overlap),
-                      model_parts(specs.model, specs.draft, specs.assistant, s.speculative.steps), s.cost.moe_skew)
+                      model_parts(specs.model, specs.draft, specs.assistant, s.speculative.steps), s.cost.moe_skew,
+                      s.cost.moe_stream_overlap)
 
 
 def deploy(model: ModelSpec, hardware: HardwareSpec, engine: EngineSpec, *, tp: int = 1, ep: int = 1,
            attention_dp: int = 1, gpus_per_node: int | None = None, draft: ModelSpec | None = None,
            assistant: ModelSpec | None = None, heads: int = 1, moe_skew: float = 0.0, cuda_graphs: bool = True,
-           max_graph_batch: int = 256, two_batch_overlap: bool = False, ep_imbalance: float = 1.0) -> Deployment:
+           max_graph_batch: int = 256, two_batch_overlap: bool = False, ep_imbalance: float = 1.0,
+           moe_stream_overlap: float = 0.0) -> Deployment:
     """A deployment from its pieces, without a scenario (tests and benchmarks that vary one)."""
     layout = Parallel(tp, ep, attention_dp, gpus_per_node or hardware.gpus_per_node, ep_imbalance)
     return Deployment(model, hardware, layout,
                       HostModel(engine, cuda_graphs, max_graph_batch, two_batch_overlap),
                       model_parts(model, draft, assistant, heads),
-                      moe_skew)
+                      moe_skew, moe_stream_overlap)
 
 
 def model_parts(model: ModelSpec, draft: ModelSpec | None, assistant: ModelSpec | None,

@@ -29,12 +29,29 @@ Two regions of a layer run that way (each a set of chains of ops, in dependency 
   once q_lora is ready (after wqkv_a) and the weights are; the main stream waits for all of them
   before the attention core.
 
-A region's time is its critical path: the longest of its chains (an op may sit in several
-chains), as aiconfigurator prices its `OverlapOp` (max of the branches). At these batch sizes
-every kernel is latency bound on a few SMs, so concurrent kernels are taken not to slow each
-other: an optimistic bound at larger batches, where both branches stream weights at full rate.
-Ops off the critical path are priced 0 and their source is marked `hidden:`; their flops and
-bytes stay counted. Torch-free.
+A region's time is its critical path, the longest of its chains (an op may sit in several
+chains), plus what the GPU could not run beside it: each op off that path is priced at
+(1 - overlap) of its time, where `overlap` is the share of it the second stream hides.
+- Attention (overlap 1): every branch is a few small latency-bound GEMMs at <= 128 tokens, so
+  the branches are taken not to slow each other (the max of the chains, as aiconfigurator
+  prices its `OverlapOp`).
+- MoE (`cost.moe_stream_overlap`, default 0): the routed branch's kernels cover the GPU from a
+  couple of tokens on (the trtllm-gen batched GEMMs of SGLang's flashinfer_trtllm runner and
+  TensorRT-LLM's TRTLLM MoE backend launch grids of thousands of CTAs, [32,120,1] and [56,120,1]
+  for DeepSeek-R1's experts on B200 in the profile of SemiAnalysisAI/InferenceX issue #863), so
+  the shared experts' kernels wait for SMs rather than run beside them. Measured end to end, the
+  unfused-shared-expert decode steps in benchmarks/absolute.py fit taking turns, not the max of
+  the branches: at 1-64 streams, A7 (B200, SGLang v0.5.12) is -3...-20% with the branches
+  overlapped and +10...-10% without them; A8 (B300) -4...-20% against +4...-7%; A9 and A10
+  (B300, 8k/1k) -11...-18% against -4...+2%; A3 (TensorRT-LLM, B200) -29% against -12%
+  (2026-12-05). A pricing that hid as much of the shared experts as the routed branch leaves of
+  the memory bandwidth (its bytes over its time at peak) still came out -6...-14% on A7 and
+  -10...-13% on A8 at 2-8 streams. Reports from other engines agree: vLLM's ROCm dual-stream
+  decode (vllm-project/vllm PR #48223) ran DeepSeek-V3 3-5% slower than one stream at 1-4
+  streams; ROCm/ATOM PR #1049 found decode slower with the two streams on, the two kernels
+  slowing each other. Set the key to 1 for the max of the branches.
+Ops a region prices below their time keep their flops and bytes; a wholly hidden op is priced 0
+and its source marked `hidden:`. Torch-free.
 """
 from __future__ import annotations
 
@@ -72,20 +89,27 @@ def attention_runs(engine: str, att_kind: str, tokens: int, graphs: bool, capabi
     return engine == "sglang" and att_kind == "compressed" and graphs and tokens <= ATTENTION_MAX_TOKENS[blackwell]
 
 
-def hide(rows: list, chain_sets: tuple) -> list:
-    """One layer's priced rows (op, OpTime, n) with the ops off each region's critical path
-    priced 0 (source `hidden:...`). Ops a region names but the layer lacks (an HCA layer has no
-    indexer, a fused layer no shared experts) drop out of its chains."""
-    if not chain_sets:
+def hide(rows: list, regions: tuple) -> list:
+    """One layer's priced rows (op, OpTime, n) with each region's ops off its critical path
+    priced at (1 - overlap) of their time (0 and source `hidden:...` where wholly hidden);
+    `regions`: (chains, overlap) pairs. Ops a region names but the layer lacks (an HCA layer has
+    no indexer, a fused layer no shared experts) drop out of its chains."""
+    if not regions:
         return rows
     seconds = {op.name: t.total_s for op, t, _ in rows}
-    hidden: set[str] = set()
-    for chains in chain_sets:
+    left: dict[str, float] = {}  # op -> the share of its time the region still pays
+    for chains, overlap in regions:
         present = [tuple(n for n in c if n in seconds) for c in chains]
         present = [c for c in present if c]
-        if len(present) < 2:
+        if len(present) < 2 or overlap <= 0:
             continue
         critical = max(present, key=lambda c: sum(seconds[n] for n in c))
-        hidden |= {n for c in present for n in c} - set(critical)
-    return [(op, OpTime(0.0, 0.0, 0.0, 0.0, HIDDEN + t.source), n) if op.name in hidden else (op, t, n)
-            for op, t, n in rows]
+        left |= dict.fromkeys({n for c in present for n in c} - set(critical), 1.0 - overlap)
+    return [(op, _share(t, left[op.name]), n) if op.name in left else (op, t, n) for op, t, n in rows]
+
+
+def _share(t: OpTime, left: float) -> OpTime:
+    """An op's time with `left` of it paid: 0, marked hidden, when nothing is."""
+    if left <= 0:
+        return OpTime(0.0, 0.0, 0.0, 0.0, HIDDEN + t.source)
+    return OpTime(t.compute_s * left, t.memory_s * left, t.comm_s * left, t.launch_s * left, t.source)

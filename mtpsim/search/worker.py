@@ -31,7 +31,8 @@ def pricer_key(s) -> str:
     p, e, c = s.parallel, s.engine, s.cost
     heads = s.speculative.steps if s.speculative.design == "parallel_heads" else 0
     return json.dumps([s.specs.model_dump(mode="json"), p.model_dump(mode="json"), c.moe_skew, e.cuda_graphs,
-                       e.max_graph_batch, heads, e.two_batch_overlap, e.eplb, c.ep_imbalance], sort_keys=True, default=str)
+                       e.max_graph_batch, heads, e.two_batch_overlap, e.eplb, c.ep_imbalance,
+                       c.moe_stream_overlap], sort_keys=True, default=str)
 
 
 def pricer_for(s):
