@@ -329,6 +329,15 @@ def test_overrides_sit_below_the_scenario_loader():
     assert bad == [], "the overrides import the scenario loader:\n" + "\n".join(bad)
 
 
+def test_how_long_a_point_takes_sits_below_its_three_users():
+    """heaviness.py is the one rule run, recommend and search warn by: it imports none of them, and
+    run imports no search code for it (the search section's schema, which every scenario holds, aside)."""
+    section = {("mtpsim.schema", "mtpsim.search.bounds")}
+    bad = _below(("mtpsim.run", "mtpsim.recommend", "mtpsim.search"), ("mtpsim.heaviness",), section)
+    bad += _below(("mtpsim.recommend", "mtpsim.search"), ("mtpsim.run",), section)
+    assert bad == [], "imports against the layering:\n" + "\n".join(bad)
+
+
 def test_no_module_takes_another_modules_private_names():
     """What prices or sizes (costs/, memory.py) and everything else use each other's public names
     only: `from mtpsim.x import _helper` reaches into x's internals."""
