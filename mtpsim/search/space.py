@@ -24,7 +24,7 @@ from mtpsim.errors import ScenarioError, silenced, warn
 from mtpsim.heaviness import heavy_load, prefill_chunks
 from mtpsim.memory import memory_budget, pool_rule
 from mtpsim.schema import MAX_STEPS, max_length, mean_length
-from mtpsim.search.bounds import DEFAULT_LADDER, MAX_SEARCH_POINTS, SearchBounds
+from mtpsim.search.bounds import DEFAULT_LADDER, MAX_SEARCH_POINTS, SearchBounds, bound_origin
 from mtpsim.tracefiles import scan
 
 
@@ -140,12 +140,6 @@ def searched_designs(base: sc.Scenario, bounds: SearchBounds) -> list[str]:
     return bounds.designs or list(dict.fromkeys([BASELINE, base.speculative.design]))
 
 
-def bound_origin(base: sc.Scenario, flags: set[str], key: str) -> tuple[str, str]:
-    """(file or flag, key) that gave the search bound `key`: its flag (`max_steps` -> --max-steps)
-    where one of `flags` (the bounds the flags gave) names it, else the scenario's search section."""
-    return (f"--{key.replace('_', '-')}", "") if key in flags else (base.source, f"search.{key}")
-
-
 def steps_by_design(base: sc.Scenario, bounds: SearchBounds, flags: set[str] = frozenset()) -> dict[str, list[int]]:
     """Each searched design that drafts -> the steps it can run with this model and acceptance
     (candidate_steps of the scenario as that design: nextn's are not multi_layer's); a
@@ -158,19 +152,19 @@ def steps_by_design(base: sc.Scenario, bounds: SearchBounds, flags: set[str] = f
         if record(design).draft_part is None:
             continue
         s = base if design == base.speculative.design else as_design(base, design, key)
-        steps = candidate_steps(s, bounds.max_steps, bound_origin(base, flags, "max_steps"))
+        steps = candidate_steps(s, bounds.max_steps, bound_origin(base.source, flags, "max_steps"))
         if not steps:
             spec = s.speculative.model_copy(update={"steps": 1, "topk": 1, "draft_tokens": None, "policy": None})
             draft = s.specs.draft or s.specs.assistant
             why = "; ".join(f"{k}: {r}" for k, r in record(design).problems(spec, s.specs.model, draft))
             raise ScenarioError(base.source, key, f"{design} cannot run one step here ({why or 'no depth to draft'})")
         if "topk" in bounds.model_fields_set:
-            check_topk(s, max(bounds.topk), bound_origin(base, flags, "topk"))
+            check_topk(s, max(bounds.topk), bound_origin(base.source, flags, "topk"))
         out[design] = steps
     if not out:
         for bound, given in (("max_steps", bounds.max_steps is not None), ("topk", "topk" in bounds.model_fields_set)):
             if given:
-                warn(*bound_origin(base, flags, bound), f"no searched design drafts (speculative.design "
+                warn(*bound_origin(base.source, flags, bound), f"no searched design drafts (speculative.design "
                      f"{base.speculative.design}; add one with search.designs): it changes nothing")
     return out
 
