@@ -120,7 +120,7 @@ def from_validation(exc: ValidationError, where: str, prefix: str = "") -> Scena
 
 def _part(part: str, limit: int = 60) -> str:
     """A key path's part as printed: a key the user wrote 100,000 characters long is cut short
-    (the error keeps it whole, so the --set that gave it is still found: scenario._set_by_flag)."""
+    (the error keeps it whole, so the --set that gave it is still found: overrides.from_set)."""
     return part if len(part) <= limit else f"{part[:limit - 3]}..."
 
 

@@ -30,6 +30,7 @@ from mtpsim import scenario as sc
 from mtpsim.advice import advise
 from mtpsim.designs import BASELINE, record
 from mtpsim.errors import ScenarioError, holding, short, warn, whole_number
+from mtpsim.heaviness import heavy_load, prefill_chunks
 from mtpsim.intervals import seed_intervals
 from mtpsim.run import default_jobs
 from mtpsim.runfolder import claimed, mark_complete, write_csv
@@ -101,8 +102,8 @@ def grid(s: sc.Scenario, batches: list[int], steps: list[int], topks: list[int],
     for setting in settings:
         at = space.at_layout(s, layout, setting)
         points += [space.with_load(at, load, layout, keep_cap=True, origin=("--batch", "")) for load in loads]
-    space.heavy_load(loads, ("--batch", ""), mean_length(w.output_len),
-                     space.prefill_chunks(s, mean_length(w.input_len)))  # after the points validate: one line if refused
+    heavy_load(loads, ("--batch", ""), mean_length(w.output_len),
+               prefill_chunks(s, mean_length(w.input_len)))  # after the points validate: one line if refused
     return [p.model_copy(update={"seed": p.seed + k}) for p in points for k in range(seeds)]
 
 

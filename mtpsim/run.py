@@ -25,6 +25,7 @@ from pydantic import TypeAdapter, ValidationError
 from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE, is_draft_key
 from mtpsim.errors import ScenarioError, holding, warn, whole_number
+from mtpsim.heaviness import heavy, prefill_chunks
 from mtpsim.histogram import LogHistogram
 from mtpsim.results import Results
 from mtpsim.run_reader import plot_run
@@ -253,7 +254,7 @@ def shared_seeds(points: list[sc.Scenario]) -> None:
 
 def heavy_runs(points: list[sc.Scenario]) -> None:
     """One line up front when a point's run takes minutes to simulate, by the rule recommend and
-    search warn by (search/space.py `heavy`): a run's progress line only starts after its first
+    search warn by (heaviness.py `heavy`): a run's progress line only starts after its first
     minute, so a long one would otherwise say nothing until then. Blamed on the request count,
     or on the prefill chunk where prompts cut into many passes make most of the run."""
     share, what, prefill_bound, i, s = max(((*_run_size(s), i, s) for i, s in enumerate(points)),
@@ -274,9 +275,8 @@ def heavy_runs(points: list[sc.Scenario]) -> None:
 
 
 def _run_size(s: sc.Scenario):
-    """How long one run of the point is to simulate (search/space.py `heavy`): a trace by its
+    """How long one run of the point is to simulate (heaviness.py `heavy`): a trace by its
     selection, read once already (checks.py); a closed or batch load's users decode together."""
-    from mtpsim.search.space import heavy, prefill_chunks
     from mtpsim.tracefiles import scan
     w = s.workload
     if w.arrival == "trace":

@@ -1,6 +1,6 @@
-"""Loading scenarios: a strict YAML reader, `--set key.path=value` overrides, `sweep:` expansion and
-paths anchored beside the file; each point then goes through resolve.py (`validate`: the schema,
-the catalog entries and profile it names, checks.py's checks against them).
+"""Loading scenarios: a strict YAML reader, `--set key.path=value` overrides (overrides.py),
+`sweep:` expansion and paths anchored beside the file; each point then goes through resolve.py
+(`validate`: the schema, the catalog entries and profile it names, checks.py's checks against them).
 
 `load(path, sets)` returns one validated `Scenario` per sweep point. Anything wrong raises
 `ScenarioError(file, key.path, reason)` before anything runs.
@@ -20,8 +20,9 @@ from pydantic import BaseModel
 
 from mtpsim import catalog
 from mtpsim.advice import advise, advise_sweep
-from mtpsim.errors import ScenarioError, note_set_keys, short, silenced, warn
+from mtpsim.errors import ScenarioError, note_set_keys, short, warn
 from mtpsim.files import load_yaml, parse_yaml
+from mtpsim.overrides import apply_sets, blamed_on_set, canonical, from_set, parse_sets, set_inside, set_key
 from mtpsim.resolve import disaggregated, validate
 from mtpsim.schema import (
     MAX_SWEEP_POINTS,
@@ -40,8 +41,8 @@ from mtpsim.textfiles import check_path_length
 from mtpsim.yamlfiles import MAX_DEPTH, dump_yaml_all
 
 __all__ = ["Acceptance", "Cost", "Engine", "LengthDist", "Parallel", "Scenario", "Specs", "Speculative",
-           "Verify", "Workload", "ScenarioError", "load", "validate", "read_yaml", "parse_set", "set_key",
-           "disaggregated", "one_point", "left_out"]
+           "Verify", "Workload", "ScenarioError", "load", "validate", "read_yaml", "disaggregated", "one_point",
+           "left_out"]
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """A scenario file as a mapping, or ScenarioError naming the file (mtpsim/files.py's rules)."""
@@ -102,82 +103,6 @@ def read_mapping(data: dict[str, Any]) -> dict[str, Any]:
     return parse_yaml(dump_yaml_all([data], sort_keys=False, allow_unicode=True), MAPPING)
 
 
-def _set_items(sets: Any) -> list[str]:
-    """`load`'s `sets` as the list of `key.path=value` texts --set gives, or a ScenarioError."""
-    if isinstance(sets, (str, bytes)) or not isinstance(sets, (list, tuple)):
-        raise ScenarioError("mtpsim.load", "sets", f"is a list of 'key.path=value' texts (as --set gives), not "
-                            f"{type(sets).__name__} {short(sets, 60)}")
-    for i, item in enumerate(sets):
-        if not isinstance(item, str):
-            raise ScenarioError("mtpsim.load", f"sets.{i}", f"is {type(item).__name__} {short(item, 40)}: each is "
-                                "a 'key.path=value' text")
-    return list(sets)
-
-
-def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
-    """Set `a.b.c` in nested mappings, creating intermediate mappings. A part in digits names an
-    integer key (as YAML reads `8:`), unless the mapping has it as text; `null` removes the key,
-    so its default applies (`--set acceptance=null` drops the section). A sweep entry's key is
-    itself dotted: `sweep.workload.concurrency` sets the entry `workload.concurrency` of `sweep`."""
-    node = data
-    if dotted.count(".") >= MAX_DEPTH:
-        raise ScenarioError(where, short(dotted, 80)[1:-1], f"a key path of more than {MAX_DEPTH} levels (YAML nests "
-                            f"at most {MAX_DEPTH})")
-    *parents, leaf = _parts(dotted)
-    for i, part in enumerate(parents):
-        part = _key(node, part)
-        child = node.get(part)
-        if child is None:
-            child = node[part] = {}
-        elif isinstance(child, str) and part in ("model", "hardware") and i == 0:
-            child = node[part] = {"from": child}
-        elif not isinstance(child, dict):
-            raise ScenarioError(where, dotted, f"{'.'.join(parents[: i + 1])} is not a mapping")
-        node = child
-    if value is None:
-        node.pop(_key(node, leaf), None)
-    else:
-        node[_key(node, leaf)] = value
-
-
-def _parts(dotted: str) -> list[str]:
-    """A dotted key path's parts; under `sweep` all that follows is one part, an entry's key."""
-    head, sep, rest = dotted.partition(".")
-    return [head, rest] if head == "sweep" and sep else dotted.split(".")
-
-
-def _key(node: dict[str, Any], part: str) -> str | int:
-    """A dotted path's part as the key it names in `node`."""
-    # an integer key (steps_by_batch's batch sizes) has a few digits; a longer run stays text, for
-    # the schema to refuse as a key (int() of 4,300 digits or more raises)
-    return int(part) if part.isascii() and part.isdigit() and len(part) <= 18 and part not in node else part
-
-
-NULLS = ("null", "Null", "NULL", "~")  # YAML's spellings of null: `--set key=null` drops the key
-
-
-def parse_set(item: str) -> tuple[str, Any]:
-    """`key.path=value` with the value parsed as YAML."""
-    key, sep, raw = item.partition("=")
-    if not sep or not key.strip():
-        raise ScenarioError("--set", short(item, 80)[1:-1], "expected key.path=value")
-    if not raw.strip():  # YAML reads nothing as null, which would drop the key without a word
-        raise ScenarioError("--set", short(key.strip(), 80)[1:-1], "no value after '=' (write =null to drop the key "
-                            "and take its default)")
-    if any(not part.strip() for part in key.strip().split(".")):
-        raise ScenarioError("--set", short(key, 80)[1:-1], "an empty part in the key path (a leading, trailing "
-                            "or doubled '.')")
-    try:
-        value = parse_yaml(raw, "--set")
-    except ScenarioError as exc:
-        at = ".".join(k for k in (key.strip(), exc.key) if k and not k.startswith("line "))
-        raise ScenarioError("--set", at, f"value is not valid YAML: {exc.reason}") from None
-    if value is None and raw.strip() not in NULLS:  # `=#2`: YAML reads a comment, which would drop the key
-        raise ScenarioError("--set", short(key.strip(), 80)[1:-1], f"the value {short(raw.strip(), 40)} reads as "
-                            "nothing (a YAML comment starts with '#'; quote it, or write =null to drop the key)")
-    return key.strip(), value
-
-
 def load(path: str | Path | dict[str, Any], sets: list[str] = (), advise_points: bool = True,
          fixed: dict[str, str] | None = None) -> list[Scenario]:
     """Read, override, expand the sweep and validate: one Scenario per point, each point's
@@ -188,61 +113,22 @@ def load(path: str | Path | dict[str, Any], sets: list[str] = (), advise_points:
     `path` may be a mapping of the file's sections instead (errors then name `<dict>`)."""
     path, data = _source(path)
     where = str(path)
-    overrides = [parse_set(item) for item in _set_items(sets)]
-    written = copy.deepcopy(data) if overrides else data  # what the file says, to tell its errors from --set's
-    for key, value in overrides:
-        set_key(data, key, value, "--set")
+    overrides = parse_sets(sets)
+    written = apply_sets(data, overrides)  # what the file says, to tell its errors from --set's
     keys = [k for k, _ in overrides]  # warnings about these keys, during validation or later, name --set
-    twice = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
-    if twice is not None:
-        raise ScenarioError("--set", twice, "given twice: the last one would win; give it once")
-    # a later --set of a section replaces what an earlier one set inside it: the earlier one is lost
-    lost = next(((inner, outer) for i, inner in enumerate(keys) for outer in keys[i + 1:]
-                 if inner.startswith(f"{outer}.")), None)
-    if lost is not None:
-        inner, outer = lost
-        raise ScenarioError("--set", outer, f"replaces the whole section after --set {inner}, which it would undo: "
-                            f"give {inner} after it, or inside it")
-    note_set_keys(where, (lambda key: _set_by_flag(key, keys, written)) if keys else None)
+    note_set_keys(where, (lambda key: from_set(key, keys, written)) if keys else None)
     try:
         scenarios = _points(data, path, overrides, fixed)
     except ScenarioError as exc:  # a value --set gave is the flag's fault, not the file's (a swept one too)
-        if exc.where == where and exc.key and (_set_by_flag(exc.key, keys, written) or
-                                               _set_by_flag(f"sweep.{exc.key}", keys, written)):
-            raise ScenarioError("--set", exc.key, exc.reason) from None
-        culprit = _breaking_set(written, path, overrides, fixed) if exc.where == where and overrides else None
-        if culprit is not None:  # the file alone is valid: the flag broke it elsewhere (a sibling, a parent)
-            at = f"{exc.key}: " if exc.key and exc.key != culprit else ""
-            raise ScenarioError("--set", culprit, f"{at}{exc.reason}") from None
-        raise
+        blamed = blamed_on_set(exc, where, overrides, written, lambda trial, sets: _points(trial, path, sets, fixed))
+        if blamed is None:
+            raise
+        raise blamed from None
     if advise_points:
         for s in scenarios:
             advise(s)
         advise_sweep(scenarios)
     return scenarios
-
-
-def _breaking_set(written: dict[str, Any], path: str | Path, overrides: list[tuple[str, Any]],
-                  fixed: dict[str, str] | None) -> str | None:
-    """The --set key whose value breaks a file that validates on its own (the first that does so
-    alone; else the first given), or None when the file alone fails too: an error a flag causes
-    away from the key it sets (a null that leaves its parent without a required entry, a value
-    that a sibling must now match) is the flag's, not the file's. Trial validations, said
-    nothing of: the error path only."""
-    def fails(sets: list[tuple[str, Any]]) -> bool:
-        data = copy.deepcopy(written)
-        for key, value in sets:
-            set_key(data, key, copy.deepcopy(value), "--set")
-        try:
-            with silenced():
-                _points(data, path, sets, fixed)
-        except ScenarioError:
-            return True
-        return False
-
-    if fails([]):
-        return None
-    return next((key for key, value in overrides if fails([(key, value)])), overrides[0][0])
 
 
 def _points(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, Any]],
@@ -278,7 +164,7 @@ def _points(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, A
     # sets a key on every point (run's --seeds), which, unlike --set, does not name the key: it says so
     sweep = {k: v for k, v in sweep.items() if not any(k == o or k.startswith(o + ".") for o, _ in overrides)}
     for key in sweep:
-        sweep[key] = _set_inside(key, sweep[key], overrides, where, later)
+        sweep[key] = set_inside(key, sweep[key], overrides, where, later)
     fixed = fixed or {}
     for key in [k for k in sweep if _canonical_key(k) in fixed]:
         flag = fixed[_canonical_key(key)]
@@ -330,60 +216,16 @@ def _which(point: dict[str, Any]) -> str:
     return ", ".join(f"{k}={short(v, 40)}" for k, v in point.items())
 
 
-def _set_inside(key: str, values: list, overrides: list[tuple[str, Any]], where: str, later: list) -> list:
-    """A swept section's values with each --set that lies inside it applied, as the points run
-    it: the rows then say what ran. Where the section's values set that key otherwise, a warning
-    (into `later`) says the swept values are not run, as for a swept key --set names."""
-    for dotted, value in overrides:
-        if not dotted.startswith(key + "."):
-            continue
-        inner = dotted[len(key) + 1:]
-        swept = [_get(v, inner) for v in values if isinstance(v, dict) and _holds(v, inner)]
-        lost = list(dict.fromkeys(short(v, 40) for v in swept if _canonical(v) != _canonical(value)))
-        if lost:
-            later.append((where, f"sweep.{key}", f"--set {dotted} sets it on every point, inside this swept section: "
-                          f"its swept values {', '.join(lost)} are not run"))
-        values = [_with_set(v, inner, value, where) if isinstance(v, dict) else v for v in values]
-    return values
-
-
-def _with_set(section: dict[str, Any], dotted: str, value: Any, where: str) -> dict[str, Any]:
-    """A copy of `section` with `dotted` set to `value` (set_key's rules)."""
-    out = copy.deepcopy(section)
-    set_key(out, dotted, copy.deepcopy(value), where)
-    return out
-
-
-def _get(data: dict[str, Any], dotted: str) -> Any:
-    """The value at a dotted key path the mapping holds (_holds)."""
-    for part in dotted.split("."):
-        data = data[part if part in data else _key(data, part)]
-    return data
-
-
 def _canonical_key(key: str) -> str:
     """A dotted key as the schema reads it: an integer part (a steps_by_batch batch) by its value."""
     return ".".join(str(int(part)) if part.isdigit() else part for part in key.split("."))
-
-
-def _canonical(value: Any) -> Any:
-    """A value as the schema compares it: mappings whatever their key order, 0 and 0.0 alike."""
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, dict):
-        return tuple(sorted(((str(k), _canonical(v)) for k, v in value.items()), key=repr))
-    if isinstance(value, list):
-        return tuple(_canonical(v) for v in value)
-    return value
 
 
 def _repeated(values: list) -> tuple:
     """(the first value a sweep list holds twice, as the schema reads it,) or (); in one pass."""
     seen = set()
     for value in values:
-        key = repr(_canonical(value))
+        key = repr(canonical(value))
         if key in seen:
             return (value,)
         seen.add(key)
@@ -399,25 +241,6 @@ def _validate_point(data: dict, point: dict, i: int, n: int, path, where: str, o
         if n == 1 or not point:
             raise
         raise ScenarioError(exc.where, exc.key, f"{exc.reason} (sweep point {i + 1} of {n}: {_which(point)})") from None
-
-
-def _set_by_flag(key: str, set_keys: list[str], written: dict[str, Any]) -> bool:
-    """Whether the value at `key` came from --set: it lies at or under a key the flag set, or it
-    is a mapping the flag created on the way to one (the file does not hold it)."""
-    return any(key == k or key.startswith(k + ".") or (k.startswith(key + ".") and not _holds(written, key))
-               for k in set_keys)
-
-
-def _holds(data: Any, dotted: str) -> bool:
-    """Whether the mapping has the dotted key path (each part as written, or as an integer key)."""
-    for part in dotted.split("."):
-        if not isinstance(data, dict):
-            return False
-        key = part if part in data else _key(data, part)
-        if key not in data:
-            return False
-        data = data[key]
-    return True
 
 
 def _anchor_paths(data: dict[str, Any], folder: Path, where: str) -> dict[str, Any]:

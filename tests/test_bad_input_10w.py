@@ -103,8 +103,8 @@ def test_a_tiny_prefill_chunk_counts_its_passes_as_a_long_run(tmp_path, capsys, 
     """Before: `heavy` counted requests and decode iterations only, so one 120,000-token prompt
     prefilled one token a pass (120,000 passes, twice) ran with no word. The prefill passes count
     now, blamed on the chunk. The limit is lowered here to keep the test short."""
-    from mtpsim.search import space
-    monkeypatch.setattr(space, "HEAVY_POINT_ITERATIONS", 256)
+    from mtpsim import heaviness
+    monkeypatch.setattr(heaviness, "HEAVY_POINT_ITERATIONS", 256)
     text = HEAD + ("workload: {arrival: closed, concurrency: 1, num_requests: 1, input_len: 512, output_len: 2}\n"
                    "engine: {chunked_prefill_tokens: 1}\n")
     lines = warnings_of(capsys, [*run(tmp_path, text), "--jobs", "1"])

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from mtpsim import cli
-from mtpsim.scenario import set_key
+from mtpsim.overrides import set_key
 from tests.test_bad_input import BASE, LLAMA, cpu_profile, one_line_error, run
 
 SMALL = LLAMA.replace("tp: 8", "tp: 1")  # llama-3.1-8b on one H200, plain decoding: the quickest run

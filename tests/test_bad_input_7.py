@@ -131,8 +131,8 @@ def test_a_load_the_workload_refuses_is_blamed_on_where_it_came_from(tmp_path, c
 def test_a_load_of_very_many_requests_says_so_before_it_runs(tmp_path, capsys, monkeypatch):
     """Before: 200,000 requests a point ran without a line for minutes (progress prints as points
     finish). The warning comes first; the threshold is lowered here to keep the test short."""
-    from mtpsim.search import space
-    monkeypatch.setattr(space, "HEAVY_POINT_REQUESTS", 4)
+    from mtpsim import heaviness
+    monkeypatch.setattr(heaviness, "HEAVY_POINT_REQUESTS", 4)
     lines = warnings_of(capsys, ["recommend", _file(tmp_path, DENSE), "--batch", "2", "--seeds", "1", "--max-steps", "1",
                                  "--jobs", "1", "--out", str(tmp_path / "o")])
     assert any(line.startswith("mtpsim: warning: --batch: a point of this load simulates 4 requests") for line in lines)

@@ -338,8 +338,8 @@ def test_the_clipped_mean_is_the_drawn_mean(dist):
 
 def test_a_heavy_search_point_is_blamed_on_the_size_the_section_sets(tmp_path, capsys, monkeypatch):
     """Before: `search.rates`, though requests_per_rate_s made the points long."""
-    from mtpsim.search import space
-    monkeypatch.setattr(space, "HEAVY_POINT_REQUESTS", 10)
+    from mtpsim import heaviness
+    monkeypatch.setattr(heaviness, "HEAVY_POINT_REQUESTS", 10)
     text = _scenario("llama-3.1-8b", "{design: nextn, steps: 2, draft: eagle3-llama-3.1-8b}", "h100-sxm") + \
         "search: {rates: [2], requests_per_rate_s: 10, tp: [1]}\n"
     argv = run(tmp_path, text)

@@ -211,17 +211,17 @@ def test_replicates_up_to_the_largest_seed_run(tmp_path, capsys):
 def test_a_run_that_takes_minutes_says_so_before_it_runs(tmp_path, capsys, monkeypatch):
     """Before: `run --set workload.concurrency=64 --set workload.num_requests=1000000` ran for
     minutes without a word (its progress line starts after 60 s); recommend and search warned.
-    One rule for all three (search/space.py `heavy`): requests, or decode iterations (requests x
+    One rule for all three (heaviness.py `heavy`): requests, or decode iterations (requests x
     output tokens / concurrency). The thresholds are lowered here to keep the test short."""
-    from mtpsim.search import space
-    monkeypatch.setattr(space, "HEAVY_POINT_REQUESTS", 8)
+    from mtpsim import heaviness
+    monkeypatch.setattr(heaviness, "HEAVY_POINT_REQUESTS", 8)
     argv = ["run", _file(tmp_path), "--jobs", "1", "--set", "workload.num_requests=8"]
     assert warnings_of(capsys, [*argv, "--out", str(tmp_path / "a")]) == [
         "mtpsim: warning: --set: workload.num_requests: a run of this load simulates 8 requests (about 128 decode "
         "iterations), which takes minutes per run (progress is reported after the first minute): fewer requests would "
         "do for steady-state figures"]
-    monkeypatch.setattr(space, "HEAVY_POINT_REQUESTS", 100_000)
-    monkeypatch.setattr(space, "HEAVY_POINT_ITERATIONS", 64)  # 4 requests x 32 tokens / 2 at a time
+    monkeypatch.setattr(heaviness, "HEAVY_POINT_REQUESTS", 100_000)
+    monkeypatch.setattr(heaviness, "HEAVY_POINT_ITERATIONS", 64)  # 4 requests x 32 tokens / 2 at a time
     sweep = ["--set", "sweep={workload.concurrency: [4, 2]}"]
     lines = warnings_of(capsys, ["run", _file(tmp_path), "--jobs", "1", *sweep, "--out", str(tmp_path / "b")])
     assert lines == [f"mtpsim: warning: {tmp_path / 'base.yaml'}: workload.num_requests: point 1: a run of this load "
@@ -234,8 +234,8 @@ def test_a_run_that_takes_minutes_says_so_before_it_runs(tmp_path, capsys, monke
 def test_recommend_counts_decode_iterations_too(tmp_path, capsys, monkeypatch):
     """The same rule: a batch of 1 decoding every token of every request one at a time is as long
     as many requests (before: only the request count was weighed)."""
-    from mtpsim.search import space
-    monkeypatch.setattr(space, "HEAVY_POINT_ITERATIONS", 64)  # batch 1: 2 requests x 32 tokens
+    from mtpsim import heaviness
+    monkeypatch.setattr(heaviness, "HEAVY_POINT_ITERATIONS", 64)  # batch 1: 2 requests x 32 tokens
     lines = warnings_of(capsys, ["recommend", _file(tmp_path), "--batch", "1", "--seeds", "1", "--max-steps", "1",
                                  "--jobs", "1", "--out", str(tmp_path / "o")])
     assert lines == ["mtpsim: warning: --batch: a point of this load simulates 2 requests (about 64 decode iterations), "

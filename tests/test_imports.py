@@ -311,7 +311,7 @@ SCENARIO_LOADER = ("mtpsim.scenario", "mtpsim.resolve", "mtpsim.schema", "mtpsim
                    "mtpsim.files", "mtpsim.textfiles", "mtpsim.yamlfiles", "mtpsim.csvfiles",
                    "mtpsim.advice", "mtpsim.limits", "mtpsim.engines", "mtpsim.engine_releases",
                    "mtpsim.hfconfig", "mtpsim.tracefiles", "mtpsim.pools", "mtpsim.sections", "mtpsim.workload_schema",
-                   "mtpsim.acceptance_schema", "mtpsim.engine_schema", "mtpsim.cache_settings")
+                   "mtpsim.acceptance_schema", "mtpsim.engine_schema", "mtpsim.cache_settings", "mtpsim.overrides")
 
 
 def test_the_scenario_loader_sits_below_the_simulator():
@@ -320,6 +320,22 @@ def test_the_scenario_loader_sits_below_the_simulator():
     assert bad == [], "the scenario loader imports the simulator:\n" + "\n".join(bad)
     stale = [f"{a} -> {b}" for a, b in LOADER_MAY_IMPORT if not any(e.target == b for e in GRAPH[a])]
     assert stale == [], "no longer imported, delete from LOADER_MAY_IMPORT: " + ", ".join(stale)
+
+
+def test_overrides_sit_below_the_scenario_loader():
+    """--set's overrides edit a scenario's mappings and validate nothing (the loader hands them its
+    check): they import neither the loader nor the schema it validates by."""
+    bad = _below(("mtpsim.scenario", "mtpsim.resolve", "mtpsim.schema", "mtpsim.checks"), ("mtpsim.overrides",))
+    assert bad == [], "the overrides import the scenario loader:\n" + "\n".join(bad)
+
+
+def test_how_long_a_point_takes_sits_below_its_three_users():
+    """heaviness.py is the one rule run, recommend and search warn by: it imports none of them, and
+    run imports no search code for it (the search section's schema, which every scenario holds, aside)."""
+    section = {("mtpsim.schema", "mtpsim.search.bounds")}
+    bad = _below(("mtpsim.run", "mtpsim.recommend", "mtpsim.search"), ("mtpsim.heaviness",), section)
+    bad += _below(("mtpsim.recommend", "mtpsim.search"), ("mtpsim.run",), section)
+    assert bad == [], "imports against the layering:\n" + "\n".join(bad)
 
 
 def test_no_module_takes_another_modules_private_names():

@@ -92,3 +92,10 @@ def _once(values: list) -> list:
         return list(dict.fromkeys(values))
     except TypeError:
         return values
+
+
+def bound_origin(source: str, flags: set[str], key: str) -> tuple[str, str]:
+    """(file or flag, key) that gave the search bound `key`: its flag (`max_steps` -> --max-steps)
+    where one of `flags` (the bounds the flags gave) names it, else the search section of the
+    scenario file `source`."""
+    return (f"--{key.replace('_', '-')}", "") if key in flags else (source, f"search.{key}")

@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from mtpsim import scenario as sc
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import build_pricer
 from mtpsim.designs import BASELINE, DesignShape, record
 from mtpsim.errors import ScenarioError, silenced, warn
-from mtpsim.memory import memory_budget, pool_rule, prefill_chunk_tokens
+from mtpsim.heaviness import heavy_load, prefill_chunks
+from mtpsim.memory import memory_budget, pool_rule
 from mtpsim.schema import MAX_STEPS, max_length, mean_length
-from mtpsim.search.bounds import DEFAULT_LADDER, MAX_SEARCH_POINTS, SearchBounds
+from mtpsim.search.bounds import DEFAULT_LADDER, MAX_SEARCH_POINTS, SearchBounds, bound_origin
 from mtpsim.tracefiles import scan
 
 
@@ -140,12 +140,6 @@ def searched_designs(base: sc.Scenario, bounds: SearchBounds) -> list[str]:
     return bounds.designs or list(dict.fromkeys([BASELINE, base.speculative.design]))
 
 
-def bound_origin(base: sc.Scenario, flags: set[str], key: str) -> tuple[str, str]:
-    """(file or flag, key) that gave the search bound `key`: its flag (`max_steps` -> --max-steps)
-    where one of `flags` (the bounds the flags gave) names it, else the scenario's search section."""
-    return (f"--{key.replace('_', '-')}", "") if key in flags else (base.source, f"search.{key}")
-
-
 def steps_by_design(base: sc.Scenario, bounds: SearchBounds, flags: set[str] = frozenset()) -> dict[str, list[int]]:
     """Each searched design that drafts -> the steps it can run with this model and acceptance
     (candidate_steps of the scenario as that design: nextn's are not multi_layer's); a
@@ -158,19 +152,19 @@ def steps_by_design(base: sc.Scenario, bounds: SearchBounds, flags: set[str] = f
         if record(design).draft_part is None:
             continue
         s = base if design == base.speculative.design else as_design(base, design, key)
-        steps = candidate_steps(s, bounds.max_steps, bound_origin(base, flags, "max_steps"))
+        steps = candidate_steps(s, bounds.max_steps, bound_origin(base.source, flags, "max_steps"))
         if not steps:
             spec = s.speculative.model_copy(update={"steps": 1, "topk": 1, "draft_tokens": None, "policy": None})
             draft = s.specs.draft or s.specs.assistant
             why = "; ".join(f"{k}: {r}" for k, r in record(design).problems(spec, s.specs.model, draft))
             raise ScenarioError(base.source, key, f"{design} cannot run one step here ({why or 'no depth to draft'})")
         if "topk" in bounds.model_fields_set:
-            check_topk(s, max(bounds.topk), bound_origin(base, flags, "topk"))
+            check_topk(s, max(bounds.topk), bound_origin(base.source, flags, "topk"))
         out[design] = steps
     if not out:
         for bound, given in (("max_steps", bounds.max_steps is not None), ("topk", "topk" in bounds.model_fields_set)):
             if given:
-                warn(*bound_origin(base, flags, bound), f"no searched design drafts (speculative.design "
+                warn(*bound_origin(base.source, flags, bound), f"no searched design drafts (speculative.design "
                      f"{base.speculative.design}; add one with search.designs): it changes nothing")
     return out
 
@@ -352,50 +346,3 @@ def _say_unfit(base: sc.Scenario, bounds: SearchBounds, unfit: dict, layouts: li
                                 f"allow ({why})")
         warn(base.source, key, f"{design}: {count} of its {total} settings x layouts do not fit and are not run "
              f"(e.g. {why})")
-
-
-HEAVY_POINT_REQUESTS = 100_000  # a point this long simulates for minutes on one core
-HEAVY_POINT_ITERATIONS = 1_000_000  # decode iterations and prefill passes: 50-250 us each on one core,
-                                    # a minute or more a point
-
-
-class Heaviness(NamedTuple):
-    """How long a point is to simulate (`heavy`): its share of the limit (1 or more where it takes
-    minutes), what it simulates in words, and whether prefill passes are most of its iterations."""
-
-    share: float
-    what: str
-    prefill_bound: bool
-
-
-def heavy(requests: int, output_len: float, running: int | None, chunks_per_prompt: float = 0.0) -> Heaviness:
-    """How long a point of `requests` requests, `output_len` output tokens each on average and
-    `running` of them at a time (None: an open load, whose batch the simulation finds), is to
-    simulate, e.g. `40,000 requests (about 320,000 decode iterations)`. The one rule `run`,
-    `recommend` and `search` warn by: HEAVY_POINT_REQUESTS requests or HEAVY_POINT_ITERATIONS
-    iterations: every request's output tokens `running` at a time (the `none` baseline's count;
-    speculation makes fewer, dearer ones), plus the prefill passes of prompts `chunks_per_prompt`
-    chunks long on average (prefill_chunks): a tiny chunk makes one pass per few prompt tokens."""
-    decode = math.ceil(requests * output_len / min(running, requests)) if running else 0
-    prefill = math.ceil(requests * chunks_per_prompt)
-    share = max(requests / HEAVY_POINT_REQUESTS, (decode + prefill) / HEAVY_POINT_ITERATIONS)
-    counted = ([f"about {decode:,} decode iterations"] if decode else []) + \
-        ([f"{prefill:,} prefill passes"] if chunks_per_prompt > 1 else [])  # several a prompt: worth saying
-    return Heaviness(share, f"{requests:,} requests" + (f" ({' and '.join(counted)})" if counted else ""),
-                     prefill > decode)
-
-
-def prefill_chunks(s: sc.Scenario, input_len: float) -> float:
-    """Prefill passes a prompt of `input_len` tokens takes on average at the scenario's chunk
-    (engine.chunked_prefill_tokens, else the engine's default); under 1, prompts share a pass."""
-    return input_len / prefill_chunk_tokens(s)
-
-
-def heavy_load(ladder: list[dict], origin: tuple[str, str], output_len: float, chunks_per_prompt: float) -> None:
-    """One line up front when a load's point takes minutes to simulate (`heavy`): the progress
-    line comes as points finish, so a few such points would otherwise run in silence."""
-    share, what, _ = max((heavy(load["num_requests"], output_len, load.get("concurrency"), chunks_per_prompt)
-                          for load in ladder), default=Heaviness(0.0, "", False), key=lambda found: found.share)
-    if share >= 1:
-        warn(*origin, f"a point of this load simulates {what}, which takes minutes per point "
-             "(progress is reported as points finish): fewer requests per user or rate would do for a ranking")

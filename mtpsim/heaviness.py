@@ -1,0 +1,61 @@
+"""How long a point is to simulate, by the one rule `mtpsim run`, `recommend` and `search` warn
+by before a point that takes minutes (their progress lines come only as points finish, or after
+a run's first minute): its requests, and its iterations (decode iterations and prefill passes).
+
+`heavy` weighs one point; `heavy_load` is recommend's and search's warning over a ladder of
+loads; run.py words its own (heavy_runs), blamed on the scenario's keys.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+from mtpsim.errors import warn
+from mtpsim.memory import prefill_chunk_tokens
+from mtpsim.schema import Scenario
+
+HEAVY_POINT_REQUESTS = 100_000  # a point this long simulates for minutes on one core
+HEAVY_POINT_ITERATIONS = 1_000_000  # decode iterations and prefill passes: 50-250 us each on one core,
+                                    # a minute or more a point
+
+
+class Heaviness(NamedTuple):
+    """How long a point is to simulate (`heavy`): its share of the limit (1 or more where it takes
+    minutes), what it simulates in words, and whether prefill passes are most of its iterations."""
+
+    share: float
+    what: str
+    prefill_bound: bool
+
+
+def heavy(requests: int, output_len: float, running: int | None, chunks_per_prompt: float = 0.0) -> Heaviness:
+    """How long a point of `requests` requests, `output_len` output tokens each on average and
+    `running` of them at a time (None: an open load, whose batch the simulation finds), is to
+    simulate, e.g. `40,000 requests (about 320,000 decode iterations)`. The one rule `run`,
+    `recommend` and `search` warn by: HEAVY_POINT_REQUESTS requests or HEAVY_POINT_ITERATIONS
+    iterations: every request's output tokens `running` at a time (the `none` baseline's count;
+    speculation makes fewer, dearer ones), plus the prefill passes of prompts `chunks_per_prompt`
+    chunks long on average (prefill_chunks): a tiny chunk makes one pass per few prompt tokens."""
+    decode = math.ceil(requests * output_len / min(running, requests)) if running else 0
+    prefill = math.ceil(requests * chunks_per_prompt)
+    share = max(requests / HEAVY_POINT_REQUESTS, (decode + prefill) / HEAVY_POINT_ITERATIONS)
+    counted = ([f"about {decode:,} decode iterations"] if decode else []) + \
+        ([f"{prefill:,} prefill passes"] if chunks_per_prompt > 1 else [])  # several a prompt: worth saying
+    return Heaviness(share, f"{requests:,} requests" + (f" ({' and '.join(counted)})" if counted else ""),
+                     prefill > decode)
+
+
+def prefill_chunks(s: Scenario, input_len: float) -> float:
+    """Prefill passes a prompt of `input_len` tokens takes on average at the scenario's chunk
+    (engine.chunked_prefill_tokens, else the engine's default); under 1, prompts share a pass."""
+    return input_len / prefill_chunk_tokens(s)
+
+
+def heavy_load(ladder: list[dict], origin: tuple[str, str], output_len: float, chunks_per_prompt: float) -> None:
+    """One line up front when a load's point takes minutes to simulate (`heavy`): the progress
+    line comes as points finish, so a few such points would otherwise run in silence."""
+    share, what, _ = max((heavy(load["num_requests"], output_len, load.get("concurrency"), chunks_per_prompt)
+                          for load in ladder), default=Heaviness(0.0, "", False), key=lambda found: found.share)
+    if share >= 1:
+        warn(*origin, f"a point of this load simulates {what}, which takes minutes per point "
+             "(progress is reported as points finish): fewer requests per user or rate would do for a ranking")

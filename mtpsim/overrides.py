@@ -1,0 +1,225 @@
+"""`--set key.path=value` overrides of a scenario (the flag, and `mtpsim.load`'s `sets`): each
+parsed (its value read as YAML), set into the scenario's nested mappings by its dotted key path,
+checked against the others (a key given twice, a section given after a key inside it), applied
+inside a swept section it lies in, and blamed for the errors its value causes: an error at a key
+--set gave, or one its value causes elsewhere in a file that is valid alone, names --set.
+
+scenario.py's `load` uses these before and while it expands the sweep (whose points it sets by
+the same set_key); nothing here validates a scenario (breaking_set is handed the check to try).
+"""
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from mtpsim.errors import ScenarioError, short, silenced
+from mtpsim.files import parse_yaml
+from mtpsim.yamlfiles import MAX_DEPTH
+
+Override = tuple[str, Any]  # (the dotted key path, its value as YAML read it)
+
+
+def parse_sets(sets: Any) -> list[Override]:
+    """`load`'s `sets` (the `key.path=value` texts --set gives) parsed, or a ScenarioError."""
+    return [parse_set(item) for item in _set_items(sets)]
+
+
+def _set_items(sets: Any) -> list[str]:
+    """`load`'s `sets` as the list of `key.path=value` texts --set gives, or a ScenarioError."""
+    if isinstance(sets, (str, bytes)) or not isinstance(sets, (list, tuple)):
+        raise ScenarioError("mtpsim.load", "sets", f"is a list of 'key.path=value' texts (as --set gives), not "
+                            f"{type(sets).__name__} {short(sets, 60)}")
+    for i, item in enumerate(sets):
+        if not isinstance(item, str):
+            raise ScenarioError("mtpsim.load", f"sets.{i}", f"is {type(item).__name__} {short(item, 40)}: each is "
+                                "a 'key.path=value' text")
+    return list(sets)
+
+
+def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
+    """Set `a.b.c` in nested mappings, creating intermediate mappings. A part in digits names an
+    integer key (as YAML reads `8:`), unless the mapping has it as text; `null` removes the key,
+    so its default applies (`--set acceptance=null` drops the section). A sweep entry's key is
+    itself dotted: `sweep.workload.concurrency` sets the entry `workload.concurrency` of `sweep`."""
+    node = data
+    if dotted.count(".") >= MAX_DEPTH:
+        raise ScenarioError(where, short(dotted, 80)[1:-1], f"a key path of more than {MAX_DEPTH} levels (YAML nests "
+                            f"at most {MAX_DEPTH})")
+    *parents, leaf = _parts(dotted)
+    for i, part in enumerate(parents):
+        part = _key(node, part)
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        elif isinstance(child, str) and part in ("model", "hardware") and i == 0:
+            child = node[part] = {"from": child}
+        elif not isinstance(child, dict):
+            raise ScenarioError(where, dotted, f"{'.'.join(parents[: i + 1])} is not a mapping")
+        node = child
+    if value is None:
+        node.pop(_key(node, leaf), None)
+    else:
+        node[_key(node, leaf)] = value
+
+
+def _parts(dotted: str) -> list[str]:
+    """A dotted key path's parts; under `sweep` all that follows is one part, an entry's key."""
+    head, sep, rest = dotted.partition(".")
+    return [head, rest] if head == "sweep" and sep else dotted.split(".")
+
+
+def _key(node: dict[str, Any], part: str) -> str | int:
+    """A dotted path's part as the key it names in `node`."""
+    # an integer key (steps_by_batch's batch sizes) has a few digits; a longer run stays text, for
+    # the schema to refuse as a key (int() of 4,300 digits or more raises)
+    return int(part) if part.isascii() and part.isdigit() and len(part) <= 18 and part not in node else part
+
+
+NULLS = ("null", "Null", "NULL", "~")  # YAML's spellings of null: `--set key=null` drops the key
+
+
+def parse_set(item: str) -> Override:
+    """`key.path=value` with the value parsed as YAML."""
+    key, sep, raw = item.partition("=")
+    if not sep or not key.strip():
+        raise ScenarioError("--set", short(item, 80)[1:-1], "expected key.path=value")
+    if not raw.strip():  # YAML reads nothing as null, which would drop the key without a word
+        raise ScenarioError("--set", short(key.strip(), 80)[1:-1], "no value after '=' (write =null to drop the key "
+                            "and take its default)")
+    if any(not part.strip() for part in key.strip().split(".")):
+        raise ScenarioError("--set", short(key, 80)[1:-1], "an empty part in the key path (a leading, trailing "
+                            "or doubled '.')")
+    try:
+        value = parse_yaml(raw, "--set")
+    except ScenarioError as exc:
+        at = ".".join(k for k in (key.strip(), exc.key) if k and not k.startswith("line "))
+        raise ScenarioError("--set", at, f"value is not valid YAML: {exc.reason}") from None
+    if value is None and raw.strip() not in NULLS:  # `=#2`: YAML reads a comment, which would drop the key
+        raise ScenarioError("--set", short(key.strip(), 80)[1:-1], f"the value {short(raw.strip(), 40)} reads as "
+                            "nothing (a YAML comment starts with '#'; quote it, or write =null to drop the key)")
+    return key.strip(), value
+
+
+def apply_sets(data: dict[str, Any], overrides: list[Override]) -> dict[str, Any]:
+    """Set each override into `data` (set_key), and return what the file says without them (a
+    copy where there are any), to tell its errors from --set's (from_set). A key given twice, or a
+    section given after a key inside it (which it would undo), is a ScenarioError."""
+    written = copy.deepcopy(data) if overrides else data
+    for key, value in overrides:
+        set_key(data, key, value, "--set")
+    keys = [k for k, _ in overrides]
+    twice = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+    if twice is not None:
+        raise ScenarioError("--set", twice, "given twice: the last one would win; give it once")
+    # a later --set of a section replaces what an earlier one set inside it: the earlier one is lost
+    lost = next(((inner, outer) for i, inner in enumerate(keys) for outer in keys[i + 1:]
+                 if inner.startswith(f"{outer}.")), None)
+    if lost is not None:
+        inner, outer = lost
+        raise ScenarioError("--set", outer, f"replaces the whole section after --set {inner}, which it would undo: "
+                            f"give {inner} after it, or inside it")
+    return written
+
+
+def from_set(key: str, set_keys: list[str], written: dict[str, Any]) -> bool:
+    """Whether the value at `key` came from --set: it lies at or under a key the flag set, or it
+    is a mapping the flag created on the way to one (the file does not hold it)."""
+    return any(key == k or key.startswith(k + ".") or (k.startswith(key + ".") and not _holds(written, key))
+               for k in set_keys)
+
+
+def blamed_on_set(exc: ScenarioError, where: str, overrides: list[Override], written: dict[str, Any],
+                  check: Callable[[dict[str, Any], list[Override]], object]) -> ScenarioError | None:
+    """`exc`, raised checking file `where` with `overrides` set, as --set's error where a value
+    the flag gave is at fault: at a key it set (a swept one too), or elsewhere in a file that
+    `check` accepts without it (breaking_set); None where the error is the file's own."""
+    keys = [k for k, _ in overrides]
+    if exc.where == where and exc.key and (from_set(exc.key, keys, written) or
+                                           from_set(f"sweep.{exc.key}", keys, written)):
+        return ScenarioError("--set", exc.key, exc.reason)
+    culprit = breaking_set(written, overrides, check) if exc.where == where and overrides else None
+    if culprit is not None:  # the file alone is valid: the flag broke it elsewhere (a sibling, a parent)
+        at = f"{exc.key}: " if exc.key and exc.key != culprit else ""
+        return ScenarioError("--set", culprit, f"{at}{exc.reason}")
+    return None
+
+
+def breaking_set(written: dict[str, Any], overrides: list[Override],
+                 check: Callable[[dict[str, Any], list[Override]], object]) -> str | None:
+    """The --set key whose value breaks a file that validates on its own (the first that does so
+    alone; else the first given), or None when the file alone fails too: an error a flag causes
+    away from the key it sets (a null that leaves its parent without a required entry, a value
+    that a sibling must now match) is the flag's, not the file's. `check(data, sets)` validates
+    the file's data with `sets` applied (a ScenarioError if it fails): trial validations, said
+    nothing of: the error path only."""
+    def fails(sets: list[Override]) -> bool:
+        data = copy.deepcopy(written)
+        for key, value in sets:
+            set_key(data, key, copy.deepcopy(value), "--set")
+        try:
+            with silenced():
+                check(data, sets)
+        except ScenarioError:
+            return True
+        return False
+
+    if fails([]):
+        return None
+    return next((key for key, value in overrides if fails([(key, value)])), overrides[0][0])
+
+
+def set_inside(key: str, values: list, overrides: list[Override], where: str, later: list) -> list:
+    """A swept section's values with each --set that lies inside it applied, as the points run
+    it: the rows then say what ran. Where the section's values set that key otherwise, a warning
+    (into `later`) says the swept values are not run, as for a swept key --set names."""
+    for dotted, value in overrides:
+        if not dotted.startswith(key + "."):
+            continue
+        inner = dotted[len(key) + 1:]
+        swept = [_get(v, inner) for v in values if isinstance(v, dict) and _holds(v, inner)]
+        lost = list(dict.fromkeys(short(v, 40) for v in swept if canonical(v) != canonical(value)))
+        if lost:
+            later.append((where, f"sweep.{key}", f"--set {dotted} sets it on every point, inside this swept section: "
+                          f"its swept values {', '.join(lost)} are not run"))
+        values = [_with_set(v, inner, value, where) if isinstance(v, dict) else v for v in values]
+    return values
+
+
+def _with_set(section: dict[str, Any], dotted: str, value: Any, where: str) -> dict[str, Any]:
+    """A copy of `section` with `dotted` set to `value` (set_key's rules)."""
+    out = copy.deepcopy(section)
+    set_key(out, dotted, copy.deepcopy(value), where)
+    return out
+
+
+def _get(data: dict[str, Any], dotted: str) -> Any:
+    """The value at a dotted key path the mapping holds (_holds)."""
+    for part in dotted.split("."):
+        data = data[part if part in data else _key(data, part)]
+    return data
+
+
+def _holds(data: Any, dotted: str) -> bool:
+    """Whether the mapping has the dotted key path (each part as written, or as an integer key)."""
+    for part in dotted.split("."):
+        if not isinstance(data, dict):
+            return False
+        key = part if part in data else _key(data, part)
+        if key not in data:
+            return False
+        data = data[key]
+    return True
+
+
+def canonical(value: Any) -> Any:
+    """A value as the schema compares it: mappings whatever their key order, 0 and 0.0 alike."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, dict):
+        return tuple(sorted(((str(k), canonical(v)) for k, v in value.items()), key=repr))
+    if isinstance(value, list):
+        return tuple(canonical(v) for v in value)
+    return value
