@@ -87,23 +87,17 @@ EXPLANATIONS = [
                 "aiconfigurator_core/sdk/config.py workload_distribution = 'power_law'; "
                 "aiconfigurator_core/sdk/models/deepseek.py generation_moe; mtpsim/costs/tables.py (touched axis)"),
     *[Explanation(gpu, "sglang", "moe", OPEN,
-                "as for every MoE (see the '*' row), but on Blackwell the measurement leans aiconfigurator's way: SGLang's "
-                "flashinfer_trtllm kernel is slower under power-law routing at 4-16 tokens (74 against 57 us a "
-                "layer at 8 tokens), and A7 (InferenceX v0.5.12, 1k/1k) at concurrency 4 / 8 / 16 is -13 / -20 / "
-                "-13% for mtpsim and -5 / -8 / -2% for aiconfigurator (at 32 / 64: -3 / -5% against -8 / -9%; "
-                "2026-12-05, with the measured bmm rows: 2-3 points faster than before them). "
-                "Converting both SGLang profiles from the power-law rows took A7 to -6...+1% and H200's A5/A6 to "
-                "+7...+24%; the kernel's dependence on routing is not modelled. Relabelling the 0.5.14 tables' "
-                "rows by the experts DeepSeek's grouped top-k made them touch (benchmarks/moe_routing.py: 35 at 8 "
-                "tokens, not 64; both distributions kept) took A7 at 4 / 8 streams to -4 / -1% but 16-64 to "
-                "+11...+16%, A5 to +7...+39% and the absolute median from 7.5% to 14.3% (2026-12-04): the H200 "
-                "points want cheaper MoE at 16-64 tokens than random routing priced from these rows gives, so it "
-                "was not kept. B300 under the same release and harness (A8, 1k/1k TP8, InferenceX #3175) says the "
-                "same: -12 / -17 / -17 / -20 / -13% at 1 / 2 / 4 / 8 / 16 streams and -4 / -6% at 32 / 64 for "
-                "mtpsim, -5 / -9 / -5 / -5 / -5 / -4 / -9% for aiconfigurator (8k/1k, A9 TP4 and A10 TP8: -11...-18% at "
-                "1-4 streams); at one stream the gap is not the "
-                "MoE (one token's 8 experts), and B300's tables price the same GEMMs and all-reduce 20-25% faster "
-                "than B200's while the two measured steps differ by 2% (7.04 against 7.18 ms)",
+                "as for every MoE (see the '*' row). On Blackwell SGLang's flashinfer_trtllm kernel is slower under "
+                "power-law routing at 4-16 tokens (74 against 57 us a layer at 8 tokens), which aiconfigurator reads. "
+                "With the shared experts paid beside the routed branch (moe.shared_overlap), A7 (InferenceX v0.5.12, "
+                "1k/1k) is +10 / +3 / -1 / -10 / -1 / +6 / +2% at 1-64 streams for mtpsim and -1 / -7 / -5 / -7 / -2 / "
+                "-8 / -9% for aiconfigurator; A8 (B300, InferenceX #3175) +3 / -3 / -4 / -7 / -2 / +4 / +0% against "
+                "-5 / -9 / -5 / -5 / -5 / -4 / -9% (2026-12-05). The 8-stream point, -10% / -7%, is where the routing "
+                "the rows were timed under matters most; converting both SGLang profiles from the power-law rows "
+                "(with the shared experts hidden, before 2026-12-05) took H200's A5/A6 to +7...+24%, and relabelling "
+                "rows by the experts DeepSeek's grouped top-k touches (benchmarks/moe_routing.py) took the absolute "
+                "median from 7.5% to 14.3%: the H200 points want cheaper MoE at 16-64 tokens than these rows give "
+                "under either routing, so neither was kept; the kernel's dependence on routing is not modelled",
                 "benchmarks/absolute.py; aiconfigurator_core/systems/data/b200_sxm/moe/sglang/*/moe_perf.parquet "
                 "(distribution power_law_1.01 against balanced rows)")
       for gpu in ("b200", "b300")],
