@@ -309,7 +309,7 @@ LOADER_MAY_IMPORT: set[tuple[str, str]] = set()
 SCENARIO_LOADER = ("mtpsim.scenario", "mtpsim.resolve", "mtpsim.schema", "mtpsim.checks", "mtpsim.catalog", "mtpsim.specs",
                    "mtpsim.hardware_spec",
                    "mtpsim.files", "mtpsim.textfiles", "mtpsim.yamlfiles", "mtpsim.csvfiles",
-                   "mtpsim.advice", "mtpsim.limits", "mtpsim.engines", "mtpsim.engine_releases",
+                   "mtpsim.advice", "mtpsim.engine_advice", "mtpsim.limits", "mtpsim.engines", "mtpsim.engine_releases",
                    "mtpsim.hfconfig", "mtpsim.tracefiles", "mtpsim.pools", "mtpsim.sections", "mtpsim.workload_schema",
                    "mtpsim.acceptance_schema", "mtpsim.engine_schema", "mtpsim.cache_settings", "mtpsim.overrides")
 
