@@ -29,7 +29,7 @@ TORCH_FREE = ("mtpsim", "mtpsim.cli", "mtpsim.commands", "mtpsim.run", "mtpsim.s
               "mtpsim.costs.*", "mtpsim.scenario", "mtpsim.resolve", "mtpsim.schema", "mtpsim.acceptance_schema",
               "mtpsim.engine_schema",
               "mtpsim.catalog",
-              "mtpsim.specs", "mtpsim.hardware_spec", "mtpsim.runfolder", "mtpsim.checks",
+              "mtpsim.specs", "mtpsim.hardware_spec", "mtpsim.runfolder", "mtpsim.checks", "mtpsim.layout_checks",
               "mtpsim.results", "mtpsim.plots",
               "mtpsim.report", "mtpsim.trace", "mtpsim.designs", "mtpsim.design_checks", "mtpsim.acceptance", "mtpsim.memory",
               "mtpsim.tracefiles", "mtpsim.tracefiles.*",
@@ -306,7 +306,8 @@ def test_designs_sit_below_the_cost_model():
 
 # edges from the loader into the simulator allowed for now (none: the trace reader moved to tracefiles/)
 LOADER_MAY_IMPORT: set[tuple[str, str]] = set()
-SCENARIO_LOADER = ("mtpsim.scenario", "mtpsim.resolve", "mtpsim.schema", "mtpsim.checks", "mtpsim.catalog", "mtpsim.specs",
+SCENARIO_LOADER = ("mtpsim.scenario", "mtpsim.resolve", "mtpsim.schema", "mtpsim.checks", "mtpsim.layout_checks",
+                   "mtpsim.catalog", "mtpsim.specs",
                    "mtpsim.hardware_spec",
                    "mtpsim.files", "mtpsim.textfiles", "mtpsim.yamlfiles", "mtpsim.csvfiles",
                    "mtpsim.advice", "mtpsim.engine_advice", "mtpsim.limits", "mtpsim.engines", "mtpsim.engine_releases",
