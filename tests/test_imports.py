@@ -311,6 +311,7 @@ SCENARIO_LOADER = ("mtpsim.scenario", "mtpsim.resolve", "mtpsim.schema", "mtpsim
                    "mtpsim.hardware_spec",
                    "mtpsim.files", "mtpsim.textfiles", "mtpsim.yamlfiles", "mtpsim.csvfiles",
                    "mtpsim.advice", "mtpsim.engine_advice", "mtpsim.limits", "mtpsim.engines", "mtpsim.engine_releases",
+                   "mtpsim.engine_memory",
                    "mtpsim.hfconfig", "mtpsim.tracefiles", "mtpsim.pools", "mtpsim.sections", "mtpsim.workload_schema",
                    "mtpsim.acceptance_schema", "mtpsim.engine_schema", "mtpsim.cache_settings", "mtpsim.overrides")
 
