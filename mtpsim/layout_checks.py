@@ -7,7 +7,8 @@ the hardware describes. Each is a ScenarioError naming the key to change.
 from __future__ import annotations
 
 from mtpsim.errors import ScenarioError
-from mtpsim.schema import Parallel, Scenario
+from mtpsim.layout_schema import Parallel
+from mtpsim.schema import Scenario
 
 
 def check_parallelism(s: Scenario, where: str) -> None:

@@ -1,10 +1,10 @@
 """The deployments of N GPUs a search tries, and which of them run the scenario.
 
 A deployment (a `Layout`) is `replicas` copies of one replica of `tp` GPUs, its experts split over
-`ep` groups and its attention over `attention_dp` groups (schema.Parallel). A layout is kept only
-when the scenario checks accept the shard (layout_checks.py: heads, widths and experts divisible,
-nodes) and its weights leave a KV pool that holds the longest request (memory.py, the engine's
-pool rule). space.py runs designs, steps and loads on the kept layouts.
+`ep` groups and its attention over `attention_dp` groups (layout_schema.Parallel). A layout is
+kept only when the scenario checks accept the shard (layout_checks.py: heads, widths and experts
+divisible, nodes) and its weights leave a KV pool that holds the longest request (memory.py, the
+engine's pool rule). space.py runs designs, steps and loads on the kept layouts.
 """
 from __future__ import annotations
 
