@@ -1,8 +1,9 @@
 """Warnings about how the engine runs and prices a scenario (advice.py runs them with the rest):
 engine and cost settings whose mechanism never runs here (a routing skew, EPLB, two-batch overlap
-or a second stream without (wide-EP) experts, a graph limit without graphs, a prefix cache that
-caches nothing, a profile under the roofline) and a token budget the running batch outgrows.
-Each check takes the scenario and returns (dotted key, reason) pairs."""
+or a second stream without (wide-EP) experts, mixed batches or a speculative overlap the design
+gives nothing to act on, a graph limit without graphs, a prefix cache that caches nothing, a
+profile under the roofline) and a token budget the running batch outgrows. Each check takes the
+scenario and returns (dotted key, reason) pairs."""
 from __future__ import annotations
 
 from mtpsim import designs, model_advice, workload_advice
