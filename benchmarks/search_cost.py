@@ -29,6 +29,7 @@ from pathlib import Path
 from mtpsim.scenario import load
 from mtpsim.search import execute, space
 from mtpsim.search.command import bounds_of
+from mtpsim.search.layouts import fitting_layouts
 from mtpsim.search.space import candidate_steps
 
 SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "search" / "deepseek-v3-8xh200.yaml"
@@ -44,7 +45,7 @@ def main() -> None:
     started = time.perf_counter()
     base = load(SCENARIO, [f"workload.output_len={args.output_len}"])[0]
     bounds = bounds_of(base, {"gpus": args.gpus})
-    layouts, refused = space.fitting_layouts(base, args.gpus, bounds)
+    layouts, refused = fitting_layouts(base, args.gpus, bounds)
     fitted = time.perf_counter() - started
     points = space.points(base, layouts, space.design_settings(base, bounds, candidate_steps(base, None)), bounds)
     built = time.perf_counter() - started

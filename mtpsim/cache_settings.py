@@ -1,6 +1,6 @@
 """A scenario's prefix cache as its engine resolves it, read by the simulator (sim/caching.py,
-which builds it) and by the advice about it (advice.py) alike: whether it is on, and the tokens
-per block (a replayed trace's block_size where its rows give block ids, else the scenario's
+which builds it) and by the advice about it (engine_advice.py) alike: whether it is on, and the
+tokens per block (a replayed trace's block_size where its rows give block ids, else the scenario's
 engine.prefix_cache.block_tokens, else the engine's). No simulator here: the loader reads it.
 """
 from __future__ import annotations

@@ -57,7 +57,7 @@ class HardwareSpec(Spec):
     @model_validator(mode="after")
     def _network_whole(self) -> HardwareSpec:
         """A network bandwidth needs its latency: without one it would be read as no network at
-        all (checks.py, pools.py), silently dropping the bandwidth given. (A latency alone is
+        all (layout_checks.py, pools.py), silently dropping the bandwidth given. (A latency alone is
         how a `from:` copy drops its source's network: `internode_bandwidth_bytes_per_s: null`,
         as an override cannot delete a key.)"""
         if self.internode_bandwidth_bytes_per_s is not None and self.internode_latency_s is None:

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 
 from mtpsim.errors import ScenarioError
-from mtpsim.schema import Parallel
+from mtpsim.layout_schema import Parallel
 
 ROLES = ("prefill", "decode")
 

@@ -35,7 +35,7 @@ from mtpsim.intervals import seed_intervals
 from mtpsim.run import default_jobs
 from mtpsim.runfolder import claimed, mark_complete, write_csv
 from mtpsim.schema import MAX_USERS, check_replicates, mean_length
-from mtpsim.search import execute, space
+from mtpsim.search import execute, layouts, rankable, space
 from mtpsim.search.bounds import MAX_SEARCH_POINTS
 from mtpsim.search.space import candidate_steps  # noqa: F401  (recommend's steps are the search's)
 
@@ -66,11 +66,11 @@ def base_point(path: str, sets: list[str]) -> sc.Scenario:
             raise ScenarioError(s.source, "speculative.design", "recommend compares steps settings of a speculative "
                                 "design (nextn, multi_layer, frozen_kv, parallel_heads, block), and this scenario's "
                                 "is none")
-        space.refuse_fixed_accept_length(s, "compare steps")
+        rankable.refuse_fixed_accept_length(s, "compare steps")
         if s.speculative.policy is not None:
             warn(s.source, "speculative.policy", "recommend compares fixed steps at each batch and prints the policy "
                  "they make: the scenario's own policy is not used")
-        s = space.own_loads(s, "recommend", "closed-loop batches (--batch)")
+        s = rankable.own_loads(s, "recommend", "closed-loop batches (--batch)")
     advise(points[0])  # the point recommended for
     return s
 
@@ -90,7 +90,7 @@ def grid(s: sc.Scenario, batches: list[int], steps: list[int], topks: list[int],
     the running-request cap left to the scenario and the engine, as `mtpsim run` resolves it."""
     w = s.workload
     per_user = math.ceil(w.num_requests / w.concurrency) if w.arrival == "closed" else OPEN_LOOP_REQUESTS_PER_USER
-    layout = space.layout_of(s)
+    layout = layouts.layout_of(s)
     spec = s.speculative.model_dump(exclude_none=True, exclude={"policy", "draft_tokens"})
     settings = [{"design": BASELINE}] + [{**spec, "steps": S, "topk": k} for k in topks for S in steps]
     size = len(settings) * len(batches) * seeds
@@ -100,7 +100,7 @@ def grid(s: sc.Scenario, batches: list[int], steps: list[int], topks: list[int],
     loads = space.closed_loads(batches, per_user)
     points = []
     for setting in settings:
-        at = space.at_layout(s, layout, setting)
+        at = layouts.at_layout(s, layout, setting)
         points += [space.with_load(at, load, layout, keep_cap=True, origin=("--batch", "")) for load in loads]
     heavy_load(loads, ("--batch", ""), mean_length(w.output_len),
                prefill_chunks(s, mean_length(w.input_len)))  # after the points validate: one line if refused

@@ -252,9 +252,9 @@ def _rate_overrides(s: Scenario, hardware: HardwareSpec) -> list[str]:
 
 def disaggregated(s: Scenario, prefill: dict, decode: dict, link: str = "auto", gpus: int | None = None) -> Scenario:
     """An aggregated scenario `s` as the same model, GPU, workload and design on prefill and decode
-    pools (each a mapping of schema.Pool's keys: replicas, tp, ep, attention_dp, gpus_per_node),
-    validated as a scenario file would be: what a deployment search compares with `s` itself.
-    `simulate(result)` runs it (sim/disagg.py)."""
+    pools (each a mapping of layout_schema.Pool's keys: replicas, tp, ep, attention_dp,
+    gpus_per_node), validated as a scenario file would be: what a deployment search compares with
+    `s` itself. `simulate(result)` runs it (sim/disagg.py)."""
     check_point_type(s, "mtpsim.disaggregated")  # its values are validated again below, as a file's
     data = s.model_dump(exclude={"parallel", "disaggregation", "sweep"}, exclude_defaults=True)
     data["disaggregation"] = {"prefill": prefill, "decode": decode, "link": link,

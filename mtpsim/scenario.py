@@ -22,6 +22,7 @@ from mtpsim import catalog
 from mtpsim.advice import advise, advise_sweep
 from mtpsim.errors import ScenarioError, note_set_keys, short, warn
 from mtpsim.files import load_yaml, parse_yaml
+from mtpsim.layout_schema import Parallel
 from mtpsim.overrides import apply_sets, blamed_on_set, canonical, from_set, parse_sets, set_inside, set_key
 from mtpsim.resolve import disaggregated, validate
 from mtpsim.schema import (
@@ -30,7 +31,6 @@ from mtpsim.schema import (
     Cost,
     Engine,
     LengthDist,
-    Parallel,
     Scenario,
     Specs,
     Speculative,

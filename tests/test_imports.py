@@ -27,9 +27,9 @@ TORCH_PACKAGES = ("mtpsim.torchkit", "mtpsim.calibration", "mtpsim.verify")
 # the simulator's import path, plus the other modules documented as importable without torch
 TORCH_FREE = ("mtpsim", "mtpsim.cli", "mtpsim.commands", "mtpsim.run", "mtpsim.sim", "mtpsim.sim.*", "mtpsim.costs",
               "mtpsim.costs.*", "mtpsim.scenario", "mtpsim.resolve", "mtpsim.schema", "mtpsim.acceptance_schema",
-              "mtpsim.engine_schema",
+              "mtpsim.engine_schema", "mtpsim.layout_schema",
               "mtpsim.catalog",
-              "mtpsim.specs", "mtpsim.hardware_spec", "mtpsim.runfolder", "mtpsim.checks",
+              "mtpsim.specs", "mtpsim.hardware_spec", "mtpsim.runfolder", "mtpsim.checks", "mtpsim.layout_checks",
               "mtpsim.results", "mtpsim.plots",
               "mtpsim.report", "mtpsim.trace", "mtpsim.designs", "mtpsim.design_checks", "mtpsim.acceptance", "mtpsim.memory",
               "mtpsim.tracefiles", "mtpsim.tracefiles.*",
@@ -306,12 +306,15 @@ def test_designs_sit_below_the_cost_model():
 
 # edges from the loader into the simulator allowed for now (none: the trace reader moved to tracefiles/)
 LOADER_MAY_IMPORT: set[tuple[str, str]] = set()
-SCENARIO_LOADER = ("mtpsim.scenario", "mtpsim.resolve", "mtpsim.schema", "mtpsim.checks", "mtpsim.catalog", "mtpsim.specs",
+SCENARIO_LOADER = ("mtpsim.scenario", "mtpsim.resolve", "mtpsim.schema", "mtpsim.checks", "mtpsim.layout_checks",
+                   "mtpsim.catalog", "mtpsim.specs",
                    "mtpsim.hardware_spec",
                    "mtpsim.files", "mtpsim.textfiles", "mtpsim.yamlfiles", "mtpsim.csvfiles",
-                   "mtpsim.advice", "mtpsim.limits", "mtpsim.engines", "mtpsim.engine_releases",
+                   "mtpsim.advice", "mtpsim.engine_advice", "mtpsim.limits", "mtpsim.engines", "mtpsim.engine_releases",
+                   "mtpsim.engine_memory",
                    "mtpsim.hfconfig", "mtpsim.tracefiles", "mtpsim.pools", "mtpsim.sections", "mtpsim.workload_schema",
-                   "mtpsim.acceptance_schema", "mtpsim.engine_schema", "mtpsim.cache_settings", "mtpsim.overrides")
+                   "mtpsim.acceptance_schema", "mtpsim.engine_schema", "mtpsim.layout_schema", "mtpsim.cache_settings",
+                   "mtpsim.overrides")
 
 
 def test_the_scenario_loader_sits_below_the_simulator():

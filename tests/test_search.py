@@ -10,7 +10,7 @@ import pytest
 
 from mtpsim import cli
 from mtpsim import scenario as sc
-from mtpsim.search import frontier, space
+from mtpsim.search import frontier, layouts, space
 from mtpsim.search.bounds import SearchBounds
 from mtpsim.search.targets import Target, finalists, parse_target
 from tests.test_bad_input import one_line_error
@@ -39,19 +39,19 @@ def search(tmp_path: Path, *extra: str, text: str = SMALL, out: str = "out") -> 
 
 def test_layouts_multiply_out_to_the_gpus_and_keep_only_shards_that_fit(tmp_path):
     base = sc.load(write(tmp_path))[0]
-    everything = space.candidate_layouts(8, SearchBounds(), has_experts=True)
+    everything = layouts.candidate_layouts(8, SearchBounds(), has_experts=True)
     assert all(lay.replicas * lay.tp == 8 and lay.tp % lay.ep == 0 and lay.tp % lay.attention_dp == 0
                for lay in everything)
     # tp 1, 2, 4, 8 with every divisor as ep and as attention_dp: 1 + 4 + 9 + 16
     assert len(everything) == 30
-    kept, refused = space.fitting_layouts(base, 8, SearchBounds())
+    kept, refused = layouts.fitting_layouts(base, 8, SearchBounds())
     # 671B parameters in FP8 need all eight 141 GB GPUs in one replica
     assert {lay.tp for lay in kept} == {8} and len(kept) == 16
     assert all("weights" in why for lay, why in refused.items() if lay.tp < 8)
 
 
 def test_a_dense_model_splits_no_experts():
-    assert {lay.ep for lay in space.candidate_layouts(8, SearchBounds(), has_experts=False)} == {1}
+    assert {lay.ep for lay in layouts.candidate_layouts(8, SearchBounds(), has_experts=False)} == {1}
 
 
 def test_pareto_keeps_only_undominated_points():
@@ -358,16 +358,16 @@ def test_splits_fill_the_gpus_and_serve_the_most_their_pools_rates_allow(tmp_pat
     from mtpsim.search import disagg
     base = sc.load(write(tmp_path, DIS))[0]
     spec = {"design": "nextn", "steps": 2, "draft": "eagle3-llama-3.1-8b"}
-    shards = [space.Layout(1, 1, 1, 1), space.Layout(1, 2, 1, 1)]
+    shards = [layouts.Layout(1, 1, 1, 1), layouts.Layout(1, 2, 1, 1)]
     for split in disagg.splits(base, spec, shards, 4, 16):
         assert split.gpus == 4 and split.prefill.replicas >= 1 and split.decode.replicas >= 1
-        rp = disagg.prefill_rate(space.at_layout(base, space.Layout(1, split.prefill.tp, 1, 1), spec))
-        d = space.at_layout(base, space.Layout(1, split.decode.tp, 1, 1), spec)
+        rp = disagg.prefill_rate(layouts.at_layout(base, layouts.Layout(1, split.prefill.tp, 1, 1), spec))
+        d = layouts.at_layout(base, layouts.Layout(1, split.decode.tp, 1, 1), spec)
         served = {y: min((4 - y * split.decode.tp) // split.prefill.tp * rp, y * disagg.decode_rate(d, -(-16 // y)))
                   for y in range(1, 4 // split.decode.tp + 1) if 4 - y * split.decode.tp >= split.prefill.tp}
         assert served[split.decode.replicas] == max(served.values())
     # more users per decode replica decode more requests per second, short of the GPU's limit
-    d = space.at_layout(base, space.Layout(1, 1, 1, 1), spec)
+    d = layouts.at_layout(base, layouts.Layout(1, 1, 1, 1), spec)
     assert disagg.decode_rate(d, 1) < disagg.decode_rate(d, 8) < 8 * disagg.decode_rate(d, 1)
 
 
@@ -384,9 +384,9 @@ def test_disaggregated_rows_are_the_disaggregated_scenarios_simulated(tmp_path, 
     assert set(rows["mode"]) == {"agg", "disagg"} and "agg vs disagg under the targets" in out
     row = split[(split.design == "nextn") & (split.steps == 2)].iloc[0]
     base = sc.load(write(tmp_path, DIS))[0]
-    agg = space.with_load(space.at_layout(base, space.Layout(1, 1, 1, 1), {"design": "nextn", "steps": 2,
+    agg = space.with_load(layouts.at_layout(base, layouts.Layout(1, 1, 1, 1), {"design": "nextn", "steps": 2,
                           "draft": "eagle3-llama-3.1-8b"}), space.loads(SearchBounds(concurrency=[16],
-                          requests_per_user=2))[0], space.Layout(1, 1, 1, 1), False)
+                          requests_per_user=2))[0], layouts.Layout(1, 1, 1, 1), False)
     pool = {"replicas": 1, "tp": 1, "ep": 1, "attention_dp": 1}
     alone = simulate(mtpsim.disaggregated(agg, pool, pool, gpus=2)).summary.iloc[0]
     assert row.tps == pytest.approx(alone.tps, rel=1e-9) and row.tps_per_gpu == pytest.approx(alone.tps / 2, rel=1e-9)

@@ -1,7 +1,9 @@
 """`mtpsim search SCENARIO --gpus N`: which deployment of N GPUs to run, with and without MTP.
 
 bounds.py   the `search:` section (and the flags that override it)
-space.py    deployments (replicas x tp x ep x attention_dp) x designs x steps x loads, as points
+layouts.py  deployments (replicas x tp x ep x attention_dp) of N GPUs, and those that run the scenario
+space.py    the kept deployments x designs x steps x loads, as points
+rankable.py whether a scenario can be ranked (search and recommend), and under which lengths
 execute.py  points -> summary rows: a resumable on-disk cache, the process pool or Ray, one
             priced Pricer per layout in each worker
 targets.py  latency targets at p50 / p99, the best point by tok/s per GPU and its margin

@@ -1,9 +1,9 @@
 """The `search:` section of a scenario: what `mtpsim search` enumerates (its flags override it).
 
-Every key is optional; None means the default the search picks (space.py): every divisor of a
-replica's GPUs the model can be sharded over, `none` plus the scenario's design at steps 1 up to
-the most the design, the model and the acceptance allow, and a concurrency ladder of powers of
-two. Unknown keys are errors, like every other section's.
+Every key is optional; None means the default the search picks (layouts.py, space.py): every
+divisor of a replica's GPUs the model can be sharded over, `none` plus the scenario's design at
+steps 1 up to the most the design, the model and the acceptance allow, and a concurrency ladder of
+powers of two. Unknown keys are errors, like every other section's.
 """
 from __future__ import annotations
 

@@ -24,9 +24,10 @@ from mtpsim.intervals import half_width
 from mtpsim.outputs import writing
 from mtpsim.runfolder import claimed, mark_complete, write_csv
 from mtpsim.schema import check_replicates
-from mtpsim.search import DEFAULT_CACHE, disagg, execute, frontier, space, summary
+from mtpsim.search import DEFAULT_CACHE, disagg, execute, frontier, rankable, space, summary
 from mtpsim.search.bounds import SearchBounds
 from mtpsim.search.flags import Drafter, launch_flags
+from mtpsim.search.layouts import fitting_layouts, has_experts
 from mtpsim.search.targets import Target, finalists, meeting
 
 
@@ -89,8 +90,8 @@ def base_scenario(path: str, sets: list[str]) -> sc.Scenario:
             raise ScenarioError(s.source, "disaggregation", "search lays out its own deployments (aggregated, and "
                                 "split ones with --disagg): leave the section out, or run this layout with mtpsim run")
         if record(s.speculative.design).draft_part is not None:
-            space.refuse_fixed_accept_length(s, "search over steps")
-        s = space.own_loads(s, "search", "its own loads (closed-loop users or Poisson rates, --concurrency / --rates)")
+            rankable.refuse_fixed_accept_length(s, "search over steps")
+        s = rankable.own_loads(s, "search", "its own loads (closed-loop users or Poisson rates, --concurrency / --rates)")
         if s.speculative.policy is not None:
             warn(s.source, "speculative.policy", "search compares fixed steps at each load: the policy is not used")
     advise(points[0], skip=(swept_search,))  # the point searched; its search section is read here
@@ -154,10 +155,10 @@ def write_frontier(rows: pd.DataFrame, folder: Path, chosen: pd.Series | None, t
 def _layouts(base: sc.Scenario, bounds: SearchBounds) -> tuple[list, dict]:
     """(the layouts of bounds.gpus that run the base scenario, {layout: why not} for the rest); a
     ScenarioError where the bounds or the GPUs admit none, naming which."""
-    if bounds.ep and max(bounds.ep) > 1 and not space.has_experts(base):
+    if bounds.ep and max(bounds.ep) > 1 and not has_experts(base):
         raise ScenarioError(base.source, "search.ep", f"model {base.specs.model.name!r} has no routed experts: expert "
                             "parallelism does not apply to it (give [1] or leave ep out)")
-    layouts, refused = space.fitting_layouts(base, bounds.gpus, bounds)
+    layouts, refused = fitting_layouts(base, bounds.gpus, bounds)
     if not layouts and not refused:  # the bounds themselves admit no layout: they, not the GPUs, are the cause
         raise ScenarioError(base.source, "search", f"the search bounds (this section and its flags) admit no layout "
                             f"of {bounds.gpus} GPUs to try: widen tp, ep, dp or attention_dp")

@@ -33,7 +33,8 @@ from mtpsim.designs import BASELINE, DesignShape, iteration_passes, prefill_pass
 from mtpsim.errors import ScenarioError
 from mtpsim.memory import prefill_chunk_tokens
 from mtpsim.schema import mean_length
-from mtpsim.search.space import Layout, at_layout, kv_problem, with_load
+from mtpsim.search.layouts import Layout, at_layout, kv_problem
+from mtpsim.search.space import with_load
 from mtpsim.search.worker import pricer_for
 
 DISAGG_DECODE_SHARDS = 3  # decode shards simulated per setting and load (the most requests per GPU first)

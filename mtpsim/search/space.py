@@ -1,56 +1,25 @@
-"""The search space: deployments of N GPUs x designs x steps x loads, as validated points.
+"""The search space: the kept deployments of N GPUs (layouts.py) x designs x steps x loads, as
+validated points.
 
-A deployment (a `Layout`) is `replicas` copies of one replica of `tp` GPUs, its experts split over
-`ep` groups and its attention over `attention_dp` groups (schema.Parallel). A layout is kept only
-when the scenario checks accept the shard (checks.py: heads, widths and experts divisible, nodes)
-and its weights leave a KV pool that holds the longest request (memory.py, the engine's pool
-rule). Each kept layout runs `none` and the scenario's design at steps 1 up to the most the
-design, the model and the acceptance allow (candidate_steps), at each load of the ladder:
-closed-loop users over all replicas (each replica's running-request cap set to its share, unless
-the scenario sets one: the launch flags then pass that cap), or Poisson rates. `mtpsim recommend`
-builds its one-layout grid from the same pieces (layout_of, at_layout, with_load with
+Each kept layout runs `none` and the scenario's design at steps 1 up to the most the design, the
+model and the acceptance allow (candidate_steps), at each load of the ladder: closed-loop users
+over all replicas (each replica's running-request cap set to its share, unless the scenario sets
+one: the launch flags then pass that cap), or Poisson rates. `mtpsim recommend` builds its
+one-layout grid from the same pieces (layouts.py's layout_of and at_layout, with_load with
 `keep_cap`), leaving the cap to the engine as `mtpsim run` resolves it.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from mtpsim import scenario as sc
 from mtpsim.acceptance import AcceptanceProfile
-from mtpsim.costs import build_pricer
-from mtpsim.designs import BASELINE, DesignShape, record
+from mtpsim.designs import BASELINE, record
 from mtpsim.errors import ScenarioError, silenced, warn
 from mtpsim.heaviness import heavy_load, prefill_chunks
-from mtpsim.memory import memory_budget, pool_rule
-from mtpsim.schema import MAX_STEPS, max_length, mean_length
+from mtpsim.schema import MAX_STEPS, mean_length
 from mtpsim.search.bounds import DEFAULT_LADDER, MAX_SEARCH_POINTS, SearchBounds, bound_origin
-from mtpsim.tracefiles import scan
-
-
-@dataclass(frozen=True)
-class Layout:
-    """One deployment of the GPUs: replicas x (tp GPUs, ep expert groups, attention_dp groups)."""
-
-    replicas: int
-    tp: int
-    ep: int
-    attention_dp: int
-
-    @property
-    def gpus(self) -> int:
-        return self.replicas * self.tp
-
-    @property
-    def label(self) -> str:
-        """`2x tp4 ep4 adp1`: how tables and the CSV name it."""
-        return f"{self.replicas}x tp{self.tp} ep{self.ep} adp{self.attention_dp}"
-
-
-def layout_of(s: sc.Scenario) -> Layout:
-    """The layout a scenario's `parallel:` section names."""
-    p = s.parallel
-    return Layout(p.dp, p.tp, p.ep, p.attention_dp)
+from mtpsim.search.layouts import Layout, at_layout, kv_problem
 
 
 def candidate_steps(s: sc.Scenario, max_steps: int | None, origin: tuple[str, str] = ("--max-steps", "")) -> list[int]:
@@ -71,68 +40,6 @@ def candidate_steps(s: sc.Scenario, max_steps: int | None, origin: tuple[str, st
             f"model runs at most {found[-1]}"
         warn(*origin, f"{max_steps} asked, {found[-1]} compared: {why}")
     return found
-
-
-def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def candidate_layouts(gpus: int, bounds: SearchBounds, has_experts: bool) -> list[Layout]:
-    """Every replicas x tp x ep x attention_dp that multiplies out to `gpus`, within the bounds."""
-    out = []
-    for tp in divisors(gpus):
-        if bounds.tp is not None and tp not in bounds.tp:
-            continue
-        eps = [e for e in divisors(tp) if bounds.ep is None or e in bounds.ep] if has_experts else [1]
-        adps = [a for a in divisors(tp) if bounds.attention_dp is None or a in bounds.attention_dp]
-        out += [Layout(gpus // tp, tp, ep, adp) for ep in eps for adp in adps]
-    return out
-
-
-def at_layout(base: sc.Scenario, layout: Layout, speculative: dict) -> sc.Scenario:
-    """The base scenario on `layout` with `speculative` (validated: a ScenarioError if it cannot run)."""
-    data = base.model_dump(exclude={"sweep", "search"}, exclude_none=True)
-    data["parallel"] = {**data.get("parallel", {}), "tp": layout.tp, "ep": layout.ep, "dp": layout.replicas,
-                        "attention_dp": layout.attention_dp}
-    data["speculative"] = speculative
-    if speculative["design"] == BASELINE:
-        data["acceptance"] = {}
-    return sc.validate(data, base.source)
-
-
-def kv_problem(s: sc.Scenario) -> str | None:
-    """Why the layout's KV pool cannot hold one longest request, or None when it can."""
-    design = DesignShape.of(s.speculative)
-    budget = memory_budget(build_pricer(s), design, pool_rule(s))
-    longest = max_length(s.workload.input_len) + max_length(s.workload.output_len)
-    if budget.request_bytes(longest) <= budget.kv_budget_bytes:
-        return None
-    weights = (budget.target_weight_bytes + budget.draft_weight_bytes) / 1e9
-    return (f"{weights:.0f} GB of weights per GPU leave {budget.kv_budget_bytes / 1e9:.1f} GB of KV pool, "
-            f"less than one {longest}-token request needs")
-
-
-def has_experts(base: sc.Scenario) -> bool:
-    """Whether the target has routed experts (expert parallelism applies)."""
-    return base.specs.model.has_experts
-
-
-def fitting_layouts(base: sc.Scenario, gpus: int, bounds: SearchBounds) -> tuple[list[Layout], dict[Layout, str]]:
-    """(layouts that run the base scenario's design, {layout: why not} for the rest)."""
-    kept, refused = [], {}
-    spec = base.speculative.model_dump(exclude_none=True, exclude={"policy", "draft_tokens"})
-    for layout in candidate_layouts(gpus, bounds, has_experts(base)):
-        try:
-            s = at_layout(base, layout, spec)
-            problem = kv_problem(s)  # an engine default that leaves no memory refuses the layout too
-        except ScenarioError as exc:
-            refused[layout] = f"{exc.key}: {exc.reason}" if exc.key else exc.reason
-            continue
-        if problem:
-            refused[layout] = problem
-        else:
-            kept.append(layout)
-    return kept, refused
 
 
 def searched_designs(base: sc.Scenario, bounds: SearchBounds) -> list[str]:
@@ -233,41 +140,6 @@ def loads(bounds: SearchBounds) -> list[dict]:
 def closed_loads(ladder: list[int], per_user: int) -> list[dict]:
     """Closed-loop loads: each of `ladder` users sends `per_user` requests."""
     return [{"arrival": "closed", "concurrency": c, "num_requests": c * per_user} for c in ladder]
-
-
-def refuse_fixed_accept_length(s: sc.Scenario, compare: str) -> None:
-    """recommend and search compare steps settings by the acceptance each step adds: an accept
-    length given whole (accept_length, which a geometric profile is refitted to at any steps) or
-    forced by the engine (acceptance.forced: the knob sets it whatever the steps) cannot."""
-    for key in ("accept_length", "forced"):
-        if getattr(s.acceptance, key) is not None:
-            raise ScenarioError(s.source, f"acceptance.{key}", "fixes the accept length whatever the steps; give "
-                                f"acceptance per depth (per_depth, cumulative or histogram) to {compare}")
-
-
-def own_loads(s: sc.Scenario, command: str, runs: str) -> sc.Scenario:
-    """`s` as `command` runs it under its own loads (`runs`, e.g. closed-loop batches): a trace's
-    requests stand in by their mean lengths (the workload's input_len / output_len would be the
-    schema's defaults), with one warning for a trace or rate schedule it does not replay; a
-    ScenarioError where no request would have a time per output token to rank by."""
-    w = s.workload
-    if w.arrival == "trace":
-        stats = scan(w.trace)
-        lengths = {"input_len": max(1, round(stats.mean_input_len)), "output_len": max(1, round(stats.mean_output_len))}
-        s = s.model_copy(update={"workload": w.model_copy(update=lengths)})
-    if max_length(s.workload.output_len) < 2:  # before any warning: bad input is one line
-        raise ScenarioError(s.source, "workload.trace" if w.arrival == "trace" else "workload.output_len",
-                            f"{command} ranks settings by time per output token, and a request of one output token "
-                            "has none (its only token is the prefill's): give outputs of 2 tokens or more")
-    if w.arrival == "trace":
-        warn(s.source, "workload.trace", f"{command} runs {runs} at the trace's mean lengths ({lengths['input_len']} in, "
-             f"{lengths['output_len']} out): its arrivals and its spread of lengths are not replayed")
-    elif w.rate_schedule:
-        warn(s.source, "workload.rate_schedule", f"{command} runs {runs} over workload.input_len / output_len: "
-             "the rate schedule is not replayed")
-    elif w.arrival == "poisson" and command == "recommend":
-        warn(s.source, "workload.arrival", f"{command} runs {runs}, not the scenario's Poisson arrivals")
-    return s
 
 
 def with_load(s: sc.Scenario, load: dict, layout: Layout, keep_cap: bool,

@@ -1,0 +1,134 @@
+"""Warnings about how the engine runs and prices a scenario (advice.py runs them with the rest):
+engine and cost settings whose mechanism never runs here (a routing skew, EPLB, two-batch overlap
+or a second stream without (wide-EP) experts, mixed batches or a speculative overlap the design
+gives nothing to act on, a graph limit without graphs, a prefix cache that caches nothing, a
+profile under the roofline) and a token budget the running batch outgrows. Each check takes the
+scenario and returns (dotted key, reason) pairs."""
+from __future__ import annotations
+
+from mtpsim import designs, model_advice, workload_advice
+from mtpsim.cache_settings import block_tokens_of, cache_enabled, trace_blocks
+from mtpsim.schema import Scenario
+
+
+def _experts_served(s: Scenario) -> bool:
+    return any(spec.has_experts for _, _, spec in model_advice.served(s))
+
+
+def skew_without_experts(s: Scenario) -> list[tuple[str, str]]:
+    if s.cost.moe_skew > 0 and not _experts_served(s):
+        return [("cost.moe_skew", f"model {s.specs.model.name!r} has no experts: a routing skew changes nothing")]
+    return []
+
+
+def stream_overlap_moot(s: Scenario) -> list[tuple[str, str]]:
+    """A side-stream overlap where no pass runs the shared experts on a second stream."""
+    if s.cost.moe_stream_overlap > 0 and s.disaggregation is None:
+        from mtpsim.costs.deployment import resolve
+        if not resolve(s).runs_moe_side_stream:
+            return [("cost.moe_stream_overlap", f"{s.specs.engine.name} runs no shared experts on a second stream "
+                     "here (none unfused, DP attention, or not a DeepSeek-style MoE): the overlap changes nothing")]
+    return []
+
+
+def engine_moot(s: Scenario) -> list[tuple[str, str]]:
+    """Engine settings the design or model gives nothing to act on, and a profile under the roofline."""
+    engine, record, found = s.specs.engine, designs.record(s.speculative.design), []
+    if s.engine.mixed_batches and record.draft_part is not None and not engine.mixed_batches.speculative:
+        found.append(("engine.mixed_batches", f"{engine.name} {engine.version} mixes no prompt chunks into speculative "
+                      f"iterations: only the none baseline runs mixed batches, so the speedup compares the two "
+                      "schedules"))
+    if s.engine.speculative_overlap is not None and record.draft_part is None:
+        found.append(("engine.speculative_overlap", f"design {s.speculative.design} runs no speculative iteration: the "
+                      "speculative overlap changes nothing (plain decode's is engine.overlap_schedule)"))
+    if s.engine.eplb and not _experts_served(s):
+        found.append(("engine.eplb", f"model {s.specs.model.name!r} has no experts to place: EPLB changes nothing"))
+    if s.cost.model == "roofline" and s.cost.profile is not None:
+        found.append(("cost.profile", "cost.model is roofline: the profile prices nothing"))
+    return found
+
+
+def no_wide_ep(s: Scenario) -> list[tuple[str, str]]:
+    """Two-batch overlap and EP imbalance only act on MoE layers run wide EP (ep == tp under
+    DP attention: costs/dp_attention.py), in the scenario's layout or either pool's."""
+    d = s.disaggregation
+    layouts = [s.parallel] if d is None else [d.prefill, d.decode]
+    if _experts_served(s) and any(p.attention_dp > 1 and p.ep == p.tp > 1 for p in layouts):
+        return []
+    why = "no layout here runs its experts wide EP (ep == tp with attention_dp > 1): it changes nothing"
+    return [(key, why) for key, on in (("engine.two_batch_overlap", s.engine.two_batch_overlap),
+                                       ("cost.ep_imbalance", s.cost.ep_imbalance is not None)) if on]
+
+
+def idle_engine_settings(s: Scenario) -> list[tuple[str, str]]:
+    """Engine settings whose mechanism does not run here: EPLB where no published imbalance applies
+    (costs/wide_ep.py: wide EP over 32 ranks or more, without cost.ep_imbalance), a graph batch
+    limit without graphs, a block size of a prefix cache that is off."""
+    from mtpsim.costs.wide_ep import MEASURED_RANKS
+    found, e, moe = [], s.engine, _experts_served(s)
+    d = s.disaggregation
+    layouts = [s.parallel] if d is None else [d.prefill, d.decode]
+    if e.eplb and moe and s.cost.ep_imbalance is not None:
+        found.append(("engine.eplb", "cost.ep_imbalance sets the busiest rank's load itself: EPLB changes nothing"))
+    elif e.eplb and moe and not any(p.attention_dp > 1 and p.ep == p.tp >= MEASURED_RANKS for p in layouts):
+        found.append(("engine.eplb", f"EPLB's measured imbalance is for wide EP over {MEASURED_RANKS} ranks or more, "
+                      "which no layout here runs (routing is uniform below): it changes nothing"))
+    if not e.cuda_graphs and "max_graph_batch" in e.model_fields_set:
+        found.append(("engine.max_graph_batch", "engine.cuda_graphs is false: no graph is captured, so its batch "
+                      "limit changes nothing"))
+    cache = e.prefix_cache
+    if cache is not None and not cache.enabled and "block_tokens" in cache.model_fields_set:
+        found.append(("engine.prefix_cache.block_tokens", "the prefix cache is off: its block size changes nothing"))
+    return found
+
+
+def blocks_out_of_reach(s: Scenario) -> list[tuple[str, str]]:
+    """Prefix-cache settings that leave no block to cache: a block longer than any prompt, a
+    shared prefix shorter than one block (a block holds the shared tokens and the request's own,
+    so no two prompts' blocks match), a cache cap under one block. A trace's hash_ids name its
+    blocks itself (block_size), and the engine's block_tokens does not apply to them."""
+    cache, w = s.engine.prefix_cache, s.workload
+    if not cache_enabled(s):
+        return []
+    block, found, load = block_tokens_of(s), [], workload_advice.load_bounds(s)
+    if cache is not None and "block_tokens" in cache.model_fields_set and not trace_blocks(s) \
+            and cache.block_tokens > load.longest_input:
+        found.append(("engine.prefix_cache.block_tokens", f"{cache.block_tokens:,} tokens is longer than any prompt "
+                      f"({load.longest_input:,} at most{' in the trace' * load.from_trace}): no prompt fills a block, "
+                      "so nothing is cached"))
+    if w.shared_prefix is not None and w.shared_prefix.fraction > 0 and not trace_blocks(s) \
+            and w.shared_prefix.tokens < block:
+        found.append(("workload.shared_prefix.tokens", f"{w.shared_prefix.tokens} is shorter than one prefix-cache "
+                      f"block of {block} tokens: the block that holds it holds each request's own tokens too, so no "
+                      "block is shared and nothing is cached"))
+    if cache is not None and cache.max_tokens is not None and cache.max_tokens < block:
+        tokens = f"{cache.max_tokens:,} token{'s' * (cache.max_tokens != 1)}"
+        found.append(("engine.prefix_cache.max_tokens", f"{tokens} is less than one block of {block}: the cache "
+                      "can hold no block, so nothing is cached"))
+    return found
+
+
+def budget_below_decode(s: Scenario) -> list[tuple[str, str]]:
+    """A mixing engine (vLLM, TensorRT-LLM: sim/mixed.py) schedules at most its token budget a
+    step, running requests first at their verify width each; mtpsim decodes the whole running
+    batch in one iteration even past it, where the engine would decode part of it per step. A
+    closed or batch load's running batch is its users per replica, up to the cap; an open
+    load's (Poisson, a trace) is found by the simulation, up to the cap."""
+    from mtpsim.memory import prefill_chunk_tokens
+    d, w = designs.DesignShape.of(s.speculative), s.workload
+    engine = s.specs.engine
+    if s.disaggregation is not None or not engine.mixes(d.design, s.engine.mixed_batches):
+        return []
+    cap = engine.max_running(d.design, s.engine.max_running_requests)
+    closed = w.arrival in ("closed", "batch")
+    users = w.concurrency if w.arrival == "closed" else w.num_requests
+    running = min(-(-users // s.parallel.dp), cap) if closed else cap
+    budget = prefill_chunk_tokens(s)
+    if running * d.draft_tokens <= budget:
+        return []
+    bound = "workload.concurrency" if closed else "engine.max_running_requests"
+    key = "engine.chunked_prefill_tokens" if s.engine.chunked_prefill_tokens is not None else bound
+    each = f"{d.draft_tokens} token{'s' * (d.draft_tokens > 1)} each"
+    batch = f"{running} running requests" if closed else f"up to {running} running requests (the running-request cap)"
+    return [(key, f"{batch} x {each} exceed {engine.name}'s {budget}-token budget a step: the engine would decode "
+             "part of the batch per step, mtpsim decodes all of it")]
