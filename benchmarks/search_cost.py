@@ -30,7 +30,7 @@ from mtpsim.scenario import load
 from mtpsim.search import execute, space
 from mtpsim.search.command import bounds_of
 from mtpsim.search.layouts import fitting_layouts
-from mtpsim.search.space import candidate_steps
+from mtpsim.search.space import steps_by_design
 
 SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "search" / "deepseek-v3-8xh200.yaml"
 
@@ -47,7 +47,7 @@ def main() -> None:
     bounds = bounds_of(base, {"gpus": args.gpus})
     layouts, refused = fitting_layouts(base, args.gpus, bounds)
     fitted = time.perf_counter() - started
-    points = space.points(base, layouts, space.design_settings(base, bounds, candidate_steps(base, None)), bounds)
+    points = space.points(base, layouts, space.design_settings(base, bounds, steps_by_design(base, bounds)), bounds)
     built = time.perf_counter() - started
     if args.enumerate_only:
         print(f"DeepSeek-V3 on {args.gpus}x H200: {len(layouts) + len(refused)} candidate layouts, {len(layouts)} fit "
