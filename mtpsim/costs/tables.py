@@ -69,21 +69,25 @@ def kv_slice(table: Table, x: dict):
 
 
 def along_kv(table: Table, piece, kv: float) -> Hit | None:
-    """A `kv_slice` read at `kv`; None outside the grid or at a gap."""
-    corners = _corners(table.grid["kv"], kv)
-    if piece is False or corners is None:
+    """A `kv_slice` read at `kv`; None outside the grid or at a gap. `_corners` and the sum over
+    them written out (every pass reads one): the same floats, summed from 0.0 in corner order."""
+    values, logs = table.grid["kv"]
+    if piece is False or kv < values[0] * (1 - 1e-9) or kv > values[-1] * (1 + 1e-9):
         return None
     slice_t, slice_w, slice_measured = piece
-    log_t = log_w = 0.0
-    measured = True
-    for i, weight in corners:
+    i = min(bisect_left(values, kv), len(values) - 1)
+    if abs(values[i] - kv) <= 1e-9 * kv or i == 0:  # on a grid point: one corner of weight 1
         t = slice_t[i]
         if t != t:  # NaN: a gap in the measured grid
             return None
-        log_t += weight * t
-        log_w += weight * slice_w[i]
-        measured = measured and bool(slice_measured[i])
-    return Hit(log_t, log_w, measured)
+        return Hit(0.0 + 1.0 * t, 0.0 + 1.0 * slice_w[i], bool(slice_measured[i]))
+    f = (math.log(kv) - logs[i - 1]) / (logs[i] - logs[i - 1])
+    t0, t1 = slice_t[i - 1], slice_t[i]
+    if t0 != t0 or t1 != t1:
+        return None
+    w = 1.0 - f
+    return Hit(0.0 + w * t0 + f * t1, 0.0 + w * slice_w[i - 1] + f * slice_w[i],
+               bool(slice_measured[i - 1]) and bool(slice_measured[i]))
 
 
 def _corners(axis: tuple[list, list], v: float) -> tuple | None:
