@@ -47,9 +47,16 @@ class CorePricer:
     def price(self, lens: BatchLens, tree_keys: float = 0.0) -> tuple[CoreCounts, OpTime] | None:
         """(the core's counts, its time) over `lens`; None where time would take the nearest
         measured cell (outside the grid or at a gap: the caller prices the Op)."""
-        flops, kv_bytes, act_bytes, kv_tokens, kv_max = self.kernel.counts(lens, tree_keys)
+        counts = self.kernel.counts(lens, tree_keys)
         batch = lens.batch
-        piece, share = self.slice(batch, lens.q_tokens / max(batch, 1))
+        t = self.time(self.slice(batch, lens.q_tokens / max(batch, 1)), batch, *counts)
+        return None if t is None else (CoreCounts(counts[0], counts[1]), t)
+
+    def time(self, sliced: tuple, batch: int, flops: float, kv_bytes: float, act_bytes: float, kv_tokens: float,
+             kv_max: float) -> OpTime | None:
+        """The core's time from its `counts` over `batch` requests, at the `slice` of its batch and
+        query length (`sliced`); None where `price` gives None."""
+        piece, share = sliced
         hit = along_kv(self.table, piece, kv_max if self.kv_max else kv_tokens / batch)
         if hit is None:
             return None
@@ -69,7 +76,7 @@ class CorePricer:
             t, source = floor, floored
         fixed = min(t, self.call_s) if self.call_s is not None else 0.0
         compute, memory = flops / self.flop_rate if flops else 0.0, op_bytes / self.byte_rate
-        return CoreCounts(flops, kv_bytes), split_time(t, fixed, compute, memory, self.kernel_s, source)
+        return split_time(t, fixed, compute, memory, self.kernel_s, source)
 
 
 def split_time(t: float, fixed: float, compute: float, memory: float, launch: float, source: str) -> OpTime:

@@ -26,6 +26,7 @@ from mtpsim.schema import Policy
 from mtpsim.sim.batch import RunningBatch
 from mtpsim.sim.mixed import MixedRule, mixed_passes, serve_mixed
 from mtpsim.sim.scheduler import Scheduler
+from mtpsim.sim.timing import IterationTiming
 from mtpsim.sim.workload import Request
 
 
@@ -68,9 +69,11 @@ class Engine:
     mixed: MixedRule | None = None  # prefill chunks ride inside decode iterations (sim/mixed.py); None: they do not
     on_finished: Callable[[int], object] = lambda n: None  # told how many requests just finished (progress)
     iterations_by_steps: dict = field(init=False)
+    timings: dict = field(init=False)
 
     def __post_init__(self):
         self.iterations_by_steps = {}  # steps -> DecodeIteration, built once each
+        self.timings = {}  # (steps, batch size) -> IterationTiming or None, built once each (`timing_at`)
         # identical requests share one acceptance row; with spread each request has its own
         self.per_request_levels = self.profile.spread >= 1e-6
         self.levels = self.profile.request_levels(self.rng, 1, self.design.steps)[0]
@@ -92,6 +95,14 @@ class Engine:
             self.iterations_by_steps[steps] = DecodeIteration(design, passes, ragged, [p.kind for p in passes],
                                                               hiding_window(design, self.pricer.host, self.overlap))
         return self.iterations_by_steps[steps]
+
+    def timing_at(self, it: DecodeIteration, n: int) -> IterationTiming | None:
+        """The common iteration of `it` over n requests timed in one go (sim/timing.py), or None
+        where its passes are priced whole; built once."""
+        key = (it.design.steps, n)
+        if key not in self.timings:
+            self.timings[key] = IterationTiming.of(self, it, n)
+        return self.timings[key]
 
     # ------------------------------------------------------------------ the loop
     def serve(self, rep: Replica):
@@ -121,33 +132,41 @@ class Engine:
         kept = self.profile.kept_drafts(self.rng, n, it.design.steps) if it.design.steps else None
         if all_plain(kept, self.profile.kept_before_drafting):
             it, kept = self.iteration(0), None
-        passes = it.passes if kept is None else it.ragged_passes
-        if chunk:
-            priced = mixed_passes(self, passes, batch, kept, chunk)
+        timing = self.timing_at(it, n) if not chunk and kept is None else None
+        if timing is not None:  # the common iteration, timed in one go (sim/timing.py)
+            times, durations, host = timing.run(batch)
+            eager = timing.eager
         else:
-            priced = [(shape, self.price(shape, batch, kept)) for shape in passes]
-        priced = [(shape, cost) for shape, cost in priced if cost is not None]  # width-0 requests: no draft pass
-        kinds = [shape.kind for shape, _ in priced] if chunk or len(priced) < len(passes) else it.kinds
-        times, durations = self.record_passes(rep, start, priced)
-        host = iteration_cost(kinds, durations, it.window, self.host_s(it.design.design, n + len(chunk or ()))).exposed_host_s
+            passes = it.passes if kept is None else it.ragged_passes
+            if chunk:
+                priced = mixed_passes(self, passes, batch, kept, chunk)
+            else:
+                priced = [(shape, self.price(shape, batch, kept)) for shape in passes]
+            priced = [(shape, cost) for shape, cost in priced if cost is not None]  # width-0 requests: no draft pass
+            kinds = [shape.kind for shape, _ in priced] if chunk or len(priced) < len(passes) else it.kinds
+            times, durations = self.record_passes(rep, start, priced)
+            host = iteration_cost(kinds, durations, it.window,
+                                  self.host_s(it.design.design, n + len(chunk or ()))).exposed_host_s
+            eager = not self.pricer.uses_graphs(it.passes[0], self.pricer.group_batch(n))
         yield from back_to_back(self.env, [*durations, host])
         emitted, accepted = self.commit(batch, it.design.steps, kept)
         firsts = completed_prompts(chunk or ())
-        self.record_decode(rep, start, it, kept, accepted, emitted + len(firsts), times, host)
+        self.record_decode(rep, start, it, kept, accepted, emitted + len(firsts), times, host, eager)
         self.finish(rep, batch.pop_finished())
         if firsts:
             self.first_tokens(rep, firsts)
 
     def record_decode(self, rep: Replica, start: float, it: DecodeIteration, kept, accepted, emitted: int,
-                      times: dict, host_s: float) -> None:
+                      times: dict, host_s: float, eager: bool) -> None:
         """A finished decode iteration's records: the tokens it verified, its streamed chunks' gaps
-        (with each request's `accepted` drafts, for the per-token ITL), whether it ran eagerly, and
-        its row (`emitted`: tokens out, first tokens of prompts that rode in it included)."""
+        (with each request's `accepted` drafts, for the per-token ITL), whether it ran `eager`ly
+        (its batch past the CUDA graphs), and its row (`emitted`: tokens out, first tokens of
+        prompts that rode in it included)."""
         batch, n, records = rep.batch, len(rep.batch), self.records
         verified = int(kept.sum()) + n if kept is not None else n * it.design.draft_tokens
         records.add_verified(verified, n)
         records.add_chunk_gaps(batch.chunk_gaps(self.env.now), accepted)
-        records.eager_iterations += not self.pricer.uses_graphs(it.passes[0], self.pricer.group_batch(n))
+        records.eager_iterations += eager
         records.add_iteration(rep.index, rep.iterations, "decode", start, self.env.now - start, n, emitted, times, host_s)
         rep.iterations += 1
 
