@@ -127,34 +127,42 @@ class Engine:
         draft pass, and when it leaves every request at 0 the iteration is plain decoding. `chunk`:
         prompt chunks (as `chunks` lists them) riding in it, priced with its passes (sim/mixed.py)."""
         batch, start = rep.batch, self.env.now  # batch KV: the prompt and every emitted token but the last
-        n = len(batch)
+        n = len(batch.requests)
         it = self.iteration_at(n)
         kept = self.profile.kept_drafts(self.rng, n, it.design.steps) if it.design.steps else None
-        if all_plain(kept, self.profile.kept_before_drafting):
+        if kept is not None and all_plain(kept, self.profile.kept_before_drafting):
             it, kept = self.iteration(0), None
         timing = self.timing_at(it, n) if not chunk and kept is None else None
         if timing is not None:  # the common iteration, timed in one go (sim/timing.py)
             times, durations, host = timing.run(batch)
             eager = timing.eager
         else:
-            passes = it.passes if kept is None else it.ragged_passes
-            if chunk:
-                priced = mixed_passes(self, passes, batch, kept, chunk)
-            else:
-                priced = [(shape, self.price(shape, batch, kept)) for shape in passes]
-            priced = [(shape, cost) for shape, cost in priced if cost is not None]  # width-0 requests: no draft pass
-            kinds = [shape.kind for shape, _ in priced] if chunk or len(priced) < len(passes) else it.kinds
-            times, durations = self.record_passes(rep, start, priced)
-            host = iteration_cost(kinds, durations, it.window,
-                                  self.host_s(it.design.design, n + len(chunk or ()))).exposed_host_s
-            eager = not self.pricer.uses_graphs(it.passes[0], self.pricer.group_batch(n))
+            times, durations, host, eager = self.price_iteration(rep, start, it, kept, chunk)
         yield from back_to_back(self.env, [*durations, host])
         emitted, accepted = self.commit(batch, it.design.steps, kept)
-        firsts = completed_prompts(chunk or ())
+        firsts = completed_prompts(chunk) if chunk else ()
         self.record_decode(rep, start, it, kept, accepted, emitted + len(firsts), times, host, eager)
-        self.finish(rep, batch.pop_finished())
+        finished = batch.pop_finished()
+        if finished:
+            self.finish(rep, finished)
         if firsts:
             self.first_tokens(rep, firsts)
+
+    def price_iteration(self, rep: Replica, start: float, it: DecodeIteration, kept, chunk) -> tuple:
+        """A decode iteration's passes priced one by one and recorded (the path of iterations that
+        `timing_at` does not time): (seconds per pass-time column, each pass's seconds, the host
+        seconds left exposed, whether it ran eagerly)."""
+        batch, n = rep.batch, len(rep.batch)
+        passes = it.passes if kept is None else it.ragged_passes
+        if chunk:
+            priced = mixed_passes(self, passes, batch, kept, chunk)
+        else:
+            priced = [(shape, self.price(shape, batch, kept)) for shape in passes]
+        priced = [(shape, cost) for shape, cost in priced if cost is not None]  # width-0 requests: no draft pass
+        kinds = [shape.kind for shape, _ in priced] if chunk or len(priced) < len(passes) else it.kinds
+        times, durations = self.record_passes(rep, start, priced)
+        host = iteration_cost(kinds, durations, it.window, self.host_s(it.design.design, n + len(chunk or ()))).exposed_host_s
+        return times, durations, host, not self.pricer.uses_graphs(it.passes[0], self.pricer.group_batch(n))
 
     def record_decode(self, rep: Replica, start: float, it: DecodeIteration, kept, accepted, emitted: int,
                       times: dict, host_s: float, eager: bool) -> None:
@@ -162,7 +170,8 @@ class Engine:
         (with each request's `accepted` drafts, for the per-token ITL), whether it ran `eager`ly
         (its batch past the CUDA graphs), and its row (`emitted`: tokens out, first tokens of
         prompts that rode in it included)."""
-        batch, n, records = rep.batch, len(rep.batch), self.records
+        batch, records = rep.batch, self.records
+        n = len(batch.requests)
         verified = int(kept.sum()) + n if kept is not None else n * it.design.draft_tokens
         records.add_verified(verified, n)
         records.add_chunk_gaps(batch.chunk_gaps(self.env.now), accepted)
@@ -198,13 +207,13 @@ class Engine:
         rule kept fewer; each emits accepted + 1 (the bonus) tokens. Levels are drawn for the most
         steps; an iteration of fewer uses their prefix. Returns the tokens emitted and the accepted
         drafts per request (None: S = 0)."""
-        accepted = None  # S = 0: no drafts to accept
+        accepted, n = None, len(batch.requests)  # S = 0: no drafts to accept
         if steps:
-            levels = batch.levels if self.per_request_levels else self.shared_levels(len(batch))
+            levels = batch.levels if self.per_request_levels else self.shared_levels(n)
             accepted = self.profile.sample(self.rng, levels[:, :steps], batch.remaining, self.profile.shared)
             if kept is not None:
                 np.minimum(accepted, kept, out=accepted)
-        self.records.add_accepts(accepted, self.design.steps, len(batch))
+        self.records.add_accepts(accepted, self.design.steps, n)
         return batch.commit(accepted), accepted
 
     def prefill(self, rep: Replica, admitted: list[Request]):
