@@ -13,13 +13,15 @@ from __future__ import annotations
 
 from mtpsim.costs.ops import BatchLens
 
+FRAMES_KEPT = 4096  # a timer's priced frames, by longest KV (a few thousand lengths recur; cleared past this)
+
 
 class PassTimer:
     """`Pricer.plain_pass(shape, lens).cost.time_s` for the uniform lengths (`BatchLens.uniform`
     of the shape's tokens per request) of `batch` requests."""
 
     __slots__ = ("batch", "q", "offset", "tree_keys", "graphs", "cores", "fixed_rows", "plan_s", "launch_s",
-                 "hidden_size", "core", "frame")
+                 "hidden_size", "core", "frame", "frames")
 
     def __init__(self, pricer, shape, batch: int):
         plan = pricer.plan_memo(shape, batch, 0)
@@ -28,11 +30,13 @@ class PassTimer:
         # (kernel, layers, its core pricer or None, that pricer's slice of its table at this batch and q)
         self.cores = tuple((kernel, n, found, found.slice(batch, self.q) if found is not None else None)
                            for kernel, n, found in plan.cores)
-        self.fixed_rows = plan.compact  # (op, time, n) rows priced once, added after the cores
+        # (n, compute, memory, comm, launch) of the rows priced once (the compaction), added after the cores
+        self.fixed_rows = tuple((n, t.compute_s, t.memory_s, t.comm_s, t.launch_s) for _, t, n in plan.compact)
         work = plan.work  # the token-count ops' seconds, where every pass's sums start
         self.plan_s = (work.compute_s, work.memory_s, work.comm_s, work.launch_s)
         self.launch_s, self.hidden_size = plan.launch_s, plan.hidden_size
         self.core, self.frame = pricer.core, pricer.frame_memo
+        self.frames: dict[float, tuple] = {}  # the pass frame's row by the batch's longest visible KV
 
     @staticmethod
     def applies(pricer, shape) -> bool:
@@ -49,12 +53,17 @@ class PassTimer:
         return self.total(whole, self.core_times(whole))
 
     def core_times(self, whole: BatchLens) -> list:
-        """Each attention core's OpTime over `whole`, the batch's lengths as the pass sees them
-        (shifted by its offset)."""
+        """Each attention core's (compute, memory, comm, launch) seconds over `whole`, the batch's
+        lengths as the pass sees them (shifted by its offset), once (not times its layers): by its
+        CorePricer's `split`, else priced by the pricer's `core`."""
         times = []
         for kernel, _, pricer, sliced in self.cores:
-            t = pricer.time(sliced, whole.batch, *kernel.counts(whole, self.tree_keys)) if pricer is not None else None
-            times.append(t if t is not None else self.core(kernel, pricer, whole, self.tree_keys, self.graphs)[1])
+            parts = pricer.split(sliced, whole.batch, *kernel.counts(whole, self.tree_keys)) if pricer is not None else None
+            if parts is not None:
+                times.append((parts[0], parts[1], 0.0, parts[2]))
+            else:
+                t = self.core(kernel, pricer, whole, self.tree_keys, self.graphs)[1]
+                times.append((t.compute_s, t.memory_s, t.comm_s, t.launch_s))
         return times
 
     def shares_cores(self, other: PassTimer) -> bool:
@@ -64,16 +73,27 @@ class PassTimer:
             and [c[0] for c in self.cores] == [c[0] for c in other.cores]
 
     def total(self, whole: BatchLens, core_times: list) -> float:
-        """The pass's seconds given its cores' times over `whole`: Work.plus's sums of the
-        compute, memory, comm and launch seconds, in its order, then Work.time_s's."""
+        """The pass's seconds given its cores' times over `whole` (another pass's when it
+        `shares_cores`), each times its layers here: Work.plus's sums of the compute,
+        memory, comm and launch seconds over the cores, the fixed rows and the frame, in its
+        order, then Work.time_s's."""
+        frame = self.frames.get(whole.visible_max)
+        if frame is None:
+            if len(self.frames) >= FRAMES_KEPT:
+                self.frames.clear()
+            t = self.frame(whole.batch, self.q, whole.visible_max, self.hidden_size, self.graphs)[1]
+            frame = self.frames[whole.visible_max] = (1, t.compute_s, t.memory_s, t.comm_s, t.launch_s)
         compute, memory, comm, launch = self.plan_s
-        rows = [(core[1], t) for core, t in zip(self.cores, core_times)]
-        rows += [(n, t) for _, t, n in self.fixed_rows]
-        rows.append((1, self.frame(whole.batch, self.q, whole.visible_max, self.hidden_size, self.graphs)[1]))
-        for n, t in rows:
-            if t.compute_s >= t.memory_s:
-                compute += n * t.compute_s
+        for (_, n, _, _), (c, m, co, la) in zip(self.cores, core_times):
+            if c >= m:
+                compute += n * c
             else:
-                memory += n * t.memory_s
-            comm, launch = comm + n * t.comm_s, launch + n * t.launch_s
+                memory += n * m
+            comm, launch = comm + n * co, launch + n * la
+        for n, c, m, co, la in (*self.fixed_rows, frame):
+            if c >= m:
+                compute += n * c
+            else:
+                memory += n * m
+            comm, launch = comm + n * co, launch + n * la
         return compute + memory + comm + (launch + self.launch_s)

@@ -69,9 +69,16 @@ def kv_slice(table: Table, x: dict):
 
 
 def along_kv(table: Table, piece, kv: float) -> Hit | None:
-    """A `kv_slice` read at `kv`; None outside the grid or at a gap. `_corners` and the sum over
-    them written out (every pass reads one): the same floats, summed from 0.0 in corner order."""
-    values, logs = table.grid["kv"]
+    """A `kv_slice` read at `kv`; None outside the grid or at a gap."""
+    found = read_slice(table.grid["kv"], piece, kv)
+    return None if found is None else Hit(*found)
+
+
+def read_slice(kv_axis: tuple[list, list], piece, kv: float) -> tuple[float, float, bool] | None:
+    """`along_kv` as a plain (log time, log work, measured) tuple, `kv_axis` its table's
+    grid["kv"]: _corners and the sum over them written out (every pass reads one), the same
+    floats summed from 0.0 in corner order."""
+    values, logs = kv_axis
     if piece is False or kv < values[0] * (1 - 1e-9) or kv > values[-1] * (1 + 1e-9):
         return None
     slice_t, slice_w, slice_measured = piece
@@ -80,14 +87,14 @@ def along_kv(table: Table, piece, kv: float) -> Hit | None:
         t = slice_t[i]
         if t != t:  # NaN: a gap in the measured grid
             return None
-        return Hit(0.0 + 1.0 * t, 0.0 + 1.0 * slice_w[i], bool(slice_measured[i]))
+        return 0.0 + 1.0 * t, 0.0 + 1.0 * slice_w[i], bool(slice_measured[i])
     f = (math.log(kv) - logs[i - 1]) / (logs[i] - logs[i - 1])
     t0, t1 = slice_t[i - 1], slice_t[i]
     if t0 != t0 or t1 != t1:
         return None
     w = 1.0 - f
-    return Hit(0.0 + w * t0 + f * t1, 0.0 + w * slice_w[i - 1] + f * slice_w[i],
-               bool(slice_measured[i - 1]) and bool(slice_measured[i]))
+    return 0.0 + w * t0 + f * t1, 0.0 + w * slice_w[i - 1] + f * slice_w[i], \
+        bool(slice_measured[i - 1]) and bool(slice_measured[i])
 
 
 def _corners(axis: tuple[list, list], v: float) -> tuple | None:
@@ -202,7 +209,7 @@ def build_tables(family: str, df: pd.DataFrame, ceilings: dict) -> dict:
 def _build_table(family: str, columns: dict, rows: np.ndarray, dims: dict | None) -> Table:
     """One config's Table from its rows of the family's columns."""
     f = FAMILIES[family]
-    axes = {a: np.unique(columns[a][rows]) for a in f.axes}
+    axes = {a: _sorted_values(columns[a][rows]) for a in f.axes}
     log_t, log_w = (np.full([len(v) for v in axes.values()], np.nan) for _ in range(2))
     idx = tuple(np.searchsorted(axes[a], columns[a][rows]) for a in f.axes)
     log_t[idx], log_w[idx] = columns["log_t"][rows], columns["log_w"][rows]
@@ -219,6 +226,17 @@ def _build_table(family: str, columns: dict, rows: np.ndarray, dims: dict | None
     for a in f.envelope:
         log_t = _lower_envelope(log_t, list(f.axes).index(a))
     return Table(axes, dims, log_t, log_w, float(columns["time_s"][rows].min()), measured)
+
+
+def _sorted_values(values: np.ndarray) -> np.ndarray:
+    """np.unique of a column of finite floats (its distinct values, sorted), as np.unique finds
+    them (sort, keep each value unlike the one before), without the numpy.ma import np.unique
+    makes on its first call (~15 ms of every `mtpsim run` worker that builds a table)."""
+    ordered = np.sort(values)
+    keep = np.empty(len(ordered), bool)
+    keep[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
 
 
 def _running_max(a: np.ndarray, axis: int) -> np.ndarray:
