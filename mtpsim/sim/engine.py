@@ -80,6 +80,9 @@ class Engine:
         # the shared row as a batch's levels, and the host time per iteration, per batch size
         self.shared_levels = lru_cache(maxsize=4096)(lambda n: np.broadcast_to(self.levels, (n, len(self.levels))))
         self.host_s = lru_cache(maxsize=4096)(self.pricer.host_s)
+        # a prefill chunk's passes priced, by its (tokens, already prefilled) per request: chunks
+        # of the same lengths recur (whole prompts of a fixed length, cut at the same budget)
+        self.prefill_memo = lru_cache(maxsize=1024)(self._price_prefill)
 
     def iteration_at(self, batch_size: int) -> DecodeIteration:
         """The decode iteration of the steps in force for this running batch (the policy's, else
@@ -227,11 +230,9 @@ class Engine:
     def prefill_chunk(self, rep: Replica, chunk: list):
         """One prefill iteration over `chunk`, (request, tokens, already prefilled) triples."""
         start = self.env.now
-        q = np.array([n for _, n, _ in chunk])
-        kv = np.array([done for _, _, done in chunk])
-        shapes = prefill_passes(self.design)
-        times, durations = self.record_passes(rep, start, [(shape, self.pricer.price(shape, q, kv)) for shape in shapes])
-        host = iteration_cost([s.kind for s in shapes], durations, PREFILL_WINDOW if self.overlap else (),
+        priced = self.prefill_memo(tuple([(n, done) for _, n, done in chunk]))
+        times, durations = self.record_passes(rep, start, priced)
+        host = iteration_cost([shape.kind for shape, _ in priced], durations, PREFILL_WINDOW if self.overlap else (),
                               self.host_s(self.design.design, len(chunk))).exposed_host_s
         yield from back_to_back(self.env, [*durations, host])
         firsts = completed_prompts(chunk)
@@ -239,6 +240,12 @@ class Engine:
                                    len(chunk), len(firsts), times, host)
         rep.iterations += 1
         self.first_tokens(rep, firsts)
+
+    def _price_prefill(self, lengths: tuple) -> list:
+        """(shape, cost) of each prefill pass over a chunk of requests with these (tokens, already
+        prefilled) lengths (`prefill_memo`)."""
+        q, kv = np.array([n for n, _ in lengths]), np.array([done for _, done in lengths])
+        return [(shape, self.pricer.price(shape, q, kv)) for shape in prefill_passes(self.design)]
 
     def first_tokens(self, rep: Replica, firsts: list[Request]) -> None:
         """Requests whose last prompt chunk just ran: their first token is out now; those with more
