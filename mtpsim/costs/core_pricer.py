@@ -68,14 +68,14 @@ class CorePricer:
             return None
         log_t, log_w, measured = hit
         op_bytes = kv_bytes + act_bytes  # Op.bytes: weight bytes (none), KV, activations
-        work = max(flops / self.peak_flops, op_bytes / self.peak_bytes)
         if share is not None:  # fewer_queries' work: flops and activations scale with q, the KV read not
             work_ref = max(flops * share / self.peak_flops, (kv_bytes + act_bytes * share) / self.peak_bytes)
-            t, kind = scaled(self.table, math.exp(log_t), work_ref, work), "extrapolated"
+            t, kind = scaled(self.table, math.exp(log_t), work_ref, self.work(flops, op_bytes)), "extrapolated"
         elif self.exact and measured:
             t, kind = math.exp(log_t), "calibrated"
         else:
-            t, kind = scaled(self.table, math.exp(log_t), math.exp(log_w), work), "calibrated-scaled"
+            t, kind = scaled(self.table, math.exp(log_t), math.exp(log_w), self.work(flops, op_bytes)), \
+                "calibrated-scaled"
         floor = op_bytes / self.peak_bytes if self.stream_floor else 0.0
         source, floored = self.labels[kind]
         if t < floor:
@@ -83,6 +83,10 @@ class CorePricer:
         fixed = min(t, self.call_s) if self.call_s is not None else 0.0
         compute, memory = split_rest(t - fixed, flops / self.flop_rate if flops else 0.0, op_bytes / self.byte_rate)
         return compute, memory, fixed + self.kernel_s, source
+
+    def work(self, flops: float, op_bytes: float) -> float:
+        """The core's roofline work (CalibratedCosts.work_s of its Op): what a scaled time scales by."""
+        return max(flops / self.peak_flops, op_bytes / self.peak_bytes)
 
 
 def split_time(t: float, fixed: float, compute: float, memory: float, launch: float, source: str) -> OpTime:

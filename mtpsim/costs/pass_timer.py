@@ -20,7 +20,7 @@ class PassTimer:
     """`Pricer.plain_pass(shape, lens).cost.time_s` for the uniform lengths (`BatchLens.uniform`
     of the shape's tokens per request) of `batch` requests."""
 
-    __slots__ = ("batch", "q", "offset", "tree_keys", "graphs", "cores", "fixed_rows", "plan_s", "launch_s",
+    __slots__ = ("batch", "q", "offset", "tree_keys", "graphs", "cores", "layers", "fixed_rows", "plan_s", "launch_s",
                  "hidden_size", "core", "frame", "frames")
 
     def __init__(self, pricer, shape, batch: int):
@@ -30,8 +30,9 @@ class PassTimer:
         # (kernel, layers, its core pricer or None, that pricer's slice of its table at this batch and q)
         self.cores = tuple((kernel, n, found, found.slice(batch, self.q) if found is not None else None)
                            for kernel, n, found in plan.cores)
-        # (n, compute, memory, comm, launch) of the rows priced once (the compaction), added after the cores
-        self.fixed_rows = tuple((n, t.compute_s, t.memory_s, t.comm_s, t.launch_s) for _, t, n in plan.compact)
+        self.layers = tuple(n for _, n, _ in plan.cores)  # each core's count in the pass
+        # (n, (compute, memory, comm, launch)) of the rows priced once (the compaction), added after the cores
+        self.fixed_rows = tuple((n, (t.compute_s, t.memory_s, t.comm_s, t.launch_s)) for _, t, n in plan.compact)
         work = plan.work  # the token-count ops' seconds, where every pass's sums start
         self.plan_s = (work.compute_s, work.memory_s, work.comm_s, work.launch_s)
         self.launch_s, self.hidden_size = plan.launch_s, plan.hidden_size
@@ -82,18 +83,18 @@ class PassTimer:
             if len(self.frames) >= FRAMES_KEPT:
                 self.frames.clear()
             t = self.frame(whole.batch, self.q, whole.visible_max, self.hidden_size, self.graphs)[1]
-            frame = self.frames[whole.visible_max] = (1, t.compute_s, t.memory_s, t.comm_s, t.launch_s)
+            frame = self.frames[whole.visible_max] = (t.compute_s, t.memory_s, t.comm_s, t.launch_s)
         compute, memory, comm, launch = self.plan_s
-        for (_, n, _, _), (c, m, co, la) in zip(self.cores, core_times):
+        for n, (c, m, co, la) in (*zip(self.layers, core_times), *self.fixed_rows):
             if c >= m:
                 compute += n * c
             else:
                 memory += n * m
             comm, launch = comm + n * co, launch + n * la
-        for n, c, m, co, la in (*self.fixed_rows, frame):
-            if c >= m:
-                compute += n * c
-            else:
-                memory += n * m
-            comm, launch = comm + n * co, launch + n * la
+        c, m, co, la = frame  # one frame: n * x is x for n = 1
+        if c >= m:
+            compute += c
+        else:
+            memory += m
+        comm, launch = comm + co, launch + la
         return compute + memory + comm + (launch + self.launch_s)
