@@ -90,6 +90,8 @@ class Records:
     budget_full_iterations: int = 0  # decode iterations whose tokens left admitted prompts no room (sim/mixed.py)
     accept_counts: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     undrafted_rows: int = 0     # requests of iterations without drafts (S = 0): `accepts` adds them to accept_counts[0]
+    pending_accepts: list = field(default_factory=list, repr=False)  # accepted-draft arrays not yet counted
+    num_pending_accepts: int = 0
     verified_tokens: int = 0    # tokens verify passes checked, root included, summed over decode iterations
     verify_rows: int = 0        # requests verified, summed over decode iterations
 
@@ -151,14 +153,25 @@ class Records:
         """Histogram: iterations (per request) in which exactly j drafts were accepted; None: the
         batch's requests had no drafts (S = 0) and accepted none."""
         if len(self.accept_counts) < steps + 1:
+            self._count_accepts()  # the arrays waiting are counted up to the old length, as they came
             self.accept_counts = np.pad(self.accept_counts, (0, steps + 1 - len(self.accept_counts)))
         if accepted is None:
             self.undrafted_rows += batch  # an int: a plain iteration costs no numpy call
-        else:
-            self.accept_counts += np.bincount(accepted, minlength=len(self.accept_counts))[: len(self.accept_counts)]
+        else:  # counted in one bincount for many iterations (whole numbers: adding in another order is exact)
+            self.pending_accepts.append(accepted)
+            self.num_pending_accepts += len(accepted)
+            if self.num_pending_accepts >= LogHistogram.FLUSH_VALUES:  # the histograms' batch size
+                self._count_accepts()
+
+    def _count_accepts(self) -> None:
+        if self.pending_accepts:
+            found = np.bincount(np.concatenate(self.pending_accepts), minlength=len(self.accept_counts))
+            self.accept_counts += found[: len(self.accept_counts)]
+            self.pending_accepts, self.num_pending_accepts = [], 0
 
     def accepts(self) -> np.ndarray:
         """The histogram `add_accepts` counted (a copy): per j, requests' iterations with j drafts accepted."""
+        self._count_accepts()
         counts = self.accept_counts.copy()
         counts[0] += self.undrafted_rows
         return counts

@@ -213,7 +213,9 @@ class Engine:
         accepted, n = None, len(batch.requests)  # S = 0: no drafts to accept
         if steps:
             levels = batch.levels if self.per_request_levels else self.shared_levels(n)
-            accepted = self.profile.sample(self.rng, levels[:, :steps], batch.remaining, self.profile.shared)
+            if steps < levels.shape[1]:  # fewer steps than the design's (a policy): their prefix
+                levels = levels[:, :steps]
+            accepted = self.profile.sample(self.rng, levels, batch.remaining, self.profile.shared)
             if kept is not None:
                 np.minimum(accepted, kept, out=accepted)
         self.records.add_accepts(accepted, self.design.steps, n)
