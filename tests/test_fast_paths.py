@@ -37,16 +37,6 @@ def test_fill_along_matches_line_by_line(a, data):
 
 
 
-@settings(max_examples=200, deadline=None)
-@given(hnp.arrays(float, st.integers(0, 40), elements=st.sampled_from([1.0, 2.0, 3.5, 8.0, 1e-3, 4096.0, 0.0])))
-def test_sorted_values_are_np_unique(a):
-    """A table's axes (tables._sorted_values) are np.unique's values, dtype and all."""
-    from mtpsim.costs.tables import _sorted_values
-
-    found, expected = _sorted_values(a), np.unique(a)
-    assert found.dtype == expected.dtype
-    np.testing.assert_array_equal(found, expected)
-
 # ---------------------------------------------------------------------- pricing memos
 
 def _scenario(design: str, **parallel):

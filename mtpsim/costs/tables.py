@@ -209,7 +209,7 @@ def build_tables(family: str, df: pd.DataFrame, ceilings: dict) -> dict:
 def _build_table(family: str, columns: dict, rows: np.ndarray, dims: dict | None) -> Table:
     """One config's Table from its rows of the family's columns."""
     f = FAMILIES[family]
-    axes = {a: _sorted_values(columns[a][rows]) for a in f.axes}
+    axes = {a: np.unique(columns[a][rows]) for a in f.axes}
     log_t, log_w = (np.full([len(v) for v in axes.values()], np.nan) for _ in range(2))
     idx = tuple(np.searchsorted(axes[a], columns[a][rows]) for a in f.axes)
     log_t[idx], log_w[idx] = columns["log_t"][rows], columns["log_w"][rows]
@@ -226,17 +226,6 @@ def _build_table(family: str, columns: dict, rows: np.ndarray, dims: dict | None
     for a in f.envelope:
         log_t = _lower_envelope(log_t, list(f.axes).index(a))
     return Table(axes, dims, log_t, log_w, float(columns["time_s"][rows].min()), measured)
-
-
-def _sorted_values(values: np.ndarray) -> np.ndarray:
-    """np.unique of a column of finite floats (its distinct values, sorted), as np.unique finds
-    them (sort, keep each value unlike the one before), without the numpy.ma import np.unique
-    makes on its first call (~15 ms of every `mtpsim run` worker that builds a table)."""
-    ordered = np.sort(values)
-    keep = np.empty(len(ordered), bool)
-    keep[:1] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
-    return ordered[keep]
 
 
 def _running_max(a: np.ndarray, axis: int) -> np.ndarray:
