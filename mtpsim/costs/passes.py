@@ -169,14 +169,12 @@ class Pricer:
                 op = kernel.core(lens, shape.tree_keys)
                 priced.append((op, self.costs.time(op, plan.graphs), count))
             else:
-                op, t = self.core(kernel, pricer, lens, shape.tree_keys, plan.graphs)
-                priced.append((op, t, count))
+                priced.append((*self.core(kernel, pricer, lens, shape.tree_keys, plan.graphs), count))
         return priced
 
     def core(self, kernel: O.AttentionKernel, pricer, lens: O.BatchLens, tree_keys: float, graphs: bool) -> tuple:
-        """(op, time) of `kernel`'s core over `lens`: by its `CorePricer` where it has one that
-        takes these lengths (the op is then the core's `CoreCounts`), else its Op priced; the
-        last one each kernel priced is kept (`_last_cores`)."""
+        """(op, time) of `kernel`'s core over `lens` as `_attention` prices it (by `pricer`, its
+        CorePricer or None), the last one each kernel priced kept (`_last_cores`)."""
         last = self._last_cores.get(kernel)
         if last is not None and last.lens is lens and last.tree_keys == tree_keys and last.graphs == graphs:
             return last.priced

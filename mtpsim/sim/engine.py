@@ -9,24 +9,24 @@ iterations instead (sim/mixed.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 import simpy
 
 from mtpsim.acceptance import AcceptanceProfile
-from mtpsim.costs.iteration import PREFILL_WINDOW, hiding_window, iteration_cost
+from mtpsim.costs.iteration import PREFILL_WINDOW, iteration_cost
 from mtpsim.costs.ops import BatchLens
 from mtpsim.costs.passes import Pricer
 from mtpsim.costs.ragged import all_plain, pass_lens
-from mtpsim.designs import DesignShape, iteration_passes, prefill_passes
+from mtpsim.designs import DesignShape, prefill_passes
 from mtpsim.results import PASS_COLUMN, PASS_TIME_COLUMNS, Records
 from mtpsim.schema import Policy
 from mtpsim.sim.batch import RunningBatch
 from mtpsim.sim.mixed import MixedRule, mixed_passes, serve_mixed
 from mtpsim.sim.scheduler import Scheduler
-from mtpsim.sim.timing import IterationTiming
+from mtpsim.sim.timing import DecodeIteration, IterationTiming
 from mtpsim.sim.workload import Request
 
 
@@ -37,20 +37,6 @@ class Replica:
     wakeup: simpy.Event | None = None
     iterations: int = 0
     batch: RunningBatch | None = None  # the running requests past prefill, as arrays
-
-
-@dataclass(frozen=True)
-class DecodeIteration:
-    """What a decode iteration at some steps runs, worked out once per steps (`Engine.iteration_at`):
-    the design at those steps, its passes in order and their kinds, the same passes with a
-    ragged verify (each request checks the drafts a confidence rule kept), and the pass kinds
-    that hide host time."""
-
-    design: DesignShape
-    passes: list
-    ragged_passes: list
-    kinds: list[str]
-    window: tuple[str, ...]
 
 
 @dataclass
@@ -93,10 +79,7 @@ class Engine:
         """The decode iteration at `steps`, built once; S = 0 is plain decoding."""
         if steps not in self.iterations_by_steps:
             design = self.design if steps == self.design.steps else self.design.with_steps(steps)
-            passes = iteration_passes(design)
-            ragged = [ragged_verify(shape) if shape.kind == "verify" else shape for shape in passes]
-            self.iterations_by_steps[steps] = DecodeIteration(design, passes, ragged, [p.kind for p in passes],
-                                                              hiding_window(design, self.pricer.host, self.overlap))
+            self.iterations_by_steps[steps] = DecodeIteration.of(design, self.pricer.host, self.overlap)
         return self.iterations_by_steps[steps]
 
     def timing_at(self, it: DecodeIteration, n: int) -> IterationTiming | None:
@@ -289,12 +272,6 @@ def completed_prompts(chunk) -> list[Request]:
     """The requests whose last prompt chunk is in `chunk` ((request, tokens, already prefilled)
     triples): their first token comes out with this iteration."""
     return [r for r, tokens, done in chunk if done + tokens == r.input_len]
-
-
-@lru_cache(maxsize=64)
-def ragged_verify(shape):
-    """A verify whose requests each check their own kept drafts (PassShape.ragged)."""
-    return replace(shape, ragged=True)
 
 
 def back_to_back(env: simpy.Environment, times: list[float]):

@@ -1,20 +1,53 @@
-"""The common decode iteration, timed in one go: every request verifies all it drafted and no
-prompt chunk rides along, so each pass runs over the running batch's uniform lengths and only
-its seconds are needed (the run keeps no pass rows). What that costs to work out for one design
-steps and batch size is kept once (`IterationTiming`, built by `Engine.timing_at`): each pass's
-PassTimer (costs/pass_timer.py), the pass-time column it counts in, whether it hides host time,
-the host seconds, and whether the iteration runs eagerly. `run` gives what Engine.decode's
-general path gives (record_passes and iteration_cost), the same floats summed in the same order.
+"""A decode iteration: what it runs at some steps (`DecodeIteration`), and the common one timed in
+one go. In the common iteration every request verifies all it drafted and no prompt chunk rides
+along, so each pass runs over the running batch's uniform lengths and only its seconds are needed
+(the run keeps no pass rows). What that costs to work out for one design steps and batch size is
+kept once (`IterationTiming`, built by `Engine.timing_at`): each pass's PassTimer
+(costs/pass_timer.py), the pass-time column it counts in, whether it hides host time, the host
+seconds, and whether the iteration runs eagerly. `run` gives what Engine.decode's general path
+gives (record_passes and iteration_cost), the same floats summed in the same order.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from mtpsim.costs.iteration import hiding_window
 from mtpsim.costs.pass_timer import PassTimer
+from mtpsim.designs import DesignShape, iteration_passes
 from mtpsim.results import PASS_COLUMN, PASS_TIME_COLUMNS
 
 
+@dataclass(frozen=True)
+class DecodeIteration:
+    """What a decode iteration at some steps runs, worked out once per steps (`Engine.iteration_at`):
+    the design at those steps, its passes in order and their kinds, the same passes with a
+    ragged verify (each request checks the drafts a confidence rule kept), and the pass kinds
+    that hide host time."""
+
+    design: DesignShape
+    passes: list
+    ragged_passes: list
+    kinds: list[str]
+    window: tuple[str, ...]
+
+    @classmethod
+    def of(cls, design: DesignShape, host, overlap: bool) -> DecodeIteration:
+        """`design`'s iteration under the engine's host model (`host`, costs/deployment.py)."""
+        passes = iteration_passes(design)
+        ragged = [ragged_verify(shape) if shape.kind == "verify" else shape for shape in passes]
+        return cls(design, passes, ragged, [p.kind for p in passes], hiding_window(design, host, overlap))
+
+
+@lru_cache(maxsize=64)
+def ragged_verify(shape):
+    """A verify whose requests each check their own kept drafts (PassShape.ragged)."""
+    return replace(shape, ragged=True)
+
+
 class IterationTiming:
-    """A decode iteration of `it` (an Engine DecodeIteration) over n requests, when every pass
-    has a PassTimer (`of`)."""
+    """A decode iteration of `it` (a DecodeIteration) over n requests, when every pass has a
+    PassTimer (`of`)."""
 
     __slots__ = ("timers", "columns", "hides", "host_s", "eager")
 
