@@ -226,11 +226,11 @@ class Engine:
         rep.iterations += 1
         self.first_tokens(rep, firsts)
 
-    def _price_prefill(self, lengths: tuple) -> list:
+    def _price_prefill(self, lengths: tuple) -> tuple:
         """(shape, cost) of each prefill pass over a chunk of requests with these (tokens, already
-        prefilled) lengths (`prefill_memo`)."""
+        prefilled) lengths (`prefill_memo`: shared, so a tuple)."""
         q, kv = np.array([n for n, _ in lengths]), np.array([done for _, done in lengths])
-        return [(shape, self.pricer.price(shape, q, kv)) for shape in prefill_passes(self.design)]
+        return tuple((shape, self.pricer.price(shape, q, kv)) for shape in prefill_passes(self.design))
 
     def first_tokens(self, rep: Replica, firsts: list[Request]) -> None:
         """Requests whose last prompt chunk just ran: their first token is out now; those with more
