@@ -38,15 +38,43 @@ module it imported), measured 2026-12-04 at load 0.6, back to back on the merged
 Side by side (2026-12-04): `mtpsim run` now simulates a point and its `none` baseline in two
 forked worker processes where there are two cores (run.py `_map`; before, a pair always ran one
 after the other in the CLI's process), with the same rows bit for bit (tests/test_sim.py). On
-this 2-core machine, farm-bench -n 5 pairing the run of this pair against the tree before it:
+this 2-core machine, 5 whole-process runs of this pair taken in turn with the tree before it:
 wall 2.02 s against 2.70 s (median A/B 0.69), CPU 3.13 s against 2.80 s (two processes each load
 the profile). cli_pair.py's ratio, noisy here (the reference loop alone took 0.19-0.31 s over the
 day): 9.0-11.5x, from 11.7-12.0x.
 
+Measured 2026-12-05 (the decode loop's pricing and bookkeeping, below), the same 2-core machine
+shared with other sessions (load 2.0-2.5 throughout), the tree before (cf6c016) and after,
+alternating, 6 runs each of `PYTHONPATH=<tree> .venv/bin/python benchmarks/cli_pair.py --repeats 1`
+(medians; the reference loop took 0.25-0.26 s in both):
+    before   CLI pair 3.73 s, ratio 14.7x, both whole processes 7.06x
+    after    CLI pair 2.80 s, ratio 11.2x, both whole processes 5.38x
+    (the pair as a whole process, 10 pairs run in turn at load ~2: wall 2.93 s against 3.98 s,
+    median A/B 0.73; CPU 2.93 s against 4.00 s, 0.72. import mtpsim.run 0.49-0.56 s and
+    `mtpsim --version` 0.09-0.11 s, either tree. At load 0.7, before: CLI pair 2.40 s, 9.5x.)
+The pass: the common decode iteration (every request verifies what it drafted, no prompt chunk
+rides along, no pass rows kept) is timed in one go (sim/timing.py IterationTiming, one per design
+steps and batch size) by each pass's PassTimer (costs/pass_timer.py: plain_pass's time_s, the same
+floats summed in the same order, from plain tuples: no PassCost, Work, OpTime or Hit per pass;
+nextn's extend reuses its verify's attention core); prefill chunks of lengths seen before are not
+priced again (Engine.prefill_memo); accept counts and a plain iteration's counts leave numpy
+(bincount once per 65,536 drafts, an int). Rows bit for bit as before (tests/test_fast_paths.py
+pins a timer against price_lens and a timed run against the same run priced pass by pass).
+Where the rest goes, benchmarks/sim_phases.py at load 2.3 (one process, serially): interpreter
+0.035 s, import mtpsim.run 0.53 s (numpy ~0.1-0.15, pydantic and building ~50 schema models ~0.2,
+simpy and importlib.metadata ~0.05), scenario + baseline 0.06 s (~0.05 of it PyYAML parsing the
+catalog files and the profile's meta.yaml in pure Python), profile load 0.03 s, simulate nextn
+1.04 s (before: 1.64), none 0.77 s (1.28), table + run folder 0.17 s (mostly float reprs and
+csv.writer for iterations.csv). In the nextn run ~43% is the passes' timing (~20 us a pass: the
+attention core's table read, its split, the frame), ~16% records (ITL histograms, rows), the rest
+the engine, simpy's event and numpy's acceptance draw and commit (~20 small array ops an
+iteration); in the none run the timing is ~51%, records ~25%. With two workers the wall is the
+parent's ~0.65 s before the fork and ~0.2 s after, plus the nextn worker's run.
+
 Start-up: `python -X importtime -c "import mtpsim.cli"`, `mtpsim --version` as a whole process
 (what every command pays before it runs: building the parser included; target at most 0.2 s),
-and the import time of mtpsim.run (what `mtpsim run` adds: numpy, pandas, pydantic, simpy and
-the simulator).
+and the import time of mtpsim.run (what `mtpsim run` adds: numpy, pydantic, simpy and the
+simulator; pandas no longer).
 """
 from __future__ import annotations
 

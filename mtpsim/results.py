@@ -89,6 +89,9 @@ class Records:
     eager_iterations: int = 0   # decode iterations whose batch no CUDA graph holds
     budget_full_iterations: int = 0  # decode iterations whose tokens left admitted prompts no room (sim/mixed.py)
     accept_counts: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    undrafted_rows: int = 0     # requests of iterations without drafts (S = 0): `accepts` adds them to accept_counts[0]
+    pending_accepts: list = field(default_factory=list, repr=False)  # accepted-draft arrays not yet counted
+    num_pending_accepts: int = 0
     verified_tokens: int = 0    # tokens verify passes checked, root included, summed over decode iterations
     verify_rows: int = 0        # requests verified, summed over decode iterations
 
@@ -132,9 +135,10 @@ class Records:
             self.decode_batch_sum += batch
             if batch > self.max_decode_batch:
                 self.max_decode_batch = batch
-        for key in PASS_TIME_COLUMNS:
-            self.totals[key] += times[key]
-        self.totals[HOST_COLUMN] += host_s
+        totals = self.totals
+        for key, seconds in times.items():
+            totals[key] += seconds
+        totals[HOST_COLUMN] += host_s
         if len(self.iterations) < self.max_iteration_rows:
             self.iterations.append((replica, index, kind, start_s, duration_s, batch, emitted,
                                     *map(times.__getitem__, PASS_TIME_COLUMNS), host_s))
@@ -149,11 +153,28 @@ class Records:
         """Histogram: iterations (per request) in which exactly j drafts were accepted; None: the
         batch's requests had no drafts (S = 0) and accepted none."""
         if len(self.accept_counts) < steps + 1:
+            self._count_accepts()  # the arrays waiting are counted up to the old length, as they came
             self.accept_counts = np.pad(self.accept_counts, (0, steps + 1 - len(self.accept_counts)))
         if accepted is None:
-            self.accept_counts[0] += batch
-        else:
-            self.accept_counts += np.bincount(accepted, minlength=len(self.accept_counts))[: len(self.accept_counts)]
+            self.undrafted_rows += batch  # an int: a plain iteration costs no numpy call
+        else:  # counted in one bincount for many iterations (whole numbers: adding in another order is exact)
+            self.pending_accepts.append(accepted)
+            self.num_pending_accepts += len(accepted)
+            if self.num_pending_accepts >= LogHistogram.FLUSH_VALUES:  # the histograms' batch size
+                self._count_accepts()
+
+    def _count_accepts(self) -> None:
+        if self.pending_accepts:
+            found = np.bincount(np.concatenate(self.pending_accepts), minlength=len(self.accept_counts))
+            self.accept_counts += found[: len(self.accept_counts)]
+            self.pending_accepts, self.num_pending_accepts = [], 0
+
+    def accepts(self) -> np.ndarray:
+        """The histogram `add_accepts` counted (a copy): per j, requests' iterations with j drafts accepted."""
+        self._count_accepts()
+        counts = self.accept_counts.copy()
+        counts[0] += self.undrafted_rows
+        return counts
 
     @property
     def iterations_truncated(self) -> bool:
@@ -227,7 +248,7 @@ def to_results(records: Records, identity: dict, max_kv_tokens: int, sim_wall_s:
            "verify_width": records.verified_tokens / records.verify_rows if records.verify_rows else float("nan"),
            **(limits or {}),
            "sim_wall_s": sim_wall_s}
-    return Results(requests, list(records.iterations), [r[:-1] for r in ended], records.accept_counts.copy(), row,
+    return Results(requests, list(records.iterations), [r[:-1] for r in ended], records.accepts(), row,
                    records.iterations_truncated, records.requests_truncated)
 
 

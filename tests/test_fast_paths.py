@@ -6,6 +6,7 @@ straightforward reference over random inputs: the same floats, not just close on
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -33,6 +34,7 @@ def test_fill_along_matches_line_by_line(a, data):
     both = _fill_along(a, axis, alike)
     np.testing.assert_array_equal(both[0], _fill_along_reference(a, axis))
     np.testing.assert_array_equal(both[1], _fill_along_reference(alike, axis))
+
 
 
 # ---------------------------------------------------------------------- pricing memos
@@ -95,6 +97,52 @@ def test_warm_pricer_prices_as_a_fresh_one(name, batches):
             q = shape.tokens_per_request
             lens = shared.setdefault(q, BatchLens.uniform(q, kv_lens, int(kv_lens.sum()), int(kv_lens.max())))
             assert _fields(warm.price_lens(shape, lens)) == _fields(build_pricer(s).price(shape, np.full(n, q), kv_lens))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(sorted(SCENARIOS)),
+       st.lists(st.tuples(st.integers(1, 300), st.integers(0, 70_000), st.integers(0, 10)), min_size=1, max_size=6))
+def test_a_timed_pass_takes_the_seconds_its_price_gives(name, batches):
+    """PassTimer's seconds are price_lens' time_s to the float, for every pass it applies to, its
+    own cores or those of the pass before it that it shares them with (sim/timing.py)."""
+    from mtpsim.costs import build_pricer
+    from mtpsim.costs.ops import BatchLens
+    from mtpsim.costs.pass_timer import PassTimer
+    from mtpsim.designs import DesignShape, iteration_passes
+
+    s = SCENARIOS[name]
+    pricer, design = build_pricer(s), DesignShape.of(s.speculative)
+    rng = np.random.default_rng(len(batches))
+    for n, kv, spread in batches:
+        kv_lens = kv + rng.integers(0, 1 + spread * 1000, n)
+        before = None
+        for shape in iteration_passes(design):
+            if not PassTimer.applies(pricer, shape):
+                assert name == "dp-attention"  # the rest take the timed path
+                continue
+            q = shape.tokens_per_request
+            lens = BatchLens.uniform(q, kv_lens, int(kv_lens.sum()), int(kv_lens.max()))
+            timer, priced = PassTimer(pricer, shape, n), build_pricer(s).price_lens(shape, lens).time_s
+            assert timer.seconds(lens) == priced
+            whole = lens.shifted(shape.kv_offset)
+            if before is not None and timer.shares_cores(before):
+                assert timer.total(whole, before.core_times(whole)) == priced
+            before = timer
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_timed_iterations_run_as_priced_ones(name):
+    """A run whose decode iterations are timed in one go (sim/timing.py) has the rows of the same
+    run priced pass by pass (keep_passes takes that path): the same floats everywhere."""
+    from mtpsim.sim import simulate
+
+    s = SCENARIOS[name].model_copy(update={"workload": SCENARIOS[name].workload.model_copy(
+        update={"num_requests": 24, "output_len": 40})})
+    timed, priced = simulate(s), simulate(s, keep_passes=True)
+    assert len(priced.pass_rows) > 0 and not timed.pass_rows
+    assert timed.request_rows == priced.request_rows and timed.iteration_rows == priced.iteration_rows
+    assert repr({k: v for k, v in timed.row.items() if k != "sim_wall_s"}) == \
+        repr({k: v for k, v in priced.row.items() if k != "sim_wall_s"})  # repr: NaN equals NaN, every float to the bit
 
 
 @settings(max_examples=100, deadline=None)
@@ -220,7 +268,7 @@ def test_plain_commit_is_a_commit_of_zeros():
     ra, rb = Records(), Records()
     ra.add_accepts(None, 0, 7)
     rb.add_accepts(np.zeros(7, np.int64), 0, 7)
-    np.testing.assert_array_equal(ra.accept_counts, rb.accept_counts)
+    np.testing.assert_array_equal(ra.accepts(), rb.accepts())
 
 
 def test_a_profile_builds_only_the_tables_its_lookups_pick():

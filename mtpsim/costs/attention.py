@@ -202,6 +202,9 @@ class AttentionKernel:
         else:
             self.width = att.head_dim + (att.v_head_dim or att.head_dim) if att.kind == "gqa" else 0
         self.query_width = att.head_dim or att.kv_lora_rank
+        # what `counts` reads of the spec every pass, read once (the spec's `sparse` is a property)
+        self.window, self.sparse, self.mla = att.window, att.sparse, att.kind == "mla"
+        self.act_bytes = DTYPE_BYTES[act]
         # the lookup keys after batch, q and the KV lengths, in the order a core's shape lists them
         self.shape = {"heads": self.heads, "window": att.window or 0,
                       **(_attention_widths(att, tp) if att.kind != "linear" else {}), "kv_dtype": kv_dtype,
@@ -225,25 +228,25 @@ class AttentionKernel:
         cost follows the *sum* of per-request lengths. Flops: QK^T and PV, 2 * 2 * q * kv * heads
         * head width. `tree_keys` > 0: a tree mask, each query reading kv_lens[i] + tree_keys keys
         (its ancestors and itself) instead of the causal kv + cached + (q + 1) / 2."""
-        att, heads = self.att, self.heads
+        heads, window = self.heads, self.window
         kv_tokens, qk_tokens, kv_max = lens.kv_tokens, lens.qk_tokens, lens.visible_max
         if tree_keys:  # a tree mask: each query reads its request's committed KV and tree_keys more
             qk_tokens = lens.qkv_tokens + lens.q_tokens * tree_keys
-        if att.window is not None:  # a per-request cap: the sums need the lengths themselves
+        if window is not None:  # a per-request cap: the sums need the lengths themselves
             q_lens, kv_lens = lens.requests()
-            visible = np.minimum(kv_lens + q_lens, att.window)
+            visible = np.minimum(kv_lens + q_lens, window)
             per_query = lens.kv + tree_keys if tree_keys else kv_lens + (q_lens + 1) / 2
-            per_query = np.minimum(per_query, att.window)
+            per_query = np.minimum(per_query, window)
             kv_tokens, qk_tokens = float(visible.sum()), float((q_lens * per_query).sum())
             kv_max = float(visible.max(initial=0))
-        if att.sparse:  # each query attends its top-k keys; a request reads the union of its queries'
-            kv_tokens, qk_tokens, kv_max = sparse_lens(lens, att.index_topk, tree_keys)
-        if att.kind == "mla" and lens.q_max > MLA_ABSORB_MAX_Q:
+        if self.sparse:  # each query attends its top-k keys; a request reads the union of its queries'
+            kv_tokens, qk_tokens, kv_max = sparse_lens(lens, self.att.index_topk, tree_keys)
+        if self.mla and lens.q_max > MLA_ABSORB_MAX_Q:
             # prefill-sized queries run MLA unabsorbed (engines expand K and V from the latent)
             flops = 2.0 * qk_tokens * heads * self.unabsorbed_width
         else:
             flops = 2.0 * qk_tokens * heads * self.width
-        act_bytes = 2 * lens.q_tokens * heads * self.query_width * DTYPE_BYTES[self.act]
+        act_bytes = 2 * lens.q_tokens * heads * self.query_width * self.act_bytes
         return flops, kv_tokens * self.kv_bytes_per_token, act_bytes, kv_tokens, kv_max
 
 

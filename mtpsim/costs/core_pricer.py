@@ -10,7 +10,7 @@ from functools import lru_cache
 
 from mtpsim.costs.ops import AttentionKernel, BatchLens, CoreCounts
 from mtpsim.costs.roofline import OpTime
-from mtpsim.costs.tables import Table, along_kv, kv_slice, scaled
+from mtpsim.costs.tables import Table, kv_slice, read_slice, scaled
 
 
 class CorePricer:
@@ -28,6 +28,7 @@ class CorePricer:
         self.peak_flops, self.peak_bytes, self.stream_floor = costs.peak_flops, costs.peak_bytes, costs.stream_floor
         self.kv_max = costs.kv_key == "kv_max"
         self.q_measured = table.grid["q"][0][-1]
+        self.kv_axis = table.grid["kv"]
         over = costs.launch
         self.call_s = 1 * over["call_s"] if over["included_in_op_times"] else None  # a core is one kernel
         self.kernel_s = 1 * costs.kernel_launch_s(graphs)
@@ -47,36 +48,56 @@ class CorePricer:
     def price(self, lens: BatchLens, tree_keys: float = 0.0) -> tuple[CoreCounts, OpTime] | None:
         """(the core's counts, its time) over `lens`; None where time would take the nearest
         measured cell (outside the grid or at a gap: the caller prices the Op)."""
-        flops, kv_bytes, act_bytes, kv_tokens, kv_max = self.kernel.counts(lens, tree_keys)
+        counts = self.kernel.counts(lens, tree_keys)
         batch = lens.batch
-        piece, share = self.slice(batch, lens.q_tokens / max(batch, 1))
-        hit = along_kv(self.table, piece, kv_max if self.kv_max else kv_tokens / batch)
+        parts = self.split(self.slice(batch, lens.q_tokens / max(batch, 1)), batch, *counts)
+        if parts is None:
+            return None
+        compute, memory, launch, source = parts
+        return CoreCounts(counts[0], counts[1]), OpTime(compute, memory, 0.0, launch, source)
+
+    def split(self, sliced: tuple, batch: int, flops: float, kv_bytes: float, act_bytes: float, kv_tokens: float,
+              kv_max: float) -> tuple[float, float, float, str] | None:
+        """The core's time from its `counts` over `batch` requests, at the `slice` of its batch and
+        query length (`sliced`), as the compute, memory and launch seconds of its OpTime (no comm)
+        and its source, plain values (a pass timer adds them: costs/pass_timer.py); None where
+        `price` gives None."""
+        piece, share = sliced
+        hit = read_slice(self.kv_axis, piece, kv_max if self.kv_max else kv_tokens / batch)
         if hit is None:
             return None
+        log_t, log_w, measured = hit
         op_bytes = kv_bytes + act_bytes  # Op.bytes: weight bytes (none), KV, activations
-        work = max(flops / self.peak_flops, op_bytes / self.peak_bytes)
         if share is not None:  # fewer_queries' work: flops and activations scale with q, the KV read not
             work_ref = max(flops * share / self.peak_flops, (kv_bytes + act_bytes * share) / self.peak_bytes)
-            t, kind = scaled(self.table, math.exp(hit.log_t), work_ref, work), "extrapolated"
-        elif self.exact and hit.measured:
-            t, kind = math.exp(hit.log_t), "calibrated"
+            t, kind = scaled(self.table, math.exp(log_t), work_ref, self.work(flops, op_bytes)), "extrapolated"
+        elif self.exact and measured:
+            t, kind = math.exp(log_t), "calibrated"
         else:
-            t, kind = scaled(self.table, math.exp(hit.log_t), math.exp(hit.log_w), work), \
+            t, kind = scaled(self.table, math.exp(log_t), math.exp(log_w), self.work(flops, op_bytes)), \
                 "calibrated-scaled"
         floor = op_bytes / self.peak_bytes if self.stream_floor else 0.0
         source, floored = self.labels[kind]
         if t < floor:
             t, source = floor, floored
         fixed = min(t, self.call_s) if self.call_s is not None else 0.0
-        compute, memory = flops / self.flop_rate if flops else 0.0, op_bytes / self.byte_rate
-        return CoreCounts(flops, kv_bytes), split_time(t, fixed, compute, memory, self.kernel_s, source)
+        compute, memory = split_rest(t - fixed, flops / self.flop_rate if flops else 0.0, op_bytes / self.byte_rate)
+        return compute, memory, fixed + self.kernel_s, source
+
+    def work(self, flops: float, op_bytes: float) -> float:
+        """The core's roofline work (CalibratedCosts.work_s of its Op): what a scaled time scales by."""
+        return max(flops / self.peak_flops, op_bytes / self.peak_bytes)
 
 
 def split_time(t: float, fixed: float, compute: float, memory: float, launch: float, source: str) -> OpTime:
     """A measured op time `t` as an OpTime: `fixed` seconds of it are per-call dispatch (CPU
-    dispatch measured inside the time), the rest counts as compute or memory, whichever the
-    roofline says bounds the op, capped at the other's roofline time; `launch` is launch cost the
-    measurement left out (kernel launches outside a graph)."""
-    rest = t - fixed
-    split = (rest, min(rest, memory)) if compute >= memory else (min(rest, compute), rest)
-    return OpTime(*split, 0.0, fixed + launch, source)
+    dispatch measured inside the time), the rest counts as compute or memory (`split_rest`);
+    `launch` is launch cost the measurement left out (kernel launches outside a graph)."""
+    return OpTime(*split_rest(t - fixed, compute, memory), 0.0, fixed + launch, source)
+
+
+def split_rest(rest: float, compute: float, memory: float) -> tuple[float, float]:
+    """(compute, memory) seconds of a measured time's `rest`: it counts as compute or memory,
+    whichever the roofline (`compute`, `memory`: its roofline times) says bounds the op, capped
+    at the other's roofline time."""
+    return (rest, min(rest, memory)) if compute >= memory else (min(rest, compute), rest)

@@ -168,19 +168,22 @@ class Pricer:
             if keep_ops:
                 op = kernel.core(lens, shape.tree_keys)
                 priced.append((op, self.costs.time(op, plan.graphs), count))
-                continue
-            last = self._last_cores.get(kernel)
-            if last is not None and last.lens is lens and last.tree_keys == shape.tree_keys and last.graphs == plan.graphs:
-                op, t = last.priced
             else:
-                found = pricer.price(lens, shape.tree_keys) if pricer is not None else None
-                if found is None:
-                    op = kernel.core(lens, shape.tree_keys)
-                    found = op, self.costs.time(op, plan.graphs)
-                op, t = found
-                self._last_cores[kernel] = _LastCore(lens, shape.tree_keys, plan.graphs, found)
-            priced.append((op, t, count))
+                priced.append((*self.core(kernel, pricer, lens, shape.tree_keys, plan.graphs), count))
         return priced
+
+    def core(self, kernel: O.AttentionKernel, pricer, lens: O.BatchLens, tree_keys: float, graphs: bool) -> tuple:
+        """(op, time) of `kernel`'s core over `lens` as `_attention` prices it (by `pricer`, its
+        CorePricer or None), the last one each kernel priced kept (`_last_cores`)."""
+        last = self._last_cores.get(kernel)
+        if last is not None and last.lens is lens and last.tree_keys == tree_keys and last.graphs == graphs:
+            return last.priced
+        found = pricer.price(lens, tree_keys) if pricer is not None else None
+        if found is None:
+            op = kernel.core(lens, tree_keys)
+            found = op, self.costs.time(op, graphs)
+        self._last_cores[kernel] = _LastCore(lens, tree_keys, graphs, found)
+        return found
 
     def _frame(self, batch: int, q: float, kv_max: float, hidden_size: int, graphs: bool) -> tuple:
         """The pass frame's priced row (`pass_frame`, the batch's longest visible KV: a length

@@ -70,20 +70,31 @@ def kv_slice(table: Table, x: dict):
 
 def along_kv(table: Table, piece, kv: float) -> Hit | None:
     """A `kv_slice` read at `kv`; None outside the grid or at a gap."""
-    corners = _corners(table.grid["kv"], kv)
-    if piece is False or corners is None:
+    found = read_slice(table.grid["kv"], piece, kv)
+    return None if found is None else Hit(*found)
+
+
+def read_slice(kv_axis: tuple[list, list], piece, kv: float) -> tuple[float, float, bool] | None:
+    """`along_kv` as a plain (log time, log work, measured) tuple, `kv_axis` its table's
+    grid["kv"]: _corners and the sum over them written out (every pass reads one), the same
+    floats summed from 0.0 in corner order."""
+    values, logs = kv_axis
+    if piece is False or kv < values[0] * (1 - 1e-9) or kv > values[-1] * (1 + 1e-9):
         return None
     slice_t, slice_w, slice_measured = piece
-    log_t = log_w = 0.0
-    measured = True
-    for i, weight in corners:
+    i = min(bisect_left(values, kv), len(values) - 1)
+    if abs(values[i] - kv) <= 1e-9 * kv or i == 0:  # on a grid point: one corner of weight 1
         t = slice_t[i]
         if t != t:  # NaN: a gap in the measured grid
             return None
-        log_t += weight * t
-        log_w += weight * slice_w[i]
-        measured = measured and bool(slice_measured[i])
-    return Hit(log_t, log_w, measured)
+        return 0.0 + 1.0 * t, 0.0 + 1.0 * slice_w[i], bool(slice_measured[i])
+    f = (math.log(kv) - logs[i - 1]) / (logs[i] - logs[i - 1])
+    t0, t1 = slice_t[i - 1], slice_t[i]
+    if t0 != t0 or t1 != t1:
+        return None
+    w = 1.0 - f
+    return 0.0 + w * t0 + f * t1, 0.0 + w * slice_w[i - 1] + f * slice_w[i], \
+        bool(slice_measured[i - 1]) and bool(slice_measured[i])
 
 
 def _corners(axis: tuple[list, list], v: float) -> tuple | None:

@@ -9,23 +9,24 @@ iterations instead (sim/mixed.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 import simpy
 
 from mtpsim.acceptance import AcceptanceProfile
-from mtpsim.costs.iteration import PREFILL_WINDOW, hiding_window, iteration_cost
+from mtpsim.costs.iteration import PREFILL_WINDOW, iteration_cost
 from mtpsim.costs.ops import BatchLens
 from mtpsim.costs.passes import Pricer
 from mtpsim.costs.ragged import all_plain, pass_lens
-from mtpsim.designs import DesignShape, iteration_passes, prefill_passes
+from mtpsim.designs import DesignShape, prefill_passes
 from mtpsim.results import PASS_COLUMN, PASS_TIME_COLUMNS, Records
 from mtpsim.schema import Policy
 from mtpsim.sim.batch import RunningBatch
 from mtpsim.sim.mixed import MixedRule, mixed_passes, serve_mixed
 from mtpsim.sim.scheduler import Scheduler
+from mtpsim.sim.timing import DecodeIteration, IterationTiming
 from mtpsim.sim.workload import Request
 
 
@@ -36,20 +37,6 @@ class Replica:
     wakeup: simpy.Event | None = None
     iterations: int = 0
     batch: RunningBatch | None = None  # the running requests past prefill, as arrays
-
-
-@dataclass(frozen=True)
-class DecodeIteration:
-    """What a decode iteration at some steps runs, worked out once per steps (`Engine.iteration_at`):
-    the design at those steps, its passes in order and their kinds, the same passes with a
-    ragged verify (each request checks the drafts a confidence rule kept), and the pass kinds
-    that hide host time."""
-
-    design: DesignShape
-    passes: list
-    ragged_passes: list
-    kinds: list[str]
-    window: tuple[str, ...]
 
 
 @dataclass
@@ -68,15 +55,20 @@ class Engine:
     mixed: MixedRule | None = None  # prefill chunks ride inside decode iterations (sim/mixed.py); None: they do not
     on_finished: Callable[[int], object] = lambda n: None  # told how many requests just finished (progress)
     iterations_by_steps: dict = field(init=False)
+    timings: dict = field(init=False)
 
     def __post_init__(self):
         self.iterations_by_steps = {}  # steps -> DecodeIteration, built once each
+        self.timings = {}  # (steps, batch size) -> IterationTiming or None, built once each (`timing_at`)
         # identical requests share one acceptance row; with spread each request has its own
         self.per_request_levels = self.profile.spread >= 1e-6
         self.levels = self.profile.request_levels(self.rng, 1, self.design.steps)[0]
         # the shared row as a batch's levels, and the host time per iteration, per batch size
         self.shared_levels = lru_cache(maxsize=4096)(lambda n: np.broadcast_to(self.levels, (n, len(self.levels))))
         self.host_s = lru_cache(maxsize=4096)(self.pricer.host_s)
+        # a prefill chunk's passes priced, by its (tokens, already prefilled) per request: chunks
+        # of the same lengths recur (whole prompts of a fixed length, cut at the same budget)
+        self.prefill_memo = lru_cache(maxsize=1024)(self._price_prefill)
 
     def iteration_at(self, batch_size: int) -> DecodeIteration:
         """The decode iteration of the steps in force for this running batch (the policy's, else
@@ -87,11 +79,16 @@ class Engine:
         """The decode iteration at `steps`, built once; S = 0 is plain decoding."""
         if steps not in self.iterations_by_steps:
             design = self.design if steps == self.design.steps else self.design.with_steps(steps)
-            passes = iteration_passes(design)
-            ragged = [ragged_verify(shape) if shape.kind == "verify" else shape for shape in passes]
-            self.iterations_by_steps[steps] = DecodeIteration(design, passes, ragged, [p.kind for p in passes],
-                                                              hiding_window(design, self.pricer.host, self.overlap))
+            self.iterations_by_steps[steps] = DecodeIteration.of(design, self.pricer.host, self.overlap)
         return self.iterations_by_steps[steps]
+
+    def timing_at(self, it: DecodeIteration, n: int) -> IterationTiming | None:
+        """The common iteration of `it` over n requests timed in one go (sim/timing.py), or None
+        where its passes are priced whole; built once."""
+        key = (it.design.steps, n)
+        if key not in self.timings:
+            self.timings[key] = IterationTiming.of(self, it, n)
+        return self.timings[key]
 
     # ------------------------------------------------------------------ the loop
     def serve(self, rep: Replica):
@@ -116,11 +113,32 @@ class Engine:
         draft pass, and when it leaves every request at 0 the iteration is plain decoding. `chunk`:
         prompt chunks (as `chunks` lists them) riding in it, priced with its passes (sim/mixed.py)."""
         batch, start = rep.batch, self.env.now  # batch KV: the prompt and every emitted token but the last
-        n = len(batch)
+        n = len(batch.requests)
         it = self.iteration_at(n)
         kept = self.profile.kept_drafts(self.rng, n, it.design.steps) if it.design.steps else None
-        if all_plain(kept, self.profile.kept_before_drafting):
+        if kept is not None and all_plain(kept, self.profile.kept_before_drafting):
             it, kept = self.iteration(0), None
+        timing = self.timing_at(it, n) if not chunk and kept is None else None
+        if timing is not None:  # the common iteration, timed in one go (sim/timing.py)
+            times, durations, host = timing.run(batch)
+            eager = timing.eager
+        else:
+            times, durations, host, eager = self.price_iteration(rep, start, it, kept, chunk)
+        yield from back_to_back(self.env, [*durations, host])
+        emitted, accepted = self.commit(batch, it.design.steps, kept)
+        firsts = completed_prompts(chunk) if chunk else ()
+        self.record_decode(rep, start, it, kept, accepted, emitted + len(firsts), times, host, eager)
+        finished = batch.pop_finished()
+        if finished:
+            self.finish(rep, finished)
+        if firsts:
+            self.first_tokens(rep, firsts)
+
+    def price_iteration(self, rep: Replica, start: float, it: DecodeIteration, kept, chunk) -> tuple:
+        """A decode iteration's passes priced one by one and recorded (the path of iterations that
+        `timing_at` does not time): (seconds per pass-time column, each pass's seconds, the host
+        seconds left exposed, whether it ran eagerly)."""
+        batch, n = rep.batch, len(rep.batch)
         passes = it.passes if kept is None else it.ragged_passes
         if chunk:
             priced = mixed_passes(self, passes, batch, kept, chunk)
@@ -130,24 +148,20 @@ class Engine:
         kinds = [shape.kind for shape, _ in priced] if chunk or len(priced) < len(passes) else it.kinds
         times, durations = self.record_passes(rep, start, priced)
         host = iteration_cost(kinds, durations, it.window, self.host_s(it.design.design, n + len(chunk or ()))).exposed_host_s
-        yield from back_to_back(self.env, [*durations, host])
-        emitted, accepted = self.commit(batch, it.design.steps, kept)
-        firsts = completed_prompts(chunk or ())
-        self.record_decode(rep, start, it, kept, accepted, emitted + len(firsts), times, host)
-        self.finish(rep, batch.pop_finished())
-        if firsts:
-            self.first_tokens(rep, firsts)
+        return times, durations, host, not self.pricer.uses_graphs(it.passes[0], self.pricer.group_batch(n))
 
     def record_decode(self, rep: Replica, start: float, it: DecodeIteration, kept, accepted, emitted: int,
-                      times: dict, host_s: float) -> None:
+                      times: dict, host_s: float, eager: bool) -> None:
         """A finished decode iteration's records: the tokens it verified, its streamed chunks' gaps
-        (with each request's `accepted` drafts, for the per-token ITL), whether it ran eagerly, and
-        its row (`emitted`: tokens out, first tokens of prompts that rode in it included)."""
-        batch, n, records = rep.batch, len(rep.batch), self.records
+        (with each request's `accepted` drafts, for the per-token ITL), whether it ran `eager`ly
+        (its batch past the CUDA graphs), and its row (`emitted`: tokens out, first tokens of
+        prompts that rode in it included)."""
+        batch, records = rep.batch, self.records
+        n = len(batch.requests)
         verified = int(kept.sum()) + n if kept is not None else n * it.design.draft_tokens
         records.add_verified(verified, n)
         records.add_chunk_gaps(batch.chunk_gaps(self.env.now), accepted)
-        records.eager_iterations += not self.pricer.uses_graphs(it.passes[0], self.pricer.group_batch(n))
+        records.eager_iterations += eager
         records.add_iteration(rep.index, rep.iterations, "decode", start, self.env.now - start, n, emitted, times, host_s)
         rep.iterations += 1
 
@@ -179,13 +193,15 @@ class Engine:
         rule kept fewer; each emits accepted + 1 (the bonus) tokens. Levels are drawn for the most
         steps; an iteration of fewer uses their prefix. Returns the tokens emitted and the accepted
         drafts per request (None: S = 0)."""
-        accepted = None  # S = 0: no drafts to accept
+        accepted, n = None, len(batch.requests)  # S = 0: no drafts to accept
         if steps:
-            levels = batch.levels if self.per_request_levels else self.shared_levels(len(batch))
-            accepted = self.profile.sample(self.rng, levels[:, :steps], batch.remaining, self.profile.shared)
+            levels = batch.levels if self.per_request_levels else self.shared_levels(n)
+            if steps < levels.shape[1]:  # fewer steps than the design's (a policy): their prefix
+                levels = levels[:, :steps]
+            accepted = self.profile.sample(self.rng, levels, batch.remaining, self.profile.shared)
             if kept is not None:
                 np.minimum(accepted, kept, out=accepted)
-        self.records.add_accepts(accepted, self.design.steps, len(batch))
+        self.records.add_accepts(accepted, self.design.steps, n)
         return batch.commit(accepted), accepted
 
     def prefill(self, rep: Replica, admitted: list[Request]):
@@ -199,11 +215,9 @@ class Engine:
     def prefill_chunk(self, rep: Replica, chunk: list):
         """One prefill iteration over `chunk`, (request, tokens, already prefilled) triples."""
         start = self.env.now
-        q = np.array([n for _, n, _ in chunk])
-        kv = np.array([done for _, _, done in chunk])
-        shapes = prefill_passes(self.design)
-        times, durations = self.record_passes(rep, start, [(shape, self.pricer.price(shape, q, kv)) for shape in shapes])
-        host = iteration_cost([s.kind for s in shapes], durations, PREFILL_WINDOW if self.overlap else (),
+        priced = self.prefill_memo(tuple([(n, done) for _, n, done in chunk]))
+        times, durations = self.record_passes(rep, start, priced)
+        host = iteration_cost([shape.kind for shape, _ in priced], durations, PREFILL_WINDOW if self.overlap else (),
                               self.host_s(self.design.design, len(chunk))).exposed_host_s
         yield from back_to_back(self.env, [*durations, host])
         firsts = completed_prompts(chunk)
@@ -211,6 +225,12 @@ class Engine:
                                    len(chunk), len(firsts), times, host)
         rep.iterations += 1
         self.first_tokens(rep, firsts)
+
+    def _price_prefill(self, lengths: tuple) -> tuple:
+        """(shape, cost) of each prefill pass over a chunk of requests with these (tokens, already
+        prefilled) lengths (`prefill_memo`: shared, so a tuple)."""
+        q, kv = np.array([n for n, _ in lengths]), np.array([done for _, done in lengths])
+        return tuple((shape, self.pricer.price(shape, q, kv)) for shape in prefill_passes(self.design))
 
     def first_tokens(self, rep: Replica, firsts: list[Request]) -> None:
         """Requests whose last prompt chunk just ran: their first token is out now; those with more
@@ -252,12 +272,6 @@ def completed_prompts(chunk) -> list[Request]:
     """The requests whose last prompt chunk is in `chunk` ((request, tokens, already prefilled)
     triples): their first token comes out with this iteration."""
     return [r for r, tokens, done in chunk if done + tokens == r.input_len]
-
-
-@lru_cache(maxsize=64)
-def ragged_verify(shape):
-    """A verify whose requests each check their own kept drafts (PassShape.ragged)."""
-    return replace(shape, ragged=True)
 
 
 def back_to_back(env: simpy.Environment, times: list[float]):
