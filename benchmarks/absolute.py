@@ -111,8 +111,7 @@ def main() -> None:
     print(report(table))
     if rules:
         print("\nLeave one engine version rule out (mtpsim/data/engines/*.yaml `rules`), plain-decode TPOT:")
-        rows = leave_one_rule_out(table, jobs, CASES, predicted=lambda case, r: 1e3 * r.tpot_p50_s,
-                                  current=lambda t, case: t[t.case == case.id]["error %"].abs())
+        rows = leave_one_rule_out(jobs, CASES, predicted=lambda case, r: 1e3 * r.tpot_p50_s)
         print(rows.to_string(index=False, float_format=lambda x: f"{x:.1f}"))
 
 

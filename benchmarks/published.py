@@ -191,22 +191,23 @@ def rules_in_force(cases=CASES) -> dict[tuple[str, str], list[Case]]:
     return found
 
 
-def leave_one_rule_out(table: pd.DataFrame, jobs: int = 1, cases=CASES, predicted=None, current=None) -> pd.DataFrame:
+def leave_one_rule_out(jobs: int = 1, cases=CASES, predicted=None) -> pd.DataFrame:
     """Each engine version rule's effect on every case it applies to: the case's median |error|
     with every rule, and with that rule left out (`engine.ignore_rules`), default cost model.
-    `predicted(case, rows)`: the compared value of simulated rows (default: the case's metric);
-    `current(table, case)`: the case's |errors| in `table` with every rule (default: its metric's
-    rows); absolute.py passes its TPOT."""
+    Both sides are the same case file's rows (two files of one case id, L2's GPUs, are two rows
+    each). `predicted(case, rows)`: the compared value of simulated rows (default: the case's
+    metric); absolute.py passes its TPOT."""
     predicted = predicted or (lambda case, rows: rows[case.metric])
-    current = current or (lambda t, case: t[(t.case == case.id) & (t.metric == case.metric)
-                                            & t.point.isin([case.point(v) for v in case.reported])]["error %"].abs())
+
+    def errors(case, sets):
+        ran = simulate_case(case, jobs, sets)
+        reported = pd.Series([case.reported[v] for v in ran[case.key]], index=ran.index)
+        return (100 * (predicted(case, ran) - reported) / reported).abs()
+
     rows = []
     for (engine, rule), ruled in rules_in_force(cases).items():
         for case in ruled:
-            without = simulate_case(case, jobs, (*case.sets, f"engine.ignore_rules=[{rule}]"))
-            reported = pd.Series([case.reported[v] for v in without[case.key]], index=without.index)
-            err = (100 * (predicted(case, without) - reported) / reported).abs()
-            mine = current(table, case)
+            mine, err = errors(case, case.sets), errors(case, (*case.sets, f"engine.ignore_rules=[{rule}]"))
             rows.append({"rule": f"{engine}:{rule}", "case": case.id, "metric": case.metric,
                          "points": len(mine), "median |error| % with": mine.median(), "without": err.median(),
                          "helps": "yes" if mine.median() < err.median() - 0.05 else
@@ -241,7 +242,7 @@ def main() -> None:
         print(_errors(blocks, "error %", "default on the block drafters (D cases: DSpark on DeepSeek-V4-Flash, DFlash on Qwen3)"))
     if rules:
         print("\nLeave one engine version rule out (mtpsim/data/engines/*.yaml `rules`; `mtpsim engines` lists them):")
-        print(leave_one_rule_out(table, jobs).to_string(index=False, float_format=lambda x: f"{x:.1f}"))
+        print(leave_one_rule_out(jobs).to_string(index=False, float_format=lambda x: f"{x:.1f}"))
 
 
 if __name__ == "__main__":
