@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from mtpsim import catalog
 from mtpsim.advice import advise, advise_sweep
-from mtpsim.errors import ScenarioError, note_set_keys, short, warn
+from mtpsim.errors import ScenarioError, holding, note_set_keys, short, warn
 from mtpsim.files import load_yaml, parse_yaml
 from mtpsim.overrides import apply_sets, blamed_on_set, canonical, from_set, parse_sets, set_inside, set_key
 from mtpsim.resolve import disaggregated, validate
@@ -117,18 +117,33 @@ def load(path: str | Path | dict[str, Any], sets: list[str] = (), advise_points:
     written = apply_sets(data, overrides)  # what the file says, to tell its errors from --set's
     keys = [k for k, _ in overrides]  # warnings about these keys, during validation or later, name --set
     note_set_keys(where, (lambda key: from_set(key, keys, written)) if keys else None)
-    try:
-        scenarios = _points(data, path, overrides, fixed)
-    except ScenarioError as exc:  # a value --set gave is the flag's fault, not the file's (a swept one too)
-        blamed = blamed_on_set(exc, where, overrides, written, lambda trial, sets: _points(trial, path, sets, fixed))
-        if blamed is None:
-            raise
-        raise blamed from None
+    with holding():  # what a point's validation warns of waits for every point and profile: bad input is one line
+        try:
+            scenarios = _points(data, path, overrides, fixed)
+        except ScenarioError as exc:  # a value --set gave is the flag's fault, not the file's (a swept one too)
+            blamed = blamed_on_set(exc, where, overrides, written, lambda trial, sets: _points(trial, path, sets, fixed))
+            if blamed is None:
+                raise
+            raise blamed from None
+        read_profiles(scenarios)
     if advise_points:
         for s in scenarios:
             advise(s)
         advise_sweep(scenarios)
     return scenarios
+
+
+def read_profiles(points: list[Scenario]) -> None:
+    """Each measured profile the points price by, read and checked now (costs.build_costs keeps
+    it for the run in this process, and its disk cache for the workers): a table with a bad row,
+    or missing, is input like the scenario, so its one error comes before anything runs or is
+    said, not from inside the first run (a search took it for a layout that does not fit)."""
+    from mtpsim.costs import build_costs
+    seen = set()
+    for s in points:
+        if s.specs.cost_model == "calibrated" and s.specs.profile not in seen:
+            seen.add(s.specs.profile)
+            build_costs(s)
 
 
 def _points(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, Any]],

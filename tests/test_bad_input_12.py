@@ -5,7 +5,8 @@ API; the inputs and what each did are kept out of the repo), one test per class 
 Each test's docstring says what happened before the fix."""
 from __future__ import annotations
 
-from tests.test_bad_input import BASE, run
+from mtpsim import errors
+from tests.test_bad_input import BASE, PROFILED, cpu_profile, one_line_error, run
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 
 OVERLAP = "cost: {moe_stream_overlap: 0.5}\n"
@@ -33,3 +34,33 @@ def test_a_stream_overlap_no_pass_can_use_warns(tmp_path, capsys):
     assert _overlap_warnings(tmp_path / "d", capsys, disagg.replace("attention_dp: 8", "attention_dp: 1")) == []
     small = BASE + "engine: {version: '0.5.5', cuda_graphs: false, ignore_rules: [shared_expert_fusion]}\n"
     assert _overlap_warnings(tmp_path / "e", capsys, small) == []  # SGLang 0.5.5: any pass of <= 1024 tokens
+
+
+def test_a_bad_profile_table_is_one_line_before_any_warning(tmp_path, capsys, monkeypatch):
+    """Before: a profile's tables were first read inside the first run, so the scenario's
+    warnings were said and then the table's error (two lines, for run, cost and recommend), and
+    search took the table's error for a layout that does not fit (`--gpus: no shard of model
+    ... fits`, the profile file named nowhere)."""
+    monkeypatch.chdir(tmp_path)
+    text = PROFILED.replace("profile: ./prof}", "profile: ./prof, moe_skew: 0.3}").replace(  # a dense model: warns
+        "speculative: {design: none, steps: 2}", "speculative: {design: nextn, steps: 2, draft: eagle3-llama-3.1-8b}\n"
+        "acceptance: {per_depth: [0.8, 0.7]}")
+    scenario = run(tmp_path, text, cpu_profile(tmp_path))[1]
+    assert any(": cost.moe_skew: " in w for w in warnings_of(capsys, ["cost", scenario]))
+    (tmp_path / "prof" / "gemm.csv").write_text("dtype,m,k,n,flops,bytes,time_s\nfp32,1,16,8,256,608,nan\n")
+    out = str(tmp_path / "out")
+    for argv in (["run", scenario, "--out", out], ["cost", scenario],
+                 ["recommend", scenario, "--batch", "1", "--seeds", "1", "--out", out],
+                 ["search", scenario, "--gpus", "1", "--no-cache", "--no-plot", "--out", out]):
+        errors._warned.clear()  # each command would say the warning afresh
+        line = one_line_error(capsys, argv, "time_s", "row 2")
+        assert "gemm.csv" in line, line
+
+
+def test_a_later_sweep_points_error_is_not_preceded_by_an_earlier_points_warning(tmp_path, capsys):
+    """Before: `cost` (and mtpsim.load) said what validating sweep point 1 warned of, then
+    refused point 2: two lines for one bad input (run, recommend and search held it back)."""
+    text = BASE.replace("hardware: h200", "hardware: {from: h200, launch_overhead_s: 5.0e-6}")  # warns
+    swept = text + "sweep: {workload.num_requests: [4, 1]}\n"
+    one_line_error(capsys, ["cost", run(tmp_path, swept)[1]], "workload.concurrency", "sweep point 2 of 2")
+    assert any(": hardware.launch_overhead_s: " in w for w in warnings_of(capsys, ["cost", run(tmp_path, text)[1]]))
