@@ -5,11 +5,21 @@ API; the inputs and what each did are kept out of the repo), one test per class 
 Each test's docstring says what happened before the fix."""
 from __future__ import annotations
 
+import collections
+import copy
+import enum
+
+import pytest
+
+import mtpsim
 from mtpsim import errors
+from mtpsim.errors import ScenarioError
 from tests.test_bad_input import BASE, PROFILED, cpu_profile, one_line_error, run
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 
 OVERLAP = "cost: {moe_stream_overlap: 0.5}\n"
+SMALL_API = {"name": "p", "model": "llama-3.1-8b", "hardware": "h200", "speculative": {"design": "none"},
+             "workload": {"concurrency": 2, "num_requests": 4, "input_len": 64, "output_len": 16}}
 DISAGG = "disaggregation: {prefill: {tp: 8}, decode: {tp: 8, attention_dp: 8}, link: free}"
 
 
@@ -64,3 +74,34 @@ def test_a_later_sweep_points_error_is_not_preceded_by_an_earlier_points_warning
     swept = text + "sweep: {workload.num_requests: [4, 1]}\n"
     one_line_error(capsys, ["cost", run(tmp_path, swept)[1]], "workload.concurrency", "sweep point 2 of 2")
     assert any(": hardware.launch_overhead_s: " in w for w in warnings_of(capsys, ["cost", run(tmp_path, text)[1]]))
+
+
+class _Design(str, enum.Enum):
+    NEXTN = "nextn"
+
+
+class _Steps(enum.IntEnum):
+    TWO = 2
+
+
+def test_a_mapping_of_subclasses_loads_as_its_plain_values():
+    """Before: `mtpsim.load(mapping)` checked the values' types with isinstance, then wrote the
+    mapping out as YAML, which took no subclass: an OrderedDict, a defaultdict, a str or int Enum,
+    a list subclass each raised yaml's RepresenterError (a traceback), though the docstring read
+    int and str subclasses as int and str."""
+    data = copy.deepcopy(SMALL_API)
+    data["speculative"] = collections.OrderedDict(design=_Design.NEXTN, steps=_Steps.TWO, draft="eagle3-llama-3.1-8b")
+    data["acceptance"] = collections.defaultdict(list, per_depth=type("Depths", (list,), {})([0.8, 0.7]))
+    point = mtpsim.load(collections.OrderedDict(data))[0]
+    assert (point.speculative.design, point.speculative.steps) == ("nextn", 2)
+    assert type(point.speculative.steps) is int and point.acceptance.per_depth == [0.8, 0.7]
+
+
+@pytest.mark.parametrize("where,value,word", [
+    ("seed", 10 ** 5000, "more digits"),                        # was: ValueError (int to str past 4,300 digits)
+    ("question", "caf\udce9", "lone surrogate"),                # was: UnicodeEncodeError (a byte os.fsdecode kept)
+], ids=["5000-digit-int", "surrogate"])
+def test_a_mapping_value_no_yaml_file_could_hold_is_named(where, value, word):
+    with pytest.raises(ScenarioError) as info:
+        mtpsim.load({**SMALL_API, where: value})
+    assert info.value.where == "<dict>" and info.value.key == where and word in info.value.reason, str(info.value)
