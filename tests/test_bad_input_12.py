@@ -105,3 +105,16 @@ def test_a_mapping_value_no_yaml_file_could_hold_is_named(where, value, word):
     with pytest.raises(ScenarioError) as info:
         mtpsim.load({**SMALL_API, where: value})
     assert info.value.where == "<dict>" and info.value.key == where and word in info.value.reason, str(info.value)
+
+
+@pytest.mark.parametrize("mean,std", [(1e-300, 5), (5e-324, 1), (1e-200, 1), (50, 1e-300)],
+                         ids=["tiny-mean", "denormal-mean", "1e-200-mean", "tiny-std"])
+def test_a_lognormal_length_at_the_edge_of_float_range_draws_lengths(mean, std):
+    """Before: sigma^2 = log1p((std/mean)^2) in Python floats raised OverflowError past a ratio
+    of 1e154 (a traceback from the first run), a denormal mean gave a NaN sigma that drew prompts
+    of -2^63 tokens (then a ZeroDivisionError in the pricing), and a std of 1e-300 a sigma of 0
+    that the advice divided by (ZeroDivisionError before anything ran)."""
+    data = copy.deepcopy(SMALL_API)
+    data["workload"]["input_len"] = {"dist": "lognormal", "mean": mean, "std": std, "max": 100}
+    lengths = mtpsim.simulate(mtpsim.load(data)[0]).requests["input_len"]
+    assert lengths.between(1, 100).all(), lengths.tolist()
