@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import copy
 import enum
+import warnings
 
 import pytest
 
@@ -118,3 +119,16 @@ def test_a_lognormal_length_at_the_edge_of_float_range_draws_lengths(mean, std):
     data["workload"]["input_len"] = {"dist": "lognormal", "mean": mean, "std": std, "max": 100}
     lengths = mtpsim.simulate(mtpsim.load(data)[0]).requests["input_len"]
     assert lengths.between(1, 100).all(), lengths.tolist()
+
+
+def test_a_denormal_trace_speed_is_one_line_without_numpys_warning(tmp_path, capsys):
+    """Before: a speed of 5e-324 overflowed the division of the rows' times into inf, right
+    before the check that refuses it: the one error line came after NumPy's RuntimeWarning (two
+    more lines on stderr: the warning and the source line it quotes)."""
+    text = BASE.replace("workload: {concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}",
+                        "workload: {arrival: trace, trace: {path: t.csv, speed: 5.0e-324}}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        one_line_error(capsys, run(tmp_path, text, {"t.csv": "arrival_s,input_len,output_len\n0,64,16\n1,64,16\n"}),
+                       "", "workload.trace.speed")
+    assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == []
