@@ -132,3 +132,23 @@ def test_a_denormal_trace_speed_is_one_line_without_numpys_warning(tmp_path, cap
         one_line_error(capsys, run(tmp_path, text, {"t.csv": "arrival_s,input_len,output_len\n0,64,16\n1,64,16\n"}),
                        "", "workload.trace.speed")
     assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == []
+
+
+@pytest.mark.parametrize("verify,key,said", [
+    ("{num_experts: 1024}", "verify.num_experts", "verify builds those 256"),
+    ("{hidden_scale: 1.0e-300}", "verify.hidden_scale", "to the floor of 16"),
+], ids=["experts-past-the-model", "scale-below-every-width"])
+def test_a_verify_setting_past_the_model_warns_as_num_layers_does(tmp_path, capsys, verify, key, said):
+    """Before: verify.num_layers past the model's layers warned (verify builds those), but a
+    num_experts cap past its routed experts, or on a model with none, and a hidden_scale so small
+    that every width stops at shrink.py's floor of 16, built the same model as a smaller setting
+    without a word."""
+    found = warnings_of(capsys, ["cost", run(tmp_path, BASE + f"verify: {verify}\n")[1]])
+    assert any(f": {key}: " in w and said in w for w in found), found
+
+
+def test_an_expert_cap_on_a_dense_model_warns(tmp_path, capsys):
+    text = BASE.replace("deepseek-v3", "llama-3.1-8b").replace("design: nextn", "design: none").replace(
+        "acceptance: {per_depth: [0.8, 0.7]}\n", "").replace("tp: 8", "tp: 1") + "verify: {num_experts: 8}\n"
+    found = warnings_of(capsys, ["cost", run(tmp_path, text)[1]])
+    assert any(": verify.num_experts: " in w and "no routed experts" in w for w in found), found
