@@ -152,3 +152,12 @@ def test_an_expert_cap_on_a_dense_model_warns(tmp_path, capsys):
         "acceptance: {per_depth: [0.8, 0.7]}\n", "").replace("tp: 8", "tp: 1") + "verify: {num_experts: 8}\n"
     found = warnings_of(capsys, ["cost", run(tmp_path, text)[1]])
     assert any(": verify.num_experts: " in w and "no routed experts" in w for w in found), found
+
+
+def test_a_catalog_folder_name_too_long_is_blamed_on_the_variable(tmp_path, capsys, monkeypatch):
+    """Before: MTPSIM_CATALOG naming a folder past the file system's name limit raised OSError
+    from Path.is_dir, and the command's catch-all printed the 5,000-character path and `File name
+    too long`, naming no variable; a missing folder already said `MTPSIM_CATALOG: no such folder`."""
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / ("a" * 5000)))
+    line = one_line_error(capsys, ["models"], "", "too long")
+    assert line.startswith("mtpsim: error: MTPSIM_CATALOG: "), line
