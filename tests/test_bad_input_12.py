@@ -1,4 +1,4 @@
-"""A twelfth adversarial campaign (about 600 inputs over cost.moe_stream_overlap, YAML and file
+"""A twelfth adversarial campaign (about 840 inputs over cost.moe_stream_overlap, YAML and file
 oddities, numbers at the edges of every section, inline catalog entries, config.json files,
 acceptance histograms, traces, profile folders, flags, output paths, large sweeps and the Python
 API; the inputs and what each did are kept out of the repo), one test per class found failing.
