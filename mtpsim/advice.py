@@ -104,11 +104,27 @@ def swept_search(s: Scenario) -> list[tuple[str, str]]:
 
 
 def _verify_past_the_model(s: Scenario) -> list[tuple[str, str]]:
-    model = s.specs.model
-    if "verify" in s.model_fields_set and s.verify.num_layers > model.num_layers:
-        return [("verify.num_layers", f"{s.verify.num_layers} is more than model {model.name!r}'s "
-                 f"{model.num_layers} layers: verify builds those {model.num_layers}")]
-    return []
+    """verify settings past what the model has to shrink (mtpsim/shrink.py): more layers or
+    routed experts than it holds, a scale that takes every width to the floor."""
+    from mtpsim.shrink import MIN_WIDTH
+    model, v, found = s.specs.model, s.verify, []
+    if "verify" not in s.model_fields_set:
+        return found
+    if v.num_layers > model.num_layers:
+        found.append(("verify.num_layers", f"{v.num_layers} is more than model {model.name!r}'s "
+                      f"{model.num_layers} layers: verify builds those {model.num_layers}"))
+    built = [m for m in (model, s.specs.draft, s.specs.assistant) if m is not None]  # each shrunk by the cap
+    experts = max((f.num_experts for m in built for f in m.ffn_kinds.values() if f.kind == "moe"), default=0)
+    if "num_experts" in v.model_fields_set and v.num_experts > experts:
+        found.append(("verify.num_experts", f"{v.num_experts} is more than the {experts} routed experts of model "
+                      f"{model.name!r} (or its draft): verify builds those {experts}" if experts else
+                      f"model {model.name!r} (and any draft) has no routed experts: the cap changes nothing"))
+    widest = max(model.hidden_size, model.vocab_size)
+    if widest * v.hidden_scale <= MIN_WIDTH:
+        found.append(("verify.hidden_scale", f"{v.hidden_scale:g} takes every width of model {model.name!r} (its "
+                      f"widest, {widest:,}, too) to the floor of {MIN_WIDTH}: any scale up to "
+                      f"{MIN_WIDTH / widest:.3g} builds the same model"))
+    return found
 
 
 def _disaggregation_moot(s: Scenario) -> list[tuple[str, str]]:

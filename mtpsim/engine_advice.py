@@ -22,13 +22,23 @@ def skew_without_experts(s: Scenario) -> list[tuple[str, str]]:
 
 
 def stream_overlap_moot(s: Scenario) -> list[tuple[str, str]]:
-    """A side-stream overlap where no pass runs the shared experts on a second stream."""
-    if s.cost.moe_stream_overlap > 0 and s.disaggregation is None:
-        from mtpsim.costs.deployment import resolve
-        if not resolve(s).runs_moe_side_stream:
-            return [("cost.moe_stream_overlap", f"{s.specs.engine.name} runs no shared experts on a second stream "
-                     "here (none unfused, DP attention, or not a DeepSeek-style MoE): the overlap changes nothing")]
-    return []
+    """A side-stream overlap where no pass runs the shared experts on a second stream: in any
+    pass of an aggregated deployment, in a disaggregated one's decode pool or (where small
+    passes take the stream, never CUDA graphs alone) its prefill pool's prompts."""
+    if s.cost.moe_stream_overlap <= 0:
+        return []
+    from mtpsim.costs.deployment import resolve
+    if s.disaggregation is None:
+        reached = resolve(s).moe_side_stream_passes != ""
+    else:
+        from mtpsim.pools import pool_scenario
+        reached = resolve(pool_scenario(s, "decode")).moe_side_stream_passes != "" or \
+            resolve(pool_scenario(s, "prefill")).moe_side_stream_passes == "small"
+    if reached:
+        return []
+    return [("cost.moe_stream_overlap", f"{s.specs.engine.name} runs no shared experts on a second stream here "
+             "(none unfused, DP attention, not a DeepSeek-style MoE, or CUDA graphs off where only graph passes "
+             f"take the stream){' in either pool' * (s.disaggregation is not None)}: the overlap changes nothing")]
 
 
 def engine_moot(s: Scenario) -> list[tuple[str, str]]:

@@ -165,8 +165,9 @@ _held: list[str] | None = None  # warnings a command holds back until its own ch
 
 @contextmanager
 def holding() -> Iterator[None]:
-    """Within: warnings wait; they are said when the block ends without an error, and dropped
-    when it raises one, so that bad input a command finds after the loader's advice stays one line."""
+    """Within: warnings wait; they are said when the block ends without an error (inside another
+    holding block, when that one does), and dropped when it raises one, so that bad input a
+    command finds after the loader's advice stays one line."""
     global _held
     outer, _held = _held, []
     try:
@@ -175,6 +176,9 @@ def holding() -> Iterator[None]:
         _held = outer
         raise
     pending, _held = _held, outer
+    if outer is not None:  # inside a command's own holding: its checks are still to pass
+        outer.extend(pending)
+        return
     for message in pending:
         _say(message)
 

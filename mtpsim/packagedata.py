@@ -45,7 +45,11 @@ def user_catalog_dirs() -> list[Path]:
         if not part.strip():
             continue
         folder = Path(part).expanduser()
-        if not folder.is_dir():
+        try:
+            found = folder.is_dir()
+        except OSError as exc:  # a name too long for the file system: the variable is what is wrong
+            raise ScenarioError(CATALOG_ENV, "", f"{exc.strerror or exc}: {part[:200]}") from None
+        if not found:
             raise ScenarioError(CATALOG_ENV, "", f"no such folder: {part[:200]}")
         for kind in CATALOG_KINDS:  # a kind that is not a folder would be passed over without a word
             sub = folder / kind

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from mtpsim import catalog
 from mtpsim.advice import advise, advise_sweep
-from mtpsim.errors import ScenarioError, note_set_keys, short, warn
+from mtpsim.errors import ScenarioError, holding, note_set_keys, short, warn
 from mtpsim.files import load_yaml, parse_yaml
 from mtpsim.layout_schema import Parallel
 from mtpsim.overrides import apply_sets, blamed_on_set, canonical, from_set, parse_sets, set_inside, set_key
@@ -68,34 +68,58 @@ def _source(source: Any) -> tuple[str | Path, dict[str, Any]]:
     if isinstance(source, (str, os.PathLike)):
         return source, read_yaml(source)
     if isinstance(source, dict):
-        _check_plain(source, "", 0)
-        return MAPPING, read_mapping(source)
+        return MAPPING, read_mapping(_plain(source, "", 0))
     raise ScenarioError("mtpsim.load", "", f"takes a scenario file's path (str or pathlib.Path) or a mapping of "
                         f"its sections, not {type(source).__name__} {short(source, 60)}")
 
 
-def _check_plain(value: Any, key: str, depth: int) -> None:
-    """A mapping given to `load` holds only what a YAML file can (the key path of what does not)."""
+def _plain(value: Any, key: str, depth: int) -> Any:
+    """A mapping given to `load`, holding only what a YAML file can (else the key path of what
+    does not), as a copy of built-in types: a subclass (an OrderedDict, a str or int Enum, a
+    list subclass) as the dict, str, int or list it is, which the YAML writer takes; an integer
+    or text no YAML file could hold (past the 4,300 digits Python converts, a lone surrogate) is
+    named, not met as a ValueError or UnicodeError when the mapping is written out."""
     if depth > MAX_DEPTH:
         raise ScenarioError(MAPPING, short(key, 80)[1:-1], f"nested deeper than {MAX_DEPTH} levels (a mapping that "
                             "holds itself?)")
     if isinstance(value, dict):
+        out = {}
         for k, v in value.items():
             if not isinstance(k, (str, int)) or isinstance(k, bool):
                 raise ScenarioError(MAPPING, key, f"a key is {type(k).__name__} {short(k, 40)}: keys are text (or "
                                     "integers, as steps_by_batch's batch sizes)")
-            _check_plain(v, f"{key}.{k}" if key else str(k), depth + 1)
-    elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
-            _check_plain(v, f"{key}.{i}", depth + 1)
-    elif not isinstance(value, PLAIN):
+            k = _plain(k, key, depth + 1)
+            out[k] = _plain(v, f"{key}.{k}" if key else str(k), depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, f"{key}.{i}", depth + 1) for i, v in enumerate(value)]
+    if not isinstance(value, PLAIN):
         raise ScenarioError(MAPPING, key, f"is {type(value).__module__}.{type(value).__qualname__} {short(value, 40)}: "
                             "a scenario holds what YAML does (str, int, float, bool, None, lists and dicts; "
                             "int(x) or float(x) for a NumPy number)")
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, str):
+        text = str.__str__(value)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ScenarioError(MAPPING, key, f"holds {text[exc.start]!r}, a lone surrogate no UTF-8 text (and so no "
+                                "file) can hold") from None
+        return text
+    if isinstance(value, int):
+        number = int.__index__(value)
+        try:
+            str(number)
+        except ValueError:
+            raise ScenarioError(MAPPING, key, f"an integer of {number.bit_length():,} bits, more digits than a YAML "
+                                "file's number may have (4,300)") from None
+        return number
+    return float(value)
 
 
 def read_mapping(data: dict[str, Any]) -> dict[str, Any]:
-    """A mapping of plain values (_check_plain) as the YAML reader would return it from a file
+    """A mapping of plain values (_plain) as the YAML reader would return it from a file
     holding it: a copy (tuples as lists, int and str subclasses as int and str), under the same
     rules, so a mapping and the file written from it load alike."""
     if not data:
@@ -117,18 +141,33 @@ def load(path: str | Path | dict[str, Any], sets: list[str] = (), advise_points:
     written = apply_sets(data, overrides)  # what the file says, to tell its errors from --set's
     keys = [k for k, _ in overrides]  # warnings about these keys, during validation or later, name --set
     note_set_keys(where, (lambda key: from_set(key, keys, written)) if keys else None)
-    try:
-        scenarios = _points(data, path, overrides, fixed)
-    except ScenarioError as exc:  # a value --set gave is the flag's fault, not the file's (a swept one too)
-        blamed = blamed_on_set(exc, where, overrides, written, lambda trial, sets: _points(trial, path, sets, fixed))
-        if blamed is None:
-            raise
-        raise blamed from None
+    with holding():  # what a point's validation warns of waits for every point and profile: bad input is one line
+        try:
+            scenarios = _points(data, path, overrides, fixed)
+        except ScenarioError as exc:  # a value --set gave is the flag's fault, not the file's (a swept one too)
+            blamed = blamed_on_set(exc, where, overrides, written, lambda trial, sets: _points(trial, path, sets, fixed))
+            if blamed is None:
+                raise
+            raise blamed from None
+        read_profiles(scenarios)
     if advise_points:
         for s in scenarios:
             advise(s)
         advise_sweep(scenarios)
     return scenarios
+
+
+def read_profiles(points: list[Scenario]) -> None:
+    """Each measured profile the points price by, read and checked now (costs.build_costs keeps
+    it for the run in this process, and its disk cache for the workers): a table with a bad row,
+    or missing, is input like the scenario, so its one error comes before anything runs or is
+    said, not from inside the first run (a search took it for a layout that does not fit)."""
+    from mtpsim.costs import build_costs
+    seen = set()
+    for s in points:
+        if s.specs.cost_model == "calibrated" and s.specs.profile not in seen:
+            seen.add(s.specs.profile)
+            build_costs(s)
 
 
 def _points(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, Any]],

@@ -77,8 +77,9 @@ def clipped_mean(length: LengthDist) -> float:
         a, b = (lo - mean) / std, (hi - mean) / std
         pdf = lambda z: math.exp(-z * z / 2) / math.sqrt(2 * math.pi)  # noqa: E731
         return lo * cdf(a) + hi * (1 - cdf(b)) + mean * (cdf(b) - cdf(a)) - std * (pdf(b) - pdf(a))
-    s = math.sqrt(math.log1p((std / mean) ** 2))
-    m = math.log(mean) - s * s / 2
+    m, s = length.lognormal()
+    if s == 0:  # every length is the mean
+        return min(max(mean, lo), hi)
     a, b = (math.log(lo) - m) / s, (math.log(hi) - m) / s
     return lo * cdf(a) + hi * (1 - cdf(b)) + mean * (cdf(b - s) - cdf(a - s))
 

@@ -3,6 +3,7 @@
 prefixes. mtpsim/schema.py assembles it into the scenario with the other sections."""
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -36,6 +37,20 @@ class LengthDist(Section):
         if self.max is not None and self.max < self.min:
             raise AtKey("max", f"{self.max} is below min {self.min}")
         return self
+
+    def lognormal(self) -> tuple[float, float]:
+        """(mu, sigma) of the log of a lognormal length whose own mean and std are `mean` and
+        `std`: sigma^2 = log(1 + (std/mean)^2), mu = log(mean) - sigma^2 / 2. Where std/mean is
+        past 1e150 its square would overflow (a Python OverflowError; a NaN sigma in NumPy drew
+        lengths of -2^63 tokens), so sigma^2 is taken in logs there: 2 log(std/mean) + ...,
+        which no mean and std the schema takes (5e-324 .. 2^24) can overflow."""
+        ratio = self.std / self.mean
+        if ratio <= 1e150:
+            sigma2 = math.log1p(ratio ** 2)
+        else:
+            log_ratio = math.log(self.std) - math.log(self.mean)
+            sigma2 = 2 * log_ratio + math.log1p(math.exp(-2 * log_ratio))
+        return math.log(self.mean) - sigma2 / 2, math.sqrt(sigma2)
 
 
 Length = Annotated[int, Field(ge=1, le=MAX_TOKENS)] | LengthDist

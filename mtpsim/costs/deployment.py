@@ -161,6 +161,18 @@ class Deployment:
         return self.host.engine.shared_expert_stream != "none" and not self.fuses_shared_experts \
             and self.parallel.attention_dp == 1 and deepseek_family(self.model)
 
+    @property
+    def moe_side_stream_passes(self) -> str:
+        """Which passes stream_regions gives the second stream: "small" (any pass of at most
+        streams.SMALL_PASS_TOKENS tokens, prefill too), "graphs" (CUDA-graph passes: decode-shaped,
+        never prefill), or "" (none: runs_moe_side_stream is False, or the rule needs CUDA graphs
+        and engine.cuda_graphs is off)."""
+        if not self.runs_moe_side_stream:
+            return ""
+        if self.host.engine.shared_expert_stream == "small_passes":
+            return "small"
+        return "graphs" if self.host.cuda_graphs else ""
+
     def group_batch(self, batch: int) -> int:
         """The largest attention group's share of a batch (the whole batch without DP attention):
         the batch a pass's CUDA graph must hold."""

@@ -45,8 +45,7 @@ def sample_lengths(rng: np.random.Generator, spec, n: int) -> np.ndarray:
     elif spec.dist == "normal":
         values = rng.normal(spec.mean, spec.std, size=n)
     else:  # lognormal with the given mean and std of the lengths themselves
-        sigma2 = np.log1p((spec.std / spec.mean) ** 2)
-        values = rng.lognormal(np.log(spec.mean) - sigma2 / 2, np.sqrt(sigma2), size=n)
+        values = rng.lognormal(*spec.lognormal(), size=n)
     return np.clip(np.rint(values), spec.min, spec.max or np.iinfo(np.int64).max).astype(np.int64)
 
 

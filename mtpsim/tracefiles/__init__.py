@@ -184,7 +184,8 @@ def _take(trace: TraceFile, raw: RawChunk, keep: np.ndarray, stats: TraceStats, 
     if trace.max_output_len is not None:
         stats.num_capped_outputs += int((outputs > trace.max_output_len).sum())
         outputs = np.minimum(outputs, trace.max_output_len)
-    arrival_s = (raw.time_s[keep] - trace.start_s) / trace.speed
+    with np.errstate(over="ignore"):  # a speed near 0 stretches a time to inf: the check below names it
+        arrival_s = (raw.time_s[keep] - trace.start_s) / trace.speed
     if len(arrival_s) and arrival_s[-1] > MAX_SIM_S:  # the rows' times are bounded; a slow replay stretches them
         raise ScenarioError(trace.path, "", f"row {raw.row(int(np.flatnonzero(keep)[-1]))} arrives "
                             f"{arrival_s[-1]:.3g} s into the replay at workload.trace.speed {trace.speed:g}, past the "
