@@ -8,8 +8,8 @@ With `seeds: N` (or `--seeds N`) above 1, each point and each baseline runs once
 seed + 1, ...): summary.csv then has one row per seed, with `seed` and `baseline` columns
 (`baseline`: the comparison group, the points that share a `none` run and that run, alike for
 all seeds), the other CSVs a `seed` column, and summary_ci.csv one row per point and baseline
-with means and 95% Student t intervals over the seeds (mtpsim/intervals.py). The table shows
-mean ± half-width. With N = 1 the files and the table are as without seeds.
+with means and 95% Student t intervals over the seeds (mtpsim/run_seeds.py, mtpsim/intervals.py).
+The table shows mean ± half-width. With N = 1 the files and the table are as without seeds.
 """
 from __future__ import annotations
 
@@ -20,24 +20,22 @@ import time
 from pathlib import Path
 
 import numpy as np
-from pydantic import TypeAdapter, ValidationError
 
 from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE, is_draft_key
-from mtpsim.errors import ScenarioError, holding, warn, whole_number
+from mtpsim.errors import ScenarioError, holding, warn
 from mtpsim.heaviness import heavy, prefill_chunks
-from mtpsim.histogram import LogHistogram
 from mtpsim.results import Results
 from mtpsim.run_reader import plot_run
-from mtpsim.run_table import format_table, legend, limits_note, pools_table, prefix_note, trace_note
+from mtpsim.run_seeds import interval_summary, replicates, run_labels, seeds_count, shared_seeds, with_seeds
+from mtpsim.run_table import format_table, print_report
 from mtpsim.runfolder import claimed, concat, mark_complete, write_run
-from mtpsim.schema import MAX_SEEDS, Seeds, check_replicates, mean_length
+from mtpsim.schema import mean_length
 from mtpsim.sim import simulate
 from mtpsim.sim.progress import progress_bar
 
 __all__ = ["format_table", "run_points", "run_rows", "run_scenario"]  # format_table: notebooks print the table as run does
 
-SEEDS = TypeAdapter(Seeds)
 # what a `none` run does not depend on; `seeds` too: each replicate has its own baseline run, on
 # its seed, so points that differ only in how many seeds they run share theirs
 BASELINE_FREE = {"name", "question", "speculative", "acceptance", "sweep", "verify", "model", "seeds"}
@@ -60,11 +58,6 @@ def baseline_of(s: sc.Scenario, seeds: int | None = None) -> sc.Scenario:
     if "seeds" in point:
         point["seeds"] = seeds or s.seeds
     return sc.validate(data, s.source, point)
-
-
-def replicates(s: sc.Scenario) -> list[sc.Scenario]:
-    """The point once per seed: seed, seed + 1, ..., seed + seeds - 1 (itself when seeds is 1)."""
-    return [s] if s.seeds == 1 else [s.model_copy(update={"seed": s.seed + k}) for k in range(s.seeds)]
 
 
 def run_points(points: list[sc.Scenario], jobs: int = 1, progress: bool = True, keep_passes: bool = False,
@@ -126,24 +119,6 @@ def with_speedups(rows: list[dict], keys: list[str]) -> list[dict]:
     return out
 
 
-def interval_summary(summary):
-    """summary_ci.csv: a replicated run's per-seed summary (a DataFrame, or rows) -> one row per
-    point and per baseline (points first), with means, 95% intervals and the `overlaps` flag
-    (intervals.seed_intervals)."""
-    import pandas as pd
-
-    from mtpsim.intervals import seed_intervals
-    summary = pd.DataFrame(summary) if isinstance(summary, list) else summary
-    unit = summary.point.astype(str).where(summary.point >= 0, "baseline " + summary.baseline.astype(str))
-    out = seed_intervals(summary.assign(unit=unit), "unit", "baseline").drop(columns="unit")
-    cols = list(summary.columns)
-    if {"dp", "tps"} <= set(cols) and cols.index("dp") < cols.index("seed") < cols.index("tps"):
-        # a swept seed (the swept keys sit between dp and tps, results.py) tells the points apart:
-        # each keeps its first seed there, where the seeds' mean would otherwise drop it
-        out.insert(cols.index("seed"), "seed", summary.groupby(unit, sort=False).seed.min().to_numpy())
-    return out
-
-
 def _map(tasks, jobs: int, progress: bool, keep_passes: bool, backend: str = "pool",
          address: str | None = None) -> list[Results]:
     """Simulate the tasks in order (in worker processes for sweeps, or as Ray tasks). The first
@@ -191,65 +166,8 @@ def _bar_lock(own_bars: bool) -> dict:
     return {"initializer": tqdm.set_lock, "initargs": (RLock(),)}
 
 
-def run_labels(points: list[sc.Scenario]) -> list[dict]:
-    """Per point run, the columns that tell its rows apart in requests.csv and the others:
-    `point`, and `seed` when any point runs over several seeds."""
-    if all(s.seeds == 1 for s in points):
-        return [{"point": i} for i in range(len(points))]
-    return [{"point": i, "seed": r.seed} for i, s in enumerate(points) for r in replicates(s)]
-
-
-def _seed_counts(points: list[sc.Scenario]) -> str:
-    """How many seeds the points run: `3`, or `1 or 3` where a sweep gives them different counts."""
-    counts = sorted({p.seeds for p in points})
-    return str(counts[0]) if len(counts) == 1 else f"{', '.join(map(str, counts[:-1]))} or {counts[-1]}"
-
-
-def _pricing(points: list[sc.Scenario]) -> str:
-    """What priced the run (one cost model, or each one a sweep used)."""
-    return ", ".join(dict.fromkeys(p.specs.pricing for p in points))
-
-
 def default_jobs(n_points: int) -> int:
     return max(1, min(n_points, os.cpu_count() or 1))
-
-
-def seeds_count(seeds: str | int | None) -> int | None:
-    """`--seeds N` as typed -> N (a bad one is a ScenarioError naming --seeds); None: not given."""
-    if seeds is None:
-        return None
-    try:
-        return SEEDS.validate_python(seeds if isinstance(seeds, int) else _whole(seeds))
-    except ValueError as exc:  # not a whole number, or pydantic's ValidationError (a ValueError)
-        reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else f"{seeds!r} is not a whole number"
-        raise ScenarioError("--seeds", "", f"{reason} (replicates per point, 1..{MAX_SEEDS})") from None
-
-
-def with_seeds(points: list[sc.Scenario], seeds: str | int | None) -> list[sc.Scenario]:
-    """`--seeds N` over every point's `seeds` (N as typed; a bad one is a ScenarioError naming
-    --seeds). The points are loaded with `seeds` fixed (scenario.load): a sweep over it stops."""
-    n = seeds_count(seeds)
-    if n is None:
-        return points
-    for p in points:
-        check_replicates(p.seed, n, "--seeds", "")
-    return [p.model_copy(update={"seeds": n}) for p in points]
-
-
-def shared_seeds(points: list[sc.Scenario]) -> None:
-    """One warning where a sweep over `seed` gives points replicate ranges that overlap (seeds
-    [0, 1] at 2 seeds each run 0, 1 and 1, 2): those points share runs (and baselines), so their
-    intervals are not independent, and a shared baseline is run once, for the first point."""
-    if not any("seed" in p.point for p in points):
-        return
-    firsts, most = sorted({p.seed for p in points}), max(p.seeds for p in points)
-    close = next(((a, b) for a, b in zip(firsts, firsts[1:]) if b - a < most), None)
-    if close is not None:
-        a, b = close
-        shared = f"seed {b}" if b == a + most - 1 else f"seeds {b}..{a + most - 1}"
-        warn(points[0].source, "sweep.seed", f"seeds {a} and {b} are under {most} apart, and each point runs {most} "
-             f"seeds from its own: their replicates share {shared} (sweep seeds at least "
-             f"{most} apart, or sweep nothing and let seeds replicate)")
 
 
 def heavy_runs(points: list[sc.Scenario]) -> None:
@@ -284,13 +202,6 @@ def _run_size(s: sc.Scenario):
         return heavy(stats.num_requests, stats.mean_output_len, None, prefill_chunks(s, stats.mean_input_len))
     return heavy(w.num_requests, mean_length(w.output_len), w.concurrency if w.arrival in ("closed", "batch") else None,
                  prefill_chunks(s, mean_length(w.input_len)))
-
-
-def _whole(text: str) -> int:
-    value = whole_number(text)
-    if value is None:
-        raise ValueError(text)
-    return value
 
 
 def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, plot: bool = False,
@@ -329,40 +240,3 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
         print_report(points, sets, summary, results, labels, intervals, time.perf_counter() - started)
         print(f"\nwrote {folder}/")  # within claimed: a report that cannot be printed unmarks the folder
     return folder, summary
-
-
-def print_report(points: list[sc.Scenario], sets: list[str], summary: list[dict], results: list[Results],
-           labels: list[dict], intervals, wall_s: float) -> None:
-    """What `mtpsim run` prints: the question, a header line, the table and the notes it needs."""
-    replicated = intervals is not None
-    s = points[0]
-    if s.question:  # the question as written, and what --set changed of the scenario it asks about
-        print(f"Q: {s.question}" + (f" (with --set {', '.join(sets)})" if sets else ""))
-    # what the header names of the first point, and what of it a sweep varies (its own column)
-    named = {"model": lambda p: p.specs.model.name, "hardware": lambda p: p.specs.hardware.name,
-             "layout": lambda p: (p.parallel, p.disaggregation), "engine": lambda p: p.specs.engine.name}
-    swept = [k for k, of in named.items() if len({of(p) for p in points}) > 1]
-    varies = " and ".join([", ".join(swept[:-1]), swept[-1]] if len(swept) > 1 else swept)
-    print(f"{s.name}: {s.specs.model.name} on {s.describe_layout()}, engine {s.specs.engine.name}"
-          f"{f' (the first point; {varies} swept: see the columns)' if varies else ''}, "
-          f"priced by {_pricing(points)}, {len(points)} point(s)"
-          f"{f' x {_seed_counts(points)} seeds' if replicated else ''} in {wall_s:.1f} s\n")
-    if replicated:
-        print(format_table(intervals) + "\n\n" + legend(intervals))
-    else:
-        print(format_table(summary))
-    if any("pools" in row for row in summary):  # a disaggregated deployment: per pool, and the KV transfer
-        print("\n" + pools_table(summary))
-    note = limits_note(summary if not replicated else [r for r in summary if r["seed"] == min(r["seed"] for r in summary)],
-                       points)
-    if note:
-        print("\n" + note)
-    if s.workload.arrival == "trace":
-        print("\n" + trace_note(summary[0], s))
-    if any("prefix_hit_rate" in row for row in summary):
-        print("\n" + prefix_note(summary))
-    if any(r.iterations_truncated for r in results):
-        print("\n(iterations.csv keeps the first rows of very long runs; the summary counts every iteration)")
-    if any(r.requests_truncated for r in results):
-        print("(requests.csv keeps the first finished requests of very long runs; the summary counts every request,\n"
-              f" its percentiles from histograms within {LogHistogram.RELATIVE_ERROR:.1%})")

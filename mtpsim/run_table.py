@@ -1,6 +1,6 @@
-"""What `mtpsim run` prints: the summary as one table (`format_table`), and the lines under it
-for limits that bound a row, a replayed trace, a prefix cache and a replicated run's intervals,
-and a disaggregated run's pools (`pools_table`).
+"""What `mtpsim run` prints (`print_report`): the question and a header line, the summary as one
+table (`format_table`), and the lines under it for limits that bound a row, a replayed trace, a
+prefix cache and a replicated run's intervals, and a disaggregated run's pools (`pools_table`).
 The summary comes as rows (dicts, what run_rows gives) or as a DataFrame; the table is the one
 pandas' to_string printed, made without pandas (mtpsim/rows.py).
 """
@@ -10,6 +10,8 @@ import math
 
 from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE
+from mtpsim.histogram import LogHistogram
+from mtpsim.results import Results
 from mtpsim.rows import Table, key_labels, missing, to_string
 
 TABLE = {"design": "design", "steps": "S", "policy": "policy", "concurrency": "conc", "rate_per_s": "rate/s", "tps": "TPS",
@@ -202,3 +204,51 @@ def pools_table(summary: list[dict]) -> str:
         elif c.endswith("_mean") and c.startswith("transfer_bytes"):
             df[c] = (df[c] / 1e6).round(1)
     return df.rename(columns=POOL_COLUMNS).to_string(index=False)
+
+
+def _seed_counts(points: list[sc.Scenario]) -> str:
+    """How many seeds the points run: `3`, or `1 or 3` where a sweep gives them different counts."""
+    counts = sorted({p.seeds for p in points})
+    return str(counts[0]) if len(counts) == 1 else f"{', '.join(map(str, counts[:-1]))} or {counts[-1]}"
+
+
+def _pricing(points: list[sc.Scenario]) -> str:
+    """What priced the run (one cost model, or each one a sweep used)."""
+    return ", ".join(dict.fromkeys(p.specs.pricing for p in points))
+
+
+def print_report(points: list[sc.Scenario], sets: list[str], summary: list[dict], results: list[Results],
+                 labels: list[dict], intervals, wall_s: float) -> None:
+    """What `mtpsim run` prints: the question, a header line, the table and the notes it needs."""
+    replicated = intervals is not None
+    s = points[0]
+    if s.question:  # the question as written, and what --set changed of the scenario it asks about
+        print(f"Q: {s.question}" + (f" (with --set {', '.join(sets)})" if sets else ""))
+    # what the header names of the first point, and what of it a sweep varies (its own column)
+    named = {"model": lambda p: p.specs.model.name, "hardware": lambda p: p.specs.hardware.name,
+             "layout": lambda p: (p.parallel, p.disaggregation), "engine": lambda p: p.specs.engine.name}
+    swept = [k for k, of in named.items() if len({of(p) for p in points}) > 1]
+    varies = " and ".join([", ".join(swept[:-1]), swept[-1]] if len(swept) > 1 else swept)
+    print(f"{s.name}: {s.specs.model.name} on {s.describe_layout()}, engine {s.specs.engine.name}"
+          f"{f' (the first point; {varies} swept: see the columns)' if varies else ''}, "
+          f"priced by {_pricing(points)}, {len(points)} point(s)"
+          f"{f' x {_seed_counts(points)} seeds' if replicated else ''} in {wall_s:.1f} s\n")
+    if replicated:
+        print(format_table(intervals) + "\n\n" + legend(intervals))
+    else:
+        print(format_table(summary))
+    if any("pools" in row for row in summary):  # a disaggregated deployment: per pool, and the KV transfer
+        print("\n" + pools_table(summary))
+    note = limits_note(summary if not replicated else [r for r in summary if r["seed"] == min(r["seed"] for r in summary)],
+                       points)
+    if note:
+        print("\n" + note)
+    if s.workload.arrival == "trace":
+        print("\n" + trace_note(summary[0], s))
+    if any("prefix_hit_rate" in row for row in summary):
+        print("\n" + prefix_note(summary))
+    if any(r.iterations_truncated for r in results):
+        print("\n(iterations.csv keeps the first rows of very long runs; the summary counts every iteration)")
+    if any(r.requests_truncated for r in results):
+        print("(requests.csv keeps the first finished requests of very long runs; the summary counts every request,\n"
+              f" its percentiles from histograms within {LogHistogram.RELATIVE_ERROR:.1%})")

@@ -117,7 +117,7 @@ def test_kept_length_needs_a_chain(tmp_path, capsys):
 def test_a_batch_expansion_scorer_expands_each_request_by_its_own_width():
     """vLLM V0's scorer runs request i's window as q[i] single-token sequences: a ragged verify
     of equal widths is the uniform one, and narrower widths cost less."""
-    from mtpsim.costs.passes import expanded_verify
+    from mtpsim.costs.batch_expansion import expanded_verify
     verify = next(p for p in iteration_passes(DesignShape("nextn", 3, 1, 4)) if p.kind == "verify")
     kv = np.array([100, 250, 900])
     _, uniform = expanded_verify(verify, BatchLens.uniform(4, kv, int(kv.sum()), int(kv.max())))

@@ -12,7 +12,9 @@ import yaml
 from mtpsim import scenario as sc
 from mtpsim.cli import main
 from mtpsim.intervals import half_width, seed_intervals, t_critical
-from mtpsim.run import format_table, interval_summary, legend, run_points
+from mtpsim.run import format_table, run_points
+from mtpsim.run_seeds import interval_summary
+from mtpsim.run_table import legend
 from tests.conftest import BASE
 
 TINY = {**BASE, "cost": {"model": "roofline"}}  # roofline: a few ms a run

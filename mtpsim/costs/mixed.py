@@ -14,7 +14,8 @@ named after the decode pass it extends.
 from __future__ import annotations
 
 from mtpsim.costs import ops as O
-from mtpsim.costs.passes import PassCost, expanded_verify
+from mtpsim.costs.batch_expansion import expanded_verify
+from mtpsim.costs.passes import PassCost
 
 
 def price_mixed(pricer, shape, lens: O.BatchLens, chunk_shape, chunk_lens: O.BatchLens) -> PassCost:

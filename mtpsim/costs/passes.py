@@ -9,7 +9,7 @@ and longest KV (per-request lengths only under a sliding window), by the cost mo
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import NamedTuple
 
@@ -18,13 +18,14 @@ import numpy as np
 from mtpsim.costs import blocks, overlap, streams
 from mtpsim.costs import compressed as C
 from mtpsim.costs import ops as O
+from mtpsim.costs.batch_expansion import expanded_verify
 from mtpsim.costs.cost_model import CostModel
 from mtpsim.costs.deployment import Deployment, deploy
 from mtpsim.costs.layer import decoder_layer_ops
 from mtpsim.costs.pass_cost import PassCost, Work
 from mtpsim.designs import PassShape  # noqa: F401 (priced here; costs re-exports it)
 
-__all__ = ["PassCost", "PassShape", "Pricer", "Work", "expanded_verify"]
+__all__ = ["PassCost", "PassShape", "Pricer", "Work"]
 
 ALL_EXPERTS_TOKENS = 1 << 30  # enough tokens that every expert is touched (weight_bytes)
 
@@ -284,23 +285,6 @@ class Pricer:
         if att.kind == "compressed":  # DeepSeek-V4's window + compressed entries (costs/compressed.py)
             return C.CompressedKernel(att, kv_dtype, self.par.attention_tp, self.deployment.act)
         return O.AttentionKernel(att, kv_dtype, self.par.attention_tp, self.deployment.act)
-
-
-def expanded_verify(shape: PassShape, lens: O.BatchLens) -> tuple[PassShape, O.BatchLens]:
-    """A verify of N tokens per request as a batch-expansion scorer runs it (vLLM V0
-    spec_decode/batch_expansion.py, BatchExpansionTop1Scorer): each request's window becomes N
-    sequences of one query token, the j-th holding the request's KV plus its first j window
-    tokens, so the pass is a decode over B * N sequences and each reads its request's whole KV
-    (a ragged verify: over the sum of the requests' own widths)."""
-    n = shape.tokens_per_request
-    q, kv = lens.requests()
-    if shape.ragged:  # request i's own q[i] sequences
-        q = q.astype(np.int64)
-        kv = np.repeat(kv + shape.kv_offset, q) + np.arange(int(q.sum())) - np.repeat(np.cumsum(q) - q, q)
-    else:
-        kv = np.repeat(kv + shape.kv_offset, n) + np.tile(np.arange(n), len(kv))
-    one = replace(shape, tokens_per_request=1, logits_per_request=1, kv_offset=0, ragged=False)
-    return one, O.BatchLens.uniform(1, kv, int(kv.sum()), int(kv.max(initial=0)))
 
 
 @lru_cache(maxsize=1024)
