@@ -4,8 +4,9 @@ checked against the others (a key given twice, a section given after a key insid
 inside a swept section it lies in, and blamed for the errors its value causes: an error at a key
 --set gave, or one its value causes elsewhere in a file that is valid alone, names --set.
 
-scenario.py's `load` uses these before and while it expands the sweep (whose points it sets by
-the same set_key); nothing here validates a scenario (breaking_set is handed the check to try).
+scenario.py's `load` uses these before the sweep is expanded, sweep.py while it expands it (its
+points set by the same set_key); nothing here validates a scenario (breaking_set is handed the
+check to try).
 """
 from __future__ import annotations
 

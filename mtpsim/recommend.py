@@ -27,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from mtpsim import scenario as sc
+from mtpsim import sweep
 from mtpsim.advice import advise
 from mtpsim.designs import BASELINE, record
 from mtpsim.errors import ScenarioError, holding, short, warn, whole_number
@@ -61,7 +62,7 @@ def base_point(path: str, sets: list[str]) -> sc.Scenario:
     """The scenario the grid varies: its first point, with a speculative design and acceptance
     given per depth (an accept_length alone would refit the profile to every steps value)."""
     points = sc.load(path, sets, advise_points=False)  # this command's own refusals come before any warning
-    with sc.one_point(points, "recommend") as s:
+    with sweep.one_point(points, "recommend") as s:
         if s.speculative.design == BASELINE:
             raise ScenarioError(s.source, "speculative.design", "recommend compares steps settings of a speculative "
                                 "design (nextn, multi_layer, frozen_kv, parallel_heads, block), and this scenario's "

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from mtpsim import scenario as sc
+from mtpsim import sweep
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.advice import RUNNING_BATCH_CHECKS, advise, advise_sweep
 from mtpsim.costs import Pricer, build_pricer
@@ -164,7 +165,7 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
     if limit is not None and context > limit:
         warn("--context", "", f"{context} is past model {s.specs.model.name!r}'s max_context {limit}: "
              "priced as asked, though no request that long can run")
-    sc.left_out(points, "cost")
+    sweep.left_out(points, "cost")
     if s.speculative.policy is not None:
         print(f"(steps_by_batch: at batch {batch} an iteration runs {s.speculative.policy.steps_for(batch)} steps; "
               f"memory is sized for speculative.steps {s.speculative.steps})")

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TORCH_PACKAGES = ("mtpsim.torchkit", "mtpsim.calibration", "mtpsim.verify")
 # the simulator's import path, plus the other modules documented as importable without torch
 TORCH_FREE = ("mtpsim", "mtpsim.cli", "mtpsim.commands", "mtpsim.run", "mtpsim.sim", "mtpsim.sim.*", "mtpsim.costs",
-              "mtpsim.costs.*", "mtpsim.scenario", "mtpsim.resolve", "mtpsim.schema", "mtpsim.acceptance_schema",
+              "mtpsim.costs.*", "mtpsim.scenario", "mtpsim.sweep", "mtpsim.resolve", "mtpsim.schema", "mtpsim.acceptance_schema",
               "mtpsim.engine_schema", "mtpsim.layout_schema",
               "mtpsim.catalog",
               "mtpsim.specs", "mtpsim.hardware_spec", "mtpsim.runfolder", "mtpsim.checks", "mtpsim.layout_checks",
@@ -306,7 +306,7 @@ def test_designs_sit_below_the_cost_model():
 
 # edges from the loader into the simulator allowed for now (none: the trace reader moved to tracefiles/)
 LOADER_MAY_IMPORT: set[tuple[str, str]] = set()
-SCENARIO_LOADER = ("mtpsim.scenario", "mtpsim.resolve", "mtpsim.schema", "mtpsim.checks", "mtpsim.layout_checks",
+SCENARIO_LOADER = ("mtpsim.scenario", "mtpsim.sweep", "mtpsim.resolve", "mtpsim.schema", "mtpsim.checks", "mtpsim.layout_checks",
                    "mtpsim.catalog", "mtpsim.specs",
                    "mtpsim.hardware_spec",
                    "mtpsim.files", "mtpsim.textfiles", "mtpsim.yamlfiles", "mtpsim.csvfiles",

@@ -17,6 +17,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from mtpsim import scenario as sc
+from mtpsim import sweep
 from mtpsim.advice import advise, swept_search
 from mtpsim.designs import BASELINE, record
 from mtpsim.errors import ScenarioError, decimal_number, from_validation, holding, short, warn
@@ -85,7 +86,7 @@ def parse_rates(text: str) -> list[float]:
 def base_scenario(path: str, sets: list[str]) -> sc.Scenario:
     """The scenario the search varies (its first point), with acceptance that serves every steps value."""
     points = sc.load(path, sets, advise_points=False)  # this command's own refusals come before any warning
-    with sc.one_point(points, "search") as s:
+    with sweep.one_point(points, "search") as s:
         if s.disaggregation is not None:
             raise ScenarioError(s.source, "disaggregation", "search lays out its own deployments (aggregated, and "
                                 "split ones with --disagg): leave the section out, or run this layout with mtpsim run")

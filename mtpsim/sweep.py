@@ -1,0 +1,199 @@
+"""A scenario's `sweep:` section: its keys checked (each a schema field, swept once, none inside
+another, a list repeating a value warned of), --set and a command's fixed flags taken over it,
+and its points expanded; each point built (its swept values and --set applied, relative paths
+anchored beside the file) and validated through resolve.py, an error naming the point. And how
+a one-point command (search, recommend, cost) takes the first point of a sweep (`one_point`,
+`left_out`).
+
+scenario.py's `load` calls `expand` (and hands it to overrides.py to blame --set's values).
+"""
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from mtpsim import catalog
+from mtpsim.errors import ScenarioError, short, warn
+from mtpsim.overrides import canonical, set_inside, set_key
+from mtpsim.resolve import validate
+from mtpsim.schema import MAX_SWEEP_POINTS, Scenario
+from mtpsim.textfiles import check_path_length
+
+__all__ = ["expand", "left_out", "one_point"]
+
+
+def expand(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, Any]],
+           fixed: dict[str, str] | None = None) -> list[Scenario]:
+    """The file's data (--set applied) -> its sweep checked and expanded, each point validated
+    (a key in `fixed`, set by a command's flag, is not swept: scenario.load)."""
+    where = str(path)
+    sweep = {} if data.get("sweep") is None else data["sweep"]
+    if not isinstance(sweep, dict):
+        raise ScenarioError(where, "sweep", "must map dotted keys to lists")
+    later = []  # warnings, said once every point has validated: bad input stays one line
+    spelled = {}  # each key as the schema reads it (an integer part 01 is 1) -> as written
+    for key, values in sweep.items():
+        if not isinstance(key, str):
+            raise ScenarioError(where, f"sweep.{key}", f"a sweep key is a dotted key path such as "
+                                f"workload.concurrency, not {type(key).__name__} {key!r}")
+        if not isinstance(values, list) or not values:
+            raise ScenarioError(where, f"sweep.{key}", "must be a non-empty list")
+        _check_key_exists(key, where)
+        same = spelled.setdefault(_canonical_key(key), key)
+        if same != key:
+            raise ScenarioError(where, f"sweep.{key}", f"names the same key as sweep.{same}: sweep it once")
+        twice = _repeated(values)
+        if twice:
+            later.append((where, f"sweep.{key}", f"lists {short(twice[0], 40)} more than once: each copy runs the same "
+                          "point again (for replicates, use seeds)"))
+        for other in sweep:
+            if isinstance(other, str) and _canonical_key(key).startswith(_canonical_key(other) + "."):
+                raise ScenarioError(where, f"sweep.{key}", f"lies inside sweep.{other}: the two would set the same "
+                                    "value, each point keeping whichever comes last; sweep one of them")
+    # --set wins over the sweep: a swept key it names (or lies under) stops being swept, and a
+    # swept section it lies inside is overridden point by point; so does a command's flag that
+    # sets a key on every point (run's --seeds), which, unlike --set, does not name the key: it says so
+    sweep = {k: v for k, v in sweep.items() if not any(k == o or k.startswith(o + ".") for o, _ in overrides)}
+    for key in sweep:
+        sweep[key] = set_inside(key, sweep[key], overrides, where, later)
+    fixed = fixed or {}
+    for key in [k for k in sweep if _canonical_key(k) in fixed]:
+        flag = fixed[_canonical_key(key)]
+        later.append((where, f"sweep.{key}", f"{flag} sets {key} on every point, over the sweep (as --set would): "
+                      f"the swept values {short(sweep.pop(key), 40)} are not run"))
+    size = math.prod(len(v) for v in sweep.values())
+    if size > MAX_SWEEP_POINTS:
+        raise ScenarioError(where, "sweep", f"{size:,} points is over the limit of {MAX_SWEEP_POINTS:,} per scenario "
+                            "(split the study over several scenario files)")
+    points = [dict(zip(sweep, combo)) for combo in itertools.product(*sweep.values())] or [{}]
+    scenarios = [_validate_point(data, point, i, len(points), path, where, overrides) for i, point in enumerate(points)]
+    for warning in later:
+        warn(*warning)
+    return scenarios
+
+
+@contextmanager
+def one_point(points: list[Scenario], command: str) -> Iterator[Scenario]:
+    """The point a one-point command (search, recommend, cost) uses: the first. Where the file
+    sweeps, an error its checks raise about that point says it is sweep point 1 (the same
+    key can be fine at another point), and once they pass, one warning says the other points
+    are left out: a sweep is `mtpsim run`'s, and a note on stdout was easy to miss."""
+    s, n = points[0], len(points)
+    if n == 1:
+        yield s
+        return
+    which = _which(s.point)
+    try:
+        yield s
+    except ScenarioError as exc:
+        if exc.where != s.source or "(sweep point " in exc.reason:
+            raise
+        raise ScenarioError(exc.where, exc.key, f"{exc.reason} (sweep point 1 of {n}: {which}, the one {command} "
+                            "uses)") from None
+    left_out(points, command)
+
+
+def left_out(points: list[Scenario], command: str) -> None:
+    """One warning where a one-point command is given a sweep: only the first point is used."""
+    if len(points) > 1:
+        others = "the other point is" if len(points) == 2 else f"the other {len(points) - 1} are"
+        warn(points[0].source, "sweep", f"{command} uses one point, the first of the sweep's {len(points)} "
+             f"({_which(points[0].point)}): {others} left out (`mtpsim run` runs a sweep; one {command} per point: "
+             "--set the swept keys)")
+
+
+def _which(point: dict[str, Any]) -> str:
+    """A sweep point as its errors and warnings name it: `key=value, ...`, each value cut short."""
+    return ", ".join(f"{k}={short(v, 40)}" for k, v in point.items())
+
+
+def _canonical_key(key: str) -> str:
+    """A dotted key as the schema reads it: an integer part (a steps_by_batch batch) by its value."""
+    return ".".join(str(int(part)) if part.isdigit() else part for part in key.split("."))
+
+
+def _repeated(values: list) -> tuple:
+    """(the first value a sweep list holds twice, as the schema reads it,) or (); in one pass."""
+    seen = set()
+    for value in values:
+        key = repr(canonical(value))
+        if key in seen:
+            return (value,)
+        seen.add(key)
+    return ()
+
+
+def _validate_point(data: dict, point: dict, i: int, n: int, path, where: str, overrides) -> Scenario:
+    """One sweep point, validated; its error says which point (the values the sweep gave it) when
+    the file sweeps more than one, since the same key can be fine at one point and not another."""
+    try:
+        return validate(_anchor_paths(_with_point(data, point, where, overrides), Path(path).parent, where), where, point)
+    except ScenarioError as exc:
+        if n == 1 or not point:
+            raise
+        raise ScenarioError(exc.where, exc.key, f"{exc.reason} (sweep point {i + 1} of {n}: {_which(point)})") from None
+
+
+def _anchor_paths(data: dict[str, Any], folder: Path, where: str) -> dict[str, Any]:
+    """Relative trace / histogram paths, model / hardware / draft files and hf_config files that do not exist
+    from the current folder are read beside the scenario file, so scenarios can ship their data
+    next to them."""
+    def anchored(value: Any, key: str) -> Any:
+        if not isinstance(value, str):
+            return value
+        check_path_length(value, where, key)
+        if not Path(value).is_absolute() and not Path(value).exists() and (folder / value).exists():
+            return str(folder / value)
+        return value
+
+    def reference(value: str, key: str) -> str:
+        """A catalog name or a file path (a catalog name is a file name too)."""
+        return anchored(value, key) if catalog.is_path(value) else check_path_length(value, where, key)
+
+    for section, key in (("workload", "trace"), ("acceptance", "histogram")):
+        node = data.get(section)
+        if isinstance(node, dict) and key in node:
+            node[key] = anchored(node[key], f"{section}.{key}")
+    trace = data["workload"].get("trace") if isinstance(data.get("workload"), dict) else None
+    if isinstance(trace, dict) and "path" in trace:  # {path: ..., format: ...}
+        trace["path"] = anchored(trace["path"], "workload.trace.path")
+    for node, key, at in ((data, "model", "model"), (data, "hardware", "hardware"),
+                          (data.get("speculative"), "draft", "speculative.draft")):
+        value = node.get(key) if isinstance(node, dict) else None
+        if isinstance(value, str):
+            node[key] = reference(value, at)
+        elif isinstance(value, dict) and isinstance(value.get("from"), str):
+            value["from"] = reference(value["from"], f"{at}.from")
+        if isinstance(value, dict) and isinstance(value.get("hf_config"), str):
+            value["hf_config"] = anchored(value["hf_config"], f"{at}.hf_config")
+    cost = data.get("cost")
+    if isinstance(cost, dict) and isinstance(cost.get("profile"), str):
+        check_path_length(cost["profile"], where, "cost.profile")
+    return data
+
+
+def _with_point(data: dict[str, Any], point: dict[str, Any], where: str, overrides=()) -> dict[str, Any]:
+    out = copy.deepcopy(data)
+    out.pop("sweep", None)
+    for key, value in [*point.items(), *overrides]:
+        set_key(out, key, copy.deepcopy(value), where)
+    return out
+
+
+def _check_key_exists(dotted: str, where: str) -> None:
+    """A sweep key must name a schema field (paths into model/hardware are checked on merge)."""
+    model: type[BaseModel] | None = Scenario
+    for part in dotted.split("."):
+        if model is None:
+            return
+        if part not in model.model_fields or part == "sweep":
+            raise ScenarioError(where, f"sweep.{dotted}", "unknown key")
+        annotation = model.model_fields[part].annotation
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
