@@ -3,8 +3,8 @@
 Every function returns `Op`s with flops and bytes *per GPU* (the shard under tp/ep), their
 family and shape (the keys a calibrated profile is looked up by), and how many kernels they
 launch. Pricing them is the cost models' job (roofline.py, calibrated.py); this file only counts.
-The op record is op.py's, the attention shapes attention.py's, the FFN builders ffn.py's and the
-collectives comms.py's; all are re-exported here, so callers name `ops.X`.
+The op record is op.py's, the attention shapes attention.py's and attention_core.py's, the FFN
+builders ffn.py's and the collectives comms.py's; all are re-exported here, so callers name `ops.X`.
 
 Units: flops in FLOP, bytes in bytes, token counts in tokens.
 """
@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import math
 
-# the op record (op.py), attention (attention.py), the FFN builders (ffn.py) and the collectives (comms.py), re-exported
-from mtpsim.costs.attention import AttentionKernel as AttentionKernel
-from mtpsim.costs.attention import BatchLens as BatchLens
-from mtpsim.costs.attention import CoreCounts as CoreCounts
-from mtpsim.costs.attention import IndexerKernel as IndexerKernel
-from mtpsim.costs.attention import attention_core as attention_core
+# re-exported: the op record (op.py), attention (attention.py, attention_core.py), the FFN builders
+# (ffn.py) and the collectives (comms.py)
 from mtpsim.costs.attention import attention_projections as attention_projections
 from mtpsim.costs.attention import index_cache_bytes as index_cache_bytes
 from mtpsim.costs.attention import indexer_projections as indexer_projections
 from mtpsim.costs.attention import kv_bytes_per_token as kv_bytes_per_token
 from mtpsim.costs.attention import linear_state_bytes as linear_state_bytes
-from mtpsim.costs.attention import sparse_lens as sparse_lens
+from mtpsim.costs.attention_core import AttentionKernel as AttentionKernel
+from mtpsim.costs.attention_core import BatchLens as BatchLens
+from mtpsim.costs.attention_core import CoreCounts as CoreCounts
+from mtpsim.costs.attention_core import IndexerKernel as IndexerKernel
+from mtpsim.costs.attention_core import attention_core as attention_core
+from mtpsim.costs.attention_core import sparse_lens as sparse_lens
 from mtpsim.costs.comms import allreduce as allreduce
 from mtpsim.costs.comms import alltoall as alltoall
 from mtpsim.costs.comms import dispatch_combine as dispatch_combine
