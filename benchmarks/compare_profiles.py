@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from mtpsim.calibration.grid import op_of  # noqa: E402
 from mtpsim.catalog import load_hardware  # noqa: E402
 from mtpsim.costs.calibrated import CalibratedCosts  # noqa: E402
-from mtpsim.costs.profile import family_path, find_profile, load_meta, profile_device, profile_families, read_family  # noqa: E402
+from mtpsim.costs.profile import family_path, find_profile, profile_families, read_family  # noqa: E402
+from mtpsim.costs.profile_meta import load_meta, profile_device  # noqa: E402
 from mtpsim.errors import ScenarioError  # noqa: E402
 
 COMPARED = ("gemm", "attention", "moe", "allreduce", "alltoall")

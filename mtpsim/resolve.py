@@ -15,12 +15,10 @@ from mtpsim import catalog, designs
 from mtpsim.checks import check_against_specs
 from mtpsim.costs.profile import (
     known_profiles,
-    load_meta,
-    profile_device,
-    profile_engine,
     require_profile,
     unlisted_tables,
 )
+from mtpsim.costs.profile_meta import load_meta, profile_device, profile_engine
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, from_validation, short, warn
 from mtpsim.files import load_yaml

@@ -60,11 +60,11 @@ from mtpsim.costs.profile import (
     check_ceilings,
     check_rows,
     family_path,
-    load_meta,
     profile_families,
     read_family,
     read_layers,
 )
+from mtpsim.costs.profile_meta import load_meta
 from mtpsim.costs.roofline import OpTime, RooflineCosts
 from mtpsim.costs.tables import Table, build_tables, interpolate, nearest_cell, scaled
 from mtpsim.costs.wide_ep import wide_ep_time

@@ -1,6 +1,6 @@
 """Calibration profiles on disk: the op families a profile measures, and reading and validating
-its CSVs (plain or gzipped) and meta.yaml. tables.py turns the rows into grids and
-interpolates them.
+its CSVs (plain or gzipped). Its meta.yaml (schema, reading, what device and engine it names) is
+profile_meta.py's; tables.py turns the rows into grids and interpolates them.
 
 A profile holds the families its meta.yaml lists under `families` (a profile without that list
 holds every family `mtpsim calibrate` measures). A listed family whose file or column is missing
@@ -9,12 +9,11 @@ roofline and labelled so.
 """
 from __future__ import annotations
 
-import datetime
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from mtpsim.costs.profile_meta import not_readable
 
 # where profiles are lives in profile_paths.py; these names stay importable from here
 from mtpsim.costs.profile_paths import LEGACY_PREFIX as LEGACY_PREFIX
@@ -23,14 +22,10 @@ from mtpsim.costs.profile_paths import committed_profiles as committed_profiles
 from mtpsim.costs.profile_paths import find_profile as find_profile
 from mtpsim.costs.profile_paths import known_profiles as known_profiles
 from mtpsim.costs.profile_paths import require_profile as require_profile
-from mtpsim.designs import DESIGNS
-from mtpsim.engine_schema import EngineKind
-from mtpsim.errors import ScenarioError, from_validation, short
-from mtpsim.files import COUNT, NON_NEGATIVE, POSITIVE, TEXT, Column, load_yaml, read_csv, read_once
+from mtpsim.errors import ScenarioError, short
+from mtpsim.files import COUNT, NON_NEGATIVE, POSITIVE, TEXT, Column, read_csv
 from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
-from mtpsim.limits import MAX_DEVICE_LATENCY_S, MAX_DEVICE_RATE, MAX_USERS, MIN_DEVICE_RATE
 from mtpsim.specs import Dtype
-from mtpsim.textfiles import not_a_file
 
 
 @dataclass(frozen=True)
@@ -91,107 +86,6 @@ FAMILIES = {
 MEASURED_BY_CALIBRATE = ("gemm", "lm_head", "attention", "moe", "elementwise", "pass", "argmax")
 
 
-
-def profile_device(path: Path) -> str:
-    """The hardware catalog entry a profile was measured on: meta.yaml's `hardware` (what
-    `mtpsim calibrate` writes on a GPU), else its `device` (cpu, or a converted profile's entry)."""
-    meta = load_meta(path / "meta.yaml")
-    return str(meta.get("hardware") or meta["device"])
-
-
-def profile_engine(path: Path) -> str | None:
-    """The serving engine whose kernels a profile times (meta.yaml `engine`: a converted
-    profile's); None for a profile calibrated here, which times mtpsim's own torch ops."""
-    engine = load_meta(path / "meta.yaml").get("engine")
-    return str(engine) if engine is not None else None
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(strict=True, allow_inf_nan=False, frozen=True)
-
-
-class _Ceilings(_Strict):
-    """The measured streaming and matmul rates, within the device range a hardware entry allows."""
-
-    copy_bytes_per_s: float = Field(ge=MIN_DEVICE_RATE, le=MAX_DEVICE_RATE)
-    matmul_flops_per_s: float = Field(ge=MIN_DEVICE_RATE, le=MAX_DEVICE_RATE)
-
-
-Latency = Annotated[float, Field(ge=0, le=MAX_DEVICE_LATENCY_S)]
-
-
-class _Launch(_Strict):
-    """What launching an op costs beyond its measured time. CPU profiles: dispatch is inside op
-    times (`call_s` per call); GPU profiles: launch, in-graph kernel and graph replay seconds
-    added by the cost model. (Host time per iteration is `host_s`, a separate figure.)"""
-
-    included_in_op_times: bool
-    call_s: Latency | None = None
-    launch_s: Latency | None = None
-    graph_kernel_s: Latency | None = None
-    graph_replay_s: Latency | None = None
-
-    @model_validator(mode="after")
-    def _what_the_model_reads(self) -> _Launch:
-        need = ("call_s",) if self.included_in_op_times else ("launch_s", "graph_kernel_s", "graph_replay_s")
-        missing = [k for k in need if getattr(self, k) is None]
-        if missing:
-            raise ValueError(f"{missing[0]}: required key is missing")
-        return self
-
-
-class ProfileMeta(_Strict):
-    """The meta.yaml keys the cost model reads, typed; other keys (provenance, timing notes,
-    attribution) are kept as they are."""
-
-    model_config = ConfigDict(extra="allow")
-    device: str
-    device_name: str
-    date: str | datetime.datetime | datetime.date
-    hardware: str | None = None
-    dtype: Dtype | None = None  # the dtype a CPU profile's layer rows were timed in
-    ceilings: _Ceilings
-    launch: _Launch
-    families: dict[str, Annotated[int, Field(ge=1)] | str | dict[str, Any]] | None = None
-    attention_kv: Literal["per_request", "batch_max"] | None = None  # what an attention row's kv means (calibrated.py)
-    # design -> running batch -> host seconds per iteration, as the verification loop measured them
-    host_s: dict[Literal[DESIGNS], dict[Annotated[int, Field(ge=1, le=MAX_USERS)],
-                                        Annotated[float, Field(gt=0, le=MAX_DEVICE_LATENCY_S)]]] | None = None
-    threads: int | None = Field(default=None, ge=1)  # CPU threads the op times were measured with
-    engine: EngineKind | None = None  # the serving engine whose kernels a converted profile times
-
-
-@read_once
-def load_meta(path: Path) -> dict:
-    """meta.yaml, checked against ProfileMeta: a missing key or a wrong type names its key path.
-    Read once per file version (every sweep point checks its profile's device) and shared: not
-    to be changed in place."""
-    if not path.is_file():
-        raise _not_readable(path, "")
-    meta = load_yaml(path)
-    if not isinstance(meta, dict):
-        raise ScenarioError(str(path), "", "meta.yaml must be a mapping")
-    if "overhead" in meta and "launch" in meta:  # which one the cost model reads would be a guess
-        raise ScenarioError(str(path), "overhead", "the old name of `launch`, which is given too: keep launch")
-    if "overhead" in meta and "launch" not in meta:  # the section's name before issue 23
-        from mtpsim.errors import warn
-        warn(str(path), "overhead", "renamed `launch` (the GPU launch cost; host time is host_s): read as launch")
-        meta = {("launch" if k == "overhead" else k): v for k, v in meta.items()}
-    try:
-        ProfileMeta.model_validate(meta)
-    except ValidationError as exc:
-        raise from_validation(exc, str(path)) from None
-    return meta
-
-
-def _not_readable(path: Path, what: str) -> ScenarioError:
-    """A profile file that is no regular file: missing, or what it is instead (a folder, a pipe,
-    a link to a device or to nowhere), which reading it as a table cannot say."""
-    why = not_a_file(path)
-    return ScenarioError(str(path), "", f"missing profile file{what}" if why == "no such file"
-                         else f"{why} (the profile file{what})")
-
-
 def profile_families(meta: dict, where: str = "meta.yaml") -> tuple[str, ...]:
     """The op families a profile holds: meta.yaml's `families` keys, else what calibrate measures."""
     listed = meta.get("families")
@@ -235,7 +129,7 @@ def read_family(path: Path, family: str) -> pd.DataFrame:
     """A family CSV with every column the schema names: axes and times positive and finite,
     flops non-negative, key and dim columns present (optional dims read as ANY)."""
     if not path.is_file():
-        raise _not_readable(path, f" for op family {family!r}")
+        raise not_readable(path, f" for op family {family!r}")
     f = FAMILIES[family]
     columns = dict.fromkeys((*f.keys, *f.dims), TEXT) | {"flops": NON_NEGATIVE, "bytes": NON_NEGATIVE} | \
         {a: POSITIVE if a in FRACTIONAL_AXES else COUNT_AXIS for a in f.axes} | {"time_s": OP_TIME}
