@@ -30,13 +30,15 @@ AIC_ROLES = {
 }
 
 
-def aic_role(name: str, moe_ep: int) -> str:
+def aic_role(name: str, dispatches: bool) -> str:
     """The role of an aiconfigurator generation op. Its MoEDispatch ops are the tensor-parallel
-    all-reduce at ep 1 (sdk/models/deepseek.py: 'TRT-LLM (narrow EP) and SGLang paths model their
-    allreduce ... elsewhere': in generation_moe_pre/post_dispatch) and dispatch / combine under EP."""
+    all-reduce (sdk/models/deepseek.py: 'TRT-LLM (narrow EP) and SGLang paths model their
+    allreduce ... elsewhere': in generation_moe_pre/post_dispatch) unless the deployment moves
+    tokens between EP ranks (`dispatches`: ep > 1 under DP attention; without DP attention every
+    engine runs an all-reduce there, mtpsim/costs/layer.py), where they are dispatch / combine."""
     short = name.removeprefix("generation_")
     if "dispatch" in short:
-        return "allreduce" if moe_ep == 1 else "dispatch_combine"
+        return "dispatch_combine" if dispatches else "allreduce"
     if short in AIC_ROLES:
         return AIC_ROLES[short]
     for suffix in sorted(AIC_ROLES, key=len, reverse=True):
@@ -103,26 +105,26 @@ def aic_roles(s: sc.Scenario, batch: int, context: int, nextn: int = 0) -> tuple
     roles: dict[str, float] = {}
     check = 0.0
     for op in model.generation_ops:
-        check += _fold(op, latency, roles, s.parallel.ep)
+        check += _fold(op, latency, roles, s.parallel.ep > 1 and s.parallel.attention_dp > 1)
     return pd.Series(roles), sum(totals.values()), check
 
 
-def _fold(op, latency, roles: dict, moe_ep: int) -> float:
+def _fold(op, latency, roles: dict, dispatches: bool) -> float:
     """Add op's leaves to `roles` (ms); composites add a correction row so the roles sum to the
     composite's own time, which is returned."""
     group_a, group_b = getattr(op, "_group_a", None), getattr(op, "_group_b", None)
     primary, fallback = getattr(op, "_primary", None), getattr(op, "_fallback", None)
     if group_a is not None or group_b is not None:  # OverlapOp: max(sum a, sum b)
-        a = sum(_fold(x, latency, roles, moe_ep) for x in group_a or [])
-        b = sum(_fold(x, latency, roles, moe_ep) for x in group_b or [])
+        a = sum(_fold(x, latency, roles, dispatches) for x in group_a or [])
+        b = sum(_fold(x, latency, roles, dispatches) for x in group_b or [])
         roles["moe.shared_overlap"] = roles.get("moe.shared_overlap", 0.0) - min(a, b)
         return max(a, b)
     if primary is not None or fallback is not None:  # FallbackOp: the module table, else its ops
         total = latency(op)
-        parts = sum(_fold(x, latency, roles, moe_ep) for x in fallback or [])
+        parts = sum(_fold(x, latency, roles, dispatches) for x in fallback or [])
         roles["attention.module_vs_ops"] = roles.get("attention.module_vs_ops", 0.0) + total - parts
         return total
     t = latency(op)
-    role = aic_role(op._name, moe_ep)
+    role = aic_role(op._name, dispatches)
     roles[role] = roles.get(role, 0.0) + t
     return t

@@ -148,3 +148,19 @@ def test_each_attention_group_schedules_its_own_share_of_the_batch():
     engine_s = one.costs.host_s
     assert wide.host_s("nextn", 256) == engine_s("nextn", 16) < engine_s("nextn", 256)
     assert one.host_s("nextn", 256) == engine_s("nextn", 256)
+
+
+def test_expert_parallel_without_dp_attention_moves_no_tokens():
+    """EP under attention TP: every rank holds every token after the attention all-reduce, so a
+    layer prices its two all-reduces and no dispatch + combine (costs/layer.py cites the engines);
+    the same EP under DP attention (wide EP) moves tokens and prices DeepEP's dispatch + combine."""
+    from mtpsim.costs.layer import decoder_layer_ops
+    m = load_model("deepseek-v3")
+    att, moe = m.attention_kinds["mla"], m.ffn_kinds["moe"]
+
+    def comms(par: O.Parallel) -> list[str]:
+        ops = decoder_layer_ops(att, moe, m.hidden_size, 64, "fp8", "fp8", "fp8", par)
+        return sorted(op.name for op in ops if op.family in ("allreduce", "alltoall"))
+
+    assert comms(O.Parallel(tp=8, ep=8)) == comms(O.Parallel(tp=8, ep=1)) == ["comm.allreduce", "comm.allreduce"]
+    assert "comm.dispatch_combine" in comms(O.Parallel(tp=8, ep=8, attention_dp=8))

@@ -43,10 +43,17 @@ def decoder_layer_ops(att: AttentionSpec, ffn: FFNSpec, d: int, tokens: int, att
     """The ops of one decoder layer over `tokens` tokens on one GPU, in order: attention
     projections, `core` (the attention core, when the caller has one KV shape for the batch),
     FFN or router + experts + shared experts, the elementwise work, the two tp all-reduces,
-    the layer glue (`glue`: only a profile with whole-layer timings prices it) and the ep
-    all-to-all of an MoE layer. Collectives a single GPU does not run are left out. Under DP
-    attention (`par.attention_dp` > 1) the layer is costs/dp_attention.py's. `fuse_shared`: the
-    engine fuses shared experts into the routed-expert kernel where the FFN allows (ops.ffn_ops)."""
+    the layer glue (`glue`: only a profile with whole-layer timings prices it). Collectives a
+    single GPU does not run are left out. Under DP attention (`par.attention_dp` > 1) the layer is
+    costs/dp_attention.py's. `fuse_shared`: the engine fuses shared experts into the routed-expert
+    kernel where the FFN allows (ops.ffn_ops).
+    Expert parallelism without DP attention moves no tokens: after the attention all-reduce every
+    rank holds every token, runs its own experts over the ones routed to them, and the MoE output
+    joins the layer's second all-reduce. No engine runs a dispatch + combine there: TensorRT-LLM's
+    fused MoE enables its all-to-all only with enable_attention_dp (_torch/modules/fused_moe
+    enable_alltoall), vLLM's FusedMoEParallelConfig.use_all2all_kernels needs dp_size > 1, and
+    SGLang without --moe-a2a-backend runs the StandardDispatcher, which only masks non-local
+    experts (v0.5.13 srt/layers/moe/token_dispatcher/standard.py)."""
     if par.attention_dp > 1:
         return dp_layer_ops(att, ffn, d, tokens, attn_dtype, ffn_dtype, expert_dtype, par, query_only, skew, act, glue,
                             fuse_shared)
@@ -58,8 +65,6 @@ def decoder_layer_ops(att: AttentionSpec, ffn: FFNSpec, d: int, tokens: int, att
             O.allreduce(tokens, d, par.tp, act, nodes)]
     if glue:
         ops.append(O.layer_glue(O.layer_kind(att, ffn, query_only), tokens, d))
-    if ffn.kind == "moe":
-        ops.append(O.alltoall(tokens, ffn.top_k, d, par.ep, act, par.nodes(par.ep)))
     return [op for op in ops if op is not None]
 
 
