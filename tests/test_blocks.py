@@ -320,13 +320,25 @@ def test_the_gemma_4_31b_pair_loads_and_the_drafter_taps_layers_the_target_has()
     assert s.specs.draft.name == "dflash-gemma-4-31b"
 
 
-def test_the_gemma_4_31b_drafter_reads_as_its_zlab_config(tmp_path):
-    """Its config.json read by hf_config is the catalog entry but for name and max_context: 4
-    sliding-window (2048) layers and 1 full, taps from dflash_config."""
+# z-lab/gemma-4-26B-A4B-it-DFlash config.json, likewise (cited in dflash-gemma-4-26b-a4b.yaml)
+GEMMA_4_26B_DFLASH_CONFIG = {
+    **GEMMA_4_31B_DFLASH_CONFIG, "hidden_size": 2816, "intermediate_size": 5632, "num_attention_heads": 32,
+    "num_target_layers": 30, "tie_word_embeddings": False, "max_window_layers": 5, "hidden_act": "silu",
+    "dflash_config": {"mask_token_id": 4, "target_layer_ids": [1, 6, 11, 17, 22, 27]}}
+
+
+@pytest.mark.parametrize("entry, target, config", [
+    ("dflash-gemma-4-31b", "gemma-4-31b", GEMMA_4_31B_DFLASH_CONFIG),
+    ("dflash-gemma-4-26b-a4b", "gemma-4-26b-a4b", GEMMA_4_26B_DFLASH_CONFIG)])
+def test_the_gemma_4_drafters_read_as_their_zlab_configs(tmp_path, entry, target, config):
+    """Each config.json read by hf_config is the catalog entry but for name and max_context: 4
+    sliding-window (2048) layers and 1 full, 6 taps from dflash_config, all in the target's layers."""
     from mtpsim import catalog
     from mtpsim.specs import ModelSpec
-    raw = catalog.resolve("models", {"hf_config": _write_config(tmp_path / "zlab-gemma", GEMMA_4_31B_DFLASH_CONFIG),
-                                     "block": {"built_for": "gemma-4-31b"}}, "t", "model")
+    raw = catalog.resolve("models", {"hf_config": _write_config(tmp_path / entry, config),
+                                     "block": {"built_for": target}}, "t", "model")
     keep = {"name", "max_context", "block_draft"}
-    assert ModelSpec.model_validate(raw).model_dump(exclude=keep) == \
-        catalog.load_model("dflash-gemma-4-31b").model_dump(exclude=keep)
+    drafter = catalog.load_model(entry)
+    assert ModelSpec.model_validate(raw).model_dump(exclude=keep) == drafter.model_dump(exclude=keep)
+    assert catalog.load_model(target).block_draft == entry
+    assert max(drafter.block.target_layer_ids) < config["num_target_layers"] == catalog.load_model(target).num_layers
