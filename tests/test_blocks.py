@@ -288,3 +288,57 @@ def test_the_qwen3_30b_a3b_drafter_reads_as_a_zlab_config_of_its_target(tmp_path
     entry = catalog.load_model("dflash-qwen3-30b-a3b-b16")
     assert ModelSpec.model_validate(raw).model_dump(exclude=keep) == entry.model_dump(exclude=keep)
     assert entry.block.target_layer_ids == [1, 12, 23, 34, 45]
+
+
+# z-lab/gemma-4-31B-it-DFlash config.json (DFlashDraftModel on model_type qwen3), the fields the
+# reader reads; the Hugging Face page was not reachable here: mtpsim/data/models/dflash-gemma-4-31b.yaml
+# cites the copies it was read in
+GEMMA_4_31B_DFLASH_CONFIG = {
+    "architectures": ["DFlashDraftModel"], "model_type": "qwen3", "attention_bias": False, "block_size": 16,
+    "dflash_config": {"mask_token_id": 4, "target_layer_ids": [1, 12, 23, 35, 46, 57]}, "dtype": "bfloat16",
+    "final_logit_softcapping": 30.0, "head_dim": 128, "hidden_size": 5376, "intermediate_size": 10752,
+    "layer_types": ["sliding_attention"] * 4 + ["full_attention"], "max_position_embeddings": 262144,
+    "num_attention_heads": 64, "num_hidden_layers": 5, "num_key_value_heads": 8, "num_target_layers": 60,
+    "rms_norm_eps": 1e-06, "sliding_window": 2048, "tie_word_embeddings": True, "use_sliding_window": True,
+    "vocab_size": 262144, "rope_theta": 1000000}
+
+
+def test_the_gemma_4_31b_pair_loads_and_the_drafter_taps_layers_the_target_has():
+    """z-lab's Gemma 4 31B drafter: 5 layers and 6 taps (the fc is 6 x 5376 wide), all inside the
+    target's 60 layers; block 16 (15 drafts); the target names it as its block drafter."""
+    from mtpsim import catalog
+    target, draft = catalog.load_model("gemma-4-31b"), catalog.load_model("dflash-gemma-4-31b")
+    assert target.num_layers == 60 and target.block_draft == draft.name and target.mtp is None
+    assert draft.role == "block_draft" and draft.block.built_for == target.name and draft.num_layers == 5
+    assert draft.block.block_size == 16 and len(draft.block.target_layer_ids) == 6
+    assert all(0 <= t < target.num_layers for t in draft.block.target_layer_ids)
+    assert (draft.hidden_size, draft.backbone_hidden_size, draft.vocab_size) == (
+        target.hidden_size, target.hidden_size, target.vocab_size)
+    s = sc.validate({"name": "g", "model": "gemma-4-31b", "hardware": "h100-sxm",
+                     "speculative": {"design": "block", "steps": 15}, "acceptance": {"accept_length": 3.0},
+                     "workload": {"concurrency": 1, "num_requests": 1, "input_len": 64, "output_len": 8}})
+    assert s.specs.draft.name == "dflash-gemma-4-31b"
+
+
+# z-lab/gemma-4-26B-A4B-it-DFlash config.json, likewise (cited in dflash-gemma-4-26b-a4b.yaml)
+GEMMA_4_26B_DFLASH_CONFIG = {
+    **GEMMA_4_31B_DFLASH_CONFIG, "hidden_size": 2816, "intermediate_size": 5632, "num_attention_heads": 32,
+    "num_target_layers": 30, "tie_word_embeddings": False, "max_window_layers": 5, "hidden_act": "silu",
+    "dflash_config": {"mask_token_id": 4, "target_layer_ids": [1, 6, 11, 17, 22, 27]}}
+
+
+@pytest.mark.parametrize("entry, target, config", [
+    ("dflash-gemma-4-31b", "gemma-4-31b", GEMMA_4_31B_DFLASH_CONFIG),
+    ("dflash-gemma-4-26b-a4b", "gemma-4-26b-a4b", GEMMA_4_26B_DFLASH_CONFIG)])
+def test_the_gemma_4_drafters_read_as_their_zlab_configs(tmp_path, entry, target, config):
+    """Each config.json read by hf_config is the catalog entry but for name and max_context: 4
+    sliding-window (2048) layers and 1 full, 6 taps from dflash_config, all in the target's layers."""
+    from mtpsim import catalog
+    from mtpsim.specs import ModelSpec
+    raw = catalog.resolve("models", {"hf_config": _write_config(tmp_path / entry, config),
+                                     "block": {"built_for": target}}, "t", "model")
+    keep = {"name", "max_context", "block_draft"}
+    drafter = catalog.load_model(entry)
+    assert ModelSpec.model_validate(raw).model_dump(exclude=keep) == drafter.model_dump(exclude=keep)
+    assert catalog.load_model(target).block_draft == entry
+    assert max(drafter.block.target_layer_ids) < config["num_target_layers"] == catalog.load_model(target).num_layers

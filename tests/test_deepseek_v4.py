@@ -245,3 +245,29 @@ def test_sglang_runs_v4_side_streams_only_in_graphs_and_below_its_token_limit(en
     regions = {op.name.split(".")[0] for op, t, _ in rows if t.source.startswith("hidden:")}
     assert regions == hidden
     assert all(t.total_s == 0 for _, t, _ in rows if t.source.startswith("hidden:"))
+
+
+# DeepSeek-V4-Pro-DSpark's config.json (the fields the reader reads): the target's figures as
+# mtpsim/data/models/deepseek-v4-pro.yaml cites them, the DSpark keys and compress_ratios as
+# dspark-deepseek-v4-pro.yaml cites them (its trunk order is not the catalog's; see deepseek-v4-pro.yaml)
+PRO_DSPARK = {
+    **FLASH, "hidden_size": 7168, "num_attention_heads": 128, "q_lora_rank": 1536, "o_groups": 16, "index_topk": 1024,
+    "moe_intermediate_size": 3072, "n_routed_experts": 384, "num_hidden_layers": 61,
+    "compress_ratios": [128, 128] + [4, 128] * 29 + [4] + [0, 0, 0],
+    "dspark_block_size": 5, "dspark_markov_rank": 512, "dspark_target_layer_ids": [58, 59, 60],
+    "dspark_noise_token_id": 128799}
+
+
+def test_the_pro_dspark_checkpoint_names_its_drafter_which_fits_pro(tmp_path):
+    raw = _read(tmp_path, "pro-dspark", PRO_DSPARK)
+    assert "mtp" not in raw and raw["block_draft"] == "dspark-deepseek-v4-pro"
+    target, drafter = catalog.load_model("deepseek-v4-pro"), catalog.load_model("dspark-deepseek-v4-pro")
+    assert target.block_draft == drafter.name and drafter.block.built_for == target.name
+    assert drafter.block.block_size == PRO_DSPARK["dspark_block_size"] + 1
+    assert drafter.block.markov_rank == PRO_DSPARK["dspark_markov_rank"] and drafter.num_layers == 3
+    assert all(t < target.num_layers for t in drafter.block.target_layer_ids)
+    read = ModelSpec.model_validate(raw)
+    assert (read.hidden_size, read.num_layers) == (target.hidden_size, target.num_layers)
+    # the stages are the target's sliding kind and its routed MoE (the assumption the entry states)
+    assert drafter.attention_kinds["swa"] == target.attention_kinds["swa"]
+    assert drafter.ffn_kinds["moe"] == target.ffn_kinds["moe"]

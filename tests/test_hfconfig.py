@@ -91,6 +91,20 @@ GEMMA_4_26B = {
         "tie_word_embeddings": True, "num_kv_shared_layers": 0, "hidden_size_per_layer_input": 0,
         "max_position_embeddings": 262144, "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 5}}
 
+# google/gemma-4-31B-it, config.json (text_config; vision tower left out). The Hugging Face page was
+# not reachable here: these are the values of the copies of that config in public engine tests
+# (see mtpsim/data/models/gemma-4-31b.yaml)
+GEMMA_4_31B = {
+    "architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4", "tie_word_embeddings": True,
+    "text_config": {
+        "model_type": "gemma4_text", "hidden_size": 5376, "num_hidden_layers": 60, "num_attention_heads": 32,
+        "num_key_value_heads": 16, "head_dim": 256, "num_global_key_value_heads": 4, "global_head_dim": 512,
+        "attention_k_eq_v": True, "sliding_window": 1024, "enable_moe_block": False, "intermediate_size": 21504,
+        "use_double_wide_mlp": False, "vocab_size": 262144, "tie_word_embeddings": True, "num_kv_shared_layers": 0,
+        "hidden_size_per_layer_input": 0, "max_position_embeddings": 262144, "final_logit_softcapping": 30.0,
+        "hidden_activation": "gelu_pytorch_tanh", "dtype": "bfloat16",
+        "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 10}}
+
 # meta-llama/Llama-3.1-8B-Instruct, config.json
 LLAMA_31_8B = {
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "attention_bias": False, "hidden_act": "silu",
@@ -148,6 +162,7 @@ CASES = {
     # the catalog pairs it with its assistant, which config.json does not name (a scenario's speculative.draft)
     "gemma-4-e2b": (GEMMA_4_E2B, {}, ()),
     "gemma-4-26b-a4b": (GEMMA_4_26B, {}, ()),
+    "gemma-4-31b": (GEMMA_4_31B, {}, ()),
     # the catalog's mtp is the EAGLE-3 head trained for it, a separate checkpoint
     "llama-3.1-8b": (LLAMA_31_8B, {}, ("mtp",)),
     # the release lists one MTP layer; the catalog models the 3 the report uses at inference

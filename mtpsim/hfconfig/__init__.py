@@ -13,7 +13,8 @@ projection, one decoder layer), torch_dtype / dtype and quantization_config -> d
 (quant_method fp8: the linear weights; embeddings, LM head and KV cache keep the base dtype).
 A Gemma-style `text_config` is read in place of the top level. The name is the folder holding
 config.json (override with `name:`). A block drafter's config (z-lab DFlash, DeepSpec DSpark)
-also gives its role and `block` (hfconfig/blocks.py).
+also gives its role and `block` (hfconfig/blocks.py), and not tie_embeddings (its
+tie_word_embeddings, true in z-lab's Gemma 4 drafter, describes the target's head it borrows).
 
 What config.json does not say comes from the scenario's keys, else it is one ScenarioError: the
 MTP layers' kind where the family's per-layer rule does not reach them (`model.mtp`), the dtypes
@@ -78,7 +79,10 @@ def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | No
     mapping["dtypes"] = _dtypes(top, text, where, key, overrides)
     if _reader(top, where, at) is deepseek_v4.deepseek_v4:
         mapping = deepseek_v4.finish(text, mapping, drafters() if drafters else {})
-    return mapping | block_keys(top)  # a block drafter's (hfconfig/blocks.py)
+    block = block_keys(top)  # a block drafter's (hfconfig/blocks.py)
+    if block:  # it borrows the target's embedding and LM head: whether they are tied is the target's
+        mapping.pop("tie_embeddings")
+    return mapping | block
 
 
 def _reader(top: Config, where: str, at: str):

@@ -132,6 +132,9 @@ def finish(text: Config, mapping: dict[str, Any], drafters: dict[str, Any]) -> d
     if not any(text.get(k) is not None for k in DSPARK_KEYS):
         return mapping
     mapping.pop("mtp", None)  # its mtp.* weights are DSpark stages, not a serial MTP head
+    for part in ("attention", "ffn"):  # a kind only the stages used (Pro-DSpark's SWA: no trunk layer slides)
+        used = {group[part] for group in mapping["layers"]}
+        mapping[f"{part}_kinds"] = {k: v for k, v in mapping[f"{part}_kinds"].items() if k in used}
     taps = text.list("dspark_target_layer_ids", 1, past=None)
     gamma = text.int("dspark_block_size", 5, low=1)
     match = [name for name, d in drafters.items() if d.block.kind == "dspark" and d.block.target_layer_ids == taps
