@@ -239,7 +239,11 @@ def main() -> None:
         print(_errors(scale, "error %", "default on the deployments at scale (L cases: per-GPU pool rates)"))
     blocks = table[table.case.str.startswith("D")]
     if len(blocks):
-        print(_errors(blocks, "error %", "default on the block drafters (D cases: DSpark on DeepSeek-V4-Flash, DFlash on Qwen3)"))
+        print(_errors(blocks, "error %", "default on the block drafters (D cases: DSpark on DeepSeek-V4-Flash, DFlash on "
+                                         "Qwen3 and Gemma 4, and D6's Gemma 4 assistants and plain targets)"))
+        d6 = table[table.case == "D6"]
+        if len(d6):
+            print(_errors(d6, "error %", "default on D6 (Gemma 4 MTP vs DFlash, 1xH100 vLLM: tok/s and speedups)"))
     if rules:
         print("\nLeave one engine version rule out (mtpsim/data/engines/*.yaml `rules`; `mtpsim engines` lists them):")
         print(leave_one_rule_out(jobs).to_string(index=False, float_format=lambda x: f"{x:.1f}"))

@@ -31,6 +31,31 @@ class Case:
         return f"{self.unit} {value:g}" if isinstance(value, (int, float)) else f"{self.unit} {value}"
 
 
+# D6: JarvisLabs, "Benchmarking Gemma 4 MTP vs DFlash on a Single H100" (2026-05-12): Gemma 4 on one
+# H100 80GB, vLLM, SPEED-Bench qualitative; output tok/s at concurrency 1 and 16 of the plain target,
+# Google's assistant (frozen_kv, 8 drafts) and z-lab's DFlash (block, 15 drafts). Accept lengths not
+# stated: geometric through the reported position-1 rates (0.80 / 0.75) and 0.20 at position 8;
+# lengths 256 in / 1,024 out assumed (scenario files d6-*)
+D6_REPORTED = {("31b", "31B"): {"none": (40.3, 375), "mtp": (125.3, 953), "dflash": (122.1, 725)},
+               ("26b-a4b", "26B-A4B"): {"none": (177.1, 975), "mtp": (264.2, 1808), "dflash": (306.4, 1957)}}
+
+
+def d6_cases() -> list[Case]:
+    """Each D6 arm's output tok/s and the speedups over the plain target the table implies, and the
+    plain target's own tok/s (its `none` run, read from the MTP file with the drafter switched off)."""
+    cases = []
+    for (model, label), arms in D6_REPORTED.items():
+        base = arms["none"]
+        for arm, name in (("mtp", "MTP"), ("dflash", "DFlash")):
+            file, (c1, c16) = f"d6-gemma-4-{model}-{arm}-vllm-h100.yaml", arms[arm]
+            cases.append(Case("D6", file, "concurrency", {1: c1, 16: c16}, metric="tps", unit=f"{label} {name}, conc"))
+            cases.append(Case("D6", file, "concurrency", {1: c1 / base[0], 16: c16 / base[1]},
+                              unit=f"{label} {name}, conc"))
+        cases.append(Case("D6", f"d6-gemma-4-{model}-mtp-vllm-h100.yaml", "concurrency", {1: base[0], 16: base[1]},
+                          metric="tps", unit=f"{label} none, conc", sets=("speculative.design=none", "acceptance=null")))
+    return cases
+
+
 CASES = [
     Case("P1", "p1-deepseek-v3-report.yaml", "concurrency", {1: 1.8}, {1: 1.875}),
     Case("P2", "p2-deepseek-v3-sglang.yaml", "concurrency", {1: 1.8, 32: 1.5}),
@@ -99,4 +124,5 @@ CASES = [
          {"0.5.13": 6.345, "0.5.14": 6.352}, metric="tps", unit="conc 1, SGLang"),
     Case("D5", "d5-qwen3-8b-dflash-sglang-b200-conc32.yaml", "version", {"0.5.13": 11405.85, "0.5.14": 15326.81},
          {"0.5.13": 6.487, "0.5.14": 6.482}, metric="tps", unit="conc 32, SGLang"),
+    *d6_cases(),
 ]
