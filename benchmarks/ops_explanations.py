@@ -198,10 +198,13 @@ EXPLANATIONS = [
                 "takes the P1-P7 median from 13.8% to 15.8%, P4 from -8 / -19 / -14% to -36 / -51 / -55% and "
                 "P8's MLA speedups from -8 / -11% to -32 / -30%, but P3 (GQA, SGLang v0.4.4) at batch 8-32 from "
                 "+31...+45% to +18...+24% and L2 from -13 / -32% to -5 / -29%: one KV read fits more cases, "
-                "and neither reading fits all",
+                "and neither reading fits all. Timed directly, a multi-query core costs about what the q = 1 core "
+                "does: mtpsim's own H200 calibration (torch SDPA and the MLA einsum path, 2026-12-04) times q = 4 "
+                "at a median 1.09x the q = 1 time for GQA and 1.20x for MLA (0.78-1.39x, kv of 1k and more), "
+                "not the 4x aiconfigurator's reading implies",
                 "aiconfigurator_core/sdk/rust_engine_step.py ('decode attention with the (nextn+1) batch'); "
                 "aiconfigurator_core/systems/data/<gpu>/mla/<engine>/*/generation_mla_perf.parquet (no seqlen_q "
-                "axis); benchmarks/published.py"),
+                "axis); benchmarks/published.py; mtpsim/data/profiles/h200/attention.csv (q = 1, 4, 8 rows)"),
 ]
 
 
