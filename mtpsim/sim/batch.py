@@ -81,13 +81,17 @@ class RunningBatch:
         self.last_emit_s.fill(now_s)
         return gaps
 
+    def fewest(self) -> int:
+        """The fewest tokens a request has left to emit (worked out once between changes)."""
+        if self.fewest_left is None:
+            self.fewest_left = int(self.remaining.min())
+        return self.fewest_left
+
     def pop_finished(self) -> list[Request]:
         """Remove the requests with nothing left to emit; returns them, brought up to date."""
         if not len(self.requests):
             return []
-        if self.fewest_left is None:
-            self.fewest_left = int(self.remaining.min())
-        if self.fewest_left > 0:  # most iterations finish no one
+        if self.fewest() > 0:  # most iterations finish no one
             return []
         done = np.flatnonzero(self.remaining == 0).tolist()
         finished = [self.requests[i] for i in done]

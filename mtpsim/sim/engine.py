@@ -198,7 +198,9 @@ class Engine:
             levels = batch.levels if self.per_request_levels else self.shared_levels(n)
             if steps < levels.shape[1]:  # fewer steps than the design's (a policy): their prefix
                 levels = levels[:, :steps]
-            accepted = self.profile.sample(self.rng, levels, batch.remaining, self.profile.shared)
+            # no request can accept past its last token when each has more than `steps` left: no cap
+            capped = batch.remaining if batch.fewest() <= steps else None
+            accepted = self.profile.sample(self.rng, levels, capped, self.profile.shared)
             if kept is not None:
                 np.minimum(accepted, kept, out=accepted)
         self.records.add_accepts(accepted, self.design.steps, n)
