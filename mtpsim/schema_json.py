@@ -51,8 +51,12 @@ def field_docstrings(model: type[BaseModel]) -> dict[str, str]:
 
 def _own_docstrings(cls: type) -> dict[str, str]:
     """The strings that follow annotated names in the class's source (pydantic's
-    _docs_extraction reads them the same way)."""
-    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    _docs_extraction reads them the same way); none where the source is not at hand (an install
+    of byte code only), as pydantic then gives none."""
+    try:
+        body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    except (OSError, TypeError):
+        return {}
     return {a.target.id: inspect.cleandoc(b.value.value) for a, b in zip(body, body[1:])
             if isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) and isinstance(b, ast.Expr)
             and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str)}
