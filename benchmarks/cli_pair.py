@@ -71,6 +71,49 @@ the engine, simpy's event and numpy's acceptance draw and commit (~20 small arra
 iteration); in the none run the timing is ~51%, records ~25%. With two workers the wall is the
 parent's ~0.65 s before the fork and ~0.2 s after, plus the nextn worker's run.
 
+Measured 2026-12-05 (start-up, YAML, the run folder and the acceptance draw, below), the same
+2-core machine shared (load 1.4-2.1), the tree before (4c347ab) and after, each run twice in turn
+as `MTPSIM_CACHE_DIR=<a folder of its own> PYTHONPATH=<tree> .venv/bin/python
+benchmarks/cli_pair.py --repeats 3` (the cache folder: other sessions' runs on this machine
+evicted the profile's entry from the shared one, and a miss re-parses the profile):
+    before   CLI pair 2.56-2.59 s, ratio 10.6-10.9x, both whole processes 5.1-5.4x, import mtpsim.run 0.52-0.53 s
+    after    CLI pair 2.40-2.41 s, ratio 9.8-9.9x,   both whole processes 4.8x,     import mtpsim.run 0.44-0.48 s
+    (the pair as a whole process, 12 runs each taken in turn with the tree before: wall median
+    A/B 0.93, CPU 2.52 -> 2.36 s; at load ~1.5 the pair's wall is ~1.5 s against ~1.6 s.
+    `mtpsim --help` 0.088 -> 0.060 s; `mtpsim --version` 0.086-0.089 s either tree.)
+benchmarks/sim_phases.py, the same runs in turn (`... benchmarks/sim_phases.py --repeats 3`, twice):
+import mtpsim.run 0.44-0.48 -> 0.34-0.43 s, scenario + baseline 0.083-0.085 -> 0.041-0.044 s,
+simulate nextn 0.93-1.01 -> 0.90-0.93 s, none ~0.7 s either, table + run folder 0.158 -> 0.126-0.135 s.
+The pass: pydantic no longer reads the sections' field docstrings as each model is built (it
+parsed every section's source at import: ~0.03-0.05 s); `mtpsim schema`, the only reader of
+them, does (mtpsim/schema_json.py, the same text byte for byte). YAML is parsed by libyaml's C
+parser where PyYAML has it, composed and checked by the same Python rules, and read again by the
+pure-Python loader where it fails, so every error is worded as before (mtpsim/yamlfiles.py;
+the engine catalog alone took ~0.02 s). --version looks the version up only when given
+(importlib.metadata left every command's parser). The pool's shared tqdm lock (tqdm and
+multiprocessing imported before the fork, ~0.013 s) only where a run's own bar can draw. The
+acceptance draw skips the cap at the last token when every request has more than the steps
+left, and counts the leading run of successes by one small matmul and a table lookup; the
+per-token ITL reuses the tokens the commit worked out. rows.write_csv joins cells with commas
+where csv.writer would quote none (its per-character scan was most of writing iterations.csv:
+write_run 0.098 -> 0.076 s). Rows and files bit for bit as before (tests/test_fast_paths.py,
+tests/test_sim.py, tests/test_yaml_parsers.py, tests/test_rows_csv.py).
+Tried, not kept: the pair's second run in one forked child and the first in the CLI's own
+process, no pool (saves the pool's start and one result's pickle, ~0.015-0.02 s on a timeline,
+but no wall change over 12 runs in turn, median A/B 0.996, and +10 MB peak); pydantic
+defer_build on every model (a run validates or dumps nearly every model anyway: import -0.01 s,
+load +0.02 s); PYDANTIC_DISABLE_PLUGINS (the plugin scan is ~7 ms and importlib.metadata is
+imported by pydantic regardless); gc thresholds in the workers (the nextn run sets off ~60
+young collections: nothing to win); listing the package by os.walk for the profile cache's code
+digest (no faster once the file system is warm).
+Where the rest goes (after), one process serially (sim_phases.py): interpreter 0.03 s, import
+mtpsim.run ~0.35 s (numpy ~0.08, pydantic and importlib.metadata ~0.07, building ~50 schema
+models ~0.1), scenario + baseline ~0.04 s (of it ~0.025 s the profile's cache entry: the code
+digest ~0.013 and unpickling ~0.01). With two workers: the pool's start ~0.02 s, the nextn run
+~0.9 s (~0.14 of it the worker's cold start: tables, pass plans and frames built on first use,
+numpy.random and numpy.ma imported; then ~150 us an iteration, ~50 of them the passes' timing),
+its result's pickle ~0.015 s, the run folder ~0.07 s.
+
 Start-up: `python -X importtime -c "import mtpsim.cli"`, `mtpsim --version` as a whole process
 (what every command pays before it runs: building the parser included; target at most 0.2 s),
 and the import time of mtpsim.run (what `mtpsim run` adds: numpy, pydantic, simpy and the

@@ -30,6 +30,14 @@ from mtpsim.files import Column, read_csv, read_once
 from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
 from mtpsim.tree import accept_distribution
 
+# an iteration's accepted drafts per request (AcceptanceProfile.sample) for up to LEADING_BITS
+# depths: depth k's success is bit k of a byte, and LEADING_RUN[byte] the run of ones from bit 0,
+# as np.int_ (what summing the leading run's booleans gives): one matmul and one lookup per
+# iteration in place of an accumulate and a sum (~2 us less of ~14)
+LEADING_BITS = 8
+_BIT_VALUES = (1 << np.arange(LEADING_BITS)).astype(np.uint8)
+LEADING_RUN = np.array([(~v & (v + 1)).bit_length() - 1 for v in range(1 << LEADING_BITS)], np.int_)
+
 
 @dataclass(frozen=True)
 class AcceptanceProfile:
@@ -229,7 +237,10 @@ class AcceptanceProfile:
         Bernoulli(levels[i, k]) over depths, capped so accepted + 1 bonus <= remaining tokens.
         `shared`: one row of uniforms serves every request (all accept alike when levels agree)."""
         success = rng.random(levels.shape[1:] if shared else levels.shape) < levels
-        accepted = np.logical_and.accumulate(success, axis=1).sum(axis=1)  # the leading run's length
+        if success.shape[1] <= LEADING_BITS:  # each row's successes as bits, their leading run looked up
+            accepted = LEADING_RUN[success.view(np.uint8) @ _BIT_VALUES[: success.shape[1]]]
+        else:
+            accepted = np.logical_and.accumulate(success, axis=1).sum(axis=1)  # the leading run's length
         if remaining is not None:
             np.minimum(accepted, np.maximum(remaining - 1, 0), out=accepted)
         return accepted

@@ -34,12 +34,13 @@ class LogHistogram:
         self.n += 1
         self.total += value
 
-    def add_many(self, values: np.ndarray, times: np.ndarray | None = None) -> None:
-        """`add` for each of an array of values (`times[i]` times each where given). n and the sum
-        count at once; the binning waits for FLUSH_VALUES values (quantile and merged bin first)."""
+    def add_many(self, values: np.ndarray, times: np.ndarray | None = None, total: int | None = None) -> None:
+        """`add` for each of an array of values (`times[i]` times each where given; `total`: their
+        sum, where the caller has it). n and the sum count at once; the binning waits for
+        FLUSH_VALUES values (quantile and merged bin first)."""
         if not len(values):
             return
-        self.n += len(values) if times is None else int(times.sum())
+        self.n += len(values) if times is None else int(times.sum()) if total is None else total
         # np.add.reduce: what values.sum() runs, without its Python wrapper (an add_many per decode iteration)
         self.total += float(np.add.reduce(values)) if times is None else float(np.dot(values, times))
         self._pending.append((values, times))

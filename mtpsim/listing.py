@@ -9,7 +9,8 @@ import sys
 from mtpsim import catalog
 from mtpsim.engine_releases import engine_rules, known_versions
 from mtpsim.errors import ScenarioError, line, printable, short
-from mtpsim.schema import Engine, json_schema
+from mtpsim.schema import Engine
+from mtpsim.schema_json import json_schema
 
 
 def list_entries(kind: str) -> int:

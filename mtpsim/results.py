@@ -108,15 +108,18 @@ class Records:
     itl_spec: LogHistogram = field(default_factory=LogHistogram)
     itl_token: LogHistogram = field(default_factory=LogHistogram)
 
-    def add_chunk_gaps(self, gaps: np.ndarray, accepted: np.ndarray | None) -> None:
+    def add_chunk_gaps(self, gaps: np.ndarray, accepted: np.ndarray | None, tokens: np.ndarray | None = None,
+                       total: int | None = None) -> None:
         """One decode iteration's streamed chunks: each request's gap since its last, and its
-        accepted drafts (its chunk holds accepted + 1 tokens; None: one token each)."""
+        accepted drafts (its chunk holds accepted + 1 tokens; None: one token each). `tokens`
+        and `total`: those chunks' tokens and their sum, where the caller has them already."""
         if accepted is None:
             self.itl.add_many(gaps)
         else:
-            tokens = accepted + 1
+            if tokens is None:
+                tokens = accepted + 1
             self.itl_spec.add_many(gaps)
-            self.itl_token.add_many(gaps / tokens, tokens)
+            self.itl_token.add_many(gaps / tokens, tokens, total)
 
     def itl_histograms(self) -> tuple[LogHistogram, LogHistogram]:
         """(gaps per streamed chunk, gaps per token) over all decode iterations."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -31,8 +32,8 @@ from mtpsim.run_seeds import interval_summary, replicates, run_labels, seeds_cou
 from mtpsim.run_table import format_table, print_report
 from mtpsim.runfolder import claimed, concat, mark_complete, write_run
 from mtpsim.schema import mean_length
-from mtpsim.sim import simulate
-from mtpsim.sim.progress import progress_bar
+from mtpsim.sim import PROGRESS_MIN_REQUESTS, simulate
+from mtpsim.sim.progress import on_terminal, progress_bar
 
 __all__ = ["format_table", "run_points", "run_rows", "run_scenario"]  # format_table: notebooks print the table as run does
 
@@ -141,7 +142,7 @@ def _map(tasks, jobs: int, progress: bool, keep_passes: bool, backend: str = "po
         # a point and its baseline run side by side too: on two cores the pair's wall time is its
         # longer run's (benchmarks/cli_pair.py), and a forked worker re-imports nothing
         from concurrent.futures import ProcessPoolExecutor
-        pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), **_bar_lock(own_bars))
+        pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), **_bar_lock(own_bars and _draws_bars(tasks)))
         try:
             futures = [pool.submit(simulate, s, keep_passes=keep_passes, progress=own_bars, progress_line=i)
                        for i, s in enumerate(tasks)]
@@ -153,6 +154,13 @@ def _map(tasks, jobs: int, progress: bool, keep_passes: bool, backend: str = "po
         return out
     finally:
         bar.close()
+
+
+def _draws_bars(tasks) -> bool:
+    """Whether a run's own progress bar may draw: a run of PROGRESS_MIN_REQUESTS requests or more
+    (sim/__init__.py) with stderr on a terminal (elsewhere a run shows a Heartbeat, which needs no
+    lock). No lock otherwise: tqdm and its multiprocessing lock cost ~0.015 s before the fork."""
+    return any(s.workload.num_requests >= PROGRESS_MIN_REQUESTS for s in tasks) and on_terminal(sys.stderr)
 
 
 def _bar_lock(own_bars: bool) -> dict:

@@ -212,7 +212,7 @@ class Specs(Frozen, BaseModel):
     """Catalog entries a scenario resolves to, and the cost model that prices it: `cost_model`
     roofline or calibrated, with `profile` the calibrated profile's folder."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True)
     model: ModelSpec
     """The resolved target model."""
     hardware: HardwareSpec
@@ -232,14 +232,6 @@ class Specs(Frozen, BaseModel):
     def pricing(self) -> str:
         """What priced the run, for headers and summaries: `roofline` or `calibrated:<profile>`."""
         return "roofline" if self.profile is None else f"calibrated:{Path(self.profile).name}"
-
-
-def json_schema() -> dict[str, Any]:
-    """The JSON Schema of a scenario file (`mtpsim schema`): every key, its type and default.
-    `model` and `hardware` are catalog names, spec files or mappings (catalog.py's specs; a model
-    mapping may read a Hugging Face config.json: `{hf_config: path, ...overrides}`)."""
-    schema = Scenario.model_json_schema()
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema, "title": "mtpsim scenario"}
 
 
 def check_replicates(seed: int, seeds: int, where: str, key: str) -> None:

@@ -65,5 +65,5 @@ class Section(Frozen, BaseModel):
     """Unknown keys are errors; types are strict (no `true` for 1, no "8" for 8, no 8.0 for an
     integer) and floats finite, so a typo is an error rather than a quietly different number."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False,
-                              use_attribute_docstrings=True)  # a field's docstring is its description
+    # a field's docstring is its description in `mtpsim schema` (schema_json.py reads them)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)

@@ -9,8 +9,12 @@
 - floats follow YAML 1.2 as well as 1.1: `1e9` and `989e12` are numbers, not strings;
 - numbers are written in decimal: YAML 1.1's other spellings (`010` octal = 8, `0x4`, `0b11`,
   `1:30` sexagesimal = 90, `1_000`) are errors, not silently other values.
-The file itself is read by textfiles.py's rules. Writing (`dump_yaml_all`) takes libyaml's
-emitter where PyYAML was built with it: the same text, a few times faster.
+The file itself is read by textfiles.py's rules. Where PyYAML was built with libyaml, its C
+parser reads the text into events and the rules above compose and construct them in Python
+(~8x faster than PyYAML's pure-Python scanner and parser, ~0.04 s of each `mtpsim run`'s
+start-up over the catalog files it reads); a text it refuses, or that breaks a rule, is read
+again by the pure-Python loader, whose error is the one reported (libyaml words its own).
+Writing (`dump_yaml_all`) takes libyaml's emitter likewise: the same text, a few times faster.
 """
 from __future__ import annotations
 
@@ -19,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.resolver import Resolver
 
 from mtpsim.errors import DECIMAL, ScenarioError, short
 from mtpsim.textfiles import read_text
@@ -41,12 +48,11 @@ class _Problem(Exception):
         self.key, self.reason = ".".join(str(p) for p in path if p is not None), reason
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that tracks the key path it is composing, refuses duplicate keys and deep nesting."""
+class _Rules:
+    """A loader's composer that tracks the key path it is composing, refuses duplicate keys,
+    YAML 1.1 number spellings and deep nesting, and merges keys by YAML's rule."""
 
-    def __init__(self, stream):
-        super().__init__(stream)
-        self._path: list = []
+    _path: list
 
     def compose_node(self, parent, index):
         if len(self._path) > MAX_DEPTH:
@@ -54,7 +60,8 @@ class _Loader(yaml.SafeLoader):
         self._path.append(index.value if isinstance(index, yaml.ScalarNode) else index)
         try:
             node = super().compose_node(parent, index)
-            plain = _DECIMAL.get(node.tag) if isinstance(node, yaml.ScalarNode) and node.style is None else None
+            # a plain scalar's style: None in PyYAML's events, '' in libyaml's
+            plain = _DECIMAL.get(node.tag) if isinstance(node, yaml.ScalarNode) and not node.style else None
             if plain and not plain.fullmatch(node.value):
                 raise _Problem(self._path, f"{node.value[:40]!r} is a YAML 1.1 number spelling (octal, hex, binary, "
                                "sexagesimal or with underscores) that would read as another value: write it in "
@@ -118,7 +125,32 @@ class _Loader(yaml.SafeLoader):
         return self.construct_object(key_node) if isinstance(key_node, yaml.ScalarNode) else key_node
 
 
-_Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+0123456789."))
+class _Loader(_Rules, yaml.SafeLoader):
+    """PyYAML's pure-Python SafeLoader under the rules: every error is this loader's."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._path = []
+
+
+_CParser = getattr(getattr(yaml, "_yaml", None), "CParser", None)  # None: PyYAML built without libyaml
+
+
+class _FastLoader(_Rules, Composer, _CParser or object, SafeConstructor, Resolver):
+    """libyaml's parser (its events) under the rules, composed and constructed as _Loader does:
+    the same values, and what it refuses _Loader reads again (tests/test_yaml_parsers.py
+    compares the two). Used only where _CParser is."""
+
+    def __init__(self, stream):
+        _CParser.__init__(self, stream)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
+        Composer.__init__(self)
+        self._path = []
+
+
+for _loader in (_Loader, _FastLoader):
+    _loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+0123456789."))
 
 
 def _merge_sources(node: yaml.MappingNode, value: yaml.Node) -> list[yaml.MappingNode]:
@@ -169,27 +201,23 @@ def _unprintable(exc: yaml.reader.ReaderError, text: str, where: str) -> Scenari
 
 
 def _parse(text: str, where: str, multi: bool) -> list:
-    """The documents of a YAML text (at most one unless `multi`), each checked as above."""
+    """The documents of a YAML text (at most one unless `multi`), each checked as above: read by
+    libyaml's parser where there is one, and by PyYAML's own where that fails (the error said is
+    always PyYAML's)."""
     try:
         loader = _Loader(text)  # PyYAML's reader refuses non-printable characters here, before parsing
     except yaml.reader.ReaderError as exc:
         raise _unprintable(exc, text, where) from None
-
-    def nodes():
-        if multi:
-            while loader.check_node():
-                yield loader.get_node()
-        elif (node := loader.get_single_node()) is not None:
-            yield node
-
+    if _CParser is not None:
+        fast = _FastLoader(text)
+        try:
+            return _documents(fast, where, multi)
+        except Exception:  # noqa: BLE001 -- whatever refused the text, PyYAML's loader says what
+            pass
+        finally:
+            fast.dispose()
     try:
-        documents = []
-        for node in nodes():
-            if _expanded_size(node, {}) > MAX_VALUES:
-                raise ScenarioError(where, "", f"expands to more than {MAX_VALUES:,} values, aliases expanded "
-                                    "(scenarios and catalog entries hold a few hundred)")
-            documents.append(loader.construct_document(node))
-        return documents
+        return _documents(loader, where, multi)
     except _Problem as exc:
         raise ScenarioError(where, exc.key, exc.reason) from None
     except yaml.reader.ReaderError as exc:
@@ -206,6 +234,25 @@ def _parse(text: str, where: str, multi: bool) -> list:
         raise ScenarioError(where, "", f"YAML value not readable: {short(str(exc), 120)[1:-1]}") from None
     finally:
         loader.dispose()
+
+
+def _documents(loader, where: str, multi: bool) -> list:
+    """The loader's documents, constructed, after each one's expanded size is checked."""
+
+    def nodes():
+        if multi:
+            while loader.check_node():
+                yield loader.get_node()
+        elif (node := loader.get_single_node()) is not None:
+            yield node
+
+    documents = []
+    for node in nodes():
+        if _expanded_size(node, {}) > MAX_VALUES:
+            raise ScenarioError(where, "", f"expands to more than {MAX_VALUES:,} values, aliases expanded "
+                                "(scenarios and catalog entries hold a few hundred)")
+        documents.append(loader.construct_document(node))
+    return documents
 
 
 def load_yaml_documents(path: str | Path, where: str | None = None) -> list:

@@ -406,8 +406,8 @@ def test_a_csv_error_names_the_line_of_the_file(tmp_path, capsys, text, name, co
 
 
 def test_a_streamed_trace_names_the_line_across_its_chunks(tmp_path, capsys, monkeypatch):
-    from mtpsim.tracefiles import formats
-    monkeypatch.setattr(formats, "CHUNK_ROWS", 4)
+    from mtpsim.tracefiles import readers
+    monkeypatch.setattr(readers, "CHUNK_ROWS", 4)
     rows = "".join(f"{i / 10:g},64,8\n" + "\n" * (i % 3) for i in range(10)) + "2,-5,8\n"
     lines = (MTPSIM_TRACE + rows).splitlines()
     one_line_error(capsys, run(tmp_path, TRACED, {"t.csv": MTPSIM_TRACE + rows}), "input_len",

@@ -13,8 +13,9 @@ from mtpsim.errors import ScenarioError
 from mtpsim.scenario import validate
 from mtpsim.schema import TraceFile
 from mtpsim.sim import simulate
-from mtpsim.tracefiles import formats, scan, stream
-from mtpsim.tracefiles.formats import FORMATS, detect, read_chunks, sniff
+from mtpsim.tracefiles import readers, scan, stream
+from mtpsim.tracefiles.formats import FORMATS, detect, sniff
+from mtpsim.tracefiles.readers import read_chunks
 
 AZURE = """TIMESTAMP,ContextTokens,GeneratedTokens
 2023-11-16 18:15:46.6805900,4808,10
@@ -102,7 +103,7 @@ def test_capped_prompts_keep_only_the_blocks_they_still_fill(tmp_path):
 
 @pytest.mark.parametrize("jsonl", [False, True])
 def test_streamed_in_chunks_and_read_no_further_than_the_selection(tmp_path, monkeypatch, jsonl):
-    monkeypatch.setattr(formats, "CHUNK_ROWS", 100)
+    monkeypatch.setattr(readers, "CHUNK_ROWS", 100)
     if jsonl:
         lines = [f'{{"timestamp": {i * 250}, "input_length": {1 + i % 7}, "output_length": {1 + i % 5}}}\n'
                  for i in range(1000)]

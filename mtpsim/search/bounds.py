@@ -23,8 +23,8 @@ GPUs = Annotated[int, Field(ge=1, le=4096)]
 class SearchBounds(BaseModel):
     """Bounds of a deployment search; lists are the values tried (None: the default)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False,
-                              use_attribute_docstrings=True)  # a field's docstring is its description
+    # a field's docstring is its description in `mtpsim schema` (schema_json.py reads them)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     gpus: GPUs | None = None
     """The GPUs to deploy on (--gpus)."""

@@ -20,6 +20,7 @@ class RunningBatch:
         self.levels = np.zeros((0, steps)) if per_request_levels else None
         self.kv_sum, self.kv_max = 0, 0
         self.fewest_left: int | None = None       # remaining.min() when known (None: not worked out)
+        self.emitted: np.ndarray | None = None    # each request's tokens out at the last commit (None: one each)
         # every request decodes in every iteration of its batch: its iterations are the batch's
         # since it joined, and its accepted drafts what it emitted beyond one token each
         self.iterations = 0
@@ -58,13 +59,14 @@ class RunningBatch:
         self._lens = {}
         n = len(self.requests)
         if accepted is None:  # every KV grows by one, so the longest does too, and the fewest left falls by one
+            self.emitted = None
             self.kv += 1
             self.remaining -= 1
             self.kv_sum += n
             self.kv_max = self.kv_max + 1 if n else 0
             self.fewest_left = self.fewest_left - 1 if self.fewest_left is not None else None
             return n
-        emitted = accepted + 1
+        emitted = self.emitted = accepted + 1
         self.kv += emitted
         self.remaining -= emitted
         self.fewest_left = None
@@ -81,13 +83,17 @@ class RunningBatch:
         self.last_emit_s.fill(now_s)
         return gaps
 
+    def fewest(self) -> int:
+        """The fewest tokens a request has left to emit (worked out once between changes)."""
+        if self.fewest_left is None:
+            self.fewest_left = int(self.remaining.min())
+        return self.fewest_left
+
     def pop_finished(self) -> list[Request]:
         """Remove the requests with nothing left to emit; returns them, brought up to date."""
         if not len(self.requests):
             return []
-        if self.fewest_left is None:
-            self.fewest_left = int(self.remaining.min())
-        if self.fewest_left > 0:  # most iterations finish no one
+        if self.fewest() > 0:  # most iterations finish no one
             return []
         done = np.flatnonzero(self.remaining == 0).tolist()
         finished = [self.requests[i] for i in done]

@@ -127,7 +127,7 @@ class Engine:
         yield from back_to_back(self.env, [*durations, host])
         emitted, accepted = self.commit(batch, it.design.steps, kept)
         firsts = completed_prompts(chunk) if chunk else ()
-        self.record_decode(rep, start, it, kept, accepted, emitted + len(firsts), times, host, eager)
+        self.record_decode(rep, start, it, kept, accepted, emitted, len(firsts), times, host, eager)
         finished = batch.pop_finished()
         if finished:
             self.finish(rep, finished)
@@ -151,18 +151,19 @@ class Engine:
         return times, durations, host, not self.pricer.uses_graphs(it.passes[0], self.pricer.group_batch(n))
 
     def record_decode(self, rep: Replica, start: float, it: DecodeIteration, kept, accepted, emitted: int,
-                      times: dict, host_s: float, eager: bool) -> None:
+                      firsts: int, times: dict, host_s: float, eager: bool) -> None:
         """A finished decode iteration's records: the tokens it verified, its streamed chunks' gaps
         (with each request's `accepted` drafts, for the per-token ITL), whether it ran `eager`ly
-        (its batch past the CUDA graphs), and its row (`emitted`: tokens out, first tokens of
-        prompts that rode in it included)."""
+        (its batch past the CUDA graphs), and its row (`emitted`: the batch's tokens out, as
+        RunningBatch.commit counts them; `firsts`: first tokens of prompts that rode in it)."""
         batch, records = rep.batch, self.records
         n = len(batch.requests)
         verified = int(kept.sum()) + n if kept is not None else n * it.design.draft_tokens
         records.add_verified(verified, n)
-        records.add_chunk_gaps(batch.chunk_gaps(self.env.now), accepted)
+        records.add_chunk_gaps(batch.chunk_gaps(self.env.now), accepted, batch.emitted, emitted)
         records.eager_iterations += eager
-        records.add_iteration(rep.index, rep.iterations, "decode", start, self.env.now - start, n, emitted, times, host_s)
+        records.add_iteration(rep.index, rep.iterations, "decode", start, self.env.now - start, n, emitted + firsts,
+                              times, host_s)
         rep.iterations += 1
 
     def record_passes(self, rep: Replica, start: float, priced: list) -> tuple[dict, list[float]]:
@@ -198,7 +199,9 @@ class Engine:
             levels = batch.levels if self.per_request_levels else self.shared_levels(n)
             if steps < levels.shape[1]:  # fewer steps than the design's (a policy): their prefix
                 levels = levels[:, :steps]
-            accepted = self.profile.sample(self.rng, levels, batch.remaining, self.profile.shared)
+            # no request can accept past its last token when each has more than `steps` left: no cap
+            capped = batch.remaining if batch.fewest() <= steps else None
+            accepted = self.profile.sample(self.rng, levels, capped, self.profile.shared)
             if kept is not None:
                 np.minimum(accepted, kept, out=accepted)
         self.records.add_accepts(accepted, self.design.steps, n)

@@ -50,13 +50,13 @@ def progress_bar(total: int, disable: bool | None, **kwargs):
     is no terminal, or a NoBar when `disable` is True."""
     if disable is True:
         return NoBar(total)
-    if disable is None and not _on_terminal(kwargs.get("file", sys.stderr)):
+    if disable is None and not on_terminal(kwargs.get("file", sys.stderr)):
         return Heartbeat(total, **kwargs)
     from tqdm import tqdm
     return tqdm(total=total, disable=disable, **kwargs)
 
 
-def _on_terminal(stream) -> bool:
+def on_terminal(stream) -> bool:
     try:
         return stream.isatty()
     except (AttributeError, ValueError):  # a closed or stand-in stream

@@ -2,7 +2,7 @@
 
 `scan(trace)` reads the selection once and returns its `TraceStats` (how many requests, the
 longest, the rate, what was capped or skipped); `stream(trace)` yields it again as `Chunk`s of
-arrays for the arrival process. Neither holds more than one chunk of the file (formats.CHUNK_ROWS
+arrays for the arrival process. Neither holds more than one chunk of the file (readers.CHUNK_ROWS
 rows), and both stop reading at the window's end or the N-th request.
 
 Selection, in order: rows before `start_s` or after `end_s` (trace seconds) are passed over;
@@ -10,7 +10,7 @@ rows with no prompt or no output tokens (BurstGPT's failed requests) are skipped
 the first `max_requests` of the rest are kept; lengths over `max_input_len` / `max_output_len`
 are cut to them and counted; arrival times become (t - start_s) / speed. Rows must come in
 arrival order (equal times are fine): a trace that goes back in time is an error, as are the
-bad cells formats.py refuses, and a `hash_ids` list longer than ceil(input / block_size).
+bad cells readers.py refuses, and a `hash_ids` list longer than ceil(input / block_size).
 """
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ import numpy as np
 from mtpsim.errors import ScenarioError, short
 from mtpsim.files import read_once
 from mtpsim.schema import MAX_REQUESTS, MAX_SIM_S, TraceFile
-from mtpsim.tracefiles.formats import FORMATS, Format, RawChunk, detect, read_chunks, sniff
+from mtpsim.tracefiles.formats import FORMATS, Format, RawChunk, detect, sniff
+from mtpsim.tracefiles.readers import read_chunks
 
 __all__ = ["Chunk", "TraceStats", "scan", "stream", "FORMATS"]
 
