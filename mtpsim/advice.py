@@ -245,7 +245,7 @@ def _dead_drafts(s: Scenario) -> list[tuple[str, str]]:
 
 
 def _deep_histogram(s: Scenario) -> list[tuple[str, str]]:
-    from mtpsim.acceptance import read_histogram
+    from mtpsim.acceptance_histogram import read_histogram
     if s.acceptance.histogram is None or designs.record(s.speculative.design).draft_part is None:
         return []
     counts = read_histogram(s.acceptance.histogram)

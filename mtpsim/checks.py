@@ -7,7 +7,8 @@ steps they serve.
 from __future__ import annotations
 
 from mtpsim import catalog, designs
-from mtpsim.acceptance import AcceptanceProfile, named_curve, read_histogram
+from mtpsim.acceptance import AcceptanceProfile, named_curve
+from mtpsim.acceptance_histogram import read_histogram
 from mtpsim.errors import ScenarioError, set_by_flag
 from mtpsim.files import require_file
 from mtpsim.layout_checks import check_parallelism, check_pools

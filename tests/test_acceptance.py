@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mtpsim.acceptance import AcceptanceProfile, read_histogram, write_histogram
+from mtpsim.acceptance import AcceptanceProfile
+from mtpsim.acceptance_histogram import read_histogram, write_histogram
 
 probs = st.lists(st.floats(0.0, 1.0), min_size=1, max_size=6)
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from mtpsim import scenario as sc
-from mtpsim.acceptance import write_histogram
+from mtpsim.acceptance_histogram import write_histogram
 from mtpsim.designs import DesignShape
 
 KINDS = ("iteration_s", "draft_s", "verify_s", "extend_s")
