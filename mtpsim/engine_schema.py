@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from mtpsim.limits import MAX_TOKENS, MAX_USERS
 from mtpsim.sections import Name, Section
@@ -38,6 +38,16 @@ class Engine(Section):
         "The engine release (e.g. \"0.5.12\"); its version rules (mtpsim/data/engines/<kind>.yaml `rules`) set "
         "the speculative running-request cap, whether speculation overlaps host work, the verify scorer. "
         "None: the catalog's default release. `mtpsim engines` lists the releases and rules."))
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_is_text(cls, value):
+        """A release written as a YAML number has already lost its spelling (0.10 reads as 0.1,
+        0.20 as 0.2): refuse it and say to quote it, rather than match another release."""
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            raise ValueError(f"{value!r} is a number, and a number loses a release's spelling (0.10 reads as 0.1): "
+                             "write the release as text, in quotes (e.g. \"0.5.12\")")
+        return value
     max_running_requests: int | None = Field(default=None, ge=1, le=MAX_USERS, description=(
         "Running-request cap. None: the engine's rule at its version (SGLang sets 48 under speculative "
         "decoding), else 256."))

@@ -52,6 +52,15 @@ def test_unknown_version_names_the_key_and_the_known_ones():
     assert err.value.key == "engine.version" and "1.0, 1.1, 1.2, 2.0" in err.value.message
 
 
+@pytest.mark.parametrize("written", ["0.10", "0.5", "1"])
+def test_a_release_written_as_a_number_is_refused_not_matched(tmp_path, capsys, written):
+    """YAML reads `version: 0.10` as the float 0.1, which could match another release: one line
+    naming engine.version that says to quote it."""
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE + f"engine: {{kind: vllm, version: {written}}}\n")
+    one_line_error(capsys, ["run", str(path), "--out", str(tmp_path / "o")], "engine.version", "in quotes")
+
+
 @pytest.mark.parametrize("name", catalog.names("engines"))
 def test_every_catalog_engine_resolves_at_every_known_release(name):
     from mtpsim.engine_releases import known_versions
