@@ -146,7 +146,7 @@ def test_batch_expansion_reads_each_requests_kv_once_per_window_token():
 
 def test_bad_engine_inputs_are_one_line(tmp_path, capsys):
     one_line_error(capsys, run(tmp_path, BASE + 'engine: {version: "9.9.9"}\n'), "engine.version", "known")
-    one_line_error(capsys, run(tmp_path, BASE + "engine: {version: 0.5}\n"), "engine.version", "string")
+    one_line_error(capsys, run(tmp_path, BASE + "engine: {version: 0.5}\n"), "engine.version", "in quotes")
     one_line_error(capsys, run(tmp_path, BASE + "engine: {ignore_rules: [nope]}\n"), "engine.ignore_rules", "no rule")
 
 
