@@ -75,7 +75,7 @@ MTPSIM_ROLES = {
     "ffn.gate_up": "gemm.dense_ffn", "ffn.down": "gemm.dense_ffn", "moe.router": "gemm.router",
     "moe.shared_gate_up": "gemm.shared_experts", "moe.shared_down": "gemm.shared_experts",
     "attn.core": "attention", "attn.linear_state": "attention", "moe.experts": "moe",
-    "comm.alltoall": "dispatch_combine", "comm.dispatch_combine": "dispatch_combine", "comm.allreduce": "allreduce",
+    "comm.dispatch_combine": "dispatch_combine", "comm.allreduce": "allreduce",
     "comm.mlp_sync": "allreduce", "lm_head": "embed_lm_head", "lm_head.centroids": "embed_lm_head",
     "lm_head.centroid_expand": "embed_lm_head", "mtp.eh_proj": "gemm.mtp_eh_proj",
     "pass.frame": "embed_lm_head", "sample.argmax": "norms_small",

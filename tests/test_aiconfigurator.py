@@ -142,7 +142,7 @@ def test_measured_communication_is_used(costs):
     assert t.source == "calibrated" and t.comm_s == pytest.approx((0.012 + 32768e-9) * 1e-3, rel=0.05)
     assert t.comm_s != pytest.approx(costs.roofline.time(op, True).comm_s, rel=0.05)
     assert costs.time(O.allreduce(32, 1024, 4), True).source == "roofline"  # no 4-rank table
-    a2a = costs.time(O.alltoall(8, 8, 7168, 8), True)
+    a2a = costs.time(O.dispatch_combine(8, 8, 7168, 8), True)
     assert a2a.source == "calibrated" and a2a.comm_s == pytest.approx(46e-6)
 
 

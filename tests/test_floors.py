@@ -98,7 +98,7 @@ def _ops():
             O.attention_core(gqa, np.ones(4), np.full(4, 1000), "bf16", tp=1),
             O.attention_core(mla, np.ones(8), np.full(8, 4000), "bf16", tp=8),
             O.moe_experts(ffn, 7168, 16, "fp8", O.Parallel(tp=8, ep=8)),
-            O.allreduce(8, 7168, 8), O.alltoall(8, 8, 7168, 8)]
+            O.allreduce(8, 7168, 8), O.dispatch_combine(8, 8, 7168, 8)]
 
 
 @pytest.mark.parametrize("name", GPUS)
@@ -140,7 +140,7 @@ def test_roofline_matches_the_fits_vectorised_model_on_profile_rows():
             if family in F.COLLECTIVES:
                 size = p["bytes"] / (8 if family == "alltoall" else 1)
                 op = (O.allreduce(1, 1, int(p["ranks"])) if family == "allreduce" else
-                      O.alltoall(int(p["tokens"]), int(p["top_k"]), int(p["d"]), int(p["ranks"])))
+                      O.dispatch_combine(int(p["tokens"]), int(p["top_k"]), int(p["d"]), int(p["ranks"])))
                 op = O.Op(op.name, op.family, comm_bytes=p["bytes"], kernels=op.kernels, shape={**op.shape, "bytes": size})
             elif family == "moe":  # converted rows carry per-GPU shapes under moe tp/ep: the row's counts
                 op = O.Op("moe.experts", "moe", flops=p["flops"], weight_bytes=p["bytes"], kernels=4,

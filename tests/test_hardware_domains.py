@@ -49,7 +49,7 @@ def test_measured_profiles_are_the_default(name):
 
 
 def _alltoall_s(costs, ranks: int, per_node: int) -> tuple[float, str]:
-    op = O.alltoall(64 * ranks, 8, 7168, ranks, nodes=O.Parallel(ranks, ranks, 1, per_node).nodes(ranks))
+    op = O.dispatch_combine(64, 8, 7168, ranks, nodes=O.Parallel(ranks, ranks, 1, per_node).nodes(ranks))
     t = costs.time(op, graphs=True)
     return t.total_s, t.source
 

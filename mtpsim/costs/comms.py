@@ -1,5 +1,6 @@
-"""Collective ops per GPU: tensor-parallel all-reduce, expert-parallel all-to-all, DeepEP
-dispatch + combine and DP attention's token-count sync (ops.py re-exports them).
+"""Collective ops per GPU: tensor-parallel all-reduce, expert-parallel dispatch + combine (DeepEP,
+under DP attention: without it no engine moves tokens between EP ranks, costs/layer.py) and DP
+attention's token-count sync (ops.py re-exports them).
 """
 from __future__ import annotations
 
@@ -14,16 +15,6 @@ def allreduce(tokens: int, d: int, tp: int, act: str = ACT, nodes: int = 1, name
         return None
     size = tokens * d * DTYPE_BYTES[act]
     return Op(name, "allreduce", comm_bytes=size, shape={"bytes": size, "ranks": tp, **_spans(nodes)})
-
-
-def alltoall(tokens: int, top_k: int, d: int, ep: int, act: str = ACT, nodes: int = 1) -> Op | None:
-    """Expert-parallel dispatch + combine: each routed copy of a token crosses once each way.
-    Shape: the tokens each rank sends, their width and top-k, as measured all-to-all tables key them."""
-    if ep == 1:
-        return None
-    size = 2 * tokens * top_k * d * DTYPE_BYTES[act] / ep
-    return Op("comm.alltoall", "alltoall", comm_bytes=size, kernels=2,
-              shape={"bytes": size, "ranks": ep, "tokens": tokens, "top_k": top_k, "d": d, **_spans(nodes)})
 
 
 def dispatch_combine(tokens_per_rank: int, top_k: int, d: int, ranks: int, act: str = ACT, nodes: int = 1) -> Op | None:

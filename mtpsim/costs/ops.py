@@ -26,7 +26,6 @@ from mtpsim.costs.attention_core import IndexerKernel as IndexerKernel
 from mtpsim.costs.attention_core import attention_core as attention_core
 from mtpsim.costs.attention_core import sparse_lens as sparse_lens
 from mtpsim.costs.comms import allreduce as allreduce
-from mtpsim.costs.comms import alltoall as alltoall
 from mtpsim.costs.comms import dispatch_combine as dispatch_combine
 from mtpsim.costs.comms import mlp_sync as mlp_sync
 from mtpsim.costs.ffn import deepseek_v3_architecture as deepseek_v3_architecture
