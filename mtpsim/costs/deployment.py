@@ -149,7 +149,7 @@ class Deployment:
         regions = []
         if streams.attention_runs(engine.name, att.kind, tokens, graphs, self.hardware.compute_capability):
             regions.append((streams.ATTENTION_CHAINS, 1.0))
-        if self.runs_moe_side_stream and streams.moe_runs(engine.shared_expert_stream, tokens, graphs):
+        if streams.moe_runs(engine.shared_expert_stream, tokens, graphs) and self.runs_moe_side_stream:
             regions.append((streams.MOE_CHAINS, self.moe_stream_overlap))
         return tuple(regions)
 
@@ -163,15 +163,11 @@ class Deployment:
 
     @property
     def moe_side_stream_passes(self) -> str:
-        """Which passes stream_regions gives the second stream: "small" (any pass of at most
-        streams.SMALL_PASS_TOKENS tokens, prefill too), "graphs" (CUDA-graph passes: decode-shaped,
-        never prefill), or "" (none: runs_moe_side_stream is False, or the rule needs CUDA graphs
-        and engine.cuda_graphs is off)."""
+        """Which passes stream_regions gives the second stream (streams.moe_stream_passes), "" where
+        runs_moe_side_stream is False."""
         if not self.runs_moe_side_stream:
             return ""
-        if self.host.engine.shared_expert_stream == "small_passes":
-            return "small"
-        return "graphs" if self.host.cuda_graphs else ""
+        return streams.moe_stream_passes(self.host.engine.shared_expert_stream, self.host.cuda_graphs)
 
     def group_batch(self, batch: int) -> int:
         """The largest attention group's share of a batch (the whole batch without DP attention):

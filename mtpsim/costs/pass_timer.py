@@ -85,16 +85,10 @@ class PassTimer:
             t = self.frame(whole.batch, self.q, whole.visible_max, self.hidden_size, self.graphs)[1]
             frame = self.frames[whole.visible_max] = (t.compute_s, t.memory_s, t.comm_s, t.launch_s)
         compute, memory, comm, launch = self.plan_s
-        for n, (c, m, co, la) in (*zip(self.layers, core_times), *self.fixed_rows):
+        for n, (c, m, co, la) in (*zip(self.layers, core_times), *self.fixed_rows, (1, frame)):
             if c >= m:
                 compute += n * c
             else:
                 memory += n * m
             comm, launch = comm + n * co, launch + n * la
-        c, m, co, la = frame  # one frame: n * x is x for n = 1
-        if c >= m:
-            compute += c
-        else:
-            memory += m
-        comm, launch = comm + co, launch + la
         return compute + memory + comm + (launch + self.launch_s)

@@ -82,6 +82,15 @@ def moe_runs(mode: str, tokens: int, graphs: bool) -> bool:
     return (mode == "graphs" and graphs) or (mode == "small_passes" and 0 < tokens <= SMALL_PASS_TOKENS)
 
 
+def moe_stream_passes(mode: str, cuda_graphs: bool) -> str:
+    """Which passes `moe_runs` gives the second stream under `mode`: "small" (any pass of at most
+    SMALL_PASS_TOKENS tokens, prefill too), "graphs" (CUDA-graph passes: decode-shaped, never
+    prefill), or "" (none: no such rule, or it needs CUDA graphs and `cuda_graphs` is off)."""
+    if mode == "small_passes":
+        return "small"
+    return "graphs" if mode == "graphs" and cuda_graphs else ""
+
+
 def attention_runs(engine: str, att_kind: str, tokens: int, graphs: bool, capability: float | None) -> bool:
     """Whether SGLang runs this layer's attention prologue on side streams: DeepSeek-V4's layers
     (attention kind `compressed`), in a CUDA-graph pass within the token limit."""
