@@ -81,7 +81,7 @@ def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | No
         mapping = deepseek_v4.finish(text, mapping, drafters() if drafters else {})
     block = block_keys(top)  # a block drafter's (hfconfig/blocks.py)
     if block:  # it borrows the target's embedding and LM head: whether they are tied is the target's
-        mapping.pop("tie_embeddings")
+        mapping.pop("tie_embeddings", None)
     return mapping | block
 
 
