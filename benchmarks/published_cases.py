@@ -89,6 +89,10 @@ CASES = [
          metric="tps", unit="MTP, conc"),
     Case("P10", "p10-deepseek-r1-b200-sglang-trtllm-mla.yaml", "concurrency", {1: 82.72}, metric="tps",
          unit="none, conc", sets=("speculative.design=none", "acceptance=null")),
+    # P11: the same PR's MTP-on run at 256 requests of 1k/1k sent at once (measured concurrency 222):
+    # 5,934.04 output tok/s at accept length 2.79; no MTP=off arm at that load
+    Case("P11", "p11-deepseek-r1-b200-sglang-trtllm-mla-256.yaml", "concurrency", {256: 5934.04}, {256: 2.79},
+         metric="tps", unit="MTP, conc"),
     # LMSYS's 96xH100 PD + large-EP deployment, each pool measured on its own as the source did:
     # decode 22,282 tok/s per node (8 GPUs) at batch 256 per GPU, prefill 57,674 / 54,543 / 50,302
     # input tok/s per node at 1K / 2K / 4K prompts
