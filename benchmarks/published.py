@@ -234,6 +234,10 @@ def main() -> None:
     print(report(table))
     early = table[table.case.isin([f"P{i}" for i in range(1, 8)]) & table.metric.str.endswith("speedup")]
     print(_errors(early, "error %", "default on the public speedups P1-P7"))
+    recent = table[table.case.isin(["P10", "P11"])]
+    if len(recent):
+        print(_errors(recent, "error %", "default on recent SGLang MTP (P10-P11: DeepSeek-R1 on 8xB200, SGLang ~v0.5.2, "
+                                          "both arms' tok/s and the speedup)"))
     scale = table[table.case.str.startswith("L")]
     if len(scale):
         print(_errors(scale, "error %", "default on the deployments at scale (L cases: per-GPU pool rates)"))

@@ -81,6 +81,18 @@ CASES = [
     Case("P9", "p9-mimo-v2-flash-sglang-dp2.yaml", "concurrency",
          dict(zip((1, 2, 4, 8, 16, 32, 64), (201, 349, 535, 819, 1168, 1618, 2816))),
          dict(zip((1, 2, 4, 8, 16, 32, 64), (3.01, 2.92, 2.93, 2.94, 2.94, 2.96, 2.93))), metric="tps"),
+    # recent SGLang (v0.5.x) MTP on DeepSeek-R1, both arms' output tok/s and the speedup they imply.
+    # P10: SGLang PR #10281 (2025-09-10), 8xB200 TP8, trtllm_mla, EAGLE 3 steps / topk 1, 1k/1k at
+    # concurrency 1: 82.72 -> 151.53 tok/s at accept length 2.69 (release ~0.5.2 assumed: scenario file)
+    Case("P10", "p10-deepseek-r1-b200-sglang-trtllm-mla.yaml", "concurrency", {1: 151.53 / 82.72}, {1: 2.69}),
+    Case("P10", "p10-deepseek-r1-b200-sglang-trtllm-mla.yaml", "concurrency", {1: 151.53}, {1: 2.69},
+         metric="tps", unit="MTP, conc"),
+    Case("P10", "p10-deepseek-r1-b200-sglang-trtllm-mla.yaml", "concurrency", {1: 82.72}, metric="tps",
+         unit="none, conc", sets=("speculative.design=none", "acceptance=null")),
+    # P11: the same PR's MTP-on run at 256 requests of 1k/1k sent at once (measured concurrency 222):
+    # 5,934.04 output tok/s at accept length 2.79; no MTP=off arm at that load
+    Case("P11", "p11-deepseek-r1-b200-sglang-trtllm-mla-256.yaml", "concurrency", {256: 5934.04}, {256: 2.79},
+         metric="tps", unit="MTP, conc"),
     # LMSYS's 96xH100 PD + large-EP deployment, each pool measured on its own as the source did:
     # decode 22,282 tok/s per node (8 GPUs) at batch 256 per GPU, prefill 57,674 / 54,543 / 50,302
     # input tok/s per node at 1K / 2K / 4K prompts
