@@ -236,7 +236,7 @@ def main() -> None:
     print(_errors(early, "error %", "default on the public speedups P1-P7"))
     recent = table[table.case.isin(["P10", "P11"])]
     if len(recent):
-        print(_errors(recent, "error %", "default on recent SGLang MTP (P10-P11: DeepSeek-R1 on 8xB200, SGLang ~v0.5.2, "
+        print(_errors(recent, "error %", "default on SGLang 0.5.2 MTP on B200 (P10-P11: DeepSeek-R1 on 8xB200, "
                                           "both arms' tok/s and the speedup)"))
     scale = table[table.case.str.startswith("L")]
     if len(scale):
