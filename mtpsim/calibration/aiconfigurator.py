@@ -304,12 +304,12 @@ def main(args) -> int:
         raise ScenarioError(str(out), "", "its parent folder does not exist")
     if args.system not in SYSTEMS:  # before the banner below prints the name
         raise ScenarioError("--system", short(args.system, 40)[1:-1], f"unknown system (known: {', '.join(SYSTEMS)})")
+    archive = Path(args.archive) if getattr(args, "archive", None) else None
+    if archive is not None and not (archive / "data").is_dir():
+        raise ScenarioError("--archive", str(archive), "has no data folder: give an aiconfigurator systems folder "
+                            "(aic-core/src/aiconfigurator_core/systems of a checkout)")
     print(f"mtpsim calibrate --from aiconfigurator: {args.system} / {args.backend} -> {out}")
     with staged(out) as tmp:  # whole or not at all: Ctrl-C, a full disk or a full stdout leaves no half profile
-        archive = Path(args.archive) if getattr(args, "archive", None) else None
-        if archive is not None and not (archive / "data").is_dir():
-            raise ScenarioError("--archive", str(archive), "has no data folder: give an aiconfigurator systems folder "
-                                "(aic-core/src/aiconfigurator_core/systems of a checkout)")
         meta = convert(args.system, args.backend, args.version, tmp, archive=archive)
         size = sum(p.stat().st_size for p in tmp.iterdir())
         print(f"wrote {len(meta['families'])} op families, {size / 1e6:.1f} MB, framework version "
