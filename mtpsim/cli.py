@@ -164,6 +164,11 @@ def _add_calibrate(sub) -> None:
     p.add_argument("--version", type=named("name the engine version, or leave --version out for the database's current one"),
                    help="with --from aiconfigurator: the engine version (default: the "
                    "database's current one; older versions fill the families it lacks)")
+    p.add_argument("--archive", type=named("name an aiconfigurator systems folder"),
+                   help="with --from aiconfigurator: an older aiconfigurator systems folder "
+                   "(aic-core/src/aiconfigurator_core/systems of a checkout) for the tables the installed "
+                   "package no longer ships: SGLang's Triton fused-MoE rows (moe_triton); without it that "
+                   "family is left out")
     p.set_defaults(func=commands.calibrate)
 
 

@@ -81,7 +81,7 @@ def schema(args) -> int:
 
 
 # calibrate's flags that belong to one of its two jobs: given to the other, they would do nothing
-CONVERTING, TIMING = ("system", "backend", "version"), ("device", "quick", "threads", "visits")
+CONVERTING, TIMING = ("system", "backend", "version", "archive"), ("device", "quick", "threads", "visits")
 
 
 def calibrate(args) -> int:

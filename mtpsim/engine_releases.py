@@ -23,7 +23,8 @@ from mtpsim.errors import AtKey, ScenarioError, from_validation, short, warn
 from mtpsim.specs import Spec
 
 RuleField = Literal["speculative_max_running_requests", "speculative_overlap", "verify_scorer",
-                    "fuses_shared_experts", "shared_fusion_below_capability", "shared_expert_stream",
+                    "fuses_shared_experts", "shared_fusion_below_capability", "triton_fp8_moe_from_capability",
+                    "shared_expert_stream",
                     "fraction_by_tp", "unoverlapped_designs", "speculative_overlap_max_topk", "decode_overlap",
                     "speculative_host_extra_s", "eager_passes"]
 

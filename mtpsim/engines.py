@@ -119,6 +119,11 @@ class EngineSpec(Spec):
     # ... except on GPUs of at least this compute capability, where the engine's default MoE
     # kernel for FP8/FP4 experts cannot take them (SGLang's flashinfer_trtllm runner on sm100)
     shared_fusion_below_capability: float | None = Field(default=None, ge=1, le=20)
+    # on GPUs of at least this compute capability the release runs FP8 (block-scaled) experts
+    # through its Triton fused-MoE runner, not the faster kernel a profile's `moe` table keeps
+    # (SGLang before v0.5.5 on sm100): they are priced from the profile's `moe_triton` table
+    # where it has one (`moe_table`; costs/calibrated.py), from `moe` where it has none
+    triton_fp8_moe_from_capability: float | None = Field(default=None, ge=1, le=20)
     # when the engine runs unfused shared experts on a second CUDA stream beside the routed ones
     # (costs/streams.py): never, in passes of at most 1,024 tokens, or in CUDA-graph passes
     shared_expert_stream: Literal["none", "small_passes", "graphs"] = "none"
@@ -183,6 +188,14 @@ class EngineSpec(Spec):
         limit, cc = self.shared_fusion_below_capability, hardware.compute_capability
         return self.fuses_shared_experts and not (
             limit is not None and cc is not None and cc >= limit and expert_dtype in ("fp8", "fp4"))
+
+    def moe_table(self, hardware, expert_dtype: str) -> str:
+        """The profile family that times the routed-expert kernel this release runs on `hardware`
+        (a HardwareSpec) for experts in `expert_dtype`: `moe_triton` where it runs the Triton
+        runner for them (triton_fp8_moe_from_capability), else `moe`."""
+        limit, cc = self.triton_fp8_moe_from_capability, hardware.compute_capability
+        triton = limit is not None and cc is not None and cc >= limit and expert_dtype == "fp8"
+        return "moe_triton" if triton else "moe"
 
     def mixes(self, design: str, configured: bool | None) -> bool:
         """Whether iterations of `design` carry prefill chunks: the scenario's engine.mixed_batches

@@ -299,3 +299,56 @@ def test_a_committed_profile_is_what_the_converter_writes_today(tmp_path, name):
         assert gzip.decompress((out / table.name).read_bytes()) == gzip.decompress(table.read_bytes()), table.name
     fresh = yaml.safe_load((out / "meta.yaml").read_text())
     assert {**fresh, "date": None} == {**meta, "date": None}
+
+
+def test_triton_block_fp8_moe_rows_come_from_the_archived_0_5_10_table(tmp_path):
+    """moe_triton: SGLang's Triton fused-MoE runner on block-FP8 experts, from the 0.5.10 table of
+    an older systems folder (--archive; aiconfigurator-core 0.12.0 ships no such table), by moe's
+    rules; other kernels and dtypes in that table are not taken, nor a newer or older version's.
+    Without --archive the family is left out and the profile is what it was."""
+    import hashlib
+
+    def write(root, version, rows, file="moe/moe_perf.parquet"):
+        folder = root / "data" / "b200_sxm" / file.split("/")[0] / "sglang" / version
+        folder.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(rows).assign(framework="SGLang", version=version, device="NVIDIA B200").to_parquet(
+            folder / file.split("/")[1])
+        return folder / file.split("/")[1]
+
+    def moe(kernel, dtype, ms):
+        return [dict(op_name="moe", kernel_source=kernel, moe_dtype=dtype, num_tokens=t, hidden_size=7168, inter_size=2048,
+                     topk=8, num_experts=256, moe_tp_size=8, moe_ep_size=1, distribution=dist, latency=ms * t)
+                for t in (1, 4, 16) for dist in ("balanced", "power_law_1.2")]
+
+    root = tmp_path / "systems"
+    (root / "data" / "b200_sxm").mkdir(parents=True)
+    (root / "query_versions.yaml").write_text(yaml.safe_dump({"defaults": {"sglang": {"current": "0.5.14"}}}))
+    write(root, "0.5.14", [_gemm(m, 1024, 1024, 0.01) for m in (1, 4)], "gemm/gemm_perf.parquet")
+    write(root, "0.5.14", [dict(op_name="generation_attention", kernel_source="fa", batch_size=1, isl=1, num_heads=8,
+                                num_key_value_heads=1, head_dim=128, beam_width=1, attn_dtype="bfloat16",
+                                kv_cache_dtype="bfloat16", step=127, window_size=0, latency=0.01)],
+          "attention/generation_attention_perf.parquet")
+    write(root, "0.5.14", moe("sglang_flashinfer_trtllm_moe", "fp8_block", 0.1)
+          + moe("sglang_fused_moe_triton", "fp8_block", 0.9))
+    archive = tmp_path / "old" / "systems"
+    table = write(archive, "0.5.10", moe("sglang_flashinfer_trtllm_moe", "fp8_block", 0.05)
+                  + moe("sglang_fused_moe_triton", "fp8_block", 0.3) + moe("sglang_fused_moe_triton", "bfloat16", 0.4))
+    write(archive, "0.5.9", moe("sglang_fused_moe_triton", "fp8_block", 7.0))
+    write(archive, "0.5.14", moe("sglang_fused_moe_triton", "fp8_block", 8.0))
+
+    out = tmp_path / "with"
+    A.convert("b200_sxm", "sglang", None, out, root=root, archive=archive, progress=lambda *_: None)
+    rows = pd.read_csv(out / "moe_triton.csv.gz").sort_values("tokens")
+    assert set(rows.dtype) == {"fp8"} and rows.time_s.tolist() == pytest.approx([3e-4 * t for t in (1, 4, 16)])
+    assert rows.touched.tolist() == [8, 32, 128]  # balanced rows, as `moe`'s
+    # `moe` is the installed package's table, fastest kernel per shape, untouched by the archive
+    assert pd.read_csv(out / "moe.csv.gz").sort_values("tokens").time_s.tolist() == pytest.approx([1e-4 * t for t in (1, 4, 16)])
+    (record,) = yaml.safe_load((out / "meta.yaml").read_text())["families"]["moe_triton"]["sources"]
+    assert record["table"] == "moe/sglang/0.5.10/moe_perf.parquet" and record["kernel_source"] == "sglang_fused_moe_triton"
+    assert record["sha256"] == hashlib.sha256(table.read_bytes()).hexdigest() and record["dtypes"] == {"fp8": "fp8_block"}
+
+    plain = tmp_path / "without"
+    A.convert("b200_sxm", "sglang", None, plain, root=root, progress=lambda *_: None)
+    assert not (plain / "moe_triton.csv.gz").exists()
+    assert "moe_triton" not in yaml.safe_load((plain / "meta.yaml").read_text())["families"]
+    assert (plain / "moe.csv.gz").read_bytes() == (out / "moe.csv.gz").read_bytes()

@@ -262,3 +262,53 @@ def test_sglang_runs_the_eagle_draft_extend_eagerly_before_its_cuda_graph(versio
     q, kv = np.full(4, 2), np.full(4, 1000)
     cost, graphed = pricer.price(extend, q, kv).time_s, ignored.price(extend, q, kv).time_s
     assert cost > graphed if eager else cost == graphed
+
+
+def _experts(tokens: int):
+    """DeepSeek-V3's routed experts on one of 8 TP GPUs at `tokens` tokens, routed as the profiles'
+    balanced rows are (min(E, T * k) experts touched), so the op sits on a measured row."""
+    from mtpsim.costs import ops as O
+    ffn = catalog.load_model("deepseek-v3").ffn_kinds["moe"]
+    return O.moe_experts(ffn, 7168, tokens, "fp8", O.Parallel(8, 1), touched=min(256, 8 * tokens))
+
+
+def _row(hardware: str, family: str, tokens: int) -> float:
+    """time_s of the committed <hardware>-sglang profile's `family` row at DeepSeek-V3's TP8 shape."""
+    import pandas as pd
+
+    from mtpsim.costs.profile import PROFILES_DIR
+    df = pd.read_csv(PROFILES_DIR / f"{hardware}-sglang" / f"{family}.csv.gz")
+    (t,) = df[(df.dtype == "fp8") & (df.inter == 256) & (df.num_experts == 256) & (df.top_k == 8) & (df.d == 7168)
+              & (df.tokens == tokens) & (df.touched == min(256, 8 * tokens))].time_s
+    return float(t)
+
+
+@pytest.mark.parametrize("tokens", [1, 2, 4])  # from 16 tokens the moe rows are under the stream floor
+def test_sglang_before_0_5_5_prices_block_fp8_experts_on_b200_from_the_triton_table(tokens):
+    """Rule sm100_triton_fp8_moe: SGLang before v0.5.5 runs block-FP8 experts on sm100 through its
+    Triton fused-MoE runner, so the B200 op is the profile's moe_triton row (and labelled so);
+    from v0.5.5 the flashinfer_trtllm row of `moe`, which is faster."""
+    op = _experts(tokens)
+    old = build_pricer(_dsv3("b200", "0.5.2")).costs.time(op, True)
+    new = build_pricer(_dsv3("b200", "0.5.12")).costs.time(op, True)
+    assert old.source == "calibrated:moe_triton" and new.source == "calibrated"
+    assert old.total_s == pytest.approx(_row("b200", "moe_triton", tokens), rel=1e-9)
+    assert new.total_s == pytest.approx(_row("b200", "moe", tokens), rel=1e-9)
+    assert old.total_s > new.total_s
+    ignored = build_pricer(_dsv3("b200", "0.5.2", ignore=["sm100_triton_fp8_moe"])).costs.time(op, True)
+    assert ignored == new  # the rule is the only difference
+
+
+def test_the_triton_rule_changes_nothing_off_sm100_or_without_its_table():
+    """On H200 (sm90) the rule does not apply; a profile without a moe_triton table (every one but
+    the sm100 SGLang ones) prices the experts from `moe` at any release; `cost --ops` names the table."""
+    from mtpsim.costs.calibrated import CalibratedCosts
+    op = _experts(4)
+    h200 = [build_pricer(_dsv3("h200", v)).costs.time(op, True) for v in ("0.5.2", "0.5.12")]
+    assert h200[0] == h200[1] and "moe_triton" not in h200[0].source
+    costs = build_pricer(_dsv3("b200", "0.5.2")).costs
+    bare = CalibratedCosts({f: t for f, t in costs.tables.items() if f != "moe_triton"}, costs.meta, costs.hw,
+                           engine=costs.engine)
+    assert bare.time(op, True) == build_pricer(_dsv3("b200", "0.5.12")).costs.time(op, True)
+    assert _ffn_ops(_dsv3("b200", "0.5.2")).loc["moe.experts", "priced_by"].endswith(":moe_triton")
+    assert "triton" not in _ffn_ops(_dsv3("b200", "0.5.12")).loc["moe.experts", "priced_by"]

@@ -163,6 +163,16 @@ def moe_rows(df: pd.DataFrame) -> pd.DataFrame:
     return _rows(cols, ops, df.latency * 1e-3).groupby(list(cols.columns), as_index=False).median()
 
 
+TRITON_KERNEL = "sglang_fused_moe_triton"
+
+
+def triton_block_fp8(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of SGLang's Triton fused-MoE runner (`fused_moe_triton`) on block-FP8 experts: the
+    kernel SGLang runs for them on sm100 before v0.5.5, where `moe` keeps the faster
+    flashinfer_trtllm one (engines.py `moe_table`). `moe_rows` converts them by its own rules."""
+    return df[(df.kernel_source == TRITON_KERNEL) & (df.moe_dtype == "fp8_block")]
+
+
 def wide_ep_moe_rows(df: pd.DataFrame, mode: str) -> pd.DataFrame:
     """SGLang's wide-EP expert compute under DeepEP (`wideep_generation_moe_perf`: the masked
     grouped GEMM that pairs with low-latency dispatch, `mode` "ll"; `wideep_context_moe_perf`:

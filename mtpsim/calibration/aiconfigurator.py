@@ -16,6 +16,7 @@ aic_kernels.py. meta.yaml says which version each family came from.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import re
 from dataclasses import dataclass
 from functools import partial
@@ -43,6 +44,7 @@ from mtpsim.calibration.aic_nccl import nccl_rows
 from mtpsim.calibration.aic_rows import (
     GEMM_RULE,
     MOE_RULE,
+    TRITON_KERNEL,
     DtypeRule,
     allreduce_rows,
     alltoall_rows,
@@ -53,6 +55,7 @@ from mtpsim.calibration.aic_rows import (
     gemm_rows,
     mla_rows,
     moe_rows,
+    triton_block_fp8,
     wide_ep_moe_rows,
 )
 from mtpsim.catalog import load_hardware
@@ -67,13 +70,19 @@ ATTRIBUTION = ("Kernel timings measured by NVIDIA on real GPUs and distributed i
 @dataclass(frozen=True)
 class Source:
     """Where an mtpsim family's rows come from: a database folder, its file names (the first
-    found wins), the row builder, and the dtype rule the builder relabels by (if any)."""
+    found wins), the row builder, and the dtype rule the builder relabels by (if any). `keep`:
+    the table's rows the builder takes (None: all). `archived`: the table is read from an older
+    aiconfigurator systems folder (`--archive`), at this version or the newest older one that
+    has it, not from the installed package; without --archive the family is left out."""
 
     family: str
     folder: str
     files: tuple[str, ...]
     build: object
     dtypes: DtypeRule | None = None
+    keep: object = None
+    kernel: str | None = None  # the one kernel `keep` takes, which meta.yaml names
+    archived: str | None = None
 
 
 SOURCES = [
@@ -87,19 +96,37 @@ SOURCES = [
     Source("moe_wide_ep", "moe", ("wideep_context_moe_perf.parquet",), partial(wide_ep_moe_rows, mode="normal"), MOE_RULE),
     Source("allreduce", "comm", ("custom_allreduce_perf.parquet",), allreduce_rows),
     Source("alltoall", "comm", ("wideep_deepep_ll_perf.parquet", "moe_a2a_perf.parquet"), alltoall_rows),
+    # SGLang's Triton fused-MoE runner on block-FP8 experts (what SGLang runs for them on sm100
+    # before v0.5.5: engine rule sm100_triton_fp8_moe, mtpsim/data/engines/sglang.yaml), from
+    # SGLang 0.5.10's table: the newest that times that kernel at DeepSeek-V3/R1's shape (hidden
+    # 7168, inter 2048, 256 experts, top 8). 0.5.14's table (the installed package's, which `moe`
+    # reads) times fused_moe_triton at fp8_block only at other shapes (hidden 3072/4096/6144, and
+    # 7168 with 384 experts top 6), and aiconfigurator-core 0.12.0 no longer ships the 0.5.10 and
+    # 0.5.9 moe_perf tables: they are read from the repository's tree before it dropped them
+    # (ai-dynamo/aiconfigurator 095f58a5, aic-core/src/aiconfigurator_core/systems, given as --archive)
+    Source("moe_triton", "moe", ("moe_perf.parquet",), moe_rows, MOE_RULE, keep=triton_block_fp8,
+           kernel=TRITON_KERNEL, archived="0.5.10"),
 ]
 
 
 # ----------------------------------------------------------------------------- the profile
 
 def convert(system: str, backend: str, version: str | None, out: Path, root: Path | None = None,
-            progress=print) -> dict:
-    """Write the profile folder `out` (new, or an empty folder) and return its meta."""
+            progress=print, archive: Path | None = None) -> dict:
+    """Write the profile folder `out` (new, or an empty folder) and return its meta. `archive`: an
+    older aiconfigurator systems folder, read for the SOURCES marked `archived` only."""
     root, data, version = _locate(system, backend, version, root)
     frames: dict[str, list[pd.DataFrame]] = {}
     sources: dict[str, list[dict]] = {}
     for src in SOURCES:
-        found = _read_source(root, data, system, backend, version, src, progress)
+        if src.archived:
+            if archive is None:
+                progress(f"  {src.family:<10} read from an older database only (--archive): left out")
+                continue
+            found = _read_source(archive, archive / "data" / system, system, backend, src.archived, src, progress,
+                                 archived=True)
+        else:
+            found = _read_source(root, data, system, backend, version, src, progress)
         if found is not None:
             frames.setdefault(src.family, []).append(found[0])
             sources.setdefault(src.family, []).append(found[1])
@@ -138,8 +165,10 @@ def _locate(system: str, backend: str, version: str | None, root: Path | None) -
 
 
 def _read_source(root: Path, data: Path, system: str, backend: str, version: str, src: Source,
-                 progress) -> tuple[pd.DataFrame, dict] | None:
-    """One source's rows and meta.yaml record, or None (said) when its table is missing or empty."""
+                 progress, archived: bool = False) -> tuple[pd.DataFrame, dict] | None:
+    """One source's rows and meta.yaml record, or None (said) when its table is missing or empty.
+    `archived`: the table is from an older database (--archive), and its record says so and gives
+    the file's sha256, by which it can be found again in aiconfigurator's history."""
     family, folder = src.family, src.folder
     table = next((t for f in src.files if (t := find_table(data, folder, backend, f, version))), None)
     if table is None:
@@ -151,6 +180,7 @@ def _read_source(root: Path, data: Path, system: str, backend: str, version: str
         raw, foreign = read_table(data, backend, table, SYSTEMS[system].device, framework)
         read = len(raw)
         raw, borrowed = _borrow(root, data, system, backend, table, raw)
+        raw = src.keep(raw) if src.keep else raw
         rows = src.build(raw) if len(raw) else pd.DataFrame()
     except (OSError, KeyError, AttributeError, ValueError, TypeError) as exc:
         # pyarrow's errors derive from these; a table of another release's layout lands here
@@ -160,7 +190,11 @@ def _read_source(root: Path, data: Path, system: str, backend: str, version: str
         progress(f"  {family:<10} {name}: no usable rows")
         return None
     progress(f"  {family:<10} {name}: {len(rows)} rows ({foreign} foreign dropped)")
-    return rows, {"table": name, "framework_version": table.version, "rows_read": int(read),
+    old = {"database": "an older aiconfigurator systems folder (--archive), not the installed package",
+           "sha256": hashlib.sha256((data / table.family / backend / table.version / table.file).read_bytes()).hexdigest(),
+           "rows_kept": int(len(raw))} if archived else {}
+    return rows, {"table": name, "framework_version": table.version, **old,
+                  **({"kernel_source": src.kernel} if src.kernel else {}), "rows_read": int(read),
                   "foreign_rows_dropped": foreign, "rows": int(len(rows)),
                   **(_dtype_record(raw, src) if src.dtypes else {}), **({"borrowed": borrowed} if borrowed else {})}
 
@@ -208,7 +242,7 @@ def _borrow(root: Path, data: Path, system: str, backend: str, table: Table,
 
 def _dtype_record(raw: pd.DataFrame, src: Source) -> dict:
     """meta.yaml's record of which database dtype each mtpsim dtype came from, and what was passed over."""
-    chosen, rejected = choose_dtypes(balanced(raw) if src.family == "moe" else raw, src.dtypes)
+    chosen, rejected = choose_dtypes(balanced(raw) if src.family in ("moe", "moe_triton") else raw, src.dtypes)
     return {"dtypes": chosen, **({"dtypes_passed_over": rejected} if rejected else {})}
 
 
@@ -270,9 +304,13 @@ def main(args) -> int:
         raise ScenarioError(str(out), "", "its parent folder does not exist")
     if args.system not in SYSTEMS:  # before the banner below prints the name
         raise ScenarioError("--system", short(args.system, 40)[1:-1], f"unknown system (known: {', '.join(SYSTEMS)})")
+    archive = Path(args.archive) if getattr(args, "archive", None) else None
+    if archive is not None and not (archive / "data").is_dir():
+        raise ScenarioError("--archive", str(archive), "has no data folder: give an aiconfigurator systems folder "
+                            "(aic-core/src/aiconfigurator_core/systems of a checkout)")
     print(f"mtpsim calibrate --from aiconfigurator: {args.system} / {args.backend} -> {out}")
     with staged(out) as tmp:  # whole or not at all: Ctrl-C, a full disk or a full stdout leaves no half profile
-        meta = convert(args.system, args.backend, args.version, tmp)
+        meta = convert(args.system, args.backend, args.version, tmp, archive=archive)
         size = sum(p.stat().st_size for p in tmp.iterdir())
         print(f"wrote {len(meta['families'])} op families, {size / 1e6:.1f} MB, framework version "
               f"{meta['source']['framework_version']}, package {meta['source']['package_version']}")

@@ -219,9 +219,17 @@ class CalibratedCosts:
         if point is None or op.shape.get("nodes", 1) > 1:  # the tables measured one node's collectives
             return None
         family, keys, dims, x = point
+        runner = ""
+        if family == "moe" and not op.shape.get("wide_ep") and self.tables.get("moe_triton") and self.engine is not None and \
+                self.engine.moe_table(self.hw, dims["dtype"]) == "moe_triton":
+            # the release runs these experts through its Triton runner (engine rule; engines.py
+            # `moe_table`): the profile's table of that kernel, named in the op's source (wide EP's
+            # experts run DeepEP's grouped GEMM instead: costs/wide_ep.py)
+            family, runner = "moe_triton", ":moe_triton"
         table, exact, stand_in = self._table(family, keys, dims)
         if table is None:
             return None
+        stand_in += runner
         if family == "elementwise":  # the grid's tokens at its width d holding as many elements
             x = {"tokens": x["elements"] / table.dims["d"]}
         work = self.work_s(op)

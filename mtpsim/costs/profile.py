@@ -67,6 +67,11 @@ FAMILIES = {
                         values={"kind": ("gqa", "swa", "mla", "frozen"), "kv_dtype": get_args(Dtype)}),
     "moe": Family((), ("dtype", "inter", "num_experts"), ("tokens", "touched", "top_k", "d"), ("tokens", "touched"),
                   values=DTYPES),
+    # the same experts through SGLang's Triton fused-MoE runner (block-FP8 only): what a release runs
+    # where its engine rule says so (engines.py `moe_table`), while `moe` keeps the fastest kernel
+    # per shape (aic_rows.py `moe_triton_rows`, aiconfigurator.py TRITON_MOE)
+    "moe_triton": Family((), ("dtype", "inter", "num_experts"), ("tokens", "touched", "top_k", "d"),
+                         ("tokens", "touched"), values=DTYPES),
     # one GPU's experts under wide EP (DeepEP), by dispatch mode (ll | normal): calibrated.py `wide_ep_moe`
     "moe_wide_ep": Family(("mode",), ("dtype", "inter", "d"), ("experts", "tokens_per_expert"),
                           ("experts", "tokens_per_expert"), values={**MODES, **DTYPES}),
