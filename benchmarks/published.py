@@ -237,7 +237,7 @@ def main() -> None:
     recent = table[table.case.isin(["P10", "P11"])]
     if len(recent):
         print(_errors(recent, "error %", "default on SGLang 0.5.2 MTP on B200 (P10-P11: DeepSeek-R1 on 8xB200, "
-                                          "both arms' tok/s and the speedup)"))
+                                          "both arms' tok/s and the speedup; Triton MoE before 0.5.5)"))
     scale = table[table.case.str.startswith("L")]
     if len(scale):
         print(_errors(scale, "error %", "default on the deployments at scale (L cases: per-GPU pool rates)"))
