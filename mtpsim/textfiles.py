@@ -108,6 +108,94 @@ def read_bytes(path: str | Path, where: str | None = None, limit: int = MAX_FILE
     return data
 
 
+MAX_LINE_BYTES = 1 << 16  # one CSV row: summary.csv's ~60 columns take ~1.5 KB, a trace row a few dozen bytes
+
+
+class LineLimit:
+    """Bytes fed in file order, refused (one ScenarioError naming the line) once a line is longer
+    than `limit` bytes: a row of a million fields (a run of commas) costs pandas seconds per 100k
+    of them, and a gzip bomb of one endless line would be read into memory whole. Lines end at
+    \\n, \\r\\n or a lone \\r, as the CSV readers split them."""
+
+    def __init__(self, where: str, limit: int = MAX_LINE_BYTES):
+        self.where, self.limit = where, limit
+        self.run = 0     # bytes of the line being read, so far
+        self.ended = 0   # line endings seen before the current chunk
+
+    def feed(self, chunk: bytes) -> None:
+        if not chunk:
+            return
+        parts = chunk.replace(b"\r", b"\n").split(b"\n")
+        if self.run + len(parts[0]) > self.limit or (len(parts) > 2 and max(map(len, parts[1:-1])) > self.limit) \
+                or len(parts) > 1 and len(parts[-1]) > self.limit:
+            self._refuse(chunk, parts)
+        self.run = self.run + len(parts[0]) if len(parts) == 1 else len(parts[-1])
+        self.ended += _endings(chunk)
+
+    def _refuse(self, chunk: bytes, parts: list[bytes]) -> None:
+        offset, length = 0, self.run + len(parts[0])
+        for k, part in enumerate(parts):
+            if k:
+                offset, length = offset + len(parts[k - 1]) + 1, len(part)
+            if length > self.limit:
+                break
+        line = self.ended + _endings(chunk[:offset]) + 1
+        raise ScenarioError(self.where, "", f"line {line:,} is longer than {self.limit:,} bytes, far longer than any row "
+                            "mtpsim reads (thousands of fields, or a file that is no table?)")
+
+
+def _endings(data: bytes) -> int:
+    """Line endings in `data`: \\n, \\r\\n and a lone \\r, each counted once."""
+    return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+
+
+def check_lines(data: bytes, where: str, limit: int = MAX_LINE_BYTES) -> None:
+    """A ScenarioError naming the first line of `data` longer than `limit` bytes (LineLimit)."""
+    if len(data) <= limit:
+        return
+    check, step = LineLimit(where, limit), 1 << 20
+    for start in range(0, len(data), step):
+        check.feed(data[start:start + step])
+
+
+class LinesCapped(io.RawIOBase):
+    """A binary stream read through a LineLimit: what a streamed reader (pandas' chunked CSV
+    reader, a JSON-lines loop) reads is refused at the first line over the limit, before the line
+    is held whole. Wrap it in io.BufferedReader for a buffered stream."""
+
+    def __init__(self, raw, where: str, limit: int = MAX_LINE_BYTES):
+        super().__init__()
+        self.raw, self.check = raw, LineLimit(where, limit)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return self.raw.seekable()
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """Back to the start only (a reader that sniffs the header, then reads from the top)."""
+        if (offset, whence) != (0, io.SEEK_SET):
+            raise io.UnsupportedOperation("a line-capped stream rewinds to its start only")
+        self.check = LineLimit(self.check.where, self.check.limit)
+        return self.raw.seek(0)
+
+    def tell(self) -> int:
+        return self.raw.tell()
+
+    def readinto(self, buffer) -> int:
+        n = self.raw.readinto(buffer)
+        if n:
+            self.check.feed(bytes(memoryview(buffer)[:n]))
+        return n
+
+    def close(self) -> None:
+        try:
+            self.raw.close()
+        finally:
+            super().close()
+
+
 def version(path: str | Path) -> tuple:
     """What changes when a file, or any file in a folder, changes: the resolved path and each
     file's (name, mtime, size). () for a path that does not exist (its reader then says why)."""

@@ -1,0 +1,115 @@
+"""A third adversarial campaign of this series (about 400 inputs: YAML structure and tags, numbers
+at the edges, names, every section's keys, config.json files, acceptance histograms, traces in
+each format and gzipped, profile folders, run folders for `mtpsim plot`, sweeps, --set
+expressions, flags, output paths and stdout; the inputs and what each did are kept out of the
+repo), one test per class found failing. Each test's docstring says what happened before the fix."""
+from __future__ import annotations
+
+import gzip
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mtpsim import textfiles
+from mtpsim.errors import ScenarioError
+from mtpsim.tracefiles import formats as trace_formats
+from tests.test_bad_input import BASE, PROFILED, cpu_profile, one_line_error, run
+from tests.test_bad_input_5 import _fresh_warnings  # noqa: F401 (an autouse fixture)
+
+HIST = BASE.replace("per_depth: [0.8, 0.7]", "histogram: h.csv")
+TRACE = BASE.replace("{concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}", "{arrival: trace, trace: %s}")
+WIDE = 100_000  # fields in one row: pandas took ~1.5 s per 100k of them, so a 5 MB row of commas ran for minutes
+CSV_HEADER = "arrival_s,input_len,output_len\n"
+MOONCAKE_ROW = '{"timestamp": 0, "input_length": 100, "output_length": 10, "hash_ids": [0]}\n'
+
+LONG_ROWS = [  # (id, scenario, files, the file named)
+    ("histogram-wide-first-row", HIST, {"h.csv": "accepted,count\n0,5" + "," * WIDE + "\n1,5\n"}, "h.csv"),
+    ("histogram-wide-later-row", HIST, {"h.csv": "accepted,count\n0,5\n1,5\n2,5" + "," * WIDE + "\n"}, "h.csv"),
+    ("histogram-one-endless-line", HIST, {"h.csv": "accepted,count\n0,5\n" + "9" * WIDE}, "h.csv"),
+    ("trace-wide-first-row", TRACE % "t.csv", {"t.csv": CSV_HEADER + "0,10,10" + "," * WIDE + "\n"}, "t.csv"),
+    ("trace-wide-row-after-good-ones", TRACE % "t.csv",
+     {"t.csv": CSV_HEADER + "0,10,10\n" * 3 + "1,10,10" + "," * WIDE + "\n"}, "t.csv"),
+    ("trace-crlf-wide-row", TRACE % "t.csv", {"t.csv": (CSV_HEADER + "0,10,10" + "," * WIDE + "\n").replace("\n", "\r\n")},
+     "t.csv"),
+    # a small .gz that gunzips to one endless line: held whole in memory before the parser saw a row
+    ("trace-gz-endless-line", TRACE % "t.csv.gz", {"t.csv.gz": gzip.compress((CSV_HEADER + "0,10,10\n").encode() +
+                                                                            b"#" * 2**20)}, "t.csv.gz"),
+    ("trace-header-endless", TRACE % "t.csv",
+     {"t.csv": "arrival_s,input_len,output_len" + "".join(f",x{i}" for i in range(WIDE)) + "\n0,1,1\n"}, "t.csv"),
+]
+
+
+@pytest.mark.parametrize("text,files,named", [c[1:] for c in LONG_ROWS], ids=[c[0] for c in LONG_ROWS])
+def test_a_row_far_longer_than_any_table_holds_is_one_line_at_once(tmp_path, capsys, text, files, named):
+    """Before: a row of a hundred thousand fields (a run of commas) was handed to pandas, which
+    spends ~15 us a field dropping what the header does not name: a 5 MB row of a trace, an
+    acceptance histogram or a profile table ran for minutes (a hang), and a gzipped trace of one
+    endless line was read whole into memory; an endless header or cell was a refusal about
+    columns. Now every CSV row is at most textfiles.MAX_LINE_BYTES, checked as the bytes come."""
+    start = time.monotonic()
+    line = one_line_error(capsys, run(tmp_path, text, files), "", "longer than")
+    assert named in line and "line " in line
+    assert time.monotonic() - start < 5
+
+
+def test_a_profile_table_row_far_too_long_is_one_line(tmp_path, capsys, monkeypatch):
+    """Before: the same row in a profile folder's gemm.csv ran for minutes inside the loader."""
+    monkeypatch.chdir(tmp_path)
+    gemm = (textfiles.Path(__file__).parents[1] / "mtpsim/data/profiles/cpu/gemm.csv").read_text().splitlines()
+    gemm[1] += "," * WIDE
+    files = cpu_profile(tmp_path, gemm__csv="\n".join(gemm) + "\n")
+    line = one_line_error(capsys, run(tmp_path, PROFILED, files), "", "longer than")
+    assert "gemm.csv" in line and "line 2 " in line
+
+
+def test_a_json_lines_trace_row_past_its_own_limit_is_one_line(tmp_path, capsys, monkeypatch):
+    """Before: a JSON-lines trace was read a line at a time, each line whole: one endless line
+    (a .gz of a few KB can hold gigabytes) went into memory before json saw it. Its rows may be
+    long (hash_ids lists a block id per 512 prompt tokens), so their limit is their own."""
+    monkeypatch.setattr(trace_formats, "JSON_LINE_BYTES", 4096)
+    monkeypatch.setattr("mtpsim.tracefiles.readers.JSON_LINE_BYTES", 4096)
+    text = TRACE % "t.jsonl"
+    long_row = MOONCAKE_ROW.replace("[0]", "[" + ", ".join(["0"] * 2000) + "]")
+    line = one_line_error(capsys, run(tmp_path, text, {"t.jsonl": MOONCAKE_ROW + long_row}), "", "longer than 4,096")
+    assert "t.jsonl" in line and "line 2 " in line
+
+
+GOOD_TRACES = [  # line endings and marks the readers took before the limit, and still do
+    ("lf", CSV_HEADER + "0,10,10\n1,10,10\n"),
+    ("crlf", (CSV_HEADER + "0,10,10\n1,10,10\n").replace("\n", "\r\n")),
+    ("lone-cr", (CSV_HEADER + "0,10,10\n1,10,10\n").replace("\n", "\r")),
+    ("bom", "\ufeff" + CSV_HEADER + "0,10,10\n1,10,10\n"),
+    ("blank-lines", CSV_HEADER + "0,10,10\n\n\n1,10,10\n"),
+    ("many-rows", CSV_HEADER + "".join(f"{i / 100},10,10\n" for i in range(30_000))),
+]
+
+
+@pytest.mark.parametrize("content", [c[1] for c in GOOD_TRACES], ids=[c[0] for c in GOOD_TRACES])
+def test_traces_within_the_limit_still_replay(tmp_path, capsys, content):
+    from mtpsim import cli
+    text = (TRACE % "t.csv").replace("trace: t.csv", "trace: {path: t.csv, max_requests: 4}")
+    assert cli.main(run(tmp_path, text, {"t.csv": content})) == 0, capsys.readouterr().err
+
+
+LINE = st.text(alphabet="ab,", max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(LINE, min_size=1, max_size=30), ending=st.sampled_from(["\n", "\r\n", "\r"]),
+       limit=st.integers(1, 30), step=st.integers(1, 50))
+def test_the_line_limit_finds_the_first_long_line_however_the_bytes_are_cut(lines, ending, limit, step):
+    """LineLimit fed in pieces of any size (a stream's reads cut lines and \\r\\n anywhere) refuses
+    exactly when a line is longer than the limit, and names the first such line."""
+    data = ending.join(lines).encode()
+    check = textfiles.LineLimit("f.csv", limit)
+    long = [i for i, text in enumerate(lines) if len(text) > limit]
+    try:
+        for start in range(0, len(data), step):
+            check.feed(data[start:start + step])
+    except ScenarioError as exc:
+        assert long, "refused though no line is long"
+        assert f"line {long[0] + 1:,} " in exc.reason
+    else:
+        assert not long
