@@ -121,25 +121,28 @@ class LineLimit:
         self.where, self.limit = where, limit
         self.run = 0     # bytes of the line being read, so far
         self.ended = 0   # line endings seen before the current chunk
+        self.after_cr = False  # the last chunk ended in \r: a \n opening the next ends no other line
 
     def feed(self, chunk: bytes) -> None:
         if not chunk:
             return
         parts = chunk.replace(b"\r", b"\n").split(b"\n")
+        split = self.after_cr and chunk[:1] == b"\n"  # a \r\n cut between two reads
         if self.run + len(parts[0]) > self.limit or (len(parts) > 2 and max(map(len, parts[1:-1])) > self.limit) \
                 or len(parts) > 1 and len(parts[-1]) > self.limit:
-            self._refuse(chunk, parts)
+            self._refuse(chunk, parts, split)
         self.run = self.run + len(parts[0]) if len(parts) == 1 else len(parts[-1])
-        self.ended += _endings(chunk)
+        self.ended += _endings(chunk) - split
+        self.after_cr = chunk.endswith(b"\r")
 
-    def _refuse(self, chunk: bytes, parts: list[bytes]) -> None:
+    def _refuse(self, chunk: bytes, parts: list[bytes], split: bool) -> None:
         offset, length = 0, self.run + len(parts[0])
         for k, part in enumerate(parts):
             if k:
                 offset, length = offset + len(parts[k - 1]) + 1, len(part)
             if length > self.limit:
                 break
-        line = self.ended + _endings(chunk[:offset]) + 1
+        line = self.ended + _endings(chunk[:offset]) - (split and offset > 0) + 1
         raise ScenarioError(self.where, "", f"line {line:,} is longer than {self.limit:,} bytes, far longer than any row "
                             "mtpsim reads (thousands of fields, or a file that is no table?)")
 

@@ -96,7 +96,7 @@ def test_traces_within_the_limit_still_replay(tmp_path, capsys, content):
 LINE = st.text(alphabet="ab,", max_size=40)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(lines=st.lists(LINE, min_size=1, max_size=30), ending=st.sampled_from(["\n", "\r\n", "\r"]),
        limit=st.integers(1, 30), step=st.integers(1, 50))
 def test_the_line_limit_finds_the_first_long_line_however_the_bytes_are_cut(lines, ending, limit, step):
@@ -113,3 +113,24 @@ def test_the_line_limit_finds_the_first_long_line_however_the_bytes_are_cut(line
         assert f"line {long[0] + 1:,} " in exc.reason
     else:
         assert not long
+
+
+SWEPT = BASE + "sweep: {workload.input_len: [" + ", ".join(str(64 + i) for i in range(25)) + "]}\n"
+RUN_COUNTS = [  # (id, scenario, extra argv, the key or flag blamed)
+    ("flag", SWEPT, ["--seeds", "1000"], "--seeds"),
+    ("file", SWEPT + "seeds: 1000\n", [], "s.yaml: seeds"),
+    ("set", SWEPT, ["--set", "seeds=900"], "--set: seeds"),
+    ("swept-seeds", BASE + "sweep: {seeds: [" + ", ".join(str(1000 - i) for i in range(21)) + "]}\n", [], "sweep.seeds"),
+]
+
+
+@pytest.mark.parametrize("text,extra,blamed", [c[1:] for c in RUN_COUNTS], ids=[c[0] for c in RUN_COUNTS])
+def test_points_times_seeds_past_the_limit_is_one_line_before_anything_runs(tmp_path, capsys, text, extra, blamed):
+    """Before: the sweep's points (at most 10,000) and the seeds (at most 1,000) were each
+    limited, their product not: 1,024 points at --seeds 1000 started a million runs, days of
+    simulation without a word. Now a run makes at most limits.MAX_POINT_RUNS point runs."""
+    start = time.monotonic()
+    line = one_line_error(capsys, run(tmp_path, text) + extra, "", "over the limit of 20,000")
+    assert f"{blamed}: " in line
+    assert not (tmp_path / "out").exists()
+    assert time.monotonic() - start < 10
