@@ -10,6 +10,7 @@ import functools
 import gzip
 import io
 import json
+import os
 import zlib
 from pathlib import Path
 
@@ -52,13 +53,28 @@ def not_a_file(path: Path) -> str:
 
 def not_a_folder(path: Path) -> str:
     """Why a path that should be a folder to write into is not one (it exists as something else)."""
+    return f"exists and is not a folder ({_kind(path)})"
+
+
+def _kind(path: Path) -> str:
+    """What a path that exists (or is a link) but is no folder is."""
     if path.is_file():
-        kind = "a file"
-    elif path.is_symlink() and not path.exists():
-        kind = "a link to nothing"
-    else:
-        kind = "a device, pipe or socket"
-    return f"exists and is not a folder ({kind})"
+        return "a file"
+    if path.is_symlink() and not path.exists():
+        return "a link to nothing"
+    return "a device, pipe or socket"
+
+
+def blocked_by(path: Path) -> str | None:
+    """Why no folder can be made at `path` because of a folder on the way to it (an ancestor, the
+    topmost first): it exists as something else, a file, a device or a link to nothing, e.g.
+    `runs is a link to nothing, not a folder`; None when every ancestor is a folder or
+    absent. mkdir's own error names neither that path nor the cause (a link to nothing raises
+    FileExistsError, as if the folder asked for were there)."""
+    for parent in reversed(Path(path).parents):
+        if os.path.lexists(parent) and not parent.is_dir():
+            return f"{parent} is {_kind(parent)}, not a folder"
+    return None
 
 
 NAME_MAX = 255  # bytes in one path component (Linux, macOS): a longer name fails every file call

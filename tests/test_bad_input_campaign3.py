@@ -134,3 +134,61 @@ def test_points_times_seeds_past_the_limit_is_one_line_before_anything_runs(tmp_
     assert f"{blamed}: " in line
     assert not (tmp_path / "out").exists()
     assert time.monotonic() - start < 10
+
+
+def _blocker(tmp_path, kind: str) -> str:
+    """A path under `blk`, which is a link to nothing or a file."""
+    if kind == "dangling-link":
+        (tmp_path / "blk").symlink_to(tmp_path / "nowhere")
+    else:
+        (tmp_path / "blk").write_text("x")
+    return str(tmp_path / "blk" / "sub")
+
+
+OUTPUTS = [  # (id, command, its flags given the blocked path)
+    ("run-out", "run", lambda p: ["--out", p]),
+    ("run-out-deeper", "run", lambda p: ["--out", p + "/deeper"]),
+    ("recommend-out", "recommend", lambda p: ["--out", p]),
+    ("search-cache", "search", lambda p: ["--cache", p]),
+]
+
+
+@pytest.mark.parametrize("kind", ["dangling-link", "file"])
+@pytest.mark.parametrize("command,extra", [o[1:] for o in OUTPUTS], ids=[o[0] for o in OUTPUTS])
+def test_an_output_folder_under_a_link_to_nothing_names_that_link(tmp_path, capsys, kind, command, extra):
+    """Before: a folder on the way to --out (or --cache) that was a link to nothing made mkdir
+    raise FileExistsError, read as the output folder itself being there: `blk/sub: exists and is
+    not a folder (a device, pipe or socket)`, though blk/sub did not exist and blk was the cause.
+    Now the first such folder is named, with what it is (textfiles.blocked_by)."""
+    blocked = _blocker(tmp_path, kind)
+    argv = run(tmp_path, BASE)
+    argv = [command, argv[1]] + (["--gpus", "8", "--out", str(tmp_path / "o")] if command == "search" else []) + \
+        extra(blocked)
+    line = one_line_error(capsys, argv, "", "not a folder")
+    assert f"blk is {'a link to nothing' if kind == 'dangling-link' else 'a file'}, not a folder" in line
+    assert "device, pipe or socket" not in line
+
+
+@pytest.mark.parametrize("kind", ["dangling-link", "file"])
+def test_the_default_run_folder_under_a_runs_that_is_no_folder_names_it(tmp_path, capsys, monkeypatch, kind):
+    """Before: with `runs` a link to nothing, `mtpsim run` (no --out) tried 10,000 names in turn
+    and said `10,000 runs of this name started this second: pass --out`."""
+    argv = run(tmp_path, BASE)[:2]
+    monkeypatch.chdir(tmp_path)
+    if kind == "dangling-link":
+        (tmp_path / "runs").symlink_to(tmp_path / "nowhere")
+    else:
+        (tmp_path / "runs").write_text("x")
+    line = one_line_error(capsys, argv, "", "runs is a")
+    assert "10,000" not in line
+
+
+@pytest.mark.parametrize("kind", ["dangling-link", "file"])
+def test_a_profile_folder_under_a_link_to_nothing_names_that_link(tmp_path, capsys, kind):
+    """Before: `mtpsim calibrate --out blk/sub` with blk a link to nothing said that
+    `blk/sub.partial` exists (another command writing there), which it did not."""
+    pytest.importorskip("torch")
+    blocked = _blocker(tmp_path, kind)
+    line = one_line_error(capsys, ["calibrate", "--quick", "--device", "cpu", "--out", blocked], "",
+                          "blk is a")
+    assert ".partial" not in line
