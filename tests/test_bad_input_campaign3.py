@@ -16,6 +16,7 @@ from mtpsim import textfiles
 from mtpsim.errors import ScenarioError
 from mtpsim.tracefiles import formats as trace_formats
 from tests.test_bad_input import BASE, PROFILED, cpu_profile, one_line_error, run
+from tests.test_bad_input_2 import parse_error
 from tests.test_bad_input_5 import _fresh_warnings  # noqa: F401 (an autouse fixture)
 
 HIST = BASE.replace("per_depth: [0.8, 0.7]", "histogram: h.csv")
@@ -192,3 +193,28 @@ def test_a_profile_folder_under_a_link_to_nothing_names_that_link(tmp_path, caps
     line = one_line_error(capsys, ["calibrate", "--quick", "--device", "cpu", "--out", blocked], "",
                           "blk is a")
     assert ".partial" not in line
+
+
+ABBREVIATED = [  # (command, flags after the scenario, the flag meant)
+    ("run", ["--seed", "2"], "--seeds"),  # the scenario's `seed`, read as two replicates
+    ("run", ["--job", "1"], "--jobs"),
+    ("run", ["--tr"], "--trace"),
+    ("run", ["--o", "elsewhere"], "--out"),
+    ("cost", ["--bat", "4"], "--batch"),
+    ("cost", ["--cont=10"], "--context"),
+    ("recommend", ["--max", "2"], "--max-steps"),
+    ("search", ["--gpu", "8"], "--gpus"),
+]
+
+
+@pytest.mark.parametrize("command,extra,meant", ABBREVIATED, ids=[f"{a[0]} {a[1][0]}" for a in ABBREVIATED])
+def test_an_abbreviated_flag_is_refused_and_the_whole_one_named(tmp_path, capsys, monkeypatch, command, extra, meant):
+    """Before: argparse took any unique prefix of a flag: `mtpsim run s.yaml --seed 2`, meant as the
+    scenario's seed, ran every point over two seeds (`--seeds 2`) without a word, and a prefix
+    that a later release makes ambiguous would change meaning. Now a flag is given whole; an
+    unknown one that starts (or nearly spells) a flag of the command names it."""
+    argv = [command, run(tmp_path, BASE)[1], *extra]
+    monkeypatch.chdir(tmp_path)  # where a run that went ahead would write runs/
+    line = parse_error(capsys, argv)
+    assert f"unrecognized arguments: {extra[0]}" in line and f"did you mean {meant}" in line
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "elsewhere").exists()
