@@ -218,3 +218,20 @@ def test_an_abbreviated_flag_is_refused_and_the_whole_one_named(tmp_path, capsys
     line = parse_error(capsys, argv)
     assert f"unrecognized arguments: {extra[0]}" in line and f"did you mean {meant}" in line
     assert not (tmp_path / "runs").exists() and not (tmp_path / "elsewhere").exists()
+
+
+SHORTHANDS = [  # (section, the spec file's first line, the shorthand the error shows)
+    ("hardware", "from: h200", "hardware: {from: NAME, ...}"),
+    ("model", "from: deepseek-v3", "model: {from: NAME, ...}"),
+    ("model", "hf_config: config.json", "model: {hf_config: config.json, ...}"),
+]
+
+
+@pytest.mark.parametrize("section,first,shown", SHORTHANDS, ids=[f"{s[0]}-{s[1].split(':')[0]}" for s in SHORTHANDS])
+def test_a_spec_file_using_a_scenario_shorthand_is_shown_the_shorthand_of_its_own_section(tmp_path, capsys, section,
+                                                                                          first, shown):
+    """Before: a hardware file holding `from: h200` was told to write `model: {from: NAME, ...}`,
+    and a model file holding hf_config was shown `from`'s form."""
+    argv = run(tmp_path, BASE, {"spec.yaml": first + "\n"}) + ["--set", f"{section}=./spec.yaml"]
+    line = one_line_error(capsys, argv, first.split(":")[0], "works only inline")
+    assert f"({shown})" in line
