@@ -17,7 +17,7 @@ from mtpsim.errors import ScenarioError
 from mtpsim.tracefiles import formats as trace_formats
 from tests.test_bad_input import BASE, PROFILED, cpu_profile, one_line_error, run
 from tests.test_bad_input_2 import parse_error
-from tests.test_bad_input_5 import _fresh_warnings  # noqa: F401 (an autouse fixture)
+from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 
 HIST = BASE.replace("per_depth: [0.8, 0.7]", "histogram: h.csv")
 TRACE = BASE.replace("{concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}", "{arrival: trace, trace: %s}")
@@ -235,3 +235,23 @@ def test_a_spec_file_using_a_scenario_shorthand_is_shown_the_shorthand_of_its_ow
     argv = run(tmp_path, BASE, {"spec.yaml": first + "\n"}) + ["--set", f"{section}=./spec.yaml"]
     line = one_line_error(capsys, argv, first.split(":")[0], "works only inline")
     assert f"({shown})" in line
+
+
+@pytest.mark.parametrize("inner", ["", "models", "hardware/h200"], ids=["empty", "the-models-folder", "deeper"])
+def test_a_catalog_folder_holding_no_catalog_is_warned_of(tmp_path, capsys, monkeypatch, inner):
+    """Before: MTPSIM_CATALOG naming a folder with none of models/, hardware/, engines/, profiles/
+    (most often the models/ folder itself) was searched and never matched: an entry written there
+    to replace a built-in one was passed over for the built-in without a word."""
+    folder = tmp_path / "cat" / inner
+    folder.mkdir(parents=True)
+    (folder / "deepseek-v3.yaml").write_text("name: deepseek-v3\n")  # never read
+    monkeypatch.setenv("MTPSIM_CATALOG", str(folder))
+    said = [w for w in warnings_of(capsys, ["cost", run(tmp_path, BASE)[1]]) if "MTPSIM_CATALOG" in w]
+    assert len(said) == 1 and "holds none of models/" in said[0]
+    assert ("itself a models/ folder" in said[0]) == (inner == "models")
+
+
+def test_a_catalog_folder_with_a_kind_in_it_is_not_warned_of(tmp_path, capsys, monkeypatch):
+    (tmp_path / "cat" / "engines").mkdir(parents=True)
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "cat"))
+    assert not [w for w in warnings_of(capsys, ["cost", run(tmp_path, BASE)[1]]) if "MTPSIM_CATALOG" in w]
