@@ -255,3 +255,19 @@ def test_a_catalog_folder_with_a_kind_in_it_is_not_warned_of(tmp_path, capsys, m
     (tmp_path / "cat" / "engines").mkdir(parents=True)
     monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "cat"))
     assert not [w for w in warnings_of(capsys, ["cost", run(tmp_path, BASE)[1]]) if "MTPSIM_CATALOG" in w]
+
+
+@pytest.mark.parametrize("row", [1, 2], ids=["a-point's-means", "a-baseline's-means"])
+def test_a_row_of_means_written_twice_is_one_line_as_in_summary_csv(tmp_path, capsys, row):
+    """Before: a summary.csv row written twice was refused (the folder's tables come from
+    different runs), but the same row twice in summary_ci.csv, which `mtpsim plot` draws over
+    seeds, was drawn as two points without a word."""
+    from mtpsim import cli
+    argv = run(tmp_path, BASE) + ["--seeds", "2"]
+    assert cli.main(argv) == 0
+    ci = tmp_path / "out" / "summary_ci.csv"
+    lines = ci.read_text().splitlines()
+    ci.write_text("\n".join([*lines, lines[row]]) + "\n")
+    capsys.readouterr()
+    line = one_line_error(capsys, ["plot", str(tmp_path / "out")], "point", "same run")
+    assert "summary_ci.csv" in line and f"rows {row + 1} and {len(lines) + 1}" in line
