@@ -154,8 +154,10 @@ def _spec_at(path: str, stamp: tuple[int, int, int], cls: type[SpecT]) -> SpecT:
     data = _parsed(path, stamp)
     inline = [k for k in ("from", "hf_config") if k in data]  # _parsed gives a mapping or raises
     if inline:  # the scenario's shorthands, not a file's: a file is read as a whole spec
-        raise ScenarioError(path, inline[0], "works only inline in a scenario (model: {from: NAME, ...}); a spec "
-                            "file is a whole spec: copy the entry it names and change what differs")
+        section = {HardwareSpec: "hardware", EngineSpec: "engine"}.get(cls, "model")
+        shorthand = "from: NAME" if inline[0] == "from" else "hf_config: config.json"
+        raise ScenarioError(path, inline[0], f"works only inline in a scenario ({section}: {{{shorthand}, ...}}); a "
+                            "spec file is a whole spec: copy the entry it names and change what differs")
     try:
         return cls.model_validate(copy.deepcopy(data))  # a copy: a before-validator may edit it
     except ValidationError as exc:

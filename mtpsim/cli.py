@@ -30,7 +30,13 @@ def _add_scenario(p: argparse.ArgumentParser) -> None:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with a one-line error (not the usage text), status 2, like every other bad input."""
+    """argparse with a one-line error (not the usage text), status 2, like every other bad input;
+    and no abbreviated flags: argparse would read `--seed 2` (the scenario's seed) as `--seeds 2`
+    and run two replicates without a word."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def _print_message(self, message: str, file=None) -> None:
         """As argparse's, without swallowing an OSError: --help to a full device is an error too."""
@@ -40,6 +46,7 @@ class _Parser(argparse.ArgumentParser):
     def parse_known_args(self, args=None, namespace=None):
         """As argparse's, but a flag that takes one value, given twice, is an error (argparse keeps
         the last without a word); --set and other repeatable flags repeat as they should."""
+        self._given = list(sys.argv[1:] if args is None else args)  # for an unknown flag's hint (_meant)
         seen = set()
         for token in args or ():
             flag = token.split("=", 1)[0] if token.startswith("--") else None
@@ -52,9 +59,32 @@ class _Parser(argparse.ArgumentParser):
         return super().parse_known_args(args, namespace)
 
     def error(self, message: str):
+        if message.startswith("unrecognized arguments: "):
+            message += self._meant(message.removeprefix("unrecognized arguments: ").split())
         with contextlib.suppress(OSError):
             print(line("error", f"{message} (see {self.prog} --help)", self.prog), file=sys.stderr)
         sys.exit(2)
+
+
+    def _meant(self, tokens: list[str]) -> str:
+        """` (did you mean --seeds? ...)` for the first unknown flag that starts a known one, or is
+        close to one: flags are never abbreviated, so `--seed` stops here instead."""
+        known = set(self._option_string_actions)
+        given = getattr(self, "_given", [])
+        for action in self._actions:  # and the flags of the command given
+            if isinstance(action, argparse._SubParsersAction):
+                command = next((t for t in given if t in action.choices), None)
+                if command is not None:
+                    known |= set(action.choices[command]._option_string_actions)
+        for token in tokens:
+            flag = token.split("=", 1)[0]
+            if not flag.startswith("--"):
+                continue
+            import difflib
+            close = sorted(k for k in known if k.startswith(flag)) or difflib.get_close_matches(flag, sorted(known), 3)
+            if close:
+                return f" (did you mean {' or '.join(close[:3])}? flags are given whole, not abbreviated)"
+        return ""
 
 
 class _Version(argparse._VersionAction):

@@ -18,7 +18,7 @@ import numpy as np
 
 from mtpsim.errors import ScenarioError, short
 from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
-from mtpsim.textfiles import read_bytes
+from mtpsim.textfiles import check_lines, read_bytes
 
 MAX_ROWS = 5_000_000           # CSV rows
 
@@ -121,6 +121,7 @@ def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = N
     Numeric columns come back as float64 (int64 where `integer`); other columns as pandas reads them."""
     where = where or str(path)
     data = read_bytes(path, where)  # checked UTF-8: parsed as bytes, as the C parser reads them
+    check_lines(data, where)  # a row of a million fields would take pandas minutes
     try:
         with warnings.catch_warnings():  # rows longer than the header warn (index_col=False): refuse them
             warnings.simplefilter("error", pd.errors.ParserWarning)

@@ -9,6 +9,7 @@ MAX_TOKENS = 2**24              # any one length (input, output, chunk); models'
 MAX_USERS = 100_000             # closed-loop users (one simpy process each), running requests
 MAX_GPUS = 4096                 # tp, ep, dp
 MAX_SWEEP_POINTS = 10_000       # points per scenario (split larger studies over several files)
+MAX_POINT_RUNS = 20_000         # point runs of one `mtpsim run`, every point's seeds counted (baselines not)
 MAX_RATE = 1e6                  # requests per second
 MAX_SIM_S = 1e9                 # simulated seconds (~32 years): arrival times, schedule phases, a load's span
 MAX_SCHEDULE_DRAWS = 1_000_000  # phases a rate schedule's arrivals are drawn over, repeats included

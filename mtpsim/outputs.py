@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mtpsim.errors import ScenarioError
+from mtpsim.textfiles import blocked_by
 
 
 @contextmanager
@@ -57,13 +58,14 @@ def staged(out: Path) -> Iterator[Path]:
     tmp = out.with_name(out.name + ".partial")
     try:
         tmp.mkdir(parents=True)
-    except FileExistsError:
-        raise ScenarioError(str(tmp), "", "exists (another command writing there, or one that was stopped); remove "
-                            "it yourself if it is stale") from None
     except OSError as exc:  # named as the user gave it (the .partial beside it is ours), with what blocks it
-        blocker = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
-        why = f"{blocker} is a file, not a folder" if blocker is not None and blocker.is_file() else exc.strerror or exc
-        raise ScenarioError(str(out), "", f"cannot create: {why}") from None
+        blocked = blocked_by(out)  # a link to nothing on the way raises FileExistsError too
+        if blocked is not None:
+            raise ScenarioError(str(out), "", f"cannot create: {blocked}") from None
+        if isinstance(exc, FileExistsError):
+            raise ScenarioError(str(tmp), "", "exists (another command writing there, or one that was stopped); "
+                                "remove it yourself if it is stale") from None
+        raise ScenarioError(str(out), "", f"cannot create: {exc.strerror or exc}") from None
     try:
         yield tmp
         sys.stdout.flush()

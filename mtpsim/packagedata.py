@@ -56,6 +56,12 @@ def user_catalog_dirs() -> list[Path]:
             if (sub.exists() or sub.is_symlink()) and not sub.is_dir():
                 from mtpsim.textfiles import not_a_folder
                 raise ScenarioError(str(sub), "", f"{not_a_folder(sub)}: a catalog's {kind}/ is a folder of entries")
+        if not any((folder / kind).is_dir() for kind in CATALOG_KINDS):  # nothing in it is ever looked up
+            from mtpsim.errors import warn
+            inside = f"; it is itself a {folder.name}/ folder: name the folder above it" \
+                if folder.name in CATALOG_KINDS else ""
+            warn(CATALOG_ENV, "", f"{part[:200]} holds none of {', '.join(k + '/' for k in CATALOG_KINDS)}, so no "
+                 f"entry in it is found (the built-in catalog's are used){inside}")
         dirs.append(folder)
     return dirs
 

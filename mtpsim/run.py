@@ -28,7 +28,15 @@ from mtpsim.errors import ScenarioError, holding, warn
 from mtpsim.heaviness import heavy, prefill_chunks
 from mtpsim.results import Results
 from mtpsim.run_reader import plot_run
-from mtpsim.run_seeds import interval_summary, replicates, run_labels, seeds_count, shared_seeds, with_seeds
+from mtpsim.run_seeds import (
+    check_run_count,
+    interval_summary,
+    replicates,
+    run_labels,
+    seeds_count,
+    shared_seeds,
+    with_seeds,
+)
 from mtpsim.run_table import format_table, print_report
 from mtpsim.runfolder import claimed, concat, mark_complete, write_run
 from mtpsim.schema import mean_length
@@ -225,6 +233,7 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
     n = seeds_count(seeds)  # before the scenario: a bad --seeds is the one line
     with holding():  # the loader's warnings wait for the seeds' own check: bad input stays one line
         points = with_seeds(sc.load(path, sets, fixed={"seeds": f"--seeds {n}"} if n else None), n)
+        check_run_count(points, n)
         shared_seeds(points)
         heavy_runs(points)
     with claimed(points[0].name, out) as folder:  # a failed run gives the folder back

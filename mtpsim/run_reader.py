@@ -190,6 +190,7 @@ def same_run(folder: Path, summary: pd.DataFrame, intervals: pd.DataFrame | None
     _no_repeated_row(summary, labels, mixed)
     _same_points(folder, "summary.csv", summary, names, mixed)
     if intervals is not None:
+        _no_repeated_row(intervals, ["point"], mixed, "summary_ci.csv")  # one row of means per point and baseline
         _same_points(folder, "summary_ci.csv", intervals, names, mixed)
         if set(intervals.point[intervals.point >= 0]) != set(runs.point):
             raise mixed("summary_ci.csv", "point", f"holds points {_listed(intervals.point[intervals.point >= 0])}, "
@@ -244,14 +245,15 @@ def _same_latencies(requests: pd.DataFrame, by_run: dict, labels: list[str], mix
                             f"average, and summary.csv's {column} says {row[column]:.9g} s")
 
 
-def _no_repeated_row(summary: pd.DataFrame, labels: list[str], mixed) -> None:
-    """No summary.csv row twice: a run writes each point and each baseline once (over seeds a
-    baseline is told apart by its `baseline` group; without seeds, a row equal to another in
-    every column, wall time included, is one written twice)."""
+def _no_repeated_row(summary: pd.DataFrame, labels: list[str], mixed, name: str = "summary.csv") -> None:
+    """No row of a summary table (`name`) twice: a run writes each point and each baseline once
+    (over seeds a baseline is told apart by its `baseline` group, in summary.csv and in
+    summary_ci.csv's means; without seeds, a row equal to another in every column, wall time
+    included, is one written twice)."""
     key = [*labels, "baseline"] if "baseline" in summary else list(summary.columns)
     again = summary.duplicated(key, keep=False).to_numpy().nonzero()[0]
     if len(again):
-        raise mixed("summary.csv", "point", f"rows {again[0] + 2} and {again[1] + 2} are the same run "
+        raise mixed(name, "point", f"rows {again[0] + 2} and {again[1] + 2} are the same run "
                     f"({_run_name(summary.iloc[again[0]], labels)})")
 
 

@@ -9,6 +9,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from mtpsim import scenario as sc
 from mtpsim.errors import ScenarioError, warn, whole_number
+from mtpsim.limits import MAX_POINT_RUNS
 from mtpsim.schema import MAX_SEEDS, Seeds, check_replicates
 
 SEEDS = TypeAdapter(Seeds)
@@ -41,6 +42,23 @@ def with_seeds(points: list[sc.Scenario], seeds: str | int | None) -> list[sc.Sc
     for p in points:
         check_replicates(p.seed, n, "--seeds", "")
     return [p.model_copy(update={"seeds": n}) for p in points]
+
+
+def check_run_count(points: list[sc.Scenario], seeds: str | int | None) -> None:
+    """A ScenarioError where the points over their seeds make more than MAX_POINT_RUNS runs: each
+    limit alone (10,000 sweep points, 1,000 seeds) lets through a product of ten million runs,
+    days of simulation without a word. Blamed on --seeds when the flag gave the count, else on
+    the scenario's `seeds` (--set's when it gave them), or its sweep over them."""
+    total = sum(p.seeds for p in points)
+    if total <= MAX_POINT_RUNS or all(p.seeds == 1 for p in points):
+        return  # one seed each: the sweep's own limit (MAX_SWEEP_POINTS) is the rule
+    swept = any("seeds" in p.point for p in points)
+    where, key = ("--seeds", "") if seeds is not None else (points[0].source, "sweep.seeds" if swept else "seeds")
+    most = max(p.seeds for p in points)
+    made = f"{len(points):,} points x {most:,} seeds" if all(p.seeds == most for p in points) else \
+        f"{len(points):,} points over their seeds (up to {most:,})"
+    raise ScenarioError(where, key, f"{made} is {total:,} runs, over the limit of {MAX_POINT_RUNS:,} per run "
+                        "(fewer seeds, or a smaller sweep: split the study over several scenario files)")
 
 
 def shared_seeds(points: list[sc.Scenario]) -> None:

@@ -26,7 +26,7 @@ from mtpsim.results import (
 from mtpsim.rows import Table
 from mtpsim.rows import write_csv as write_table
 from mtpsim.schema import mean_length
-from mtpsim.textfiles import not_a_folder
+from mtpsim.textfiles import blocked_by, not_a_folder
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -67,12 +67,21 @@ def _claim(path: Path, claimed_here: list) -> Path:
         path.mkdir(parents=True, exist_ok=True)
         claimed_here.append(CLAIM)  # before: a signal can land once the file is made, never inside the call
         os.close(os.open(path / CLAIM, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except FileExistsError:  # made meanwhile, or a link to nothing
-        raise (busy if path.is_dir() else ScenarioError(str(path), "", f"{not_a_folder(path)}: pass another --out")) \
-            from None
+    except FileExistsError:  # made meanwhile, or a link to nothing (it, or a folder on the way to it)
+        blocked = blocked_by(path)
+        raise (busy if path.is_dir() else ScenarioError(str(path), "", f"cannot create the run folder: {blocked}: "
+                                                        "pass another --out") if blocked is not None else
+               ScenarioError(str(path), "", f"{not_a_folder(path)}: pass another --out")) from None
     except OSError as exc:
-        raise ScenarioError(str(path), "", f"cannot create the run folder: {exc.strerror or exc}") from None
+        raise ScenarioError(str(path), "", f"cannot create the run folder: {exc.strerror or exc}{_because(path)}") \
+            from None
     return path
+
+
+def _because(path: Path) -> str:
+    """` (runs is a file, not a folder)`: what blocks making `path`, after the system's words."""
+    blocked = blocked_by(path)
+    return f" ({blocked})" if blocked is not None else ""
 
 
 def _new_default(name: str) -> Path:
@@ -85,9 +94,13 @@ def _new_default(name: str) -> Path:
             path.mkdir(parents=True)
             return path
         except FileExistsError:
+            blocked = blocked_by(path)
+            if blocked is not None:  # `runs` a link to nothing: no name would do
+                raise ScenarioError(str(path), "", f"cannot create the run folder: {blocked}: pass --out") from None
             continue
         except OSError as exc:
-            raise ScenarioError(str(path), "", f"cannot create the run folder: {exc.strerror or exc}") from None
+            raise ScenarioError(str(path), "", f"cannot create the run folder: {exc.strerror or exc}{_because(path)}") \
+                from None
     raise ScenarioError(str(stem), "", "10,000 runs of this name started this second: pass --out")
 
 

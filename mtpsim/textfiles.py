@@ -10,6 +10,7 @@ import functools
 import gzip
 import io
 import json
+import os
 import zlib
 from pathlib import Path
 
@@ -52,13 +53,28 @@ def not_a_file(path: Path) -> str:
 
 def not_a_folder(path: Path) -> str:
     """Why a path that should be a folder to write into is not one (it exists as something else)."""
+    return f"exists and is not a folder ({_kind(path)})"
+
+
+def _kind(path: Path) -> str:
+    """What a path that exists (or is a link) but is no folder is."""
     if path.is_file():
-        kind = "a file"
-    elif path.is_symlink() and not path.exists():
-        kind = "a link to nothing"
-    else:
-        kind = "a device, pipe or socket"
-    return f"exists and is not a folder ({kind})"
+        return "a file"
+    if path.is_symlink() and not path.exists():
+        return "a link to nothing"
+    return "a device, pipe or socket"
+
+
+def blocked_by(path: Path) -> str | None:
+    """Why no folder can be made at `path` because of a folder on the way to it (an ancestor, the
+    topmost first): it exists as something else, a file, a device or a link to nothing, e.g.
+    `runs is a link to nothing, not a folder`; None when every ancestor is a folder or
+    absent. mkdir's own error names neither that path nor the cause (a link to nothing raises
+    FileExistsError, as if the folder asked for were there)."""
+    for parent in reversed(Path(path).parents):
+        if os.path.lexists(parent) and not parent.is_dir():
+            return f"{parent} is {_kind(parent)}, not a folder"
+    return None
 
 
 NAME_MAX = 255  # bytes in one path component (Linux, macOS): a longer name fails every file call
@@ -106,6 +122,97 @@ def read_bytes(path: str | Path, where: str | None = None, limit: int = MAX_FILE
     except UnicodeDecodeError as exc:
         raise ScenarioError(where, "", f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
     return data
+
+
+MAX_LINE_BYTES = 1 << 16  # one CSV row: summary.csv's ~60 columns take ~1.5 KB, a trace row a few dozen bytes
+
+
+class LineLimit:
+    """Bytes fed in file order, refused (one ScenarioError naming the line) once a line is longer
+    than `limit` bytes: a row of a million fields (a run of commas) costs pandas seconds per 100k
+    of them, and a gzip bomb of one endless line would be read into memory whole. Lines end at
+    \\n, \\r\\n or a lone \\r, as the CSV readers split them."""
+
+    def __init__(self, where: str, limit: int = MAX_LINE_BYTES):
+        self.where, self.limit = where, limit
+        self.run = 0     # bytes of the line being read, so far
+        self.ended = 0   # line endings seen before the current chunk
+        self.after_cr = False  # the last chunk ended in \r: a \n opening the next ends no other line
+
+    def feed(self, chunk: bytes) -> None:
+        if not chunk:
+            return
+        parts = chunk.replace(b"\r", b"\n").split(b"\n")
+        split = self.after_cr and chunk[:1] == b"\n"  # a \r\n cut between two reads
+        if self.run + len(parts[0]) > self.limit or (len(parts) > 2 and max(map(len, parts[1:-1])) > self.limit) \
+                or len(parts) > 1 and len(parts[-1]) > self.limit:
+            self._refuse(chunk, parts, split)
+        self.run = self.run + len(parts[0]) if len(parts) == 1 else len(parts[-1])
+        self.ended += _endings(chunk) - split
+        self.after_cr = chunk.endswith(b"\r")
+
+    def _refuse(self, chunk: bytes, parts: list[bytes], split: bool) -> None:
+        offset, length = 0, self.run + len(parts[0])
+        for k, part in enumerate(parts):
+            if k:
+                offset, length = offset + len(parts[k - 1]) + 1, len(part)
+            if length > self.limit:
+                break
+        line = self.ended + _endings(chunk[:offset]) - (split and offset > 0) + 1
+        raise ScenarioError(self.where, "", f"line {line:,} is longer than {self.limit:,} bytes, far longer than any row "
+                            "mtpsim reads (thousands of fields, or a file that is no table?)")
+
+
+def _endings(data: bytes) -> int:
+    """Line endings in `data`: \\n, \\r\\n and a lone \\r, each counted once."""
+    return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+
+
+def check_lines(data: bytes, where: str, limit: int = MAX_LINE_BYTES) -> None:
+    """A ScenarioError naming the first line of `data` longer than `limit` bytes (LineLimit)."""
+    if len(data) <= limit:
+        return
+    check, step = LineLimit(where, limit), 1 << 20
+    for start in range(0, len(data), step):
+        check.feed(data[start:start + step])
+
+
+class LinesCapped(io.RawIOBase):
+    """A binary stream read through a LineLimit: what a streamed reader (pandas' chunked CSV
+    reader, a JSON-lines loop) reads is refused at the first line over the limit, before the line
+    is held whole. Wrap it in io.BufferedReader for a buffered stream."""
+
+    def __init__(self, raw, where: str, limit: int = MAX_LINE_BYTES):
+        super().__init__()
+        self.raw, self.check = raw, LineLimit(where, limit)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return self.raw.seekable()
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """Back to the start only (a reader that sniffs the header, then reads from the top)."""
+        if (offset, whence) != (0, io.SEEK_SET):
+            raise io.UnsupportedOperation("a line-capped stream rewinds to its start only")
+        self.check = LineLimit(self.check.where, self.check.limit)
+        return self.raw.seek(0)
+
+    def tell(self) -> int:
+        return self.raw.tell()
+
+    def readinto(self, buffer) -> int:
+        n = self.raw.readinto(buffer)
+        if n:
+            self.check.feed(bytes(memoryview(buffer)[:n]))
+        return n
+
+    def close(self) -> None:
+        try:
+            self.raw.close()
+        finally:
+            super().close()
 
 
 def version(path: str | Path) -> tuple:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import io
 import json
 import re
 from collections.abc import Callable
@@ -36,8 +37,12 @@ from mtpsim.csvfiles import CsvRecords
 from mtpsim.errors import ScenarioError, short
 from mtpsim.files import READ_ERRORS, Column, unreadable
 from mtpsim.schema import MAX_TOKENS, MAX_TRACE_S
+from mtpsim.textfiles import MAX_LINE_BYTES, LinesCapped
 
 SNIFF_BYTES = 1 << 16  # what is read to recognise the format and refuse binary files
+CSV_LINE_BYTES = MAX_LINE_BYTES  # a CSV trace row: a few dozen bytes
+# a JSON-lines row: its hash_ids list one id per prompt block (a 16M-token prompt in blocks of 16, ~10 MB)
+JSON_LINE_BYTES = 64 * 2**20
 LENGTH = Column(low=0, high=MAX_TOKENS, integer=True)
 TIME = Column(low=0, high=MAX_TRACE_S)
 
@@ -140,9 +145,11 @@ def detect(path: str, head: str, name: str) -> Format:
                         f"it holds the columns of none of {known} (or set workload.trace.format)")
 
 
-def open_trace(path: str):
-    """The file's bytes, a .gz file's uncompressed."""
-    return gzip.open(path, "rb") if Path(path).suffix == ".gz" else open(path, "rb")
+def open_trace(path: str, max_line: int | None = None):
+    """The file's bytes, a .gz file's uncompressed; with `max_line`, refused (one ScenarioError)
+    at the first line longer than that many bytes, before it is read whole (textfiles.LinesCapped)."""
+    raw = gzip.open(path, "rb") if Path(path).suffix == ".gz" else open(path, "rb")  # noqa: SIM115 -- the caller's
+    return raw if max_line is None else io.BufferedReader(LinesCapped(raw, path, max_line))
 
 
 def header_cells(line: str) -> list[str]:

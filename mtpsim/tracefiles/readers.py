@@ -19,7 +19,17 @@ from mtpsim.errors import ScenarioError, short
 from mtpsim.files import READ_ERRORS, Column, check_numbers, strict_json, unreadable
 from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
 from mtpsim.schema import MAX_TRACE_S
-from mtpsim.tracefiles.formats import LENGTH, TIME, Format, RawChunk, header_cells, open_trace, sniff
+from mtpsim.tracefiles.formats import (
+    CSV_LINE_BYTES,
+    JSON_LINE_BYTES,
+    LENGTH,
+    TIME,
+    Format,
+    RawChunk,
+    header_cells,
+    open_trace,
+    sniff,
+)
 
 CHUNK_ROWS = 1 << 16   # rows per streamed chunk (~1.5 MB of arrays)
 # a date and a time of day, to the minute at least: 2023-11-16 18:15, or ISO 8601's basic 20231116T1815
@@ -45,7 +55,7 @@ def _stripped(df):
 
 def _csv_chunks(path: str, fmt: Format, chunk_rows: int) -> Iterator[RawChunk]:
     lines = sniff(path).removeprefix("\ufeff").splitlines()  # any line ending: \n, \r\n or a lone \r
-    with open_trace(path) as f:
+    with open_trace(path, CSV_LINE_BYTES) as f:
         header = header_cells(lines[0] if lines else "")
         twice = next((c for i, c in enumerate(header) if c in header[:i]), None)
         if twice is not None:  # pandas would rename the second (`x.1`): which one is meant is a guess
@@ -128,7 +138,7 @@ def _datetimes(values: pd.Series, origin: int | None, path: str, name: str,
 def _jsonl_chunks(path: str, fmt: Format, chunk_rows: int) -> Iterator[RawChunk]:
     rows: list[tuple] = []
     numbers: list[int] = []
-    with open_trace(path) as f:
+    with open_trace(path, JSON_LINE_BYTES) as f:
         for line_no, line in enumerate(io.TextIOWrapper(f, encoding="utf-8"), start=1):
             if not line.strip():
                 continue
