@@ -54,22 +54,34 @@ def output_dir(name: str, out: str | None) -> Path:
         raise
 
 
+def _busy(path: Path) -> ScenarioError:
+    """The refusal of a folder that holds something, saying what: a run being written, a run that
+    stopped part-way (no completion marker: a full disk, a signal), or other files."""
+    if (path / COMPLETE).exists():
+        what = ": it holds a finished run (nothing overwritten);"
+    elif (path / CLAIM).exists():
+        what = ": it holds a run being written, or one killed before it finished;"
+    elif (path / "scenario.resolved.yaml").exists():
+        what = f": it holds a run that stopped part-way (no {COMPLETE}): remove it or"
+    else:
+        what = " (nothing overwritten);"
+    return ScenarioError(str(path), "", f"output folder exists and is not empty{what} pass another --out")
+
+
 def _claim(path: Path, claimed_here: list) -> Path:
     """Make `path` if needed and claim it (output_dir's rules); `claimed_here` gets an entry as
     the claim file is made (a claim someone else holds is a ScenarioError, never cleaned up)."""
-    busy = ScenarioError(str(path), "", "output folder exists and is not empty (nothing overwritten); "
-                         "pass another --out")
     if path.exists() and not path.is_dir():
         raise ScenarioError(str(path), "", f"{not_a_folder(path)}: pass another --out")
     if path.is_dir() and any(path.iterdir()):
-        raise busy
+        raise _busy(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
         claimed_here.append(CLAIM)  # before: a signal can land once the file is made, never inside the call
         os.close(os.open(path / CLAIM, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except FileExistsError:  # made meanwhile, or a link to nothing (it, or a folder on the way to it)
         blocked = blocked_by(path)
-        raise (busy if path.is_dir() else ScenarioError(str(path), "", f"cannot create the run folder: {blocked}: "
+        raise (_busy(path) if path.is_dir() else ScenarioError(str(path), "", f"cannot create the run folder: {blocked}: "
                                                         "pass another --out") if blocked is not None else
                ScenarioError(str(path), "", f"{not_a_folder(path)}: pass another --out")) from None
     except OSError as exc:

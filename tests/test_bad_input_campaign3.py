@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mtpsim import textfiles
+from mtpsim import cli, textfiles
 from mtpsim.errors import ScenarioError
 from mtpsim.tracefiles import formats as trace_formats
 from tests.test_bad_input import BASE, PROFILED, cpu_profile, one_line_error, run
@@ -271,3 +271,19 @@ def test_a_row_of_means_written_twice_is_one_line_as_in_summary_csv(tmp_path, ca
     capsys.readouterr()
     line = one_line_error(capsys, ["plot", str(tmp_path / "out")], "point", "same run")
     assert "summary_ci.csv" in line and f"rows {row + 1} and {len(lines) + 1}" in line
+
+
+@pytest.mark.parametrize("remove,word", [((), "a finished run"),
+                                         ((".mtpsim-complete",), "being written"),
+                                         ((".mtpsim-complete", ".mtpsim-run"), "stopped part-way")],
+                         ids=["finished", "claimed-unfinished", "stopped"])
+def test_an_output_folder_holding_a_run_says_which(tmp_path, capsys, remove, word):
+    """Before: a folder left by a run that a full disk or a signal stopped (no completion marker)
+    was refused as 'exists and is not empty', the same words as any folder of other files, so the
+    user could not tell it held an unfinished run to remove. Now the refusal says what it holds."""
+    argv = run(tmp_path, BASE)
+    assert cli.main(argv) == 0
+    capsys.readouterr()
+    for name in remove:
+        (tmp_path / "out" / name).unlink()
+    one_line_error(capsys, argv, "", word)
