@@ -145,6 +145,23 @@ def test_timed_iterations_run_as_priced_ones(name):
         repr({k: v for k, v in priced.row.items() if k != "sim_wall_s"})  # repr: NaN equals NaN, every float to the bit
 
 
+def test_recurring_plain_batches_are_timed_once(monkeypatch):
+    """IterationTiming remembers run's result by the batch's KV sum and longest: plain decoding's
+    batches recur, so test_timed_iterations_run_as_priced_ones[none] checks remembered ones too."""
+    from mtpsim.sim import simulate
+    from mtpsim.sim.timing import IterationTiming
+
+    calls = {"run": 0, "_run": 0}
+    for name in calls:
+        original = getattr(IterationTiming, name)
+        monkeypatch.setattr(IterationTiming, name, lambda self, batch, f=original, name=name:
+                            calls.__setitem__(name, calls[name] + 1) or f(self, batch))
+    s = SCENARIOS["none"].model_copy(update={"workload": SCENARIOS["none"].workload.model_copy(
+        update={"num_requests": 24, "output_len": 40})})
+    simulate(s)
+    assert 0 < calls["_run"] < calls["run"] / 2
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.floats(0, 1e-3), st.floats(0, 1e-3), st.floats(0, 1e-4), st.floats(0, 1e-5),
                           st.floats(0, 1e12), st.floats(0, 1e9), st.integers(1, 64)), max_size=5),

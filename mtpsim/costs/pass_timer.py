@@ -21,7 +21,7 @@ class PassTimer:
     of the shape's tokens per request) of `batch` requests."""
 
     __slots__ = ("batch", "q", "offset", "tree_keys", "graphs", "cores", "layers", "fixed_rows", "plan_s", "launch_s",
-                 "hidden_size", "core", "frame", "frames")
+                 "hidden_size", "core", "frame", "frames", "by_sums")
 
     def __init__(self, pricer, shape, batch: int):
         plan = pricer.plan_memo(shape, batch, 0)
@@ -38,6 +38,9 @@ class PassTimer:
         self.launch_s, self.hidden_size = plan.launch_s, plan.hidden_size
         self.core, self.frame = pricer.core, pricer.frame_memo
         self.frames: dict[float, tuple] = {}  # the pass frame's row by the batch's longest visible KV
+        # whether the seconds read the lengths' sums alone (BatchLens' scalars), not each request's
+        # (a sliding window's or a sparse top-k's cap, the pricer's other roads): IterationTiming's memo
+        self.by_sums = all(found is not None and not kernel.sparse for kernel, _, found in plan.cores)
 
     @staticmethod
     def applies(pricer, shape) -> bool:
