@@ -62,9 +62,10 @@ class IterationTiming:
         self.host_s, self.eager = host_s, eager
         # run's result by the batch's (KV sum, longest KV), where every pass's seconds read the
         # lengths' sums alone: with the timing's n requests and each pass's q and offset fixed,
-        # those two give every BatchLens field a pass reads. Plain decoding's batches recur (each
-        # request one token an iteration); a speculative batch's rarely do. None: no memo.
-        self.memo = {} if all(timer.by_sums for timer in timers) else None
+        # those two give every BatchLens field a pass reads. Only for plain decoding, whose batches
+        # recur (each request one token an iteration); a speculative batch's sums, drawn, rarely
+        # do, and a memo of misses slowed the nextn run ~6%. None: no memo.
+        self.memo = {} if it.design.steps == 0 and all(timer.by_sums for timer in timers) else None
 
     @classmethod
     def of(cls, engine, it, n: int) -> IterationTiming | None:
