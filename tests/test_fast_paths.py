@@ -240,7 +240,8 @@ def _requests(rng, n, first_id=0):
 @given(st.integers(0, 2**32 - 1), st.integers(0, 3))
 def test_running_batch_counts_what_each_request_did(seed, steps):
     """Iterations and accepted drafts, derived when a request leaves the batch, equal a count kept
-    per request every iteration; plain decoding's commit (None) is a commit of zeros."""
+    per request every iteration; plain decoding's commit (None) is a commit of zeros; all_beyond's
+    floor never says more than the fewest left."""
     from mtpsim.sim.batch import RunningBatch
 
     rng = np.random.default_rng(seed)
@@ -265,6 +266,8 @@ def test_running_batch_counts_what_each_request_did(seed, steps):
             k[0], k[1], k[2], k[3] = k[0] + a + 1, k[1] - a - 1, k[2] + 1, k[3] + a
         np.testing.assert_array_equal(batch.kv, [kept[r.request_id][0] for r in batch.requests])
         assert (batch.kv_sum, batch.kv_max) == (int(batch.kv.sum()), int(batch.kv.max()))
+        assert [batch.all_beyond(k) for k in range(steps + 2)] == [bool((batch.remaining > k).all())
+                                                                   for k in range(steps + 2)]
         done += batch.pop_finished()
     for r in done:
         assert (r.generated, r.iterations, r.accepted) == (r.output_len, kept[r.request_id][2], kept[r.request_id][3])

@@ -18,8 +18,10 @@ class RunningBatch:
         self.kv = np.zeros(0, np.int64)          # committed KV: prompt + emitted - 1 (the last one is fed next)
         self.remaining = np.zeros(0, np.int64)   # output tokens still to emit
         self.levels = np.zeros((0, steps)) if per_request_levels else None
+        self.steps = steps                         # the most drafts a request accepts in an iteration
         self.kv_sum, self.kv_max = 0, 0
         self.fewest_left: int | None = None       # remaining.min() when known (None: not worked out)
+        self.fewest_floor = 0                     # at most remaining.min(): spares working it out (`all_beyond`)
         self.emitted: np.ndarray | None = None    # each request's tokens out at the last commit (None: one each)
         # every request decodes in every iteration of its batch: its iterations are the batch's
         # since it joined, and its accepted drafts what it emitted beyond one token each
@@ -65,11 +67,13 @@ class RunningBatch:
             self.kv_sum += n
             self.kv_max = self.kv_max + 1 if n else 0
             self.fewest_left = self.fewest_left - 1 if self.fewest_left is not None else None
+            self.fewest_floor -= 1
             return n
         emitted = self.emitted = accepted + 1
         self.kv += emitted
         self.remaining -= emitted
         self.fewest_left = None
+        self.fewest_floor -= self.steps + 1  # each request emitted at most steps + 1
         tokens = int(accepted.sum()) + n
         self.kv_sum += tokens
         self.kv_max = int(self.kv.max(initial=0))
@@ -86,14 +90,20 @@ class RunningBatch:
     def fewest(self) -> int:
         """The fewest tokens a request has left to emit (worked out once between changes)."""
         if self.fewest_left is None:
-            self.fewest_left = int(self.remaining.min())
+            self.fewest_left = self.fewest_floor = int(self.remaining.min())
         return self.fewest_left
+
+    def all_beyond(self, k: int) -> bool:
+        """Whether every request has more than k tokens left to emit: known from the floor (the
+        fewest when last worked out, less the most each commit since could emit) until it
+        reaches k, most iterations of long outputs, without a numpy min each."""
+        return self.fewest_floor > k or self.fewest() > k
 
     def pop_finished(self) -> list[Request]:
         """Remove the requests with nothing left to emit; returns them, brought up to date."""
         if not len(self.requests):
             return []
-        if self.fewest() > 0:  # most iterations finish no one
+        if self.all_beyond(0):  # most iterations finish no one
             return []
         done = np.flatnonzero(self.remaining == 0).tolist()
         finished = [self.requests[i] for i in done]
@@ -113,5 +123,5 @@ class RunningBatch:
 
     def _totals(self) -> None:
         self.kv_sum, self.kv_max = int(self.kv.sum()), int(self.kv.max(initial=0))
-        self.fewest_left = None
+        self.fewest_left, self.fewest_floor = None, 0
         self._lens = {}
