@@ -325,6 +325,44 @@ def test_a_core_priced_without_its_op_is_priced_as_with_it(name, batches):
             assert _fields(pricer.price(shape, q, kv_lens)) == _fields(pricer.price(shape, q, kv_lens, keep_ops=True))
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 300) | st.integers(1, 16), st.sampled_from([1.0, 2.0, 4.0, 2.5]), st.integers(0, 70_000),
+                          st.sampled_from([64, 2048, 7168]), st.booleans()), min_size=1, max_size=6))
+def test_a_frame_priced_without_its_op_is_priced_as_with_it(frames):
+    """A cost model's frame pricer (pass_timer.py reads it) gives `time` of the pass frame's Op to
+    the float: a calibrated profile's pass table (the CPU profile), the roofline a profile without
+    one falls back to (h200-sglang), and the roofline model itself."""
+    from mtpsim.catalog import load_hardware
+    from mtpsim.costs import build_pricer
+    from mtpsim.costs.calibrated import CalibratedCosts
+    from mtpsim.costs.ops import pass_frame
+    from mtpsim.costs.profile import PROFILES_DIR
+
+    roofline = SCENARIOS["nextn"].model_copy(update={"cost": SCENARIOS["nextn"].cost.model_copy(update={"model": "roofline"})})
+    models = [build_pricer(SCENARIOS["nextn"]).costs, build_pricer(roofline).costs,
+              CalibratedCosts.from_profile(PROFILES_DIR / "cpu", load_hardware("cpu"))]
+    for costs in models:
+        for batch, q, kv, d, graphs in frames:
+            for kv_max in (kv, kv % 4096 + 64.0):  # the CPU profile's grid is short
+                found = costs.frame_pricer(batch, q, d, graphs).times(kv_max)
+                t = costs.time(pass_frame(batch, q, kv_max, d), graphs)
+                assert found is None or found == (t.compute_s, t.memory_s, t.comm_s, t.launch_s)
+
+
+def test_frame_pricers_price_inside_the_grid():
+    """The CPU profile's pass table is read by its frame pricer (no fall-back to the Op) inside its grid."""
+    from mtpsim.catalog import load_hardware
+    from mtpsim.costs.calibrated import CalibratedCosts
+    from mtpsim.costs.core_pricer import FramePricer
+    from mtpsim.costs.profile import PROFILES_DIR
+
+    costs = CalibratedCosts.from_profile(PROFILES_DIR / "cpu", load_hardware("cpu"))
+    table = costs.tables["pass"][()][0].table()
+    batch, q, kv = (table.axes[a][1].item() for a in ("batch", "q", "kv"))
+    pricer = costs.frame_pricer(batch, q, 256, False)
+    assert isinstance(pricer, FramePricer) and pricer.times(kv) is not None
+
+
 def test_the_calibrated_cores_have_core_pricers():
     """The speed path is taken: DeepSeek-V3's MLA on a calibrated H200 profile gets a CorePricer,
     and each of its rows prices (no fall-back to the Op) inside the measured grid."""
