@@ -94,10 +94,16 @@ class PassTimer:
                 frame = (t.compute_s, t.memory_s, t.comm_s, t.launch_s)
             self.frames[whole.visible_max] = frame
         compute, memory, comm, launch = self.plan_s
-        for n, (c, m, co, la) in (*zip(self.layers, core_times), *self.fixed_rows, (1, frame)):
+        rows = (*zip(self.layers, core_times), *self.fixed_rows) if self.fixed_rows else zip(self.layers, core_times)
+        for n, (c, m, co, la) in rows:
             if c >= m:
                 compute += n * c
             else:
                 memory += n * m
             comm, launch = comm + n * co, launch + n * la
-        return compute + memory + comm + (launch + self.launch_s)
+        c, m, co, la = frame  # the frame's row, once: 1 * x is x
+        if c >= m:
+            compute += c
+        else:
+            memory += m
+        return compute + memory + (comm + co) + (launch + la + self.launch_s)

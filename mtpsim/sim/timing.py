@@ -54,8 +54,8 @@ class IterationTiming:
     __slots__ = ("timers", "columns", "hides", "host_s", "eager", "memo")
 
     def __init__(self, timers: list, it, host_s: float, eager: bool):
-        # (timer, its tokens per request, whether its cores are the pass before's: priced once)
-        self.timers = [(timer, shape.tokens_per_request, i > 0 and timer.shares_cores(timers[i - 1]))
+        # (timer, its tokens per request, its KV offset, whether its cores are the pass before's: priced once)
+        self.timers = [(timer, shape.tokens_per_request, timer.offset, i > 0 and timer.shares_cores(timers[i - 1]))
                        for i, (timer, shape) in enumerate(zip(timers, it.passes))]
         self.columns = [PASS_COLUMN[kind] for kind in it.kinds]
         self.hides = [kind in it.window for kind in it.kinds]
@@ -93,9 +93,9 @@ class IterationTiming:
         return self._run(batch)
 
     def _run(self, batch) -> tuple[dict, list[float], float]:
-        durations, cores = [], None
-        for timer, q, shared in self.timers:
-            whole = batch.lens(q).shifted(timer.offset)
+        durations, cores, lens = [], None, batch.lens
+        for timer, q, offset, shared in self.timers:
+            whole = lens(q).shifted(offset) if offset else lens(q)
             if not shared:
                 cores = timer.core_times(whole)
             durations.append(timer.total(whole, cores))
