@@ -115,7 +115,7 @@ numpy.random and numpy.ma imported; then ~150 us an iteration, ~50 of them the p
 its result's pickle ~0.015 s, the run folder ~0.07 s.
 
 Measured 2026-12-05 (the decode loop's remembered plain iterations, the frame's pricer, below), the
-same 2-core machine (load 1.1-1.3), the tree before (e26676c) and after (speed5), each with a
+same 2-core machine (load 1.1-1.3), the tree before (e26676c) and after (339e716), each with a
 cache folder of its own (MTPSIM_CACHE_DIR) and warmed once. 5 runs each, alternating, of
 `PYTHONPATH=<tree> .venv/bin/python benchmarks/sim_pair.py` (medians):
     before   nextn 0.85 s, none 0.64 s, pair 1.50 s (runs 1.47-1.55)
@@ -152,8 +152,8 @@ included, equals its run priced pass by pass).
 Tried, not kept: the memo for speculative iterations too (above); the shared acceptance row as
 a read-only contiguous copy rather than a broadcast view (the draw's comparison 2.1 -> 0.7 us
 alone) with LEADING_RUN.take for the lookup (1.5 -> 1.2 us): nextn 0.684 -> 0.671 s over 5
-rounds, -1.9%, within noise; np.add.reduce / np.maximum.reduce for the commit's sum and max
-(~0.2 us each); caching iteration_at, timing_at and kept_drafts per batch size (each < 0.3 us).
+rounds, -1.9%, within noise. Timed alone and left: np.add.reduce / np.maximum.reduce for the
+commit's sum and max (~0.2 us less each); iteration_at, timing_at and kept_drafts (< 0.3 us each).
 Where the rest goes (after, cProfile of the warm nextn run): the passes' timing ~39% (three
 attention cores at ~4 us, CorePricer.split ~2.6 of it, read_slice ~1.3 of that; four pass totals
 ~1 us; the batch's lens and their shifts ~1.2 us each), the acceptance draw ~9 us (rng.random
