@@ -114,6 +114,54 @@ digest ~0.013 and unpickling ~0.01). With two workers: the pool's start ~0.02 s,
 numpy.random and numpy.ma imported; then ~150 us an iteration, ~50 of them the passes' timing),
 its result's pickle ~0.015 s, the run folder ~0.07 s.
 
+Measured 2026-12-05 (the decode loop's remembered plain iterations, the frame's pricer, below), the
+same 2-core machine (load 1.1-1.3), the tree before (e26676c) and after (339e716), each with a
+cache folder of its own (MTPSIM_CACHE_DIR) and warmed once. 5 runs each, alternating, of
+`PYTHONPATH=<tree> .venv/bin/python benchmarks/sim_pair.py` (medians):
+    before   nextn 0.85 s, none 0.64 s, pair 1.50 s (runs 1.47-1.55)
+    after    nextn 0.81 s, none 0.35 s, pair 1.16 s (runs 1.12-1.18)
+    (CPU seconds of simulate(nextn) in one process, 3 alternating: first run 0.84-0.87 -> 0.79-0.81,
+    second 0.76-0.80 -> 0.69-0.73.)
+`... benchmarks/cli_pair.py --repeats 3`, each tree twice in turn:
+    before   CLI pair 1.60, 1.52 s, ratio 7.12x, 6.84x, both whole processes 4.10x, 4.05x
+    after    CLI pair 1.49, 1.45 s, ratio 6.72x, 6.19x, both whole processes 3.88x, 3.87x
+    (the nextn worker is the pair's wall; the none run, in the other worker, gained most.)
+The pass, each step measured as the least CPU seconds of 5 simulates in one process, the tree
+before the step and after it in turn, 3 rounds (medians): a plain iteration's seconds are
+remembered by the batch's (KV sum, longest KV) in its IterationTiming (sim/timing.py; none
+0.68 -> 0.40 s): with the timing's n requests and each pass's q and offset fixed, those two ints
+give every BatchLens field a pass reads, so the key is complete where every core has a
+CorePricer and no sparse top-k (PassTimer.by_sums: a window's or DSA's cap reads each request's
+length, and those take no memo); the none pair run has 2.0k distinct of 16.0k iterations, the
+nextn one 5,569 of 5,573, so speculative iterations take none (a memo of misses cost nextn ~6%).
+A plain commit is a count until kv or remaining is read (RunningBatch properties; whole numbers,
+so adding k at once is adding 1 k times), which a remembered iteration never does (none 0.41 ->
+0.34 s). RunningBatch.all_beyond answers "no cap at the last token" and "no one finished" from a
+floor (the last min, less steps + 1 a speculative commit, 1 a plain one) without numpy's min
+(nextn 0.81 -> 0.78 s). The pass frame is priced by its longest KV without its Op (frame
+pricers: roofline.py RooflineFrame, the frame's bytes over its group's rate, the only part that
+moves with the KV; core_pricer.py FramePricer, a profile's pass table read along kv; ops.py
+frame_bytes, pass_frame's bytes in its order, one home), ~3.2k frames in the nextn run at ~10 us
+each before (nextn 0.78 -> 0.73 s, none 0.36 -> 0.33 s). PassTimer.total adds the frame's row
+unrolled and builds no row tuple where a pass has no fixed rows; a pass without a KV offset is
+not shifted (nextn 0.72 -> 0.70 s, 6 rounds). Rows and files bit for bit as before (run folders
+of scenarios/quickstart.yaml and this pair diffed against the tree before, sim_wall_s and the
+profile's path aside; tests/test_fast_paths.py pins the frame pricers against costs.time, the
+floor against the arrays, and that the none scenario's timed run, remembered iterations
+included, equals its run priced pass by pass).
+Tried, not kept: the memo for speculative iterations too (above); the shared acceptance row as
+a read-only contiguous copy rather than a broadcast view (the draw's comparison 2.1 -> 0.7 us
+alone) with LEADING_RUN.take for the lookup (1.5 -> 1.2 us): nextn 0.684 -> 0.671 s over 5
+rounds, -1.9%, within noise. Timed alone and left: np.add.reduce / np.maximum.reduce for the
+commit's sum and max (~0.2 us less each); iteration_at, timing_at and kept_drafts (< 0.3 us each).
+Where the rest goes (after, cProfile of the warm nextn run): the passes' timing ~39% (three
+attention cores at ~4 us, CorePricer.split ~2.6 of it, read_slice ~1.3 of that; four pass totals
+~1 us; the batch's lens and their shifts ~1.2 us each), the acceptance draw ~9 us (rng.random
+~2.3, the comparison with the broadcast row ~2, the matmul and lookup ~1.5 each), the commit and
+records ~15 numpy ops on 64-element arrays at ~1-2 us each, the simpy event and the generator
+chain. The none run: ~17 us an iteration, its timing remembered 7 of 8 times; the rest records
+(chunk gaps, two histogram sums, the iteration row), the event, the engine's bookkeeping.
+
 Start-up: `python -X importtime -c "import mtpsim.cli"`, `mtpsim --version` as a whole process
 (what every command pays before it runs: building the parser included; target at most 0.2 s),
 and the import time of mtpsim.run (what `mtpsim run` adds: numpy, pydantic, simpy and the

@@ -145,6 +145,23 @@ def test_timed_iterations_run_as_priced_ones(name):
         repr({k: v for k, v in priced.row.items() if k != "sim_wall_s"})  # repr: NaN equals NaN, every float to the bit
 
 
+def test_recurring_plain_batches_are_timed_once(monkeypatch):
+    """IterationTiming remembers run's result by the batch's KV sum and longest: plain decoding's
+    batches recur, so test_timed_iterations_run_as_priced_ones[none] checks remembered ones too."""
+    from mtpsim.sim import simulate
+    from mtpsim.sim.timing import IterationTiming
+
+    calls = {"run": 0, "_run": 0}
+    for name in calls:
+        original = getattr(IterationTiming, name)
+        monkeypatch.setattr(IterationTiming, name, lambda self, batch, f=original, name=name:
+                            calls.__setitem__(name, calls[name] + 1) or f(self, batch))
+    s = SCENARIOS["none"].model_copy(update={"workload": SCENARIOS["none"].workload.model_copy(
+        update={"num_requests": 24, "output_len": 40})})
+    simulate(s)
+    assert 0 < calls["_run"] < calls["run"] / 2
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.floats(0, 1e-3), st.floats(0, 1e-3), st.floats(0, 1e-4), st.floats(0, 1e-5),
                           st.floats(0, 1e12), st.floats(0, 1e9), st.integers(1, 64)), max_size=5),
@@ -223,7 +240,8 @@ def _requests(rng, n, first_id=0):
 @given(st.integers(0, 2**32 - 1), st.integers(0, 3))
 def test_running_batch_counts_what_each_request_did(seed, steps):
     """Iterations and accepted drafts, derived when a request leaves the batch, equal a count kept
-    per request every iteration; plain decoding's commit (None) is a commit of zeros."""
+    per request every iteration; plain decoding's commit (None) is a commit of zeros; all_beyond's
+    floor never says more than the fewest left."""
     from mtpsim.sim.batch import RunningBatch
 
     rng = np.random.default_rng(seed)
@@ -248,6 +266,8 @@ def test_running_batch_counts_what_each_request_did(seed, steps):
             k[0], k[1], k[2], k[3] = k[0] + a + 1, k[1] - a - 1, k[2] + 1, k[3] + a
         np.testing.assert_array_equal(batch.kv, [kept[r.request_id][0] for r in batch.requests])
         assert (batch.kv_sum, batch.kv_max) == (int(batch.kv.sum()), int(batch.kv.max()))
+        assert [batch.all_beyond(k) for k in range(steps + 2)] == [bool((batch.remaining > k).all())
+                                                                   for k in range(steps + 2)]
         done += batch.pop_finished()
     for r in done:
         assert (r.generated, r.iterations, r.accepted) == (r.output_len, kept[r.request_id][2], kept[r.request_id][3])
@@ -303,6 +323,44 @@ def test_a_core_priced_without_its_op_is_priced_as_with_it(name, batches):
         for shape in iteration_passes(design) + prefill_passes(design):
             q = np.full(n, shape.tokens_per_request) if shape.kind != "prefill" else rng.integers(1, 512, n)
             assert _fields(pricer.price(shape, q, kv_lens)) == _fields(pricer.price(shape, q, kv_lens, keep_ops=True))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 300) | st.integers(1, 16), st.sampled_from([1.0, 2.0, 4.0, 2.5]), st.integers(0, 70_000),
+                          st.sampled_from([64, 2048, 7168]), st.booleans()), min_size=1, max_size=6))
+def test_a_frame_priced_without_its_op_is_priced_as_with_it(frames):
+    """A cost model's frame pricer (pass_timer.py reads it) gives `time` of the pass frame's Op to
+    the float: a calibrated profile's pass table (the CPU profile), the roofline a profile without
+    one falls back to (h200-sglang), and the roofline model itself."""
+    from mtpsim.catalog import load_hardware
+    from mtpsim.costs import build_pricer
+    from mtpsim.costs.calibrated import CalibratedCosts
+    from mtpsim.costs.ops import pass_frame
+    from mtpsim.costs.profile import PROFILES_DIR
+
+    roofline = SCENARIOS["nextn"].model_copy(update={"cost": SCENARIOS["nextn"].cost.model_copy(update={"model": "roofline"})})
+    models = [build_pricer(SCENARIOS["nextn"]).costs, build_pricer(roofline).costs,
+              CalibratedCosts.from_profile(PROFILES_DIR / "cpu", load_hardware("cpu"))]
+    for costs in models:
+        for batch, q, kv, d, graphs in frames:
+            for kv_max in (kv, kv % 4096 + 64.0):  # the CPU profile's grid is short
+                found = costs.frame_pricer(batch, q, d, graphs).times(kv_max)
+                t = costs.time(pass_frame(batch, q, kv_max, d), graphs)
+                assert found is None or found == (t.compute_s, t.memory_s, t.comm_s, t.launch_s)
+
+
+def test_frame_pricers_price_inside_the_grid():
+    """The CPU profile's pass table is read by its frame pricer (no fall-back to the Op) inside its grid."""
+    from mtpsim.catalog import load_hardware
+    from mtpsim.costs.calibrated import CalibratedCosts
+    from mtpsim.costs.core_pricer import FramePricer
+    from mtpsim.costs.profile import PROFILES_DIR
+
+    costs = CalibratedCosts.from_profile(PROFILES_DIR / "cpu", load_hardware("cpu"))
+    table = costs.tables["pass"][()][0].table()
+    batch, q, kv = (table.axes[a][1].item() for a in ("batch", "q", "kv"))
+    pricer = costs.frame_pricer(batch, q, 256, False)
+    assert isinstance(pricer, FramePricer) and pricer.times(kv) is not None
 
 
 def test_the_calibrated_cores_have_core_pricers():

@@ -29,6 +29,9 @@ class ConstCosts:
     def core_pricer(self, kernel, graphs):
         return None
 
+    def frame_pricer(self, batch, q, d, graphs):
+        return None
+
     def time(self, op, graphs):
         return OpTime(0.0, OP_S, 0.0, 0.0, "const")
 

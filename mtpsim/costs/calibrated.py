@@ -50,10 +50,10 @@ from pathlib import Path
 
 import numpy as np
 
-from mtpsim.costs.core_pricer import CorePricer, split_time
+from mtpsim.costs.core_pricer import CorePricer, FramePricer, split_time
 from mtpsim.costs.layer import LAYER_KINDS, fit_glue
 from mtpsim.costs.lookup import COMM, dims_distance, dims_match, fewer_queries, lookup_point, stand_in_tables
-from mtpsim.costs.ops import AttentionKernel, BatchLens, Op, as_gemm
+from mtpsim.costs.ops import AttentionKernel, BatchLens, Op, as_gemm, pass_frame
 from mtpsim.costs.profile import (
     FAMILIES,
     Family,
@@ -66,7 +66,7 @@ from mtpsim.costs.profile import (
 )
 from mtpsim.costs.profile_meta import load_meta
 from mtpsim.costs.roofline import OpTime, RooflineCosts
-from mtpsim.costs.tables import Table, build_tables, interpolate, nearest_cell, scaled
+from mtpsim.costs.tables import Table, build_tables, interpolate, kv_slice, nearest_cell, scaled
 from mtpsim.costs.wide_ep import wide_ep_time
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, short
@@ -194,6 +194,16 @@ class CalibratedCosts:
         if table is None or flop_rate is None:
             return None
         return CorePricer(self, kernel, table, exact, stand_in, flop_rate, byte_rate, graphs)
+
+    def frame_pricer(self, batch: int, q: float, d: int, graphs: bool):
+        """`FramePricer` for the pass frames of `batch` requests of q query tokens and width d, or
+        the roofline's where the profile has no pass table (`time` falls back to it)."""
+        probe = pass_frame(batch, q, 0.0, d)  # the frame's lookup keys and rates; its kv is each call's
+        family, keys, dims, x = lookup_point(probe, self.kv_key)
+        table, exact, _ = self._table(family, keys, dims)
+        if table is None:
+            return self.roofline.frame_pricer(batch, q, d, graphs)
+        return FramePricer(self, probe, table, kv_slice(table, x), exact, graphs)
 
     # ------------------------------------------------------------------ lookup
     def predict(self, op: Op) -> tuple[float, str] | None:

@@ -1,14 +1,15 @@
 """The fast path of a calibrated profile's attention pricing: one attention kernel's cores priced
 over a pass's KV lengths without building an Op (costs/passes.py calls it every pass), the same
-floats in the same order as CalibratedCosts.time (calibrated.py) of `kernel.core(lens)`; and the
-step both take last, a measured time split into compute, memory and launch (`split_time`).
+floats in the same order as CalibratedCosts.time (calibrated.py) of `kernel.core(lens)`; the
+pass frame likewise (`FramePricer`, for pass_timer.py); and the step all take last, a measured
+time split into compute, memory and launch (`split_time`).
 """
 from __future__ import annotations
 
 import math
 from functools import lru_cache
 
-from mtpsim.costs.ops import AttentionKernel, BatchLens, CoreCounts
+from mtpsim.costs.ops import AttentionKernel, BatchLens, CoreCounts, frame_bytes
 from mtpsim.costs.roofline import OpTime
 from mtpsim.costs.tables import Table, kv_slice, read_slice, scaled
 
@@ -87,6 +88,41 @@ class CorePricer:
     def work(self, flops: float, op_bytes: float) -> float:
         """The core's roofline work (CalibratedCosts.work_s of its Op): what a scaled time scales by."""
         return max(flops / self.peak_flops, op_bytes / self.peak_bytes)
+
+
+class FramePricer:
+    """`CalibratedCosts.time` of the pass frame (ops.pass_frame) of one batch, q, width and
+    graphs at a longest KV `kv_max`, without an Op: the same floats in the same order (_lookup,
+    predict, then time's split). What does not depend on kv_max (the table, its slice along kv,
+    the frame's rates, launch and dispatch seconds) is worked out once."""
+
+    def __init__(self, costs, probe, table: Table, piece, exact: bool, graphs: bool):
+        self.table, self.piece, self.exact, self.kv_axis = table, piece, exact, table.grid["kv"]
+        self.fixed_bytes, self.per_kv = frame_bytes(probe.shape["batch"], probe.shape["q"], probe.shape["d"])
+        self.peak_flops, self.peak_bytes, self.stream_floor = costs.peak_flops, costs.peak_bytes, costs.stream_floor
+        self.call_s = probe.kernels * costs.launch["call_s"] if costs.launch["included_in_op_times"] else None
+        self.launch_s = probe.kernels * costs.kernel_launch_s(graphs)
+        self.compute_s = costs.roofline.compute_s(probe)  # no flops: 0.0
+        self.byte_rate = costs.roofline.rates(probe)[1]
+
+    def times(self, kv_max: float) -> tuple[float, float, float, float] | None:
+        """The frame's (compute, memory, comm, launch) seconds at kv_max; None where time would
+        take the nearest measured cell (outside the grid or at a gap: the caller prices the Op)."""
+        hit = read_slice(self.kv_axis, self.piece, kv_max)
+        if hit is None:
+            return None
+        op_bytes = 0.0 + 0.0 + (self.fixed_bytes + self.per_kv * kv_max)  # Op.bytes: no weight or KV bytes
+        log_t, log_w, measured = hit
+        if self.exact and measured:
+            t = math.exp(log_t)
+        else:
+            t = scaled(self.table, math.exp(log_t), math.exp(log_w), max(0.0 / self.peak_flops, op_bytes / self.peak_bytes))
+        floor = op_bytes / self.peak_bytes if self.stream_floor else 0.0
+        if t < floor:
+            t = floor
+        fixed = min(t, self.call_s) if self.call_s is not None else 0.0
+        compute, memory = split_rest(t - fixed, self.compute_s, op_bytes / self.byte_rate)
+        return compute, memory, 0.0, fixed + self.launch_s
 
 
 def split_time(t: float, fixed: float, compute: float, memory: float, launch: float, source: str) -> OpTime:

@@ -37,6 +37,10 @@ class CostModel(Protocol):
     def core_pricer(self, kernel: AttentionKernel, graphs: bool) -> CorePricer | None:
         """A pricer for `kernel`'s cores without their Op, or None: each core's Op goes to `time`."""
 
+    def frame_pricer(self, batch: int, q: float, d: int, graphs: bool):
+        """A pricer of the pass frames of `batch` requests of q tokens, width d, from their longest
+        KV without their Op (`times(kv_max)`: compute, memory, comm and launch seconds), or None."""
+
     def pass_launch_s(self, graphs: bool) -> float:
         """Fixed seconds of starting one pass (a graph replay's launch)."""
 

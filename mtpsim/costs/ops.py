@@ -49,8 +49,16 @@ def pass_frame(batch: int, q: float, kv_max: float, d: int) -> Op:
     Bytes: the embedded and normed activations written, the boolean mask written; two kernels
     (the embedding gather and the final norm: the roofline prices their launches and bytes); a
     calibrated profile measures it."""
-    act = 2 * batch * q * d * DTYPE_BYTES[ACT] + batch * q * kv_max
-    return Op("pass.frame", "pass", act_bytes=act, kernels=2, shape={"batch": batch, "q": q, "kv": kv_max, "d": d})
+    fixed, per_kv = frame_bytes(batch, q, d)
+    return Op("pass.frame", "pass", act_bytes=fixed + per_kv * kv_max, kernels=2,
+              shape={"batch": batch, "q": q, "kv": kv_max, "d": d})
+
+
+def frame_bytes(batch: int, q: float, d: int) -> tuple[float, float]:
+    """pass_frame's bytes as (what does not depend on the longest KV, the share that does):
+    bytes = fixed + per_kv * kv_max, 2 * batch * q * d * width + batch * q * kv_max in that order
+    (the frame pricers, core_pricer.py and roofline.py, add them per kv_max the same way)."""
+    return 2 * batch * q * d * DTYPE_BYTES[ACT], batch * q
 
 
 def kv_copy(tokens: int, bytes_per_token: float) -> Op:

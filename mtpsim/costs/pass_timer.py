@@ -6,8 +6,8 @@ the breakdown a PassCost carries (work, sources), which the loop never reads.
 What a pass over `batch` requests costs whatever their KV is the pass's plan (passes.py `_Plan`:
 its token-count ops summed, its compaction and launch); per call only the attention cores (by
 each kernel's `CorePricer` at the batch's slice of its table, else the pricer's `core`) and the
-pass frame (`frame_memo`) are priced, and their seconds added to the plan's in `Work.plus`'s
-order. Only where `plain_pass` is all that `price_lens` does (`applies`).
+pass frame (the cost model's `frame_pricer`, else `frame_memo`) are priced, and their seconds
+added to the plan's in `Work.plus`'s order. Only where `plain_pass` is all that `price_lens` does (`applies`).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ class PassTimer:
     of the shape's tokens per request) of `batch` requests."""
 
     __slots__ = ("batch", "q", "offset", "tree_keys", "graphs", "cores", "layers", "fixed_rows", "plan_s", "launch_s",
-                 "hidden_size", "core", "frame", "frames")
+                 "hidden_size", "core", "frame", "frames", "by_sums", "frame_pricer")
 
     def __init__(self, pricer, shape, batch: int):
         plan = pricer.plan_memo(shape, batch, 0)
@@ -38,6 +38,12 @@ class PassTimer:
         self.launch_s, self.hidden_size = plan.launch_s, plan.hidden_size
         self.core, self.frame = pricer.core, pricer.frame_memo
         self.frames: dict[float, tuple] = {}  # the pass frame's row by the batch's longest visible KV
+        # the frame's times by its longest KV without an Op (a profile's pass table, else the
+        # roofline's bytes); None (a cost model without one, or off its grid): `frame`
+        self.frame_pricer = pricer.costs.frame_pricer(batch, self.q, plan.hidden_size, plan.graphs)
+        # whether the seconds read the lengths' sums alone (BatchLens' scalars), not each request's
+        # (a sliding window's or a sparse top-k's cap, the pricer's other roads): IterationTiming's memo
+        self.by_sums = all(found is not None and not kernel.sparse for kernel, _, found in plan.cores)
 
     @staticmethod
     def applies(pricer, shape) -> bool:
@@ -82,13 +88,22 @@ class PassTimer:
         if frame is None:
             if len(self.frames) >= FRAMES_KEPT:
                 self.frames.clear()
-            t = self.frame(whole.batch, self.q, whole.visible_max, self.hidden_size, self.graphs)[1]
-            frame = self.frames[whole.visible_max] = (t.compute_s, t.memory_s, t.comm_s, t.launch_s)
+            frame = self.frame_pricer.times(whole.visible_max) if self.frame_pricer is not None else None
+            if frame is None:
+                t = self.frame(whole.batch, self.q, whole.visible_max, self.hidden_size, self.graphs)[1]
+                frame = (t.compute_s, t.memory_s, t.comm_s, t.launch_s)
+            self.frames[whole.visible_max] = frame
         compute, memory, comm, launch = self.plan_s
-        for n, (c, m, co, la) in (*zip(self.layers, core_times), *self.fixed_rows, (1, frame)):
+        rows = (*zip(self.layers, core_times), *self.fixed_rows) if self.fixed_rows else zip(self.layers, core_times)
+        for n, (c, m, co, la) in rows:
             if c >= m:
                 compute += n * c
             else:
                 memory += n * m
             comm, launch = comm + n * co, launch + n * la
-        return compute + memory + comm + (launch + self.launch_s)
+        c, m, co, la = frame  # the frame's row, once: 1 * x is x
+        if c >= m:
+            compute += c
+        else:
+            memory += m
+        return compute + memory + (comm + co) + (launch + la + self.launch_s)

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from mtpsim.catalog import load_engine
 from mtpsim.costs import floors as F
-from mtpsim.costs.ops import Op
+from mtpsim.costs.ops import Op, frame_bytes, pass_frame
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError
 from mtpsim.hardware_spec import HardwareSpec
@@ -81,6 +81,10 @@ class RooflineCosts:
     def core_pricer(self, kernel, graphs: bool) -> None:
         """No pricer without the Op: every attention core goes to `time` (cost_model.CostModel)."""
         return None
+
+    def frame_pricer(self, batch: int, q: float, d: int, graphs: bool) -> RooflineFrame:
+        """`time` of the pass frames of `batch` requests of q tokens and width d by their longest KV."""
+        return RooflineFrame(self, pass_frame(batch, q, 0.0, d), graphs)
 
     def floor_params(self, op: Op) -> dict | None:
         """The fitted floor group pricing `op`, or None (no floors on this hardware, or a family
@@ -168,3 +172,21 @@ class RooflineCosts:
             intra, inter = b * g / ranks, b * (ranks - g) / ranks
         leg = self._intranode_s(op, intra, g) if g > 1 else 0.0
         return leg + hw.internode_latency_s + inter / hw.internode_bandwidth_bytes_per_s
+
+
+class RooflineFrame:
+    """`RooflineCosts.time` of one batch, q, width and graphs' pass frame (ops.pass_frame) at a
+    longest KV, without an Op: the same floats. Only its memory seconds (its bytes over its
+    group's rate) depend on the KV: a frame has no flops, no collective, and no per-item floor
+    (floors.items is 0 for it), so the rest is the probe's."""
+
+    def __init__(self, costs: RooflineCosts, probe: Op, graphs: bool):
+        t = costs.time(probe, graphs)
+        self.compute_s, self.comm_s, self.launch_s = t.compute_s, t.comm_s, t.launch_s
+        self.byte_rate = costs._group(probe)[2]
+        self.fixed_bytes, self.per_kv = frame_bytes(probe.shape["batch"], probe.shape["q"], probe.shape["d"])
+
+    def times(self, kv_max: float) -> tuple[float, float, float, float]:
+        """(compute, memory, comm, launch) seconds at kv_max."""
+        op_bytes = 0.0 + 0.0 + (self.fixed_bytes + self.per_kv * kv_max)  # Op.bytes: no weight or KV bytes
+        return self.compute_s, op_bytes / self.byte_rate, self.comm_s, self.launch_s

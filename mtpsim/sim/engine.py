@@ -200,7 +200,7 @@ class Engine:
             if steps < levels.shape[1]:  # fewer steps than the design's (a policy): their prefix
                 levels = levels[:, :steps]
             # no request can accept past its last token when each has more than `steps` left: no cap
-            capped = batch.remaining if batch.fewest() <= steps else None
+            capped = None if batch.all_beyond(steps) else batch.remaining
             accepted = self.profile.sample(self.rng, levels, capped, self.profile.shared)
             if kept is not None:
                 np.minimum(accepted, kept, out=accepted)
