@@ -4,10 +4,15 @@ absurd model widths and layer counts accepted without a word. Each test's docstr
 happened before the fix."""
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from mtpsim import resolve, sweep
-from tests.test_bad_input import one_line_error, run
+from tests.test_bad_input import BASE, LLAMA, one_line_error, run
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 from tests.test_bad_input_11q import NEXTN, SEARCH, _recommend, _search
+from tests.test_hfconfig import DEEPSEEK_V3
 
 BROKEN_LATER = "sweep: {workload.num_requests: [4, 1]}\n"  # point 2: fewer requests than the 2 users
 
@@ -44,3 +49,34 @@ def test_run_and_cost_still_validate_every_point(tmp_path, capsys, monkeypatch):
     argv = run(tmp_path, NEXTN + BROKEN_LATER)
     one_line_error(capsys, argv, "workload.concurrency", "sweep point 2 of 2")
     one_line_error(capsys, ["cost", argv[1]], "workload.concurrency", "sweep point 2 of 2")
+
+
+# ------------------------------------------------------------- 3: sizes no released model has
+
+@pytest.mark.parametrize("text, files, key, word", [
+    (BASE.replace("model: deepseek-v3", "model: {from: deepseek-v3, hidden_size: 1}"), {}, "model.hidden_size",
+     "hidden_size 1 is narrower than any released model"),
+    (LLAMA.replace("model: llama-3.1-8b", "model: {from: llama-3.1-8b, hidden_size: 63}"), {}, "model.hidden_size",
+     "hidden_size 63"),
+    (BASE.replace("model: deepseek-v3", "model: {from: deepseek-v3, mtp: {num_layers: 17}}"), {},
+     "model.mtp.num_layers", "17 is more than any released model has"),
+    (BASE.replace("model: deepseek-v3", "model: {hf_config: c.json}"),
+     {"c.json": json.dumps({**DEEPSEEK_V3, "num_nextn_predict_layers": 100})}, "model.hf_config",
+     "config.json's MTP layer count (num_nextn_predict_layers or alike) 100 is more than the model's own 61 layers"),
+    (BASE.replace("model: deepseek-v3", "model: {hf_config: c.json}"),
+     {"c.json": json.dumps({**DEEPSEEK_V3, "hidden_size": 32})}, "model.hf_config", "config.json's hidden_size 32"),
+])
+def test_a_width_or_layer_count_past_any_released_model_warns_once(tmp_path, capsys, text, files, key, word):
+    """Before: a model 1 wide (an MLA model's, which no heads x head_dim check measures) or with 100
+    MTP layers, more than its 61, priced without a word. A hidden_size so narrow is now said of
+    itself, once, not of every attention kind measured against it (odd_widths)."""
+    lines = warnings_of(capsys, ["cost", run(tmp_path, text, files)[1]])
+    found = [line for line in lines if f": {key}: " in line]
+    assert len(found) == 1 and word in found[0], lines
+    assert not any("attention_kinds" in line for line in lines), lines
+
+
+@pytest.mark.parametrize("model", ["{from: deepseek-v3, hidden_size: 64}", "{from: mimo-7b, mtp: {num_layers: 16}}"])
+def test_the_edges_of_released_sizes_do_not_warn(tmp_path, capsys, model):
+    lines = warnings_of(capsys, ["cost", run(tmp_path, BASE.replace("model: deepseek-v3", f"model: {model}"))[1]])
+    assert not any("released model" in line for line in lines), lines
