@@ -265,7 +265,8 @@ CHECKS = (_ignored_by_design, _unreached_policy, engine_advice.skew_without_expe
           model_advice.no_context_limit, _deep_histogram, _dead_drafts, swept_search, engine_advice.no_wide_ep,
           engine_advice.idle_engine_settings, engine_advice.blocks_out_of_reach, engine_advice.budget_below_decode,
           model_advice.unread_dtypes, model_advice.windows_past_context, workload_advice.trace_settings_unread,
-          model_advice.odd_widths, _verify_past_the_model, _disaggregation_moot, workload_advice.unused_by_arrival,
+          model_advice.past_any_model, model_advice.odd_widths,
+          _verify_past_the_model, _disaggregation_moot, workload_advice.unused_by_arrival,
           _past_their_reach, _forced_past_its_range, engine_advice.engine_moot, engine_advice.stream_overlap_moot)
 
 # checks whose every warning says the value is not read at all (a null, the default, is read no more)

@@ -8,6 +8,15 @@ from collections.abc import Iterator
 from mtpsim.schema import Scenario
 from mtpsim.specs import ModelSpec
 
+# Sizes past which no released model lies, kept generous so that only a slip (a digit lost or
+# added, a test value left in) warns. Width: the narrowest released language models are 128 wide
+# and more (Pythia-14M: 128; SmolLM-135M: 576; Qwen3-0.6B: 1024); only toy models go below 64
+# (TinyStories-1M: 64). MTP layers / draft heads: 1 in DeepSeek-V3/V3.2/V4, GLM-4.5/5 and
+# Qwen3-Next, 3 in MiMo-7B, MiMo-V2-Flash and Step-3.5-Flash, 4-5 Medusa heads: none past 16,
+# and never more than the trunk they draft for.
+MIN_HIDDEN_SIZE = 64
+MAX_MTP_LAYERS = 16
+
 
 def served(s: Scenario) -> Iterator[tuple[str, object, ModelSpec]]:
     """(scenario key, what the scenario wrote there, resolved spec) of the target and of its draft
@@ -64,12 +73,46 @@ def windows_past_context(s: Scenario) -> list[tuple[str, str]]:
     return found
 
 
+def _written_at(key: str, ref: object, field: str, in_config: str) -> tuple[str, str]:
+    """(the scenario key a spec's dotted `field` came from, how the reason names the value): the
+    field itself where the scenario (or a model file) writes it; `<key>.hf_config` and the
+    config.json key (`in_config`) where config.json gave it."""
+    written = isinstance(ref, dict) and field.split(".")[0] in ref
+    if isinstance(ref, dict) and "hf_config" in ref and not written:
+        return f"{key}.hf_config", f"config.json's {in_config}"
+    return f"{key}.{field}", field
+
+
+def past_any_model(s: Scenario) -> list[tuple[str, str]]:
+    """Widths and layer counts no released model has (MIN_HIDDEN_SIZE, MAX_MTP_LAYERS): the run
+    prices them as given, but they are more likely a slip than a model. One warning per value."""
+    found = []
+    for key, ref, spec in served(s):
+        for field in ("hidden_size", "backbone_hidden_size"):
+            width = getattr(spec, field)
+            if width is not None and width < MIN_HIDDEN_SIZE:
+                at, said = _written_at(key, ref, field, "hidden_size")
+                found.append((at, f"{said} {width} is narrower than any released model (the narrowest are 128 wide "
+                              "and more): priced as given"))
+        if spec.mtp is not None and spec.role == "target":
+            n, trunk = spec.mtp.num_layers, spec.num_layers
+            if n > min(MAX_MTP_LAYERS, trunk):
+                at, said = _written_at(key, ref, "mtp.num_layers", "MTP layer count (num_nextn_predict_layers or alike)")
+                past = f"more than the model's own {trunk} layers" if n > trunk else \
+                    f"more than any released model has (1 to 5; past {MAX_MTP_LAYERS} warns)"
+                found.append((at, f"{said} {n} is {past}: priced as given"))
+    return found
+
+
 def odd_widths(s: Scenario) -> list[tuple[str, str]]:
     """Query heads x head width far from the hidden size (more than 32x either way): released models
     keep them within about 10x (DeepSeek-V4-Pro's compressed attention: 128 x 512 against 7168),
-    so such a kind is more likely a slip of a digit."""
+    so such a kind is more likely a slip of a digit. A hidden_size past any model is said of
+    itself (past_any_model), not of every attention kind measured against it."""
     found = []
     for key, _, spec in served(s):
+        if spec.hidden_size < MIN_HIDDEN_SIZE:
+            continue
         for name, att in spec.attention_kinds.items():
             if att.head_dim is None:  # MLA: its widths are latent ranks
                 continue

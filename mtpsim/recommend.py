@@ -61,7 +61,7 @@ def parse_sizes(text: str, option: str, high: int) -> list[int]:
 def base_point(path: str, sets: list[str]) -> sc.Scenario:
     """The scenario the grid varies: its first point, with a speculative design and acceptance
     given per depth (an accept_length alone would refit the profile to every steps value)."""
-    points = sc.load(path, sets, advise_points=False)  # this command's own refusals come before any warning
+    points = sc.load(path, sets, advise_points=False, first_only=True)  # this command's own refusals come before any warning
     with sweep.one_point(points, "recommend") as s:
         if s.speculative.design == BASELINE:
             raise ScenarioError(s.source, "speculative.design", "recommend compares steps settings of a speculative "

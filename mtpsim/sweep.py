@@ -26,13 +26,30 @@ from mtpsim.resolve import validate
 from mtpsim.schema import MAX_SWEEP_POINTS, Scenario
 from mtpsim.textfiles import check_path_length
 
-__all__ = ["expand", "left_out", "one_point"]
+__all__ = ["Points", "expand", "left_out", "one_point"]
+
+
+class Points(list):
+    """The validated points `expand` returns, and `size`: how many the sweep has. A one-point
+    command (search, recommend) validates the first alone (`first_only`), so the list can be
+    shorter than the sweep its warnings and errors count."""
+
+    def __init__(self, points: list[Scenario], size: int):
+        super().__init__(points)
+        self.size = size
+
+
+def size_of(points: list[Scenario]) -> int:
+    """How many points the sweep has (a plain list: all of them were validated)."""
+    return getattr(points, "size", len(points))
 
 
 def expand(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, Any]],
-           fixed: dict[str, str] | None = None) -> list[Scenario]:
+           fixed: dict[str, str] | None = None, first_only: bool = False) -> Points:
     """The file's data (--set applied) -> its sweep checked and expanded, each point validated
-    (a key in `fixed`, set by a command's flag, is not swept: scenario.load)."""
+    (a key in `fixed`, set by a command's flag, is not swept: scenario.load), or with
+    `first_only` the first alone: a command that uses one point need not pay for 10,000 (the
+    sweep's own keys are still checked, and the count is the sweep's)."""
     where = str(path)
     sweep = {} if data.get("sweep") is None else data["sweep"]
     if not isinstance(sweep, dict):
@@ -73,10 +90,11 @@ def expand(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, An
         raise ScenarioError(where, "sweep", f"{size:,} points is over the limit of {MAX_SWEEP_POINTS:,} per scenario "
                             "(split the study over several scenario files)")
     points = [dict(zip(sweep, combo)) for combo in itertools.product(*sweep.values())] or [{}]
-    scenarios = [_validate_point(data, point, i, len(points), path, where, overrides) for i, point in enumerate(points)]
+    used = points[:1] if first_only else points
+    scenarios = [_validate_point(data, point, i, len(points), path, where, overrides) for i, point in enumerate(used)]
     for warning in later:
         warn(*warning)
-    return scenarios
+    return Points(scenarios, len(points))
 
 
 @contextmanager
@@ -85,7 +103,7 @@ def one_point(points: list[Scenario], command: str) -> Iterator[Scenario]:
     sweeps, an error its checks raise about that point says it is sweep point 1 (the same
     key can be fine at another point), and once they pass, one warning says the other points
     are left out: a sweep is `mtpsim run`'s, and a note on stdout was easy to miss."""
-    s, n = points[0], len(points)
+    s, n = points[0], size_of(points)
     if n == 1:
         yield s
         return
@@ -102,9 +120,10 @@ def one_point(points: list[Scenario], command: str) -> Iterator[Scenario]:
 
 def left_out(points: list[Scenario], command: str) -> None:
     """One warning where a one-point command is given a sweep: only the first point is used."""
-    if len(points) > 1:
-        others = "the other point is" if len(points) == 2 else f"the other {len(points) - 1} are"
-        warn(points[0].source, "sweep", f"{command} uses one point, the first of the sweep's {len(points)} "
+    n = size_of(points)
+    if n > 1:
+        others = "the other point is" if n == 2 else f"the other {n - 1} are"
+        warn(points[0].source, "sweep", f"{command} uses one point, the first of the sweep's {n} "
              f"({_which(points[0].point)}): {others} left out (`mtpsim run` runs a sweep; one {command} per point: "
              "--set the swept keys)")
 
@@ -180,8 +199,9 @@ def _anchor_paths(data: dict[str, Any], folder: Path, where: str) -> dict[str, A
 
 
 def _with_point(data: dict[str, Any], point: dict[str, Any], where: str, overrides=()) -> dict[str, Any]:
-    out = copy.deepcopy(data)
-    out.pop("sweep", None)
+    # the sweep's lists are left out of the copy: copied for every point, a sweep of 10,000
+    # points over a list of 10,000 values copied 10^8 of them
+    out = copy.deepcopy({k: v for k, v in data.items() if k != "sweep"})
     for key, value in [*point.items(), *overrides]:
         set_key(out, key, copy.deepcopy(value), where)
     return out

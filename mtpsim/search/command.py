@@ -85,7 +85,7 @@ def parse_rates(text: str) -> list[float]:
 
 def base_scenario(path: str, sets: list[str]) -> sc.Scenario:
     """The scenario the search varies (its first point), with acceptance that serves every steps value."""
-    points = sc.load(path, sets, advise_points=False)  # this command's own refusals come before any warning
+    points = sc.load(path, sets, advise_points=False, first_only=True)  # this command's own refusals come before any warning
     with sweep.one_point(points, "search") as s:
         if s.disaggregation is not None:
             raise ScenarioError(s.source, "disaggregation", "search lays out its own deployments (aggregated, and "
