@@ -162,6 +162,11 @@ records ~15 numpy ops on 64-element arrays at ~1-2 us each, the simpy event and 
 chain. The none run: ~17 us an iteration, its timing remembered 7 of 8 times; the rest records
 (chunk gaps, two histogram sums, the iteration row), the event, the engine's bookkeeping.
 
+The merged tree of that day (57c45d6: the speed pass above with the bad-input and MoE-runner work),
+quiet machine (load 0.4), `MTPSIM_CACHE_DIR=/tmp/mcache .venv/bin/python benchmarks/cli_pair.py
+--repeats 3`: CLI pair 1.34 s (runs 2.03, 1.34, 1.34; the first fills the cache folder), reference
+0.22 s, ratio 6.03x, both whole processes 3.46x; import mtpsim.run 0.339 s, `mtpsim --version` 0.075 s.
+
 Start-up: `python -X importtime -c "import mtpsim.cli"`, `mtpsim --version` as a whole process
 (what every command pays before it runs: building the parser included; target at most 0.2 s),
 and the import time of mtpsim.run (what `mtpsim run` adds: numpy, pydantic, simpy and the
