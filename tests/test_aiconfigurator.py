@@ -12,6 +12,7 @@ import yaml
 
 pytest.importorskip("pyarrow")
 
+from mtpsim.calibration import aic_rows, aic_sources  # noqa: E402
 from mtpsim.calibration import aiconfigurator as A  # noqa: E402
 from mtpsim.catalog import load_hardware  # noqa: E402
 from mtpsim.cli import main  # noqa: E402
@@ -117,7 +118,7 @@ def test_implausibly_slow_low_precision_rows_are_passed_over():
     rows = [_gemm(m, n, 1024, 0.01) for m in (1, 16) for n in (1024, 2048)]
     rows += [_gemm(m, n, 1024, 0.1, dtype="fp8_block") for m in (1, 16) for n in (1024, 2048)]
     rows += [_gemm(m, n, 1024, 0.008, dtype="fp8") for m in (1, 16) for n in (1024, 2048)]
-    chosen, passed = A.choose_dtypes(pd.DataFrame(rows), A.GEMM_RULE)
+    chosen, passed = aic_rows.choose_dtypes(pd.DataFrame(rows), aic_rows.GEMM_RULE)
     assert chosen == {"bf16": "bfloat16", "fp8": "fp8"} and "10.0x" in passed["fp8_block"]
 
 
@@ -271,11 +272,11 @@ def test_mla_bmm_rows_keep_each_dtype_s_fastest_kernel_by_tokens_and_heads():
 def test_deepep_rows_go_to_sglang_profiles_only(monkeypatch):
     """The multi-node DeepEP rows time SGLang's DeepEP: a TensorRT-LLM or vLLM profile does not
     take them (their wide EP keeps its own all-to-all pricing); NCCL collectives go to every one."""
-    monkeypatch.setattr(A, "deepep_rows", lambda data, device: "deepep")
-    monkeypatch.setattr(A, "nccl_rows", lambda root, system, device: "nccl")
+    monkeypatch.setattr(aic_sources, "deepep_rows", lambda data, device: "deepep")
+    monkeypatch.setattr(aic_sources, "nccl_rows", lambda root, system, device: "nccl")
     for backend, families in (("sglang", ["alltoall_wide_ep", "collective"]), ("trtllm", ["collective"]),
                               ("vllm", ["collective"])):
-        assert list(A._system_wide_tables(Path("r"), Path("d"), SYSTEM, backend)) == families
+        assert list(aic_sources.system_wide_tables(Path("r"), Path("d"), SYSTEM, backend)) == families
 
 
 @pytest.mark.parametrize("name", ["h200-sglang", "b200-trtllm"])

@@ -7,8 +7,9 @@ layers.py          whole layers: torchkit's `DecoderLayer` timed (their ops: mtp
 host.py            host time per iteration around torchkit's decode loop (mtpsim/torchkit/measure.py)
 command.py         `mtpsim calibrate`: run the grid with a progress bar, write the profile folder
 level.py           a CPU's speed now against its profile's (re-timed held-out shapes), for verification
-aiconfigurator.py  `--from aiconfigurator`: measured GPU tables converted (aic_database.py: where a table
-                   is and its own rows; aic_rows.py: table -> rows; aic_kernels.py: kernels borrowed)
+aiconfigurator.py  `--from aiconfigurator`: measured GPU tables converted (aic_sources.py: which table
+                   serves each family, read; aic_database.py: where a table is and its own rows;
+                   aic_rows.py: table -> rows; aic_kernels.py: kernels borrowed)
 
 Layering: the torch code calibration times is torchkit's, the code verification runs, so calibration
 never imports verify/; what the simulator needs to read a profile (the ops of a whole layer, the

@@ -5,7 +5,7 @@ between them) only in its oldest SGLang folder, `systems/data/<system>/comm/sgla
 (`wideep_deepep_ll_perf.parquet`, `wideep_deepep_normal_perf.parquet`); the current folder's
 tables (0.5.12) time one node. Those rows name version `0.5.0` and, on h100_sxm, the device
 `NVIDIA H100`: they are read here by the folder and the system's GPU family name, which is why
-they do not go through aiconfigurator.py's version and device filter. One row per mode, ranks
+they do not go through aic_sources.py's version and device filter. One row per mode, ranks
 (8 x nodes), width, top-k and tokens per rank:
 
 - `ll` (low latency, decode): dispatch_avg_t_us + combine_avg_t_us, the multi-node rows only

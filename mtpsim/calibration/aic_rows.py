@@ -1,7 +1,7 @@
 """aiconfigurator-core tables -> mtpsim profile rows, one builder per op family.
 
 Each builder takes one measured table (already filtered to its framework, version and device
-by aiconfigurator.py) and returns the rows of an mtpsim family CSV (costs/profile.py), every
+by aic_sources.py) and returns the rows of an mtpsim family CSV (costs/profile.py), every
 row built as the simulator's own `Op` (calibration/grid.py `op_of`, costs/ops.py), so flops and
 bytes are the ones the cost model prices with. Conventions, applied here and nowhere else:
 - Units: `latency` is milliseconds in every table except the all-to-all ones, which are
@@ -161,16 +161,6 @@ def moe_rows(df: pd.DataFrame) -> pd.DataFrame:
     cols = pd.DataFrame([{a: op.shape[a] for a in ("dtype", "inter", "num_experts", "tokens", "touched", "top_k", "d")}
                          for op in ops])
     return _rows(cols, ops, df.latency * 1e-3).groupby(list(cols.columns), as_index=False).median()
-
-
-TRITON_KERNEL = "sglang_fused_moe_triton"
-
-
-def triton_block_fp8(df: pd.DataFrame) -> pd.DataFrame:
-    """The rows of SGLang's Triton fused-MoE runner (`fused_moe_triton`) on block-FP8 experts: the
-    kernel SGLang runs for them on sm100 before v0.5.5, where `moe` keeps the faster
-    flashinfer_trtllm one (engines.py `moe_table`). `moe_rows` converts them by its own rules."""
-    return df[(df.kernel_source == TRITON_KERNEL) & (df.moe_dtype == "fp8_block")]
 
 
 def wide_ep_moe_rows(df: pd.DataFrame, mode: str) -> pd.DataFrame:
