@@ -54,6 +54,10 @@ COUNT_AXIS = Column(low=0, above=True, integer=True)  # an axis is interpolated 
 DTYPES = {"dtype": get_args(Dtype)}
 MODES = {"mode": ("ll", "normal")}  # DeepEP's low-latency (decode) and normal (prefill) kernels
 
+# routed experts by tokens and the distinct experts they touch: the `moe` and `moe_triton` tables
+EXPERTS = Family((), ("dtype", "inter", "num_experts"), ("tokens", "touched", "top_k", "d"), ("tokens", "touched"),
+                 values=DTYPES)
+
 FAMILIES = {
     "gemm": Family((), ("dtype",), ("m", "k", "n"), ("m",), values=DTYPES),
     # a full head's GEMM, or a centroid head's expansion of its chosen clusters (costs/ops.py lm_head_ops)
@@ -65,13 +69,11 @@ FAMILIES = {
     "attention": Family(("kind",), ("kv_heads", "head_dim", "v_head_dim", "kv_dtype"), ("batch", "q", "kv", "heads"),
                         ("batch", "q", "kv"), optional=("kv_dtype",),
                         values={"kind": ("gqa", "swa", "mla", "frozen"), "kv_dtype": get_args(Dtype)}),
-    "moe": Family((), ("dtype", "inter", "num_experts"), ("tokens", "touched", "top_k", "d"), ("tokens", "touched"),
-                  values=DTYPES),
+    "moe": EXPERTS,
     # the same experts through SGLang's Triton fused-MoE runner (block-FP8 only): what a release runs
     # where its engine rule says so (engines.py `moe_table`), while `moe` keeps the fastest kernel
-    # per shape (aic_rows.py `moe_triton_rows`, aiconfigurator.py TRITON_MOE)
-    "moe_triton": Family((), ("dtype", "inter", "num_experts"), ("tokens", "touched", "top_k", "d"),
-                         ("tokens", "touched"), values=DTYPES),
+    # per shape (calibration/aic_sources.py, the moe_triton source)
+    "moe_triton": EXPERTS,
     # one GPU's experts under wide EP (DeepEP), by dispatch mode (ll | normal): calibrated.py `wide_ep_moe`
     "moe_wide_ep": Family(("mode",), ("dtype", "inter", "d"), ("experts", "tokens_per_expert"),
                           ("experts", "tokens_per_expert"), values={**MODES, **DTYPES}),

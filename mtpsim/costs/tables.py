@@ -214,7 +214,7 @@ def _build_table(family: str, columns: dict, rows: np.ndarray, dims: dict | None
     idx = tuple(np.searchsorted(axes[a], columns[a][rows]) for a in f.axes)
     log_t[idx], log_w[idx] = columns["log_t"][rows], columns["log_w"][rows]
     measured = None
-    if family in ("moe", "moe_triton"):
+    if "touched" in f.axes:
         # a touched count the table did not time (a routing that cannot happen at that token
         # count, or, in a table of balanced routings only, fewer experts than tokens x top_k)
         # takes the nearest timed one's time and work; Hit.measured tells the cost model to
