@@ -99,7 +99,7 @@ class FramePricer:
     def __init__(self, costs, probe, table: Table, piece, exact: bool, graphs: bool):
         self.table, self.piece, self.exact, self.kv_axis = table, piece, exact, table.grid["kv"]
         self.fixed_bytes, self.per_kv = frame_bytes(probe.shape["batch"], probe.shape["q"], probe.shape["d"])
-        self.peak_flops, self.peak_bytes, self.stream_floor = costs.peak_flops, costs.peak_bytes, costs.stream_floor
+        self.peak_bytes, self.stream_floor = costs.peak_bytes, costs.stream_floor
         self.call_s = probe.kernels * costs.launch["call_s"] if costs.launch["included_in_op_times"] else None
         self.launch_s = probe.kernels * costs.kernel_launch_s(graphs)
         self.compute_s = costs.roofline.compute_s(probe)  # no flops: 0.0
@@ -111,12 +111,12 @@ class FramePricer:
         hit = read_slice(self.kv_axis, self.piece, kv_max)
         if hit is None:
             return None
-        op_bytes = 0.0 + 0.0 + (self.fixed_bytes + self.per_kv * kv_max)  # Op.bytes: no weight or KV bytes
+        op_bytes = self.fixed_bytes + self.per_kv * kv_max  # a frame has activation bytes only, and no flops
         log_t, log_w, measured = hit
         if self.exact and measured:
             t = math.exp(log_t)
         else:
-            t = scaled(self.table, math.exp(log_t), math.exp(log_w), max(0.0 / self.peak_flops, op_bytes / self.peak_bytes))
+            t = scaled(self.table, math.exp(log_t), math.exp(log_w), op_bytes / self.peak_bytes)  # its work: bytes alone
         floor = op_bytes / self.peak_bytes if self.stream_floor else 0.0
         if t < floor:
             t = floor

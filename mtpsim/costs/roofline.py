@@ -188,5 +188,4 @@ class RooflineFrame:
 
     def times(self, kv_max: float) -> tuple[float, float, float, float]:
         """(compute, memory, comm, launch) seconds at kv_max."""
-        op_bytes = 0.0 + 0.0 + (self.fixed_bytes + self.per_kv * kv_max)  # Op.bytes: no weight or KV bytes
-        return self.compute_s, op_bytes / self.byte_rate, self.comm_s, self.launch_s
+        return self.compute_s, (self.fixed_bytes + self.per_kv * kv_max) / self.byte_rate, self.comm_s, self.launch_s
