@@ -65,10 +65,11 @@ class _Parser(argparse.ArgumentParser):
             print(line("error", f"{message} (see {self.prog} --help)", self.prog), file=sys.stderr)
         sys.exit(2)
 
-
     def _meant(self, tokens: list[str]) -> str:
         """` (did you mean --seeds? ...)` for the first unknown flag that starts a known one, or is
         close to one: flags are never abbreviated, so `--seed` stops here instead."""
+        import difflib  # an unknown flag's hint only: not every command's start-up
+
         known = set(self._option_string_actions)
         given = getattr(self, "_given", [])
         for action in self._actions:  # and the flags of the command given
@@ -80,7 +81,6 @@ class _Parser(argparse.ArgumentParser):
             flag = token.split("=", 1)[0]
             if not flag.startswith("--"):
                 continue
-            import difflib
             close = sorted(k for k in known if k.startswith(flag)) or difflib.get_close_matches(flag, sorted(known), 3)
             if close:
                 return f" (did you mean {' or '.join(close[:3])}? flags are given whole, not abbreviated)"

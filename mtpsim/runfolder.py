@@ -26,7 +26,7 @@ from mtpsim.results import (
 from mtpsim.rows import Table
 from mtpsim.rows import write_csv as write_table
 from mtpsim.schema import mean_length
-from mtpsim.textfiles import blocked_by, not_a_folder
+from mtpsim.textfiles import blocked_by, blocked_note, not_a_folder
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -85,15 +85,9 @@ def _claim(path: Path, claimed_here: list) -> Path:
                                                         "pass another --out") if blocked is not None else
                ScenarioError(str(path), "", f"{not_a_folder(path)}: pass another --out")) from None
     except OSError as exc:
-        raise ScenarioError(str(path), "", f"cannot create the run folder: {exc.strerror or exc}{_because(path)}") \
+        raise ScenarioError(str(path), "", f"cannot create the run folder: {exc.strerror or exc}{blocked_note(path)}") \
             from None
     return path
-
-
-def _because(path: Path) -> str:
-    """` (runs is a file, not a folder)`: what blocks making `path`, after the system's words."""
-    blocked = blocked_by(path)
-    return f" ({blocked})" if blocked is not None else ""
 
 
 def _new_default(name: str) -> Path:
@@ -111,7 +105,7 @@ def _new_default(name: str) -> Path:
                 raise ScenarioError(str(path), "", f"cannot create the run folder: {blocked}: pass --out") from None
             continue
         except OSError as exc:
-            raise ScenarioError(str(path), "", f"cannot create the run folder: {exc.strerror or exc}{_because(path)}") \
+            raise ScenarioError(str(path), "", f"cannot create the run folder: {exc.strerror or exc}{blocked_note(path)}") \
                 from None
     raise ScenarioError(str(stem), "", "10,000 runs of this name started this second: pass --out")
 

@@ -77,6 +77,13 @@ def blocked_by(path: Path) -> str | None:
     return None
 
 
+def blocked_note(path: Path) -> str:
+    """` (runs is a file, not a folder)`: what blocks making `path` (blocked_by), to follow the
+    system's own words for a failed mkdir; "" where nothing on the way does."""
+    blocked = blocked_by(path)
+    return f" ({blocked})" if blocked is not None else ""
+
+
 NAME_MAX = 255  # bytes in one path component (Linux, macOS): a longer name fails every file call
 
 

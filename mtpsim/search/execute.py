@@ -32,7 +32,7 @@ from mtpsim.runfolder import CLAIM, COMPLETE
 from mtpsim.search import rowshape
 from mtpsim.search.worker import simulate_point
 from mtpsim.sim.progress import progress_bar
-from mtpsim.textfiles import blocked_by, not_a_folder
+from mtpsim.textfiles import blocked_by, blocked_note, not_a_folder
 
 # what a cached entry holds (2: steady-state TTFT, worker.steady_ttft; 3: the row with its key and
 # checksum, Cache.put); a change misses old entries
@@ -71,7 +71,7 @@ class Cache:
                     raise ScenarioError("--cache", "", f"{self.folder} {not_a_folder(self.folder)}: pass a folder, "
                                         "or --no-cache") from None
                 raise ScenarioError("--cache", "", f"cannot create the cache folder {self.folder}: "
-                                    f"{exc.strerror or exc}{f' ({blocked})' if blocked else ''}") from None
+                                    f"{exc.strerror or exc}{blocked_note(self.folder)}") from None
 
     def entry(self, key: str) -> Path:
         return self.folder / f"{key}.json"
