@@ -39,11 +39,6 @@ class Points(list):
         self.size = size
 
 
-def size_of(points: list[Scenario]) -> int:
-    """How many points the sweep has (a plain list: all of them were validated)."""
-    return getattr(points, "size", len(points))
-
-
 def expand(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, Any]],
            fixed: dict[str, str] | None = None, first_only: bool = False) -> Points:
     """The file's data (--set applied) -> its sweep checked and expanded, each point validated
@@ -98,12 +93,12 @@ def expand(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, An
 
 
 @contextmanager
-def one_point(points: list[Scenario], command: str) -> Iterator[Scenario]:
+def one_point(points: Points, command: str) -> Iterator[Scenario]:
     """The point a one-point command (search, recommend, cost) uses: the first. Where the file
     sweeps, an error its checks raise about that point says it is sweep point 1 (the same
     key can be fine at another point), and once they pass, one warning says the other points
     are left out: a sweep is `mtpsim run`'s, and a note on stdout was easy to miss."""
-    s, n = points[0], size_of(points)
+    s, n = points[0], points.size
     if n == 1:
         yield s
         return
@@ -118,9 +113,9 @@ def one_point(points: list[Scenario], command: str) -> Iterator[Scenario]:
     left_out(points, command)
 
 
-def left_out(points: list[Scenario], command: str) -> None:
+def left_out(points: Points, command: str) -> None:
     """One warning where a one-point command is given a sweep: only the first point is used."""
-    n = size_of(points)
+    n = points.size
     if n > 1:
         others = "the other point is" if n == 2 else f"the other {n - 1} are"
         warn(points[0].source, "sweep", f"{command} uses one point, the first of the sweep's {n} "
