@@ -142,9 +142,10 @@ class Folder:
 @read_once
 def held(folder: Path) -> Folder:
     """The profile folder `folder` as a Folder, shared by every sweep point that names it while
-    no file in it changes (textfiles.py `version`: each file's name, mtime and size), where each
-    point read meta.yaml three times and looked for every table file it leaves out. Not to be
-    changed in place."""
+    no file in it changes (textfiles.py `version`: each file's name, mtime and size; a table
+    file added or removed changes it too): one version check a point, where each point asked
+    load_meta three times (a version check each) and looked for every table file meta.yaml
+    leaves out. Not to be changed in place."""
     return Folder(folder, load_meta(folder / "meta.yaml"))
 
 
