@@ -8,20 +8,31 @@ points per second; asserts nothing.
 
   MTPSIM_CACHE_DIR=<a folder of your own> .venv/bin/python benchmarks/sweep_cost.py [--points 10000] [--repeats 3]
 
-Measured 2026-12-05 on the 2-core machine shared with another job (load 2.2-3.8), the tree before
-(2fa2678) and after sharing one read of a profile folder per version of it across the points
-(costs/profile.py `held`: each point read its meta.yaml three times, each time through
-read_once's version check, and looked for every table file the meta.yaml leaves out), each tree's
-runs alternating with the other's, `MTPSIM_CACHE_DIR=<a folder of its own> PYTHONPATH=<tree>
-.venv/bin/python benchmarks/sweep_cost.py --repeats 1`, 5 runs each (medians; the first run after
-the change re-parsed the profile, its disk cache keyed on the code: 19.3 s):
+Measured 2026-12-05 on the 2-core machine shared with another job (load 2.2-3.8), neither tree
+byte-compiled (each run compiles what it imports), the tree before (2fa2678) and after sharing one
+read of a profile folder per version of it across the points (2c4e08c, costs/profile.py `held`:
+each point asked load_meta for its meta.yaml three times, a version check each, and looked for
+every table file the meta.yaml leaves out), each tree's runs alternating with the other's,
+`MTPSIM_CACHE_DIR=<a folder of its own> PYTHONPATH=<tree> .venv/bin/python benchmarks/sweep_cost.py
+--repeats 1`, 5 runs each (medians; the first run after the change, 19.3 s, re-parsed the profile,
+its disk cache keyed on the code, while a test ran beside it; the range leaves it out):
     before   10,000 points 13.86 s (runs 13.06-14.02)
     after    10,000 points 11.73 s (runs 11.25-11.75)
-Then (load 2.1-3.3, the same way, the tree before (2c4e08c) and after): a folder's version
+Then (load 2.1-3.3, the same way, the tree before (2c4e08c) and after (5b1606d)): a folder's version
 (textfiles.py `version`, the key of every read_once and of build_costs' loaded profiles) stamps
 its entries by os.scandir, not a Path and its stat each (~150 -> ~85 us for a profile folder):
     before   10,000 points 11.65 s (runs 11.30-12.12)
     after    10,000 points 10.98 s (runs 10.76-11.50)
+Both steps together, both trees byte-compiled (python -m compileall mtpsim), load 2.0-2.6, 5 runs
+each in turn, the tree before (2fa2678) and after (8e186f2):
+    before   10,000 points 13.24 s (runs 13.18-13.60)
+    after    10,000 points 10.72 s (runs 10.67-10.90)
+    (`cost`'s output, stdout and stderr, byte for byte the same.)
+Where the rest goes (cProfile of the after tree's `cost`, shares of its time): the advice checks
+~25% (advice.py `problems`, twice a point: advise, and advise_sweep for the swept keys), looking up
+each point's catalog names ~11% (catalog.find: the model and hardware files in MTPSIM_CATALOG's
+folders and the built-in one), the profile folder's version and require_profile's lookup ~13%,
+the rest the schema's validation of each point and the sweep's expansion.
 """
 from __future__ import annotations
 
