@@ -167,6 +167,32 @@ quiet machine (load 0.4), `MTPSIM_CACHE_DIR=/tmp/mcache .venv/bin/python benchma
 --repeats 3`: CLI pair 1.34 s (runs 2.03, 1.34, 1.34; the first fills the cache folder), reference
 0.22 s, ratio 6.03x, both whole processes 3.46x; import mtpsim.run 0.339 s, `mtpsim --version` 0.075 s.
 
+Measured 2026-12-05 (imports only some runs need, below), the 2-core machine shared with another
+job (load 2.0-2.2), both trees byte-compiled, the tree before (5b1606d) and after (8fcc2a8), each run
+three times in turn as `MTPSIM_CACHE_DIR=<a folder per tree, warmed by one run> PYTHONPATH=<tree>
+.venv/bin/python benchmarks/cli_pair.py --repeats 3`:
+    before   CLI pair 1.71, 1.79, 1.64 s, ratio 7.78x, 8.25x, 7.38x, import mtpsim.run 0.439, 0.436, 0.389 s
+    after    CLI pair 1.80, 1.77, 1.62 s, ratio 8.12x, 8.22x, 7.49x, import mtpsim.run 0.427, 0.382, 0.386 s
+    (no change the pair's noise can show. `import mtpsim.run` alone, 25 runs each in turn at load
+    ~2.2: -X importtime median 0.397 -> 0.389 s; CPU seconds of the whole process, 40 runs each in
+    turn at load 2.4-4.2: median 0.382 -> 0.380 s, least 0.372 -> 0.366 s. What the modules left
+    out cost, imported after mtpsim.run: 6.1-6.9 ms.)
+The pass: `import mtpsim.run` no longer imports the trace reader (mtpsim.tracefiles: checks.py,
+cache_settings.py, sim/__init__.py, sim/arrivals.py and run.py's heaviness check import it where a
+workload is a trace, as workload_advice.py did), run_reader.py (--plot), tree.py (topk > 1),
+shrink.py (a profile's layer rows) or difflib (an unknown catalog name's hint); the pair's run
+imports none of them. Looked at and left: importlib.metadata (~18 ms with the email and zipfile
+modules it pulls in) is imported by pydantic's plugin loader as the first model is built, whatever
+mtpsim does, and its entry-point scan (~7 ms, in mtpsim.sections' time: the first model) is skipped only
+by PYDANTIC_DISABLE_PLUGINS, which would switch off a user's own pydantic plugins; yaml.reader
+(~7.5 ms: the regex it compiles at import) comes with `import yaml`, which every run needs for its
+scenario; annotated_types (~9 ms) comes with pydantic; the own time of mtpsim.schema (~12 ms),
+specs, sections, engines, engine_memory and the other schema modules (~5-7 ms each) is building
+the pydantic models a run validates (defer_build only moves it, above); the simulator and
+cost-model modules of features the pair leaves off (sim/mixed.py, sim/prefix_cache.py,
+costs/dp_attention.py and the like, ~1 ms each) are imported by several simulator modules and
+called inside the loop where the feature is on.
+
 Start-up: `python -X importtime -c "import mtpsim.cli"`, `mtpsim --version` as a whole process
 (what every command pays before it runs: building the parser included; target at most 0.2 s),
 and the import time of mtpsim.run (what `mtpsim run` adds: numpy, pydantic, simpy and the

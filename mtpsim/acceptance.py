@@ -26,7 +26,6 @@ import numpy as np
 
 from mtpsim.acceptance_histogram import read_histogram
 from mtpsim.errors import ScenarioError
-from mtpsim.tree import accept_distribution
 
 # an iteration's accepted drafts per request (AcceptanceProfile.sample) for up to LEADING_BITS
 # depths: depth k's success is bit k of a byte, and LEADING_RUN[byte] the run of ones from bit 0,
@@ -89,6 +88,7 @@ class AcceptanceProfile:
         alpha_k = rank_probs[k][0]."""
         if topk == 1:
             return cls(tuple(float(row[0]) for row in rank_probs), spread)
+        from mtpsim.tree import accept_distribution  # on first use: a chain (topk 1) never reads it
         pmf = accept_distribution(rank_probs, topk, draft_tokens)
         return cls.from_cumulative(pmf[::-1].cumsum()[::-1][1:], spread)
 

@@ -5,8 +5,6 @@ engine.prefix_cache.block_tokens, else the engine's). No simulator here: the loa
 """
 from __future__ import annotations
 
-from mtpsim.tracefiles import scan
-
 
 def cache_enabled(s) -> bool:
     """Whether the engine caches prefixes: engine.prefix_cache.enabled, else the engine's default."""
@@ -17,7 +15,10 @@ def cache_enabled(s) -> bool:
 def trace_blocks(s) -> bool:
     """Whether a replayed trace's rows give their prompts' block ids (hash_ids)."""
     w = s.workload
-    return w.arrival == "trace" and scan(w.trace).has_blocks
+    if w.arrival != "trace":
+        return False
+    from mtpsim.tracefiles import scan  # on first use: not on `mtpsim run`'s path without a trace
+    return scan(w.trace).has_blocks
 
 
 def block_tokens_of(s) -> int:

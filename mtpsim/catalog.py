@@ -15,7 +15,6 @@ a plain file stem: it never resolves outside its catalog folder.
 from __future__ import annotations
 
 import copy
-import difflib
 import functools
 import re
 from glob import escape as glob_escape
@@ -84,6 +83,7 @@ def path_of(kind: Kind, ref: object, where: str, key: str = "", paths: bool = Tr
     if path is None:
         _near_miss(kind, ref, where, key)
         known = names(kind)
+        import difflib  # an unknown name's hint only: not every load's start-up
         close = difflib.get_close_matches(ref, known, n=3, cutoff=0.6)
         hint = f"did you mean {' or '.join(close)}? " if close else ""
         raise ScenarioError(where, key, f"unknown {kind} catalog name {short(ref, 60)} ({hint}`mtpsim {kind}` lists "

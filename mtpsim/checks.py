@@ -21,7 +21,6 @@ from mtpsim.schema import (
     check_replicates,
     max_length,
 )
-from mtpsim.tracefiles import scan
 
 
 def check_against_specs(s: Scenario, where: str) -> None:
@@ -133,6 +132,7 @@ def _check_context_of(s: Scenario, spec, where: str) -> None:
     what = f"model {spec.name!r}" if spec is s.specs.model else f"the draft {spec.name!r} (speculative.draft)"
     if w.arrival == "trace":
         require_file(w.trace.path, where, "workload.trace.path")
+        from mtpsim.tracefiles import scan  # on first use: not on `mtpsim run`'s path without a trace
         t = scan(w.trace)
         if t.longest > limit:
             raise ScenarioError(w.trace.path, "input_len", f"row {t.longest_row}: {t.longest_input} input + "

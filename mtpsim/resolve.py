@@ -13,12 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from mtpsim import catalog, designs
 from mtpsim.checks import check_against_specs
-from mtpsim.costs.profile import (
-    known_profiles,
-    require_profile,
-    unlisted_tables,
-)
-from mtpsim.costs.profile_meta import load_meta, profile_device, profile_engine
+from mtpsim.costs.profile import held, known_profiles, require_profile
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, from_validation, short, warn
 from mtpsim.files import load_yaml
@@ -169,17 +164,18 @@ def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, wh
     named = f"profiles.{engine.name if engine.name in hardware.profiles else 'default'}"
     at = (where, "cost.profile") if c.profile else written_at(s.hardware, "hardware", named, where)
     path = require_profile(ref, *at)
-    device = profile_device(path)
+    folder = held(path)
+    device = folder.device
     if device != hardware.name:
         if c.profile is None and c.model == "auto" and not _names_profiles(s):
             return "roofline", None  # a renamed copy of a measured GPU: its own rates, not the profile
         hint = "" if c.profile else " (a copy of another GPU's entry? leave `profiles` out to price it by its own rates)"
         raise ScenarioError(*at, f"profile {path.name!r} was measured on {device!r}, "
                             f"not on the scenario's hardware {hardware.name!r}{hint}")
-    for table in unlisted_tables(path, load_meta(path / "meta.yaml")):
+    for table in folder.unlisted:
         warn(str(path / "meta.yaml"), "families", f"{table} is in the profile folder but not listed here: it is "
              f"not read, and its ops are priced by the roofline (list its family, or move the file out)")
-    timed = profile_engine(path)
+    timed = folder.engine
     if c.profile is not None and timed is not None and timed != engine.name:
         warn(where, "cost.profile", f"profile {path.name!r} times {timed}'s kernels, and the scenario serves with "
              f"{engine.name} (engine.kind): the ops are priced as {timed} runs them")

@@ -27,7 +27,6 @@ from mtpsim.designs import BASELINE, is_draft_key
 from mtpsim.errors import ScenarioError, holding, warn
 from mtpsim.heaviness import heavy, prefill_chunks
 from mtpsim.results import Results
-from mtpsim.run_reader import plot_run
 from mtpsim.run_seeds import (
     check_run_count,
     interval_summary,
@@ -211,9 +210,9 @@ def heavy_runs(points: list[sc.Scenario]) -> None:
 def _run_size(s: sc.Scenario):
     """How long one run of the point is to simulate (heaviness.py `heavy`): a trace by its
     selection, read once already (checks.py); a closed or batch load's users decode together."""
-    from mtpsim.tracefiles import scan
     w = s.workload
     if w.arrival == "trace":
+        from mtpsim.tracefiles import scan  # on first use: not on `mtpsim run`'s path without a trace
         stats = scan(w.trace)
         return heavy(stats.num_requests, stats.mean_output_len, None, prefill_chunks(s, stats.mean_input_len))
     return heavy(w.num_requests, mean_length(w.output_len), w.concurrency if w.arrival in ("closed", "batch") else None,
@@ -252,7 +251,8 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
             write_trace(folder / "trace.json", concat(first, "passes", [{"point": i} for i in range(len(points))]),
                         pd.DataFrame(summary))
         mark_complete(folder)
-        if plot:
+        if plot:  # run_reader: on first use, not on `mtpsim run`'s path without --plot
+            from mtpsim.run_reader import plot_run
             plot_run(folder, points)
         print_report(points, sets, summary, results, labels, intervals, time.perf_counter() - started)
         print(f"\nwrote {folder}/")  # within claimed: a report that cannot be printed unmarks the folder

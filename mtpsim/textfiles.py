@@ -226,17 +226,21 @@ def version(path: str | Path) -> tuple:
     """What changes when a file, or any file in a folder, changes: the resolved path and each
     file's (name, mtime, size). () for a path that does not exist (its reader then says why)."""
     path = Path(path)
-    files = sorted(path.iterdir()) if path.is_dir() else [path] if path.exists() else []
-    return (str(path.resolve()), *(_stamp(f) for f in files))
+    if path.is_dir():  # a folder's entries by os.scandir: each a Path, and its stat, took twice as long
+        with os.scandir(path) as entries:
+            stamps = sorted(_stamp(entry) for entry in entries)  # by name, as the folder's paths sort
+    else:
+        stamps = [_stamp(path)] if path.exists() else []
+    return (str(path.resolve()), *stamps)
 
 
-def _stamp(path: Path) -> tuple:
+def _stamp(path: Path | os.DirEntry) -> tuple:
     """(name, mtime, size) of a folder's entry; of the link itself where it leads nowhere (the
     reader that opens it says so, naming the file, rather than a bare OSError here)."""
     try:
         st = path.stat()
     except OSError:
-        st = path.lstat()
+        st = path.stat(follow_symlinks=False)
     return path.name, st.st_mtime_ns, st.st_size
 
 

@@ -15,3 +15,10 @@ def test_search_cost_enumerates_its_layouts_and_points():
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "layouts" in done.stdout and "points built" in done.stdout
+
+
+def test_sweep_cost_times_a_small_sweep():
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "sweep_cost.py"), "--points", "8", "--repeats", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "mtpsim cost, 8 sweep points" in done.stdout

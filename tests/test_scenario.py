@@ -203,3 +203,34 @@ def test_a_gpu_calibrated_profile_names_its_hardware(write_scenario, tmp_path):
     with pytest.raises(ScenarioError) as err:
         sc.load(write_scenario({**BASE, "hardware": "b200", "cost": {"profile": str(folder)}}))
     assert err.value.key == "cost.profile"
+
+
+def test_sweep_points_share_one_read_of_their_profile_until_a_file_in_it_changes(write_scenario, tmp_path, monkeypatch,
+                                                                                  capsys):
+    """A sweep's points read their profile folder once (costs/profile.py `held`) and resolve as
+    each point reading it alone would; a table file added, or meta.yaml rewritten, in the same
+    process is read at the next load (the folder's files key the read, not meta.yaml's alone)."""
+    import shutil
+
+    from mtpsim import resolve
+    from mtpsim.costs import profile
+    folder = shutil.copytree(profile.find_profile("h200-sglang"), tmp_path / "h200")
+    reads = []
+    real = profile.load_meta
+    monkeypatch.setattr(profile, "load_meta", lambda path: reads.append(path) or real(path))
+    path = write_scenario({**BASE, "cost": {"profile": str(folder)}, "sweep": {"workload.concurrency": [1, 2, 4]}})
+    shared = sc.load(path)
+    assert len(reads) == 1 and {p.specs.profile for p in shared} == {str(folder)}
+    monkeypatch.setattr(resolve, "held", profile.held.__wrapped__)  # every point reads the folder itself
+    alone = sc.load(path)
+    assert len(reads) == 4 and [p.specs for p in alone] == [p.specs for p in shared]
+    monkeypatch.undo()
+    capsys.readouterr()
+    (folder / "argmax.csv").write_text("m,n,time_s\n")  # a table meta.yaml does not list; meta.yaml unchanged
+    sc.load(path)
+    assert "argmax.csv is in the profile folder but not listed" in capsys.readouterr().err
+    meta = yaml.safe_load((folder / "meta.yaml").read_text())
+    (folder / "meta.yaml").write_text(yaml.safe_dump({**meta, "device": "b200"}))
+    with pytest.raises(ScenarioError) as err:
+        sc.load(path)
+    assert "measured on 'b200'" in err.value.reason

@@ -22,7 +22,6 @@ from mtpsim.costs import compressed as C
 from mtpsim.costs import ops as O
 from mtpsim.costs.dp_attention import dp_layer_ops
 from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
-from mtpsim.shrink import shrink_layer
 from mtpsim.specs import AttentionSpec, FFNSpec
 
 # layer kind -> (catalog model, attention kind, ffn kind, query_only)
@@ -71,6 +70,7 @@ def decoder_layer_ops(att: AttentionSpec, ffn: FFNSpec, d: int, tokens: int, att
 def layer_spec(kind: str, scale: float, max_experts: int = MAX_EXPERTS) -> tuple[int, AttentionSpec, FFNSpec]:
     """(hidden, attention, ffn) of a LAYER_KINDS layer shrunk as the verification mode shrinks it
     (mtpsim/shrink.py `shrink_layer`, the one rule) at width `scale`, experts capped at `max_experts`."""
+    from mtpsim.shrink import shrink_layer  # on first use: only a profile's layer rows (layers.csv) read it
     model, att_name, ffn_name, _ = LAYER_KINDS[kind]
     return shrink_layer(load_model(model), att_name, ffn_name, scale, max_experts)
 

@@ -10,10 +10,11 @@ roofline and labelled so.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import get_args
 
-from mtpsim.costs.profile_meta import not_readable
+from mtpsim.costs.profile_meta import load_meta, measured_on, not_readable, timed_engine
 
 # where profiles are lives in profile_paths.py; these names stay importable from here
 from mtpsim.costs.profile_paths import LEGACY_PREFIX as LEGACY_PREFIX
@@ -23,7 +24,7 @@ from mtpsim.costs.profile_paths import find_profile as find_profile
 from mtpsim.costs.profile_paths import known_profiles as known_profiles
 from mtpsim.costs.profile_paths import require_profile as require_profile
 from mtpsim.errors import ScenarioError, short
-from mtpsim.files import COUNT, NON_NEGATIVE, POSITIVE, TEXT, Column, read_csv
+from mtpsim.files import COUNT, NON_NEGATIVE, POSITIVE, TEXT, Column, read_csv, read_once
 from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
 from mtpsim.specs import Dtype
 
@@ -112,6 +113,40 @@ def unlisted_tables(folder: Path, meta: dict) -> list[str]:
     held = profile_families(meta, str(folder / "meta.yaml"))
     return [p.name for f in FAMILIES if f not in held for p in (folder / f"{f}.csv", folder / f"{f}.csv.gz")
             if p.exists() or p.is_symlink()]
+
+
+@dataclass(frozen=True)
+class Folder:
+    """What a scenario point's pricing reads of its profile folder before any table (resolve.py
+    `_resolve_pricing`): its meta.yaml, the device it names, the engine it times and the tables
+    it leaves out. Read once per version of the folder (`held`)."""
+
+    path: Path
+    meta: dict
+
+    @property
+    def device(self) -> str:
+        return measured_on(self.meta)
+
+    @property
+    def engine(self) -> str | None:
+        return timed_engine(self.meta)
+
+    @cached_property
+    def unlisted(self) -> tuple[str, ...]:
+        """`unlisted_tables`, looked for once: asked only of a profile that prices the point,
+        so a `families` list it refuses is refused where it was before."""
+        return tuple(unlisted_tables(self.path, self.meta))
+
+
+@read_once
+def held(folder: Path) -> Folder:
+    """The profile folder `folder` as a Folder, shared by every sweep point that names it while
+    no file in it changes (textfiles.py `version`: each file's name, mtime and size; a table
+    file added or removed changes it too): one version check a point, where each point asked
+    load_meta three times (a version check each) and looked for every table file meta.yaml
+    leaves out. Not to be changed in place."""
+    return Folder(folder, load_meta(folder / "meta.yaml"))
 
 
 def family_path(folder: Path, family: str) -> Path:

@@ -21,16 +21,20 @@ from mtpsim.textfiles import not_a_file
 
 
 def profile_device(path: Path) -> str:
-    """The hardware catalog entry a profile was measured on: meta.yaml's `hardware` (what
-    `mtpsim calibrate` writes on a GPU), else its `device` (cpu, or a converted profile's entry)."""
-    meta = load_meta(path / "meta.yaml")
+    """The hardware catalog entry a profile was measured on (`measured_on` its meta.yaml)."""
+    return measured_on(load_meta(path / "meta.yaml"))
+
+
+def measured_on(meta: dict) -> str:
+    """The hardware catalog entry a profile's meta.yaml names: its `hardware` (what `mtpsim
+    calibrate` writes on a GPU), else its `device` (cpu, or a converted profile's entry)."""
     return str(meta.get("hardware") or meta["device"])
 
 
-def profile_engine(path: Path) -> str | None:
+def timed_engine(meta: dict) -> str | None:
     """The serving engine whose kernels a profile times (meta.yaml `engine`: a converted
     profile's); None for a profile calibrated here, which times mtpsim's own torch ops."""
-    engine = load_meta(path / "meta.yaml").get("engine")
+    engine = meta.get("engine")
     return str(engine) if engine is not None else None
 
 

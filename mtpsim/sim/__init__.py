@@ -22,7 +22,6 @@ from mtpsim.sim.prefix_cache import prompt_blocks
 from mtpsim.sim.progress import progress_bar
 from mtpsim.sim.scheduler import Router, Scheduler
 from mtpsim.sim.workload import Request
-from mtpsim.tracefiles import scan
 
 PROGRESS_MIN_REQUESTS = 10_000  # runs this long show a progress bar when asked to
 
@@ -126,6 +125,7 @@ def load_columns(w) -> dict:
             ends = [p.until_s for p in w.rate_schedule]
             rate = sum(p.rate_per_s * (end - start) for p, start, end in zip(w.rate_schedule, [0.0, *ends], ends)) / ends[-1]
         return {"concurrency": nan, "rate_per_s": rate, "num_requests": w.num_requests}
+    from mtpsim.tracefiles import scan  # on first use: not on `mtpsim run`'s path without a trace
     stats = scan(w.trace)
     return {"concurrency": nan, "rate_per_s": stats.rate_per_s, "num_requests": stats.num_requests,
             "trace_format": stats.format, "trace_skipped": stats.num_skipped,

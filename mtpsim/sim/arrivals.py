@@ -9,7 +9,6 @@ import simpy
 from mtpsim.sim.engine import Replica
 from mtpsim.sim.scheduler import Router
 from mtpsim.sim.workload import Request, open_arrivals, sample_lengths
-from mtpsim.tracefiles import scan, stream
 
 
 class Arrivals:
@@ -57,6 +56,7 @@ class Arrivals:
         longest prompt, the longest prompt + output), for the caller to check against its KV
         pool before the simulation runs."""
         if workload.arrival == "trace":
+            from mtpsim.tracefiles import scan, stream  # on first use: not on `mtpsim run`'s path without a trace
             stats = scan(workload.trace)
             self.env.process(self.open_stream(stream(workload.trace)))
             return stats.num_requests, stats.longest_input, stats.longest
