@@ -1,5 +1,5 @@
 """Catalog entries added from public copies of their configs (llama-3.3-70b, llama-3.1-70b,
-qwen3-235b-a22b, qwen3-32b and their EAGLE-3 drafts): each weighs what its model card says, the
+qwen3-235b-a22b, qwen3-32b, deepseek-r1-distill-llama-8b and the EAGLE-3 drafts): each weighs what its model card says, the
 released config.json read through `hf_config` gives the entry, and each draft pairs with its
 target in a nextn scenario."""
 from __future__ import annotations
@@ -28,6 +28,7 @@ CARDS = [
     ("llama-3.1-70b", 70.0),      # meta-llama/Llama-3.1-70B model card: 70B
     ("qwen3-235b-a22b", 235.0),   # Qwen/Qwen3-235B-A22B model card: 235B in total, 22B activated
     ("qwen3-32b", 32.8),          # Qwen/Qwen3-32B model card: 32.8B (31.2B non-embedding)
+    ("deepseek-r1-distill-llama-8b", 8.0),  # deepseek-ai/DeepSeek-R1 model card's distill table: 8B
 ]
 
 
@@ -69,3 +70,8 @@ QWEN3_32B = {
 ])
 def test_the_released_config_gives_the_catalog_entry(tmp_path, name, config):
     assert shape(read(tmp_path, config)) == shape(catalog.load_model(name))
+
+
+def test_the_r1_distill_is_llama_3_1_8b_in_shape():
+    """deepseek-r1-distill-llama-8b's sources give Llama-3.1-8B's sizes: the two entries price alike."""
+    assert shape(catalog.load_model("deepseek-r1-distill-llama-8b")) == shape(catalog.load_model("llama-3.1-8b"))
