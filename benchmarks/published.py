@@ -248,6 +248,10 @@ def main() -> None:
         d6 = table[table.case == "D6"]
         if len(d6):
             print(_errors(d6, "error %", "default on D6 (Gemma 4 MTP vs DFlash, 1xH100 vLLM: tok/s and speedups)"))
+    bundle = table[table.case.str.startswith("S")]
+    if len(bundle):
+        print(_errors(bundle, "error %", "default on the SpecBundle EAGLE-3 chains (S cases: SpecForge's dashboard, H200, "
+                                         "SGLang 0.5.6, S1-S5: speedups at 3 / 5 / 7 steps on MT-Bench and GSM8K)"))
     if rules:
         print("\nLeave one engine version rule out (mtpsim/data/engines/*.yaml `rules`; `mtpsim engines` lists them):")
         print(leave_one_rule_out(jobs).to_string(index=False, float_format=lambda x: f"{x:.1f}"))

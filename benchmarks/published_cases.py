@@ -56,6 +56,48 @@ def d6_cases() -> list[Case]:
     return cases
 
 
+# S: SGLang SpecForge's SpecBundle dashboard (docs/spec_bundle/public/raw_data/data.json, SpecForge PR
+# #382, 2025-12-23), H200 per its chart title, SGLang 0.5.6 (SpecForge's pin then), tp the smallest
+# power of two that fits (scenario files s*-). Per (target, benchmark), the EAGLE-3 chain runs (steps,
+# topk 1, steps + 1 draft tokens): (output tok/s with the draft, without it, accept length). The
+# scenario file holds steps 3; steps 5 and 7 set the chain and its reported accept length (`--set`)
+S_REPORTED = {
+    ("S1", "llama-3.3-70b"): {
+        "mtbench": {3: (1234.65, 540.46, 2.923), 5: (1377.81, 540.46, 3.532), 7: (1425.30, 540.46, 3.879)},
+        "gsm8k": {3: (521.45, 453.22, 1.276), 5: (500.55, 453.22, 1.284), 7: (483.13, 453.22, 1.286)},
+    },
+    ("S2", "qwen3-235b-a22b"): {
+        "mtbench": {3: (642.73, 529.90, 1.872), 5: (617.97, 529.90, 1.944), 7: (607.36, 529.90, 1.967)},
+        "gsm8k": {3: (633.48, 469.13, 2.357), 5: (619.40, 469.13, 2.533), 7: (622.69, 469.13, 2.578)},
+    },
+    ("S3", "qwen3-30b-a3b"): {
+        "mtbench": {3: (2048.69, 1341.35, 2.496), 5: (2086.12, 1341.35, 2.831), 7: (1998.16, 1341.35, 2.982)},
+        "gsm8k": {3: (1488.36, 1071.29, 2.640), 5: (1499.62, 1071.29, 3.011), 7: (1438.40, 1071.29, 3.149)},
+    },
+    ("S4", "llama-3.1-8b"): {  # batch 1
+        "mtbench": {3: (414.91, 189.98, 2.931), 5: (453.74, 189.98, 3.554), 7: (454.73, 189.98, 3.907)},
+        "gsm8k": {3: (228.64, 181.81, 1.717), 5: (213.55, 181.81, 1.763), 7: (197.90, 181.81, 1.774)},
+    },
+    ("S5", "qwen3-next-80b-a3b"): {  # the FP8 release
+        "mtbench": {3: (1095.51, 803.50, 2.581), 5: (1157.64, 803.50, 2.916), 7: (1127.44, 803.50, 3.048)},
+        "gsm8k": {3: (683.88, 549.64, 3.134), 5: (753.24, 549.64, 3.904), 7: (771.15, 549.64, 4.346)},
+    },
+}
+
+
+def s_cases() -> list[Case]:
+    """Each SpecBundle chain point's speedup (with-draft over without-draft output tok/s) at its
+    reported accept length: one case per point, its steps and accept length set over the file's."""
+    cases = []
+    for (sid, stem), benches in S_REPORTED.items():
+        for bench, points in benches.items():
+            file = f"{sid.lower()}-{stem}-eagle3-sglang-h200-{bench}.yaml"
+            for steps, (spec, base, al) in points.items():
+                cases.append(Case(sid, file, "steps", {steps: spec / base}, {steps: al}, unit=f"{bench}, steps",
+                                  sets=(f"speculative.steps={steps}", f"acceptance.accept_length={al}")))
+    return cases
+
+
 CASES = [
     Case("P1", "p1-deepseek-v3-report.yaml", "concurrency", {1: 1.8}, {1: 1.875}),
     Case("P2", "p2-deepseek-v3-sglang.yaml", "concurrency", {1: 1.8, 32: 1.5}),
@@ -137,4 +179,5 @@ CASES = [
     Case("D5", "d5-qwen3-8b-dflash-sglang-b200-conc32.yaml", "version", {"0.5.13": 11405.85, "0.5.14": 15326.81},
          {"0.5.13": 6.487, "0.5.14": 6.482}, metric="tps", unit="conc 32, SGLang"),
     *d6_cases(),
+    *s_cases(),
 ]

@@ -42,6 +42,8 @@ def test_the_entry_weighs_what_its_card_says(name, card_b):
     ("eagle3-llama-3.3-70b-specforge", "llama-3.3-70b", 1.40),      # the sums in each entry's comment
     ("eagle3-qwen3-235b-a22b-specforge", "qwen3-235b-a22b", 0.59),
     ("eagle3-qwen3-32b-specforge", "qwen3-32b", 0.73),
+    ("eagle3-qwen3-30b-a3b-specforge", "qwen3-30b-a3b", 0.18),
+    ("eagle3-qwen3-next-80b-a3b-specforge", "qwen3-next-80b-a3b", 0.21),
 ])
 def test_each_draft_pairs_with_its_target(draft, target, params_b):
     d, t = catalog.load_model(draft), catalog.load_model(target)
