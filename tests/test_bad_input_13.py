@@ -1,0 +1,41 @@
+"""A thirteenth adversarial campaign (about 900 inputs over block drafters and adaptive width,
+the engine section, DeepSeek-V4 and block-drafter config.json files, disaggregated and wide
+layouts, prefix caching, trace files, the commands' flags, output folders, the environment and
+the Python API; the inputs and what each did are kept out of the repo), one test per class found
+failing. Each test's docstring says what happened before the fix."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.test_bad_input import one_line_error, run
+from tests.test_bad_input_5 import _fresh_warnings  # noqa: F401 (an autouse fixture)
+from tests.test_deepseek_v4 import DSPARK, FLASH, _scenario
+
+
+@pytest.mark.parametrize("config,key,word", [
+    ({**FLASH, "qk_rope_head_dim": 0}, "qk_rope_head_dim", "gives 0 rotary dims"),
+    ({**DSPARK, "dspark_target_layer_ids": [40, 41, 50]}, "dspark_target_layer_ids.2", "not a layer of the trunk's 43"),
+    ({**DSPARK, "dspark_target_layer_ids": [40, 40, 42]}, "dspark_target_layer_ids.1", "tapped twice"),
+    ({**DSPARK, "dspark_markov_rank": "256"}, "dspark_markov_rank", "expected an integer"),
+    ({**DSPARK, "dspark_noise_token_id": 129280}, "dspark_noise_token_id", "past the 129280-token vocabulary"),
+], ids=["rope-0", "dspark-tap-past-trunk", "dspark-tap-twice", "dspark-markov-text", "dspark-noise-past-vocab"])
+def test_a_v4_config_value_the_reader_passed_over_is_named(tmp_path, capsys, config, key, word):
+    """Before: DeepSeek-V4's reader took an explicit qk_rope_head_dim of 0 for the key left out
+    (`or`), reading 64 rotary dims without a word; and of the dspark_* keys it read only whether
+    any was there and compared the taps and block with the catalog's drafters: taps past the
+    trunk's layers or tapped twice matched none, so design block said the model `names none
+    (block_draft)`, naming no key of the config, and a dspark_markov_rank or dspark_noise_token_id
+    of any type or size was never read (a Flash-shaped config of another Markov rank was priced
+    with the catalog drafter's)."""
+    design, steps = ("block", 5) if "dspark_block_size" in config else ("nextn", 1)
+    text = _scenario("{hf_config: ckpt/config.json}", design, steps)
+    line = one_line_error(capsys, run(tmp_path, text, {"ckpt/config.json": json.dumps(config)}), key, word)
+    assert "config.json" in line, line
+
+
+def test_a_dspark_checkpoint_of_another_markov_rank_takes_no_catalog_drafter(tmp_path, capsys):
+    text = _scenario("{hf_config: ckpt/config.json}", "block", 5)
+    one_line_error(capsys, run(tmp_path, text, {"ckpt/config.json": json.dumps({**DSPARK, "dspark_markov_rank": 512})}),
+                   "speculative.draft", "block_draft")
