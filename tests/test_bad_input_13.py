@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.test_bad_input import one_line_error, run
+from tests.test_bad_input import BASE, one_line_error, run
 from tests.test_bad_input_5 import _fresh_warnings  # noqa: F401 (an autouse fixture)
 from tests.test_deepseek_v4 import DSPARK, FLASH, _scenario
 
@@ -39,3 +39,16 @@ def test_a_dspark_checkpoint_of_another_markov_rank_takes_no_catalog_drafter(tmp
     text = _scenario("{hf_config: ckpt/config.json}", "block", 5)
     one_line_error(capsys, run(tmp_path, text, {"ckpt/config.json": json.dumps({**DSPARK, "dspark_markov_rank": 512})}),
                    "speculative.draft", "block_draft")
+
+
+@pytest.mark.parametrize("layout,key", [
+    ("parallel: {tp: 16, ep: 16, gpus_per_node: 16}", "parallel.gpus_per_node"),
+    ("disaggregation: {prefill: {tp: 8, gpus_per_node: 16}, decode: {tp: 8}}", "disaggregation.prefill.gpus_per_node"),
+], ids=["parallel", "pool"])
+def test_a_node_past_the_hardwares_nvlink_domain_is_refused(tmp_path, capsys, layout, key):
+    """Before: a layout's gpus_per_node above the hardware's (16 H200s a node, where an HGX board
+    links 8) was taken as it was written: tp 16 counted as one node, so its all-reduces and
+    all-to-alls were priced on NVLink no H200 node has (the decode pass 9% faster than the same
+    layout on two nodes), without a word; a pool's gpus_per_node of 1,000 on a GB200 NVL72 the same."""
+    text = BASE.replace("parallel: {tp: 8}", layout)
+    one_line_error(capsys, run(tmp_path, text), key, "nvlink domain (8")
