@@ -10,7 +10,7 @@ import json
 import pytest
 
 from tests.test_bad_input import BASE, one_line_error, run
-from tests.test_bad_input_5 import _fresh_warnings  # noqa: F401 (an autouse fixture)
+from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 from tests.test_deepseek_v4 import DSPARK, FLASH, _scenario
 
 
@@ -52,3 +52,16 @@ def test_a_node_past_the_hardwares_nvlink_domain_is_refused(tmp_path, capsys, la
     layout on two nodes), without a word; a pool's gpus_per_node of 1,000 on a GB200 NVL72 the same."""
     text = BASE.replace("parallel: {tp: 8}", layout)
     one_line_error(capsys, run(tmp_path, text), key, "nvlink domain (8")
+
+
+@pytest.mark.parametrize("change,key", [
+    (("parallel: {tp: 8}", "disaggregation: {prefill: {tp: 8}, decode: {tp: 1}, link: free}"), "disaggregation.decode"),
+    (("parallel: {tp: 8}", "parallel: {tp: 8}\nengine: {mem_fraction: 0.01}"), "engine.mem_fraction"),
+], ids=["decode-pool", "mem-fraction"])
+def test_costs_no_kv_pool_warning_names_the_key_that_leaves_none(tmp_path, capsys, change, key):
+    """Before: `mtpsim cost` warned that not one request fits at `parallel`, the key of the
+    layout, whatever left no KV pool: in a disaggregated scenario, which has no `parallel` (the
+    decode pool priced was too small), and where the scenario's engine.mem_fraction of 0.01 left
+    none, the key `mtpsim run` refuses it at."""
+    found = warnings_of(capsys, ["cost", run(tmp_path, BASE.replace(*change))[1]])
+    assert any(f": {key}: not one request" in w for w in found), found
