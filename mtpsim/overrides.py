@@ -14,7 +14,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from mtpsim.errors import ScenarioError, short, silenced
+from mtpsim.errors import ScenarioError, first_repeat, short, silenced
 from mtpsim.files import parse_yaml
 from mtpsim.yamlfiles import MAX_DEPTH
 
@@ -110,7 +110,8 @@ def apply_sets(data: dict[str, Any], overrides: list[Override]) -> dict[str, Any
     for key, value in overrides:
         set_key(data, key, value, "--set")
     keys = [k for k, _ in overrides]
-    twice = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+    again = first_repeat(keys)
+    twice = None if again is None else keys[again]
     if twice is not None:
         raise ScenarioError("--set", twice, "given twice: the last one would win; give it once")
     # a later --set of a section replaces what an earlier one set inside it: the earlier one is lost

@@ -6,9 +6,12 @@ failing. Each test's docstring says what happened before the fix."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
+from mtpsim import cli
+from mtpsim.packagedata import data_dir
 from tests.test_bad_input import BASE, one_line_error, run
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 from tests.test_deepseek_v4 import DSPARK, FLASH, _scenario
@@ -65,3 +68,47 @@ def test_costs_no_kv_pool_warning_names_the_key_that_leaves_none(tmp_path, capsy
     none, the key `mtpsim run` refuses it at."""
     found = warnings_of(capsys, ["cost", run(tmp_path, BASE.replace(*change))[1]])
     assert any(f": {key}: not one request" in w for w in found), found
+
+
+def _engine_file(tmp_path, monkeypatch, releases: int, rules: int) -> None:
+    """MTPSIM_CATALOG's engines/trtllm.yaml: releases 1.0.0 .. 1.<releases - 1>.0, and `rules`
+    rules of one field each holding at one release after another (no two overlap)."""
+    text = (data_dir() / "engines" / "trtllm.yaml").read_text()
+    text = text.replace('known: ["1.0.0", "1.1.0", "1.2.0", "1.3.0"]', "known: [" + ", ".join(
+        f'"1.{i}.0"' for i in range(releases)) + "]").replace('default: "1.3.0"', 'default: "1.0.0"')
+    text = text[:text.index("rules:")] + "rules:\n" + "".join(
+        f'  - {{name: r{i}, field: shared_expert_stream, value: graphs, since: "1.{i}.0", until: "1.{i + 1}.0", '
+        "source: x}\n" for i in range(rules)) + text[text.index("# KV pool"):]
+    path = tmp_path / "cat" / "engines" / "trtllm.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "cat"))
+
+
+def test_a_long_list_is_checked_for_repeats_in_one_pass(tmp_path, capsys, monkeypatch):
+    """Before: a list was checked for an entry listed twice against every earlier entry, and an
+    engine file's rules pairwise at every release, parsing both rules' releases each time: an
+    engine file of 200 rules over 201 releases (each rule holding at its own) took 47 s before the
+    scenario ran, and a search section of 50,000 loads 26 s before the search said it was over its
+    limit of points. Now the engine file resolves in about a second; past 500 releases or rules it
+    is refused (test below)."""
+    _engine_file(tmp_path, monkeypatch, 201, 200)
+    scenario = run(tmp_path, BASE + "engine: {kind: trtllm}\n")[1]
+    started = time.monotonic()
+    assert cli.main(["cost", scenario]) == 0
+    assert time.monotonic() - started < 15
+    text = BASE + "search: {concurrency: [" + ", ".join(map(str, range(1, 50_001))) + "]}\n"
+    (tmp_path / "s").mkdir()
+    started = time.monotonic()
+    one_line_error(capsys, ["search", run(tmp_path / "s", text)[1], "--gpus", "8", "--no-cache", "--no-plot"],
+                   "search", "over the limit")
+    assert time.monotonic() - started < 15
+
+
+@pytest.mark.parametrize("releases,rules,key", [(501, 1, "versions.known"), (500, 501, "rules")],
+                         ids=["releases", "rules"])
+def test_an_engine_file_of_more_releases_or_rules_than_any_engine_has_is_refused(tmp_path, capsys, monkeypatch,
+                                                                                 releases, rules, key):
+    _engine_file(tmp_path, monkeypatch, releases, rules)
+    line = one_line_error(capsys, ["cost", run(tmp_path, BASE + "engine: {kind: trtllm}\n")[1]], "", "at most")
+    assert f"trtllm.yaml: {key}: " in line, line
