@@ -27,6 +27,7 @@ from mtpsim.spec_base import (  # noqa: F401 (the base and limits, read from her
     MAX_CONTEXT,
     MAX_EXPERTS,
     MAX_HEADS,
+    MAX_KINDS,
     MAX_LAYERS,
     MAX_VOCAB,
     MAX_WIDTH,
@@ -145,8 +146,8 @@ class ModelSpec(Spec):
     # the longest sequence (prompt + output) the released model serves; None: not checked
     max_context: int | None = Field(default=None, gt=0, le=MAX_CONTEXT)
     layers: list[LayerGroup] = Field(min_length=1)
-    attention_kinds: dict[str, AttentionSpec]
-    ffn_kinds: dict[str, FFNSpec]
+    attention_kinds: dict[str, AttentionSpec] = Field(max_length=MAX_KINDS)
+    ffn_kinds: dict[str, FFNSpec] = Field(max_length=MAX_KINDS)
     tie_embeddings: bool = False
     lm_head: LMHeadSpec = LMHeadSpec()
     dtypes: Dtypes = Dtypes()

@@ -112,3 +112,20 @@ def test_an_engine_file_of_more_releases_or_rules_than_any_engine_has_is_refused
     _engine_file(tmp_path, monkeypatch, releases, rules)
     line = one_line_error(capsys, ["cost", run(tmp_path, BASE + "engine: {kind: trtllm}\n")[1]], "", "at most")
     assert f"trtllm.yaml: {key}: " in line, line
+
+
+def test_a_model_of_more_kinds_than_any_model_has_is_refused(tmp_path, capsys):
+    """Before: the kinds a model spec named were unbounded, and each is priced on its own every
+    iteration: a spec of 4,000 layers, each of its own attention and FFN kind (2,000 kinds of a
+    400 kB file), took 25 s to run 4 requests of 16 tokens (64 kinds each over 4,096 layers,
+    about 4 s), with no warning of a heavy point: heaviness counts requests and iterations."""
+    kinds = 65
+    spec = {"name": "wide", "hidden_size": 1024, "vocab_size": 32000,
+            "layers": [{"count": 1, "attention": f"a{i}", "ffn": "dense"} for i in range(kinds)],
+            "attention_kinds": {f"a{i}": {"kind": "gqa", "num_heads": 8, "num_kv_heads": 8, "head_dim": 128,
+                                          "window": 100 + i} for i in range(kinds)},
+            "ffn_kinds": {"dense": {"kind": "dense", "intermediate_size": 4096}}}
+    text = BASE.replace("model: deepseek-v3", "model: ./m.yaml").replace("design: nextn, steps: 2", "design: none") \
+        .replace("acceptance: {per_depth: [0.8, 0.7]}\n", "").replace("tp: 8", "tp: 1")
+    line = one_line_error(capsys, run(tmp_path, text, {"m.yaml": json.dumps(spec)}), "attention_kinds", "at most 64")
+    assert "m.yaml" in line, line
