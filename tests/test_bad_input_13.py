@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from mtpsim import cli
+from mtpsim import cli, yamlfiles
 from mtpsim.packagedata import data_dir
 from tests.test_bad_input import BASE, one_line_error, run
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
@@ -129,3 +129,19 @@ def test_a_model_of_more_kinds_than_any_model_has_is_refused(tmp_path, capsys):
         .replace("acceptance: {per_depth: [0.8, 0.7]}\n", "").replace("tp: 8", "tp: 1")
     line = one_line_error(capsys, run(tmp_path, text, {"m.yaml": json.dumps(spec)}), "attention_kinds", "at most 64")
     assert "m.yaml" in line, line
+
+
+@pytest.mark.skipif(yamlfiles._CParser is None, reason="PyYAML built without libyaml")
+@pytest.mark.parametrize("tail,key,word", [
+    ("x_big: {" + ", ".join(f"k{i}: {i}" for i in range(1, 2001)) + ", k5: 1}\n", "x_big.k5", "duplicate key"),
+    ("x_big: [" + ", ".join(["1"] * 200_001) + "]\n", "", "expands to more than"),
+], ids=["duplicate-key", "too-many-values"])
+def test_a_text_that_breaks_a_yaml_rule_is_not_read_a_second_time(tmp_path, capsys, monkeypatch, tail, key, word):
+    """Before: a text libyaml's parser read, but that broke one of yamlfiles.py's rules (a
+    duplicate key, more than 200,000 values), was read again by PyYAML's pure-Python parser to
+    word the error, the same words, at ~10 s a MB: a 3 MB scenario with a duplicate key in its
+    last line took 21 s to refuse, 4 s now. Here the pure-Python composer must not run at all."""
+    def composed_again(self):
+        raise AssertionError("read again by the pure-Python loader")
+    monkeypatch.setattr(yamlfiles._Loader, "get_single_node", composed_again)
+    one_line_error(capsys, run(tmp_path, BASE + tail), key, word)
