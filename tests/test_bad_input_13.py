@@ -162,3 +162,15 @@ def test_a_policy_listing_every_batch_is_looked_up_by_bisection():
     assert time.monotonic() - started < 3
     assert found == [1 + batch % 2 for batch in range(1, 20_001)]
     assert policy.steps_for(10 ** 6) == table[20_000]
+
+
+def test_set_blames_the_flag_that_causes_the_error_not_one_that_fails_alone_otherwise(tmp_path, capsys):
+    """Before: where --set values broke the file away from the keys they set, the flag blamed was
+    the first that failed validation alone, for any reason: a steps_by_batch entry for batch 2
+    fails alone (a policy needs key 1), so `--set speculative.steps=5`, whose 5 steps outrun the
+    file's two acceptance depths, went unnamed and the error read `--set:
+    speculative.policy.steps_by_batch.2: acceptance.per_depth: 2 values for 5 steps`."""
+    argv = ["cost", run(tmp_path, BASE)[1], "--set", "speculative.policy.steps_by_batch.1=1",
+            "--set", "speculative.policy.steps_by_batch.2=1", "--set", "speculative.steps=5"]
+    line = one_line_error(capsys, argv, "speculative.steps", "acceptance.per_depth: 2 values for 5 steps")
+    assert line.startswith("mtpsim: error: --set: "), line
