@@ -174,3 +174,11 @@ def test_set_blames_the_flag_that_causes_the_error_not_one_that_fails_alone_othe
             "--set", "speculative.policy.steps_by_batch.2=1", "--set", "speculative.steps=5"]
     line = one_line_error(capsys, argv, "speculative.steps", "acceptance.per_depth: 2 values for 5 steps")
     assert line.startswith("mtpsim: error: --set: "), line
+
+
+def test_forced_acceptance_with_a_kept_length_is_refused(tmp_path, capsys):
+    """Before: acceptance.forced (an engine's forced-acceptance rule, reproduced exactly, which
+    refuses a spread for that reason) took a kept_length beside it without a word: SGLang's
+    forced accept length of 2.5 ran at 1.5, the kept length cutting what the rule accepts."""
+    text = BASE.replace("{per_depth: [0.8, 0.7]}", "{forced: {engine: sglang, setting: 2.5}, kept_length: [0.5, 0.5]}")
+    one_line_error(capsys, run(tmp_path, text), "acceptance.kept_length", "forced acceptance")
