@@ -182,3 +182,15 @@ def test_forced_acceptance_with_a_kept_length_is_refused(tmp_path, capsys):
     forced accept length of 2.5 ran at 1.5, the kept length cutting what the rule accepts."""
     text = BASE.replace("{per_depth: [0.8, 0.7]}", "{forced: {engine: sglang, setting: 2.5}, kept_length: [0.5, 0.5]}")
     one_line_error(capsys, run(tmp_path, text), "acceptance.kept_length", "forced acceptance")
+
+
+@pytest.mark.parametrize("engine,setting,said", [("sglang", 2.5, "SGLang clamps"), ("trtllm", 2, "accepts all 1")],
+                         ids=["sglang", "trtllm"])
+def test_a_forced_setting_past_the_policys_steps_warns(tmp_path, capsys, engine, setting, said):
+    """Before: the warning that an engine bends a forced setting past its range read only
+    speculative.steps: under a steps_by_batch policy of 1 step, SGLang's forced 2.5 (clamped to
+    2 at one step) ran at an accept length of 1.88 without a word."""
+    text = BASE.replace("{per_depth: [0.8, 0.7]}", f"{{forced: {{engine: {engine}, setting: {setting}}}}}").replace(
+        "steps: 2}", "steps: 2, policy: {steps_by_batch: {1: 1}}}") + f"engine: {{kind: {engine}}}\n"
+    found = warnings_of(capsys, run(tmp_path, text))
+    assert any(": acceptance.forced.setting: " in w and said in w and "policy" in w for w in found), found
