@@ -194,3 +194,25 @@ def test_a_forced_setting_past_the_policys_steps_warns(tmp_path, capsys, engine,
         "steps: 2}", "steps: 2, policy: {steps_by_batch: {1: 1}}}") + f"engine: {{kind: {engine}}}\n"
     found = warnings_of(capsys, run(tmp_path, text))
     assert any(": acceptance.forced.setting: " in w and said in w and "policy" in w for w in found), found
+
+
+DFLASH_CONFIG = {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "hidden_size": 4096, "num_hidden_layers": 5,
+                 "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 12288,
+                 "vocab_size": 151936, "max_position_embeddings": 40960, "block_size": 16, "torch_dtype": "bfloat16"}
+QWEN_BLOCK = BASE.replace("deepseek-v3", "qwen3-8b").replace("hardware: h200", "hardware: b200").replace(
+    "parallel: {tp: 8}\n", "").replace("design: nextn, steps: 2", "design: block, steps: 2, draft: {hf_config: d.json}")
+
+
+@pytest.mark.parametrize("config,key,word", [
+    ({**DFLASH_CONFIG, "num_target_layers": 20}, "speculative.draft", "trained against a target of 20 layers"),
+    ({**DFLASH_CONFIG, "num_target_layers": 20, "dflash_config": {"target_layer_ids": [1, 5, 9, 13, 17]}},
+     "speculative.draft", "trained against a target of 20 layers"),
+    ({**DFLASH_CONFIG, "num_target_layers": 30, "dflash_config": {"target_layer_ids": [1, 9, 17, 25, 33]}},
+     "speculative.draft.block.target_layer_ids.4", "past the 30 layers"),
+], ids=["default-taps", "given-taps", "tap-past-its-own-target"])
+def test_a_block_drafter_config_trained_for_another_depth_is_refused(tmp_path, capsys, config, key, word):
+    """Before: a block drafter read from its config.json names no catalog target (built_for), and
+    its num_target_layers, the depth of the target it was trained against, was read only to
+    spread the default taps: a DFlash drafter of a 20-layer target drafted for Qwen3-8B's 36
+    layers without a word, its taps read at the first 20; and taps past that depth were taken."""
+    one_line_error(capsys, run(tmp_path, QWEN_BLOCK, {"d.json": json.dumps(config)}), key, word)
