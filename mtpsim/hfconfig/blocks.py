@@ -9,8 +9,9 @@ Two layouts are read:
   given, is the depth of the target it was trained against (block.target_num_layers);
 - DeepSpec (architectures Qwen3DSparkModel; deepseek-ai/DeepSpec
   deepspec/modeling/dspark/qwen3/config.py build_draft_config): `block_size`, `target_layer_ids`,
-  `markov_rank` (0: none), `enable_confidence_head`, `num_target_layers` as above. DeepSpec's DFlash checkpoints are the same
-  architecture with neither head: kind dflash; with either head: dspark.
+  `markov_rank` (0: none), `enable_confidence_head`, `num_target_layers` as above. DeepSpec's
+  DFlash checkpoints are the same architecture with neither head: kind dflash; with either head:
+  dspark.
 The drafter's width is the target's (both build their config from the target's), so
 backbone_hidden_size is its hidden_size. Any other config is not a block drafter: {}.
 """

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
-from mtpsim.errors import short
+from mtpsim.errors import first_repeat, short
 from mtpsim.hfconfig.view import Config, Layout, kinds_of, moe_kind
 from mtpsim.specs import Dtype
 
@@ -157,6 +157,8 @@ def _dspark_taps(text: Config) -> list[int]:
         if type(tap) is not int or not -1 <= tap < layers:
             raise text.error(f"dspark_target_layer_ids.{i}", f"{short(tap)} is not a layer of the trunk's {layers} "
                              f"(num_hidden_layers: 0..{layers - 1}, or -1 for the embedding output)")
-        if tap in taps[:i]:
-            raise text.error(f"dspark_target_layer_ids.{i}", f"layer {tap} is tapped twice: each tap is one target layer")
+    again = first_repeat(taps)
+    if again is not None:
+        raise text.error(f"dspark_target_layer_ids.{again}", f"layer {taps[again]} is tapped twice: each tap is one "
+                         "target layer")
     return taps
