@@ -105,6 +105,9 @@ class Acceptance(Section):
             raise ValueError(f"give one of {', '.join(ACCEPTANCE_FORMS)} (got {given})")
         if self.forced is not None and self.spread:
             raise AtKey("spread", "forced acceptance is the engine's rule exactly: spread must be 0")
+        if self.forced is not None and self.kept_length is not None:
+            raise AtKey("kept_length", "forced acceptance is the engine's rule exactly, over every draft: a kept "
+                        "length would cut what it accepts (the forced setting would not be reproduced)")
         if self.cumulative and any(b > a for a, b in zip(self.cumulative, self.cumulative[1:])):
             raise ValueError("cumulative: must not increase with depth")
         return self

@@ -183,16 +183,19 @@ def _forced_past_its_range(s: Scenario) -> list[tuple[str, str]]:
     """A forced-acceptance setting the engine's rule bends (acceptance.py AcceptanceProfile.forced):
     SGLang clamps the accept length to [1, steps + 1], TensorRT-LLM accepts every draft past
     steps; and a forcing rule of another engine than the one simulated."""
-    forced, steps = s.acceptance.forced, s.speculative.steps
+    forced, steps, policy = s.acceptance.forced, s.speculative.steps, s.speculative.policy
     if forced is None or designs.record(s.speculative.design).draft_part is None:
         return []
+    # each iteration's rule reads the steps it runs: a steps_by_batch policy's fewest (above 0) bind first
+    fewest = min((n for n in policy.steps_by_batch.values() if n), default=steps) if policy else steps
+    named = "steps" if fewest == steps else "the fewest steps speculative.policy runs"
     found = []
-    if forced.engine == "sglang" and not 1 <= forced.setting <= steps + 1:
-        found.append(("acceptance.forced.setting", f"{forced.setting:g} lies outside [1, steps + 1 = {steps + 1}]: "
-                      f"SGLang clamps SGLANG_SIMULATE_ACC_LEN to {min(max(forced.setting, 1), steps + 1):g}"))
-    if forced.engine == "trtllm" and forced.setting > steps:
-        found.append(("acceptance.forced.setting", f"{forced.setting:g} accepted drafts is more than steps {steps}: "
-                      f"TensorRT-LLM accepts all {steps}"))
+    if forced.engine == "sglang" and not 1 <= forced.setting <= fewest + 1:
+        found.append(("acceptance.forced.setting", f"{forced.setting:g} lies outside [1, {named} + 1 = {fewest + 1}]: "
+                      f"SGLang clamps SGLANG_SIMULATE_ACC_LEN to {min(max(forced.setting, 1), fewest + 1):g}"))
+    if forced.engine == "trtllm" and forced.setting > fewest:
+        found.append(("acceptance.forced.setting", f"{forced.setting:g} accepted drafts is more than {named} "
+                      f"{fewest}: TensorRT-LLM accepts all {fewest}"))
     if forced.engine != s.engine.kind:
         found.append(("acceptance.forced.engine", f"reproduces {forced.engine}'s forcing rule while engine.kind is "
                       f"{s.engine.kind}"))

@@ -59,6 +59,11 @@ def block_fits(spec, model, draft):
     if draft.block.built_for is not None and draft.block.built_for != model.name:
         return ("speculative.draft", f"{draft.block.kind} drafter {draft.name!r} was built for "
                 f"{draft.block.built_for!r} (block.built_for), not model {model.name!r}")
+    depth = draft.block.target_num_layers
+    if depth is not None and depth != model.num_layers:
+        return ("speculative.draft", f"{draft.name!r} was trained against a target of {depth} layers "
+                f"(block.target_num_layers: num_target_layers in its config.json), not model {model.name!r}'s "
+                f"{model.num_layers}")
     if draft.backbone_hidden_size != model.hidden_size or draft.hidden_size != model.hidden_size:
         return ("speculative.draft", f"{draft.name!r} borrows the target's LM head and reads its hidden states: "
                 f"hidden_size {draft.hidden_size} and backbone_hidden_size {draft.backbone_hidden_size} must be "

@@ -12,6 +12,7 @@ through resolve.py.
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,7 +20,7 @@ from packaging.version import InvalidVersion, Version
 from pydantic import Field, ValidationError, model_validator
 
 from mtpsim.engines import EngineSpec
-from mtpsim.errors import AtKey, ScenarioError, from_validation, short, warn
+from mtpsim.errors import AtKey, ScenarioError, first_repeat, from_validation, short, warn
 from mtpsim.specs import Spec
 
 RuleField = Literal["speculative_max_running_requests", "speculative_overlap", "verify_scorer",
@@ -27,6 +28,9 @@ RuleField = Literal["speculative_max_running_requests", "speculative_overlap", "
                     "shared_expert_stream",
                     "fraction_by_tp", "unoverlapped_designs", "speculative_overlap_max_topk", "decode_overlap",
                     "speculative_host_extra_s", "eager_passes"]
+# an engine file's releases and rules, at most: each rule is tested at every release (an engine
+# publishes tens of each; thousands would take seconds to check before anything ran)
+MAX_RELEASES = MAX_RULES = 500
 
 
 class VersionRule(Spec):
@@ -46,17 +50,18 @@ class VersionRule(Spec):
 
 class Versions(Spec):
     default: str
-    known: list[str] = Field(min_length=1)
+    known: list[str] = Field(min_length=1, max_length=MAX_RELEASES)
 
     @model_validator(mode="after")
     def _each_once(self) -> Versions:
         """A release known twice says nothing more, and reads as a typo for another release."""
-        again = next((i for i, v in enumerate(self.known) if v in self.known[:i]), None)
+        again = first_repeat(self.known)
         if again is not None:
             raise AtKey(f"known.{again}", f"{short(self.known[again], 40)} is listed twice: list each release once")
         return self
 
 
+@functools.lru_cache(maxsize=4096)  # a rule's since / until is read at every release it is tested at
 def release(text: str) -> Version:
     """A release's comparable form: 0.5.12.post1 compares as 0.5.12 (the rules name releases; a
     post release runs its release's code paths). What a file or scenario names is read by
@@ -148,7 +153,8 @@ def _check_file(raw: dict, rules: list[VersionRule], versions: Versions, file: s
             raise ScenarioError(file, f"rules.{i}.until", f"rule {rule.name} holds for no release of versions.known "
                                 f"(until {rule.until} is the first)")
     names = [r.name for r in rules]
-    twice = next((n for n in names if names.count(n) > 1), None)
+    again = first_repeat(names)
+    twice = None if again is None else names[again]
     if twice is not None:
         raise ScenarioError(file, "rules", f"two rules are named {twice}: engine.ignore_rules names them one by one")
     _no_overlap(rules, sorted(known.values()), file)
@@ -157,9 +163,10 @@ def _check_file(raw: dict, rules: list[VersionRule], versions: Versions, file: s
 def _no_overlap(rules: list[VersionRule], releases: list[Version], file: str) -> None:
     """No two rules set one field at one release of `releases`: the later in the file would win
     there without a word (and leaving it out, engine.ignore_rules, would bring back the other)."""
+    held = [frozenset(v for v in releases if rule.holds_at(v)) for rule in rules]  # each rule's releases, once
     for j, later in enumerate(rules):
         for i, earlier in enumerate(rules[:j]):
-            both = [v for v in releases if earlier.field == later.field and earlier.holds_at(v) and later.holds_at(v)]
+            both = sorted(held[i] & held[j]) if earlier.field == later.field else []
             if both:
                 span = str(both[0]) if len(both) == 1 else f"{both[0]} to {both[-1]}"
                 raise ScenarioError(file, f"rules.{j}", f"rule {later.name} sets {later.field} where rule {earlier.name} "
@@ -211,6 +218,8 @@ def _rules(data, raw: dict, file: str | None = None) -> list[VersionRule]:
     file = file or f"engines/{raw.get('name')}.yaml"
     if not isinstance(data, (list, tuple)):
         raise ScenarioError(file, "rules", f"expected a list of rules, got {short(data)}")
+    if len(data) > MAX_RULES:
+        raise ScenarioError(file, "rules", f"{len(data):,} rules: an engine file gives at most {MAX_RULES}")
     rules = []
     for i, r in enumerate(data):
         try:

@@ -71,6 +71,23 @@ def short(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def first_repeat(values) -> int | None:
+    """The index of the first entry of `values` equal to an earlier one, or None: in one pass over
+    a set where the entries hash (a check against every earlier entry took seconds on a list of
+    tens of thousands, before any limit on its length was looked at)."""
+    seen, unhashable = set(), []
+    for i, value in enumerate(values):
+        try:
+            if value in seen:
+                return i
+            seen.add(value)
+        except TypeError:
+            if value in unhashable:
+                return i
+            unhashable.append(value)
+    return None
+
+
 def whole_number(text: str) -> int | None:
     """`text` as an int when it is one in ASCII digits (an optional sign), else None: int() also
     reads `١٢` (Arabic-Indic digits), `1_000` and padded text, which no flag means."""

@@ -52,9 +52,15 @@ def check_parallelism(s: Scenario, where: str) -> None:
 
 
 def _check_nodes(s: Scenario, where: str) -> None:
-    """A replica wider than a node spans whole nodes (SGLang --nnodes: tp_size split evenly over
-    them) and needs the hardware's inter-node network to price its collectives."""
+    """A node holds at most the hardware's NVLink domain; a replica wider than a node spans whole
+    nodes (SGLang --nnodes: tp_size split evenly over them) and needs the hardware's inter-node
+    network to price its collectives."""
     p, hw = s.parallel, s.specs.hardware
+    if p.gpus_per_node is not None and p.gpus_per_node > hw.gpus_per_node:
+        raise ScenarioError(where, "parallel.gpus_per_node", f"{p.gpus_per_node} GPUs a node is more than hardware "
+                            f"{hw.name!r} joins in one NVLink domain ({hw.gpus_per_node}, its gpus_per_node): the "
+                            "collectives would ride NVLink between GPUs it does not link; a larger domain is the "
+                            "hardware's gpus_per_node")
     per_node = p.gpus_per_node or hw.gpus_per_node
     if p.tp <= per_node:
         return

@@ -14,7 +14,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from mtpsim.errors import ScenarioError, short, silenced
+from mtpsim.errors import ScenarioError, first_repeat, short, silenced
 from mtpsim.files import parse_yaml
 from mtpsim.yamlfiles import MAX_DEPTH
 
@@ -110,7 +110,8 @@ def apply_sets(data: dict[str, Any], overrides: list[Override]) -> dict[str, Any
     for key, value in overrides:
         set_key(data, key, value, "--set")
     keys = [k for k, _ in overrides]
-    twice = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+    again = first_repeat(keys)
+    twice = None if again is None else keys[again]
     if twice is not None:
         raise ScenarioError("--set", twice, "given twice: the last one would win; give it once")
     # a later --set of a section replaces what an earlier one set inside it: the earlier one is lost
@@ -139,7 +140,7 @@ def blamed_on_set(exc: ScenarioError, where: str, overrides: list[Override], wri
     if exc.where == where and exc.key and (from_set(exc.key, keys, written) or
                                            from_set(f"sweep.{exc.key}", keys, written)):
         return ScenarioError("--set", exc.key, exc.reason)
-    culprit = breaking_set(written, overrides, check) if exc.where == where and overrides else None
+    culprit = breaking_set(written, overrides, check, exc.key) if exc.where == where and overrides else None
     if culprit is not None:  # the file alone is valid: the flag broke it elsewhere (a sibling, a parent)
         at = f"{exc.key}: " if exc.key and exc.key != culprit else ""
         return ScenarioError("--set", culprit, f"{at}{exc.reason}")
@@ -147,27 +148,35 @@ def blamed_on_set(exc: ScenarioError, where: str, overrides: list[Override], wri
 
 
 def breaking_set(written: dict[str, Any], overrides: list[Override],
-                 check: Callable[[dict[str, Any], list[Override]], object]) -> str | None:
+                 check: Callable[[dict[str, Any], list[Override]], object], at: str | None = None) -> str | None:
     """The --set key whose value breaks a file that validates on its own (the first that does so
-    alone; else the first given), or None when the file alone fails too: an error a flag causes
-    away from the key it sets (a null that leaves its parent without a required entry, a value
-    that a sibling must now match) is the flag's, not the file's. `check(data, sets)` validates
-    the file's data with `sets` applied (a ScenarioError if it fails): trial validations, said
+    alone, at the error's key `at` where one does: another may fail alone for a reason of its
+    own, as a steps_by_batch entry without the policy's key 1; else the first that fails alone,
+    else the first given), or None when the file alone fails too: an error a flag causes away
+    from the key it sets (a null that leaves its parent without a required entry, a value that a
+    sibling must now match) is the flag's, not the file's. `check(data, sets)` validates the
+    file's data with `sets` applied (a ScenarioError if it fails): trial validations, said
     nothing of: the error path only."""
-    def fails(sets: list[Override]) -> bool:
+    def error(sets: list[Override]) -> ScenarioError | None:
         data = copy.deepcopy(written)
         for key, value in sets:
             set_key(data, key, copy.deepcopy(value), "--set")
         try:
             with silenced():
                 check(data, sets)
-        except ScenarioError:
-            return True
-        return False
-
-    if fails([]):
+        except ScenarioError as exc:
+            return exc
         return None
-    return next((key for key, value in overrides if fails([(key, value)])), overrides[0][0])
+
+    if error([]) is not None:
+        return None
+    first = None
+    for key, value in overrides:
+        found = error([(key, value)])
+        if found is not None and found.key == at:
+            return key
+        first = first or (key if found is not None else None)
+    return first or overrides[0][0]
 
 
 def set_inside(key: str, values: list, overrides: list[Override], where: str, later: list) -> list:

@@ -147,6 +147,10 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
             advise(p, skip=RUNNING_BATCH_CHECKS)
         advise_sweep(points, skip=RUNNING_BATCH_CHECKS)
     s = points[0]
+    # what leaves no KV pool when the batch is the load's: the decode pool, a fraction the file
+    # gives, else the layout (`mtpsim run` refuses it at the pool or engine.mem_fraction: memory.check_fits)
+    room = "disaggregation.decode" if s.disaggregation is not None else \
+        "engine.mem_fraction" if s.engine.mem_fraction is not None else "parallel"
     if s.disaggregation is not None:  # an iteration is the decode pool's: TPOT is set there
         print("(disaggregated: pricing the decode pool's iteration on its own layout)")
         s = pool_scenario(s, "decode")
@@ -175,7 +179,7 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
     past_context = limit is not None and context > limit  # warned above; then nothing fits anyway
     per_pool = -(-batch // s.parallel.attention_dp)  # under DP attention each group's GPUs hold its own requests' KV
     if fits.min() == 0 and not past_context:
-        whose = asked_at if asked is not None else (s.source, "parallel")  # the layout leaves no room, not the load
+        whose = asked_at if asked is not None else (s.source, room)
         warn(*whose, f"not one request of {context} tokens fits in memory ({fits.idxmin()}: "
              f"{memory.kv_budget_GB[fits.idxmin()]:.2f} GB of KV pool per GPU): priced as "
              "asked, though `mtpsim run` refuses this deployment, as the engine would")

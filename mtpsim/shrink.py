@@ -71,7 +71,8 @@ def shrink_block_drafter(drafter: ModelSpec, target: ModelSpec, verify, dtype: s
     for the shrunken target."""
     small = shrink_model(drafter, verify, dtype, keep_layers=True)
     taps = list(dict.fromkeys(min(t, target.num_layers - 1) for t in drafter.block.target_layer_ids))
-    block = small.block.model_copy(update={"target_layer_ids": taps, "built_for": target.name})
+    block = small.block.model_copy(update={"target_layer_ids": taps, "built_for": target.name,
+                                           "target_num_layers": target.num_layers if small.block.target_num_layers else None})
     return small.model_copy(update={"block": block, "backbone_hidden_size": target.hidden_size})
 
 

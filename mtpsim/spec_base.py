@@ -21,6 +21,7 @@ MAX_HEADS = 2**14
 MAX_EXPERTS = 2**16
 MAX_VOCAB = 2**24
 MAX_CONTEXT = 2**26        # max_context and attention windows, in tokens
+MAX_KINDS = 64             # attention kinds, FFN kinds: each is priced on its own, every iteration
 
 
 class Spec(Frozen, BaseModel):

@@ -27,6 +27,7 @@ from mtpsim.spec_base import (  # noqa: F401 (the base and limits, read from her
     MAX_CONTEXT,
     MAX_EXPERTS,
     MAX_HEADS,
+    MAX_KINDS,
     MAX_LAYERS,
     MAX_VOCAB,
     MAX_WIDTH,
@@ -97,6 +98,9 @@ class BlockSpec(Spec):
     block_size: int = Field(gt=1, le=65)
     target_layer_ids: list[Annotated[int, Field(ge=-1)]] = Field(min_length=1)  # -1: the embedding output
     built_for: str | None = None
+    # the depth of the target it was trained against (a DFlash config's num_target_layers), for a
+    # drafter read from a config.json, which names no catalog target; None: not checked
+    target_num_layers: int | None = Field(default=None, gt=0, le=MAX_LAYERS)
     markov_rank: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
     confidence_head: bool = False
 
@@ -112,6 +116,9 @@ class BlockSpec(Spec):
                         "give markov_rank or confidence_head (without either it is kind dflash)")
         seen = set()
         for i, layer in enumerate(self.target_layer_ids):
+            if self.target_num_layers is not None and layer >= self.target_num_layers:
+                raise AtKey(f"target_layer_ids.{i}", f"layer {layer} is past the {self.target_num_layers} layers of the "
+                            "target it was trained against (target_num_layers)")
             if layer in seen:
                 raise AtKey(f"target_layer_ids.{i}", f"layer {layer} is tapped twice: each tap is one target layer")
             seen.add(layer)
@@ -145,8 +152,8 @@ class ModelSpec(Spec):
     # the longest sequence (prompt + output) the released model serves; None: not checked
     max_context: int | None = Field(default=None, gt=0, le=MAX_CONTEXT)
     layers: list[LayerGroup] = Field(min_length=1)
-    attention_kinds: dict[str, AttentionSpec]
-    ffn_kinds: dict[str, FFNSpec]
+    attention_kinds: dict[str, AttentionSpec] = Field(max_length=MAX_KINDS)
+    ffn_kinds: dict[str, FFNSpec] = Field(max_length=MAX_KINDS)
     tie_embeddings: bool = False
     lm_head: LMHeadSpec = LMHeadSpec()
     dtypes: Dtypes = Dtypes()

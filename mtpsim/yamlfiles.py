@@ -12,8 +12,9 @@
 The file itself is read by textfiles.py's rules. Where PyYAML was built with libyaml, its C
 parser reads the text into events and the rules above compose and construct them in Python
 (~8x faster than PyYAML's pure-Python scanner and parser, ~0.04 s of each `mtpsim run`'s
-start-up over the catalog files it reads); a text it refuses, or that breaks a rule, is read
-again by the pure-Python loader, whose error is the one reported (libyaml words its own).
+start-up over the catalog files it reads); a text it refuses is read again by the pure-Python
+loader, whose error is the one reported (libyaml words its own), and one that breaks a rule above
+is refused as it is (the same words: reading it again took ~10 s a MB).
 Writing (`dump_yaml_all`) takes libyaml's emitter likewise: the same text, a few times faster.
 """
 from __future__ import annotations
@@ -212,6 +213,12 @@ def _parse(text: str, where: str, multi: bool) -> list:
         fast = _FastLoader(text)
         try:
             return _documents(fast, where, multi)
+        except ScenarioError:  # the text parsed and broke a rule of this module (a size): said as it is
+            loader.dispose()
+            raise
+        except _Problem as exc:  # likewise (a duplicate key, a number's spelling, nesting): the same words
+            loader.dispose()     # PyYAML's loader would say, without reading the text again at ~10 s a MB
+            raise ScenarioError(where, exc.key, exc.reason) from None
         except Exception:  # noqa: BLE001 -- whatever refused the text, PyYAML's loader says what
             pass
         finally:

@@ -5,11 +5,13 @@ Two layouts are read:
 - z-lab DFlash (architectures DFlashDraftModel; z-lab/dflash dflash/model.py): `block_size`,
   `dflash_config.target_layer_ids`, or when absent the default spread over
   `num_target_layers` (build_target_layer_ids: one tap at the middle for a one-layer drafter,
-  else num_hidden_layers taps from layer 1 to num_target_layers - 3);
+  else num_hidden_layers taps from layer 1 to num_target_layers - 3); num_target_layers, where
+  given, is the depth of the target it was trained against (block.target_num_layers);
 - DeepSpec (architectures Qwen3DSparkModel; deepseek-ai/DeepSpec
   deepspec/modeling/dspark/qwen3/config.py build_draft_config): `block_size`, `target_layer_ids`,
-  `markov_rank` (0: none), `enable_confidence_head`. DeepSpec's DFlash checkpoints are the same
-  architecture with neither head: kind dflash; with either head: dspark.
+  `markov_rank` (0: none), `enable_confidence_head`, `num_target_layers` as above. DeepSpec's
+  DFlash checkpoints are the same architecture with neither head: kind dflash; with either head:
+  dspark.
 The drafter's width is the target's (both build their config from the target's), so
 backbone_hidden_size is its hidden_size. Any other config is not a block drafter: {}.
 """
@@ -31,14 +33,21 @@ def block_keys(top: Config) -> dict[str, Any]:
     layers = top.int("num_hidden_layers", low=1)
     if arch == DFLASH:
         extra = top.sub("dflash_config") if top.get("dflash_config") is not None else Config({}, top.path)
-        taps = extra.list("target_layer_ids", 1, None, past=None) or \
-            _default_taps(top.int("num_target_layers", low=1 if layers == 1 else 4 + layers - 1), layers)
+        taps = extra.list("target_layer_ids", 1, None, past=None)
+        if taps:
+            depth = top.int("num_target_layers", None, low=1)
+        else:
+            depth = top.int("num_target_layers", low=1 if layers == 1 else 4 + layers - 1)
+            taps = _default_taps(depth, layers)
         block = {"kind": "dflash", "target_layer_ids": taps}
     else:
         markov, confidence = top.int("markov_rank", 0), top.bool("enable_confidence_head", False)
         block = {"kind": "dspark" if markov or confidence else "dflash",
                  "target_layer_ids": top.list("target_layer_ids", 1, past=None)}
+        depth = top.int("num_target_layers", None, low=1)
         block |= ({"markov_rank": markov} if markov else {}) | ({"confidence_head": True} if confidence else {})
+    if depth is not None:  # the depth of the target it was trained against: block_fits holds the model to it
+        block["target_num_layers"] = depth
     block["block_size"] = top.int("block_size", low=2)
     return {"role": "block_draft", "backbone_hidden_size": top.int("hidden_size"), "block": block}
 

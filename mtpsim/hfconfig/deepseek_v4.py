@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
-from mtpsim.errors import short
+from mtpsim.errors import first_repeat, short
 from mtpsim.hfconfig.view import Config, Layout, kinds_of, moe_kind
 from mtpsim.specs import Dtype
 
@@ -59,9 +59,10 @@ def deepseek_v4(c: Config) -> Layout:
     n = c.int("num_hidden_layers", low=1)
     ratios = _ratios(c, n)
     heads, head_dim = c.int("num_attention_heads", low=1), c.int("head_dim", low=1)
-    rope = c.int("qk_rope_head_dim", None) or int(head_dim * c.fraction("partial_rotary_factor", 64 / 512))
+    given = c.int("qk_rope_head_dim", None)  # 0 is a value given (and refused below), not the key left out
+    rope = given if given is not None else int(head_dim * c.fraction("partial_rotary_factor", 64 / 512))
     if not 1 <= rope <= head_dim:
-        key = "qk_rope_head_dim" if c.get("qk_rope_head_dim") else "partial_rotary_factor"
+        key = "qk_rope_head_dim" if given is not None else "partial_rotary_factor"
         raise c.error(key, f"gives {rope} rotary dims of a {head_dim}-dim head (head_dim): expected 1..{head_dim}")
     base = {"kind": "compressed", "num_heads": heads, "num_kv_heads": c.int("num_key_value_heads", 1, low=1),
             "head_dim": head_dim, "qk_rope_head_dim": rope, "q_lora_rank": c.int("q_lora_rank", low=1)}
@@ -135,8 +136,29 @@ def finish(text: Config, mapping: dict[str, Any], drafters: dict[str, Any]) -> d
     for part in ("attention", "ffn"):  # a kind only the stages used (Pro-DSpark's SWA: no trunk layer slides)
         used = {group[part] for group in mapping["layers"]}
         mapping[f"{part}_kinds"] = {k: v for k, v in mapping[f"{part}_kinds"].items() if k in used}
-    taps = text.list("dspark_target_layer_ids", 1, past=None)
+    taps = _dspark_taps(text)
     gamma = text.int("dspark_block_size", 5, low=1)
+    markov = text.int("dspark_markov_rank", None, low=1)
+    noise = text.int("dspark_noise_token_id", None)
+    if noise is not None and noise >= mapping["vocab_size"]:
+        raise text.error("dspark_noise_token_id", f"token {noise} is past the {mapping['vocab_size']}-token vocabulary "
+                         "(vocab_size)")
     match = [name for name, d in drafters.items() if d.block.kind == "dspark" and d.block.target_layer_ids == taps
-             and d.block.block_size == gamma + 1 and d.backbone_hidden_size == mapping["hidden_size"]]
+             and d.block.block_size == gamma + 1 and d.backbone_hidden_size == mapping["hidden_size"]
+             and markov in (None, d.block.markov_rank)]
     return mapping | ({"block_draft": match[0]} if match else {})
+
+
+def _dspark_taps(text: Config) -> list[int]:
+    """dspark_target_layer_ids: distinct trunk layers (-1: the embedding output, as a block
+    drafter's taps read: specs.BlockSpec), each named where it is not one."""
+    taps, layers = text.list("dspark_target_layer_ids", 1, past=None), text.int("num_hidden_layers", low=1)
+    for i, tap in enumerate(taps):
+        if type(tap) is not int or not -1 <= tap < layers:
+            raise text.error(f"dspark_target_layer_ids.{i}", f"{short(tap)} is not a layer of the trunk's {layers} "
+                             f"(num_hidden_layers: 0..{layers - 1}, or -1 for the embedding output)")
+    again = first_repeat(taps)
+    if again is not None:
+        raise text.error(f"dspark_target_layer_ids.{again}", f"layer {taps[again]} is tapped twice: each tap is one "
+                         "target layer")
+    return taps

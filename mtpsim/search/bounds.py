@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from mtpsim.designs import DESIGNS
+from mtpsim.errors import first_repeat
 
 LISTS = ("tp", "ep", "attention_dp", "designs", "topk", "concurrency", "rates")  # the values a search tries
 MAX_SEARCH_POINTS = 20_000  # past this a search is better split (each point is a simulation)
@@ -78,12 +79,8 @@ class SearchBounds(BaseModel):
 
 def _first_repeat(values: list) -> object | None:
     """The first value `values` holds twice, or None."""
-    seen = []
-    for value in values:
-        if value in seen:
-            return value
-        seen.append(value)
-    return None
+    again = first_repeat(values)
+    return None if again is None else values[again]
 
 
 def _once(values: list) -> list:

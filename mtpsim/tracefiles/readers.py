@@ -15,7 +15,7 @@ from functools import partial
 import numpy as np
 
 from mtpsim.csvfiles import CsvRecords, as_written, record_row
-from mtpsim.errors import ScenarioError, short
+from mtpsim.errors import ScenarioError, first_repeat, short
 from mtpsim.files import READ_ERRORS, Column, check_numbers, strict_json, unreadable
 from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
 from mtpsim.schema import MAX_TRACE_S
@@ -57,7 +57,8 @@ def _csv_chunks(path: str, fmt: Format, chunk_rows: int) -> Iterator[RawChunk]:
     lines = sniff(path).removeprefix("\ufeff").splitlines()  # any line ending: \n, \r\n or a lone \r
     with open_trace(path, CSV_LINE_BYTES) as f:
         header = header_cells(lines[0] if lines else "")
-        twice = next((c for i, c in enumerate(header) if c in header[:i]), None)
+        again = first_repeat(header)
+        twice = None if again is None else header[again]
         if twice is not None:  # pandas would rename the second (`x.1`): which one is meant is a guess
             raise ScenarioError(path, short(twice, 40)[1:-1], "column named twice in the header")
         for col in fmt.columns:
