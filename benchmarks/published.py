@@ -1,7 +1,9 @@
 """Predicted vs reported speedups for the published cases (shared/reference/published.md).
 
-Run: .venv/bin/python benchmarks/published.py [--jobs N] [--no-peer] [--rules]    (about 60 s on 2 cores; --rules
-about 2 minutes more: each engine version rule left out in turn, on every case it applies to)
+Run: .venv/bin/python benchmarks/published.py [--jobs N] [--no-peer] [--rules] [--set KEY.PATH=VALUE ...]
+(about 3-4 minutes on 2 cores; --rules about 2 minutes more: each engine version rule left out in
+turn, on every case it applies to; --set runs every case with an override, a what-if such as
+--set cost.routing_locality=0.5)
 
 Each case is a scenario in scenarios/published/ that states, in its comments, what the source
 reports and what had to be assumed. This script simulates each twice, nothing tuned per case:
@@ -21,6 +23,7 @@ import functools
 import math
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -148,10 +151,11 @@ def ask_peer(call: str, s: sc.Scenario, *extra) -> dict | None:
         return None
 
 
-def run_all(jobs: int = 1, peer: bool = False, kinds: str | None = None) -> pd.DataFrame:
+def run_all(jobs: int = 1, peer: bool = False, kinds: str | None = None, sets: tuple[str, ...] = ()) -> pd.DataFrame:
     """Every case, or those whose id starts with one of `kinds` (e.g. "P": the public speedups and
-    DP-attention cases, what notebook 04 walks through)."""
-    cases = [c for c in CASES if kinds is None or c.id[0] in kinds]
+    DP-attention cases, what notebook 04 walks through); `sets`: overrides every case runs with
+    (a what-if over all of them, e.g. cost.routing_locality=0.5)."""
+    cases = [replace(c, sets=(*c.sets, *sets)) for c in CASES if kinds is None or c.id[0] in kinds]
     return pd.concat([run_case(c, jobs, peer) for c in cases], ignore_index=True)
 
 
@@ -215,22 +219,27 @@ def leave_one_rule_out(jobs: int = 1, cases=CASES, predicted=None) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
-def command_line(doc: str, rules: bool = False):
-    """(--jobs, whether to ask aiconfigurator[, --rules]) from the command line of a published-case benchmark."""
+def command_line(doc: str, rules: bool = False, what_if: bool = False):
+    """(--jobs, whether to ask aiconfigurator[, --rules][, the --set overrides]) from the command
+    line of a published-case benchmark."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1))
     parser.add_argument("--no-peer", action="store_true", help="skip aiconfigurator's predictions")
     if rules:
         parser.add_argument("--rules", action="store_true", help="also the leave-one-rule-out table of engine version rules")
+    if what_if:
+        parser.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                            help="an override every case runs with, as `mtpsim run --set` takes it (a what-if); repeatable")
     args = parser.parse_args()
     import aiconfigurator_peer  # a sibling script (this folder is on sys.path, above)
     found = args.jobs, not args.no_peer and aiconfigurator_peer.available()
-    return (*found, args.rules) if rules else found
+    found = (*found, args.rules) if rules else found
+    return (*found, tuple(args.set)) if what_if else found
 
 
 def main() -> None:
-    jobs, peer, rules = command_line(__doc__, rules=True)
-    table = run_all(jobs, peer)
+    jobs, peer, rules, sets = command_line(__doc__, rules=True, what_if=True)
+    table = run_all(jobs, peer, sets=sets)
     print(report(table))
     early = table[table.case.isin([f"P{i}" for i in range(1, 8)]) & table.metric.str.endswith("speedup")]
     print(_errors(early, "error %", "default on the public speedups P1-P7"))

@@ -63,7 +63,8 @@ def _unread_or_null(points: list[Scenario], swept: str, skip: tuple) -> None:
 # what else a warning's key depends on: a sweep over these makes the setting matter at other points
 DEPENDS = {"speculative.draft": ("speculative.design",), "acceptance": ("speculative",),
            "speculative.policy": ("workload", "engine", "speculative"),
-           "cost.moe_skew": ("model",), "cost.moe_stream_overlap": ("model", "hardware", "engine", "parallel"),
+           "cost.moe_skew": ("model",), "cost.routing_locality": ("model",),
+           "cost.moe_stream_overlap": ("model", "hardware", "engine", "parallel"),
            "acceptance.histogram": ("speculative",),
            "engine.two_batch_overlap": ("parallel", "disaggregation", "model"),
            "cost.ep_imbalance": ("parallel", "disaggregation", "model"),

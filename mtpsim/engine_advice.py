@@ -16,9 +16,14 @@ def _experts_served(s: Scenario) -> bool:
 
 
 def skew_without_experts(s: Scenario) -> list[tuple[str, str]]:
-    if s.cost.moe_skew > 0 and not _experts_served(s):
-        return [("cost.moe_skew", f"model {s.specs.model.name!r} has no experts: a routing skew changes nothing")]
-    return []
+    """A routing skew or locality where no served model has experts to route to."""
+    if _experts_served(s):
+        return []
+    found = []
+    for key, what in (("moe_skew", "a routing skew"), ("routing_locality", "a routing locality")):
+        if getattr(s.cost, key) > 0:
+            found.append((f"cost.{key}", f"model {s.specs.model.name!r} has no experts: {what} changes nothing"))
+    return found
 
 
 def stream_overlap_moot(s: Scenario) -> list[tuple[str, str]]:

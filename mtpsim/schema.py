@@ -125,6 +125,12 @@ class Cost(Section):
         "the share of the shorter branch's time that stream hides. 0: the branches take turns on the GPU, as "
         "the measured B200/B300 decode steps fit (mtpsim/costs/streams.py); 1: only the longer branch counts "
         "(aiconfigurator's OverlapOp)."))
+    routing_locality: float = Field(default=0.0, ge=0, le=1, description=(
+        "MoE routing locality: the share of a token's routed experts that its request's previous token also "
+        "picked. A verify's k + 1 tokens of one request then touch 1 + k (1 - locality) tokens' worth of "
+        "experts, not k + 1 (costs/ffn.py shared_routing). 0: every token routes independently (the default); "
+        "Cohere measured ~2.5x one token's experts for 4 verified tokens on its MoE models, locality ~0.5 "
+        "(docs/accuracy.md, 'A what-if')."))
     ep_imbalance: float | None = Field(default=None, ge=1, le=64, description=(
         "Under wide EP, the busiest EP rank's routed tokens over the mean; its experts and all-to-all set the "
         "layer's time. None: the published figure at EP32 (2.564 without EPLB, 1.109 with engine.eplb; "

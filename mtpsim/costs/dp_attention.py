@@ -60,7 +60,8 @@ def scattered_mlp(ffn: FFNSpec, par: O.Parallel) -> bool:
 
 def dp_layer_ops(att: AttentionSpec, ffn: FFNSpec, d: int, tokens: int, attn_dtype: str, ffn_dtype: str,
                  expert_dtype: str, par: O.Parallel, query_only: bool = False, skew: float = 0.0,
-                 act: str = O.ACT, glue: bool = False, fuse_shared: bool = False) -> list[O.Op]:
+                 act: str = O.ACT, glue: bool = False, fuse_shared: bool = False,
+                 independent: float = 1.0) -> list[O.Op]:
     """One decoder layer on one GPU under DP attention; `tokens`: one group's tokens (every group
     is padded to the largest)."""
     a = par.attention_tp
@@ -69,7 +70,7 @@ def dp_layer_ops(att: AttentionSpec, ffn: FFNSpec, d: int, tokens: int, attn_dty
         ops += comms.attn_tp_scatter_gather(tokens, d, a, act, nodes=par.nodes(a))
     else:
         ops.append(O.allreduce(tokens, d, a, act, nodes=par.nodes(a)))
-    ops += mlp_ops(ffn, d, tokens, ffn_dtype, expert_dtype, par, skew, act, fuse_shared)
+    ops += mlp_ops(ffn, d, tokens, ffn_dtype, expert_dtype, par, skew, act, fuse_shared, independent)
     ops.append(O.layer_elementwise(tokens, d, act))
     if glue:
         ops.append(O.layer_glue(O.layer_kind(att, ffn, query_only), tokens, d))
@@ -77,19 +78,21 @@ def dp_layer_ops(att: AttentionSpec, ffn: FFNSpec, d: int, tokens: int, attn_dty
 
 
 def mlp_ops(ffn: FFNSpec, d: int, tokens: int, dtype: str, expert_dtype: str, par: O.Parallel,
-            skew: float = 0.0, act: str = O.ACT, fuse_shared: bool = False) -> list[O.Op | None]:
+            skew: float = 0.0, act: str = O.ACT, fuse_shared: bool = False,
+            independent: float = 1.0) -> list[O.Op | None]:
     """The MLP of one layer on one GPU: wide EP or gathered TP (module docstring)."""
     everyone = par.attention_dp * tokens  # tokens of all groups, padding included
     if not wide_ep(par):
         gather = O.allreduce(everyone, d, par.tp, act, nodes=par.nodes(par.tp), name="comm.dp_gather_scatter")
         return [gather, *O.ffn_ops(ffn, d, everyone, dtype, expert_dtype, O.Parallel(par.tp, par.ep), skew, act,
-                                   fuse_shared)]
+                                   fuse_shared, independent)]
     own = math.ceil(tokens / par.attention_tp)  # scattered over the group's attention GPUs
     if ffn.kind == "dense":
         return O.ffn_ops(ffn, d, own, dtype, expert_dtype, O.Parallel(), skew, act)
     # every rank waits for the busiest: its experts and its all-to-all at its routed tokens
     hot = par.ep_imbalance
-    experts = O.moe_experts(ffn, d, math.ceil(everyone * hot), expert_dtype, O.Parallel(par.tp, par.ep), skew, act)
+    experts = O.moe_experts(ffn, d, math.ceil(everyone * hot), expert_dtype, O.Parallel(par.tp, par.ep), skew, act,
+                            independent=independent)
     experts.shape.update(wide_ep=True, ep=par.ep)  # one GPU's DeepEP grouped GEMM (costs/wide_ep.py)
     ops = [O.gemm("moe.router", own, d, ffn.num_experts, act, kernels=2, act=act), experts,
            O.dispatch_combine(math.ceil(own * hot), ffn.top_k, d, par.tp, act, nodes=par.nodes(par.tp))]

@@ -16,8 +16,19 @@ def experts_touched(num_experts: int, top_k: int, tokens: int, skew: float = 0.0
     return hot * (1.0 - (1.0 - top_k / hot) ** tokens)
 
 
+def shared_routing(locality: float, per_request: int) -> float:
+    """The share of a pass's tokens whose expert picks count as independent when each request
+    brings `per_request` consecutive tokens and each token shares `locality` of its experts with
+    the one before it (`cost.routing_locality`): 1 + (q - 1)(1 - locality) draws per request of
+    q tokens, so a request touches what that many independent tokens would. 1.0 (every token
+    independent) at locality 0 or one token per request."""
+    if not locality or per_request <= 1:
+        return 1.0
+    return (1.0 + (per_request - 1) * (1.0 - locality)) / per_request
+
+
 def ffn_ops(ffn: FFNSpec, d: int, tokens: int, dtype: str, expert_dtype: str, par: Parallel,
-            skew: float = 0.0, act: str = ACT, fuse_shared: bool = False) -> list[Op]:
+            skew: float = 0.0, act: str = ACT, fuse_shared: bool = False, independent: float = 1.0) -> list[Op]:
     """Dense gated FFN (gate, up, down), or MoE: router + routed experts + shared experts.
     `fuse_shared`: the engine runs the shared experts inside the routed-expert kernel (see
     `fusable_shared_experts`), so they are extra always-hit experts of that kernel, not GEMMs."""
@@ -30,8 +41,9 @@ def ffn_ops(ffn: FFNSpec, d: int, tokens: int, dtype: str, expert_dtype: str, pa
     # v0.5.16 layers/moe/hash_topk.py HashTopK: router_logits in, topk_ids = tid2eid[input_ids]);
     # a hash spreads tokens over the experts by id, whatever the gate's skew
     ops = [gemm("moe.router", tokens, d, ffn.num_experts, act, kernels=2, act=act)]
-    ops.append(moe_experts(ffn, d, tokens, expert_dtype, par, 0.0 if ffn.routing == "hash" else skew, act,
-                           fused_shared=fused))
+    hashed = ffn.routing == "hash"  # a hash routes by token id: a request's tokens share nothing by it
+    ops.append(moe_experts(ffn, d, tokens, expert_dtype, par, 0.0 if hashed else skew, act, fused_shared=fused,
+                           independent=1.0 if hashed else independent))
     if ffn.num_shared_experts and not fused:
         inter = ffn.num_shared_experts * (ffn.shared_intermediate_size or ffn.expert_intermediate_size) // par.tp
         ops += [gemm("moe.shared_gate_up", tokens, d, 2 * inter, expert_dtype, act=act),
@@ -67,7 +79,7 @@ def deepseek_family(model: ModelSpec) -> bool:
 
 
 def moe_experts(ffn: FFNSpec, d: int, tokens: int, dtype: str, par: Parallel, skew: float = 0.0,
-                act: str = ACT, touched: float | None = None, fused_shared: int = 0) -> Op:
+                act: str = ACT, touched: float | None = None, fused_shared: int = 0, independent: float = 1.0) -> Op:
     """Routed experts on one GPU: its ep group holds E/ep experts, each split over tp/ep GPUs.
 
     Bytes are the touched experts' weights (gate, up, down); flops 2 * T * k * 3 * d * d_expert
@@ -75,9 +87,14 @@ def moe_experts(ffn: FFNSpec, d: int, tokens: int, dtype: str, par: Parallel, sk
     tokens hit, when known (a timed kernel's routing); else the expectation under routing skew.
     `fused_shared`: shared experts run in the same kernel as extra experts every token picks
     (SGLang's fusion: top_k + 1 over E + 1 experts), so they add to the touched experts and to
-    each token's routed copies; the table is read at the routed experts' config."""
+    each token's routed copies; the table is read at the routed experts' config.
+    `independent`: the share of the tokens whose expert picks count as independent draws
+    (`shared_routing`); below 1 a request's consecutive tokens reuse experts, so fewer are touched
+    (the flops do not change)."""
     e, k, inter = ffn.num_experts, ffn.top_k, ffn.expert_intermediate_size
-    touched = (experts_touched(e, k, tokens, skew) if touched is None else touched) / par.ep + fused_shared
+    if touched is None:
+        touched = experts_touched(e, k, tokens if independent == 1.0 else tokens * independent, skew)
+    touched = touched / par.ep + fused_shared
     copies = k + fused_shared
     per_expert = 3 * d * inter * DTYPE_BYTES[dtype] / par.expert_shard
     return Op("moe.experts", "moe", flops=2.0 * tokens * copies * 3 * d * inter / par.tp,

@@ -38,14 +38,15 @@ MAX_EXPERTS = 8        # routed experts a whole layer keeps
 def decoder_layer_ops(att: AttentionSpec, ffn: FFNSpec, d: int, tokens: int, attn_dtype: str, ffn_dtype: str,
                       expert_dtype: str, par: O.Parallel, query_only: bool = False, skew: float = 0.0,
                       act: str = O.ACT, glue: bool = False, core: O.Op | None = None,
-                      fuse_shared: bool = False) -> list[O.Op]:
+                      fuse_shared: bool = False, independent: float = 1.0) -> list[O.Op]:
     """The ops of one decoder layer over `tokens` tokens on one GPU, in order: attention
     projections, `core` (the attention core, when the caller has one KV shape for the batch),
     FFN or router + experts + shared experts, the elementwise work, the two tp all-reduces,
     the layer glue (`glue`: only a profile with whole-layer timings prices it). Collectives a
     single GPU does not run are left out. Under DP attention (`par.attention_dp` > 1) the layer is
     costs/dp_attention.py's. `fuse_shared`: the engine fuses shared experts into the routed-expert
-    kernel where the FFN allows (ops.ffn_ops).
+    kernel where the FFN allows (ops.ffn_ops). `independent`: the share of the tokens whose
+    expert picks are independent draws (ffn.py `shared_routing`).
     Expert parallelism without DP attention moves no tokens: after the attention all-reduce every
     rank holds every token, runs its own experts over the ones routed to them, and the MoE output
     joins the layer's second all-reduce. No engine runs a dispatch + combine there: TensorRT-LLM's
@@ -55,10 +56,10 @@ def decoder_layer_ops(att: AttentionSpec, ffn: FFNSpec, d: int, tokens: int, att
     experts (v0.5.13 srt/layers/moe/token_dispatcher/standard.py)."""
     if par.attention_dp > 1:
         return dp_layer_ops(att, ffn, d, tokens, attn_dtype, ffn_dtype, expert_dtype, par, query_only, skew, act, glue,
-                            fuse_shared)
+                            fuse_shared, independent)
     ops = C.attention_projections(att, d, tokens, attn_dtype, par, query_only, act)
     ops += [core] if core is not None else []
-    ops += O.ffn_ops(ffn, d, tokens, ffn_dtype, expert_dtype, par, skew, act, fuse_shared)
+    ops += O.ffn_ops(ffn, d, tokens, ffn_dtype, expert_dtype, par, skew, act, fuse_shared, independent)
     nodes = par.nodes(par.tp)
     ops += [O.layer_elementwise(tokens, d, act), O.allreduce(tokens, d, par.tp, act, nodes),
             O.allreduce(tokens, d, par.tp, act, nodes)]

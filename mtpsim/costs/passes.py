@@ -146,8 +146,10 @@ class Pricer:
         else:
             logits = (batch if shape.kind == "prefill" else rows) * shape.logits_per_request
         context = prefill_tokens if shape.kind == "prefill" else rows * shape.context_per_request
+        # a decode-shaped pass brings each request's tokens in a row (cost.routing_locality)
+        per_request = 1 if shape.kind == "prefill" or shape.ragged else shape.tokens_per_request
         static, work, sources = self.static_ops_memo(shape.part, shape.layer, tokens, logits, graphs, shape.from_target,
-                                                context)
+                                                context, per_request)
         compact = ()
         if shape.compact_tokens:  # each GPU compacts its own group's accepted paths
             op = O.kv_copy(batch * shape.compact_tokens, self.deployment.kv_bytes_per_token(shape.part))
@@ -235,13 +237,14 @@ class Pricer:
 
     # ------------------------------------------------------------------ building
     def _build_static(self, part: str, layer: int, tokens: int, logits: int, graphs: bool, from_target: bool = False,
-                      context: int = 0):
+                      context: int = 0, per_request: int = 1):
         """Ops that depend on token counts only, priced once: (ops, their Work, sources).
-        `context`: positions a block drafter injects into its context KV (costs/edges.py `block`)."""
+        `context`: positions a block drafter injects into its context KV (costs/edges.py `block`);
+        `per_request`: consecutive tokens each request brings (the routing locality's unit)."""
         record = self.deployment.part(part)
         edge = record.edge(self.deployment, record, tokens, logits, from_target, context)
         priced = []
-        for count, att, layer in self.layer_groups(record, tokens):  # side streams: costs/streams.py
+        for count, att, layer in self.layer_groups(record, tokens, per_request=per_request):  # side streams: streams.py
             rows = [(op, self.costs.time(op, graphs), count) for op in layer if op is not None]
             priced += streams.hide(rows, self.deployment.stream_regions(att, tokens, graphs))
         priced = tuple(priced) + tuple((op, self.costs.time(op, graphs), n) for op, n in edge if op is not None)
@@ -254,16 +257,19 @@ class Pricer:
         for count, _, layer in self.layer_groups(part, tokens, moe_only):
             yield from ((count, op) for op in layer)
 
-    def layer_groups(self, part, tokens: int, moe_only: bool = False):
-        """(count, attention spec, the layer's ops) per layer group of a part's record."""
+    def layer_groups(self, part, tokens: int, moe_only: bool = False, per_request: int = 1):
+        """(count, attention spec, the layer's ops) per layer group of a part's record, each
+        request bringing `per_request` consecutive tokens (two-batch overlap's micro-batches and
+        mixed passes route every token independently: the default)."""
         dep, glue = self.deployment, self.costs.has_glue
+        independent = O.shared_routing(dep.routing_locality, per_request)
         for count, ref in part.groups:
             att, ffn = part.spec.attention_kinds[ref.attention], part.spec.ffn_kinds[ref.ffn]
             if moe_only and ffn.kind != "moe":
                 continue
             yield count, att, decoder_layer_ops(att, ffn, part.spec.hidden_size, tokens, part.attn_dtype, part.ffn_dtype,
                                                 part.expert_dtype, self.par, part.query_only, dep.moe_skew, dep.act,
-                                                glue, fuse_shared=dep.fuses_shared_experts)
+                                                glue, fuse_shared=dep.fuses_shared_experts, independent=independent)
 
     @lru_cache(maxsize=8)  # noqa: B019 -- a Pricer lives as long as its run; a part's kinds never change
     def _kernels(self, part: str) -> tuple[tuple[O.AttentionKernel, int], ...]:

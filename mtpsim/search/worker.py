@@ -32,7 +32,7 @@ def pricer_key(s) -> str:
     heads = s.speculative.steps if s.speculative.design == "parallel_heads" else 0
     return json.dumps([s.specs.model_dump(mode="json"), p.model_dump(mode="json"), c.moe_skew, e.cuda_graphs,
                        e.max_graph_batch, heads, e.two_batch_overlap, e.eplb, c.ep_imbalance,
-                       c.moe_stream_overlap], sort_keys=True, default=str)
+                       c.moe_stream_overlap, c.routing_locality], sort_keys=True, default=str)
 
 
 def pricer_for(s):
