@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -72,6 +73,14 @@ def test_kv_lengths_follow_emitted_tokens(key, batch):
         np.testing.assert_array_equal(cache.lens, prompts + emitted - 1)
     assert m.iterations.emitted.sum() == emitted.sum() - batch  # minus the prefill's root
     assert (m.iterations[["draft_s", "verify_s", "extend_s"]].sum(axis=1) <= m.iterations.iteration_s).all()
+
+
+def test_measure_ticks_once_per_iteration_warm_up_included():
+    """The verify command's progress bar moves with the loop (verify/command.py verify_point)."""
+    ticks = []
+    s = setup("nextn", 2, iterations=3)
+    m = measure(replace(s, warmup_iterations=2), tick=lambda: ticks.append(1))
+    assert len(ticks) == 5 and len(m.iterations) == 3
 
 
 def test_forced_histogram_matches_profile():

@@ -87,12 +87,15 @@ def start(setup: Setup, propose=None) -> loops.Run:
     return run
 
 
-def measure(setup: Setup, propose=None) -> Measurement:
+def measure(setup: Setup, propose=None, tick=None) -> Measurement:
+    """`tick`: called once after each iteration, warm-up included (a progress bar's update)."""
     run = start(setup, propose)
     rows, counts = [], np.zeros(setup.steps + 1, dtype=np.int64)
     with torch.inference_mode():
         for i in range(setup.warmup_iterations + setup.iterations):
             row = loops.step(run)
+            if tick is not None:
+                tick()
             if i >= setup.warmup_iterations:
                 counts += np.bincount(row.pop("accepted"), minlength=len(counts))[: len(counts)]
                 rows.append({"iteration": i, **row, "batch": setup.batch})

@@ -30,6 +30,7 @@ from mtpsim.errors import ScenarioError, holding, warn
 from mtpsim.outputs import writing
 from mtpsim.runfolder import claimed, mark_complete, write_csv
 from mtpsim.shrink import shrink_assistant, shrink_block_drafter, shrink_model
+from mtpsim.sim.progress import progress_bar
 from mtpsim.sim.workload import sample_lengths
 from mtpsim.torchkit import loops
 from mtpsim.torchkit.kernels import keep_freed_memory, without_cudnn_attention
@@ -227,7 +228,13 @@ def prompt_lengths(s) -> list[int]:
 def verify_point(s, device: str, hardware: str, profile: str | None, folder: Path) -> pd.DataFrame:
     setup = setup_of(s, device)
     _check_memory(s, setup, folder, hardware, profile)
-    measured = measure(setup)
+    # a long loop on a CPU runs for minutes: a bar on a terminal, a line a minute in a log (sim/progress.py)
+    bar = progress_bar(setup.warmup_iterations + setup.iterations, None, desc=f"verify {setup.design}",
+                       unit="iteration", leave=False)
+    try:
+        measured = measure(setup, tick=bar.update)
+    finally:
+        bar.close()
     write_csv(measured.iterations, folder / "measured_iterations.csv")
     mapping = _mapping(s, setup, measured.accept_counts, folder, hardware, profile)
     with writing(folder / "simulated.yaml") as file:
