@@ -224,12 +224,12 @@ def test_verify_of_a_trace_decodes_the_traces_prompts(tmp_path, capsys):
     """Before: a trace workload's batch took workload.input_len's default (1024-token prompts),
     whatever the trace held, with a warning that spoke of arrivals only."""
     pytest.importorskip("torch")
-    from mtpsim.verify import command
+    from mtpsim.verify import setup
     (tmp_path / "t.csv").write_text("arrival_s,input_len,output_len\n0,40,5\n0.1,24,5\n0.2,8,5\n")
     path = tmp_path / "v.yaml"
     path.write_text(VERIFY.replace("{arrival: batch, concurrency: 1, num_requests: 1, input_len: 16, output_len: 8}",
                                    "{arrival: trace, trace: t.csv, concurrency: 2}"))
-    assert command.prompt_lengths(mtpsim.load(path)[0]) == [40, 24]
+    assert setup.prompt_lengths(mtpsim.load(path)[0]) == [40, 24]
     one_line_error(capsys, ["verify", str(path), "--set", "workload.concurrency=4", "--out", str(tmp_path / "o")],
                    "workload.concurrency", "selects 3")
     assert not (tmp_path / "o").exists()

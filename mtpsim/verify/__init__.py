@@ -3,6 +3,8 @@
 command.py  `mtpsim verify`: shrink the scenario's model (mtpsim/shrink.py), run the design's
             decode loop (mtpsim/torchkit: measure, loops, models), simulate the same shrunken
             configuration and compare
+setup.py    what a scenario point asks it to run: the refusals, the shrunken models, the prompts, as
+            a torchkit Setup
 compare.py  the simulated side: the scenario mapping, the prediction, the comparison table
 
 The decode loop itself lives in mtpsim/torchkit, shared with calibration (which times its host

@@ -22,20 +22,17 @@ import torch
 import yaml
 
 from mtpsim import scenario as sc
-from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.profile import PROFILES_DIR
-from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError, holding, warn
 from mtpsim.outputs import writing
 from mtpsim.runfolder import claimed, mark_complete, write_csv
-from mtpsim.shrink import shrink_assistant, shrink_block_drafter, shrink_model
 from mtpsim.sim.progress import progress_bar
-from mtpsim.sim.workload import sample_lengths
 from mtpsim.torchkit import loops
 from mtpsim.torchkit.kernels import keep_freed_memory, without_cudnn_attention
 from mtpsim.torchkit.measure import Setup, measure
 from mtpsim.verify.compare import comparison, fits_memory, plot, predict, simulated_mapping
+from mtpsim.verify.setup import setup_of
 
 
 def main(args) -> int:
@@ -176,53 +173,6 @@ def _match_threads(folder: Path, device: str) -> None:
     threads = meta.get("threads")
     if device == "cpu":
         torch.set_num_threads(threads if isinstance(threads, int) and threads > 0 else 1)
-
-
-def setup_of(s, device: str) -> Setup:
-    """The verification run a scenario point asks for, shrunken."""
-    v, design = s.verify, s.speculative.design
-    block = s.specs.draft is not None and s.specs.draft.role == "block_draft"
-    compressed = sorted(k for k, a in s.specs.model.attention_kinds.items() if a.kind == "compressed")
-    if compressed:  # torchkit builds gqa, mla and linear layers
-        raise ScenarioError(s.source, "model", f"verify builds gqa, mla and linear attention, and {s.specs.model.name!r} "
-                            f"has DeepSeek-V4's compressed attention {compressed}; `mtpsim run` simulates it")
-    if block and any(a.kind != "gqa" for a in s.specs.draft.attention_kinds.values()):
-        raise ScenarioError(s.source, "speculative.draft", f"verify builds block drafters of gqa layers, and "
-                            f"{s.specs.draft.name!r} has others; `mtpsim run` simulates it")
-    if s.specs.draft is not None and not block:
-        raise ScenarioError(s.source, "speculative.draft", f"verify builds a model's own MTP layers, not an external "
-                            f"draft ({s.specs.draft.name!r}); `mtpsim run` simulates it")
-    if s.speculative.topk > 1:
-        raise ScenarioError(s.source, "speculative.topk", "verify builds chain drafts (topk 1); `mtpsim run` "
-                            "simulates trees")
-    dtype = v.dtype or ("bf16" if device == "cuda" else "fp32")
-    model = shrink_model(s.specs.model, v, dtype)
-    try:
-        assistant = shrink_assistant(s.specs.assistant, model, v, dtype) if s.specs.assistant else None
-        if block:  # the block drafter rides in the assistant's slot (models.build)
-            assistant = shrink_block_drafter(s.specs.draft, model, v, dtype)
-    except ValueError as exc:  # too few layers kept for the assistant's KV sources
-        raise ScenarioError(s.source, "verify.num_layers", str(exc)) from None
-    prompts = prompt_lengths(s)
-    steps = DesignShape.of(s.speculative).steps
-    profile = AcceptanceProfile.from_section(s.acceptance, steps, s.source) if steps else None
-    return Setup(model, assistant, design, steps, prompts, v.iterations, v.warmup_iterations,
-                 v.acceptance, profile, device, dtype, s.seed)
-
-
-def prompt_lengths(s) -> list[int]:
-    """The batch's prompt lengths: workload.concurrency of them, drawn from workload.input_len, or,
-    for a trace, its first requests' (input_len is then not the scenario's: its default)."""
-    if s.workload.arrival != "trace":
-        return sample_lengths(np.random.default_rng([s.seed, 0]), s.workload.input_len, s.workload.concurrency).tolist()
-    from mtpsim.tracefiles import stream
-    lengths, want = [], s.workload.concurrency
-    for chunk in stream(s.workload.trace):
-        lengths += chunk.input_len[: want - len(lengths)].tolist()
-        if len(lengths) == want:
-            return [int(n) for n in lengths]
-    raise ScenarioError(s.source or "verify", "workload.concurrency", f"verify decodes the trace's first {want} "
-                        f"requests together, and it selects {len(lengths)}: a smaller workload.concurrency fits")
 
 
 def verify_point(s, device: str, hardware: str, profile: str | None, folder: Path) -> pd.DataFrame:
