@@ -30,9 +30,9 @@ def pricer_key(s) -> str:
     """What a Pricer is built from (costs/__init__.py build_pricer): points alike in these share one."""
     p, e, c = s.parallel, s.engine, s.cost
     heads = s.speculative.steps if s.speculative.design == "parallel_heads" else 0
-    return json.dumps([s.specs.model_dump(mode="json"), p.model_dump(mode="json"), c.moe_skew, e.cuda_graphs,
-                       e.max_graph_batch, heads, e.two_batch_overlap, e.eplb, c.ep_imbalance,
-                       c.moe_stream_overlap, c.routing_locality], sort_keys=True, default=str)
+    # the whole cost section: a cost knob added later cannot be left out of the key
+    return json.dumps([s.specs.model_dump(mode="json"), p.model_dump(mode="json"), c.model_dump(mode="json"),
+                       e.cuda_graphs, e.max_graph_batch, heads, e.two_batch_overlap, e.eplb], sort_keys=True, default=str)
 
 
 def pricer_for(s):
