@@ -109,8 +109,8 @@ def resolve_engine(raw: dict, version: str | None, ignore: list[str] | tuple[str
                             f"(its rules: {', '.join(r.name for r in rules) or 'none'})")
     idle = [r.name for r in rules if r.name in ignore and not r.holds_at(at)]
     if idle or len(set(ignore)) < len(ignore):  # leaving out what is not in force changes nothing
-        twice = next((n for n in ignore if list(ignore).count(n) > 1), None)
-        warn(where, "engine.ignore_rules", f"{short(twice)} is listed twice" if twice else
+        again = first_repeat(list(ignore))
+        warn(where, "engine.ignore_rules", f"{short(ignore[again])} is listed twice" if again is not None else
              f"rule {idle[0]} does not hold at {raw.get('name')} {chosen}: leaving it out changes nothing")
     applied = [r for r in rules if r.holds_at(at) and r.name not in ignore]
     fields = {**raw, **{r.field: r.value for r in applied}, "version": chosen, "rules": tuple(r.name for r in applied)}
@@ -154,9 +154,8 @@ def _check_file(raw: dict, rules: list[VersionRule], versions: Versions, file: s
                                 f"(until {rule.until} is the first)")
     names = [r.name for r in rules]
     again = first_repeat(names)
-    twice = None if again is None else names[again]
-    if twice is not None:
-        raise ScenarioError(file, "rules", f"two rules are named {twice}: engine.ignore_rules names them one by one")
+    if again is not None:
+        raise ScenarioError(file, "rules", f"two rules are named {names[again]}: engine.ignore_rules names them one by one")
     _no_overlap(rules, sorted(known.values()), file)
 
 

@@ -12,7 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from mtpsim.designs import DESIGNS, RECORDS
 from mtpsim.engine_memory import MAX_MIB, KVPoolSpec, TpFractions
-from mtpsim.errors import AtKey
+from mtpsim.errors import AtKey, first_repeat
 from mtpsim.limits import MAX_TOKENS, MAX_USERS
 from mtpsim.specs import Spec
 
@@ -157,12 +157,12 @@ class EngineSpec(Spec):
         """A pass kind hides host work only where the design's iteration runs it (designs.py):
         `nextn: [prefill]` would hide nothing while it reads as hiding something."""
         for design, kinds in self.hides.items():
-            runs = RECORDS[design].pass_kinds
+            runs, again = RECORDS[design].pass_kinds, first_repeat(kinds)
             for i, kind in enumerate(kinds):
                 if kind not in runs:
                     raise AtKey(f"hides.{design}.{i}", f"{design}'s iteration runs no {kind} pass (its passes: "
                                 f"{', '.join(runs)})")
-                if kind in kinds[:i]:
+                if i == again:
                     raise AtKey(f"hides.{design}.{i}", f"{kind} is listed twice: list each pass once")
         return self
 
