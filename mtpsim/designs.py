@@ -109,6 +109,12 @@ class PassShape:
     context_per_request: int = 0
     ragged: bool = False
 
+    @property
+    def by_total(self) -> bool:
+        """Whether the pass runs over the batch's token total (a prefill chunk, a ragged verify)
+        rather than tokens_per_request consecutive tokens per request."""
+        return self.kind == "prefill" or self.ragged
+
 
 def _verify(n: int) -> PassShape:
     return PassShape("verify", "target", n, n)

@@ -115,13 +115,13 @@ class Pricer:
         whole = lens.shifted(shape.kv_offset)
         if self.par.attention_dp == 1:  # one attention group: the whole batch
             batch = whole.batch
-            plan = self.plan_memo(shape, batch, int(whole.q_tokens) if shape.kind == "prefill" or shape.ragged else 0)
+            plan = self.plan_memo(shape, batch, int(whole.q_tokens) if shape.by_total else 0)
             dynamic = self._attention(shape, whole, plan, keep_ops)
         else:
             groups = self._groups(lens, shape.kv_offset)
             batch = max(g.batch for g in groups)
             plan = self.plan_memo(shape, batch, int(max(g.q_tokens for g in groups))
-                             if shape.kind == "prefill" or shape.ragged else 0)
+                             if shape.by_total else 0)
             # groups without requests run an idle batch: the same shapes, no attention to wait for
             dynamic = max((self._attention(shape, g, plan, keep_ops) for g in groups if g.batch),
                           key=lambda priced: sum(n * t.total_s for _, t, n in priced), default=[])
@@ -140,14 +140,14 @@ class Pricer:
         `prefill_tokens`: its largest group's query tokens), all but its attention and frame."""
         graphs = self.uses_graphs(shape, batch)
         rows = self.padded_batch(batch) if graphs else batch
-        tokens = prefill_tokens if shape.kind == "prefill" or shape.ragged else rows * shape.tokens_per_request
+        tokens = prefill_tokens if shape.by_total else rows * shape.tokens_per_request
         if shape.ragged:  # every query of a ragged verify scores its logits row
             logits = prefill_tokens
         else:
             logits = (batch if shape.kind == "prefill" else rows) * shape.logits_per_request
         context = prefill_tokens if shape.kind == "prefill" else rows * shape.context_per_request
         # a decode-shaped pass brings each request's tokens in a row (cost.routing_locality)
-        per_request = 1 if shape.kind == "prefill" or shape.ragged else shape.tokens_per_request
+        per_request = 1 if shape.by_total else shape.tokens_per_request
         static, work, sources = self.static_ops_memo(shape.part, shape.layer, tokens, logits, graphs, shape.from_target,
                                                 context, per_request)
         compact = ()
