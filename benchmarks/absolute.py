@@ -106,8 +106,9 @@ def report(table: pd.DataFrame) -> str:
 
 
 def main() -> None:
-    jobs, peer, rules = command_line(__doc__, rules=True)
-    table = pd.concat([run_case(c, jobs, peer) for c in CASES], ignore_index=True)
+    args = command_line(__doc__, rules=True)
+    jobs, rules = args.jobs, args.rules
+    table = pd.concat([run_case(c, jobs, args.peer) for c in CASES], ignore_index=True)
     print(report(table))
     if rules:
         print("\nLeave one engine version rule out (mtpsim/data/engines/*.yaml `rules`), plain-decode TPOT:")

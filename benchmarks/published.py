@@ -219,9 +219,9 @@ def leave_one_rule_out(jobs: int = 1, cases=CASES, predicted=None) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
-def command_line(doc: str, rules: bool = False, what_if: bool = False):
-    """(--jobs, whether to ask aiconfigurator[, --rules][, the --set overrides]) from the command
-    line of a published-case benchmark."""
+def command_line(doc: str, rules: bool = False, what_if: bool = False) -> argparse.Namespace:
+    """A published-case benchmark's command line: jobs, peer (whether to ask aiconfigurator), and
+    with `rules` its --rules, with `what_if` its --set overrides (`sets`)."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1))
     parser.add_argument("--no-peer", action="store_true", help="skip aiconfigurator's predictions")
@@ -232,14 +232,15 @@ def command_line(doc: str, rules: bool = False, what_if: bool = False):
                             help="an override every case runs with, as `mtpsim run --set` takes it (a what-if); repeatable")
     args = parser.parse_args()
     import aiconfigurator_peer  # a sibling script (this folder is on sys.path, above)
-    found = args.jobs, not args.no_peer and aiconfigurator_peer.available()
-    found = (*found, args.rules) if rules else found
-    return (*found, tuple(args.set)) if what_if else found
+    args.peer = not args.no_peer and aiconfigurator_peer.available()
+    args.sets = tuple(getattr(args, "set", ()))
+    return args
 
 
 def main() -> None:
-    jobs, peer, rules, sets = command_line(__doc__, rules=True, what_if=True)
-    table = run_all(jobs, peer, sets=sets)
+    args = command_line(__doc__, rules=True, what_if=True)
+    jobs, rules = args.jobs, args.rules
+    table = run_all(jobs, args.peer, sets=args.sets)
     print(report(table))
     early = table[table.case.isin([f"P{i}" for i in range(1, 8)]) & table.metric.str.endswith("speedup")]
     print(_errors(early, "error %", "default on the public speedups P1-P7"))
