@@ -193,6 +193,13 @@ cost-model modules of features the pair leaves off (sim/mixed.py, sim/prefix_cac
 costs/dp_attention.py and the like, ~1 ms each) are imported by several simulator modules and
 called inside the loop where the feature is on.
 
+The floor (2026-12-05, load 0.7): the libraries a run cannot start without, imported alone in a
+fresh interpreter, take 0.22-0.25 s (numpy 0.074, pydantic's BaseModel and Field 0.095, simpy
+0.035, PyYAML 0.017 s, each the least of 3 alone), above the 0.2 s start-up target before
+mtpsim's own modules; and interpreter + libraries + the reference's own loop come to ~2.2x that
+loop, above the 1.6x target for a CLI that did nothing the reference does not. The script prints
+both as `floor:` lines.
+
 Start-up: `python -X importtime -c "import mtpsim.cli"`, `mtpsim --version` as a whole process
 (what every command pays before it runs: building the parser included; target at most 0.2 s),
 and the import time of mtpsim.run (what `mtpsim run` adds: numpy, pydantic, simpy and the
@@ -255,6 +262,22 @@ def import_s(module: str) -> float:
     return int(line.split("|")[1]) / 1e6
 
 
+# The libraries `mtpsim run` cannot start without: numpy (the acceptance draw), simpy (the loop),
+# PyYAML (the scenario) and pydantic's models (the schema every scenario is checked against).
+LIBRARIES = "import numpy, simpy, yaml; from pydantic import BaseModel, Field"
+
+
+def floor_s() -> tuple[float, float]:
+    """(a bare interpreter's start as a whole process, the libraries' import in a fresh one): what
+    any CLI built on them pays before its first line of its own code runs."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    bare = time.perf_counter() - started
+    done = subprocess.run([sys.executable, "-c", "import time; t = time.perf_counter(); " + LIBRARIES
+                           + "; print(time.perf_counter() - t)"], capture_output=True, text=True, check=True)
+    return bare, float(done.stdout)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -269,6 +292,8 @@ def main() -> None:
             cli.append(time_cli(scenario, Path(tmp) / f"run{i}"))
     imports = {m: statistics.median(import_s(m) for _ in range(args.repeats)) for m in ("mtpsim.cli", "mtpsim.run")}
     version_s = statistics.median(time_version() for _ in range(args.repeats))
+    floors = [floor_s() for _ in range(args.repeats)]
+    bare_s, libraries_s = statistics.median(f[0] for f in floors), statistics.median(f[1] for f in floors)
     cli_s, ref_s, process_s = statistics.median(cli), statistics.median(ref), statistics.median(ref_process)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; medians of {args.repeats}")
     print(f"CLI pair (whole process)  {cli_s:.2f} s   runs: {', '.join(f'{x:.2f}' for x in cli)}")
@@ -279,6 +304,12 @@ def main() -> None:
     print(f"import mtpsim.cli         {imports['mtpsim.cli']:.3f} s")
     print(f"mtpsim --version          {version_s:.3f} s (whole process, parser included; target <= 0.2 s)")
     print(f"import mtpsim.run         {imports['mtpsim.run']:.3f} s (what `mtpsim run` adds before it reads the scenario)")
+    # The floor under both targets: a CLI on these libraries that did no more than the reference
+    # loop's work, and no work of its own at start-up, would still take interpreter + libraries + loop.
+    print(f"floor: the libraries alone {libraries_s:.3f} s in a fresh interpreter ({LIBRARIES.removeprefix('import ')});"
+          f" interpreter start {bare_s:.3f} s")
+    print(f"  best ratio any CLI on them could reach: {(bare_s + libraries_s + ref_s) / ref_s:.2f}x"
+          f" (interpreter + libraries + the reference's own loop, over the loop)")
 
 
 if __name__ == "__main__":
