@@ -108,6 +108,12 @@ CASES = [
          metric="per_user_speedup", unit="steps"),
     Case("P5", "p5-deepseek-r1-vllm.yaml", "rate_per_s", {1: 1.63, 2: 1.18, 4: 1.26, 6: 1.14, 8: 1.00},
          dict.fromkeys((1, 2, 4, 6, 8), 1.81), metric="per_user_speedup", unit="req/s"),
+    # and the mean TPOTs the PR's table gives at 1 and 2 requests/s (the rows recovered: scenario
+    # file), which show how much slower per token the measured build was than the simulated one
+    Case("P5", "p5-deepseek-r1-vllm.yaml", "rate_per_s", {1: 0.03399, 2: 0.0488}, {1: 1.81, 2: 1.81},
+         metric="tpot_mean_s", unit="req/s"),
+    Case("P5", "p5-deepseek-r1-vllm.yaml", "rate_per_s", {1: 0.05547, 2: 0.05758}, metric="tpot_mean_s",
+         unit="none, req/s", sets=("speculative.design=none", "acceptance=null")),
     Case("P6", "p6-kimi-k2.5-b200.yaml", "concurrency", {16: 0.92}, {16: 1.39}),
     Case("P7", "p7-qwen3-next-h100.yaml", "concurrency", {8: 0.92, 64: 0.68}, {8: 1.37, 64: 1.37}),
     # and the source's mean TPOTs, which show how far the stand-in model is from its own (scenario file)
