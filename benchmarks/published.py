@@ -262,6 +262,11 @@ def main() -> None:
     if len(bundle):
         print(_errors(bundle, "error %", "default on the SpecBundle EAGLE-3 chains (S cases: SpecForge's dashboard, H200, "
                                          "SGLang 0.5.6, S1-S5: speedups at 3 / 5 / 7 steps on MT-Bench and GSM8K)"))
+    external = table[table.case.str.startswith("E")]
+    if len(external):
+        print(_errors(external, "error %", "default on the external speedups (E cases: EAGLE-3 on H100 under SGLang, "
+                                           "both arms and the accept length measured, E1 gpt-oss-120b chain at batch "
+                                           "1-64, E2-E3 Qwen3-30B-A3B chain and trees at batch 1-64)"))
     if rules:
         print("\nLeave one engine version rule out (mtpsim/data/engines/*.yaml `rules`; `mtpsim engines` lists them):")
         print(leave_one_rule_out(jobs).to_string(index=False, float_format=lambda x: f"{x:.1f}"))

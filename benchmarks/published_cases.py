@@ -98,6 +98,58 @@ def s_cases() -> list[Case]:
     return cases
 
 
+# E: external speedups, independent public measurements of EAGLE-3 with both arms and the accept
+# length stated, at more than one batch (scenario files e*-, each citing its source). Per file and
+# draft shape: batch -> (output tok/s with the draft, without it, accept length, requests simulated).
+# The file holds the first point; the others set their batch, requests, accept length and draft shape
+# (`--set`), as s_cases does. E1: Dogacel/specdrift-gpt-oss-120b-eagle3's card (May 2026): gpt-oss-120b
+# on 1x H100, SGLang spec v2, chain of 3. E2: SpecForge issue #339 (2025-12-01): Qwen3-30B-A3B on 2x
+# H100, tp 2, chain of 3 and tree (3 steps, topk 3, 8 tokens). E3: AngelSlim issue #163 (2025-12-08):
+# Qwen3-30B-A3B on 4x H100, tp 4, tree (4, 4, 16)
+E_REPORTED = {
+    ("E1", "e1-gpt-oss-120b-eagle3-sglang-h100.yaml", (3, 1, 4)): {
+        1: (285, 212, 2.41, 16), 8: (1044, 795, 2.41, 160), 64: (2339, 1620, 2.43, 160)},
+    ("E2", "e2-qwen3-30b-a3b-eagle3-sglang-2xh100.yaml", (3, 1, 4)): {
+        1: (159.78, 222.47, 1.86, 8), 4: (447.90, 566.21, 1.86, 40)},
+    ("E2", "e2-qwen3-30b-a3b-eagle3-sglang-2xh100.yaml", (3, 3, 8)): {
+        1: (172.99, 222.47, 2.20, 8), 4: (426.46, 566.21, 2.27, 40)},
+    ("E3", "e3-qwen3-30b-a3b-eagle3-tree-sglang-4xh100.yaml", (4, 4, 16)): {
+        1: (185.64, 218.89, 2.542, 8), 4: (476.37, 507.49, 2.556, 32), 8: (673.14, 677.14, 2.578, 64),
+        32: (927.11, 1128.30, 2.560, 160), 64: (1307.95, 1237.84, 2.553, 160)},
+}
+# A tree needs acceptance per depth and rank (acceptance.per_depth_topk); the sources give only the
+# accept length. Each tree point takes the one-parameter family "every candidate, best first, catches
+# the target's token with the same probability p of what the better ones left" (rank j: p (1 - p)^j,
+# the same at every depth), p solved so that mtpsim's tree model (mtpsim/tree.py) yields the reported
+# accept length (tests/test_published_e.py checks it to 0.005). The verify tree's width is the
+# configuration's (8 or 16 tokens) whatever the split, so the speedup depends on it only through the
+# accept length.
+TREE_P = {2.20: 0.4000, 2.27: 0.4233, 2.542: 0.3822, 2.556: 0.3859, 2.578: 0.3918, 2.560: 0.3870, 2.553: 0.3851}
+
+
+def tree_ranks(p: float, steps: int, topk: int) -> list[list[float]]:
+    """per_depth_topk of the family above: rank j catches the target's token with p (1 - p)^j."""
+    return [[round(p * (1 - p) ** j, 4) for j in range(topk)] for _ in range(steps)]
+
+
+def e_cases() -> list[Case]:
+    """Each external point's speedup (with-draft over without-draft output tok/s) at its reported
+    accept length: one case per point, its batch, request count, draft shape and acceptance set over
+    the file's."""
+    cases = []
+    for (eid, file, (steps, topk, tokens)), points in E_REPORTED.items():
+        label = f"chain {steps}" if topk == 1 else f"tree {steps}x{topk}/{tokens}"
+        for batch, (spec, base, al, requests) in points.items():
+            shape = (f"speculative.steps={steps}", f"speculative.topk={topk}",
+                     f"speculative.draft_tokens={tokens}")
+            accept = (f"acceptance.accept_length={al}",) if topk == 1 else \
+                ("acceptance.accept_length=null", f"acceptance.per_depth_topk={tree_ranks(TREE_P[al], steps, topk)}")
+            cases.append(Case(eid, file, "concurrency", {batch: spec / base}, {batch: al}, unit=f"{label}, batch",
+                              sets=(*shape, *accept, f"workload.concurrency={batch}",
+                                    f"workload.num_requests={requests}")))
+    return cases
+
+
 CASES = [
     Case("P1", "p1-deepseek-v3-report.yaml", "concurrency", {1: 1.8}, {1: 1.875}),
     Case("P2", "p2-deepseek-v3-sglang.yaml", "concurrency", {1: 1.8, 32: 1.5}),
@@ -186,4 +238,5 @@ CASES = [
          {"0.5.13": 6.487, "0.5.14": 6.482}, metric="tps", unit="conc 32, SGLang"),
     *d6_cases(),
     *s_cases(),
+    *e_cases(),
 ]
