@@ -26,6 +26,27 @@ TensorRT-LLM on Blackwell (sm100: B200, GB200, B300, GB300):
   of 1.02 (b200_sxm, aiconfigurator-core 0.12.0). DEEPGEMM's block-FP8 rows at DeepSeek's
   shape, TP8, take 2.7-3.2x the trtllm-gen ones at 1-64 tokens: what made mtpsim price an R1
   FP8 decode step on B200 at 13.9 ms under TensorRT-LLM against 9.6 ms under SGLang (issue 19).
+
+And one for GPT-OSS's MXFP4 experts under SGLang on Hopper (sm90: H100, H200):
+- What SGLang's table has: `moe_perf.parquet` (0.5.14) times `w4a16_mxfp4` experts on sm90 with
+  `sglang_fused_moe_triton` (and Marlin), the runner aiconfigurator's collector takes for sm90
+  (collector/cases/base_ops/moe.yaml `w4a16_mxfp4: {90: triton}`).
+- What the engine serves with: for GptOssForCausalLM with moe_runner_backend "auto", ep_size 1, no
+  --quantization and the triton_kernels package importable, SGLang sets moe_runner_backend
+  "triton_kernel": OpenAI's triton_kernels (matmul_ogs) MXFP4 MoE (sglang 0.5.13
+  srt/server_args.py _handle_model_specific_adjustments; 0.5.19
+  srt/arg_groups/model_overrides/gpt_oss.py _gpt_oss_overrides, "Detected GPT-OSS model, enabling
+  triton_kernels MOE kernel."); with ep_size > 1 triton_kernel is refused ("Triton kernel MoE is
+  only supported when ep_size == 1") and the Triton runner's rows stay.
+- Where that kernel was measured: vLLM's table on the same GPU times GPT-OSS's MXFP4 experts with
+  the same triton_kernels library (`vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic`,
+  vLLM 0.24.0), at GPT-OSS's shapes only (hidden 2880, 128 or 32 experts, top 4): the rule takes
+  them at ep 1 and replaces SGLang's rows at those shapes only, so other MXFP4 experts (DeepSeek-V4's,
+  at their own shapes) keep SGLang's rows.
+- An end-to-end check (scenarios/published/e1-*, a model card's SGLang spec-v2 run of gpt-oss-120b
+  on one H100): plain decode 212 / 795 / 1,620 tok/s at batch 1 / 8 / 64, where the Triton
+  runner's rows priced 170 / 366 / 770 (its experts 0.58 ms a layer at 8 tokens, the
+  triton_kernels rows 0.20 ms).
 """
 from __future__ import annotations
 
@@ -35,6 +56,7 @@ from pathlib import Path
 import pandas as pd
 
 SM100 = ("b200_sxm", "gb200", "b300_sxm", "gb300")
+SM90 = ("h100_sxm", "h200_sxm")
 
 
 @dataclass(frozen=True)
@@ -51,6 +73,11 @@ class Borrow:
     from_backend: str
     kernel: str
     why: str
+    # the borrowed rows taken only where these columns hold these values (the engine runs the
+    # kernel only there), and the own rows replaced only at the borrowed rows' values of `per_shape`
+    # (the shapes the other table times); () for both: every row of the dtype
+    only_where: tuple[tuple[str, object], ...] = ()
+    per_shape: tuple[str, ...] = ()
 
 
 BORROWS = (
@@ -60,6 +87,15 @@ BORROWS = (
            "NVIDIA's DeepSeek-R1-0528 B200 recipes and InferenceX set moe_config.backend TRTLLM); its "
            "table times only DEEPGEMM there, SGLang's table times the same trtllm-gen kernels through "
            "FlashInfer (mtpsim/calibration/aic_kernels.py)"),
+    Borrow("sglang", SM90, "moe", "moe_perf.parquet", "w4a16_mxfp4",
+           ("sglang_fused_moe_triton", "sglang_marlin_moe_situ_as_silu"), "vllm",
+           "vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic",
+           "SGLang serves GPT-OSS's MXFP4 experts on sm90 with its triton_kernel runner (OpenAI's "
+           "triton_kernels matmul_ogs) at ep 1 (server_args.py / model_overrides/gpt_oss.py); its table "
+           "times the Triton fused-MoE runner there, vLLM's table times triton_kernels' MXFP4 experts "
+           "at GPT-OSS's shapes (mtpsim/calibration/aic_kernels.py)",
+           only_where=(("moe_ep_size", 1),),
+           per_shape=("hidden_size", "num_experts", "topk", "moe_ep_size")),
 )
 
 
@@ -68,15 +104,23 @@ def borrows_for(backend: str, system: str, folder: str, file: str) -> list[Borro
 
 
 def apply(own: pd.DataFrame, borrowed: pd.DataFrame, rule: Borrow) -> pd.DataFrame:
-    """`own` without the replaced kernels at the rule's dtype, plus the borrowed kernel's rows."""
-    drop = (own.moe_dtype == rule.dtype) & own.kernel_source.isin(rule.replaces)
+    """`own` without the replaced kernels at the rule's dtype (at the borrowed shapes where the rule
+    says `per_shape`), plus the borrowed kernel's rows (where `only_where` holds)."""
     take = borrowed[(borrowed.moe_dtype == rule.dtype) & (borrowed.kernel_source == rule.kernel)]
+    for column, value in rule.only_where:
+        take = take[take[column] == value]
     if take.empty:
         return own
+    drop = (own.moe_dtype == rule.dtype) & own.kernel_source.isin(rule.replaces)
+    if rule.per_shape:
+        shapes = pd.MultiIndex.from_frame(take[list(rule.per_shape)].drop_duplicates())
+        drop &= pd.MultiIndex.from_frame(own[list(rule.per_shape)]).isin(shapes)
     return pd.concat([own[~drop], take], ignore_index=True)
 
 
 def record(rule: Borrow, table: Path, rows: int) -> dict:
     """meta.yaml's account of one borrow."""
     return {"table": str(table), "kernel_source": rule.kernel, "dtype": rule.dtype,
-            "replaces": list(rule.replaces), "rows": rows, "why": rule.why}
+            "replaces": list(rule.replaces), "rows": rows, "why": rule.why,
+            **({"only_where": {column: value for column, value in rule.only_where}} if rule.only_where else {}),
+            **({"at_its_shapes": list(rule.per_shape)} if rule.per_shape else {})}

@@ -130,6 +130,8 @@ def _borrow(root: Path, data: Path, system: str, backend: str, table: Table,
     GPU where its own table times others (aic_kernels.py), and meta.yaml's record of each."""
     notes = []
     for rule in aic_kernels.borrows_for(backend, system, table.family, table.file):
+        if not (data / table.family / rule.from_backend).is_dir():  # a database without that engine's tables
+            continue
         other = find_table(data, table.family, rule.from_backend, table.file, current_version(root, system, rule.from_backend))
         if other is None:
             continue
