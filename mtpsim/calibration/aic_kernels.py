@@ -122,5 +122,5 @@ def record(rule: Borrow, table: Path, rows: int) -> dict:
     """meta.yaml's account of one borrow."""
     return {"table": str(table), "kernel_source": rule.kernel, "dtype": rule.dtype,
             "replaces": list(rule.replaces), "rows": rows, "why": rule.why,
-            **({"only_where": {column: value for column, value in rule.only_where}} if rule.only_where else {}),
+            **({"only_where": dict(rule.only_where)} if rule.only_where else {}),
             **({"at_its_shapes": list(rule.per_shape)} if rule.per_shape else {})}
