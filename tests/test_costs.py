@@ -115,6 +115,18 @@ def test_experts_touched_limits():
     counts = [O.experts_touched(256, 8, t) for t in (1, 2, 4, 16, 64, 256)]
     assert counts == sorted(counts) and counts[1] < 16                 # overlaps below 2 * top-k
     assert O.experts_touched(256, 8, 32, skew=0.5) < O.experts_touched(256, 8, 32)
+    # two tokens: the second misses the first's 8 experts with 248/256 each, E[distinct] = 8 + 8 * 248/256
+    assert O.experts_touched(256, 8, 2) == pytest.approx(8 + 8 * 248 / 256, rel=1e-12)
+
+
+def test_skew_routes_over_a_hot_subset():
+    """skew s: uniform routing over E * (1 - s) hot experts, never fewer than top_k: the count is the
+    uniform one for that smaller E, and saturates there, not at E (a bound a mere `<` would miss)."""
+    for tokens in (1, 3, 32, 100_000):
+        assert O.experts_touched(256, 8, tokens, skew=0.5) == pytest.approx(O.experts_touched(128, 8, tokens), rel=1e-12)
+        assert O.experts_touched(256, 8, tokens, skew=0.75) == pytest.approx(O.experts_touched(64, 8, tokens), rel=1e-12)
+    assert O.experts_touched(256, 8, 100_000, skew=0.5) == pytest.approx(128)
+    assert O.experts_touched(256, 8, 50, skew=0.999) == pytest.approx(8)  # the hot set cannot shrink below top_k
 
 
 def test_attention_follows_sum_of_kv_lengths_and_saturates_at_window():
