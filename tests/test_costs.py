@@ -173,3 +173,22 @@ def test_prefill_is_compute_bound_decode_memory_bound():
     pre = p.price(PassShape("prefill", "target", 0, 1), np.array([4096]), np.array([0]))
     dec = p.price(PassShape("decode", "target", 1, 1), np.array([1]), np.array([4096]))
     assert pre.bound == "compute" and dec.bound == "memory"
+
+
+def test_the_overlap_rule_exposes_only_the_host_time_its_window_does_not_hide():
+    """costs/iteration.py, the one home of the rule: passes run back to back; host work hides behind
+    the passes whose kind is in the window; the iteration waits for what is left, never less than 0.
+    Times are binary-exact so every sum is exact."""
+    from mtpsim.costs.iteration import iteration_cost
+    kinds, times = ["draft", "verify", "extend"], [1.0, 4.0, 2.0]
+    cases = {  # (window, host) -> (gpu, hidden, exposed)
+        (("verify",), 3.0): (7.0, 4.0, 0.0),             # hidden whole behind the verify
+        (("verify",), 6.0): (7.0, 4.0, 2.0),             # the verify hides 4 of 6
+        ((), 3.0): (7.0, 0.0, 3.0),                      # no overlap scheduler: all of it shows
+        (("draft", "extend"), 3.5): (7.0, 3.0, 0.5),     # a window of two kinds sums both
+        (("prefill",), 0.25): (7.0, 0.0, 0.25),          # a kind the iteration has not: hides nothing
+    }
+    for (window, host), (gpu, hidden, exposed) in cases.items():
+        cost = iteration_cost(kinds, times, window, host)
+        assert (cost.gpu_s, cost.host_s, cost.hidden_s, cost.exposed_host_s) == (gpu, host, hidden, exposed), window
+        assert cost.iteration_s == gpu + exposed
