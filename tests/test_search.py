@@ -304,7 +304,9 @@ def test_the_drafter_is_read_from_the_chosen_point(tmp_path):
 
 
 def test_search_scenarios_load_and_open_with_their_question_and_command():
-    for path in sorted(Path(__file__).resolve().parent.parent.glob("scenarios/search/*.yaml")):
+    paths = sorted(Path(__file__).resolve().parent.parent.glob("scenarios/search/*.yaml"))
+    assert paths, "the glob matched nothing: the loop would check nothing"
+    for path in paths:
         head = path.read_text().splitlines()[0]
         assert head.startswith("# Question:"), path
         assert "mtpsim search" in path.read_text().split("\nname:")[0], path
