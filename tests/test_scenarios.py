@@ -49,8 +49,8 @@ def _holds_everywhere(summary: pd.DataFrame) -> None:
     not from today's numbers. A baseline row accepts exactly its one token and verifies one; a
     speculative row keeps at least the bonus token and at most every draft plus the bonus
     (AL <= steps + 1, AL <= the tokens it verifies); a speculative iteration costs at least a plain
-    one at the same batch, so neither speedup can exceed the accept length; the time shares of an
-    iteration's parts add up to the whole."""
+    one at the same batch and a batch's throughput does not fall as it grows, so the TPS speedup
+    cannot exceed the accept length; the time shares of an iteration's parts add up to the whole."""
     assert len(summary) > 0 and (summary.design == "none").any(), "every run carries its baseline"
     base, spec = summary[summary.design == "none"], summary[summary.design != "none"]
     decoded = base.accept_length.notna()  # a prefill-only point decodes nothing
@@ -60,7 +60,10 @@ def _holds_everywhere(summary: pd.DataFrame) -> None:
     assert spec.accept_length.between(1, spec.steps + 1 + eps).all(), spec[["design", "steps", "accept_length"]]
     assert (spec.accept_length <= spec.draft_tokens + eps).all() and (spec.accept_length <= spec.verify_width + eps).all()
     assert (spec.speedup <= spec.accept_length + eps).all(), spec[["design", "steps", "speedup", "accept_length"]]
-    assert (spec.per_user_speedup <= spec.accept_length + eps).all()
+    # per user, only at a closed load: an open load's speculative run drains its queue and decodes
+    # smaller batches than its baseline, which a user feels beyond the accept length
+    closed = spec[spec.concurrency.notna()]
+    assert (closed.per_user_speedup <= closed.accept_length + eps).all()
     shares = summary[["draft_share", "verify_share", "extend_share", "prefill_share", "host_share"]]
     assert (shares >= 0).all().all() and shares.sum(axis=1).to_numpy() == pytest.approx(1, abs=1e-9)
 
