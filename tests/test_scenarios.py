@@ -83,9 +83,14 @@ def _break_even(s):
 def _steps_sweep(s):
     at_one = s[(s.concurrency == 1) & (s.design == "nextn")].set_index("steps").speedup
     assert at_one.is_monotonic_increasing  # at batch 1 each step buys more
+    per_depth = sc.load(ROOT / "scenarios" / "deepseek-v3-h200-steps.yaml")[0].acceptance.per_depth
     for steps, g in s[s.design == "nextn"].groupby("steps"):
         g = g.sort_values("concurrency")
         assert g.speedup.iloc[-1] < g.speedup.iloc[0], steps  # and less at batch 256 than at 1
+        # what each step buys is the file's acceptance at every load: the closed form, within
+        # sampling error and the last iteration's output cap (which only shortens)
+        closed_form = _expected_accept_length(per_depth[:steps])
+        assert ((g.accept_length - closed_form).abs() < 0.05).all(), (steps, closed_form)
 
 
 def _frozen_kv(s):
