@@ -231,10 +231,11 @@ def test_a_slow_bmm_row_is_not_carried_to_larger_token_counts(profile, tmp_path)
 
 # ----------------------------------------------------------------------------- the committed profile
 
-needs_committed = pytest.mark.skipif(not (COMMITTED / "meta.yaml").is_file(), reason="no committed CPU profile")
+def test_the_cpu_profile_is_committed():
+    """The two tests below read it; they skipped when it was missing, so losing it passed."""
+    assert (COMMITTED / "meta.yaml").is_file() and (COMMITTED / "layers.csv").is_file()
 
 
-@needs_committed
 def test_committed_profile_predicts_held_out_shapes():
     """Shapes measured between the grid's values, never used by the model."""
     costs = CalibratedCosts.from_profile(COMMITTED, HW)
@@ -243,17 +244,18 @@ def test_committed_profile_predicts_held_out_shapes():
         for r in pd.read_csv(COMMITTED / "holdout" / f"{family}.csv").to_dict("records"):
             t = costs.time(op_of(family, r, "fp32"), False)
             errors.append(abs(t.total_s / r["time_s"] - 1))
-    # the issue's target is 0.10; the committed profile reaches 0.15 (benchmarks/calibration_fit.py)
-    assert np.median(errors) <= 0.20
+    # the issue's target, 0.10 (was asserted at 0.20 under a stale "reaches 0.15": the committed files
+    # are fixed, so the median is a deterministic 0.038 today and a model change that doubled it passed)
+    assert len(errors) > 100 and np.median(errors) <= 0.10
 
 
-@needs_committed
 def test_committed_profile_prices_whole_layers():
     costs = CalibratedCosts.from_profile(COMMITTED, HW)
     layers = pd.read_csv(COMMITTED / "layers.csv").to_dict("records")
     errors = [abs(sum(costs.time(op, False).total_s for op in whole_layer_ops(r, "fp32")) / r["time_s"] - 1) for r in layers]
-    # the issue's target is 0.15; the committed profile reaches 0.22 (layers pay glue ops no op prices)
-    assert np.median(errors) <= 0.30
+    # the issue's target, 0.15 (was 0.30 under a stale "reaches 0.22"; 0.069 today, deterministic:
+    # the profile and the layer timings are committed files)
+    assert len(errors) > 100 and np.median(errors) <= 0.15
 
 
 

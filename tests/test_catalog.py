@@ -4,6 +4,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+import yaml
 
 from mtpsim import catalog
 from mtpsim import scenario as sc
@@ -33,7 +34,12 @@ def test_model_loads_and_cites_sources(name):
 def test_hardware_loads_and_cites_sources(name):
     hw = catalog.load_hardware(name)
     assert (catalog.CATALOG_DIR / "hardware" / f"{name}.yaml").read_text().startswith("#")
-    assert hw.flops_per_s("bf16") > 0
+    # the peaks are the file's numbers (yaml reads '989.5e12' as a string: the schema must turn it into
+    # that float, not drop or rescale it), and a narrower type never has a lower peak
+    raw = yaml.safe_load((catalog.CATALOG_DIR / "hardware" / f"{name}.yaml").read_text())["peak_flops"]
+    assert raw and {d: hw.flops_per_s(d) for d in raw} == {d: float(v) for d, v in raw.items()}
+    widths = [d for d in ("fp32", "bf16", "fp8", "fp4") if d in raw]
+    assert [hw.flops_per_s(d) for d in widths] == sorted(hw.flops_per_s(d) for d in widths)
 
 
 @pytest.mark.parametrize("name", [m for m in MODELS if catalog.load_model(m).assistant])

@@ -115,6 +115,18 @@ def test_experts_touched_limits():
     counts = [O.experts_touched(256, 8, t) for t in (1, 2, 4, 16, 64, 256)]
     assert counts == sorted(counts) and counts[1] < 16                 # overlaps below 2 * top-k
     assert O.experts_touched(256, 8, 32, skew=0.5) < O.experts_touched(256, 8, 32)
+    # two tokens: the second misses the first's 8 experts with 248/256 each, E[distinct] = 8 + 8 * 248/256
+    assert O.experts_touched(256, 8, 2) == pytest.approx(8 + 8 * 248 / 256, rel=1e-12)
+
+
+def test_skew_routes_over_a_hot_subset():
+    """skew s: uniform routing over E * (1 - s) hot experts, never fewer than top_k: the count is the
+    uniform one for that smaller E, and saturates there, not at E (a bound a mere `<` would miss)."""
+    for tokens in (1, 3, 32, 100_000):
+        assert O.experts_touched(256, 8, tokens, skew=0.5) == pytest.approx(O.experts_touched(128, 8, tokens), rel=1e-12)
+        assert O.experts_touched(256, 8, tokens, skew=0.75) == pytest.approx(O.experts_touched(64, 8, tokens), rel=1e-12)
+    assert O.experts_touched(256, 8, 100_000, skew=0.5) == pytest.approx(128)
+    assert O.experts_touched(256, 8, 50, skew=0.999) == pytest.approx(8)  # the hot set cannot shrink below top_k
 
 
 def test_attention_follows_sum_of_kv_lengths_and_saturates_at_window():
@@ -161,3 +173,22 @@ def test_prefill_is_compute_bound_decode_memory_bound():
     pre = p.price(PassShape("prefill", "target", 0, 1), np.array([4096]), np.array([0]))
     dec = p.price(PassShape("decode", "target", 1, 1), np.array([1]), np.array([4096]))
     assert pre.bound == "compute" and dec.bound == "memory"
+
+
+def test_the_overlap_rule_exposes_only_the_host_time_its_window_does_not_hide():
+    """costs/iteration.py, the one home of the rule: passes run back to back; host work hides behind
+    the passes whose kind is in the window; the iteration waits for what is left, never less than 0.
+    Times are binary-exact so every sum is exact."""
+    from mtpsim.costs.iteration import iteration_cost
+    kinds, times = ["draft", "verify", "extend"], [1.0, 4.0, 2.0]
+    cases = {  # (window, host) -> (gpu, hidden, exposed)
+        (("verify",), 3.0): (7.0, 4.0, 0.0),             # hidden whole behind the verify
+        (("verify",), 6.0): (7.0, 4.0, 2.0),             # the verify hides 4 of 6
+        ((), 3.0): (7.0, 0.0, 3.0),                      # no overlap scheduler: all of it shows
+        (("draft", "extend"), 3.5): (7.0, 3.0, 0.5),     # a window of two kinds sums both
+        (("prefill",), 0.25): (7.0, 0.0, 0.25),          # a kind the iteration has not: hides nothing
+    }
+    for (window, host), (gpu, hidden, exposed) in cases.items():
+        cost = iteration_cost(kinds, times, window, host)
+        assert (cost.gpu_s, cost.host_s, cost.hidden_s, cost.exposed_host_s) == (gpu, host, hidden, exposed), window
+        assert cost.iteration_s == gpu + exposed

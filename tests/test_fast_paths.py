@@ -374,4 +374,8 @@ def test_the_calibrated_cores_have_core_pricers():
     core = pricer.costs.core_pricer(kernel, True)
     assert core is not None
     for q in (1, 4):
-        assert core.price(BatchLens.uniform(q, np.full(32, 900), 32 * 900, 900)) is not None
+        lens = BatchLens.uniform(q, np.full(32, 900), 32 * 900, 900)
+        priced = core.price(lens)
+        assert priced is not None  # None: the caller would fall back to pricing the Op
+        # and the price is the Op's, to the bit (core_pricer.py: the same floats in the same order)
+        assert priced[1] == pricer.costs.time(kernel.core(lens), True), q

@@ -154,3 +154,18 @@ def test_the_cost_report_shows_capacity_fraction_and_source():
     by = dict(zip(table.design, table.mem_fraction))
     assert by["nextn"] < by["none"]  # SGLang reserves 2 GiB more for the draft
     assert table.fraction_source.str.contains("mem_fraction_static: sglang default").all()
+
+
+def test_a_draft_with_its_own_kv_pays_for_it_per_token():
+    """DeepSeek-V3's MTP layer (nextn) keeps its own MLA latent cache: a token costs the target's 61
+    layers plus the draft's one, (512 + 64) x 2 bytes each (bf16, replicated on every TP rank); the
+    pool's token count and a request's bytes (its length plus the engine's reservation) follow."""
+    none, nextn = (budget(scenario("sglang", "deepseek-v3", "h200", 8, d, mem_fraction=0.9)) for d in ("none", "nextn"))
+    layer = (512 + 64) * 2
+    assert none.kv_bytes_per_token == 61 * layer and none.draft_kv_bytes_per_token == 0
+    assert nextn.draft_kv_bytes_per_token == layer and nextn.kv_bytes_per_token == 62 * layer
+    for m in (none, nextn):
+        assert m.max_kv_tokens == int(m.kv_budget_bytes // m.kv_bytes_per_token)
+        assert m.request_bytes(1000) == (1000 + m.reserved_tokens) * m.kv_bytes_per_token
+        assert m.max_requests(1000) == int(m.kv_budget_bytes // m.request_bytes(1000))
+    assert nextn.reserved_tokens > none.reserved_tokens  # room for the drafts a verify writes ahead

@@ -133,6 +133,11 @@ def test_ttft_and_tpot_move_as_the_rule_predicts(tmp_path, speculative):
     assert M - D - P < 0 < M - D
     tpot = on.summary.iloc[0].tpot_mean_s - off.summary.iloc[0].tpot_mean_s
     assert tpot == pytest.approx((M - D - P) / 59, rel=1e-6)
+    # B's one token came out of a decode iteration it rode in: the iteration rows count it, mixed or not
+    for run in (on, off):
+        assert run.iterations.emitted.sum() == run.requests.output_len.sum() == 61
+    rode = on.iterations[on.iterations.kind == "decode"]
+    assert (rode.emitted > rode.batch * (design.steps + 1)).any()  # more than A alone could emit: B's first
 
 
 def test_the_budget_counts_every_verify_token(tmp_path):

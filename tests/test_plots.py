@@ -44,6 +44,20 @@ FIGURES = {
 }
 
 
+def test_line_plots_draw_the_summary_they_are_given():
+    """The PNG test shows a figure was drawn; this that it draws the table's numbers, each design's
+    points at its own x: speedup against concurrency, and the frontier's TPS against per-user TPS."""
+    def lines(fig):
+        return {ln.get_label(): (list(ln.get_xdata()), list(ln.get_ydata())) for ax in fig.axes for ln in ax.lines}
+    spec = SUMMARY[SUMMARY.design == "nextn"]
+    speedup = lines(plots.speedup_vs_load(SUMMARY))
+    assert speedup["nextn S=2"] == (spec.concurrency.tolist(), spec.speedup.tolist())
+    frontier = lines(plots.throughput_frontier(SUMMARY))
+    for label, rows in (("nextn S=2", spec), ("none", SUMMARY[SUMMARY.design == "none"])):
+        assert frontier[label] == (rows.per_user_tps.tolist(), rows.tps.tolist()), label
+    assert plots.speedup_vs_load(SUMMARY)._suptitle.get_text().startswith("t: ")  # named for the scenario, "t"
+
+
 @pytest.mark.parametrize("name", FIGURES)
 def test_each_plot_writes_a_png(name, tmp_path):
     fig = FIGURES[name]()

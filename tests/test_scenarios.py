@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from mtpsim import scenario as sc
+from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.run import run_points
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,8 +44,35 @@ def _expected_accept_length(per_depth: list[float]) -> float:
     return 1 + sum(math.prod(per_depth[: k + 1]) for k in range(len(per_depth)))
 
 
+def _holds_everywhere(summary: pd.DataFrame) -> None:
+    """What any run must show, whatever its question: bounds that follow from how speculation works,
+    not from today's numbers. A baseline row accepts exactly its one token and verifies one; a
+    speculative row keeps at least the bonus token and at most every draft plus the bonus
+    (AL <= steps + 1, AL <= the tokens it verifies); a speculative iteration costs at least a plain
+    one at the same batch and a batch's throughput does not fall as it grows, so the TPS speedup
+    cannot exceed the accept length; the time shares of an iteration's parts add up to the whole."""
+    assert len(summary) > 0 and (summary.design == "none").any(), "every run carries its baseline"
+    base, spec = summary[summary.design == "none"], summary[summary.design != "none"]
+    decoded = base.accept_length.notna()  # a prefill-only point decodes nothing
+    assert (base.accept_length[decoded] == 1).all() and (base.verify_width[decoded] == 1).all()
+    assert (base.draft_share == 0).all() and (base.speedup == 1).all()
+    eps = 1e-9
+    assert spec.accept_length.between(1, spec.steps + 1 + eps).all(), spec[["design", "steps", "accept_length"]]
+    assert (spec.accept_length <= spec.draft_tokens + eps).all() and (spec.accept_length <= spec.verify_width + eps).all()
+    assert (spec.speedup <= spec.accept_length + eps).all(), spec[["design", "steps", "speedup", "accept_length"]]
+    # per user, only at a closed load: an open load's speculative run drains its queue and decodes
+    # smaller batches than its baseline, which a user feels beyond the accept length
+    closed = spec[spec.concurrency.notna()]
+    assert (closed.per_user_speedup <= closed.accept_length + eps).all()
+    shares = summary[["draft_share", "verify_share", "extend_share", "prefill_share", "host_share"]]
+    assert (shares >= 0).all().all() and shares.sum(axis=1).to_numpy() == pytest.approx(1, abs=1e-9)
+
+
 def _quickstart(s):
-    assert _by_load(s, design="nextn").speedup.iloc[0] > 1  # nextn S=3 pays at 16 users
+    nextn, none = (s[s.design == d].iloc[0] for d in ("nextn", "none"))
+    assert nextn.speedup > 1  # nextn S=3 pays at 16 users
+    assert nextn.draft_share > 0 and nextn.extend_share > 0  # where the time goes: the draft passes are priced
+    assert nextn.decode_iterations < none.decode_iterations  # each verify commits more than one token
 
 
 def _break_even(s):
@@ -55,9 +83,14 @@ def _break_even(s):
 def _steps_sweep(s):
     at_one = s[(s.concurrency == 1) & (s.design == "nextn")].set_index("steps").speedup
     assert at_one.is_monotonic_increasing  # at batch 1 each step buys more
+    per_depth = sc.load(ROOT / "scenarios" / "deepseek-v3-h200-steps.yaml")[0].acceptance.per_depth
     for steps, g in s[s.design == "nextn"].groupby("steps"):
         g = g.sort_values("concurrency")
         assert g.speedup.iloc[-1] < g.speedup.iloc[0], steps  # and less at batch 256 than at 1
+        # what each step buys is the file's acceptance at every load: the closed form, within
+        # sampling error and the last iteration's output cap (which only shortens)
+        closed_form = _expected_accept_length(per_depth[:steps])
+        assert ((g.accept_length - closed_form).abs() < 0.05).all(), (steps, closed_form)
 
 
 def _frozen_kv(s):
@@ -93,6 +126,14 @@ def _tree_vs_chain(s):
     assert (spec.draft_tokens == 8).all()  # the race is at equal verify width N = 8
     chain, tree = _by_load(spec, topk=1), _by_load(spec, topk=4)
     assert (chain.accept_length > tree.accept_length).all()
+    # the file's closed forms (before output caps, which only shorten): the chain's is the product
+    # form over the first column, the tree's mtpsim/tree.py's; the simulated lengths sit at or below
+    acc = sc.load(ROOT / "scenarios" / "tree-vs-chain.yaml")[0].acceptance
+    chain_form = _expected_accept_length([row[0] for row in acc.per_depth_topk])
+    tree_form = AcceptanceProfile.from_section(acc, 3, "", topk=4, draft_tokens=8).expected_accept_length(3)
+    assert chain_form > tree_form  # the assumption itself favours the chain's length
+    assert (chain.accept_length <= chain_form + 0.05).all() and (tree.accept_length <= tree_form + 0.05).all()
+    assert (chain.accept_length > chain_form - 0.5).all() and (tree.accept_length > tree_form - 0.5).all()
 
 
 def _adaptive(s):
@@ -145,6 +186,11 @@ CLAIMS = {"azure-conv-replay.yaml": _trace_replay, "dspark-vs-mtp1-deepseek-v4-f
           "tree-vs-chain.yaml": _tree_vs_chain, "adaptive-steps.yaml": _adaptive}
 
 
+def test_the_globs_find_the_scenarios():
+    """A glob that matched nothing would parametrize the tests above over nothing: they would pass."""
+    assert len(SIMULATED) > len(CLAIMS) and VERIFY and sorted(ROOT.glob("scenarios/published/*.yaml"))
+
+
 def test_every_scenario_has_its_claim_checked():
     assert sorted(CLAIMS) == sorted(p.name for p in ROOT.glob("scenarios/*.yaml"))
 
@@ -157,6 +203,7 @@ def test_scenario_shows_what_it_asks(name):
     summary = summary_of(name)
     assert len(summary[summary.point >= 0]) == len(sc.load(ROOT / "scenarios" / name))
     assert (summary.tps > 0).all() and summary.speedup.notna().all()
+    _holds_everywhere(summary)
     CLAIMS[name](summary)
 
 
@@ -168,3 +215,4 @@ def test_published_scenario_runs(path):
     summary, _ = run_points(points, jobs=1, progress=False)
     assert len(summary[summary.point >= 0]) == len(points)
     assert (summary.tps > 0).all() and summary.speedup.notna().all()
+    _holds_everywhere(summary)

@@ -136,7 +136,9 @@ def test_unmeetable_targets_say_the_best_value_reached(tmp_path, capsys):
     assert "best ttft p99 reached is" in line and "frontier.csv" in line
     reached = pd.read_csv(tmp_path / "out" / "frontier.csv")  # what was reached is still written
     assert len(reached) == 6 and not reached.meets_targets.any()
-    assert reached.ttft_p99_s.min() * 1e3 == pytest.approx(float(line.split("reached is ")[1].split(" ms")[0]), abs=0.06)
+    # the line shows the best value reached to three significant digits (targets.show), exactly that
+    # (was: within 0.06 ms, a bound unrelated to the format, loose for small values)
+    assert f"reached is {reached.ttft_p99_s.min() * 1e3:.3g} ms" in line
     assert not (tmp_path / "out" / "finalists.csv").exists()
 
 
@@ -304,7 +306,9 @@ def test_the_drafter_is_read_from_the_chosen_point(tmp_path):
 
 
 def test_search_scenarios_load_and_open_with_their_question_and_command():
-    for path in sorted(Path(__file__).resolve().parent.parent.glob("scenarios/search/*.yaml")):
+    paths = sorted(Path(__file__).resolve().parent.parent.glob("scenarios/search/*.yaml"))
+    assert paths, "the glob matched nothing: the loop would check nothing"
+    for path in paths:
         head = path.read_text().splitlines()[0]
         assert head.startswith("# Question:"), path
         assert "mtpsim search" in path.read_text().split("\nname:")[0], path

@@ -80,6 +80,9 @@ def test_speedup_is_taken_seed_by_seed(tmp_path):
     runs, base = summary[summary.point == 0], summary[summary.design == "none"].set_index("seed")
     assert base.tps.nunique() == 4  # the baseline does vary by seed
     assert np.allclose(runs.speedup, runs.tps / base.tps.loc[runs.seed].to_numpy())
+    # and per user over its own seed's per-user speed (over its TPS instead passed every test)
+    assert base.per_user_tps.nunique() == 4
+    assert np.allclose(runs.per_user_speedup, runs.per_user_tps / base.per_user_tps.loc[runs.seed].to_numpy())
     ci = interval_summary(summary)
     assert list(ci.design) == ["nextn", "none"] and list(ci.seeds) == [4, 4]
     assert ci.speedup.iloc[0] == pytest.approx(runs.speedup.mean())

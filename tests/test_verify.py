@@ -134,6 +134,7 @@ def test_oracle_draft_is_fully_accepted_and_lossless(key, batch):
     reference = _reference(key, batch, iterations * (STEPS + 1) + STEPS + 2)
     run, counts = _run_with_poison(s, _oracle(reference, s.prompt_lens, 0.0, s.model.vocab_size))
     assert counts[STEPS] == counts.sum() == batch * iterations
+    assert len(run.emitted) == batch and all(len(got) >= iterations * (STEPS + 1) for got in run.emitted)
     for got, want in zip(run.emitted, reference):
         assert got == want[: len(got)]
 
@@ -146,6 +147,8 @@ def test_rejected_drafts_roll_back_losslessly(key):
     reference = _reference(key, batch, iterations * (STEPS + 1) + STEPS + 2)
     run, counts = _run_with_poison(s, _oracle(reference, s.prompt_lens, 0.3, s.model.vocab_size))
     assert counts[:STEPS].sum() > 0 and counts[1:].sum() > 0  # some rejected, some accepted
+    # every request emitted at least a token an iteration: the prefix check below is not over nothing
+    assert len(run.emitted) == batch and all(len(got) >= iterations for got in run.emitted)
     for got, want in zip(run.emitted, reference):
         assert got == want[: len(got)]
 
@@ -177,6 +180,14 @@ def test_verify_command_end_to_end(write_scenario, tmp_path, capsys):
     print(tps.to_string(index=False))  # prediction error, for the log
     assert (tps.measured > 0).all() and (tps.predicted > 0).all()
     assert (tps.rel_error.abs() < 20).all()  # CPU timing in CI is noisy: only a loose bound
+    # what the noise cannot excuse: each error is its row's prediction against its measurement, and the
+    # level-scaled one the same with the prediction moved by the machine level (TPS / level, times x level)
+    timed = table[table.measured > 0]
+    assert len(timed) >= len(tps)
+    assert timed.rel_error.to_numpy() == pytest.approx((timed.predicted / timed.measured - 1).to_numpy(), rel=1e-9, abs=1e-12)
+    level = np.where(timed.kind == "tps", 1 / timed.machine_level, timed.machine_level)
+    assert timed.rel_error_at_level.to_numpy() == pytest.approx(
+        (timed.predicted * level / timed.measured - 1).to_numpy(), rel=1e-9, abs=1e-12)
     printed = capsys.readouterr().out
     assert "accept histogram" in printed and "this CPU ran at" in printed
 
