@@ -100,6 +100,14 @@ def test_a_read_only_folder(tmp_path, capsys):
         folder.chmod(0o755)
 
 
+def test_an_out_folder_that_cannot_be_made_even_by_root(tmp_path, capsys):
+    """The read-only case above skips where the tests run as root (CI, these machines): a folder
+    under a regular file cannot be made by anyone, so the same refusal is checked everywhere."""
+    (tmp_path / "a-file").write_text("not a folder")
+    one_line_error(capsys, run(tmp_path, SMALL)[:2] + ["--out", str(tmp_path / "a-file" / "x")], "", "cannot create")
+    assert (tmp_path / "a-file").read_text() == "not a folder"
+
+
 def test_an_empty_out_is_refused(tmp_path, capsys):
     assert parse_error(capsys, run(tmp_path, SMALL)[:2] + ["--out", ""]).startswith("mtpsim run: error: argument --out")
 
