@@ -1,0 +1,88 @@
+"""A fourteenth adversarial campaign (issue 23), one test per class found failing. Each test's
+docstring says what happened before the fix. (The summary of the campaign is filled in below.)"""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import mtpsim
+from mtpsim import cli
+from mtpsim.csvfiles import Column, check_numbers
+from mtpsim.textfiles import strict_json
+from mtpsim.yamlfiles import parse_yaml
+from tests.test_bad_input import BASE, PROFILED, cpu_profile, one_line_error, run
+from tests.test_bad_input_5 import _fresh_warnings  # noqa: F401 (an autouse fixture)
+
+NORMAL = BASE.replace("input_len: 64", "input_len: {dist: normal, mean: 50, std: %s, min: 1, max: 100}")
+
+
+@pytest.mark.parametrize("how", ["file", "set", "sweep", "api"])
+def test_a_negative_zero_reads_as_zero(tmp_path, capsys, how):
+    """Before: `-0.0` passed every `>= 0` bound and kept its sign, so a normal length
+    distribution's `std: -0.0` (in the file, by --set, in a sweep or in a mapping given to
+    mtpsim.load) ran into NumPy's `normal(scale=-0.0)`, which raised `ValueError: scale < 0` as a
+    traceback from inside the run."""
+    if how == "api":
+        data = parse_yaml(NORMAL % "0", "s.yaml")
+        data["workload"]["input_len"]["std"] = -0.0
+        point = mtpsim.load(data)[0]
+        assert math.copysign(1, point.workload.input_len.std) == 1
+        mtpsim.simulate(point)
+        return
+    text = NORMAL % ("-0.0" if how == "file" else "3")
+    argv = run(tmp_path, text + ("sweep: {workload.input_len.std: [-0.0, 5]}\n" if how == "sweep" else ""))
+    if how == "set":
+        argv += ["--set", "workload.input_len.std=-0.0"]
+    assert cli.main(argv + ["--jobs", "1"]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_each_reader_reads_a_negative_zero_as_zero():
+    """The readers numbers enter by (YAML, JSON, CSV columns) agree: a zero's sign is dropped, so
+    no later bound or library sees a -0.0 (before, each kept it)."""
+    values = [parse_yaml("a: -0.0", "t")["a"], strict_json("-0.0"), strict_json("[-0e3]")[0],
+              float(check_numbers(__import__("pandas").Series(["-0.0"]), Column(low=0), "t.csv", "x").iloc[0])]
+    assert values == [0.0] * 4 and all(math.copysign(1, v) == 1 for v in values), values
+    assert math.isnan(parse_yaml("a: .nan", "t")["a"]) and parse_yaml("a: -1.5", "t")["a"] == -1.5
+
+
+GEMM = "dtype,m,k,n,flops,bytes,time_s\nfp32,%s,16,8,256,608,1.7e-06\nfp32,2,16,8,512,1216,1.8e-06\n"
+
+
+@pytest.mark.parametrize("case", ["profile-axis", "profile-axis-2**63", "plot-replica"])
+def test_an_integer_column_past_what_a_float_holds_exactly_is_refused(tmp_path, capsys, monkeypatch, case):
+    """Before: an integer CSV column without an upper bound (a profile table's axes, a run
+    folder's replica, seed and point columns) took 1e20 as a whole number and cast it to int64,
+    which wrapped it to -9.2e18: a profile's gemm row of m = 1e20 was a `ValueError: math domain
+    error` traceback from inside the first run (math.log of the wrapped axis), and `mtpsim plot`
+    drew a run folder whose iterations.csv said replica 1e20 as replica -9.2e18, without a word."""
+    monkeypatch.chdir(tmp_path)
+    if case.startswith("profile"):
+        value = "1e20" if case == "profile-axis" else str(2**63)
+        line = one_line_error(capsys, run(tmp_path, PROFILED, cpu_profile(tmp_path, gemm__csv=GEMM % value)) +
+                              ["--jobs", "1"], "m", "<= 9.0072e+15")
+        assert "gemm.csv" in line
+        return
+    assert cli.main(run(tmp_path, BASE) + ["--jobs", "1"]) == 0
+    iterations = tmp_path / "out" / "iterations.csv"
+    rows = iterations.read_text().splitlines()
+    rows[1] = "1e20" + rows[1][rows[1].index(","):]  # replica is the first column
+    iterations.write_text("\n".join(rows) + "\n")
+    capsys.readouterr()
+    line = one_line_error(capsys, ["plot", str(tmp_path / "out")], "replica", "row 2")
+    assert "iterations.csv" in line
+
+
+@pytest.mark.parametrize("dist,key,word", [
+    ("{dist: normal, mean: 50, std: 5, min: 0.0, max: 100}", "workload.input_len.min", "valid integer (got 0.0)"),
+    ("{dist: normal, mean: 50, std: '5', max: 100}", "workload.input_len.std", "valid number (got '5')"),
+    ("{dist: normal, mean: true, std: 5, max: 100}", "workload.input_len.mean", "valid number (got true)"),
+    ("{dist: uniform, min: 1, max: 1.5}", "workload.input_len.max", "valid integer (got 1.5)"),
+], ids=["float-min", "text-std", "bool-mean", "float-max"])
+def test_a_wrong_type_inside_a_length_distribution_names_its_key(tmp_path, capsys, dist, key, word):
+    """Before: a value of the wrong type inside a mapping that a union also lets be a number
+    (workload.input_len / output_len: a length or a distribution) was said as the number
+    branch's error about the whole mapping, `workload.input_len: Input should be a valid integer
+    (got {'dist': 'normal', ...})`, naming neither the key nor what is wrong with it."""
+    one_line_error(capsys, run(tmp_path, BASE.replace("input_len: 64", f"input_len: {dist}")), key, word)
