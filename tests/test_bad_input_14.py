@@ -86,3 +86,19 @@ def test_a_wrong_type_inside_a_length_distribution_names_its_key(tmp_path, capsy
     branch's error about the whole mapping, `workload.input_len: Input should be a valid integer
     (got {'dist': 'normal', ...})`, naming neither the key nor what is wrong with it."""
     one_line_error(capsys, run(tmp_path, BASE.replace("input_len: 64", f"input_len: {dist}")), key, word)
+
+
+OVERLAP_WARNS = "cost: {moe_stream_overlap: 1}\nengine: {chunked_prefill_tokens: 100000, two_batch_overlap: true}\n"
+
+
+@pytest.mark.parametrize("command", ["run", "cost", "recommend"])
+def test_an_engine_that_would_not_start_is_one_line_before_any_warning(tmp_path, capsys, command):
+    """Before: the engine's own memory rule (SGLang's default mem_fraction_static, which a huge
+    engine.chunked_prefill_tokens drives below 0) was first applied by the pricing inside the
+    command, after the point's warnings had been said: `mtpsim run`, `cost` and `recommend`
+    printed the cost.moe_stream_overlap warning and then the error, two lines for one bad value."""
+    argv = run(tmp_path, BASE + OVERLAP_WARNS)
+    argv = {"run": argv + ["--jobs", "1"], "cost": ["cost", argv[1]],
+            "recommend": ["recommend", argv[1], "--batch", "1", "--seeds", "1", "--jobs", "1", "--out", argv[3]]}[command]
+    one_line_error(capsys, argv, "engine.chunked_prefill_tokens", "would not start")
+    assert not (tmp_path / "out").exists()
