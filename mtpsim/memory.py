@@ -95,6 +95,19 @@ def pool_rule(scenario, design: str | None = None) -> PoolRule:
     return rule
 
 
+def check_kv_pool(s) -> None:
+    """The engine's KV pool is not empty on any pool of point `s` (check_fits's first refusal,
+    which needs no request's length): for a command that runs the point to check with its other
+    refusals, before the point's warnings are said. `run` met it inside the first simulation,
+    after the warnings: two lines for one bad value (an engine.mem_fraction of 0.01)."""
+    from mtpsim.costs import build_pricer
+    from mtpsim.pools import pool_scenario
+    pools = [(pool_scenario(s, role), role) for role in ("prefill", "decode")] if s.disaggregation else [(s, None)]
+    for point, role in pools:
+        budget = memory_budget(build_pricer(point), DesignShape.of(point.speculative), pool_rule(point))
+        check_fits(point, budget, 0, role, need=0.0)
+
+
 def _reserve_at(s, key: str) -> tuple[str, str]:
     """(file, key) to name when one of the engine's reserves (`key` of its file: kv_pool.startup_mib,
     kv_pool.reserved, ...) leaves no memory on the GPU: a user's engine file (MTPSIM_CATALOG) that

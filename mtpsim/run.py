@@ -26,6 +26,7 @@ from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE, is_draft_key
 from mtpsim.errors import ScenarioError, holding, warn
 from mtpsim.heaviness import heavy, prefill_chunks
+from mtpsim.memory import check_kv_pool
 from mtpsim.results import Results
 from mtpsim.run_seeds import (
     check_run_count,
@@ -235,6 +236,8 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
         check_run_count(points, n)
         shared_seeds(points)
         heavy_runs(points)
+        for point in points:  # an engine left no KV pool is refused here, not after the warnings
+            check_kv_pool(point)
     with claimed(points[0].name, out) as folder:  # a failed run gives the folder back
         started = time.perf_counter()
         summary, results = run_rows(points, jobs, keep_passes=trace,

@@ -102,3 +102,22 @@ def test_an_engine_that_would_not_start_is_one_line_before_any_warning(tmp_path,
             "recommend": ["recommend", argv[1], "--batch", "1", "--seeds", "1", "--jobs", "1", "--out", argv[3]]}[command]
     one_line_error(capsys, argv, "engine.chunked_prefill_tokens", "would not start")
     assert not (tmp_path / "out").exists()
+
+
+EMPTY_POOL = "engine: {mem_fraction: 0.01, eplb: true}\n"  # eplb: a warning, said before the error
+
+
+@pytest.mark.parametrize("command,layout", [("run", ""), ("recommend", ""), ("run", "disagg")])
+def test_an_engine_left_no_kv_pool_is_one_line_before_any_warning(tmp_path, capsys, command, layout):
+    """Before: `run` and `recommend` met an engine whose weights leave no KV pool (an
+    engine.mem_fraction of 0.01) inside the first simulation, after the point's warnings had been
+    said (here that engine.eplb changes nothing): two lines, for a disaggregated scenario too."""
+    text = BASE + EMPTY_POOL
+    if layout:
+        text = text.replace("parallel: {tp: 8}", "disaggregation: {prefill: {tp: 8}, decode: {tp: 8}}")
+    argv = run(tmp_path, text)
+    argv += ["--jobs", "1"] if command == "run" else []
+    if command == "recommend":
+        argv = ["recommend", argv[1], "--batch", "1", "--seeds", "1", "--jobs", "1", "--out", argv[3]]
+    one_line_error(capsys, argv, "disaggregation.prefill" if layout else "engine.mem_fraction", "leave no KV pool")
+    assert not (tmp_path / "out").exists()
