@@ -96,16 +96,33 @@ def pool_rule(scenario, design: str | None = None) -> PoolRule:
 
 
 def check_kv_pool(s) -> None:
-    """The engine's KV pool is not empty on any pool of point `s` (check_fits's first refusal,
-    which needs no request's length): for a command that runs the point to check with its other
-    refusals, before the point's warnings are said. `run` met it inside the first simulation,
-    after the warnings: two lines for one bad value (an engine.mem_fraction of 0.01)."""
+    """The engine's KV pool on each pool of point `s` holds the longest request the run is sure
+    to send (check_fits, as the simulation checks its drawn requests): for a command that runs
+    the point to check with its other refusals, before the point's warnings are said. `run` met
+    it inside the first simulation, after the warnings: two lines for one bad value (an
+    engine.mem_fraction of 0.01, a 160k-token prompt)."""
     from mtpsim.costs import build_pricer
-    from mtpsim.pools import pool_scenario
-    pools = [(pool_scenario(s, role), role) for role in ("prefill", "decode")] if s.disaggregation else [(s, None)]
-    for point, role in pools:
+    from mtpsim.pools import pool_scenario, transfer_bytes
+    prompt, longest = _sure_lengths(s.workload)
+    if s.disaggregation is None:
+        budget = memory_budget(build_pricer(s), DesignShape.of(s.speculative), pool_rule(s))
+        check_fits(s, budget, longest)
+        return
+    for role, tokens in (("prefill", prompt), ("decode", longest)):
+        point = pool_scenario(s, role)
         budget = memory_budget(build_pricer(point), DesignShape.of(point.speculative), pool_rule(point))
-        check_fits(point, budget, 0, role, need=0.0)
+        check_fits(point, budget, tokens, role, transfer_bytes(budget, tokens) if role == "prefill" else None)
+
+
+def _sure_lengths(w) -> tuple[int, int]:
+    """(prompt, prompt + output) tokens that the run's longest request holds at least: a trace's
+    longest (its scan, read once already), a fixed length, else a distribution's least."""
+    if w.arrival == "trace":
+        from mtpsim.tracefiles import scan
+        stats = scan(w.trace)
+        return stats.longest_input, stats.longest
+    least = [n if isinstance(n, int) else n.min for n in (w.input_len, w.output_len)]
+    return least[0], sum(least)
 
 
 def _reserve_at(s, key: str) -> tuple[str, str]:

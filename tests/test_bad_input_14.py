@@ -121,3 +121,15 @@ def test_an_engine_left_no_kv_pool_is_one_line_before_any_warning(tmp_path, caps
         argv = ["recommend", argv[1], "--batch", "1", "--seeds", "1", "--jobs", "1", "--out", argv[3]]
     one_line_error(capsys, argv, "disaggregation.prefill" if layout else "engine.mem_fraction", "leave no KV pool")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("layout,key", [("", "workload"), ("disagg", "disaggregation.prefill")])
+def test_a_request_longer_than_the_kv_pool_is_one_line_before_any_warning(tmp_path, capsys, layout, key):
+    """Before: a prompt the KV pool cannot hold (160k tokens in a pool of 5 GB a GPU) was found
+    when the first simulation drew its requests, after the point's warnings (engine.eplb changes
+    nothing; one output token decodes nothing) had been said: three lines."""
+    text = BASE.replace("input_len: 64", "input_len: 160000").replace("output_len: 16", "output_len: 1") + \
+        "engine: {mem_fraction: 0.62, eplb: true}\n"
+    if layout:
+        text = text.replace("parallel: {tp: 8}", "disaggregation: {prefill: {tp: 8}, decode: {tp: 8}}")
+    one_line_error(capsys, run(tmp_path, text) + ["--jobs", "1"], key, "a request of 160")
