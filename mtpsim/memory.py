@@ -97,21 +97,26 @@ def pool_rule(scenario, design: str | None = None) -> PoolRule:
 
 def check_kv_pool(s) -> None:
     """The engine's KV pool on each pool of point `s` holds the longest request the run is sure
-    to send (check_fits, as the simulation checks its drawn requests): for a command that runs
+    to send (check_fits, as the simulation checks its drawn requests) and any prefix cache's
+    max_tokens (sim/caching.py cache_block_tokens): for a command that runs
     the point to check with its other refusals, before the point's warnings are said. `run` met
     it inside the first simulation, after the warnings: two lines for one bad value (an
     engine.mem_fraction of 0.01, a 160k-token prompt)."""
     from mtpsim.costs import build_pricer
     from mtpsim.pools import pool_scenario, transfer_bytes
+    from mtpsim.sim.caching import cache_block_tokens
     prompt, longest = _sure_lengths(s.workload)
     if s.disaggregation is None:
         budget = memory_budget(build_pricer(s), DesignShape.of(s.speculative), pool_rule(s))
         check_fits(s, budget, longest)
+        cache_block_tokens(s, budget)  # a prefix cache's max_tokens past the pool is refused there
         return
     for role, tokens in (("prefill", prompt), ("decode", longest)):
         point = pool_scenario(s, role)
         budget = memory_budget(build_pricer(point), DesignShape.of(point.speculative), pool_rule(point))
         check_fits(point, budget, tokens, role, transfer_bytes(budget, tokens) if role == "prefill" else None)
+        if role == "prefill":  # the pool that caches prompts (sim/disagg.py)
+            cache_block_tokens(point, budget)
 
 
 def _sure_lengths(w) -> tuple[int, int]:

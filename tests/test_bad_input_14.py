@@ -133,3 +133,13 @@ def test_a_request_longer_than_the_kv_pool_is_one_line_before_any_warning(tmp_pa
     if layout:
         text = text.replace("parallel: {tp: 8}", "disaggregation: {prefill: {tp: 8}, decode: {tp: 8}}")
     one_line_error(capsys, run(tmp_path, text) + ["--jobs", "1"], key, "a request of 160")
+
+
+@pytest.mark.parametrize("layout", ["", "disagg"])
+def test_a_prefix_cache_larger_than_the_kv_pool_is_one_line_before_any_warning(tmp_path, capsys, layout):
+    """Before: engine.prefix_cache.max_tokens past what the KV pool holds was refused when the
+    first simulation sized its cache, after the point's warnings had been said: two lines."""
+    text = BASE + "engine: {eplb: true, prefix_cache: {enabled: true, max_tokens: 100000000}}\n"
+    if layout:
+        text = text.replace("parallel: {tp: 8}", "disaggregation: {prefill: {tp: 8}, decode: {tp: 8}}")
+    one_line_error(capsys, run(tmp_path, text) + ["--jobs", "1"], "engine.prefix_cache.max_tokens", "the KV pool holds")
