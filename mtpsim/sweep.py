@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -40,11 +40,13 @@ class Points(list):
 
 
 def expand(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, Any]],
-           fixed: dict[str, str] | None = None, first_only: bool = False) -> Points:
+           fixed: dict[str, str] | None = None, first_only: bool = False,
+           refuse: Callable[[Scenario], None] | None = None) -> Points:
     """The file's data (--set applied) -> its sweep checked and expanded, each point validated
     (a key in `fixed`, set by a command's flag, is not swept: scenario.load), or with
     `first_only` the first alone: a command that uses one point need not pay for 10,000 (the
-    sweep's own keys are still checked, and the count is the sweep's)."""
+    sweep's own keys are still checked, and the count is the sweep's). `refuse(point)`: a
+    command's own refusal of a valid point (scenario.load), run as part of its validation."""
     where = str(path)
     sweep = {} if data.get("sweep") is None else data["sweep"]
     if not isinstance(sweep, dict):
@@ -86,7 +88,8 @@ def expand(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, An
                             "(split the study over several scenario files)")
     points = [dict(zip(sweep, combo)) for combo in itertools.product(*sweep.values())] or [{}]
     used = points[:1] if first_only else points
-    scenarios = [_validate_point(data, point, i, len(points), path, where, overrides) for i, point in enumerate(used)]
+    scenarios = [_validate_point(data, point, i, len(points), path, where, overrides, refuse)
+                 for i, point in enumerate(used)]
     for warning in later:
         warn(*warning)
     return Points(scenarios, len(points))
@@ -144,11 +147,16 @@ def _repeated(values: list) -> tuple:
     return ()
 
 
-def _validate_point(data: dict, point: dict, i: int, n: int, path, where: str, overrides) -> Scenario:
-    """One sweep point, validated; its error says which point (the values the sweep gave it) when
-    the file sweeps more than one, since the same key can be fine at one point and not another."""
+def _validate_point(data: dict, point: dict, i: int, n: int, path, where: str, overrides,
+                    refuse: Callable[[Scenario], None] | None = None) -> Scenario:
+    """One sweep point, validated (and passed by `refuse`); its error says which point (the values
+    the sweep gave it) when the file sweeps more than one, since the same key can be fine at one
+    point and not another."""
     try:
-        return validate(_anchor_paths(_with_point(data, point, where, overrides), Path(path).parent, where), where, point)
+        s = validate(_anchor_paths(_with_point(data, point, where, overrides), Path(path).parent, where), where, point)
+        if refuse is not None:
+            refuse(s)
+        return s
     except ScenarioError as exc:
         if n == 1 or not point:
             raise

@@ -143,3 +143,15 @@ def test_a_prefix_cache_larger_than_the_kv_pool_is_one_line_before_any_warning(t
     if layout:
         text = text.replace("parallel: {tp: 8}", "disaggregation: {prefill: {tp: 8}, decode: {tp: 8}}")
     one_line_error(capsys, run(tmp_path, text) + ["--jobs", "1"], "engine.prefix_cache.max_tokens", "the KV pool holds")
+
+
+@pytest.mark.parametrize("flag,key,word", [("parallel.tp=1", "parallel.tp", "leave no KV pool"),
+                                           ("workload.input_len=160000", "workload.input_len", "a request of 160016")])
+def test_runs_memory_refusal_blames_the_set_that_causes_it(tmp_path, capsys, flag, key, word):
+    """Before: `mtpsim run --set parallel.tp=1` on a file that runs as written named the file's
+    engine.mem_fraction (`s.yaml: engine.mem_fraction: the weights ... leave no KV pool`), and
+    `--set workload.input_len=160000` the file's `workload`: the memory check ran inside the
+    simulation, past the loader that tells a flag's fault from the file's."""
+    argv = run(tmp_path, BASE + "engine: {mem_fraction: 0.62}\n") + ["--jobs", "1", "--set", flag]
+    line = one_line_error(capsys, argv, key, word)
+    assert line.startswith("mtpsim: error: --set: "), line
