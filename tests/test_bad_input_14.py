@@ -155,3 +155,14 @@ def test_runs_memory_refusal_blames_the_set_that_causes_it(tmp_path, capsys, fla
     argv = run(tmp_path, BASE + "engine: {mem_fraction: 0.62}\n") + ["--jobs", "1", "--set", flag]
     line = one_line_error(capsys, argv, key, word)
     assert line.startswith("mtpsim: error: --set: "), line
+
+
+@pytest.mark.parametrize("given", ["file", "flag"])
+def test_search_names_where_the_gpus_that_fit_no_shard_were_given(tmp_path, capsys, given):
+    """Before: `search.gpus: 1` in the scenario, on which no shard of DeepSeek-V3 fits, was said
+    as `--gpus: no shard of model 'deepseek-v3' fits 1 GPUs`, naming a flag never given."""
+    argv = run(tmp_path, BASE + ("search: {gpus: 1}\n" if given == "file" else ""))
+    argv = ["search", argv[1], "--concurrency", "1", "--jobs", "1", "--no-cache", "--no-plot", "--out", argv[3]]
+    line = one_line_error(capsys, argv + (["--gpus", "1"] if given == "flag" else []),
+                          "search.gpus" if given == "file" else "", "no shard of model 'deepseek-v3' fits 1 GPUs")
+    assert ("s.yaml: search.gpus: " in line) == (given == "file") and ("--gpus: " in line) == (given == "flag"), line
