@@ -59,18 +59,6 @@ def check_against_specs(s: Scenario, where: str) -> None:
                             f"ranks holds at most {ep} times the mean (all the tokens)")
     check_replicates(s.seed, s.seeds, where, "seeds")
     _check_token_budget(s, where)
-    _check_engine_starts(s)
-
-
-def _check_engine_starts(s: Scenario) -> None:
-    """The engine's memory rule leaves it a fraction of the GPU to start with, on each pool
-    (memory.pool_rule refuses one that does not): checked with the point, as every other value,
-    so the refusal comes before the point's warnings. It came first from the pricing inside
-    `run`, `cost` or `recommend`, after their warnings had been said: two lines for one bad value."""
-    from mtpsim.memory import pool_rule
-    from mtpsim.pools import pool_scenario
-    for point in [pool_scenario(s, role) for role in ("prefill", "decode")] if s.disaggregation else [s]:
-        pool_rule(point)
 
 
 def _check_token_budget(s: Scenario, where: str) -> None:

@@ -95,39 +95,14 @@ def pool_rule(scenario, design: str | None = None) -> PoolRule:
     return rule
 
 
-def check_kv_pool(s) -> None:
-    """The engine's KV pool on each pool of point `s` holds the longest request the run is sure
-    to send (check_fits, as the simulation checks its drawn requests) and any prefix cache's
-    max_tokens (sim/caching.py cache_block_tokens): for a command that runs
-    the point to check with its other refusals, before the point's warnings are said. `run` met
-    it inside the first simulation, after the warnings: two lines for one bad value (an
-    engine.mem_fraction of 0.01, a 160k-token prompt)."""
-    from mtpsim.costs import build_pricer
-    from mtpsim.pools import pool_scenario, transfer_bytes
-    from mtpsim.sim.caching import cache_block_tokens
-    prompt, longest = _sure_lengths(s.workload)
-    if s.disaggregation is None:
-        budget = memory_budget(build_pricer(s), DesignShape.of(s.speculative), pool_rule(s))
-        check_fits(s, budget, longest)
-        cache_block_tokens(s, budget)  # a prefix cache's max_tokens past the pool is refused there
-        return
-    for role, tokens in (("prefill", prompt), ("decode", longest)):
-        point = pool_scenario(s, role)
-        budget = memory_budget(build_pricer(point), DesignShape.of(point.speculative), pool_rule(point))
-        check_fits(point, budget, tokens, role, transfer_bytes(budget, tokens) if role == "prefill" else None)
-        if role == "prefill":  # the pool that caches prompts (sim/disagg.py)
-            cache_block_tokens(point, budget)
-
-
-def _sure_lengths(w) -> tuple[int, int]:
-    """(prompt, prompt + output) tokens that the run's longest request holds at least: a trace's
-    longest (its scan, read once already), a fixed length, else a distribution's least."""
-    if w.arrival == "trace":
-        from mtpsim.tracefiles import scan
-        stats = scan(w.trace)
-        return stats.longest_input, stats.longest
-    least = [n if isinstance(n, int) else n.min for n in (w.input_len, w.output_len)]
-    return least[0], sum(least)
+def check_engine_starts(s) -> None:
+    """The engine's memory rule leaves it a fraction of the GPU to start with, on each pool
+    (pool_rule refuses one that does not): checked with each point the loader validates
+    (sweep.py), so the refusal comes before the point's warnings. It came first from the pricing
+    inside `run`, `cost` or `recommend`, after their warnings had been said: two lines for one value."""
+    from mtpsim.pools import pool_scenario
+    for point in [pool_scenario(s, role) for role in ("prefill", "decode")] if s.disaggregation else [s]:
+        pool_rule(point)
 
 
 def _reserve_at(s, key: str) -> tuple[str, str]:

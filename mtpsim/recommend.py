@@ -33,7 +33,6 @@ from mtpsim.designs import BASELINE, record
 from mtpsim.errors import ScenarioError, holding, short, warn, whole_number
 from mtpsim.heaviness import heavy_load, prefill_chunks
 from mtpsim.intervals import seed_intervals
-from mtpsim.memory import check_kv_pool
 from mtpsim.run import default_jobs
 from mtpsim.runfolder import claimed, mark_complete, write_csv
 from mtpsim.schema import MAX_USERS, check_replicates, mean_length
@@ -69,6 +68,7 @@ def base_point(path: str, sets: list[str]) -> sc.Scenario:
                                 "design (nextn, multi_layer, frozen_kv, parallel_heads, block), and this scenario's "
                                 "is none")
         rankable.refuse_fixed_accept_length(s, "compare steps")
+        from mtpsim.sim.preflight import check_kv_pool  # on first use, as the simulator
         check_kv_pool(s)  # the engine's pool, empty at every steps setting, is refused before any warning
         if s.speculative.policy is not None:
             warn(s.source, "speculative.policy", "recommend compares fixed steps at each batch and prints the policy "

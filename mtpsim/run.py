@@ -26,7 +26,6 @@ from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE, is_draft_key
 from mtpsim.errors import ScenarioError, holding, warn
 from mtpsim.heaviness import heavy, prefill_chunks
-from mtpsim.memory import check_kv_pool
 from mtpsim.results import Results
 from mtpsim.run_seeds import (
     check_run_count,
@@ -233,6 +232,7 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
     n = seeds_count(seeds)  # before the scenario: a bad --seeds is the one line
     with holding():  # the loader's warnings wait for the seeds' own check: bad input stays one line
         # an engine left no KV pool (or a request it cannot hold) is refused with the point, not after its warnings
+        from mtpsim.sim.preflight import check_kv_pool  # on first use, as the simulator: not on `import mtpsim.run`
         points = with_seeds(sc.load(path, sets, fixed={"seeds": f"--seeds {n}"} if n else None, refuse=check_kv_pool), n)
         check_run_count(points, n)
         shared_seeds(points)

@@ -14,6 +14,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from pydantic import BaseModel
 
 from mtpsim import catalog
 from mtpsim.errors import ScenarioError, short, warn
+from mtpsim.memory import check_engine_starts
 from mtpsim.overrides import canonical, set_inside, set_key
 from mtpsim.resolve import validate
 from mtpsim.schema import MAX_SWEEP_POINTS, Scenario
@@ -88,8 +90,9 @@ def expand(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, An
                             "(split the study over several scenario files)")
     points = [dict(zip(sweep, combo)) for combo in itertools.product(*sweep.values())] or [{}]
     used = points[:1] if first_only else points
-    scenarios = [_validate_point(data, point, i, len(points), path, where, overrides, refuse)
-                 for i, point in enumerate(used)]
+    scenarios = [_validate_point(data, point, i, len(points), path, where, overrides) for i, point in enumerate(used)]
+    for i, s in enumerate(scenarios if refuse is not None else ()):  # once every point is valid: the file's errors first
+        _labelled(partial(refuse, s), used[i], i, len(points))
     for warning in later:
         warn(*warning)
     return Points(scenarios, len(points))
@@ -147,16 +150,20 @@ def _repeated(values: list) -> tuple:
     return ()
 
 
-def _validate_point(data: dict, point: dict, i: int, n: int, path, where: str, overrides,
-                    refuse: Callable[[Scenario], None] | None = None) -> Scenario:
-    """One sweep point, validated (and passed by `refuse`); its error says which point (the values
-    the sweep gave it) when the file sweeps more than one, since the same key can be fine at one
-    point and not another."""
-    try:
+def _validate_point(data: dict, point: dict, i: int, n: int, path, where: str, overrides) -> Scenario:
+    """One sweep point, validated; its error says which point (the values the sweep gave it) when
+    the file sweeps more than one, since the same key can be fine at one point and not another."""
+    def check() -> Scenario:
         s = validate(_anchor_paths(_with_point(data, point, where, overrides), Path(path).parent, where), where, point)
-        if refuse is not None:
-            refuse(s)
+        check_engine_starts(s)  # an engine that would not start: refused with the point, before its warnings
         return s
+    return _labelled(check, point, i, n)
+
+
+def _labelled(check: Callable[[], Any], point: dict, i: int, n: int) -> Any:
+    """check(), its ScenarioError saying which sweep point it is about where there are several."""
+    try:
+        return check()
     except ScenarioError as exc:
         if n == 1 or not point:
             raise

@@ -15,10 +15,11 @@ and what each did are kept out of the repo). About 40 failed, in six classes, on
 - a wrong type inside the mapping branch of an `int | mapping` union was said as the int
   branch's error about the whole mapping (errors.from_validation);
 - an engine whose memory rule leaves it nothing to start with was refused from inside the
-  pricing, after the point's warnings (checks.py, with the point);
+  pricing, after the point's warnings (memory.check_engine_starts, with each point the loader
+  validates: sweep.py);
 - an empty KV pool, a request longer than it, or a prefix cache larger than it was refused inside
   the first simulation, after the warnings and naming the file where a --set caused it
-  (memory.check_kv_pool, run as part of load's validation: load(refuse=...));
+  (sim/preflight.check_kv_pool, run as part of load's validation: load(refuse=...));
 - search said the scenario's search.gpus as a --gpus never given (search/command.py)."""
 from __future__ import annotations
 
