@@ -23,6 +23,11 @@ from mtpsim.textfiles import check_lines, read_bytes
 MAX_ROWS = 5_000_000           # CSV rows
 
 
+# the largest integer a float64 holds exactly, and so the largest an integer column reads: past it
+# whether a cell is whole cannot be told, and casting to int64 wraps past 2**63
+MAX_EXACT_INTEGER = 2**53
+
+
 @dataclass(frozen=True)
 class Column:
     """What a CSV column must hold: numbers (`integer` for counts) at least `low` (strictly
@@ -35,12 +40,21 @@ class Column:
     text: bool = False
     blank: bool = False  # empty cells allowed (read as NaN): a column that does not apply to every row
 
+    @property
+    def top(self) -> float | None:
+        """The highest value allowed: `high`, and for an integer column at most MAX_EXACT_INTEGER
+        (a count read as 1e20 was cast to int64 as -9.2e18, and a profile's axis then failed
+        math.log from inside a run; a plotted replica or seed took that negative number)."""
+        if not self.integer:
+            return self.high
+        return MAX_EXACT_INTEGER if self.high is None else min(self.high, MAX_EXACT_INTEGER)
+
     def describe(self) -> str:
         kind = "an integer" if self.integer else "a number"
         if self.low is not None:
             kind += f" {'>' if self.above else '>='} {self.low:g}"
-        if self.high is not None:
-            kind += f" and <= {self.high:g}"
+        if self.top is not None:
+            kind += f" and <= {self.top:g}"
         return kind
 
 
@@ -167,15 +181,16 @@ def _numbers(values: pd.Series, rule: Column, where: str, name: str, records: Cs
     mixed = not pd.api.types.is_numeric_dtype(values.dtype)
     if values.dtype == bool or mixed and values.map(lambda v: isinstance(v, (bool, np.bool_))).any():
         raise ScenarioError(where, name, "holds true/false where numbers belong")
-    numeric = pd.to_numeric(values, errors="coerce").astype(float)
+    # + 0.0 reads -0.0 as 0.0, as the YAML and JSON readers do (yamlfiles.py): a zero's sign means nothing
+    numeric = pd.to_numeric(values, errors="coerce").astype(float) + 0.0
     x = numeric.to_numpy()  # the checks on the array: a profile table's columns run to 100k rows
     bad = ~np.isfinite(x)
     if rule.integer:
         bad |= x != np.round(x)
     if rule.low is not None:
         bad |= (x <= rule.low) if rule.above else (x < rule.low)
-    if rule.high is not None:
-        bad |= x > rule.high
+    if rule.top is not None:
+        bad |= x > rule.top
     if rule.blank:
         bad &= ~values.isna().to_numpy()
     if bad.any():

@@ -115,7 +115,11 @@ def from_validation(exc: ValidationError, where: str, prefix: str = "") -> Scena
     errors = exc.errors()
     err = errors[0]
     if isinstance(err.get("input"), dict):  # a union like `int | mapping`: report the mapping's error
-        err = next((e for e in errors if not e["type"].endswith("_type")), err)
+        # one of its own (an unknown key, a bound), else a value of the wrong type inside it: `min: 0.0`
+        # in a LengthDist was said as `input_len: Input should be a valid integer (got {...})`, the
+        # int branch's error about the whole mapping
+        err = next((e for e in errors if not e["type"].endswith("_type")), None) \
+            or next((e for e in errors if e.get("input") is not err["input"]), err)
     loc = [str(p) for p in err["loc"]]
     named = loc.pop() if err["type"] == "extra_forbidden" and loc else None  # the user's own key, never a tag
     parts = [p for p in loc if not _is_union_tag(p)] + ([named] if named is not None else [])  # cut when printed

@@ -95,6 +95,16 @@ def pool_rule(scenario, design: str | None = None) -> PoolRule:
     return rule
 
 
+def check_engine_starts(s) -> None:
+    """The engine's memory rule leaves it a fraction of the GPU to start with, on each pool
+    (pool_rule refuses one that does not): checked with each point the loader validates
+    (sweep.py), so the refusal comes before the point's warnings. It came first from the pricing
+    inside `run`, `cost` or `recommend`, after their warnings had been said: two lines for one value."""
+    from mtpsim.pools import pool_scenario
+    for point in [pool_scenario(s, role) for role in ("prefill", "decode")] if s.disaggregation else [s]:
+        pool_rule(point)
+
+
 def _reserve_at(s, key: str) -> tuple[str, str]:
     """(file, key) to name when one of the engine's reserves (`key` of its file: kv_pool.startup_mib,
     kv_pool.reserved, ...) leaves no memory on the GPU: a user's engine file (MTPSIM_CATALOG) that

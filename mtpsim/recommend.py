@@ -68,6 +68,8 @@ def base_point(path: str, sets: list[str]) -> sc.Scenario:
                                 "design (nextn, multi_layer, frozen_kv, parallel_heads, block), and this scenario's "
                                 "is none")
         rankable.refuse_fixed_accept_length(s, "compare steps")
+        from mtpsim.sim.preflight import check_kv_pool  # on first use, as the simulator
+        check_kv_pool(s)  # the engine's pool, empty at every steps setting, is refused before any warning
         if s.speculative.policy is not None:
             warn(s.source, "speculative.policy", "recommend compares fixed steps at each batch and prints the policy "
                  "they make: the scenario's own policy is not used")

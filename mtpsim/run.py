@@ -231,7 +231,9 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
         raise ScenarioError("--backend", "", "ray needs Ray installed: pip install 'mtpsim[ray]'")
     n = seeds_count(seeds)  # before the scenario: a bad --seeds is the one line
     with holding():  # the loader's warnings wait for the seeds' own check: bad input stays one line
-        points = with_seeds(sc.load(path, sets, fixed={"seeds": f"--seeds {n}"} if n else None), n)
+        # an engine left no KV pool (or a request it cannot hold) is refused with the point, not after its warnings
+        from mtpsim.sim.preflight import check_kv_pool  # on first use, as the simulator: not on `import mtpsim.run`
+        points = with_seeds(sc.load(path, sets, fixed={"seeds": f"--seeds {n}"} if n else None, refuse=check_kv_pool), n)
         check_run_count(points, n)
         shared_seeds(points)
         heavy_runs(points)

@@ -9,6 +9,7 @@ and profile it names, checks.py's checks against them).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +120,8 @@ def read_mapping(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def load(path: str | Path | dict[str, Any], sets: list[str] = (), advise_points: bool = True,
-         fixed: dict[str, str] | None = None, first_only: bool = False) -> list[Scenario]:
+         fixed: dict[str, str] | None = None, first_only: bool = False,
+         refuse: Callable[[Scenario], None] | None = None) -> list[Scenario]:
     """Read, override, expand the sweep and validate: one Scenario per point, each point's
     warnings printed (advice.py) unless `advise_points` is False: a command that refuses some
     valid scenarios checks its own rule first and then advises, so bad input stays one line.
@@ -127,7 +129,9 @@ def load(path: str | Path | dict[str, Any], sets: list[str] = (), advise_points:
     key -> the flag as given: as a key --set gives, such a key stops being swept, with one warning.
     `path` may be a mapping of the file's sections instead (errors then name `<dict>`).
     `first_only`: validate the sweep's first point alone (search, recommend: the one they use);
-    the list then holds it, and its `size` the sweep's count (sweep.Points)."""
+    the list then holds it, and its `size` the sweep's count (sweep.Points). `refuse(point)`: a
+    command's own refusal of a valid point (run's memory checks), raised as validation's are: before
+    any warning, and as --set's where a flag's value is the cause (the file alone passes it)."""
     path, data = _source(path)
     where = str(path)
     overrides = parse_sets(sets)
@@ -136,10 +140,10 @@ def load(path: str | Path | dict[str, Any], sets: list[str] = (), advise_points:
     note_set_keys(where, (lambda key: from_set(key, keys, written)) if keys else None)
     with holding():  # what a point's validation warns of waits for every point and profile: bad input is one line
         try:
-            scenarios = expand(data, path, overrides, fixed, first_only)
+            scenarios = expand(data, path, overrides, fixed, first_only, refuse)
         except ScenarioError as exc:  # a value --set gave is the flag's fault, not the file's (a swept one too)
             blamed = blamed_on_set(exc, where, overrides, written,
-                                   lambda trial, sets: expand(trial, path, sets, fixed, first_only))
+                                   lambda trial, sets: expand(trial, path, sets, fixed, first_only, refuse))
             if blamed is None:
                 raise
             raise blamed from None

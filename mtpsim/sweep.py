@@ -12,8 +12,9 @@ from __future__ import annotations
 import copy
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from pydantic import BaseModel
 
 from mtpsim import catalog
 from mtpsim.errors import ScenarioError, short, warn
+from mtpsim.memory import check_engine_starts
 from mtpsim.overrides import canonical, set_inside, set_key
 from mtpsim.resolve import validate
 from mtpsim.schema import MAX_SWEEP_POINTS, Scenario
@@ -40,11 +42,13 @@ class Points(list):
 
 
 def expand(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, Any]],
-           fixed: dict[str, str] | None = None, first_only: bool = False) -> Points:
+           fixed: dict[str, str] | None = None, first_only: bool = False,
+           refuse: Callable[[Scenario], None] | None = None) -> Points:
     """The file's data (--set applied) -> its sweep checked and expanded, each point validated
     (a key in `fixed`, set by a command's flag, is not swept: scenario.load), or with
     `first_only` the first alone: a command that uses one point need not pay for 10,000 (the
-    sweep's own keys are still checked, and the count is the sweep's)."""
+    sweep's own keys are still checked, and the count is the sweep's). `refuse(point)`: a
+    command's own refusal of a valid point (scenario.load), run as part of its validation."""
     where = str(path)
     sweep = {} if data.get("sweep") is None else data["sweep"]
     if not isinstance(sweep, dict):
@@ -87,6 +91,8 @@ def expand(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, An
     points = [dict(zip(sweep, combo)) for combo in itertools.product(*sweep.values())] or [{}]
     used = points[:1] if first_only else points
     scenarios = [_validate_point(data, point, i, len(points), path, where, overrides) for i, point in enumerate(used)]
+    for i, s in enumerate(scenarios if refuse is not None else ()):  # once every point is valid: the file's errors first
+        _labelled(partial(refuse, s), used[i], i, len(points))
     for warning in later:
         warn(*warning)
     return Points(scenarios, len(points))
@@ -147,8 +153,17 @@ def _repeated(values: list) -> tuple:
 def _validate_point(data: dict, point: dict, i: int, n: int, path, where: str, overrides) -> Scenario:
     """One sweep point, validated; its error says which point (the values the sweep gave it) when
     the file sweeps more than one, since the same key can be fine at one point and not another."""
+    def check() -> Scenario:
+        s = validate(_anchor_paths(_with_point(data, point, where, overrides), Path(path).parent, where), where, point)
+        check_engine_starts(s)  # an engine that would not start: refused with the point, before its warnings
+        return s
+    return _labelled(check, point, i, n)
+
+
+def _labelled(check: Callable[[], Any], point: dict, i: int, n: int) -> Any:
+    """check(), its ScenarioError saying which sweep point it is about where there are several."""
     try:
-        return validate(_anchor_paths(_with_point(data, point, where, overrides), Path(path).parent, where), where, point)
+        return check()
     except ScenarioError as exc:
         if n == 1 or not point:
             raise

@@ -261,8 +261,14 @@ def strict_json(text: str):
     """JSON text -> values, refusing what json.loads lets through silently: a key given twice in
     one object (the last would win) and NaN / Infinity, which JSON does not allow. Raises
     ValueError (json.JSONDecodeError for syntax) or RecursionError for the caller to word. A
-    leading byte-order mark is dropped, as the CSV readers drop it (editors on Windows write one)."""
-    return json.loads(text.removeprefix("\ufeff"), object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    leading byte-order mark is dropped, as the CSV readers drop it (editors on Windows write one).
+    A `-0.0` reads as 0.0, as YAML's does (yamlfiles.py): the sign of a zero passes a `>= 0` bound."""
+    return json.loads(text.removeprefix("\ufeff"), object_pairs_hook=_unique_keys, parse_constant=_no_constant,
+                      parse_float=_unsigned_float)
+
+
+def _unsigned_float(text: str) -> float:
+    return float(text) + 0.0  # -0.0 + 0.0 is 0.0: the zero's sign dropped, every other value kept
 
 
 def _unique_keys(pairs: list) -> dict:

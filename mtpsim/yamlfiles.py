@@ -8,7 +8,9 @@
   alias bomb is refused before anything walks it);
 - floats follow YAML 1.2 as well as 1.1: `1e9` and `989e12` are numbers, not strings;
 - numbers are written in decimal: YAML 1.1's other spellings (`010` octal = 8, `0x4`, `0b11`,
-  `1:30` sexagesimal = 90, `1_000`) are errors, not silently other values.
+  `1:30` sexagesimal = 90, `1_000`) are errors, not silently other values;
+- `-0.0` reads as 0.0: a zero's sign means nothing to a user, but it passes a `>= 0` bound and
+  then NumPy refused it (`normal(scale=-0.0)` raised `scale < 0` from inside a run).
 The file itself is read by textfiles.py's rules. Where PyYAML was built with libyaml, its C
 parser reads the text into events and the rules above compose and construct them in Python
 (~8x faster than PyYAML's pure-Python scanner and parser, ~0.04 s of each `mtpsim run`'s
@@ -150,8 +152,15 @@ class _FastLoader(_Rules, Composer, _CParser or object, SafeConstructor, Resolve
         self._path = []
 
 
+def _unsigned_zero(loader, node) -> float:
+    """A float as YAML reads it, a negative zero as 0.0 (any other value as it is, NaN the same object)."""
+    value = SafeConstructor.construct_yaml_float(loader, node)
+    return 0.0 if value == 0 else value
+
+
 for _loader in (_Loader, _FastLoader):
     _loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+0123456789."))
+    _loader.add_constructor("tag:yaml.org,2002:float", _unsigned_zero)
 
 
 def _merge_sources(node: yaml.MappingNode, value: yaml.Node) -> list[yaml.MappingNode]:

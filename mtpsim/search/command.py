@@ -153,9 +153,10 @@ def write_frontier(rows: pd.DataFrame, folder: Path, chosen: pd.Series | None, t
             frontier.plot_frontier(rows, png, chosen, max(user) if user else None, title)
 
 
-def _layouts(base: sc.Scenario, bounds: SearchBounds) -> tuple[list, dict]:
+def _layouts(base: sc.Scenario, bounds: SearchBounds, flags: dict) -> tuple[list, dict]:
     """(the layouts of bounds.gpus that run the base scenario, {layout: why not} for the rest); a
-    ScenarioError where the bounds or the GPUs admit none, naming which."""
+    ScenarioError where the bounds or the GPUs admit none, naming which (the GPUs by where they
+    were given: --gpus, or the scenario's search.gpus, which was said as a --gpus never given)."""
     if bounds.ep and max(bounds.ep) > 1 and not has_experts(base):
         raise ScenarioError(base.source, "search.ep", f"model {base.specs.model.name!r} has no routed experts: expert "
                             "parallelism does not apply to it (give [1] or leave ep out)")
@@ -165,7 +166,8 @@ def _layouts(base: sc.Scenario, bounds: SearchBounds) -> tuple[list, dict]:
                             f"of {bounds.gpus} GPUs to try: widen tp, ep, dp or attention_dp")
     if not layouts:
         why = "; ".join(f"{k.label}: {v}" for k, v in list(refused.items())[-2:])
-        raise ScenarioError("--gpus", "", f"no shard of model {base.specs.model.name!r} fits {bounds.gpus} GPUs "
+        at = ("--gpus", "") if flags.get("gpus") is not None else (base.source, "search.gpus")
+        raise ScenarioError(*at, f"no shard of model {base.specs.model.name!r} fits {bounds.gpus} GPUs "
                             f"({len(refused)} layouts tried; e.g. {why})")
     return layouts, refused
 
@@ -195,7 +197,7 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
         if bounds.gpus is None:
             raise ScenarioError("--gpus", "", "how many GPUs to deploy on is required (--gpus N or search.gpus)")
         steps = space.steps_by_design(base, bounds, {k for k, v in flags.items() if v is not None})
-        layouts, refused = _layouts(base, bounds)
+        layouts, refused = _layouts(base, bounds, flags)
         settings = space.design_settings(base, bounds, steps)
         points = space.points(base, layouts, settings, bounds, _load_origin(base, bounds, flags))
         if bounds.disaggregated:

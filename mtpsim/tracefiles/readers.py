@@ -185,7 +185,7 @@ def _json_number(value, rule: Column, path: str, key: str, line_no: int) -> floa
         raise ScenarioError(path, key, f"row {line_no}: a {len(str(abs(value)))}-digit number is not {rule.describe()}")
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
         and (not rule.integer or float(value).is_integer()) and value >= rule.low \
-        and (rule.high is None or value <= rule.high)
+        and (rule.top is None or value <= rule.top)
     if not ok:
         raise ScenarioError(path, key, f"row {line_no}: {short(value, 40)} is not {rule.describe()}")
     return value
