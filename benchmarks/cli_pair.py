@@ -193,12 +193,13 @@ cost-model modules of features the pair leaves off (sim/mixed.py, sim/prefix_cac
 costs/dp_attention.py and the like, ~1 ms each) are imported by several simulator modules and
 called inside the loop where the feature is on.
 
-The floor (2026-12-05, load 0.7): the libraries a run cannot start without, imported alone in a
-fresh interpreter, take 0.22-0.25 s (numpy 0.074, pydantic's BaseModel and Field 0.095, simpy
-0.035, PyYAML 0.017 s, each the least of 3 alone), above the 0.2 s start-up target before
-mtpsim's own modules; and interpreter + libraries + the reference's own loop come to ~2.2x that
-loop, above the 1.6x target for a CLI that did nothing the reference does not. The script prints
-both as `floor:` lines.
+The floor (2026-12-05, two runs at load 0.7 and 1.6): the libraries a run cannot start without,
+imported alone in a fresh interpreter, take 0.19-0.25 s (numpy 0.074, pydantic's BaseModel and
+Field 0.095, simpy 0.035, PyYAML 0.017 s, each the least of 3 alone): at or above the 0.2 s
+start-up target before mtpsim's own modules, which build ~50 pydantic models and ~80 dataclasses
+(~0.1 s); and interpreter + libraries + the reference's own loop come to 1.98-2.19x that loop,
+above the 1.6x target for a CLI that did nothing the reference does not. The script prints both
+as `floor:` lines.
 
 Start-up: `python -X importtime -c "import mtpsim.cli"`, `mtpsim --version` as a whole process
 (what every command pays before it runs: building the parser included; target at most 0.2 s),
