@@ -203,6 +203,8 @@ def markdown(table: pd.DataFrame, notes: list[str]) -> str:
     """The tables and the explanations of flagged roles, as Markdown."""
     lines = ["# mtpsim vs aiconfigurator, op by op", "", "Written by benchmarks/ops_vs_aiconfigurator.py.", ""]
     lines += [f"- {n}" for n in notes] + [""]
+    if table.empty:  # every step skipped (the notes say why): nothing to compare
+        return "\n".join(lines + ["No step was priced by both tools."]) + "\n"
     shown = table.drop(columns=["why", "source"])
     lines += [shown.to_markdown(index=False, floatfmt=".3f") if _has_tabulate() else shown.to_string(index=False), ""]
     flagged = table[table.verdict != ""].drop_duplicates(["verdict", "why"])
