@@ -33,8 +33,8 @@ And one for GPT-OSS's MXFP4 experts under SGLang on Hopper (sm90: H100, H200):
   (collector/cases/base_ops/moe.yaml `w4a16_mxfp4: {90: triton}`).
 - What the engine serves with: for GptOssForCausalLM with moe_runner_backend "auto", ep_size 1, no
   --quantization and the triton_kernels package importable, SGLang sets moe_runner_backend
-  "triton_kernel": OpenAI's triton_kernels (matmul_ogs) MXFP4 MoE (sglang 0.5.13
-  srt/server_args.py _handle_model_specific_adjustments; 0.5.19
+  "triton_kernel": OpenAI's triton_kernels (matmul_ogs) MXFP4 MoE (sglang 0.5.2 and 0.5.13
+  srt/server_args.py _handle_model_specific_adjustments, read in the released wheels; 0.5.19
   srt/arg_groups/model_overrides/gpt_oss.py _gpt_oss_overrides, "Detected GPT-OSS model, enabling
   triton_kernels MOE kernel."); with ep_size > 1 triton_kernel is refused ("Triton kernel MoE is
   only supported when ep_size == 1") and the Triton runner's rows stay.
