@@ -18,7 +18,7 @@ import numpy as np
 
 from mtpsim.errors import ScenarioError, short
 from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
-from mtpsim.textfiles import check_lines, read_bytes
+from mtpsim.textfiles import check_lines, read_bytes, unsigned
 
 MAX_ROWS = 5_000_000           # CSV rows
 
@@ -181,8 +181,7 @@ def _numbers(values: pd.Series, rule: Column, where: str, name: str, records: Cs
     mixed = not pd.api.types.is_numeric_dtype(values.dtype)
     if values.dtype == bool or mixed and values.map(lambda v: isinstance(v, (bool, np.bool_))).any():
         raise ScenarioError(where, name, "holds true/false where numbers belong")
-    # + 0.0 reads -0.0 as 0.0, as the YAML and JSON readers do (yamlfiles.py): a zero's sign means nothing
-    numeric = pd.to_numeric(values, errors="coerce").astype(float) + 0.0
+    numeric = unsigned(pd.to_numeric(values, errors="coerce").astype(float))  # -0.0 as 0.0, as YAML and JSON read it
     x = numeric.to_numpy()  # the checks on the array: a profile table's columns run to 100k rows
     bad = ~np.isfinite(x)
     if rule.integer:

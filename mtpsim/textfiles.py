@@ -267,8 +267,19 @@ def strict_json(text: str):
                       parse_float=_unsigned_float)
 
 
+def unsigned(value):
+    """A number (or an array of them) with a zero's sign dropped and every other value kept: -0.0
+    + 0.0 is 0.0. The one rule of the YAML, JSON and CSV readers: a zero's sign means nothing to a
+    user, but -0.0 passes a `>= 0` bound and then NumPy refused it (`normal(scale=-0.0)`). A float
+    other than zero comes back as the same object (PyYAML's NaN is one shared object, which both of
+    yamlfiles.py's parsers then return alike); an array is added to elementwise."""
+    if isinstance(value, float):
+        return 0.0 if value == 0 else value
+    return value + 0.0
+
+
 def _unsigned_float(text: str) -> float:
-    return float(text) + 0.0  # -0.0 + 0.0 is 0.0: the zero's sign dropped, every other value kept
+    return unsigned(float(text))
 
 
 def _unique_keys(pairs: list) -> dict:

@@ -31,7 +31,7 @@ from yaml.constructor import SafeConstructor
 from yaml.resolver import Resolver
 
 from mtpsim.errors import DECIMAL, ScenarioError, short
-from mtpsim.textfiles import read_text
+from mtpsim.textfiles import read_text, unsigned
 
 MAX_YAML_BYTES = 4 * 2**20     # scenarios and catalog entries are a few kB
 MAX_DEPTH = 64                 # YAML nesting levels
@@ -153,9 +153,8 @@ class _FastLoader(_Rules, Composer, _CParser or object, SafeConstructor, Resolve
 
 
 def _unsigned_zero(loader, node) -> float:
-    """A float as YAML reads it, a negative zero as 0.0 (any other value as it is, NaN the same object)."""
-    value = SafeConstructor.construct_yaml_float(loader, node)
-    return 0.0 if value == 0 else value
+    """A float as YAML reads it, a negative zero as 0.0 (textfiles.py `unsigned`)."""
+    return unsigned(SafeConstructor.construct_yaml_float(loader, node))
 
 
 for _loader in (_Loader, _FastLoader):
