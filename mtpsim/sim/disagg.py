@@ -28,13 +28,14 @@ from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import build_pricer
 from mtpsim.designs import DesignShape
 from mtpsim.histogram import LogHistogram
-from mtpsim.memory import MemoryBudget, check_fits, memory_budget, pool_rule, prefill_chunk_tokens
+from mtpsim.memory import MemoryBudget, memory_budget, pool_rule, prefill_chunk_tokens
 from mtpsim.pools import ROLES, Link, describe, last_layer_bytes, pool_scenario, resolve_link, transfer_bytes
 from mtpsim.results import Records, Results, limits_row, to_results
 from mtpsim.sim.arrivals import Arrivals
 from mtpsim.sim.batch import RunningBatch
 from mtpsim.sim.caching import cache_block_tokens, cache_counters, replica_cache
 from mtpsim.sim.engine import Engine, Replica
+from mtpsim.sim.preflight import check_pools_fit
 from mtpsim.sim.scheduler import Router, Scheduler
 from mtpsim.sim.workload import Request
 
@@ -265,8 +266,7 @@ def start_arrivals(env, arrivals: Arrivals, s, prefill: MemoryBudget, decode: Me
     """Start the arrivals as an aggregated run does (the same draws); a prompt the prefill pool's
     KV pool cannot hold, or a request the decode pool's cannot, is a ScenarioError naming the pool."""
     count, longest_prompt, longest = arrivals.begin(s.workload, s.seed)
-    for role, budget, tokens in (("prefill", prefill, longest_prompt), ("decode", decode, longest)):
-        check_fits(s, budget, tokens, role, None if role == "decode" else transfer_bytes(budget, tokens))
+    check_pools_fit(s, {"prefill": prefill, "decode": decode}, longest_prompt, longest)
     return count
 
 

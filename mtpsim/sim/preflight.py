@@ -20,16 +20,28 @@ def check_kv_pool(s) -> None:
     engine.mem_fraction of 0.01, a 160k-token prompt)."""
     prompt, longest = _sure_lengths(s.workload)
     if s.disaggregation is None:
-        budget = memory_budget(build_pricer(s), DesignShape.of(s.speculative), pool_rule(s))
+        budget = _budget(s)
         check_fits(s, budget, longest)
         cache_block_tokens(s, budget)  # a prefix cache's max_tokens past the pool is refused there
         return
+    prefill = pool_scenario(s, "prefill")
+    budgets = {"prefill": _budget(prefill), "decode": _budget(pool_scenario(s, "decode"))}
+    check_pools_fit(s, budgets, prompt, longest)
+    cache_block_tokens(prefill, budgets["prefill"])  # the pool that caches prompts (sim/disagg.py)
+
+
+def check_pools_fit(s, budgets: dict, prompt: int, longest: int) -> None:
+    """A disaggregated point's prompt fits its prefill pool's KV pool (with the transfer's staging)
+    and its whole request the decode pool's; a ScenarioError naming the pool otherwise. The one
+    check of check_kv_pool and of sim/disagg.py's arrivals (over the requests drawn)."""
     for role, tokens in (("prefill", prompt), ("decode", longest)):
-        point = pool_scenario(s, role)
-        budget = memory_budget(build_pricer(point), DesignShape.of(point.speculative), pool_rule(point))
-        check_fits(point, budget, tokens, role, transfer_bytes(budget, tokens) if role == "prefill" else None)
-        if role == "prefill":  # the pool that caches prompts (sim/disagg.py)
-            cache_block_tokens(point, budget)
+        budget = budgets[role]
+        check_fits(s, budget, tokens, role, transfer_bytes(budget, tokens) if role == "prefill" else None)
+
+
+def _budget(point):
+    """The point's memory budget, as the simulation builds it (sim/__init__.py, sim/disagg.py)."""
+    return memory_budget(build_pricer(point), DesignShape.of(point.speculative), pool_rule(point))
 
 
 def _sure_lengths(w) -> tuple[int, int]:
