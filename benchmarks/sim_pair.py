@@ -42,7 +42,7 @@ Measured 2026-12-05, the same machine, shared (load ~2.4; 4ece59a, the "Work.plu
 tuples" tree above, took 2.3-2.6 s for the pair here that day, at load ~1.4), the tree before
 issue 23's pricing pass (cf6c016) and after it, one after the other: nextn 1.65 -> 1.10 s, none
 1.21 -> 0.75 s, pair 2.86 -> 1.85 s (CPU seconds, least of 5 alternating runs: 2.70 -> 1.72 s).
-What changed and where the rest goes: benchmarks/cli_pair.py.
+What changed and where the rest goes: docs/speed.md.
 Where the ~0.96 s goes (the same machine, shared, load ~0.9): profile load ~0.12 s (CSV ~0.08: gunzip ~0.03,
 pandas' C parser ~0.045); ~40k decode passes at ~7.5 us (~0.30 s: the attention core's
 CorePricer ~3 us, summing the rows ~1.1 us, plan, frame, sources and PassCost ~1.5 us, the rest

@@ -3,7 +3,7 @@
 The sections' fields are documented by the string under each (`name: str` then `\"\"\"Used in
 output paths.\"\"\"`). pydantic's use_attribute_docstrings would read those strings into every
 model's fields as it is built, which parses each class's source at import: ~0.03 s of every
-command's start-up (benchmarks/cli_pair.py) for a description only this schema shows. They are
+command's start-up (benchmarks/startup.py) for a description only this schema shows. They are
 read here instead, when the schema is asked for, into the properties pydantic wrote.
 """
 from __future__ import annotations
