@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from mtpsim.calibration.grid import op_of  # noqa: E402
 from mtpsim.catalog import load_hardware  # noqa: E402
 from mtpsim.costs.calibrated import CalibratedCosts  # noqa: E402
-from mtpsim.costs.profile import family_path, find_profile, profile_families, read_family  # noqa: E402
-from mtpsim.costs.profile_meta import load_meta, profile_device  # noqa: E402
+from mtpsim.costs.profile import family_path, find_profile, held, profile_families, read_family  # noqa: E402
+from mtpsim.costs.profile_meta import load_meta  # noqa: E402
 from mtpsim.errors import ScenarioError  # noqa: E402
 
 COMPARED = ("gemm", "attention", "moe", "allreduce", "alltoall")
@@ -45,7 +45,7 @@ def compare(a: Path, b: Path) -> pd.DataFrame:
     """One row per (family, kind): shared shapes and the time ratio B / A."""
     meta_a = load_meta(a / "meta.yaml")
     dtype = meta_a.get("dtype") or "bf16"
-    hw = load_hardware(profile_device(b))
+    hw = load_hardware(held(b).device)
     costs_b = CalibratedCosts.from_profile(b, hw)
     held_b = set(profile_families(load_meta(b / "meta.yaml")))
     out = []
@@ -92,8 +92,8 @@ def main() -> int:
     args = ap.parse_args()
     try:
         a, b = _folder(args.a), _folder(args.b)
-        if profile_device(a) != profile_device(b):
-            raise ScenarioError(str(b), "device", f"measured on {profile_device(b)!r}, A on {profile_device(a)!r}")
+        if held(a).device != held(b).device:
+            raise ScenarioError(str(b), "device", f"measured on {held(b).device!r}, A on {held(a).device!r}")
         table = compare(a, b)
     except ScenarioError as exc:
         print(f"compare_profiles: error: {exc.message}", file=sys.stderr)

@@ -20,11 +20,6 @@ from mtpsim.specs import Dtype
 from mtpsim.textfiles import not_a_file
 
 
-def profile_device(path: Path) -> str:
-    """The hardware catalog entry a profile was measured on (`measured_on` its meta.yaml)."""
-    return measured_on(load_meta(path / "meta.yaml"))
-
-
 def measured_on(meta: dict) -> str:
     """The hardware catalog entry a profile's meta.yaml names: its `hardware` (what `mtpsim
     calibrate` writes on a GPU), else its `device` (cpu, or a converted profile's entry)."""
