@@ -27,7 +27,7 @@ RuleField = Literal["speculative_max_running_requests", "speculative_overlap", "
                     "fuses_shared_experts", "shared_fusion_below_capability", "triton_fp8_moe_from_capability",
                     "shared_expert_stream",
                     "fraction_by_tp", "unoverlapped_designs", "speculative_overlap_max_topk", "decode_overlap",
-                    "speculative_host_extra_s", "eager_passes"]
+                    "speculative_host_extra_s", "eager_passes", "mixed_head_attention"]
 # an engine file's releases and rules, at most: each rule is tested at every release (an engine
 # publishes tens of each; thousands would take seconds to check before anything ran)
 MAX_RELEASES = MAX_RULES = 500

@@ -127,6 +127,10 @@ class EngineSpec(Spec):
     # when the engine runs unfused shared experts on a second CUDA stream beside the routed ones
     # (costs/streams.py): never, in passes of at most 1,024 tokens, or in CUDA-graph passes
     shared_expert_stream: Literal["none", "small_passes", "graphs"] = "none"
+    # the attention kernel the release runs on every layer of a model whose attention layers mix
+    # head sizes (vLLM forces its Triton unified attention for Gemma 4), which no profile times:
+    # said in one warning where such a model is served (resolve.py), not priced
+    mixed_head_attention: str | None = Field(default=None, min_length=1, max_length=80)
     version: str = ""            # the release these fields were resolved for (engine_releases.py)
     rules: tuple[str, ...] = ()  # the version rules in force at that release
     kv_pool: KVPoolSpec  # how the engine sizes its KV pool (memory.py)

@@ -112,9 +112,32 @@ def _resolve_specs(s: Scenario, where: str) -> Specs:
     if s.engine.speculative_overlap is not None:  # the scenario's word over the version's rule
         engine = engine.model_copy(update={"speculative_overlap": s.engine.speculative_overlap})
     cost_model, profile = _resolve_pricing(s, hardware, engine, where)
+    _unpriced_attention_kernel(s, engine, [model, draft], cost_model, where)
     role = draft.role if draft else None
     return Specs(model=model, hardware=hardware, engine=engine, assistant=draft if role == "assistant" else None,
                  draft=draft if role in ("draft", "block_draft") else None, cost_model=cost_model, profile=profile)
+
+
+def _unpriced_attention_kernel(s: Scenario, engine: EngineSpec, served: list, cost_model: str, where: str) -> None:
+    """One warning where the release runs a served model's attention on a kernel mtpsim does not
+    time: a model whose attention layers mix head sizes, under a release with
+    `mixed_head_attention` (vLLM's Triton unified attention for Gemma 4; the rule's source)."""
+    if engine.mixed_head_attention is None:
+        return
+    for spec in served:
+        sizes = sorted({a.head_dim for a in spec.attention_kinds.values() if a.kind == "gqa"} if spec else ())
+        if len(sizes) > 1:
+            rule = next((r["name"] for r in catalog.engine_file(engine.name).get("rules", [])
+                         if r.get("field") == "mixed_head_attention" and r.get("name") in engine.rules), "")
+            priced_as = "from the profile's FlashAttention rows" if cost_model == "calibrated" else \
+                "by the roofline, as an efficient kernel would run"
+            named = f" (rule {rule})" if rule else ""
+            warn(where, "engine.version" if s.engine.version else "engine.kind",
+                 f"{engine.name} {engine.version} runs every attention layer of {spec.name!r} (head sizes "
+                 f"{', '.join(map(str, sizes))}) on its {engine.mixed_head_attention} kernel{named}, which mtpsim "
+                 f"does not time: it prices that attention {priced_as}, so a verify's is likely too fast "
+                 "(docs/accuracy.md, D6; engine.ignore_rules drops the rule for a build that runs another backend)")
+            return
 
 
 def _external_draft(s: Scenario, model: ModelSpec, where: str) -> ModelSpec | None:

@@ -312,3 +312,46 @@ def test_the_triton_rule_changes_nothing_off_sm100_or_without_its_table():
     assert bare.time(op, True) == build_pricer(_dsv3("b200", "0.5.12")).costs.time(op, True)
     assert _ffn_ops(_dsv3("b200", "0.5.2")).loc["moe.experts", "priced_by"].endswith(":moe_triton")
     assert "triton" not in _ffn_ops(_dsv3("b200", "0.5.12")).loc["moe.experts", "priced_by"]
+
+
+GEMMA = {"name": "g", "model": "gemma-4-31b", "hardware": "h100-sxm", "parallel": {"tp": 1},
+         "speculative": {"design": "frozen_kv", "steps": 2}, "acceptance": {"per_depth": [0.8, 0.7]},
+         "workload": {"concurrency": 2, "num_requests": 4, "input_len": 64, "output_len": 16}}
+
+
+@pytest.mark.parametrize("model, engine, said", [
+    ("gemma-4-31b", {"kind": "vllm", "version": "0.21.0"}, True),
+    ("gemma-4-31b", {"kind": "vllm"}, True),  # the default release: the key is engine.kind
+    ("gemma-4-31b", {"kind": "vllm", "version": "0.18.0"}, False),  # before vLLM served Gemma 4
+    ("gemma-4-31b", {"kind": "vllm", "version": "0.21.0", "ignore_rules": ["triton_attention_mixed_heads"]}, False),
+    ("gemma-4-31b", {"kind": "sglang"}, False),
+    ("llama-3.1-8b", {"kind": "vllm", "version": "0.21.0"}, False),  # one head size
+])
+def test_vllm_names_the_triton_attention_it_runs_for_mixed_head_sizes(capsys, model, engine, said):
+    """From v0.19.0 vLLM runs every attention layer of Gemma 4 (heads of 256 and 512) on its
+    Triton unified-attention kernel, which no profile times: loading such a scenario says so in
+    one warning naming the rule, at the key that picked the release."""
+    from mtpsim import errors
+    errors._warned.clear()
+    data = {**GEMMA, "model": model, "engine": engine}
+    if model != "gemma-4-31b":
+        data["speculative"] = {"design": "none"}
+        data.pop("acceptance")
+    sc.validate(data, "g.yaml")
+    lines = [line for line in capsys.readouterr().err.splitlines() if "Triton unified attention" in line]
+    assert len(lines) == int(said)
+    if said:
+        key = "engine.version" if "version" in engine else "engine.kind"
+        assert lines[0].startswith(f"mtpsim: warning: g.yaml: {key}: vllm ")
+        assert "(head sizes 256, 512)" in lines[0] and "rule triton_attention_mixed_heads" in lines[0]
+
+
+def test_the_mixed_head_rule_changes_no_price():
+    """The rule names a kernel; it prices nothing: the same point costs the same with it ignored."""
+    on = sc.validate({**GEMMA, "engine": {"kind": "vllm", "version": "0.21.0"}})
+    off = sc.validate({**GEMMA, "engine": {"kind": "vllm", "version": "0.21.0",
+                                           "ignore_rules": ["triton_attention_mixed_heads"]}})
+    assert on.specs.engine.mixed_head_attention == "Triton unified attention"
+    assert off.specs.engine.mixed_head_attention is None
+    priced = [simulate(s).summary.drop(columns="sim_wall_s") for s in (on, off)]
+    assert priced[0].equals(priced[1])
