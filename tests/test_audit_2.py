@@ -1,0 +1,168 @@
+"""Second mutation audit: one test per mutation of recently added code that passed every test
+it plausibly touched (each docstring names the mutation and the behaviour it pins). The expected
+values come from the rule each function's docstring or cited source states (SGLang's
+server_args.py reserve and v0.4.6 fraction rules as engines/sglang.yaml transcribes them,
+DeepSeek-V4's multi-stream token limit, the wide-EP imbalance figure's range), not from today's
+output."""
+from __future__ import annotations
+
+import pytest
+
+import mtpsim.scenario as sc
+from mtpsim.catalog import load_engine, load_hardware
+from mtpsim.costs import build_pricer
+from mtpsim.costs import ops as O
+from mtpsim.costs.ffn import shared_routing
+from mtpsim.costs.streams import ATTENTION_MAX_TOKENS, attention_runs
+from mtpsim.costs.wide_ep import MEASURED_RANKS, NO_EPLB_IMBALANCE, ep_imbalance
+from mtpsim.memory import MIB, activation_bytes, resolve_pool
+from mtpsim.specs import DTYPE_BYTES
+
+# engines/sglang.yaml kv_pool.reserved, from server_args.py _handle_gpu_memory_settings (v0.5.x):
+# reserved = 512 + max(chunk, 2048) x 1.5 + graph_bs x 2 + tp / 8 x 1024 (MiB); DP attention
+# + graph_bs x dp x 3, and x 1.5 more when graph_bs > 300; above 60 GiB at least 10 GiB;
+# fraction = round((gpu - reserved) / gpu, 3)
+H100_MIB, H200_MIB = 81559, 143771
+
+
+def _sglang_fraction(gpu_mib, reserved_mib):
+    return round((gpu_mib - reserved_mib) / gpu_mib, 3)
+
+
+def test_sglang_reserve_takes_the_tp4_graph_batch_from_tp_4():
+    """Catches `tp < 4` -> `tp <= 4` in ReservedMemory.fraction: SGLang's cuda_graph_max_bs is the
+    memory class's `graph_batch_tp4` from tp 4 on (engines/sglang.yaml: "cuda_graph_max_bs tp < 4 /
+    tp >= 4"; H100's class: 256 under tp 4, 512 from it), so tp 4 on an H100 reserves 512 x 2 MiB
+    for graphs, tp 2 256 x 2."""
+    engine, hw = load_engine("sglang"), load_hardware("h100-sxm")
+    tp4 = 512 + 8192 * 1.5 + 512 * 2 + 4 * 128
+    tp2 = 512 + 8192 * 1.5 + 256 * 2 + 2 * 128
+    assert resolve_pool(engine, hw, tp=4).fraction == _sglang_fraction(H100_MIB, max(tp4, 10240))
+    assert resolve_pool(engine, hw, tp=2).fraction == _sglang_fraction(H100_MIB, max(tp2, 10240))
+
+
+def test_sglang_dp_attention_large_graph_term_starts_past_300():
+    """Catches `graphs > dp_attention_large_graph_batch` -> `>=` in ReservedMemory.fraction:
+    SGLang adds the further graph_bs x dp x 1.5 MiB only when cuda_graph_max_bs > 300, so a graph
+    batch of exactly 300 under DP attention 8 reserves the x 3 term alone, and 301 both."""
+    engine, hw = load_engine("sglang"), load_hardware("h200")
+
+    def reserve(bs, large):
+        return 512 + 8192 * 1.5 + bs * 2 + 8 * 128 + bs * 8 * 3 + (bs * 8 * 1.5 if large else 0)
+    assert resolve_pool(engine, hw, tp=8, attention_dp=8, graph_batch=300).fraction == \
+        _sglang_fraction(H200_MIB, reserve(300, False))
+    assert resolve_pool(engine, hw, tp=8, attention_dp=8, graph_batch=301).fraction == \
+        _sglang_fraction(H200_MIB, reserve(301, True))
+
+
+def test_sglang_reserve_counts_a_chunk_below_2048_as_2048():
+    """Catches `max(prefill, min_prefill_tokens)` -> `prefill` in ReservedMemory.fraction: SGLang
+    reserves max(chunked_prefill_size, 2048) x 1.5 MiB, so a scenario's chunk of 1,024 reserves as
+    2,048 would. Read on a 40 GiB GPU (A100 40GB's class: graph batch 32), below the 60 GiB under
+    which no 10 GiB floor hides the term."""
+    reserved = load_engine("sglang").kv_pool.reserved
+    gpu = 40960
+    small = reserved.fraction(gpu, 1, 1, False, prefill_tokens=1024)
+    assert small == reserved.fraction(gpu, 1, 1, False, prefill_tokens=2048)
+    assert small == _sglang_fraction(gpu, 512 + 2048 * 1.5 + 32 * 2 + 128)
+
+
+def test_sglang_v046_table_holds_on_a_gpu_of_exactly_80_gib():
+    """Catches `gpu_mib <= small_gpu_mib` -> `<` in TpFractions.fraction: SGLang v0.4.6's table by
+    tp holds "on GPUs of at most 81920 MiB" (engines/sglang.yaml fraction_by_tp_v046), and the
+    A100 80GB is exactly 81920 MiB: tp 8 there takes 0.81, not the larger GPUs' 0.88."""
+    hw = load_hardware("a100-80g")
+    assert hw.memory_capacity_bytes == 81920 * MIB
+    rule = resolve_pool(load_engine("sglang", "0.4.6"), hw, tp=8)
+    assert rule.fraction == pytest.approx(0.81)
+
+
+def test_sglang_v046_raise_on_large_gpus_adds_48_gib_of_the_unreserved_share():
+    """Catches `raise_mib * (1 - f) / gpu` -> `raise_mib / gpu` in TpFractions.fraction: v0.4.6
+    raises 0.88 on GPUs above 96 GiB to min(f + 48 GiB x (1 - f) / gpu, (gpu - 18 GiB) / gpu).
+    On H200 the cap wins (the existing test); on B300 (275,040 MiB) the raise is below the cap, so
+    the (1 - f) factor decides the fraction."""
+    gpu = 275040
+    hw = load_hardware("b300")
+    assert hw.memory_capacity_bytes == gpu * MIB
+    raised, cap = 0.88 + 48 * 1024 * (1 - 0.88) / gpu, (gpu - 18 * 1024) / gpu
+    assert raised < cap
+    assert resolve_pool(load_engine("sglang", "0.4.6"), hw, tp=8).fraction == pytest.approx(raised)
+
+
+def test_sm100_keeps_fp4_shared_experts_out_of_the_routed_kernel():
+    """Catches `expert_dtype in ("fp8", "fp4")` -> `== "fp8"` in EngineSpec.fuses_shared_on: from
+    v0.5.5 SGLang's default MoE kernel on sm100 (flashinfer_trtllm) takes neither FP8 nor FP4
+    experts with a fused shared expert (engines.py shared_fusion_below_capability), so on B200
+    FP4 experts do not fuse; BF16 experts, and FP4 on Hopper, still do."""
+    engine = load_engine("sglang", "0.5.12")
+    b200, h200 = load_hardware("b200"), load_hardware("h200")
+    assert not engine.fuses_shared_on(b200, "fp4") and not engine.fuses_shared_on(b200, "fp8")
+    assert engine.fuses_shared_on(b200, "bf16") and engine.fuses_shared_on(h200, "fp4")
+
+
+def test_activation_estimate_is_four_hidden_wide_tensors_plus_the_ffn():
+    """Catches `4 * model.hidden_size` -> `2 *` in memory.activation_bytes: per token the estimate
+    is ~4 hidden-wide tensors plus a dense layer's 3 x intermediate / tp. Doubling tp halves only
+    the FFN part, so a(tp 1) - 2 (a(tp 1) - a(tp 2)) is the hidden-wide part alone."""
+    tokens = 8192
+
+    def act(tp):
+        s = sc.validate({"name": "a", "model": "llama-3.1-8b", "hardware": "h100-sxm", "parallel": {"tp": tp},
+                         "engine": {"kind": "vllm"}, "workload": {"arrival": "batch", "concurrency": 1,
+                                                                  "num_requests": 1, "input_len": 64, "output_len": 8}})
+        return activation_bytes(build_pricer(s), tokens), s.specs.model
+    a1, model = act(1)
+    a2, _ = act(2)
+    per = tokens * DTYPE_BYTES[model.dtypes.activations]
+    ffn = next(f for f in model.ffn_kinds.values() if f.kind == "dense")
+    assert a1 - a2 == pytest.approx(per * 3 * ffn.intermediate_size / 2)
+    assert a1 - 2 * (a1 - a2) == pytest.approx(per * 4 * model.hidden_size)
+
+
+def test_two_tokens_a_request_share_their_experts_by_locality():
+    """Catches `per_request <= 1` -> `<= 2` in ffn.shared_routing: a request of q tokens counts
+    1 + (q - 1)(1 - locality) independent draws, so two tokens at locality 0.5 are 1.5 draws,
+    a share of 0.75; only one token a request (or locality 0) leaves every token independent."""
+    assert shared_routing(0.5, 2) == pytest.approx(0.75)
+    assert shared_routing(0.5, 4) == pytest.approx((1 + 3 * 0.5) / 4)
+    assert shared_routing(0.5, 1) == 1.0 and shared_routing(0.0, 4) == 1.0
+
+
+@pytest.mark.parametrize("blackwell,capability", [(True, 10.0), (False, 9.0)])
+def test_deepseek_v4_side_streams_run_up_to_the_token_limit_inclusive(blackwell, capability):
+    """Catches `tokens <= ATTENTION_MAX_TOKENS` -> `<` in streams.attention_runs: SGLang's
+    MQALayer runs its prologue on side streams when `x.shape[0] <= _multi_stream_bs_limit`
+    (128 tokens on Blackwell, 64 otherwise): at the limit itself it does, one past it not."""
+    limit = ATTENTION_MAX_TOKENS[blackwell]
+    assert limit == (128 if blackwell else 64)
+    assert attention_runs("sglang", "compressed", limit, True, capability)
+    assert not attention_runs("sglang", "compressed", limit + 1, True, capability)
+
+
+def test_the_published_imbalance_applies_from_32_ranks():
+    """Catches `par.ep < MEASURED_RANKS` -> `<=` in wide_ep.ep_imbalance: the TensorRT-LLM figure
+    was measured at EP32, the narrowest EP it covers, so wide EP over exactly 32 ranks takes it
+    (2.564 without EPLB), and 16 ranks (no figure) take uniform routing."""
+    assert MEASURED_RANKS == 32
+    assert ep_imbalance(None, False, O.Parallel(32, 32, 32)) == NO_EPLB_IMBALANCE
+    assert ep_imbalance(None, False, O.Parallel(16, 16, 16)) == 1.0
+
+
+@pytest.mark.parametrize("users,warned", [(8, False), (9, True)])
+def test_cost_warns_of_the_cap_per_replica_not_for_all_of_them(tmp_path, capsys, users, warned):
+    """Catches `share = ... -(-batch // dp)` -> `share = batch` in report.cost_command: `mtpsim
+    run` spreads workload.concurrency over the dp replicas, each capped at the running-request
+    cap, so 8 users over dp 2 at a cap of 4 run 4 a replica, past no cap; 9 put 5 on one."""
+    from mtpsim import cli, errors
+    errors._warned.clear()
+    path = tmp_path / "s.yaml"
+    path.write_text("name: c\nmodel: llama-3.1-8b\nhardware: h100-sxm\nparallel: {tp: 1, dp: 2}\n"
+                    "engine: {kind: sglang, max_running_requests: 4}\n"
+                    f"workload: {{arrival: batch, concurrency: {users}, num_requests: {users}, input_len: 64, "
+                    "output_len: 8}\n")
+    assert cli.main(["cost", str(path)]) == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if "running-request cap" in line]
+    assert bool(err) is warned, err
+    if warned:
+        assert "5 requests a replica" in err[0] and "cap of 4" in err[0]
