@@ -166,3 +166,86 @@ def test_cost_warns_of_the_cap_per_replica_not_for_all_of_them(tmp_path, capsys,
     assert bool(err) is warned, err
     if warned:
         assert "5 requests a replica" in err[0] and "cap of 4" in err[0]
+
+
+def test_the_markov_head_runs_once_per_draft_position():
+    """Catches `(step, positions)` -> `(step, 1)` in blocks.head_ops: DSpark's Markov head corrects
+    each draft position's logits from the token sampled before it, so it is a rank-r x vocab GEMM
+    over the batch's rows, once per position, one after another (as its sampling is)."""
+    from mtpsim.catalog import load_model
+    from mtpsim.costs.blocks import head_ops
+    draft, target = load_model("dspark-qwen3-8b-block7"), load_model("qwen3-8b")
+    rows, positions = 4, draft.block.block_size
+    ops = {op.name: (op, n) for op, n in head_ops(draft, target, rows, positions, 1, "bf16")}
+    markov, n = ops["block.markov_head"]
+    assert n == positions and markov.shape["m"] == rows
+    assert (markov.shape["k"], markov.shape["n"]) == (draft.block.markov_rank, target.vocab_size)
+
+
+def test_a_block_drafters_context_kv_replicates_a_head_below_one_a_gpu():
+    """Catches `max(1, num_kv_heads // tp)` -> `num_kv_heads // tp` in blocks.context_kv_width: a
+    GQA draft layer's K/V heads split over tp, and where tp exceeds them each GPU still holds one
+    (replicated), so 8 KV heads at tp 16 project to one K and one V head per GPU, not to nothing."""
+    from mtpsim.catalog import load_model
+    from mtpsim.costs.blocks import context_kv_width
+    att = load_model("dspark-qwen3-8b-block7").attention_kinds["gqa"]
+    assert att.num_kv_heads == 8 and att.head_dim == 128
+    assert context_kv_width(att, 4) == 2 * (128 + 128)
+    assert context_kv_width(att, 16) == 128 + 128
+
+
+def test_wide_ep_runs_router_shared_experts_and_dense_ffn_on_the_gpus_own_tokens():
+    """Catches `own = ceil(tokens / attention_tp)` -> `own = tokens` in dp_attention.mlp_ops: under
+    wide EP each GPU routes its own tokens, the group's split over its attention GPUs, and runs the
+    replicated shared experts and dense FFN layers on them; 16 tokens a group over 4 attention GPUs
+    are 4 a GPU (gathered TP instead runs every group's tokens)."""
+    from mtpsim.catalog import load_model
+    from mtpsim.costs.dp_attention import mlp_ops
+    model = load_model("deepseek-v3")
+    moe = next(f for f in model.ffn_kinds.values() if f.kind == "moe")
+    dense = next(f for f in model.ffn_kinds.values() if f.kind == "dense")
+    d, wide = model.hidden_size, O.Parallel(tp=8, ep=8, attention_dp=2)
+    assert wide.attention_tp == 4
+    ops = {op.name: op for op in mlp_ops(moe, d, 16, "fp8", "fp8", wide) if op is not None}
+    assert ops["moe.router"].shape["m"] == ops["moe.shared_gate_up"].shape["m"] == ops["moe.shared_down"].shape["m"] == 4
+    assert {op.shape["m"] for op in mlp_ops(dense, d, 16, "fp8", "fp8", wide) if op.family == "gemm"} == {4}
+    gathered = {op.name: op for op in mlp_ops(moe, d, 16, "fp8", "fp8", O.Parallel(tp=8, ep=1, attention_dp=2))
+                if op is not None}
+    assert gathered["moe.router"].shape["m"] == 2 * 16
+
+
+def test_the_reserve_named_is_the_one_the_rule_subtracts():
+    """Catches `fraction_of != "free_at_start"` -> `!= "capacity"` for kv_pool.graph_mib in
+    memory._largest_reserve: vLLM's pool is f x capacity - weights - activations - graphs
+    (pool_bytes), so its 1 GiB of CUDA graphs is a reserve its rule takes and the one to name,
+    while its startup memory is not subtracted (fraction_of capacity)."""
+    from mtpsim.costs import build_pricer as pricer_of
+    from mtpsim.designs import DesignShape
+    from mtpsim.memory import _largest_reserve, memory_budget, pool_rule
+    s = sc.validate({"name": "r", "model": "llama-3.1-8b", "hardware": "h100-sxm", "engine": {"kind": "vllm"},
+                     "workload": {"arrival": "batch", "concurrency": 1, "num_requests": 1, "input_len": 64,
+                                  "output_len": 8}})
+    m = memory_budget(pricer_of(s), DesignShape.of(s.speculative), pool_rule(s))
+    assert m.rule.fraction_of == "capacity" and m.rule.graph_bytes == 1024 * MIB
+    assert _largest_reserve(m) == ("kv_pool.graph_mib", 1024 * MIB)
+
+
+def test_vllm_takes_the_long_chunk_from_70_gib_on():
+    """Catches `gpu_mib < below_mib` -> `<=` in EngineSpec.chunk_tokens: vLLM's
+    max_num_batched_tokens default is 8192 on GPUs of >= 70 GiB (engines/vllm.yaml, from
+    EngineArgs.get_batch_defaults), 2048 below: a GPU of exactly 71,680 MiB takes 8192."""
+    engine = load_engine("vllm")
+    assert engine.chunk_tokens("h20", 70 * 1024) == 8192
+    assert engine.chunk_tokens("h20", 70 * 1024 - 1) == 2048
+    assert engine.chunk_tokens("a100-80g", 81920) == 2048  # the A100 is excluded whatever its memory
+
+
+def test_graph_only_side_streams_need_cuda_graphs():
+    """Catches `mode == "graphs" and cuda_graphs` -> `mode == "graphs"` in streams.moe_stream_passes:
+    where the engine runs the shared experts on a second stream only in CUDA-graph passes, CUDA
+    graphs off leave no pass that does (""); SGLang's small-pass rule needs none."""
+    from mtpsim.costs.streams import moe_stream_passes
+    assert moe_stream_passes("graphs", True) == "graphs"
+    assert moe_stream_passes("graphs", False) == ""
+    assert moe_stream_passes("small_passes", False) == "small"
+    assert moe_stream_passes("none", True) == ""
