@@ -249,3 +249,49 @@ def test_graph_only_side_streams_need_cuda_graphs():
     assert moe_stream_passes("graphs", False) == ""
     assert moe_stream_passes("small_passes", False) == "small"
     assert moe_stream_passes("none", True) == ""
+
+
+def test_a_scenarios_mem_fraction_overrides_an_older_releases_table():
+    """Catches `if mem_fraction is not None` losing to `fraction_by_tp` in memory.resolve_pool: the
+    fraction is the scenario's engine.mem_fraction where it sets one (the launch command's
+    --mem-fraction-static), else the engine's default, the v0.4.6 table by tp included."""
+    rule = resolve_pool(load_engine("sglang", "0.4.6"), load_hardware("h100-sxm"), tp=8, mem_fraction=0.7)
+    assert rule.fraction == 0.7 and rule.fraction_source == "scenario engine.mem_fraction"
+    assert resolve_pool(load_engine("sglang", "0.4.6"), load_hardware("h100-sxm"), tp=8).fraction == pytest.approx(0.81)
+
+
+def test_sglang_memory_classes_hold_below_their_bound():
+    """Catches `gpu_mib < below_mib` -> `<=` in ReservedMemory.memory_class: a class holds GPUs
+    *below* its below_mib (SGLang's classes by gpu_mem: under 60 GiB a 4,096-token chunk and a
+    graph batch of 32), so a GPU of exactly 61,440 MiB is in the next class (8,192 and 256)."""
+    reserved = load_engine("sglang").kv_pool.reserved
+    below, at = reserved.memory_class(61440 - 1), reserved.memory_class(61440)
+    assert (below.chunked_prefill_tokens, below.graph_batch) == (4096, 32)
+    assert (at.chunked_prefill_tokens, at.graph_batch) == (8192, 256)
+
+
+def test_dp_attentions_all_reduce_spans_only_the_groups_nodes():
+    """Catches `nodes=par.nodes(a)` -> `par.nodes(par.tp)` in dp_attention.dp_layer_ops: the
+    attention group's all-reduce runs over its `a` attention GPUs, so with tp 16 over two nodes of
+    8 and attention_dp 2 each group's 8 GPUs sit in one node (no network leg), while the gathered
+    MLP's collective spans all 16 GPUs, two nodes."""
+    from mtpsim.catalog import load_model
+    from mtpsim.costs.dp_attention import dp_layer_ops
+    model = load_model("deepseek-v3")
+    att = next(iter(model.attention_kinds.values()))
+    dense = next(f for f in model.ffn_kinds.values() if f.kind == "dense")
+    par = O.Parallel(tp=16, ep=1, attention_dp=2, gpus_per_node=8)
+    ops = {op.name: op for op in dp_layer_ops(att, dense, model.hidden_size, 8, "fp8", "fp8", "fp8", par)}
+    assert ops["comm.allreduce"].shape["ranks"] == 8 and "nodes" not in ops["comm.allreduce"].shape
+    assert ops["comm.dp_gather_scatter"].shape["nodes"] == 2
+
+
+def test_a_sliding_window_layer_keeps_kv_only_up_to_its_window():
+    """Catches `min(tokens, window)` -> `tokens` in memory.LayerKV.request_bytes: a sliding-window
+    layer keeps KV per token up to its window (memory.py: "sliding-window layers per token up to
+    the window"), a global layer for every token, a linear layer only its state."""
+    from mtpsim.memory import LayerKV
+    assert LayerKV(10.0, 128, 0.0).request_bytes(1000) == 10.0 * 128
+    assert LayerKV(10.0, 128, 0.0).request_bytes(100) == 10.0 * 100
+    assert LayerKV(10.0, 0, 0.0).request_bytes(1000) == 10.0 * 1000
+    assert LayerKV(0.0, 0, 512.0).request_bytes(1000) == 512.0
