@@ -295,3 +295,39 @@ def test_a_sliding_window_layer_keeps_kv_only_up_to_its_window():
     assert LayerKV(10.0, 128, 0.0).request_bytes(100) == 10.0 * 100
     assert LayerKV(10.0, 0, 0.0).request_bytes(1000) == 10.0 * 1000
     assert LayerKV(0.0, 0, 512.0).request_bytes(1000) == 512.0
+
+
+def test_a_dp_attention_replica_admits_every_groups_kv_pool():
+    """Catches the scheduler given one GPU's `kv_budget_bytes` instead of the replica's
+    `replica_kv_budget_bytes` (sim/__init__.py): each attention group's GPUs hold only its own
+    requests' KV, so a replica of 2 groups admits twice what one GPU's pool holds (MemoryBudget
+    replica_kv_budget_bytes), all at once with no KV bound."""
+    from mtpsim.costs import build_pricer as pricer_of
+    from mtpsim.designs import DesignShape
+    from mtpsim.memory import memory_budget, pool_rule
+    from mtpsim.sim import simulate
+
+    def make(users):
+        return sc.validate({"name": "k", "model": "llama-3.1-8b", "hardware": "h100-sxm",
+                            "parallel": {"tp": 2, "attention_dp": 2}, "engine": {"kind": "sglang", "mem_fraction": 0.3},
+                            "workload": {"arrival": "batch", "concurrency": users, "num_requests": users,
+                                         "input_len": 16384, "output_len": 4}})
+    s = make(1)
+    m = memory_budget(pricer_of(s), DesignShape.of(s.speculative), pool_rule(s))
+    per_gpu = m.max_requests(16384 + 4)
+    assert m.groups == 2 and 2 <= per_gpu < 128
+    row = simulate(make(2 * per_gpu)).row
+    assert row["max_batch"] == 2 * per_gpu and row["kv_full_iterations"] == 0 and row["bound_by"] == ""
+
+
+def test_without_cuda_graphs_no_iteration_counts_as_past_them():
+    """Catches `and max_graph_batch is not None` dropped in results.limits_row: the eager share is
+    the decode iterations past the largest CUDA-graph batch; without graphs (max_graph_batch None)
+    there is no such batch, so the share is 0 and bound_by names no `eager>` limit, though every
+    iteration ran eagerly."""
+    from mtpsim.results import Records, limits_row
+    rec = Records(num_decode_iterations=10, decode_batch_sum=40, max_decode_batch=4, eager_iterations=10)
+    row = limits_row(rec, 256, 0, 0, None)
+    assert row["eager_share"] == 0.0 and row["bound_by"] == ""
+    past = limits_row(rec, 256, 0, 0, 2)
+    assert past["eager_share"] == 1.0 and past["bound_by"] == "eager>2"
