@@ -331,3 +331,149 @@ def test_without_cuda_graphs_no_iteration_counts_as_past_them():
     assert row["eager_share"] == 0.0 and row["bound_by"] == ""
     past = limits_row(rec, 256, 0, 0, 2)
     assert past["eager_share"] == 1.0 and past["bound_by"] == "eager>2"
+
+
+def _deepseek_v3(hardware, version, **parallel):
+    return sc.validate({"name": "w", "model": "deepseek-v3", "hardware": hardware,
+                        "parallel": {"tp": 8, **parallel}, "speculative": {"design": "none"},
+                        "engine": {"kind": "sglang", "version": version}})
+
+
+def test_wide_ep_experts_never_take_the_triton_runners_table():
+    """Catches `not op.shape.get("wide_ep")` dropped in CalibratedCosts._lookup: the rule that
+    prices FP8 experts from `moe_triton` (SGLang before v0.5.5 on sm100) is the gathered-TP
+    kernel's; wide EP's experts run DeepEP's grouped GEMM (costs/wide_ep.py), so even where the
+    profile has no DeepEP rows to answer they are not priced from, or labelled, moe_triton."""
+    from mtpsim.costs import build_pricer as pricer_of
+    from mtpsim.costs.calibrated import CalibratedCosts
+    costs = pricer_of(_deepseek_v3("b200", "0.5.2")).costs
+    assert "moe_triton" in costs.tables and costs.engine.moe_table(costs.hw, "fp8") == "moe_triton"
+    bare = CalibratedCosts({f: t for f, t in costs.tables.items() if f != "moe_wide_ep"}, costs.meta, costs.hw,
+                           engine=costs.engine)
+    ffn = _moe_ffn("deepseek-v3")
+    gathered = O.moe_experts(ffn, 7168, 4, "fp8", O.Parallel(8, 1), touched=32)
+    assert bare.time(gathered, True).source.endswith(":moe_triton")  # the rule applies to gathered TP
+    wide = O.moe_experts(ffn, 7168, 64, "fp8", O.Parallel(8, 8))
+    wide.shape.update(wide_ep=True, ep=8)
+    assert "moe_triton" not in bare.time(wide, True).source
+
+
+def _moe_ffn(name):
+    from mtpsim.catalog import load_model
+    return next(f for f in load_model(name).ffn_kinds.values() if f.kind == "moe")
+
+
+def test_collectives_across_nodes_are_not_read_from_one_nodes_tables():
+    """Catches `nodes > 1` -> `> 2` in CalibratedCosts._lookup: a profile's collective tables were
+    measured within one node, so an all-reduce of 8 ranks spanning 2 nodes (of 4 GPUs) is not
+    looked up in them (the roofline prices its network leg), while the same 8 ranks within a node
+    are."""
+    costs = _h200_sglang_costs()
+    inside = O.allreduce(8, 7168, 8)
+    across = O.allreduce(8, 7168, 8, nodes=2)
+    assert costs.predict(inside) is not None
+    assert across.shape["nodes"] == 2 and costs.predict(across) is None
+    assert not costs.time(across, True).source.startswith("calibrated")
+
+
+def _h200_sglang_costs():
+    from mtpsim.costs.calibrated import CalibratedCosts
+    from mtpsim.costs.profile import PROFILES_DIR
+    return CalibratedCosts.from_profile(PROFILES_DIR / "h200-sglang", load_hardware("h200"))
+
+
+def test_wide_ep_experts_are_never_priced_below_their_bytes_at_the_best_stream():
+    """Catches the stream floor dropped in wide_ep.wide_ep_moe_time: like CalibratedCosts.predict,
+    a DeepEP row is never taken faster than the op's bytes at the GPU's best measured stream; an
+    op carrying far more bytes than its row's shape is priced at that floor, marked `-floored`."""
+    import dataclasses
+
+    from mtpsim.costs.calibrated import CalibratedCosts
+    from mtpsim.costs.profile import PROFILES_DIR
+    from mtpsim.costs.wide_ep import wide_ep_moe_time
+    costs = CalibratedCosts.from_profile(PROFILES_DIR / "h100-sxm-sglang", load_hardware("h100-sxm"))
+    assert costs.stream_floor and "moe_wide_ep" in costs.tables
+    op = O.moe_experts(_moe_ffn("deepseek-v3"), 7168, 64 * 8, "fp8", O.Parallel(64, 64))
+    op.shape.update(wide_ep=True, ep=64)
+    t, source = wide_ep_moe_time(costs, op, True)
+    heavy = dataclasses.replace(op, weight_bytes=op.weight_bytes * 1e4)
+    floor = heavy.bytes / costs.peak_bytes
+    assert floor > t
+    t_heavy, source_heavy = wide_ep_moe_time(costs, heavy, True)
+    assert t_heavy == pytest.approx(floor) and "-floored" in source_heavy and source_heavy.endswith(":deepep-ll")
+
+
+DISAGG = {"name": "d", "model": "llama-3.1-8b", "hardware": "h200", "speculative": {"design": "none"},
+          "workload": {"arrival": "closed", "concurrency": 2, "num_requests": 4, "input_len": 512, "output_len": 16},
+          "disaggregation": {"prefill": {"tp": 1}, "decode": {"tp": 1}}}
+
+
+def test_a_decode_pool_holds_prompt_and_output_a_prefill_pool_the_prompt():
+    """Catches the decode pool's held tokens cut to the prompt in sim/disagg.py build_pool: a
+    prefill replica holds only the prompt's KV (module docstring), a decode replica the request's
+    whole KV, prompt + output, as an aggregated scheduler admits on the full length."""
+    from mtpsim.designs import DesignShape
+    from mtpsim.sim.disagg import build_pool
+    from mtpsim.sim.workload import Request
+    s = sc.validate(DISAGG)
+    design = DesignShape.of(s.speculative)
+    request = Request.__new__(Request)
+    request.input_len, request.output_len = 512, 16
+    assert build_pool(s, "prefill", design, 0).replicas[0].scheduler.held_tokens(request) == 512
+    assert build_pool(s, "decode", design, 1).replicas[0].scheduler.held_tokens(request) == 512 + 16
+
+
+def test_a_disaggregated_run_without_cuda_graphs_reports_no_eager_share():
+    """Catches `max_graph_batch if cuda_graphs else None` -> `max_graph_batch` in
+    simulate_disaggregated: as in an aggregated run, without CUDA graphs no decode iteration is
+    past the largest graph (there is none), so eager_share is 0 and bound_by names no `eager>`."""
+    from mtpsim.sim import simulate
+    row = simulate(sc.validate({**DISAGG, "engine": {"cuda_graphs": False}})).row
+    assert row["eager_share"] == 0.0 and "eager" not in row["bound_by"]
+    agg = {k: v for k, v in DISAGG.items() if k != "disaggregation"}
+    assert simulate(sc.validate({**agg, "engine": {"cuda_graphs": False}})).row["eager_share"] == 0.0
+
+
+def test_tied_embeddings_are_the_lm_heads_weights_counted_once():
+    """Catches `0.0 if model.tie_embeddings` dropped in memory.memory_budget: a model that ties its
+    embedding to its LM head holds one matrix, the LM head's (already in the target's weights); an
+    untied one adds vocab x hidden bf16 split over the attention GPUs like the LM head."""
+    from mtpsim.costs import build_pricer as pricer_of
+    from mtpsim.designs import DesignShape
+    from mtpsim.memory import memory_budget, pool_rule
+
+    def weights(model):
+        s = sc.validate({"name": "t", "model": model, "hardware": "h200", "parallel": {"tp": 2},
+                         "workload": {"arrival": "batch", "concurrency": 1, "num_requests": 1, "input_len": 64,
+                                      "output_len": 8}})
+        p = pricer_of(s)
+        return memory_budget(p, DesignShape.of(s.speculative), pool_rule(s)).target_weight_bytes, p, s.specs.model
+    tied, p, model = weights("gemma-4-31b")
+    assert model.tie_embeddings and tied == pytest.approx(p.weight_bytes("target"))
+    untied, p, model = weights("llama-3.1-8b")
+    assert not model.tie_embeddings
+    assert untied == pytest.approx(p.weight_bytes("target") + model.vocab_size * model.hidden_size * 2 / 2)
+
+
+@pytest.mark.parametrize("extra,warned", [(0, False), (1, True)])
+def test_cost_memory_warning_counts_each_attention_groups_share(tmp_path, capsys, extra, warned):
+    """Catches `per_pool = -(-batch // attention_dp)` -> `batch` in report.cost_command: under DP
+    attention each group's GPUs hold only its own requests' KV, so a batch of twice what one
+    GPU's pool holds fits over 2 groups (no warning), and one request more puts one past it."""
+    import yaml
+
+    from mtpsim import cli, errors
+    from mtpsim.costs import build_pricer as pricer_of
+    from mtpsim.designs import DesignShape
+    from mtpsim.memory import memory_budget, pool_rule
+    base = {"name": "c", "model": "llama-3.1-8b", "hardware": "h100-sxm", "parallel": {"tp": 2, "attention_dp": 2},
+            "engine": {"kind": "sglang", "mem_fraction": 0.3},
+            "workload": {"arrival": "batch", "concurrency": 1, "num_requests": 1, "input_len": 16384, "output_len": 4}}
+    s = sc.validate(base)
+    per_gpu = memory_budget(pricer_of(s), DesignShape.of(s.speculative), pool_rule(s)).max_requests(16384)
+    errors._warned.clear()
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(base))
+    assert cli.main(["cost", str(path), "--batch", str(2 * per_gpu + extra), "--context", "16384"]) == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if "do not fit in memory" in line]
+    assert bool(err) is warned, err
