@@ -6,6 +6,7 @@ DeepSeek-V4's multi-stream token limit, the wide-EP imbalance figure's range), n
 output."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import mtpsim.scenario as sc
@@ -477,3 +478,32 @@ def test_cost_memory_warning_counts_each_attention_groups_share(tmp_path, capsys
     assert cli.main(["cost", str(path), "--batch", str(2 * per_gpu + extra), "--context", "16384"]) == 0
     err = [line for line in capsys.readouterr().err.splitlines() if "do not fit in memory" in line]
     assert bool(err) is warned, err
+
+
+def test_a_row_without_interactivity_is_never_on_the_frontier():
+    """Catches the `tps_per_user.notna()` filter dropped in search.frontier.with_pareto: a row whose
+    interactivity is NaN (no request finished) is never on the frontier, though no other row can
+    dominate it under NaN comparisons."""
+    import pandas as pd
+
+    from mtpsim.search.frontier import with_pareto
+    rows = pd.DataFrame({"design": ["nextn"] * 3, "tps_per_user": [10.0, 20.0, float("nan")],
+                         "tps_per_gpu": [200.0, 100.0, 50.0]})
+    assert with_pareto(rows).pareto.tolist() == [True, True, False]
+
+
+def test_frontiers_that_share_an_end_point_but_never_cross_have_no_crossover():
+    """Catches `< 0` -> `<= 0` in search.frontier.crossovers: a crossover is where the MTP-on
+    frontier's tok/s per GPU changes sides against the MTP-off one's; two frontiers that start at
+    the same point and then keep one above the other never cross, and one that does cross is
+    found once, between the grid points around the analytic crossing."""
+    import pandas as pd
+
+    from mtpsim.search.frontier import crossovers
+    off = pd.DataFrame({"tps_per_user": [10.0, 100.0], "tps_per_gpu": [1000.0, 100.0]})
+    above = pd.DataFrame({"tps_per_user": [10.0, 100.0], "tps_per_gpu": [1000.0, 300.0]})
+    assert crossovers(off, above) == []
+    crossing = pd.DataFrame({"tps_per_user": [10.0, 100.0], "tps_per_gpu": [800.0, 300.0]})
+    (x,) = crossovers(off, crossing)
+    # linear in log interactivity: 1000 - 900 t = 800 - 500 t at t = 0.5, i.e. sqrt(10 x 100)
+    assert x == pytest.approx(np.sqrt(10.0 * 100.0), rel=0.01)
