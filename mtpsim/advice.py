@@ -100,8 +100,19 @@ def _ignored_by_design(s: Scenario) -> list[tuple[str, str]]:
 
 
 def swept_search(s: Scenario) -> list[tuple[str, str]]:
-    return [(f"sweep.{k}", "only `mtpsim search` reads the search section: these points are the same run")
-            for k in s.point if k == "search" or k.startswith("search.")][:1]
+    return _swept_section(s, "search")
+
+
+def swept_verify(s: Scenario) -> list[tuple[str, str]]:
+    """A sweep over the verify section, which builds `mtpsim verify`'s real loop and which no
+    simulation reads (run, recommend, search, cost: `_verify_past_the_model` warns of it alone)."""
+    return _swept_section(s, "verify")
+
+
+def _swept_section(s: Scenario, section: str) -> list[tuple[str, str]]:
+    """The first swept key inside `section`, which only `mtpsim <section>` reads."""
+    return [(f"sweep.{k}", f"only `mtpsim {section}` reads the {section} section: these points are the same run")
+            for k in s.point if k == section or k.startswith(section + ".")][:1]
 
 
 def _verify_past_the_model(s: Scenario) -> list[tuple[str, str]]:
@@ -266,7 +277,7 @@ def _deep_histogram(s: Scenario) -> list[tuple[str, str]]:
 
 # every check problems() runs, in the order its warnings print
 CHECKS = (_ignored_by_design, _unreached_policy, engine_advice.skew_without_experts, workload_advice.reshaped_lengths,
-          model_advice.no_context_limit, _deep_histogram, _dead_drafts, swept_search, engine_advice.no_wide_ep,
+          model_advice.no_context_limit, _deep_histogram, _dead_drafts, swept_search, swept_verify, engine_advice.no_wide_ep,
           engine_advice.idle_engine_settings, engine_advice.blocks_out_of_reach, engine_advice.budget_below_decode,
           model_advice.unread_dtypes, model_advice.windows_past_context, workload_advice.trace_settings_unread,
           model_advice.past_any_model, model_advice.odd_widths,

@@ -1,0 +1,49 @@
+"""A fifteenth adversarial campaign, aimed at the newer keys and commands (engine.version spellings,
+engine.mem_fraction, speculative_overlap, overlap_schedule, prefix_cache, chunked_prefill_tokens,
+cost.routing_locality and moe_stream_overlap, design block with its DSpark drafters, taps, block
+sizes and kept-length curves, steps_by_batch with adaptive widths), at inputs that are accepted
+but cannot mean what they say, and at the less probed commands (recommend, search, engines,
+calibrate --from aiconfigurator, verify, plot on odd run folders). The inputs and what each did
+are kept out of the repo. Each test below is one class that failed, its docstring saying what
+happened before the fix."""
+from __future__ import annotations
+
+import pytest
+
+from mtpsim import cli
+from tests.test_bad_input import BASE, one_line_error, run
+from tests.test_bad_input_5 import _fresh_warnings  # noqa: F401 (an autouse fixture)
+from tests.test_bad_input_11p import _stub_verify
+
+VERIFY_H200 = BASE.replace("workload: {concurrency: 2, num_requests: 4,", "workload: {arrival: batch, num_requests: 2,") + \
+    "verify: {num_layers: 1, hidden_scale: 0.01, iterations: 2, warmup_iterations: 0, device: cpu}\n"
+
+
+@pytest.mark.parametrize("how", ["file", "sweep"])
+def test_verify_checks_every_points_memory_before_any_warning_or_loop(tmp_path, capsys, monkeypatch, how):
+    """Before: verify checked that a point's shrunken model fits this device inside that point's
+    verification, after the warning that the loop runs on this CPU and not on the scenario's
+    8 h200 (two lines for one bad verify.hidden_scale); in a sweep of hidden_scale [0.01, 1] the
+    first point's real loop ran (and printed its table) before the second was refused. The loop
+    itself is stubbed here: the check must come before it."""
+    _stub_verify(monkeypatch)
+    text = VERIFY_H200 + ("sweep: {verify.hidden_scale: [0.01, 1]}\n" if how == "sweep" else "")
+    if how == "file":
+        text = text.replace("hidden_scale: 0.01", "hidden_scale: 1")
+    argv = ["verify", run(tmp_path, text)[1], "--out", str(tmp_path / "v")]
+    one_line_error(capsys, argv, "verify.hidden_scale", "does not fit this device")
+    assert not (tmp_path / "v").exists()
+
+
+def test_a_sweep_over_the_verify_section_warns_where_nothing_reads_it(tmp_path, capsys, monkeypatch):
+    """Before: `mtpsim run` of a sweep over verify.num_layers ran the same simulation at every
+    point without a word (a sweep over the search section said so); `mtpsim verify`, which
+    builds what that section says, takes such a sweep as it is."""
+    text = BASE + "sweep: {verify.num_layers: [1, 2]}\n"
+    assert cli.main(run(tmp_path, text) + ["--jobs", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "sweep.verify.num_layers: only `mtpsim verify` reads the verify section" in err, err
+    _stub_verify(monkeypatch)
+    path = run(tmp_path, VERIFY_H200 + "sweep: {verify.num_layers: [1, 2]}\n")[1]
+    assert cli.main(["verify", path, "--out", str(tmp_path / "v")]) == 0
+    assert "only `mtpsim verify`" not in capsys.readouterr().err
