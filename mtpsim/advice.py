@@ -63,7 +63,7 @@ def _unread_or_null(points: list[Scenario], swept: str, skip: tuple) -> None:
 # what else a warning's key depends on: a sweep over these makes the setting matter at other points
 DEPENDS = {"speculative.draft": ("speculative.design",), "acceptance": ("speculative",),
            "speculative.policy": ("workload", "engine", "speculative"),
-           "cost.moe_skew": ("model",), "cost.routing_locality": ("model",),
+           "cost.moe_skew": ("model",), "cost.routing_locality": ("model", "speculative"),
            "cost.moe_stream_overlap": ("model", "hardware", "engine", "parallel"),
            "acceptance.histogram": ("speculative",),
            "engine.two_batch_overlap": ("parallel", "disaggregation", "model"),
@@ -71,7 +71,8 @@ DEPENDS = {"speculative.draft": ("speculative.design",), "acceptance": ("specula
            "workload.rate_per_s": ("workload.arrival",), "workload.trace": ("workload.arrival",),
            "workload.num_requests": ("workload.arrival",), "acceptance.forced": ("speculative", "engine"),
            "engine.eplb": ("model",), "engine.mixed_batches": ("speculative", "engine"),
-           "engine.dp_routing": ("parallel", "disaggregation"), "workload.shared_prefix": ("engine",)}
+           "engine.dp_routing": ("parallel", "disaggregation"), "workload.shared_prefix": ("engine",),
+           "engine.speculative_overlap": ("speculative", "engine"), "engine.prefix_cache": ("engine",)}
 
 
 def _within(swept: str, key: str) -> bool:

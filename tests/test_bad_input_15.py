@@ -12,7 +12,7 @@ import pytest
 
 from mtpsim import cli
 from tests.test_bad_input import BASE, one_line_error, run
-from tests.test_bad_input_5 import _fresh_warnings  # noqa: F401 (an autouse fixture)
+from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 from tests.test_bad_input_11p import _stub_verify
 
 VERIFY_H200 = BASE.replace("workload: {concurrency: 2, num_requests: 4,", "workload: {arrival: batch, num_requests: 2,") + \
@@ -47,3 +47,28 @@ def test_a_sweep_over_the_verify_section_warns_where_nothing_reads_it(tmp_path, 
     path = run(tmp_path, VERIFY_H200 + "sweep: {verify.num_layers: [1, 2]}\n")[1]
     assert cli.main(["verify", path, "--out", str(tmp_path / "v")]) == 0
     assert "only `mtpsim verify`" not in capsys.readouterr().err
+
+
+NONE = BASE.replace("design: nextn, steps: 2", "design: none").replace("acceptance: {per_depth: [0.8, 0.7]}\n", "")
+MOOT = [  # (id, scenario, the key warned of, a word of the reason, a sweep over what makes it matter)
+    ("cache-off-size", BASE + "engine: {prefix_cache: {enabled: false, max_tokens: 100}}\n",
+     "engine.prefix_cache.max_tokens", "the prefix cache is off", "engine.prefix_cache.enabled: [false, true]"),
+    ("overlap-without-scheduler", BASE + "engine: {overlap_schedule: false, speculative_overlap: true}\n",
+     "engine.speculative_overlap", "engine.overlap_schedule is false", "engine.overlap_schedule: [false, true]"),
+    ("locality-without-drafts", NONE + "acceptance: {per_depth: [0.8]}\ncost: {routing_locality: 0.5}\n",
+     "cost.routing_locality", "design none", "speculative: [{design: none}, {design: nextn, steps: 1}]"),
+]
+
+
+@pytest.mark.parametrize("text,key,word,sweep", [c[1:] for c in MOOT], ids=[c[0] for c in MOOT])
+def test_an_engine_or_cost_setting_another_setting_makes_moot_is_warned_of(tmp_path, capsys, text, key, word, sweep):
+    """Before: each ran without a word and changed nothing: a prefix-cache size limit with the
+    cache off (its block size was warned of), a speculative overlap without the overlap scheduler
+    that hides host work (costs/iteration.py hiding_window), and a routing locality under design
+    none, whose passes bring one token per request (costs/ffn.py shared_routing). A sweep over
+    what makes them matter at other points leaves them alone."""
+    lines = warnings_of(capsys, run(tmp_path, text) + ["--jobs", "1"])
+    assert any(f": {key}: " in line and word in line for line in lines), lines
+    (tmp_path / "swept").mkdir()
+    lines = warnings_of(capsys, run(tmp_path / "swept", text + f"sweep: {{{sweep}}}\n") + ["--jobs", "1"])
+    assert not any(f": {key}: " in line for line in lines), lines
