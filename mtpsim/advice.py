@@ -101,19 +101,32 @@ def _ignored_by_design(s: Scenario) -> list[tuple[str, str]]:
 
 
 def swept_search(s: Scenario) -> list[tuple[str, str]]:
+    """A sweep over, or a --set inside, the search section, which only `mtpsim search` reads."""
     return _swept_section(s, "search")
 
 
 def swept_verify(s: Scenario) -> list[tuple[str, str]]:
-    """A sweep over the verify section, which builds `mtpsim verify`'s real loop and which no
-    simulation reads (run, recommend, search, cost: `_verify_past_the_model` warns of it alone)."""
+    """A sweep over, or a --set inside, the verify section, which builds `mtpsim verify`'s real
+    loop and which no simulation reads (run, recommend, search, cost: `_verify_past_the_model`
+    warns of the file's alone)."""
     return _swept_section(s, "verify")
 
 
 def _swept_section(s: Scenario, section: str) -> list[tuple[str, str]]:
-    """The first swept key inside `section`, which only `mtpsim <section>` reads."""
-    return [(f"sweep.{k}", f"only `mtpsim {section}` reads the {section} section: these points are the same run")
-            for k in s.point if k == section or k.startswith(section + ".")][:1]
+    """The first swept key inside `section`, which only `mtpsim <section>` reads; and the keys
+    --set gave it (the section as a whole, or its first key the flag set): the command it was
+    given to ignores them (a file's own section is for the command that reads it, and is quiet)."""
+    from mtpsim.errors import set_by_flag
+    from mtpsim.schema import Verify
+    from mtpsim.search.bounds import SearchBounds
+    said = f"only `mtpsim {section}` reads the {section} section"
+    found = [(f"sweep.{k}", f"{said}: these points are the same run")
+             for k in s.point if k == section or k.startswith(section + ".")][:1]
+    keys = {"search": SearchBounds, "verify": Verify}[section].model_fields
+    given = [k for k in keys if set_by_flag(s.source, f"{section}.{k}")]
+    if given:
+        found.append((section if len(given) == len(keys) else f"{section}.{given[0]}", f"{said}: it is ignored"))
+    return found
 
 
 def _verify_past_the_model(s: Scenario) -> list[tuple[str, str]]:

@@ -72,3 +72,26 @@ def test_an_engine_or_cost_setting_another_setting_makes_moot_is_warned_of(tmp_p
     (tmp_path / "swept").mkdir()
     lines = warnings_of(capsys, run(tmp_path / "swept", text + f"sweep: {{{sweep}}}\n") + ["--jobs", "1"])
     assert not any(f": {key}: " in line for line in lines), lines
+
+
+@pytest.mark.parametrize("command,flag,key", [
+    ("run", "verify.num_layers=3", "verify.num_layers"), ("run", "verify={num_layers: 3}", "verify"),
+    ("cost", "search.gpus=16", "search.gpus"), ("recommend", "verify.device=cpu", "verify.device"),
+    ("search", "verify.iterations=3", "verify.iterations")])
+def test_a_set_inside_a_section_only_another_command_reads_is_warned_of(tmp_path, capsys, command, flag, key):
+    """Before: `mtpsim run --set verify.num_layers=3` (or cost, recommend and search given a key
+    of the verify or search section, which only `mtpsim verify` and `mtpsim search` read) ran
+    without a word, the flag asked for ignored; a sweep over the search section was warned of."""
+    argv = run(tmp_path, BASE)
+    out = str(tmp_path / "out")
+    argv = {"run": argv + ["--jobs", "1"], "cost": ["cost", argv[1]],
+            "recommend": ["recommend", argv[1], "--batch", "1", "--seeds", "1", "--jobs", "1", "--out", out],
+            "search": ["search", argv[1], "--gpus", "8", "--concurrency", "1", "--max-steps", "1", "--jobs", "1",
+                       "--no-cache", "--no-plot", "--out", out]}[command]
+    lines = warnings_of(capsys, argv + ["--set", flag])
+    section = key.split(".")[0]
+    assert any(line.startswith(f"mtpsim: warning: --set: {key}: only `mtpsim {section}` reads") for line in lines), lines
+    (tmp_path / "again").mkdir()
+    path = run(tmp_path / "again", BASE + "search: {gpus: 8}\nverify: {num_layers: 1}\n")[1]
+    lines = warnings_of(capsys, ["cost", path])  # the file's own sections are for their commands: quiet
+    assert not any("only `mtpsim" in line for line in lines), lines
