@@ -303,3 +303,5 @@ UNREAD_CHECKS = (_ignored_by_design, workload_advice.trace_settings_unread, work
 # checks that judge the batch a run's load keeps running (its users, its requests, the cap):
 # `cost --batch` prices a batch of its own, which its header line describes
 RUNNING_BATCH_CHECKS = (_unreached_policy, engine_advice.budget_below_decode)
+# checks of the scenario's steps policy, which recommend and search do not run (each says so)
+POLICY_CHECKS = (_unreached_policy,)

@@ -95,3 +95,20 @@ def test_a_set_inside_a_section_only_another_command_reads_is_warned_of(tmp_path
     path = run(tmp_path / "again", BASE + "search: {gpus: 8}\nverify: {num_layers: 1}\n")[1]
     lines = warnings_of(capsys, ["cost", path])  # the file's own sections are for their commands: quiet
     assert not any("only `mtpsim" in line for line in lines), lines
+
+
+@pytest.mark.parametrize("command", ["recommend", "search"])
+@pytest.mark.parametrize("policy", ["{1: 2, 4: 1}", "{1: 0}"])
+def test_recommend_and_search_do_not_judge_a_policy_they_say_they_do_not_run(tmp_path, capsys, command, policy):
+    """Before: recommend and search said the scenario's steps_by_batch policy is not used, and
+    then judged it as if it ran: `steps_by_batch.4: no iteration of this workload runs more than
+    2 requests (workload.concurrency), so this entry is never used` (their own batches and loads
+    replace the workload's users), or that it never speculates: two lines about one ignored key."""
+    text = BASE.replace("steps: 2}", f"steps: 2, policy: {{steps_by_batch: {policy}}}}}")
+    path, out = run(tmp_path, text)[1], str(tmp_path / "out")
+    argv = {"recommend": ["recommend", path, "--batch", "1,4", "--seeds", "1", "--jobs", "1", "--out", out],
+            "search": ["search", path, "--gpus", "8", "--concurrency", "1,4", "--max-steps", "1", "--jobs", "1",
+                       "--no-cache", "--no-plot", "--out", out]}[command]
+    lines = warnings_of(capsys, argv)
+    assert [line for line in lines if "speculative.policy" in line] == \
+        [next(line for line in lines if ": speculative.policy: " in line and "not used" in line)], lines
