@@ -112,3 +112,26 @@ def test_recommend_and_search_do_not_judge_a_policy_they_say_they_do_not_run(tmp
     lines = warnings_of(capsys, argv)
     assert [line for line in lines if "speculative.policy" in line] == \
         [next(line for line in lines if ": speculative.policy: " in line and "not used" in line)], lines
+
+
+@pytest.mark.parametrize("where,key", [("default", "versions.default"), ("known", "versions.known"),
+                                       ("since", "rules.0.since")])
+def test_an_empty_release_in_a_users_engine_file_is_one_line(tmp_path, capsys, monkeypatch, where, key):
+    """Before: an empty release in an engine file of MTPSIM_CATALOG (versions.default: "", a
+    known release "", a rule's since: "") was an `IndexError: string index out of range`
+    traceback: the test for a leading 'v', `text[:1] in "vV"`, holds for an empty text."""
+    import yaml
+
+    from mtpsim.packagedata import data_dir
+    engine = yaml.safe_load((data_dir() / "engines" / "trtllm.yaml").read_text())
+    if where == "default":
+        engine["versions"]["default"] = ""
+    elif where == "known":
+        engine["versions"]["known"].append("")
+    else:
+        engine["rules"][0]["since"] = ""
+    (tmp_path / "cat" / "engines").mkdir(parents=True)
+    (tmp_path / "cat" / "engines" / "trtllm.yaml").write_text(yaml.safe_dump(engine, sort_keys=False))
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "cat"))
+    line = one_line_error(capsys, run(tmp_path, BASE + "engine: {kind: trtllm}\n"), key, "not a release number")
+    assert "engines/trtllm.yaml" in line
