@@ -135,3 +135,23 @@ def test_an_empty_release_in_a_users_engine_file_is_one_line(tmp_path, capsys, m
     monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "cat"))
     line = one_line_error(capsys, run(tmp_path, BASE + "engine: {kind: trtllm}\n"), key, "not a release number")
     assert "engines/trtllm.yaml" in line
+
+
+@pytest.mark.parametrize("key", ["seed", "engine"])
+def test_a_swept_seed_or_engine_section_keeps_its_own_column(tmp_path, capsys, key):
+    """Before: a swept top-level key whose name is also a column the run adds was misread or
+    overwritten. `sweep: {seed: [1, 2]}` (one seed a point) wrote its `seed` column into
+    summary.csv alone, as any swept key, and `mtpsim plot` took it for replicates and refused the
+    run's own folder (`requests.csv: seed: has no seed column, and summary.csv's runs are over
+    seeds: the folder's tables come from different runs`); `sweep: {engine: [{mem_fraction: 0.8},
+    {mem_fraction: 0.85}]}` wrote `sglang` in both points' engine column, the engine's name over
+    the swept value, so nothing told the rows apart."""
+    import pandas as pd
+    sweep = {"seed": "seed: [1, 2]", "engine": "engine: [{mem_fraction: 0.8}, {mem_fraction: 0.85}]"}[key]
+    argv = run(tmp_path, BASE + f"sweep: {{{sweep}}}\n")
+    assert cli.main(argv + ["--jobs", "1"]) == 0
+    capsys.readouterr()
+    if key == "engine":
+        summary = pd.read_csv(tmp_path / "out" / "summary.csv")
+        assert list(summary.engine[summary.point >= 0]) == ["mem_fraction=0.8", "mem_fraction=0.85"]
+    assert cli.main(["plot", argv[3]]) == 0, capsys.readouterr().err
