@@ -164,20 +164,34 @@ def _disaggregation_moot(s: Scenario) -> list[tuple[str, str]]:
     return found
 
 
-def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
-    """A shared prefix longer than any prompt (it is cut to the prompt), a kept-length curve
-    deeper than the drafts an iteration makes (a request keeps at most speculative.steps), and
-    a batch load whose concurrency is not its size (all num_requests arrive at t=0)."""
-    w, found, load = s.workload, [], workload_advice.load_bounds(s)
+def _prefix_past_the_prompts(s: Scenario) -> list[tuple[str, str]]:
+    """A shared prefix longer than any prompt (it is cut to the prompt)."""
+    w, load = s.workload, workload_advice.load_bounds(s)
     if w.shared_prefix is not None and w.shared_prefix.tokens > load.longest_input:
-        found.append(("workload.shared_prefix.tokens", f"{w.shared_prefix.tokens} is longer than any prompt "
-                      f"({load.longest_input} tokens at most{' in the trace' * load.from_trace}): the shared part "
-                      "is cut to each prompt's length"))
+        return [("workload.shared_prefix.tokens", f"{w.shared_prefix.tokens} is longer than any prompt "
+                 f"({load.longest_input} tokens at most{' in the trace' * load.from_trace}): the shared part "
+                 "is cut to each prompt's length")]
+    return []
+
+
+def _kept_past_the_steps(s: Scenario) -> list[tuple[str, str]]:
+    """A kept-length curve deeper than the drafts an iteration makes (a request keeps at most
+    speculative.steps)."""
     kept = s.acceptance.kept_length
     if kept is not None and len(kept) - 1 > s.speculative.steps > 0:
-        found.append(("acceptance.kept_length", f"gives P(j kept) up to j = {len(kept) - 1}, more than "
-                      f"speculative.steps {s.speculative.steps}: a request keeps at most {s.speculative.steps}, so "
-                      "the entries past it count as keeping them all"))
+        return [("acceptance.kept_length", f"gives P(j kept) up to j = {len(kept) - 1}, more than "
+                 f"speculative.steps {s.speculative.steps}: a request keeps at most {s.speculative.steps}, so "
+                 "the entries past it count as keeping them all")]
+    return []
+
+
+def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
+    """A kept-length curve that keeps no draft, a shared prefix nothing reads, a routing with one
+    replica, outputs of one token, and a batch load whose concurrency is not its size (all
+    num_requests arrive at t=0); a shared prefix or kept length deeper than what it serves is
+    _prefix_past_the_prompts's and _kept_past_the_steps's (run before it)."""
+    w, found, load = s.workload, [], workload_advice.load_bounds(s)
+    kept = s.acceptance.kept_length
     if kept is not None and kept[0] >= 1 - 1e-9:
         cost = "runs plain decoding (a controller drafts nothing for a width-0 request)" \
             if s.acceptance.kept_by == "controller" else "pays for drafting"
@@ -296,12 +310,14 @@ CHECKS = (_ignored_by_design, _unreached_policy, engine_advice.skew_without_expe
           model_advice.unread_dtypes, model_advice.windows_past_context, workload_advice.trace_settings_unread,
           model_advice.past_any_model, model_advice.odd_widths,
           _verify_past_the_model, _disaggregation_moot, workload_advice.unused_by_arrival,
-          _past_their_reach, _forced_past_its_range, engine_advice.engine_moot, engine_advice.stream_overlap_moot)
+          _prefix_past_the_prompts, _kept_past_the_steps, _past_their_reach, _forced_past_its_range,
+          engine_advice.engine_moot, engine_advice.stream_overlap_moot)
 
 # checks whose every warning says the value is not read at all (a null, the default, is read no more)
 UNREAD_CHECKS = (_ignored_by_design, workload_advice.trace_settings_unread, workload_advice.unused_by_arrival)
 # checks that judge the batch a run's load keeps running (its users, its requests, the cap):
 # `cost --batch` prices a batch of its own, which its header line describes
 RUNNING_BATCH_CHECKS = (_unreached_policy, engine_advice.budget_below_decode)
-# checks of the scenario's steps policy, which recommend and search do not run (each says so)
-POLICY_CHECKS = (_unreached_policy,)
+# checks that judge the scenario's own steps or policy, which recommend and search do not run:
+# they compare steps of their own (1..--max-steps, as the acceptance allows), without the policy
+STEPS_CHECKS = (_unreached_policy, _kept_past_the_steps)

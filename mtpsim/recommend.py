@@ -28,7 +28,7 @@ import pandas as pd
 
 from mtpsim import scenario as sc
 from mtpsim import sweep
-from mtpsim.advice import POLICY_CHECKS, advise
+from mtpsim.advice import STEPS_CHECKS, advise
 from mtpsim.designs import BASELINE, record
 from mtpsim.errors import ScenarioError, holding, short, warn, whole_number
 from mtpsim.heaviness import heavy_load, prefill_chunks
@@ -74,7 +74,7 @@ def base_point(path: str, sets: list[str]) -> sc.Scenario:
             warn(s.source, "speculative.policy", "recommend compares fixed steps at each batch and prints the policy "
                  "they make: the scenario's own policy is not used")
         s = rankable.own_loads(s, "recommend", "closed-loop batches (--batch)")
-    advise(points[0], skip=POLICY_CHECKS)  # the point recommended for; its policy is not run (said above)
+    advise(points[0], skip=STEPS_CHECKS)  # the point recommended for; its steps and policy are its own (said above)
     return s
 
 

@@ -98,18 +98,29 @@ def test_a_set_inside_a_section_only_another_command_reads_is_warned_of(tmp_path
 
 
 @pytest.mark.parametrize("command", ["recommend", "search"])
-@pytest.mark.parametrize("policy", ["{1: 2, 4: 1}", "{1: 0}"])
-def test_recommend_and_search_do_not_judge_a_policy_they_say_they_do_not_run(tmp_path, capsys, command, policy):
+@pytest.mark.parametrize("what", ["{1: 2, 4: 1}", "{1: 0}", "kept"])
+def test_recommend_and_search_do_not_judge_steps_they_do_not_run(tmp_path, capsys, command, what):
     """Before: recommend and search said the scenario's steps_by_batch policy is not used, and
     then judged it as if it ran: `steps_by_batch.4: no iteration of this workload runs more than
     2 requests (workload.concurrency), so this entry is never used` (their own batches and loads
-    replace the workload's users), or that it never speculates: two lines about one ignored key."""
-    text = BASE.replace("steps: 2}", f"steps: 2, policy: {{steps_by_batch: {policy}}}}}")
+    replace the workload's users), or that it never speculates: two lines about one ignored key.
+    A kept-length curve deeper than speculative.steps 2 was said to count past 2 as keeping all,
+    while they compared steps 1..4, which use it whole."""
+    if what == "kept":
+        text = BASE.replace("[0.8, 0.7]}", "[0.8, 0.7, 0.6, 0.5], kept_length: [0.1, 0.2, 0.3, 0.2, 0.2]}")
+    else:
+        text = BASE.replace("steps: 2}", f"steps: 2, policy: {{steps_by_batch: {what}}}}}")
     path, out = run(tmp_path, text)[1], str(tmp_path / "out")
     argv = {"recommend": ["recommend", path, "--batch", "1,4", "--seeds", "1", "--jobs", "1", "--out", out],
-            "search": ["search", path, "--gpus", "8", "--concurrency", "1,4", "--max-steps", "1", "--jobs", "1",
+            "search": ["search", path, "--gpus", "8", "--concurrency", "1,4", "--max-steps", "4", "--jobs", "1",
                        "--no-cache", "--no-plot", "--out", out]}[command]
     lines = warnings_of(capsys, argv)
+    if what == "kept":
+        assert not any("kept_length" in line for line in lines), lines
+        (tmp_path / "run").mkdir()  # `mtpsim run` runs speculative.steps, and says so
+        lines = warnings_of(capsys, run(tmp_path / "run", text) + ["--jobs", "1"])
+        assert any(": acceptance.kept_length: " in line for line in lines), lines
+        return
     assert [line for line in lines if "speculative.policy" in line] == \
         [next(line for line in lines if ": speculative.policy: " in line and "not used" in line)], lines
 

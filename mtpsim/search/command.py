@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from mtpsim import scenario as sc
 from mtpsim import sweep
-from mtpsim.advice import POLICY_CHECKS, advise, swept_search
+from mtpsim.advice import STEPS_CHECKS, advise, swept_search
 from mtpsim.designs import BASELINE, record
 from mtpsim.errors import ScenarioError, decimal_number, from_validation, holding, short, warn
 from mtpsim.intervals import half_width
@@ -95,8 +95,8 @@ def base_scenario(path: str, sets: list[str]) -> sc.Scenario:
         s = rankable.own_loads(s, "search", "its own loads (closed-loop users or Poisson rates, --concurrency / --rates)")
         if s.speculative.policy is not None:
             warn(s.source, "speculative.policy", "search compares fixed steps at each load: the policy is not used")
-    # the point searched; its search section is read here, and its policy not run (said above)
-    advise(points[0], skip=(swept_search, *POLICY_CHECKS))
+    # the point searched; its search section is read here, its steps and policy are its own
+    advise(points[0], skip=(swept_search, *STEPS_CHECKS))
     return s
 
 
