@@ -1,11 +1,24 @@
-"""A fifteenth adversarial campaign, aimed at the newer keys and commands (engine.version spellings,
-engine.mem_fraction, speculative_overlap, overlap_schedule, prefix_cache, chunked_prefill_tokens,
-cost.routing_locality and moe_stream_overlap, design block with its DSpark drafters, taps, block
-sizes and kept-length curves, steps_by_batch with adaptive widths), at inputs that are accepted
-but cannot mean what they say, and at the less probed commands (recommend, search, engines,
-calibrate --from aiconfigurator, verify, plot on odd run folders). The inputs and what each did
-are kept out of the repo. Each test below is one class that failed, its docstring saying what
-happened before the fix."""
+"""A fifteenth adversarial campaign, aimed at the newer keys and commands (about 1,950 inputs:
+engine.version spellings, engine.mem_fraction, speculative_overlap, overlap_schedule,
+prefix_cache, chunked_prefill_tokens, cost.routing_locality and moe_stream_overlap, design block
+with its DSpark drafters, taps, block sizes and kept-length curves, steps_by_batch with adaptive
+widths, user engine files in MTPSIM_CATALOG, sweeps and --set over all of them, ~260 random
+combinations; and the less probed commands: recommend, search, engines, calibrate --from
+aiconfigurator with every system and backend, verify, plot on odd and on real run folders).
+The inputs and what each did are kept out of the repo. 30 failed, in seven classes, one
+test each below (each docstring says what happened before the fix):
+- verify refused a shrunken model too big for the device after a warning, or after earlier
+  sweep points' loops had run (verify/command.py: every point checked in the loader's hold);
+- a sweep over the verify section ran identical points without a word (advice.swept_verify);
+- a --set inside the verify or search section, on a command that ignores it, was silent;
+- settings another setting makes moot ran silent (engine_advice.py: a prefix-cache size with
+  the cache off, a speculative overlap without the overlap scheduler, a routing locality under
+  design none);
+- recommend and search judged the scenario's policy and kept-length depth against its own
+  steps and users, which they replace (advice.STEPS_CHECKS);
+- an empty release in a user's engine file was an IndexError traceback (engine_releases.py);
+- a swept seed made plot refuse the run's own folder, and a swept engine section's column was
+  overwritten with the engine's name (run_reader.py, run.py)."""
 from __future__ import annotations
 
 import pytest
