@@ -320,4 +320,4 @@ UNREAD_CHECKS = (_ignored_by_design, workload_advice.trace_settings_unread, work
 RUNNING_BATCH_CHECKS = (_unreached_policy, engine_advice.budget_below_decode)
 # checks that judge the scenario's own steps or policy, which recommend and search do not run:
 # they compare steps of their own (1..--max-steps, as the acceptance allows), without the policy
-STEPS_CHECKS = (_unreached_policy, _kept_past_the_steps)
+STEPS_CHECKS = (_unreached_policy, _kept_past_the_steps, _deep_histogram)

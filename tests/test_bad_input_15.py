@@ -5,7 +5,7 @@ with its DSpark drafters, taps, block sizes and kept-length curves, steps_by_bat
 widths, user engine files in MTPSIM_CATALOG, sweeps and --set over all of them, ~260 random
 combinations; and the less probed commands: recommend, search, engines, calibrate --from
 aiconfigurator with every system and backend, verify, plot on odd and on real run folders).
-The inputs and what each did are kept out of the repo. 30 failed, in seven classes, one
+The inputs and what each did are kept out of the repo. 32 failed, in seven classes, one
 test each below (each docstring says what happened before the fix):
 - verify refused a shrunken model too big for the device after a warning, or after earlier
   sweep points' loops had run (verify/command.py: every point checked in the loader's hold);
@@ -14,7 +14,7 @@ test each below (each docstring says what happened before the fix):
 - settings another setting makes moot ran silent (engine_advice.py: a prefix-cache size with
   the cache off, a speculative overlap without the overlap scheduler, a routing locality under
   design none);
-- recommend and search judged the scenario's policy and kept-length depth against its own
+- recommend and search judged the scenario's policy, kept-length and histogram depth against its own
   steps and users, which they replace (advice.STEPS_CHECKS);
 - an empty release in a user's engine file was an IndexError traceback (engine_releases.py);
 - a swept seed made plot refuse the run's own folder, and a swept engine section's column was
@@ -111,16 +111,20 @@ def test_a_set_inside_a_section_only_another_command_reads_is_warned_of(tmp_path
 
 
 @pytest.mark.parametrize("command", ["recommend", "search"])
-@pytest.mark.parametrize("what", ["{1: 2, 4: 1}", "{1: 0}", "kept"])
+@pytest.mark.parametrize("what", ["{1: 2, 4: 1}", "{1: 0}", "kept", "histogram"])
 def test_recommend_and_search_do_not_judge_steps_they_do_not_run(tmp_path, capsys, command, what):
     """Before: recommend and search said the scenario's steps_by_batch policy is not used, and
     then judged it as if it ran: `steps_by_batch.4: no iteration of this workload runs more than
     2 requests (workload.concurrency), so this entry is never used` (their own batches and loads
     replace the workload's users), or that it never speculates: two lines about one ignored key.
     A kept-length curve deeper than speculative.steps 2 was said to count past 2 as keeping all,
-    while they compared steps 1..4, which use it whole."""
+    and a histogram of 3 accepted drafts to be used to depth 2 only, while they compared steps
+    1..4 and 1..3, which use them whole."""
     if what == "kept":
         text = BASE.replace("[0.8, 0.7]}", "[0.8, 0.7, 0.6, 0.5], kept_length: [0.1, 0.2, 0.3, 0.2, 0.2]}")
+    elif what == "histogram":
+        (tmp_path / "h.csv").write_text("accepted,count\n0,10\n1,20\n2,30\n3,40\n")
+        text = BASE.replace("per_depth: [0.8, 0.7]", f"histogram: {tmp_path / 'h.csv'}")
     else:
         text = BASE.replace("steps: 2}", f"steps: 2, policy: {{steps_by_batch: {what}}}}}")
     path, out = run(tmp_path, text)[1], str(tmp_path / "out")
@@ -128,11 +132,12 @@ def test_recommend_and_search_do_not_judge_steps_they_do_not_run(tmp_path, capsy
             "search": ["search", path, "--gpus", "8", "--concurrency", "1,4", "--max-steps", "4", "--jobs", "1",
                        "--no-cache", "--no-plot", "--out", out]}[command]
     lines = warnings_of(capsys, argv)
-    if what == "kept":
-        assert not any("kept_length" in line for line in lines), lines
+    if what in ("kept", "histogram"):
+        key = {"kept": "acceptance.kept_length", "histogram": "acceptance.histogram"}[what]
+        assert not any(key in line for line in lines), lines
         (tmp_path / "run").mkdir()  # `mtpsim run` runs speculative.steps, and says so
         lines = warnings_of(capsys, run(tmp_path / "run", text) + ["--jobs", "1"])
-        assert any(": acceptance.kept_length: " in line for line in lines), lines
+        assert any(f": {key}: " in line for line in lines), lines
         return
     assert [line for line in lines if "speculative.policy" in line] == \
         [next(line for line in lines if ": speculative.policy: " in line and "not used" in line)], lines
