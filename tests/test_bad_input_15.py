@@ -5,7 +5,7 @@ with its DSpark drafters, taps, block sizes and kept-length curves, steps_by_bat
 widths, user engine files in MTPSIM_CATALOG, sweeps and --set over all of them, ~260 random
 combinations; and the less probed commands: recommend, search, engines, calibrate --from
 aiconfigurator with every system and backend, verify, plot on odd and on real run folders).
-The inputs and what each did are kept out of the repo. 32 failed, in seven classes, one
+The inputs and what each did are kept out of the repo. 33 failed, in eight classes, one
 test each below (each docstring says what happened before the fix):
 - verify refused a shrunken model too big for the device after a warning, or after earlier
   sweep points' loops had run (verify/command.py: every point checked in the loader's hold);
@@ -18,7 +18,8 @@ test each below (each docstring says what happened before the fix):
   steps and users, which they replace (advice.STEPS_CHECKS);
 - an empty release in a user's engine file was an IndexError traceback (engine_releases.py);
 - a swept seed made plot refuse the run's own folder, and a swept engine section's column was
-  overwritten with the engine's name (run_reader.py, run.py)."""
+  overwritten with the engine's name (run_reader.py, run.py);
+- `mtpsim engines` listed a user's engine file that no engine.kind can name (listing.py)."""
 from __future__ import annotations
 
 import pytest
@@ -184,3 +185,17 @@ def test_a_swept_seed_or_engine_section_keeps_its_own_column(tmp_path, capsys, k
         summary = pd.read_csv(tmp_path / "out" / "summary.csv")
         assert list(summary.engine[summary.point >= 0]) == ["mem_fraction=0.8", "mem_fraction=0.85"]
     assert cli.main(["plot", argv[3]]) == 0, capsys.readouterr().err
+
+
+def test_engines_refuses_an_engine_file_no_scenario_can_name(tmp_path, capsys, monkeypatch):
+    """Before: `mtpsim engines` listed a user's engines/foo.yaml (MTPSIM_CATALOG) with its
+    releases and rules as any engine, exit status 0, while every scenario naming it is refused
+    (engine.kind is sglang, vllm or trtllm): as a file whose stem is no catalog name, it is an
+    entry no scenario can use."""
+    from mtpsim.packagedata import data_dir
+    (tmp_path / "cat" / "engines").mkdir(parents=True)
+    text = (data_dir() / "engines" / "trtllm.yaml").read_text().replace("name: trtllm", "name: foo")
+    (tmp_path / "cat" / "engines" / "foo.yaml").write_text(text)
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "cat"))
+    line = one_line_error(capsys, ["engines"], "", "no engine a scenario can name")
+    assert "engines/foo.yaml" in line
