@@ -318,6 +318,7 @@ UNREAD_CHECKS = (_ignored_by_design, workload_advice.trace_settings_unread, work
 # checks that judge the batch a run's load keeps running (its users, its requests, the cap):
 # `cost --batch` prices a batch of its own, which its header line describes
 RUNNING_BATCH_CHECKS = (_unreached_policy, engine_advice.budget_below_decode)
-# checks that judge the scenario's own steps or policy, which recommend and search do not run:
-# they compare steps of their own (1..--max-steps, as the acceptance allows), without the policy
-STEPS_CHECKS = (_unreached_policy, _kept_past_the_steps, _deep_histogram)
+# checks that judge the scenario's own steps, policy or users, which recommend and search do not
+# run: they compare steps of their own (1..--max-steps, as the acceptance allows) at loads of their
+# own, without the policy (the budget is judged at their points: engine_advice.budget_at_points)
+GRID_CHECKS = (_unreached_policy, _kept_past_the_steps, _deep_histogram, engine_advice.budget_below_decode)

@@ -156,3 +156,17 @@ def budget_below_decode(s: Scenario) -> list[tuple[str, str]]:
     batch = f"{running} running requests" if closed else f"up to {running} running requests (the running-request cap)"
     return [(key, f"{batch} x {each} exceed {engine.name}'s {budget}-token budget a step: the engine would decode "
              "part of the batch per step, mtpsim decodes all of it")]
+
+
+
+def budget_at_points(points: list, origin: tuple[str, str]) -> None:
+    """budget_below_decode judged at the points recommend and search run (their own batches or
+    users, and steps), not at the scenario's workload, which they replace: one warning for the
+    first point past its engine's budget, naming what set its load (`origin`: file or flag, key)."""
+    from mtpsim.errors import warn
+    for p in points:
+        found = budget_below_decode(p)
+        if found:
+            d = designs.DesignShape.of(p.speculative)
+            warn(*origin, f"{d.design}{f' steps {d.steps}' * (d.steps > 0)}: {found[0][1]}")
+            return

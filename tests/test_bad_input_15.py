@@ -5,7 +5,7 @@ with its DSpark drafters, taps, block sizes and kept-length curves, steps_by_bat
 widths, user engine files in MTPSIM_CATALOG, sweeps and --set over all of them, ~260 random
 combinations; and the less probed commands: recommend, search, engines, calibrate --from
 aiconfigurator with every system and backend, verify, plot on odd and on real run folders).
-The inputs and what each did are kept out of the repo. 33 failed, in eight classes, one
+The inputs and what each did are kept out of the repo. 35 failed, in eight classes, one
 test each below (each docstring says what happened before the fix):
 - verify refused a shrunken model too big for the device after a warning, or after earlier
   sweep points' loops had run (verify/command.py: every point checked in the loader's hold);
@@ -14,8 +14,9 @@ test each below (each docstring says what happened before the fix):
 - settings another setting makes moot ran silent (engine_advice.py: a prefix-cache size with
   the cache off, a speculative overlap without the overlap scheduler, a routing locality under
   design none);
-- recommend and search judged the scenario's policy, kept-length and histogram depth against its own
-  steps and users, which they replace (advice.STEPS_CHECKS);
+- recommend and search judged the scenario's policy, kept-length and histogram depth and a
+  mixing engine's token budget against its own steps and users, which they replace
+  (advice.GRID_CHECKS; the budget at their own points: engine_advice.budget_at_points);
 - an empty release in a user's engine file was an IndexError traceback (engine_releases.py);
 - a swept seed made plot refuse the run's own folder, and a swept engine section's column was
   overwritten with the engine's name (run_reader.py, run.py);
@@ -199,3 +200,21 @@ def test_engines_refuses_an_engine_file_no_scenario_can_name(tmp_path, capsys, m
     monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "cat"))
     line = one_line_error(capsys, ["engines"], "", "no engine a scenario can name")
     assert "engines/foo.yaml" in line
+
+
+@pytest.mark.parametrize("command", ["recommend", "search"])
+@pytest.mark.parametrize("budget,loads,said", [(4, "1", None), (9, "1,4", "4 running requests x 3 tokens")])
+def test_recommend_and_search_judge_a_token_budget_at_their_own_loads(tmp_path, capsys, command, budget, loads, said):
+    """Before: a mixing engine's token budget was judged at the workload's 2 users, which recommend
+    and search replace with their own batches: at --batch 1 (3 tokens a step, inside vLLM's 4) they
+    warned that 2 running requests x 3 tokens exceed it, and at --batch 1,4 past a 9-token budget
+    (4 x 3 = 12 tokens a step) they said nothing."""
+    text = BASE + f"engine: {{kind: vllm, chunked_prefill_tokens: {budget}}}\n"
+    path, out = run(tmp_path, text)[1], str(tmp_path / "out")
+    argv = {"recommend": ["recommend", path, "--batch", loads, "--seeds", "1", "--jobs", "1", "--out", out],
+            "search": ["search", path, "--gpus", "8", "--concurrency", loads, "--max-steps", "2", "--jobs", "1",
+                       "--no-cache", "--no-plot", "--out", out, "--set", "engine.max_running_requests=4"]}[command]
+    lines = [line for line in warnings_of(capsys, argv) if "budget" in line]
+    flag = {"recommend": "--batch", "search": "--concurrency"}[command]
+    assert lines == ([] if said is None else [next(line for line in lines if line.startswith(
+        f"mtpsim: warning: {flag}: nextn steps 2: {said}"))]), lines
