@@ -63,7 +63,7 @@ def _unread_or_null(points: list[Scenario], swept: str, skip: tuple) -> None:
 # what else a warning's key depends on: a sweep over these makes the setting matter at other points
 DEPENDS = {"speculative.draft": ("speculative.design",), "acceptance": ("speculative",),
            "speculative.policy": ("workload", "engine", "speculative"),
-           "cost.moe_skew": ("model",), "cost.routing_locality": ("model",),
+           "cost.moe_skew": ("model",), "cost.routing_locality": ("model", "speculative"),
            "cost.moe_stream_overlap": ("model", "hardware", "engine", "parallel"),
            "acceptance.histogram": ("speculative",),
            "engine.two_batch_overlap": ("parallel", "disaggregation", "model"),
@@ -71,7 +71,8 @@ DEPENDS = {"speculative.draft": ("speculative.design",), "acceptance": ("specula
            "workload.rate_per_s": ("workload.arrival",), "workload.trace": ("workload.arrival",),
            "workload.num_requests": ("workload.arrival",), "acceptance.forced": ("speculative", "engine"),
            "engine.eplb": ("model",), "engine.mixed_batches": ("speculative", "engine"),
-           "engine.dp_routing": ("parallel", "disaggregation"), "workload.shared_prefix": ("engine",)}
+           "engine.dp_routing": ("parallel", "disaggregation"), "workload.shared_prefix": ("engine",),
+           "engine.speculative_overlap": ("speculative", "engine"), "engine.prefix_cache": ("engine",)}
 
 
 def _within(swept: str, key: str) -> bool:
@@ -100,8 +101,32 @@ def _ignored_by_design(s: Scenario) -> list[tuple[str, str]]:
 
 
 def swept_search(s: Scenario) -> list[tuple[str, str]]:
-    return [(f"sweep.{k}", "only `mtpsim search` reads the search section: these points are the same run")
-            for k in s.point if k == "search" or k.startswith("search.")][:1]
+    """A sweep over, or a --set inside, the search section, which only `mtpsim search` reads."""
+    return _swept_section(s, "search")
+
+
+def swept_verify(s: Scenario) -> list[tuple[str, str]]:
+    """A sweep over, or a --set inside, the verify section, which builds `mtpsim verify`'s real
+    loop and which no simulation reads (run, recommend, search, cost: `_verify_past_the_model`
+    warns of the file's alone)."""
+    return _swept_section(s, "verify")
+
+
+def _swept_section(s: Scenario, section: str) -> list[tuple[str, str]]:
+    """The first swept key inside `section`, which only `mtpsim <section>` reads; and the keys
+    --set gave it (the section as a whole, or its first key the flag set): the command it was
+    given to ignores them (a file's own section is for the command that reads it, and is quiet)."""
+    from mtpsim.errors import set_by_flag
+    from mtpsim.schema import Verify
+    from mtpsim.search.bounds import SearchBounds
+    said = f"only `mtpsim {section}` reads the {section} section"
+    found = [(f"sweep.{k}", f"{said}: these points are the same run")
+             for k in s.point if k == section or k.startswith(section + ".")][:1]
+    keys = {"search": SearchBounds, "verify": Verify}[section].model_fields
+    given = [k for k in keys if set_by_flag(s.source, f"{section}.{k}")]
+    if given:
+        found.append((section if len(given) == len(keys) else f"{section}.{given[0]}", f"{said}: it is ignored"))
+    return found
 
 
 def _verify_past_the_model(s: Scenario) -> list[tuple[str, str]]:
@@ -139,20 +164,34 @@ def _disaggregation_moot(s: Scenario) -> list[tuple[str, str]]:
     return found
 
 
-def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
-    """A shared prefix longer than any prompt (it is cut to the prompt), a kept-length curve
-    deeper than the drafts an iteration makes (a request keeps at most speculative.steps), and
-    a batch load whose concurrency is not its size (all num_requests arrive at t=0)."""
-    w, found, load = s.workload, [], workload_advice.load_bounds(s)
+def _prefix_past_the_prompts(s: Scenario) -> list[tuple[str, str]]:
+    """A shared prefix longer than any prompt (it is cut to the prompt)."""
+    w, load = s.workload, workload_advice.load_bounds(s)
     if w.shared_prefix is not None and w.shared_prefix.tokens > load.longest_input:
-        found.append(("workload.shared_prefix.tokens", f"{w.shared_prefix.tokens} is longer than any prompt "
-                      f"({load.longest_input} tokens at most{' in the trace' * load.from_trace}): the shared part "
-                      "is cut to each prompt's length"))
+        return [("workload.shared_prefix.tokens", f"{w.shared_prefix.tokens} is longer than any prompt "
+                 f"({load.longest_input} tokens at most{' in the trace' * load.from_trace}): the shared part "
+                 "is cut to each prompt's length")]
+    return []
+
+
+def _kept_past_the_steps(s: Scenario) -> list[tuple[str, str]]:
+    """A kept-length curve deeper than the drafts an iteration makes (a request keeps at most
+    speculative.steps)."""
     kept = s.acceptance.kept_length
     if kept is not None and len(kept) - 1 > s.speculative.steps > 0:
-        found.append(("acceptance.kept_length", f"gives P(j kept) up to j = {len(kept) - 1}, more than "
-                      f"speculative.steps {s.speculative.steps}: a request keeps at most {s.speculative.steps}, so "
-                      "the entries past it count as keeping them all"))
+        return [("acceptance.kept_length", f"gives P(j kept) up to j = {len(kept) - 1}, more than "
+                 f"speculative.steps {s.speculative.steps}: a request keeps at most {s.speculative.steps}, so "
+                 "the entries past it count as keeping them all")]
+    return []
+
+
+def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
+    """A kept-length curve that keeps no draft, a shared prefix nothing reads, a routing with one
+    replica, outputs of one token, and a batch load whose concurrency is not its size (all
+    num_requests arrive at t=0); a shared prefix or kept length deeper than what it serves is
+    _prefix_past_the_prompts's and _kept_past_the_steps's (run before it)."""
+    w, found, load = s.workload, [], workload_advice.load_bounds(s)
+    kept = s.acceptance.kept_length
     if kept is not None and kept[0] >= 1 - 1e-9:
         cost = "runs plain decoding (a controller drafts nothing for a width-0 request)" \
             if s.acceptance.kept_by == "controller" else "pays for drafting"
@@ -266,15 +305,20 @@ def _deep_histogram(s: Scenario) -> list[tuple[str, str]]:
 
 # every check problems() runs, in the order its warnings print
 CHECKS = (_ignored_by_design, _unreached_policy, engine_advice.skew_without_experts, workload_advice.reshaped_lengths,
-          model_advice.no_context_limit, _deep_histogram, _dead_drafts, swept_search, engine_advice.no_wide_ep,
+          model_advice.no_context_limit, _deep_histogram, _dead_drafts, swept_search, swept_verify, engine_advice.no_wide_ep,
           engine_advice.idle_engine_settings, engine_advice.blocks_out_of_reach, engine_advice.budget_below_decode,
           model_advice.unread_dtypes, model_advice.windows_past_context, workload_advice.trace_settings_unread,
           model_advice.past_any_model, model_advice.odd_widths,
           _verify_past_the_model, _disaggregation_moot, workload_advice.unused_by_arrival,
-          _past_their_reach, _forced_past_its_range, engine_advice.engine_moot, engine_advice.stream_overlap_moot)
+          _prefix_past_the_prompts, _kept_past_the_steps, _past_their_reach, _forced_past_its_range,
+          engine_advice.engine_moot, engine_advice.stream_overlap_moot)
 
 # checks whose every warning says the value is not read at all (a null, the default, is read no more)
 UNREAD_CHECKS = (_ignored_by_design, workload_advice.trace_settings_unread, workload_advice.unused_by_arrival)
 # checks that judge the batch a run's load keeps running (its users, its requests, the cap):
 # `cost --batch` prices a batch of its own, which its header line describes
 RUNNING_BATCH_CHECKS = (_unreached_policy, engine_advice.budget_below_decode)
+# checks that judge the scenario's own steps, policy or users, which recommend and search do not
+# run: they compare steps of their own (1..--max-steps, as the acceptance allows) at loads of their
+# own, without the policy (the budget is judged at their points: engine_advice.budget_at_points)
+GRID_CHECKS = (_unreached_policy, _kept_past_the_steps, _deep_histogram, engine_advice.budget_below_decode)

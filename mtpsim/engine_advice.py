@@ -56,6 +56,14 @@ def engine_moot(s: Scenario) -> list[tuple[str, str]]:
     if s.engine.speculative_overlap is not None and record.draft_part is None:
         found.append(("engine.speculative_overlap", f"design {s.speculative.design} runs no speculative iteration: the "
                       "speculative overlap changes nothing (plain decode's is engine.overlap_schedule)"))
+    elif s.engine.speculative_overlap and not s.engine.overlap_schedule:  # costs/iteration.py hiding_window
+        found.append(("engine.speculative_overlap", "engine.overlap_schedule is false: no iteration hides host work, "
+                      "so the speculative overlap changes nothing"))
+    searched = s.search.designs if s.search is not None and s.search.designs else []  # `mtpsim search` drafts them
+    if s.cost.routing_locality > 0 and record.draft_part is None and _experts_served(s) \
+            and not any(designs.record(d).draft_part is not None for d in searched):  # costs/ffn.py shared_routing
+        found.append(("cost.routing_locality", f"design {s.speculative.design} brings one token per request to each "
+                      "pass: a routing locality (between a request's consecutive tokens in one pass) changes nothing"))
     if s.engine.eplb and not _experts_served(s):
         found.append(("engine.eplb", f"model {s.specs.model.name!r} has no experts to place: EPLB changes nothing"))
     if s.cost.model == "roofline" and s.cost.profile is not None:
@@ -78,7 +86,7 @@ def no_wide_ep(s: Scenario) -> list[tuple[str, str]]:
 def idle_engine_settings(s: Scenario) -> list[tuple[str, str]]:
     """Engine settings whose mechanism does not run here: EPLB where no published imbalance applies
     (costs/wide_ep.py: wide EP over 32 ranks or more, without cost.ep_imbalance), a graph batch
-    limit without graphs, a block size of a prefix cache that is off."""
+    limit without graphs, a block size or size limit of a prefix cache that is off."""
     from mtpsim.costs.wide_ep import MEASURED_RANKS
     found, e, moe = [], s.engine, _experts_served(s)
     d = s.disaggregation
@@ -92,8 +100,9 @@ def idle_engine_settings(s: Scenario) -> list[tuple[str, str]]:
         found.append(("engine.max_graph_batch", "engine.cuda_graphs is false: no graph is captured, so its batch "
                       "limit changes nothing"))
     cache = e.prefix_cache
-    if cache is not None and not cache.enabled and "block_tokens" in cache.model_fields_set:
-        found.append(("engine.prefix_cache.block_tokens", "the prefix cache is off: its block size changes nothing"))
+    for key, what in (("block_tokens", "its block size"), ("max_tokens", "its size limit")):
+        if cache is not None and not cache.enabled and key in cache.model_fields_set:
+            found.append((f"engine.prefix_cache.{key}", f"the prefix cache is off: {what} changes nothing"))
     return found
 
 
@@ -147,3 +156,17 @@ def budget_below_decode(s: Scenario) -> list[tuple[str, str]]:
     batch = f"{running} running requests" if closed else f"up to {running} running requests (the running-request cap)"
     return [(key, f"{batch} x {each} exceed {engine.name}'s {budget}-token budget a step: the engine would decode "
              "part of the batch per step, mtpsim decodes all of it")]
+
+
+
+def budget_at_points(points: list, origin: tuple[str, str]) -> None:
+    """budget_below_decode judged at the points recommend and search run (their own batches or
+    users, and steps), not at the scenario's workload, which they replace: one warning for the
+    first point past its engine's budget, naming what set its load (`origin`: file or flag, key)."""
+    from mtpsim.errors import warn
+    for p in points:
+        found = budget_below_decode(p)
+        if found:
+            d = designs.DesignShape.of(p.speculative)
+            warn(*origin, f"{d.design}{f' steps {d.steps}' * (d.steps > 0)}: {found[0][1]}")
+            return

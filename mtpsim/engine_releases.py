@@ -74,7 +74,7 @@ def _plain_release(text: str) -> Version:
     unless it is a release written as its engine publishes it (0.5.12, 0.5.12.post1): no leading
     'v', no epoch, no local '+' part, no pre-release or .dev build (code before the release, which
     the release's rules may not describe), no other spelling of the same number (0.5.012, 0.5.12-1)."""
-    if text[:1] in "vV":
+    if text.startswith(("v", "V")):  # not text[:1] in "vV", which an empty text passes
         raise ValueError(f"a leading {text[0]!r} is no part of a release number: write the number alone")
     try:
         at = Version(text)

@@ -66,9 +66,17 @@ def _usable_hardware(name: str):
 
 
 def _listable(kind: str, name: str) -> None:
-    """A file no scenario can name (its stem is no catalog name) is refused, naming the file."""
-    if not catalog.NAME.fullmatch(name) or ".." in name:
+    """A file no scenario can name (its stem is no catalog name, or no engine engine.kind takes)
+    is refused, naming the file."""
+    from typing import get_args
+
+    from mtpsim.engine_schema import EngineKind
+    engines = get_args(EngineKind)
+    if not catalog.NAME.fullmatch(name) or ".." in name or (kind == "engines" and name not in engines):
         path = next(p for d in catalog.catalog_dirs() if (p := d / kind / f"{name}.yaml").is_file())
+        if kind == "engines" and catalog.NAME.fullmatch(name) and ".." not in name:
+            raise ScenarioError(str(path), "", f"{short(name)} is no engine a scenario can name (engine.kind: "
+                                f"{', '.join(engines)}): an engine file gives one of those engines' releases and rules")
         raise ScenarioError(str(path), "", f"{short(name)} is not a {kind} catalog name (letters, digits, '.', "
                             "'-', '_', '+'): rename the file")
 

@@ -28,8 +28,9 @@ import pandas as pd
 
 from mtpsim import scenario as sc
 from mtpsim import sweep
-from mtpsim.advice import advise
+from mtpsim.advice import GRID_CHECKS, advise
 from mtpsim.designs import BASELINE, record
+from mtpsim.engine_advice import budget_at_points
 from mtpsim.errors import ScenarioError, holding, short, warn, whole_number
 from mtpsim.heaviness import heavy_load, prefill_chunks
 from mtpsim.intervals import seed_intervals
@@ -74,7 +75,7 @@ def base_point(path: str, sets: list[str]) -> sc.Scenario:
             warn(s.source, "speculative.policy", "recommend compares fixed steps at each batch and prints the policy "
                  "they make: the scenario's own policy is not used")
         s = rankable.own_loads(s, "recommend", "closed-loop batches (--batch)")
-    advise(points[0])  # the point recommended for
+    advise(points[0], skip=GRID_CHECKS)  # the point recommended for; its steps and policy are its own (said above)
     return s
 
 
@@ -267,7 +268,8 @@ def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_
         check_replicates(s.seed, seeds, "--seeds", "")
         check_topks(s, topks)
         steps = candidate_steps(s, max_steps)
-        grid(s, batches, steps, topks, seeds)  # every point validated before the folder is claimed
+        points = grid(s, batches, steps, topks, seeds)  # every point validated before the folder is claimed
+        budget_at_points(points, ("--batch", ""))
     with claimed(f"{s.name}-recommend", out) as folder:  # a failed run gives the folder back
         started, n = time.perf_counter(), len(batches) * len(steps) * len(topks)
         table, summary = recommend(s, batches, steps, topks, jobs or default_jobs(n + len(batches)), seeds=seeds)

@@ -177,7 +177,11 @@ def same_run(folder: Path, summary: pd.DataFrame, intervals: pd.DataFrame | None
     has rows for each, and where a run kept every request, its requests' mean latencies are
     summary.csv's (_same_latencies)."""
     folder = Path(folder)
-    labels = ["point", "seed"] if "seed" in summary else ["point"]
+    # over seeds a run writes `seed` and `baseline` into summary.csv and `seed` into the other
+    # tables (run.run_rows, run_seeds.run_labels); a swept seed at one seed a point is a column of
+    # summary.csv alone, as any swept key is, and labels no replicate
+    replicated = "baseline" in summary
+    labels = ["point", "seed"] if replicated else ["point"]
     runs = summary[summary.point >= 0]
 
     def mixed(name: str, key: str, reason: str) -> ScenarioError:
@@ -199,7 +203,7 @@ def same_run(folder: Path, summary: pd.DataFrame, intervals: pd.DataFrame | None
     for name, frame in tables.items():
         if frame is None:
             continue
-        if ("seed" in frame) != ("seed" in summary):
+        if ("seed" in frame) != replicated:
             raise mixed(name, "seed", "has a seed column, and summary.csv's runs have none" if "seed" in frame else
                         "has no seed column, and summary.csv's runs are over seeds")
         counts = {tuple(int(v) for v in key): n for key, n in frame.value_counts(labels, sort=False).items()}

@@ -18,8 +18,9 @@ from pydantic import ValidationError
 
 from mtpsim import scenario as sc
 from mtpsim import sweep
-from mtpsim.advice import advise, swept_search
+from mtpsim.advice import GRID_CHECKS, advise, swept_search
 from mtpsim.designs import BASELINE, record
+from mtpsim.engine_advice import budget_at_points
 from mtpsim.errors import ScenarioError, decimal_number, from_validation, holding, short, warn
 from mtpsim.intervals import half_width
 from mtpsim.outputs import writing
@@ -95,7 +96,8 @@ def base_scenario(path: str, sets: list[str]) -> sc.Scenario:
         s = rankable.own_loads(s, "search", "its own loads (closed-loop users or Poisson rates, --concurrency / --rates)")
         if s.speculative.policy is not None:
             warn(s.source, "speculative.policy", "search compares fixed steps at each load: the policy is not used")
-    advise(points[0], skip=(swept_search,))  # the point searched; its search section is read here
+    # the point searched; its search section is read here, its steps and policy are its own
+    advise(points[0], skip=(swept_search, *GRID_CHECKS))
     return s
 
 
@@ -200,6 +202,7 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
         layouts, refused = _layouts(base, bounds, flags)
         settings = space.design_settings(base, bounds, steps)
         points = space.points(base, layouts, settings, bounds, _load_origin(base, bounds, flags))
+        budget_at_points(points, _load_origin(base, bounds, flags))
         if bounds.disaggregated:
             split_points, split_refused = disagg.points(base, layouts, settings, space.loads(bounds), bounds.gpus,
                                                         base.engine.max_running_requests is not None)

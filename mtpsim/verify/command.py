@@ -22,6 +22,7 @@ import torch
 import yaml
 
 from mtpsim import scenario as sc
+from mtpsim.advice import advise, advise_sweep, swept_verify
 from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.errors import ScenarioError, holding, warn
@@ -37,10 +38,14 @@ from mtpsim.verify.setup import setup_of
 
 def main(args) -> int:
     with holding():  # the loader's warnings wait for verify's own checks of every point: bad input is one line
-        points = sc.load(args.scenario, args.sets)
+        points = sc.load(args.scenario, args.sets, advise_points=False)
         device = one_device(points)
-        for s in points:
-            setup_of(s, device)
+        hardware, profile = cost_source(device, False, None)  # --calibrate's profile is measured later
+        for i, s in enumerate(points):  # every point fits this device, before any warning or loop
+            _check_memory(s, setup_of(s, device), _point_folder(Path("."), i, s), hardware, profile)
+        for s in points:  # a sweep over the verify section is what this command reads
+            advise(s, skip=(swept_verify,))
+        advise_sweep(points, skip=(swept_verify,))
     with claimed(f"{points[0].name}-verify", args.out) as out:  # new or empty; a failed run gives it back
         return _verify(points, args, out)
 
@@ -52,6 +57,9 @@ def _verify(points: list, args, out: Path) -> int:
     else:
         without_cudnn_attention()  # as the calibration times it
     hardware, profile = cost_source(device, args.calibrate, out)
+    folders = [_point_folder(out, i, s) for i, s in enumerate(points)]
+    for s, folder in zip(points, folders) if args.calibrate else ():  # checked again with the profile measured now
+        _check_memory(s, setup_of(s, device), folder, hardware, profile)
     first = points[0]
     # the deployment of any point (a sweep may vary the hardware or the layout), not only the first's
     other = next((p for p in points if p.specs.hardware.name != hardware or p.parallel.dp * p.parallel.tp > 1
@@ -64,8 +72,7 @@ def _verify(points: list, args, out: Path) -> int:
           f"{'calibrated, ' + profile if profile else 'roofline (no profile for this device yet)'}")
     levels = [_machine_level(device, profile)]
     tables = []
-    for i, s in enumerate(points):
-        folder = out / f"{i:02d}-{s.speculative.design}-b{s.workload.concurrency}"
+    for s, folder in zip(points, folders):
         folder.mkdir(exist_ok=True)
         tables.append(verify_point(s, device, hardware, profile, folder))
     levels.append(_machine_level(device, profile))
@@ -98,6 +105,10 @@ def _verify(points: list, args, out: Path) -> int:
               f"{levels[0]:.2f}, {levels[1]:.2f}); with that divided out, |TPS error|: median "
               f"{tps.rel_error_at_level.abs().median():.1%}, worst {tps.rel_error_at_level.abs().max():.1%}")
     return 0
+
+
+def _point_folder(out: Path, i: int, s) -> Path:
+    return out / f"{i:02d}-{s.speculative.design}-b{s.workload.concurrency}"
 
 
 def _machine_level(device: str, profile: str | None) -> float | None:
@@ -142,9 +153,9 @@ def pick_device(choice: str, where: str = "verify") -> str:
     return choice
 
 
-def cost_source(device: str, calibrate: bool, out: Path) -> tuple[str, str | None]:
+def cost_source(device: str, calibrate: bool, out: Path | None) -> tuple[str, str | None]:
     """(hardware catalog name, profile folder or None): the committed profile of this device,
-    or one measured now with --calibrate; roofline when there is neither."""
+    or one measured now into `out` with --calibrate; roofline when there is neither."""
     hardware = "cpu"
     if device == "cuda":
         name = torch.cuda.get_device_name()
@@ -176,8 +187,7 @@ def _match_threads(folder: Path, device: str) -> None:
 
 
 def verify_point(s, device: str, hardware: str, profile: str | None, folder: Path) -> pd.DataFrame:
-    setup = setup_of(s, device)
-    _check_memory(s, setup, folder, hardware, profile)
+    setup = setup_of(s, device)  # its memory was checked with every point's, before any loop (_verify)
     # a long loop on a CPU runs for minutes: a bar on a terminal, a line a minute in a log (sim/progress.py)
     bar = progress_bar(setup.warmup_iterations + setup.iterations, None, desc=f"verify {setup.design}",
                        unit="iteration", leave=False)
@@ -209,16 +219,15 @@ def _mapping(s, setup: Setup, accept_counts, folder: Path, hardware: str, profil
 
 def _check_memory(s, setup: Setup, folder: Path, hardware: str, profile: str | None) -> None:
     """The shrunken deployment fits this device's memory as the simulation will size it, checked
-    before the real loop runs (it took minutes to reach the same error after it), and blamed on
-    the scenario's verify section, which sized the model."""
+    for every point before any warning or real loop (a point's loop took minutes, and a sweep's
+    later point was refused after its earlier ones had run), and blamed on the scenario's verify
+    section, which sized the model. `folder`: the point's, not made yet (it names the error)."""
     placeholder = np.ones(setup.steps + 1)  # any histogram: memory does not read it
     with tempfile.TemporaryDirectory() as scratch:  # the mapping's trace and histogram files, nothing kept
         mapping = _mapping(s, setup, placeholder, Path(scratch), hardware, profile)
         try:
             fits_memory(mapping, str(folder / "simulated.yaml"))
         except ScenarioError as exc:
-            if not any(folder.iterdir()):
-                folder.rmdir()  # the point's folder, made for this point: nothing in it to keep
             if exc.key == "engine.chunked_prefill_tokens":  # the loop prefills every prompt in one chunk
                 raise ScenarioError(s.source or "verify", "workload.concurrency", f"the loop prefills its "
                                     f"{len(setup.prompt_lens)} requests' {sum(setup.prompt_lens):,} prompt tokens in one "
