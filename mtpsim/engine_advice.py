@@ -158,7 +158,6 @@ def budget_below_decode(s: Scenario) -> list[tuple[str, str]]:
              "part of the batch per step, mtpsim decodes all of it")]
 
 
-
 def budget_at_points(points: list, origin: tuple[str, str]) -> None:
     """budget_below_decode judged at the points recommend and search run (their own batches or
     users, and steps), not at the scenario's workload, which they replace: one warning for the
