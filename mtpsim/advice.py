@@ -89,13 +89,12 @@ def _ignored_by_design(s: Scenario) -> list[tuple[str, str]]:
     """An acceptance for a design that drafts nothing (unless a searched design drafts), and a
     draft for a design that takes no external one (unless a searched design takes one)."""
     spec, record = s.speculative, designs.record(s.speculative.design)
-    searched = s.search.designs if s.search is not None and s.search.designs else []  # `mtpsim search` drafts them
     found = []
     if record.draft_part is None and any(getattr(s.acceptance, k) is not None for k in ACCEPTANCE_FORMS) \
-            and not any(designs.record(d).draft_part is not None for d in searched):
+            and not any(designs.record(d).draft_part is not None for d in s.searched_designs):
         found.append(("acceptance", f"design {spec.design} drafts nothing: its acceptance is ignored"))
     if spec.draft is not None and record.external is None \
-            and not any(designs.record(d).external is not None for d in searched):
+            and not any(designs.record(d).external is not None for d in s.searched_designs):
         found.append(("speculative.draft", f"design {spec.design} takes no external draft: it is ignored"))
     return found
 

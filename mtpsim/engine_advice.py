@@ -59,9 +59,8 @@ def engine_moot(s: Scenario) -> list[tuple[str, str]]:
     elif s.engine.speculative_overlap and not s.engine.overlap_schedule:  # costs/iteration.py hiding_window
         found.append(("engine.speculative_overlap", "engine.overlap_schedule is false: no iteration hides host work, "
                       "so the speculative overlap changes nothing"))
-    searched = s.search.designs if s.search is not None and s.search.designs else []  # `mtpsim search` drafts them
     if s.cost.routing_locality > 0 and record.draft_part is None and _experts_served(s) \
-            and not any(designs.record(d).draft_part is not None for d in searched):  # costs/ffn.py shared_routing
+            and not any(designs.record(d).draft_part is not None for d in s.searched_designs):  # costs/ffn.py shared_routing
         found.append(("cost.routing_locality", f"design {s.speculative.design} brings one token per request to each "
                       "pass: a routing locality (between a request's consecutive tokens in one pass) changes nothing"))
     if s.engine.eplb and not _experts_served(s):

@@ -101,8 +101,7 @@ def _spec(kind: str, ref: str | dict[str, Any], cls: type[BaseModel], where: str
 
 def _resolve_specs(s: Scenario, where: str) -> Specs:
     # plain decoding reads no MTP layer: a config.json that leaves their kind out is read without them
-    searched = s.search.designs if s.search is not None and s.search.designs else []
-    mtp_runs = any(d != designs.BASELINE for d in [s.speculative.design, *searched])
+    mtp_runs = any(d != designs.BASELINE for d in [s.speculative.design, *s.searched_designs])
     model = _spec("models", s.model, ModelSpec, where, "model", mtp_runs)
     hardware = _spec("hardware", s.hardware, HardwareSpec, where, "hardware")
     for key, reason in hardware.oddities():  # legal figures that contradict each other: said where written

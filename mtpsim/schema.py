@@ -210,6 +210,12 @@ class Scenario(Section):
         """The sweep values that made this point ({} when there is no sweep)."""
         return self._point
 
+    @property
+    def searched_designs(self) -> list[str]:
+        """The designs `mtpsim search` compares (search.designs), [] where the section names none:
+        what else this scenario's draft, acceptance and MTP layers may serve."""
+        return list(self.search.designs) if self.search is not None and self.search.designs else []
+
     def describe_layout(self) -> str:
         """The deployment in headers: `parallel`'s GPUs and shape, or, disaggregated, the pools'
         (`16 h200 (prefill: 1 replica x tp 8; decode: 1 replica x tp 8)`)."""
