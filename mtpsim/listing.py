@@ -72,13 +72,15 @@ def _listable(kind: str, name: str) -> None:
 
     from mtpsim.engine_schema import EngineKind
     engines = get_args(EngineKind)
-    if not catalog.NAME.fullmatch(name) or ".." in name or (kind == "engines" and name not in engines):
-        path = next(p for d in catalog.catalog_dirs() if (p := d / kind / f"{name}.yaml").is_file())
-        if kind == "engines" and catalog.NAME.fullmatch(name) and ".." not in name:
-            raise ScenarioError(str(path), "", f"{short(name)} is no engine a scenario can name (engine.kind: "
-                                f"{', '.join(engines)}): an engine file gives one of those engines' releases and rules")
-        raise ScenarioError(str(path), "", f"{short(name)} is not a {kind} catalog name (letters, digits, '.', "
-                            "'-', '_', '+'): rename the file")
+    named = bool(catalog.NAME.fullmatch(name)) and ".." not in name
+    if named and (kind != "engines" or name in engines):
+        return
+    path = next(p for d in catalog.catalog_dirs() if (p := d / kind / f"{name}.yaml").is_file())
+    if named:
+        raise ScenarioError(str(path), "", f"{short(name)} is no engine a scenario can name (engine.kind: "
+                            f"{', '.join(engines)}): an engine file gives one of those engines' releases and rules")
+    raise ScenarioError(str(path), "", f"{short(name)} is not a {kind} catalog name (letters, digits, '.', "
+                        "'-', '_', '+'): rename the file")
 
 
 def _said(invalid: list[ScenarioError], kind: str) -> int:

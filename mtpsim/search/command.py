@@ -201,8 +201,9 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
         steps = space.steps_by_design(base, bounds, {k for k, v in flags.items() if v is not None})
         layouts, refused = _layouts(base, bounds, flags)
         settings = space.design_settings(base, bounds, steps)
-        points = space.points(base, layouts, settings, bounds, _load_origin(base, bounds, flags))
-        budget_at_points(points, _load_origin(base, bounds, flags))
+        origin = _load_origin(base, bounds, flags)
+        points = space.points(base, layouts, settings, bounds, origin)
+        budget_at_points(points, origin)
         if bounds.disaggregated:
             split_points, split_refused = disagg.points(base, layouts, settings, space.loads(bounds), bounds.gpus,
                                                         base.engine.max_running_requests is not None)
