@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from mtpsim import catalog, designs
 from mtpsim.checks import check_against_specs
 from mtpsim.costs.profile import held, known_profiles, require_profile
+from mtpsim.engine_releases import engine_rules
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, from_validation, short, warn
 from mtpsim.files import load_yaml
@@ -126,8 +127,8 @@ def _unpriced_attention_kernel(s: Scenario, engine: EngineSpec, served: list, co
     for spec in served:
         sizes = sorted({a.head_dim for a in spec.attention_kinds.values() if a.kind == "gqa"} if spec else ())
         if len(sizes) > 1:
-            rule = next((r["name"] for r in catalog.engine_file(engine.name).get("rules", [])
-                         if r.get("field") == "mixed_head_attention" and r.get("name") in engine.rules), "")
+            rule = next((r.name for r in engine_rules(catalog.engine_file(engine.name))
+                         if r.field == "mixed_head_attention" and r.name in engine.rules), "")
             priced_as = "from the profile's FlashAttention rows" if cost_model == "calibrated" else \
                 "by the roofline, as an efficient kernel would run"
             named = f" (rule {rule})" if rule else ""
