@@ -1,16 +1,16 @@
-"""Warnings for a scenario that is valid and runs, but asks something that cannot matter: a
-draft or an acceptance profile for a design that drafts nothing, policy entries no batch reaches, a
-histogram or kept-length curve that does not fit the steps it serves, a policy that never drafts, a
-shared prefix longer than the prompts, a forced acceptance its engine clamps; the model checks are
-model_advice.py's, the load's workload_advice.py's, the engine's and the cost model's
-engine_advice.py's. This module runs them all (advise, advise_sweep). Each is one stderr line
-(errors.warn); refusing would be too strict, since a sweep or a shared file can make such a
-setting harmless.
+"""Warnings for a scenario that is valid and runs, but asks something that cannot matter: a sweep
+over or a --set into a section the command does not read, verify settings past the model, a
+disaggregation setting nothing acts on, a shared prefix longer than the prompts or read by nothing,
+a routing over one replica, outputs of one token; the speculation checks are
+speculation_advice.py's, the model's model_advice.py's, the load's workload_advice.py's, the
+engine's and the cost model's engine_advice.py's. This module runs them all (advise,
+advise_sweep). Each is one stderr line (errors.warn); refusing would be too strict, since a sweep
+or a shared file can make such a setting harmless.
 """
 from __future__ import annotations
 
 from mtpsim import designs, engine_advice, model_advice, workload_advice
-from mtpsim.acceptance_schema import ACCEPTANCE_FORMS
+from mtpsim import speculation_advice as spec
 from mtpsim.schema import Scenario
 
 
@@ -83,20 +83,6 @@ def problems(s: Scenario, skip: tuple = ()) -> list[tuple[str, str]]:
     """(key, reason) for each setting of point `s` that cannot matter, in the order the checks
     below list them (advise_sweep names the first a swept key makes), but those in `skip`."""
     return [found for check in CHECKS if check not in skip for found in check(s)]
-
-
-def _ignored_by_design(s: Scenario) -> list[tuple[str, str]]:
-    """An acceptance for a design that drafts nothing (unless a searched design drafts), and a
-    draft for a design that takes no external one (unless a searched design takes one)."""
-    spec, record = s.speculative, designs.record(s.speculative.design)
-    found = []
-    if record.draft_part is None and any(getattr(s.acceptance, k) is not None for k in ACCEPTANCE_FORMS) \
-            and not any(designs.record(d).draft_part is not None for d in s.searched_designs):
-        found.append(("acceptance", f"design {spec.design} drafts nothing: its acceptance is ignored"))
-    if spec.draft is not None and record.external is None \
-            and not any(designs.record(d).external is not None for d in s.searched_designs):
-        found.append(("speculative.draft", f"design {spec.design} takes no external draft: it is ignored"))
-    return found
 
 
 def swept_search(s: Scenario) -> list[tuple[str, str]]:
@@ -173,22 +159,11 @@ def _prefix_past_the_prompts(s: Scenario) -> list[tuple[str, str]]:
     return []
 
 
-def _kept_past_the_steps(s: Scenario) -> list[tuple[str, str]]:
-    """A kept-length curve deeper than the drafts an iteration makes (a request keeps at most
-    speculative.steps)."""
-    kept = s.acceptance.kept_length
-    if kept is not None and len(kept) - 1 > s.speculative.steps > 0:
-        return [("acceptance.kept_length", f"gives P(j kept) up to j = {len(kept) - 1}, more than "
-                 f"speculative.steps {s.speculative.steps}: a request keeps at most {s.speculative.steps}, so "
-                 "the entries past it count as keeping them all")]
-    return []
-
-
 def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
     """A kept-length curve that keeps no draft, a shared prefix nothing reads, a routing with one
     replica, outputs of one token, and a batch load whose concurrency is not its size (all
     num_requests arrive at t=0); a shared prefix or kept length deeper than what it serves is
-    _prefix_past_the_prompts's and _kept_past_the_steps's (run before it)."""
+    _prefix_past_the_prompts's and spec.kept_past_the_steps's (run before it)."""
     w, found, load = s.workload, [], workload_advice.load_bounds(s)
     kept = s.acceptance.kept_length
     if kept is not None and kept[0] >= 1 - 1e-9:
@@ -218,106 +193,22 @@ def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
     return found
 
 
-def _forced_past_its_range(s: Scenario) -> list[tuple[str, str]]:
-    """A forced-acceptance setting the engine's rule bends (acceptance.py AcceptanceProfile.forced):
-    SGLang clamps the accept length to [1, steps + 1], TensorRT-LLM accepts every draft past
-    steps; and a forcing rule of another engine than the one simulated."""
-    forced, steps, policy = s.acceptance.forced, s.speculative.steps, s.speculative.policy
-    if forced is None or designs.record(s.speculative.design).draft_part is None:
-        return []
-    # each iteration's rule reads the steps it runs: a steps_by_batch policy's fewest (above 0) bind first
-    fewest = min((n for n in policy.steps_by_batch.values() if n), default=steps) if policy else steps
-    named = "steps" if fewest == steps else "the fewest steps speculative.policy runs"
-    found = []
-    if forced.engine == "sglang" and not 1 <= forced.setting <= fewest + 1:
-        found.append(("acceptance.forced.setting", f"{forced.setting:g} lies outside [1, {named} + 1 = {fewest + 1}]: "
-                      f"SGLang clamps SGLANG_SIMULATE_ACC_LEN to {min(max(forced.setting, 1), fewest + 1):g}"))
-    if forced.engine == "trtllm" and forced.setting > fewest:
-        found.append(("acceptance.forced.setting", f"{forced.setting:g} accepted drafts is more than {named} "
-                      f"{fewest}: TensorRT-LLM accepts all {fewest}"))
-    if forced.engine != s.engine.kind:
-        found.append(("acceptance.forced.engine", f"reproduces {forced.engine}'s forcing rule while engine.kind is "
-                      f"{s.engine.kind}"))
-    return found
-
-
-def _unreached_policy(s: Scenario) -> list[tuple[str, str]]:
-    """steps_by_batch entries whose batch no iteration can run: past the running-request cap,
-    the number of requests, or a closed loop's users."""
-    policy = s.speculative.policy
-    if policy is None:
-        return []
-    if not any(policy.steps_by_batch.values()):
-        return [("speculative.policy.steps_by_batch", "every entry drafts 0 steps: no iteration speculates, and the "
-                 "run is plain decode paying for the draft's weights and KV")]
-    w, load = s.workload, workload_advice.load_bounds(s)
-    bounds = [(s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests), "the running-request cap"),
-              (load.requests, load.requests_by)]
-    bounds += [(w.concurrency, "workload.concurrency")] if w.arrival in ("closed", "batch") else []
-    most, by = min(bounds)
-    unreached = sorted(k for k in policy.steps_by_batch if k > most)
-    if not unreached:
-        return []
-    which = "this entry is" if len(unreached) == 1 else f"{len(unreached)} entries from this one are"
-    return [(f"speculative.policy.steps_by_batch.{unreached[0]}", f"no iteration of this workload runs more than "
-             f"{most} requests ({by}), so {which} never used")]
-
-
-def _dead_drafts(s: Scenario) -> list[tuple[str, str]]:
-    """Drafts the acceptance never accepts (0 from some depth on): they only cost time. A
-    histogram says so in its own words (_deep_histogram)."""
-    from mtpsim.acceptance import AcceptanceProfile
-    from mtpsim.errors import ScenarioError
-    steps, acc = s.speculative.steps, s.acceptance
-    if designs.record(s.speculative.design).draft_part is None or acc.histogram is not None or not steps:
-        return []
-    form = next((k for k in ACCEPTANCE_FORMS if getattr(acc, k) is not None), None)
-    if form in (None, "forced"):  # a forced setting has its engine's own warnings (_forced_past_its_range)
-        return []
-    try:
-        alphas = AcceptanceProfile.from_section(acc, steps, s.source, s.speculative.topk, s.speculative.draft_tokens).alphas
-    except (ScenarioError, ValueError):  # refused by the scenario's own checks, in their words
-        return []
-    dead = next((i for i, a in enumerate(alphas[:steps]) if a <= 0), None)
-    if dead is None:
-        return []
-    drafts = f"draft {steps}" if dead + 1 == steps else f"drafts {dead + 1}..{steps}"
-    return [(f"acceptance.{form}", f"no draft past depth {dead} is ever accepted: {drafts} of speculative.steps "
-             f"{steps} only cost time")]
-
-
-def _deep_histogram(s: Scenario) -> list[tuple[str, str]]:
-    from mtpsim.acceptance_histogram import read_histogram
-    if s.acceptance.histogram is None or designs.record(s.speculative.design).draft_part is None:
-        return []
-    counts = read_histogram(s.acceptance.histogram)
-    depth, steps = int(counts.nonzero()[0].max()), s.speculative.steps  # the deepest row that counts anything
-    if depth > steps:
-        return [("acceptance.histogram", f"counts up to {depth} accepted drafts, more than speculative.steps "
-                 f"{steps}: it was measured with more steps, and its depths past {steps} are not used")]
-    if depth < steps:
-        return [("acceptance.histogram", f"counts at most {depth} accepted drafts of speculative.steps {steps}: "
-                 f"drafts {depth + 1}..{steps} are never accepted, so they only cost time (measured with fewer "
-                 "steps?)")]
-    return []
-
-
 # every check problems() runs, in the order its warnings print
-CHECKS = (_ignored_by_design, _unreached_policy, engine_advice.skew_without_experts, workload_advice.reshaped_lengths,
-          model_advice.no_context_limit, _deep_histogram, _dead_drafts, swept_search, swept_verify, engine_advice.no_wide_ep,
-          engine_advice.idle_engine_settings, engine_advice.blocks_out_of_reach, engine_advice.budget_below_decode,
-          model_advice.unread_dtypes, model_advice.windows_past_context, workload_advice.trace_settings_unread,
-          model_advice.past_any_model, model_advice.odd_widths,
-          _verify_past_the_model, _disaggregation_moot, workload_advice.unused_by_arrival,
-          _prefix_past_the_prompts, _kept_past_the_steps, _past_their_reach, _forced_past_its_range,
+CHECKS = (spec.ignored_by_design, spec.unreached_policy, engine_advice.skew_without_experts,
+          workload_advice.reshaped_lengths, model_advice.no_context_limit, spec.deep_histogram, spec.dead_drafts,
+          swept_search, swept_verify, engine_advice.no_wide_ep, engine_advice.idle_engine_settings,
+          engine_advice.blocks_out_of_reach, engine_advice.budget_below_decode, model_advice.unread_dtypes,
+          model_advice.windows_past_context, workload_advice.trace_settings_unread, model_advice.past_any_model,
+          model_advice.odd_widths, _verify_past_the_model, _disaggregation_moot, workload_advice.unused_by_arrival,
+          _prefix_past_the_prompts, spec.kept_past_the_steps, _past_their_reach, spec.forced_past_its_range,
           engine_advice.engine_moot, engine_advice.stream_overlap_moot)
 
 # checks whose every warning says the value is not read at all (a null, the default, is read no more)
-UNREAD_CHECKS = (_ignored_by_design, workload_advice.trace_settings_unread, workload_advice.unused_by_arrival)
+UNREAD_CHECKS = (spec.ignored_by_design, workload_advice.trace_settings_unread, workload_advice.unused_by_arrival)
 # checks that judge the batch a run's load keeps running (its users, its requests, the cap):
 # `cost --batch` prices a batch of its own, which its header line describes
-RUNNING_BATCH_CHECKS = (_unreached_policy, engine_advice.budget_below_decode)
+RUNNING_BATCH_CHECKS = (spec.unreached_policy, engine_advice.budget_below_decode)
 # checks that judge the scenario's own steps, policy or users, which recommend and search do not
 # run: they compare steps of their own (1..--max-steps, as the acceptance allows) at loads of their
 # own, without the policy (the budget is judged at their points: engine_advice.budget_at_points)
-GRID_CHECKS = (_unreached_policy, _kept_past_the_steps, _deep_histogram, engine_advice.budget_below_decode)
+GRID_CHECKS = (spec.unreached_policy, spec.kept_past_the_steps, spec.deep_histogram, engine_advice.budget_below_decode)

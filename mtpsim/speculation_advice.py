@@ -1,0 +1,119 @@
+"""Warnings about what a scenario asks of its speculation that cannot matter (advice.py runs them
+with the rest): a draft or an acceptance for a design that drafts nothing, steps_by_batch entries
+no batch reaches, drafts the acceptance never accepts, a histogram or kept-length curve that does
+not fit the steps it serves, a forced acceptance its engine bends. Each check takes the scenario and
+returns (dotted key, reason) pairs."""
+from __future__ import annotations
+
+from mtpsim import designs, workload_advice
+from mtpsim.acceptance_schema import ACCEPTANCE_FORMS
+from mtpsim.schema import Scenario
+
+
+def ignored_by_design(s: Scenario) -> list[tuple[str, str]]:
+    """An acceptance for a design that drafts nothing (unless a searched design drafts), and a
+    draft for a design that takes no external one (unless a searched design takes one)."""
+    spec, record = s.speculative, designs.record(s.speculative.design)
+    found = []
+    if record.draft_part is None and any(getattr(s.acceptance, k) is not None for k in ACCEPTANCE_FORMS) \
+            and not any(designs.record(d).draft_part is not None for d in s.searched_designs):
+        found.append(("acceptance", f"design {spec.design} drafts nothing: its acceptance is ignored"))
+    if spec.draft is not None and record.external is None \
+            and not any(designs.record(d).external is not None for d in s.searched_designs):
+        found.append(("speculative.draft", f"design {spec.design} takes no external draft: it is ignored"))
+    return found
+
+
+def unreached_policy(s: Scenario) -> list[tuple[str, str]]:
+    """steps_by_batch entries whose batch no iteration can run: past the running-request cap,
+    the number of requests, or a closed loop's users."""
+    policy = s.speculative.policy
+    if policy is None:
+        return []
+    if not any(policy.steps_by_batch.values()):
+        return [("speculative.policy.steps_by_batch", "every entry drafts 0 steps: no iteration speculates, and the "
+                 "run is plain decode paying for the draft's weights and KV")]
+    w, load = s.workload, workload_advice.load_bounds(s)
+    bounds = [(s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests), "the running-request cap"),
+              (load.requests, load.requests_by)]
+    bounds += [(w.concurrency, "workload.concurrency")] if w.arrival in ("closed", "batch") else []
+    most, by = min(bounds)
+    unreached = sorted(k for k in policy.steps_by_batch if k > most)
+    if not unreached:
+        return []
+    which = "this entry is" if len(unreached) == 1 else f"{len(unreached)} entries from this one are"
+    return [(f"speculative.policy.steps_by_batch.{unreached[0]}", f"no iteration of this workload runs more than "
+             f"{most} requests ({by}), so {which} never used")]
+
+
+def dead_drafts(s: Scenario) -> list[tuple[str, str]]:
+    """Drafts the acceptance never accepts (0 from some depth on): they only cost time. A
+    histogram says so in its own words (deep_histogram)."""
+    from mtpsim.acceptance import AcceptanceProfile
+    from mtpsim.errors import ScenarioError
+    steps, acc = s.speculative.steps, s.acceptance
+    if designs.record(s.speculative.design).draft_part is None or acc.histogram is not None or not steps:
+        return []
+    form = next((k for k in ACCEPTANCE_FORMS if getattr(acc, k) is not None), None)
+    if form in (None, "forced"):  # a forced setting has its engine's own warnings (forced_past_its_range)
+        return []
+    try:
+        alphas = AcceptanceProfile.from_section(acc, steps, s.source, s.speculative.topk, s.speculative.draft_tokens).alphas
+    except (ScenarioError, ValueError):  # refused by the scenario's own checks, in their words
+        return []
+    dead = next((i for i, a in enumerate(alphas[:steps]) if a <= 0), None)
+    if dead is None:
+        return []
+    drafts = f"draft {steps}" if dead + 1 == steps else f"drafts {dead + 1}..{steps}"
+    return [(f"acceptance.{form}", f"no draft past depth {dead} is ever accepted: {drafts} of speculative.steps "
+             f"{steps} only cost time")]
+
+
+def deep_histogram(s: Scenario) -> list[tuple[str, str]]:
+    from mtpsim.acceptance_histogram import read_histogram
+    if s.acceptance.histogram is None or designs.record(s.speculative.design).draft_part is None:
+        return []
+    counts = read_histogram(s.acceptance.histogram)
+    depth, steps = int(counts.nonzero()[0].max()), s.speculative.steps  # the deepest row that counts anything
+    if depth > steps:
+        return [("acceptance.histogram", f"counts up to {depth} accepted drafts, more than speculative.steps "
+                 f"{steps}: it was measured with more steps, and its depths past {steps} are not used")]
+    if depth < steps:
+        return [("acceptance.histogram", f"counts at most {depth} accepted drafts of speculative.steps {steps}: "
+                 f"drafts {depth + 1}..{steps} are never accepted, so they only cost time (measured with fewer "
+                 "steps?)")]
+    return []
+
+
+def kept_past_the_steps(s: Scenario) -> list[tuple[str, str]]:
+    """A kept-length curve deeper than the drafts an iteration makes (a request keeps at most
+    speculative.steps)."""
+    kept = s.acceptance.kept_length
+    if kept is not None and len(kept) - 1 > s.speculative.steps > 0:
+        return [("acceptance.kept_length", f"gives P(j kept) up to j = {len(kept) - 1}, more than "
+                 f"speculative.steps {s.speculative.steps}: a request keeps at most {s.speculative.steps}, so "
+                 "the entries past it count as keeping them all")]
+    return []
+
+
+def forced_past_its_range(s: Scenario) -> list[tuple[str, str]]:
+    """A forced-acceptance setting the engine's rule bends (acceptance.py AcceptanceProfile.forced):
+    SGLang clamps the accept length to [1, steps + 1], TensorRT-LLM accepts every draft past
+    steps; and a forcing rule of another engine than the one simulated."""
+    forced, steps, policy = s.acceptance.forced, s.speculative.steps, s.speculative.policy
+    if forced is None or designs.record(s.speculative.design).draft_part is None:
+        return []
+    # each iteration's rule reads the steps it runs: a steps_by_batch policy's fewest (above 0) bind first
+    fewest = min((n for n in policy.steps_by_batch.values() if n), default=steps) if policy else steps
+    named = "steps" if fewest == steps else "the fewest steps speculative.policy runs"
+    found = []
+    if forced.engine == "sglang" and not 1 <= forced.setting <= fewest + 1:
+        found.append(("acceptance.forced.setting", f"{forced.setting:g} lies outside [1, {named} + 1 = {fewest + 1}]: "
+                      f"SGLang clamps SGLANG_SIMULATE_ACC_LEN to {min(max(forced.setting, 1), fewest + 1):g}"))
+    if forced.engine == "trtllm" and forced.setting > fewest:
+        found.append(("acceptance.forced.setting", f"{forced.setting:g} accepted drafts is more than {named} "
+                      f"{fewest}: TensorRT-LLM accepts all {fewest}"))
+    if forced.engine != s.engine.kind:
+        found.append(("acceptance.forced.engine", f"reproduces {forced.engine}'s forcing rule while engine.kind is "
+                      f"{s.engine.kind}"))
+    return found
