@@ -1,14 +1,16 @@
 """What a command-line flag accepts: argparse types for a whole number in range, for a name
 that is not blank and for a path a command writes (one line, no control character), and the
 flags' limits, shared by mtpsim/cli.py and mtpsim/search/cli.py. A bad value is argparse's
-one-line error (cli.py `_Parser`). Standard library only, so building the parser stays quick.
+one-line error (cli.py `_Parser`); a comma-separated list of sizes (--batch, --topk,
+--concurrency), read once the command knows its limit, is `parse_sizes`'s ScenarioError.
+Standard library and mtpsim.errors only, so building the parser stays quick.
 """
 from __future__ import annotations
 
 import argparse
 import unicodedata
 
-from mtpsim.errors import short, whole_number
+from mtpsim.errors import ScenarioError, short, whole_number
 
 MAX_JOBS, MAX_BATCH, MAX_CONTEXT = 256, 1 << 20, 1 << 24  # past these a command would only eat memory
 
@@ -68,3 +70,17 @@ class Once(argparse.Action):
         if getattr(namespace, self.dest, None) is not None:
             raise argparse.ArgumentError(self, "given more than once: give it once")
         setattr(namespace, self.dest, values)
+
+
+def parse_sizes(text: str, option: str, high: int) -> list[int]:
+    """`1,2,4` -> [1, 2, 4] (sorted, repeats dropped); a bad item is a ScenarioError naming the option."""
+    values = set()
+    for item in text.split(","):
+        value = whole_number(item)
+        if value is None or value < 1:
+            raise ScenarioError(option, "", f"{short(item.strip(), 40)} is not a positive integer (digits 0-9, "
+                                "comma-separated, e.g. 1,2,4)")
+        if value > high:
+            raise ScenarioError(option, "", f"{value} is over the limit of {high:,}")
+        values.add(value)
+    return sorted(values)

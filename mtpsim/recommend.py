@@ -29,9 +29,10 @@ import pandas as pd
 from mtpsim import scenario as sc
 from mtpsim import sweep
 from mtpsim.advice import GRID_CHECKS, advise
+from mtpsim.cli_types import parse_sizes
 from mtpsim.designs import BASELINE, record
 from mtpsim.engine_advice import budget_at_points
-from mtpsim.errors import ScenarioError, holding, short, warn, whole_number
+from mtpsim.errors import ScenarioError, holding, warn
 from mtpsim.heaviness import heavy_load, prefill_chunks
 from mtpsim.intervals import seed_intervals
 from mtpsim.run import default_jobs
@@ -43,20 +44,6 @@ from mtpsim.search.space import candidate_steps  # noqa: F401  (recommend's step
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64)
 OPEN_LOOP_REQUESTS_PER_USER = 4  # an open-loop scenario says nothing of users: each sends this many
-
-
-def parse_sizes(text: str, option: str, high: int) -> list[int]:
-    """`1,2,4` -> [1, 2, 4] (sorted, repeats dropped); a bad item is a ScenarioError naming the option."""
-    values = set()
-    for item in text.split(","):
-        value = whole_number(item)
-        if value is None or value < 1:
-            raise ScenarioError(option, "", f"{short(item.strip(), 40)} is not a positive integer (digits 0-9, "
-                                "comma-separated, e.g. 1,2,4)")
-        if value > high:
-            raise ScenarioError(option, "", f"{value} is over the limit of {high:,}")
-        values.add(value)
-    return sorted(values)
 
 
 def base_point(path: str, sets: list[str]) -> sc.Scenario:

@@ -45,7 +45,7 @@ def add_arguments(p) -> None:
 def run_from_args(args):
     import importlib.util
 
-    from mtpsim.recommend import parse_sizes
+    from mtpsim.cli_types import parse_sizes
     from mtpsim.search.command import parse_rates, run_search
     from mtpsim.search.targets import parse_target
     if args.address and args.backend != "ray":
