@@ -102,6 +102,15 @@ class HardwareSpec(Spec):
         bandwidth = f"{bw / 1e12:.3g} TB/s" if bw >= 1e12 else f"{bw / 1e9:.3g} GB/s"
         return f"{self.memory_capacity_bytes / 1e9:.0f} GB, {bandwidth}, {pricing}"
 
+    def stored_kv(self, dtype: Dtype) -> Dtype:
+        """The dtype a KV cache of `dtype` is kept in on this GPU: an FP4 cache is packed only on
+        Blackwell (compute capability 10 and up); before it engines keep FP8 (SGLang v0.5.23
+        mem_cache/deepseek_v4_memory_pool.py select_dsv4_kv_layout: the V4.1 FP4 layouts "need an
+        SM100 / SM103 GPU", else the FP8 V4 layout). GPUs without a CUDA compute capability keep
+        what the model says."""
+        cc = self.compute_capability
+        return "fp8" if dtype == "fp4" and cc is not None and cc < 10 else dtype
+
     def flops_per_s(self, dtype: Dtype) -> float:
         """Peak for `dtype` (`peak_for`); a missing one is an error naming the hardware."""
         peak = self.peak_for(dtype)

@@ -19,7 +19,15 @@ class CompressedAttention(Spec):
     index_n_heads x index_head_dim keeps the index_topk best compressed entries per query;
     ratio 128: HCA, every compressed entry is attended); ratio 0: the window alone. The output
     projection is grouped low-rank (o_groups groups of o_lora_rank). hc_mult: the block's
-    hyper-connection copies of the residual stream (1: none), priced with the attention."""
+    hyper-connection copies of the residual stream (1: none), priced with the attention.
+
+    DeepSeek-V4.1's ratios 1 and 2 (CSA2) share compressed KV across layers (`mode`): a `full`
+    layer owns its compressed entries (its compressor writes them) and, with an indexer, scores
+    every one; a `reindex` layer owns none and its indexer rescores only a candidate pool of
+    `candidate_pool` positions an earlier layer chose (every entry when None); a `reuse` layer
+    owns none and runs no indexer, attending the index_topk entries the last indexer chose (SGLang
+    v0.5.23 srt/layers/attention/dsv4/dsv41_sparse.py: "Only kv_source layers own compressed
+    latents; later layers of the same ratio share that storage"). Every layer keeps its own window."""
 
     ratio: int = Field(ge=0, le=MAX_CONTEXT)
     window: int = Field(gt=0, le=MAX_CONTEXT)
@@ -30,13 +38,37 @@ class CompressedAttention(Spec):
     index_head_dim: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
     hc_mult: int = Field(default=1, ge=1, le=64)
     hc_sinkhorn_iters: int = Field(default=0, ge=0, le=1000)
+    mode: Literal["full", "reindex", "reuse"] = "full"
+    candidate_pool: int | None = Field(default=None, gt=0, le=MAX_CONTEXT)
 
     @model_validator(mode="after")
     def _indexer(self) -> CompressedAttention:
-        index = [self.index_topk, self.index_n_heads, self.index_head_dim]
-        if any(v is not None for v in index) and (None in index or not self.ratio):
-            raise ValueError("an indexer needs index_topk, index_n_heads and index_head_dim together, and ratio > 0")
+        heads = [self.index_n_heads, self.index_head_dim]
+        if self.mode == "reindex" and self.index_n_heads is None:
+            raise ValueError("a reindex layer rescores with an indexer of its own: give index_topk, index_n_heads "
+                             "and index_head_dim")
+        if self.mode == "reuse":  # it reads the entries an earlier indexer chose: a top-k, no heads of its own
+            if any(v is not None for v in heads):
+                raise ValueError("a reuse layer runs no indexer (index_n_heads and index_head_dim are an indexer's); "
+                                 "index_topk alone says how many chosen entries it reads")
+        elif any(v is not None for v in [self.index_topk, *heads]) and None in [self.index_topk, *heads]:
+            raise ValueError("an indexer needs index_topk, index_n_heads and index_head_dim together")
+        if self.index_topk is not None and not self.ratio:
+            raise ValueError("index_topk picks compressed entries: it needs ratio > 0")
+        if self.mode != "full" and not self.ratio:
+            raise ValueError(f"a {self.mode} layer reads another layer's compressed entries: it needs ratio > 0")
+        if self.candidate_pool is not None and self.mode != "reindex":
+            raise ValueError("candidate_pool is the positions a reindex layer rescores (mode: reindex)")
         return self
+
+    @property
+    def owns_entries(self) -> bool:
+        """Whether this layer writes compressed entries of its own (and keeps a compressor)."""
+        return self.ratio > 0 and self.mode == "full"
+
+    @property
+    def runs_indexer(self) -> bool:
+        return self.index_n_heads is not None
 
 
 def _refuse_stray(spec: BaseModel, what: str, takes: set[str]) -> None:
@@ -184,10 +216,13 @@ class FFNSpec(Spec):
 
 
 class LayerRef(Spec):
-    """A layer as a pair of kinds named in the model's `attention_kinds` / `ffn_kinds`."""
+    """A layer as a pair of kinds named in the model's `attention_kinds` / `ffn_kinds`; `engram`:
+    the layer also adds an Engram lookup to its residual stream (the model's `engram` says its
+    tables, specs.EngramSpec)."""
 
     attention: str
     ffn: str
+    engram: bool = False
 
 
 class LayerGroup(LayerRef):

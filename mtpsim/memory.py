@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from mtpsim.costs import ops as O
 from mtpsim.costs.compressed import layer_kv as compressed_kv
 from mtpsim.costs.deployment import Deployment
+from mtpsim.costs.engram import table_bytes_per_gpu
 from mtpsim.costs.passes import Pricer
 from mtpsim.designs import BASELINE, DesignShape
 from mtpsim.engines import EngineSpec
@@ -223,7 +224,8 @@ def memory_budget(pricer: Pricer, design: DesignShape, rule: PoolRule) -> Memory
     hw, model, par = dep.hardware, dep.model, dep.parallel
     # the embedding splits like the LM head: over the attention GPUs (all tp without DP attention)
     embedding = 0.0 if model.tie_embeddings else model.vocab_size * model.hidden_size * 2 / par.attention_tp
-    target_w = pricer.weight_bytes("target") + embedding
+    # Engram tables (DeepSeek-V4.1) are looked up, not read whole: sized here, never in a pass's weight bytes
+    target_w = pricer.weight_bytes("target") + embedding + table_bytes_per_gpu(model.engram, par.tp)
     draft_w, draft_kv = 0.0, ()
     if rec.layer_part is not None:
         layers = rec.draft_layers(design.steps)

@@ -55,6 +55,18 @@ def unread_dtypes(s: Scenario) -> list[tuple[str, str]]:
     return found
 
 
+def fp4_kv_before_blackwell(s: Scenario) -> list[tuple[str, str]]:
+    """A target whose KV cache is FP4 on a GPU that keeps it as FP8 (HardwareSpec.stored_kv):
+    priced and sized as FP8, said once."""
+    hw, kv = s.specs.hardware, s.specs.model.dtypes.kv_cache
+    if hw.stored_kv(kv) == kv:
+        return []
+    given = isinstance(s.model, dict) and isinstance(s.model.get("dtypes"), dict) and "kv_cache" in s.model["dtypes"]
+    return [("model.dtypes.kv_cache" if given else "model",
+             f"{s.specs.model.name!r} keeps an FP4 KV cache, which engines pack only on Blackwell (compute capability "
+             f"10+); {hw.name!r} is {hw.compute_capability:.1f}, so its cache is priced and sized as FP8")]
+
+
 def windows_past_context(s: Scenario) -> list[tuple[str, str]]:
     """A sliding window (or DeepSeek-V4's compressed window) at least as long as the longest
     sequence the model serves: every layer of that kind attends its whole context, as a global

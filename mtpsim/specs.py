@@ -125,6 +125,36 @@ class BlockSpec(Spec):
         return self
 
 
+class EngramSpec(Spec):
+    """DeepSeek-V4.1's Engram: at each layer that carries one (`engram: true` in `layers`), every
+    token gathers (max_ngram_size - 1) x n_heads hashed rows of head_dim values from that layer's
+    table, a wkv GEMM maps them to (hc_mult + 1) x hidden, and a gate adds them to the residual
+    copies (SGLang v0.5.23 srt/layers/engram.py `Engram`). rows: each Engram layer's table rows, in
+    layer order. The tables are FP8 with one 1-byte (E8M0) scale per `scale_block` values;
+    engines shard their rows over the tensor-parallel GPUs (costs/engram.py)."""
+
+    rows: list[Annotated[int, Field(gt=0, le=2**40)]] = Field(min_length=1, max_length=MAX_LAYERS)
+    n_heads: int = Field(gt=0, le=MAX_HEADS)
+    max_ngram_size: int = Field(ge=2, le=64)
+    head_dim: int = Field(gt=0, le=MAX_WIDTH)
+    scale_block: int = Field(default=32, gt=0, le=MAX_WIDTH)
+
+    @property
+    def columns(self) -> int:
+        """Hashed rows one token gathers per Engram layer: one per n-gram order past the unigram and head."""
+        return (self.max_ngram_size - 1) * self.n_heads
+
+    @property
+    def row_bytes(self) -> float:
+        """Bytes of one table row: FP8 values and their block scales."""
+        return self.head_dim * (1 + 1 / self.scale_block)
+
+    @property
+    def table_bytes(self) -> float:
+        """Every Engram table's bytes, over all GPUs."""
+        return sum(self.rows) * self.row_bytes
+
+
 ROLE_NAMES = {"target": "a target model", "draft": "a draft model", "assistant": "a frozen-KV assistant",
               "block_draft": "a block drafter"}
 # the top-level fields a role never reads (`block` aside: only a block drafter takes it). A target
@@ -161,6 +191,7 @@ class ModelSpec(Spec):
     assistant: str | None = None            # default frozen_kv assistant (catalog name)
     block_draft: str | None = None          # default block drafter (catalog name, design block)
     block: BlockSpec | None = None          # block drafters: how one forward drafts a block
+    engram: EngramSpec | None = None        # DeepSeek-V4.1's Engram tables (layers: engram: true)
     backbone_hidden_size: int | None = Field(default=None, gt=0, le=MAX_WIDTH)  # assistants, drafts: target width
     # drafts: target layers whose hidden states an fc fuses (EAGLE-3: 3, low/mid/high; 3 x target
     # width -> hidden), and the pruned vocabulary its own LM head scores (vocab_size stays the
@@ -183,6 +214,8 @@ class ModelSpec(Spec):
                     raise AtKey(f"{key}.{name}", "no layer uses this kind (layers and mtp.layer name the kinds a "
                                 "model runs)")
         self._fields_for_role()
+        self._engram_layers()
+        self._shared_compressed()
         if self.role != "target" and self.backbone_hidden_size is None:
             raise ValueError(f"{'an assistant' if self.role == 'assistant' else 'a draft'} needs backbone_hidden_size")
         if (self.role == "block_draft") != (self.block is not None):
@@ -209,6 +242,42 @@ class ModelSpec(Spec):
                     raise AtKey(f"attention_kinds.{name}.kv_source", "only a frozen-KV assistant's query-only layers "
                                 "read another model's KV (role: assistant)")
 
+    def _engram_layers(self) -> None:
+        """The layers flagged `engram` are the tables' layers, one table each, and only a target's trunk has them."""
+        flagged = sum(g.count for g in self.layers if g.engram)
+        if self.mtp is not None and self.mtp.layer.engram:
+            raise AtKey("mtp.layer.engram", "an MTP layer carries no Engram (engram: true goes on trunk layers)")
+        if self.engram is None:
+            if flagged:
+                i = next(i for i, g in enumerate(self.layers) if g.engram)
+                raise AtKey(f"layers.{i}.engram", "an Engram layer needs the model's `engram` (its tables' rows, "
+                            "n_heads, max_ngram_size, head_dim)")
+            return
+        if self.role != "target":
+            raise AtKey("engram", f"{ROLE_NAMES[self.role]} (role: {self.role}) has no Engram tables")
+        if flagged != len(self.engram.rows):
+            raise AtKey("engram.rows", f"{len(self.engram.rows)} tables, but {flagged} layers carry an Engram "
+                        "(engram: true in layers): one table per Engram layer")
+
+    def _shared_compressed(self) -> None:
+        """A layer that reads another's compressed entries (mode reindex or reuse) comes after a
+        layer of its ratio that writes them (mode full), and one that reads chosen entries after
+        an indexer of its ratio: DeepSeek-V4.1's kv_source and index_source layers come first."""
+        owners, indexers = set(), set()
+        for i, group in enumerate(self.layers):
+            c = self.attention_kinds[group.attention].compressed
+            if c is None or not c.ratio:
+                continue
+            if c.mode != "full" and c.ratio not in owners:
+                raise AtKey(f"layers.{i}.attention", f"kind {group.attention!r} reads the compressed entries of an "
+                            f"earlier layer of ratio {c.ratio} (mode {c.mode}), and no earlier layer writes them "
+                            "(mode full)")
+            if c.mode == "reuse" and c.index_topk is not None and c.ratio not in indexers:
+                raise AtKey(f"layers.{i}.attention", f"kind {group.attention!r} reads the entries an earlier indexer "
+                            f"of ratio {c.ratio} chose, and no earlier layer of that ratio runs an indexer")
+            owners |= {c.ratio} if c.owns_entries else set()
+            indexers |= {c.ratio} if c.runs_indexer else set()
+
     @property
     def num_layers(self) -> int:
         return sum(g.count for g in self.layers)
@@ -221,7 +290,7 @@ class ModelSpec(Spec):
     @cached_property
     def expanded_layers(self) -> list[LayerRef]:
         """Every layer in model order."""
-        return [LayerRef(attention=g.attention, ffn=g.ffn) for g in self.layers for _ in range(g.count)]
+        return [LayerRef(attention=g.attention, ffn=g.ffn, engram=g.engram) for g in self.layers for _ in range(g.count)]
 
     def kv_source_layer(self, kv_source: str) -> int:
         """Index of this (target) model's layer whose KV a query-only assistant layer with
@@ -250,7 +319,8 @@ class ModelSpec(Spec):
             draft = f"draft model (nextn) for width {self.backbone_hidden_size}" + \
                 (f", own {self.draft_vocab_size}-token head" if self.draft_vocab_size else "")
         elif self.mtp is None:
-            draft = f"no MTP (assistant: {self.assistant})" if self.assistant else "no MTP"
+            draft = (f"no MTP (assistant: {self.assistant})" if self.assistant else
+                     f"no MTP (block drafter: {self.block_draft})" if self.block_draft else "no MTP")
         else:
             n = self.mtp.num_layers
             draft = f"{n} parallel head{'s' * (n > 1)}" if self.mtp.parallel else f"MTP {n} layer{'s' * (n > 1)}"

@@ -90,8 +90,8 @@ def _scenario(model, design: str, steps: int, **over) -> str:
 
 BAD = [  # (id, config.json or None for the catalog model, scenario keys, key, word)
     ("serial-mtp-on-dspark", DSPARK, {}, "speculative.design", "serial MTP"),
-    ("engram", {**FLASH, "engram_layer_ids": [0]}, {}, "engram_layer_ids", "host memory"),
-    ("kv-sharing", {**FLASH, "kv_source_layer_ids": [2, 5]}, {}, "kv_source_layer_ids", "shared"),
+    ("engram-without-tables", {**FLASH, "engram_layer_ids": [0]}, {}, "engram_num_embeddings", "at least 1"),
+    ("kv-sharing-on-v4-ratios", {**FLASH, "kv_source_layer_ids": [2, 5]}, {}, "kv_source_layer_ids.0", "ratio 4"),
     ("ratio", {**FLASH, "compress_ratios": [0, 0, 4, 128, 4, 8] + [4] * 38}, {}, "compress_ratios.5",
      "not one of"),
 ]

@@ -25,6 +25,14 @@ deepseek_v4.py and vLLM vllm/models/deepseek_v4):
 Cache entries keep head_dim - rope values in the KV dtype and the rope values at least BF16
 (the reference quantises only the non-rope dims); the indexer's keys are FP8 with one FP32
 scale per 128 (as DeepSeek-V3.2's indexer cache).
+
+DeepSeek-V4.1's CSA2 (ratios 1 and 2; SGLang v0.5.23 srt/layers/attention/dsv4/dsv41_sparse.py):
+only a layer of mode `full` writes compressed entries (its compressor: wkv, and at ratio 2 wgate)
+and, with an indexer, derives index keys from each pooled latent (wk: head_dim -> index_head_dim);
+a `reindex` layer's indexer (wq_b, weights_proj) scores only its candidate pool; a `reuse` layer
+runs neither and attends the entries the last indexer chose. Every layer keeps its own window. With
+an FP4 cache the ratio-1/2 entries are E2M1 with one E4M3 scale per 16 values and the index keys
+E2M1 with one E8M0 scale per 32 (windows stay FP8).
 """
 from __future__ import annotations
 
@@ -44,41 +52,82 @@ def coff(ratio: int) -> int:
     return 2 if ratio == 4 else 1
 
 
+def low_ratio(ratio: int) -> bool:
+    """DeepSeek-V4.1's CSA2 ratios (1, 2): their compressor has no gate at ratio 1 and keeps no
+    indexer compressor (index keys come from the pooled latent through a head_dim -> index_head_dim
+    wk), and their entries pack into FP4 (SGLang v0.5.23 srt/layers/attention/dsv4/dsv41_sparse.py
+    DeepseekV41Compressor, DeepseekV41Indexer; ratios 4 and 128 run V4's Compressor and C4Indexer)."""
+    return ratio in (1, 2)
+
+
+def _packs_fp4(att: AttentionSpec, kv_dtype: str) -> bool:
+    """Whether a layer's compressed entries are stored as FP4: an fp4 KV cache packs V4.1's
+    ratio-1/2 latents, which its compressor already rounds to E2M1; ratios 4 and 128 are not
+    FP4-rounded and stay FP8 (SGLang v0.5.23 mem_cache/deepseek_v4_memory_pool.py
+    resolve_compressed_kv_layout)."""
+    return kv_dtype == "fp4" and low_ratio(att.compressed.ratio)
+
+
+def _fp8_entry(att: AttentionSpec, kv_dtype: str) -> float:
+    """A K=V entry with its non-rope dims in the KV dtype (FP8 at least) and the rope dims at
+    least BF16 (the reference quantises only the non-rope dims)."""
+    rope, width = att.qk_rope_head_dim, max(DTYPE_BYTES[kv_dtype], 1.0)
+    return (att.head_dim - rope) * width + rope * max(width, 2.0)
+
+
 def entry_bytes(att: AttentionSpec, kv_dtype: str) -> float:
-    """Bytes of one cached K=V entry (window or compressed): non-rope dims in the KV dtype, the
-    rope dims at least BF16."""
-    rope = att.qk_rope_head_dim
-    return (att.head_dim - rope) * DTYPE_BYTES[kv_dtype] + rope * max(DTYPE_BYTES[kv_dtype], 2.0)
+    """Bytes of one cached compressed K=V entry: V4's FP8 layout (`_fp8_entry`), or with an fp4
+    cache V4.1's packed ratio-1/2 latent, E2M1 with one E4M3 scale per 16 values, rope dims
+    included (DeepSeek-V4.1 model card: 890 bytes of global KV per token)."""
+    return att.head_dim * (0.5 + 1 / 16) if _packs_fp4(att, kv_dtype) else _fp8_entry(att, kv_dtype)
 
 
-def index_entry_bytes(att: AttentionSpec) -> float:
-    """Bytes of one indexer key: index_head_dim FP8 values and an FP32 scale per 128; 0 without one."""
+def window_entry_bytes(att: AttentionSpec, kv_dtype: str) -> float:
+    """Bytes of one sliding-window slot: V4's FP8 layout whatever the cache (FP4 packs only
+    compressed latents)."""
+    return _fp8_entry(att, kv_dtype)
+
+
+def index_entry_bytes(att: AttentionSpec, kv_dtype: str = "fp8") -> float:
+    """Bytes of one indexer key: index_head_dim FP8 values and an FP32 scale per 128 (V4), or with
+    an fp4 cache V4.1's E2M1 keys with one E8M0 scale per 32; 0 without an indexer."""
     c = att.compressed
-    return 0.0 if c.index_topk is None else c.index_head_dim + 4.0 * math.ceil(c.index_head_dim / 128)
+    if c.index_n_heads is None:
+        return 0.0
+    if _packs_fp4(att, kv_dtype):
+        return c.index_head_dim * (0.5 + 1 / 32)
+    return c.index_head_dim + 4.0 * math.ceil(c.index_head_dim / 128)
 
 
 def state_bytes(att: AttentionSpec, head_dim: int) -> float:
-    """A compressor's running state per request: kv_state and score_state, FP32."""
+    """A compressor's running state per request: kv_state and score_state, FP32; none at ratio 1,
+    where every token is its own entry."""
     r = att.compressed.ratio
-    return 0.0 if not r else 2 * (coff(r) * r) * (coff(r) * head_dim) * 4.0
+    return 0.0 if r <= 1 else 2 * (coff(r) * r) * (coff(r) * head_dim) * 4.0
 
 
 def state_per_token(att: AttentionSpec) -> float:
     """State bytes a new token moves in a compressed layer: its own row written (one of coff x
     ratio), and once per `ratio` tokens the whole state read to pool an entry."""
     r = att.compressed.ratio
-    return state_bytes(att, att.head_dim) * (1 / (coff(r) * r) + 1 / r)
+    return state_bytes(att, att.head_dim) * (1 / (coff(r) * r) + 1 / r) if r else 0.0
 
 
 def layer_kv(att: AttentionSpec, kv_dtype: str) -> tuple[float, float]:
     """(bytes per committed token, bytes per request) one layer keeps on one GPU (the single K=V
     head is replicated): compressed entries and indexer keys grow with the tokens, one per
-    `ratio`; the window ring and the compressors' states are per request."""
+    `ratio`, in the layer that writes them (mode full: a reindex or reuse layer reads another's);
+    the window ring and the compressors' states are per request."""
     c = att.compressed
-    per_token = (entry_bytes(att, kv_dtype) + index_entry_bytes(att)) / c.ratio if c.ratio else 0.0
-    fixed = c.window * entry_bytes(att, kv_dtype) + state_bytes(att, att.head_dim)
-    if c.index_topk is not None:
-        fixed += state_bytes(att, c.index_head_dim)
+    per_token = 0.0
+    if c.owns_entries:
+        keys = index_entry_bytes(att, kv_dtype) if c.runs_indexer else 0.0
+        per_token = (entry_bytes(att, kv_dtype) + keys) / c.ratio
+    fixed = c.window * window_entry_bytes(att, kv_dtype)
+    if c.owns_entries:
+        fixed += state_bytes(att, att.head_dim)
+        if c.runs_indexer and not low_ratio(c.ratio):  # V4's indexer pools its keys with a compressor of its own
+            fixed += state_bytes(att, c.index_head_dim)
     return per_token, fixed
 
 
@@ -107,12 +156,17 @@ def projections(att: AttentionSpec, d: int, tokens: int, dtype: str, tp: int, ac
     # on by default in v0.5.16 srt/models/deepseek_v4.py MqaAttentionBase)
     ops = [gemm("attn.wqkv_a", tokens, d, att.q_lora_rank + att.head_dim, dtype, act=act),
            gemm("attn.wq_b", tokens, att.q_lora_rank, heads * att.head_dim, dtype, act=act)]
-    if c.ratio:  # reference: wkv and wgate of the compressor stored BF16
-        ops.append(gemm("attn.compressor", tokens, d, 2 * coff(c.ratio) * att.head_dim, "bf16", act=act))
-    if c.index_topk is not None:
+    if c.owns_entries:  # reference: wkv and wgate of the compressor stored BF16 (ratio 1: wkv alone)
+        width = att.head_dim if c.ratio == 1 else 2 * coff(c.ratio) * att.head_dim
+        ops.append(gemm("attn.compressor", tokens, d, width, "bf16", act=act))
+    if c.runs_indexer:
         ops += [gemm("attn.indexer_q", tokens, att.q_lora_rank, c.index_n_heads * c.index_head_dim, dtype, act=act),
-                gemm("attn.indexer_weights", tokens, d, c.index_n_heads, "bf16", act=act),
-                gemm("attn.indexer_compressor", tokens, d, 2 * coff(c.ratio) * c.index_head_dim, "bf16", act=act)]
+                gemm("attn.indexer_weights", tokens, d, c.index_n_heads, "bf16", act=act)]
+        if c.owns_entries and low_ratio(c.ratio):  # keys from each new pooled latent (DeepseekV41Indexer.wk)
+            ops.append(gemm("attn.indexer_wk", math.ceil(tokens / c.ratio), att.head_dim, c.index_head_dim, "bf16",
+                            act=act))
+        elif c.owns_entries:
+            ops.append(gemm("attn.indexer_compressor", tokens, d, 2 * coff(c.ratio) * c.index_head_dim, "bf16", act=act))
     per_group = att.num_heads * att.head_dim // c.o_groups  # wo_a: one k x o_lora_rank matrix per group
     w = DTYPE_BYTES[dtype]
     ops.append(Op("attn.wo_a", "gemm", flops=2.0 * tokens * groups * per_group * c.o_lora_rank,
@@ -156,7 +210,7 @@ class CompressedKernel:
     def __init__(self, att: AttentionSpec, kv_dtype: str, tp: int, act: str = ACT):
         self.att, self.kv_dtype, self.tp, self.act = att, kv_dtype, tp, act
         self.heads = max(1, math.ceil(att.num_heads / tp))
-        self.entry = entry_bytes(att, kv_dtype)
+        self.entry, self.slot = entry_bytes(att, kv_dtype), window_entry_bytes(att, kv_dtype)
 
     def core(self, lens: BatchLens, tree_keys: float = 0.0) -> Op:
         c, att = self.att.compressed, self.att
@@ -165,19 +219,20 @@ class CompressedKernel:
         window = np.minimum(seen, c.window)
         entries = seen // c.ratio if c.ratio else np.zeros_like(seen)
         chosen = np.minimum(entries, c.index_topk) if c.index_topk is not None else entries
-        read = window + (np.minimum(entries, q * c.index_topk) if c.index_topk is not None else entries)
+        picked = np.minimum(entries, q * c.index_topk) if c.index_topk is not None else entries
         keys = q * (window + chosen)                      # query-key pairs
         flops = 4.0 * float(keys.sum()) * self.heads * att.head_dim
-        kv_bytes = float(read.sum()) * self.entry
+        kv_bytes = float(window.sum()) * self.slot + float(picked.sum()) * self.entry
         act_bytes = 2 * lens.q_tokens * self.heads * att.head_dim * DTYPE_BYTES[self.act]
         kernels = 1
-        if c.ratio:  # each new token writes its row of the state; every ratio-th pools the whole state
+        if c.owns_entries:  # each new token writes its row of the state; every ratio-th pools the whole state
             kv_bytes += lens.q_tokens * state_per_token(att)
             kernels += 1
-        if c.index_topk is not None:  # every query scores every compressed entry (FP8), top-k of FP32 scores
-            pairs = float((q * entries).sum())
+        if c.runs_indexer:  # every query scores the entries in its scope (all, or a reindex layer's pool), top-k of FP32 scores
+            scope = entries if c.candidate_pool is None else np.minimum(entries, c.candidate_pool)
+            pairs = float((q * scope).sum())
             flops += 2.0 * pairs * c.index_n_heads * c.index_head_dim
-            kv_bytes += float(entries.sum()) * index_entry_bytes(att)
+            kv_bytes += float(scope.sum()) * index_entry_bytes(att, self.kv_dtype)
             act_bytes += 2 * 4.0 * pairs
             kernels += 2
         return Op("attn.compressed_core", FAMILY, flops=flops, kv_bytes=kv_bytes, act_bytes=act_bytes, kernels=kernels,

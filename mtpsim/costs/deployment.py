@@ -119,8 +119,9 @@ class Deployment:
 
     @property
     def kv_dtype(self) -> str:
-        """What every part's KV cache is stored in: the target's."""
-        return self.model.dtypes.kv_cache
+        """What every part's KV cache is stored in: the target's, as this GPU keeps it (an FP4
+        cache is FP8 before Blackwell: HardwareSpec.stored_kv)."""
+        return self.hardware.stored_kv(self.model.dtypes.kv_cache)
 
     @property
     def act(self) -> str:
@@ -225,8 +226,8 @@ def model_parts(model: ModelSpec, draft: ModelSpec | None, assistant: ModelSpec 
 def _whole(name: str, spec: ModelSpec, edge: Callable, shares_target_head: bool = False,
            query_only: bool = False) -> ModelPart:
     """A whole model's layers as one part: (count, layer) groups, with its own dtypes."""
-    counts = Counter((g.attention, g.ffn) for g in spec.layers for _ in range(g.count))
-    groups = tuple((n, LayerRef(attention=a, ffn=f)) for (a, f), n in counts.items())
+    counts = Counter((g.attention, g.ffn, g.engram) for g in spec.layers for _ in range(g.count))
+    groups = tuple((n, LayerRef(attention=a, ffn=f, engram=e)) for (a, f, e), n in counts.items())
     dt = spec.dtypes
     return ModelPart(name, spec, groups, dt.attention, dt.dense_ffn, dt.experts, edge,
                      shares_target_head=shares_target_head, query_only=query_only)

@@ -21,6 +21,7 @@ from mtpsim.costs import ops as O
 from mtpsim.costs.batch_expansion import expanded_verify
 from mtpsim.costs.cost_model import CostModel
 from mtpsim.costs.deployment import Deployment, deploy
+from mtpsim.costs.engram import engram_ops
 from mtpsim.costs.layer import decoder_layer_ops
 from mtpsim.costs.pass_cost import PassCost, Work
 from mtpsim.designs import PassShape  # noqa: F401 (priced here; costs re-exports it)
@@ -267,9 +268,14 @@ class Pricer:
             att, ffn = part.spec.attention_kinds[ref.attention], part.spec.ffn_kinds[ref.ffn]
             if moe_only and ffn.kind != "moe":
                 continue
-            yield count, att, decoder_layer_ops(att, ffn, part.spec.hidden_size, tokens, part.attn_dtype, part.ffn_dtype,
-                                                part.expert_dtype, self.par, part.query_only, dep.moe_skew, dep.act,
-                                                glue, fuse_shared=dep.fuses_shared_experts, independent=independent)
+            ops = decoder_layer_ops(att, ffn, part.spec.hidden_size, tokens, part.attn_dtype, part.ffn_dtype,
+                                    part.expert_dtype, self.par, part.query_only, dep.moe_skew, dep.act, glue,
+                                    fuse_shared=dep.fuses_shared_experts, independent=independent)
+            if ref.engram:  # DeepSeek-V4.1's Engram lookup (costs/engram.py)
+                hc = att.compressed.hc_mult if att.compressed is not None else 1
+                ops += engram_ops(part.spec.engram, part.spec.hidden_size, hc, tokens, part.attn_dtype, self.par.tp,
+                                  tokens * self.par.attention_dp, dep.act, self.par.nodes(self.par.tp))
+            yield count, att, ops
 
     @lru_cache(maxsize=8)  # noqa: B019 -- a Pricer lives as long as its run; a part's kinds never change
     def _kernels(self, part: str) -> tuple[tuple[O.AttentionKernel, int], ...]:

@@ -65,7 +65,7 @@ HIDDEN = "hidden:"        # the source prefix of an op off the critical path
 # region -> chains of op names (costs/compressed.py and ffn.py name the ops)
 ATTENTION_CHAINS = (
     ("attn.wqkv_a", "attn.wq_b"),              # main: q path
-    ("attn.compressor",),                       # compressor stream, from the layer's start
+    ("attn.compressor", "attn.indexer_wk"),     # compressor stream, from the layer's start (V4.1: then its index keys)
     ("attn.indexer_compressor",),               # the indexer's stream, from the start
     ("attn.wqkv_a", "attn.indexer_q"),          # indexer wq_b waits for q_lora ...
     ("attn.indexer_weights", "attn.indexer_q"),  # ... and for weights_proj on its own stream

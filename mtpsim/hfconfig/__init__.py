@@ -37,7 +37,9 @@ from mtpsim.hfconfig.families import ARCHITECTURES, READERS
 from mtpsim.hfconfig.view import Config, Layout
 
 READERS["deepseek_v4"] = deepseek_v4.deepseek_v4  # DeepSeek-V4 (hfconfig/deepseek_v4.py)
+READERS["deepseek_v41"] = READERS["deepseek_v41_text"] = deepseek_v4.deepseek_v4  # and V4.1: the same reader
 ARCHITECTURES["DeepseekV4ForCausalLM"] = "deepseek_v4"
+ARCHITECTURES["DeepseekV41ForCausalLM"] = "deepseek_v41"
 
 MAX_CONFIG_BYTES = 4 * 2**20  # a config.json is a few kB
 TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
@@ -78,7 +80,7 @@ def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | No
     mapping |= _kinds(layout, mapping, overrides)
     mapping["dtypes"] = _dtypes(top, text, where, key, overrides)
     if _reader(top, where, at) is deepseek_v4.deepseek_v4:
-        mapping = deepseek_v4.finish(text, mapping, drafters() if drafters else {})
+        mapping = deepseek_v4.finish(top, text, mapping, drafters() if drafters else {})
     block = block_keys(top)  # a block drafter's (hfconfig/blocks.py)
     if block:  # it borrows the target's embedding and LM head: whether they are tied is the target's
         mapping.pop("tie_embeddings", None)

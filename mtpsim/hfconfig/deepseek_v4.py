@@ -20,15 +20,14 @@ configuration_deepseek_v4.py (DeepseekV4Config) and DeepSeek's reference inferen
   checkpoint_bundles_dspark_draft) has no serial MTP head: its mtp.* layers are DSpark stages
   (vLLM PR #46965, #52165), so no `mtp` is read and `block_draft` names the catalog drafter
   with the same taps and block, where there is one.
-- Refused, one error naming the key: DeepSeek-V4.1's Engram tables (engram_layer_ids: hashed
-  n-gram embeddings) and its cross-layer KV / index sharing (kv_source_layer_ids,
-  index_source_layer_ids, candidate_source_layer_id), which no op prices. Engram's model code is
-  public (SGLang v0.5.23 srt/layers/engram.py: per token and Engram layer, (max_ngram_size - 1) x
-  engram_n_heads hash rows of engram_head_dim FP8 values plus block scales gathered from a table
-  with engram_num_embeddings rows, sharded over the TP GPUs with an all-reduce by default, or read from host
-  memory over the host link with SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE; then a wkv GEMM and a
-  fused gate into the hyper-connection stream), but pricing it alone would not make V4.1
-  readable: its layers also share KV and indexers across layers, which nothing here models.
+- DeepSeek-V4.1 (model_type deepseek_v41, its text_config read): compress ratios 1 and 2 (CSA2,
+  kinds `c1`, `c2`) whose entries only the kv_source_layer_ids layers write (mode full) and whose
+  indexers run only in index_source_layer_ids (a non-writer's rescores the candidate pool of
+  candidate_topk_blocks x candidate_block_size positions when the candidate source comes first:
+  mode reindex); the rest reuse both (mode reuse), as SGLang v0.5.23 builds them
+  (`_csa2_modes`); the KV cache FP4 (the latents' E2M1 packing); no hash-routed layers unless the
+  config says so; engram_layer_ids -> `engram` and those layers flagged (`_engram`). The vision
+  tower is not read.
 """
 from __future__ import annotations
 
@@ -38,24 +37,14 @@ from mtpsim.errors import first_repeat, short
 from mtpsim.hfconfig.view import Config, Layout, kinds_of, moe_kind
 from mtpsim.specs import Dtype
 
-RATIO_KINDS = {0: "swa", 4: "csa", 128: "hca"}  # transformers _COMPRESS_RATIO_TO_LAYER_TYPE
+RATIO_KINDS = {0: "swa", 4: "csa", 128: "hca", 1: "c1", 2: "c2"}  # transformers _COMPRESS_RATIO_TO_LAYER_TYPE; V4.1's CSA2
 LAYER_TYPES = {"sliding_attention": 0, "compressed_sparse_attention": 4, "heavily_compressed_attention": 128}
-UNPRICED = {
-    "engram_layer_ids": "DeepSeek-V4.1's Engram tables (hashed n-gram embeddings engines shard over the GPUs "
-                        "or keep in host memory)",
-    "kv_source_layer_ids": "DeepSeek-V4.1's KV shared across layers",
-    "index_source_layer_ids": "DeepSeek-V4.1's indexer shared across layers",
-    "candidate_source_layer_id": "DeepSeek-V4.1's candidate blocks shared across layers",
-}
 DSPARK_KEYS = ("dspark_block_size", "dspark_markov_rank", "dspark_noise_token_id", "dspark_target_layer_ids")
+ENGRAM_KEYS = ("engram_num_embeddings", "engram_n_heads", "engram_max_ngram_size", "engram_head_dim")
 
 
 def deepseek_v4(c: Config) -> Layout:
-    """The family reader (families.READERS['deepseek_v4'])."""
-    for key, what in UNPRICED.items():
-        if c.get(key) is not None:
-            raise c.error(key, f"{what}: not modelled by mtpsim; write the spec as a catalog file without it to "
-                          "approximate the model")
+    """The family reader (families.READERS['deepseek_v4'], ['deepseek_v41'])."""
     n = c.int("num_hidden_layers", low=1)
     ratios = _ratios(c, n)
     heads, head_dim = c.int("num_attention_heads", low=1), c.int("head_dim", low=1)
@@ -69,19 +58,85 @@ def deepseek_v4(c: Config) -> Layout:
     shared = {"window": c.int("sliding_window", 128, low=1), "o_groups": c.int("o_groups", low=1),
               "o_lora_rank": c.int("o_lora_rank", low=1), "hc_mult": c.int("hc_mult", 4, low=1),
               "hc_sinkhorn_iters": c.int("hc_sinkhorn_iters", 20)}
-    attention = {}
-    for ratio in sorted(set(ratios)):
-        spec = {"ratio": ratio, **shared}
-        if ratio == 4:  # reference Attention: an Indexer only where compress_ratio == 4
-            spec |= {k: c.int(k, low=1) for k in ("index_topk", "index_n_heads", "index_head_dim")}
-        attention[RATIO_KINDS[ratio]] = base | {"compressed": spec}
-    hashed = _hash_layers(c, n)
+    index = {k: c.int(k, low=1) for k in ("index_topk", "index_n_heads", "index_head_dim")} if 4 in ratios else {}
+    modes = _csa2_modes(c, n, ratios)
+    attention, names = {}, []
+    for i, ratio in enumerate(ratios):
+        spec = {"ratio": ratio, **shared, **(index if ratio == 4 else {}), **modes.get(i, {})}
+        name = stem = RATIO_KINDS[ratio] + ("" if spec.get("mode", "full") == "full" else f"_{spec['mode']}")
+        for k in range(2, n + 2):  # layers of one ratio and mode that differ (an indexer, a pool) get their own kind
+            if attention.get(name, {}).get("compressed", spec) == spec:
+                break
+            name = f"{stem}_{k}"
+        attention[name] = base | {"compressed": spec}
+        names.append(name)
+    hashed = _hash_layers(c, n, 0 if _is_v41(c) else 3)
     width = c.int("moe_intermediate_size")
     moe = moe_kind(c.int("n_routed_experts", low=1), c.int("num_experts_per_tok", low=1), width,
                c.int("n_shared_experts", 0), width)
     ffns = {"moe": moe, "hash_moe": {**moe, "routing": "hash"}}
-    return Layout(attention, ffns, lambda i: (RATIO_KINDS[ratios[i]], "hash_moe" if i < hashed else "moe")
+    return Layout(attention, ffns, lambda i: (names[i], "hash_moe" if i < hashed else "moe")
                   if i < len(ratios) else None, "compress_ratios gives the MTP layers' attention past num_hidden_layers")
+
+
+def _csa2_modes(c: Config, n: int, ratios: list[int]) -> dict[int, dict[str, Any]]:
+    """DeepSeek-V4.1's ratio-1/2 layers (CSA2), by layer index: which write compressed entries
+    (kv_source_layer_ids: mode full), which score with an indexer of their own
+    (index_source_layer_ids: a full layer's indexer scans every entry; a reindex layer's rescores
+    the candidate_topk_blocks x candidate_block_size positions the candidate_source_layer_id
+    layer chose, when that layer comes before it) and which reuse both (mode reuse, reading the
+    index_topk entries the last indexer chose), as SGLang v0.5.23 builds them
+    (srt/models/deepseek_v4.py MqaAttention: DeepseekV41Compressor where layer_id in
+    kv_source_layer_ids, DeepseekV41Indexer where in index_source_layer_ids;
+    dsv41_sparse.py: uses_candidates = 0 <= candidate_source_layer_id < layer_id)."""
+    low = [i for i in range(n) if ratios[i] in (1, 2)]
+    sources = _layer_ids(c, "kv_source_layer_ids", n, ratios)
+    indexers = _layer_ids(c, "index_source_layer_ids", n, ratios)
+    if not low:
+        return {}
+    if not sources:
+        raise c.error("kv_source_layer_ids", f"layers {low[0]}.. have compress ratio 1 or 2 (DeepSeek-V4.1's CSA2), "
+                      "whose compressed entries only the kv_source_layer_ids layers write: give them")
+    candidate = c.int("candidate_source_layer_id", -1, low=-1)
+    if candidate >= 0 and candidate not in indexers:
+        raise c.error("candidate_source_layer_id", f"layer {candidate} is not an index source (index_source_layer_ids): "
+                      "only an indexer chooses candidate blocks")
+    pool = {}
+    if candidate >= 0:
+        pool = {"candidate_pool": c.int("candidate_topk_blocks", low=1) * c.int("candidate_block_size", low=1)}
+    index = {k: c.int(k, low=1) for k in ("index_topk", "index_n_heads", "index_head_dim")} if indexers else {}
+    modes, indexed, written = {}, False, set()
+    for i in low:
+        if i not in sources and ratios[i] not in written:
+            raise c.error("kv_source_layer_ids", f"layer {i} (compress ratio {ratios[i]}) reads the compressed entries "
+                          f"of an earlier kv source of its ratio, and none comes before it: the first ratio-{ratios[i]} "
+                          "layer writes them")
+        written |= {ratios[i]} if i in sources else set()
+        if i in sources:
+            modes[i] = index if i in indexers else {}
+        elif i in indexers:
+            modes[i] = {"mode": "reindex", **index, **(pool if 0 <= candidate < i else {})}
+        else:  # the entries the last indexer chose, or every entry where none came before
+            modes[i] = {"mode": "reuse", **({"index_topk": index["index_topk"]} if indexed else {})}
+        indexed |= i in indexers
+    return modes
+
+
+def _layer_ids(c: Config, key: str, n: int, ratios: list[int]) -> list[int]:
+    """A V4.1 list of trunk layers of compress ratio 1 or 2, each named where it is not one."""
+    ids = c.get(key, [])
+    if not isinstance(ids, list):
+        raise c.error(key, f"expected a list of layer indices, got {short(ids)}")
+    for j, i in enumerate(ids):
+        if type(i) is not int or not 0 <= i < n or ratios[i] not in (1, 2):
+            what = (f"layer {i} has compress ratio {ratios[i]}" if type(i) is int and 0 <= i < n
+                    else f"{short(i)} is not a layer of the trunk's {n} (num_hidden_layers)")
+            raise c.error(f"{key}.{j}", f"{what}: only ratio-1/2 layers (DeepSeek-V4.1's CSA2) share compressed "
+                          "entries")
+    again = first_repeat(ids)
+    if again is not None:
+        raise c.error(f"{key}.{again}", f"layer {ids[again]} is named twice")
+    return ids
 
 
 def _ratios(c: Config, n: int) -> list[int]:
@@ -91,8 +146,8 @@ def _ratios(c: Config, n: int) -> list[int]:
         ratios = c.list("compress_ratios", n, past=None)
         for i, r in enumerate(ratios):
             if type(r) is not int or r not in RATIO_KINDS:
-                raise c.error(f"compress_ratios.{i}", f"{short(r)} is not one of 0, 4, 128 (sliding, compressed sparse, "
-                              "heavily compressed attention)")
+                raise c.error(f"compress_ratios.{i}", f"{short(r)} is not one of 0, 1, 2, 4, 128 (sliding, V4.1's "
+                              "compressed sparse at ratio 1 or 2, compressed sparse, heavily compressed attention)")
         return ratios
     rates = c.get("compress_rates", {})
     if not isinstance(rates, dict) or any(LAYER_TYPES.get(k) not in (None, v) for k, v in rates.items()):
@@ -101,11 +156,18 @@ def _ratios(c: Config, n: int) -> list[int]:
     return [LAYER_TYPES[t] for t in kinds_of(c, "layer_types", c.list("layer_types", n), dict(zip(LAYER_TYPES, LAYER_TYPES)))]
 
 
-def _hash_layers(c: Config, n: int) -> int:
+def _is_v41(c: Config) -> bool:
+    """A DeepSeek-V4.1 text config: its model_type, or the cross-layer sharing only V4.1 has."""
+    return str(c.get("model_type", "")).startswith("deepseek_v41") or c.get("kv_source_layer_ids") is not None
+
+
+def _hash_layers(c: Config, n: int, default: int) -> int:
     """How many leading layers route by hash: num_hash_layers, else mlp_layer_types' leading
-    hash_moe run, else transformers' default 3."""
+    hash_moe run, else `default`: transformers' V4 default 3; V4.1's config class (SGLang v0.5.23
+    configs/deepseek_v41.py, a DeepseekV3Config) has none, and its model reads num_hash_layers
+    with a default of 0 (models/deepseek_v4.py)."""
     if c.get("mlp_layer_types") is None:
-        hashed = c.int("num_hash_layers", 3)
+        hashed = c.int("num_hash_layers", default)
         if hashed > n:
             raise c.error("num_hash_layers", f"{hashed} hash-routed layers, but the model has {n} (num_hidden_layers)")
         return hashed
@@ -116,19 +178,26 @@ def _hash_layers(c: Config, n: int) -> int:
     return first
 
 
-def finish(text: Config, mapping: dict[str, Any], drafters: dict[str, Any]) -> dict[str, Any]:
-    """A read V4 mapping with its FP4 experts and, for a DSpark-bundled checkpoint, no serial
-    MTP and the matching catalog drafter (`drafters`: name -> ModelSpec of role block_draft)."""
-    # the reference quantises the cache's non-rope dims to FP8 (QAT: act_quant on kv[..., :-rope]);
-    # costs/compressed.py keeps the rope dims BF16
-    dtypes = {**mapping["dtypes"], "kv_cache": "fp8"}
-    expert = text.get("expert_dtype")
+def finish(top: Config, text: Config, mapping: dict[str, Any], drafters: dict[str, Any]) -> dict[str, Any]:
+    """A read V4 mapping with its FP4 experts, V4.1's FP4 latents and Engram tables and, for a
+    DSpark-bundled checkpoint, no serial MTP and the matching catalog drafter (`drafters`: name
+    -> ModelSpec of role block_draft)."""
+    # V4: the reference quantises the cache's non-rope dims to FP8 (QAT: act_quant on kv[..., :-rope]);
+    # costs/compressed.py keeps the rope dims BF16. V4.1: its ratio-1/2 latents are E2M1 with E4M3
+    # scales per 16 (tech report 2.4.4; SGLang v0.5.23 resolve_compressed_kv_layout packs them as FP4)
+    low = any(k["compressed"]["ratio"] in (1, 2) for k in mapping["attention_kinds"].values())
+    dtypes = {**mapping["dtypes"], "kv_cache": "fp4" if low else "fp8"}
+    quant = top.get("quantization_config")  # V4.1 names its experts' format there
+    expert = text.get("expert_dtype", quant.get("expert_dtype") if isinstance(quant, dict) else None)
     if expert is not None:  # the 4-bit formats engines name by their scales (MXFP4, NVFP4) carry fp4's payload
         known = {**{d: d for d in get_args(Dtype)}, "mxfp4": "fp4", "nvfp4": "fp4",  # and torch_dtype's spellings
                  "bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float8_e4m3fn": "fp8"}
         if not isinstance(expert, str) or expert.lower() not in known:
-            raise text.error("expert_dtype", f"expected one of {', '.join(known)}, got {short(expert)}")
+            key = "expert_dtype" if text.get("expert_dtype") is not None else "quantization_config.expert_dtype"
+            raise (text if key == "expert_dtype" else top).error(key, f"expected one of {', '.join(known)}, got "
+                                                                    f"{short(expert)}")
         dtypes["experts"] = known[expert.lower()]
+    _engram(text, mapping)
     mapping["dtypes"] = dtypes
     if not any(text.get(k) is not None for k in DSPARK_KEYS):
         return mapping
@@ -147,6 +216,39 @@ def finish(text: Config, mapping: dict[str, Any], drafters: dict[str, Any]) -> d
              and d.block.block_size == gamma + 1 and d.backbone_hidden_size == mapping["hidden_size"]
              and markov in (None, d.block.markov_rank)]
     return mapping | ({"block_draft": match[0]} if match else {})
+
+
+def _engram(text: Config, mapping: dict[str, Any]) -> None:
+    """engram_layer_ids (DeepSeek-V4.1) -> `engram` (specs.EngramSpec: one table per listed layer,
+    engram_num_embeddings rows each) and those trunk layers flagged `engram`."""
+    ids = text.get("engram_layer_ids")
+    if not ids:
+        return
+    n = text.int("num_hidden_layers", low=1)
+    if not isinstance(ids, list):
+        raise text.error("engram_layer_ids", f"expected a list of layer indices, got {short(ids)}")
+    for j, i in enumerate(ids):
+        if type(i) is not int or not 0 <= i < n:
+            raise text.error(f"engram_layer_ids.{j}", f"{short(i)} is not a layer of the trunk's {n} (num_hidden_layers)")
+    again = first_repeat(ids)
+    if again is not None:
+        raise text.error(f"engram_layer_ids.{again}", f"layer {ids[again]} is named twice")
+    rows = text.list("engram_num_embeddings", len(ids), past=0)
+    for j, r in enumerate(rows):
+        if type(r) is not int or r < 1:
+            raise text.error(f"engram_num_embeddings.{j}", f"{short(r)} is not a row count")
+    mapping["engram"] = {"rows": [rows[ids.index(i)] for i in sorted(ids)], "n_heads": text.int("engram_n_heads", low=1),
+                         "max_ngram_size": text.int("engram_max_ngram_size", low=2),
+                         "head_dim": text.int("engram_head_dim", low=1)}
+    pairs = [(g["attention"], g["ffn"]) for g in mapping["layers"] for _ in range(g["count"])]
+    groups: list[dict[str, Any]] = []
+    for i, (attention, ffn) in enumerate(pairs):
+        layer = {"attention": attention, "ffn": ffn, **({"engram": True} if i in ids else {})}
+        if groups and {k: v for k, v in groups[-1].items() if k != "count"} == layer:
+            groups[-1]["count"] += 1
+        else:
+            groups.append({"count": 1, **layer})
+    mapping["layers"] = groups
 
 
 def _dspark_taps(text: Config) -> list[int]:
