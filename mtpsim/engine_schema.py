@@ -54,6 +54,9 @@ class Engine(Section):
     speculative_overlap: bool | None = Field(default=None, description=(
         "Whether speculative iterations overlap host work (SGLang SGLANG_ENABLE_SPEC_V2, vLLM async "
         "scheduling). None: the engine's rule at its version."))
+    bounded_replay: bool | None = Field(default=None, description=(
+        "Whether a prefill runs DeepSeek-V4.1's decoder layers over each prompt's last 128 tokens only (SGLang "
+        "--enable-decoder-swa-bounded-replay, on by default; other engines: off). None: the engine's default."))
     ignore_rules: list[str] = Field(default_factory=list, max_length=32, description=(
         "Version rules to resolve the engine without (what-if studies, the leave-one-rule-out benchmark)."))
     cuda_graphs: bool = True

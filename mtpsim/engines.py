@@ -131,6 +131,9 @@ class EngineSpec(Spec):
     # head sizes (vLLM forces its Triton unified attention for Gemma 4), which no profile times:
     # said in one warning where such a model is served (resolve.py), not priced
     mixed_head_attention: str | None = Field(default=None, min_length=1, max_length=80)
+    # whether a prefill runs a model's replay tail (ModelSpec.replay_tail: DeepSeek-V4.1's decoder
+    # layers) over each request's last window of prompt tokens only (SGLang's decoder SWA bounded replay)
+    prefill_tail_replay: bool = False
     version: str = ""            # the release these fields were resolved for (engine_releases.py)
     rules: tuple[str, ...] = ()  # the version rules in force at that release
     kv_pool: KVPoolSpec  # how the engine sizes its KV pool (memory.py)

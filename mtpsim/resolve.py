@@ -111,6 +111,8 @@ def _resolve_specs(s: Scenario, where: str) -> Specs:
     engine = catalog.load_engine(s.engine.kind, s.engine.version, s.engine.ignore_rules, where)
     if s.engine.speculative_overlap is not None:  # the scenario's word over the version's rule
         engine = engine.model_copy(update={"speculative_overlap": s.engine.speculative_overlap})
+    if s.engine.bounded_replay is not None:
+        engine = engine.model_copy(update={"prefill_tail_replay": s.engine.bounded_replay})
     cost_model, profile = _resolve_pricing(s, hardware, engine, where)
     _unpriced_attention_kernel(s, engine, [model, draft], cost_model, where)
     role = draft.role if draft else None

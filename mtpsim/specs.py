@@ -292,6 +292,25 @@ class ModelSpec(Spec):
         """Every layer in model order."""
         return [LayerRef(attention=g.attention, ffn=g.ffn, engram=g.engram) for g in self.layers for _ in range(g.count)]
 
+    @cached_property
+    def replay_tail(self) -> tuple[int, int] | None:
+        """(first layer, window) of the layers a prefill may run over each request's last `window`
+        prompt tokens only: DeepSeek-V4.1's decoder, from its last layer that writes ratio-1/2
+        compressed entries on, where every later layer reads them (ratios 0 and 1 only, no Engram
+        at that source, which runs an indexer), as SGLang v0.5.23 checks before its decoder SWA
+        bounded replay (models/deepseek_v4.py late_layer_start); None for any other model."""
+        layers = [self.attention_kinds[ref.attention] for ref in self.expanded_layers]
+        sources = [i for i, att in enumerate(layers) if att.compressed is not None and att.compressed.owns_entries
+                   and att.compressed.ratio in (1, 2)]
+        if not sources:
+            return None
+        start, source = sources[-1], layers[sources[-1]].compressed
+        later = {att.compressed.ratio if att.compressed else None for att in layers[start + 1:]}
+        if not later <= {0, 1} or not source.runs_indexer or self.expanded_layers[start].engram:
+            return None
+        hashed = [i for i, ref in enumerate(self.expanded_layers) if self.ffn_kinds[ref.ffn].routing == "hash"]
+        return None if hashed and max(hashed) >= start else (start, source.window)
+
     def kv_source_layer(self, kv_source: str) -> int:
         """Index of this (target) model's layer whose KV a query-only assistant layer with
         `kv_source` reads: its last sliding or last full (global) GQA layer. ValueError when it

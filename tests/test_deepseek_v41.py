@@ -221,3 +221,72 @@ def test_v41_bad_config_is_one_line(tmp_path, capsys, case, changes, key, word):
                 "speculative: {design: none}\nworkload: {concurrency: 1, num_requests: 1, input_len: 64, output_len: 4}\n")
     line = one_line_error(capsys, run(tmp_path, scenario, files), key, word)
     assert "config.json" in line or "s.yaml" in line
+
+
+# ----------------------------------------------------------------------------- prefill's replay tail
+
+def _prefill(prompt: int, replay: bool | None = None, engine: str = "sglang", model: str = MODEL, requests: int = 1):
+    """(seconds, ops) of one prefill pass of `requests` prompts of `prompt` tokens each."""
+    from mtpsim.designs import PassShape
+    s = sc.validate({"name": "m", "model": model, "hardware": "b200", "parallel": {"tp": 8},
+                     "engine": {"kind": engine, **({"bounded_replay": replay} if replay is not None else {})},
+                     "speculative": {"design": "none"},
+                     "workload": {"concurrency": 1, "num_requests": 1, "input_len": prompt, "output_len": 4}})
+    pricer = build_pricer(s)
+    shape = PassShape("prefill", "target", 0, 1)
+    cost = pricer.price(shape, np.full(requests, prompt), np.zeros(requests, int), keep_ops=True)
+    return cost.time_s, cost.ops
+
+
+def test_replay_tail_is_v41s_decoder_from_its_last_kv_source():
+    assert catalog.load_model(MODEL).replay_tail == (20, 128)
+    assert catalog.load_model("deepseek-v4-flash").replay_tail is None  # V4 shares nothing across layers
+    pricer = build_pricer(_scenario())
+    part = pricer.deployment.part("target")
+    assert sum(n for n, _ in part.tail) == 20 and part.tail_source.attention == "c1"
+    assert pricer.deployment.host.engine.prefill_tail_replay  # SGLang's default
+    assert not build_pricer(sc.validate({**_scenario().model_dump(exclude_unset=True), "engine": {"kind": "vllm"}}
+                                        )).deployment.host.engine.prefill_tail_replay
+
+
+@pytest.mark.parametrize("prompt", [64, 128])
+def test_a_prompt_within_the_window_costs_the_same_with_the_replay(prompt):
+    """The tail runs over each prompt's last 128 tokens: a prompt that short runs every layer whole."""
+    assert _prefill(prompt, True)[0] == pytest.approx(_prefill(prompt, False)[0], rel=1e-12)
+
+
+def test_a_long_prompt_runs_the_decoder_over_its_last_128_tokens():
+    on, ops_on = _prefill(4096, True)
+    off, _ = _prefill(4096, False)
+    assert on < 0.8 * off  # 20 of 40 layers over 128 of 4,096 tokens
+    cores = [op for op, _, n in ops_on if op.name == "attn.compressed_core"]
+    assert sorted({op.shape["q"] for op in cores}) == [128.0, 4096.0]  # the tail's queries, the others'
+    late = [op for op, _, n in ops_on if op.name == "attn.compressed_core" and op.shape["q"] == 128.0]
+    assert all(op.shape["kv_tokens"] == 4096.0 for op in late)  # it attends the whole prompt before it
+    rows = {}
+    for op, _, n in ops_on:
+        if op.name == "attn.compressor":
+            rows[op.shape["m"]] = rows.get(op.shape["m"], 0) + n
+    # the three ratio-2 sources over every token; layer 20 over its tail and, for the rest, the other rows
+    assert rows == {4096: 3, 128: 1, 4096 - 128: 1}
+    vllm = _prefill(4096, engine="vllm")[0]  # vLLM: no replay here unless the scenario asks
+    assert vllm == pytest.approx(_prefill(4096, False, engine="vllm")[0], rel=1e-12)
+    assert vllm > _prefill(4096, True, engine="vllm")[0]
+
+
+def test_the_tail_cuts_each_request_and_not_the_batch():
+    """Four prompts of 1,024 tokens: the tail runs 4 x 128 tokens, not 128."""
+    _, ops = _prefill(1024, True, requests=4)
+    m = {op.shape.get("m") for op, _, n in ops if op.name == "moe.router"}
+    assert m == {4 * 1024, 4 * 128}
+
+
+def test_bounded_replay_on_a_model_without_a_tail_is_one_warning(tmp_path, capsys):
+    from mtpsim.cli import main
+    path = tmp_path / "s.yaml"
+    path.write_text("name: m\nmodel: deepseek-v4-flash\nhardware: b200\nparallel: {tp: 8}\nspeculative: {design: none}\n"
+                    "engine: {bounded_replay: false}\n"
+                    "workload: {concurrency: 1, num_requests: 1, input_len: 64, output_len: 4}\n")
+    main(["cost", str(path)])
+    err = [line for line in capsys.readouterr().err.splitlines() if "bounded_replay" in line]
+    assert len(err) == 1 and "changes nothing" in err[0]

@@ -56,6 +56,11 @@ class ModelPart:
     copies: int = 1
     shares_target_head: bool = False
     query_only: bool = False
+    # a prefill's replay tail (ModelSpec.replay_tail): (count, layer) of the groups' layers in it,
+    # the window of prompt tokens it runs over, and the layer that starts it (it writes every row's entries)
+    tail: tuple[tuple[int, LayerRef], ...] = ()
+    tail_window: int = 0
+    tail_source: LayerRef | None = None
 
     @property
     def kv_layers(self) -> tuple[tuple[int, AttentionSpec], ...]:
@@ -205,7 +210,7 @@ def deploy(model: ModelSpec, hardware: HardwareSpec, engine: EngineSpec, *, tp: 
 def model_parts(model: ModelSpec, draft: ModelSpec | None, assistant: ModelSpec | None,
                 heads: int) -> Mapping[str, ModelPart]:
     """The parts these specs can run, by name: `heads` parallel heads (parallel_heads' steps)."""
-    parts = {"target": _whole("target", model, edges.target)}
+    parts = {"target": _with_tail(_whole("target", model, edges.target))}
     if draft is not None:
         parts["mtp"] = _whole("mtp", draft, edges.external_draft)
         parts["block"] = _whole("block", draft, edges.block, shares_target_head=True)
@@ -221,6 +226,17 @@ def model_parts(model: ModelSpec, draft: ModelSpec | None, assistant: ModelSpec 
     if assistant is not None:
         parts["assistant"] = _whole("assistant", assistant, edges.assistant, query_only=True)
     return MappingProxyType(parts)
+
+
+def _with_tail(part: ModelPart) -> ModelPart:
+    """The target part with its replay tail's layers counted by group, where the model has one."""
+    found = part.spec.replay_tail
+    if found is None:
+        return part
+    start, window = found
+    layers = part.spec.expanded_layers
+    counts = Counter(layers[start:])
+    return replace(part, tail=tuple((n, ref) for ref, n in counts.items()), tail_window=window, tail_source=layers[start])
 
 
 def _whole(name: str, spec: ModelSpec, edge: Callable, shares_target_head: bool = False,

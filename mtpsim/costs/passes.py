@@ -9,6 +9,7 @@ and longest KV (per-request lengths only under a sliding window), by the cost mo
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import NamedTuple
@@ -57,6 +58,10 @@ class _Plan:
     launch_s: float
     hidden_size: int
     cores: tuple
+    # a prefill's replay tail (ModelPart.tail): its layers' cores, priced over each request's last
+    # `tail_window` query tokens (none elsewhere)
+    tail_cores: tuple = ()
+    tail_window: int = 0
 
 
 class _Priced(NamedTuple):
@@ -149,17 +154,25 @@ class Pricer:
         context = prefill_tokens if shape.kind == "prefill" else rows * shape.context_per_request
         # a decode-shaped pass brings each request's tokens in a row (cost.routing_locality)
         per_request = 1 if shape.by_total else shape.tokens_per_request
+        record = self.deployment.part(shape.part)
+        replays = shape.kind == "prefill" and record.tail and self.deployment.host.engine.prefill_tail_replay
+        tail_tokens = min(tokens, batch * record.tail_window) if replays else None
         static, work, sources = self.static_ops_memo(shape.part, shape.layer, tokens, logits, graphs, shape.from_target,
-                                                context, per_request)
+                                                context, per_request, tail_tokens)
         compact = ()
         if shape.compact_tokens:  # each GPU compacts its own group's accepted paths
             op = O.kv_copy(batch * shape.compact_tokens, self.deployment.kv_bytes_per_token(shape.part))
             compact = ((op, self.costs.time(op, False), 1),)  # eagle_info.py `verify`: eager, after the graph
         # an indexer kernel's cores are always priced as Ops
-        cores = tuple((kernel, n, self.costs.core_pricer(kernel, graphs) if isinstance(kernel, O.AttentionKernel) else None)
-                      for kernel, n in self._kernels(shape.part))
+        def priced(kernels):
+            return tuple((kernel, n, self.costs.core_pricer(kernel, graphs) if isinstance(kernel, O.AttentionKernel)
+                          else None) for kernel, n in kernels if n)
+        kernels, tail = self._kernels(shape.part), self._kernels(shape.part, tail=True) if replays else ()
+        if tail:  # the tail's layers leave the whole-prompt cores
+            left = dict(tail)
+            kernels = [(kernel, n - left.get(kernel, 0)) for kernel, n in kernels]
         return _Plan(graphs, tokens, static, work, sources, compact, self.costs.pass_launch_s(graphs),
-                     self.deployment.part(shape.part).spec.hidden_size, cores)
+                     record.spec.hidden_size, priced(kernels), priced(tail), record.tail_window if replays else 0)
 
     def _attention(self, shape: PassShape, lens: O.BatchLens, plan: _Plan, keep_ops: bool = False) -> list:
         """The attention cores of a part's layers over `lens` (any set of requests: the whole
@@ -168,12 +181,15 @@ class Pricer:
         its core without the Op (the row's op is then its `CoreCounts`), except with `keep_ops`
         or where the pricer declines; `costs.time` of the Op otherwise."""
         priced = []
-        for kernel, count, pricer in plan.cores:
-            if keep_ops:
-                op = kernel.core(lens, shape.tree_keys)
-                priced.append((op, self.costs.time(op, plan.graphs), count))
-            else:
-                priced.append((*self.core(kernel, pricer, lens, shape.tree_keys, plan.graphs), count))
+        runs = ((plan.cores, lens), (plan.tail_cores, _last_tokens(lens, plan.tail_window))) if plan.tail_cores else \
+            ((plan.cores, lens),)
+        for cores, over in runs:
+            for kernel, count, pricer in cores:
+                if keep_ops:
+                    op = kernel.core(over, shape.tree_keys)
+                    priced.append((op, self.costs.time(op, plan.graphs), count))
+                else:
+                    priced.append((*self.core(kernel, pricer, over, shape.tree_keys, plan.graphs), count))
         return priced
 
     def core(self, kernel: O.AttentionKernel, pricer, lens: O.BatchLens, tree_keys: float, graphs: bool) -> tuple:
@@ -238,14 +254,15 @@ class Pricer:
 
     # ------------------------------------------------------------------ building
     def _build_static(self, part: str, layer: int, tokens: int, logits: int, graphs: bool, from_target: bool = False,
-                      context: int = 0, per_request: int = 1):
+                      context: int = 0, per_request: int = 1, tail_tokens: int | None = None):
         """Ops that depend on token counts only, priced once: (ops, their Work, sources).
         `context`: positions a block drafter injects into its context KV (costs/edges.py `block`);
         `per_request`: consecutive tokens each request brings (the routing locality's unit)."""
         record = self.deployment.part(part)
         edge = record.edge(self.deployment, record, tokens, logits, from_target, context)
         priced = []
-        for count, att, layer in self.layer_groups(record, tokens, per_request=per_request):  # side streams: streams.py
+        for count, att, layer in self.layer_groups(record, tokens, per_request=per_request,  # side streams: streams.py
+                                                   tail_tokens=tail_tokens):
             rows = [(op, self.costs.time(op, graphs), count) for op in layer if op is not None]
             priced += streams.hide(rows, self.deployment.stream_regions(att, tokens, graphs))
         priced = tuple(priced) + tuple((op, self.costs.time(op, graphs), n) for op, n in edge if op is not None)
@@ -258,31 +275,57 @@ class Pricer:
         for count, _, layer in self.layer_groups(part, tokens, moe_only):
             yield from ((count, op) for op in layer)
 
-    def layer_groups(self, part, tokens: int, moe_only: bool = False, per_request: int = 1):
+    def layer_groups(self, part, tokens: int, moe_only: bool = False, per_request: int = 1,
+                     tail_tokens: int | None = None):
         """(count, attention spec, the layer's ops) per layer group of a part's record, each
         request bringing `per_request` consecutive tokens (two-batch overlap's micro-batches and
-        mixed passes route every token independently: the default)."""
-        dep, glue = self.deployment, self.costs.has_glue
-        independent = O.shared_routing(dep.routing_locality, per_request)
+        mixed passes route every token independently: the default). `tail_tokens`: a prefill's
+        replay tail (ModelPart.tail) runs its layers over that many tokens, and the layer that
+        starts it writes the other tokens' compressed entries too (its compressor and index keys)."""
+        tail = {ref: n for n, ref in part.tail} if tail_tokens is not None else {}
         for count, ref in part.groups:
             att, ffn = part.spec.attention_kinds[ref.attention], part.spec.ffn_kinds[ref.ffn]
             if moe_only and ffn.kind != "moe":
                 continue
-            ops = decoder_layer_ops(att, ffn, part.spec.hidden_size, tokens, part.attn_dtype, part.ffn_dtype,
-                                    part.expert_dtype, self.par, part.query_only, dep.moe_skew, dep.act, glue,
-                                    fuse_shared=dep.fuses_shared_experts, independent=independent)
-            if ref.engram:  # DeepSeek-V4.1's Engram lookup (costs/engram.py)
-                hc = att.compressed.hc_mult if att.compressed is not None else 1
-                ops += engram_ops(part.spec.engram, part.spec.hidden_size, hc, tokens, part.attn_dtype, self.par.tp,
-                                  tokens * self.par.attention_dp, dep.act, self.par.nodes(self.par.tp))
-            yield count, att, ops
+            late = tail.get(ref, 0)
+            if count > late:
+                yield count - late, att, self._layer(part, ref, tokens, per_request)
+            if late:
+                yield late, att, self._layer(part, ref, tail_tokens, per_request)
+        if tail and tokens > tail_tokens:  # SGLang write_tail_source_kv: the source's entries for every row
+            source = part.tail_source
+            att = part.spec.attention_kinds[source.attention]
+            rest = C.projections(att, part.spec.hidden_size, tokens - tail_tokens, part.attn_dtype, self.par.attention_tp,
+                                 self.deployment.act)
+            yield 1, att, [op for op in rest if op.name in ("attn.compressor", "attn.indexer_wk")]
+
+    def _layer(self, part, ref, tokens: int, per_request: int) -> list:
+        """One layer's ops (costs/layer.py's list, and an Engram lookup where the layer has one)."""
+        dep = self.deployment
+        att, ffn = part.spec.attention_kinds[ref.attention], part.spec.ffn_kinds[ref.ffn]
+        independent = O.shared_routing(dep.routing_locality, per_request)
+        ops = decoder_layer_ops(att, ffn, part.spec.hidden_size, tokens, part.attn_dtype, part.ffn_dtype,
+                                part.expert_dtype, self.par, part.query_only, dep.moe_skew, dep.act, self.costs.has_glue,
+                                fuse_shared=dep.fuses_shared_experts, independent=independent)
+        if ref.engram:  # DeepSeek-V4.1's Engram lookup (costs/engram.py)
+            hc = att.compressed.hc_mult if att.compressed is not None else 1
+            ops += engram_ops(part.spec.engram, part.spec.hidden_size, hc, tokens, part.attn_dtype, self.par.tp,
+                              tokens * self.par.attention_dp, dep.act, self.par.nodes(self.par.tp))
+        return ops
 
     @lru_cache(maxsize=8)  # noqa: B019 -- a Pricer lives as long as its run; a part's kinds never change
-    def _kernels(self, part: str) -> tuple[tuple[O.AttentionKernel, int], ...]:
+    def _kernels(self, part: str, tail: bool = False) -> tuple[tuple[O.AttentionKernel, int], ...]:
         """(kernel, layer count) per attention kind of a part, on one GPU of an attention group;
-        parts with the same attention kind share its kernel."""
+        parts with the same attention kind share its kernel. `tail`: of its replay tail's layers only."""
+        record = self.deployment.part(part)
+        kinds = record.attention
+        if tail:
+            counts = Counter()
+            for n, ref in record.tail:
+                counts[ref.attention] += n
+            kinds = tuple((record.spec.attention_kinds[name], n) for name, n in counts.items())
         kernels = []
-        for att, n in self.deployment.part(part).attention:
+        for att, n in kinds:
             kernels.append((self._kernel(att, self.deployment.kv_dtype), n))
             if att.sparse:  # DSA: its indexer scores every cached token before the attention reads its top-k
                 kernels.append((self._indexer(att), n))
@@ -303,3 +346,13 @@ class Pricer:
 def _pass_sources(static: frozenset, dynamic: tuple[str, ...]) -> tuple[str, ...]:
     """Who priced a pass's ops, sorted: its token-count ops' sources and its per-call ones'."""
     return tuple(sorted(static | frozenset(dynamic)))
+
+
+def _last_tokens(lens: O.BatchLens, window: int) -> O.BatchLens:
+    """`lens` with each request's queries cut to its last `window` (the earlier ones cached
+    before them): what a prefill's replay tail attends from."""
+    if not window:
+        return lens
+    q, kv = lens.requests()
+    kept = np.minimum(q, window)
+    return O.BatchLens.of(kept, kv + (q - kept))
