@@ -85,6 +85,25 @@ def test_an_mtp_layer_that_shares_compressed_entries_is_one_line(tmp_path, capsy
     one_line_error(capsys, run(tmp_path, text), "model.mtp.layer.attention", "only trunk layers share")
 
 
+BLOCK = HF.replace("{design: none}", "{design: block, steps: 5}\nacceptance: {per_depth: [0.8, 0.7, 0.6, 0.5, 0.4]}")
+
+
+def test_recommend_and_search_take_a_config_json_target_with_its_bundled_drafter(tmp_path, capsys):
+    """The reader names the model by its folder or model.name, and `run` takes the matching DSpark
+    drafter as built for it (checks.as_built_for): recommend and search compare its steps too."""
+    argv = run(tmp_path, BLOCK, {"ckpt/config.json": json.dumps(_config())})
+    scenario = argv[1]
+    assert cli.main(["recommend", scenario, "--batch", "1", "--jobs", "1", "--seeds", "1",
+                     "--out", str(tmp_path / "rec")]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    grid = (tmp_path / "rec" / "grid.csv").read_text().splitlines()
+    assert sorted({int(line.split(",")[2]) for line in grid[1:]}) == [0, 1, 2, 3, 4, 5]
+    from mtpsim import scenario as sc
+    from mtpsim.search.space import candidate_steps
+    s = sc.load(scenario, [], advise_points=False, first_only=True)[0]
+    assert candidate_steps(s, None) == [1, 2, 3, 4, 5]
+
+
 def _cost(tmp_path, capsys, override: dict) -> dict:
     text = _catalog(override)
     path = tmp_path / "s.yaml"
