@@ -24,7 +24,8 @@ Found and fixed:
 - a catalog MTP layer of mode reuse or reindex was accepted (the order check saw trunk layers only);
 - `mtpsim recommend` on a V4.1 config.json (a folder not named deepseek-v4.1-flash) with design
   block died with an IndexError traceback, and `mtpsim search` refused it ("was built for"),
-  while `mtpsim run` accepted it: their steps checks skipped checks.as_built_for.
+  as did `run` given an accept_length_by_steps curve, while `run` with per_depth accepted it:
+  those steps checks skipped checks.as_built_for.
 """
 from __future__ import annotations
 
@@ -120,3 +121,12 @@ def test_fp8_kv_override_and_engram_tables_are_priced(tmp_path, capsys):
     full = float(_cost(tmp_path, capsys, {})["target_weights_GB"])
     tiny = float(_cost(tmp_path, capsys, {"engram": {"rows": [1, 1]}})["target_weights_GB"])
     assert full - tiny == pytest.approx((384006168 + 384016682) * 256 * (1 + 1 / 32) / 8 / 1e9, rel=1e-3)
+
+
+def test_an_accept_length_curve_takes_a_config_json_target_with_its_bundled_drafter(tmp_path, capsys):
+    """checks._check_curve tried each step against the model by its own name: 'steps 1 is beyond
+    what block runs', for the drafter `run` itself took as built for it."""
+    text = BLOCK.replace("{design: block, steps: 5}", "{design: block, steps: 3}").replace(
+        "per_depth: [0.8, 0.7, 0.6, 0.5, 0.4]", "accept_length_by_steps: {1: 1.7, 2: 2.2, 3: 2.6}")
+    assert cli.main(run(tmp_path, text, {"ckpt/config.json": json.dumps(_config())})) == 0
+    assert "error" not in capsys.readouterr().err
