@@ -34,7 +34,7 @@ def check_against_specs(s: Scenario, where: str) -> None:
         raise ScenarioError(where, "model", f"{draft.block.kind} drafter {draft.name!r} was built for {spec.name!r} as "
                             "the catalog gives it (block.built_for), and this model changes its layers, widths, "
                             "vocabulary or experts")
-    for key, reason in record.problems(s.speculative, _as_built_for(spec, draft), draft)[:1]:
+    for key, reason in record.problems(s.speculative, as_built_for(spec, draft), draft)[:1]:
         raise ScenarioError(where, key, reason)
     if record.draft_part is not None:
         _check_acceptance_length(s, where)
@@ -85,7 +85,7 @@ def _check_peak_flops(s: Scenario, where: str) -> None:
                                     f"{dtype} ({spec.name}'s dtypes.{role}; it has {', '.join(hw.peak_flops) or 'none'})")
 
 
-def _as_built_for(model, draft):
+def as_built_for(model, draft):
     """The model as a block drafter names its target (block.built_for, a catalog entry): a copy of
     that entry under another name (`{from: qwen3-8b, name: mine}`, or a checkpoint's config.json
     read from a folder of any name) is that target when it has its width, depth, vocabulary and
@@ -237,7 +237,7 @@ def _check_curve(s: Scenario, where: str) -> None:
     record, draft = designs.record(spec.design), s.specs.draft or s.specs.assistant
     for steps in sorted(curve):
         trial = spec.model_copy(update={"steps": steps, "topk": 1, "draft_tokens": None, "policy": None})
-        problems = record.problems(trial, s.specs.model, draft)
+        problems = record.problems(trial, as_built_for(s.specs.model, draft), draft)
         if problems:
             raise ScenarioError(where, f"{key}.{steps}" if a.profile is None else key,
                                 f"steps {steps} is beyond what {spec.design} runs with model "

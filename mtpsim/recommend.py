@@ -29,6 +29,7 @@ import pandas as pd
 from mtpsim import scenario as sc
 from mtpsim import sweep
 from mtpsim.advice import GRID_CHECKS, advise
+from mtpsim.checks import as_built_for
 from mtpsim.cli_types import parse_sizes
 from mtpsim.designs import BASELINE, record
 from mtpsim.engine_advice import budget_at_points
@@ -69,7 +70,8 @@ def base_point(path: str, sets: list[str]) -> sc.Scenario:
 def check_topks(s: sc.Scenario, topks: list[int]) -> None:
     """topk > 1 only for a design that drafts trees (its checks accept the topk)."""
     spec = s.speculative.model_copy(update={"topk": max(topks), "draft_tokens": None, "policy": None})
-    for key, reason in record(s.speculative.design).problems(spec, s.specs.model, s.specs.draft or s.specs.assistant):
+    draft = s.specs.draft or s.specs.assistant
+    for key, reason in record(s.speculative.design).problems(spec, as_built_for(s.specs.model, draft), draft):
         if key == "speculative.topk":
             raise ScenarioError("--topk", "", reason)
     space.check_topk(s, max(topks), ("--topk", ""))  # e.g. no per-rank acceptance: the flag asked for trees

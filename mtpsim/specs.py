@@ -125,6 +125,9 @@ class BlockSpec(Spec):
         return self
 
 
+MAX_ENGRAM_ROWS = 2**40  # rows of one Engram table (V4.1-Flash's: 3.8e8)
+
+
 class EngramSpec(Spec):
     """DeepSeek-V4.1's Engram: at each layer that carries one (`engram: true` in `layers`), every
     token gathers (max_ngram_size - 1) x n_heads hashed rows of head_dim values from that layer's
@@ -133,7 +136,7 @@ class EngramSpec(Spec):
     layer order. The tables are FP8 with one 1-byte (E8M0) scale per `scale_block` values;
     engines shard their rows over the tensor-parallel GPUs (costs/engram.py)."""
 
-    rows: list[Annotated[int, Field(gt=0, le=2**40)]] = Field(min_length=1, max_length=MAX_LAYERS)
+    rows: list[Annotated[int, Field(gt=0, le=MAX_ENGRAM_ROWS)]] = Field(min_length=1, max_length=MAX_LAYERS)
     n_heads: int = Field(gt=0, le=MAX_HEADS)
     max_ngram_size: int = Field(ge=2, le=64)
     head_dim: int = Field(gt=0, le=MAX_WIDTH)
@@ -277,6 +280,11 @@ class ModelSpec(Spec):
                             f"of ratio {c.ratio} chose, and no earlier layer of that ratio runs an indexer")
             owners |= {c.ratio} if c.owns_entries else set()
             indexers |= {c.ratio} if c.runs_indexer else set()
+        c = self.attention_kinds[self.mtp.layer.attention].compressed if self.mtp is not None else None
+        if c is not None and c.mode != "full":  # the reader's kv sources are trunk layers; an MTP layer keeps its own
+            raise AtKey("mtp.layer.attention", f"kind {self.mtp.layer.attention!r} (mode {c.mode}) reads another "
+                        "layer's compressed entries, and only trunk layers share them (an MTP layer keeps its own: "
+                        "mode full)")
 
     @property
     def num_layers(self) -> int:

@@ -35,7 +35,8 @@ from typing import Any, get_args
 
 from mtpsim.errors import first_repeat, short
 from mtpsim.hfconfig.view import Config, Layout, kinds_of, moe_kind
-from mtpsim.specs import Dtype
+from mtpsim.spec_base import MAX_CONTEXT
+from mtpsim.specs import MAX_ENGRAM_ROWS, Dtype
 
 RATIO_KINDS = {0: "swa", 4: "csa", 128: "hca", 1: "c1", 2: "c2"}  # transformers _COMPRESS_RATIO_TO_LAYER_TYPE; V4.1's CSA2
 LAYER_TYPES = {"sliding_attention": 0, "compressed_sparse_attention": 4, "heavily_compressed_attention": 128}
@@ -47,6 +48,11 @@ def deepseek_v4(c: Config) -> Layout:
     """The family reader (families.READERS['deepseek_v4'], ['deepseek_v41'])."""
     n = c.int("num_hidden_layers", low=1)
     ratios = _ratios(c, n)
+    for i in range(n, len(ratios)):  # CSA2 shares entries only trunk layers write (kv_source_layer_ids < n)
+        if ratios[i] in (1, 2):
+            raise c.error(f"compress_ratios.{i}", f"ratio {ratios[i]} past the trunk's {n} layers (num_hidden_layers): "
+                          "an MTP or DSpark layer's CSA2 would share the entries of a kv source, and only trunk layers "
+                          "are kv sources (kv_source_layer_ids); not modelled")
     heads, head_dim = c.int("num_attention_heads", low=1), c.int("head_dim", low=1)
     given = c.int("qk_rope_head_dim", None)  # 0 is a value given (and refused below), not the key left out
     rope = given if given is not None else int(head_dim * c.fraction("partial_rotary_factor", 64 / 512))
@@ -103,7 +109,11 @@ def _csa2_modes(c: Config, n: int, ratios: list[int]) -> dict[int, dict[str, Any
                       "only an indexer chooses candidate blocks")
     pool = {}
     if candidate >= 0:
-        pool = {"candidate_pool": c.int("candidate_topk_blocks", low=1) * c.int("candidate_block_size", low=1)}
+        blocks, size = c.int("candidate_topk_blocks", low=1), c.int("candidate_block_size", low=1)
+        if blocks * size > MAX_CONTEXT:
+            raise c.error("candidate_topk_blocks", f"{blocks} blocks of {size} positions (candidate_block_size) is a "
+                          f"candidate pool past {MAX_CONTEXT:,} positions, the longest context modelled")
+        pool = {"candidate_pool": blocks * size}
     index = {k: c.int(k, low=1) for k in ("index_topk", "index_n_heads", "index_head_dim")} if indexers else {}
     modes, indexed, written = {}, False, set()
     for i in low:
@@ -222,7 +232,7 @@ def _engram(text: Config, mapping: dict[str, Any]) -> None:
     """engram_layer_ids (DeepSeek-V4.1) -> `engram` (specs.EngramSpec: one table per listed layer,
     engram_num_embeddings rows each) and those trunk layers flagged `engram`."""
     ids = text.get("engram_layer_ids")
-    if not ids:
+    if ids is None or ids == []:  # not `not ids`: a 0, false, "" or {} is a wrong type, said below
         return
     n = text.int("num_hidden_layers", low=1)
     if not isinstance(ids, list):
@@ -235,8 +245,8 @@ def _engram(text: Config, mapping: dict[str, Any]) -> None:
         raise text.error(f"engram_layer_ids.{again}", f"layer {ids[again]} is named twice")
     rows = text.list("engram_num_embeddings", len(ids), past=0)
     for j, r in enumerate(rows):
-        if type(r) is not int or r < 1:
-            raise text.error(f"engram_num_embeddings.{j}", f"{short(r)} is not a row count")
+        if type(r) is not int or not 1 <= r <= MAX_ENGRAM_ROWS:
+            raise text.error(f"engram_num_embeddings.{j}", f"{short(r)} is not a row count (1..{MAX_ENGRAM_ROWS:,})")
     mapping["engram"] = {"rows": [rows[ids.index(i)] for i in sorted(ids)], "n_heads": text.int("engram_n_heads", low=1),
                          "max_ngram_size": text.int("engram_max_ngram_size", low=2),
                          "head_dim": text.int("engram_head_dim", low=1)}

@@ -14,6 +14,7 @@ import math
 
 from mtpsim import scenario as sc
 from mtpsim.acceptance import AcceptanceProfile
+from mtpsim.checks import as_built_for
 from mtpsim.designs import BASELINE, record
 from mtpsim.errors import ScenarioError, silenced, warn
 from mtpsim.heaviness import heavy_load, prefill_chunks
@@ -29,10 +30,11 @@ def candidate_steps(s: sc.Scenario, max_steps: int | None, origin: tuple[str, st
     depths = len(AcceptanceProfile.from_section(s.acceptance, s.speculative.steps, s.source).alphas)
     limit = min(max_steps or MAX_STEPS, depths)
     design, draft = record(s.speculative.design), s.specs.draft or s.specs.assistant
+    model = as_built_for(s.specs.model, draft)  # a config.json's DSpark target is its drafter's, as checks.py has it
     found = list(range(1, limit + 1))
     for steps in found:
         spec = s.speculative.model_copy(update={"steps": steps, "topk": 1, "draft_tokens": None, "policy": None})
-        if design.problems(spec, s.specs.model, draft):
+        if design.problems(spec, model, draft):
             found = list(range(1, steps))
             break
     if max_steps is not None and found and max_steps > found[-1]:
@@ -63,7 +65,8 @@ def steps_by_design(base: sc.Scenario, bounds: SearchBounds, flags: set[str] = f
         if not steps:
             spec = s.speculative.model_copy(update={"steps": 1, "topk": 1, "draft_tokens": None, "policy": None})
             draft = s.specs.draft or s.specs.assistant
-            why = "; ".join(f"{k}: {r}" for k, r in record(design).problems(spec, s.specs.model, draft))
+            why = "; ".join(f"{k}: {r}" for k, r in record(design).problems(spec, as_built_for(s.specs.model, draft),
+                                                                            draft))
             raise ScenarioError(base.source, key, f"{design} cannot run one step here ({why or 'no depth to draft'})")
         if "topk" in bounds.model_fields_set:
             check_topk(s, max(bounds.topk), bound_origin(base.source, flags, "topk"))
