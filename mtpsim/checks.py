@@ -59,6 +59,16 @@ def check_against_specs(s: Scenario, where: str) -> None:
                             f"ranks holds at most {ep} times the mean (all the tokens)")
     check_replicates(s.seed, s.seeds, where, "seeds")
     _check_token_budget(s, where)
+    _check_host_link(s, where)
+
+
+def _check_host_link(s: Scenario, where: str) -> None:
+    """Engram tables in host memory are read over the GPU's host link: the hardware must give it."""
+    hw = s.specs.hardware
+    if s.engine.engram_tables != "gpu" and s.specs.model.engram is not None and hw.host_link_bandwidth_bytes_per_s is None:
+        raise ScenarioError(where, "engine.engram_tables", f"{s.engine.engram_tables} tables are read over the host link, "
+                            f"and hardware {hw.name!r} gives no host_link_bandwidth_bytes_per_s (give it: "
+                            f"hardware: {{from: {hw.name}, host_link_bandwidth_bytes_per_s: ...}})")
 
 
 def _check_token_budget(s: Scenario, where: str) -> None:

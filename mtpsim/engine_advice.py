@@ -86,7 +86,8 @@ def idle_engine_settings(s: Scenario) -> list[tuple[str, str]]:
     """Engine settings whose mechanism does not run here: EPLB where no published imbalance applies
     (costs/wide_ep.py: wide EP over 32 ranks or more, without cost.ep_imbalance), a graph batch
     limit without graphs, a block size or size limit of a prefix cache that is off, a bounded
-    replay on a model with no tail to replay (ModelSpec.replay_tail)."""
+    replay on a model with no tail to replay (ModelSpec.replay_tail), Engram tables placed for a
+    model without them."""
     from mtpsim.costs.wide_ep import MEASURED_RANKS
     found, e, moe = [], s.engine, _experts_served(s)
     d = s.disaggregation
@@ -99,6 +100,9 @@ def idle_engine_settings(s: Scenario) -> list[tuple[str, str]]:
     if not e.cuda_graphs and "max_graph_batch" in e.model_fields_set:
         found.append(("engine.max_graph_batch", "engine.cuda_graphs is false: no graph is captured, so its batch "
                       "limit changes nothing"))
+    if e.engram_tables != "gpu" and s.specs.model.engram is None:
+        found.append(("engine.engram_tables", f"{s.specs.model.name!r} has no Engram tables (DeepSeek-V4.1's): where "
+                      "they live changes nothing"))
     if e.bounded_replay is not None and s.specs.model.replay_tail is None:
         found.append(("engine.bounded_replay", f"{s.specs.model.name!r} has no decoder layers to replay (DeepSeek-V4.1's "
                       "layers after its last kv source): it changes nothing"))

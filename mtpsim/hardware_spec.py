@@ -33,6 +33,9 @@ class HardwareSpec(Spec):
     compute_capability: float | None = Field(default=None, ge=1, le=20)
     link_bandwidth_bytes_per_s: float = Field(ge=MIN_RATE, le=MAX_RATE)   # per GPU, one direction
     link_latency_s: float = Field(ge=0, le=MAX_LATENCY_S)     # per collective hop
+    # host memory to one GPU, one direction (PCIe, or NVLink-C2C on Grace superchips): what a read of
+    # host-resident data (DeepSeek-V4.1's Engram tables in host memory) moves at; None: not described
+    host_link_bandwidth_bytes_per_s: float | None = Field(default=None, ge=MIN_RATE, le=MAX_RATE)
     # a node: GPUs on one NVLink / Infinity Fabric domain; collectives over more ranks than this
     # cross the inter-node network (per GPU, one direction) and pay its latency; None: no network
     # described, so a replica cannot span nodes

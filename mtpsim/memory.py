@@ -225,7 +225,7 @@ def memory_budget(pricer: Pricer, design: DesignShape, rule: PoolRule) -> Memory
     # the embedding splits like the LM head: over the attention GPUs (all tp without DP attention)
     embedding = 0.0 if model.tie_embeddings else model.vocab_size * model.hidden_size * 2 / par.attention_tp
     # Engram tables (DeepSeek-V4.1) are looked up, not read whole: sized here, never in a pass's weight bytes
-    target_w = pricer.weight_bytes("target") + embedding + table_bytes_per_gpu(model.engram, par.tp)
+    target_w = pricer.weight_bytes("target") + embedding + table_bytes_per_gpu(model.engram, par.tp, dep.engram_tables)
     draft_w, draft_kv = 0.0, ()
     if rec.layer_part is not None:
         layers = rec.draft_layers(design.steps)
@@ -279,9 +279,11 @@ def check_fits(s, budget: MemoryBudget, tokens: int, pool: str | None = None, ne
             raise ScenarioError(*_reserve_at(s, key), f"{budget.rule.engine} sets aside {reserve / 1e9:.3g} GB per GPU "
                                 f"({key}) on {s.specs.hardware.name}'s {budget.capacity_bytes / 1e9:.1f} GB, which with "
                                 f"the weights ({weights:.1f} GB) leaves no KV pool: the engine would refuse to start")
+        tables = s.specs.model.engram is not None and s.engine.engram_tables == "gpu"
         raise ScenarioError(s.source, f"disaggregation.{pool}" if pool else "engine.mem_fraction",
                             f"{whose if pool else 'the '}weights ({weights:.1f} GB per GPU) leave no KV pool under {rule}, "
-                            "and the engine would refuse to start: raise engine.mem_fraction or shard over more GPUs")
+                            "and the engine would refuse to start: raise engine.mem_fraction or shard over more GPUs"
+                            + (", or keep the Engram tables in host memory (engine.engram_tables: host)" if tables else ""))
     need = budget.request_bytes(tokens) if need is None else need
     if need > budget.kv_budget_bytes:
         raise ScenarioError(s.source, f"disaggregation.{pool}" if pool else "workload",

@@ -290,3 +290,68 @@ def test_bounded_replay_on_a_model_without_a_tail_is_one_warning(tmp_path, capsy
     main(["cost", str(path)])
     err = [line for line in capsys.readouterr().err.splitlines() if "bounded_replay" in line]
     assert len(err) == 1 and "changes nothing" in err[0]
+
+
+# ----------------------------------------------------------------------------- Engram tables in host memory
+
+def _host_scenario(tables: str, hardware: str | dict = "b200") -> sc.Scenario:
+    return sc.validate({"name": "m", "model": MODEL, "hardware": hardware, "parallel": {"tp": 4},
+                        "engine": {"engram_tables": tables}, "speculative": {"design": "none"},
+                        "workload": {"concurrency": 4, "num_requests": 4, "input_len": 1024, "output_len": 8}})
+
+
+def _engram_rows(tables: str) -> dict:
+    from mtpsim.designs import DesignShape, iteration_passes
+    s = _host_scenario(tables)
+    pricer = build_pricer(s)
+    shape = iteration_passes(DesignShape.of(s.speculative))[0]
+    cost = pricer.price_lens(shape, BatchLens.uniform(1, np.full(4, 1024), 4096, 1024), keep_ops=True)
+    return {op.name: (op, t) for op, t, _ in cost.ops if "engram" in op.name}, pricer
+
+
+@pytest.mark.parametrize("tables", ["gpu", "host", "host_per_rank"])
+def test_host_tables_leave_gpu_memory_and_cross_the_host_link(tables):
+    """On the GPUs the tables are 202.8 GB over tp 4 of each GPU's weights; in host memory none.
+    A shared host copy is read whole for each GPU's own tokens, with no all-reduce; per-rank host
+    shards are read a quarter at a time and all-reduced, as the GPU shards are."""
+    from mtpsim.designs import DesignShape
+    from mtpsim.memory import memory_budget, pool_rule
+    rows, pricer = _engram_rows(tables)
+    s = _host_scenario(tables)
+    budget = memory_budget(pricer, DesignShape.of(s.speculative), pool_rule(s))
+    gpu = memory_budget(build_pricer(_host_scenario("gpu")), DesignShape.of(s.speculative), pool_rule(s))
+    table = catalog.load_model(MODEL).engram.table_bytes / 4
+    assert gpu.target_weight_bytes - budget.target_weight_bytes == pytest.approx(0 if tables == "gpu" else table)
+    per_token = 24 * 256 * (1 + 1 / 32)  # the rows one token gathers per Engram layer
+    if tables == "gpu":
+        assert set(rows) == {"engram.gather", "comm.engram_allreduce", "engram.wkv", "engram.gate"}
+        return
+    op, t = rows["engram.host_gather"]
+    share = 1 if tables == "host" else 1 / 4
+    assert op.family == "host_copy" and op.comm_bytes == pytest.approx(4 * per_token * share)
+    assert t.comm_s == pytest.approx(op.comm_bytes / 64e9)  # B200's PCIe Gen5 x16, one way
+    assert ("comm.engram_allreduce" in rows) == (tables == "host_per_rank")
+
+
+def test_host_tables_need_a_host_link_and_a_model_with_tables(tmp_path, capsys):
+    text = (f"name: m\nmodel: {MODEL}\nhardware: {{from: b200, host_link_bandwidth_bytes_per_s: null}}\n"
+            "parallel: {tp: 4}\nengine: {engram_tables: host}\nspeculative: {design: none}\n"
+            "workload: {concurrency: 1, num_requests: 1, input_len: 64, output_len: 4}\n")
+    one_line_error(capsys, run(tmp_path, text), "engine.engram_tables", "host_link_bandwidth_bytes_per_s")
+    from mtpsim.cli import main
+    path = tmp_path / "v4.yaml"
+    path.write_text("name: m\nmodel: deepseek-v4-flash\nhardware: b200\nparallel: {tp: 4}\n"
+                    "engine: {engram_tables: host_per_rank}\nspeculative: {design: none}\n"
+                    "workload: {concurrency: 1, num_requests: 1, input_len: 64, output_len: 4}\n")
+    main(["cost", str(path)])
+    err = [line for line in capsys.readouterr().err.splitlines() if "engram_tables" in line]
+    assert len(err) == 1 and "no Engram tables" in err[0]
+
+
+def test_two_b200s_hold_v41_only_with_its_tables_in_host_memory(tmp_path, capsys):
+    """The scenario's premise (scenarios/deepseek-v4.1-flash-engram-host.yaml): at tp 2 the tables
+    on the GPUs leave no KV pool, and the engine would refuse to start."""
+    text = (f"name: m\nmodel: {MODEL}\nhardware: b200\nparallel: {{tp: 2}}\nengine: {{engram_tables: gpu}}\n"
+            "speculative: {design: none}\nworkload: {concurrency: 1, num_requests: 1, input_len: 64, output_len: 4}\n")
+    one_line_error(capsys, run(tmp_path, text), "engine.mem_fraction", "engine.engram_tables: host")
+    assert _host_scenario("host_per_rank").specs.model.engram is not None

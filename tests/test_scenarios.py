@@ -175,7 +175,15 @@ def _dspark_vs_mtp1(s):
         assert g.speedup.iloc[-1] < g.speedup.iloc[0]
 
 
+def _engram_host(s):
+    two, four = (_by_load(s, design="block", **{"parallel.tp": n}) for n in (2, 4))
+    assert (four.per_user_tps > two.per_user_tps).all()  # four GPUs decode each request faster ...
+    assert (two.tps / 2 > four.tps / 4).all()           # ... two give more tokens per GPU
+    assert (two.speedup > 1).all() and (four.speedup > 1).all()  # DSpark pays on both at these loads
+
+
 CLAIMS = {"azure-conv-replay.yaml": _trace_replay, "dspark-vs-mtp1-deepseek-v4-flash.yaml": _dspark_vs_mtp1,
+          "deepseek-v4.1-flash-engram-host.yaml": _engram_host,
           "block-confidence-qwen3-8b.yaml": _block_confidence,
           "disagg-gb200-1p3d.yaml": _disagg,
           "quickstart.yaml": _quickstart, "break-even-batch.yaml": _break_even,

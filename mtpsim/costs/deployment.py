@@ -115,6 +115,7 @@ class Deployment:
     moe_skew: float = 0.0
     moe_stream_overlap: float = 0.0  # the share of the shared experts a second stream hides (costs/streams.py)
     routing_locality: float = 0.0  # experts a token shares with its request's previous one (ffn.py shared_routing)
+    engram_tables: str = "gpu"     # where a model's Engram tables live: gpu | host | host_per_rank (costs/engram.py)
 
     def part(self, name: str) -> ModelPart:
         found = self.parts.get(name)
@@ -191,20 +192,20 @@ def resolve(scenario) -> Deployment:
     return Deployment(specs.model, specs.hardware, layout,
                       HostModel(specs.engine, s.engine.cuda_graphs, s.engine.max_graph_batch, s.engine.two_batch_overlap),
                       model_parts(specs.model, specs.draft, specs.assistant, s.speculative.steps), s.cost.moe_skew,
-                      s.cost.moe_stream_overlap, s.cost.routing_locality)
+                      s.cost.moe_stream_overlap, s.cost.routing_locality, s.engine.engram_tables)
 
 
 def deploy(model: ModelSpec, hardware: HardwareSpec, engine: EngineSpec, *, tp: int = 1, ep: int = 1,
            attention_dp: int = 1, gpus_per_node: int | None = None, draft: ModelSpec | None = None,
            assistant: ModelSpec | None = None, heads: int = 1, moe_skew: float = 0.0, cuda_graphs: bool = True,
            max_graph_batch: int = 256, two_batch_overlap: bool = False, ep_imbalance: float = 1.0,
-           moe_stream_overlap: float = 0.0, routing_locality: float = 0.0) -> Deployment:
+           moe_stream_overlap: float = 0.0, routing_locality: float = 0.0, engram_tables: str = "gpu") -> Deployment:
     """A deployment from its pieces, without a scenario (tests and benchmarks that vary one)."""
     layout = Parallel(tp, ep, attention_dp, gpus_per_node or hardware.gpus_per_node, ep_imbalance)
     return Deployment(model, hardware, layout,
                       HostModel(engine, cuda_graphs, max_graph_batch, two_batch_overlap),
                       model_parts(model, draft, assistant, heads),
-                      moe_skew, moe_stream_overlap, routing_locality)
+                      moe_skew, moe_stream_overlap, routing_locality, engram_tables)
 
 
 def model_parts(model: ModelSpec, draft: ModelSpec | None, assistant: ModelSpec | None,

@@ -35,6 +35,9 @@ class Op:
         return self.weight_bytes + self.kv_bytes + self.act_bytes
 
 
+HOST_COPY = "host_copy"  # the family of an op that reads host memory over the GPU's host link (its comm_bytes)
+
+
 @dataclass(frozen=True)
 class Parallel:
     """A replica's sharding: tp GPUs, ep expert groups, attention_dp attention groups (DP

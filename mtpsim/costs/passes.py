@@ -310,7 +310,7 @@ class Pricer:
         if ref.engram:  # DeepSeek-V4.1's Engram lookup (costs/engram.py)
             hc = att.compressed.hc_mult if att.compressed is not None else 1
             ops += engram_ops(part.spec.engram, part.spec.hidden_size, hc, tokens, part.attn_dtype, self.par.tp,
-                              tokens * self.par.attention_dp, dep.act, self.par.nodes(self.par.tp))
+                              tokens * self.par.attention_dp, dep.act, self.par.nodes(self.par.tp), dep.engram_tables)
         return ops
 
     @lru_cache(maxsize=8)  # noqa: B019 -- a Pricer lives as long as its run; a part's kinds never change

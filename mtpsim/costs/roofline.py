@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 from mtpsim.catalog import load_engine
 from mtpsim.costs import floors as F
+from mtpsim.costs.op import HOST_COPY
 from mtpsim.costs.ops import Op, frame_bytes, pass_frame
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError
@@ -144,6 +145,8 @@ class RooflineCosts:
         """Alpha-beta: one small-message latency plus the ring's bytes over the link.
         All-reduce moves 2(r-1)/r of the buffer per GPU; all-to-all (r-1)/r. With fitted floors
         the latency grows per doubling of the ranks and the link runs at its fitted fraction."""
+        if op.family == HOST_COPY:  # host memory to this GPU over its host link (costs/engram.py)
+            return op.comm_bytes / self.hw.host_link_bandwidth_bytes_per_s
         if op.family not in F.COLLECTIVES:
             return 0.0
         ranks, nodes = op.shape["ranks"], op.shape.get("nodes", 1)
