@@ -61,6 +61,18 @@ def _scenario(hardware: str = "b200", design: str = "none", concurrency: int = 1
                                      "output_len": 8}})
 
 
+def _cost_warnings(tmp_path, capsys, about: str, model: str = MODEL, hardware: str = "b200", engine: str = "{}",
+                   tp: int = 8) -> list[str]:
+    """The warning lines naming `about` that `mtpsim cost` prints for a small plain-decoding scenario."""
+    from mtpsim.cli import main
+    path = tmp_path / "w.yaml"
+    path.write_text(f"name: m\nmodel: {model}\nhardware: {hardware}\nparallel: {{tp: {tp}}}\nengine: {engine}\n"
+                    "speculative: {design: none}\nworkload: {concurrency: 1, num_requests: 1, input_len: 64, "
+                    "output_len: 4}\n")
+    assert main(["cost", str(path)]) == 0
+    return [line for line in capsys.readouterr().err.splitlines() if about in line]
+
+
 def test_released_config_reads_as_the_catalog_entry(tmp_path):
     read = ModelSpec.model_validate(_read(tmp_path, _config()))
     assert read.model_dump(exclude={"name"}) == catalog.load_model(MODEL).model_dump(exclude={"name"})
@@ -89,12 +101,7 @@ def test_kv_is_the_model_cards_890_bytes_per_token_on_blackwell_and_fp8_before()
 
 
 def test_fp4_kv_on_hopper_is_one_warning(tmp_path, capsys):
-    from mtpsim.cli import main
-    path = tmp_path / "s.yaml"
-    path.write_text(f"name: m\nmodel: {MODEL}\nhardware: h200\nparallel: {{tp: 8}}\nspeculative: {{design: none}}\n"
-                    "workload: {concurrency: 1, num_requests: 1, input_len: 64, output_len: 4}\n")
-    main(["cost", str(path)])
-    err = [line for line in capsys.readouterr().err.splitlines() if "FP4 KV" in line]
+    err = _cost_warnings(tmp_path, capsys, "FP4 KV", hardware="h200")
     assert len(err) == 1 and "model:" in err[0] and "priced and sized as FP8" in err[0]
 
 
@@ -282,13 +289,7 @@ def test_the_tail_cuts_each_request_and_not_the_batch():
 
 
 def test_bounded_replay_on_a_model_without_a_tail_is_one_warning(tmp_path, capsys):
-    from mtpsim.cli import main
-    path = tmp_path / "s.yaml"
-    path.write_text("name: m\nmodel: deepseek-v4-flash\nhardware: b200\nparallel: {tp: 8}\nspeculative: {design: none}\n"
-                    "engine: {bounded_replay: false}\n"
-                    "workload: {concurrency: 1, num_requests: 1, input_len: 64, output_len: 4}\n")
-    main(["cost", str(path)])
-    err = [line for line in capsys.readouterr().err.splitlines() if "bounded_replay" in line]
+    err = _cost_warnings(tmp_path, capsys, "bounded_replay", model="deepseek-v4-flash", engine="{bounded_replay: false}")
     assert len(err) == 1 and "changes nothing" in err[0]
 
 
@@ -338,13 +339,8 @@ def test_host_tables_need_a_host_link_and_a_model_with_tables(tmp_path, capsys):
             "parallel: {tp: 4}\nengine: {engram_tables: host}\nspeculative: {design: none}\n"
             "workload: {concurrency: 1, num_requests: 1, input_len: 64, output_len: 4}\n")
     one_line_error(capsys, run(tmp_path, text), "engine.engram_tables", "host_link_bandwidth_bytes_per_s")
-    from mtpsim.cli import main
-    path = tmp_path / "v4.yaml"
-    path.write_text("name: m\nmodel: deepseek-v4-flash\nhardware: b200\nparallel: {tp: 4}\n"
-                    "engine: {engram_tables: host_per_rank}\nspeculative: {design: none}\n"
-                    "workload: {concurrency: 1, num_requests: 1, input_len: 64, output_len: 4}\n")
-    main(["cost", str(path)])
-    err = [line for line in capsys.readouterr().err.splitlines() if "engram_tables" in line]
+    err = _cost_warnings(tmp_path, capsys, "engram_tables", model="deepseek-v4-flash",
+                         engine="{engram_tables: host_per_rank}", tp=4)
     assert len(err) == 1 and "no Engram tables" in err[0]
 
 
