@@ -11,6 +11,10 @@ from pydantic import BaseModel, Field, model_validator
 from mtpsim.errors import AtKey
 from mtpsim.spec_base import MAX_CONTEXT, MAX_EXPERTS, MAX_HEADS, MAX_LAYERS, MAX_WIDTH, Spec
 
+# DeepSeek-V4.1's CSA2 compress ratios: compressed entries shared across layers (modes), no gate at
+# ratio 1, index keys from the pooled latent, FP4-packable latents (costs/compressed.py)
+CSA2_RATIOS = (1, 2)
+
 
 class CompressedAttention(Spec):
     """DeepSeek-V4's hybrid attention (kind `compressed`; mtpsim/costs/compressed.py prices it):
@@ -69,6 +73,15 @@ class CompressedAttention(Spec):
     @property
     def runs_indexer(self) -> bool:
         return self.index_n_heads is not None
+
+    @property
+    def csa2(self) -> bool:
+        """Whether this is one of DeepSeek-V4.1's ratio-1/2 kinds (CSA2_RATIOS): its compressor has
+        no gate at ratio 1 and no indexer compressor (index keys come from the pooled latent through
+        a head_dim -> index_head_dim wk), and its latents pack into FP4 (SGLang v0.5.23
+        srt/layers/attention/dsv4/dsv41_sparse.py DeepseekV41Compressor, DeepseekV41Indexer; ratios
+        4 and 128 run V4's Compressor and C4Indexer)."""
+        return self.ratio in CSA2_RATIOS
 
 
 def _refuse_stray(spec: BaseModel, what: str, takes: set[str]) -> None:

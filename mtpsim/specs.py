@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 from mtpsim.errors import AtKey
 from mtpsim.layer_specs import (  # noqa: F401 (the kinds, read from here too)
     ATTENTION_FIELDS,
+    CSA2_RATIOS,
     FFN_FIELDS,
     AttentionSpec,
     CompressedAttention,
@@ -309,7 +310,7 @@ class ModelSpec(Spec):
         bounded replay (models/deepseek_v4.py late_layer_start); None for any other model."""
         layers = [self.attention_kinds[ref.attention] for ref in self.expanded_layers]
         sources = [i for i, att in enumerate(layers) if att.compressed is not None and att.compressed.owns_entries
-                   and att.compressed.ratio in (1, 2)]
+                   and att.compressed.csa2]
         if not sources:
             return None
         start, source = sources[-1], layers[sources[-1]].compressed

@@ -52,20 +52,12 @@ def coff(ratio: int) -> int:
     return 2 if ratio == 4 else 1
 
 
-def low_ratio(ratio: int) -> bool:
-    """DeepSeek-V4.1's CSA2 ratios (1, 2): their compressor has no gate at ratio 1 and keeps no
-    indexer compressor (index keys come from the pooled latent through a head_dim -> index_head_dim
-    wk), and their entries pack into FP4 (SGLang v0.5.23 srt/layers/attention/dsv4/dsv41_sparse.py
-    DeepseekV41Compressor, DeepseekV41Indexer; ratios 4 and 128 run V4's Compressor and C4Indexer)."""
-    return ratio in (1, 2)
-
-
 def _packs_fp4(att: AttentionSpec, kv_dtype: str) -> bool:
     """Whether a layer's compressed entries are stored as FP4: an fp4 KV cache packs V4.1's
     ratio-1/2 latents, which its compressor already rounds to E2M1; ratios 4 and 128 are not
     FP4-rounded and stay FP8 (SGLang v0.5.23 mem_cache/deepseek_v4_memory_pool.py
     resolve_compressed_kv_layout)."""
-    return kv_dtype == "fp4" and low_ratio(att.compressed.ratio)
+    return kv_dtype == "fp4" and att.compressed.csa2
 
 
 def _fp8_entry(att: AttentionSpec, kv_dtype: str) -> float:
@@ -126,7 +118,7 @@ def layer_kv(att: AttentionSpec, kv_dtype: str) -> tuple[float, float]:
     fixed = c.window * window_entry_bytes(att, kv_dtype)
     if c.owns_entries:
         fixed += state_bytes(att, att.head_dim)
-        if c.runs_indexer and not low_ratio(c.ratio):  # V4's indexer pools its keys with a compressor of its own
+        if c.runs_indexer and not c.csa2:  # V4's indexer pools its keys with a compressor of its own
             fixed += state_bytes(att, c.index_head_dim)
     return per_token, fixed
 
@@ -162,7 +154,7 @@ def projections(att: AttentionSpec, d: int, tokens: int, dtype: str, tp: int, ac
     if c.runs_indexer:
         ops += [gemm("attn.indexer_q", tokens, att.q_lora_rank, c.index_n_heads * c.index_head_dim, dtype, act=act),
                 gemm("attn.indexer_weights", tokens, d, c.index_n_heads, "bf16", act=act)]
-        if c.owns_entries and low_ratio(c.ratio):  # keys from each new pooled latent (DeepseekV41Indexer.wk)
+        if c.owns_entries and c.csa2:  # keys from each new pooled latent (DeepseekV41Indexer.wk)
             ops.append(gemm("attn.indexer_wk", math.ceil(tokens / c.ratio), att.head_dim, c.index_head_dim, "bf16",
                             act=act))
         elif c.owns_entries:

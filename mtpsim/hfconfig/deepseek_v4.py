@@ -36,7 +36,7 @@ from typing import Any, get_args
 from mtpsim.errors import first_repeat, short
 from mtpsim.hfconfig.view import Config, Layout, kinds_of, moe_kind
 from mtpsim.spec_base import MAX_CONTEXT
-from mtpsim.specs import MAX_ENGRAM_ROWS, Dtype
+from mtpsim.specs import CSA2_RATIOS, MAX_ENGRAM_ROWS, Dtype
 
 RATIO_KINDS = {0: "swa", 4: "csa", 128: "hca", 1: "c1", 2: "c2"}  # transformers _COMPRESS_RATIO_TO_LAYER_TYPE; V4.1's CSA2
 LAYER_TYPES = {"sliding_attention": 0, "compressed_sparse_attention": 4, "heavily_compressed_attention": 128}
@@ -49,7 +49,7 @@ def deepseek_v4(c: Config) -> Layout:
     n = c.int("num_hidden_layers", low=1)
     ratios = _ratios(c, n)
     for i in range(n, len(ratios)):  # CSA2 shares entries only trunk layers write (kv_source_layer_ids < n)
-        if ratios[i] in (1, 2):
+        if ratios[i] in CSA2_RATIOS:
             raise c.error(f"compress_ratios.{i}", f"ratio {ratios[i]} past the trunk's {n} layers (num_hidden_layers): "
                           "an MTP or DSpark layer's CSA2 would share the entries of a kv source, and only trunk layers "
                           "are kv sources (kv_source_layer_ids); not modelled")
@@ -95,7 +95,7 @@ def _csa2_modes(c: Config, n: int, ratios: list[int]) -> dict[int, dict[str, Any
     (srt/models/deepseek_v4.py MqaAttention: DeepseekV41Compressor where layer_id in
     kv_source_layer_ids, DeepseekV41Indexer where in index_source_layer_ids;
     dsv41_sparse.py: uses_candidates = 0 <= candidate_source_layer_id < layer_id)."""
-    low = [i for i in range(n) if ratios[i] in (1, 2)]
+    low = [i for i in range(n) if ratios[i] in CSA2_RATIOS]
     sources = _layer_ids(c, "kv_source_layer_ids", n, ratios)
     indexers = _layer_ids(c, "index_source_layer_ids", n, ratios)
     if not low:
@@ -138,7 +138,7 @@ def _layer_ids(c: Config, key: str, n: int, ratios: list[int]) -> list[int]:
     if not isinstance(ids, list):
         raise c.error(key, f"expected a list of layer indices, got {short(ids)}")
     for j, i in enumerate(ids):
-        if type(i) is not int or not 0 <= i < n or ratios[i] not in (1, 2):
+        if type(i) is not int or not 0 <= i < n or ratios[i] not in CSA2_RATIOS:
             what = (f"layer {i} has compress ratio {ratios[i]}" if type(i) is int and 0 <= i < n
                     else f"{short(i)} is not a layer of the trunk's {n} (num_hidden_layers)")
             raise c.error(f"{key}.{j}", f"{what}: only ratio-1/2 layers (DeepSeek-V4.1's CSA2) share compressed "
@@ -195,7 +195,7 @@ def finish(top: Config, text: Config, mapping: dict[str, Any], drafters: dict[st
     # V4: the reference quantises the cache's non-rope dims to FP8 (QAT: act_quant on kv[..., :-rope]);
     # costs/compressed.py keeps the rope dims BF16. V4.1: its ratio-1/2 latents are E2M1 with E4M3
     # scales per 16 (tech report 2.4.4; SGLang v0.5.23 resolve_compressed_kv_layout packs them as FP4)
-    low = any(k["compressed"]["ratio"] in (1, 2) for k in mapping["attention_kinds"].values())
+    low = any(k["compressed"]["ratio"] in CSA2_RATIOS for k in mapping["attention_kinds"].values())
     dtypes = {**mapping["dtypes"], "kv_cache": "fp4" if low else "fp8"}
     quant = top.get("quantization_config")  # V4.1 names its experts' format there
     expert = text.get("expert_dtype", quant.get("expert_dtype") if isinstance(quant, dict) else None)
