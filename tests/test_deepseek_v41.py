@@ -288,6 +288,15 @@ def test_the_tail_cuts_each_request_and_not_the_batch():
     assert m == {4 * 1024, 4 * 128}
 
 
+def test_the_tail_runs_each_prompts_own_last_128_tokens():
+    """Prompts of 4,096 and 10 tokens: the tail runs 128 + 10 rows, not 2 x 128 (SGLang cuts each
+    request's extend to its own last SWA_WINDOW tokens)."""
+    from mtpsim.designs import PassShape
+    pricer = build_pricer(_scenario())
+    cost = pricer.price(PassShape("prefill", "target", 0, 1), np.array([4096, 10]), np.zeros(2, int), keep_ops=True)
+    assert {op.shape.get("m") for op, _, n in cost.ops if op.name == "moe.router"} == {4106, 138}
+
+
 def test_bounded_replay_on_a_model_without_a_tail_is_one_warning(tmp_path, capsys):
     err = _cost_warnings(tmp_path, capsys, "bounded_replay", model="deepseek-v4-flash", engine="{bounded_replay: false}")
     assert len(err) == 1 and "changes nothing" in err[0]

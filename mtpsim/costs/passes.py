@@ -121,13 +121,14 @@ class Pricer:
         whole = lens.shifted(shape.kv_offset)
         if self.par.attention_dp == 1:  # one attention group: the whole batch
             batch = whole.batch
-            plan = self.plan_memo(shape, batch, int(whole.q_tokens) if shape.by_total else 0)
+            plan = self.plan_memo(shape, batch, int(whole.q_tokens) if shape.by_total else 0,
+                                  self._tail_tokens(shape, [whole]))
             dynamic = self._attention(shape, whole, plan, keep_ops)
         else:
             groups = self._groups(lens, shape.kv_offset)
             batch = max(g.batch for g in groups)
-            plan = self.plan_memo(shape, batch, int(max(g.q_tokens for g in groups))
-                             if shape.by_total else 0)
+            plan = self.plan_memo(shape, batch, int(max(g.q_tokens for g in groups)) if shape.by_total else 0,
+                                  self._tail_tokens(shape, groups))
             # groups without requests run an idle batch: the same shapes, no attention to wait for
             dynamic = max((self._attention(shape, g, plan, keep_ops) for g in groups if g.batch),
                           key=lambda priced: sum(n * t.total_s for _, t, n in priced), default=[])
@@ -141,9 +142,19 @@ class Pricer:
                            plan.static + tuple(dynamic) if keep_ops else ())
         return _Priced(cost, work, cores, plan.graphs)
 
-    def _build_plan(self, shape: PassShape, batch: int, prefill_tokens: int = 0) -> _Plan:
+    def _tail_tokens(self, shape: PassShape, groups: list[O.BatchLens]) -> int | None:
+        """A prefill's replay-tail tokens (ModelPart.tail, where the engine replays it): each
+        request's last `tail_window` query tokens, summed, in its largest attention group; None
+        for any other pass."""
+        record = self.deployment.part(shape.part)
+        if shape.kind != "prefill" or not record.tail or not self.host.engine.prefill_tail_replay:
+            return None
+        return max(int(np.minimum(g.requests()[0], record.tail_window).sum()) for g in groups)
+
+    def _build_plan(self, shape: PassShape, batch: int, prefill_tokens: int = 0, tail_tokens: int | None = None) -> _Plan:
         """A pass over `batch` requests (the largest group's under DP attention; a prefill's
-        `prefill_tokens`: its largest group's query tokens), all but its attention and frame."""
+        `prefill_tokens`: its largest group's query tokens; `tail_tokens`: its replay tail's,
+        `_tail_tokens`), all but its attention and frame."""
         graphs = self.uses_graphs(shape, batch)
         rows = self.padded_batch(batch) if graphs else batch
         tokens = prefill_tokens if shape.by_total else rows * shape.tokens_per_request
@@ -155,8 +166,7 @@ class Pricer:
         # a decode-shaped pass brings each request's tokens in a row (cost.routing_locality)
         per_request = 1 if shape.by_total else shape.tokens_per_request
         record = self.deployment.part(shape.part)
-        replays = shape.kind == "prefill" and record.tail and self.deployment.host.engine.prefill_tail_replay
-        tail_tokens = min(tokens, batch * record.tail_window) if replays else None
+        replays = tail_tokens is not None
         static, work, sources = self.static_ops_memo(shape.part, shape.layer, tokens, logits, graphs, shape.from_target,
                                                 context, per_request, tail_tokens)
         compact = ()
