@@ -146,8 +146,10 @@ class Pricer:
         """A prefill's replay-tail tokens (ModelPart.tail, where the engine replays it): each
         request's last `tail_window` query tokens, summed, in its largest attention group; None
         for any other pass."""
+        if shape.kind != "prefill" or not self.host.engine.prefill_tail_replay:
+            return None
         record = self.deployment.part(shape.part)
-        if shape.kind != "prefill" or not record.tail or not self.host.engine.prefill_tail_replay:
+        if not record.tail:
             return None
         return max(int(np.minimum(g.requests()[0], record.tail_window).sum()) for g in groups)
 
