@@ -49,10 +49,9 @@ from mtpsim import scenario as sc
 from mtpsim.costs import build_pricer
 from mtpsim.costs.compressed import entry_bytes, index_entry_bytes, layer_kv, projections
 from mtpsim.costs.engram import engram_ops
-from mtpsim.costs.ops import BatchLens
 from mtpsim.specs import ModelSpec
 from tests.test_bad_input import one_line_error, run
-from tests.test_deepseek_v41 import MODEL, TEXT, _config, _core, _cost_warnings, _read
+from tests.test_deepseek_v41 import MODEL, TEXT, _config, _core, _cost_warnings, _decode_ops, _read
 
 # ----------------------------------------------------------------------------- compressed.py
 
@@ -192,14 +191,10 @@ def test_a_kind_both_before_and_in_the_tail_splits_its_layers():
 def test_engram_under_dp_attention_reassembles_every_groups_tokens():
     """P14, P15: under DP attention the lookup's all-reduce carries every attention group's tokens,
     and wkv maps to hc_mult + 1 (the model's 4 + 1) hidden vectors."""
-    from mtpsim.designs import DesignShape, iteration_passes
     s = sc.validate({"name": "m", "model": MODEL, "hardware": "b200", "parallel": {"tp": 8, "attention_dp": 8},
                      "speculative": {"design": "none"},
                      "workload": {"concurrency": 8, "num_requests": 8, "input_len": 1024, "output_len": 8}})
-    pricer = build_pricer(s)
-    shape = iteration_passes(DesignShape.of(s.speculative))[0]
-    cost = pricer.price_lens(shape, BatchLens.uniform(1, np.full(1, 1024), 1024, 1024), keep_ops=True)
-    ops = {op.name: op for op, _, _ in cost.ops}
+    ops = {op.name: op for op, _, _ in _decode_ops(s, batch=1)[0]}
     width = catalog.load_model(MODEL).engram.columns * 256
     tokens = ops["engram.wkv"].shape["m"]
     assert ops["comm.engram_allreduce"].comm_bytes == 8 * tokens * width * 2
@@ -354,15 +349,11 @@ def test_engram_rows_follow_the_layers_not_the_listing(tmp_path):
 def test_engram_all_reduce_spans_the_nodes_the_tp_group_spans():
     """X3: at tp 8 on nodes of 4 B200s the lookup's all-reduce crosses the network, as the
     attention's does."""
-    from mtpsim.designs import DesignShape, iteration_passes
     s = sc.validate({"name": "m", "model": MODEL, "hardware": {"from": "b200", "gpus_per_node": 4},
                      "parallel": {"tp": 8},
                      "speculative": {"design": "none"},
                      "workload": {"concurrency": 1, "num_requests": 1, "input_len": 1024, "output_len": 8}})
-    pricer = build_pricer(s)
-    shape = iteration_passes(DesignShape.of(s.speculative))[0]
-    cost = pricer.price_lens(shape, BatchLens.uniform(1, np.full(1, 1024), 1024, 1024), keep_ops=True)
-    ops = {op.name: op for op, _, _ in cost.ops}
+    ops = {op.name: op for op, _, _ in _decode_ops(s, batch=1)[0]}
     assert ops["comm.engram_allreduce"].shape.get("nodes") == ops["comm.allreduce"].shape.get("nodes") == 2
 
 

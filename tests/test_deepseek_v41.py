@@ -73,6 +73,15 @@ def _cost_warnings(tmp_path, capsys, about: str, model: str = MODEL, hardware: s
     return [line for line in capsys.readouterr().err.splitlines() if about in line]
 
 
+def _decode_ops(s: sc.Scenario, batch: int = 4, kv: int = 1024) -> tuple[list, object]:
+    """(the (op, time, count) rows of one decode pass of `s`'s first design over `batch` requests of
+    `kv` cached tokens, its pricer)."""
+    from mtpsim.designs import DesignShape, iteration_passes
+    pricer = build_pricer(s)
+    shape = iteration_passes(DesignShape.of(s.speculative))[0]
+    return pricer.price_lens(shape, BatchLens.uniform(1, np.full(batch, kv), batch * kv, kv), keep_ops=True).ops, pricer
+
+
 def test_released_config_reads_as_the_catalog_entry(tmp_path):
     read = ModelSpec.model_validate(_read(tmp_path, _config()))
     assert read.model_dump(exclude={"name"}) == catalog.load_model(MODEL).model_dump(exclude={"name"})
@@ -149,12 +158,8 @@ def test_each_mode_scores_its_scope_and_reads_the_chosen_entries(context):
 
 
 def test_engram_layers_run_their_lookup_and_reuse_layers_run_no_compressor():
-    pricer = build_pricer(_scenario())
-    from mtpsim.designs import DesignShape, iteration_passes
-    shape = iteration_passes(DesignShape.of(_scenario().speculative))[0]
-    cost = pricer.price_lens(shape, BatchLens.uniform(1, np.full(4, 1024), 4096, 1024), keep_ops=True)
     counts = {}
-    for op, _, n in cost.ops:
+    for op, _, n in _decode_ops(_scenario())[0]:
         counts[op.name] = counts.get(op.name, 0) + n
     assert counts["engram.wkv"] == counts["engram.gate"] == counts["comm.engram_allreduce"] == 2
     assert counts["attn.compressor"] == 4 and counts["attn.indexer_q"] == 8 and counts["attn.indexer_wk"] == 4
@@ -311,12 +316,8 @@ def _host_scenario(tables: str, hardware: str | dict = "b200") -> sc.Scenario:
 
 
 def _engram_rows(tables: str) -> dict:
-    from mtpsim.designs import DesignShape, iteration_passes
-    s = _host_scenario(tables)
-    pricer = build_pricer(s)
-    shape = iteration_passes(DesignShape.of(s.speculative))[0]
-    cost = pricer.price_lens(shape, BatchLens.uniform(1, np.full(4, 1024), 4096, 1024), keep_ops=True)
-    return {op.name: (op, t) for op, t, _ in cost.ops if "engram" in op.name}, pricer
+    ops, pricer = _decode_ops(_host_scenario(tables))
+    return {op.name: (op, t) for op, t, _ in ops if "engram" in op.name}, pricer
 
 
 @pytest.mark.parametrize("tables", ["gpu", "host", "host_per_rank"])
