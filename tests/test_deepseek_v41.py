@@ -84,6 +84,8 @@ def _decode_ops(s: sc.Scenario, batch: int = 4, kv: int = 1024) -> tuple[list, o
 
 def test_released_config_reads_as_the_catalog_entry(tmp_path):
     read = ModelSpec.model_validate(_read(tmp_path, _config()))
+    agreeing = ModelSpec.model_validate(_read(tmp_path, _config({**TEXT, "expert_dtype": "mxfp4"})))
+    assert agreeing.dtypes == read.dtypes  # the format said twice, the same way, is read once
     assert read.model_dump(exclude={"name"}) == catalog.load_model(MODEL).model_dump(exclude={"name"})
     assert read.block_draft == "dspark-deepseek-v4.1-flash" and read.mtp is None  # a DSpark-bundled checkpoint
     modes = [read.attention_kinds[layer.attention].compressed for layer in read.expanded_layers]
@@ -222,6 +224,8 @@ BAD = [  # (id, text_config changes, key, word)
     ("ratio-3", {"compress_ratios": [0, 0, 3] + [2] * 17 + [1] * 20}, "text_config.compress_ratios.2", "not one of"),
     ("reuse-before-any-source", {"kv_source_layer_ids": [8, 14, 20]}, "text_config.kv_source_layer_ids",
      "none comes before it"),
+    # the experts' format given twice, two ways (quantization_config says fp4)
+    ("expert-dtype-twice-and-apart", {"expert_dtype": "fp8"}, "text_config.expert_dtype", "one format"),
 ]
 
 

@@ -197,16 +197,9 @@ def finish(top: Config, text: Config, mapping: dict[str, Any], drafters: dict[st
     # scales per 16 (tech report 2.4.4; SGLang v0.5.23 resolve_compressed_kv_layout packs them as FP4)
     low = any(k["compressed"]["ratio"] in CSA2_RATIOS for k in mapping["attention_kinds"].values())
     dtypes = {**mapping["dtypes"], "kv_cache": "fp4" if low else "fp8"}
-    quant = top.get("quantization_config")  # V4.1 names its experts' format there
-    expert = text.get("expert_dtype", quant.get("expert_dtype") if isinstance(quant, dict) else None)
-    if expert is not None:  # the 4-bit formats engines name by their scales (MXFP4, NVFP4) carry fp4's payload
-        known = {**{d: d for d in get_args(Dtype)}, "mxfp4": "fp4", "nvfp4": "fp4",  # and torch_dtype's spellings
-                 "bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float8_e4m3fn": "fp8"}
-        if not isinstance(expert, str) or expert.lower() not in known:
-            key = "expert_dtype" if text.get("expert_dtype") is not None else "quantization_config.expert_dtype"
-            raise (text if key == "expert_dtype" else top).error(key, f"expected one of {', '.join(known)}, got "
-                                                                    f"{short(expert)}")
-        dtypes["experts"] = known[expert.lower()]
+    expert = _expert_dtype(top, text)
+    if expert is not None:
+        dtypes["experts"] = expert
     _engram(text, mapping)
     mapping["dtypes"] = dtypes
     if not any(text.get(k) is not None for k in DSPARK_KEYS):
@@ -226,6 +219,28 @@ def finish(top: Config, text: Config, mapping: dict[str, Any], drafters: dict[st
              and d.block.block_size == gamma + 1 and d.backbone_hidden_size == mapping["hidden_size"]
              and markov in (None, d.block.markov_rank)]
     return mapping | ({"block_draft": match[0]} if match else {})
+
+
+def _expert_dtype(top: Config, text: Config) -> str | None:
+    """The experts' dtype: `expert_dtype` in the text config (V4) or in quantization_config (V4.1),
+    each a dtype or a 4-bit format engines name by its scales (MXFP4, NVFP4: fp4's payload); two
+    that disagree are one error, not a silent pick."""
+    known = {**{d: d for d in get_args(Dtype)}, "mxfp4": "fp4", "nvfp4": "fp4",  # and torch_dtype's spellings
+             "bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float8_e4m3fn": "fp8"}
+    quant = top.get("quantization_config")
+    given = [(text, "expert_dtype", text.get("expert_dtype")),
+             (top, "quantization_config.expert_dtype", quant.get("expert_dtype") if isinstance(quant, dict) else None)]
+    found = []
+    for where, key, value in given:
+        if value is None:
+            continue
+        if not isinstance(value, str) or value.lower() not in known:
+            raise where.error(key, f"expected one of {', '.join(known)}, got {short(value)}")
+        found.append((where, key, known[value.lower()]))
+    if len(found) == 2 and found[0][2] != found[1][2]:
+        raise text.error("expert_dtype", f"{found[0][2]} here, and {found[1][2]} at quantization_config.expert_dtype: "
+                         "the experts have one format")
+    return found[0][2] if found else None
 
 
 def _engram(text: Config, mapping: dict[str, Any]) -> None:
