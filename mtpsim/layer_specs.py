@@ -63,6 +63,9 @@ class CompressedAttention(Spec):
             raise ValueError(f"a {self.mode} layer reads another layer's compressed entries: it needs ratio > 0")
         if self.candidate_pool is not None and self.mode != "reindex":
             raise ValueError("candidate_pool is the positions a reindex layer rescores (mode: reindex)")
+        if self.candidate_pool is not None and self.candidate_pool < self.index_topk:
+            raise ValueError(f"candidate_pool {self.candidate_pool} is smaller than the index_topk {self.index_topk} a "
+                             "reindex layer keeps from it")
         return self
 
     @property

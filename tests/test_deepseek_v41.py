@@ -204,6 +204,8 @@ def test_catalog_specs_that_share_what_no_layer_keeps_are_one_line(tmp_path, cap
     ("mode: reindex", {"mode": "full", "candidate_pool": 16384}),
     ("needs ratio > 0", {"ratio": 0, "mode": "reuse"}),
     ("an indexer of its own", {"mode": "reindex", "index_topk": 512}),
+    ("smaller than the index_topk", {"mode": "reindex", "index_topk": 512, "index_n_heads": 32, "index_head_dim": 128,
+                                     "candidate_pool": 64}),
 ])
 def test_compressed_modes_refuse_fields_they_do_not_take(reason, compressed):
     from mtpsim.specs import CompressedAttention
@@ -224,6 +226,7 @@ BAD = [  # (id, text_config changes, key, word)
     ("ratio-3", {"compress_ratios": [0, 0, 3] + [2] * 17 + [1] * 20}, "text_config.compress_ratios.2", "not one of"),
     ("reuse-before-any-source", {"kv_source_layer_ids": [8, 14, 20]}, "text_config.kv_source_layer_ids",
      "none comes before it"),
+    ("pool-under-top-k", {"candidate_topk_blocks": 8}, "text_config.candidate_topk_blocks", "fewer than"),
     # the experts' format given twice, two ways (quantization_config says fp4)
     ("expert-dtype-twice-and-apart", {"expert_dtype": "fp8"}, "text_config.expert_dtype", "one format"),
 ]

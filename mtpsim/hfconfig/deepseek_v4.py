@@ -115,6 +115,9 @@ def _csa2_modes(c: Config, n: int, ratios: list[int]) -> dict[int, dict[str, Any
                           f"candidate pool past {MAX_CONTEXT:,} positions, the longest context modelled")
         pool = {"candidate_pool": blocks * size}
     index = {k: c.int(k, low=1) for k in ("index_topk", "index_n_heads", "index_head_dim")} if indexers else {}
+    if pool and index and pool["candidate_pool"] < index["index_topk"]:
+        raise c.error("candidate_topk_blocks", f"{blocks} blocks of {size} positions hold {pool['candidate_pool']}, fewer "
+                      f"than the index_topk {index['index_topk']} a reindex layer keeps from them")
     modes, indexed, written = {}, False, set()
     for i in low:
         if i not in sources and ratios[i] not in written:
