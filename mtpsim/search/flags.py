@@ -18,7 +18,9 @@ Each engine's options as its server arguments name them:
     topk > 1 needs the triton draft attention backend (speculative/frozen_kv_mtp_worker.py).
   - block (DFlash): DFLASH with --speculative-draft-model-path and --speculative-dflash-block-size
     (the verify window, = --speculative-num-draft-tokens; steps and topk forced to 1); refused
-    with DP attention. No DSpark algorithm: a DSpark drafter cannot run.
+    with DP attention. No DSpark algorithm: a DSpark drafter cannot run; the output says how
+    0.5.23 runs it (srt/arg_groups/fields/spec.py: "Builtins: ... DFLASH, DSPARK, UNO",
+    --speculative-dspark-block-size "Draft block size gamma (number of proposed draft tokens)").
   - parallel_heads: no algorithm (no Medusa-style heads in 0.5.12).
 - vLLM 0.22.0 (vllm.yaml's default), vllm/engine/arg_utils.py and vllm/config/speculative.py of the
   released wheel: --tensor-parallel-size, --data-parallel-size, --enable-expert-parallel,
@@ -92,6 +94,9 @@ def _sglang_spec(row: pd.Series, d: Drafter) -> list[str] | str:
         triton = ["--speculative-draft-attention-backend triton"] if row.topk > 1 else []
         return ["--speculative-algorithm NEXTN --speculative-draft-model-path ASSISTANT", *steps, *triton]
     if row.design == "block":
+        if d.block_kind == "dspark":  # its form from 0.5.23 (srt/arg_groups/fields/spec.py), beside 0.5.12's refusal
+            return (f"SGLang: cannot run a dspark block drafter in 0.5.12 (its algorithms have DFLASH only); 0.5.23 "
+                    f"has speculative algorithm DSPARK, dspark block size {row.steps}, for a checkpoint's bundled drafter")
         if d.block_kind != "dflash":
             return f"SGLang: cannot run a {d.block_kind} block drafter (0.5.12's algorithms have DFLASH only)"
         if row.attention_dp > 1:
