@@ -68,8 +68,16 @@ class ModelPart:
 
     @property
     def attention(self) -> tuple[tuple[AttentionSpec, int], ...]:
+        return self._by_attention(self.groups)
+
+    @property
+    def tail_attention(self) -> tuple[tuple[AttentionSpec, int], ...]:
+        """`attention` of the replay tail's layers alone."""
+        return self._by_attention(self.tail)
+
+    def _by_attention(self, groups) -> tuple[tuple[AttentionSpec, int], ...]:
         counts = Counter()
-        for count, ref in self.groups:
+        for count, ref in groups:
             counts[ref.attention] += count
         return tuple((self.spec.attention_kinds[name], n) for name, n in counts.items())
 

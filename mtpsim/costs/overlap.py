@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from mtpsim.costs import ops as O
+from mtpsim.costs import part_ops
 from mtpsim.costs.wide_ep import is_wide_ep_dispatch
 
 
@@ -51,7 +52,8 @@ class Region(NamedTuple):
 def region(pricer, part: str, tokens: int, graphs: bool) -> Region:
     """The MoE layers of `part` at `tokens` per GPU (Pricer.overlap_region_memo keeps these)."""
     groups = pricer.deployment.part(part)
-    rows = tuple((op, pricer.costs.time(op, graphs), n) for n, op in pricer.layer_ops(groups, tokens, moe_only=True))
+    rows = tuple((op, pricer.costs.time(op, graphs), n)
+                 for n, op in part_ops.layer_ops(pricer.deployment, groups, tokens, pricer.costs.has_glue, moe_only=True))
     moe = sum(n for n, ref in groups.groups if groups.spec.ffn_kinds[ref.ffn].kind == "moe")
     share = moe / max(sum(n for n, _ in groups.groups), 1)
     return Region(rows, tuple(r for r in rows if is_wide_ep_dispatch(r[0])), share)

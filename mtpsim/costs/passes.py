@@ -9,28 +9,22 @@ and longest KV (per-request lengths only under a sliding window), by the cost mo
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import NamedTuple
 
 import numpy as np
 
-from mtpsim.costs import blocks, overlap, streams
 from mtpsim.costs import compressed as C
 from mtpsim.costs import ops as O
+from mtpsim.costs import overlap, part_ops, streams
 from mtpsim.costs.batch_expansion import expanded_verify
 from mtpsim.costs.cost_model import CostModel
 from mtpsim.costs.deployment import Deployment, deploy
-from mtpsim.costs.engram import engram_ops
-from mtpsim.costs.layer import decoder_layer_ops
 from mtpsim.costs.pass_cost import PassCost, Work
 from mtpsim.designs import PassShape  # noqa: F401 (priced here; costs re-exports it)
 
 __all__ = ["PassCost", "PassShape", "Pricer", "Work"]
-
-ALL_EXPERTS_TOKENS = 1 << 30  # enough tokens that every expert is touched (weight_bytes)
-
 
 class _LastCore(NamedTuple):
     """The attention core a kernel priced last: for these lengths, tree keys and graphs, (op, time)."""
@@ -233,16 +227,8 @@ class Pricer:
         return [g.shifted(lens.offset + offset) for g in O.BatchLens.split(q, kv, self.par.attention_dp)]
 
     def weight_bytes(self, part: str, shared_head: bool = True) -> float:
-        """Weight bytes of a part on one GPU: its ops over enough tokens to touch every expert, fc
-        over target layers included; without the target's LM head when `shared_head` is False and
-        the part shares it."""
-        record = self.deployment.part(part)  # the ops as _build_static lists them, left unpriced: only bytes are read
-        rows = [(op, count) for count, _, layer in self.layer_groups(record, ALL_EXPERTS_TOKENS) for op in layer]
-        rows += record.edge(self.deployment, record, ALL_EXPERTS_TOKENS, 1, True, 1)
-        ops = [op for op, n in rows if op is not None for _ in range(n)]
-        drop = not shared_head and self.deployment.part(part).shares_target_head
-        return sum(op.weight_bytes for op in ops
-                   if not (drop and op.family == "lm_head") and op.name not in blocks.REUSED_WEIGHT_OPS)
+        """Weight bytes of a part on one GPU (part_ops.weight_bytes)."""
+        return part_ops.weight_bytes(self.deployment, part, shared_head)
 
     def kv_bytes_per_token(self, part: str) -> float:
         return self.deployment.kv_bytes_per_token(part)
@@ -273,69 +259,20 @@ class Pricer:
         record = self.deployment.part(part)
         edge = record.edge(self.deployment, record, tokens, logits, from_target, context)
         priced = []
-        for count, att, layer in self.layer_groups(record, tokens, per_request=per_request,  # side streams: streams.py
-                                                   tail_tokens=tail_tokens):
+        for count, att, layer in part_ops.layer_groups(self.deployment, record, tokens, self.costs.has_glue,
+                                                       per_request=per_request, tail_tokens=tail_tokens):  # streams.py
             rows = [(op, self.costs.time(op, graphs), count) for op in layer if op is not None]
             priced += streams.hide(rows, self.deployment.stream_regions(att, tokens, graphs))
         priced = tuple(priced) + tuple((op, self.costs.time(op, graphs), n) for op, n in edge if op is not None)
         work = sum((Work.of(op, t, n) for op, t, n in priced), Work())
         return priced, work, frozenset(t.source for _, t, _ in priced)
 
-    def layer_ops(self, part, tokens: int, moe_only: bool = False):
-        """(count, op) per layer group of a part's record: costs/layer.py's one list of a decoder
-        layer's ops (`moe_only`: the groups whose FFN is experts alone)."""
-        for count, _, layer in self.layer_groups(part, tokens, moe_only):
-            yield from ((count, op) for op in layer)
-
-    def layer_groups(self, part, tokens: int, moe_only: bool = False, per_request: int = 1,
-                     tail_tokens: int | None = None):
-        """(count, attention spec, the layer's ops) per layer group of a part's record, each
-        request bringing `per_request` consecutive tokens (two-batch overlap's micro-batches and
-        mixed passes route every token independently: the default). `tail_tokens`: a prefill's
-        replay tail (ModelPart.tail) runs its layers over that many tokens, and the layer that
-        starts it writes the other tokens' compressed entries too (its compressor and index keys)."""
-        tail = {ref: n for n, ref in part.tail} if tail_tokens is not None else {}
-        for count, ref in part.groups:
-            att, ffn = part.spec.attention_kinds[ref.attention], part.spec.ffn_kinds[ref.ffn]
-            if moe_only and ffn.kind != "moe":
-                continue
-            late = tail.get(ref, 0)
-            if count > late:
-                yield count - late, att, self._layer(part, ref, tokens, per_request)
-            if late:
-                yield late, att, self._layer(part, ref, tail_tokens, per_request)
-        if tail and tokens > tail_tokens:  # SGLang write_tail_source_kv: the source's entries for every row
-            source = part.tail_source
-            att = part.spec.attention_kinds[source.attention]
-            rest = C.projections(att, part.spec.hidden_size, tokens - tail_tokens, part.attn_dtype, self.par.attention_tp,
-                                 self.deployment.act)
-            yield 1, att, [op for op in rest if op.name in ("attn.compressor", "attn.indexer_wk")]
-
-    def _layer(self, part, ref, tokens: int, per_request: int) -> list:
-        """One layer's ops (costs/layer.py's list, and an Engram lookup where the layer has one)."""
-        dep = self.deployment
-        att, ffn = part.spec.attention_kinds[ref.attention], part.spec.ffn_kinds[ref.ffn]
-        independent = O.shared_routing(dep.routing_locality, per_request)
-        ops = decoder_layer_ops(att, ffn, part.spec.hidden_size, tokens, part.attn_dtype, part.ffn_dtype,
-                                part.expert_dtype, self.par, part.query_only, dep.moe_skew, dep.act, self.costs.has_glue,
-                                fuse_shared=dep.fuses_shared_experts, independent=independent)
-        if ref.engram:  # DeepSeek-V4.1's Engram lookup (costs/engram.py)
-            hc = att.compressed.hc_mult if att.compressed is not None else 1
-            ops += engram_ops(part.spec.engram, part.spec.hidden_size, hc, tokens, part.attn_dtype, self.par.tp,
-                              tokens * self.par.attention_dp, dep.act, self.par.nodes(self.par.tp), dep.engram_tables)
-        return ops
-
     @lru_cache(maxsize=8)  # noqa: B019 -- a Pricer lives as long as its run; a part's kinds never change
     def _kernels(self, part: str, tail: bool = False) -> tuple[tuple[O.AttentionKernel, int], ...]:
         """(kernel, layer count) per attention kind of a part, on one GPU of an attention group;
         parts with the same attention kind share its kernel. `tail`: of its replay tail's layers only."""
         record = self.deployment.part(part)
-        kinds = record.attention
-        if tail:
-            counts = Counter()
-            for n, ref in record.tail:
-                counts[ref.attention] += n
-            kinds = tuple((record.spec.attention_kinds[name], n) for name, n in counts.items())
+        kinds = record.tail_attention if tail else record.attention
         kernels = []
         for att, n in kinds:
             kernels.append((self._kernel(att, self.deployment.kv_dtype), n))
