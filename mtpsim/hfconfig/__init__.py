@@ -34,7 +34,7 @@ from mtpsim.files import read_text, require_file, strict_json
 from mtpsim.hfconfig import deepseek_v4
 from mtpsim.hfconfig.blocks import block_keys
 from mtpsim.hfconfig.families import ARCHITECTURES, READERS
-from mtpsim.hfconfig.view import Config, Layout
+from mtpsim.hfconfig.view import Config, Layout, layer_runs
 
 READERS["deepseek_v4"] = deepseek_v4.deepseek_v4  # DeepSeek-V4 (hfconfig/deepseek_v4.py)
 READERS["deepseek_v41"] = READERS["deepseek_v41_text"] = deepseek_v4.deepseek_v4  # and V4.1: the same reader
@@ -70,7 +70,7 @@ def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | No
     mapping: dict[str, Any] = {
         "name": _name(Path(str(path)), where, at, overrides), "hidden_size": text.int("hidden_size"),
         "vocab_size": text.int("vocab_size"),
-        "layers": _groups(pairs),
+        "layers": layer_runs([{"attention": a, "ffn": f} for a, f in pairs]),
         "tie_embeddings": text.bool("tie_word_embeddings", top.bool("tie_word_embeddings", layout.tie_default))}
     if text.get("max_position_embeddings") is not None:
         mapping["max_context"] = text.int("max_position_embeddings", low=1)
@@ -133,17 +133,6 @@ def _name(path: Path, where: str, at: str, overrides: dict) -> str:
         raise ScenarioError(where, at, f"{source} would name the model, and a name is one line of 1 to 200 printable "
                             "characters: give model.name")
     return name
-
-
-def _groups(pairs: list) -> list[dict[str, Any]]:
-    """Per-layer (attention, ffn) -> runs of equal layers, in model order."""
-    groups: list[dict[str, Any]] = []
-    for attention, ffn in pairs:
-        if groups and (groups[-1]["attention"], groups[-1]["ffn"]) == (attention, ffn):
-            groups[-1]["count"] += 1
-        else:
-            groups.append({"count": 1, "attention": attention, "ffn": ffn})
-    return groups
 
 
 def _mtp(c: Config, layout: Layout, n: int, where: str, key: str, overrides: dict,

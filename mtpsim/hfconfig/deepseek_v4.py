@@ -34,7 +34,7 @@ from __future__ import annotations
 from typing import Any, get_args
 
 from mtpsim.errors import first_repeat, short
-from mtpsim.hfconfig.view import Config, Layout, kinds_of, moe_kind
+from mtpsim.hfconfig.view import Config, Layout, kinds_of, layer_runs, moe_kind
 from mtpsim.spec_base import MAX_CONTEXT
 from mtpsim.specs import CSA2_RATIOS, MAX_ENGRAM_ROWS, Dtype
 
@@ -268,15 +268,8 @@ def _engram(text: Config, mapping: dict[str, Any]) -> None:
     mapping["engram"] = {"rows": [rows[ids.index(i)] for i in sorted(ids)], "n_heads": text.int("engram_n_heads", low=1),
                          "max_ngram_size": text.int("engram_max_ngram_size", low=2),
                          "head_dim": text.int("engram_head_dim", low=1)}
-    pairs = [(g["attention"], g["ffn"]) for g in mapping["layers"] for _ in range(g["count"])]
-    groups: list[dict[str, Any]] = []
-    for i, (attention, ffn) in enumerate(pairs):
-        layer = {"attention": attention, "ffn": ffn, **({"engram": True} if i in ids else {})}
-        if groups and {k: v for k, v in groups[-1].items() if k != "count"} == layer:
-            groups[-1]["count"] += 1
-        else:
-            groups.append({"count": 1, **layer})
-    mapping["layers"] = groups
+    layers = [{"attention": g["attention"], "ffn": g["ffn"]} for g in mapping["layers"] for _ in range(g["count"])]
+    mapping["layers"] = layer_runs([layer | ({"engram": True} if i in ids else {}) for i, layer in enumerate(layers)])
 
 
 def _dspark_taps(text: Config) -> list[int]:

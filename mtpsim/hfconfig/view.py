@@ -91,6 +91,18 @@ class Layout:
 
 
 # ------------------------------------------------------------------------------------ kinds
+def layer_runs(layers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per-layer mappings (attention, ffn and any flag such as V4.1's engram) -> runs of equal
+    layers in model order, each with its count: a catalog's `layers`."""
+    groups: list[dict[str, Any]] = []
+    for layer in layers:
+        if groups and {k: v for k, v in groups[-1].items() if k != "count"} == layer:
+            groups[-1]["count"] += 1
+        else:
+            groups.append({"count": 1, **layer})
+    return groups
+
+
 def gqa_kind(heads: int, kv_heads: int, head_dim: int, window: int | None = None, v_head_dim: int | None = None) -> dict:
     spec = {"kind": "gqa", "num_heads": heads, "num_kv_heads": kv_heads, "head_dim": head_dim}
     if window:
