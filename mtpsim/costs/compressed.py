@@ -60,24 +60,19 @@ def _packs_fp4(att: AttentionSpec, kv_dtype: str) -> bool:
     return kv_dtype == "fp4" and att.compressed.csa2
 
 
-def _fp8_entry(att: AttentionSpec, kv_dtype: str) -> float:
-    """A K=V entry with its non-rope dims in the KV dtype (FP8 at least) and the rope dims at
-    least BF16 (the reference quantises only the non-rope dims)."""
-    rope, width = att.qk_rope_head_dim, max(DTYPE_BYTES[kv_dtype], 1.0)
-    return (att.head_dim - rope) * width + rope * max(width, 2.0)
-
-
 def entry_bytes(att: AttentionSpec, kv_dtype: str) -> float:
-    """Bytes of one cached compressed K=V entry: V4's FP8 layout (`_fp8_entry`), or with an fp4
+    """Bytes of one cached compressed K=V entry: V4's layout (`window_entry_bytes`), or with an fp4
     cache V4.1's packed ratio-1/2 latent, E2M1 with one E4M3 scale per 16 values, rope dims
     included (DeepSeek-V4.1 model card: 890 bytes of global KV per token)."""
-    return att.head_dim * (0.5 + 1 / 16) if _packs_fp4(att, kv_dtype) else _fp8_entry(att, kv_dtype)
+    return att.head_dim * (0.5 + 1 / 16) if _packs_fp4(att, kv_dtype) else window_entry_bytes(att, kv_dtype)
 
 
 def window_entry_bytes(att: AttentionSpec, kv_dtype: str) -> float:
-    """Bytes of one sliding-window slot: V4's FP8 layout whatever the cache (FP4 packs only
-    compressed latents)."""
-    return _fp8_entry(att, kv_dtype)
+    """Bytes of one sliding-window slot, and of a compressed entry FP4 does not pack: V4's layout,
+    the non-rope dims in the KV dtype (FP8 at least) and the rope dims at least BF16 (the
+    reference quantises only the non-rope dims)."""
+    rope, width = att.qk_rope_head_dim, max(DTYPE_BYTES[kv_dtype], 1.0)
+    return (att.head_dim - rope) * width + rope * max(width, 2.0)
 
 
 def index_entry_bytes(att: AttentionSpec, kv_dtype: str = "fp8") -> float:
