@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -184,11 +185,26 @@ def _load_origin(base: sc.Scenario, bounds: SearchBounds, flags: dict) -> tuple[
     return base.source, f"search.{load}" if given else "search"
 
 
-def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], seeds: int | None, out: str | None,
-               jobs: int | None, backend: str = "pool", address: str | None = None,
-               cache_dir: str | None = DEFAULT_CACHE, plot: bool = True) -> tuple[Path, pd.DataFrame]:
-    """The command: check everything, enumerate, run, pick, print, write. Returns (folder, frontier rows)."""
-    with holding():  # warnings wait for the search's own checks: bad input stays one line
+@dataclass(frozen=True)
+class _Plan:
+    """A checked search before anything runs: its base scenario, bounds, replicates per finalist,
+    the layouts that fit (and why the others do not), every point to run, its workers and cache."""
+
+    base: sc.Scenario
+    bounds: SearchBounds
+    seeds: int
+    layouts: list
+    refused: dict
+    points: list
+    jobs: int
+    cache: execute.Cache
+
+
+def _plan(path: str, sets: list[str], flags: dict, seeds: int | None, out: str | None, jobs: int | None,
+          cache_dir: str | None) -> _Plan:
+    """Check everything and enumerate the points, under `holding` (warnings wait for the search's
+    own checks: bad input stays one line)."""
+    with holding():
         base = base_scenario(path, sets)
         seeds = base.seeds if seeds is None else seeds  # no --seeds: the scenario's
         check_replicates(base.seed, seeds, "--seeds", "")  # the finalists' replicates
@@ -214,34 +230,49 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
             raise ScenarioError("--cache", "", f"{cache_dir} is the --out folder or inside it (a run folder must be new or "
                                 "empty): give the cache a folder of its own")
         cache = execute.Cache(cache_dir)  # a --cache that cannot be a folder is refused here, before anything runs
-    hw = base.specs.hardware
-    title = f"{base.specs.model.name} on {bounds.gpus}x {hw.name}"
+    return _Plan(base, bounds, seeds, layouts, refused, points, jobs, cache)
+
+
+def _finalists_or_why(rows: pd.DataFrame, targets: list[Target], folder: Path, title: str, plot: bool,
+                      cache_dir: str | None) -> pd.DataFrame:
+    """The points meeting the targets, ranked; where none does, what was reached is still written
+    (and cached), and the error says where."""
+    try:
+        return finalists(rows, targets)
+    except ScenarioError as exc:
+        write_frontier(rows, folder, None, targets, title, plot)
+        kept = (f"cached in {cache_dir}, so rerunning with other targets costs nothing" if cache_dir else
+                "not cached (--no-cache), so a rerun with other targets runs them again")
+        raise ScenarioError(exc.where, exc.key, f"{exc.reason} (what the {len(rows)} points reached: "
+                            f"{folder}/frontier.csv; {kept})") from None
+
+
+def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], seeds: int | None, out: str | None,
+               jobs: int | None, backend: str = "pool", address: str | None = None,
+               cache_dir: str | None = DEFAULT_CACHE, plot: bool = True) -> tuple[Path, pd.DataFrame]:
+    """The command: check everything, enumerate, run, pick, print, write. Returns (folder, frontier rows)."""
+    plan = _plan(path, sets, flags, seeds, out, jobs, cache_dir)
+    base, hw = plan.base, plan.base.specs.hardware
+    title = f"{base.specs.model.name} on {plan.bounds.gpus}x {hw.name}"
     # the output folder is claimed before any point runs (a busy or bad --out costs nothing), and
     # is marked complete last: a search that fails (its report to stdout too) gives the claim back
     # and leaves no complete folder
     with claimed(f"{base.name}-search", out) as folder:
         started = time.perf_counter()
-        rows, ran = execute.run_search_points(points, cache, jobs, backend, address)
+        rows, ran = execute.run_search_points(plan.points, plan.cache, plan.jobs, backend, address)
         rows = enrich(rows.assign(usd_per_gpu_hour=hw.usd_per_gpu_hour, board_power_w=hw.board_power_w), targets)
-        try:
-            final = finalists(rows, targets)
-        except ScenarioError as exc:  # no point meets them: what was reached is still written, and cached
-            write_frontier(rows, folder, None, targets, title, plot)
-            kept = (f"cached in {cache_dir}, so rerunning with other targets costs nothing" if cache_dir else
-                    "not cached (--no-cache), so a rerun with other targets runs them again")
-            raise ScenarioError(exc.where, exc.key, f"{exc.reason} (what the {len(rows)} points reached: "
-                                f"{folder}/frontier.csv; {kept})") from None
-        if seeds > 1:
-            final = seeded(points, final, seeds, cache, jobs, backend, address)
+        final = _finalists_or_why(rows, targets, folder, title, plot, cache_dir)
+        if plan.seeds > 1:
+            final = seeded(plan.points, final, plan.seeds, plan.cache, plan.jobs, backend, address)
         wall = time.perf_counter() - started
         write_csv(final, folder / "finalists.csv")
         chosen = rows.loc[int(final.iloc[0].point)]
         write_frontier(rows, folder, chosen, targets, title, plot)
-        launch = launch_flags(chosen, int(chosen.max_running), Drafter.of(points[int(chosen.point)]))
+        launch = launch_flags(chosen, int(chosen.max_running), Drafter.of(plan.points[int(chosen.point)]))
         with writing(folder / "launch.txt") as file:
             file.write_text(launch + "\n")
         mark_complete(folder)
-        print(summary.report(base, bounds, rows, final, chosen, targets, len(layouts), ran, wall, refused))
+        print(summary.report(base, plan.bounds, rows, final, chosen, targets, len(plan.layouts), ran, wall, plan.refused))
         print(f"\nlaunch options for the chosen deployment (MODEL, DRAFT: your checkpoints):\n\n{launch}")
         print(f"\nwrote {folder}/")  # within claimed: a report that cannot be printed unmarks the folder
     return folder, rows
