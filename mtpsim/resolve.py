@@ -100,6 +100,10 @@ def _spec(kind: str, ref: str | dict[str, Any], cls: type[BaseModel], where: str
         raise err from None
 
 
+# engine.<key> a scenario may set -> the EngineSpec field it overrides (None there: the release's value)
+SCENARIO_OVER_RELEASE = {"speculative_overlap": "speculative_overlap", "bounded_replay": "prefill_tail_replay"}
+
+
 def _resolve_specs(s: Scenario, where: str) -> Specs:
     # plain decoding reads no MTP layer: a config.json that leaves their kind out is read without them
     mtp_runs = any(d != designs.BASELINE for d in [s.speculative.design, *s.searched_designs])
@@ -109,10 +113,9 @@ def _resolve_specs(s: Scenario, where: str) -> Specs:
         warn(*written_at(s.hardware, "hardware", key, where), reason)
     draft = _external_draft(s, model, where)
     engine = catalog.load_engine(s.engine.kind, s.engine.version, s.engine.ignore_rules, where)
-    if s.engine.speculative_overlap is not None:  # the scenario's word over the version's rule
-        engine = engine.model_copy(update={"speculative_overlap": s.engine.speculative_overlap})
-    if s.engine.bounded_replay is not None:
-        engine = engine.model_copy(update={"prefill_tail_replay": s.engine.bounded_replay})
+    said = {field: getattr(s.engine, key) for key, field in SCENARIO_OVER_RELEASE.items()
+            if getattr(s.engine, key) is not None}
+    engine = engine.model_copy(update=said) if said else engine  # the scenario's word over the release's
     cost_model, profile = _resolve_pricing(s, hardware, engine, where)
     _unpriced_attention_kernel(s, engine, [model, draft], cost_model, where)
     role = draft.role if draft else None
