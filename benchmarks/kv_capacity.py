@@ -58,7 +58,9 @@ CASES = [
      "launch": "Qwen3-235B-A22B-FP8, 4 x H100, vllm serve --tensor-parallel-size 4 (default "
                "gpu_memory_utilization 0.9; July 2025, a v0.9/v0.10 release)",
      "log": "Available KV cache memory: 8.11 GiB / GPU KV cache size: 178,880 tokens",
-     "model": QWEN3_235B_FP8, "hardware": "h100-sxm", "tp": 4, "engine": "vllm", "logged": 178880},
+     # the default of its release, as launched: 0.9 until v0.20.0 (engines/vllm.yaml utilization_092)
+     "model": QWEN3_235B_FP8, "hardware": "h100-sxm", "tp": 4, "engine": "vllm", "mem_fraction": 0.9,
+     "logged": 178880},
     # V0 (worker.py) prints the pool in GiB, not tokens: 53.29 GiB over Llama-3-8B's 131,072 bytes a
     # token (32 layers x 8 KV heads x 128 x K and V x 2 bytes), in whole 16-token blocks, is 436,544
     # tokens. Llama-3.1-8B (the catalog entry) has the same layers, heads and vocabulary.
@@ -68,7 +70,9 @@ CASES = [
                "0.90; December 2024, v0.6.x, the V0 engine)",
      "log": "total_gpu_memory 79.22GiB ... model weights take 14.96GiB, non_torch_memory 1.79GiB, PyTorch "
             "activation peak memory 1.26GiB, available_kv_cache_memory 53.29GiB",
-     "model": "llama-3.1-8b", "hardware": "h100-sxm", "tp": 1, "engine": "vllm", "logged": 436544},
+     # 0.90: EngineArgs' default in the v0.6.4 to v0.6.6 wheels (vllm/engine/arg_utils.py), as launched
+     "model": "llama-3.1-8b", "hardware": "h100-sxm", "tp": 1, "engine": "vllm", "mem_fraction": 0.9,
+     "logged": 436544},
 ]
 
 

@@ -50,9 +50,15 @@ def engine_moot(s: Scenario) -> list[tuple[str, str]]:
     """Engine settings the design or model gives nothing to act on, and a profile under the roofline."""
     engine, record, found = s.specs.engine, designs.record(s.speculative.design), []
     if s.engine.mixed_batches and record.draft_part is not None and not engine.mixed_batches.speculative:
-        found.append(("engine.mixed_batches", f"{engine.name} {engine.version} mixes no prompt chunks into speculative "
-                      f"iterations: only the none baseline runs mixed batches, so the speedup compares the two "
-                      "schedules"))
+        if s.speculative.design in engine.mixes_as_decode:
+            found.append(("engine.mixed_batches", f"{engine.name} {engine.version} mixes a prompt chunk into a "
+                          f"{s.speculative.design} batch by running that step's requests as plain one-token decodes, "
+                          "which mtpsim does not model: it keeps prompts out of speculative iterations (the "
+                          "engine's rule before), and only the none baseline runs mixed batches"))
+        else:
+            found.append(("engine.mixed_batches", f"{engine.name} {engine.version} mixes no prompt chunks into "
+                          "speculative iterations: only the none baseline runs mixed batches, so the speedup "
+                          "compares the two schedules"))
     if s.engine.speculative_overlap is not None and record.draft_part is None:
         found.append(("engine.speculative_overlap", f"design {s.speculative.design} runs no speculative iteration: the "
                       "speculative overlap changes nothing (plain decode's is engine.overlap_schedule)"))

@@ -95,7 +95,9 @@ class KVPoolSpec(Spec):
     fraction: the engine's fixed default; None: `reserved` derives it (SGLang).
     startup_mib: CUDA context and communicator buffers taken before the engine measures.
     activations: whether the engine's profiled activation peak is set aside (estimated from the
-    model's widths, memory.py `activation_bytes`); graph_mib: CUDA-graph memory set aside."""
+    model's widths, memory.py `activation_bytes`); graph_mib: CUDA-graph memory set aside;
+    margin_mib / margin_activation_share: a further headroom of max(margin_mib, share x that
+    activation peak) set aside from a `capacity` pool (vLLM's extensible KV cache)."""
 
     knob: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")  # a launch flag's name, printed in errors
     fraction_of: Literal["capacity", "free_at_start", "free_after_load"]
@@ -104,6 +106,8 @@ class KVPoolSpec(Spec):
     startup_mib: Mib = 0.0
     activations: bool = False
     graph_mib: Mib = 0.0
+    margin_mib: Mib = 0.0
+    margin_activation_share: float = Field(default=0.0, ge=0, le=10)
 
     @model_validator(mode="after")
     def _one_default(self) -> KVPoolSpec:

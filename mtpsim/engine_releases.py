@@ -3,7 +3,9 @@ they are at every release it knows (engines.py `EngineSpec`), plus
 - `versions`: the releases it knows (`known`) and the one a scenario without `engine.version`
   runs (`default`);
 - `rules`: fields that differ between releases, each a named change over a version range
-  (`since` inclusive, `until` exclusive) with its source at that version.
+  (`since` inclusive, `until` exclusive) with its source at that version. A rule sets a field of
+  `EngineSpec` or, by a dotted path, one key inside one (`kv_pool.reserved.speculative_mib`), so a
+  release that changes one figure of a section does not restate the section.
 
 A rule applies to every scenario of its versions, never to one case; `engine.ignore_rules`
 resolves without some (what-if studies, benchmarks/published.py --rules). This module is the one
@@ -27,7 +29,11 @@ RuleField = Literal["speculative_max_running_requests", "speculative_overlap", "
                     "fuses_shared_experts", "shared_fusion_below_capability", "triton_fp8_moe_from_capability",
                     "shared_expert_stream",
                     "fraction_by_tp", "unoverlapped_designs", "speculative_overlap_max_topk", "decode_overlap",
-                    "speculative_host_extra_s", "eager_passes", "mixed_head_attention"]
+                    "speculative_host_extra_s", "eager_passes", "mixed_head_attention", "mixes_as_decode",
+                    "mixed_head_fa4_capability",
+                    "kv_pool.reserved.speculative_mib", "kv_pool.reserved.classes", "kv_pool.fraction",
+                    "kv_pool.margin_mib", "kv_pool.margin_activation_share", "prefill_chunk",
+                    "prefix_cache.block_tokens", "dp_routing.waiting_weight"]
 # an engine file's releases and rules, at most: each rule is tested at every release (an engine
 # publishes tens of each; thousands would take seconds to check before anything ran)
 MAX_RELEASES = MAX_RULES = 500
@@ -113,7 +119,10 @@ def resolve_engine(raw: dict, version: str | None, ignore: list[str] | tuple[str
         warn(where, "engine.ignore_rules", f"{short(ignore[again])} is listed twice" if again is not None else
              f"rule {idle[0]} does not hold at {raw.get('name')} {chosen}: leaving it out changes nothing")
     applied = [r for r in rules if r.holds_at(at) and r.name not in ignore]
-    fields = {**raw, **{r.field: r.value for r in applied}, "version": chosen, "rules": tuple(r.name for r in applied)}
+    fields = dict(raw)
+    for r in applied:
+        fields = _with(fields, r.field, r.value)
+    fields = {**fields, "version": chosen, "rules": tuple(r.name for r in applied)}
     try:
         return EngineSpec.model_validate(fields)
     except ValidationError as exc:  # each rule's value passed alone (_check_file): two together clash
@@ -135,8 +144,12 @@ def _check_file(raw: dict, rules: list[VersionRule], versions: Versions, file: s
     except ValidationError as exc:
         raise from_validation(exc, file) from None
     for i, rule in enumerate(rules):
+        parent = rule.field.rpartition(".")[0]
+        if parent and not isinstance(_at(base, parent), dict):
+            raise ScenarioError(file, f"rules.{i}.field", f"rule {rule.name} sets {rule.field}, but the file has no "
+                                f"{parent} section to set it in")
         try:
-            EngineSpec.model_validate({**base, rule.field: rule.value})
+            EngineSpec.model_validate(_with(base, rule.field, rule.value))
         except ValidationError as exc:
             bad = from_validation(exc, file)
             raise ScenarioError(file, f"rules.{i}.value", f"rule {rule.name} sets {bad.key}: {bad.reason}") from None
@@ -157,6 +170,22 @@ def _check_file(raw: dict, rules: list[VersionRule], versions: Versions, file: s
     if again is not None:
         raise ScenarioError(file, "rules", f"two rules are named {names[again]}: engine.ignore_rules names them one by one")
     _no_overlap(rules, sorted(known.values()), file)
+
+
+def _at(fields: dict, path: str):
+    """The value at dotted `path` in `fields` (None where a key is missing or a level is no mapping)."""
+    for key in path.split("."):
+        fields = fields.get(key) if isinstance(fields, dict) else None
+    return fields
+
+
+def _with(fields: dict, path: str, value) -> dict:
+    """`fields` with the key at dotted `path` set to `value`: each level on the way copied, nothing
+    of `fields` changed (an engine file's mapping is read once and resolved at many releases)."""
+    head, _, rest = path.partition(".")
+    if not rest:
+        return {**fields, head: value}
+    return {**fields, head: _with(fields[head], rest, value)}
 
 
 def _no_overlap(rules: list[VersionRule], releases: list[Version], file: str) -> None:

@@ -6,7 +6,7 @@ EngineSpec.
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -131,6 +131,13 @@ class EngineSpec(Spec):
     # head sizes (vLLM forces its Triton unified attention for Gemma 4), which no profile times:
     # said in one warning where such a model is served (resolve.py), not priced
     mixed_head_attention: str | None = Field(default=None, min_length=1, max_length=80)
+    # ... except on GPUs of compute capability in [low, high), where the release runs such a model
+    # on FlashAttention 4 (vLLM from v0.24.0), which the profiles' FlashAttention rows price
+    mixed_head_fa4_capability: tuple[Annotated[float, Field(ge=1, le=20)], Annotated[float, Field(ge=1, le=20)]] | None = None
+    # designs whose iterations this release mixes prompt chunks into, where mixing is on, by running
+    # that step's requests as plain one-token decodes (SGLang from v0.5.19): not modelled, said in one
+    # warning (engine_advice.py); mixed_batches.speculative stays the rule mtpsim prices
+    mixes_as_decode: tuple[Literal["nextn", "multi_layer", "frozen_kv", "parallel_heads", "block"], ...] = ()
     # whether a prefill runs a model's replay tail (ModelSpec.replay_tail: DeepSeek-V4.1's decoder
     # layers) over each request's last window of prompt tokens only (SGLang's decoder SWA bounded replay)
     prefill_tail_replay: bool = False
@@ -147,7 +154,7 @@ class EngineSpec(Spec):
     prefix_cache: PrefixCacheDefault = PrefixCacheDefault()  # the engine's prefix cache without flags
     dp_routing: DpRouting = DpRouting()  # how arrivals are spread over dp replicas
 
-    @field_validator("unoverlapped_designs", "eager_passes", mode="before")
+    @field_validator("unoverlapped_designs", "eager_passes", "mixes_as_decode", "mixed_head_fa4_capability", mode="before")
     @classmethod
     def _lists_as_tuples(cls, value):
         """A YAML list (an engine file or a version rule) is the tuple this frozen record keeps."""

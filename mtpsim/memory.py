@@ -53,6 +53,11 @@ class PoolRule:
     startup_bytes: float
     activation_tokens: int     # tokens of the profiled forward whose activations are set aside (0: none)
     graph_bytes: float
+    margin_bytes: float = 0.0          # a capacity pool's headroom: max(this, margin_share x activations)
+    margin_share: float = 0.0
+
+    def margin(self, activations: float) -> float:
+        return max(self.margin_bytes, self.margin_share * activations)
 
     @property
     def label(self) -> str:
@@ -143,7 +148,8 @@ def resolve_pool(engine: EngineSpec, hw: HardwareSpec, tp: int = 1, attention_dp
                                           prefill_tokens if explicit_prefill else None, graph_batch)
         source = f"{engine.name} default"
     return PoolRule(engine.name, pool.knob, fraction, source, pool.fraction_of, pool.startup_mib * MIB,
-                    prefill_tokens if pool.activations else 0, pool.graph_mib * MIB)
+                    prefill_tokens if pool.activations else 0, pool.graph_mib * MIB, pool.margin_mib * MIB,
+                    pool.margin_activation_share)
 
 
 def activation_bytes(pricer: Pricer, tokens: int) -> float:
@@ -162,7 +168,7 @@ def activation_bytes(pricer: Pricer, tokens: int) -> float:
 def pool_bytes(rule: PoolRule, capacity: float, weights: float, activations: float) -> float:
     """The KV pool the engine's rule leaves on one GPU (negative: none)."""
     if rule.fraction_of == "capacity":
-        return rule.fraction * capacity - weights - activations - rule.graph_bytes
+        return rule.fraction * capacity - weights - activations - rule.graph_bytes - rule.margin(activations)
     if rule.fraction_of == "free_at_start":
         return rule.fraction * (capacity - rule.startup_bytes) - weights
     return rule.fraction * (capacity - rule.startup_bytes - weights - activations - rule.graph_bytes)
@@ -259,7 +265,8 @@ def _largest_reserve(budget: MemoryBudget) -> tuple[str, float]:
     the weights (pool_bytes: startup memory, CUDA graphs), each where the rule subtracts it."""
     rule = budget.rule
     reserves = {"kv_pool.startup_mib": rule.startup_bytes if rule.fraction_of != "capacity" else 0.0,
-                "kv_pool.graph_mib": rule.graph_bytes if rule.fraction_of != "free_at_start" else 0.0}
+                "kv_pool.graph_mib": rule.graph_bytes if rule.fraction_of != "free_at_start" else 0.0,
+                "kv_pool.margin_mib": rule.margin(budget.activation_bytes) if rule.fraction_of == "capacity" else 0.0}
     return max(reserves.items(), key=lambda item: item[1])
 
 

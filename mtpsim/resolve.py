@@ -117,17 +117,22 @@ def _resolve_specs(s: Scenario, where: str) -> Specs:
             if getattr(s.engine, key) is not None}
     engine = engine.model_copy(update=said) if said else engine  # the scenario's word over the release's
     cost_model, profile = _resolve_pricing(s, hardware, engine, where)
-    _unpriced_attention_kernel(s, engine, [model, draft], cost_model, where)
+    _unpriced_attention_kernel(s, engine, hardware, [model, draft], cost_model, where)
     role = draft.role if draft else None
     return Specs(model=model, hardware=hardware, engine=engine, assistant=draft if role == "assistant" else None,
                  draft=draft if role in ("draft", "block_draft") else None, cost_model=cost_model, profile=profile)
 
 
-def _unpriced_attention_kernel(s: Scenario, engine: EngineSpec, served: list, cost_model: str, where: str) -> None:
+def _unpriced_attention_kernel(s: Scenario, engine: EngineSpec, hardware: HardwareSpec, served: list, cost_model: str,
+                               where: str) -> None:
     """One warning where the release runs a served model's attention on a kernel mtpsim does not
     time: a model whose attention layers mix head sizes, under a release with
-    `mixed_head_attention` (vLLM's Triton unified attention for Gemma 4; the rule's source)."""
+    `mixed_head_attention` (vLLM's Triton unified attention for Gemma 4; the rule's source), on a
+    GPU outside the capabilities where the release runs FlashAttention 4 for it instead."""
     if engine.mixed_head_attention is None:
+        return
+    fa4, cc = engine.mixed_head_fa4_capability, hardware.compute_capability
+    if fa4 is not None and cc is not None and fa4[0] <= cc < fa4[1]:
         return
     for spec in served:
         sizes = sorted({a.head_dim for a in spec.attention_kinds.values() if a.kind == "gqa"} if spec else ())

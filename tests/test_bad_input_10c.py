@@ -399,8 +399,11 @@ def _engine(tmp_path, monkeypatch, old: str, new: str) -> Path:
 
 
 @pytest.mark.parametrize("old,new,key,word", [
-    ("      - {below_mib: 20480", "      - {chunked_prefill_tokens: 16384, graph_batch: 512, graph_batch_tp4: 512}\n"
-     "      - {below_mib: 20480", "kv_pool.reserved.classes.1", "no GPU reaches this class"),
+    # the file's own classes (their first line names its GPUs; memory_classes_v0520 restates them, uncommented)
+    ("      - {below_mib: 20480, chunked_prefill_tokens: 2048, graph_batch: 8, graph_batch_tp4: 8}      # T4",
+     "      - {chunked_prefill_tokens: 16384, graph_batch: 512, graph_batch_tp4: 512}\n"
+     "      - {below_mib: 20480, chunked_prefill_tokens: 2048, graph_batch: 8, graph_batch_tp4: 8}      # T4",
+     "kv_pool.reserved.classes.1", "no GPU reaches this class"),
     ("  none: [decode]", "  none: [decode, decode]", "hides.none.1", "listed twice"),
     ('"0.4.0", "0.4.1"', '"0.4.0", "0.4.0", "0.4.1"', "versions.known.", "listed twice"),
     ("knob: mem_fraction_static", 'knob: ""', "kv_pool.knob", "pattern"),

@@ -50,7 +50,7 @@ def _refused(tmp_path, capsys, monkeypatch, edit, key: str, word: str, kind: str
 
 @pytest.mark.parametrize("edit, key, other, releases", [
     # the brief's example: a second cap beside spec_running_cap (from 0.4.5), later in the file
-    (_rule_before("spec_v2_overlap", CAP_99), "rules.3", "spec_running_cap (rules.2)", "0.5.0 to 0.5.19"),
+    (_rule_before("spec_v2_overlap", CAP_99), "rules.3", "spec_running_cap (rules.2)", "0.5.0 to 0.5.23"),
     # bounded on both sides, and listed first: the later rule (the shipped one) is named at its index
     (_rule_before("spec_running_cap_32", '  - {name: cap_40, field: speculative_max_running_requests, value: 40, '
                   'since: "0.4.3", until: "0.4.5", source: x}\n'), "rules.1", "cap_40 (rules.0)", "0.4.4"),
@@ -103,10 +103,16 @@ def test_leaving_out_a_rule_that_no_longer_holds_warns(tmp_path, capsys):
     ("    value: 48\n", "    value: 480000\n", "rules.2.value", "less than or equal to 100000"),  # as max_running_requests
     ("speculative_overlap_max_topk: 1 ", "speculative_overlap_max_topk: 65 ", "speculative_overlap_max_topk", "64"),
     ("    speculative_mib: 2048", "    speculative_mib: 1.0e+300", "kv_pool.reserved.speculative_mib", "less than"),
-    ("chunked_prefill_tokens: 16384,", "chunked_prefill_tokens: 99999999,", "kv_pool.reserved.classes.5.chunked_prefill_tokens",
-     "less than"),
-    ("graph_batch: 512, graph_batch_tp4: 512}", "graph_batch: 5120000, graph_batch_tp4: 512}",
+    # the file's own classes (the line that names its GPUs), then a rule's (memory_classes_v0520)
+    ("chunked_prefill_tokens: 16384, graph_batch: 512, graph_batch_tp4: 512}                   # B200",
+     "chunked_prefill_tokens: 99999999, graph_batch: 512, graph_batch_tp4: 512}                   # B200",
+     "kv_pool.reserved.classes.5.chunked_prefill_tokens", "less than"),
+    ("graph_batch: 512, graph_batch_tp4: 512}                   # B200",
+     "graph_batch: 5120000, graph_batch_tp4: 512}                   # B200",
      "kv_pool.reserved.classes.5.graph_batch", "less than"),
+    ("graph_batch: 48, graph_batch_tp4: 160}", "graph_batch: 4800000, graph_batch_tp4: 160}", "rules.15.value",
+     "kv_pool.reserved.classes.1.graph_batch"),
+    ("    value: 4096\n", "    value: 1.0e+300\n", "rules.13.value", "kv_pool.reserved.speculative_mib"),
     ("block_tokens: 16}", "block_tokens: 99999999}", "prefix_cache.block_tokens", "less than"),
     ("balance_abs: 64,", "balance_abs: 6400000,", "dp_routing.balance_abs", "less than"),
 ])
@@ -118,7 +124,7 @@ def test_engine_values_past_what_a_scenario_may_give_are_refused(tmp_path, capsy
 
 @pytest.mark.parametrize("old, new, key", [("  fraction: 0.9\n", "  fraction: 1.5\n", "kv_pool.fraction"),
                                            ("  graph_mib: 1024\n", "  graph_mib: 1.0e+300\n", "kv_pool.graph_mib"),
-                                           ("tokens: 8192}", "tokens: 99999999}", "prefill_chunk.2.tokens")])
+                                           ("\n  - {tokens: 8192}", "\n  - {tokens: 99999999}", "prefill_chunk.2.tokens")])
 def test_a_vllm_file_is_bounded_too(tmp_path, capsys, monkeypatch, old, new, key):
     _refused(tmp_path, capsys, monkeypatch, lambda t: t.replace(old, new, 1), key, "", kind="vllm",
              argv=("--set", "engine.kind=vllm"))
@@ -169,7 +175,7 @@ def test_a_post_release_still_runs_its_release(tmp_path, capsys):
     ('until: "0.4.7"', 'until: "0.4.6.5"', "rules.1.until", "not among versions.known"),
     ('until: "0.4.7"', 'until: "0.4.0"', "rules.1.until", "holds for no release of versions.known"),
     ('default: "0.5.12"', 'default: "0.5.12+evil"', "versions.default", "local '+' part"),
-    ('"0.5.19"]', '"0.5.19", "0.6.0rc1"]', "versions.known", "pre-release of 0.6.0"),
+    ('"0.5.23"]', '"0.5.23", "0.6.0rc1"]', "versions.known", "pre-release of 0.6.0"),
 ])
 def test_an_engine_files_releases_are_releases_it_knows(tmp_path, capsys, monkeypatch, old, new, key, word):
     """Before: a rule since '0.5.0+foo', 'V0.5.0' or '0.5.0.dev0' held from 0.5.0, and one since a
@@ -190,7 +196,7 @@ def test_a_rule_bound_at_a_post_release_of_a_known_one_still_works(tmp_path, cap
     ("name: vllm\n", "name: other\n", "name", "not the file's name"),
     ("name: vllm\n", "", "name", "None is not the file's name 'vllm'"),
     ("  - name: v1_spec_async\n", '  - {name: spec_async_early, field: speculative_overlap, value: true, since: "0.13.0", '
-     'source: x}\n  - name: v1_spec_async\n', "rules.3", "spec_async_early (rules.2) does, at 0.14.0 to 0.22.0"),
+     'source: x}\n  - name: v1_spec_async\n', "rules.3", "spec_async_early (rules.2) does, at 0.14.0 to 0.34.0"),
 ])
 def test_engines_names_a_broken_user_file_by_its_path(tmp_path, capsys, monkeypatch, old, new, key, word):
     """Before: `engines/vllm.yaml` (or the name the file claimed, `engines/None.yaml`) in place of
@@ -217,3 +223,22 @@ def test_engines_lists_the_shipped_files_as_before(capsys, monkeypatch):
     assert cli.main(["engines"]) == 0
     out = capsys.readouterr().out
     assert "shared_experts_dual_stream: shared_expert_stream = small_passes (from 0.4.8 before 0.5.6)" in out
+
+
+# ------------------------------------------------------------- 6. a rule that sets a key inside a section
+
+def test_a_rule_into_a_section_the_file_lacks_is_refused(tmp_path, capsys, monkeypatch):
+    """vLLM's file sizes its pool without SGLang's memory classes: a rule setting one of their figures
+    had nothing to land in (a KeyError deep in the resolution before the check)."""
+    rule = '  - {name: reserve, field: kv_pool.reserved.speculative_mib, value: 0, since: "0.14.0", source: x}\n'
+    path = _engine(tmp_path, monkeypatch, _rule_before("v1_spec_async", rule), kind="vllm")
+    line = one_line_error(capsys, ["engines"], "rules.2.field", "no kv_pool.reserved section")
+    assert line.startswith(f"mtpsim: error: {path}: "), line
+
+
+def test_a_rule_into_a_section_changes_that_key_alone():
+    """spec_reserve_4gib sets one figure of kv_pool.reserved: the classes and the rest stay the file's."""
+    at_13, at_14 = catalog.load_engine("sglang", "0.5.13"), catalog.load_engine("sglang", "0.5.14")
+    assert (at_13.kv_pool.reserved.speculative_mib, at_14.kv_pool.reserved.speculative_mib) == (4096, 0)
+    assert at_13.kv_pool.reserved.model_copy(update={"speculative_mib": 0}) == at_14.kv_pool.reserved
+    assert catalog.load_engine("sglang", "0.5.9").kv_pool.reserved.speculative_mib == 2048

@@ -36,15 +36,24 @@ def test_capacities_are_the_drivers():
         assert load_hardware(name).memory_capacity_bytes == total * MIB
 
 
-@pytest.mark.parametrize("hardware,tp,speculative,expected", [
+@pytest.mark.parametrize("hardware,tp,speculative,version,expected", [
     # server_args.py _handle_gpu_memory_settings by hand: reserved MiB, then round((gpu - r) / gpu, 3)
-    ("h100-sxm", 1, False, round((81559 - max(512 + 8192 * 1.5 + 256 * 2 + 128, 10240)) / 81559, 3)),
-    ("h200", 8, False, round((143771 - (512 + 8192 * 1.5 + 512 * 2 + 8 * 128)) / 143771, 3)),
-    ("b200", 4, False, round((183359 - (512 + 16384 * 1.5 + 512 * 2 + 4 * 128)) / 183359, 3)),
-    ("b200", 4, True, round((183359 - (512 + 16384 * 1.5 + 512 * 2 + 4 * 128) - 2048) / 183359, 3)),
+    ("h100-sxm", 1, False, "0.5.12", round((81559 - max(512 + 8192 * 1.5 + 256 * 2 + 128, 10240)) / 81559, 3)),
+    ("h200", 8, False, "0.5.12", round((143771 - (512 + 8192 * 1.5 + 512 * 2 + 8 * 128)) / 143771, 3)),
+    ("b200", 4, False, "0.5.12", round((183359 - (512 + 16384 * 1.5 + 512 * 2 + 4 * 128)) / 183359, 3)),
+    # the speculative reserve after the floor: 2 GiB to v0.5.9, 4 GiB in v0.5.10-v0.5.13, none from v0.5.14
+    ("b200", 4, True, "0.5.9", round((183359 - (512 + 16384 * 1.5 + 512 * 2 + 4 * 128) - 2048) / 183359, 3)),
+    ("b200", 4, True, "0.5.12", round((183359 - (512 + 16384 * 1.5 + 512 * 2 + 4 * 128) - 4096) / 183359, 3)),
+    ("b200", 4, True, "0.5.14", round((183359 - (512 + 16384 * 1.5 + 512 * 2 + 4 * 128)) / 183359, 3)),
+    # v0.5.20's 20-35 GiB class (a 32 GB GPU, as nvidia-smi reports an RTX 5090: 32607 MiB): chunk
+    # 4096 and 48 graphs where v0.5.19 took 2048 and 24; the 10 GiB floor is for GPUs over 60 GiB
+    (32607, 1, False, "0.5.20", round((32607 - (512 + 4096 * 1.5 + 48 * 2 + 128)) / 32607, 3)),
+    (32607, 1, False, "0.5.19", round((32607 - (512 + 2048 * 1.5 + 24 * 2 + 128)) / 32607, 3)),
 ])
-def test_sglang_default_fraction_follows_gpu_memory_tp_and_speculation(hardware, tp, speculative, expected):
-    rule = resolve_pool(load_engine("sglang"), load_hardware(hardware), tp=tp, speculative=speculative)
+def test_sglang_default_fraction_follows_gpu_memory_tp_and_speculation(hardware, tp, speculative, version, expected):
+    gpu = load_hardware(hardware) if isinstance(hardware, str) else \
+        load_hardware("h100-sxm").model_copy(update={"memory_capacity_bytes": hardware * MIB})
+    rule = resolve_pool(load_engine("sglang", version), gpu, tp=tp, speculative=speculative)
     assert rule.fraction == expected and rule.fraction_source == "sglang default"
     assert rule.knob == "mem_fraction_static"
 
@@ -93,11 +102,21 @@ def test_sglang_pool_is_fraction_of_free_memory_minus_weights():
 
 
 def test_vllm_pool_sets_aside_weights_activations_and_graphs():
-    m = budget(scenario("vllm"))
-    assert m.rule.fraction == 0.9 and m.rule.knob == "gpu_memory_utilization"
+    m = budget(scenario("vllm"))  # v0.22.0: gpu_memory_utilization 0.92 (0.9 before v0.20.0)
+    assert m.rule.fraction == 0.92 and m.rule.knob == "gpu_memory_utilization"
     assert m.activation_bytes == pytest.approx(activation_bytes(build_pricer(scenario("vllm")), 8192))
     assert 0.5e9 < m.activation_bytes < 2e9  # Llama-3.1-8B over 8192 tokens: ~1 GB
-    assert m.kv_budget_bytes == pytest.approx(0.9 * m.capacity_bytes - m.target_weight_bytes - m.activation_bytes - GIB)
+    assert m.kv_budget_bytes == pytest.approx(0.92 * m.capacity_bytes - m.target_weight_bytes - m.activation_bytes - GIB)
+
+
+def test_vllm_0340_sizes_an_extensible_pool_with_a_margin():
+    """v0.34.0's extensible KV cache: utilization 1.0, less a margin of max(1 GiB, 0.75 x the
+    activation peak) beside the peak itself (v1/worker/extensible_kv_cache.py)."""
+    m = budget(scenario("vllm", version="0.34.0"))
+    margin = max(GIB, 0.75 * m.activation_bytes)
+    assert m.rule.fraction == 1.0
+    assert m.kv_budget_bytes == pytest.approx(m.capacity_bytes - m.target_weight_bytes - m.activation_bytes - GIB
+                                              - margin)
 
 
 def test_trtllm_pool_is_a_fraction_of_what_is_free_after_load():
@@ -121,10 +140,10 @@ def test_a_fraction_below_the_weights_leaves_no_pool():
 
 def test_deepseek_r1_fp8_on_4xb200_with_sglang():
     """DeepSeek-R1 FP8 (catalog deepseek-v3) at tp 4 on 4xB200: ~169 GB of weights per GPU. The
-    default mem_fraction_static (0.844 with MTP) leaves SGLang no pool, as SGLang's own rule does
+    default mem_fraction_static (0.832 with MTP under v0.5.12) leaves SGLang no pool, as SGLang's own rule does
     (the deployment passes --mem-fraction-static 0.95); with 0.95 it runs."""
     default = budget(scenario("sglang", "deepseek-v3", "b200", 4, "nextn"))
-    assert default.rule.fraction == round((183359 - 26624 - 2048) / 183359, 3)
+    assert default.rule.fraction == round((183359 - 26624 - 4096) / 183359, 3)
     free = default.capacity_bytes - 2582 * MIB
     weights = default.target_weight_bytes + default.draft_weight_bytes
     assert default.kv_budget_bytes == max(0.0, default.rule.fraction * free - weights) == 0.0
