@@ -34,7 +34,9 @@ Each engine's options as its server arguments name them:
   - multi_layer: "mtp", S at most the model's layers (n_predict).
   - frozen_kv: "mtp" with "model" the assistant: hf_config_override maps model_type
     gemma4_assistant to gemma4_mtp (v1/spec_decode/gemma4.py shares the target's KV).
-  - block (DFlash): "dflash" with "model" (DFlashModelTypes); no DSpark method.
+  - block (DFlash): "dflash" with "model" (DFlashModelTypes); no DSpark method: the output says how
+    0.25.0 runs it ("dspark", its drafter read from the target checkpoint: vllm/config/speculative.py
+    DSparkModelTypes, "DeepSeek DSpark can ship the weights inside the target checkpoint").
   - parallel_heads: "medusa" needs a Medusa checkpoint (model_type medusa), not these heads.
 - TensorRT-LLM (trtllm.yaml names 1.3.0; tensorrt_llm/llmapi/llm_args.py read at NVIDIA/TensorRT-LLM
   commit fcd3f31682808ae56118ae43c1d7864a3a945e6f, not pinned to that release): trtllm-serve
@@ -140,6 +142,9 @@ def _vllm_spec(row: pd.Series, d: Drafter) -> dict | str:
     if row.design == "frozen_kv":
         return {"method": "mtp", "model": "ASSISTANT"}
     if row.design == "block":
+        if d.block_kind == "dspark":  # its form from 0.25.0 (vllm/config/speculative.py), beside 0.22.0's refusal
+            return ("vLLM: cannot run a dspark block drafter in 0.22.0 (its block method is dflash only); 0.25.0 has "
+                    f"speculative method dspark, num_speculative_tokens {int(row.steps)}, for a checkpoint's bundled drafter")
         if d.block_kind != "dflash":
             return f"vLLM: cannot run a {d.block_kind} block drafter (0.22.0's block method is dflash only)"
         return {"method": "dflash", "model": "DRAFT"}
