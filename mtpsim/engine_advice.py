@@ -103,9 +103,10 @@ def idle_engine_settings(s: Scenario) -> list[tuple[str, str]]:
     elif e.eplb and moe and not any(p.attention_dp > 1 and p.ep == p.tp >= MEASURED_RANKS for p in layouts):
         found.append(("engine.eplb", f"EPLB's measured imbalance is for wide EP over {MEASURED_RANKS} ranks or more, "
                       "which no layout here runs (routing is uniform below): it changes nothing"))
-    if not e.cuda_graphs and "max_graph_batch" in e.model_fields_set:
-        found.append(("engine.max_graph_batch", "engine.cuda_graphs is false: no graph is captured, so its batch "
-                      "limit changes nothing"))
+    for key in ("max_graph_batch", "graph_padding"):
+        if not e.cuda_graphs and getattr(e, key) is not None:
+            found.append((f"engine.{key}", "engine.cuda_graphs is false: no graph is captured, so its "
+                          f"{'batch limit' if key == 'max_graph_batch' else 'padding'} changes nothing"))
     if e.engram_tables != "gpu" and s.specs.model.engram is None:
         found.append(("engine.engram_tables", f"{s.specs.model.name!r} has no Engram tables (DeepSeek-V4.1's): where "
                       "they live changes nothing"))

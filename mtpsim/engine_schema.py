@@ -66,8 +66,13 @@ class Engine(Section):
         "Version rules to resolve the engine without (what-if studies, the leave-one-rule-out benchmark)."))
     cuda_graphs: bool = True
     """Whether decode batches up to max_graph_batch replay CUDA graphs (fewer launch costs)."""
-    max_graph_batch: int = Field(default=256, ge=1, le=MAX_USERS)
-    """Largest batch with a captured CUDA graph; larger batches run eagerly."""
+    max_graph_batch: int | None = Field(default=None, ge=1, le=MAX_USERS)
+    """Largest batch (requests) with a captured CUDA graph; larger batches run eagerly. Default: the
+    engine's own (its file's cuda_graph: SGLang's by GPU memory and tp, vLLM's 512 tokens)."""
+    graph_padding: bool | None = Field(default=None, description=(
+        "Whether a batch between captured CUDA-graph sizes replays the next size up (TensorRT-LLM's "
+        "cuda_graph_config.enable_padding; SGLang's --disable-cuda-graph-padding is false here, and then "
+        "every size up to the largest is captured). Default: the engine's (its file's cuda_graph)."))
     overlap_schedule: bool = True
     """Whether the host prepares the next iteration while the GPU runs this one."""
     eplb: bool = Field(default=False, description=(

@@ -79,6 +79,31 @@ class DpRouting(Spec):
     balance_rel: float = Field(default=1.5, ge=1)
 
 
+class GraphCapture(Spec):
+    """The CUDA graphs an engine captures for decode-shaped passes by default (a scenario's
+    `engine.max_graph_batch` sets the largest, in requests). unit: what a graph's size counts,
+    requests, or tokens (vLLM keys its graphs on a pass's tokens, so a verify of k + 1 tokens a
+    request fits k + 1 times fewer requests); max: the largest size (None: SGLang's memory class,
+    kv_pool.reserved); padded: a batch between sizes replays the next size up (False: only a
+    batch of one of `sizes` replays, the rest run eagerly)."""
+
+    unit: Literal["requests", "tokens"] = "requests"
+    max: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
+    padded: bool = True
+    sizes: tuple[Annotated[int, Field(ge=1, le=MAX_TOKENS)], ...] | None = Field(default=None, min_length=1)
+
+    @field_validator("sizes", mode="before")
+    @classmethod
+    def _list_as_tuple(cls, value):
+        return tuple(value) if isinstance(value, list) else value
+
+    @model_validator(mode="after")
+    def _sizes_when_unpadded(self) -> GraphCapture:
+        if not self.padded and self.sizes is None:
+            raise AtKey("sizes", "an unpadded capture replays only the sizes it lists: give them")
+        return self
+
+
 class EngineSpec(Spec):
     """A serving engine's host side (mtpsim/data/engines/<kind>.yaml, sources in its comment).
 
@@ -152,6 +177,7 @@ class EngineSpec(Spec):
     # whether prefill chunks ride inside decode iterations (vLLM V1, TensorRT-LLM in-flight batching)
     mixed_batches: MixedBatches = MixedBatches()
     prefix_cache: PrefixCacheDefault = PrefixCacheDefault()  # the engine's prefix cache without flags
+    cuda_graph: GraphCapture = GraphCapture()  # the CUDA graphs it captures without flags
     dp_routing: DpRouting = DpRouting()  # how arrivals are spread over dp replicas
 
     @field_validator("unoverlapped_designs", "eager_passes", "mixes_as_decode", "mixed_head_fa4_capability", mode="before")
@@ -178,6 +204,20 @@ class EngineSpec(Spec):
                                 f"{', '.join(runs)})")
                 if i == again:
                     raise AtKey(f"hides.{design}.{i}", f"{kind} is listed twice: list each pass once")
+        return self
+
+    def graph_max(self, gpu_mib: float, tp: int) -> int:
+        """The largest CUDA graph this engine captures by default on a GPU of `gpu_mib` MiB at
+        `tp` (cuda_graph.unit's units): its own figure, else SGLang's memory class's."""
+        if self.cuda_graph.max is not None:
+            return self.cuda_graph.max
+        c = self.kv_pool.reserved.memory_class(gpu_mib)
+        return c.graph_batch if tp < 4 else c.graph_batch_tp4
+
+    @model_validator(mode="after")
+    def _a_graph_rule(self) -> EngineSpec:
+        if self.cuda_graph.max is None and self.kv_pool.reserved is None:
+            raise AtKey("cuda_graph.max", "needed where kv_pool has no memory classes (reserved) to give it")
         return self
 
     def chunk_tokens(self, gpu_name: str, gpu_mib: float) -> int:

@@ -221,7 +221,7 @@ class Results:
         return pd.DataFrame([self.row])
 
 
-def limits_row(records: Records, max_running: int, capped: int, kv_full: int, max_graph_batch: int | None,
+def limits_row(records: Records, max_running: int, capped: int, kv_full: int, max_graph_batch: int | str | None,
                budget_tokens: int | None = None) -> dict:
     """What bounded a run's batch: the running-request cap in force, the decode iterations at
     which the cap or the KV budget turned waiting requests away, the mean and largest running

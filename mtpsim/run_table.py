@@ -95,7 +95,7 @@ def limits_note(summary: list[dict], points: list[sc.Scenario]) -> str:
             lines.append(f"KV: {where}: the KV budget turned waiting requests away in {row['kv_full_iterations']:g} iterations")
         if row["eager_share"]:
             lines.append(f"eager: {where}: {row['eager_share']:.0%} of decode iterations ran past the largest CUDA graph "
-                         "(engine.max_graph_batch) without graphs")
+                         "or outside an unpadded engine's sizes (engine.max_graph_batch, engine.graph_padding) without graphs")
     return "\n".join(lines)
 
 

@@ -36,7 +36,8 @@ def test_run_writes_folder_with_baseline(write_scenario, tmp_path, capsys):
         assert col in summary.columns
     text = (out / "scenario.resolved.yaml").read_text()
     resolved = list(yaml.safe_load_all(text))
-    assert resolved[0]["workload"]["output_len"] == 16 and resolved[0]["engine"]["max_graph_batch"] == 256
+    assert resolved[0]["workload"]["output_len"] == 16 and resolved[0]["engine"]["cuda_graphs"] is True
+    assert "max_graph_batch" not in resolved[0]["engine"]  # unset: the engine file's CUDA graphs apply
     assert text == yaml.safe_dump_all(resolved, sort_keys=False)  # libyaml's emitter writes what PyYAML's does
     assert "TPS" in capsys.readouterr().out
 

@@ -23,7 +23,8 @@ RAW = {"name": "toy", "host": {"decode": {"base_s": 1e-4}, "speculative": {"base
        "rules": [{"name": "cap", "field": "speculative_max_running_requests", "value": 32, "until": "1.2",
                   "source": "a test"},
                  {"name": "overlap", "field": "speculative_overlap", "value": True, "since": "1.2", "source": "a test"}],
-       "kv_pool": catalog.engine_file("vllm")["kv_pool"], "prefill_chunk": catalog.engine_file("vllm")["prefill_chunk"]}
+       "kv_pool": catalog.engine_file("vllm")["kv_pool"], "prefill_chunk": catalog.engine_file("vllm")["prefill_chunk"],
+       "cuda_graph": catalog.engine_file("vllm")["cuda_graph"]}
 
 
 def test_rules_hold_over_their_ranges():

@@ -152,7 +152,7 @@ class Pricer:
         `prefill_tokens`: its largest group's query tokens; `tail_tokens`: its replay tail's,
         `_tail_tokens`), all but its attention and frame."""
         graphs = self.uses_graphs(shape, batch)
-        rows = self.padded_batch(batch) if graphs else batch
+        rows = self.host.padded_batch(batch, shape.tokens_per_request) if graphs else batch
         tokens = prefill_tokens if shape.by_total else rows * shape.tokens_per_request
         if shape.ragged:  # every query of a ragged verify scores its logits row
             logits = prefill_tokens
@@ -235,7 +235,7 @@ class Pricer:
 
     def uses_graphs(self, shape: PassShape, batch: int) -> bool:
         """Whether the pass replays a CUDA graph (deployment.HostModel.uses_graphs)."""
-        return self.host.uses_graphs(shape.kind, batch)
+        return self.host.uses_graphs(shape.kind, batch, shape.tokens_per_request)
 
     def host_s(self, design: str, batch: int) -> float:
         """Host seconds per iteration of a replica running `batch` requests: under DP attention
@@ -246,9 +246,6 @@ class Pricer:
     def group_batch(self, batch: int) -> int:
         """The largest attention group's share of a batch (the whole batch without DP attention)."""
         return self.deployment.group_batch(batch)
-
-    def padded_batch(self, batch: int) -> int:
-        return self.host.padded_batch(batch)
 
     # ------------------------------------------------------------------ building
     def _build_static(self, part: str, layer: int, tokens: int, logits: int, graphs: bool, from_target: bool = False,

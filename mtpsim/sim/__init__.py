@@ -10,6 +10,7 @@ import simpy
 
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import build_pricer
+from mtpsim.costs.deployment import graph_label
 from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError, short
 from mtpsim.memory import check_fits, memory_budget, pool_rule, prefill_chunk_tokens
@@ -69,7 +70,7 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
         raise RuntimeError(f"{num_requests - records.stats.n} requests never finished")  # a simulator bug
     limits = limits_row(records, cap, sum(r.scheduler.num_capped for r in replicas),
                         sum(r.scheduler.num_kv_full for r in replicas),
-                        s.engine.max_graph_batch if s.engine.cuda_graphs else None,
+                        graph_label(s),
                         engine.mixed.budget_tokens if engine.mixed is not None else None)
     if block:
         limits.update(cache_counters([r.scheduler.cache for r in replicas]))

@@ -26,6 +26,7 @@ import simpy
 
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import build_pricer
+from mtpsim.costs.deployment import graph_label
 from mtpsim.designs import DesignShape
 from mtpsim.histogram import LogHistogram
 from mtpsim.memory import MemoryBudget, memory_budget, pool_rule, prefill_chunk_tokens
@@ -236,7 +237,7 @@ def simulate_disaggregated(scenario, *, identity, request_factory, keep_passes: 
     cap = decode.replicas[0].scheduler.max_running
     limits = limits_row(records, cap, sum(r.scheduler.num_capped for r in decode.replicas),
                         sum(r.scheduler.num_kv_full for r in decode.replicas),
-                        s.engine.max_graph_batch if s.engine.cuda_graphs else None)
+                        graph_label(pool_scenario(s, "decode")))
     results = to_results(records, {**identity(s), "pools": describe(s), "link": link.kind},
                          decode.budget.max_kv_tokens, time.perf_counter() - wall, limits)
     results.row.update(pool_columns(records, stats, prefill, decode))
