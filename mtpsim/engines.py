@@ -191,6 +191,16 @@ class EngineSpec(Spec):
         return self.prefill_chunk[-1].tokens
 
     @model_validator(mode="after")
+    def _a_capability_range(self) -> EngineSpec:
+        """[low, high) holds a GPU only where low < high: [12.0, 9.0] or [9.0, 9.0] held none, so the
+        release's FlashAttention 4 path was never taken, without a word."""
+        fa4 = self.mixed_head_fa4_capability
+        if fa4 is not None and fa4[1] <= fa4[0]:
+            raise AtKey("mixed_head_fa4_capability.1", f"{fa4[1]:g} is not above {fa4[0]:g}: the range [low, high) "
+                        "holds no compute capability")
+        return self
+
+    @model_validator(mode="after")
     def _a_chunk_rule(self) -> EngineSpec:
         if self.prefill_chunk is None and self.kv_pool.reserved is None:
             raise ValueError("prefill_chunk: needed where kv_pool has no memory classes (reserved)")
