@@ -16,13 +16,18 @@ Found and fixed:
   path was never taken, without a word;
 - kv_pool.margin_mib / margin_activation_share on a pool not of fraction_of: capacity (SGLang's,
   TensorRT-LLM's), or a share on a pool that sets no activations aside, were read by nothing;
+- a scenario's engine.chunked_prefill_tokens whose profiled activations (and, at vLLM 0.34.0, the
+  margin's share of them) left no KV pool was blamed on engine.mem_fraction ("the weights leave no
+  KV pool") or on a user engine file's kv_pool.margin_mib, a figure of 1 GiB there;
 """
 from __future__ import annotations
 
 import pytest
 
 from mtpsim import cli
+from tests.test_bad_input import one_line_error
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
+from tests.test_bad_input_7 import DENSE
 from tests.test_bad_input_9e import _engine, _refused, _rule_before, _scenario
 
 VLLM = ("--set", "engine.kind=vllm")
@@ -83,3 +88,34 @@ def test_a_margin_of_zero_on_sglang_still_runs(tmp_path, capsys, monkeypatch):
     _engine(tmp_path, monkeypatch, _swap("  fraction_of: free_at_start\n", "  fraction_of: free_at_start\n"
                                          "  margin_mib: 0\n  margin_activation_share: 0\n"))
     assert cli.main(["cost", _scenario(tmp_path)]) == 0
+
+
+# ------------------------------------------------------------- 3. who leaves no KV pool
+
+def _chunked(tmp_path, version: str, tokens: int) -> list[str]:
+    text = DENSE + f'engine: {{kind: vllm, version: "{version}", chunked_prefill_tokens: {tokens}}}\n'
+    return ["run", _scenario(tmp_path, text), "--out", str(tmp_path / "out")]
+
+
+@pytest.mark.parametrize("version, tokens, gb", [("0.34.0", 400_000, "83.1"), ("0.33.0", 1_000_000, "119")])
+def test_a_prefill_chunk_whose_activations_fill_the_gpu_is_named(tmp_path, capsys, version, tokens, gb):
+    """Before: at 0.34.0 `vllm sets aside 35.6 GB per GPU (kv_pool.margin_mib)` at engine.mem_fraction
+    (the margin_mib of 1 GiB named for 0.75 x the activations, and mem_fraction already 1.0); at
+    0.33.0 `the weights (16.9 GB per GPU) leave no KV pool ... raise engine.mem_fraction`, the
+    activations of the scenario's own chunk unnamed."""
+    line = one_line_error(capsys, _chunked(tmp_path, version, tokens), "engine.chunked_prefill_tokens",
+                          f"{gb} GB per GPU for the activations of a {tokens:,}-token prefill chunk")
+    assert line.startswith(f"mtpsim: error: {tmp_path / 's.yaml'}: "), line
+
+
+def test_a_prefill_chunk_that_fits_before_the_margin_still_runs(tmp_path, capsys):
+    """0.33.0 sets no margin aside: 400,000 tokens of activations fit an H100 beside the weights."""
+    assert cli.main(_chunked(tmp_path, "0.33.0", 400_000)) == 0
+
+
+def test_a_user_files_huge_margin_is_still_named_in_its_file(tmp_path, capsys, monkeypatch):
+    path = _engine(tmp_path, monkeypatch, _swap("    value: 1024\n", "    value: 80000\n"), kind="vllm")
+    text = DENSE + 'engine: {kind: vllm, version: "0.34.0"}\n'
+    line = one_line_error(capsys, ["run", _scenario(tmp_path, text), "--out", str(tmp_path / "out")],
+                          "kv_pool.margin_mib", "83.9 GB per GPU")
+    assert line.startswith(f"mtpsim: error: {path}: "), line
