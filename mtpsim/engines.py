@@ -73,7 +73,9 @@ class DpRouting(Spec):
     a factor `balance_rel`."""
 
     policy: Literal["round_robin", "least_loaded", "cache_aware"] = "least_loaded"
-    waiting_weight: float = Field(default=1.0, ge=0)
+    # past MAX_USERS (more than can ever wait) it orders replicas as any larger weight would; 1e308 x 2
+    # waiting requests overflowed to inf, tying every replica with a queue
+    waiting_weight: float = Field(default=1.0, ge=0, le=MAX_USERS)
     cache_threshold: float = Field(default=0.3, ge=0, le=1)
     balance_abs: int = Field(default=64, ge=0, le=MAX_USERS)
     balance_rel: float = Field(default=1.5, ge=1)

@@ -19,6 +19,7 @@ Found and fixed:
 - a scenario's engine.chunked_prefill_tokens whose profiled activations (and, at vLLM 0.34.0, the
   margin's share of them) left no KV pool was blamed on engine.mem_fraction ("the weights leave no
   KV pool") or on a user engine file's kv_pool.margin_mib, a figure of 1 GiB there;
+- dp_routing.waiting_weight had no upper bound: 1e308 x 2 waiting requests overflowed to inf.
 """
 from __future__ import annotations
 
@@ -119,3 +120,14 @@ def test_a_user_files_huge_margin_is_still_named_in_its_file(tmp_path, capsys, m
     line = one_line_error(capsys, ["run", _scenario(tmp_path, text), "--out", str(tmp_path / "out")],
                           "kv_pool.margin_mib", "83.9 GB per GPU")
     assert line.startswith(f"mtpsim: error: {path}: "), line
+
+
+# ------------------------------------------------------------- 4. a routing weight past any queue
+
+def test_a_huge_waiting_weight_is_refused(tmp_path, capsys, monkeypatch):
+    """Before: 1e308 passed; two waiting requests weighed inf, as did three, and the router took the
+    first replica of the tie."""
+    line = _refused(tmp_path, capsys, monkeypatch, _swap('    value: 1.0\n    since: "0.27.0"',
+                                                         '    value: 1.0e+308\n    since: "0.27.0"'),
+                    "rules.12.value", "less than or equal to 100000", kind="vllm", argv=VLLM)
+    assert "dp_routing.waiting_weight" in line, line
