@@ -19,7 +19,9 @@ Found and fixed:
 - a scenario's engine.chunked_prefill_tokens whose profiled activations (and, at vLLM 0.34.0, the
   margin's share of them) left no KV pool was blamed on engine.mem_fraction ("the weights leave no
   KV pool") or on a user engine file's kv_pool.margin_mib, a figure of 1 GiB there;
-- dp_routing.waiting_weight had no upper bound: 1e308 x 2 waiting requests overflowed to inf.
+- dp_routing.waiting_weight had no upper bound: 1e308 x 2 waiting requests overflowed to inf;
+- `mtpsim engines` printed a rule's string value raw: an escape sequence or newline a user file's
+  mixed_head_attention carried reached the terminal, and a 30,000-class prefill_chunk one line of MBs.
 """
 from __future__ import annotations
 
@@ -131,3 +133,25 @@ def test_a_huge_waiting_weight_is_refused(tmp_path, capsys, monkeypatch):
                                                          '    value: 1.0e+308\n    since: "0.27.0"'),
                     "rules.12.value", "less than or equal to 100000", kind="vllm", argv=VLLM)
     assert "dp_routing.waiting_weight" in line, line
+
+
+# ------------------------------------------------------------- 5. a rule's value as `engines` lists it
+
+def test_engines_lists_a_rules_value_as_one_printable_line(tmp_path, capsys, monkeypatch):
+    """Before: `triton_attention_mixed_heads: mixed_head_attention = Triton<ESC>[31m` and `unified
+    (from 0.19.0)` on the next line: the value printed raw, escape and newline included."""
+    _engine(tmp_path, monkeypatch, _swap("    value: Triton unified attention\n", '    value: "Triton\\e[31m\\nunified"\n'),
+            kind="vllm")
+    assert cli.main(["engines"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    assert "  triton_attention_mixed_heads: mixed_head_attention = Triton\\x1b[31m\\nunified (from 0.19.0)\n" in out, out
+
+
+def test_engines_cuts_a_huge_rule_value(tmp_path, capsys, monkeypatch):
+    classes = "".join(f"      - {{below_mib: {i + 1}, tokens: 2048}}\n" for i in range(2000))
+    _engine(tmp_path, monkeypatch, _swap("    value:\n      - {gpus: [a100], tokens: 2048}\n",
+                                         "    value:\n" + classes + "      - {gpus: [a100], tokens: 2048}\n"), kind="vllm")
+    assert cli.main(["engines"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "batched_tokens_160gib" in x)
+    assert len(line) < 1100 and " ... " in line and line.endswith("(from 0.28.0)"), line
