@@ -21,13 +21,16 @@ Found and fixed:
   KV pool") or on a user engine file's kv_pool.margin_mib, a figure of 1 GiB there;
 - dp_routing.waiting_weight had no upper bound: 1e308 x 2 waiting requests overflowed to inf;
 - `mtpsim engines` printed a rule's string value raw: an escape sequence or newline a user file's
-  mixed_head_attention carried reached the terminal, and a 30,000-class prefill_chunk one line of MBs.
+  mixed_head_attention carried reached the terminal, and a 30,000-class prefill_chunk one line of MBs;
+- a prefill_chunk class after a catch-all, or after a class of any GPU with a bound at least its
+  own, was never read (chunk_tokens takes the first that holds), nor was a class of `gpus: []`;
+  `gpus: [A100]` matched no GPU (names were compared in lower case).
 """
 from __future__ import annotations
 
 import pytest
 
-from mtpsim import cli
+from mtpsim import catalog, cli
 from tests.test_bad_input import one_line_error
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 from tests.test_bad_input_7 import DENSE
@@ -155,3 +158,44 @@ def test_engines_cuts_a_huge_rule_value(tmp_path, capsys, monkeypatch):
     assert cli.main(["engines"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if "batched_tokens_160gib" in x)
     assert len(line) < 1100 and " ... " in line and line.endswith("(from 0.28.0)"), line
+
+
+# ------------------------------------------------------------- 6. prefill-chunk classes no GPU reads
+
+ORDERED = ("  - {gpus: [a100], tokens: 2048}\n  - {below_mib: 71680, tokens: 2048}\n  - {tokens: 8192}\n")
+
+
+@pytest.mark.parametrize("classes, key, word", [
+    # the catch-all first: every GPU got 8192 tokens, the A100's 2048 and the small GPUs' never read
+    ("  - {tokens: 8192}\n  - {gpus: [a100], tokens: 2048}\n  - {below_mib: 71680, tokens: 2048}\n",
+     "prefill_chunk.1", "prefill_chunk.0 takes every GPU"),
+    # falling bounds: nothing under 71680 MiB is not also under 163840
+    ("  - {below_mib: 163840, tokens: 8192}\n  - {below_mib: 71680, tokens: 2048}\n  - {tokens: 16384}\n",
+     "prefill_chunk.1", "rising below_mib"),
+    ("  - {below_mib: 71680, tokens: 2048}\n  - {below_mib: 71680, tokens: 4096}\n  - {tokens: 8192}\n",
+     "prefill_chunk.1", "no GPU reaches this class"),
+    # a list of no GPU names matched no GPU
+    ("  - {gpus: [], tokens: 2048}\n  - {below_mib: 71680, tokens: 2048}\n  - {tokens: 8192}\n",
+     "prefill_chunk.0.gpus", "at least 1 item"),
+    ('  - {gpus: [""], tokens: 2048}\n  - {below_mib: 71680, tokens: 2048}\n  - {tokens: 8192}\n',
+     "prefill_chunk.0.gpus.0", "at least 1 character"),
+])
+def test_a_prefill_chunk_class_no_gpu_reaches_is_refused(tmp_path, capsys, monkeypatch, classes, key, word):
+    """Before: each passed, and chunk_tokens took the first class that held, so the later one was
+    never read, without a word."""
+    _refused(tmp_path, capsys, monkeypatch, _swap(ORDERED, classes), key, word, kind="vllm", argv=VLLM)
+
+
+def test_a_rules_prefill_chunk_class_no_gpu_reaches_is_refused(tmp_path, capsys, monkeypatch):
+    line = _refused(tmp_path, capsys, monkeypatch, _swap("      - {gpus: [a100], tokens: 2048}\n",
+                                                         "      - {tokens: 4096}\n      - {gpus: [a100], tokens: 2048}\n"),
+                    "rules.10.value", "no GPU reaches this class", kind="vllm", argv=VLLM)
+    assert "rule batched_tokens_160gib sets prefill_chunk.1" in line, line
+
+
+def test_a_gpu_name_in_capitals_still_matches(tmp_path, monkeypatch):
+    """Before: `gpus: [A100]` was compared with the GPU's name in lower case and matched no GPU: the
+    A100 took 8192 tokens where the file said 2048."""
+    _engine(tmp_path, monkeypatch, _swap("  - {gpus: [a100], tokens: 2048}\n", "  - {gpus: [A100], tokens: 2048}\n"),
+            kind="vllm")
+    assert catalog.load_engine("vllm", "0.22.0").chunk_tokens("a100-80g", 81920) == 2048
