@@ -24,7 +24,9 @@ Found and fixed:
   mixed_head_attention carried reached the terminal, and a 30,000-class prefill_chunk one line of MBs;
 - a prefill_chunk class after a catch-all, or after a class of any GPU with a bound at least its
   own, was never read (chunk_tokens takes the first that holds), nor was a class of `gpus: []`;
-  `gpus: [A100]` matched no GPU (names were compared in lower case).
+  `gpus: [A100]` matched no GPU (names were compared in lower case);
+- a fraction_by_tp rule where a kv_pool.fraction rule holds (or fraction_by_tp in the file under
+  any kv_pool.fraction rule) won there, the other rule's fraction never read.
 """
 from __future__ import annotations
 
@@ -199,3 +201,26 @@ def test_a_gpu_name_in_capitals_still_matches(tmp_path, monkeypatch):
     _engine(tmp_path, monkeypatch, _swap("  - {gpus: [a100], tokens: 2048}\n", "  - {gpus: [A100], tokens: 2048}\n"),
             kind="vllm")
     assert catalog.load_engine("vllm", "0.22.0").chunk_tokens("a100-80g", 81920) == 2048
+
+
+# ------------------------------------------------------------- 7. two rules, one default fraction
+
+BY_TP = ("{small_gpu_mib: 100000, by_tp: {1: 0.5}, large: 0.5, raise_above_mib: 1000000, raise_mib: 0, "
+         "cap_reserve_mib: 0}")
+
+
+def test_a_fraction_table_where_a_fraction_rule_holds_is_refused(tmp_path, capsys, monkeypatch):
+    """Before: a vLLM rule fraction_by_tp from 0.33.0 passed, and at 0.33.0 and 0.34.0 its table
+    (resolve_pool reads it first) set the pool, utilization_092's 0.92 and extensible_kv_cache's
+    1.0 never read, without a word."""
+    rule = f'  - {{name: by_tp, field: fraction_by_tp, value: {BY_TP}, since: "0.33.0", source: x}}\n'
+    line = _refused(tmp_path, capsys, monkeypatch, _rule_before("medusa_unoverlapped", rule), "rules.13",
+                    "where rule utilization_092 (rules.6) sets kv_pool.fraction, at 0.33.0", kind="vllm", argv=VLLM)
+    assert "rule by_tp sets fraction_by_tp" in line, line
+
+
+def test_a_fraction_rule_under_the_files_own_table_is_refused(tmp_path, capsys, monkeypatch):
+    """Before: with fraction_by_tp in the file itself, every kv_pool.fraction rule was never read."""
+    _refused(tmp_path, capsys, monkeypatch, _swap("prefill_tail_replay: false\n",
+                                                  f"prefill_tail_replay: false\nfraction_by_tp: {BY_TP}\n"),
+             "rules.6.field", "would never be read", kind="vllm", argv=VLLM)
