@@ -207,6 +207,16 @@ class EngineSpec(Spec):
         return self
 
     @model_validator(mode="after")
+    def _mixes_as_decode_read(self) -> EngineSpec:
+        """mixes_as_decode names designs whose mixed steps this engine runs as plain decodes, where it
+        otherwise keeps prompts out of speculative iterations: with mixed_batches.speculative it
+        prices mixed speculative iterations, and the list was read by nothing (engine_advice.py)."""
+        if self.mixes_as_decode and self.mixed_batches.speculative:
+            raise AtKey("mixes_as_decode", f"{self.mixes_as_decode[0]} is priced as mixing prompt chunks into its "
+                        "iterations (mixed_batches.speculative: true): no step runs as plain decodes")
+        return self
+
+    @model_validator(mode="after")
     def _chunk_classes_read(self) -> EngineSpec:
         """chunk_tokens takes the first class that holds: a class after one of any GPU name whose
         bound is none or at least its own is never read ([{tokens: 16384}, {gpus: [a100], ...}]

@@ -26,7 +26,8 @@ Found and fixed:
   own, was never read (chunk_tokens takes the first that holds), nor was a class of `gpus: []`;
   `gpus: [A100]` matched no GPU (names were compared in lower case);
 - a fraction_by_tp rule where a kv_pool.fraction rule holds (or fraction_by_tp in the file under
-  any kv_pool.fraction rule) won there, the other rule's fraction never read.
+  any kv_pool.fraction rule) won there, the other rule's fraction never read;
+- mixes_as_decode on an engine with mixed_batches.speculative: true was read by nothing.
 """
 from __future__ import annotations
 
@@ -224,3 +225,14 @@ def test_a_fraction_rule_under_the_files_own_table_is_refused(tmp_path, capsys, 
     _refused(tmp_path, capsys, monkeypatch, _swap("prefill_tail_replay: false\n",
                                                   f"prefill_tail_replay: false\nfraction_by_tp: {BY_TP}\n"),
              "rules.6.field", "would never be read", kind="vllm", argv=VLLM)
+
+
+# ------------------------------------------------------------- 8. mixes_as_decode where nothing reads it
+
+def test_mixes_as_decode_on_an_engine_that_mixes_speculative_iterations_is_refused(tmp_path, capsys, monkeypatch):
+    """Before: vLLM's file (mixed_batches.speculative: true) took a rule mixes_as_decode: [block], and
+    nothing read it: the mixed_batches warning that names it is for engines that keep prompts out."""
+    rule = '  - {name: mad, field: mixes_as_decode, value: [block], since: "0.30.0", source: x}\n'
+    line = _refused(tmp_path, capsys, monkeypatch, _rule_before("medusa_unoverlapped", rule), "rules.13.value",
+                    "mixed_batches.speculative: true", kind="vllm", argv=VLLM)
+    assert "rule mad sets mixes_as_decode:" in line, line
