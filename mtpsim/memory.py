@@ -300,8 +300,9 @@ def check_fits(s, budget: MemoryBudget, tokens: int, pool: str | None = None, ne
             # the scenario's prefill chunk sizes the engine's profiled forward: its activations,
             # not the engine file's reserve nor the fraction, leave no pool
             raise ScenarioError(s.source, "engine.chunked_prefill_tokens", f"{budget.rule.engine} sets aside "
-                                f"{profiled / 1e9:.3g} GB per GPU for the activations of a {chunk:,}-token prefill "
-                                f"chunk on {s.specs.hardware.name}'s {budget.capacity_bytes / 1e9:.1f} GB, which with "
+                                f"{profiled / 1e9:.3g} GB per GPU{f' of the {pool} pool' if pool else ''} for the "
+                                f"activations of a {chunk:,}-token prefill chunk on {s.specs.hardware.name}'s "
+                                f"{budget.capacity_bytes / 1e9:.1f} GB, which with "
                                 f"the weights ({weights:.1f} GB) leaves no KV pool: the engine would refuse to start "
                                 "(a smaller chunk needs less)")
         if reserve / 1e9 > weights:

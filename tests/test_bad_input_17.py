@@ -236,3 +236,10 @@ def test_mixes_as_decode_on_an_engine_that_mixes_speculative_iterations_is_refus
     line = _refused(tmp_path, capsys, monkeypatch, _rule_before("medusa_unoverlapped", rule), "rules.13.value",
                     "mixed_batches.speculative: true", kind="vllm", argv=VLLM)
     assert "rule mad sets mixes_as_decode:" in line, line
+
+
+def test_a_prefill_chunk_that_fills_a_disaggregated_pool_names_the_pool(tmp_path, capsys):
+    text = (DENSE + 'engine: {kind: vllm, version: "0.34.0", chunked_prefill_tokens: 400000}\n'
+            "disaggregation: {prefill: {tp: 8}, decode: {tp: 1}, link: free}\n")
+    one_line_error(capsys, ["run", _scenario(tmp_path, text), "--out", str(tmp_path / "out")],
+                   "engine.chunked_prefill_tokens", "83.1 GB per GPU of the decode pool for the activations")
