@@ -27,7 +27,9 @@ Found and fixed:
   `gpus: [A100]` matched no GPU (names were compared in lower case);
 - a fraction_by_tp rule where a kv_pool.fraction rule holds (or fraction_by_tp in the file under
   any kv_pool.fraction rule) won there, the other rule's fraction never read;
-- mixes_as_decode on an engine with mixed_batches.speculative: true was read by nothing.
+- mixes_as_decode on an engine with mixed_batches.speculative: true was read by nothing;
+- engine.speculative_overlap: true on a design the release runs unoverlapped (vLLM's Medusa from
+  0.14.0, rule medusa_unoverlapped) or a tree wider than it overlaps priced as false, without a word.
 """
 from __future__ import annotations
 
@@ -243,3 +245,30 @@ def test_a_prefill_chunk_that_fills_a_disaggregated_pool_names_the_pool(tmp_path
             "disaggregation: {prefill: {tp: 8}, decode: {tp: 1}, link: free}\n")
     one_line_error(capsys, ["run", _scenario(tmp_path, text), "--out", str(tmp_path / "out")],
                    "engine.chunked_prefill_tokens", "83.1 GB per GPU of the decode pool for the activations")
+
+
+# ------------------------------------------------------------- 9. an overlap the release never runs
+
+PARALLEL_HEADS = DENSE.replace("model: llama-3.1-8b", "model: meta-mtp-7b").replace(
+    "speculative: {design: nextn, steps: 3, draft: eagle3-llama-3.1-8b}", "speculative: {design: parallel_heads, steps: 3}")
+
+
+@pytest.mark.parametrize("version, warned", [("0.22.0", True), ("0.13.0", False)])
+def test_speculative_overlap_on_a_design_the_release_never_overlaps_warns(tmp_path, capsys, version, warned):
+    """Before: vLLM from 0.14.0 runs Medusa without async scheduling (rule medusa_unoverlapped), and
+    engine.speculative_overlap: true priced exactly as false, without a word."""
+    text = PARALLEL_HEADS + f'engine: {{kind: vllm, version: "{version}", speculative_overlap: true}}\n'
+    said = [w for w in warnings_of(capsys, ["cost", _scenario(tmp_path, text)]) if "engine.speculative_overlap" in w]
+    assert bool(said) is warned, said
+    assert not warned or "rule medusa_unoverlapped): true changes nothing" in said[0], said
+
+
+def test_speculative_overlap_on_a_tree_the_release_never_overlaps_warns(tmp_path, capsys):
+    """Before: SGLang's spec v2 drafts chains only until 0.5.14, and a topk 2 tree with
+    speculative_overlap: true priced as false, without a word."""
+    text = DENSE.replace("steps: 3,", "steps: 3, topk: 2,").replace(
+        "acceptance: {per_depth: [0.9, 0.6, 0.3]}", "acceptance: {per_depth_topk: [[0.7, 0.1], [0.6, 0.1], [0.5, 0.1]]}")
+    said = {v: [w for w in warnings_of(capsys, ["cost", _scenario(tmp_path, text + f'engine: {{version: "{v}", '
+                                                                  'speculative_overlap: true}\n')])
+                if "engine.speculative_overlap" in w] for v in ("0.5.12", "0.5.14")}
+    assert said["0.5.14"] == [] and "topk above 1 (this one's 2" in said["0.5.12"][0], said
