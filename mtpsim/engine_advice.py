@@ -46,6 +46,15 @@ def stream_overlap_moot(s: Scenario) -> list[tuple[str, str]]:
              f"take the stream){' in either pool' * (s.disaggregation is not None)}: the overlap changes nothing")]
 
 
+def _setting_rule(engine, field: str) -> str:
+    """Who set `field` of `engine` at its release: the version rule in force that sets it, else its file."""
+    from mtpsim import catalog
+    from mtpsim.engine_releases import engine_rules
+    rule = next((r.name for r in engine_rules(catalog.engine_file(engine.name)) if r.field == field
+                 and r.name in engine.rules), None)
+    return f"rule {rule}" if rule else f"engines/{engine.name}.yaml {field}"
+
+
 def engine_moot(s: Scenario) -> list[tuple[str, str]]:
     """Engine settings the design or model gives nothing to act on, and a profile under the roofline."""
     engine, record, found = s.specs.engine, designs.record(s.speculative.design), []
@@ -65,6 +74,15 @@ def engine_moot(s: Scenario) -> list[tuple[str, str]]:
     elif s.engine.speculative_overlap and not s.engine.overlap_schedule:  # costs/iteration.py hiding_window
         found.append(("engine.speculative_overlap", "engine.overlap_schedule is false: no iteration hides host work, "
                       "so the speculative overlap changes nothing"))
+    elif s.engine.speculative_overlap and s.speculative.design in engine.unoverlapped_designs:  # EngineSpec.hidden_by
+        found.append(("engine.speculative_overlap", f"{engine.name} {engine.version} runs {s.speculative.design}'s "
+                      f"speculative worker without overlapping host work, whatever the flag says "
+                      f"({_setting_rule(engine, 'unoverlapped_designs')}): true changes nothing"))
+    elif s.engine.speculative_overlap and engine.speculative_overlap_max_topk is not None \
+            and s.speculative.topk > engine.speculative_overlap_max_topk:
+        found.append(("engine.speculative_overlap", f"{engine.name} {engine.version} overlaps no speculative iteration "
+                      f"of topk above {engine.speculative_overlap_max_topk} (this one's {s.speculative.topk}; "
+                      f"{_setting_rule(engine, 'speculative_overlap_max_topk')}): true changes nothing"))
     if s.cost.routing_locality > 0 and record.draft_part is None and _experts_served(s) \
             and not any(designs.record(d).draft_part is not None for d in s.searched_designs):  # costs/ffn.py shared_routing
         found.append(("cost.routing_locality", f"design {s.speculative.design} brings one token per request to each "

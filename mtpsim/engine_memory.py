@@ -115,6 +115,20 @@ class KVPoolSpec(Spec):
             raise ValueError("give one of fraction (a fixed default) and reserved (SGLang's rule)")
         return self
 
+    @model_validator(mode="after")
+    def _margin_of_a_capacity_pool(self) -> KVPoolSpec:
+        """memory.py sets the margin aside from a `capacity` pool alone: on another it was read by
+        nothing, and the pool came out as without it."""
+        if self.fraction_of != "capacity":
+            for key in ("margin_mib", "margin_activation_share"):
+                if getattr(self, key):
+                    raise AtKey(key, f"a margin is set aside from a fraction_of: capacity pool only (this one's is "
+                                f"{self.fraction_of}): it would change nothing")
+        if self.margin_activation_share and not self.activations:
+            raise AtKey("margin_activation_share", "a share of the activation peak, but this pool sets no activations "
+                        "aside (activations: false): it would change nothing")
+        return self
+
 
 class TpFractions(Spec):
     """SGLang's default mem_fraction_static before its reserve rule (`ReservedMemory`): by tp x pp

@@ -148,6 +148,9 @@ def _check_file(raw: dict, rules: list[VersionRule], versions: Versions, file: s
         if parent and not isinstance(_at(base, parent), dict):
             raise ScenarioError(file, f"rules.{i}.field", f"rule {rule.name} sets {rule.field}, but the file has no "
                                 f"{parent} section to set it in")
+        if rule.field == "kv_pool.fraction" and base.get("fraction_by_tp") is not None:
+            raise ScenarioError(file, f"rules.{i}.field", f"rule {rule.name} sets kv_pool.fraction, which the file's "
+                                "fraction_by_tp table overrides at every release: it would never be read")
         try:
             EngineSpec.model_validate(_with(base, rule.field, rule.value))
         except ValidationError as exc:
@@ -188,17 +191,24 @@ def _with(fields: dict, path: str, value) -> dict:
     return {**fields, head: _with(fields[head], rest, value)}
 
 
+# fields that give one figure: a release's fraction table (memory.py resolve_pool) wins over the
+# pool's fixed fraction, so a rule setting either where the other's rule holds sets it twice
+_ONE_FIGURE = {"fraction_by_tp": "kv_pool.fraction"}
+
+
 def _no_overlap(rules: list[VersionRule], releases: list[Version], file: str) -> None:
     """No two rules set one field at one release of `releases`: the later in the file would win
     there without a word (and leaving it out, engine.ignore_rules, would bring back the other)."""
     held = [frozenset(v for v in releases if rule.holds_at(v)) for rule in rules]  # each rule's releases, once
+    figure = [_ONE_FIGURE.get(rule.field, rule.field) for rule in rules]
     for j, later in enumerate(rules):
         for i, earlier in enumerate(rules[:j]):
-            both = sorted(held[i] & held[j]) if earlier.field == later.field else []
+            both = sorted(held[i] & held[j]) if figure[i] == figure[j] else []
             if both:
                 span = str(both[0]) if len(both) == 1 else f"{both[0]} to {both[-1]}"
+                does = "does" if earlier.field == later.field else f"sets {earlier.field}"
                 raise ScenarioError(file, f"rules.{j}", f"rule {later.name} sets {later.field} where rule {earlier.name} "
-                                    f"(rules.{i}) does, at {span}: one release, one value (end one rule's range where "
+                                    f"(rules.{i}) {does}, at {span}: one release, one value (end one rule's range where "
                                     "the other's begins: until / since)")
 
 

@@ -40,8 +40,13 @@ class ChunkClass(Spec):
     holding one of `gpus` (None: any)."""
 
     below_mib: float | None = Field(default=None, gt=0, le=MAX_MIB)
-    gpus: list[str] | None = None
+    # matched within the GPU's name, letter case aside (an empty list or name: no GPU, every GPU)
+    gpus: list[Annotated[str, Field(min_length=1, max_length=80)]] | None = Field(default=None, min_length=1)
     tokens: int = Field(gt=0, le=MAX_TOKENS)
+
+    def holds(self, gpu_name: str, gpu_mib: float) -> bool:
+        return (self.below_mib is None or gpu_mib < self.below_mib) and \
+            (self.gpus is None or any(g.lower() in gpu_name.lower() for g in self.gpus))
 
 
 class MixedBatches(Spec):
@@ -73,7 +78,9 @@ class DpRouting(Spec):
     a factor `balance_rel`."""
 
     policy: Literal["round_robin", "least_loaded", "cache_aware"] = "least_loaded"
-    waiting_weight: float = Field(default=1.0, ge=0)
+    # past MAX_USERS (more than can ever wait) it orders replicas as any larger weight would; 1e308 x 2
+    # waiting requests overflowed to inf, tying every replica with a queue
+    waiting_weight: float = Field(default=1.0, ge=0, le=MAX_USERS)
     cache_threshold: float = Field(default=0.3, ge=0, le=1)
     balance_abs: int = Field(default=64, ge=0, le=MAX_USERS)
     balance_rel: float = Field(default=1.5, ge=1)
@@ -225,10 +232,45 @@ class EngineSpec(Spec):
         if self.prefill_chunk is None:
             return self.kv_pool.reserved.memory_class(gpu_mib).chunked_prefill_tokens
         for c in self.prefill_chunk:
-            if (c.below_mib is None or gpu_mib < c.below_mib) and \
-                    (c.gpus is None or any(g in gpu_name.lower() for g in c.gpus)):
+            if c.holds(gpu_name, gpu_mib):
                 return c.tokens
         return self.prefill_chunk[-1].tokens
+
+    @model_validator(mode="after")
+    def _a_capability_range(self) -> EngineSpec:
+        """[low, high) holds a GPU only where low < high: [12.0, 9.0] or [9.0, 9.0] held none, so the
+        release's FlashAttention 4 path was never taken, without a word."""
+        fa4 = self.mixed_head_fa4_capability
+        if fa4 is not None and fa4[1] <= fa4[0]:
+            raise AtKey("mixed_head_fa4_capability.1", f"{fa4[1]:g} is not above {fa4[0]:g}: the range [low, high) "
+                        "holds no compute capability")
+        return self
+
+    @model_validator(mode="after")
+    def _mixes_as_decode_read(self) -> EngineSpec:
+        """mixes_as_decode names designs whose mixed steps this engine runs as plain decodes, where it
+        otherwise keeps prompts out of speculative iterations: with mixed_batches.speculative it
+        prices mixed speculative iterations, and the list was read by nothing (engine_advice.py)."""
+        if self.mixes_as_decode and self.mixed_batches.speculative:
+            raise AtKey("mixes_as_decode", f"{self.mixes_as_decode[0]} is priced as mixing prompt chunks into its "
+                        "iterations (mixed_batches.speculative: true): no step runs as plain decodes")
+        return self
+
+    @model_validator(mode="after")
+    def _chunk_classes_read(self) -> EngineSpec:
+        """chunk_tokens takes the first class that holds: a class after one of any GPU name whose
+        bound is none or at least its own is never read ([{tokens: 16384}, {gpus: [a100], ...}]
+        gave every GPU 16384 tokens, without a word)."""
+        widest, at = 0.0, None  # the largest bound of an earlier class of any name (inf: none), and its index
+        for i, c in enumerate(self.prefill_chunk or ()):
+            if at is not None and (c.below_mib is None and widest == float("inf") or
+                                   c.below_mib is not None and c.below_mib <= widest):
+                raise AtKey(f"prefill_chunk.{i}", f"no GPU reaches this class: prefill_chunk.{at} takes every GPU it "
+                            "would (give classes by rising below_mib, the one of any GPU without below_mib last)")
+            bound = float("inf") if c.below_mib is None else c.below_mib
+            if c.gpus is None and bound > widest:
+                widest, at = bound, i
+        return self
 
     @model_validator(mode="after")
     def _a_chunk_rule(self) -> EngineSpec:

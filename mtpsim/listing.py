@@ -8,9 +8,11 @@ import sys
 
 from mtpsim import catalog
 from mtpsim.engine_releases import engine_rules, known_versions
-from mtpsim.errors import ScenarioError, line, printable, short
+from mtpsim.errors import ScenarioError, cut_middle, line, printable, short
 from mtpsim.schema import Engine
 from mtpsim.schema_json import json_schema
+
+MAX_RULE_VALUE = 1000  # characters of a rule's value `mtpsim engines` prints (the shipped files' longest: 600)
 
 
 def list_entries(kind: str) -> int:
@@ -51,7 +53,10 @@ def list_engines() -> int:
         for rule in rules:
             span = f"{'from ' + rule.since if rule.since else ''}{' ' if rule.since and rule.until else ''}" \
                    f"{'before ' + rule.until if rule.until else ''}" or "every release"
-            print(f"  {rule.name}: {rule.field} = {rule.value} ({span})")
+            # a user file's value as one line of bounded length: its strings may carry escapes and
+            # newlines (mixed_head_attention, prefill_chunk's gpus), its lists thousands of entries
+            value = cut_middle(printable(str(rule.value)), MAX_RULE_VALUE)
+            print(f"  {rule.name}: {rule.field} = {value} ({span})")
     return _said(invalid, "engines")
 
 

@@ -264,10 +264,23 @@ def _largest_reserve(budget: MemoryBudget) -> tuple[str, float]:
     """(the engine file's key, bytes) of the largest reserve its rule takes from the GPU beside
     the weights (pool_bytes: startup memory, CUDA graphs), each where the rule subtracts it."""
     rule = budget.rule
+    # the margin is the larger of its two figures: named by the one that set it
+    share = rule.margin_share * budget.activation_bytes > rule.margin_bytes
     reserves = {"kv_pool.startup_mib": rule.startup_bytes if rule.fraction_of != "capacity" else 0.0,
                 "kv_pool.graph_mib": rule.graph_bytes if rule.fraction_of != "free_at_start" else 0.0,
-                "kv_pool.margin_mib": rule.margin(budget.activation_bytes) if rule.fraction_of == "capacity" else 0.0}
+                f"kv_pool.margin_{'activation_share' if share else 'mib'}":
+                    rule.margin(budget.activation_bytes) if rule.fraction_of == "capacity" else 0.0}
     return max(reserves.items(), key=lambda item: item[1])
+
+
+def _activation_reserve(budget: MemoryBudget) -> float:
+    """Bytes per GPU the rule sets aside for the profiled forward's activations, and for the
+    share of them a `capacity` pool's margin adds (the part the scenario's prefill chunk sizes)."""
+    rule = budget.rule
+    if rule.fraction_of == "free_at_start":
+        return 0.0
+    share = rule.margin_share * budget.activation_bytes if rule.fraction_of == "capacity" else 0.0
+    return budget.activation_bytes + (share if share > rule.margin_bytes else 0.0)
 
 
 def check_fits(s, budget: MemoryBudget, tokens: int, pool: str | None = None, need: float | None = None) -> None:
@@ -282,6 +295,16 @@ def check_fits(s, budget: MemoryBudget, tokens: int, pool: str | None = None, ne
         # the rule leaves; a reserve larger than the weights is named where it is written
         weights = (budget.target_weight_bytes + budget.draft_weight_bytes) / 1e9
         key, reserve = _largest_reserve(budget)
+        chunk, profiled = s.engine.chunked_prefill_tokens, _activation_reserve(budget)
+        if chunk is not None and profiled / 1e9 > weights and profiled > reserve:
+            # the scenario's prefill chunk sizes the engine's profiled forward: its activations,
+            # not the engine file's reserve nor the fraction, leave no pool
+            raise ScenarioError(s.source, "engine.chunked_prefill_tokens", f"{budget.rule.engine} sets aside "
+                                f"{profiled / 1e9:.3g} GB per GPU{f' of the {pool} pool' if pool else ''} for the "
+                                f"activations of a {chunk:,}-token prefill chunk on {s.specs.hardware.name}'s "
+                                f"{budget.capacity_bytes / 1e9:.1f} GB, which with "
+                                f"the weights ({weights:.1f} GB) leaves no KV pool: the engine would refuse to start "
+                                "(a smaller chunk needs less)")
         if reserve / 1e9 > weights:
             raise ScenarioError(*_reserve_at(s, key), f"{budget.rule.engine} sets aside {reserve / 1e9:.3g} GB per GPU "
                                 f"({key}) on {s.specs.hardware.name}'s {budget.capacity_bytes / 1e9:.1f} GB, which with "
