@@ -194,6 +194,15 @@ class EngineSpec(Spec):
         return tuple(value) if isinstance(value, list) else value
 
     @model_validator(mode="after")
+    def _designs_once(self) -> EngineSpec:
+        """A design listed twice says nothing more (as `hides` refuses a pass listed twice)."""
+        for key in ("unoverlapped_designs", "eager_passes", "mixes_as_decode"):
+            again = first_repeat(list(getattr(self, key)))
+            if again is not None:
+                raise AtKey(f"{key}.{again}", f"{getattr(self, key)[again]} is listed twice: list each once")
+        return self
+
+    @model_validator(mode="after")
     def _both_host_times(self) -> EngineSpec:
         if set(self.host) != {"decode", "speculative"}:
             raise ValueError("host needs decode and speculative")

@@ -168,7 +168,10 @@ def activation_bytes(pricer: Pricer, tokens: int) -> float:
 def pool_bytes(rule: PoolRule, capacity: float, weights: float, activations: float) -> float:
     """The KV pool the engine's rule leaves on one GPU (negative: none)."""
     if rule.fraction_of == "capacity":
-        return rule.fraction * capacity - weights - activations - rule.graph_bytes - rule.margin(activations)
+        # vLLM v0.34.0's extensible cache: min(requested - non-KV, headroom - margin) less the peak, so
+        # a margin binds only past what a fraction below 1 already leaves (v1/worker/extensible_kv_cache.py)
+        return min(rule.fraction * capacity, capacity - rule.margin(activations)) - weights - activations \
+            - rule.graph_bytes
     if rule.fraction_of == "free_at_start":
         return rule.fraction * (capacity - rule.startup_bytes) - weights
     return rule.fraction * (capacity - rule.startup_bytes - weights - activations - rule.graph_bytes)
@@ -268,8 +271,9 @@ def _largest_reserve(budget: MemoryBudget) -> tuple[str, float]:
     share = rule.margin_share * budget.activation_bytes > rule.margin_bytes
     reserves = {"kv_pool.startup_mib": rule.startup_bytes if rule.fraction_of != "capacity" else 0.0,
                 "kv_pool.graph_mib": rule.graph_bytes if rule.fraction_of != "free_at_start" else 0.0,
-                f"kv_pool.margin_{'activation_share' if share else 'mib'}":
-                    rule.margin(budget.activation_bytes) if rule.fraction_of == "capacity" else 0.0}
+                f"kv_pool.margin_{'activation_share' if share else 'mib'}":  # what it takes past (1 - fraction)
+                    max(0.0, rule.margin(budget.activation_bytes) - (1 - rule.fraction) * budget.capacity_bytes)
+                    if rule.fraction_of == "capacity" else 0.0}
     return max(reserves.items(), key=lambda item: item[1])
 
 

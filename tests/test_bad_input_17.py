@@ -34,8 +34,10 @@ Found and fixed:
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from mtpsim import catalog, cli
+from mtpsim.packagedata import data_dir
 from tests.test_bad_input import one_line_error
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 from tests.test_bad_input_7 import DENSE
@@ -48,14 +50,20 @@ def _swap(old: str, new: str):
     return lambda t: t.replace(old, new, 1)
 
 
+def _at(name: str, kind: str = "vllm") -> int:
+    """The index of the shipped rule `name` in engines/<kind>.yaml (where a rule put before it lands)."""
+    rules = yaml.safe_load((data_dir() / "engines" / f"{kind}.yaml").read_text())["rules"]
+    return next(i for i, r in enumerate(rules) if r["name"] == name)
+
+
 # ------------------------------------------------------------- 1. a capability range that holds no GPU
 
 @pytest.mark.parametrize("value", ["[12.0, 9.0]", "[9.0, 9.0]"])
 def test_an_empty_fa4_capability_range_is_refused(tmp_path, capsys, monkeypatch, value):
     """Before: [12.0, 9.0] (low and high swapped) or [9.0, 9.0] passed, and Gemma 4 at v0.24.0+ was
     warned about as on Triton attention on every GPU, FlashAttention 4's [low, high) holding none."""
-    line = _refused(tmp_path, capsys, monkeypatch, _swap("value: [9.0, 12.0]", f"value: {value}"), "rules.5.value",
-                    "holds no compute capability", kind="vllm", argv=VLLM)
+    line = _refused(tmp_path, capsys, monkeypatch, _swap("value: [9.0, 12.0]", f"value: {value}"),
+                    f"rules.{_at('gemma4_fa4')}.value", "holds no compute capability", kind="vllm", argv=VLLM)
     assert "mixed_head_fa4_capability.1" in line, line
 
 
@@ -71,9 +79,9 @@ MARGIN = '  - {name: marg, field: kv_pool.margin_mib, value: 4096, since: "0.5.0
 
 
 @pytest.mark.parametrize("edit, key", [
-    (_rule_before("spec_reserve_4gib", MARGIN), "rules.13.value"),
+    (_rule_before("spec_reserve_4gib", MARGIN), f"rules.{_at('spec_reserve_4gib', 'sglang')}.value"),
     (_rule_before("spec_reserve_4gib", MARGIN.replace("margin_mib, value: 4096", "margin_activation_share, value: 0.5")),
-     "rules.13.value"),
+     f"rules.{_at('spec_reserve_4gib', 'sglang')}.value"),
     (_swap("  fraction_of: free_at_start\n", "  fraction_of: free_at_start\n  margin_mib: 50000\n"), "kv_pool.margin_mib"),
 ])
 def test_a_margin_on_a_pool_not_of_capacity_is_refused(tmp_path, capsys, monkeypatch, edit, key):
@@ -91,7 +99,7 @@ def test_a_margin_on_trtllm_pool_is_refused(tmp_path, capsys, monkeypatch):
 def test_a_margin_share_of_no_activations_is_refused(tmp_path, capsys, monkeypatch):
     """Before: vLLM's file with activations: false kept extensible_kv_margin_share, 0.75 x nothing."""
     line = _refused(tmp_path, capsys, monkeypatch, _swap("  activations: true\n", "  activations: false\n"),
-                    "rules.9.value", "sets no activations aside", kind="vllm", argv=VLLM)
+                    f"rules.{_at('extensible_kv_margin_share')}.value", "sets no activations aside", kind="vllm", argv=VLLM)
     assert "kv_pool.margin_activation_share" in line, line
 
 
@@ -139,7 +147,7 @@ def test_a_huge_waiting_weight_is_refused(tmp_path, capsys, monkeypatch):
     first replica of the tie."""
     line = _refused(tmp_path, capsys, monkeypatch, _swap('    value: 1.0\n    since: "0.27.0"',
                                                          '    value: 1.0e+308\n    since: "0.27.0"'),
-                    "rules.12.value", "less than or equal to 100000", kind="vllm", argv=VLLM)
+                    f"rules.{_at('dp_routing_inflight')}.value", "less than or equal to 100000", kind="vllm", argv=VLLM)
     assert "dp_routing.waiting_weight" in line, line
 
 
@@ -194,7 +202,7 @@ def test_a_prefill_chunk_class_no_gpu_reaches_is_refused(tmp_path, capsys, monke
 def test_a_rules_prefill_chunk_class_no_gpu_reaches_is_refused(tmp_path, capsys, monkeypatch):
     line = _refused(tmp_path, capsys, monkeypatch, _swap("      - {gpus: [a100], tokens: 2048}\n",
                                                          "      - {tokens: 4096}\n      - {gpus: [a100], tokens: 2048}\n"),
-                    "rules.10.value", "no GPU reaches this class", kind="vllm", argv=VLLM)
+                    f"rules.{_at('batched_tokens_160gib')}.value", "no GPU reaches this class", kind="vllm", argv=VLLM)
     assert "rule batched_tokens_160gib sets prefill_chunk.1" in line, line
 
 
@@ -217,8 +225,10 @@ def test_a_fraction_table_where_a_fraction_rule_holds_is_refused(tmp_path, capsy
     (resolve_pool reads it first) set the pool, utilization_092's 0.92 and extensible_kv_cache's
     1.0 never read, without a word."""
     rule = f'  - {{name: by_tp, field: fraction_by_tp, value: {BY_TP}, since: "0.33.0", source: x}}\n'
-    line = _refused(tmp_path, capsys, monkeypatch, _rule_before("medusa_unoverlapped", rule), "rules.13",
-                    "where rule utilization_092 (rules.6) sets kv_pool.fraction, at 0.33.0", kind="vllm", argv=VLLM)
+    line = _refused(tmp_path, capsys, monkeypatch, _rule_before("medusa_unoverlapped", rule),
+                    f"rules.{_at('medusa_unoverlapped')}",
+                    f"where rule utilization_092 (rules.{_at('utilization_092')}) sets kv_pool.fraction, at 0.33.0",
+                    kind="vllm", argv=VLLM)
     assert "rule by_tp sets fraction_by_tp" in line, line
 
 
@@ -226,7 +236,7 @@ def test_a_fraction_rule_under_the_files_own_table_is_refused(tmp_path, capsys, 
     """Before: with fraction_by_tp in the file itself, every kv_pool.fraction rule was never read."""
     _refused(tmp_path, capsys, monkeypatch, _swap("prefill_tail_replay: false\n",
                                                   f"prefill_tail_replay: false\nfraction_by_tp: {BY_TP}\n"),
-             "rules.6.field", "would never be read", kind="vllm", argv=VLLM)
+             f"rules.{_at('utilization_092')}.field", "would never be read", kind="vllm", argv=VLLM)
 
 
 # ------------------------------------------------------------- 8. mixes_as_decode where nothing reads it
@@ -235,8 +245,8 @@ def test_mixes_as_decode_on_an_engine_that_mixes_speculative_iterations_is_refus
     """Before: vLLM's file (mixed_batches.speculative: true) took a rule mixes_as_decode: [block], and
     nothing read it: the mixed_batches warning that names it is for engines that keep prompts out."""
     rule = '  - {name: mad, field: mixes_as_decode, value: [block], since: "0.30.0", source: x}\n'
-    line = _refused(tmp_path, capsys, monkeypatch, _rule_before("medusa_unoverlapped", rule), "rules.13.value",
-                    "mixed_batches.speculative: true", kind="vllm", argv=VLLM)
+    line = _refused(tmp_path, capsys, monkeypatch, _rule_before("medusa_unoverlapped", rule),
+                    f"rules.{_at('medusa_unoverlapped')}.value", "mixed_batches.speculative: true", kind="vllm", argv=VLLM)
     assert "rule mad sets mixes_as_decode:" in line, line
 
 

@@ -119,6 +119,17 @@ def test_vllm_0340_sizes_an_extensible_pool_with_a_margin():
                                               - margin)
 
 
+def test_vllm_0340_margin_binds_only_past_a_users_fraction():
+    """With gpu_memory_utilization set, v0.34.0 commits min(requested - non-KV, headroom - margin):
+    the margin takes nothing a fraction of 0.9 already leaves free, and binds at 0.995."""
+    low, high = budget(scenario("vllm", version="0.34.0", mem_fraction=0.9)), \
+        budget(scenario("vllm", version="0.34.0", mem_fraction=0.995))
+    rest = low.target_weight_bytes + low.activation_bytes + GIB
+    assert low.kv_budget_bytes == pytest.approx(0.9 * low.capacity_bytes - rest)
+    margin = max(GIB, 0.75 * high.activation_bytes)
+    assert high.kv_budget_bytes == pytest.approx(high.capacity_bytes - margin - rest)
+
+
 def test_trtllm_pool_is_a_fraction_of_what_is_free_after_load():
     m = budget(scenario("trtllm"))
     assert m.rule.fraction == 0.9 and m.rule.knob == "free_gpu_memory_fraction"
