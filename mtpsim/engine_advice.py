@@ -56,8 +56,17 @@ def _setting_rule(engine, field: str) -> str:
 
 
 def engine_moot(s: Scenario) -> list[tuple[str, str]]:
-    """Engine settings the design or model gives nothing to act on, and a profile under the roofline."""
+    """Engine settings the design or model gives nothing to act on, a design the release has no
+    method for, and a profile under the roofline."""
     engine, record, found = s.specs.engine, designs.record(s.speculative.design), []
+    design = s.speculative.design
+    block = s.specs.draft.block.kind if design == "block" and s.specs.draft is not None and s.specs.draft.block else None
+    lacking = block if block in engine.lacks_methods else design if design in engine.lacks_methods else None
+    if lacking is not None:
+        what = f"a {lacking} block drafter" if lacking == block else f"design {design}"
+        found.append(("speculative.design", f"{engine.name} {engine.version} has no speculative method for {what} "
+                      f"(engines/{engine.name}.yaml lacks_methods): mtpsim prices it with this engine's host rules as "
+                      "if the release ran it"))
     if s.engine.mixed_batches and record.draft_part is not None and not engine.mixed_batches.speculative:
         if s.speculative.design in engine.mixes_as_decode:
             found.append(("engine.mixed_batches", f"{engine.name} {engine.version} mixes a prompt chunk into a "

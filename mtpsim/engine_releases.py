@@ -29,7 +29,7 @@ RuleField = Literal["speculative_max_running_requests", "speculative_overlap", "
                     "fuses_shared_experts", "shared_fusion_below_capability", "triton_fp8_moe_from_capability",
                     "shared_expert_stream",
                     "fraction_by_tp", "unoverlapped_designs", "speculative_overlap_max_topk", "decode_overlap",
-                    "speculative_host_extra_s", "eager_passes", "mixed_head_attention", "mixes_as_decode",
+                    "speculative_host_extra_s", "eager_passes", "mixed_head_attention", "mixes_as_decode", "lacks_methods",
                     "mixed_head_fa4_capability",
                     "kv_pool.reserved.speculative_mib", "kv_pool.reserved.classes", "kv_pool.fraction",
                     "kv_pool.margin_mib", "kv_pool.margin_activation_share", "prefill_chunk",

@@ -166,6 +166,10 @@ class EngineSpec(Spec):
     # ... except on GPUs of compute capability in [low, high), where the release runs such a model
     # on FlashAttention 4 (vLLM from v0.24.0), which the profiles' FlashAttention rows price
     mixed_head_fa4_capability: tuple[Annotated[float, Field(ge=1, le=20)], Annotated[float, Field(ge=1, le=20)]] | None = None
+    # what this release has no speculative method for, where its code was read: a design, or a block
+    # drafter's kind (dflash, dspark); a scenario running one is priced with the engine's host rules
+    # as if it ran it, with one warning (engine_advice.py)
+    lacks_methods: tuple[Literal["multi_layer", "frozen_kv", "parallel_heads", "dflash", "dspark"], ...] = ()
     # designs whose iterations this release mixes prompt chunks into, where mixing is on, by running
     # that step's requests as plain one-token decodes (SGLang from v0.5.19): not modelled, said in one
     # warning (engine_advice.py); mixed_batches.speculative stays the rule mtpsim prices
@@ -187,7 +191,8 @@ class EngineSpec(Spec):
     cuda_graph: GraphCapture = GraphCapture()  # the CUDA graphs it captures without flags
     dp_routing: DpRouting = DpRouting()  # how arrivals are spread over dp replicas
 
-    @field_validator("unoverlapped_designs", "eager_passes", "mixes_as_decode", "mixed_head_fa4_capability", mode="before")
+    @field_validator("unoverlapped_designs", "eager_passes", "mixes_as_decode", "mixed_head_fa4_capability", "lacks_methods",
+                     mode="before")
     @classmethod
     def _lists_as_tuples(cls, value):
         """A YAML list (an engine file or a version rule) is the tuple this frozen record keeps."""
@@ -196,7 +201,7 @@ class EngineSpec(Spec):
     @model_validator(mode="after")
     def _designs_once(self) -> EngineSpec:
         """A design listed twice says nothing more (as `hides` refuses a pass listed twice)."""
-        for key in ("unoverlapped_designs", "eager_passes", "mixes_as_decode"):
+        for key in ("unoverlapped_designs", "eager_passes", "mixes_as_decode", "lacks_methods"):
             again = first_repeat(list(getattr(self, key)))
             if again is not None:
                 raise AtKey(f"{key}.{again}", f"{getattr(self, key)[again]} is listed twice: list each once")

@@ -33,6 +33,13 @@ def _engine(tmp_path, monkeypatch, edit, kind: str = "sglang") -> str:
     return str(folder / f"{kind}.yaml")
 
 
+def _rule_index(name: str, kind: str = "sglang") -> int:
+    """The index of the shipped rule `name` in engines/<kind>.yaml (a key path names rules by index)."""
+    import yaml
+    rules = yaml.safe_load((data_dir() / "engines" / f"{kind}.yaml").read_text())["rules"]
+    return next(i for i, r in enumerate(rules) if r["name"] == name)
+
+
 def _rule_before(name: str, rule: str):
     """An edit putting `rule` (a YAML list item) just before the rule named `name`."""
     return lambda t: t.replace(f"  - name: {name}\n", f"{rule}  - name: {name}\n", 1)
@@ -110,9 +117,10 @@ def test_leaving_out_a_rule_that_no_longer_holds_warns(tmp_path, capsys):
     ("graph_batch: 512, graph_batch_tp4: 512}                   # B200",
      "graph_batch: 5120000, graph_batch_tp4: 512}                   # B200",
      "kv_pool.reserved.classes.5.graph_batch", "less than"),
-    ("graph_batch: 48, graph_batch_tp4: 160}", "graph_batch: 4800000, graph_batch_tp4: 160}", "rules.15.value",
-     "kv_pool.reserved.classes.1.graph_batch"),
-    ("    value: 4096\n", "    value: 1.0e+300\n", "rules.13.value", "kv_pool.reserved.speculative_mib"),
+    ("graph_batch: 48, graph_batch_tp4: 160}", "graph_batch: 4800000, graph_batch_tp4: 160}",
+     f"rules.{_rule_index('memory_classes_v0520')}.value", "kv_pool.reserved.classes.1.graph_batch"),
+    ("    value: 4096\n", "    value: 1.0e+300\n", f"rules.{_rule_index('spec_reserve_4gib')}.value",
+     "kv_pool.reserved.speculative_mib"),
     ("block_tokens: 16}", "block_tokens: 99999999}", "prefix_cache.block_tokens", "less than"),
     ("balance_abs: 64,", "balance_abs: 6400000,", "dp_routing.balance_abs", "less than"),
 ])

@@ -87,3 +87,22 @@ def test_every_new_release_runs_a_scenario(tmp_path):
         path.write_text(MIXED.format(version=version).replace("kind: sglang", f"kind: {kind}")
                         .replace(", mixed_batches: true", ""))
         assert cli.main(["cost", str(path)]) == 0
+
+
+@pytest.mark.parametrize("scenario, sets, says", [
+    ("p4-meta-mtp-7b.yaml", [], "sglang 0.5.12 has no speculative method for design parallel_heads"),
+    ("p4-meta-mtp-7b.yaml", ["engine.kind=vllm", "engine.version=0.34.0"],
+     "vllm 0.34.0 has no speculative method for design parallel_heads"),
+    ("d1-deepseek-v4-flash-dspark-sglang-8xb200.yaml", ["engine.version=0.5.15"],
+     "sglang 0.5.15 has no speculative method for a dspark block drafter"),
+    ("d1-deepseek-v4-flash-dspark-sglang-8xb200.yaml", ["engine.version=0.5.16"], None),
+    ("p4-meta-mtp-7b.yaml", ["engine.kind=vllm", "engine.version=0.32.0"], None),
+])
+def test_a_design_the_release_has_no_method_for_is_one_warning(capsys, scenario, sets, says):
+    """engines/<kind>.yaml lacks_methods, by release where its code was read (SGLang's algorithms,
+    vLLM's DSpark from 0.25.0 and Medusa to 0.32.0)."""
+    from mtpsim.packagedata import data_dir
+    path = data_dir().parent.parent / "scenarios" / "published" / scenario
+    argv = ["cost", str(path)] + [a for kv in sets for a in ("--set", kv)]
+    found = [w for w in warnings_of(capsys, argv) if "has no speculative method" in w]
+    assert (found == [] if says is None else len(found) == 1 and says in found[0]), found
