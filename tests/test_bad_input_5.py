@@ -58,7 +58,8 @@ def test_an_eagle3_draft_is_checked_against_its_target(tmp_path, capsys, draft, 
 def test_a_renamed_copy_of_its_target_serves_a_dspark_drafter(tmp_path, capsys):
     """Before: block.built_for was compared with the model's name, so a copy of qwen3-8b under
     another name (or a config.json read from a folder of another name) was refused."""
-    text = BLOCK.replace("model: qwen3-8b", "model: {from: qwen3-8b, name: my-qwen}")
+    text = BLOCK.replace("model: qwen3-8b", "model: {from: qwen3-8b, name: my-qwen}") \
+        + 'engine: {version: "0.5.16"}\n'  # the first SGLang release with a DSPARK algorithm
     assert warnings_of(capsys, run(tmp_path, text)) == []
     other = BLOCK.replace("model: qwen3-8b", "model: {from: qwen3-8b, name: my-qwen, vocab_size: 1000}")
     one_line_error(capsys, ["cost", run(tmp_path, other)[1]], "speculative.draft", "built for")

@@ -97,6 +97,11 @@ def test_every_new_release_runs_a_scenario(tmp_path):
      "sglang 0.5.15 has no speculative method for a dspark block drafter"),
     ("d1-deepseek-v4-flash-dspark-sglang-8xb200.yaml", ["engine.version=0.5.16"], None),
     ("p4-meta-mtp-7b.yaml", ["engine.kind=vllm", "engine.version=0.32.0"], None),
+    ("d6-gemma-4-31b-mtp-vllm-h100.yaml", ["engine.version=0.20.2"],
+     "vllm 0.20.2 has no speculative method for design frozen_kv"),
+    ("d6-gemma-4-31b-mtp-vllm-h100.yaml", [], None),  # 0.21.0 runs the assistant
+    ("d6-gemma-4-31b-dflash-vllm-h100.yaml", ["engine.version=0.19.1"],
+     "vllm 0.19.1 has no speculative method for a dflash block drafter"),
 ])
 def test_a_design_the_release_has_no_method_for_is_one_warning(capsys, scenario, sets, says):
     """engines/<kind>.yaml lacks_methods, by release where its code was read (SGLang's algorithms,
