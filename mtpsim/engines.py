@@ -16,7 +16,7 @@ from mtpsim.errors import AtKey, first_repeat
 from mtpsim.limits import MAX_TOKENS, MAX_USERS
 from mtpsim.specs import Spec
 
-DEFAULT_MAX_RUNNING = 256  # running requests when neither the scenario nor an engine rule caps them
+DEFAULT_MAX_RUNNING = 256  # running requests an engine file that names no running_cap admits (the shipped ones give theirs)
 # The bounds of an engine file's (and its version rules') sizes are the scenario's for the same
 # quantities (limits.py, engine_schema.py): a cap or CUDA-graph batch as engine.max_running_requests,
 # a token count as engine.chunked_prefill_tokens, a tp as parallel.tp, a topk as speculative.topk,
@@ -34,19 +34,85 @@ class HostTime(Spec):
         return self.base_s + self.per_request_s * batch
 
 
-class ChunkClass(Spec):
-    """One class of GPUs and its default prefill chunk (tokens per prefill batch): the first class
-    whose conditions a GPU meets applies: capacity below `below_mib` (None: any) and a name
-    holding one of `gpus` (None: any)."""
+class GpuClass(Spec):
+    """One class of GPUs: the first class of a list whose conditions a GPU meets applies:
+    capacity below `below_mib` (None: any) and a name holding one of `gpus` (None: any)."""
 
     below_mib: float | None = Field(default=None, gt=0, le=MAX_MIB)
     # matched within the GPU's name, letter case aside (an empty list or name: no GPU, every GPU)
     gpus: list[Annotated[str, Field(min_length=1, max_length=80)]] | None = Field(default=None, min_length=1)
-    tokens: int = Field(gt=0, le=MAX_TOKENS)
 
     def holds(self, gpu_name: str, gpu_mib: float) -> bool:
         return (self.below_mib is None or gpu_mib < self.below_mib) and \
             (self.gpus is None or any(g.lower() in gpu_name.lower() for g in self.gpus))
+
+
+def _classes_read(classes, key: str) -> None:
+    """The first class that holds applies: a class after one of any GPU name whose bound is none or
+    at least its own is never read ([{tokens: 16384}, {gpus: [a100], ...}] gave every GPU 16384
+    tokens, without a word)."""
+    widest, at = 0.0, None  # the largest bound of an earlier class of any name (inf: none), and its index
+    for i, c in enumerate(classes or ()):
+        if at is not None and (c.below_mib is None and widest == float("inf") or
+                               c.below_mib is not None and c.below_mib <= widest):
+            raise AtKey(f"{key}.{i}", f"no GPU reaches this class: {key}.{at} takes every GPU it "
+                        "would (give classes by rising below_mib, the one of any GPU without below_mib last)")
+        bound = float("inf") if c.below_mib is None else c.below_mib
+        if c.gpus is None and bound > widest:
+            widest, at = bound, i
+
+
+class ChunkClass(GpuClass):
+    """A class of GPUs and its default prefill chunk (tokens per prefill batch)."""
+
+    tokens: int = Field(gt=0, le=MAX_TOKENS)
+
+
+class CapClass(GpuClass):
+    """A class of GPUs and its default running-request cap."""
+
+    requests: int = Field(gt=0, le=MAX_USERS)
+
+
+class RunningCap(Spec):
+    """The running requests an engine admits when the scenario sets no cap (a speculative rule's
+    cap aside): `fixed` (TensorRT-LLM's max_batch_size), `by_gpu` (vLLM's max_num_seqs by GPU
+    class), or SGLang's from its KV pool: min(clamp(KV tokens / context x `per_context`, `floor`,
+    `ceiling`), KV tokens x `kv_share`)."""
+
+    fixed: int | None = Field(default=None, ge=1, le=MAX_USERS)
+    by_gpu: list[CapClass] | None = Field(default=None, min_length=1)
+    per_context: float | None = Field(default=None, gt=0, le=MAX_USERS)
+    floor: int | None = Field(default=None, ge=1, le=MAX_USERS)
+    ceiling: int | None = Field(default=None, ge=1, le=MAX_USERS)
+    kv_share: float | None = Field(default=None, gt=0, le=1)
+
+    @model_validator(mode="after")
+    def _one_form(self) -> RunningCap:
+        forms = [k for k in ("fixed", "by_gpu", "per_context") if getattr(self, k) is not None]
+        if len(forms) != 1:
+            raise ValueError("give one of fixed, by_gpu and per_context")
+        pool = ("floor", "ceiling", "kv_share")
+        if self.per_context is not None and any(getattr(self, k) is None for k in pool):
+            raise AtKey(next(k for k in pool if getattr(self, k) is None), "per_context needs floor, ceiling and kv_share")
+        if self.per_context is None and any(getattr(self, k) is not None for k in pool):
+            raise AtKey(next(k for k in pool if getattr(self, k) is not None), "only a per_context cap reads it")
+        if self.floor is not None and self.ceiling is not None and self.ceiling < self.floor:
+            raise AtKey("ceiling", f"{self.ceiling} is below floor {self.floor}")
+        _classes_read(self.by_gpu, "by_gpu")
+        return self
+
+    def requests(self, gpu_name: str, gpu_mib: float, kv_tokens: int | None, context: int) -> int:
+        """The cap on a GPU of `gpu_mib` MiB named `gpu_name`, with a KV pool of `kv_tokens` tokens
+        (None: not sized, the floor of a per_context cap) for a model of `context` tokens."""
+        if self.fixed is not None:
+            return self.fixed
+        if self.by_gpu is not None:
+            return next((c.requests for c in self.by_gpu if c.holds(gpu_name, gpu_mib)), self.by_gpu[-1].requests)
+        if kv_tokens is None:
+            return self.floor
+        estimated = min(max(int(kv_tokens / context * self.per_context), self.floor), self.ceiling)
+        return max(1, min(estimated, int(kv_tokens * self.kv_share)))
 
 
 class MixedBatches(Spec):
@@ -189,6 +255,7 @@ class EngineSpec(Spec):
     mixed_batches: MixedBatches = MixedBatches()
     prefix_cache: PrefixCacheDefault = PrefixCacheDefault()  # the engine's prefix cache without flags
     cuda_graph: GraphCapture = GraphCapture()  # the CUDA graphs it captures without flags
+    running_cap: RunningCap = RunningCap(fixed=DEFAULT_MAX_RUNNING)  # the requests it admits without flags
     dp_routing: DpRouting = DpRouting()  # how arrivals are spread over dp replicas
 
     @field_validator("unoverlapped_designs", "eager_passes", "mixes_as_decode", "mixed_head_fa4_capability", "lacks_methods",
@@ -272,18 +339,8 @@ class EngineSpec(Spec):
 
     @model_validator(mode="after")
     def _chunk_classes_read(self) -> EngineSpec:
-        """chunk_tokens takes the first class that holds: a class after one of any GPU name whose
-        bound is none or at least its own is never read ([{tokens: 16384}, {gpus: [a100], ...}]
-        gave every GPU 16384 tokens, without a word)."""
-        widest, at = 0.0, None  # the largest bound of an earlier class of any name (inf: none), and its index
-        for i, c in enumerate(self.prefill_chunk or ()):
-            if at is not None and (c.below_mib is None and widest == float("inf") or
-                                   c.below_mib is not None and c.below_mib <= widest):
-                raise AtKey(f"prefill_chunk.{i}", f"no GPU reaches this class: prefill_chunk.{at} takes every GPU it "
-                            "would (give classes by rising below_mib, the one of any GPU without below_mib last)")
-            bound = float("inf") if c.below_mib is None else c.below_mib
-            if c.gpus is None and bound > widest:
-                widest, at = bound, i
+        """chunk_tokens takes the first class that holds (_classes_read)."""
+        _classes_read(self.prefill_chunk, "prefill_chunk")
         return self
 
     @model_validator(mode="after")
@@ -332,11 +389,15 @@ class EngineSpec(Spec):
             overlaps = self.speculative_overlap and not wide and design not in self.unoverlapped_designs
         return tuple(self.hides.get(design, ())) if overlaps else ()
 
-    def max_running(self, design: str, configured: int | None) -> int:
+    def max_running(self, design: str, configured: int | None, hardware=None, kv_tokens: int | None = None,
+                    context: int = 1) -> int:
         """The running-request cap in force: the scenario's when it set one, else the engine's
-        speculative default for a speculative design where it has one, else DEFAULT_MAX_RUNNING."""
+        speculative default for a speculative design where it has one, else its own (`running_cap`
+        on `hardware`, a HardwareSpec, with a pool of `kv_tokens`; without hardware the floor of
+        what it can be)."""
         if configured is not None:
             return configured
         if design != "none" and self.speculative_max_running_requests is not None:
             return self.speculative_max_running_requests
-        return DEFAULT_MAX_RUNNING
+        name, mib = (hardware.name, hardware.memory_capacity_bytes / 2**20) if hardware is not None else ("", 0.0)
+        return self.running_cap.requests(name, mib, kv_tokens, context)

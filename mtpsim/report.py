@@ -155,7 +155,7 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
         print("(disaggregated: pricing the decode pool's iteration on its own layout)")
         s = pool_scenario(s, "decode")
     asked, batch = batch, s.workload.concurrency if batch is None else batch
-    cap = s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests)
+    cap = s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests, s.specs.hardware)
     asked_at = ("--batch", "") if asked is not None else (s.source, "workload.concurrency")  # whose batch it is
     share = batch if asked is not None else -(-batch // s.parallel.dp)  # `run` spreads the users over dp replicas
     if share > cap:  # as `mtpsim run` caps it (bound_by "cap" in its table)

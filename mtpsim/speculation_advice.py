@@ -34,7 +34,8 @@ def unreached_policy(s: Scenario) -> list[tuple[str, str]]:
         return [("speculative.policy.steps_by_batch", "every entry drafts 0 steps: no iteration speculates, and the "
                  "run is plain decode paying for the draft's weights and KV")]
     w, load = s.workload, workload_advice.load_bounds(s)
-    bounds = [(s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests), "the running-request cap"),
+    bounds = [(s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests, s.specs.hardware),
+               "the running-request cap"),
               (load.requests, load.requests_by)]
     bounds += [(w.concurrency, "workload.concurrency")] if w.arrival in ("closed", "batch") else []
     most, by = min(bounds)

@@ -112,7 +112,12 @@ def test_scenario_overrides_win_over_the_rules():
     assert catalog.load_engine("sglang", "0.4.3").speculative_max_running_requests is None
     assert simulate(scenario()).summary.max_running.iloc[0] == 48
     assert simulate(scenario(max_running_requests=64)).summary.max_running.iloc[0] == 64
-    assert simulate(scenario(ignore_rules=["spec_running_cap"])).summary.max_running.iloc[0] == 256
+    own = scenario(ignore_rules=["spec_running_cap"])  # SGLang's own: _resolve_max_num_reqs from its KV pool
+    from mtpsim.designs import DesignShape
+    from mtpsim.memory import memory_budget, pool_rule
+    kv = memory_budget(build_pricer(own), DesignShape.of(own.speculative), pool_rule(own)).max_kv_tokens
+    expected = min(max(int(kv / own.specs.model.max_context * 512), 2048), 4096, kv // 2)
+    assert simulate(own).summary.max_running.iloc[0] == expected >= 2048
     assert scenario(speculative_overlap=True).specs.engine.speculative_overlap
 
 

@@ -174,5 +174,5 @@ def test_the_engine_cap_is_resolved_as_run_resolves_it_and_a_binding_one_is_mark
         assert (mine.max_running, mine.bound_by, mine.tps) == (theirs.max_running, theirs.bound_by, theirs.tps)
     spec = summary[summary.design != "none"]
     assert (spec.max_running == 48).all() and (spec.bound_by == "cap 48").all()
-    assert summary[summary.design == "none"].max_running.iloc[0] == 256
+    assert summary[summary.design == "none"].max_running.iloc[0] >= 2048  # SGLang's own, from its KV pool
     assert table.bound_by.iloc[0] == ("cap 48" if table.tps_steps.iloc[0] else "")

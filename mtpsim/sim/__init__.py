@@ -51,7 +51,8 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
     engine = Engine(env, pricer, design, profile, records, np.random.default_rng([s.seed, 1]),
                     s.engine.overlap_schedule, prefill_chunk_tokens(s), policy=s.speculative.policy,
                     on_finished=bar.update, mixed=mixed_rule(s, design))
-    cap = s.specs.engine.max_running(design.design, s.engine.max_running_requests)
+    cap = s.specs.engine.max_running(design.design, s.engine.max_running_requests, s.specs.hardware,
+                                     budget.max_kv_tokens, s.specs.model.max_context)
     block = cache_block_tokens(s, budget)
     replicas = [Replica(i, Scheduler(cap, budget.replica_kv_budget_bytes, budget.request_bytes,
                                      *replica_cache(s, budget, block)))

@@ -187,7 +187,8 @@ def build_pool(s, role: str, design: DesignShape, first_index: int) -> Pool:
     ps = pool_scenario(s, role)
     pricer = build_pricer(ps)
     budget = memory_budget(pricer, design, pool_rule(ps))
-    cap = s.specs.engine.max_running(design.design, s.engine.max_running_requests)
+    cap = s.specs.engine.max_running(design.design, s.engine.max_running_requests, ps.specs.hardware,
+                                     budget.max_kv_tokens, ps.specs.model.max_context)
     held = (lambda r: r.input_len) if role == "prefill" else (lambda r: r.input_len + r.output_len)
     # the prefill pool caches prompt prefixes as an aggregated replica does (sim/caching.py): a hit
     # skips its prefill there; the whole prompt's KV still crosses the link to the decode pool

@@ -1,0 +1,49 @@
+"""The running requests each engine admits when the scenario sets no cap (engines/<kind>.yaml
+`running_cap`, engines.RunningCap): SGLang's from its KV pool, vLLM's max_num_seqs by GPU,
+TensorRT-LLM's max_batch_size; a speculative rule's cap and engine.max_running_requests first."""
+from __future__ import annotations
+
+import pytest
+
+from mtpsim import catalog
+from tests.test_bad_input import one_line_error
+
+
+@pytest.mark.parametrize("kv_tokens, context, cap", [
+    (500_000, 131_072, 2048),    # 500k / 128k x 512 = 1953: the floor
+    (2_000_000, 8192, 4096),     # 125,000: the ceiling
+    (1_000_000, 163_840, 3125),  # between
+    (3000, 8192, 1500),          # a pool of 3,000 tokens admits at most half as many requests
+])
+def test_sglang_admits_what_its_kv_pool_estimates(kv_tokens, context, cap):
+    engine, h100 = catalog.load_engine("sglang"), catalog.load_hardware("h100-sxm")
+    assert engine.max_running("none", None, h100, kv_tokens, context) == cap
+    assert engine.max_running("nextn", None, h100, kv_tokens, context) == 48  # the speculative rule first
+    assert engine.max_running("none", 100, h100, kv_tokens, context) == 100   # the scenario's first
+
+
+@pytest.mark.parametrize("version, hardware, cap", [("0.22.0", "h100-sxm", 1024), ("0.22.0", "a100-80g", 256),
+                                                    ("0.34.0", "b200", 1024), ("0.7.3", "h100-sxm", 256)])
+def test_vllm_admits_its_max_num_seqs(version, hardware, cap):
+    engine = catalog.load_engine("vllm", version)
+    assert engine.max_running("nextn", None, catalog.load_hardware(hardware)) == cap
+
+
+def test_tensorrt_llm_admits_its_max_batch_size():
+    assert catalog.load_engine("trtllm").max_running("none", None, catalog.load_hardware("b200")) == 2048
+
+
+@pytest.mark.parametrize("new, key, word", [
+    ("running_cap: {fixed: 8, per_context: 512, floor: 2048, ceiling: 4096, kv_share: 0.5}", "running_cap", "one of"),
+    ("running_cap: {per_context: 512, ceiling: 4096, kv_share: 0.5}", "running_cap.floor", "needs floor"),
+    ("running_cap: {per_context: 512, floor: 4096, ceiling: 2048, kv_share: 0.5}", "running_cap.ceiling", "below floor"),
+    ("running_cap: {fixed: 8, floor: 2}", "running_cap.floor", "only a per_context cap"),
+    ("running_cap: {by_gpu: [{requests: 8}, {below_mib: 1000, requests: 4}]}", "running_cap.by_gpu.1",
+     "no GPU reaches"),
+])
+def test_an_engine_files_running_cap_is_checked(tmp_path, capsys, monkeypatch, new, key, word):
+    from tests.test_bad_input_9e import _engine
+    old = "running_cap: {per_context: 512, floor: 2048, ceiling: 4096, kv_share: 0.5}"
+    path = _engine(tmp_path, monkeypatch, lambda t: t.replace(old, new, 1))
+    line = one_line_error(capsys, ["engines"], key, word)
+    assert line.startswith(f"mtpsim: error: {path}: "), line
