@@ -88,3 +88,15 @@ def test_graph_settings_without_graphs_are_one_warning_each(tmp_path, capsys):
     found = warnings_of(capsys, ["cost", str(path)])
     assert [w for w in found if "engine.max_graph_batch" in w and "changes nothing" in w]
     assert [w for w in found if "engine.graph_padding" in w and "padding changes nothing" in w]
+
+
+def test_search_builds_a_pricer_per_graph_padding_and_engram_placement():
+    """search/worker.pricer_key: points that differ in what prices a pass get pricers of their own
+    (graph_padding and engram_tables were left out: a padded point reused an unpadded one's)."""
+    from mtpsim.search.worker import pricer_key
+
+    def point(**engine):
+        return sc.validate({"name": "g", "model": "llama-3.1-8b", "hardware": "b200",
+                            "engine": {"kind": "trtllm", **engine}, "cost": {"model": "roofline"}})
+    assert pricer_key(point()) != pricer_key(point(graph_padding=True))
+    assert pricer_key(point()) == pricer_key(point(max_running_requests=7))  # no pass prices it

@@ -32,7 +32,8 @@ def pricer_key(s) -> str:
     heads = s.speculative.steps if s.speculative.design == "parallel_heads" else 0
     # the whole cost section: a cost knob added later cannot be left out of the key
     return json.dumps([s.specs.model_dump(mode="json"), p.model_dump(mode="json"), c.model_dump(mode="json"),
-                       e.cuda_graphs, e.max_graph_batch, heads, e.two_batch_overlap, e.eplb], sort_keys=True, default=str)
+                       e.cuda_graphs, e.max_graph_batch, e.graph_padding, heads, e.two_batch_overlap, e.eplb,
+                       e.engram_tables], sort_keys=True, default=str)
 
 
 def pricer_for(s):
