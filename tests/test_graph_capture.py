@@ -36,17 +36,17 @@ def test_vllm_graphs_count_tokens_so_a_verify_fits_fewer_requests():
     assert (old.max_graph_batch, old.graph_unit) == (256, "requests") and old.uses_graphs("verify", 256, 3)
 
 
-def test_tensorrt_llm_replays_only_its_listed_sizes_unless_padding_is_on():
-    h = host("trtllm")
-    assert [n for n in (31, 32, 33, 40, 64, 100, 128, 129) if h.uses_graphs("decode", n)] == [31, 32, 64, 128]
-    assert h.padded_batch(40) == 40  # no padding: a batch runs as it is
-    padded = host("trtllm", graph_padding=True)
+def test_tensorrt_llm_pads_as_deployed_and_its_library_list_runs_unpadded():
+    padded = host("trtllm")  # every deployment read sets enable_padding: true
     assert all(padded.uses_graphs("decode", n) for n in (33, 40, 100, 128)) and not padded.uses_graphs("decode", 129)
     assert padded.padded_batch(40) == 40 and padded.padded_batch(41) == 48
-    recipe = host("trtllm", graph_padding=True, max_graph_batch=180)  # InferenceX's cuda_graph_config form
+    listed = host("trtllm", graph_padding=False)  # CudaGraphConfig's own: 1-31, 32, 64, 128
+    assert [n for n in (31, 32, 33, 40, 64, 100, 128, 129) if listed.uses_graphs("decode", n)] == [31, 32, 64, 128]
+    assert listed.padded_batch(40) == 40  # no padding: a batch runs as it is
+    recipe = host("trtllm", max_graph_batch=180)  # InferenceX's cuda_graph_config max_batch_size: CONC
     assert recipe.uses_graphs("decode", 180) and not recipe.uses_graphs("decode", 181)
-    listed = host("trtllm", max_graph_batch=180)  # unpadded: the list up to 128, then the largest itself
-    assert [n for n in (128, 150, 180) if listed.uses_graphs("decode", n)] == [128, 180]
+    unpadded = host("trtllm", max_graph_batch=180, graph_padding=False)  # the list to 128, then the largest
+    assert [n for n in (128, 150, 180) if unpadded.uses_graphs("decode", n)] == [128, 180]
 
 
 def test_sglang_without_padding_captures_every_size():
