@@ -102,16 +102,18 @@ class RunningCap(Spec):
         _classes_read(self.by_gpu, "by_gpu")
         return self
 
-    def requests(self, gpu_name: str, gpu_mib: float, kv_tokens: int | None, context: int) -> int:
+    def requests(self, gpu_name: str, gpu_mib: float, kv_tokens: int | None, context: int | None) -> int:
         """The cap on a GPU of `gpu_mib` MiB named `gpu_name`, with a KV pool of `kv_tokens` tokens
-        (None: not sized, the floor of a per_context cap) for a model of `context` tokens."""
+        (None: not sized, the floor of a per_context cap) for a model of `context` tokens (None: a
+        model that states none, the floor too, within the pool's share)."""
         if self.fixed is not None:
             return self.fixed
         if self.by_gpu is not None:
             return next((c.requests for c in self.by_gpu if c.holds(gpu_name, gpu_mib)), self.by_gpu[-1].requests)
         if kv_tokens is None:
             return self.floor
-        estimated = min(max(int(kv_tokens / context * self.per_context), self.floor), self.ceiling)
+        estimated = self.floor if context is None else \
+            min(max(int(kv_tokens / context * self.per_context), self.floor), self.ceiling)
         return max(1, min(estimated, int(kv_tokens * self.kv_share)))
 
 
@@ -390,7 +392,7 @@ class EngineSpec(Spec):
         return tuple(self.hides.get(design, ())) if overlaps else ()
 
     def max_running(self, design: str, configured: int | None, hardware=None, kv_tokens: int | None = None,
-                    context: int = 1) -> int:
+                    context: int | None = None) -> int:
         """The running-request cap in force: the scenario's when it set one, else the engine's
         speculative default for a speculative design where it has one, else its own (`running_cap`
         on `hardware`, a HardwareSpec, with a pool of `kv_tokens`; without hardware the floor of

@@ -14,6 +14,7 @@ from tests.test_bad_input import one_line_error
     (2_000_000, 8192, 4096),     # 125,000: the ceiling
     (1_000_000, 163_840, 3125),  # between
     (3000, 8192, 1500),          # a pool of 3,000 tokens admits at most half as many requests
+    (500_000, None, 2048),       # a model that states no context: the floor
 ])
 def test_sglang_admits_what_its_kv_pool_estimates(kv_tokens, context, cap):
     engine, h100 = catalog.load_engine("sglang"), catalog.load_hardware("h100-sxm")
@@ -47,3 +48,19 @@ def test_an_engine_files_running_cap_is_checked(tmp_path, capsys, monkeypatch, n
     path = _engine(tmp_path, monkeypatch, lambda t: t.replace(old, new, 1))
     line = one_line_error(capsys, ["engines"], key, word)
     assert line.startswith(f"mtpsim: error: {path}: "), line
+
+
+def test_a_model_without_max_context_runs_under_sglang(tmp_path):
+    """An inline model without max_context: SGLang's estimate has no context to divide by."""
+    import yaml
+
+    from mtpsim import scenario as sc
+    from mtpsim.packagedata import data_dir
+    from mtpsim.sim import simulate
+    model = yaml.safe_load((data_dir() / "models" / "llama-3.1-8b.yaml").read_text())
+    model.pop("max_context", None)
+    model["name"] = "no-context"
+    s = sc.validate({"name": "c", "model": model, "hardware": "h100-sxm", "cost": {"model": "roofline"},
+                     "workload": {"arrival": "batch", "concurrency": 2, "num_requests": 2, "input_len": 32,
+                                  "output_len": 4}})
+    assert simulate(s).summary.max_running.iloc[0] == 2048
