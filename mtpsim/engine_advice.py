@@ -59,8 +59,7 @@ def engine_moot(s: Scenario) -> list[tuple[str, str]]:
     """Engine settings the design or model gives nothing to act on, a design the release has no
     method for, and a profile under the roofline."""
     engine, record, found = s.specs.engine, designs.record(s.speculative.design), []
-    design = s.speculative.design
-    block = s.specs.draft.block.kind if design == "block" and s.specs.draft is not None and s.specs.draft.block else None
+    design, block = s.speculative.design, s.specs.block_kind if s.speculative.design == "block" else None
     lacking = block if block in engine.lacks_methods else design if design in engine.lacks_methods else None
     if lacking is not None:
         what = f"a {lacking} block drafter" if lacking == block else f"design {design}"

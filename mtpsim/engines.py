@@ -34,6 +34,16 @@ class HostTime(Spec):
         return self.base_s + self.per_request_s * batch
 
 
+def _as_tuple(value):
+    """A YAML list (an engine file or a version rule) as the tuple a frozen record keeps."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+def first_holding(classes, gpu_name: str, gpu_mib: float):
+    """The first of `classes` (GpuClass) a GPU of `gpu_mib` MiB named `gpu_name` meets, else the last."""
+    return next((c for c in classes if c.holds(gpu_name, gpu_mib)), classes[-1])
+
+
 class GpuClass(Spec):
     """One class of GPUs: the first class of a list whose conditions a GPU meets applies:
     capacity below `below_mib` (None: any) and a name holding one of `gpus` (None: any)."""
@@ -109,7 +119,7 @@ class RunningCap(Spec):
         if self.fixed is not None:
             return self.fixed
         if self.by_gpu is not None:
-            return next((c.requests for c in self.by_gpu if c.holds(gpu_name, gpu_mib)), self.by_gpu[-1].requests)
+            return first_holding(self.by_gpu, gpu_name, gpu_mib).requests
         if kv_tokens is None:
             return self.floor
         estimated = self.floor if context is None else \
@@ -170,7 +180,7 @@ class GraphCapture(Spec):
     @field_validator("sizes", mode="before")
     @classmethod
     def _list_as_tuple(cls, value):
-        return tuple(value) if isinstance(value, list) else value
+        return _as_tuple(value)
 
     @model_validator(mode="after")
     def _sizes_when_unpadded(self) -> GraphCapture:
@@ -264,8 +274,7 @@ class EngineSpec(Spec):
                      mode="before")
     @classmethod
     def _lists_as_tuples(cls, value):
-        """A YAML list (an engine file or a version rule) is the tuple this frozen record keeps."""
-        return tuple(value) if isinstance(value, list) else value
+        return _as_tuple(value)
 
     @model_validator(mode="after")
     def _designs_once(self) -> EngineSpec:
@@ -314,10 +323,7 @@ class EngineSpec(Spec):
         """The engine's default prefill chunk on a GPU of `gpu_mib` MiB named `gpu_name`."""
         if self.prefill_chunk is None:
             return self.kv_pool.reserved.memory_class(gpu_mib).chunked_prefill_tokens
-        for c in self.prefill_chunk:
-            if c.holds(gpu_name, gpu_mib):
-                return c.tokens
-        return self.prefill_chunk[-1].tokens
+        return first_holding(self.prefill_chunk, gpu_name, gpu_mib).tokens
 
     @model_validator(mode="after")
     def _a_capability_range(self) -> EngineSpec:

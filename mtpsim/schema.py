@@ -247,6 +247,11 @@ class Specs(Frozen, BaseModel):
     """The calibrated profile's folder."""
 
     @property
+    def block_kind(self) -> str | None:
+        """The block drafter's kind (dflash, dspark) where the draft is one (design block), else None."""
+        return self.draft.block.kind if self.draft is not None and self.draft.block is not None else None
+
+    @property
     def pricing(self) -> str:
         """What priced the run, for headers and summaries: `roofline` or `calibrated:<profile>`."""
         return "roofline" if self.profile is None else f"calibrated:{Path(self.profile).name}"

@@ -34,14 +34,12 @@ Found and fixed:
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from mtpsim import catalog, cli
-from mtpsim.packagedata import data_dir
 from tests.test_bad_input import one_line_error
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 from tests.test_bad_input_7 import DENSE
-from tests.test_bad_input_9e import _engine, _refused, _rule_before, _scenario
+from tests.test_bad_input_9e import _engine, _refused, _rule_before, _rule_index, _scenario
 
 VLLM = ("--set", "engine.kind=vllm")
 
@@ -52,8 +50,7 @@ def _swap(old: str, new: str):
 
 def _at(name: str, kind: str = "vllm") -> int:
     """The index of the shipped rule `name` in engines/<kind>.yaml (where a rule put before it lands)."""
-    rules = yaml.safe_load((data_dir() / "engines" / f"{kind}.yaml").read_text())["rules"]
-    return next(i for i, r in enumerate(rules) if r["name"] == name)
+    return _rule_index(name, kind)
 
 
 # ------------------------------------------------------------- 1. a capability range that holds no GPU

@@ -33,6 +33,15 @@ def _engine(tmp_path, monkeypatch, edit, kind: str = "sglang") -> str:
     return str(folder / f"{kind}.yaml")
 
 
+def _engines_refuses(tmp_path, capsys, monkeypatch, edit, key: str, word: str, kind: str = "sglang") -> str:
+    """`mtpsim engines` over a user catalog's engines/<kind>.yaml edited by `edit`: one line naming
+    that file and `key`; the line."""
+    path = _engine(tmp_path, monkeypatch, edit, kind)
+    line = one_line_error(capsys, ["engines"], key, word)
+    assert line.startswith(f"mtpsim: error: {path}: "), line
+    return line
+
+
 def _rule_index(name: str, kind: str = "sglang") -> int:
     """The index of the shipped rule `name` in engines/<kind>.yaml (a key path names rules by index)."""
     import yaml
@@ -239,9 +248,8 @@ def test_a_rule_into_a_section_the_file_lacks_is_refused(tmp_path, capsys, monke
     """vLLM's file sizes its pool without SGLang's memory classes: a rule setting one of their figures
     had nothing to land in (a KeyError deep in the resolution before the check)."""
     rule = '  - {name: reserve, field: kv_pool.reserved.speculative_mib, value: 0, since: "0.14.0", source: x}\n'
-    path = _engine(tmp_path, monkeypatch, _rule_before("v1_spec_async", rule), kind="vllm")
-    line = one_line_error(capsys, ["engines"], "rules.2.field", "no kv_pool.reserved section")
-    assert line.startswith(f"mtpsim: error: {path}: "), line
+    _engines_refuses(tmp_path, capsys, monkeypatch, _rule_before("v1_spec_async", rule), "rules.2.field",
+                     "no kv_pool.reserved section", kind="vllm")
 
 
 def test_a_rule_into_a_section_changes_that_key_alone():

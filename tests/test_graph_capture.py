@@ -74,10 +74,8 @@ def test_graph_settings_are_checked(tmp_path, capsys):
      "cuda_graph.unit", ""),
 ])
 def test_an_engine_files_graph_rule_is_checked(tmp_path, capsys, monkeypatch, old, new, key, word):
-    from tests.test_bad_input_9e import _engine
-    path = _engine(tmp_path, monkeypatch, lambda t: t.replace(old, new, 1), kind="vllm")
-    line = one_line_error(capsys, ["engines"], key, word)
-    assert line.startswith(f"mtpsim: error: {path}: "), line
+    from tests.test_bad_input_9e import _engines_refuses
+    _engines_refuses(tmp_path, capsys, monkeypatch, lambda t: t.replace(old, new, 1), key, word, kind="vllm")
 
 
 def test_graph_settings_without_graphs_are_one_warning_each(tmp_path, capsys):

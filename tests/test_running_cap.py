@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from mtpsim import catalog
-from tests.test_bad_input import one_line_error
 
 
 @pytest.mark.parametrize("kv_tokens, context, cap", [
@@ -43,11 +42,9 @@ def test_tensorrt_llm_admits_its_max_batch_size():
      "no GPU reaches"),
 ])
 def test_an_engine_files_running_cap_is_checked(tmp_path, capsys, monkeypatch, new, key, word):
-    from tests.test_bad_input_9e import _engine
+    from tests.test_bad_input_9e import _engines_refuses
     old = "running_cap: {per_context: 512, floor: 2048, ceiling: 4096, kv_share: 0.5}"
-    path = _engine(tmp_path, monkeypatch, lambda t: t.replace(old, new, 1))
-    line = one_line_error(capsys, ["engines"], key, word)
-    assert line.startswith(f"mtpsim: error: {path}: "), line
+    _engines_refuses(tmp_path, capsys, monkeypatch, lambda t: t.replace(old, new, 1), key, word)
 
 
 def test_a_model_without_max_context_runs_under_sglang(tmp_path):

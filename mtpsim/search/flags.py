@@ -80,8 +80,8 @@ class Drafter:
         """From a resolved scenario (its design's draft, the model's MTP layers)."""
         specs, design = s.specs, s.speculative.design
         mtp = specs.model.mtp.num_layers if specs.model.mtp is not None else None
-        block = specs.draft.block.kind if design == "block" and specs.draft is not None and specs.draft.block else None
-        return cls(external=design == "nextn" and specs.draft is not None, mtp_layers=mtp, block_kind=block)
+        return cls(external=design == "nextn" and specs.draft is not None, mtp_layers=mtp,
+                   block_kind=specs.block_kind if design == "block" else None)
 
 
 def _sglang_spec(row: pd.Series, d: Drafter) -> list[str] | str:
