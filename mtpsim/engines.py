@@ -1,6 +1,7 @@
 """A serving engine at a release: the `EngineSpec` that prices and schedules a scenario (host
 time, overlap, caps, verify scorer, KV pool, prefill chunk, mixed batches, prefix cache, dp
-routing), the fields of its catalog file (mtpsim/data/engines/<kind>.yaml). Which value a field
+routing), the fields of its catalog file (mtpsim/data/engines/<kind>.yaml); the sections it holds
+are engine_sections.py's (re-exported here). Which value a field
 takes at a release is engine_releases.py's: it resolves the file's version rules into one
 EngineSpec.
 """
@@ -11,9 +12,23 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from mtpsim.designs import DESIGNS, RECORDS
-from mtpsim.engine_memory import MAX_MIB, KVPoolSpec, TpFractions
+from mtpsim.engine_memory import KVPoolSpec, TpFractions
+from mtpsim.engine_sections import (  # noqa: F401 (the sections, read from here too)
+    CapClass,
+    ChunkClass,
+    DpRouting,
+    GpuClass,
+    GraphCapture,
+    HostTime,
+    MixedBatches,
+    PrefixCacheDefault,
+    RunningCap,
+    as_tuple,
+    classes_read,
+    first_holding,
+)
 from mtpsim.errors import AtKey, first_repeat
-from mtpsim.limits import MAX_TOKENS, MAX_USERS
+from mtpsim.limits import MAX_USERS
 from mtpsim.specs import Spec
 
 DEFAULT_MAX_RUNNING = 256  # running requests an engine file that names no running_cap admits (the shipped ones give theirs)
@@ -22,171 +37,6 @@ DEFAULT_MAX_RUNNING = 256  # running requests an engine file that names no runni
 # a token count as engine.chunked_prefill_tokens, a tp as parallel.tp, a topk as speculative.topk,
 # MiB as hardware memory_capacity_bytes (engine_memory.py MAX_MIB)
 MAX_TOPK = 64
-
-
-class HostTime(Spec):
-    """Host seconds per decode iteration: base + per_request * running requests."""
-
-    base_s: float = Field(ge=0, le=1)  # a second of host work per iteration is past any engine
-    per_request_s: float = Field(default=0.0, ge=0, le=1)
-
-    def at(self, batch: float) -> float:
-        return self.base_s + self.per_request_s * batch
-
-
-def _as_tuple(value):
-    """A YAML list (an engine file or a version rule) as the tuple a frozen record keeps."""
-    return tuple(value) if isinstance(value, list) else value
-
-
-def first_holding(classes, gpu_name: str, gpu_mib: float):
-    """The first of `classes` (GpuClass) a GPU of `gpu_mib` MiB named `gpu_name` meets, else the last."""
-    return next((c for c in classes if c.holds(gpu_name, gpu_mib)), classes[-1])
-
-
-class GpuClass(Spec):
-    """One class of GPUs: the first class of a list whose conditions a GPU meets applies:
-    capacity below `below_mib` (None: any) and a name holding one of `gpus` (None: any)."""
-
-    below_mib: float | None = Field(default=None, gt=0, le=MAX_MIB)
-    # matched within the GPU's name, letter case aside (an empty list or name: no GPU, every GPU)
-    gpus: list[Annotated[str, Field(min_length=1, max_length=80)]] | None = Field(default=None, min_length=1)
-
-    def holds(self, gpu_name: str, gpu_mib: float) -> bool:
-        return (self.below_mib is None or gpu_mib < self.below_mib) and \
-            (self.gpus is None or any(g.lower() in gpu_name.lower() for g in self.gpus))
-
-
-def _classes_read(classes, key: str) -> None:
-    """The first class that holds applies: a class after one of any GPU name whose bound is none or
-    at least its own is never read ([{tokens: 16384}, {gpus: [a100], ...}] gave every GPU 16384
-    tokens, without a word)."""
-    widest, at = 0.0, None  # the largest bound of an earlier class of any name (inf: none), and its index
-    for i, c in enumerate(classes or ()):
-        if at is not None and (c.below_mib is None and widest == float("inf") or
-                               c.below_mib is not None and c.below_mib <= widest):
-            raise AtKey(f"{key}.{i}", f"no GPU reaches this class: {key}.{at} takes every GPU it "
-                        "would (give classes by rising below_mib, the one of any GPU without below_mib last)")
-        bound = float("inf") if c.below_mib is None else c.below_mib
-        if c.gpus is None and bound > widest:
-            widest, at = bound, i
-
-
-class ChunkClass(GpuClass):
-    """A class of GPUs and its default prefill chunk (tokens per prefill batch)."""
-
-    tokens: int = Field(gt=0, le=MAX_TOKENS)
-
-
-class CapClass(GpuClass):
-    """A class of GPUs and its default running-request cap."""
-
-    requests: int = Field(gt=0, le=MAX_USERS)
-
-
-class RunningCap(Spec):
-    """The running requests an engine admits when the scenario sets no cap (a speculative rule's
-    cap aside): `fixed` (TensorRT-LLM's max_batch_size), `by_gpu` (vLLM's max_num_seqs by GPU
-    class), or SGLang's from its KV pool: min(clamp(KV tokens / context x `per_context`, `floor`,
-    `ceiling`), KV tokens x `kv_share`)."""
-
-    fixed: int | None = Field(default=None, ge=1, le=MAX_USERS)
-    by_gpu: list[CapClass] | None = Field(default=None, min_length=1)
-    per_context: float | None = Field(default=None, gt=0, le=MAX_USERS)
-    floor: int | None = Field(default=None, ge=1, le=MAX_USERS)
-    ceiling: int | None = Field(default=None, ge=1, le=MAX_USERS)
-    kv_share: float | None = Field(default=None, gt=0, le=1)
-
-    @model_validator(mode="after")
-    def _one_form(self) -> RunningCap:
-        forms = [k for k in ("fixed", "by_gpu", "per_context") if getattr(self, k) is not None]
-        if len(forms) != 1:
-            raise ValueError("give one of fixed, by_gpu and per_context")
-        pool = ("floor", "ceiling", "kv_share")
-        if self.per_context is not None and any(getattr(self, k) is None for k in pool):
-            raise AtKey(next(k for k in pool if getattr(self, k) is None), "per_context needs floor, ceiling and kv_share")
-        if self.per_context is None and any(getattr(self, k) is not None for k in pool):
-            raise AtKey(next(k for k in pool if getattr(self, k) is not None), "only a per_context cap reads it")
-        if self.floor is not None and self.ceiling is not None and self.ceiling < self.floor:
-            raise AtKey("ceiling", f"{self.ceiling} is below floor {self.floor}")
-        _classes_read(self.by_gpu, "by_gpu")
-        return self
-
-    def requests(self, gpu_name: str, gpu_mib: float, kv_tokens: int | None, context: int | None) -> int:
-        """The cap on a GPU of `gpu_mib` MiB named `gpu_name`, with a KV pool of `kv_tokens` tokens
-        (None: not sized, the floor of a per_context cap) for a model of `context` tokens (None: a
-        model that states none, the floor too, within the pool's share)."""
-        if self.fixed is not None:
-            return self.fixed
-        if self.by_gpu is not None:
-            return first_holding(self.by_gpu, gpu_name, gpu_mib).requests
-        if kv_tokens is None:
-            return self.floor
-        estimated = self.floor if context is None else \
-            min(max(int(kv_tokens / context * self.per_context), self.floor), self.ceiling)
-        return max(1, min(estimated, int(kv_tokens * self.kv_share)))
-
-
-class MixedBatches(Spec):
-    """Whether an engine runs waiting prompts' chunks inside decode iterations (one forward over
-    the decode batch and the chunk, up to the token budget: the prefill chunk size), and how.
-
-    enabled: the engine's default; speculative: whether it still mixes under speculative decoding
-    (SGLang turns mixing off there); split_prompts: a prompt may be cut to fill the budget left
-    (False: it rides whole when it fits, else waits; TensorRT-LLM without chunked context)."""
-
-    enabled: bool = False
-    speculative: bool = False
-    split_prompts: bool = True
-
-
-class PrefixCacheDefault(Spec):
-    """An engine's prefix cache as it starts without flags: on or off, and its block size."""
-
-    enabled: bool = True
-    block_tokens: int = Field(default=16, gt=0, le=MAX_TOKENS)
-
-
-class DpRouting(Spec):
-    """How arrivals are spread over dp replicas (sim/scheduler.py Router): `round_robin`;
-    `least_loaded`, the replica of the fewest waiting_weight x waiting + running requests;
-    `cache_aware`, SGLang's router: the replica whose past prompts match the most of this one
-    when more than `cache_threshold` of it matches, else the one holding the fewest prompt
-    tokens, and the least loaded whenever loads spread by more than `balance_abs` requests and
-    a factor `balance_rel`."""
-
-    policy: Literal["round_robin", "least_loaded", "cache_aware"] = "least_loaded"
-    # past MAX_USERS (more than can ever wait) it orders replicas as any larger weight would; 1e308 x 2
-    # waiting requests overflowed to inf, tying every replica with a queue
-    waiting_weight: float = Field(default=1.0, ge=0, le=MAX_USERS)
-    cache_threshold: float = Field(default=0.3, ge=0, le=1)
-    balance_abs: int = Field(default=64, ge=0, le=MAX_USERS)
-    balance_rel: float = Field(default=1.5, ge=1)
-
-
-class GraphCapture(Spec):
-    """The CUDA graphs an engine captures for decode-shaped passes by default (a scenario's
-    `engine.max_graph_batch` sets the largest, in requests). unit: what a graph's size counts,
-    requests, or tokens (vLLM keys its graphs on a pass's tokens, so a verify of k + 1 tokens a
-    request fits k + 1 times fewer requests); max: the largest size (None: SGLang's memory class,
-    kv_pool.reserved); padded: a batch between sizes replays the next size up (False: only a
-    batch of one of `sizes` replays, the rest run eagerly)."""
-
-    unit: Literal["requests", "tokens"] = "requests"
-    max: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
-    padded: bool = True
-    sizes: tuple[Annotated[int, Field(ge=1, le=MAX_TOKENS)], ...] | None = Field(default=None, min_length=1)
-
-    @field_validator("sizes", mode="before")
-    @classmethod
-    def _list_as_tuple(cls, value):
-        return _as_tuple(value)
-
-    @model_validator(mode="after")
-    def _sizes_when_unpadded(self) -> GraphCapture:
-        if not self.padded and self.sizes is None:
-            raise AtKey("sizes", "an unpadded capture replays only the sizes it lists: give them")
-        return self
 
 
 class EngineSpec(Spec):
@@ -274,7 +124,7 @@ class EngineSpec(Spec):
                      mode="before")
     @classmethod
     def _lists_as_tuples(cls, value):
-        return _as_tuple(value)
+        return as_tuple(value)
 
     @model_validator(mode="after")
     def _designs_once(self) -> EngineSpec:
@@ -348,7 +198,7 @@ class EngineSpec(Spec):
     @model_validator(mode="after")
     def _chunk_classes_read(self) -> EngineSpec:
         """chunk_tokens takes the first class that holds (_classes_read)."""
-        _classes_read(self.prefill_chunk, "prefill_chunk")
+        classes_read(self.prefill_chunk, "prefill_chunk")
         return self
 
     @model_validator(mode="after")
