@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from mtpsim import scenario as sc
-from mtpsim.costs.deployment import host_model
+from mtpsim.costs.host import host_model
 from tests.test_bad_input import one_line_error
 
 

@@ -1,5 +1,5 @@
 """The deployment a scenario runs, resolved once from its specs (`resolve(scenario)`): the
-model's parts as records, the parallel layout and the engine's host model. The Pricer
+model's parts as records, the parallel layout and the engine's host model (costs/host.py). The Pricer
 (costs/passes.py) builds a part's ops from its record and memory.py sizes its weights and KV
 from it; neither asks which part it is, as the engine reads a design's record (designs.py).
 
@@ -22,14 +22,12 @@ from mtpsim.costs import compressed as C
 from mtpsim.costs import edges, streams
 from mtpsim.costs import ops as O
 from mtpsim.costs.ffn import deepseek_family
+from mtpsim.costs.host import HostModel, host_model
 from mtpsim.costs.ops import Parallel
 from mtpsim.costs.wide_ep import ep_imbalance
 from mtpsim.engines import EngineSpec
 from mtpsim.hardware_spec import HardwareSpec
 from mtpsim.specs import AttentionSpec, LayerRef, ModelSpec
-
-# SGLang's default captured batch sizes (cuda_graph_bs), capped by max_graph_batch.
-GRAPH_BUCKETS = (1, 2, 4, 8, 12, *range(16, 1025, 8))
 
 
 @dataclass(frozen=True)
@@ -80,52 +78,6 @@ class ModelPart:
         for count, ref in groups:
             counts[ref.attention] += count
         return tuple((self.spec.attention_kinds[name], n) for name, n in counts.items())
-
-
-@dataclass(frozen=True)
-class HostModel:
-    """What the serving engine does around the passes: it replays CUDA graphs for decode-shaped
-    passes up to `max_graph_batch` (in `graph_unit`, requests or tokens: engines.GraphCapture),
-    padded to its captured sizes where `graph_padded` (else only a batch of one of `graph_sizes`
-    replays), scores a verify its way (`engine.verify_scorer`), and its host figures and overlap
-    window are `engine`'s (mtpsim/data/engines/)."""
-
-    engine: EngineSpec
-    cuda_graphs: bool = True
-    max_graph_batch: int = 256
-    two_batch_overlap: bool = False  # MoE layers as two micro-batches (costs/overlap.py)
-    graph_unit: str = "requests"
-    graph_padded: bool = True
-    graph_sizes: tuple[int, ...] | None = None
-
-    @property
-    def graph_label(self) -> str:
-        """The largest captured graph, as a run's limits name it."""
-        return f"{self.max_graph_batch}{' tokens' if self.graph_unit == 'tokens' else ''}"
-
-    @property
-    def expands_verify(self) -> bool:
-        """vLLM V0's batch-expansion scorer: a verify window runs as that many single-token sequences."""
-        return self.engine.verify_scorer == "batch_expansion"
-
-    def uses_graphs(self, kind: str, batch: int, per_request: int = 1) -> bool:
-        """Decode-shaped passes of `batch` requests, `per_request` tokens each, replay CUDA graphs
-        up to max_graph_batch, but for the pass kinds the engine release runs eagerly
-        (`engine.eager_passes`); prefill runs eagerly."""
-        if not self.cuda_graphs or kind == "prefill" or kind in self.engine.eager_passes:
-            return False
-        size = batch * (per_request if self.graph_unit == "tokens" else 1)
-        return size <= self.max_graph_batch and (self.graph_padded or size in (self.graph_sizes or ()))
-
-    def padded_batch(self, batch: int, per_request: int = 1) -> int:
-        """The requests a batch replays its captured graph at (the batch itself past the largest,
-        or where the engine does not pad): a graph of tokens holds whole requests' windows."""
-        per = per_request if self.graph_unit == "tokens" else 1
-        if not self.graph_padded:
-            return batch
-        size = next((b for b in self.graph_sizes or GRAPH_BUCKETS if b >= batch * per and b <= self.max_graph_batch),
-                    batch * per)
-        return max(batch, size // per)
 
 
 @dataclass(frozen=True)
@@ -218,31 +170,6 @@ def resolve(scenario) -> Deployment:
     return Deployment(specs.model, specs.hardware, layout, host_model(s),
                       model_parts(specs.model, specs.draft, specs.assistant, s.speculative.steps), s.cost.moe_skew,
                       s.cost.moe_stream_overlap, s.cost.routing_locality, s.engine.engram_tables)
-
-
-def host_model(scenario) -> HostModel:
-    """The scenario's host side: its engine's CUDA graphs (engines.GraphCapture), the largest
-    sized by `engine.max_graph_batch` in requests where the scenario sets it."""
-    s, engine = scenario, scenario.specs.engine
-    cap = engine.cuda_graph
-    padded = cap.padded if s.engine.graph_padding is None else s.engine.graph_padding
-    if s.engine.max_graph_batch is not None:
-        largest, unit = s.engine.max_graph_batch, "requests"
-    else:
-        largest, unit = engine.graph_max(s.specs.hardware.memory_capacity_bytes / 2**20, s.parallel.tp), cap.unit
-    if padded:  # padded captures step by 8 up to the largest (SGLang, vLLM, TensorRT-LLM's enable_padding)
-        sizes = None
-    elif cap.sizes is not None:  # the engine's list up to the largest, which it adds (TensorRT-LLM)
-        sizes = tuple(sorted({*(b for b in cap.sizes if b < largest), largest}))
-    else:  # SGLang without padding captures every size up to the largest
-        sizes = tuple(range(1, largest + 1))
-    return HostModel(engine, s.engine.cuda_graphs, largest, s.engine.two_batch_overlap, unit, padded, sizes)
-
-
-def graph_label(scenario) -> str | None:
-    """The largest CUDA graph the scenario's engine captures, as a run's limits name it (None:
-    graphs are off)."""
-    return host_model(scenario).graph_label if scenario.engine.cuda_graphs else None
 
 
 def deploy(model: ModelSpec, hardware: HardwareSpec, engine: EngineSpec, *, tp: int = 1, ep: int = 1,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from mtpsim.designs import DesignShape, overlap_window
 
 if TYPE_CHECKING:
-    from mtpsim.costs.deployment import HostModel
+    from mtpsim.costs.host import HostModel
 
 PREFILL_WINDOW = ("prefill",)  # a prompt chunk's host work hides behind its prefill, under overlap
 

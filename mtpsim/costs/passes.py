@@ -234,7 +234,7 @@ class Pricer:
         return self.deployment.kv_bytes_per_token(part)
 
     def uses_graphs(self, shape: PassShape, batch: int) -> bool:
-        """Whether the pass replays a CUDA graph (deployment.HostModel.uses_graphs)."""
+        """Whether the pass replays a CUDA graph (host.HostModel.uses_graphs)."""
         return self.host.uses_graphs(shape.kind, batch, shape.tokens_per_request)
 
     def host_s(self, design: str, batch: int) -> float:

@@ -10,7 +10,7 @@ import simpy
 
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import build_pricer
-from mtpsim.costs.deployment import graph_label
+from mtpsim.costs.host import graph_label
 from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError, short
 from mtpsim.memory import check_fits, memory_budget, pool_rule, prefill_chunk_tokens
