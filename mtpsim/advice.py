@@ -40,7 +40,9 @@ def advise_sweep(points: list[Scenario], skip: tuple = ()) -> None:
                  "same run")
             continue
         first = next(((k, r) for k, r in found[0] if _within(swept, k)), None)
-        if first is not None and all(any(_within(swept, k) for k, _ in at) for at in found[1:]):
+        # the same warning word for word at every point: one that depends on the point (its users,
+        # its batch) says each point differs, which is no sign that they are the same run
+        if first is not None and all(any(_within(swept, k) and r == first[1] for k, r in at) for at in found[1:]):
             warn(points[0].source, f"sweep.{swept}", f"{first[0]}: {first[1]} at every point: these points are the same run")
         elif first is None:
             _unread_or_null(points, swept, skip)
@@ -197,7 +199,8 @@ def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
 CHECKS = (spec.ignored_by_design, spec.unreached_policy, engine_advice.skew_without_experts,
           workload_advice.reshaped_lengths, model_advice.no_context_limit, spec.deep_histogram, spec.dead_drafts,
           swept_search, swept_verify, engine_advice.no_wide_ep, engine_advice.idle_engine_settings,
-          engine_advice.blocks_out_of_reach, engine_advice.budget_below_decode, model_advice.unread_dtypes,
+          engine_advice.blocks_out_of_reach, engine_advice.budget_below_decode,
+          engine_advice.whole_prompts_past_budget, model_advice.unread_dtypes,
           model_advice.windows_past_context, model_advice.fp4_kv_before_blackwell,
           workload_advice.trace_settings_unread, model_advice.past_any_model, model_advice.odd_widths,
           _verify_past_the_model, _disaggregation_moot, workload_advice.unused_by_arrival,
@@ -208,8 +211,9 @@ CHECKS = (spec.ignored_by_design, spec.unreached_policy, engine_advice.skew_with
 UNREAD_CHECKS = (spec.ignored_by_design, workload_advice.trace_settings_unread, workload_advice.unused_by_arrival)
 # checks that judge the batch a run's load keeps running (its users, its requests, the cap):
 # `cost --batch` prices a batch of its own, which its header line describes
-RUNNING_BATCH_CHECKS = (spec.unreached_policy, engine_advice.budget_below_decode)
+RUNNING_BATCH_CHECKS = (spec.unreached_policy, engine_advice.budget_below_decode, engine_advice.whole_prompts_past_budget)
 # checks that judge the scenario's own steps, policy or users, which recommend and search do not
 # run: they compare steps of their own (1..--max-steps, as the acceptance allows) at loads of their
 # own, without the policy (the budget is judged at their points: engine_advice.budget_at_points)
-GRID_CHECKS = (spec.unreached_policy, spec.kept_past_the_steps, spec.deep_histogram, engine_advice.budget_below_decode)
+GRID_CHECKS = (spec.unreached_policy, spec.kept_past_the_steps, spec.deep_histogram, engine_advice.budget_below_decode,
+               engine_advice.whole_prompts_past_budget)

@@ -198,6 +198,38 @@ def budget_below_decode(s: Scenario) -> list[tuple[str, str]]:
              "part of the batch per step, mtpsim decodes all of it")]
 
 
+def whole_prompts_past_budget(s: Scenario) -> list[tuple[str, str]]:
+    """An engine that prefills a prompt whole (TensorRT-LLM without chunked context: mixed_batches
+    split_prompts false) admits a prompt only where it fits its token budget beside the running
+    batch's decode tokens, and its scheduler stops at the first prompt that does not fit
+    (sim/mixed.py PrefillQueue.take): a prompt longer than the budget left waits until the running
+    batch shrinks, and every prompt behind it waits with it. Warned where the longest prompt and
+    the running batch's decode tokens outgrow the budget; a prompt longer than the whole budget is
+    cut at it here (engines/trtllm.yaml), so only prompts within it count. Trace loads bring their
+    own lengths and are not judged."""
+    from mtpsim.memory import prefill_chunk_tokens
+    from mtpsim.workload_schema import max_length
+    d, w = designs.DesignShape.of(s.speculative), s.workload
+    engine = s.specs.engine
+    if s.disaggregation is not None or w.arrival == "trace" or not engine.mixes(d.design, s.engine.mixed_batches) \
+            or engine.mixed_batches.split_prompts:
+        return []
+    budget = prefill_chunk_tokens(s)
+    longest = min(max_length(w.input_len), budget)
+    cap = engine.max_running(d.design, s.engine.max_running_requests)
+    users = w.concurrency if w.arrival == "closed" else w.num_requests
+    running = min(-(-users // s.parallel.dp), cap) if w.arrival in ("closed", "batch") else cap
+    others = max(running - 1, 0) * d.draft_tokens  # the prompt's own request is not yet decoding
+    if longest + others <= budget:
+        return []
+    key = "engine.chunked_prefill_tokens" if s.engine.chunked_prefill_tokens is not None else "workload.input_len"
+    return [(key, f"prompts of up to {longest} tokens beside {running - 1} other running requests x "
+             f"{d.draft_tokens} decode token{'s' * (d.draft_tokens > 1)} each outgrow {engine.name}'s {budget}-token "
+             f"budget a step: it prefills a prompt whole and its scheduler stops at the first that does not fit, so "
+             f"such a prompt waits for the running batch to shrink and the prompts behind it wait too (a budget of "
+             f"{longest + others} tokens, engine.chunked_prefill_tokens, admits every prompt beside a full batch)")]
+
+
 def budget_at_points(points: list, origin: tuple[str, str]) -> None:
     """budget_below_decode judged at the points recommend and search run (their own batches or
     users, and steps), not at the scenario's workload, which they replace: one warning for the

@@ -117,15 +117,21 @@ def _cap_line(row: dict, s: sc.Scenario, where: str, budget: bool) -> str:
 
 
 def _budget_line(row: dict, s: sc.Scenario, where: str) -> str:
-    """A mixing engine's token budget a step, filled by the running batch's decode: admitted
-    prompts waited for room to prefill (sim/mixed.py), which kept the decoding batch small."""
+    """A mixing engine's token budget a step, filled by the running batch's decode, or (an engine
+    that prefills a prompt whole) too small for a waiting prompt beside it: admitted prompts waited
+    for room to prefill (sim/mixed.py), which kept the decoding batch small."""
     from mtpsim.memory import prefill_chunk_tokens
     tokens = prefill_chunk_tokens(s)
     origin = "engine.chunked_prefill_tokens" if s.engine.chunked_prefill_tokens is not None else \
         f"{s.specs.engine.name}'s default"
+    held = f"at most {row['max_batch']:g} requests decoded at once (mean {row['mean_running']:.1f})"
+    if not s.specs.engine.mixed_batches.split_prompts:  # a prompt rides whole or waits, and those behind it
+        return (f"budget {tokens}: {where}: {s.specs.engine.name} prefills a prompt whole, and a waiting prompt did not "
+                f"fit beside the running batch's decode tokens in the {tokens}-token budget a step (set by {origin}): "
+                f"it and the prompts behind it waited for the batch to shrink; {held} (the warning on "
+                "engine.chunked_prefill_tokens or workload.input_len gives a budget that admits every prompt)")
     return (f"budget {tokens}: {where}: the running batch's decode filled the {tokens}-token budget a step (set by "
-            f"{origin}), so admitted prompts waited to prefill; at most {row['max_batch']:g} requests decoded at once "
-            f"(mean {row['mean_running']:.1f})")
+            f"{origin}), so admitted prompts waited to prefill; {held}")
 
 
 def _number(x: float) -> str:
