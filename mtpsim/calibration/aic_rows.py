@@ -148,6 +148,37 @@ def mla_rows(df: pd.DataFrame) -> pd.DataFrame:
     return _point_rows(points, df.latency * 1e-3)
 
 
+def context_attention_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """GQA prefill rows (window 0, BF16 attention): batch requests of isl prompt tokens each from an
+    empty cache, per GPU heads; the fastest kernel per shape."""
+    if "window_size" not in df.columns:
+        df = df.assign(window_size=0)
+    df = df[df.kv_cache_dtype.isin(list(KV_DTYPES)) & (df.window_size == 0) & (df.isl > 1)
+            & (df.attn_dtype == "bfloat16") & (df.num_heads % df.num_key_value_heads == 0)]
+    df = df.assign(kv_dtype=df.kv_cache_dtype.map(KV_DTYPES))
+    shape = ["num_key_value_heads", "head_dim", "kv_dtype", "batch_size", "num_heads", "isl"]
+    df = _fastest(df, shape)
+    points = [dict(kind="gqa", kv_heads=kvh, head_dim=hd, v_head_dim=hd, kv_dtype=kd, batch=b, q=q, kv=q, heads=h)
+              for kvh, hd, kd, b, h, q in zip(*(df[c] for c in shape))]
+    return _context_rows(points, df.latency * 1e-3)
+
+
+def context_mla_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """DeepSeek-geometry MLA prefill rows (run unabsorbed: the latent expanded to per-head K and V,
+    qk 128 + 64, v 128), BF16 attention; heads per GPU."""
+    df = df[df.kv_cache_dtype.isin(list(KV_DTYPES)) & (df.isl > 1) & (df.mla_dtype == "bfloat16")]
+    df = _fastest(df.assign(kv_dtype=df.kv_cache_dtype.map(KV_DTYPES)), ["kv_dtype", "batch_size", "num_heads", "isl"])
+    points = [dict(kind="mla", kv_heads=1, head_dim=576, v_head_dim=512, kv_dtype=kd, batch=b, q=q, kv=q, heads=h)
+              for kd, b, h, q in zip(df.kv_dtype, df.batch_size, df.num_heads, df.isl)]
+    return _context_rows(points, df.latency * 1e-3)
+
+
+def _context_rows(points: list[dict], seconds: pd.Series) -> pd.DataFrame:
+    """Prefill points as the simulator prices them (q prompt tokens, the visible KV q: an empty
+    cache), without the kv column the prefill_attention family does not key on."""
+    return _point_rows(points, seconds).drop(columns="kv")
+
+
 def moe_rows(df: pd.DataFrame) -> pd.DataFrame:
     df = _pick_dtypes(balanced(df), MOE_RULE)
     df = df[(df.inter_size % df.moe_tp_size == 0) & (df.num_experts % df.moe_ep_size == 0)]

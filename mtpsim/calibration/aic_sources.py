@@ -27,6 +27,8 @@ from mtpsim.calibration.aic_rows import (
     balanced,
     bmm_rows,
     choose_dtypes,
+    context_attention_rows,
+    context_mla_rows,
     gemm_rows,
     mla_rows,
     moe_rows,
@@ -58,6 +60,8 @@ SOURCES = [
     Source("bmm", "mla_bmm", ("mla_bmm_perf.parquet",), bmm_rows),
     Source("attention", "attention", ("generation_attention_perf.parquet",), attention_rows),
     Source("attention", "mla", ("generation_mla_perf.parquet",), mla_rows),
+    Source("prefill_attention", "attention", ("context_attention_perf.parquet",), context_attention_rows),
+    Source("prefill_attention", "mla", ("context_mla_perf.parquet",), context_mla_rows),
     Source("moe", "moe", ("moe_perf.parquet",), moe_rows, MOE_RULE),
     # SGLang's DeepEP expert compute, decode (low-latency) and prefill (normal) kernels
     Source("moe_wide_ep", "moe", ("wideep_generation_moe_perf.parquet",), partial(wide_ep_moe_rows, mode="ll"), MOE_RULE),

@@ -149,7 +149,9 @@ def profile_meta(system: str, backend: str, version: str, gemm: pd.DataFrame, fa
         "attention_kv": "per_request",
         "families": families,
         "not_measured": {
-            "verify attention (q > 1 per request)": "extrapolated from the q = 1 rows by the roofline ratio",
+            "verify attention (q > 1 per request)": "extrapolated from the q = 1 rows by the roofline ratio, up to "
+                                                     "64 query tokens a request; prefill-sized queries read the "
+                                                     "prefill_attention rows",
             "frozen-KV query-only attention": "the GQA / MLA decode rows",
             "lm_head": "the GEMM rows",
             "elementwise, argmax, pass framing": "roofline bytes plus the launch figures above",

@@ -53,6 +53,7 @@ import numpy as np
 from mtpsim.costs.core_pricer import CorePricer, FramePricer, split_time
 from mtpsim.costs.layer import LAYER_KINDS, fit_glue
 from mtpsim.costs.lookup import COMM, dims_distance, dims_match, fewer_queries, lookup_point, stand_in_tables
+from mtpsim.costs.op import MLA_ABSORB_MAX_Q
 from mtpsim.costs.ops import AttentionKernel, BatchLens, Op, as_gemm, pass_frame
 from mtpsim.costs.profile import (
     FAMILIES,
@@ -193,7 +194,8 @@ class CalibratedCosts:
         flop_rate, byte_rate = self.roofline.rates(probe)
         if table is None or flop_rate is None:
             return None
-        return CorePricer(self, kernel, table, exact, stand_in, flop_rate, byte_rate, graphs)
+        prefill = self.prefill_table(keys, dims) is not None  # prefill-sized cores take `time`'s road
+        return CorePricer(self, kernel, table, exact, stand_in, flop_rate, byte_rate, graphs, prefill)
 
     def frame_pricer(self, batch: int, q: float, d: int, graphs: bool):
         """`FramePricer` for the pass frames of `batch` requests of q query tokens and width d, or
@@ -243,6 +245,10 @@ class CalibratedCosts:
         if family == "elementwise":  # the grid's tokens at its width d holding as many elements
             x = {"tokens": x["elements"] / table.dims["d"]}
         work = self.work_s(op)
+        if family == "attention" and x["q"] > MLA_ABSORB_MAX_Q:
+            prefill = self._prefill(keys, dims, x, work)
+            if prefill is not None:
+                return prefill
         if family == "attention" and x["q"] > table.grid["q"][0][-1] * (1 + 1e-9):
             # more query tokens than measured (verify): the largest measured q, scaled by work
             q_ref = table.grid["q"][0][-1]
@@ -255,6 +261,31 @@ class CalibratedCosts:
             return math.exp(hit.log_t), "calibrated", stand_in
         kind = "calibrated-scaled" if hit is not None else "roofline-scaled"
         log_t, log_w = hit[:2] if hit is not None else nearest_cell(table, x)
+        return scaled(table, math.exp(log_t), math.exp(log_w), work), kind, stand_in
+
+    def prefill_table(self, keys: tuple, dims: dict) -> Table | None:
+        """The prefill-attention table an attention core of kind keys[0] and `dims` reads when its
+        queries are prefill-sized (gqa and mla without a window: the context kernels the tables
+        time), or None (a windowed or query-only kind, or a profile without one)."""
+        if keys[0] not in ("gqa", "mla") or not self.tables.get("prefill_attention"):
+            return None
+        return self._table("prefill_attention", keys, dims)[0]
+
+    def _prefill(self, keys: tuple, dims: dict, x: dict, work: float) -> tuple[float, str, str] | None:
+        """A prefill-sized core (q > MLA_ABSORB_MAX_Q per request) from the prefill table at its
+        batch, q and heads: a fresh prompt's measured time, scaled by the roofline work of the op
+        (cached KV before the chunk, another config) over the row's; None without a table."""
+        table = self.prefill_table(keys, dims)
+        if table is None:
+            return None
+        _, exact, stand_in = self._table("prefill_attention", keys, dims)
+        px = {"batch": x["batch"], "q": x["q"], "heads": x["heads"]}
+        hit = interpolate(table, px)
+        # the op's work equal to the row's, to the CSV's digits: a fresh prompt of a measured config
+        if hit is not None and exact and hit.measured and abs(work - math.exp(hit.log_w)) <= 1e-4 * work:
+            return math.exp(hit.log_t), "calibrated", stand_in
+        kind = "calibrated-scaled" if hit is not None else "roofline-scaled"
+        log_t, log_w = hit[:2] if hit is not None else nearest_cell(table, px)
         return scaled(table, math.exp(log_t), math.exp(log_w), work), kind, stand_in
 
     def _table(self, family: str, keys: tuple, dims: dict | None) -> tuple[Table | None, bool, str]:

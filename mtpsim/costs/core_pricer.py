@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+from mtpsim.costs.op import MLA_ABSORB_MAX_Q
 from mtpsim.costs.ops import AttentionKernel, BatchLens, CoreCounts, frame_bytes
 from mtpsim.costs.roofline import OpTime
 from mtpsim.costs.tables import Table, kv_slice, read_slice, scaled
@@ -23,8 +24,11 @@ class CorePricer:
     then time's split."""
 
     def __init__(self, costs, kernel: AttentionKernel, table: Table, exact: bool, stand_in: str,
-                 flop_rate: float, byte_rate: float, graphs: bool):
+                 flop_rate: float, byte_rate: float, graphs: bool, prefill: bool = False):
         self.kernel, self.table, self.exact = kernel, table, exact
+        # the profile has a prefill table for this kind: prefill-sized cores are priced from it
+        # (CalibratedCosts._prefill), so `price` hands them back
+        self.prefill_q = MLA_ABSORB_MAX_Q if prefill else math.inf
         self.flop_rate, self.byte_rate = flop_rate, byte_rate
         self.peak_flops, self.peak_bytes, self.stream_floor = costs.peak_flops, costs.peak_bytes, costs.stream_floor
         self.kv_max = costs.kv_key == "kv_max"
@@ -49,8 +53,10 @@ class CorePricer:
     def price(self, lens: BatchLens, tree_keys: float = 0.0) -> tuple[CoreCounts, OpTime] | None:
         """(the core's counts, its time) over `lens`; None where time would take the nearest
         measured cell (outside the grid or at a gap: the caller prices the Op)."""
-        counts = self.kernel.counts(lens, tree_keys)
         batch = lens.batch
+        if lens.q_tokens > self.prefill_q * batch:
+            return None
+        counts = self.kernel.counts(lens, tree_keys)
         parts = self.split(self.slice(batch, lens.q_tokens / max(batch, 1)), batch, *counts)
         if parts is None:
             return None

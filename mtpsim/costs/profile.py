@@ -70,6 +70,13 @@ FAMILIES = {
     "attention": Family(("kind",), ("kv_heads", "head_dim", "v_head_dim", "kv_dtype"), ("batch", "q", "kv", "heads"),
                         ("batch", "q", "kv"), optional=("kv_dtype",),
                         values={"kind": ("gqa", "swa", "mla", "frozen"), "kv_dtype": get_args(Dtype)}),
+    # prefill attention (context FMHA, MLA run unabsorbed): requests of q prompt tokens from an empty
+    # cache, causal (aiconfigurator's context_attention / context_mla tables, aic_rows.py
+    # `context_rows`); calibrated.py prices prefill-sized cores (q > MLA_ABSORB_MAX_Q) from it,
+    # scaled by roofline work where a request has cached KV before its chunk
+    "prefill_attention": Family(("kind",), ("kv_heads", "head_dim", "v_head_dim", "kv_dtype"), ("batch", "q", "heads"),
+                                ("batch", "q"), optional=("kv_dtype",),
+                                values={"kind": ("gqa", "mla"), "kv_dtype": get_args(Dtype)}),
     "moe": EXPERTS,
     # the same experts through SGLang's Triton fused-MoE runner (block-FP8 only): what a release runs
     # where its engine rule says so (engines.py `moe_table`), while `moe` keeps the fastest kernel
