@@ -168,7 +168,7 @@ CASES = [
          unit="none, req/s", sets=("speculative.design=none", "acceptance=null")),
     Case("P6", "p6-kimi-k2.5-b200.yaml", "concurrency", {16: 0.92}, {16: 1.39}),
     Case("P7", "p7-qwen3-next-h100.yaml", "concurrency", {8: 0.92, 64: 0.68}, {8: 1.37, 64: 1.37}),
-    # and the source's mean TPOTs, which show how far the stand-in model is from its own (scenario file)
+    # and the source's mean TPOTs, which show how far the simulated Qwen3.8-Flash-Next is from the measured one
     Case("P7", "p7-qwen3-next-h100.yaml", "concurrency", {8: 0.0143, 64: 0.0478}, {8: 1.37, 64: 1.37},
          metric="tpot_mean_s"),
     Case("P7", "p7-qwen3-next-h100.yaml", "concurrency", {8: 0.0108, 64: 0.0264}, metric="tpot_mean_s",

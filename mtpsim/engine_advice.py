@@ -134,8 +134,8 @@ def idle_engine_settings(s: Scenario) -> list[tuple[str, str]]:
             found.append((f"engine.{key}", "engine.cuda_graphs is false: no graph is captured, so its "
                           f"{'batch limit' if key == 'max_graph_batch' else 'padding'} changes nothing"))
     if e.engram_tables != "gpu" and s.specs.model.engram is None:
-        found.append(("engine.engram_tables", f"{s.specs.model.name!r} has no Engram tables (DeepSeek-V4.1's): where "
-                      "they live changes nothing"))
+        found.append(("engine.engram_tables", f"{s.specs.model.name!r} has no Engram tables (DeepSeek-V4.1's, "
+                      "Qwen4-Exp's PLE): where they live changes nothing"))
     if e.bounded_replay is not None and s.specs.model.replay_tail is None:
         found.append(("engine.bounded_replay", f"{s.specs.model.name!r} has no decoder layers to replay (DeepSeek-V4.1's "
                       "layers after its last kv source): it changes nothing"))

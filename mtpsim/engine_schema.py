@@ -58,10 +58,12 @@ class Engine(Section):
         "Whether a prefill runs DeepSeek-V4.1's decoder layers over each prompt's last 128 tokens only (SGLang "
         "--enable-decoder-swa-bounded-replay, on by default; other engines: off). None: the engine's default."))
     engram_tables: Literal["gpu", "host", "host_per_rank"] = Field(default="gpu", description=(
-        "Where DeepSeek-V4.1's Engram tables live: gpu (rows sharded over the TP GPUs, the engines' default), "
-        "host (one shared copy in host memory: SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE, layout shared; vLLM "
-        "--engram-config cpu_offload) or host_per_rank (a shard per TP rank in host memory, layout per_rank). "
-        "Host tables free GPU memory; each lookup reads its rows over the host link (mtpsim/costs/engram.py)."))
+        "Where DeepSeek-V4.1's Engram tables (or Qwen4-Exp's PLE n-gram table) live: gpu (rows sharded over the "
+        "TP GPUs, SGLang's default), host (one shared copy in host memory: SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE, "
+        "layout shared) or host_per_rank (a shard per TP rank in host memory, layout per_rank; vLLM's "
+        "--engram-config cpu_offload / VLLM_PLE_CPU_OFFLOAD, each rank's ETP shard pinned, on by default in "
+        "v0.34.0's EngramConfig: not a rule here, say it). Host tables free GPU memory; each lookup reads its rows "
+        "over the host link (mtpsim/costs/engram.py)."))
     ignore_rules: list[str] = Field(default_factory=list, max_length=32, description=(
         "Version rules to resolve the engine without (what-if studies, the leave-one-rule-out benchmark)."))
     cuda_graphs: bool = True

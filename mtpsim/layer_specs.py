@@ -101,11 +101,14 @@ def _refuse_stray(spec: BaseModel, what: str, takes: set[str]) -> None:
 # the fields each attention kind reads (besides kind and num_heads): a field of another kind is refused
 _SHARED_ATTENTION = {"kind", "num_heads"}
 ATTENTION_FIELDS = {
-    "gqa": _SHARED_ATTENTION | {"num_kv_heads", "head_dim", "v_head_dim", "window", "kv_source", "input_size"},
+    # an indexer on gqa: Qwen4-Exp's QSA (one index key per index_block tokens); hc_*: hyper-connections
+    "gqa": _SHARED_ATTENTION | {"num_kv_heads", "head_dim", "v_head_dim", "window", "kv_source", "input_size",
+                                "index_topk", "index_n_heads", "index_head_dim", "index_block", "hc_mult",
+                                "hc_lowrank"},
     # a window on mla: a drafter's rolling window over its own cache (DSpark)
     "mla": _SHARED_ATTENTION | {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
                                 "index_topk", "index_n_heads", "index_head_dim", "window"},
-    "linear": _SHARED_ATTENTION | {"num_kv_heads", "head_dim", "value_head_dim", "conv_kernel"},
+    "linear": _SHARED_ATTENTION | {"num_kv_heads", "head_dim", "value_head_dim", "conv_kernel", "hc_mult", "hc_lowrank"},
     "compressed": _SHARED_ATTENTION | {"num_kv_heads", "head_dim", "q_lora_rank", "qk_rope_head_dim", "compressed"},
 }
 
@@ -160,6 +163,16 @@ class AttentionSpec(Spec):
     index_topk: int | None = Field(default=None, gt=0, le=MAX_CONTEXT)
     index_n_heads: int | None = Field(default=None, gt=0, le=MAX_HEADS)
     index_head_dim: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
+    # Qwen Sparse Attention (QSA, Qwen4-Exp: gqa with an indexer): the indexer keeps one key per
+    # `index_block` tokens (mean-pooled, indexer_compress_ratio) and scores those, picking blocks;
+    # index_topk stays the tokens attended (indexer_budget). None: one key per token (DSA)
+    index_block: int | None = Field(default=None, gt=0, le=MAX_CONTEXT)
+    # hyper-connections of a gqa or linear layer (kind compressed keeps its own in `compressed`):
+    # hc_mult copies of the residual stream; hc_lowrank: Qwen4-Exp's gated residual, whose mix is a
+    # low-rank down (hc x hidden -> hc_lowrank + hc) and up (-> hc x hidden) pair of BF16 GEMMs at
+    # each of the layer's two sites (costs/compressed.py hyper_connection_ops)
+    hc_mult: int = Field(default=1, ge=1, le=64)
+    hc_lowrank: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
 
     @model_validator(mode="after")
     def _fields_for_kind(self) -> AttentionSpec:
@@ -186,7 +199,19 @@ class AttentionSpec(Spec):
         index = [self.index_topk, self.index_n_heads, self.index_head_dim]
         if any(v is not None for v in index) and any(v is None for v in index):
             raise ValueError("sparse attention needs index_topk, index_n_heads and index_head_dim together")
+        if self.index_block is not None and self.index_topk is None:
+            raise ValueError("index_block pools the keys an indexer scores: it needs index_topk, index_n_heads "
+                             "and index_head_dim")
+        if (self.hc_lowrank is not None) != (self.hc_mult > 1):
+            raise ValueError("hc_mult > 1 and hc_lowrank go together: a gqa or linear layer's hyper-connections mix "
+                             "through Qwen4-Exp's low-rank gated residual (DeepSeek-V4's Sinkhorn mix is kind "
+                             "compressed's)")
         return self
+
+    @property
+    def hc_copies(self) -> int:
+        """Hyper-connection copies of the residual stream at this layer (1: none), wherever the kind keeps them."""
+        return self.compressed.hc_mult if self.compressed is not None else self.hc_mult
 
     @property
     def sparse(self) -> bool:

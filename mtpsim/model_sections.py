@@ -111,14 +111,19 @@ class EngramSpec(Spec):
     token gathers (max_ngram_size - 1) x n_heads hashed rows of head_dim values from that layer's
     table, a wkv GEMM maps them to (hc_mult + 1) x hidden, and a gate adds them to the residual
     copies (SGLang v0.5.23 srt/layers/engram.py `Engram`). rows: each Engram layer's table rows, in
-    layer order. The tables are FP8 with one 1-byte (E8M0) scale per `scale_block` values;
-    engines shard their rows over the tensor-parallel GPUs (costs/engram.py)."""
+    layer order. The tables are FP8 with one 1-byte (E8M0) scale per `scale_block` values (None:
+    one global scale, Qwen4-Exp's FP8 PLE table); engines shard their rows over the tensor-parallel
+    GPUs (costs/engram.py).
+
+    Qwen4-Exp's PLE n-gram embedding (Qwen3.8-Flash-Next) does the same work per token: (ngram_size
+    - 1) x heads_per_ngram hashed rows of ple_embed_dim / that many values, a kv_proj to (hc + 1) x
+    hidden, a gate on the copies (vLLM v0.34.0 vllm/models/qwen4_exp/nvidia/ple_layer.py)."""
 
     rows: list[Annotated[int, Field(gt=0, le=MAX_ENGRAM_ROWS)]] = Field(min_length=1, max_length=MAX_LAYERS)
     n_heads: int = Field(gt=0, le=MAX_HEADS)
     max_ngram_size: int = Field(ge=2, le=64)
     head_dim: int = Field(gt=0, le=MAX_WIDTH)
-    scale_block: int = Field(default=32, gt=0, le=MAX_WIDTH)
+    scale_block: int | None = Field(default=32, gt=0, le=MAX_WIDTH)
 
     @property
     def columns(self) -> int:
@@ -127,8 +132,8 @@ class EngramSpec(Spec):
 
     @property
     def row_bytes(self) -> float:
-        """Bytes of one table row: FP8 values and their block scales."""
-        return self.head_dim * (1 + 1 / self.scale_block)
+        """Bytes of one table row: FP8 values and their block scales (none with one global scale)."""
+        return self.head_dim * (1 + (1 / self.scale_block if self.scale_block else 0))
 
     @property
     def table_bytes(self) -> float:

@@ -25,6 +25,7 @@ def attention_projections(att: AttentionSpec, d: int, tokens: int, dtype: str, p
         ops = [gemm("attn.q_proj", tokens, d_in, heads * hd, dtype, act=act)]
         if not query_only:
             ops.append(gemm("attn.kv_proj", tokens, d_in, kv_heads * (hd + vd), dtype, act=act))
+        ops += indexer_projections(att, d, tokens, dtype, act) if att.sparse else []
         return ops + [gemm("attn.o_proj", tokens, heads * vd, d, dtype, act=act)]
     if att.kind == "mla":
         heads, rope, nope = heads_per_gpu(att.num_heads, tp), att.qk_rope_head_dim, att.qk_nope_head_dim
@@ -61,8 +62,13 @@ def indexer_projections(att: AttentionSpec, d: int, tokens: int, dtype: str, act
     """DSA's lightning indexer projections, whole on every GPU (plain, not tensor-parallel, Linear
     layers in DeepSeek-V3.2-Exp's inference/model.py `Indexer`): its queries from the q latent
     (wq_b, q_lora_rank -> index_n_heads x index_head_dim), its one key head from the hidden
-    states (wk), and a weight per head (weights_proj, in the activation dtype)."""
+    states (wk), and a weight per head (weights_proj, in the activation dtype). QSA's (gqa with an
+    indexer, Qwen4-Exp) is one GEMM: vLLM v0.34.0 vllm/models/qwen4_exp/nvidia/qsa_indexer.py
+    `QSAIndexer.index_qk_proj`, a ReplicatedLinear to (indexer_n_heads + indexer_kv_heads) x
+    indexer_head_dim (indexer_kv_heads is 1), then two RMSNorms and RoPE."""
     heads, width = att.index_n_heads, att.index_head_dim
+    if att.kind == "gqa":  # QSA: one replicated index_qk_proj, d -> (heads + 1 key head) x width, no head weights
+        return [gemm("attn.indexer_qk", tokens, d, (heads + 1) * width, dtype, act=act)]  # (vLLM v0.34.0 qsa_indexer.py)
     return [gemm("attn.indexer_q", tokens, att.q_lora_rank or d, heads * width, dtype, act=act),
             gemm("attn.indexer_k", tokens, d, width, dtype, act=act),
             gemm("attn.indexer_weights", tokens, d, heads, act, act=act)]
@@ -71,9 +77,12 @@ def indexer_projections(att: AttentionSpec, d: int, tokens: int, dtype: str, act
 def index_cache_bytes(att: AttentionSpec) -> float:
     """Bytes of the indexer's key cache per token per layer: index_head_dim FP8 values and one
     FP32 scale per 128 of them (DeepSeek-V3.2-Exp inference/model.py `Indexer` k_cache in
-    float8_e4m3fn, k_scale_cache with block_size 128); 0 without an indexer."""
+    float8_e4m3fn, k_scale_cache with block_size 128); QSA's pooled keys, per token (below); 0
+    without an indexer. QSA's ring of the last index_block raw keys per request is not counted."""
     if not att.sparse:
         return 0.0
+    if att.kind == "gqa":  # QSA: one BF16 key per index_block tokens (vLLM v0.34.0 qsa_indexer.py: indexer_kv_dtype
+        return att.index_head_dim * 2.0 / (att.index_block or 1)  # resolves to "bf16" unless FP8 is asked for)
     return att.index_head_dim * 1.0 + 4.0 * math.ceil(att.index_head_dim / 128)
 
 
@@ -85,8 +94,9 @@ def kv_bytes_per_token(att: AttentionSpec, kv_dtype: str, tp: int) -> float:
     w = DTYPE_BYTES[kv_dtype]
     if att.kind == "mla":  # a sparse (DSA) layer keeps its indexer's keys beside the latent
         return (att.kv_lora_rank + att.qk_rope_head_dim) * w + index_cache_bytes(att)
-    if att.kind == "gqa":  # K head_dim wide, V v_head_dim wide (equal unless the model says so)
-        return heads_per_gpu(att.num_kv_heads, tp) * (att.head_dim + (att.v_head_dim or att.head_dim)) * w
+    if att.kind == "gqa":  # K head_dim wide, V v_head_dim wide (equal unless the model says so); QSA: its index keys
+        return (heads_per_gpu(att.num_kv_heads, tp) * (att.head_dim + (att.v_head_dim or att.head_dim)) * w
+                + index_cache_bytes(att))
     return 0.0
 
 

@@ -185,15 +185,19 @@ class IndexerKernel:
     ReLU dot products of index_head_dim in FP8 (fp8_mqa_logits), weighted per head, and the top
     index_topk are kept. Flops 2 x query-key pairs x heads x width; bytes the FP8 key cache over
     the visible KV and the FP32 scores written and read back by the top-k; two kernels. No
-    measured table holds it: the roofline prices it (source `roofline`)."""
+    measured table holds it: the roofline prices it (source `roofline`). QSA (Qwen4-Exp, gqa with
+    an indexer) scores one pooled key per index_block tokens and keeps whole blocks (vLLM v0.34.0
+    vllm/models/qwen4_exp/nvidia/ops/qsa_indexer.py `qsa_select_paged_decode`): pairs, keys and
+    scores are the per-token ones over index_block (key_bytes is already per token)."""
 
     def __init__(self, att: AttentionSpec, act: str = ACT):
         self.att, self.act = att, act
         self.key_bytes = index_cache_bytes(att)
+        self.block = att.index_block or 1
 
     def core(self, lens: BatchLens, tree_keys: float = 0.0) -> Op:
         att = self.att
-        pairs = lens.qkv_tokens + lens.q_tokens * tree_keys if tree_keys else lens.qk_tokens
+        pairs = (lens.qkv_tokens + lens.q_tokens * tree_keys if tree_keys else lens.qk_tokens) / self.block
         return Op("attn.indexer", "indexer", flops=2.0 * pairs * att.index_n_heads * att.index_head_dim,
                   kv_bytes=lens.kv_tokens * self.key_bytes, act_bytes=2 * 4.0 * pairs, kernels=2, dtype="fp8",
                   shape={"batch": lens.batch, "q": lens.q_tokens / max(lens.batch, 1), "kv_tokens": lens.kv_tokens,

@@ -124,7 +124,7 @@ def attention_projections(att: AttentionSpec, d: int, tokens: int, dtype: str, p
     not import this module: it imports ops)."""
     if att.kind == "compressed":
         return projections(att, d, tokens, dtype, par.tp, act)
-    return O.attention_projections(att, d, tokens, dtype, par, query_only, act)
+    return O.attention_projections(att, d, tokens, dtype, par, query_only, act) + hyper_connection_ops(att, d, tokens, act)
 
 
 def kv_bytes_per_token(att: AttentionSpec, kv_dtype: str, tp: int) -> float:
@@ -171,19 +171,44 @@ def hyper_connection_ops(att: AttentionSpec, d: int, tokens: int, act: str = ACT
     mix (the flattened hc x d stream times the (2 + hc) x hc FP32 mixing matrix), its RMS scale,
     Sinkhorn (iters passes over an hc x hc matrix), the reduce to d and the layer's RMSNorm: read
     hc x d, write d. The post kernel re-expands: read d + hc x d, write hc x d. The mix is no GEMM
-    of its own there (DeepSeek's reference code runs it as F.linear before its Sinkhorn kernel)."""
-    hc = att.compressed.hc_mult
+    of its own there (DeepSeek's reference code runs it as F.linear before its Sinkhorn kernel).
+
+    Qwen4-Exp's gated residual (a gqa or linear kind with hc_lowrank; vLLM v0.34.0
+    vllm/models/qwen4_exp/nvidia/hyperconnection.py `GatedResidual.combine_and_mix`): at each site
+    the copies' grouped RMSNorm, a down GEMM (hc x d -> hc_lowrank + hc, padded to a multiple of
+    16; SiLU fused), an up GEMM (hc_lowrank -> hc x d) fused with the sigmoid gate and the gated
+    mean over the copies, and the combine that writes the copies back. Both GEMMs are BF16
+    (quant_config None) and replicated on every GPU (disable_tp)."""
+    hc = att.hc_copies
     if hc == 1:
         return []
-    mix = (2 + hc) * hc
     size = DTYPE_BYTES[act]
+    if att.compressed is None:  # a gqa or linear kind's copies mix through Qwen4-Exp's gated residual
+        return _gated_residual_ops(hc, att.hc_lowrank, d, tokens, act)
+    mix = (2 + hc) * hc
     pre = Op("hc.pre", "hyper_connection", flops=tokens * (2.0 * hc * d * mix + 4.0 * att.compressed.hc_sinkhorn_iters * hc * hc
                                                             + 2 * hc * d),
              act_bytes=tokens * (hc + 1) * d * size, weight_bytes=hc * d * mix * 4.0, kernels=1, dtype=act,
              shape={"tokens": tokens, "d": d, "hc": hc})
-    post = Op("hc.post", "hyper_connection", flops=tokens * 2.0 * hc * d, act_bytes=tokens * (2 * hc + 1) * d * size,
-              kernels=1, dtype=act, shape={"tokens": tokens, "d": d, "hc": hc})
+    post = _hc_post(hc, d, tokens, act)
     return [pre, post, pre, post]
+
+
+def _hc_post(hc: int, d: int, tokens: int, act: str) -> Op:
+    """The combine after a block: read its output and the hc copies, write the copies."""
+    return Op("hc.post", "hyper_connection", flops=tokens * 2.0 * hc * d,
+              act_bytes=tokens * (2 * hc + 1) * d * DTYPE_BYTES[act], kernels=1, dtype=act,
+              shape={"tokens": tokens, "d": d, "hc": hc})
+
+
+def _gated_residual_ops(hc: int, rank: int, d: int, tokens: int, act: str) -> list[Op]:
+    """Qwen4-Exp's gated residual at a layer's two sites (hyper_connection_ops)."""
+    down = rank + hc + (-(rank + hc)) % 16
+    norm = Op("hc.pre", "hyper_connection", flops=tokens * 4.0 * hc * d, act_bytes=tokens * 2 * hc * d * DTYPE_BYTES[act],
+              kernels=1, dtype=act, shape={"tokens": tokens, "d": d, "hc": hc})
+    site = [norm, gemm("hc.down", tokens, hc * d, down, "bf16", act=act),
+            gemm("hc.up_mix", tokens, rank, hc * d, "bf16", act=act), _hc_post(hc, d, tokens, act)]
+    return site + site
 
 
 class CompressedKernel:

@@ -71,8 +71,7 @@ def _layer(dep: Deployment, part: ModelPart, ref: LayerRef, tokens: int, glue: b
     ops = decoder_layer_ops(att, ffn, part.spec.hidden_size, tokens, part.attn_dtype, part.ffn_dtype,
                             part.expert_dtype, par, part.query_only, dep.moe_skew, dep.act, glue,
                             fuse_shared=dep.fuses_shared_experts, independent=independent)
-    if ref.engram:  # DeepSeek-V4.1's Engram lookup (costs/engram.py)
-        hc = att.compressed.hc_mult if att.compressed is not None else 1
-        ops += engram_ops(part.spec.engram, part.spec.hidden_size, hc, tokens, part.attn_dtype, par.tp,
+    if ref.engram:  # DeepSeek-V4.1's Engram lookup, Qwen4-Exp's PLE n-gram table (costs/engram.py)
+        ops += engram_ops(part.spec.engram, part.spec.hidden_size, att.hc_copies, tokens, part.attn_dtype, par.tp,
                           tokens * par.attention_dp, dep.act, par.nodes(par.tp), dep.engram_tables)
     return ops

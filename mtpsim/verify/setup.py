@@ -21,6 +21,11 @@ def setup_of(s, device: str) -> Setup:
     if compressed:  # torchkit builds gqa, mla and linear layers
         raise ScenarioError(s.source, "model", f"verify builds gqa, mla and linear attention, and {s.specs.model.name!r} "
                             f"has DeepSeek-V4's compressed attention {compressed}; `mtpsim run` simulates it")
+    qwen4 = sorted(k for k, a in s.specs.model.attention_kinds.items()
+                   if a.kind != "compressed" and (a.hc_copies > 1 or a.index_block is not None))
+    if qwen4:  # torchkit's layers carry no hyper-connection copies and its gqa no indexer
+        raise ScenarioError(s.source, "model", f"verify builds no hyper-connections or QSA indexers, and "
+                            f"{s.specs.model.name!r} has them in {qwen4}; `mtpsim run` simulates it")
     if block and any(a.kind != "gqa" for a in s.specs.draft.attention_kinds.values()):
         raise ScenarioError(s.source, "speculative.draft", f"verify builds block drafters of gqa layers, and "
                             f"{s.specs.draft.name!r} has others; `mtpsim run` simulates it")
