@@ -183,7 +183,9 @@ def budget_below_decode(s: Scenario) -> list[tuple[str, str]]:
     engine = s.specs.engine
     if s.disaggregation is not None or not engine.mixes(d.design, s.engine.mixed_batches):
         return []
-    cap = engine.max_running(d.design, s.engine.max_running_requests)
+    # on this GPU: without it a by-GPU cap is its first class below any size (vLLM's 256, not
+    # the 1024 an 80 GB H100 admits), and a batch past the budget went without a word
+    cap = engine.max_running(d.design, s.engine.max_running_requests, s.specs.hardware)
     closed = w.arrival in ("closed", "batch")
     users = w.concurrency if w.arrival == "closed" else w.num_requests
     running = min(-(-users // s.parallel.dp), cap) if closed else cap

@@ -167,6 +167,9 @@ class EngineSpec(Spec):
     def _a_graph_rule(self) -> EngineSpec:
         if self.cuda_graph.max is None and self.kv_pool.reserved is None:
             raise AtKey("cuda_graph.max", "needed where kv_pool has no memory classes (reserved) to give it")
+        if self.cuda_graph.max is None and self.cuda_graph.unit == "tokens":  # read 256 requests as 256 tokens
+            raise AtKey("cuda_graph.max", "needed for a graph of tokens: the memory classes' graph_batch counts "
+                        "requests (cuda_graph_max_bs), not tokens")
         return self
 
     def chunk_tokens(self, gpu_name: str, gpu_mib: float) -> int:

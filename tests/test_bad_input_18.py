@@ -1,0 +1,51 @@
+"""Bad-input campaign 18: DOCSTRING
+"""
+from __future__ import annotations
+
+from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
+from tests.test_bad_input_9e import _refused, _scenario
+
+VLLM_STEPS_9 = """\
+name: r
+model: llama-3.1-8b
+hardware: h100-sxm
+cost: {model: roofline}
+engine: {kind: vllm}
+speculative: {design: nextn, steps: 9, draft: eagle3-llama-3.1-8b}
+acceptance: {per_depth: [0.9, 0.6, 0.3, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1]}
+workload: {arrival: closed, concurrency: 900, num_requests: 900, input_len: 64, output_len: 4}
+"""
+
+
+def _swap(old: str, new: str):
+    return lambda t: t.replace(old, new, 1)
+
+
+# ------------------------------------------------------------- 1. the running cap on no GPU
+
+def test_a_batch_past_vllms_budget_on_an_h100_is_warned_of(tmp_path, capsys):
+    """Before: the budget check took vLLM's running cap without the GPU, so its first class below
+    any size (256, the < 70 GiB GPUs'), not the 1024 an 80 GB H100 admits: 900 users x 10 tokens
+    (9,000 past the 8,192-token budget) ran without the warning `engine.max_running_requests: 1024`
+    gives."""
+    lines = warnings_of(capsys, ["run", _scenario(tmp_path, VLLM_STEPS_9), "--out", str(tmp_path / "out")])
+    assert any("workload.concurrency: 900 running requests x 10 tokens each exceed vllm's 8192-token budget" in x
+               for x in lines), lines
+
+
+# ------------------------------------------------------------- 2. graphs of tokens sized in requests
+
+def test_a_graph_of_tokens_without_its_own_max_is_refused(tmp_path, capsys, monkeypatch):
+    """Before: SGLang's file with `cuda_graph: {unit: tokens}` (no max) took its memory class's
+    graph_batch, 256 requests, as 256 tokens: a verify of 4 tokens a request replayed graphs up to
+    64 requests, without a word."""
+    _refused(tmp_path, capsys, monkeypatch, _swap("cuda_graph: {unit: requests, padded: true}\n",
+                                                  "cuda_graph: {unit: tokens, padded: true}\n"),
+             "cuda_graph.max", "graph_batch counts requests")
+
+
+def test_a_rule_making_graphs_of_tokens_without_a_max_is_refused(tmp_path, capsys, monkeypatch):
+    rule = '  - {name: tok, field: cuda_graph, value: {unit: tokens}, since: "0.5.0", source: x}\n'
+    line = _refused(tmp_path, capsys, monkeypatch, _swap("  - name: spec_v2_overlap\n", rule + "  - name: spec_v2_overlap\n"),
+                    "rules.3.value", "graph_batch counts requests")
+    assert "sets cuda_graph.max" in line, line
