@@ -2,6 +2,11 @@
 """
 from __future__ import annotations
 
+import sys
+
+import pytest
+
+from tests.test_bad_input import one_line_error
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 from tests.test_bad_input_9e import _refused, _scenario
 
@@ -49,3 +54,23 @@ def test_a_rule_making_graphs_of_tokens_without_a_max_is_refused(tmp_path, capsy
     line = _refused(tmp_path, capsys, monkeypatch, _swap("  - name: spec_v2_overlap\n", rule + "  - name: spec_v2_overlap\n"),
                     "rules.3.value", "graph_batch counts requests")
     assert "sets cuda_graph.max" in line, line
+
+
+# ------------------------------------------------------------- 3. a torch that is there but broken
+
+@pytest.mark.parametrize("command", [["verify", "s.yaml"], ["calibrate", "--device", "cpu", "--quick"]])
+@pytest.mark.parametrize("failure", ['OSError("libcudnn.so.9: cannot open shared object file")',
+                                     'ImportError("numpy.core.multiarray failed to import")'])
+def test_a_torch_that_fails_to_import_is_one_line(tmp_path, capsys, monkeypatch, command, failure):
+    """Before: find_spec found torch, so `verify` and `calibrate` imported their modules and a torch
+    whose import fails (a CUDA library it cannot load, a NumPy it was not built for) was a traceback."""
+    fake = tmp_path / "site"
+    (fake / "torch").mkdir(parents=True)
+    (fake / "torch" / "__init__.py").write_text(f"raise {failure}\n")
+    monkeypatch.syspath_prepend(str(fake))
+    for name in [m for m in sys.modules if m == "torch" or m.startswith(("torch.", "mtpsim.verify", "mtpsim.calibration",
+                                                                            "mtpsim.torchkit"))]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.chdir(tmp_path)
+    line = one_line_error(capsys, command, "", "`import torch` fails")
+    assert failure.split('"')[1].split(":")[0] in line, line
