@@ -74,3 +74,25 @@ def test_a_torch_that_fails_to_import_is_one_line(tmp_path, capsys, monkeypatch,
     monkeypatch.chdir(tmp_path)
     line = one_line_error(capsys, command, "", "`import torch` fails")
     assert failure.split('"')[1].split(":")[0] in line, line
+
+
+# ------------------------------------------------------------- 4. the cap `cost` says `run` holds
+
+SHORT_CONTEXT = """\
+name: q
+model: qwen3-30b-a3b
+hardware: h200
+cost: {model: roofline}
+speculative: {design: none}
+workload: {arrival: closed, concurrency: 3000, num_requests: 3000, input_len: 64, output_len: 2}
+"""
+
+
+def test_cost_says_the_running_cap_run_holds(tmp_path, capsys):
+    """Before: `cost` took SGLang's per-context cap without the KV pool, its floor: `3000 requests is
+    past the running-request cap of 2048 ... mtpsim run runs at most 2048 at once`, where a 40,960-token
+    model's pool on an H200 admits 4096 and `run` ran all 3000 at once."""
+    path = _scenario(tmp_path, SHORT_CONTEXT)
+    assert warnings_of(capsys, ["cost", path]) == []
+    lines = warnings_of(capsys, ["cost", path, "--batch", "5000"])
+    assert any("past the running-request cap of 4096 (sglang's default)" in x for x in lines), lines
