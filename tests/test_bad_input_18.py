@@ -96,3 +96,21 @@ def test_cost_says_the_running_cap_run_holds(tmp_path, capsys):
     assert warnings_of(capsys, ["cost", path]) == []
     lines = warnings_of(capsys, ["cost", path, "--batch", "5000"])
     assert any("past the running-request cap of 4096 (sglang's default)" in x for x in lines), lines
+
+
+# ------------------------------------------------------------- 5. a GPU no class holds
+
+@pytest.mark.parametrize("old, new, key, kind", [
+    # an 80 GB H100 took the < 70 GiB class's 256 requests, vLLM's 1024 for it gone
+    ("    - {requests: 1024}\n", "", "running_cap.by_gpu.1", "vllm"),
+    ("    - {requests: 1024}\n", "    - {gpus: [b200], requests: 1024}\n", "running_cap.by_gpu.2", "vllm"),
+    ("  - {tokens: 8192}\n", "", "prefill_chunk.1", "vllm"),
+    # a B200 took the H200's class (chunk 8192, 256 graphs), past its below_mib of 160 GiB
+    ("      - {chunked_prefill_tokens: 16384, graph_batch: 512, graph_batch_tp4: 512}                   # B200", "#",
+     "kv_pool.reserved.classes.4", "sglang"),
+])
+def test_a_class_list_without_a_class_of_any_gpu_is_refused(tmp_path, capsys, monkeypatch, old, new, key, kind):
+    """Before: first_holding (and memory_class) gave a GPU that no class holds the last class, whose
+    below_mib or gpus it does not meet, without a word."""
+    _refused(tmp_path, capsys, monkeypatch, _swap(old, new), key, "the last class is taken by every GPU",
+             kind=kind, argv=("--set", f"engine.kind={kind}"))
