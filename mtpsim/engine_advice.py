@@ -172,6 +172,18 @@ def blocks_out_of_reach(s: Scenario) -> list[tuple[str, str]]:
     return found
 
 
+def cap_per_rank(s: Scenario) -> list[tuple[str, str]]:
+    """SGLang under DP attention gives each rank max_running_requests // ranks (checks.py refuses a
+    cap below the ranks): a cap not a multiple of them admits fewer at once than it says."""
+    cap, d = s.engine.max_running_requests, s.disaggregation
+    ranks = (s.parallel if d is None else d.decode).attention_dp
+    if s.specs.engine.name != "sglang" or cap is None or ranks <= 1 or cap % ranks == 0:
+        return []
+    return [("engine.max_running_requests", f"SGLang gives each of its {ranks} attention-DP ranks {cap} // {ranks} = "
+             f"{cap // ranks} requests, {cap // ranks * ranks} at once in all, and mtpsim runs {cap}: give a multiple "
+             f"of {ranks}")]
+
+
 def budget_below_decode(s: Scenario) -> list[tuple[str, str]]:
     """A mixing engine (vLLM, TensorRT-LLM: sim/mixed.py) schedules at most its token budget a
     step, running requests first at their verify width each; mtpsim decodes the whole running

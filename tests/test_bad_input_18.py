@@ -114,3 +114,33 @@ def test_a_class_list_without_a_class_of_any_gpu_is_refused(tmp_path, capsys, mo
     below_mib or gpus it does not meet, without a word."""
     _refused(tmp_path, capsys, monkeypatch, _swap(old, new), key, "the last class is taken by every GPU",
              kind=kind, argv=("--set", f"engine.kind={kind}"))
+
+
+# ------------------------------------------------------------- 6. a cap over SGLang's attention-DP ranks
+
+ADP = """\
+name: d
+model: deepseek-v3
+hardware: h200
+cost: {model: roofline}
+parallel: {tp: 8, ep: 8, attention_dp: 8}
+speculative: {design: nextn, steps: 2}
+acceptance: {per_depth: [0.8, 0.7]}
+engine: {max_running_requests: CAP}
+workload: {arrival: closed, concurrency: 16, num_requests: 32, input_len: 64, output_len: 4}
+"""
+
+
+def test_a_running_cap_below_sglangs_attention_dp_ranks_is_refused(tmp_path, capsys):
+    """Before: max_running_requests 4 over 8 attention-DP ranks ran 4 requests at once; SGLang gives
+    each rank 4 // 8 = 0 (model_runner.py), and runs none."""
+    one_line_error(capsys, ["run", _scenario(tmp_path, ADP.replace("CAP", "4")), "--out", str(tmp_path / "out")],
+                   "engine.max_running_requests", "4 // 8 = 0 requests")
+
+
+def test_a_running_cap_not_a_multiple_of_the_ranks_is_warned_of(tmp_path, capsys):
+    """Before: 12 over 8 ranks ran 12 at once without a word; SGLang runs 1 a rank, 8 in all."""
+    lines = warnings_of(capsys, ["cost", _scenario(tmp_path, ADP.replace("CAP", "12"))])
+    assert any("engine.max_running_requests: SGLang gives each of its 8 attention-DP ranks 12 // 8 = 1" in x
+               for x in lines), lines
+    assert warnings_of(capsys, ["cost", _scenario(tmp_path, ADP.replace("CAP", "16"))]) == []
