@@ -171,8 +171,10 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
     memory = report["memory"].set_index("design")
     # the cap `run` holds: SGLang's grows with the KV pool (engines.RunningCap), so its floor
     # (2048) was said where a short-context model's pool admits 4096
+    # (no pool: `run` refuses it, and the warning below says so; the cap is then its floor)
+    pool = int(memory.max_kv_tokens[s.speculative.design]) or None
     cap = s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests, s.specs.hardware,
-                                     int(memory.max_kv_tokens[s.speculative.design]), s.specs.model.max_context)
+                                     pool, s.specs.model.max_context)
     share = batch if asked is not None else -(-batch // s.parallel.dp)  # `run` spreads the users over dp replicas
     if share > cap:  # as `mtpsim run` caps it (bound_by "cap" in its table)
         rule = "engine.max_running_requests" if s.engine.max_running_requests is not None else f"{s.specs.engine.name}'s default"
