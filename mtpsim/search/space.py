@@ -156,7 +156,11 @@ def with_load(s: sc.Scenario, load: dict, layout: Layout, keep_cap: bool,
     data = s.model_dump(exclude={"sweep", "search"}, exclude_none=True)
     data["workload"] = {**workload, **load}
     if load["arrival"] == "closed" and not keep_cap:
-        data["engine"] = {**data.get("engine", {}), "max_running_requests": math.ceil(load["concurrency"] / layout.replicas)}
+        # a replica's users, up to a multiple of its attention-DP ranks: SGLang gives each rank
+        # cap // ranks (checks.py), so 1 user over 2 ranks would launch a cap that admits none
+        users = math.ceil(load["concurrency"] / layout.replicas)
+        cap = -(-users // layout.attention_dp) * layout.attention_dp
+        data["engine"] = {**data.get("engine", {}), "max_running_requests": cap}
     label = {"layout": layout.label, "concurrency" if "concurrency" in load else "rate_per_s":
              load.get("concurrency", load.get("rate_per_s"))}
     try:
