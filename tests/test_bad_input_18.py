@@ -144,3 +144,21 @@ def test_a_running_cap_not_a_multiple_of_the_ranks_is_warned_of(tmp_path, capsys
     assert any("engine.max_running_requests: SGLang gives each of its 8 attention-DP ranks 12 // 8 = 1" in x
                for x in lines), lines
     assert warnings_of(capsys, ["cost", _scenario(tmp_path, ADP.replace("CAP", "16"))]) == []
+
+
+# ------------------------------------------------------------- 7. a dotted rule field into a section
+
+@pytest.mark.parametrize("field, word", [
+    ("cuda_graph.max", "a rule sets cuda_graph whole, not one key of it (field: cuda_graph"),
+    ("running_cap.fixed", "a rule sets running_cap whole"),
+    ("dp_routing.cache_threshold", "inside dp_routing a rule sets only dp_routing.waiting_weight"),
+    ("kv_pool.reserved.base_mib", "inside kv_pool a rule sets only kv_pool.reserved.speculative_mib"),
+])
+def test_a_dotted_rule_field_no_rule_sets_says_what_does(tmp_path, capsys, monkeypatch, field, word):
+    """Before: `Input should be 'speculative_max_running_requests', ... 's ... _pool.margin_activation_share',
+    ...`: the 27 fields a rule sets, cut in the middle, where the file meant a key of a section that
+    a rule sets whole (cuda_graph, running_cap) or one of the few keys a rule sets inside it."""
+    rule = f'  - {{name: cg, field: {field}, value: 64, since: "0.5.0", source: x}}\n'
+    line = _refused(tmp_path, capsys, monkeypatch, _swap("  - name: spec_v2_overlap\n", rule + "  - name: spec_v2_overlap\n"),
+                    "rules.3.field", word)
+    assert "Input should be" not in line, line
