@@ -55,17 +55,26 @@ def _setting_rule(engine, field: str) -> str:
     return f"rule {rule}" if rule else f"engines/{engine.name}.yaml {field}"
 
 
+def lacked_method(s: Scenario) -> str | None:
+    """What to say where the engine release has no speculative method for the scenario's design
+    (its file's lacks_methods), else None."""
+    engine, design = s.specs.engine, s.speculative.design
+    block = s.specs.block_kind if design == "block" else None
+    lacking = block if block in engine.lacks_methods else design if design in engine.lacks_methods else None
+    if lacking is None:
+        return None
+    what = f"a {lacking} block drafter" if lacking == block else f"design {design}"
+    return (f"{engine.name} {engine.version} has no speculative method for {what} (engines/{engine.name}.yaml "
+            "lacks_methods): mtpsim prices it with this engine's host rules as if the release ran it")
+
+
 def engine_moot(s: Scenario) -> list[tuple[str, str]]:
     """Engine settings the design or model gives nothing to act on, a design the release has no
     method for, and a profile under the roofline."""
     engine, record, found = s.specs.engine, designs.record(s.speculative.design), []
-    design, block = s.speculative.design, s.specs.block_kind if s.speculative.design == "block" else None
-    lacking = block if block in engine.lacks_methods else design if design in engine.lacks_methods else None
+    lacking = lacked_method(s)
     if lacking is not None:
-        what = f"a {lacking} block drafter" if lacking == block else f"design {design}"
-        found.append(("speculative.design", f"{engine.name} {engine.version} has no speculative method for {what} "
-                      f"(engines/{engine.name}.yaml lacks_methods): mtpsim prices it with this engine's host rules as "
-                      "if the release ran it"))
+        found.append(("speculative.design", lacking))
     if s.engine.mixed_batches and record.draft_part is not None and not engine.mixed_batches.speculative:
         if s.speculative.design in engine.mixes_as_decode:
             found.append(("engine.mixed_batches", f"{engine.name} {engine.version} mixes a prompt chunk into a "

@@ -162,3 +162,29 @@ def test_a_dotted_rule_field_no_rule_sets_says_what_does(tmp_path, capsys, monke
     line = _refused(tmp_path, capsys, monkeypatch, _swap("  - name: spec_v2_overlap\n", rule + "  - name: spec_v2_overlap\n"),
                     "rules.3.field", word)
     assert "Input should be" not in line, line
+
+
+# ------------------------------------------------------------- 8. a searched design the release lacks
+
+STEP = """\
+name: st
+model: step-3.5-flash
+hardware: h200
+cost: {model: roofline}
+parallel: {tp: 8, ep: 8}
+speculative: {design: nextn, steps: 1}
+acceptance: {per_depth: [0.8, 0.7, 0.6]}
+engine: {version: "0.5.6"}
+workload: {arrival: closed, concurrency: 1, num_requests: 2, input_len: 64, output_len: 4}
+search: {gpus: 8, tp: [8], ep: [8], attention_dp: [1], concurrency: [1], requests_per_user: 1, designs: [none, multi_layer]}
+"""
+
+
+def test_a_searched_design_the_release_has_no_method_for_is_warned_of(tmp_path, capsys):
+    """Before: `run` and `recommend` warned that SGLang 0.5.6 has no multi_layer method, while
+    `search` with search.designs [none, multi_layer] picked `multi_layer S=2` and printed its launch
+    flags for that release without a word (as_design's trial point is validated silently)."""
+    lines = warnings_of(capsys, ["search", _scenario(tmp_path, STEP), "--no-cache", "--no-plot", "--jobs", "1",
+                                 "--out", str(tmp_path / "out")])
+    assert any(": search.designs: multi_layer: sglang 0.5.6 has no speculative method for design multi_layer" in x
+               for x in lines), lines
