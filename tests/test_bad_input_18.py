@@ -9,6 +9,7 @@ import pytest
 from tests.test_bad_input import one_line_error
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 from tests.test_bad_input_9e import _refused, _scenario
+from tests.test_bad_input_11p import _stub_verify
 
 VLLM_STEPS_9 = """\
 name: r
@@ -188,3 +189,19 @@ def test_a_searched_design_the_release_has_no_method_for_is_warned_of(tmp_path, 
                                  "--out", str(tmp_path / "out")])
     assert any(": search.designs: multi_layer: sglang 0.5.6 has no speculative method for design multi_layer" in x
                for x in lines), lines
+
+
+# ------------------------------------------------------------- 9. verify and the engine section
+
+def test_verify_says_it_reads_no_engine_setting(tmp_path, capsys, monkeypatch):
+    """Before: `verify --set engine.kind=vllm --set engine.max_graph_batch=8` predicted its loop with
+    an engine section of its own (compare.simulated_mapping: SGLang's default, eager, no overlap)
+    and said nothing of the two settings, as it says of the cost section, seeds and arrivals."""
+    from tests.test_bad_input_11p import _verify_warnings
+    from tests.test_bad_input_15 import VERIFY_H200
+    _stub_verify(monkeypatch)
+    lines = _verify_warnings(tmp_path, capsys, VERIFY_H200 + "engine: {kind: vllm, max_graph_batch: 8}\n")
+    assert any(": engine.kind: verify times its own loop" in x and "engine.kind, engine.max_graph_batch are not read"
+               in x for x in lines), lines
+    (tmp_path / "plain").mkdir()
+    assert not any("engine." in x for x in _verify_warnings(tmp_path / "plain", capsys, VERIFY_H200)), lines
