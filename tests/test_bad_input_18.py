@@ -39,22 +39,29 @@ def test_a_batch_past_vllms_budget_on_an_h100_is_warned_of(tmp_path, capsys):
                for x in lines), lines
 
 
-# ------------------------------------------------------------- 2. graphs of tokens sized in requests
+# ------------------------------------------------------------- 2. graphs the memory classes do not size
 
-def test_a_graph_of_tokens_without_its_own_max_is_refused(tmp_path, capsys, monkeypatch):
-    """Before: SGLang's file with `cuda_graph: {unit: tokens}` (no max) took its memory class's
-    graph_batch, 256 requests, as 256 tokens: a verify of 4 tokens a request replayed graphs up to
-    64 requests, without a word."""
-    _refused(tmp_path, capsys, monkeypatch, _swap("cuda_graph: {unit: requests, padded: true}\n",
-                                                  "cuda_graph: {unit: tokens, padded: true}\n"),
-             "cuda_graph.max", "graph_batch counts requests")
+@pytest.mark.parametrize("section, key, word", [
+    # 256 requests (the H100's graph_batch) read as 256 tokens: a verify of 4 tokens a request
+    # replayed graphs up to 64 requests
+    ("{unit: tokens, padded: true}", "cuda_graph.unit", "their graph_batch counts requests"),
+    ("{unit: tokens, max: 1024, padded: true}", "cuda_graph.unit", "their graph_batch counts requests"),
+    # graphs up to 1024 requests, the reserve sized for the class's 256
+    ("{unit: requests, max: 1024, padded: true}", "cuda_graph.max", "the reserve does not hold"),
+])
+def test_a_graph_the_memory_classes_do_not_size_is_refused(tmp_path, capsys, monkeypatch, section, key, word):
+    """Before: SGLang's file (memory classes in kv_pool.reserved) with `cuda_graph: {unit: tokens}`
+    took the class's graph_batch, a request count, as tokens; with a cuda_graph.max it captured graphs
+    up to that max while the default memory fraction reserved for the class's graph_batch, without a word."""
+    _refused(tmp_path, capsys, monkeypatch, _swap("cuda_graph: {unit: requests, padded: true}\n", f"cuda_graph: {section}\n"),
+             key, word)
 
 
-def test_a_rule_making_graphs_of_tokens_without_a_max_is_refused(tmp_path, capsys, monkeypatch):
+def test_a_rule_making_graphs_of_tokens_on_memory_classes_is_refused(tmp_path, capsys, monkeypatch):
     rule = '  - {name: tok, field: cuda_graph, value: {unit: tokens}, since: "0.5.0", source: x}\n'
     line = _refused(tmp_path, capsys, monkeypatch, _swap("  - name: spec_v2_overlap\n", rule + "  - name: spec_v2_overlap\n"),
                     "rules.3.value", "graph_batch counts requests")
-    assert "sets cuda_graph.max" in line, line
+    assert "sets cuda_graph.unit" in line, line
 
 
 # ------------------------------------------------------------- 3. a torch that is there but broken
