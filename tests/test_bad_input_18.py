@@ -1,4 +1,50 @@
-"""Bad-input campaign 18: DOCSTRING
+"""Bad-input campaign 18: the last stop's CUDA graphs and running caps (engine.graph_padding,
+engine.max_graph_batch defaulting to the engine's own, engine_sections.py GraphCapture and RunningCap,
+costs/host.py host_model), engine files in a user catalog with cuda_graph, running_cap and
+lacks_methods sections or rules setting them, and the commands' flags (search, recommend, cost,
+plot, verify, calibrate, run's --set / --seeds / --jobs / --out).
+
+Probed, and already one line naming the key (or fine): --set values with anchors, undefined aliases,
+!!python/!!str/!!float tags, `? 5` and `{5}` mappings, 0x10 / 1_000 / 0o17 / dates, NaN and huge
+ints, keys with spaces, empty parts, 5,000 levels or a 2,000-deep flow value, one key given 3,000
+times; engine.ignore_rules as a string or listed twice; seeds past 2**63 with --seeds or a swept
+seed; sweeps listing a value twice or two seeds that share replicates; search --gpus / --seeds /
+--jobs / --max-steps out of range or not whole, --concurrency / --rates empty, 0, nan, inf, 1e-300
+or repeated, --ttft / --tpot / --min-user-tps in odd units and percentiles, --cache a file, a device,
+a link loop or a run folder, --out a file, a device, a path through a file or a link loop, search
+bounds admitting no layout, --disagg on one GPU; recommend --batch 0, 1,1 and 100000; cost --batch
+and --context at and past their bounds; plot on a file, a missing, empty, half-written, search or
+recommend folder, or one with a broken scenario.resolved.yaml or summary.csv (a column dropped,
+extra, shifted, no rows); run --out inside the package's data (catalog lookups name the folder);
+calibrate's --threads, --visits, --out and every --from aiconfigurator flag; verify with
+verify.device cuda on no GPU; torch missing outright; MTPSIM_CATALOG missing, empty, a file, a
+link; --backend ray addresses; engine files with cuda_graph or running_cap null, empty, of the
+wrong type, NaN, 0, two cap forms, empty by_gpu, float bounds, lacks_methods naming nextn, a
+string, a mapping, a repeat, in the file or set by a rule.
+
+Found and fixed:
+- vLLM's token-budget warning read the running cap without the GPU: its first class below any size
+  (256, the < 70 GiB GPUs'), not the 1024 an 80 GB H100 admits, so 900 users x 10 tokens went
+  unwarned (engine_advice.budget_below_decode);
+- on an engine whose memory classes give the largest CUDA graph (SGLang's kv_pool.reserved), a
+  `cuda_graph: {unit: tokens}` took graph_batch, a request count, as tokens, and a cuda_graph.max
+  captured graphs the memory reserve was not sized for (engines.py);
+- verify and calibrate checked only that torch is found: one whose import fails (a CUDA library it
+  cannot load, a NumPy it was not built for) was a traceback (commands.torch_command);
+- `cost` warned of SGLang's per-context running cap at its floor, 2048, without the KV pool: a
+  40,960-token model on an H200 admits 4096, and `cost` said `run` queues users it runs (report.py);
+- a GPU-class list (running_cap.by_gpu, prefill_chunk, kv_pool.reserved.classes) without a class
+  of any GPU gave a GPU no class holds the last class, whose below_mib or gpus it does not meet;
+- SGLang gives each attention-DP rank max_running_requests // ranks: a cap below the ranks ran
+  where the engine runs none (refused; search now rounds its caps up to a multiple of the
+  ranks), and one not a multiple ran more at once than the engine admits (warned);
+- a rule's dotted field into a section (cuda_graph.max, kv_pool.knob) was refused with the 27
+  fields a rule sets cut in the middle: now it says the section is set whole, or which keys of it
+  a rule sets;
+- `search` with search.designs naming a design the release has no method for (lacks_methods)
+  picked it and printed its launch flags without the warning `run` and `recommend` give;
+- `verify` predicts its loop with an engine section of its own and said nothing of the scenario's
+  engine settings (engine.kind, engine.max_graph_batch, ...), as it does of cost, seeds, arrivals.
 """
 from __future__ import annotations
 
