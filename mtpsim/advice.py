@@ -200,7 +200,7 @@ CHECKS = (spec.ignored_by_design, spec.unreached_policy, engine_advice.skew_with
           workload_advice.reshaped_lengths, model_advice.no_context_limit, spec.deep_histogram, spec.dead_drafts,
           swept_search, swept_verify, engine_advice.no_wide_ep, engine_advice.idle_engine_settings,
           engine_advice.blocks_out_of_reach, engine_advice.budget_below_decode,
-          engine_advice.whole_prompts_past_budget, model_advice.unread_dtypes,
+          engine_advice.whole_prompts_past_budget, engine_advice.cap_per_rank, model_advice.unread_dtypes,
           model_advice.windows_past_context, model_advice.fp4_kv_before_blackwell,
           workload_advice.trace_settings_unread, model_advice.past_any_model, model_advice.odd_widths,
           _verify_past_the_model, _disaggregation_moot, workload_advice.unused_by_arrival,

@@ -59,6 +59,7 @@ def check_against_specs(s: Scenario, where: str) -> None:
                             f"ranks holds at most {ep} times the mean (all the tokens)")
     check_replicates(s.seed, s.seeds, where, "seeds")
     _check_token_budget(s, where)
+    _check_running_per_rank(s, where)
     _check_host_link(s, where)
 
 
@@ -69,6 +70,20 @@ def _check_host_link(s: Scenario, where: str) -> None:
         raise ScenarioError(where, "engine.engram_tables", f"{s.engine.engram_tables} tables are read over the host link, "
                             f"and hardware {hw.name!r} gives no host_link_bandwidth_bytes_per_s (give it: "
                             f"hardware: {{from: {hw.name}, host_link_bandwidth_bytes_per_s: ...}})")
+
+
+def _check_running_per_rank(s: Scenario, where: str) -> None:
+    """SGLang under DP attention gives each attention-DP rank max_running_requests // dp_size
+    requests (model_runner.py init_max_running_requests): a cap below the ranks admits none, and
+    the engine runs nothing, where mtpsim ran the cap at once."""
+    cap = s.engine.max_running_requests
+    d = s.disaggregation
+    layout = s.parallel if d is None else d.decode  # the running cap holds where requests decode
+    if s.specs.engine.name == "sglang" and cap is not None and cap < layout.attention_dp:
+        at = "parallel.attention_dp" if d is None else "disaggregation.decode.attention_dp"
+        raise ScenarioError(where, "engine.max_running_requests", f"{cap} is below {at} {layout.attention_dp}: SGLang "
+                            f"gives each attention-DP rank {cap} // {layout.attention_dp} = 0 requests, "
+                            f"so none would run (give at least {layout.attention_dp})")
 
 
 def _check_token_budget(s: Scenario, where: str) -> None:

@@ -10,7 +10,7 @@ import gc
 import importlib
 import sys
 
-from mtpsim.errors import ScenarioError
+from mtpsim.errors import ScenarioError, cut_middle, line
 
 
 @contextlib.contextmanager
@@ -104,6 +104,13 @@ def torch_command(module: str, args) -> int:
     import importlib.util
     if importlib.util.find_spec("torch") is None:
         print("mtpsim: error: this command needs PyTorch: pip install 'mtpsim[torch]'", file=sys.stderr)
+        return 2
+    try:  # installed, but broken: a CUDA library it cannot load, a NumPy it was not built for
+        importlib.import_module("torch")  # by name: only these two commands import it (tests/test_imports.py)
+    except (ImportError, OSError) as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        print(line("error", f"this command needs PyTorch, and `import torch` fails: {cut_middle(reason, 200)} "
+                   "(reinstall it: pip install 'mtpsim[torch]')"), file=sys.stderr)
         return 2
     return importlib.import_module(module).main(args)
 

@@ -55,17 +55,26 @@ def _setting_rule(engine, field: str) -> str:
     return f"rule {rule}" if rule else f"engines/{engine.name}.yaml {field}"
 
 
+def lacked_method(s: Scenario) -> str | None:
+    """What to say where the engine release has no speculative method for the scenario's design
+    (its file's lacks_methods), else None."""
+    engine, design = s.specs.engine, s.speculative.design
+    block = s.specs.block_kind if design == "block" else None
+    lacking = block if block in engine.lacks_methods else design if design in engine.lacks_methods else None
+    if lacking is None:
+        return None
+    what = f"a {lacking} block drafter" if lacking == block else f"design {design}"
+    return (f"{engine.name} {engine.version} has no speculative method for {what} (engines/{engine.name}.yaml "
+            "lacks_methods): mtpsim prices it with this engine's host rules as if the release ran it")
+
+
 def engine_moot(s: Scenario) -> list[tuple[str, str]]:
     """Engine settings the design or model gives nothing to act on, a design the release has no
     method for, and a profile under the roofline."""
     engine, record, found = s.specs.engine, designs.record(s.speculative.design), []
-    design, block = s.speculative.design, s.specs.block_kind if s.speculative.design == "block" else None
-    lacking = block if block in engine.lacks_methods else design if design in engine.lacks_methods else None
+    lacking = lacked_method(s)
     if lacking is not None:
-        what = f"a {lacking} block drafter" if lacking == block else f"design {design}"
-        found.append(("speculative.design", f"{engine.name} {engine.version} has no speculative method for {what} "
-                      f"(engines/{engine.name}.yaml lacks_methods): mtpsim prices it with this engine's host rules as "
-                      "if the release ran it"))
+        found.append(("speculative.design", lacking))
     if s.engine.mixed_batches and record.draft_part is not None and not engine.mixed_batches.speculative:
         if s.speculative.design in engine.mixes_as_decode:
             found.append(("engine.mixed_batches", f"{engine.name} {engine.version} mixes a prompt chunk into a "
@@ -172,6 +181,18 @@ def blocks_out_of_reach(s: Scenario) -> list[tuple[str, str]]:
     return found
 
 
+def cap_per_rank(s: Scenario) -> list[tuple[str, str]]:
+    """SGLang under DP attention gives each rank max_running_requests // ranks (checks.py refuses a
+    cap below the ranks): a cap not a multiple of them admits fewer at once than it says."""
+    cap, d = s.engine.max_running_requests, s.disaggregation
+    ranks = (s.parallel if d is None else d.decode).attention_dp
+    if s.specs.engine.name != "sglang" or cap is None or ranks <= 1 or cap % ranks == 0:
+        return []
+    return [("engine.max_running_requests", f"SGLang gives each of its {ranks} attention-DP ranks {cap} // {ranks} = "
+             f"{cap // ranks} requests, {cap // ranks * ranks} at once in all, and mtpsim runs {cap}: give a multiple "
+             f"of {ranks}")]
+
+
 def budget_below_decode(s: Scenario) -> list[tuple[str, str]]:
     """A mixing engine (vLLM, TensorRT-LLM: sim/mixed.py) schedules at most its token budget a
     step, running requests first at their verify width each; mtpsim decodes the whole running
@@ -183,7 +204,9 @@ def budget_below_decode(s: Scenario) -> list[tuple[str, str]]:
     engine = s.specs.engine
     if s.disaggregation is not None or not engine.mixes(d.design, s.engine.mixed_batches):
         return []
-    cap = engine.max_running(d.design, s.engine.max_running_requests)
+    # on this GPU: without it a by-GPU cap is its first class below any size (vLLM's 256, not
+    # the 1024 an 80 GB H100 admits), and a batch past the budget went without a word
+    cap = engine.max_running(d.design, s.engine.max_running_requests, s.specs.hardware)
     closed = w.arrival in ("closed", "batch")
     users = w.concurrency if w.arrival == "closed" else w.num_requests
     running = min(-(-users // s.parallel.dp), cap) if closed else cap

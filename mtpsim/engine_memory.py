@@ -60,6 +60,9 @@ class ReservedMemory(Spec):
             if low is None or high is not None and high <= low:
                 raise AtKey(f"classes.{i + 1}", "no GPU reaches this class: give classes by rising below_mib, the "
                             "one without below_mib (any larger GPU) last")
+        if bounds[-1] is not None:  # memory_class gives a larger GPU the last class, past its bound
+            raise AtKey(f"classes.{len(bounds) - 1}", "the last class is taken by every GPU past its below_mib too: "
+                        "end with a class without below_mib (any larger GPU)")
         return self
 
     def memory_class(self, gpu_mib: float) -> MemoryClass:

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from packaging.version import InvalidVersion, Version
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import AtKey, ScenarioError, first_repeat, from_validation, short, warn
@@ -44,6 +44,21 @@ class VersionRule(Spec):
 
     name: str = Field(pattern=r"^[a-z0-9_]+$")
     field: RuleField
+
+    @field_validator("field", mode="before")
+    @classmethod
+    def _a_whole_section(cls, value):
+        """`cuda_graph.max` or `kv_pool.knob` was refused with the 27 fields a rule sets, cut in
+        the middle: say that a rule sets such a section whole, or which keys of it a rule sets."""
+        head, dot, _ = value.partition(".") if isinstance(value, str) else ("", "", "")
+        fields = get_args(RuleField)
+        inside = [f for f in fields if f.startswith(f"{head}.")]
+        if dot and value not in fields and head in fields:
+            raise ValueError(f"{short(value)}: a rule sets {head} whole, not one key of it (field: {head}, "
+                             f"value: the whole {head} section at those releases)")
+        if dot and value not in fields and inside:
+            raise ValueError(f"{short(value)}: inside {head} a rule sets only {', '.join(inside)}")
+        return value
     value: Any
     since: str | None = None  # the first release it holds for
     until: str | None = None  # the first release it no longer holds for

@@ -61,6 +61,11 @@ def classes_read(classes, key: str) -> None:
         bound = float("inf") if c.below_mib is None else c.below_mib
         if c.gpus is None and bound > widest:
             widest, at = bound, i
+    last = len(classes or ()) - 1
+    if last >= 0 and (classes[last].below_mib is not None or classes[last].gpus is not None):
+        # first_holding gives a GPU no class holds the last class, whose bound it does not meet
+        raise AtKey(f"{key}.{last}", "the last class is taken by every GPU no class holds, its own bound "
+                    "aside: give it neither below_mib nor gpus (the class of any other GPU)")
 
 
 class ChunkClass(GpuClass):

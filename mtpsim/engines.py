@@ -167,6 +167,13 @@ class EngineSpec(Spec):
     def _a_graph_rule(self) -> EngineSpec:
         if self.cuda_graph.max is None and self.kv_pool.reserved is None:
             raise AtKey("cuda_graph.max", "needed where kv_pool has no memory classes (reserved) to give it")
+        if self.kv_pool.reserved is not None and self.cuda_graph.unit == "tokens":  # 256 requests read as tokens
+            raise AtKey("cuda_graph.unit", "tokens, where the memory classes (kv_pool.reserved) give the largest "
+                        "graph: their graph_batch counts requests (cuda_graph_max_bs)")
+        if self.kv_pool.reserved is not None and self.cuda_graph.max is not None:  # graphs past the reserve
+            raise AtKey("cuda_graph.max", "the memory classes (kv_pool.reserved.classes graph_batch) give the largest "
+                        "graph and size the reserve for it: a max here would capture graphs the reserve does not "
+                        "hold (give the size there)")
         return self
 
     def chunk_tokens(self, gpu_name: str, gpu_mib: float) -> int:

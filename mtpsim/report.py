@@ -155,13 +155,7 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
         print("(disaggregated: pricing the decode pool's iteration on its own layout)")
         s = pool_scenario(s, "decode")
     asked, batch = batch, s.workload.concurrency if batch is None else batch
-    cap = s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests, s.specs.hardware)
     asked_at = ("--batch", "") if asked is not None else (s.source, "workload.concurrency")  # whose batch it is
-    share = batch if asked is not None else -(-batch // s.parallel.dp)  # `run` spreads the users over dp replicas
-    if share > cap:  # as `mtpsim run` caps it (bound_by "cap" in its table)
-        rule = "engine.max_running_requests" if s.engine.max_running_requests is not None else f"{s.specs.engine.name}'s default"
-        warn(*asked_at, f"{share} requests {'a replica ' if share != batch else ''}is past the running-request cap of "
-             f"{cap} ({rule}): `mtpsim run` runs at most {cap} at once and queues the rest; priced as asked")
     if context is None and s.workload.arrival == "trace":  # the replayed prompts', not the unused input_len
         context = round(scan(s.workload.trace).mean_input_len)
     context = mean_length(s.workload.input_len) if context is None else context
@@ -175,6 +169,17 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
               f"memory is sized for speculative.steps {s.speculative.steps})")
     report = cost_report(s, batch, context, ops=ops)
     memory = report["memory"].set_index("design")
+    # the cap `run` holds: SGLang's grows with the KV pool (engines.RunningCap), so its floor
+    # (2048) was said where a short-context model's pool admits 4096
+    # (no pool: `run` refuses it, and the warning below says so; the cap is then its floor)
+    pool = int(memory.max_kv_tokens[s.speculative.design]) or None
+    cap = s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests, s.specs.hardware,
+                                     pool, s.specs.model.max_context)
+    share = batch if asked is not None else -(-batch // s.parallel.dp)  # `run` spreads the users over dp replicas
+    if share > cap:  # as `mtpsim run` caps it (bound_by "cap" in its table)
+        rule = "engine.max_running_requests" if s.engine.max_running_requests is not None else f"{s.specs.engine.name}'s default"
+        warn(*asked_at, f"{share} requests {'a replica ' if share != batch else ''}is past the running-request cap of "
+             f"{cap} ({rule}): `mtpsim run` runs at most {cap} at once and queues the rest; priced as asked")
     fits = memory[f"max_requests@{context}"]  # memory_table's column
     past_context = limit is not None and context > limit  # warned above; then nothing fits anyway
     per_pool = -(-batch // s.parallel.attention_dp)  # under DP attention each group's GPUs hold its own requests' KV

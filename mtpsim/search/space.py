@@ -16,6 +16,7 @@ from mtpsim import scenario as sc
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.checks import as_built_for
 from mtpsim.designs import BASELINE, record
+from mtpsim.engine_advice import lacked_method
 from mtpsim.errors import ScenarioError, silenced, warn
 from mtpsim.heaviness import heavy_load, prefill_chunks
 from mtpsim.schema import MAX_STEPS, mean_length
@@ -61,6 +62,9 @@ def steps_by_design(base: sc.Scenario, bounds: SearchBounds, flags: set[str] = f
         if record(design).draft_part is None:
             continue
         s = base if design == base.speculative.design else as_design(base, design, key)
+        lacking = lacked_method(s) if s is not base else None  # the scenario's own is warned of as it loads
+        if lacking is not None:  # as_design's trial is silent: a searched design was picked, flags and all
+            warn(base.source, key, f"{design}: {lacking}")
         steps = candidate_steps(s, bounds.max_steps, bound_origin(base.source, flags, "max_steps"))
         if not steps:
             spec = s.speculative.model_copy(update={"steps": 1, "topk": 1, "draft_tokens": None, "policy": None})
@@ -156,7 +160,11 @@ def with_load(s: sc.Scenario, load: dict, layout: Layout, keep_cap: bool,
     data = s.model_dump(exclude={"sweep", "search"}, exclude_none=True)
     data["workload"] = {**workload, **load}
     if load["arrival"] == "closed" and not keep_cap:
-        data["engine"] = {**data.get("engine", {}), "max_running_requests": math.ceil(load["concurrency"] / layout.replicas)}
+        # a replica's users, up to a multiple of its attention-DP ranks: SGLang gives each rank
+        # cap // ranks (checks.py), so 1 user over 2 ranks would launch a cap that admits none
+        users = math.ceil(load["concurrency"] / layout.replicas)
+        cap = -(-users // layout.attention_dp) * layout.attention_dp
+        data["engine"] = {**data.get("engine", {}), "max_running_requests": cap}
     label = {"layout": layout.label, "concurrency" if "concurrency" in load else "rate_per_s":
              load.get("concurrency", load.get("rate_per_s"))}
     try:

@@ -91,6 +91,13 @@ def _verify(points: list, args, out: Path) -> int:
     if first.seeds > 1:  # run's replicates: verify times one loop per point, at the scenario's seed
         warn(first.source or "verify", "seeds", f"verify runs one loop per point, at seed {first.seed}: the "
              f"{first.seeds} replicates seeds asks for are `mtpsim run`'s")
+    engined = next((p for p in points if p.engine.model_fields_set), None)
+    if engined is not None:  # compare.simulated_mapping prices the loop with an engine section of its own
+        keys = [f"engine.{k}" for k in sorted(engined.engine.model_fields_set)]
+        warn(engined.source or "verify", keys[0], f"verify times its own loop (eager, no host overlap, no serving "
+             f"engine) and predicts that: the scenario's {', '.join(keys[:4])}{' ...' * (len(keys) > 4)} "
+             f"{'is' if len(keys) == 1 else 'are'} "
+             "not read (`mtpsim run` reads it)")
     table = pd.concat(tables, ignore_index=True)
     level = at_level(table, levels)
     write_csv(table, out / "verify.csv")
