@@ -239,7 +239,7 @@ def whole_prompts_past_budget(s: Scenario) -> list[tuple[str, str]]:
         return []
     budget = prefill_chunk_tokens(s)
     longest = min(max_length(w.input_len), budget)
-    cap = engine.max_running(d.design, s.engine.max_running_requests)
+    cap = engine.max_running(d.design, s.engine.max_running_requests, s.specs.hardware)  # on this GPU, as above
     users = w.concurrency if w.arrival == "closed" else w.num_requests
     running = min(-(-users // s.parallel.dp), cap) if w.arrival in ("closed", "batch") else cap
     others = max(running - 1, 0) * d.draft_tokens  # the prompt's own request is not yet decoding
