@@ -170,6 +170,8 @@ def _add_cost(sub) -> None:
     p.add_argument("--context", type=bounded(0, MAX_CONTEXT), help=f"committed KV length per request, "
                    f"0..{MAX_CONTEXT} (default: mean input_len)")
     p.add_argument("--ops", action="store_true", help="also list every op: time, bound, and which model priced it")
+    p.add_argument("--prompt", type=bounded(1, MAX_CONTEXT), help=f"also price the prefill of one prompt of this "
+                   f"many tokens, 1..{MAX_CONTEXT}, in the engine's prefill chunks (with --ops, op by op)")
     p.set_defaults(func=commands.cost)
 
 

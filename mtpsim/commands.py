@@ -62,7 +62,7 @@ def plot(args) -> int:
 
 def cost(args) -> int:
     from mtpsim.report import cost_command
-    return cost_command(args.scenario, args.sets, args.batch, args.context, args.ops)
+    return cost_command(args.scenario, args.sets, args.batch, args.context, args.ops, args.prompt)
 
 
 def list(args) -> int:

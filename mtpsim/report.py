@@ -17,9 +17,9 @@ from mtpsim.costs.iteration import hiding_window, iteration_cost
 from mtpsim.costs.ops import BatchLens
 from mtpsim.costs.ragged import all_plain, pass_lens
 from mtpsim.costs.streams import HIDDEN
-from mtpsim.designs import BASELINE, DesignShape, iteration_passes
+from mtpsim.designs import BASELINE, DesignShape, iteration_passes, prefill_passes
 from mtpsim.errors import warn
-from mtpsim.memory import memory_budget, pool_rule
+from mtpsim.memory import memory_budget, pool_rule, prefill_chunk_tokens
 from mtpsim.pools import pool_scenario
 from mtpsim.schema import mean_length
 from mtpsim.tracefiles import scan
@@ -60,6 +60,34 @@ def op_table(pricer: Pricer, design: DesignShape, batch: int, context: int) -> p
     df = pd.DataFrame(rows)
     keys = ["pass", "op", "family", "bound", "priced_by"]
     return df.groupby(keys, sort=False, as_index=False).agg(count=("count", "sum"), time_ms=("time_ms", "sum"))
+
+
+def prefill_table(pricer: Pricer, design: DesignShape, prompt: int, chunk: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(one row per prefill pass of one prompt of `prompt` tokens, the ops of those passes) as
+    the engine prefills it: in chunks of at most `chunk` tokens (its prefill budget), each chunk
+    after the ones before it in KV. A pass's row sums its chunks; its bound is its longest chunk's."""
+    rows, ops = [], []
+    for shape in prefill_passes(design):
+        parts, done = [], 0
+        while done < prompt:
+            n = min(chunk, prompt - done)
+            parts.append(pricer.price(shape, np.array([n]), np.array([done]), keep_ops=True))
+            done += n
+        longest = max(parts, key=lambda c: c.time_s)
+        rows.append({"pass": f"{shape.kind}:{shape.part}", "tokens": prompt, "chunks": len(parts),
+                     "time_ms": sum(c.time_s for c in parts) * 1e3,
+                     "weight_GB": sum(c.weight_bytes for c in parts) / 1e9,
+                     "kv_GB": sum(c.kv_bytes for c in parts) / 1e9, "gflop": sum(c.flops for c in parts) / 1e9,
+                     "comm_ms": sum(c.comm_s for c in parts) * 1e3, "overhead_ms": sum(c.launch_s for c in parts) * 1e3,
+                     "bound": longest.bound, "priced_by": "+".join(sorted({x for c in parts for x in c.sources}))})
+        ops += [{"pass": f"{shape.kind}:{shape.part}", "op": op.name, "family": op.family, "count": n,
+                 "time_ms": n * t.total_s * 1e3, "bound": _op_bound(t), "priced_by": t.source}
+                for c in parts for op, t, n in c.ops]
+    keys = ["pass", "op", "family", "bound", "priced_by"]
+    # a op's count is per chunk: the chunks' counts add up (count = layers x ops x chunks)
+    by_op = pd.DataFrame(ops).groupby(keys, sort=False, as_index=False).agg(count=("count", "sum"),
+                                                                          time_ms=("time_ms", "sum"))
+    return pd.DataFrame(rows), by_op
 
 
 def _op_bound(t) -> str:
@@ -138,9 +166,12 @@ def _variants(scenario, designs: list[DesignShape], batch: int):
     return out + [(d, f"{d.design} kept", kept, profile.kept_before_drafting)]
 
 
-def cost_command(path: str, sets: list[str], batch: int | None, context: int | None, ops: bool) -> int:
+def cost_command(path: str, sets: list[str], batch: int | None, context: int | None, ops: bool,
+                 prompt: int | None = None) -> int:
     """`mtpsim cost`: the first point's report at `batch` requests (default workload.concurrency)
-    of `context` committed tokens (default the mean prompt), printed table by table."""
+    of `context` committed tokens (default the mean prompt), printed table by table; `prompt`:
+    also the prefill of one prompt of that many tokens (on the prefill pool's layout where the
+    scenario disaggregates)."""
     points = sc.load(path, sets, advise_points=batch is None)
     if batch is not None:  # the batch priced is the flag's, not the one the load would keep running
         for p in points:
@@ -151,8 +182,10 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
     # gives, else the layout (`mtpsim run` refuses it at the pool or engine.mem_fraction: memory.check_fits)
     room = "disaggregation.decode" if s.disaggregation is not None else \
         "engine.mem_fraction" if s.engine.mem_fraction is not None else "parallel"
+    prefilling = s if s.disaggregation is None else pool_scenario(s, "prefill")  # where a prompt is prefilled
     if s.disaggregation is not None:  # an iteration is the decode pool's: TPOT is set there
-        print("(disaggregated: pricing the decode pool's iteration on its own layout)")
+        print("(disaggregated: pricing the decode pool's iteration on its own layout"
+              f"{', and a prompt on the prefill pool' if prompt is not None else ''})")
         s = pool_scenario(s, "decode")
     asked, batch = batch, s.workload.concurrency if batch is None else batch
     asked_at = ("--batch", "") if asked is not None else (s.source, "workload.concurrency")  # whose batch it is
@@ -160,9 +193,10 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
         context = round(scan(s.workload.trace).mean_input_len)
     context = mean_length(s.workload.input_len) if context is None else context
     limit = s.specs.model.max_context
-    if limit is not None and context > limit:
-        warn("--context", "", f"{context} is past model {s.specs.model.name!r}'s max_context {limit}: "
-             "priced as asked, though no request that long can run")
+    for flag, tokens in (("--context", context), ("--prompt", prompt)):
+        if tokens is not None and limit is not None and tokens > limit:
+            warn(flag, "", f"{tokens} is past model {s.specs.model.name!r}'s max_context {limit}: "
+                 "priced as asked, though no request that long can run")
     sweep.left_out(points, "cost")
     if s.speculative.policy is not None:
         print(f"(steps_by_batch: at batch {batch} an iteration runs {s.speculative.policy.steps_for(batch)} steps; "
@@ -201,6 +235,14 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
     _print("Memory budget per GPU", report["memory"])
     if ops:
         _print(f"Ops of one {s.speculative.design} iteration (per GPU; count = layers x ops per layer)", report["ops"])
+    if prompt is not None:
+        chunk = prefill_chunk_tokens(prefilling)
+        passes, prefill_ops = prefill_table(build_pricer(prefilling), DesignShape.of(prefilling.speculative), prompt, chunk)
+        where = "" if prefilling is s else f" on the prefill pool ({prefilling.describe_layout()})"
+        _print(f"Prefill of one {prompt}-token prompt{where} (per GPU; chunks of at most {chunk} tokens, "
+               f"each after the ones before it)", passes)
+        if ops:
+            _print("Ops of that prefill (per GPU; count = layers x ops per layer x chunks)", prefill_ops)
     return 0
 
 
