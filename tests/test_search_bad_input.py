@@ -187,6 +187,20 @@ def test_dev_null_as_the_cache_is_one_line(tmp_path, capsys, monkeypatch):
     assert line.startswith("mtpsim: error: --cache: /dev/null")
 
 
+@pytest.mark.parametrize("name", ["notes.txt", ".bashrc", "a" * 64 + ".yaml", "subfolder"])
+def test_a_folder_of_the_users_own_files_is_no_cache(tmp_path, capsys, monkeypatch, name):
+    """`--cache ~` or `--cache /etc` used to scatter hash-named entries among the user's files
+    (nothing overwritten, but nothing of theirs either): a folder holding anything but entries is
+    refused before anything runs, and left as it was."""
+    not_run(monkeypatch)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / name).mkdir() if name == "subfolder" else (home / name).write_text("mine")
+    line = one_line_error(capsys, argv(tmp_path, cache="home"), "", "no cache entry")
+    assert line.startswith("mtpsim: error: --cache: ") and name in line
+    assert [p.name for p in home.iterdir()] == [name]
+
+
 def test_the_cache_cannot_be_the_output_folder(tmp_path, capsys, monkeypatch):
     not_run(monkeypatch)
     one_line_error(capsys, argv(tmp_path, cache="out"), "", "--out folder")

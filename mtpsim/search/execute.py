@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
@@ -60,6 +61,10 @@ class Cache:
             if any((self.folder / marker).is_file() for marker in (CLAIM, COMPLETE)):  # entries would mix with results
                 raise ScenarioError("--cache", "", f"{self.folder} is a run folder (a command's results are there): "
                                     "give the cache a folder of its own, or --no-cache")
+            stranger = _not_an_entry(self.folder)
+            if stranger is not None:  # `--cache ~` or `--cache /etc`: entries would scatter among the user's files
+                raise ScenarioError("--cache", "", f"{self.folder} holds {stranger!r}, which is no cache entry: give the "
+                                    "cache a folder of its own (new, or one only `mtpsim search` wrote), or --no-cache")
             try:
                 self.folder.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -115,6 +120,21 @@ class Cache:
                 why = "is a folder" if self.entry(key).is_dir() else (exc.strerror or str(exc))
                 warn(str(self.entry(key)), "", f"cannot store this point's result ({why}); the search goes on "
                      "without caching it (nor any other point's that cannot be stored)")
+
+
+ENTRY = re.compile(r"\.?[0-9a-f]{64}(\.\d+\.tmp|\.json)")  # an entry, or one being written (Cache.put)
+
+
+def _not_an_entry(folder: Path) -> str | None:
+    """The name of something in an existing `folder` that no search wrote (None: all entries, or
+    no folder yet); the first few hundred names are looked at, enough to tell a cache from a home."""
+    with contextlib.suppress(OSError):
+        for i, child in enumerate(os.scandir(folder)):
+            if not ENTRY.fullmatch(child.name):
+                return child.name
+            if i >= 256:
+                break
+    return None
 
 
 def _checksum(row: dict) -> str:
