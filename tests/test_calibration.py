@@ -26,6 +26,8 @@ TINY = [
     G.Config("lm_head", {"kind": "expand"}, {"dtype": "fp32"}, dict(m=(1, 4), k=(16,), n=(256,))),
     *[G.Config("attention", {"kind": k}, {"kv_heads": 1, "head_dim": 32, "v_head_dim": 32 if k != "mla" else 16},
                dict(batch=(1, 2), q=(1, 2), kv=(16, 32), heads=(1, 2))) for k in ("gqa", "swa", "frozen", "mla")],
+    *[G.Config("prefill_attention", {"kind": k}, {"kv_heads": 1, "head_dim": 32, "v_head_dim": 32 if k != "mla" else 16},
+               dict(batch=(1, 2), q=(16, 32), heads=(1, 2))) for k in ("gqa", "mla")],
     G.Config("moe", {}, {"dtype": "fp32", "inter": 16, "num_experts": 4},
              dict(tokens=(1, 4), touched=(1, 2, 4), top_k=(1, 2), d=(16,))),
     G.Config("elementwise", {}, {"d": 64}, dict(tokens=(1, 8))),

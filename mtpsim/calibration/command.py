@@ -36,7 +36,8 @@ from mtpsim.outputs import NAMELESS, is_fresh, is_nameless, staged, writing
 from mtpsim.textfiles import not_a_folder
 from mtpsim.torchkit.kernels import keep_freed_memory, without_cudnn_attention
 
-HOLDOUT_PER_CONFIG = {"gemm": 40, "lm_head": 12, "attention": 14, "moe": 30, "elementwise": 6, "pass": 12, "argmax": 12}
+HOLDOUT_PER_CONFIG = {"gemm": 40, "lm_head": 12, "attention": 14, "prefill_attention": 8, "moe": 30, "elementwise": 6,
+                      "pass": 12, "argmax": 12}
 POOL_MIB = {"cpu": 768, "cuda": 4096}      # random data inputs are sliced from
 ROTATE_MIB = {"cpu": 16, "cuda": 256}      # rotated input sets span at least this much
 MEASURED = ("flops", "bytes", "time_s")   # the columns a profile row adds to its shape
@@ -181,7 +182,9 @@ def _fits(family: str, p: dict, device: str, dtype: str) -> bool:
     if family == "moe" and not (p["top_k"] <= p["touched"] <= p["tokens"] * p["top_k"]):
         return False
     lim = LIMITS[device]
-    if family == "attention" and p["batch"] * p["heads"] * p["kv"] * (p["head_dim"] + p["v_head_dim"]) > lim["cells"]:
+    kv = p["q"] if family == "prefill_attention" else p.get("kv")
+    if family in ("attention", "prefill_attention") and \
+            p["batch"] * p["heads"] * kv * (p["head_dim"] + p["v_head_dim"]) > lim["cells"]:
         return False
     op = G.op_of(family, p, dtype)
     return op.flops <= lim["flops"] and op.bytes <= lim["bytes"]

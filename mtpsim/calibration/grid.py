@@ -74,6 +74,11 @@ def _cpu_grid() -> list[Config]:
         *[Config("attention", {"kind": "frozen"}, {"kv_heads": 1, "head_dim": hd, "v_head_dim": hd}, att) for hd in (256, 512)],
         *[Config("attention", {"kind": "mla"}, {"kv_heads": 1, "head_dim": 64 + lora, "v_head_dim": lora}, att)
           for lora in (32, 64)],  # DeepSeek-V3 shrunk 1/16 and 1/8: kv_lora 32, 64; rope 64
+        # prompts from an empty cache (the loop's prefill: q tokens a request over q slots)
+        Config("prefill_attention", {"kind": "gqa"}, {"kv_heads": 2, "head_dim": 128, "v_head_dim": 128},
+               dict(batch=P2(1, 4), q=P2(128, 1024), heads=P2(2, 16))),
+        *[Config("prefill_attention", {"kind": "mla"}, {"kv_heads": 1, "head_dim": 64 + lora, "v_head_dim": lora},
+                 dict(batch=P2(1, 4), q=P2(128, 1024), heads=P2(1, 16))) for lora in (32, 64)],
         Config("moe", {}, {"dtype": dt, "inter": 128, "num_experts": 8},
                dict(tokens=P2(1, 512), touched=P2(1, 8), top_k=P2(1, 8), d=P2(128, 1024))),
         Config("elementwise", {}, {"d": 256}, dict(tokens=P2(1, 8192))),
@@ -97,6 +102,10 @@ def _cuda_grid() -> list[Config]:
                {**att, "heads": (2, 4, 16)}),
         Config("attention", {"kind": "mla"}, {"kv_heads": 1, "head_dim": 576, "v_head_dim": 512},
                {**att, "heads": (16, 64, 128)}),
+        Config("prefill_attention", {"kind": "gqa"}, {"kv_heads": 8, "head_dim": 128, "v_head_dim": 128},
+               dict(batch=(1, 4, 16), q=P4(128, 8192), heads=(8, 32))),
+        Config("prefill_attention", {"kind": "mla"}, {"kv_heads": 1, "head_dim": 576, "v_head_dim": 512},
+               dict(batch=(1, 4, 16), q=P4(128, 8192), heads=(16, 64, 128))),
         Config("moe", {}, {"dtype": dt, "inter": 2048, "num_experts": 256},
                dict(tokens=P4(1, 4096), touched=P4(1, 256), top_k=(8,), d=(7168,))),
         Config("elementwise", {}, {"d": 4096}, dict(tokens=tokens)),
@@ -139,6 +148,8 @@ def op_of(family: str, p: dict, dtype: str) -> O.Op:
         return op if family == "gemm" else _with(op, kind=p["kind"])
     if family == "bmm":
         return O.bmm(family, p["m"], p["heads"], p["k"], p["n"], p["dtype"], act=dtype)
+    if family == "prefill_attention":  # a prompt of q tokens from an empty cache: the visible KV is q
+        return op_of("attention", {**p, "kv": p["q"]}, dtype)
     if family == "attention":  # the KV cache in the point's kv_dtype where it names one
         kv_dtype = p.get("kv_dtype", dtype) if p.get("kv_dtype", "*") != "*" else dtype
         return O.attention_core(attention_spec(p), np.full(p["batch"], p["q"]),

@@ -35,8 +35,8 @@ def norms_rope_act(x, attn_out, ffn_out, q, k, batch, gate_up, norm_w) -> torch.
 
 def case(family: str, p: dict, pool: Pool):
     """Rotated inputs and the call for one grid point of `family`."""
-    return {"gemm": _gemm, "lm_head": _lm_head, "attention": _attention, "moe": _moe,
-            "elementwise": _elementwise, "pass": _pass, "argmax": _argmax}[family](p, pool)
+    return {"gemm": _gemm, "lm_head": _lm_head, "attention": _attention, "prefill_attention": _prefill_attention,
+            "moe": _moe, "elementwise": _elementwise, "pass": _pass, "argmax": _argmax}[family](p, pool)
 
 
 def _gemm(p, pool):
@@ -51,6 +51,12 @@ def _lm_head(p, pool):
     per = max(1, n // top)                      # rows per cluster; 4 * top clusters to choose from
     sets = pool.sets(lambda: (pool.rand(m, d), pool.rand(m, 4 * top), pool.rand(4 * top, per, d)))
     return sets, lambda s: centroid_logits(s[0], s[1], s[2], top)
+
+
+def _prefill_attention(p, pool):
+    """A prompt's attention as the loop prefills it: q new tokens a request written to empty
+    slots and attended causally (the attention case at kv = q)."""
+    return _attention({**p, "kv": p["q"]}, pool)
 
 
 def _attention(p, pool):

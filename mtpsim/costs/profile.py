@@ -98,14 +98,17 @@ FAMILIES = {
 }
 
 # what `mtpsim calibrate` measures, so what a profile without a `families` list must hold
-MEASURED_BY_CALIBRATE = ("gemm", "lm_head", "attention", "moe", "elementwise", "pass", "argmax")
+MEASURED_BY_CALIBRATE = ("gemm", "lm_head", "attention", "prefill_attention", "moe", "elementwise", "pass", "argmax")
+# what a profile without a `families` list holds: calibrate's families before prefill_attention
+# (profiles written since list their families, and one calibrated before that is read as it was)
+MEASURED_BEFORE_PREFILL = tuple(f for f in MEASURED_BY_CALIBRATE if f != "prefill_attention")
 
 
 def profile_families(meta: dict, where: str = "meta.yaml") -> tuple[str, ...]:
     """The op families a profile holds: meta.yaml's `families` keys, else what calibrate measures."""
     listed = meta.get("families")
     if listed is None:
-        return MEASURED_BY_CALIBRATE
+        return MEASURED_BEFORE_PREFILL
     if not isinstance(listed, dict) or not listed:
         raise ScenarioError(where, "families", "must map op family names to their row counts or sources")
     unknown = [f for f in listed if f not in FAMILIES]
