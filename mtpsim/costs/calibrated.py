@@ -275,10 +275,9 @@ class CalibratedCosts:
         """A prefill-sized core (q > MLA_ABSORB_MAX_Q per request) from the prefill table at its
         batch, q and heads: a fresh prompt's measured time, scaled by the roofline work of the op
         (cached KV before the chunk, another config) over the row's; None without a table."""
-        table = self.prefill_table(keys, dims)
-        if table is None:
+        if self.prefill_table(keys, dims) is None:
             return None
-        _, exact, stand_in = self._table("prefill_attention", keys, dims)
+        table, exact, stand_in = self._table("prefill_attention", keys, dims)
         px = {"batch": x["batch"], "q": x["q"], "heads": x["heads"]}
         hit = interpolate(table, px)
         # the op's work equal to the row's, to the CSV's digits: a fresh prompt of a measured config

@@ -52,7 +52,8 @@ class CorePricer:
 
     def price(self, lens: BatchLens, tree_keys: float = 0.0) -> tuple[CoreCounts, OpTime] | None:
         """(the core's counts, its time) over `lens`; None where time would take the nearest
-        measured cell (outside the grid or at a gap: the caller prices the Op)."""
+        measured cell (outside the grid or at a gap) or read the prefill rows (prefill-sized
+        queries): the caller prices the Op."""
         batch = lens.batch
         if lens.q_tokens > self.prefill_q * batch:
             return None
