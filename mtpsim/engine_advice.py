@@ -193,6 +193,22 @@ def cap_per_rank(s: Scenario) -> list[tuple[str, str]]:
              f"of {ranks}")]
 
 
+def _mixing_batch(s: Scenario):
+    """(design, the running requests a replica decodes beside prompt chunks, whether the load
+    sets them: closed or batch) where the scenario's engine mixes prompt chunks into decode
+    iterations, else None. A closed or batch load runs its users per replica, up to the cap; an
+    open one (Poisson, a trace) as many as the cap admits. The cap is the one on this GPU: without
+    it a by-GPU cap is its first class below any size (vLLM's 256, not an 80 GB H100's 1024)."""
+    d, w = designs.DesignShape.of(s.speculative), s.workload
+    engine = s.specs.engine
+    if s.disaggregation is not None or not engine.mixes(d.design, s.engine.mixed_batches):
+        return None
+    cap = engine.max_running(d.design, s.engine.max_running_requests, s.specs.hardware)
+    closed = w.arrival in ("closed", "batch")
+    users = w.concurrency if w.arrival == "closed" else w.num_requests
+    return d, (min(-(-users // s.parallel.dp), cap) if closed else cap), closed
+
+
 def budget_below_decode(s: Scenario) -> list[tuple[str, str]]:
     """A mixing engine (vLLM, TensorRT-LLM: sim/mixed.py) schedules at most its token budget a
     step, running requests first at their verify width each; mtpsim decodes the whole running
@@ -200,16 +216,10 @@ def budget_below_decode(s: Scenario) -> list[tuple[str, str]]:
     closed or batch load's running batch is its users per replica, up to the cap; an open
     load's (Poisson, a trace) is found by the simulation, up to the cap."""
     from mtpsim.memory import prefill_chunk_tokens
-    d, w = designs.DesignShape.of(s.speculative), s.workload
-    engine = s.specs.engine
-    if s.disaggregation is not None or not engine.mixes(d.design, s.engine.mixed_batches):
+    mixing = _mixing_batch(s)
+    if mixing is None:
         return []
-    # on this GPU: without it a by-GPU cap is its first class below any size (vLLM's 256, not
-    # the 1024 an 80 GB H100 admits), and a batch past the budget went without a word
-    cap = engine.max_running(d.design, s.engine.max_running_requests, s.specs.hardware)
-    closed = w.arrival in ("closed", "batch")
-    users = w.concurrency if w.arrival == "closed" else w.num_requests
-    running = min(-(-users // s.parallel.dp), cap) if closed else cap
+    d, running, closed = mixing
     budget = prefill_chunk_tokens(s)
     if running * d.draft_tokens <= budget:
         return []
@@ -217,8 +227,8 @@ def budget_below_decode(s: Scenario) -> list[tuple[str, str]]:
     key = "engine.chunked_prefill_tokens" if s.engine.chunked_prefill_tokens is not None else bound
     each = f"{d.draft_tokens} token{'s' * (d.draft_tokens > 1)} each"
     batch = f"{running} running requests" if closed else f"up to {running} running requests (the running-request cap)"
-    return [(key, f"{batch} x {each} exceed {engine.name}'s {budget}-token budget a step: the engine would decode "
-             "part of the batch per step, mtpsim decodes all of it")]
+    return [(key, f"{batch} x {each} exceed {s.specs.engine.name}'s {budget}-token budget a step: the engine would "
+             "decode part of the batch per step, mtpsim decodes all of it")]
 
 
 def whole_prompts_past_budget(s: Scenario) -> list[tuple[str, str]]:
@@ -232,16 +242,13 @@ def whole_prompts_past_budget(s: Scenario) -> list[tuple[str, str]]:
     own lengths and are not judged."""
     from mtpsim.memory import prefill_chunk_tokens
     from mtpsim.workload_schema import max_length
-    d, w = designs.DesignShape.of(s.speculative), s.workload
+    mixing = _mixing_batch(s)
     engine = s.specs.engine
-    if s.disaggregation is not None or w.arrival == "trace" or not engine.mixes(d.design, s.engine.mixed_batches) \
-            or engine.mixed_batches.split_prompts:
+    if mixing is None or s.workload.arrival == "trace" or engine.mixed_batches.split_prompts:
         return []
+    d, running, _ = mixing
     budget = prefill_chunk_tokens(s)
-    longest = min(max_length(w.input_len), budget)
-    cap = engine.max_running(d.design, s.engine.max_running_requests, s.specs.hardware)  # on this GPU, as above
-    users = w.concurrency if w.arrival == "closed" else w.num_requests
-    running = min(-(-users // s.parallel.dp), cap) if w.arrival in ("closed", "batch") else cap
+    longest = min(max_length(s.workload.input_len), budget)
     others = max(running - 1, 0) * d.draft_tokens  # the prompt's own request is not yet decoding
     if longest + others <= budget:
         return []
