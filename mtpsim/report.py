@@ -39,27 +39,36 @@ def iteration_table(pricer: Pricer, design: DesignShape, batch: int, context: in
             continue
         cost = pricer.price_lens(replace(shape, ragged=True) if kept is not None and shape.kind == "verify" else shape,
                                  lens)
-        rows.append({
-            "design": label or design.design, "pass": f"{shape.kind}:{shape.part}", "kind": shape.kind, "tokens": cost.tokens,
-            "time_ms": cost.time_s * 1e3, "weight_GB": cost.weight_bytes / 1e9,
-            "kv_GB": cost.kv_bytes / 1e9, "gflop": cost.flops / 1e9, "comm_ms": cost.comm_s * 1e3,
-            "overhead_ms": cost.launch_s * 1e3, "bound": cost.bound, "priced_by": "+".join(cost.sources),
-        })
+        rows.append({"design": label or design.design, "pass": f"{shape.kind}:{shape.part}", "kind": shape.kind,
+                     "tokens": cost.tokens, **_pass_work(cost), "bound": cost.bound, "priced_by": "+".join(cost.sources)})
     return pd.DataFrame(rows)
+
+
+def _pass_work(cost) -> dict:
+    """A pass's time and work as the tables print them (ms, GB, GFLOP)."""
+    return {"time_ms": cost.time_s * 1e3, "weight_GB": cost.weight_bytes / 1e9, "kv_GB": cost.kv_bytes / 1e9,
+            "gflop": cost.flops / 1e9, "comm_ms": cost.comm_s * 1e3, "overhead_ms": cost.launch_s * 1e3}
+
+
+def _op_rows(shape, cost) -> list[dict]:
+    """One row per op of a priced pass: its count, time, bound and which model priced it."""
+    return [{"pass": f"{shape.kind}:{shape.part}", "op": op.name, "family": op.family, "count": n,
+             "time_ms": n * t.total_s * 1e3, "bound": _op_bound(t), "priced_by": t.source} for op, t, n in cost.ops]
+
+
+def _by_op(rows: list[dict]) -> pd.DataFrame:
+    """The op rows summed by pass, op, family, bound and source (counts add up)."""
+    keys = ["pass", "op", "family", "bound", "priced_by"]
+    return pd.DataFrame(rows).groupby(keys, sort=False, as_index=False).agg(count=("count", "sum"),
+                                                                          time_ms=("time_ms", "sum"))
 
 
 def op_table(pricer: Pricer, design: DesignShape, batch: int, context: int) -> pd.DataFrame:
     """One row per op kind of each pass: count per pass, time, bound and which model priced it."""
     kv = np.full(batch, context)
-    rows = []
-    for shape in iteration_passes(design):
-        cost = pricer.price(shape, np.full(batch, shape.tokens_per_request), kv, keep_ops=True)
-        for op, t, n in cost.ops:
-            rows.append({"pass": f"{shape.kind}:{shape.part}", "op": op.name, "family": op.family, "count": n,
-                         "time_ms": n * t.total_s * 1e3, "bound": _op_bound(t), "priced_by": t.source})
-    df = pd.DataFrame(rows)
-    keys = ["pass", "op", "family", "bound", "priced_by"]
-    return df.groupby(keys, sort=False, as_index=False).agg(count=("count", "sum"), time_ms=("time_ms", "sum"))
+    return _by_op([row for shape in iteration_passes(design)
+                   for row in _op_rows(shape, pricer.price(shape, np.full(batch, shape.tokens_per_request), kv,
+                                                           keep_ops=True))])
 
 
 def prefill_table(pricer: Pricer, design: DesignShape, prompt: int, chunk: int) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -73,21 +82,13 @@ def prefill_table(pricer: Pricer, design: DesignShape, prompt: int, chunk: int) 
             n = min(chunk, prompt - done)
             parts.append(pricer.price(shape, np.array([n]), np.array([done]), keep_ops=True))
             done += n
-        longest = max(parts, key=lambda c: c.time_s)
+        works = [_pass_work(c) for c in parts]
         rows.append({"pass": f"{shape.kind}:{shape.part}", "tokens": prompt, "chunks": len(parts),
-                     "time_ms": sum(c.time_s for c in parts) * 1e3,
-                     "weight_GB": sum(c.weight_bytes for c in parts) / 1e9,
-                     "kv_GB": sum(c.kv_bytes for c in parts) / 1e9, "gflop": sum(c.flops for c in parts) / 1e9,
-                     "comm_ms": sum(c.comm_s for c in parts) * 1e3, "overhead_ms": sum(c.launch_s for c in parts) * 1e3,
-                     "bound": longest.bound, "priced_by": "+".join(sorted({x for c in parts for x in c.sources}))})
-        ops += [{"pass": f"{shape.kind}:{shape.part}", "op": op.name, "family": op.family, "count": n,
-                 "time_ms": n * t.total_s * 1e3, "bound": _op_bound(t), "priced_by": t.source}
-                for c in parts for op, t, n in c.ops]
-    keys = ["pass", "op", "family", "bound", "priced_by"]
-    # a op's count is per chunk: the chunks' counts add up (count = layers x ops x chunks)
-    by_op = pd.DataFrame(ops).groupby(keys, sort=False, as_index=False).agg(count=("count", "sum"),
-                                                                          time_ms=("time_ms", "sum"))
-    return pd.DataFrame(rows), by_op
+                     **{k: sum(w[k] for w in works) for k in works[0]},
+                     "bound": max(parts, key=lambda c: c.time_s).bound,
+                     "priced_by": "+".join(sorted({x for c in parts for x in c.sources}))})
+        ops += [row for c in parts for row in _op_rows(shape, c)]  # an op's count adds up over the chunks
+    return pd.DataFrame(rows), _by_op(ops)
 
 
 def _op_bound(t) -> str:
@@ -188,21 +189,40 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
               f"{', and a prompt on the prefill pool' if prompt is not None else ''})")
         s = pool_scenario(s, "decode")
     asked, batch = batch, s.workload.concurrency if batch is None else batch
-    asked_at = ("--batch", "") if asked is not None else (s.source, "workload.concurrency")  # whose batch it is
-    if context is None and s.workload.arrival == "trace":  # the replayed prompts', not the unused input_len
-        context = round(scan(s.workload.trace).mean_input_len)
-    context = mean_length(s.workload.input_len) if context is None else context
-    limit = s.specs.model.max_context
+    context = _context_of(s, context)
     for flag, tokens in (("--context", context), ("--prompt", prompt)):
-        if tokens is not None and limit is not None and tokens > limit:
-            warn(flag, "", f"{tokens} is past model {s.specs.model.name!r}'s max_context {limit}: "
-                 "priced as asked, though no request that long can run")
+        _past_max_context(s, flag, tokens)
     sweep.left_out(points, "cost")
     if s.speculative.policy is not None:
         print(f"(steps_by_batch: at batch {batch} an iteration runs {s.speculative.policy.steps_for(batch)} steps; "
               f"memory is sized for speculative.steps {s.speculative.steps})")
     report = cost_report(s, batch, context, ops=ops)
-    memory = report["memory"].set_index("design")
+    _batch_warnings(s, report["memory"].set_index("design"), batch, asked, context, room)
+    _print_report(s, report, batch, context, ops)
+    if prompt is not None:
+        _print_prefill(prefilling, s, prompt, ops)
+    return 0
+
+
+def _context_of(s, context: int | None) -> int:
+    """The committed KV length priced: the flag's, else the replayed prompts' mean (a trace), else
+    the mean input_len."""
+    if context is None and s.workload.arrival == "trace":  # the replayed prompts', not the unused input_len
+        context = round(scan(s.workload.trace).mean_input_len)
+    return mean_length(s.workload.input_len) if context is None else context
+
+
+def _past_max_context(s, flag: str, tokens: int | None) -> None:
+    limit = s.specs.model.max_context
+    if tokens is not None and limit is not None and tokens > limit:
+        warn(flag, "", f"{tokens} is past model {s.specs.model.name!r}'s max_context {limit}: "
+             "priced as asked, though no request that long can run")
+
+
+def _batch_warnings(s, memory: pd.DataFrame, batch: int, asked: int | None, context: int, room: str) -> None:
+    """What `mtpsim run` would do otherwise with this batch: queue past the running-request cap,
+    or refuse (or not run at once) requests its KV pool cannot hold."""
+    asked_at = ("--batch", "") if asked is not None else (s.source, "workload.concurrency")  # whose batch it is
     # the cap `run` holds: SGLang's grows with the KV pool (engines.RunningCap), so its floor
     # (2048) was said where a short-context model's pool admits 4096
     # (no pool: `run` refuses it, and the warning below says so; the cap is then its floor)
@@ -215,17 +235,22 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
         warn(*asked_at, f"{share} requests {'a replica ' if share != batch else ''}is past the running-request cap of "
              f"{cap} ({rule}): `mtpsim run` runs at most {cap} at once and queues the rest; priced as asked")
     fits = memory[f"max_requests@{context}"]  # memory_table's column
-    past_context = limit is not None and context > limit  # warned above; then nothing fits anyway
+    limit = s.specs.model.max_context
+    if limit is not None and context > limit:  # warned already; then nothing fits anyway
+        return
     per_pool = -(-batch // s.parallel.attention_dp)  # under DP attention each group's GPUs hold its own requests' KV
-    if fits.min() == 0 and not past_context:
+    if fits.min() == 0:
         whose = asked_at if asked is not None else (s.source, room)
         warn(*whose, f"not one request of {context} tokens fits in memory ({fits.idxmin()}: "
              f"{memory.kv_budget_GB[fits.idxmin()]:.2f} GB of KV pool per GPU): priced as "
              "asked, though `mtpsim run` refuses this deployment, as the engine would")
-    elif 0 < fits.min() < per_pool and not past_context:
+    elif fits.min() < per_pool:
         group = f" ({per_pool} per attention-DP group)" if s.parallel.attention_dp > 1 else ""
         warn(*asked_at, f"{batch} requests of {context} tokens{group} do not fit in memory ({fits.idxmin()}: at "
              f"most {int(fits.min())}): priced as asked, though the engine would not run them at once")
+
+
+def _print_report(s, report: dict, batch: int, context: int, ops: bool) -> None:
     print(f"{s.name}: {s.specs.model.name} on {s.describe_layout()}, "
           f"batch {batch}, context {context}, engine {s.specs.engine.name}, priced by {s.specs.pricing}\n")
     _print("Passes of one iteration (per GPU)", report["passes"])
@@ -235,15 +260,18 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
     _print("Memory budget per GPU", report["memory"])
     if ops:
         _print(f"Ops of one {s.speculative.design} iteration (per GPU; count = layers x ops per layer)", report["ops"])
-    if prompt is not None:
-        chunk = prefill_chunk_tokens(prefilling)
-        passes, prefill_ops = prefill_table(build_pricer(prefilling), DesignShape.of(prefilling.speculative), prompt, chunk)
-        where = "" if prefilling is s else f" on the prefill pool ({prefilling.describe_layout()})"
-        _print(f"Prefill of one {prompt}-token prompt{where} (per GPU; chunks of at most {chunk} tokens, "
-               f"each after the ones before it)", passes)
-        if ops:
-            _print("Ops of that prefill (per GPU; count = layers x ops per layer x chunks)", prefill_ops)
-    return 0
+
+
+def _print_prefill(prefilling, s, prompt: int, ops: bool) -> None:
+    """The prefill of one prompt on `prefilling` (the scenario, or its prefill pool: `s` is the
+    one the iteration was priced on), in its engine's chunks."""
+    chunk = prefill_chunk_tokens(prefilling)
+    passes, prefill_ops = prefill_table(build_pricer(prefilling), DesignShape.of(prefilling.speculative), prompt, chunk)
+    where = "" if prefilling is s else f" on the prefill pool ({prefilling.describe_layout()})"
+    _print(f"Prefill of one {prompt}-token prompt{where} (per GPU; chunks of at most {chunk} tokens, "
+           f"each after the ones before it)", passes)
+    if ops:
+        _print("Ops of that prefill (per GPU; count = layers x ops per layer x chunks)", prefill_ops)
 
 
 def _print(title: str, df) -> None:
