@@ -60,14 +60,7 @@ def _verify(points: list, args, out: Path) -> int:
     folders = [_point_folder(out, i, s) for i, s in enumerate(points)]
     for s, folder in zip(points, folders) if args.calibrate else ():  # checked again with the profile measured now
         _check_memory(s, setup_of(s, device), folder, hardware, profile)
-    first = points[0]
-    # the deployment of any point (a sweep may vary the hardware or the layout), not only the first's
-    other = next((p for p in points if p.specs.hardware.name != hardware or p.parallel.dp * p.parallel.tp > 1
-                  or p.disaggregation is not None), None)
-    if other is not None:
-        warn(first.source or "verify", "hardware", f"verify runs a shrunken copy of the model on this {device} "
-             f"({hardware}, one device), not the scenario's {other.describe_layout()}: it checks the simulator "
-             "against a real loop here, not that deployment's speed")
+    _other_deployment(points, device, hardware)
     print(f"verify {points[0].name} on {device} ({hardware}); cost model: "
           f"{'calibrated, ' + profile if profile else 'roofline (no profile for this device yet)'}")
     levels = [_machine_level(device, profile)]
@@ -76,7 +69,27 @@ def _verify(points: list, args, out: Path) -> int:
         folder.mkdir(exist_ok=True)
         tables.append(verify_point(s, device, hardware, profile, folder))
     levels.append(_machine_level(device, profile))
-    if first.workload.arrival != "batch":  # said once every point passed its own checks: bad input stays one line
+    _unread_settings(points, device, profile, args.calibrate)
+    _report(pd.concat(tables, ignore_index=True), levels, out)
+    return 0
+
+
+def _other_deployment(points: list, device: str, hardware: str) -> None:
+    """Said of the deployment of any point (a sweep may vary the hardware or the layout), not
+    only the first's: verify runs a shrunken model on this one device."""
+    other = next((p for p in points if p.specs.hardware.name != hardware or p.parallel.dp * p.parallel.tp > 1
+                  or p.disaggregation is not None), None)
+    if other is not None:
+        warn(points[0].source or "verify", "hardware", f"verify runs a shrunken copy of the model on this {device} "
+             f"({hardware}, one device), not the scenario's {other.describe_layout()}: it checks the simulator "
+             "against a real loop here, not that deployment's speed")
+
+
+def _unread_settings(points: list, device: str, profile: str | None, calibrate: bool) -> None:
+    """What of the scenario verify does not read (arrivals, its cost section, seeds, engine
+    settings), said once every point passed its own checks: bad input stays one line."""
+    first = points[0]
+    if first.workload.arrival != "batch":
         trace = " (the trace's first ones, their prompt lengths)" if first.workload.arrival == "trace" else ""
         warn(first.source or "verify", "workload.arrival", f"verify decodes one batch of workload.concurrency requests"
              f"{trace} that all start at t=0: the scenario's {first.workload.arrival} arrivals are not replayed")
@@ -84,7 +97,7 @@ def _verify(points: list, args, out: Path) -> int:
     if chosen is not None:  # the prediction is of this device's loop: priced by its own cost source
         key = "cost.profile" if chosen.cost.profile is not None else "cost.model"
         used = f"the profile {profile}" if profile else "the roofline"
-        how = "--calibrate" if args.calibrate else "this device's committed profile, else the roofline"
+        how = "--calibrate" if calibrate else "this device's committed profile, else the roofline"
         asked = f"model {chosen.cost.model}" + (f", profile {chosen.cost.profile}" if chosen.cost.profile else "")
         warn(chosen.source or "verify", key, f"verify prices the loop on this {device} with {used} ({how}), not "
              f"with the scenario's cost section ({asked})")
@@ -98,7 +111,11 @@ def _verify(points: list, args, out: Path) -> int:
              f"engine) and predicts that: the scenario's {', '.join(keys[:4])}{' ...' * (len(keys) > 4)} "
              f"{'is' if len(keys) == 1 else 'are'} "
              "not read (`mtpsim run` reads it)")
-    table = pd.concat(tables, ignore_index=True)
+
+
+def _report(table: pd.DataFrame, levels: list, out: Path) -> None:
+    """verify.csv, its plot, the folder marked complete, and the TPS errors (with this CPU's speed
+    against its profile's divided out, where measured)."""
     level = at_level(table, levels)
     write_csv(table, out / "verify.csv")
     with writing(out / "verify.png"):
@@ -111,7 +128,6 @@ def _verify(points: list, args, out: Path) -> int:
         print(f"this CPU ran at {level:.2f}x the profile's op times (held-out shapes re-timed before and after: "
               f"{levels[0]:.2f}, {levels[1]:.2f}); with that divided out, |TPS error|: median "
               f"{tps.rel_error_at_level.abs().median():.1%}, worst {tps.rel_error_at_level.abs().max():.1%}")
-    return 0
 
 
 def _point_folder(out: Path, i: int, s) -> Path:
