@@ -17,7 +17,10 @@ op's flops, bytes and the measured median `time_s`. An op is priced by, in order
 - `extrapolated`: attention with more query tokens per request than the profile measured
   (verify and extend against cached KV; the measured GPU tables hold decode rows, q = 1 only):
   the measured time at the largest measured q, scaled by the roofline work of the two shapes,
-  affinely as above;
+  affinely as above. Past MLA_ABSORB_MAX_Q query tokens a request (a prompt or its chunk), a
+  profile with `prefill_attention` rows prices the core from them instead (`_prefill`:
+  `calibrated` for a fresh prompt of a measured shape, else `calibrated-scaled` by work); the
+  routing is here, not in lookup_point, because only the profile knows whether it has them;
 - `roofline`: families the profile does not hold (linear-attention state; elementwise, argmax
   and pass framing in a converted GPU profile: bytes plus the launch figures) and collectives
   at rank counts no table measured or spanning nodes (the tables are one node's; roofline.py
