@@ -1,0 +1,49 @@
+"""Bad-input campaign 19: DOCSTRING
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.test_bad_input import one_line_error
+from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
+from tests.test_bad_input_9e import _scenario
+
+QUICKSTART = "scenarios/quickstart.yaml"
+SEVENTY_B = """\
+name: l
+model: llama-3.1-70b
+hardware: h100-sxm
+parallel: {tp: 2}
+speculative: {design: none}
+engine: {mem_fraction: 0.9}
+workload: {arrival: closed, concurrency: 1, num_requests: 2, input_len: 1000, output_len: 10}
+"""
+
+
+# ------------------------------------------------------------- 1. a prompt of more chunks than cost can price
+
+def test_a_prompt_of_too_many_chunks_names_the_chunk(tmp_path, capsys):
+    """Before: `cost --prompt 100000` with chunks of 1 token priced each pass 100,000 times, one
+    chunk after another (30 s, and millions of op rows with --ops); the flag's longest prompt,
+    2**24 tokens, took hours."""
+    text = SEVENTY_B.replace("engine: {mem_fraction: 0.9}", "engine: {chunked_prefill_tokens: 8}")
+    line = one_line_error(capsys, ["cost", _scenario(tmp_path, text), "--prompt", "100000"],
+                          "engine.chunked_prefill_tokens", "into 12,500, each priced in turn")
+    assert line.startswith(f"mtpsim: error: {tmp_path / 's.yaml'}: "), line
+    one_line_error(capsys, ["cost", QUICKSTART, "--prompt", "100000", "--set", "engine.chunked_prefill_tokens=1"],
+                   "engine.chunked_prefill_tokens", "cost prices at most 10,000")
+
+
+# ------------------------------------------------------------- 2. a prompt the KV pool cannot hold
+
+@pytest.mark.parametrize("layout, pool", [("parallel: {tp: 2}\n", "the KV pool"),
+                                          ("disaggregation: {prefill: {tp: 2}, decode: {tp: 4}, link: free}\n",
+                                           "the prefill GPUs' KV pool")])
+def test_a_prompt_past_the_kv_pool_is_warned_of(tmp_path, capsys, layout, pool):
+    """Before: `cost --prompt 130000` where the KV pool holds 24,289 tokens printed the prefill of a
+    prompt no engine admits, without the word --context gets (and --prompt past max_context gets)."""
+    text = SEVENTY_B.replace("parallel: {tp: 2}\n", layout)
+    lines = warnings_of(capsys, ["cost", _scenario(tmp_path, text), "--prompt", "130000"])
+    said = f"mtpsim: warning: --prompt: 130000 tokens do not fit {pool} (3.98 GB per GPU, 24289 tokens)"
+    assert any(x.startswith(said) for x in lines), lines
+    assert warnings_of(capsys, ["cost", _scenario(tmp_path, text), "--prompt", "20000"]) == []
