@@ -47,3 +47,33 @@ def test_a_prompt_past_the_kv_pool_is_warned_of(tmp_path, capsys, layout, pool):
     said = f"mtpsim: warning: --prompt: 130000 tokens do not fit {pool} (3.98 GB per GPU, 24289 tokens)"
     assert any(x.startswith(said) for x in lines), lines
     assert warnings_of(capsys, ["cost", _scenario(tmp_path, text), "--prompt", "20000"]) == []
+
+
+# ------------------------------------------------------------- 3. hyper-connection copies that differ by layer
+
+P7 = """\
+name: p7
+model: {from: qwen3.8-flash-next, attention_kinds: {linear: {hc_mult: 2}}}
+hardware: h100-sxm
+engine: {kind: vllm, engram_tables: host_per_rank}
+parallel: {tp: 4}
+speculative: {design: nextn, steps: 2}
+acceptance: {accept_length: 1.37}
+workload: {arrival: closed, concurrency: 8, num_requests: 16, input_len: 1024, output_len: 256}
+"""
+
+
+@pytest.mark.parametrize("model, key", [
+    ("{from: qwen3.8-flash-next, attention_kinds: {linear: {hc_mult: 2}}}", "model.attention_kinds.qsa.hc_mult"),
+    ("{from: deepseek-v4.1-flash, attention_kinds: {c2: {compressed: {hc_mult: 2}}}}",
+     "model.attention_kinds.c2.compressed.hc_mult"),
+])
+def test_hyper_connection_copies_that_differ_by_layer_are_refused(tmp_path, capsys, model, key):
+    """Before: Qwen3.8-Flash-Next with its Gated DeltaNet layers at hc_mult 2 and its QSA layers at
+    4 ran, each layer's gated residual (and the Engram's wkv) priced with its own count of
+    residual copies, where the copies are the model's, carried from one layer to the next."""
+    text = P7.replace("{from: qwen3.8-flash-next, attention_kinds: {linear: {hc_mult: 2}}}", model)
+    if "deepseek" in model:
+        text = text.replace("hardware: h100-sxm", "hardware: b200").replace("speculative: {design: nextn, steps: 2}",
+                                                                          "speculative: {design: block, steps: 5}")
+    one_line_error(capsys, ["cost", _scenario(tmp_path, text)], key, "copies of the residual stream where kind")
