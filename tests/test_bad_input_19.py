@@ -77,3 +77,12 @@ def test_hyper_connection_copies_that_differ_by_layer_are_refused(tmp_path, caps
         text = text.replace("hardware: h100-sxm", "hardware: b200").replace("speculative: {design: nextn, steps: 2}",
                                                                           "speculative: {design: block, steps: 5}")
     one_line_error(capsys, ["cost", _scenario(tmp_path, text)], key, "copies of the residual stream where kind")
+
+
+@pytest.mark.parametrize("block", [4096, 3])
+def test_a_qsa_block_that_does_not_divide_its_budget_is_refused(tmp_path, capsys, block):
+    """Before: index_block 4096 over index_topk 2048 ran, the indexer keeping half a block a query
+    and the attention still reading 2048 tokens; 3 left 2 tokens no block brings."""
+    text = P7.replace("attention_kinds: {linear: {hc_mult: 2}}", f"attention_kinds: {{qsa: {{index_block: {block}}}}}")
+    one_line_error(capsys, ["cost", _scenario(tmp_path, text)], "model.attention_kinds.qsa.index_block",
+                   f"{block} does not divide index_topk 2048")
