@@ -86,3 +86,19 @@ def test_a_qsa_block_that_does_not_divide_its_budget_is_refused(tmp_path, capsys
     text = P7.replace("attention_kinds: {linear: {hc_mult: 2}}", f"attention_kinds: {{qsa: {{index_block: {block}}}}}")
     one_line_error(capsys, ["cost", _scenario(tmp_path, text)], "model.attention_kinds.qsa.index_block",
                    f"{block} does not divide index_topk 2048")
+
+
+# ------------------------------------------------------------- 4. a table's row count in another form
+
+@pytest.mark.parametrize("rows", ["many", "15342.0", "0"])
+def test_a_families_row_count_that_is_no_count_is_refused(tmp_path, capsys, rows):
+    """Before: meta.yaml's `families.prefill_attention.rows: many` (or 15342.0) passed, and the check
+    that the table holds the rows meta.yaml lists (a table cut short or edited) was off without a word."""
+    from tests.test_bad_input_7 import _profile
+    scenario = _profile(tmp_path, "prefill_attention", lambda table: None)
+    meta = tmp_path / "prof" / "meta.yaml"
+    text = meta.read_text()
+    assert "  prefill_attention:\n    rows: 15342\n" in text
+    meta.write_text(text.replace("  prefill_attention:\n    rows: 15342\n", f"  prefill_attention:\n    rows: {rows}\n"))
+    one_line_error(capsys, ["cost", scenario, "--prompt", "3000"], "families.prefill_attention.rows",
+                   "is not a count of rows")
