@@ -221,10 +221,16 @@ def _context_of(s, context: int | None) -> int:
 
 
 def _past_max_context(s, flag: str, tokens: int | None) -> None:
-    limit = s.specs.model.max_context
-    if tokens is not None and limit is not None and tokens > limit:
-        warn(flag, "", f"{tokens} is past model {s.specs.model.name!r}'s max_context {limit}: "
-             "priced as asked, though no request that long can run")
+    """Warn where `tokens` is past the context window of a model that reads the sequence: the
+    target, and a draft or assistant (whose passes cost prices too), as `run` refuses such a
+    request (checks.py _check_context)."""
+    for spec in filter(None, (s.specs.model, s.specs.draft, s.specs.assistant)):
+        limit = spec.max_context
+        if tokens is not None and limit is not None and tokens > limit:
+            what = f"model {spec.name!r}" if spec is s.specs.model else f"the draft {spec.name!r} (speculative.draft)"
+            warn(flag, "", f"{tokens} is past the max_context {limit} of {what}: priced as asked, though no request "
+                 "that long can run")
+            return
 
 
 def _prefill_chunks(prefilling, prompt: int) -> int:

@@ -102,3 +102,17 @@ def test_a_families_row_count_that_is_no_count_is_refused(tmp_path, capsys, rows
     meta.write_text(text.replace("  prefill_attention:\n    rows: 15342\n", f"  prefill_attention:\n    rows: {rows}\n"))
     one_line_error(capsys, ["cost", scenario, "--prompt", "3000"], "families.prefill_attention.rows",
                    "is not a count of rows")
+
+
+# ------------------------------------------------------------- 5. a context past the draft's window
+
+@pytest.mark.parametrize("flag", ["--prompt", "--context"])
+def test_cost_past_the_drafts_context_window_is_warned_of(tmp_path, capsys, flag):
+    """Before: `cost --prompt 20000` (or --context) with a draft of max_context 8192 priced the
+    draft's passes over 20,000 tokens without a word, where `run` refuses such a request at
+    workload.input_len (checks.py reads the draft's window as well as the target's)."""
+    from tests.test_bad_input_7 import DENSE
+    text = DENSE.replace("draft: eagle3-llama-3.1-8b", "draft: {from: eagle3-llama-3.1-8b, max_context: 8192}")
+    lines = warnings_of(capsys, ["cost", _scenario(tmp_path, text), flag, "20000"])
+    assert any(f"{flag}: 20000 is past the max_context 8192 of the draft 'eagle3-llama-3.1-8b' (speculative.draft)"
+               in x for x in lines), lines
