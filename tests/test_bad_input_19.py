@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from mtpsim import cli
 from tests.test_bad_input import one_line_error
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 from tests.test_bad_input_9e import _scenario
@@ -116,3 +117,20 @@ def test_cost_past_the_drafts_context_window_is_warned_of(tmp_path, capsys, flag
     lines = warnings_of(capsys, ["cost", _scenario(tmp_path, text), flag, "20000"])
     assert any(f"{flag}: 20000 is past the max_context 8192 of the draft 'eagle3-llama-3.1-8b' (speculative.draft)"
                in x for x in lines), lines
+
+
+# ------------------------------------------------------------- 6. a mean length outside its own bounds
+
+@pytest.mark.parametrize("length, context", [("{dist: normal, mean: 100000, std: 1, max: 10}", 10),
+                                             ("{dist: lognormal, mean: 0.5, std: 0.1, max: 10}", 1)])
+def test_cost_prices_a_context_the_clipped_lengths_reach(tmp_path, capsys, length, context):
+    """Before: a normal input_len of mean 100,000 and max 10 (every draw clipped to 10, as the
+    warning says) was priced by `cost` at a context of 100,000 tokens, and a mean of 0.5 at a
+    context of 0 (schema.mean_length took int(mean), read by cost, search's memory fit and the
+    run's load estimate alike)."""
+    from tests.test_bad_input_7 import DENSE
+    text = DENSE.replace("input_len: 64", f"input_len: {length}")
+    assert cli.main(["cost", _scenario(tmp_path, text)]) == 0
+    out, err = capsys.readouterr()
+    assert "workload.input_len.mean" in err and "lies outside min" in err, err
+    assert f", context {context}, engine" in out.splitlines()[0], out[:300]
