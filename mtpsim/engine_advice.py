@@ -260,6 +260,37 @@ def whole_prompts_past_budget(s: Scenario) -> list[tuple[str, str]]:
              f"{longest + others} tokens, engine.chunked_prefill_tokens, admits every prompt beside a full batch)")]
 
 
+def prompts_past_whole_budget(s: Scenario) -> list[tuple[str, str]]:
+    """An engine that prefills a prompt whole (TensorRT-LLM without chunked context: mixed_batches
+    split_prompts false) refuses a prompt longer than its whole token budget, which mtpsim cuts
+    at the budget (engines/trtllm.yaml): said, where whole_prompts_past_budget judges only the
+    prompts within it. A trace's longest prompt is its own (tracefiles.scan)."""
+    from mtpsim.memory import prefill_chunk_tokens
+    from mtpsim.workload_schema import max_length
+    engine = s.specs.engine
+    if engine.mixed_batches.split_prompts:
+        return []
+    if s.workload.arrival == "trace":
+        from mtpsim.tracefiles import scan  # on first use: not on `mtpsim run`'s path without a trace
+        longest, key = scan(s.workload.trace).max_input_len, "workload.trace"
+    else:
+        longest, key = max_length(s.workload.input_len), "workload.input_len"
+    budget = prefill_chunk_tokens(s)
+    if longest <= budget:
+        return []
+    if s.engine.chunked_prefill_tokens is not None:
+        key = "engine.chunked_prefill_tokens"
+    return [(key, f"prompts of up to {longest} tokens {past_whole_budget(engine.name, longest, budget)}")]
+
+
+def past_whole_budget(engine: str, longest: int, budget: int) -> str:
+    """What prompts_past_whole_budget (and `cost --prompt`) say of a prompt of `longest` tokens
+    past an engine's whole `budget` where it prefills prompts whole."""
+    return (f"are past {engine}'s {budget}-token budget a step, and it prefills a prompt whole: the engine refuses "
+            f"such a prompt, which mtpsim prefills in chunks of {budget} (give engine.chunked_prefill_tokens of at "
+            f"least {longest})")
+
+
 def budget_at_points(points: list, origin: tuple[str, str]) -> None:
     """budget_below_decode judged at the points recommend and search run (their own batches or
     users, and steps), not at the scenario's workload, which they replace: one warning for the

@@ -18,6 +18,7 @@ from mtpsim.costs.ops import BatchLens
 from mtpsim.costs.ragged import all_plain, pass_lens
 from mtpsim.costs.streams import HIDDEN
 from mtpsim.designs import BASELINE, DesignShape, iteration_passes, prefill_passes
+from mtpsim.engine_advice import past_whole_budget
 from mtpsim.errors import ScenarioError, warn
 from mtpsim.memory import memory_budget, pool_rule, prefill_chunk_tokens
 from mtpsim.pools import pool_scenario
@@ -256,6 +257,9 @@ def _prompt_fits(prefilling, pricer: Pricer, design: DesignShape, prompt: int, p
     limit = prefilling.specs.model.max_context
     if limit is not None and prompt > limit:
         return
+    engine, chunk = prefilling.specs.engine, prefill_chunk_tokens(prefilling)
+    if not engine.mixed_batches.split_prompts and prompt > chunk:
+        warn("--prompt", "", f"{prompt} tokens {past_whole_budget(engine.name, prompt, chunk)}")
     m = memory_budget(pricer, design, pool_rule(prefilling))
     if m.max_requests(prompt) == 0:
         warn("--prompt", "", f"{prompt} tokens do not fit the {pool}KV pool ({m.kv_budget_bytes / 1e9:.2f} GB per GPU, "

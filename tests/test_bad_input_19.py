@@ -134,3 +134,43 @@ def test_cost_prices_a_context_the_clipped_lengths_reach(tmp_path, capsys, lengt
     out, err = capsys.readouterr()
     assert "workload.input_len.mean" in err and "lies outside min" in err, err
     assert f", context {context}, engine" in out.splitlines()[0], out[:300]
+
+
+# ------------------------------------------------------------- 7. a prompt past TensorRT-LLM's whole budget
+
+TRT = """\
+name: t
+model: llama-3.1-8b
+hardware: h100-sxm
+cost: {model: roofline}
+engine: {kind: trtllm}
+speculative: {design: none}
+workload: {arrival: closed, concurrency: 1, num_requests: 2, input_len: 20000, output_len: 8}
+"""
+
+
+@pytest.mark.parametrize("edit, key, budget", [
+    (lambda t: t, "workload.input_len", 8192),
+    (lambda t: t.replace("{kind: trtllm}", "{kind: trtllm, chunked_prefill_tokens: 4096}"), "engine.chunked_prefill_tokens",
+     4096),
+    (lambda t: t.replace("workload: {arrival: closed, concurrency: 1, num_requests: 2, input_len: 20000, output_len: 8}",
+                         "workload: {arrival: trace, trace: t.csv}"), "workload.trace", 8192),
+])
+def test_a_prompt_past_an_engines_whole_budget_is_warned_of(tmp_path, capsys, edit, key, budget):
+    """Before: TensorRT-LLM (no chunked context: it prefills a prompt whole, and refuses one past
+    max_num_tokens, engines/trtllm.yaml) ran 20,000-token prompts cut into chunks of its 8,192-token
+    budget without a word; whole_prompts_past_budget judged only the prompts within the budget."""
+    def warned(longest: int) -> list[str]:
+        # the longest prompt is not the longest request (10 + 30,000)
+        (tmp_path / "t.csv").write_text(f"arrival_s,input_len,output_len\n0,{longest},5\n1,10,30000\n")
+        return warnings_of(capsys, ["cost", _scenario(tmp_path, edit(TRT).replace("20000", str(longest)))])
+    said = (f": {key}: prompts of up to 20000 tokens are past trtllm's {budget}-token budget a step, and it prefills "
+            "a prompt whole: the engine refuses such a prompt")
+    assert any(said in x for x in warned(20000)), warned(20000)
+    assert warned(4000) == []
+
+
+def test_cost_prompt_past_an_engines_whole_budget_is_warned_of(tmp_path, capsys):
+    lines = warnings_of(capsys, ["cost", _scenario(tmp_path, TRT.replace("input_len: 20000", "input_len: 64")),
+                                 "--prompt", "20000"])
+    assert any("--prompt: 20000 tokens are past trtllm's 8192-token budget a step" in x for x in lines), lines
