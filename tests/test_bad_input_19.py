@@ -174,3 +174,17 @@ def test_cost_prompt_past_an_engines_whole_budget_is_warned_of(tmp_path, capsys)
     lines = warnings_of(capsys, ["cost", _scenario(tmp_path, TRT.replace("input_len: 20000", "input_len: 64")),
                                  "--prompt", "20000"])
     assert any("--prompt: 20000 tokens are past trtllm's 8192-token budget a step" in x for x in lines), lines
+
+
+# ------------------------------------------------------------- 8. a trace's longest prompt on the prefill pool
+
+def test_a_traces_longest_prompt_is_checked_against_the_prefill_pool(tmp_path, capsys):
+    """Before: a disaggregated run checked its prefill pool with the prompt of the trace's longest
+    request (10 tokens, with a 60,000-token answer), not its longest prompt (30,000 tokens, past
+    the pool's 24,289): a RuntimeError traceback, `2 requests never finished`."""
+    text = SEVENTY_B.replace("parallel: {tp: 2}\n", "disaggregation: {prefill: {tp: 2}, decode: {tp: 4}, link: free}\n").replace(
+        "workload: {arrival: closed, concurrency: 1, num_requests: 2, input_len: 1000, output_len: 10}",
+        "workload: {arrival: trace, trace: t.csv}")
+    (tmp_path / "t.csv").write_text("arrival_s,input_len,output_len\n0,30000,5\n1,10,60000\n")
+    one_line_error(capsys, ["run", _scenario(tmp_path, text), "--out", str(tmp_path / "out")], "disaggregation.prefill",
+                   "a request of 30000 tokens needs 4.92 GB of KV per GPU")
