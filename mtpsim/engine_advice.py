@@ -237,9 +237,9 @@ def whole_prompts_past_budget(s: Scenario) -> list[tuple[str, str]]:
     batch's decode tokens, and its scheduler stops at the first prompt that does not fit
     (sim/mixed.py PrefillQueue.take): a prompt longer than the budget left waits until the running
     batch shrinks, and every prompt behind it waits with it. Warned where the longest prompt and
-    the running batch's decode tokens outgrow the budget; a prompt longer than the whole budget is
-    cut at it here (engines/trtllm.yaml), so only prompts within it count. Trace loads bring their
-    own lengths and are not judged."""
+    the running batch's decode tokens outgrow the budget; a prompt longer than the whole budget,
+    which the engine refuses and mtpsim cuts at it (engines/trtllm.yaml), is
+    prompts_past_whole_budget's. Trace loads bring their own lengths and are not judged."""
     from mtpsim.memory import prefill_chunk_tokens
     from mtpsim.workload_schema import max_length
     mixing = _mixing_batch(s)
@@ -248,9 +248,9 @@ def whole_prompts_past_budget(s: Scenario) -> list[tuple[str, str]]:
         return []
     d, running, _ = mixing
     budget = prefill_chunk_tokens(s)
-    longest = min(max_length(s.workload.input_len), budget)
+    longest = max_length(s.workload.input_len)
     others = max(running - 1, 0) * d.draft_tokens  # the prompt's own request is not yet decoding
-    if longest + others <= budget:
+    if longest + others <= budget or longest > budget:  # past the whole budget: prompts_past_whole_budget
         return []
     key = "engine.chunked_prefill_tokens" if s.engine.chunked_prefill_tokens is not None else "workload.input_len"
     return [(key, f"prompts of up to {longest} tokens beside {running - 1} other running requests x "

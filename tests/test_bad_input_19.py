@@ -188,3 +188,14 @@ def test_a_traces_longest_prompt_is_checked_against_the_prefill_pool(tmp_path, c
     (tmp_path / "t.csv").write_text("arrival_s,input_len,output_len\n0,30000,5\n1,10,60000\n")
     one_line_error(capsys, ["run", _scenario(tmp_path, text), "--out", str(tmp_path / "out")], "disaggregation.prefill",
                    "a request of 30000 tokens needs 4.92 GB of KV per GPU")
+
+
+def test_the_batch_wait_warning_no_longer_cuts_the_prompt_at_the_budget(tmp_path, capsys):
+    """Before: beside the running batch, whole_prompts_past_budget took 200-token prompts as 16 (cut
+    at a 16-token budget) and said `prompts of up to 16 tokens ... (a budget of 268 tokens admits
+    every prompt beside a full batch)`, a budget that admits none of them."""
+    text = TRT.replace("concurrency: 1, num_requests: 2, input_len: 20000", "concurrency: 64, num_requests: 64, input_len: 200")
+    lines = warnings_of(capsys, ["cost", _scenario(tmp_path, text.replace("{kind: trtllm}",
+                                                                          "{kind: trtllm, chunked_prefill_tokens: 16}"))])
+    assert not any("prompts of up to 16 tokens" in x for x in lines), lines
+    assert any("prompts of up to 200 tokens are past trtllm's 16-token budget" in x for x in lines), lines
