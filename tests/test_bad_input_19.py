@@ -199,3 +199,13 @@ def test_the_batch_wait_warning_no_longer_cuts_the_prompt_at_the_budget(tmp_path
                                                                           "{kind: trtllm, chunked_prefill_tokens: 16}"))])
     assert not any("prompts of up to 16 tokens" in x for x in lines), lines
     assert any("prompts of up to 200 tokens are past trtllm's 16-token budget" in x for x in lines), lines
+
+
+# ------------------------------------------------------------- 9. a request a token past the pool
+
+def test_a_request_a_token_past_the_pool_says_how_far(tmp_path, capsys):
+    """Before: `a request of 24289 tokens needs 3.98 GB of KV per GPU, more than the 3.98 GB the
+    engine's KV pool holds`: two equal figures for the reason."""
+    text = SEVENTY_B.replace("input_len: 1000, output_len: 10", "input_len: 24279, output_len: 10")
+    one_line_error(capsys, ["run", _scenario(tmp_path, text), "--out", str(tmp_path / "out")], "workload",
+                   "needs 3.97967 GB of KV per GPU, more than the 3.97966 GB the engine's KV pool holds")
