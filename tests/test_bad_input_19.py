@@ -1,4 +1,67 @@
-"""Bad-input campaign 19: DOCSTRING
+"""Bad-input campaign 19: the newest features: `cost --prompt N [--ops]` (report.py prefill_table,
+_print_prefill), profiles' prefill_attention family (a user profile's tables and meta.yaml), engine
+files in a user catalog (version rules, sections), the engine keys, block drafters with kept-length
+curves and steps_by_batch, Qwen3.8-Flash-Next's and DeepSeek-V4.1's Engram and hyper-connections
+with `{from: X, ...}` overrides and config.json, and trace files.
+
+Probed, and already one line naming the key (or fine): --prompt 0, -5, 1.5, many, past 2**24 and
+past max_context, with --ops, --batch and --context, on a disaggregated scenario and on every
+committed scenario (trees, blocks, frozen_kv, multi_layer, parallel_heads, Engram host tables, CPU
+profiles without prefill rows); prefill_attention tables with NaN, inf, negative, 0, huge or text
+times, q 0 or 16.5, heads 0, kind swa, kv_dtype int3, the heads column missing, a header alone,
+one shape twice, the MLA rows dropped or cut to one or to q <= 64 (decode rows, labelled), times
+falling with q, families.prefill_attention null, -5, true, text, left out beside its file
+(warned), families as a list; engine-file rules since past until, equal, unknown, a float,
+`latest`, a post release, values of the wrong type, NaN, null, true for an int, a rule not a
+mapping, rules as a mapping, no field, fields into host or a deep or empty path, into
+prefix_cache / dp_routing / kv_pool null or missing, empty names and sources, extra keys;
+versions.default unknown, known unsorted, twice or `v0.4.x`; engine.mem_fraction 0, 1.5, NaN,
+text, true, 1e-300 (warned); engine.version 0.5, 0.512, v/V, rc, dev, +local, epoch, post,
+fullwidth or Arabic digits, a trailing space, 0.5.012, 0.5.12.0, 50 digits, a list;
+engram_tables text, on a model without tables (warned), each value with each engine kind, with
+no or a slow host link; chunked_prefill_tokens 0, 8192.0, 8192.5; mixed_batches true, text or a
+mapping with each engine kind; ignore_rules unknown or twice; graph, EPLB, two-batch-overlap,
+routing and overlap settings where moot (warned); a user vLLM file's cuda_graph.max 2**24
+unpadded (6 s); block drafters with steps past or under the block, topk 2, no draft, another
+role's draft, built_for, target_num_layers, backbone or vocabulary of another target, taps -2,
+-1, unsorted; kept_length longer than the steps (warned), all on 0 (warned), NaN, negative, with
+a controller, a tree, forced acceptance, a 0-step policy (warned), spread or a steps sweep;
+steps_by_batch keys 0, "1", 1.0, true, 0x1, " 1", 100,001, unsorted, twice, no 1, empty, values
+past the steps, null; accept_length 7.5 over 6 steps, accept_length_by_steps short or with gaps;
+overrides of the Engram (rows 2, 0, 3, null; engram null; no Engram layer; scale_block 7 or
+1000), mtp (null, 0 layers, an unknown kind), hc_lowrank without hc_mult; V4.1 config.json with
+hc_mult "4", 0 or 4.0, Engram heads, widths, orders and rows wrong or past the ids (warned),
+dspark_block_size 0, no taps, index_topk 0 or 1e12, a qwen4_exp config; traces with a BOM, in
+UTF-16 or Latin-1, unsorted, negative, huge, 10.5 or 0-token lengths, a header alone, empty,
+fields extra or missing, NaN or inf times, quoted cells, CRLF or CR, a column twice, tabs,
+semicolons; JSON lines broken, hash_ids short, text, negative, 1.5, true, 1e400 or huge, keys
+twice, arrays, 100,000-deep nesting, text times, NaN; Azure dates invalid or with mixed zones;
+requests at the KV pool's edge with shared prefixes, vLLM, TensorRT-LLM, batch and Poisson loads.
+
+Found and fixed:
+- `cost --prompt` priced each prefill chunk in turn: chunks of 1 token made a 100,000-token
+  prompt 30 s (and millions of op rows), the flag's longest hours; refused past 10,000 chunks, at
+  engine.chunked_prefill_tokens where the scenario gives the chunk (report.py _prefill_chunks);
+- `cost --prompt` past the KV pool that prefills it (24,289 tokens of 130,000) printed the prefill
+  without the warning --context gets; and past a draft's max_context (as --context) without a word,
+  where `run` refuses both;
+- a model whose layer kinds keep different hyper-connection copies (hc_mult 2 and 4) priced each
+  layer's residual mix and Engram with its own count: the copies are the model's (specs.py);
+- a QSA index_block that does not divide index_topk (4096 over 2048) ran, the attention still
+  reading index_topk tokens (layer_specs.py);
+- a profile's families.<family>.rows of `many` or 15342.0 turned off the check that the table
+  holds the rows meta.yaml lists, without a word (profile.py check_rows);
+- a normal or lognormal length whose mean lies outside min..max (warned: every draw is clipped)
+  was still the length cost priced (a context of 100,000 where every prompt is 10 tokens; 0 for a
+  mean of 0.5) and search's memory fit read (workload_schema.mean_length);
+- TensorRT-LLM prefills a prompt whole and refuses one past its token budget (engines/trtllm.yaml);
+  a workload's, a trace's or `cost --prompt`'s prompt past the whole budget ran cut at it without
+  a word, and the batch-wait warning cut it too (`prompts of up to 16 tokens` of 200-token ones);
+- a disaggregated run checked its prefill pool with the prompt of a trace's longest request, not
+  its longest prompt: a 30,000-token prompt past the pool beside a short prompt with a long answer
+  was a RuntimeError traceback, `2 requests never finished` (sim/arrivals.py, sim/preflight.py);
+- a request a few tokens past the KV pool was refused with two equal figures (`needs 3.98 GB ...,
+  more than the 3.98 GB`).
 """
 from __future__ import annotations
 
