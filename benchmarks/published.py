@@ -167,11 +167,11 @@ def _errors(table: pd.DataFrame, column: str, label: str) -> str:
             f"({table.loc[worst, column]:+.1f}%)")
 
 
-def peer_line(table: pd.DataFrame, peer: str, reported: str, what: str) -> str:
-    """aiconfigurator's median error on the points it expresses, beside mtpsim's on the same points."""
+def peer_line(table: pd.DataFrame, peer: str, reported: str, what: str, of: str = "") -> str:
+    """aiconfigurator's median error on the points (`of` a set) it expresses, beside mtpsim's on the same points."""
     rows = table.dropna(subset=[peer])
     err = (100 * (rows[peer] - rows[reported]) / rows[reported]).abs()
-    return (f"aiconfigurator on the {len(rows)} points it expresses: {what} {err.median():.1f}% at the median "
+    return (f"aiconfigurator on the {len(rows)} {of}points it expresses: {what} {err.median():.1f}% at the median "
             f"(mtpsim default on the same points: {rows['error %'].abs().median():.1f}%)")
 
 
@@ -244,6 +244,8 @@ def main() -> None:
     print(report(table))
     early = table[table.case.isin([f"P{i}" for i in range(1, 8)]) & table.metric.str.endswith("speedup")]
     print(_errors(early, "error %", "default on the public speedups P1-P7"))
+    if early["aiconfigurator"].notna().any():
+        print(peer_line(early, "aiconfigurator", "reported", "|error|", of="P1-P7 "))
     recent = table[table.case.isin(["P10", "P11"])]
     if len(recent):
         print(_errors(recent, "error %", "default on SGLang 0.5.2 MTP on B200 (P10-P11: DeepSeek-R1 on 8xB200, "

@@ -74,7 +74,8 @@ DEPENDS = {"speculative.draft": ("speculative.design",), "acceptance": ("specula
            "workload.num_requests": ("workload.arrival",), "acceptance.forced": ("speculative", "engine"),
            "engine.eplb": ("model",), "engine.mixed_batches": ("speculative", "engine"),
            "engine.dp_routing": ("parallel", "disaggregation"), "workload.shared_prefix": ("engine",),
-           "engine.speculative_overlap": ("speculative", "engine"), "engine.prefix_cache": ("engine",)}
+           "engine.speculative_overlap": ("speculative", "engine"), "engine.prefix_cache": ("engine",),
+           "engine.batch_wait": ("engine", "parallel", "disaggregation", "speculative")}
 
 
 def _within(swept: str, key: str) -> bool:
@@ -206,7 +207,7 @@ CHECKS = (spec.ignored_by_design, spec.unreached_policy, engine_advice.skew_with
           workload_advice.trace_settings_unread, model_advice.past_any_model, model_advice.odd_widths,
           _verify_past_the_model, _disaggregation_moot, workload_advice.unused_by_arrival,
           _prefix_past_the_prompts, spec.kept_past_the_steps, _past_their_reach, spec.forced_past_its_range,
-          engine_advice.engine_moot, engine_advice.stream_overlap_moot)
+          engine_advice.engine_moot, engine_advice.stream_overlap_moot, engine_advice.batch_wait_moot)
 
 # checks whose every warning says the value is not read at all (a null, the default, is read no more)
 UNREAD_CHECKS = (spec.ignored_by_design, workload_advice.trace_settings_unread, workload_advice.unused_by_arrival)

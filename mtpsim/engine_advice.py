@@ -209,6 +209,34 @@ def _mixing_batch(s: Scenario):
     return d, (min(-(-users // s.parallel.dp), cap) if closed else cap), closed
 
 
+def batch_wait_idle(s: Scenario) -> str | None:
+    """Why the scenario's engine.batch_wait holds no prompt back, or None where it does (sim's
+    mixed_rule builds the rule then): an engine without batch waiting, no step that mixes prompts
+    into decoding, attention DP (TensorRT-LLM's PyExecutor._schedule waits only without it), or a
+    timeout of 0 (its held-step count has always reached 0, whatever the ratio)."""
+    wait, engine = s.engine.batch_wait, s.specs.engine
+    if wait is None:
+        return None
+    if not engine.mixed_batches.batch_wait:
+        return f"{engine.name} holds no prompts back to batch them (TensorRT-LLM's batch_wait_timeout_iters does)"
+    if s.disaggregation is not None or not engine.mixes(designs.DesignShape.of(s.speculative).design,
+                                                        s.engine.mixed_batches):
+        return "no step here mixes prompts into decoding (a disaggregated deployment, or engine.mixed_batches off)"
+    if s.parallel.attention_dp > 1:
+        return (f"{engine.name} waits for batches only without attention DP (PyExecutor._schedule; "
+                "attention_dp_config balances ranks instead)")
+    if wait.timeout_iters == 0:
+        return (f"timeout_iters is 0: {engine.name} stops waiting at once whatever max_tokens_ratio says (its count "
+                "of held steps has always reached 0)")
+    return None
+
+
+def batch_wait_moot(s: Scenario) -> list[tuple[str, str]]:
+    """engine.batch_wait where it holds nothing back (`batch_wait_idle`)."""
+    idle = batch_wait_idle(s)
+    return [] if idle is None else [("engine.batch_wait", f"{idle}: it changes nothing")]
+
+
 def budget_below_decode(s: Scenario) -> list[tuple[str, str]]:
     """A mixing engine (vLLM, TensorRT-LLM: sim/mixed.py) schedules at most its token budget a
     step, running requests first at their verify width each; mtpsim decodes the whole running

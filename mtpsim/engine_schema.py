@@ -28,6 +28,22 @@ class PrefixCacheSettings(Section):
         "The most tokens cached blocks may hold; None: any room the KV pool has. More than the pool holds is an error."))
 
 
+class BatchWait(Section):
+    """TensorRT-LLM's batch waiting (trtllm-serve's `batch_wait_timeout_iters` and
+    `batch_wait_max_tokens_ratio`; tensorrt_llm/llmapi/llm_args.py TorchLlmArgs, prototype knobs, both 0 by
+    default): while requests decode, admitted prompts are held back until the step's scheduled tokens (the
+    prompts' and the decodes') reach max_tokens_ratio x the token budget, or timeout_iters steps have held
+    them (_torch/pyexecutor/py_executor.py `_waiting_requests`). Not under attention DP. InferenceX's
+    B200 DeepSeek-R1 scripts set {timeout_iters: 40, max_tokens_ratio: 0.8} from 64 streams on 1k/1k."""
+
+    timeout_iters: int = Field(default=0, ge=0, le=1_000_000, description=(
+        "The most decode steps admitted prompts wait (batch_wait_timeout_iters). With 0 they never wait, "
+        "whatever the ratio: the engine stops waiting once its count of held steps reaches this."))
+    max_tokens_ratio: float = Field(default=0.0, ge=0, le=1, description=(
+        "Prompts stop waiting once a step's scheduled tokens reach this share of the token budget "
+        "(engine.chunked_prefill_tokens, TensorRT-LLM max_num_tokens; batch_wait_max_tokens_ratio)."))
+
+
 EngineKind = Literal["sglang", "vllm", "trtllm"]  # the engines mtpsim models (also what a profile may time)
 
 
@@ -98,6 +114,9 @@ class Engine(Section):
         "Whether waiting prompts' chunks ride inside decode iterations, up to chunked_prefill_tokens tokens in all "
         "(the decode batch's tokens, 1 + steps per request, first). None: the engine's default (vLLM and TensorRT-LLM "
         "mix, SGLang does not; SGLang never mixes under speculative decoding: mtpsim/data/engines/<kind>.yaml)."))
+    batch_wait: BatchWait | None = None
+    """TensorRT-LLM's batch waiting: prompts held back from mixed steps to prefill more at once (see
+    BatchWait). None: none (every engine's default)."""
     # the fraction of GPU memory the engine's KV-pool rule reads (SGLang mem_fraction_static, vLLM
     # gpu_memory_utilization, TRT-LLM free_gpu_memory_fraction; engines/<kind>.yaml kv_pool);
     # None: the engine's default

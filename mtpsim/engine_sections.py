@@ -129,11 +129,15 @@ class MixedBatches(Spec):
 
     enabled: the engine's default; speculative: whether it still mixes under speculative decoding
     (SGLang turns mixing off there); split_prompts: a prompt may be cut to fill the budget left
-    (False: it rides whole when it fits, else waits; TensorRT-LLM without chunked context)."""
+    (False: it rides whole when it fits, else waits; TensorRT-LLM without chunked context);
+    batch_wait: the engine can hold admitted prompts back from mixed steps to prefill more at once
+    (TensorRT-LLM's batch_wait_timeout_iters / batch_wait_max_tokens_ratio: a scenario's
+    engine.batch_wait)."""
 
     enabled: bool = False
     speculative: bool = False
     split_prompts: bool = True
+    batch_wait: bool = False
 
 
 class PrefixCacheDefault(Spec):

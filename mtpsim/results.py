@@ -88,6 +88,7 @@ class Records:
     max_decode_batch: int = 0
     eager_iterations: int = 0   # decode iterations whose batch no CUDA graph holds
     budget_full_iterations: int = 0  # decode iterations whose tokens left admitted prompts no room (sim/mixed.py)
+    batch_wait_iterations: int = 0  # decode iterations that held fitting prompts back to batch them (sim/mixed.py)
     accept_counts: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     undrafted_rows: int = 0     # requests of iterations without drafts (S = 0): `accepts` adds them to accept_counts[0]
     pending_accepts: list = field(default_factory=list, repr=False)  # accepted-draft arrays not yet counted
@@ -228,7 +229,9 @@ def limits_row(records: Records, max_running: int, capped: int, kv_full: int, ma
     batch, the share of decode iterations past the largest CUDA-graph batch (run eagerly; None:
     no graphs), and `bound_by`, those limits that bound at all ("" when none did): `budget N`
     where a mixing engine's N-token budget a step (`budget_tokens`; None: it does not mix) left
-    admitted prompts no room beside the running batch's decode, so they waited to prefill."""
+    admitted prompts no room beside the running batch's decode, so they waited to prefill; and
+    `batch_wait_iterations`, the decode iterations that held prompts back to batch them
+    (engine.batch_wait, TensorRT-LLM's batch waiting: sim/mixed.py)."""
     n = records.num_decode_iterations
     eager = records.eager_iterations / n if n and max_graph_batch is not None else 0.0
     budget = budget_tokens is not None and records.budget_full_iterations
@@ -236,7 +239,8 @@ def limits_row(records: Records, max_running: int, capped: int, kv_full: int, ma
              f"budget {budget_tokens}" if budget else ""]
     return {"max_running": max_running, "capped_iterations": capped, "kv_full_iterations": kv_full,
             "mean_running": records.decode_batch_sum / n if n else float("nan"), "max_batch": records.max_decode_batch,
-            "eager_share": eager, "bound_by": " ".join(b for b in bound if b)}
+            "eager_share": eager, "bound_by": " ".join(b for b in bound if b),
+            "batch_wait_iterations": records.batch_wait_iterations}
 
 
 def to_results(records: Records, identity: dict, max_kv_tokens: int, sim_wall_s: float, limits: dict | None = None) -> Results:

@@ -82,10 +82,12 @@ def limits_note(summary: list[dict], points: list[sc.Scenario]) -> str:
     budget, batches past the CUDA graphs."""
     lines = []
     for row in summary:
-        if missing(row.get("bound_by")) or not row["bound_by"]:
-            continue
         s = points[int(row["point"])] if row["point"] >= 0 else points[0]
         where = f"{row['design']} S={row['steps']} {load_label(row)}"
+        if not missing(row.get("batch_wait_iterations")) and row["batch_wait_iterations"]:
+            lines.append(_batch_wait_line(row, s, where))
+        if missing(row.get("bound_by")) or not row["bound_by"]:
+            continue
         budget = "budget" in row["bound_by"].split()
         if row["capped_iterations"]:
             lines.append(_cap_line(row, s, where, budget))
@@ -132,6 +134,17 @@ def _budget_line(row: dict, s: sc.Scenario, where: str) -> str:
                 "engine.chunked_prefill_tokens or workload.input_len gives a budget that admits every prompt)")
     return (f"budget {tokens}: {where}: the running batch's decode filled the {tokens}-token budget a step (set by "
             f"{origin}), so admitted prompts waited to prefill; {held}")
+
+
+def _batch_wait_line(row: dict, s: sc.Scenario, where: str) -> str:
+    """engine.batch_wait's line: how many decode steps held admitted prompts back to prefill more
+    of them at once (TensorRT-LLM's batch waiting: sim/mixed.py), which lengthens their TTFT."""
+    from mtpsim.memory import prefill_chunk_tokens
+    wait = s.engine.batch_wait
+    return (f"batch wait: {where}: {row['batch_wait_iterations']:g} of {row['decode_iterations']:g} decode steps held "
+            f"admitted prompts back until {wait.timeout_iters} steps had held them or a step's tokens reached "
+            f"{wait.max_tokens_ratio:g} x the {prefill_chunk_tokens(s)}-token budget (engine.batch_wait), so they "
+            "prefilled more at once and waited longer for their first token")
 
 
 def _number(x: float) -> str:

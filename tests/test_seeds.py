@@ -28,7 +28,7 @@ SUMMARY_COLUMNS = ["name", "design", "steps", "topk", "draft_tokens", "concurren
                    "verify_share", "extend_share", "prefill_share", "host_share",
                    "max_kv_tokens", "requests_kept", "requests_total", "iterations_kept", "iterations_total",
                    "decode_iterations", "verify_width", "max_running", "capped_iterations", "kv_full_iterations", "mean_running",
-                   "max_batch", "eager_share", "bound_by", "sim_wall_s", "point",
+                   "max_batch", "eager_share", "bound_by", "batch_wait_iterations", "sim_wall_s", "point",
                    "pricing", "engine", "speedup", "per_user_speedup"]
 
 

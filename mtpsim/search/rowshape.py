@@ -61,7 +61,7 @@ REQUIRED: dict[str, Col] = {
     "max_kv_tokens": COUNT, "requests_kept": COUNT, "requests_total": COUNT, "iterations_kept": COUNT,
     "iterations_total": COUNT, "decode_iterations": COUNT, "verify_width": MAYBE, "max_running": POSITIVE,
     "capped_iterations": COUNT, "kv_full_iterations": COUNT, "mean_running": MAYBE, "max_batch": COUNT,
-    "eager_share": SHARE, "bound_by": TEXT, "sim_wall_s": AMOUNT,
+    "eager_share": SHARE, "bound_by": TEXT, "batch_wait_iterations": COUNT, "sim_wall_s": AMOUNT,
     # memory (worker.memory_row) and steady-state TTFT (worker.steady_ttft)
     "weights_gb_per_gpu": AMOUNT, "kv_pool_gb_per_gpu": AMOUNT, "request_kv_bytes": AMOUNT,
     "ttft_all_p50_s": MAYBE, "ttft_all_p99_s": MAYBE, "ttft_steady_requests": COUNT,

@@ -12,13 +12,14 @@ from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs import build_pricer
 from mtpsim.costs.host import graph_label
 from mtpsim.designs import DesignShape
+from mtpsim.engine_advice import batch_wait_idle
 from mtpsim.errors import ScenarioError, short
 from mtpsim.memory import check_fits, memory_budget, pool_rule, prefill_chunk_tokens
 from mtpsim.results import Records, Results, limits_row, to_results
 from mtpsim.sim.arrivals import Arrivals
 from mtpsim.sim.caching import cache_block_tokens, cache_counters, replica_cache
 from mtpsim.sim.engine import Engine, Replica
-from mtpsim.sim.mixed import MixedRule
+from mtpsim.sim.mixed import BatchWaitRule, MixedRule
 from mtpsim.sim.prefix_cache import prompt_blocks
 from mtpsim.sim.progress import progress_bar
 from mtpsim.sim.scheduler import Router, Scheduler
@@ -80,11 +81,15 @@ def simulate(scenario, *, keep_passes: bool = False, max_iteration_rows: int = 1
 
 def mixed_rule(s, design: DesignShape) -> MixedRule | None:
     """How the scenario's engine mixes prompt chunks into decode iterations of `design` (its
-    token budget: the prefill chunk), or None where it does not (engines.EngineSpec.mixes)."""
+    token budget: the prefill chunk, and any batch waiting: `batch_waits`), or None where it does
+    not (engines.EngineSpec.mixes)."""
     engine = s.specs.engine
     if not engine.mixes(design.design, s.engine.mixed_batches):
         return None
-    return MixedRule(prefill_chunk_tokens(s), engine.mixed_batches.split_prompts)
+    budget, wait = prefill_chunk_tokens(s), s.engine.batch_wait
+    waits = wait is not None and batch_wait_idle(s) is None
+    return MixedRule(budget, engine.mixed_batches.split_prompts,
+                     BatchWaitRule(wait.timeout_iters, wait.max_tokens_ratio * budget) if waits else None)
 
 
 def identity(s) -> dict:
