@@ -212,8 +212,9 @@ def _mixing_batch(s: Scenario):
 def batch_wait_idle(s: Scenario) -> str | None:
     """Why the scenario's engine.batch_wait holds no prompt back, or None where it does (sim's
     mixed_rule builds the rule then): an engine without batch waiting, no step that mixes prompts
-    into decoding, attention DP (TensorRT-LLM's PyExecutor._schedule waits only without it), or a
-    timeout of 0 (its held-step count has always reached 0, whatever the ratio)."""
+    into decoding, attention DP (TensorRT-LLM's PyExecutor._schedule waits only without it), a
+    timeout of 0 (its held-step count has always reached 0, whatever the ratio), or a ratio whose
+    share of the budget every mixing step reaches (0: its tokens are never below it)."""
     wait, engine = s.engine.batch_wait, s.specs.engine
     if wait is None:
         return None
@@ -228,6 +229,12 @@ def batch_wait_idle(s: Scenario) -> str | None:
     if wait.timeout_iters == 0:
         return (f"timeout_iters is 0: {engine.name} stops waiting at once whatever max_tokens_ratio says (its count "
                 "of held steps has always reached 0)")
+    from mtpsim.memory import prefill_chunk_tokens
+    budget = prefill_chunk_tokens(s)
+    if wait.max_tokens_ratio * budget <= 2:  # a step mixing a prompt into decoding holds one token of each at least
+        return (f"max_tokens_ratio {wait.max_tokens_ratio:g} x the {budget}-token budget is "
+                f"{wait.max_tokens_ratio * budget:g} tokens, which every step that mixes a prompt into decoding "
+                f"reaches: {engine.name} stops waiting at once whatever timeout_iters says")
     return None
 
 

@@ -272,3 +272,18 @@ def test_a_request_a_token_past_the_pool_says_how_far(tmp_path, capsys):
     text = SEVENTY_B.replace("input_len: 1000, output_len: 10", "input_len: 24279, output_len: 10")
     one_line_error(capsys, ["run", _scenario(tmp_path, text), "--out", str(tmp_path / "out")], "workload",
                    "needs 3.97967 GB of KV per GPU, more than the 3.97966 GB the engine's KV pool holds")
+
+
+# ------------------------------------------------------------- 10. a batch wait that never holds a prompt
+
+@pytest.mark.parametrize("ratio", ["0", "1.0e-9"])
+def test_a_batch_wait_ratio_every_step_reaches_is_warned_of(tmp_path, capsys, ratio):
+    """Before: engine.batch_wait {timeout_iters: 40, max_tokens_ratio: 0} ran without a word, where
+    every step that mixes a prompt into decoding holds at least 0 x 8192 tokens and releases its
+    prompts at once (PyExecutor._waiting_requests waits only below the ratio), as a timeout of 0 is
+    warned of."""
+    text = TRT.replace("{kind: trtllm}", f"{{kind: trtllm, batch_wait: {{timeout_iters: 40, max_tokens_ratio: {ratio}}}}}")
+    text = text.replace("concurrency: 1, num_requests: 2, input_len: 20000", "concurrency: 16, num_requests: 16, input_len: 1000")
+    lines = warnings_of(capsys, ["cost", _scenario(tmp_path, text)])
+    assert any(": engine.batch_wait: max_tokens_ratio " in x and "x the 8192-token budget" in x
+               and "it changes nothing" in x for x in lines), lines
