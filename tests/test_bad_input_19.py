@@ -61,7 +61,12 @@ Found and fixed:
   its longest prompt: a 30,000-token prompt past the pool beside a short prompt with a long answer
   was a RuntimeError traceback, `2 requests never finished` (sim/arrivals.py, sim/preflight.py);
 - a request a few tokens past the KV pool was refused with two equal figures (`needs 3.98 GB ...,
-  more than the 3.98 GB`).
+  more than the 3.98 GB`);
+- engine.batch_wait (merged from main during the campaign) with max_tokens_ratio 0 ran without a
+  word, where every step mixing a prompt into decoding reaches 0 x the budget and releases it at
+  once, as a timeout of 0 is warned of (its timeout_iters -1, 40.5, text, a ratio of NaN or 1.5,
+  true, unknown keys, vLLM and SGLang, attention DP, disaggregation, mixing off, a sweep, seeds,
+  search, recommend and a steps policy were already fine).
 """
 from __future__ import annotations
 
