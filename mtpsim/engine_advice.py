@@ -212,8 +212,9 @@ def _mixing_batch(s: Scenario):
 def batch_wait_idle(s: Scenario) -> str | None:
     """Why the scenario's engine.batch_wait holds no prompt back, or None where it does (sim's
     mixed_rule builds the rule then): an engine without batch waiting, no step that mixes prompts
-    into decoding, attention DP (TensorRT-LLM's PyExecutor._schedule waits only without it), or a
-    timeout of 0 (its held-step count has always reached 0, whatever the ratio)."""
+    into decoding, attention DP (TensorRT-LLM's PyExecutor._schedule waits only without it), a
+    timeout of 0 (its held-step count has always reached 0, whatever the ratio), or a ratio whose
+    share of the budget every mixing step reaches (0: its tokens are never below it)."""
     wait, engine = s.engine.batch_wait, s.specs.engine
     if wait is None:
         return None
@@ -228,6 +229,12 @@ def batch_wait_idle(s: Scenario) -> str | None:
     if wait.timeout_iters == 0:
         return (f"timeout_iters is 0: {engine.name} stops waiting at once whatever max_tokens_ratio says (its count "
                 "of held steps has always reached 0)")
+    from mtpsim.memory import prefill_chunk_tokens
+    budget = prefill_chunk_tokens(s)
+    if wait.max_tokens_ratio * budget <= 2:  # a step mixing a prompt into decoding holds one token of each at least
+        return (f"max_tokens_ratio {wait.max_tokens_ratio:g} x the {budget}-token budget is "
+                f"{wait.max_tokens_ratio * budget:g} tokens, which every step that mixes a prompt into decoding "
+                f"reaches: {engine.name} stops waiting at once whatever timeout_iters says")
     return None
 
 
@@ -265,9 +272,9 @@ def whole_prompts_past_budget(s: Scenario) -> list[tuple[str, str]]:
     batch's decode tokens, and its scheduler stops at the first prompt that does not fit
     (sim/mixed.py PrefillQueue.take): a prompt longer than the budget left waits until the running
     batch shrinks, and every prompt behind it waits with it. Warned where the longest prompt and
-    the running batch's decode tokens outgrow the budget; a prompt longer than the whole budget is
-    cut at it here (engines/trtllm.yaml), so only prompts within it count. Trace loads bring their
-    own lengths and are not judged."""
+    the running batch's decode tokens outgrow the budget; a prompt longer than the whole budget,
+    which the engine refuses and mtpsim cuts at it (engines/trtllm.yaml), is
+    prompts_past_whole_budget's. Trace loads bring their own lengths and are not judged."""
     from mtpsim.memory import prefill_chunk_tokens
     from mtpsim.workload_schema import max_length
     mixing = _mixing_batch(s)
@@ -276,9 +283,9 @@ def whole_prompts_past_budget(s: Scenario) -> list[tuple[str, str]]:
         return []
     d, running, _ = mixing
     budget = prefill_chunk_tokens(s)
-    longest = min(max_length(s.workload.input_len), budget)
+    longest = max_length(s.workload.input_len)
     others = max(running - 1, 0) * d.draft_tokens  # the prompt's own request is not yet decoding
-    if longest + others <= budget:
+    if longest + others <= budget or longest > budget:  # past the whole budget: prompts_past_whole_budget
         return []
     key = "engine.chunked_prefill_tokens" if s.engine.chunked_prefill_tokens is not None else "workload.input_len"
     return [(key, f"prompts of up to {longest} tokens beside {running - 1} other running requests x "
@@ -286,6 +293,37 @@ def whole_prompts_past_budget(s: Scenario) -> list[tuple[str, str]]:
              f"budget a step: it prefills a prompt whole and its scheduler stops at the first that does not fit, so "
              f"such a prompt waits for the running batch to shrink and the prompts behind it wait too (a budget of "
              f"{longest + others} tokens, engine.chunked_prefill_tokens, admits every prompt beside a full batch)")]
+
+
+def prompts_past_whole_budget(s: Scenario) -> list[tuple[str, str]]:
+    """An engine that prefills a prompt whole (TensorRT-LLM without chunked context: mixed_batches
+    split_prompts false) refuses a prompt longer than its whole token budget, which mtpsim cuts
+    at the budget (engines/trtllm.yaml): said, where whole_prompts_past_budget judges only the
+    prompts within it. A trace's longest prompt is its own (tracefiles.scan)."""
+    from mtpsim.memory import prefill_chunk_tokens
+    from mtpsim.workload_schema import max_length
+    engine = s.specs.engine
+    if engine.mixed_batches.split_prompts:
+        return []
+    if s.workload.arrival == "trace":
+        from mtpsim.tracefiles import scan  # on first use: not on `mtpsim run`'s path without a trace
+        longest, key = scan(s.workload.trace).max_input_len, "workload.trace"
+    else:
+        longest, key = max_length(s.workload.input_len), "workload.input_len"
+    budget = prefill_chunk_tokens(s)
+    if longest <= budget:
+        return []
+    if s.engine.chunked_prefill_tokens is not None:
+        key = "engine.chunked_prefill_tokens"
+    return [(key, f"prompts of up to {longest} tokens {past_whole_budget(engine.name, longest, budget)}")]
+
+
+def past_whole_budget(engine: str, longest: int, budget: int) -> str:
+    """What prompts_past_whole_budget (and `cost --prompt`) say of a prompt of `longest` tokens
+    past an engine's whole `budget` where it prefills prompts whole."""
+    return (f"are past {engine}'s {budget}-token budget a step, and it prefills a prompt whole: the engine refuses "
+            f"such a prompt, which mtpsim prefills in chunks of {budget} (give engine.chunked_prefill_tokens of at "
+            f"least {longest})")
 
 
 def budget_at_points(points: list, origin: tuple[str, str]) -> None:

@@ -202,6 +202,11 @@ class AttentionSpec(Spec):
         if self.index_block is not None and self.index_topk is None:
             raise ValueError("index_block pools the keys an indexer scores: it needs index_topk, index_n_heads "
                              "and index_head_dim")
+        if self.index_block is not None and self.index_topk % self.index_block:
+            # QSA picks index_topk / index_block whole blocks (qwen3.8-flash-next: 2048 / 4 = 512 a query):
+            # a block past index_topk is a fraction of one, a remainder tokens no block brings
+            raise AtKey("index_block", f"{self.index_block} does not divide index_topk {self.index_topk}: the "
+                        "indexer keeps index_topk / index_block whole blocks of tokens")
         if (self.hc_lowrank is not None) != (self.hc_mult > 1):
             raise ValueError("hc_mult > 1 and hc_lowrank go together: a gqa or linear layer's hyper-connections mix "
                              "through Qwen4-Exp's low-rank gated residual (DeepSeek-V4's Sinkhorn mix is kind "

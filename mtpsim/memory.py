@@ -203,6 +203,14 @@ def check_fits(s, budget: MemoryBudget, tokens: int, pool: str | None = None, ne
                             + (", or keep the Engram tables in host memory (engine.engram_tables: host)" if tables else ""))
     need = budget.request_bytes(tokens) if need is None else need
     if need > budget.kv_budget_bytes:
+        needed, held = _apart(need / 1e9, budget.kv_budget_bytes / 1e9)
         raise ScenarioError(s.source, f"disaggregation.{pool}" if pool else "workload",
-                            f"a request of {tokens} tokens needs {need / 1e9:.2f} GB of KV per GPU, more than the "
-                            f"{budget.kv_budget_bytes / 1e9:.2f} GB {whose}KV pool holds ({rule})")
+                            f"a request of {tokens} tokens needs {needed} GB of KV per GPU, more than the "
+                            f"{held} GB {whose}KV pool holds ({rule})")
+
+
+def _apart(a: float, b: float) -> tuple[str, str]:
+    """`a` and `b` to 2 decimals, or as many more (up to 6) as tell them apart: a request a few
+    tokens past the pool `needs 2.38 GB ..., more than the 2.38 GB` the pool holds."""
+    digits = next((d for d in range(2, 7) if f"{a:.{d}f}" != f"{b:.{d}f}"), 6)
+    return f"{a:.{digits}f}", f"{b:.{digits}f}"

@@ -18,7 +18,8 @@ from mtpsim.costs.ops import BatchLens
 from mtpsim.costs.ragged import all_plain, pass_lens
 from mtpsim.costs.streams import HIDDEN
 from mtpsim.designs import BASELINE, DesignShape, iteration_passes, prefill_passes
-from mtpsim.errors import warn
+from mtpsim.engine_advice import past_whole_budget
+from mtpsim.errors import ScenarioError, warn
 from mtpsim.memory import memory_budget, pool_rule, prefill_chunk_tokens
 from mtpsim.pools import pool_scenario
 from mtpsim.schema import mean_length
@@ -69,6 +70,12 @@ def op_table(pricer: Pricer, design: DesignShape, batch: int, context: int) -> p
     return _by_op([row for shape in iteration_passes(design)
                    for row in _op_rows(shape, pricer.price(shape, np.full(batch, shape.tokens_per_request), kv,
                                                            keep_ops=True))])
+
+
+# chunks of one prompt `cost --prompt` prices, one after another: the engines' smallest default
+# chunk (2048) cuts the flag's longest prompt (2**24) into 8192; a chunk of 1 token made a
+# 100,000-token prompt 100,000 pricings of each pass (30 s) and the flag's longest hours
+MAX_PREFILL_CHUNKS = 10_000
 
 
 def prefill_table(pricer: Pricer, design: DesignShape, prompt: int, chunk: int) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -192,6 +199,8 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
     context = _context_of(s, context)
     for flag, tokens in (("--context", context), ("--prompt", prompt)):
         _past_max_context(s, flag, tokens)
+    if prompt is not None:
+        _prefill_chunks(prefilling, prompt)
     sweep.left_out(points, "cost")
     if s.speculative.policy is not None:
         print(f"(steps_by_batch: at batch {batch} an iteration runs {s.speculative.policy.steps_for(batch)} steps; "
@@ -213,10 +222,49 @@ def _context_of(s, context: int | None) -> int:
 
 
 def _past_max_context(s, flag: str, tokens: int | None) -> None:
-    limit = s.specs.model.max_context
-    if tokens is not None and limit is not None and tokens > limit:
-        warn(flag, "", f"{tokens} is past model {s.specs.model.name!r}'s max_context {limit}: "
-             "priced as asked, though no request that long can run")
+    """Warn where `tokens` is past the context window of a model that reads the sequence: the
+    target, and a draft or assistant (whose passes cost prices too), as `run` refuses such a
+    request (checks.py _check_context)."""
+    for spec in filter(None, (s.specs.model, s.specs.draft, s.specs.assistant)):
+        limit = spec.max_context
+        if tokens is not None and limit is not None and tokens > limit:
+            what = f"model {spec.name!r}" if spec is s.specs.model else f"the draft {spec.name!r} (speculative.draft)"
+            warn(flag, "", f"{tokens} is past the max_context {limit} of {what}: priced as asked, though no request "
+                 "that long can run")
+            return
+
+
+def _prefill_chunks(prefilling, prompt: int) -> int:
+    """The prefill chunk `prompt` is priced in (prefill_chunk_tokens), or a ScenarioError where
+    that makes more than MAX_PREFILL_CHUNKS chunks, each priced in turn: at the scenario's
+    engine.chunked_prefill_tokens where it gives the chunk, else at the flag."""
+    chunk = prefill_chunk_tokens(prefilling)
+    chunks = -(-prompt // chunk)
+    if chunks > MAX_PREFILL_CHUNKS:
+        limit = f"each priced in turn, and cost prices at most {MAX_PREFILL_CHUNKS:,}"
+        if prefilling.engine.chunked_prefill_tokens is not None:
+            raise ScenarioError(prefilling.source, "engine.chunked_prefill_tokens", f"chunks of {chunk} tokens cut "
+                                f"--prompt {prompt} into {chunks:,}, {limit}: give a larger chunk or a shorter prompt")
+        raise ScenarioError("--prompt", "", f"{prompt} tokens in {prefilling.specs.engine.name}'s default chunks of "
+                            f"{chunk} on {prefilling.specs.hardware.name} are {chunks:,} chunks, {limit}")
+    return chunk
+
+
+def _prompt_fits(prefilling, pricer: Pricer, design: DesignShape, prompt: int, pool: str) -> None:
+    """Warn where not one request of `prompt` tokens fits the KV pool that prefills it (`pool`:
+    which, where the scenario disaggregates), as _batch_warnings does of --context: `mtpsim run`
+    refuses such a request, as the engine would. A prompt past max_context is warned of already."""
+    limit = prefilling.specs.model.max_context
+    if limit is not None and prompt > limit:
+        return
+    engine, chunk = prefilling.specs.engine, prefill_chunk_tokens(prefilling)
+    if not engine.mixed_batches.split_prompts and prompt > chunk:
+        warn("--prompt", "", f"{prompt} tokens {past_whole_budget(engine.name, prompt, chunk)}")
+    m = memory_budget(pricer, design, pool_rule(prefilling))
+    if m.max_requests(prompt) == 0:
+        warn("--prompt", "", f"{prompt} tokens do not fit the {pool}KV pool ({m.kv_budget_bytes / 1e9:.2f} GB per GPU, "
+             f"{m.max_kv_tokens} tokens): priced as asked, though `mtpsim run` refuses a request that long, "
+             "as the engine would")
 
 
 def _batch_warnings(s, memory: pd.DataFrame, batch: int, asked: int | None, context: int, room: str) -> None:
@@ -265,8 +313,10 @@ def _print_report(s, report: dict, batch: int, context: int, ops: bool) -> None:
 def _print_prefill(prefilling, s, prompt: int, ops: bool) -> None:
     """The prefill of one prompt on `prefilling` (the scenario, or its prefill pool: `s` is the
     one the iteration was priced on), in its engine's chunks."""
-    chunk = prefill_chunk_tokens(prefilling)
-    passes, prefill_ops = prefill_table(build_pricer(prefilling), DesignShape.of(prefilling.speculative), prompt, chunk)
+    chunk = _prefill_chunks(prefilling, prompt)
+    pricer, design = build_pricer(prefilling), DesignShape.of(prefilling.speculative)
+    _prompt_fits(prefilling, pricer, design, prompt, "" if prefilling is s else "prefill GPUs' ")
+    passes, prefill_ops = prefill_table(pricer, design, prompt, chunk)
     where = "" if prefilling is s else f" on the prefill pool ({prefilling.describe_layout()})"
     _print(f"Prefill of one {prompt}-token prompt{where} (per GPU; chunks of at most {chunk} tokens, "
            f"each after the ones before it)", passes)

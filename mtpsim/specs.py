@@ -107,6 +107,7 @@ class ModelSpec(Spec):
         self._fields_for_role()
         self._engram_layers()
         self._shared_compressed()
+        self._one_residual_stream(refs)
         if self.role != "target" and self.backbone_hidden_size is None:
             raise ValueError(f"{'an assistant' if self.role == 'assistant' else 'a draft'} needs backbone_hidden_size")
         if (self.role == "block_draft") != (self.block is not None):
@@ -149,6 +150,20 @@ class ModelSpec(Spec):
         if flagged != len(self.engram.rows):
             raise AtKey("engram.rows", f"{len(self.engram.rows)} tables, but {flagged} layers carry an Engram "
                         "(engram: true in layers): one table per Engram layer")
+
+    def _one_residual_stream(self, refs: list) -> None:
+        """Every layer keeps the same hyper-connection copies of the residual stream (hc_mult, or
+        compressed.hc_mult): the copies are the model's, carried from layer to layer, and an
+        Engram's wkv writes hc_mult + 1 of them (two kinds of 2 and 4 priced each layer as its own)."""
+        first = refs[0].attention
+        want = self.attention_kinds[first].hc_copies
+        for ref in refs:
+            att = self.attention_kinds[ref.attention]
+            if att.hc_copies != want:
+                key = "compressed.hc_mult" if att.compressed is not None else "hc_mult"
+                raise AtKey(f"attention_kinds.{ref.attention}.{key}", f"{att.hc_copies} copies of the residual stream "
+                            f"where kind {first!r} keeps {want}: hyper-connection copies are the model's, carried "
+                            "from layer to layer")
 
     def _shared_compressed(self) -> None:
         """A layer that reads another's compressed entries (mode reindex or reuse) comes after a

@@ -246,8 +246,11 @@ def check_rows(family: str, df: pd.DataFrame, meta: dict, where: str) -> None:
     are the rows read: a table cut short, or one edited after meta.yaml was written, is refused."""
     listed = (meta.get("families") or {}).get(family)
     count = listed.get("rows") if isinstance(listed, dict) else listed
+    key = f"families.{family}" + (".rows" if isinstance(listed, dict) else "")
+    if isinstance(listed, dict) and count is not None and (type(count) is not int or count < 1):
+        # a source record's count in another form (many, 15342.0) turned the check off without a word
+        raise ScenarioError(where, key, f"{short(count)} is not a count of rows (a whole number above 0)")
     if isinstance(count, int) and not isinstance(count, bool) and count != len(df):
-        key = f"families.{family}" + (".rows" if isinstance(listed, dict) else "")
         raise ScenarioError(where, key, f"lists {count:,} rows, and {family}'s table holds {len(df):,}: "
                             "a table cut short or edited? give the count it holds")
 

@@ -59,7 +59,9 @@ class Arrivals:
             from mtpsim.tracefiles import scan, stream  # on first use: not on `mtpsim run`'s path without a trace
             stats = scan(workload.trace)
             self.env.process(self.open_stream(stream(workload.trace)))
-            return stats.num_requests, stats.longest_input, stats.longest
+            # the longest prompt, not the prompt of the longest request (a short prompt with a long
+            # answer): a disaggregated run checks its prefill pool with it (sim/disagg.py start_arrivals)
+            return stats.num_requests, stats.max_input_len, stats.longest
         inputs, outputs = self.start(workload, seed)
         return len(inputs), int(inputs.max()), int((inputs + outputs).max())
 

@@ -45,11 +45,11 @@ def _budget(point):
 
 
 def _sure_lengths(w) -> tuple[int, int]:
-    """(prompt, prompt + output) tokens that the run's longest request holds at least: a trace's
-    longest (its scan, read once already), a fixed length, else a distribution's least."""
+    """(prompt, prompt + output) tokens that the run's longest prompt and longest request hold at
+    least: a trace's (its scan, read once already), a fixed length, else a distribution's least."""
     if w.arrival == "trace":
         from mtpsim.tracefiles import scan
         stats = scan(w.trace)
-        return stats.longest_input, stats.longest
+        return stats.max_input_len, stats.longest
     least = [n if isinstance(n, int) else n.min for n in (w.input_len, w.output_len)]
     return least[0], sum(least)
