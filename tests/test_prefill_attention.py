@@ -86,3 +86,22 @@ def test_the_converter_keeps_bf16_attention_and_a_row_per_shape():
     assert len(rows) == 1 and rows.time_s.iloc[0] == pytest.approx(0.13e-3)
     pairs = 4096 * 4097 / 2
     assert rows.flops.iloc[0] == pytest.approx(2 * pairs * 16 * (128 + 64 + 128))
+
+
+def test_converted_profiles_say_which_prompts_their_rows_price():
+    """meta.yaml's not_measured line says what prices prefill-sized attention, as the converter
+    writes it: a database without a context MLA table (vLLM, SGLang on A100) gives GQA rows only."""
+    from pathlib import Path
+
+    import yaml
+
+    from mtpsim.calibration.aiconfigurator import _prefill_rows_read
+    said = {}
+    for path in sorted((Path(__file__).resolve().parent.parent / "mtpsim/data/profiles").glob("*/meta.yaml")):
+        meta = yaml.safe_load(path.read_text())
+        if meta.get("source", {}).get("from") != "aiconfigurator":
+            continue
+        line = meta["not_measured"]["verify attention (q > 1 per request)"]
+        assert line.endswith(_prefill_rows_read(meta["families"])), path
+        said[path.parent.name] = "GQA only" in line
+    assert said["h200-vllm"] and said["a100-80g-sglang"] and not said["h200-sglang"] and not said["b200-trtllm"]

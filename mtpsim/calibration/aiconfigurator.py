@@ -150,13 +150,24 @@ def profile_meta(system: str, backend: str, version: str, gemm: pd.DataFrame, fa
         "families": families,
         "not_measured": {
             "verify attention (q > 1 per request)": "extrapolated from the q = 1 rows by the roofline ratio, up to "
-                                                     "64 query tokens a request; prefill-sized queries read the "
-                                                     "prefill_attention rows",
+                                                     f"64 query tokens a request; {_prefill_rows_read(families)}",
             "frozen-KV query-only attention": "the GQA / MLA decode rows",
             "lm_head": "the GEMM rows",
             "elementwise, argmax, pass framing": "roofline bytes plus the launch figures above",
         },
     }
+
+
+def _prefill_rows_read(families: dict) -> str:
+    """What prices prefill-sized attention in this profile: its prefill_attention rows for the
+    attention kinds they hold (a database without a context MLA table gives GQA rows only)."""
+    tables = [src["table"] for src in families.get("prefill_attention", {}).get("sources", ())]
+    if not tables:
+        return "prefill-sized queries too (the database has no context attention table here)"
+    if not any("context_mla" in t for t in tables):
+        return ("prefill-sized queries read the prefill_attention rows, GQA only (the database has no context "
+                "MLA table for this engine, so MLA prompts extrapolate from the decode rows)")
+    return "prefill-sized queries read the prefill_attention rows"
 
 
 def default_name(system: str, backend: str) -> str:
