@@ -164,20 +164,79 @@ class DpRouting(Spec):
     balance_rel: float = Field(default=1.5, ge=1)
 
 
+GraphSize = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
+
+
+class SizeRange(Spec):
+    """Captured sizes first, first + step, ... up to last (None: up to the largest graph), as an
+    engine's source writes `range(first, last + 1, step)`."""
+
+    first: GraphSize
+    last: GraphSize | None = None
+    step: GraphSize = 1
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_list(cls, value):
+        """[first, last, step] (last null: to the largest graph)."""
+        if isinstance(value, list) and len(value) == 3:
+            return dict(zip(("first", "last", "step"), value))
+        return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SizeRange:
+        if self.last is not None and self.last < self.first:
+            raise AtKey("last", f"{self.last} is below first, {self.first}: the range is empty")
+        return self
+
+    def sizes(self, largest: int) -> range:
+        return range(self.first, min(self.last or largest, largest) + 1, self.step)
+
+
+class GpuSizes(Spec):
+    """Sizes an engine adds to its padded list on GPUs of more than `above_mib` MiB (SGLang
+    v0.4.6-v0.5.2: "H200, H20" past 90 GiB, "B200, MI300" past 160 GB)."""
+
+    above_mib: float = Field(ge=0, le=MAX_MIB)
+    sizes: tuple[GraphSize | SizeRange, ...] = Field(min_length=1)
+
+    @field_validator("sizes", mode="before")
+    @classmethod
+    def _list_as_tuple(cls, value):
+        return as_tuple(value)
+
+
+def expand(items, largest: int) -> set[int]:
+    """The sizes of a list of sizes and ranges, up to `largest`."""
+    out = set()
+    for item in items:
+        out.update(item.sizes(largest) if isinstance(item, SizeRange) else ([item] if item <= largest else []))
+    return out
+
+
 class GraphCapture(Spec):
     """The CUDA graphs an engine captures for decode-shaped passes by default (a scenario's
     `engine.max_graph_batch` sets the largest, in requests). unit: what a graph's size counts,
     requests, or tokens (vLLM keys its graphs on a pass's tokens, so a verify of k + 1 tokens a
     request fits k + 1 times fewer requests); max: the largest size (None: SGLang's memory class,
     kv_pool.reserved); padded: a batch between sizes replays the next size up (False: only a
-    batch of one of `sizes` replays, the rest run eagerly)."""
+    batch of one of `sizes` replays, the rest run eagerly); sizes: the list an unpadded capture
+    replays. With padding, a batch pads up to the next of `pads_to` (a plain decode's) or of
+    `speculative_pads_to` (a speculative iteration's passes; None: `pads_to`), each size or range
+    capped at the largest graph, plus `gpu_pads_to` on larger GPUs and, where `adds_max`, the
+    largest itself; a batch past the last runs eagerly. pads_to None: every multiple of 8 (with
+    1, 2, 4 and 12) up to the largest."""
 
     unit: Literal["requests", "tokens"] = "requests"
     max: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
     padded: bool = True
-    sizes: tuple[Annotated[int, Field(ge=1, le=MAX_TOKENS)], ...] | None = Field(default=None, min_length=1)
+    sizes: tuple[GraphSize, ...] | None = Field(default=None, min_length=1)
+    pads_to: tuple[GraphSize | SizeRange, ...] | None = Field(default=None, min_length=1)
+    speculative_pads_to: tuple[GraphSize | SizeRange, ...] | None = Field(default=None, min_length=1)
+    gpu_pads_to: tuple[GpuSizes, ...] = ()
+    adds_max: bool = True
 
-    @field_validator("sizes", mode="before")
+    @field_validator("sizes", "pads_to", "speculative_pads_to", "gpu_pads_to", mode="before")
     @classmethod
     def _list_as_tuple(cls, value):
         return as_tuple(value)
@@ -186,8 +245,24 @@ class GraphCapture(Spec):
     def _sizes_when_unpadded(self) -> GraphCapture:
         if not self.padded and self.sizes is None:
             raise AtKey("sizes", "an unpadded capture replays only the sizes it lists: give them")
+        if self.pads_to is None and (self.speculative_pads_to is not None or self.gpu_pads_to):
+            raise AtKey("pads_to", "the plain list the speculative or GPU sizes go with: give it")
         return self
 
+    def padded_sizes(self, largest: int, gpu_mib: float, speculative: bool, adds_max: bool | None = None) \
+            -> tuple[int, ...] | None:
+        """The sizes a padded batch pads up to on a GPU of `gpu_mib` MiB, up to `largest` (None:
+        pads_to is not given, every multiple of 8); `adds_max` overrides whether `largest` itself
+        is captured (a deployment that names its largest graph captures it)."""
+        if self.pads_to is None:
+            return None
+        listed = self.speculative_pads_to if speculative and self.speculative_pads_to is not None else self.pads_to
+        sizes = expand(listed, largest)
+        for extra in self.gpu_pads_to:
+            if gpu_mib > extra.above_mib:
+                sizes |= expand(extra.sizes, largest)
+        return tuple(sorted(sizes | ({largest} if (self.adds_max if adds_max is None else adds_max) else set())))
 
-__all__ = ["CapClass", "ChunkClass", "DpRouting", "GpuClass", "GraphCapture", "HostTime", "MixedBatches",
-           "PrefixCacheDefault", "RunningCap", "as_tuple", "classes_read", "first_holding"]
+
+__all__ = ["CapClass", "ChunkClass", "DpRouting", "GpuClass", "GpuSizes", "GraphCapture", "HostTime", "MixedBatches",
+           "PrefixCacheDefault", "RunningCap", "SizeRange", "as_tuple", "classes_read", "first_holding"]

@@ -99,7 +99,8 @@ def test_a_graph_the_memory_classes_do_not_size_is_refused(tmp_path, capsys, mon
     """Before: SGLang's file (memory classes in kv_pool.reserved) with `cuda_graph: {unit: tokens}`
     took the class's graph_batch, a request count, as tokens; with a cuda_graph.max it captured graphs
     up to that max while the default memory fraction reserved for the class's graph_batch, without a word."""
-    _refused(tmp_path, capsys, monkeypatch, _swap("cuda_graph: {unit: requests, padded: true}\n", f"cuda_graph: {section}\n"),
+    keys = "".join(f"  {pair.strip()}\n" for pair in section.strip("{}").split(","))  # the block form the file has
+    _refused(tmp_path, capsys, monkeypatch, _swap("cuda_graph:\n  unit: requests\n  padded: true\n", f"cuda_graph:\n{keys}"),
              key, word)
 
 

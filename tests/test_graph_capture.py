@@ -98,3 +98,37 @@ def test_search_builds_a_pricer_per_graph_padding_and_engram_placement():
                             "engine": {"kind": "trtllm", **engine}, "cost": {"model": "roofline"}})
     assert pricer_key(point()) != pricer_key(point(graph_padding=True))
     assert pricer_key(point()) == pricer_key(point(max_running_requests=7))  # no pass prices it
+
+
+def test_sglang_pads_to_its_releases_captured_sizes():
+    """engines/sglang.yaml: v0.5.10 on, plain decode pads to [1, 2, 4, 8, 12] + 16..256 by 8 and a
+    speculative iteration's passes to 1..8, 10..32 by 2, 40..64 by 4, 72..256 by 8 (server_args.py
+    _generate_cuda_graph_batch_sizes); older releases by the graph_sizes_* rules."""
+    h = host("sglang", version="0.5.12")
+    assert [h.padded_batch(n) for n in (3, 5, 9, 13, 33, 60)] == [4, 8, 12, 16, 40, 64]
+    assert [h.padded_batch(n, 4, "verify") for n in (3, 5, 9, 13, 33, 41, 57)] == [3, 5, 10, 14, 40, 44, 60]
+    assert h.padded_batch(5, 1, "draft") == 5 and h.padded_batch(5, 1, "decode") == 8
+    capped = host("sglang", version="0.5.12", max_graph_batch=100)  # a named largest graph is captured
+    assert capped.uses_graphs("verify", 100, 4) and capped.padded_batch(97, 4, "verify") == 100
+    assert host("sglang", version="0.5.7", max_graph_batch=100).padded_batch(97, 4, "verify") == 100
+    assert host("sglang", version="0.5.4").padded_batch(61, 4, "verify") == 72  # range(40, 64, 4): no 64
+    old = host("sglang", version="0.5.2")  # v0.4.8-v0.5.2: no 64 either, and graphs end at 160 on an H100
+    assert old.padded_batch(60, 4, "verify") == 80 and old.padded_batch(60) == 64
+    assert host("sglang", "h100-sxm", version="0.5.2").graph_label == "160"  # its own list's last, not max_bs's 256
+    assert host("sglang", "h100-sxm", version="0.4.6", max_graph_batch=256).uses_graphs("decode", 256)  # --cuda-graph-bs 256
+    assert not host("sglang", "h100-sxm", version="0.5.2").uses_graphs("decode", 161)
+    assert host("sglang", "h200", version="0.5.2").uses_graphs("decode", 256)  # "H200, H20": past 90 GiB
+    eagle = host("sglang", version="0.4.4")  # speculative graphs 1..32 only
+    assert eagle.padded_batch(17, 4, "verify") == 17 and not eagle.uses_graphs("verify", 33, 4)
+    assert eagle.uses_graphs("decode", 160) and eagle.padded_batch(17) == 24
+
+
+def test_an_engine_file_with_padded_lists_is_checked():
+    from mtpsim.engine_sections import GraphCapture
+    with pytest.raises(ValueError, match="below first"):
+        GraphCapture(pads_to=[[16, 8, 8]])
+    with pytest.raises(ValueError, match="plain list"):
+        GraphCapture(speculative_pads_to=[1, 2])
+    g = GraphCapture(pads_to=[1, [8, None, 8]], gpu_pads_to=[{"above_mib": 1000, "sizes": [[300, 320, 10]]}], adds_max=False)
+    assert g.padded_sizes(40, 500, False) == (1, 8, 16, 24, 32, 40)
+    assert g.padded_sizes(310, 2000, True)[-4:] == (296, 300, 304, 310)  # the GPU sizes, capped at the largest

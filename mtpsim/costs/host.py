@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from mtpsim.engines import EngineSpec
 
-# SGLang's default captured batch sizes (cuda_graph_bs), capped by max_graph_batch.
+# The padded sizes of an engine whose file lists none (engine_sections.GraphCapture.pads_to),
+# capped by max_graph_batch.
 GRAPH_BUCKETS = (1, 2, 4, 8, 12, *range(16, 1025, 8))
 
 
@@ -19,8 +20,10 @@ class HostModel:
     """What the serving engine does around the passes: it replays CUDA graphs for decode-shaped
     passes up to `max_graph_batch` (in `graph_unit`, requests or tokens: engine_sections.GraphCapture),
     padded to its captured sizes where `graph_padded` (else only a batch of one of `graph_sizes`
-    replays), scores a verify its way (`engine.verify_scorer`), and its host figures and overlap
-    window are `engine`'s (mtpsim/data/engines/)."""
+    replays; with padding, the sizes a batch pads up to: a plain decode's `graph_sizes` and a
+    speculative iteration's passes' `speculative_graph_sizes`, None: GRAPH_BUCKETS), scores a
+    verify its way (`engine.verify_scorer`), and its host figures and overlap window are
+    `engine`'s (mtpsim/data/engines/)."""
 
     engine: EngineSpec
     cuda_graphs: bool = True
@@ -29,33 +32,45 @@ class HostModel:
     graph_unit: str = "requests"
     graph_padded: bool = True
     graph_sizes: tuple[int, ...] | None = None
+    speculative_graph_sizes: tuple[int, ...] | None = None
 
     @property
     def graph_label(self) -> str:
-        """The largest captured graph, as a run's limits name it."""
-        return f"{self.max_graph_batch}{' tokens' if self.graph_unit == 'tokens' else ''}"
+        """The largest captured graph, as a run's limits name it (a padded list may end below
+        max_graph_batch: SGLang before v0.5.10 does not add it)."""
+        lists = [sizes[-1] for sizes in (self.graph_sizes, self.speculative_graph_sizes) if sizes and self.graph_padded]
+        return f"{max(lists) if lists else self.max_graph_batch}{' tokens' if self.graph_unit == 'tokens' else ''}"
 
     @property
     def expands_verify(self) -> bool:
         """vLLM V0's batch-expansion scorer: a verify window runs as that many single-token sequences."""
         return self.engine.verify_scorer == "batch_expansion"
 
+    def sizes_for(self, kind: str) -> tuple[int, ...] | None:
+        """The captured sizes a pass of `kind` replays: a speculative iteration's passes (draft,
+        verify, extend) the speculative list where the engine has one, plain decode the plain."""
+        return self.speculative_graph_sizes if kind != "decode" and self.speculative_graph_sizes is not None \
+            else self.graph_sizes
+
     def uses_graphs(self, kind: str, batch: int, per_request: int = 1) -> bool:
         """Decode-shaped passes of `batch` requests, `per_request` tokens each, replay CUDA graphs
-        up to max_graph_batch, but for the pass kinds the engine release runs eagerly
+        up to the largest captured size, but for the pass kinds the engine release runs eagerly
         (`engine.eager_passes`); prefill runs eagerly."""
         if not self.cuda_graphs or kind == "prefill" or kind in self.engine.eager_passes:
             return False
         size = batch * (per_request if self.graph_unit == "tokens" else 1)
-        return size <= self.max_graph_batch and (self.graph_padded or size in (self.graph_sizes or ()))
+        sizes = self.sizes_for(kind)
+        if self.graph_padded:
+            return size <= (sizes[-1] if sizes else self.max_graph_batch)
+        return size in (sizes or ())
 
-    def padded_batch(self, batch: int, per_request: int = 1) -> int:
+    def padded_batch(self, batch: int, per_request: int = 1, kind: str = "decode") -> int:
         """The requests a batch replays its captured graph at (the batch itself past the largest,
         or where the engine does not pad): a graph of tokens holds whole requests' windows."""
         per = per_request if self.graph_unit == "tokens" else 1
         if not self.graph_padded:
             return batch
-        size = next((b for b in self.graph_sizes or GRAPH_BUCKETS if b >= batch * per and b <= self.max_graph_batch),
+        size = next((b for b in self.sizes_for(kind) or GRAPH_BUCKETS if b >= batch * per and b <= self.max_graph_batch),
                     batch * per)
         return max(batch, size // per)
 
@@ -70,13 +85,18 @@ def host_model(scenario) -> HostModel:
         largest, unit = s.engine.max_graph_batch, "requests"
     else:
         largest, unit = engine.graph_max(s.specs.hardware.memory_capacity_bytes / 2**20, s.parallel.tp), cap.unit
-    if padded:  # padded captures step by 8 up to the largest (SGLang, vLLM, TensorRT-LLM's enable_padding)
-        sizes = None
+    speculative = None
+    if padded:  # the engine's padded lists (SGLang's by release), else steps of 8 up to the largest;
+        # a scenario's max_graph_batch is a graph the deployment captures (SGLang's --cuda-graph-bs
+        # ending there, as InferenceX's and LMSYS's launches give it), whatever the release appends
+        gpu_mib, named = s.specs.hardware.memory_capacity_bytes / 2**20, s.engine.max_graph_batch is not None
+        sizes = cap.padded_sizes(largest, gpu_mib, False, True if named else None)
+        speculative = cap.padded_sizes(largest, gpu_mib, True, True if named else None)
     elif cap.sizes is not None:  # the engine's list up to the largest, which it adds (TensorRT-LLM)
         sizes = tuple(sorted({*(b for b in cap.sizes if b < largest), largest}))
     else:  # SGLang without padding captures every size up to the largest
         sizes = tuple(range(1, largest + 1))
-    return HostModel(engine, s.engine.cuda_graphs, largest, s.engine.two_batch_overlap, unit, padded, sizes)
+    return HostModel(engine, s.engine.cuda_graphs, largest, s.engine.two_batch_overlap, unit, padded, sizes, speculative)
 
 
 def graph_label(scenario) -> str | None:

@@ -152,7 +152,7 @@ class Pricer:
         `prefill_tokens`: its largest group's query tokens; `tail_tokens`: its replay tail's,
         `_tail_tokens`), all but its attention and frame."""
         graphs = self.uses_graphs(shape, batch)
-        rows = self.host.padded_batch(batch, shape.tokens_per_request) if graphs else batch
+        rows = self.host.padded_batch(batch, shape.tokens_per_request, shape.kind) if graphs else batch
         tokens = prefill_tokens if shape.by_total else rows * shape.tokens_per_request
         if shape.ragged:  # every query of a ragged verify scores its logits row
             logits = prefill_tokens
