@@ -178,9 +178,11 @@ class SizeRange(Spec):
     @model_validator(mode="before")
     @classmethod
     def _from_list(cls, value):
-        """[first, last, step] (last null: to the largest graph)."""
+        """[first, last, step] (last null: to the largest graph), or one size."""
         if isinstance(value, list) and len(value) == 3:
             return dict(zip(("first", "last", "step"), value))
+        if isinstance(value, int) and not isinstance(value, bool):
+            return {"first": value, "last": value}
         return value
 
     @model_validator(mode="after")
@@ -198,7 +200,7 @@ class GpuSizes(Spec):
     v0.4.6-v0.5.2: "H200, H20" past 90 GiB, "B200, MI300" past 160 GB)."""
 
     above_mib: float = Field(ge=0, le=MAX_MIB)
-    sizes: tuple[GraphSize | SizeRange, ...] = Field(min_length=1)
+    sizes: tuple[SizeRange, ...] = Field(min_length=1)
 
     @field_validator("sizes", mode="before")
     @classmethod
@@ -208,10 +210,7 @@ class GpuSizes(Spec):
 
 def expand(items, largest: int) -> set[int]:
     """The sizes of a list of sizes and ranges, up to `largest`."""
-    out = set()
-    for item in items:
-        out.update(item.sizes(largest) if isinstance(item, SizeRange) else ([item] if item <= largest else []))
-    return out
+    return {size for item in items for size in item.sizes(largest)}
 
 
 class GraphCapture(Spec):
@@ -231,8 +230,8 @@ class GraphCapture(Spec):
     max: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
     padded: bool = True
     sizes: tuple[GraphSize, ...] | None = Field(default=None, min_length=1)
-    pads_to: tuple[GraphSize | SizeRange, ...] | None = Field(default=None, min_length=1)
-    speculative_pads_to: tuple[GraphSize | SizeRange, ...] | None = Field(default=None, min_length=1)
+    pads_to: tuple[SizeRange, ...] | None = Field(default=None, min_length=1)
+    speculative_pads_to: tuple[SizeRange, ...] | None = Field(default=None, min_length=1)
     gpu_pads_to: tuple[GpuSizes, ...] = ()
     adds_max: bool = True
 

@@ -132,3 +132,24 @@ def test_an_engine_file_with_padded_lists_is_checked():
     g = GraphCapture(pads_to=[1, [8, None, 8]], gpu_pads_to=[{"above_mib": 1000, "sizes": [[300, 320, 10]]}], adds_max=False)
     assert g.padded_sizes(40, 500, False) == (1, 8, 16, 24, 32, 40)
     assert g.padded_sizes(310, 2000, True)[-4:] == (296, 300, 304, 310)  # the GPU sizes, capped at the largest
+
+
+BASE = "  unit: requests\n  padded: true\n  pads_to: [1, 2, 4, 8, 12,"  # the file's own section, not a rule's
+
+
+@pytest.mark.parametrize("new, key, word", [
+    ("  unit: requests\n  padded: true\n  pads_to: [[16, 8, 8], 2, 4, 8, 12,", "cuda_graph.pads_to.0.last", "below first"),
+    ("  unit: requests\n  padded: true\n  pads_to: [0, 2, 4, 8, 12,", "cuda_graph.pads_to.0.first",
+     "greater than or equal to 1"),
+    ("  unit: requests\n  padded: true\n  pads_to: [[1, 8, 0], 12,", "cuda_graph.pads_to.0.step",
+     "greater than or equal to 1"),
+])
+def test_a_user_engine_files_bad_padded_list_is_one_line(tmp_path, capsys, monkeypatch, new, key, word):
+    """An engine file in a user catalog with an empty range, a size of 0 or a step of 0 in its
+    padded lists: one line naming the file and the key."""
+    from tests.test_bad_input_9e import _refused
+
+    def edit(text):
+        assert BASE in text
+        return text.replace(BASE, new, 1)
+    _refused(tmp_path, capsys, monkeypatch, edit, key, word)
