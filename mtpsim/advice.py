@@ -3,13 +3,14 @@ over or a --set into a section the command does not read, verify settings past t
 disaggregation setting nothing acts on, a shared prefix longer than the prompts or read by nothing,
 a routing over one replica, outputs of one token; the speculation checks are
 speculation_advice.py's, the model's model_advice.py's, the load's workload_advice.py's, the
-engine's and the cost model's engine_advice.py's. This module runs them all (advise,
+engine's and the cost model's engine_advice.py's, a mixing engine's token budget's
+budget_advice.py's. This module runs them all (advise,
 advise_sweep). Each is one stderr line (errors.warn); refusing would be too strict, since a sweep
 or a shared file can make such a setting harmless.
 """
 from __future__ import annotations
 
-from mtpsim import designs, engine_advice, model_advice, workload_advice
+from mtpsim import budget_advice, designs, engine_advice, model_advice, workload_advice
 from mtpsim import speculation_advice as spec
 from mtpsim.schema import Scenario
 
@@ -200,22 +201,22 @@ def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
 CHECKS = (spec.ignored_by_design, spec.unreached_policy, engine_advice.skew_without_experts,
           workload_advice.reshaped_lengths, model_advice.no_context_limit, spec.deep_histogram, spec.dead_drafts,
           swept_search, swept_verify, engine_advice.no_wide_ep, engine_advice.idle_engine_settings,
-          engine_advice.blocks_out_of_reach, engine_advice.budget_below_decode,
-          engine_advice.whole_prompts_past_budget, engine_advice.prompts_past_whole_budget,
+          engine_advice.blocks_out_of_reach, budget_advice.budget_below_decode,
+          budget_advice.whole_prompts_past_budget, budget_advice.prompts_past_whole_budget,
           engine_advice.cap_per_rank, model_advice.unread_dtypes,
           model_advice.windows_past_context, model_advice.fp4_kv_before_blackwell,
           workload_advice.trace_settings_unread, model_advice.past_any_model, model_advice.odd_widths,
           _verify_past_the_model, _disaggregation_moot, workload_advice.unused_by_arrival,
           _prefix_past_the_prompts, spec.kept_past_the_steps, _past_their_reach, spec.forced_past_its_range,
-          engine_advice.engine_moot, engine_advice.stream_overlap_moot, engine_advice.batch_wait_moot)
+          engine_advice.engine_moot, engine_advice.stream_overlap_moot, budget_advice.batch_wait_moot)
 
 # checks whose every warning says the value is not read at all (a null, the default, is read no more)
 UNREAD_CHECKS = (spec.ignored_by_design, workload_advice.trace_settings_unread, workload_advice.unused_by_arrival)
 # checks that judge the batch a run's load keeps running (its users, its requests, the cap):
 # `cost --batch` prices a batch of its own, which its header line describes
-RUNNING_BATCH_CHECKS = (spec.unreached_policy, engine_advice.budget_below_decode, engine_advice.whole_prompts_past_budget)
+RUNNING_BATCH_CHECKS = (spec.unreached_policy, budget_advice.budget_below_decode, budget_advice.whole_prompts_past_budget)
 # checks that judge the scenario's own steps, policy or users, which recommend and search do not
 # run: they compare steps of their own (1..--max-steps, as the acceptance allows) at loads of their
-# own, without the policy (the budget is judged at their points: engine_advice.budget_at_points)
-GRID_CHECKS = (spec.unreached_policy, spec.kept_past_the_steps, spec.deep_histogram, engine_advice.budget_below_decode,
-               engine_advice.whole_prompts_past_budget)
+# own, without the policy (the budget is judged at their points: budget_advice.budget_at_points)
+GRID_CHECKS = (spec.unreached_policy, spec.kept_past_the_steps, spec.deep_histogram, budget_advice.budget_below_decode,
+               budget_advice.whole_prompts_past_budget)

@@ -29,10 +29,10 @@ import pandas as pd
 from mtpsim import scenario as sc
 from mtpsim import sweep
 from mtpsim.advice import GRID_CHECKS, advise
+from mtpsim.budget_advice import budget_at_points
 from mtpsim.checks import as_built_for
 from mtpsim.cli_types import parse_sizes
 from mtpsim.designs import BASELINE, record
-from mtpsim.engine_advice import budget_at_points
 from mtpsim.errors import ScenarioError, holding, warn
 from mtpsim.heaviness import heavy_load, prefill_chunks
 from mtpsim.intervals import seed_intervals

@@ -12,13 +12,13 @@ from mtpsim import scenario as sc
 from mtpsim import sweep
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.advice import RUNNING_BATCH_CHECKS, advise, advise_sweep
+from mtpsim.budget_advice import past_whole_budget
 from mtpsim.costs import Pricer, build_pricer
 from mtpsim.costs.iteration import hiding_window, iteration_cost
 from mtpsim.costs.ops import BatchLens
 from mtpsim.costs.ragged import all_plain, pass_lens
 from mtpsim.costs.streams import HIDDEN
 from mtpsim.designs import BASELINE, DesignShape, iteration_passes, prefill_passes
-from mtpsim.engine_advice import past_whole_budget
 from mtpsim.errors import ScenarioError, warn
 from mtpsim.memory import memory_budget, pool_rule, prefill_chunk_tokens
 from mtpsim.pools import pool_scenario

@@ -16,7 +16,7 @@ test each below (each docstring says what happened before the fix):
   design none);
 - recommend and search judged the scenario's policy, kept-length and histogram depth and a
   mixing engine's token budget against its own steps and users, which they replace
-  (advice.GRID_CHECKS; the budget at their own points: engine_advice.budget_at_points);
+  (advice.GRID_CHECKS; the budget at their own points: budget_advice.budget_at_points);
 - an empty release in a user's engine file was an IndexError traceback (engine_releases.py);
 - a swept seed made plot refuse the run's own folder, and a swept engine section's column was
   overwritten with the engine's name (run_reader.py, run.py);

@@ -25,7 +25,7 @@ string, a mapping, a repeat, in the file or set by a rule.
 Found and fixed:
 - vLLM's token-budget warning read the running cap without the GPU: its first class below any size
   (256, the < 70 GiB GPUs'), not the 1024 an 80 GB H100 admits, so 900 users x 10 tokens went
-  unwarned (engine_advice.budget_below_decode);
+  unwarned (budget_advice.budget_below_decode);
 - on an engine whose memory classes give the largest CUDA graph (SGLang's kv_pool.reserved), a
   `cuda_graph: {unit: tokens}` took graph_batch, a request count, as tokens, and a cuda_graph.max
   captured graphs the memory reserve was not sized for (engines.py);

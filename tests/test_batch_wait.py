@@ -1,4 +1,4 @@
-"""TensorRT-LLM's batch waiting (engine.batch_wait; sim/mixed.py BatchWaitRule, engine_advice
+"""TensorRT-LLM's batch waiting (engine.batch_wait; sim/mixed.py BatchWaitRule, budget_advice
 batch_wait_idle): while requests decode, admitted prompts are held back until a step's tokens
 reach max_tokens_ratio x the token budget or timeout_iters steps have held them."""
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """An engine that prefills a prompt whole (TensorRT-LLM without chunked context) stalls a prompt
 that does not fit its token budget beside the running batch's decode tokens, and every prompt
-behind it: the scenario is warned before the run (engine_advice.whole_prompts_past_budget) and the
+behind it: the scenario is warned before the run (budget_advice.whole_prompts_past_budget) and the
 run's note says why its batch stayed small (run_table._budget_line). InferenceX sizes TensorRT-LLM's
 max_num_tokens as concurrency + ISL + 64 for this reason (benchmarks/single_node/fixed_seq_len/
 dsr1_fp8_b200_trt.sh)."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from mtpsim import cli, errors
-from mtpsim.engine_advice import whole_prompts_past_budget
+from mtpsim.budget_advice import whole_prompts_past_budget
 from mtpsim.scenario import validate
 
 BASE = """name: whole

@@ -20,8 +20,8 @@ from pydantic import ValidationError
 from mtpsim import scenario as sc
 from mtpsim import sweep
 from mtpsim.advice import GRID_CHECKS, advise, swept_search
+from mtpsim.budget_advice import budget_at_points
 from mtpsim.designs import BASELINE, record
-from mtpsim.engine_advice import budget_at_points
 from mtpsim.errors import ScenarioError, decimal_number, from_validation, holding, short, warn
 from mtpsim.intervals import half_width
 from mtpsim.outputs import writing

@@ -9,10 +9,10 @@ import numpy as np
 import simpy
 
 from mtpsim.acceptance import AcceptanceProfile
+from mtpsim.budget_advice import batch_wait_idle
 from mtpsim.costs import build_pricer
 from mtpsim.costs.host import graph_label
 from mtpsim.designs import DesignShape
-from mtpsim.engine_advice import batch_wait_idle
 from mtpsim.errors import ScenarioError, short
 from mtpsim.memory import check_fits, memory_budget, pool_rule, prefill_chunk_tokens
 from mtpsim.results import Records, Results, limits_row, to_results
