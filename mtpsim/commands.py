@@ -61,7 +61,7 @@ def plot(args) -> int:
 
 
 def cost(args) -> int:
-    from mtpsim.report import cost_command
+    from mtpsim.cost_command import cost_command
     return cost_command(args.scenario, args.sets, args.batch, args.context, args.ops, args.prompt)
 
 

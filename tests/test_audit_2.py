@@ -152,7 +152,7 @@ def test_the_published_imbalance_applies_from_32_ranks():
 
 @pytest.mark.parametrize("users,warned", [(8, False), (9, True)])
 def test_cost_warns_of_the_cap_per_replica_not_for_all_of_them(tmp_path, capsys, users, warned):
-    """Catches `share = ... -(-batch // dp)` -> `share = batch` in report.cost_command: `mtpsim
+    """Catches `share = ... -(-batch // dp)` -> `share = batch` in cost_command.py: `mtpsim
     run` spreads workload.concurrency over the dp replicas, each capped at the running-request
     cap, so 8 users over dp 2 at a cap of 4 run 4 a replica, past no cap; 9 put 5 on one."""
     from mtpsim import cli, errors
@@ -458,7 +458,7 @@ def test_tied_embeddings_are_the_lm_heads_weights_counted_once():
 
 @pytest.mark.parametrize("extra,warned", [(0, False), (1, True)])
 def test_cost_memory_warning_counts_each_attention_groups_share(tmp_path, capsys, extra, warned):
-    """Catches `per_pool = -(-batch // attention_dp)` -> `batch` in report.cost_command: under DP
+    """Catches `per_pool = -(-batch // attention_dp)` -> `batch` in cost_command.py: under DP
     attention each group's GPUs hold only its own requests' KV, so a batch of twice what one
     GPU's pool holds fits over 2 groups (no warning), and one request more puts one past it."""
     import yaml

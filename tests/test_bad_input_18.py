@@ -32,7 +32,7 @@ Found and fixed:
 - verify and calibrate checked only that torch is found: one whose import fails (a CUDA library it
   cannot load, a NumPy it was not built for) was a traceback (commands.torch_command);
 - `cost` warned of SGLang's per-context running cap at its floor, 2048, without the KV pool: a
-  40,960-token model on an H200 admits 4096, and `cost` said `run` queues users it runs (report.py);
+  40,960-token model on an H200 admits 4096, and `cost` said `run` queues users it runs (cost_command.py);
 - a GPU-class list (running_cap.by_gpu, prefill_chunk, kv_pool.reserved.classes) without a class
   of any GPU gave a GPU no class holds the last class, whose below_mib or gpus it does not meet;
 - SGLang gives each attention-DP rank max_running_requests // ranks: a cap below the ranks ran

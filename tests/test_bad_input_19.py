@@ -41,7 +41,7 @@ requests at the KV pool's edge with shared prefixes, vLLM, TensorRT-LLM, batch a
 Found and fixed:
 - `cost --prompt` priced each prefill chunk in turn: chunks of 1 token made a 100,000-token
   prompt 30 s (and millions of op rows), the flag's longest hours; refused past 10,000 chunks, at
-  engine.chunked_prefill_tokens where the scenario gives the chunk (report.py _prefill_chunks);
+  engine.chunked_prefill_tokens where the scenario gives the chunk (cost_command.py _prefill_chunks);
 - `cost --prompt` past the KV pool that prefills it (24,289 tokens of 130,000) printed the prefill
   without the warning --context gets; and past a draft's max_context (as --context) without a word,
   where `run` refuses both;

@@ -1,0 +1,181 @@
+"""`mtpsim cost`: the first point's iteration priced pass by pass (report.py's tables), with what
+`mtpsim run` would do otherwise with that batch and context (queue past the running cap, refuse a
+request its KV pool cannot hold), and with `--prompt` the prefill of one prompt in the engine's
+chunks."""
+from __future__ import annotations
+
+import pandas as pd
+
+from mtpsim import scenario as sc
+from mtpsim import sweep
+from mtpsim.advice import RUNNING_BATCH_CHECKS, advise, advise_sweep
+from mtpsim.budget_advice import past_whole_budget
+from mtpsim.costs import Pricer, build_pricer
+from mtpsim.designs import DesignShape
+from mtpsim.errors import ScenarioError, warn
+from mtpsim.memory import memory_budget, pool_rule, prefill_chunk_tokens
+from mtpsim.pools import pool_scenario
+from mtpsim.report import cost_report, prefill_table
+from mtpsim.schema import mean_length
+from mtpsim.tracefiles import scan
+
+# chunks of one prompt `cost --prompt` prices, one after another: the engines' smallest default
+# chunk (2048) cuts the flag's longest prompt (2**24) into 8192; a chunk of 1 token made a
+# 100,000-token prompt 100,000 pricings of each pass (30 s) and the flag's longest hours
+MAX_PREFILL_CHUNKS = 10_000
+
+
+def cost_command(path: str, sets: list[str], batch: int | None, context: int | None, ops: bool,
+                 prompt: int | None = None) -> int:
+    """`mtpsim cost`: the first point's report at `batch` requests (default workload.concurrency)
+    of `context` committed tokens (default the mean prompt), printed table by table; `prompt`:
+    also the prefill of one prompt of that many tokens (on the prefill pool's layout where the
+    scenario disaggregates)."""
+    points = sc.load(path, sets, advise_points=batch is None)
+    if batch is not None:  # the batch priced is the flag's, not the one the load would keep running
+        for p in points:
+            advise(p, skip=RUNNING_BATCH_CHECKS)
+        advise_sweep(points, skip=RUNNING_BATCH_CHECKS)
+    s = points[0]
+    # what leaves no KV pool when the batch is the load's: the decode pool, a fraction the file
+    # gives, else the layout (`mtpsim run` refuses it at the pool or engine.mem_fraction: memory.check_fits)
+    room = "disaggregation.decode" if s.disaggregation is not None else \
+        "engine.mem_fraction" if s.engine.mem_fraction is not None else "parallel"
+    prefilling = s if s.disaggregation is None else pool_scenario(s, "prefill")  # where a prompt is prefilled
+    if s.disaggregation is not None:  # an iteration is the decode pool's: TPOT is set there
+        print("(disaggregated: pricing the decode pool's iteration on its own layout"
+              f"{', and a prompt on the prefill pool' if prompt is not None else ''})")
+        s = pool_scenario(s, "decode")
+    asked, batch = batch, s.workload.concurrency if batch is None else batch
+    context = _context_of(s, context)
+    for flag, tokens in (("--context", context), ("--prompt", prompt)):
+        _past_max_context(s, flag, tokens)
+    chunk = _prefill_chunks(prefilling, prompt) if prompt is not None else None
+    sweep.left_out(points, "cost")
+    if s.speculative.policy is not None:
+        print(f"(steps_by_batch: at batch {batch} an iteration runs {s.speculative.policy.steps_for(batch)} steps; "
+              f"memory is sized for speculative.steps {s.speculative.steps})")
+    report = cost_report(s, batch, context, ops=ops)
+    _batch_warnings(s, report["memory"].set_index("design"), batch, asked, context, room)
+    _print_report(s, report, batch, context, ops)
+    if prompt is not None:
+        _print_prefill(prefilling, s, prompt, chunk, ops)
+    return 0
+
+
+def _context_of(s, context: int | None) -> int:
+    """The committed KV length priced: the flag's, else the replayed prompts' mean (a trace), else
+    the mean input_len."""
+    if context is None and s.workload.arrival == "trace":  # the replayed prompts', not the unused input_len
+        context = round(scan(s.workload.trace).mean_input_len)
+    return mean_length(s.workload.input_len) if context is None else context
+
+
+def _past_max_context(s, flag: str, tokens: int | None) -> None:
+    """Warn where `tokens` is past the context window of a model that reads the sequence: the
+    target, and a draft or assistant (whose passes cost prices too), as `run` refuses such a
+    request (checks.py _check_context)."""
+    for spec in filter(None, (s.specs.model, s.specs.draft, s.specs.assistant)):
+        limit = spec.max_context
+        if tokens is not None and limit is not None and tokens > limit:
+            what = f"model {spec.name!r}" if spec is s.specs.model else f"the draft {spec.name!r} (speculative.draft)"
+            warn(flag, "", f"{tokens} is past the max_context {limit} of {what}: priced as asked, though no request "
+                 "that long can run")
+            return
+
+
+def _prefill_chunks(prefilling, prompt: int) -> int:
+    """The prefill chunk `prompt` is priced in (prefill_chunk_tokens), or a ScenarioError where
+    that makes more than MAX_PREFILL_CHUNKS chunks, each priced in turn: at the scenario's
+    engine.chunked_prefill_tokens where it gives the chunk, else at the flag."""
+    chunk = prefill_chunk_tokens(prefilling)
+    chunks = -(-prompt // chunk)
+    if chunks > MAX_PREFILL_CHUNKS:
+        limit = f"each priced in turn, and cost prices at most {MAX_PREFILL_CHUNKS:,}"
+        if prefilling.engine.chunked_prefill_tokens is not None:
+            raise ScenarioError(prefilling.source, "engine.chunked_prefill_tokens", f"chunks of {chunk} tokens cut "
+                                f"--prompt {prompt} into {chunks:,}, {limit}: give a larger chunk or a shorter prompt")
+        raise ScenarioError("--prompt", "", f"{prompt} tokens in {prefilling.specs.engine.name}'s default chunks of "
+                            f"{chunk} on {prefilling.specs.hardware.name} are {chunks:,} chunks, {limit}")
+    return chunk
+
+
+def _prompt_fits(prefilling, pricer: Pricer, design: DesignShape, prompt: int, chunk: int, pool: str) -> None:
+    """Warn where not one request of `prompt` tokens fits the KV pool that prefills it (`pool`:
+    which, where the scenario disaggregates), as _batch_warnings does of --context: `mtpsim run`
+    refuses such a request, as the engine would. A prompt past max_context is warned of already."""
+    limit = prefilling.specs.model.max_context
+    if limit is not None and prompt > limit:
+        return
+    engine = prefilling.specs.engine
+    if not engine.mixed_batches.split_prompts and prompt > chunk:
+        warn("--prompt", "", f"{prompt} tokens {past_whole_budget(engine.name, prompt, chunk)}")
+    m = memory_budget(pricer, design, pool_rule(prefilling))
+    if m.max_requests(prompt) == 0:
+        warn("--prompt", "", f"{prompt} tokens do not fit the {pool}KV pool ({m.kv_budget_bytes / 1e9:.2f} GB per GPU, "
+             f"{m.max_kv_tokens} tokens): priced as asked, though `mtpsim run` refuses a request that long, "
+             "as the engine would")
+
+
+def _batch_warnings(s, memory: pd.DataFrame, batch: int, asked: int | None, context: int, room: str) -> None:
+    """What `mtpsim run` would do otherwise with this batch: queue past the running-request cap,
+    or refuse (or not run at once) requests its KV pool cannot hold."""
+    asked_at = ("--batch", "") if asked is not None else (s.source, "workload.concurrency")  # whose batch it is
+    # the cap `run` holds: SGLang's grows with the KV pool (engines.RunningCap), so its floor
+    # (2048) was said where a short-context model's pool admits 4096
+    # (no pool: `run` refuses it, and the warning below says so; the cap is then its floor)
+    pool = int(memory.max_kv_tokens[s.speculative.design]) or None
+    cap = s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests, s.specs.hardware,
+                                     pool, s.specs.model.max_context)
+    share = batch if asked is not None else -(-batch // s.parallel.dp)  # `run` spreads the users over dp replicas
+    if share > cap:  # as `mtpsim run` caps it (bound_by "cap" in its table)
+        rule = "engine.max_running_requests" if s.engine.max_running_requests is not None else f"{s.specs.engine.name}'s default"
+        warn(*asked_at, f"{share} requests {'a replica ' if share != batch else ''}is past the running-request cap of "
+             f"{cap} ({rule}): `mtpsim run` runs at most {cap} at once and queues the rest; priced as asked")
+    fits = memory[f"max_requests@{context}"]  # memory_table's column
+    limit = s.specs.model.max_context
+    if limit is not None and context > limit:  # warned already; then nothing fits anyway
+        return
+    per_pool = -(-batch // s.parallel.attention_dp)  # under DP attention each group's GPUs hold its own requests' KV
+    if fits.min() == 0:
+        whose = asked_at if asked is not None else (s.source, room)
+        warn(*whose, f"not one request of {context} tokens fits in memory ({fits.idxmin()}: "
+             f"{memory.kv_budget_GB[fits.idxmin()]:.2f} GB of KV pool per GPU): priced as "
+             "asked, though `mtpsim run` refuses this deployment, as the engine would")
+    elif fits.min() < per_pool:
+        group = f" ({per_pool} per attention-DP group)" if s.parallel.attention_dp > 1 else ""
+        warn(*asked_at, f"{batch} requests of {context} tokens{group} do not fit in memory ({fits.idxmin()}: at "
+             f"most {int(fits.min())}): priced as asked, though the engine would not run them at once")
+
+
+def _print_report(s, report: dict, batch: int, context: int, ops: bool) -> None:
+    print(f"{s.name}: {s.specs.model.name} on {s.describe_layout()}, "
+          f"batch {batch}, context {context}, engine {s.specs.engine.name}, priced by {s.specs.pricing}\n")
+    _print("Passes of one iteration (per GPU)", report["passes"])
+    _print("Iteration", report["iterations"].assign(**{
+        c: report["iterations"][c] * 1e3 for c in ("gpu_s", "host_s", "exposed_host_s", "iteration_s")
+    }).rename(columns=lambda c: c.replace("_s", "_ms")))
+    _print("Memory budget per GPU", report["memory"])
+    if ops:
+        _print(f"Ops of one {s.speculative.design} iteration (per GPU; count = layers x ops per layer)", report["ops"])
+
+
+def _print_prefill(prefilling, s, prompt: int, chunk: int, ops: bool) -> None:
+    """The prefill of one prompt on `prefilling` (the scenario, or its prefill pool: `s` is the
+    one the iteration was priced on), in its engine's chunks of `chunk` tokens."""
+    pricer, design = build_pricer(prefilling), DesignShape.of(prefilling.speculative)
+    _prompt_fits(prefilling, pricer, design, prompt, chunk, "" if prefilling is s else "prefill GPUs' ")
+    passes, prefill_ops = prefill_table(pricer, design, prompt, chunk)
+    where = "" if prefilling is s else f" on the prefill pool ({prefilling.describe_layout()})"
+    _print(f"Prefill of one {prompt}-token prompt{where} (per GPU; chunks of at most {chunk} tokens, "
+           f"each after the ones before it)", passes)
+    if ops:
+        _print("Ops of that prefill (per GPU; count = layers x ops per layer x chunks)", prefill_ops)
+
+
+def _print(title: str, df) -> None:
+    print(f"== {title}")
+    with pd.option_context("display.width", 200, "display.max_columns", 30,
+                           "display.float_format", lambda x: f"{x:.4g}"):
+        print(df.to_string(index=False))
+    print()
