@@ -270,17 +270,22 @@ class CalibratedCosts:
         """The prefill-attention table an attention core of kind keys[0] and `dims` reads when its
         queries are prefill-sized (gqa and mla without a window: the context kernels the tables
         time), or None (a windowed or query-only kind, or a profile without one)."""
+        return self._prefill_lookup(keys, dims)[0]
+
+    def _prefill_lookup(self, keys: tuple, dims: dict) -> tuple[Table | None, bool, str]:
+        """`_table`'s answer for the prefill-attention family, (None, False, "") where the kind or
+        the profile has none."""
         if keys[0] not in ("gqa", "mla") or not self.tables.get("prefill_attention"):
-            return None
-        return self._table("prefill_attention", keys, dims)[0]
+            return None, False, ""
+        return self._table("prefill_attention", keys, dims)
 
     def _prefill(self, keys: tuple, dims: dict, x: dict, work: float) -> tuple[float, str, str] | None:
         """A prefill-sized core (q > MLA_ABSORB_MAX_Q per request) from the prefill table at its
         batch, q and heads: a fresh prompt's measured time, scaled by the roofline work of the op
         (cached KV before the chunk, another config) over the row's; None without a table."""
-        if self.prefill_table(keys, dims) is None:
+        table, exact, stand_in = self._prefill_lookup(keys, dims)
+        if table is None:
             return None
-        table, exact, stand_in = self._table("prefill_attention", keys, dims)
         px = {"batch": x["batch"], "q": x["q"], "heads": x["heads"]}
         hit = interpolate(table, px)
         # the op's work equal to the row's, to the CSV's digits: a fresh prompt of a measured config
