@@ -21,10 +21,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from mtpsim.peer_compare import ask
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from published import (  # noqa: E402  (a sibling script, not a package)
     BAR,
-    ask_peer,
     command_line,
     leave_one_rule_out,
     peer_line,
@@ -36,14 +37,13 @@ from published import (  # noqa: E402  (a sibling script, not a package)
 class Absolute:
     """A measured plain-decode case: its scenario, the column telling its points apart, and the
     reported TPOT in ms per point (published.simulate_case reads file, key and reported).
-    peer: whether aiconfigurator can be given the same model (False where the scenario changes
-    the catalog model's precisions, which its defaults would not)."""
+    Whether aiconfigurator can be asked a point is peer_compare.question's (a model whose
+    precisions the scenario changes beyond the KV cache's, as A3's NVFP4, it cannot)."""
 
     id: str
     file: str
     key: str
     reported: dict
-    peer: bool = True
     metric: str = "tpot"          # what the leave-one-rule-out table names the compared value
     sets: tuple[str, ...] = ()    # overrides beyond the scenario file (`--set`), as published.Case
 
@@ -64,7 +64,7 @@ CASES = [
     Absolute("A1", "a1-deepseek-r1-h200-sglang-inferencex.yaml", "concurrency",
              {8: 12.8, 16: 17.2, 32: 25.6, 64: 34.6}),
     Absolute("A2", "a2-llama-3.1-8b-h100-sglang.yaml", "concurrency", {1: 1e3 / 158.34}),
-    Absolute("A3", "a3-deepseek-r1-b200-trtllm.yaml", "concurrency", {1: 1e3 / 111}, peer=False),
+    Absolute("A3", "a3-deepseek-r1-b200-trtllm.yaml", "concurrency", {1: 1e3 / 111}),
     Absolute("A4", "a4-deepseek-r1-2x8h100-sglang.yaml", "concurrency", {1: 23.2}),
     Absolute("A5", "a5-deepseek-r1-h200-sglang-v0512-1k1k.yaml", "concurrency",
              {4: 9.7, 8: 11.73, 16: 15.28, 32: 21.8, 64: 29.77}),
@@ -92,17 +92,14 @@ def run_case(case: Absolute, jobs: int = 1, peer: bool = False) -> pd.DataFrame:
                      "reported ms": reported, "default ms": predicted, "roofline ms": roofline,
                      "error %": 100 * (predicted - reported) / reported,
                      "roofline error %": 100 * (roofline - reported) / reported,
-                     "aiconfigurator ms": peer_tpot_ms(row.scenario) if peer and case.peer else math.nan})
+                     "aiconfigurator ms": peer_tpot_ms(row.scenario) if peer else math.nan})
     return pd.DataFrame(rows)
 
 
 def peer_tpot_ms(s) -> float:
-    """aiconfigurator's TPOT for the same model, GPU, engine, parallelism, concurrency and mean
-    lengths, without speculation; NaN where it cannot express the point."""
-    if s.parallel.attention_dp > 1 or s.parallel.dp > 1:
-        return math.nan
-    got = ask_peer("estimate", s)
-    return math.nan if got is None else float(got["tpot_ms"])
+    """aiconfigurator's TPOT for the point (a plain decode), asked as `mtpsim run --peer` asks it
+    (mtpsim/peer_compare.py); NaN where it cannot express the point."""
+    return float(ask(s, math.nan)["aic_tpot_ms"])
 
 
 def report(table: pd.DataFrame) -> str:

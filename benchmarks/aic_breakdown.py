@@ -13,9 +13,9 @@ import logging
 import warnings
 
 import pandas as pd
-from aiconfigurator_peer import MODELS, SYSTEMS  # a sibling script, not a package
 
 from mtpsim import scenario as sc
+from mtpsim.peer import MODELS, SYSTEMS
 
 # aiconfigurator generation op name (without the generation_ prefix) -> role; matched exactly, then
 # by the longest listed suffix (its models name ops <phase>_<what>: sdk/models/deepseek.py, llama.py)

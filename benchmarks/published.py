@@ -13,7 +13,7 @@ point it prints the accept length (reported, simulated), the speedup (reported, 
 roofline), the errors, and the iteration-cost ratio r = AL / speedup (the cost of one
 draft+verify iteration over one plain decode step), reported against predicted. When
 aiconfigurator is importable (pip install 'mtpsim[peer]'), a last column gives that tool's own
-prediction for the points it can express (benchmarks/aiconfigurator_peer.py).
+prediction for the points it can express, asked as `mtpsim run --peer` asks it (mtpsim/peer_compare.py).
 Why the misses miss is explained in notebooks/04-published.ipynb.
 """
 from __future__ import annotations
@@ -29,6 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from mtpsim import scenario as sc
+from mtpsim.peer_compare import ask
 from mtpsim.run import run_points
 from mtpsim.schema import mean_length
 
@@ -127,28 +128,13 @@ def run_case(case: Case, jobs: int = 1, peer: bool = False) -> pd.DataFrame:
 
 
 def peer_speedup(s: sc.Scenario, accept_length: float, metric: str) -> float:
-    """aiconfigurator's predicted speedup for the same model, GPU, engine, parallelism, batch,
-    lengths, steps and accept length; NaN where it cannot express the point (rate-driven loads,
-    designs other than nextn, models it does not ship)."""
-    if s.workload.arrival not in ("closed", "batch") or s.speculative.design != "nextn" \
-            or s.parallel.attention_dp > 1 or metric not in ("speedup", "per_user_speedup"):
+    """aiconfigurator's predicted speedup for the point, asked as `mtpsim run --peer` asks it
+    (mtpsim/peer_compare.py: model, GPU, engine, parallelism, batch, mean lengths, KV dtype, steps
+    and the accept length); NaN where it cannot express the point, and for metrics other than
+    the two speedups."""
+    if metric not in ("speedup", "per_user_speedup"):
         return math.nan
-    got = ask_peer("speedup", s, s.speculative.steps, accept_length)
-    return math.nan if got is None else got["per_user_speedup" if metric == "per_user_speedup" else "speedup"]
-
-
-def ask_peer(call: str, s: sc.Scenario, *extra) -> dict | None:
-    """aiconfigurator_peer.<call> (estimate, speedup) for scenario s's deployment: model, GPU,
-    engine, parallelism (experts split tp/ep x ep), concurrency and mean lengths, then `extra`;
-    None where aiconfigurator cannot express it."""
-    import aiconfigurator_peer as peer
-    p, w = s.parallel, s.workload
-    try:
-        return getattr(peer, call)(s.specs.model.name, s.specs.hardware.name, s.specs.engine.name, p.tp,
-                                   p.tp // p.ep, p.ep, w.concurrency, int(mean_length(w.input_len)),
-                                   int(mean_length(w.output_len)), *extra)
-    except (peer.NotExpressible, peer.PeerError, KeyError, ValueError):
-        return None
+    return ask(s, accept_length)["aic_per_user_speedup" if metric == "per_user_speedup" else "aic_speedup"]
 
 
 def run_all(jobs: int = 1, peer: bool = False, kinds: str | None = None, sets: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -231,10 +217,27 @@ def command_line(doc: str, rules: bool = False, what_if: bool = False) -> argpar
         parser.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
                             help="an override every case runs with, as `mtpsim run --set` takes it (a what-if); repeatable")
     args = parser.parse_args()
-    import aiconfigurator_peer  # a sibling script (this folder is on sys.path, above)
-    args.peer = not args.no_peer and aiconfigurator_peer.available()
+    from mtpsim import peer
+    args.peer = not args.no_peer and peer.available()
     args.sets = tuple(getattr(args, "set", ()))
     return args
+
+
+SETS = [  # (short name, the line's label, which rows): each set's median, and aiconfigurator's where it expresses a point
+    ("P1-P7", "the public speedups P1-P7",
+     lambda t: t.case.isin([f"P{i}" for i in range(1, 8)]) & t.metric.str.endswith("speedup")),
+    ("P10-P11", "SGLang 0.5.2 MTP on B200 (P10-P11: DeepSeek-R1 on 8xB200, both arms' tok/s and the speedup; Triton MoE "
+     "before 0.5.5)", lambda t: t.case.isin(["P10", "P11"])),
+    ("L", "the deployments at scale (L cases: per-GPU pool rates)", lambda t: t.case.str.startswith("L")),
+    ("D", "the block drafters (D cases: DSpark on DeepSeek-V4-Flash, DFlash on Qwen3 and Gemma 4, and D6's Gemma 4 "
+     "assistants and plain targets)", lambda t: t.case.str.startswith("D")),
+    ("D6", "D6 (Gemma 4 MTP vs DFlash, 1xH100 vLLM: tok/s and speedups)", lambda t: t.case == "D6"),
+    ("S", "the SpecBundle EAGLE-3 chains (S cases: SpecForge's dashboard, H200, SGLang 0.5.6, S1-S5: speedups at 3 / 5 / "
+     "7 steps on MT-Bench and GSM8K)", lambda t: t.case.str.startswith("S")),
+    ("E", "the external speedups (E cases: EAGLE-3 on H100 under SGLang, both arms and the accept length measured, E1 "
+     "gpt-oss-120b chain at batch 1-64, E2-E3 Qwen3-30B-A3B chain and trees at batch 1-64)",
+     lambda t: t.case.str.startswith("E")),
+]
 
 
 def main() -> None:
@@ -242,33 +245,12 @@ def main() -> None:
     jobs, rules = args.jobs, args.rules
     table = run_all(jobs, args.peer, sets=args.sets)
     print(report(table))
-    early = table[table.case.isin([f"P{i}" for i in range(1, 8)]) & table.metric.str.endswith("speedup")]
-    print(_errors(early, "error %", "default on the public speedups P1-P7"))
-    if early["aiconfigurator"].notna().any():
-        print(peer_line(early, "aiconfigurator", "reported", "|error|", of="P1-P7 "))
-    recent = table[table.case.isin(["P10", "P11"])]
-    if len(recent):
-        print(_errors(recent, "error %", "default on SGLang 0.5.2 MTP on B200 (P10-P11: DeepSeek-R1 on 8xB200, "
-                                          "both arms' tok/s and the speedup; Triton MoE before 0.5.5)"))
-    scale = table[table.case.str.startswith("L")]
-    if len(scale):
-        print(_errors(scale, "error %", "default on the deployments at scale (L cases: per-GPU pool rates)"))
-    blocks = table[table.case.str.startswith("D")]
-    if len(blocks):
-        print(_errors(blocks, "error %", "default on the block drafters (D cases: DSpark on DeepSeek-V4-Flash, DFlash on "
-                                         "Qwen3 and Gemma 4, and D6's Gemma 4 assistants and plain targets)"))
-        d6 = table[table.case == "D6"]
-        if len(d6):
-            print(_errors(d6, "error %", "default on D6 (Gemma 4 MTP vs DFlash, 1xH100 vLLM: tok/s and speedups)"))
-    bundle = table[table.case.str.startswith("S")]
-    if len(bundle):
-        print(_errors(bundle, "error %", "default on the SpecBundle EAGLE-3 chains (S cases: SpecForge's dashboard, H200, "
-                                         "SGLang 0.5.6, S1-S5: speedups at 3 / 5 / 7 steps on MT-Bench and GSM8K)"))
-    external = table[table.case.str.startswith("E")]
-    if len(external):
-        print(_errors(external, "error %", "default on the external speedups (E cases: EAGLE-3 on H100 under SGLang, "
-                                           "both arms and the accept length measured, E1 gpt-oss-120b chain at batch "
-                                           "1-64, E2-E3 Qwen3-30B-A3B chain and trees at batch 1-64)"))
+    for short, label, rows in SETS:
+        chosen = table[rows(table)]
+        if len(chosen):
+            print(_errors(chosen, "error %", f"default on {label}"))
+            if chosen["aiconfigurator"].notna().any():
+                print("  " + peer_line(chosen, "aiconfigurator", "reported", "|error|", of=f"{short} "))
     if rules:
         print("\nLeave one engine version rule out (mtpsim/data/engines/*.yaml `rules`; `mtpsim engines` lists them):")
         print(leave_one_rule_out(jobs).to_string(index=False, float_format=lambda x: f"{x:.1f}"))

@@ -122,6 +122,9 @@ def _add_run(sub) -> None:
     p.add_argument("--plot", action="store_true", help="also draw PNGs into the run folder")
     p.add_argument("--trace", action="store_true",
                    help="also record every pass: passes.csv and trace.json (Chrome/Perfetto timeline)")
+    p.add_argument("--peer", action="store_true", help="also ask aiconfigurator 0.12.0 (pip install 'mtpsim[peer]') "
+                   "for each point it can express, and print its TPOT, tokens/s and speedup beside mtpsim's "
+                   "(peer.csv)")
     p.set_defaults(func=commands.run)
 
 

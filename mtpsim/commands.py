@@ -37,7 +37,7 @@ def _imported_frozen(module: str):
 def run(args) -> int:
     with _imported_frozen("mtpsim.run") as module:
         module.run_scenario(args.scenario, args.sets, args.out, args.jobs, plot=args.plot, trace=args.trace,
-                         seeds=args.seeds, backend=args.backend, address=args.address)
+                         seeds=args.seeds, backend=args.backend, address=args.address, peer=args.peer)
     return 0
 
 

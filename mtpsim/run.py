@@ -80,12 +80,11 @@ def run_points(points: list[sc.Scenario], jobs: int = 1, progress: bool = True, 
     return pd.DataFrame(rows), results
 
 
-def run_rows(points: list[sc.Scenario], jobs: int | None = 1, progress: bool = True, keep_passes: bool = False,
-             backend: str = "pool", address: str | None = None) -> tuple[list[dict], list[Results]]:
-    """run_points' summary as rows (dicts): each run's summary row with its `point` (-1: a
-    baseline no point is), pricing and engine (and seed and comparison group over seeds), then
-    its speedups; points first, then the baselines run for them. `jobs` None: one worker per core,
-    at most one per run (a point and its baseline are two runs)."""
+def plan_runs(points: list[sc.Scenario]):
+    """What run_rows runs for `points`: (runs, extra, group_of). runs: (point index, replicate,
+    baseline key) for every point's every seed; extra: (baseline key, its `none` run, comparison
+    group) for each baseline no point is, in the order run_rows puts their rows (point -1) after
+    the points'; group_of: each point's comparison group (its first seed's baseline key)."""
     groups: dict[str, int] = {}  # baseline key of a point's first seed -> its comparison group
     group_of = [groups.setdefault(baseline_key(s), len(groups)) for s in points]
     most = {g: max(s.seeds for s, h in zip(points, group_of) if h == g) for g in groups.values()}  # seeds a group runs
@@ -97,6 +96,17 @@ def run_rows(points: list[sc.Scenario], jobs: int | None = 1, progress: bool = T
             baselines[key] = (r if r.speculative.design == BASELINE else baseline_of(r, most[g]), g)
     scenarios = [r for _, r, _ in runs]
     extra = [(key, b, g) for key, (b, g) in baselines.items() if b not in scenarios]
+    return runs, extra, group_of
+
+
+def run_rows(points: list[sc.Scenario], jobs: int | None = 1, progress: bool = True, keep_passes: bool = False,
+             backend: str = "pool", address: str | None = None) -> tuple[list[dict], list[Results]]:
+    """run_points' summary as rows (dicts): each run's summary row with its `point` (-1: a
+    baseline no point is), pricing and engine (and seed and comparison group over seeds), then
+    its speedups; points first, then the baselines run for them. `jobs` None: one worker per core,
+    at most one per run (a point and its baseline are two runs)."""
+    runs, extra, group_of = plan_runs(points)
+    scenarios = [r for _, r, _ in runs]
     tasks = scenarios + [b for _, b, _ in extra]
     keys = [key for _, _, key in runs] + [key for key, _, _ in extra]
     results = _map(tasks, jobs or default_jobs(len(tasks)), progress, keep_passes, backend, address)
@@ -224,14 +234,20 @@ def _run_size(s: sc.Scenario):
 
 def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, plot: bool = False,
                  trace: bool = False, seeds: str | int | None = None, backend: str = "pool",
-                 address: str | None = None) -> tuple[Path, list[dict]]:
-    """Load, simulate, print, write (plots and trace.json on request). Returns the run folder and
-    the summary rows (per seed when the points run over several; run_rows). Nothing on this path
-    imports pandas unless seeds, a trace or plots ask for it."""
+                 address: str | None = None, peer: bool = False) -> tuple[Path, list[dict]]:
+    """Load, simulate, print, write (plots and trace.json on request; with `peer`, aiconfigurator's
+    answer beside each row, printed and in peer.csv). Returns the run folder and the summary rows
+    (per seed when the points run over several; run_rows). Nothing on this path imports pandas
+    unless seeds, a trace or plots ask for it."""
     if address and backend != "ray":
         raise ScenarioError("--address", "", "names a Ray cluster: use it with --backend ray")
     if backend == "ray" and importlib.util.find_spec("ray") is None:
         raise ScenarioError("--backend", "", "ray needs Ray installed: pip install 'mtpsim[ray]'")
+    if peer:
+        from mtpsim import peer as aic
+        if not aic.available():
+            raise ScenarioError("--peer", "", f"needs aiconfigurator {aic.VERSION}: pip install 'mtpsim[peer]', or set "
+                                f"${aic.PYTHON_ENV} to a Python that has it")
     n = seeds_count(seeds)  # before the scenario: a bad --seeds is the one line
     with holding():  # the loader's warnings wait for the seeds' own check: bad input stays one line
         # an engine left no KV pool (or a request it cannot hold) is refused with the point, not after its warnings
@@ -255,10 +271,19 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
             first = [r for j, r in enumerate(results) if j == 0 or labels[j - 1]["point"] != labels[j]["point"]]
             write_trace(folder / "trace.json", concat(first, "passes", [{"point": i} for i in range(len(points))]),
                         pd.DataFrame(summary))
+        took = time.perf_counter() - started  # the simulation's, without aiconfigurator's
+        beside = None
+        if peer:  # peer_compare: on first use, not on `mtpsim run`'s path without --peer
+            from mtpsim.peer_compare import compare, write_csv
+            beside = compare(points, summary)
+            write_csv(beside, folder / "peer.csv")
         mark_complete(folder)
         if plot:  # run_reader: on first use, not on `mtpsim run`'s path without --plot
             from mtpsim.run_reader import plot_run
             plot_run(folder, points)
-        print_report(points, sets, summary, results, labels, intervals, time.perf_counter() - started)
+        print_report(points, sets, summary, results, labels, intervals, took)
+        if beside is not None:
+            from mtpsim.peer_compare import report
+            print(f"\n{report(beside)}")
         print(f"\nwrote {folder}/")  # within claimed: a report that cannot be printed unmarks the folder
     return folder, summary

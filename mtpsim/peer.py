@@ -1,16 +1,16 @@
-"""NVIDIA aiconfigurator as a peer predictor: its own TPOT / tokens/s for a case, with and without MTP.
+"""NVIDIA aiconfigurator as a peer predictor: its own TPOT and tokens/s for a deployment, with
+and without MTP (`mtpsim run --peer`, benchmarks/published.py and absolute.py print it beside
+mtpsim's; mtpsim/peer_compare.py puts a scenario point to it).
 
-Used to print "reported | mtpsim | aiconfigurator" side by side. Targets aiconfigurator==0.12.0
-(with aiconfigurator-core==0.12.0; no torch). It is not a dependency of mtpsim: install it in a
-separate venv, e.g.
-
-    python3 -m venv /tmp/aicvenv && /tmp/aicvenv/bin/pip install aiconfigurator==0.12.0
+Targets aiconfigurator==0.12.0 (with aiconfigurator-core==0.12.0; no torch), an optional
+dependency: `pip install 'mtpsim[peer]'`, or a separate interpreter named by $AICONFIGURATOR_PYTHON.
 
 How it is called: through aiconfigurator's Python API, ``aiconfigurator.cli.api.cli_estimate``
 (the programmatic twin of ``aiconfigurator cli estimate``; no CLI output is parsed). If
 aiconfigurator imports in the running interpreter the call is made in-process; otherwise this
-file is run as a worker (``python aiconfigurator_peer.py --worker``, JSON on stdin/stdout) under
-the interpreter named by $AICONFIGURATOR_PYTHON (pip install 'mtpsim[peer]' puts it in-process).
+file is run as a worker (``python peer.py --worker``, JSON on stdin/stdout) under the interpreter
+named by $AICONFIGURATOR_PYTHON. So this module imports nothing of mtpsim: that interpreter need
+not have it.
 
 What aiconfigurator assumes about MTP (read from its 0.12.0 source): a decode iteration costs the
 target's generation ops scaled by (num_layers + nextn) / num_layers (the drafts cost `nextn` average
@@ -22,8 +22,6 @@ per-depth profile.
     >>> estimate("deepseek-v3", "h200", "sglang", tp=8, moe_tp=8, moe_ep=1, batch=1, isl=1024,
     ...          osl=512, nextn=3, accept_length=2.88)["tpot_ms"]            # doctest: +SKIP
     >>> speedup("deepseek-v3", "h200", "sglang", 8, 8, 1, 32, 1024, 512, 3, 2.88)["speedup"]  # doctest: +SKIP
-
-Command line: ``python benchmarks/aiconfigurator_peer.py`` prints the published cases.
 """
 from __future__ import annotations
 
@@ -39,18 +37,37 @@ from pathlib import Path
 PYTHON_ENV = "AICONFIGURATOR_PYTHON"
 DEFAULT_PYTHON = None  # only $AICONFIGURATOR_PYTHON names another interpreter
 TIMEOUT_S = 600
+VERSION = "0.12.0"  # the aiconfigurator release this file reads (its API, its MTP model)
 
-# mtpsim catalog / hardware names -> aiconfigurator names (HF ids shipped in
-# aiconfigurator_core/model_configs, so nothing is downloaded).
+# mtpsim catalog names -> the Hugging Face ids whose config.json aiconfigurator-core 0.12.0 ships
+# (aiconfigurator_core/model_configs), so nothing is downloaded: each the checkpoint the catalog
+# entry's sources name (mtpsim/data/models/<name>.yaml), or one of the same shapes (llama-3.3-70b's
+# config.json has Llama-3.1-70B's; aiconfigurator times shapes and the checkpoint's quantisation).
 MODELS = {
     "deepseek-v3": "deepseek-ai/DeepSeek-V3",
     "deepseek-r1": "deepseek-ai/DeepSeek-R1",
+    "deepseek-v3.2": "deepseek-ai/DeepSeek-V3.2",
+    "deepseek-v4-flash": "deepseek-ai/DeepSeek-V4-Flash",
+    "deepseek-v4-pro": "deepseek-ai/DeepSeek-V4-Pro",
     "llama-3.1-8b": "meta-llama/Meta-Llama-3.1-8B",
+    "llama-3.1-70b": "meta-llama/Meta-Llama-3.1-70B",
+    "llama-3.3-70b": "meta-llama/Meta-Llama-3.1-70B",
     "meta-llama/Llama-3.1-8B": "meta-llama/Meta-Llama-3.1-8B",
     "meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Meta-Llama-3.1-8B",
     "meta-llama/Meta-Llama-3.1-8B-Instruct": "meta-llama/Meta-Llama-3.1-8B",
+    "qwen3-8b": "Qwen/Qwen3-8B",
+    "qwen3-32b": "Qwen/Qwen3-32B",
+    "qwen3-30b-a3b": "Qwen/Qwen3-30B-A3B",
+    "qwen3-235b-a22b": "Qwen/Qwen3-235B-A22B",
+    "qwen3.5-397b-a17b": "Qwen/Qwen3.5-397B-A17B",
+    "kimi-k2.5": "moonshotai/Kimi-K2.5",
+    "mimo-7b": "XiaomiMiMo/MiMo-7B-Base",
+    "mimo-v2-flash": "XiaomiMiMo/MiMo-V2-Flash",
+    "gemma-4-26b-a4b": "google/gemma-4-26B-A4B",
+    "gpt-oss-120b": "openai/gpt-oss-120b",
+    "minimax-m2.5": "MiniMaxAI/MiniMax-M2.5",
 }
-SYSTEMS = {"h200": "h200_sxm", "h200-sxm": "h200_sxm", "h100": "h100_sxm", "h100-sxm": "h100_sxm",
+SYSTEMS = {"a100-80g": "a100_sxm", "h200": "h200_sxm", "h200-sxm": "h200_sxm", "h100": "h100_sxm", "h100-sxm": "h100_sxm",
            "b200": "b200_sxm", "b200-sxm": "b200_sxm", "b300": "b300_sxm", "gb200": "gb200", "gb300": "gb300"}
 
 # Qwen3-Next-80B-A3B has no aiconfigurator model class (Qwen3NextForCausalLM is not a supported
@@ -313,44 +330,5 @@ def _worker() -> None:
     print(_MARK + json.dumps(answers), flush=True)
 
 
-# ---------------------------------------------------------------- the published cases
-
-# The scenarios' known settings are passed on (P2: BF16 MLA cache; aiconfigurator would otherwise infer an
-# FP8 cache from the checkpoint, whose measured SGLang MLA decode is about 2x slower at batch 32; P7: FP8 weights).
-CASES = [  # (label, model, system, backend, tp, moe_tp, moe_ep, batches, isl, osl, nextn, AL, options)
-    ("P2 DeepSeek-V3 8xH200 sglang", "deepseek-v3", "h200_sxm", "sglang", 8, 8, 1, (1, 32), 1024, 512, 3, 2.88,
-     {"kvcache_quant_mode": "bfloat16"}),
-    # P7's model is Qwen3.8-Flash-Next (its scenario runs it); aiconfigurator has nothing close to its QSA,
-    # hyper-connections or host-resident n-gram table, so the peer still answers for Qwen3-Next, a lighter model
-    ("P7 Qwen3-Next 4xH100 vllm", "qwen3-next-80b-a3b", "h100_sxm", "vllm", 4, 4, 1, (8, 64), 1024, 256, 2, 1.37,
-     {"gemm_quant_mode": "fp8_block", "moe_quant_mode": "fp8_block"}),
-    ("P3 Llama-3.1-8B 1xH100 sglang", "llama-3.1-8b", "h100_sxm", "sglang", 1, 1, 1,
-     (1, 2, 4, 8, 16, 24, 32, 48, 56, 64), 768, 384, 3, 2.9, {}),
-]
-
-
-def main() -> None:
-    if not available():
-        print(f"aiconfigurator not available (set ${PYTHON_ENV})")
-        return
-    print(f"{'case':32s} {'batch':>5s} {'TPOT base':>9s} {'TPOT mtp':>9s} {'tok/s base':>10s} {'tok/s mtp':>10s} "
-          f"{'tok/s/u base':>12s} {'tok/s/u mtp':>11s} {'speedup':>7s} {'per-user':>8s}")
-    for label, model, system, backend, tp, moe_tp, moe_ep, batches, isl, osl, nextn, al, options in CASES:
-        for batch in batches:
-            try:
-                s = speedup(model, system, backend, tp, moe_tp, moe_ep, batch, isl, osl, nextn, al,
-                            proxy=True, **options)
-            except NotExpressible as exc:
-                print(f"{label:32s} {batch:5d} not expressible: {exc}")
-                continue
-            b, m = s["base"], s["mtp"]
-            print(f"{label:32s} {batch:5d} {b['tpot_ms']:9.3f} {m['tpot_ms']:9.3f} {b['tps']:10.1f} {m['tps']:10.1f} "
-                  f"{b['tps_per_user']:12.1f} {m['tps_per_user']:11.1f} {s['speedup']:7.3f} {s['per_user_speedup']:8.3f}"
-                  + ("  (proxy, HYBRID db)" if m["proxy"] else ""))
-
-
-if __name__ == "__main__":
-    if sys.argv[1:] == ["--worker"]:
-        _worker()
-    else:
-        main()
+if __name__ == "__main__" and sys.argv[1:] == ["--worker"]:
+    _worker()

@@ -1,0 +1,196 @@
+"""A scenario point put to aiconfigurator (mtpsim/peer.py), and its answer beside mtpsim's: what
+`mtpsim run --peer` prints under its table and writes to peer.csv, and what benchmarks/published.py
+and absolute.py print beside the measurements.
+
+aiconfigurator 0.12.0 estimates one deployment at a fixed batch (`cli estimate`, its aggregated
+mode): a model whose config.json it ships, as its checkpoint is quantised, on a GPU system it has
+tables for, under SGLang, TensorRT-LLM or vLLM, with MTP as `nextn` drafts priced as the target's
+own layers. A point it cannot be given that way gets the reason instead of a number (`ask`), so a
+table never sets two different questions side by side.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mtpsim import peer
+from mtpsim import scenario as sc
+from mtpsim.designs import BASELINE
+from mtpsim.schema import mean_length
+
+# mtpsim KV dtypes -> aiconfigurator's KVCacheQuantMode names (aiconfigurator_core/sdk/common.py)
+KV_MODES = {"bf16": "bfloat16", "fp8": "fp8"}
+# designs aiconfigurator prices (its `nextn`): the model's own MTP layers drafting a top-1 chain,
+# reused (nextn) or one per step (multi_layer); it prices each draft as an average target layer
+MTP_DESIGNS = ("nextn", "multi_layer")
+
+
+@dataclass(frozen=True)
+class Question:
+    """What aiconfigurator is asked for one point: estimate's positional arguments, per replica, and
+    its keyword options; `replicas` multiplies its tokens/s back to the deployment's, `users` is
+    the batch it should hold; `caveat`: where its answer is to another design than the point's."""
+
+    args: tuple
+    options: dict
+    nextn: int
+    replicas: int
+    users: int
+    caveat: str = ""
+
+
+def question(s: sc.Scenario) -> Question:
+    """The point as aiconfigurator's estimate takes it, or peer.NotExpressible naming the key that
+    it cannot take and why."""
+    if s.disaggregation is not None:
+        raise peer.NotExpressible("disaggregation: aiconfigurator's estimate here is aggregated serving (run each "
+                                  "pool as a scenario of its own to compare)")
+    w, p, specs = s.workload, s.parallel, s.specs
+    if w.arrival not in ("closed", "batch"):
+        raise peer.NotExpressible(f"workload.arrival: {w.arrival}: aiconfigurator estimates a fixed batch (a closed "
+                                  "or batch load's concurrency)")
+    model = specs.model.name
+    if model not in peer.MODELS:
+        raise peer.NotExpressible(f"model: {model}: no config of it ships with aiconfigurator {peer.VERSION} (mapped: "
+                                  f"{', '.join(sorted(k for k in peer.MODELS if '/' not in k))})")
+    changed = _changed_from_catalog(s)
+    if changed:
+        raise peer.NotExpressible(f"model: {', '.join(changed)} differ from the catalog's {model}: aiconfigurator reads "
+                                  "the published checkpoint's shapes and quantisation")
+    kv = specs.model.dtypes.kv_cache
+    if kv not in KV_MODES:
+        raise peer.NotExpressible(f"model.dtypes.kv_cache: {kv}: aiconfigurator's KV modes are {', '.join(KV_MODES)}")
+    if specs.hardware.name not in peer.SYSTEMS:
+        raise peer.NotExpressible(f"hardware: {specs.hardware.name}: aiconfigurator has no tables for it "
+                                  f"(mapped: {', '.join(sorted(peer.SYSTEMS))})")
+    if specs.engine.name not in ("sglang", "trtllm", "vllm"):
+        raise peer.NotExpressible(f"engine.kind: {specs.engine.name}: aiconfigurator knows sglang, trtllm and vllm")
+    nextn, caveat = _nextn(s)
+    groups = p.dp * p.attention_dp  # aiconfigurator's batch is one attention group's, in one replica
+    if w.concurrency % groups:
+        raise peer.NotExpressible(f"workload.concurrency: {w.concurrency} users do not split evenly over "
+                                  f"{p.dp} replica(s) x attention_dp {p.attention_dp}")
+    options = {"kvcache_quant_mode": KV_MODES[kv]}
+    if p.attention_dp > 1:
+        options["attention_dp_size"] = p.attention_dp
+    args = (model, specs.hardware.name, specs.engine.name, p.attention_tp, p.tp // p.ep, p.ep,
+            w.concurrency // groups, int(mean_length(w.input_len)), int(mean_length(w.output_len)))
+    return Question(args, options, nextn, p.dp, w.concurrency // p.dp, caveat)
+
+
+def _nextn(s: sc.Scenario) -> tuple[int, str]:
+    """The draft tokens aiconfigurator prices for the point (0 without speculation), and a caveat
+    where it prices another draft than the point's."""
+    spec = s.speculative
+    if spec.design == BASELINE:
+        return 0, ""
+    if spec.design not in MTP_DESIGNS:
+        raise peer.NotExpressible(f"speculative.design: {spec.design}: aiconfigurator drafts with MTP layers only "
+                                  f"(mtpsim's {' and '.join(MTP_DESIGNS)})")
+    if spec.topk > 1:
+        raise peer.NotExpressible(f"speculative.topk: {spec.topk}: aiconfigurator prices chains (top-1) only")
+    if spec.policy is not None:
+        raise peer.NotExpressible("speculative.policy: aiconfigurator prices a fixed draft length")
+    caveat = "" if spec.draft is None else (
+        f"speculative.draft: aiconfigurator has no draft models: it prices {spec.steps} drafts as {spec.steps} "
+        "average target layers, not the draft model's passes")
+    return spec.steps, caveat
+
+
+# a model's sections aiconfigurator has no use for: it prices every draft as an average target
+# layer, whatever the MTP layers, assistant or block drafter the scenario gives the target
+DRAFT_SECTIONS = {"mtp", "assistant", "block_draft"}
+
+
+def _changed_from_catalog(s: sc.Scenario) -> list[str]:
+    """The keys of the point's model that differ from its catalog entry's, the KV dtype and the
+    draft sections aside (aiconfigurator takes the one as an option and prices no draft of its
+    own): a `{from: X, ...}` override it cannot be told of."""
+    from mtpsim.catalog import load_model
+    mine, theirs = (m.model_dump(exclude=DRAFT_SECTIONS) for m in (s.specs.model, load_model(s.specs.model.name)))
+    for d in (mine, theirs):
+        d["dtypes"] = {k: v for k, v in d["dtypes"].items() if k != "kv_cache"}
+    return [k if k != "dtypes" else "model.dtypes" for k in mine if mine[k] != theirs.get(k)]
+
+
+def ask(s: sc.Scenario, accept_length: float) -> dict:
+    """aiconfigurator's answer for point `s` (with `accept_length`, the accept length mtpsim ran, for
+    its MTP): aic_tpot_ms, aic_tps (the deployment's: every replica), aic_tps_per_user, aic_speedup
+    and aic_per_user_speedup over its own estimate without MTP (1 for a plain point), aic_version (its tables' engine
+    release), and `note`: '' or what to know about the answer, or why there is none (the numbers
+    then NaN)."""
+    nan = float("nan")
+    blank = {"aic_tpot_ms": nan, "aic_tps": nan, "aic_tps_per_user": nan, "aic_speedup": nan,
+             "aic_per_user_speedup": nan, "aic_version": ""}
+    try:
+        q = question(s)
+        if q.nextn:
+            al = min(max(accept_length, 1.0), q.nextn + 1.0) if math.isfinite(accept_length) else nan
+            got = peer.speedup(*q.args, q.nextn, al, **q.options)
+            est, gain, user_gain = got["mtp"], got["speedup"], got["per_user_speedup"]
+        else:  # its own baseline, as mtpsim's `none` rows are theirs
+            est, gain, user_gain = peer.estimate(*q.args, **q.options), 1.0, 1.0
+    except (peer.NotExpressible, peer.PeerError, ValueError) as exc:
+        return {**blank, "note": str(exc)}
+    held = est["concurrency"] * q.replicas
+    notes = [q.caveat] + [f"workload.concurrency: aiconfigurator holds {held:g} of the {q.users * q.replicas} users "
+                          "(its KV estimate)"] * (math.isfinite(held) and held < q.users * q.replicas)
+    return {"aic_tpot_ms": est["tpot_ms"], "aic_tps": est["tps"] * q.replicas, "aic_tps_per_user": est["tps_per_user"],
+            "aic_speedup": gain, "aic_per_user_speedup": user_gain,
+            "aic_version": f"{est['backend']} {est['backend_version']}",
+            "note": "; ".join(n for n in notes if n)}
+
+
+def compare(points: list[sc.Scenario], summary: list[dict], progress: bool = True) -> list[dict]:
+    """One row per point and per baseline of a run's summary (run.run_rows' rows; a point that ran
+    over several seeds, by its first seed's row): mtpsim's mean TPOT, tokens/s and speedup beside
+    aiconfigurator's (`ask`)."""
+    from mtpsim.run import plan_runs
+    from mtpsim.sim.progress import progress_bar
+    runs, extra, group_of = plan_runs(points)
+    ran = [(r, i) for i, r, _ in runs] + [(b, -1 - g) for _, b, g in extra]  # run_rows' row order
+    seen, asked = set(), []
+    for row, (s, who) in zip(summary, ran):
+        if who not in seen:  # a point's (or a baseline group's) first seed
+            seen.add(who)
+            asked.append((row, s))
+    bar = progress_bar(len(asked), True if not progress or len(asked) < 3 else None, desc="aiconfigurator", unit="point")
+    out = []
+    try:
+        for row, s in asked:
+            out.append({"point": row["point"], "design": row["design"], "steps": row["steps"],
+                        "concurrency": row.get("concurrency"), "accept_length": row["accept_length"],
+                        "tpot_mean_ms": 1e3 * row["tpot_mean_s"], "tps": row["tps"], "speedup": row["speedup"],
+                        **ask(s, row["accept_length"])})
+            bar.update()
+    finally:
+        bar.close()
+    return out
+
+
+PEER_TABLE = {"design": "design", "steps": "S", "concurrency": "conc", "accept_length": "AL",
+              "tpot_mean_ms": "TPOT ms", "aic_tpot_ms": "aic TPOT ms", "tps": "TPS", "aic_tps": "aic TPS",
+              "speedup": "speedup", "aic_speedup": "aic speedup"}
+
+
+def report(rows: list[dict]) -> str:
+    """The side-by-side table `mtpsim run --peer` prints: mtpsim's mean TPOT (the statistic
+    aiconfigurator estimates), tokens/s and speedup, aiconfigurator's beside each, then the
+    release its tables are and, once each, why a row has no answer."""
+    from mtpsim.rows import Table, to_string
+    from mtpsim.run_table import _number
+    table = Table.of_rows([{k: r[k] for k in PEER_TABLE} for r in rows])
+    table.rename(PEER_TABLE)
+    versions = sorted({r["aic_version"] for r in rows if r["aic_version"]})
+    head = (f"aiconfigurator {peer.VERSION} beside mtpsim (its `cli estimate`, aggregated serving"
+            f"{', tables of ' + ', '.join(versions) if versions else ''}; accept length: mtpsim's):")
+    notes = [f"- {n}" for n in dict.fromkeys(r["note"] for r in rows if r["note"])]
+    return "\n".join([head, to_string(table, lambda x: "-" if math.isnan(x) else _number(x)),
+                      *(["notes (a row with - has no answer):", *notes] if notes else [])])
+
+
+def write_csv(rows: list[dict], path) -> None:
+    """peer.csv: compare's rows, every column."""
+    from mtpsim.rows import Table
+    from mtpsim.rows import write_csv as write
+    write(Table.of_rows(rows), path)
