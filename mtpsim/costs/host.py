@@ -6,6 +6,7 @@ CUDA graphs: its engine's `cuda_graph` (engine_sections.GraphCapture), with the 
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mtpsim.engines import EngineSpec
@@ -31,7 +32,7 @@ class HostModel:
     two_batch_overlap: bool = False  # MoE layers as two micro-batches (costs/overlap.py)
     graph_unit: str = "requests"
     graph_padded: bool = True
-    graph_sizes: tuple[int, ...] | None = None
+    graph_sizes: Sequence[int] | None = None
     speculative_graph_sizes: tuple[int, ...] | None = None
 
     @property
@@ -94,8 +95,9 @@ def host_model(scenario) -> HostModel:
         speculative = cap.padded_sizes(largest, gpu_mib, True, True if named else None)
     elif cap.sizes is not None:  # the engine's list up to the largest, which it adds (TensorRT-LLM)
         sizes = tuple(sorted({*(b for b in cap.sizes if b < largest), largest}))
-    else:  # SGLang without padding captures every size up to the largest
-        sizes = tuple(range(1, largest + 1))
+    else:  # SGLang without padding captures every size up to the largest (a range: a user file's max
+        # of 2**24 tokens unpadded was a 16.8M tuple, 4 GB and 3 s a point)
+        sizes = range(1, largest + 1)
     return HostModel(engine, s.engine.cuda_graphs, largest, s.engine.two_batch_overlap, unit, padded, sizes, speculative)
 
 

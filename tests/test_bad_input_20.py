@@ -1,0 +1,106 @@
+"""Bad-input campaign 20: TensorRT-LLM's batch waiting (engine.batch_wait), the CUDA-graph capture
+lists of an engine file in a user catalog (GraphCapture pads_to / speculative_pads_to / gpu_pads_to
+of SizeRange items, costs/host.py host_model), `mtpsim cost`'s flags over odd scenarios, and
+engine.max_graph_batch / max_running_requests / mem_fraction beside the version rules.
+
+Probed, and already one line naming the key (or fine): engine.batch_wait null, {}, [], 5, true,
+timeout_iters 1e400, .inf, 10**23, true, "40", 40.0, 1000000, max_tokens_ratio .nan, -.inf, "0.5",
+[0.5], 1e-320 (warned), by --set and in the file; a sweep over timeout_iters or over whole
+batch_wait mappings (null, one key, both: points where it is idle are left alone, as any swept key);
+graph lists with a step of 0, first above last, -1, [null, 8, 1], .inf and .nan bounds, last past
+2**24, an extra key, a string or a bare int for the list, an empty list, pads_to null beside
+speculative_pads_to, in the file's section and in a rule's.
+
+Found and fixed:
+- a padded list of a user engine file expanding to millions of sizes ([[1, null, 1]] under a
+  cuda_graph.max of 2**24 tokens: 16.8M) built them into a sorted tuple at every point, 4 GB and
+  20 s a point (30 s with a speculative and a GPU list): refused past 100,000 sizes at the list's
+  key (engine_sections.GraphCapture, limits.MAX_GRAPHS);
+- the same max unpadded (engine.graph_padding: false) captured every size up to it as a 16.8M
+  tuple, 3 s and 4 GB for a point, 20 s for six: now a range (costs/host.py);
+- a graph-list item of two numbers ([16, 256], a range without its step), 8.0, true or "8" was
+  refused as "a valid dictionary or instance of SizeRange", naming neither form a size takes.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.test_bad_input import one_line_error
+from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
+from tests.test_bad_input_9e import _engine, _refused, _scenario
+
+VLLM_GRAPHS = "cuda_graph: {unit: tokens, max: 512, padded: true}"
+PADS = "  padded: true\n  pads_to: [1, 2, 4, 8, 12, [16, 256, 8]"  # the file's own section, not a rule's
+VLLM_8B = """\
+name: v
+model: llama-3.1-8b
+hardware: h100-sxm
+cost: {model: roofline}
+engine: {kind: vllm}
+workload: {arrival: closed, concurrency: 4, num_requests: 8, input_len: 100, output_len: 8}
+"""
+
+
+def _swap(old: str, new: str):
+    return lambda t: t.replace(old, new, 1)
+
+
+# ------------------------------------------------------------- 1. a graph list of millions of sizes
+
+@pytest.mark.parametrize("graphs, key, count", [
+    ("{unit: tokens, max: 16777216, padded: true, pads_to: [[1, null, 1]]}", "cuda_graph.pads_to", "16,777,216"),
+    ("{unit: tokens, max: 16777216, padded: true, pads_to: [1], speculative_pads_to: [[1, null, 8]]}",
+     "cuda_graph.speculative_pads_to", "2,097,152"),
+    ("{unit: tokens, max: 16777216, padded: true, pads_to: [1], gpu_pads_to: [{above_mib: 0, sizes: [[1, null, 300]]}, "
+     "{above_mib: 0, sizes: [[1, null, 300]]}]}", "cuda_graph.gpu_pads_to", "111,850"),
+])
+def test_a_graph_list_of_millions_of_sizes_is_one_line(tmp_path, capsys, monkeypatch, graphs, key, count):
+    """Before: [[1, null, 1]] under a max of 2**24 tokens expanded into 16.8M sizes at every point
+    (4 GB, 20 s; a speculative and a GPU list beside it, 30 s)."""
+    line = _refused(tmp_path, capsys, monkeypatch, _swap(VLLM_GRAPHS, f"cuda_graph: {graphs}"), key,
+                    f"lists {count} sizes", "vllm", ("--set", "engine.kind=vllm"))
+    assert "give its ranges a larger step" in line
+
+
+def test_a_rules_graph_list_of_too_many_sizes_is_one_line(tmp_path, capsys, monkeypatch):
+    """The same list set by a version rule (two ranges of 100,000 sizes where SGLang's memory classes
+    give the largest graph, up to the 100,000 a scenario's max_graph_batch may name)."""
+    rule = "  pads_to: [1, 2, 4, 8, 12, [16, 256, 8], [272, 496, 16], [512, null, 32]]\n"
+    _refused(tmp_path, capsys, monkeypatch, _swap(rule, "  pads_to: [[1, null, 1], [2, null, 1]]\n"),
+             "rules.20.value", "sets cuda_graph.pads_to: lists 199,999 sizes")
+
+
+def test_a_list_within_the_limit_still_runs(tmp_path, capsys, monkeypatch):
+    """Every size up to a largest graph of 512 tokens, or every 256th up to 2**24, is no burden."""
+    for graphs in ("{unit: tokens, max: 512, padded: true, pads_to: [[1, null, 1]]}",
+                   "{unit: tokens, max: 16777216, padded: true, pads_to: [[1, null, 256]]}"):
+        _engine(tmp_path, monkeypatch, _swap(VLLM_GRAPHS, f"cuda_graph: {graphs}"), "vllm")
+        warnings_of(capsys, ["cost", _scenario(tmp_path, VLLM_8B)])
+
+
+def test_every_size_up_to_a_huge_graph_unpadded_is_a_range(tmp_path, monkeypatch):
+    """Before: a user file's max of 2**24 tokens under engine.graph_padding false captured every
+    size as a 16.8M tuple (3 s and 4 GB a point)."""
+    from mtpsim.costs.host import host_model
+    from mtpsim.scenario import load
+    _engine(tmp_path, monkeypatch, _swap(VLLM_GRAPHS, "cuda_graph: {unit: tokens, max: 16777216, padded: true}"), "vllm")
+    point = load(_scenario(tmp_path, VLLM_8B.replace("{kind: vllm}", "{kind: vllm, graph_padding: false}")))[0]
+    host = host_model(point)
+    assert host.graph_sizes == range(1, 2**24 + 1)
+    assert host.uses_graphs("decode", 2**24) and not host.uses_graphs("decode", 2**24 + 1)
+    assert host.padded_batch(7) == 7
+
+
+# ------------------------------------------------------------- 2. a graph-list item neither a size nor a range
+
+@pytest.mark.parametrize("item, word", [
+    ("[16, 256]", "a list of 2 items, where a range is [first, last, step]"),
+    ("[]", "a list of 0 items"),
+    ("[1, null, 1, 4]", "a list of 4 items"),
+    ("8.0", "8.0 is neither a size (a whole number) nor a range"),
+    ("true", "True is neither a size"),
+    ('"8"', "'8' is neither a size"),
+])
+def test_a_graph_item_neither_a_size_nor_a_range_says_what_they_are(tmp_path, capsys, monkeypatch, item, word):
+    """Before: "Input should be a valid dictionary or instance of SizeRange", naming no form."""
+    _refused(tmp_path, capsys, monkeypatch, _swap(PADS, f"  padded: true\n  pads_to: [1, {item}"), "cuda_graph.pads_to.1", word)
