@@ -104,3 +104,26 @@ def test_every_size_up_to_a_huge_graph_unpadded_is_a_range(tmp_path, monkeypatch
 def test_a_graph_item_neither_a_size_nor_a_range_says_what_they_are(tmp_path, capsys, monkeypatch, item, word):
     """Before: "Input should be a valid dictionary or instance of SizeRange", naming no form."""
     _refused(tmp_path, capsys, monkeypatch, _swap(PADS, f"  padded: true\n  pads_to: [1, {item}"), "cuda_graph.pads_to.1", word)
+
+
+# ------------------------------------------------------------- 3. a padded list holding no size within the largest graph
+
+SPECULATIVE = "  speculative_pads_to: [[1, 8, 1], [10, 32, 2], [40, 64, 4], [72, 256, 8], [272, null, 16]]\n# Prefix"
+
+
+def test_a_speculative_list_past_the_largest_graph_captures_none(tmp_path, capsys, monkeypatch):
+    """Before: an engine file whose speculative list starts past the largest graph (adds_max false)
+    captured no speculative graph, yet its verify replayed one, padded to the default buckets
+    (host.py took the empty list for 'no list'), and nothing was said."""
+    from mtpsim.costs.host import host_model
+    from mtpsim.scenario import load
+    _engine(tmp_path, monkeypatch, _swap(SPECULATIVE, "  speculative_pads_to: [[4000, null, 16]]\n  adds_max: false\n# Prefix"))
+    host = host_model(load("scenarios/quickstart.yaml")[0])
+    assert host.speculative_graph_sizes == () and host.graph_label == "512"
+    assert not host.uses_graphs("verify", 8, 4) and host.padded_batch(5, 4, "verify") == 5
+    assert host.uses_graphs("decode", 8) and host.padded_batch(5) == 8  # the plain list is still captured
+    said = ("engine.kind: sglang's cuda_graph.speculative_pads_to holds no size up to its largest graph, 512: no graph "
+            "is captured for a speculative iteration's passes, which run eagerly")
+    assert any(said in line for line in warnings_of(capsys, ["cost", "scenarios/quickstart.yaml", "--batch", "8"]))
+    assert not any("pads_to" in line for line in warnings_of(
+        capsys, ["cost", "scenarios/quickstart.yaml", "--batch", "8", "--set", "engine.max_graph_batch=300"]))

@@ -39,7 +39,8 @@ class HostModel:
     def graph_label(self) -> str:
         """The largest captured graph, as a run's limits name it (a padded list may end below
         max_graph_batch: SGLang before v0.5.10 does not add it)."""
-        lists = [sizes[-1] for sizes in (self.graph_sizes, self.speculative_graph_sizes) if sizes and self.graph_padded]
+        lists = [sizes[-1] if sizes else 0 for sizes in (self.graph_sizes, self.speculative_graph_sizes)
+                 if sizes is not None and self.graph_padded]
         return f"{max(lists) if lists else self.max_graph_batch}{' tokens' if self.graph_unit == 'tokens' else ''}"
 
     @property
@@ -61,8 +62,8 @@ class HostModel:
             return False
         size = batch * (per_request if self.graph_unit == "tokens" else 1)
         sizes = self.sizes_for(kind)
-        if self.graph_padded:
-            return size <= (sizes[-1] if sizes else self.max_graph_batch)
+        if self.graph_padded:  # an empty list: none of its sizes is within the largest graph, none captured
+            return size <= (self.max_graph_batch if sizes is None else sizes[-1] if sizes else 0)
         return size in (sizes or ())
 
     def padded_batch(self, batch: int, per_request: int = 1, kind: str = "decode") -> int:
@@ -71,8 +72,9 @@ class HostModel:
         per = per_request if self.graph_unit == "tokens" else 1
         if not self.graph_padded:
             return batch
-        size = next((b for b in self.sizes_for(kind) or GRAPH_BUCKETS if b >= batch * per and b <= self.max_graph_batch),
-                    batch * per)
+        sizes = self.sizes_for(kind)
+        sizes = GRAPH_BUCKETS if sizes is None else sizes  # an empty list captured none: the batch as it is
+        size = next((b for b in sizes if b >= batch * per and b <= self.max_graph_batch), batch * per)
         return max(batch, size // per)
 
 
