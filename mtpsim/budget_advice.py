@@ -81,15 +81,31 @@ def budget_below_decode(s: Scenario) -> list[tuple[str, str]]:
     if mixing is None:
         return []
     d, running, closed = mixing
-    budget = _budget(s)
-    if running * d.draft_tokens <= budget:
+    past = _past_budget(s, d, running)
+    if past is None:
         return []
     bound = "workload.concurrency" if closed else "engine.max_running_requests"
     key = "engine.chunked_prefill_tokens" if s.engine.chunked_prefill_tokens is not None else bound
-    each = f"{d.draft_tokens} token{'s' * (d.draft_tokens > 1)} each"
     batch = f"{running} running requests" if closed else f"up to {running} running requests (the running-request cap)"
-    return [(key, f"{batch} x {each} exceed {s.specs.engine.name}'s {budget}-token budget a step: the engine would "
-             "decode part of the batch per step, mtpsim decodes all of it")]
+    return [(key, f"{batch} x {past}, mtpsim decodes all of it")]
+
+
+def batch_past_budget(s: Scenario, batch: int) -> str | None:
+    """What budget_below_decode says of a batch `cost --batch` sets itself (a replica's): `batch`
+    requests past a mixing engine's token budget a step, or None where they fit or it does not mix."""
+    d = _mixing_design(s)
+    past = None if d is None else _past_budget(s, d, batch)
+    return None if past is None else f"{batch} requests x {past}; priced as asked"
+
+
+def _past_budget(s: Scenario, d: designs.DesignShape, running: int) -> str | None:
+    """`running` requests decoding at the design's verify width past the engine's token budget
+    a step: how many tokens, and what the engine does (None where they fit)."""
+    budget = _budget(s)
+    if running * d.draft_tokens <= budget:
+        return None
+    return (f"{d.draft_tokens} token{'s' * (d.draft_tokens > 1)} each exceed {s.specs.engine.name}'s {budget}-token "
+            "budget a step: the engine would decode part of the batch per step")
 
 
 def whole_prompts_past_budget(s: Scenario) -> list[tuple[str, str]]:

@@ -127,3 +127,32 @@ def test_a_speculative_list_past_the_largest_graph_captures_none(tmp_path, capsy
     assert any(said in line for line in warnings_of(capsys, ["cost", "scenarios/quickstart.yaml", "--batch", "8"]))
     assert not any("pads_to" in line for line in warnings_of(
         capsys, ["cost", "scenarios/quickstart.yaml", "--batch", "8", "--set", "engine.max_graph_batch=300"]))
+
+
+# ------------------------------------------------------------- 4. cost --batch past a mixing engine's budget
+
+TRT_NEXTN = """\
+name: t
+model: llama-3.1-8b
+hardware: h100-sxm
+cost: {model: roofline}
+engine: {kind: trtllm, chunked_prefill_tokens: 2048}
+speculative: {design: nextn, steps: 3, draft: eagle3-llama-3.1-8b}
+acceptance: {per_depth: [0.8, 0.6, 0.4]}
+workload: {arrival: closed, concurrency: 4, num_requests: 8, input_len: 100, output_len: 8}
+"""
+
+
+def test_a_cost_batch_past_the_token_budget_is_warned_of(tmp_path, capsys):
+    """Before: `cost --batch 1024` priced 1024 x 4 verify tokens as one iteration of an engine
+    whose budget is 2048 tokens a step, without the word `run` gives the same batch as its load."""
+    said = ("mtpsim: warning: --batch: 1024 requests x 4 tokens each exceed trtllm's 2048-token budget a step: the "
+            "engine would decode part of the batch per step; priced as asked")
+    assert said in warnings_of(capsys, ["cost", _scenario(tmp_path, TRT_NEXTN), "--batch", "1024"])
+    assert not any("budget" in line for line in warnings_of(capsys, ["cost", _scenario(tmp_path, TRT_NEXTN),
+                                                                     "--batch", "512"]))
+    for engine in ("{kind: sglang, chunked_prefill_tokens: 2048}", "{kind: trtllm, chunked_prefill_tokens: 2048, "
+                                                                     "mixed_batches: false}"):
+        text = TRT_NEXTN.replace("{kind: trtllm, chunked_prefill_tokens: 2048}", engine)
+        assert not any("budget" in line for line in warnings_of(capsys, ["cost", _scenario(tmp_path, text),
+                                                                         "--batch", "1024"]))
