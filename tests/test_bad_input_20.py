@@ -156,3 +156,31 @@ def test_a_cost_batch_past_the_token_budget_is_warned_of(tmp_path, capsys):
         text = TRT_NEXTN.replace("{kind: trtllm, chunked_prefill_tokens: 2048}", engine)
         assert not any("budget" in line for line in warnings_of(capsys, ["cost", _scenario(tmp_path, text),
                                                                          "--batch", "1024"]))
+
+
+# ------------------------------------------------------------- 5. a baseline's notes read its own point
+
+WAIT_SWEEP = """\
+name: w
+model: llama-3.1-8b
+hardware: h100-sxm
+cost: {model: roofline}
+engine: {kind: trtllm}
+speculative: {design: nextn, steps: 3, draft: eagle3-llama-3.1-8b}
+acceptance: {per_depth: [0.8, 0.6, 0.4]}
+workload: {arrival: closed, concurrency: 16, num_requests: 32, input_len: {dist: uniform, min: 700, max: 900},
+           output_len: {dist: uniform, min: 30, max: 80}}
+sweep: {engine.batch_wait: [null, {timeout_iters: 40, max_tokens_ratio: 0.8}]}
+"""
+
+
+def test_a_baselines_batch_wait_note_reads_its_own_point(tmp_path, capsys):
+    """Before: the notes under the table read every baseline row's settings off the first point,
+    so the `none` run of the batch-waiting point (its engine.batch_wait null at the first) was an
+    AttributeError traceback: 'NoneType' object has no attribute 'timeout_iters'."""
+    from mtpsim import cli
+    assert cli.main(["run", _scenario(tmp_path, WAIT_SWEEP), "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    notes = [line for line in out.splitlines() if line.startswith("batch wait: ")]
+    assert [line.split(":")[1].strip() for line in notes] == ["nextn S=3 at conc 16", "none S=0 at conc 16"], out
+    assert all("until 40 steps had held them" in line for line in notes)
