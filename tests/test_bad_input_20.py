@@ -184,3 +184,35 @@ def test_a_baselines_batch_wait_note_reads_its_own_point(tmp_path, capsys):
     notes = [line for line in out.splitlines() if line.startswith("batch wait: ")]
     assert [line.split(":")[1].strip() for line in notes] == ["nextn S=3 at conc 16", "none S=0 at conc 16"], out
     assert all("until 40 steps had held them" in line for line in notes)
+
+
+# ------------------------------------------------------------- 6. a user catalog's entry the lookup passes over
+
+@pytest.mark.parametrize("kind, name, make, word", [
+    ("engines", "sglang.yaml", lambda p: p.symlink_to(p.parent / "moved.yaml"), "a link that leads nowhere"),
+    ("engines", "sglang.yaml", lambda p: p.mkdir(), "a folder, not a file"),
+    ("engines", "sglang.yml", lambda p: p.write_text("name: sglang\n"), "catalog files end in .yaml"),
+    ("models", "deepseek-v3.yaml", lambda p: p.symlink_to(p.parent / "moved.yaml"), "a link that leads nowhere"),
+])
+def test_a_user_entry_the_lookup_passes_over_shadows_nothing_silently(tmp_path, capsys, monkeypatch, kind, name,
+                                                                      make, word):
+    """Before: a user catalog's entry that is a broken link (its file moved), a folder or a .yml
+    file of a built-in name was passed over, and the built-in entry ran in its place without a
+    word; only a name no folder held was refused so (as profiles already were)."""
+    entry = tmp_path / "cat" / kind / name
+    entry.parent.mkdir(parents=True)
+    make(entry)
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "cat"))
+    line = one_line_error(capsys, ["cost", "scenarios/quickstart.yaml"], "", word)
+    assert f"{kind} catalog entry {entry}: " in line, line
+    if kind == "models":
+        assert ": model: " in line, line
+
+
+def test_a_file_at_a_catalogs_top_still_leaves_a_built_in_name_alone(tmp_path, capsys, monkeypatch):
+    """A file at a user catalog's top named like a built-in entry (a scenario may be called
+    h200.yaml) is said only where no folder holds the name."""
+    (tmp_path / "cat").mkdir()
+    (tmp_path / "cat" / "sglang.yaml").write_text("name: s\n")
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "cat"))
+    warnings_of(capsys, ["cost", "scenarios/quickstart.yaml"])
