@@ -58,10 +58,14 @@ def batch_wait_idle(s: Scenario) -> str | None:
         return (f"timeout_iters is 0: {engine.name} stops waiting at once whatever max_tokens_ratio says (its count "
                 "of held steps has always reached 0)")
     budget = _budget(s)
-    if wait.max_tokens_ratio * budget <= 2:  # a step mixing a prompt into decoding holds one token of each at least
+    # a step mixing a prompt into decoding holds a decoding request's verify window (1 + steps for
+    # a chain; 1 where a steps policy may run plain decoding) and a prompt token at least: a
+    # floor of 2 left nextn's 5 (S=3) unsaid
+    least = (1 if s.speculative.policy is not None else _mixing_design(s).draft_tokens) + 1
+    if wait.max_tokens_ratio * budget <= least:
         return (f"max_tokens_ratio {wait.max_tokens_ratio:g} x the {budget}-token budget is "
                 f"{wait.max_tokens_ratio * budget:g} tokens, which every step that mixes a prompt into decoding "
-                f"reaches: {engine.name} stops waiting at once whatever timeout_iters says")
+                f"reaches ({least} at least): {engine.name} stops waiting at once whatever timeout_iters says")
     return None
 
 

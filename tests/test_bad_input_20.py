@@ -216,3 +216,21 @@ def test_a_file_at_a_catalogs_top_still_leaves_a_built_in_name_alone(tmp_path, c
     (tmp_path / "cat" / "sglang.yaml").write_text("name: s\n")
     monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "cat"))
     warnings_of(capsys, ["cost", "scenarios/quickstart.yaml"])
+
+
+# ------------------------------------------------------------- 7. a batch-wait ratio every speculative mixing step reaches
+
+def test_a_ratio_under_a_speculative_steps_tokens_is_warned_of(tmp_path, capsys):
+    """Before: the ratio was judged against 2 tokens (one decode token and one prompt token), so
+    0.0005 x 8192 = 4.1 tokens under nextn S=3, where every decoding request holds 4 verify tokens
+    and a mixing step 5 at least, held nothing back without a word."""
+    text = TRT_NEXTN.replace("{kind: trtllm, chunked_prefill_tokens: 2048}",
+                             "{kind: trtllm, batch_wait: {timeout_iters: 40, max_tokens_ratio: 0.0005}}")
+    said = ("engine.batch_wait: max_tokens_ratio 0.0005 x the 8192-token budget is 4.096 tokens, which every step "
+            "that mixes a prompt into decoding reaches (5 at least)")
+    assert any(said in line for line in warnings_of(capsys, ["cost", _scenario(tmp_path, text)]))
+    for quiet in (text.replace("0.0005", "0.001"),  # 8.2 tokens: a step of one request and a short prompt is below it
+                  text.replace("acceptance:", "speculative: {design: nextn, steps: 3, draft: eagle3-llama-3.1-8b, policy: "
+                               "{steps_by_batch: {1: 3, 2: 0}}}\nacceptance:").replace(
+                      "speculative: {design: nextn, steps: 3, draft: eagle3-llama-3.1-8b}\n", "", 1)):
+        assert not any("batch_wait" in line for line in warnings_of(capsys, ["cost", _scenario(tmp_path, quiet)]))
