@@ -5,11 +5,21 @@ engine.max_graph_batch / max_running_requests / mem_fraction beside the version 
 
 Probed, and already one line naming the key (or fine): engine.batch_wait null, {}, [], 5, true,
 timeout_iters 1e400, .inf, 10**23, true, "40", 40.0, 1000000, max_tokens_ratio .nan, -.inf, "0.5",
-[0.5], 1e-320 (warned), by --set and in the file; a sweep over timeout_iters or over whole
-batch_wait mappings (null, one key, both: points where it is idle are left alone, as any swept key);
-graph lists with a step of 0, first above last, -1, [null, 8, 1], .inf and .nan bounds, last past
-2**24, an extra key, a string or a bare int for the list, an empty list, pads_to null beside
-speculative_pads_to, in the file's section and in a rule's.
+[0.5], 1e-320 (warned), by --set and in the file, a key twice, a `<<` merge; with vLLM and SGLang,
+attention DP, mixing off, cost --batch / --prompt, recommend and search (its launch flags carry no
+engine tuning, batch waiting included, as they carry no chunk or memory fraction); a sweep over
+timeout_iters or over whole batch_wait mappings (points where it is idle are left alone, as any
+swept key), with --set into the swept section and a value listed twice; graph lists with a step of
+0, first above last, -1, [null, 8, 1], .inf and .nan bounds, last past 2**24, an extra key, a
+string or a bare int for the list, an empty list, pads_to null beside speculative_pads_to, in the
+file's section and in a rule's; an unpadded sizes list with a 0, [1, 8, 1], 1.0, a repeat,
+unsorted or past max, and 190,000 sizes (2 s: the file's value limit bounds it); cuda_graph.max 0,
+true, 2**24 + 1; a user engine file with a BOM, Latin-1 bytes, a tab, empty, a list, another
+name, name or cuda_graph twice; engine.max_graph_batch 100,000 (refused without mem_fraction, and
+fine with it, padded or not), above max_running_requests, 3 on vLLM 0.7.3, 1 on SGLang 0.4.0;
+mem_fraction 0.05 and 1 with 100,000 running requests; cost --batch 1 --context 0 --ops,
+--batch 2**20 --context 2**24 and --batch 3 --prompt 1 --context 1 on every committed scenario
+(published, verify, search included); plot over a summary.csv whose batch_wait_iterations is text.
 
 Found and fixed:
 - a padded list of a user engine file expanding to millions of sizes ([[1, null, 1]] under a
@@ -19,7 +29,20 @@ Found and fixed:
 - the same max unpadded (engine.graph_padding: false) captured every size up to it as a 16.8M
   tuple, 3 s and 4 GB for a point, 20 s for six: now a range (costs/host.py);
 - a graph-list item of two numbers ([16, 256], a range without its step), 8.0, true or "8" was
-  refused as "a valid dictionary or instance of SizeRange", naming neither form a size takes.
+  refused as "a valid dictionary or instance of SizeRange", naming neither form a size takes;
+- a padded list holding no size up to the largest graph (a speculative list from 4000, adds_max
+  false) captured none, yet host.py took the empty list for 'no list' and replayed the default
+  buckets (a verify priced as a graph replay) without a word: its passes now run eagerly, warned;
+- `cost --batch 1024` under nextn S=3 on a 2048-token TensorRT-LLM budget priced 4096 verify tokens
+  as one iteration without the warning `run` gives the same batch as its load (budget_advice);
+- run's notes under the table read every baseline row's settings off the first point: a sweep over
+  engine.batch_wait [null, {...}] under speculation was an AttributeError traceback (run_table.py);
+- a user catalog's entry of a built-in name that the lookup passes over (a link to a moved file, a
+  folder, sglang.yml) was skipped for the built-in entry without a word (catalog.find), as a
+  profile of that kind already is not;
+- a batch-wait ratio whose share of the budget is under a speculative mixing step's least tokens
+  (0.0005 x 8192 = 4.1 under nextn S=3: 4 verify tokens and a prompt token) held nothing back
+  without the warning a ratio under 2 tokens gets (budget_advice.batch_wait_idle).
 """
 from __future__ import annotations
 
