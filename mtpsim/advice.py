@@ -208,7 +208,8 @@ CHECKS = (spec.ignored_by_design, spec.unreached_policy, engine_advice.skew_with
           workload_advice.trace_settings_unread, model_advice.past_any_model, model_advice.odd_widths,
           _verify_past_the_model, _disaggregation_moot, workload_advice.unused_by_arrival,
           _prefix_past_the_prompts, spec.kept_past_the_steps, _past_their_reach, spec.forced_past_its_range,
-          engine_advice.engine_moot, engine_advice.stream_overlap_moot, budget_advice.batch_wait_moot)
+          engine_advice.engine_moot, engine_advice.stream_overlap_moot, budget_advice.batch_wait_moot,
+          engine_advice.graph_lists_capture_none)
 
 # checks whose every warning says the value is not read at all (a null, the default, is read no more)
 UNREAD_CHECKS = (spec.ignored_by_design, workload_advice.trace_settings_unread, workload_advice.unused_by_arrival)

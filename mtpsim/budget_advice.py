@@ -58,10 +58,14 @@ def batch_wait_idle(s: Scenario) -> str | None:
         return (f"timeout_iters is 0: {engine.name} stops waiting at once whatever max_tokens_ratio says (its count "
                 "of held steps has always reached 0)")
     budget = _budget(s)
-    if wait.max_tokens_ratio * budget <= 2:  # a step mixing a prompt into decoding holds one token of each at least
+    # a step mixing a prompt into decoding holds a decoding request's verify window (1 + steps for
+    # a chain; 1 where a steps policy may run plain decoding) and a prompt token at least: a
+    # floor of 2 left nextn's 5 (S=3) unsaid
+    least = (1 if s.speculative.policy is not None else _mixing_design(s).draft_tokens) + 1
+    if wait.max_tokens_ratio * budget <= least:
         return (f"max_tokens_ratio {wait.max_tokens_ratio:g} x the {budget}-token budget is "
                 f"{wait.max_tokens_ratio * budget:g} tokens, which every step that mixes a prompt into decoding "
-                f"reaches: {engine.name} stops waiting at once whatever timeout_iters says")
+                f"reaches ({least} at least): {engine.name} stops waiting at once whatever timeout_iters says")
     return None
 
 
@@ -81,15 +85,31 @@ def budget_below_decode(s: Scenario) -> list[tuple[str, str]]:
     if mixing is None:
         return []
     d, running, closed = mixing
-    budget = _budget(s)
-    if running * d.draft_tokens <= budget:
+    past = _past_budget(s, d, running)
+    if past is None:
         return []
     bound = "workload.concurrency" if closed else "engine.max_running_requests"
     key = "engine.chunked_prefill_tokens" if s.engine.chunked_prefill_tokens is not None else bound
-    each = f"{d.draft_tokens} token{'s' * (d.draft_tokens > 1)} each"
     batch = f"{running} running requests" if closed else f"up to {running} running requests (the running-request cap)"
-    return [(key, f"{batch} x {each} exceed {s.specs.engine.name}'s {budget}-token budget a step: the engine would "
-             "decode part of the batch per step, mtpsim decodes all of it")]
+    return [(key, f"{batch} x {past}, mtpsim decodes all of it")]
+
+
+def batch_past_budget(s: Scenario, batch: int) -> str | None:
+    """What budget_below_decode says of a batch `cost --batch` sets itself (a replica's): `batch`
+    requests past a mixing engine's token budget a step, or None where they fit or it does not mix."""
+    d = _mixing_design(s)
+    past = None if d is None else _past_budget(s, d, batch)
+    return None if past is None else f"{batch} requests x {past}; priced as asked"
+
+
+def _past_budget(s: Scenario, d: designs.DesignShape, running: int) -> str | None:
+    """`running` requests decoding at the design's verify width past the engine's token budget
+    a step: how many tokens, and what the engine does (None where they fit)."""
+    budget = _budget(s)
+    if running * d.draft_tokens <= budget:
+        return None
+    return (f"{d.draft_tokens} token{'s' * (d.draft_tokens > 1)} each exceed {s.specs.engine.name}'s {budget}-token "
+            "budget a step: the engine would decode part of the batch per step")
 
 
 def whole_prompts_past_budget(s: Scenario) -> list[tuple[str, str]]:

@@ -58,12 +58,18 @@ def names(kind: Kind) -> list[str]:
     return sorted({p.stem for folder in catalog_dirs() for p in (folder / kind).glob("*.yaml") if p.is_file()})
 
 
-def find(kind: Kind, name: str) -> Path | None:
-    """The file of a catalog name, the first of MTPSIM_CATALOG's folders then the built-in one."""
+def find(kind: Kind, name: str, where: str = "catalog", key: str = "") -> Path | None:
+    """The file of a catalog name, the first of MTPSIM_CATALOG's folders then the built-in one. A
+    folder holding the name in a form the lookup passes over (a broken link, a folder, sglang.yml)
+    is a ScenarioError at `where` / `key` (_near_miss), not a step on to the next folder: a user's
+    engines/sglang.yaml linking to a moved file ran the built-in engine without a word."""
     for folder in catalog_dirs():
         path = folder / kind / f"{name}.yaml"
         if path.is_file():
             return path
+        _near_miss(folder, kind, name, where, key, top=False)
+    for folder in catalog_dirs():  # found nowhere: a file at a folder's top is the misplaced entry
+        _near_miss(folder, kind, name, where, key)
     return None
 
 
@@ -79,9 +85,8 @@ def path_of(kind: Kind, ref: object, where: str, key: str = "", paths: bool = Tr
     if not NAME.fullmatch(ref) or ".." in ref:
         raise ScenarioError(where, key, f"{short(ref)} is not a {kind} catalog name (letters, digits, '.', '-', "
                             "'_', '+'; no '/' or '..'); give a file as a path ending in .yaml")
-    path = find(kind, ref)
+    path = find(kind, ref, where, key)
     if path is None:
-        _near_miss(kind, ref, where, key)
         known = names(kind)
         import difflib  # an unknown name's hint only: not every load's start-up
         close = difflib.get_close_matches(ref, known, n=3, cutoff=0.6)
@@ -91,21 +96,22 @@ def path_of(kind: Kind, ref: object, where: str, key: str = "", paths: bool = Tr
     return path
 
 
-def _near_miss(kind: Kind, ref: str, where: str, key: str) -> None:
+def _near_miss(folder: Path, kind: Kind, ref: str, where: str, key: str, top: bool = True) -> None:
     """A catalog folder that holds `ref` in a form the lookup passes over: not a regular file (a
     folder, a broken or looping link, a pipe), another extension (.yml, .YAML), or at the
-    folder's top instead of its `kind` subfolder: a ScenarioError naming it, not "unknown name"."""
-    for folder in catalog_dirs():
-        entry = folder / kind / f"{ref}.yaml"
-        if entry.exists() or entry.is_symlink():
-            raise ScenarioError(where, key, f"{kind} catalog entry {entry}: {not_a_file(entry)}")
-        others = [p for p in (folder / kind).glob(f"{glob_escape(ref)}.*") if p.suffix != ".yaml"
-                  and p.suffix.lower() in (".yml", ".yaml")] if (folder / kind).is_dir() else []
-        if others:
-            raise ScenarioError(where, key, f"{kind} catalog entry {others[0]}: catalog files end in .yaml (rename it)")
-        if (folder / f"{ref}.yaml").is_file() and folder != data_dir():
-            raise ScenarioError(where, key, f"{folder / f'{ref}.yaml'} is at the catalog folder's top: {kind} entries go "
-                                f"in {folder / kind}")
+    folder's top instead of its `kind` subfolder (`top`: where no folder holds the name, as a
+    scenario at a catalog's top may share a name): a ScenarioError naming it, not "unknown name"
+    (nor the next folder's entry of that name)."""
+    entry = folder / kind / f"{ref}.yaml"
+    if entry.exists() or entry.is_symlink():
+        raise ScenarioError(where, key, f"{kind} catalog entry {entry}: {not_a_file(entry)}")
+    others = [p for p in (folder / kind).glob(f"{glob_escape(ref)}.*") if p.suffix != ".yaml"
+              and p.suffix.lower() in (".yml", ".yaml")] if (folder / kind).is_dir() else []
+    if others:
+        raise ScenarioError(where, key, f"{kind} catalog entry {others[0]}: catalog files end in .yaml (rename it)")
+    if top and (folder / f"{ref}.yaml").is_file() and folder != data_dir():
+        raise ScenarioError(where, key, f"{folder / f'{ref}.yaml'} is at the catalog folder's top: {kind} entries go "
+                            f"in {folder / kind}")
 
 
 def _read(kind: Kind, ref: object, where: str, key: str = "", paths: bool = True) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import pandas as pd
 from mtpsim import scenario as sc
 from mtpsim import sweep
 from mtpsim.advice import RUNNING_BATCH_CHECKS, advise, advise_sweep
-from mtpsim.budget_advice import past_whole_budget
+from mtpsim.budget_advice import batch_past_budget, past_whole_budget
 from mtpsim.costs import Pricer, build_pricer
 from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError, warn
@@ -57,6 +57,9 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
               f"memory is sized for speculative.steps {s.speculative.steps})")
     report = cost_report(s, batch, context, ops=ops)
     _batch_warnings(s, report["memory"].set_index("design"), batch, asked, context, room)
+    past = batch_past_budget(points[0], batch) if asked is not None else None  # the load's: run's warning, above
+    if past is not None:
+        warn("--batch", "", past)
     _print_report(s, report, batch, context, ops)
     if prompt is not None:
         _print_prefill(prefilling, s, prompt, chunk, ops)

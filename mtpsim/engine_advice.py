@@ -155,6 +155,26 @@ def idle_engine_settings(s: Scenario) -> list[tuple[str, str]]:
     return found
 
 
+def graph_lists_capture_none(s: Scenario) -> list[tuple[str, str]]:
+    """An engine file's padded graph list (cuda_graph.pads_to, speculative_pads_to) holding no size
+    up to the largest graph on this GPU (its first size past it, adds_max false): the engine
+    captures no graph for those passes, which run eagerly (costs/host.py; SGLang's
+    get_batch_sizes_to_capture asserts it keeps one)."""
+    from mtpsim.costs.host import host_model
+    if not s.engine.cuda_graphs:
+        return []
+    host, found = host_model(s), []
+    key = "engine.max_graph_batch" if s.engine.max_graph_batch is not None else "engine.kind"
+    lists = [("pads_to", host.graph_sizes, "plain decode passes")]
+    if s.speculative.design != "none":
+        lists.append(("speculative_pads_to", host.speculative_graph_sizes, "a speculative iteration's passes"))
+    for field, sizes, passes in lists:
+        if host.graph_padded and sizes is not None and not sizes:
+            found.append((key, f"{s.specs.engine.name}'s cuda_graph.{field} holds no size up to its largest graph, "
+                          f"{host.max_graph_batch}: no graph is captured for {passes}, which run eagerly"))
+    return found
+
+
 def blocks_out_of_reach(s: Scenario) -> list[tuple[str, str]]:
     """Prefix-cache settings that leave no block to cache: a block longer than any prompt, a
     shared prefix shorter than one block (a block holds the shared tokens and the request's own,

@@ -11,7 +11,7 @@ from pydantic import Field, field_validator, model_validator
 
 from mtpsim.engine_memory import MAX_MIB
 from mtpsim.errors import AtKey
-from mtpsim.limits import MAX_TOKENS, MAX_USERS
+from mtpsim.limits import MAX_GRAPHS, MAX_TOKENS, MAX_USERS
 from mtpsim.specs import Spec
 
 
@@ -178,11 +178,18 @@ class SizeRange(Spec):
     @model_validator(mode="before")
     @classmethod
     def _from_list(cls, value):
-        """[first, last, step] (last null: to the largest graph), or one size."""
+        """[first, last, step] (last null: to the largest graph), or one size. Anything else but a
+        mapping is refused saying so: pydantic's "a valid dictionary or instance of SizeRange" named
+        neither form ([16, 256] without its step, 8.0)."""
         if isinstance(value, list) and len(value) == 3:
             return dict(zip(("first", "last", "step"), value))
         if isinstance(value, int) and not isinstance(value, bool):
             return {"first": value, "last": value}
+        if isinstance(value, list):
+            raise ValueError(f"a list of {len(value)} item{'s' * (len(value) != 1)}, where a range is "
+                             "[first, last, step] (last null: up to the largest graph)")
+        if not isinstance(value, dict):
+            raise ValueError(f"{value!r} is neither a size (a whole number) nor a range [first, last, step]")
         return value
 
     @model_validator(mode="after")
@@ -246,6 +253,24 @@ class GraphCapture(Spec):
             raise AtKey("sizes", "an unpadded capture replays only the sizes it lists: give them")
         if self.pads_to is None and (self.speculative_pads_to is not None or self.gpu_pads_to):
             raise AtKey("pads_to", "the plain list the speculative or GPU sizes go with: give it")
+        return self
+
+    @model_validator(mode="after")
+    def _few_enough_sizes(self) -> GraphCapture:
+        """Each padded list's sizes up to the largest graph it may reach (max, or MAX_USERS: the
+        memory classes' graph_batch and a scenario's max_graph_batch stay within it) are at most
+        MAX_GRAPHS: host_model expands them into a sorted tuple at every point, and [[1, null, 1]]
+        under a max of 2**24 tokens was 16.8M sizes (4 GB, 20 s a point), where an engine captures
+        tens to hundreds of graphs at start-up."""
+        largest = max(self.max or 0, MAX_USERS)
+        lists = [("pads_to", self.pads_to), ("speculative_pads_to", self.speculative_pads_to),
+                 ("gpu_pads_to", [item for extra in self.gpu_pads_to for item in extra.sizes])]
+        for key, items in lists:
+            count = sum(len(item.sizes(largest)) for item in items or ())
+            if count > MAX_GRAPHS:
+                raise AtKey(key, f"lists {count:,} sizes up to a largest graph of {largest:,}, past the {MAX_GRAPHS:,} "
+                            "mtpsim expands (an engine captures a graph per size at start-up, tens to hundreds in "
+                            "all): give its ranges a larger step")
         return self
 
     def padded_sizes(self, largest: int, gpu_mib: float, speculative: bool, adds_max: bool | None = None) \

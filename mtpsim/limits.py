@@ -7,6 +7,7 @@ MAX_SEEDS = 1000                # replicates per point; past this a run is bette
 MAX_REQUESTS = 1_000_000        # requests per run (~200 B of records each; a trace holds at most this)
 MAX_TOKENS = 2**24              # any one length (input, output, chunk); models' max_context binds first
 MAX_USERS = 100_000             # closed-loop users (one simpy process each), running requests
+MAX_GRAPHS = 100_000           # sizes one CUDA-graph list of an engine file captures (engines capture tens to hundreds)
 MAX_GPUS = 4096                 # tp, ep, dp
 MAX_SWEEP_POINTS = 10_000       # points per scenario (split larger studies over several files)
 MAX_POINT_RUNS = 20_000         # point runs of one `mtpsim run`, every point's seeds counted (baselines not)

@@ -82,7 +82,7 @@ def limits_note(summary: list[dict], points: list[sc.Scenario]) -> str:
     budget, batches past the CUDA graphs."""
     lines = []
     for row in summary:
-        s = points[int(row["point"])] if row["point"] >= 0 else points[0]
+        s = _point_of(row, points)
         where = f"{row['design']} S={row['steps']} {load_label(row)}"
         if not missing(row.get("batch_wait_iterations")) and row["batch_wait_iterations"]:
             lines.append(_batch_wait_line(row, s, where))
@@ -99,6 +99,20 @@ def limits_note(summary: list[dict], points: list[sc.Scenario]) -> str:
             lines.append(f"eager: {where}: {row['eager_share']:.0%} of decode iterations ran past the largest CUDA graph "
                          "or outside an unpadded engine's sizes (engine.max_graph_batch, engine.graph_padding) without graphs")
     return "\n".join(lines)
+
+
+def _point_of(row: dict, points: list[sc.Scenario]) -> sc.Scenario:
+    """The point whose settings a summary row ran with: its own, or for a baseline no point is
+    (`point` -1) the first point whose swept values it carries (a baseline keeps every swept key
+    but the draft's: run.baseline_of). points[0] was read for every baseline, so a sweep over
+    engine.batch_wait [null, {...}] under speculation read the null one's for the other's baseline
+    (an AttributeError traceback), and a swept cap or chunk named the first point's."""
+    from mtpsim.designs import is_draft_key
+    from mtpsim.sim import point_text
+    if row["point"] >= 0:
+        return points[int(row["point"])]
+    return next((p for p in points if all(row.get(k) == point_text(v) for k, v in p.point.items()
+                                          if not is_draft_key(k) and k != "seeds")), points[0])
 
 
 def _cap_line(row: dict, s: sc.Scenario, where: str, budget: bool) -> str:

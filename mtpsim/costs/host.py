@@ -6,6 +6,7 @@ CUDA graphs: its engine's `cuda_graph` (engine_sections.GraphCapture), with the 
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mtpsim.engines import EngineSpec
@@ -31,14 +32,15 @@ class HostModel:
     two_batch_overlap: bool = False  # MoE layers as two micro-batches (costs/overlap.py)
     graph_unit: str = "requests"
     graph_padded: bool = True
-    graph_sizes: tuple[int, ...] | None = None
+    graph_sizes: Sequence[int] | None = None
     speculative_graph_sizes: tuple[int, ...] | None = None
 
     @property
     def graph_label(self) -> str:
         """The largest captured graph, as a run's limits name it (a padded list may end below
         max_graph_batch: SGLang before v0.5.10 does not add it)."""
-        lists = [sizes[-1] for sizes in (self.graph_sizes, self.speculative_graph_sizes) if sizes and self.graph_padded]
+        lists = [sizes[-1] if sizes else 0 for sizes in (self.graph_sizes, self.speculative_graph_sizes)
+                 if sizes is not None and self.graph_padded]
         return f"{max(lists) if lists else self.max_graph_batch}{' tokens' if self.graph_unit == 'tokens' else ''}"
 
     @property
@@ -60,8 +62,8 @@ class HostModel:
             return False
         size = batch * (per_request if self.graph_unit == "tokens" else 1)
         sizes = self.sizes_for(kind)
-        if self.graph_padded:
-            return size <= (sizes[-1] if sizes else self.max_graph_batch)
+        if self.graph_padded:  # an empty list: none of its sizes is within the largest graph, none captured
+            return size <= (self.max_graph_batch if sizes is None else sizes[-1] if sizes else 0)
         return size in (sizes or ())
 
     def padded_batch(self, batch: int, per_request: int = 1, kind: str = "decode") -> int:
@@ -70,8 +72,9 @@ class HostModel:
         per = per_request if self.graph_unit == "tokens" else 1
         if not self.graph_padded:
             return batch
-        size = next((b for b in self.sizes_for(kind) or GRAPH_BUCKETS if b >= batch * per and b <= self.max_graph_batch),
-                    batch * per)
+        sizes = self.sizes_for(kind)
+        sizes = GRAPH_BUCKETS if sizes is None else sizes  # an empty list captured none: the batch as it is
+        size = next((b for b in sizes if b >= batch * per and b <= self.max_graph_batch), batch * per)
         return max(batch, size // per)
 
 
@@ -94,8 +97,9 @@ def host_model(scenario) -> HostModel:
         speculative = cap.padded_sizes(largest, gpu_mib, True, True if named else None)
     elif cap.sizes is not None:  # the engine's list up to the largest, which it adds (TensorRT-LLM)
         sizes = tuple(sorted({*(b for b in cap.sizes if b < largest), largest}))
-    else:  # SGLang without padding captures every size up to the largest
-        sizes = tuple(range(1, largest + 1))
+    else:  # SGLang without padding captures every size up to the largest (a range: a user file's max
+        # of 2**24 tokens unpadded was a 16.8M tuple, 4 GB and 3 s a point)
+        sizes = range(1, largest + 1)
     return HostModel(engine, s.engine.cuda_graphs, largest, s.engine.two_batch_overlap, unit, padded, sizes, speculative)
 
 
