@@ -141,23 +141,14 @@ def ask(s: sc.Scenario, accept_length: float) -> dict:
             "note": "; ".join(n for n in notes if n)}
 
 
-def compare(points: list[sc.Scenario], summary: list[dict], progress: bool = True) -> list[dict]:
-    """One row per point and per baseline of a run's summary (run.run_rows' rows; a point that ran
-    over several seeds, by its first seed's row): mtpsim's mean TPOT, tokens/s and speedup beside
-    aiconfigurator's (`ask`)."""
-    from mtpsim.run import plan_runs
+def compare(paired: list[tuple[dict, sc.Scenario]], progress: bool = True) -> list[dict]:
+    """One row per (summary row, the scenario it ran: run.first_rows): mtpsim's mean TPOT,
+    tokens/s and speedup beside aiconfigurator's (`ask`)."""
     from mtpsim.sim.progress import progress_bar
-    runs, extra, group_of = plan_runs(points)
-    ran = [(r, i) for i, r, _ in runs] + [(b, -1 - g) for _, b, g in extra]  # run_rows' row order
-    seen, asked = set(), []
-    for row, (s, who) in zip(summary, ran):
-        if who not in seen:  # a point's (or a baseline group's) first seed
-            seen.add(who)
-            asked.append((row, s))
-    bar = progress_bar(len(asked), True if not progress or len(asked) < 3 else None, desc="aiconfigurator", unit="point")
+    bar = progress_bar(len(paired), True if not progress or len(paired) < 3 else None, desc="aiconfigurator", unit="point")
     out = []
     try:
-        for row, s in asked:
+        for row, s in paired:
             out.append({"point": row["point"], "design": row["design"], "steps": row["steps"],
                         "concurrency": row.get("concurrency"), "accept_length": row["accept_length"],
                         "tpot_mean_ms": 1e3 * row["tpot_mean_s"], "tps": row["tps"], "speedup": row["speedup"],
@@ -178,14 +169,14 @@ def report(rows: list[dict]) -> str:
     aiconfigurator estimates), tokens/s and speedup, aiconfigurator's beside each, then the
     release its tables are and, once each, why a row has no answer."""
     from mtpsim.rows import Table, to_string
-    from mtpsim.run_table import _number
+    from mtpsim.run_table import number
     table = Table.of_rows([{k: r[k] for k in PEER_TABLE} for r in rows])
     table.rename(PEER_TABLE)
     versions = sorted({r["aic_version"] for r in rows if r["aic_version"]})
     head = (f"aiconfigurator {peer.VERSION} beside mtpsim (its `cli estimate`, aggregated serving"
             f"{', tables of ' + ', '.join(versions) if versions else ''}; accept length: mtpsim's):")
     notes = [f"- {n}" for n in dict.fromkeys(r["note"] for r in rows if r["note"])]
-    return "\n".join([head, to_string(table, lambda x: "-" if math.isnan(x) else _number(x)),
+    return "\n".join([head, to_string(table, lambda x: "-" if math.isnan(x) else number(x)),
                       *(["notes (a row with - has no answer):", *notes] if notes else [])])
 
 

@@ -123,6 +123,19 @@ def run_rows(points: list[sc.Scenario], jobs: int | None = 1, progress: bool = T
     return [r for r in rows if r["point"] >= 0] + [r for r in rows if r["point"] < 0], results[: len(runs)]
 
 
+def first_rows(points: list[sc.Scenario], summary: list[dict]) -> list[tuple[dict, sc.Scenario]]:
+    """Each point's and each baseline's summary row (run_rows' rows; over several seeds, its first
+    seed's), with the scenario that ran it: what a table beside the run's reads."""
+    runs, extra, _ = plan_runs(points)
+    ran = [(r, i) for i, r, _ in runs] + [(b, -1 - g) for _, b, g in extra]  # run_rows' row order
+    seen, out = set(), []
+    for row, (s, who) in zip(summary, ran):
+        if who not in seen:  # a point's (or a baseline group's) first seed
+            seen.add(who)
+            out.append((row, s))
+    return out
+
+
 def with_speedups(rows: list[dict], keys: list[str]) -> list[dict]:
     """speedup and per_user_speedup of each row over the first `none` row of its baseline key
     (NaN where there is none), divided as float64 columns divide."""
@@ -275,7 +288,7 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
         beside = None
         if peer:  # peer_compare: on first use, not on `mtpsim run`'s path without --peer
             from mtpsim.peer_compare import compare, write_csv
-            beside = compare(points, summary)
+            beside = compare(first_rows(points, summary))
             write_csv(beside, folder / "peer.csv")
         mark_complete(folder)
         if plot:  # run_reader: on first use, not on `mtpsim run`'s path without --plot

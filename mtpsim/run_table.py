@@ -45,7 +45,7 @@ def format_table(summary) -> str:
         if all(missing(v) for v in values):
             df.drop(load)
         elif any(missing(v) for v in values):  # both kinds in one run: each row shows its own
-            df.set(load, [_number(v) if not missing(v) else "" for v in values], "object")
+            df.set(load, [number(v) if not missing(v) else "" for v in values], "object")
     if "policy" in df.columns:  # adaptive runs name their table; fixed-steps rows leave it blank
         df.set("policy", _filled(df.columns["policy"]), "object")
     if "verify_width" in df.columns and all((1 if missing(v) else v) % 1 == 0 for v in df.columns["verify_width"]):
@@ -62,13 +62,13 @@ def format_table(summary) -> str:
     if "tps_ci_half" in table.columns:
         seeds = table.columns.get("seeds") or [2] * len(table.columns["tps"])
         for col in ("tps", "per_user_tps", "speedup"):  # one replicate has no interval: its mean alone
-            df.set(col, [f"{_number(m)} ± {_number(h)}" if n > 1 else _number(m)
+            df.set(col, [f"{number(m)} ± {number(h)}" if n > 1 else number(m)
                          for m, h, n in zip(table.columns[col], table.columns[f"{col}_ci_half"], seeds)], "object")
         if len(set(seeds)) > 1:  # a sweep over seeds: each row says how many it averages
             df.set("seeds", [int(n) for n in seeds], "int")
         df.set("tps", [f"{v} {'~' if o else ' '}" for v, o in zip(df.columns["tps"], table.columns["overlaps"])], "object")
     df.rename(TABLE)
-    return to_string(df, _number)
+    return to_string(df, number)
 
 
 def _filled(values: list) -> list:
@@ -161,7 +161,9 @@ def _batch_wait_line(row: dict, s: sc.Scenario, where: str) -> str:
             "prefilled more at once and waited longer for their first token")
 
 
-def _number(x: float) -> str:
+def number(x: float) -> str:
+    """A table cell's number: three significant figures, whole numbers from 100 (the run's table
+    and the tables printed beside it)."""
     return f"{x:.3g}" if abs(x) < 100 else f"{x:.0f}"
 
 
@@ -170,7 +172,7 @@ def load_label(row: dict) -> str:
     replayed trace's rate), `at conc 8` (closed loop), else `all at once` (a trace whose
     requests share one timestamp has neither a rate nor users)."""
     if not missing(row.get("rate_per_s")):
-        return f"at {_number(row['rate_per_s'])} req/s"
+        return f"at {number(row['rate_per_s'])} req/s"
     if not missing(row.get("concurrency")):
         return f"at conc {row['concurrency']:g}"
     return "all at once"

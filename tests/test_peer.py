@@ -4,12 +4,13 @@ answers are paired with the run's rows. aiconfigurator itself is faked here exce
 tests, which need it installed (pip install 'mtpsim[peer]')."""
 from __future__ import annotations
 
+import csv
 import math
 
 import pytest
 
 from mtpsim import cli, peer, peer_compare
-from mtpsim.run import run_rows
+from mtpsim.run import first_rows, run_rows
 from mtpsim.scenario import validate
 from tests.test_bad_input import one_line_error
 
@@ -131,7 +132,7 @@ def test_no_answer_leaves_numbers_out_and_says_why(fake):
 def test_compare_pairs_each_point_and_baseline_with_its_first_seed(fake):
     points = [point(workload={"concurrency": c, "num_requests": c}, seeds=2) for c in (2, 4)]
     summary, _ = run_rows(points, jobs=1, progress=False)
-    rows = peer_compare.compare(points, summary, progress=False)
+    rows = peer_compare.compare(first_rows(points, summary), progress=False)
     assert [(r["point"], r["design"], r["concurrency"]) for r in rows] == \
         [(0, "nextn", 2), (1, "nextn", 4), (-1, "none", 2), (-1, "none", 4)]
     first = [r for r in summary if r["seed"] == points[0].seed]
@@ -157,8 +158,8 @@ def test_run_prints_and_writes_aiconfigurators_answer(capsys, tmp_path):
     assert cli.main(["run", "scenarios/quickstart.yaml", "--peer", "--out", str(tmp_path / "o")]) == 0
     out = capsys.readouterr().out
     assert "aiconfigurator 0.12.0 beside mtpsim" in out and "aic TPOT ms" in out
-    import csv
-    rows = list(csv.DictReader(open(tmp_path / "o" / "peer.csv")))
+    with open(tmp_path / "o" / "peer.csv") as f:
+        rows = list(csv.DictReader(f))
     assert [r["design"] for r in rows] == ["nextn", "none"]
     for r in rows:  # both answered, at figures of the deployment's size (DeepSeek-V3 on 8 H200)
         assert 2 < float(r["aic_tpot_ms"]) < 200 and float(r["aic_tps"]) > 0 and r["note"] == ""
