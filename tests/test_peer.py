@@ -164,3 +164,17 @@ def test_run_prints_and_writes_aiconfigurators_answer(capsys, tmp_path):
     for r in rows:  # both answered, at figures of the deployment's size (DeepSeek-V3 on 8 H200)
         assert 2 < float(r["aic_tpot_ms"]) < 200 and float(r["aic_tps"]) > 0 and r["note"] == ""
     assert float(rows[0]["aic_speedup"]) > 1 and float(rows[1]["aic_speedup"]) == 1
+
+
+def test_search_asks_for_the_chosen_deployment_and_the_best_without_mtp(fake, monkeypatch, tmp_path, capsys):
+    from tests.test_search import search
+    monkeypatch.setattr(peer, "available", lambda: True)
+    assert cli.main(search(tmp_path, "--tpot", "p99:100ms", "--peer")) == 0
+    out = capsys.readouterr().out
+    assert "the chosen deployment and the best without MTP, aiconfigurator" in out
+    with open(tmp_path / "out" / "peer.csv") as f:
+        rows = list(csv.DictReader(f))
+    chosen = out.split("best: ")[1].splitlines()[0]  # `1x tp8 ep8 adp1, nextn S=2 at 8 users`
+    assert [r["design"] for r in rows] == ["nextn", "none"] and f"S={rows[0]['steps']}" in chosen
+    assert [c[0] for c in fake.calls] == ["speedup", "estimate"]
+    assert fake.calls[0][1][3:7] == (8, 1, 8, int(rows[0]["concurrency"]))  # tp 8, experts over ep 8

@@ -38,6 +38,8 @@ def add_arguments(p) -> None:
                    f"widened search resumes (default {DEFAULT_CACHE})")
     p.add_argument("--no-cache", action="store_true", help="run every point, reading and writing no cache")
     p.add_argument("--no-plot", action="store_true", help="skip frontier.png")
+    p.add_argument("--peer", action="store_true", help="also ask aiconfigurator 0.12.0 (pip install 'mtpsim[peer]') "
+                   "for the chosen deployment and the best without MTP, beside mtpsim's figures (peer.csv)")
     p.add_argument("--out", type=folder,
                    help="output folder (default runs/<name>-search-<timestamp>; must not hold files)")
 
@@ -55,6 +57,11 @@ def run_from_args(args):
     # a flag given blank is read (and refused there), never taken as left out
     if args.concurrency is not None and args.rates is not None:
         raise ScenarioError("--rates", "", "give --concurrency (closed loop) or --rates (Poisson), not both")
+    if args.peer:
+        from mtpsim import peer
+        if not peer.available():
+            raise ScenarioError("--peer", "", f"needs aiconfigurator {peer.VERSION}: pip install 'mtpsim[peer]', or set "
+                                f"${peer.PYTHON_ENV} to a Python that has it")
     if args.no_cache and args.cache is not None:
         raise ScenarioError("--cache", "", "give --cache (a folder of finished points) or --no-cache, not both")
     flags = {"gpus": args.gpus,
@@ -64,4 +71,5 @@ def run_from_args(args):
     targets = [parse_target(text, metric) for text, metric in
                ((args.ttft, "ttft"), (args.tpot, "tpot"), (args.min_user_tps, "user_tps")) if text is not None]
     return run_search(args.scenario, args.sets, flags, targets, args.seeds, args.out, args.jobs, args.backend,
-                      args.address, None if args.no_cache else args.cache or DEFAULT_CACHE, plot=not args.no_plot)
+                      args.address, None if args.no_cache else args.cache or DEFAULT_CACHE, plot=not args.no_plot,
+                      peer=args.peer)
