@@ -10,7 +10,9 @@ speculation), simulated as the source ran it (same model, GPUs, engine, parallel
 and lengths; a closed loop where the source ran one, so other requests' prefills stall decode as
 they did there). For every measured point it prints the reported TPOT, the default (measured
 profile) and roofline predictions, their errors, and aiconfigurator's own TPOT where it can express
-the case (pip install 'mtpsim[peer]'). Nothing is tuned per case.
+the case (pip install 'mtpsim[peer]'). Nothing is tuned per case. Then, apart from A1-A10's
+figures, the T cases (scenarios/published/t*-*.yaml): a mid-2025 TensorRT-LLM pre-release's
+inter-token latencies over TP-split experts, EP4 and EP8 (CROSS).
 """
 from __future__ import annotations
 
@@ -79,6 +81,17 @@ CASES = [
     Absolute("A10", "a10-deepseek-r1-b300-sglang-v0512-8k1k-tp8.yaml", "concurrency", {1: 7.23, 2: 8.08}),
 ]
 
+# A cross-check printed apart from A1-A10: TensorRT-LLM issue #5929's ITLs of a v0.21.0rc2 build
+# (2025-07), a pre-release before 1.0, the first release mtpsim has rules for, priced with the
+# 1.3.0rc20 kernel tables; over the experts TP-split (ep 1), EP4 and EP8 (docs/accuracy.md)
+CROSS = [
+    Absolute("T1", "t1-deepseek-r1-h200-trtllm-v021-fp8-b1-1600.yaml", "parallel.ep", {1: 13.78, 4: 10.81, 8: 11.0}),
+    Absolute("T2", "t2-deepseek-r1-h200-trtllm-v021-fp8-b1-8192.yaml", "parallel.ep", {1: 14.53, 4: 11.59, 8: 11.78}),
+    Absolute("T3", "t3-deepseek-r1-h200-trtllm-v021-fp8-b8-1600.yaml", "parallel.ep", {1: 18.18, 4: 15.66, 8: 16.42}),
+    Absolute("T4", "t4-deepseek-r1-b200-trtllm-v021-nvfp4-b1-1600.yaml", "parallel.ep", {1: 6.78, 4: 6.61, 8: 6.81}),
+    Absolute("T5", "t5-deepseek-r1-b200-trtllm-v021-nvfp4-b1-8192.yaml", "parallel.ep", {1: 7.14, 4: 6.97, 8: 7.17}),
+]
+
 
 def run_case(case: Absolute, jobs: int = 1, peer: bool = False) -> pd.DataFrame:
     """A case under the default cost model and the roofline; one row per measured point."""
@@ -119,6 +132,10 @@ def main() -> None:
     jobs, rules = args.jobs, args.rules
     table = pd.concat([run_case(c, jobs, args.peer) for c in CASES], ignore_index=True)
     print(report(table))
+    cross = pd.concat([run_case(c, jobs, args.peer) for c in CROSS], ignore_index=True)
+    print("\nApart from A1-A10, TensorRT-LLM v0.21.0rc2 (issue #5929, 2025-07; T1-T3 8xH200 FP8, T4-T5 8xB200 NVFP4; "
+          "ep 1 = experts TP-split):")
+    print(report(cross))
     if rules:
         print("\nLeave one engine version rule out (mtpsim/data/engines/*.yaml `rules`), plain-decode TPOT:")
         rows = leave_one_rule_out(jobs, CASES, predicted=lambda case, r: tpot_ms(r))
