@@ -178,3 +178,16 @@ def test_search_asks_for_the_chosen_deployment_and_the_best_without_mtp(fake, mo
     assert [r["design"] for r in rows] == ["nextn", "none"] and f"S={rows[0]['steps']}" in chosen
     assert [c[0] for c in fake.calls] == ["speedup", "estimate"]
     assert fake.calls[0][1][3:7] == (8, 1, 8, int(rows[0]["concurrency"]))  # tp 8, experts over ep 8
+
+
+@needs_aic
+def test_another_interpreter_answers_through_the_worker(monkeypatch):
+    """$AICONFIGURATOR_PYTHON: peer.py runs by its path under that interpreter (it imports nothing
+    of mtpsim) and answers as in-process aiconfigurator does."""
+    import sys
+    here = peer_compare.ask(point(), 2.5)
+    monkeypatch.setattr(peer, "_importable_here", lambda: False)
+    monkeypatch.setenv(peer.PYTHON_ENV, sys.executable)
+    there = peer_compare.ask(point(), 2.5)
+    assert there["note"] == "" and there["aic_tpot_ms"] == pytest.approx(here["aic_tpot_ms"])
+    assert there["aic_speedup"] == pytest.approx(here["aic_speedup"])
