@@ -55,8 +55,9 @@ def question(s: sc.Scenario) -> Question:
                                   f"{', '.join(sorted(k for k in peer.MODELS if '/' not in k))})")
     changed = _changed_from_catalog(s)
     if changed:
-        raise peer.NotExpressible(f"model: {', '.join(changed)} differ from the catalog's {model}: aiconfigurator reads "
-                                  "the published checkpoint's shapes and quantisation")
+        raise peer.NotExpressible(f"model: {', '.join(changed)} {'differ' if len(changed) > 1 else 'differs'} from the "
+                                  f"built-in {model}'s: aiconfigurator reads the published checkpoint's shapes and "
+                                  "quantisation")
     kv = specs.model.dtypes.kv_cache
     if kv not in KV_MODES:
         raise peer.NotExpressible(f"model.dtypes.kv_cache: {kv}: aiconfigurator's KV modes are {', '.join(KV_MODES)}")
@@ -103,11 +104,14 @@ DRAFT_SECTIONS = {"mtp", "assistant", "block_draft"}
 
 
 def _changed_from_catalog(s: sc.Scenario) -> list[str]:
-    """The keys of the point's model that differ from its catalog entry's, the KV dtype and the
-    draft sections aside (aiconfigurator takes the one as an option and prices no draft of its
-    own): a `{from: X, ...}` override it cannot be told of."""
-    from mtpsim.catalog import load_model
-    mine, theirs = (m.model_dump(exclude=DRAFT_SECTIONS) for m in (s.specs.model, load_model(s.specs.model.name)))
+    """The keys of the point's model that differ from the built-in catalog entry of its name (the
+    one MODELS maps: a user catalog's or file's model of the same name is compared with it too),
+    the KV dtype and the draft sections aside (aiconfigurator takes the one as an option and prices
+    no draft of its own): an override it cannot be told of."""
+    from mtpsim.catalog import CATALOG_DIR, spec_file
+    from mtpsim.specs import ModelSpec
+    built_in = spec_file("models", str(CATALOG_DIR / "models" / f"{s.specs.model.name}.yaml"), ModelSpec, "peer")
+    mine, theirs = (m.model_dump(exclude=DRAFT_SECTIONS) for m in (s.specs.model, built_in))
     for d in (mine, theirs):
         d["dtypes"] = {k: v for k, v in d["dtypes"].items() if k != "kv_cache"}
     return [k if k != "dtypes" else "model.dtypes" for k in mine if mine[k] != theirs.get(k)]

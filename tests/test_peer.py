@@ -191,3 +191,16 @@ def test_another_interpreter_answers_through_the_worker(monkeypatch):
     there = peer_compare.ask(point(), 2.5)
     assert there["note"] == "" and there["aic_tpot_ms"] == pytest.approx(here["aic_tpot_ms"])
     assert there["aic_speedup"] == pytest.approx(here["aic_speedup"])
+
+
+def test_a_user_catalogs_model_of_a_mapped_name_is_compared_with_the_built_in_one(tmp_path, monkeypatch):
+    import yaml
+
+    from mtpsim.catalog import CATALOG_DIR
+    entry = yaml.safe_load((CATALOG_DIR / "models" / "deepseek-v3.yaml").read_text())
+    entry["hidden_size"] = 4096
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "deepseek-v3.yaml").write_text(yaml.safe_dump(entry))
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path))
+    with pytest.raises(peer.NotExpressible, match="^model: hidden_size differs from the built-in deepseek-v3"):
+        peer_compare.question(point())
