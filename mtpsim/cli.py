@@ -144,6 +144,8 @@ def _add_recommend(sub) -> None:
     p.add_argument("--seeds", type=bounded(1, MAX_SEEDS), help="run every setting over N seeds and pick, at each "
                    "batch, the fewest steps that no other setting beats beyond the TPS intervals (default: the "
                    "scenario's `seeds` when it sets them, else 3; 1: the argmax)")
+    p.add_argument("--peer", action="store_true", help="also ask aiconfigurator 0.12.0 (pip install 'mtpsim[peer]') "
+                   "every setting at every batch, and print its pick and break-even beside mtpsim's (peer.csv)")
     p.set_defaults(func=commands.recommend)
 
 

@@ -44,7 +44,7 @@ def run(args) -> int:
 def recommend(args) -> int:
     from mtpsim.recommend import run_recommend
     run_recommend(args.scenario, args.sets, args.batch, args.topk, args.max_steps, args.jobs, args.out,
-                  seeds=args.seeds)
+                  seeds=args.seeds, peer=args.peer)
     return 0
 
 

@@ -25,6 +25,15 @@ KV_MODES = {"bf16": "bfloat16", "fp8": "fp8"}
 MTP_DESIGNS = ("nextn", "multi_layer")
 
 
+def require() -> None:
+    """`--peer`'s precondition, checked before anything runs: aiconfigurator imports here or under
+    $AICONFIGURATOR_PYTHON, else one line naming --peer."""
+    if not peer.available():
+        from mtpsim.errors import ScenarioError
+        raise ScenarioError("--peer", "", f"needs aiconfigurator {peer.VERSION}: pip install 'mtpsim[peer]', or set "
+                            f"${peer.PYTHON_ENV} to a Python that has it")
+
+
 @dataclass(frozen=True)
 class Question:
     """What aiconfigurator is asked for one point: estimate's positional arguments, per replica, and

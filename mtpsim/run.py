@@ -256,11 +256,9 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
         raise ScenarioError("--address", "", "names a Ray cluster: use it with --backend ray")
     if backend == "ray" and importlib.util.find_spec("ray") is None:
         raise ScenarioError("--backend", "", "ray needs Ray installed: pip install 'mtpsim[ray]'")
-    if peer:
-        from mtpsim import peer as aic
-        if not aic.available():
-            raise ScenarioError("--peer", "", f"needs aiconfigurator {aic.VERSION}: pip install 'mtpsim[peer]', or set "
-                                f"${aic.PYTHON_ENV} to a Python that has it")
+    if peer:  # peer_compare: on first use, not on `mtpsim run`'s path without --peer
+        from mtpsim.peer_compare import require
+        require()
     n = seeds_count(seeds)  # before the scenario: a bad --seeds is the one line
     with holding():  # the loader's warnings wait for the seeds' own check: bad input stays one line
         # an engine left no KV pool (or a request it cannot hold) is refused with the point, not after its warnings

@@ -204,3 +204,21 @@ def test_a_user_catalogs_model_of_a_mapped_name_is_compared_with_the_built_in_on
     monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path))
     with pytest.raises(peer.NotExpressible, match="^model: hidden_size differs from the built-in deepseek-v3"):
         peer_compare.question(point())
+
+
+def test_recommend_prints_each_tools_pick_per_batch(monkeypatch, tmp_path, capsys):
+    """Fake aiconfigurator: MTP (1000 tok/s) beats plain (800) at every batch but the largest,
+    where plain wins (1200): its picks and break-even follow its own numbers, not mtpsim's."""
+    f = Fake()
+    monkeypatch.setattr(peer, "available", lambda: True)
+    monkeypatch.setattr(peer, "speedup", f.speedup)
+    monkeypatch.setattr(peer, "estimate", lambda *a, **o: {**f._answer(a[6], 10.0, 1200.0 if a[6] == 8 else 800.0)})
+    assert cli.main(["recommend", "scenarios/quickstart.yaml", "--batch", "1,8", "--seeds", "1", "--max-steps", "2",
+                     "--peer", "--out", str(tmp_path / "p")]) == 0
+    out = capsys.readouterr().out
+    table = out.split("each tool's TPS pick:\n")[1].splitlines()
+    assert table[1].split()[0] == "1" and table[1].split()[3] == "1"      # batch 1: its pick S=1 (ties: fewest)
+    assert table[2].split()[0] == "8" and table[2].split()[3] == "0"      # batch 8: plain wins
+    assert "aiconfigurator's break-even batch: 8" in out
+    with open(tmp_path / "p" / "peer.csv") as fh:
+        assert len(list(csv.DictReader(fh))) == 6  # 2 batches x (none, S=1, S=2)

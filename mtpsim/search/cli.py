@@ -58,10 +58,8 @@ def run_from_args(args):
     if args.concurrency is not None and args.rates is not None:
         raise ScenarioError("--rates", "", "give --concurrency (closed loop) or --rates (Poisson), not both")
     if args.peer:
-        from mtpsim import peer
-        if not peer.available():
-            raise ScenarioError("--peer", "", f"needs aiconfigurator {peer.VERSION}: pip install 'mtpsim[peer]', or set "
-                                f"${peer.PYTHON_ENV} to a Python that has it")
+        from mtpsim.peer_compare import require
+        require()
     if args.no_cache and args.cache is not None:
         raise ScenarioError("--cache", "", "give --cache (a folder of finished points) or --no-cache, not both")
     flags = {"gpus": args.gpus,
