@@ -102,8 +102,8 @@ def _nextn(s: sc.Scenario) -> tuple[int, str]:
     if spec.policy is not None:
         raise peer.NotExpressible("speculative.policy: aiconfigurator prices a fixed draft length")
     caveat = "" if spec.draft is None else (
-        f"speculative.draft: aiconfigurator has no draft models: it prices {spec.steps} drafts as {spec.steps} "
-        "average target layers, not the draft model's passes")
+        "speculative.draft: aiconfigurator has no draft models: it prices each draft as an average target "
+        "layer, not as the draft model's pass")
     return spec.steps, caveat
 
 
