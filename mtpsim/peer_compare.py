@@ -27,11 +27,12 @@ MTP_DESIGNS = ("nextn", "multi_layer")
 
 def require() -> None:
     """`--peer`'s precondition, checked before anything runs: aiconfigurator imports here or under
-    $AICONFIGURATOR_PYTHON, else one line naming --peer."""
+    $AICONFIGURATOR_PYTHON, else one line naming --peer and what is wrong (peer.unavailable)."""
     if not peer.available():
         from mtpsim.errors import ScenarioError
-        raise ScenarioError("--peer", "", f"needs aiconfigurator {peer.VERSION}: pip install 'mtpsim[peer]', or set "
-                            f"${peer.PYTHON_ENV} to a Python that has it")
+        why = peer.unavailable()
+        raise ScenarioError("--peer", "", f"needs aiconfigurator {peer.VERSION}{f' ({why})' if why else ''}: pip install "
+                            f"'mtpsim[peer]', or set ${peer.PYTHON_ENV} to a Python that has it")
 
 
 @dataclass(frozen=True)

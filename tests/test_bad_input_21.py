@@ -1,0 +1,136 @@
+"""Bad-input campaign 21: `--peer` (aiconfigurator 0.12.0 beside mtpsim) on run, search and
+recommend: mtpsim/peer.py, mtpsim/peer_compare.py and their callers.
+
+DOCSTRING
+"""
+from __future__ import annotations
+
+import csv
+import math
+import time
+import types
+
+import pytest
+
+from mtpsim import cli, peer, peer_compare
+from tests.test_bad_input import one_line_error
+from tests.test_peer import needs_aic, point
+
+
+@pytest.fixture(autouse=True)
+def _fresh_peer():
+    """peer.unavailable() is cached per process, and a hung worker remembered: each test starts clean."""
+    peer.unavailable.cache_clear()
+    peer._hung.clear()
+    yield
+    peer.unavailable.cache_clear()
+    peer._hung.clear()
+
+
+def _script(tmp_path, name: str, body: str) -> str:
+    path = tmp_path / name
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.fixture
+def elsewhere(monkeypatch):
+    """aiconfigurator not importable here: only $AICONFIGURATOR_PYTHON can answer."""
+    monkeypatch.setattr(peer, "_importable_here", lambda: False)
+    return lambda python: monkeypatch.setenv(peer.PYTHON_ENV, python)
+
+
+# ------------------------------------------------------------- 1. $AICONFIGURATOR_PYTHON that cannot answer
+
+@pytest.mark.parametrize("make, word", [
+    (lambda t: str(t / "missing" / "python"), "does not exist"),
+    (lambda t: str(t), "cannot be run"),  # a folder
+    (lambda t: (t / "notes.txt").write_text("hello") and str(t / "notes.txt"), "cannot be run"),  # not executable
+    (lambda t: _script(t, "py", "echo 'ModuleNotFoundError: No module named aiconfigurator' >&2; exit 1"),
+     "cannot import aiconfigurator: ModuleNotFoundError"),
+    (lambda t: _script(t, "py", "exec sleep 30"), "did not import aiconfigurator within 1 s"),
+])
+def test_an_aiconfigurator_python_that_cannot_answer_is_named_with_why(tmp_path, capsys, monkeypatch, elsewhere,
+                                                                       make, word):
+    """Each was `--peer: needs aiconfigurator 0.12.0: pip install ...` whatever the variable named
+    (a hanging one after 120 s): the line now says what $AICONFIGURATOR_PYTHON names and what is
+    wrong with it."""
+    monkeypatch.setattr(peer, "CHECK_TIMEOUT_S", 1)
+    python = make(tmp_path)
+    elsewhere(python)
+    line = one_line_error(capsys, ["run", "scenarios/quickstart.yaml", "--peer", "--out", str(tmp_path / "o")],
+                          "", word)
+    assert line.startswith("mtpsim: error: --peer: ") and python in line and not (tmp_path / "o").exists()
+
+
+def test_a_worker_that_hangs_is_waited_for_once(tmp_path, monkeypatch, elsewhere):
+    """A worker that hangs was waited for TIMEOUT_S (then 600 s) at every point: a recommend grid of
+    30 points sat five hours. Now once per interpreter; the other points say why they were not asked."""
+    monkeypatch.setattr(peer, "TIMEOUT_S", 1)
+    elsewhere(_script(tmp_path, "py", "exec sleep 30"))
+    started = time.perf_counter()
+    first, second = peer_compare.ask(point(), 2.5), peer_compare.ask(point(), 2.5)
+    assert time.perf_counter() - started < 1.9
+    assert "timed out after 1 s" in first["note"] and second["note"].startswith("not asked: ")
+    assert math.isnan(second["aic_tpot_ms"]) and peer.TIMEOUT_S <= 120 < 600
+
+
+@pytest.mark.parametrize("body, word", [
+    ("echo '@@aiconfigurator_peer@@ [not json'", "did not answer one result per request"),
+    ("echo '@@aiconfigurator_peer@@ []'", "did not answer one result per request"),
+    ("echo '@@aiconfigurator_peer@@ {\"error\": 1}'", "did not answer one result per request"),
+    ("echo '@@aiconfigurator_peer@@ [{}, {}]'", "did not answer one result per request"),
+    ("printf 'Traceback (most recent call last):\\n  File x\\nMemoryError: out\\n' >&2; exit 1", "MemoryError: out"),
+])
+def test_a_worker_answering_out_of_protocol_is_one_note(tmp_path, elsewhere, body, word):
+    """A JSON error, a list of none or of empty answers, a dict (whose "error" key was found as a
+    substring of its keys) were notes such as `not enough values to unpack (expected 2, got 0)`, or
+    a KeyError traceback; a failed worker's note carried 2000 characters of its traceback, lines
+    and all, into the notes' one-line list."""
+    elsewhere(_script(tmp_path, "py", body))
+    got = peer_compare.ask(point(), 2.5)
+    assert word in got["note"] and "\n" not in got["note"] and math.isnan(got["aic_tps"])
+
+
+def test_a_worker_that_cannot_be_run_is_a_note_not_a_traceback(tmp_path, elsewhere):
+    """peer.ask (benchmarks call it without --peer's check) raised PermissionError for a
+    $AICONFIGURATOR_PYTHON that is not executable."""
+    (tmp_path / "py").write_text("#!/bin/sh\n")
+    elsewhere(str(tmp_path / "py"))
+    assert "cannot be run: Permission denied" in peer_compare.ask(point(), 2.5)["note"]
+
+
+# ------------------------------------------------------------- 2. aiconfigurator raising, exiting, answering nonsense
+
+def _result(raw, tpot=10.0):
+    return types.SimpleNamespace(raw=raw, tpot=tpot, ttft=1.0, backend_version="0.5.14", mode="agg",
+                                 kv_cache_warning=None)
+
+
+@needs_aic
+@pytest.mark.parametrize("answer, word", [
+    (SystemExit(3), "SystemExit: 3"),
+    (KeyError("boom"), "KeyError: 'boom'"),
+    (RuntimeError("two\nlines"), "RuntimeError: two lines"),
+    (_result(None), "aiconfigurator failed: AttributeError"),
+    (_result({"tokens/s": 0.0, "tokens/s/user": 0.0, "concurrency": 16}, tpot=0.0), "a TPOT of 0 ms and 0 tokens/s"),
+    (_result({"tokens/s": math.nan, "tokens/s/user": math.nan, "concurrency": 16}, tpot=math.nan), "TPOT of nan"),
+])
+def test_aiconfigurator_failing_oddly_is_a_note(tmp_path, capsys, monkeypatch, answer, word):
+    """In-process: aiconfigurator calling sys.exit ended `mtpsim run --peer` silently with its
+    status, the run folder left incomplete; a result of another shape was an AttributeError
+    traceback; a TPOT of 0 or NaN was printed as its answer."""
+    import aiconfigurator.cli.api as api
+
+    def estimate(*args, **options):
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+    monkeypatch.setattr(api, "cli_estimate", estimate)
+    assert cli.main(["run", "scenarios/quickstart.yaml", "--peer", "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    notes = out.split("notes (a row with - has no answer):\n")[1].splitlines()
+    assert word in notes[0] and notes[1] == ""
+    with open(tmp_path / "o" / "peer.csv") as f:
+        assert all(r["aic_tps"] == "" for r in csv.DictReader(f))
