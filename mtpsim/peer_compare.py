@@ -39,7 +39,9 @@ def require() -> None:
 class Question:
     """What aiconfigurator is asked for one point: estimate's positional arguments, per replica, and
     its keyword options; `replicas` multiplies its tokens/s back to the deployment's, `users` is
-    the batch it should hold; `caveat`: where its answer is to another design than the point's."""
+    the batch it should hold (a replica's running requests), `base_batch` estimate's batch for the
+    point's plain baseline (args[6] unless a running cap held the two to different batches);
+    `caveat`: where its answer is to another design or batch than the point's load."""
 
     args: tuple
     options: dict
@@ -47,11 +49,15 @@ class Question:
     replicas: int
     users: int
     caveat: str = ""
+    base_batch: int | None = None
 
 
-def question(s: sc.Scenario) -> Question:
+def question(s: sc.Scenario, cap: int | None = None, base_cap: int | None = None) -> Question:
     """The point as aiconfigurator's estimate takes it, or peer.NotExpressible naming the key that
-    it cannot take and why."""
+    it cannot take and why. `cap`: the running-request cap the run held each replica to (its
+    summary row's max_running; None: none held it): users past it wait, so aiconfigurator is asked
+    the batch that ran; `base_cap`: the cap its `none` baseline ran under (SGLang caps speculative
+    decoding alone), the batch of the estimate its speedup is over."""
     if s.disaggregation is not None:
         raise peer.NotExpressible("disaggregation: aiconfigurator's estimate here is aggregated serving (run each "
                                   "pool as a scenario of its own to compare)")
@@ -77,16 +83,23 @@ def question(s: sc.Scenario) -> Question:
     if specs.engine.name not in ("sglang", "trtllm", "vllm"):
         raise peer.NotExpressible(f"engine.kind: {specs.engine.name}: aiconfigurator knows sglang, trtllm and vllm")
     nextn, caveat = _nextn(s)
-    groups = p.dp * p.attention_dp  # aiconfigurator's batch is one attention group's, in one replica
-    if w.concurrency % groups:
+    # aiconfigurator's batch is one attention group's, in one replica, of the requests that run at once
+    users = w.concurrency // p.dp
+    running, base_running = (users if c is None else min(users, c) for c in (cap, base_cap if nextn else cap))
+    if w.concurrency % p.dp or running % p.attention_dp or base_running % p.attention_dp:
+        held = f" (the running cap lets {min(running, base_running)} of them run a replica at once)" \
+            if min(running, base_running) < users else ""
         raise peer.NotExpressible(f"workload.concurrency: {w.concurrency} users do not split evenly over "
-                                  f"{p.dp} replica(s) x attention_dp {p.attention_dp}")
+                                  f"{p.dp} replica(s) x attention_dp {p.attention_dp}{held}")
+    if running < users:
+        caveat = "; ".join(c for c in [caveat, f"engine.max_running_requests: the running cap held a replica's {users} "
+                                              f"users to {running} at once, the batch aiconfigurator is asked"] if c)
     options = {"kvcache_quant_mode": KV_MODES[kv]}
     if p.attention_dp > 1:
         options["attention_dp_size"] = p.attention_dp
     args = (model, specs.hardware.name, specs.engine.name, p.attention_tp, p.tp // p.ep, p.ep,
-            w.concurrency // groups, int(mean_length(w.input_len)), int(mean_length(w.output_len)))
-    return Question(args, options, nextn, p.dp, w.concurrency // p.dp, caveat)
+            running // p.attention_dp, int(mean_length(w.input_len)), int(mean_length(w.output_len)))
+    return Question(args, options, nextn, p.dp, running, caveat, base_running // p.attention_dp)
 
 
 def _nextn(s: sc.Scenario) -> tuple[int, str]:
@@ -127,21 +140,27 @@ def _changed_from_catalog(s: sc.Scenario) -> list[str]:
     return [k if k != "dtypes" else "model.dtypes" for k in mine if mine[k] != theirs.get(k)]
 
 
-def ask(s: sc.Scenario, accept_length: float) -> dict:
+def ask(s: sc.Scenario, accept_length: float, cap: int | None = None, base_cap: int | None = None) -> dict:
     """aiconfigurator's answer for point `s` (with `accept_length`, the accept length mtpsim ran, for
-    its MTP): aic_tpot_ms, aic_tps (the deployment's: every replica), aic_tps_per_user, aic_speedup
-    and aic_per_user_speedup over its own estimate without MTP (1 for a plain point), aic_version (its tables' engine
+    its MTP; `cap`, `base_cap`: question's, the running caps the run held it and its baseline to):
+    aic_tpot_ms, aic_tps (the deployment's: every replica), aic_tps_per_user, aic_speedup and
+    aic_per_user_speedup over its own estimate without MTP (1 for a plain point), aic_version (its tables' engine
     release), and `note`: '' or what to know about the answer, or why there is none (the numbers
     then NaN)."""
     nan = float("nan")
     blank = {"aic_tpot_ms": nan, "aic_tps": nan, "aic_tps_per_user": nan, "aic_speedup": nan,
              "aic_per_user_speedup": nan, "aic_version": ""}
     try:
-        q = question(s)
+        q = question(s, cap, base_cap)
         if q.nextn:
             al = min(max(accept_length, 1.0), q.nextn + 1.0) if math.isfinite(accept_length) else nan
-            got = peer.speedup(*q.args, q.nextn, al, **q.options)
-            est, gain, user_gain = got["mtp"], got["speedup"], got["per_user_speedup"]
+            if q.base_batch == q.args[6]:
+                got = peer.speedup(*q.args, q.nextn, al, **q.options)
+                est, gain, user_gain = got["mtp"], got["speedup"], got["per_user_speedup"]
+            else:  # over its estimate at the batch the baseline ran (speedup asks both at one batch)
+                est = peer.estimate(*q.args, q.nextn, al, **q.options)
+                base = peer.estimate(*q.args[:6], q.base_batch, *q.args[7:], **q.options)
+                gain, user_gain = est["tps"] / base["tps"], est["tps_per_user"] / base["tps_per_user"]
         else:  # its own baseline, as mtpsim's `none` rows are theirs
             est, gain, user_gain = peer.estimate(*q.args, **q.options), 1.0, 1.0
     except (peer.NotExpressible, peer.PeerError, ValueError) as exc:
@@ -157,8 +176,15 @@ def ask(s: sc.Scenario, accept_length: float) -> dict:
 
 def compare(paired: list[tuple[dict, sc.Scenario]], progress: bool = True) -> list[dict]:
     """One row per (summary row, the scenario it ran: run.first_rows): mtpsim's mean TPOT,
-    tokens/s and speedup beside aiconfigurator's (`ask`)."""
+    tokens/s and speedup beside aiconfigurator's (`ask`, at the batch the row's running cap,
+    max_running, let run, and its speedup over the batch the point's baseline's cap let run: the
+    `none` row of its baseline key among `paired`, else the same cap where the scenario sets one)."""
+    from mtpsim.run import baseline_key
     from mtpsim.sim.progress import progress_bar
+    base_caps: dict[str, int | None] = {}
+    for row, s in paired:
+        if row["design"] == BASELINE:
+            base_caps.setdefault(baseline_key(s), _cap(row))
     bar = progress_bar(len(paired), True if not progress or len(paired) < 3 else None, desc="aiconfigurator", unit="point")
     out = []
     try:
@@ -166,11 +192,18 @@ def compare(paired: list[tuple[dict, sc.Scenario]], progress: bool = True) -> li
             out.append({"point": row["point"], "design": row["design"], "steps": row["steps"],
                         "concurrency": row.get("concurrency"), "accept_length": row["accept_length"],
                         "tpot_mean_ms": 1e3 * row["tpot_mean_s"], "tps": row["tps"], "speedup": row["speedup"],
-                        **ask(s, row["accept_length"])})
+                        **ask(s, row["accept_length"], _cap(row), base_caps.get(
+                            baseline_key(s), _cap(row) if s.engine.max_running_requests is not None else None))})
             bar.update()
     finally:
         bar.close()
     return out
+
+
+def _cap(row: dict) -> int | None:
+    """The running-request cap a summary (or frontier, or grid) row ran under, where it has one."""
+    cap = row.get("max_running")
+    return int(cap) if isinstance(cap, (int, float)) and math.isfinite(cap) and cap > 0 else None
 
 
 PEER_TABLE = {"design": "design", "steps": "S", "concurrency": "conc", "accept_length": "AL",

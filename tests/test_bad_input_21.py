@@ -134,3 +134,42 @@ def test_aiconfigurator_failing_oddly_is_a_note(tmp_path, capsys, monkeypatch, a
     assert word in notes[0] and notes[1] == ""
     with open(tmp_path / "o" / "peer.csv") as f:
         assert all(r["aic_tps"] == "" for r in csv.DictReader(f))
+
+
+# ------------------------------------------------------------- 3. a running cap below the users
+
+@pytest.mark.parametrize("over, cap, base_cap, batch, base_batch", [
+    ({}, 8, None, 8, 16),                                                  # SGLang's speculative cap alone
+    ({}, 8, 8, 8, 8),                                                      # a cap both ran under
+    ({}, 64, 64, 16, 16),                                                  # a cap above the users holds nothing
+    ({"parallel": {"tp": 8, "dp": 2, "attention_dp": 2}}, 4, None, 2, 4),  # a replica's cap, over its groups
+])
+def test_a_capped_point_is_asked_at_the_batch_that_ran(over, cap, base_cap, batch, base_batch):
+    q = peer_compare.question(point(**over), cap, base_cap)
+    assert (q.args[6], q.base_batch) == (batch, base_batch)
+    assert ("engine.max_running_requests: the running cap held" in q.caveat) == (cap < 16 // q.replicas)
+
+
+def test_a_cap_that_does_not_split_over_attention_groups_is_named():
+    with pytest.raises(peer.NotExpressible, match=r"^workload.concurrency: .*the running cap lets 6 of them run"):
+        peer_compare.question(point(parallel={"tp": 8, "attention_dp": 4}), 6)
+
+
+@needs_aic
+def test_run_asks_a_capped_point_at_its_cap_and_its_speedup_over_its_own_baseline(tmp_path, capsys):
+    """128 users under nextn with no max_running_requests: SGLang ran at most 48 at once (its
+    speculative cap), `none` all 128, yet aiconfigurator was asked both at 128: 2228 tok/s and a
+    1.19x speedup beside mtpsim's 0.95x, two different questions side by side. Now the MTP point
+    is asked at 48 and its speedup is over its plain estimate at 128, as mtpsim's is."""
+    assert cli.main(["run", "scenarios/quickstart.yaml", "--peer", "--set", "workload.concurrency=128",
+                     "--set", "workload.num_requests=256", "--set", "engine.max_running_requests=null",
+                     "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "the running cap held a replica's 128 users to 48 at once" in out
+    with open(tmp_path / "o" / "peer.csv") as f:
+        mtp, plain = csv.DictReader(f)
+    direct = peer.estimate("deepseek-v3", "h200", "sglang", 8, 8, 1, 48, 2048, 256, 3, float(mtp["accept_length"]),
+                           kvcache_quant_mode="bfloat16")
+    assert float(mtp["aic_tps"]) == pytest.approx(direct["tps"])
+    assert float(mtp["aic_speedup"]) == pytest.approx(float(mtp["aic_tps"]) / float(plain["aic_tps"]))
+    assert float(mtp["aic_speedup"]) < 1.1 and plain["note"] == ""
