@@ -189,7 +189,7 @@ def compare(paired: list[tuple[dict, sc.Scenario]], progress: bool = True) -> li
     out = []
     try:
         for row, s in paired:
-            out.append({"point": row["point"], "design": row["design"], "steps": row["steps"],
+            out.append({"point": row["point"], **swept(row, s), "design": row["design"], "steps": row["steps"],
                         "concurrency": row.get("concurrency"), "accept_length": row["accept_length"],
                         "tpot_mean_ms": 1e3 * row["tpot_mean_s"], "tps": row["tps"], "speedup": row["speedup"],
                         **ask(s, row["accept_length"], _cap(row), base_caps.get(
@@ -198,6 +198,14 @@ def compare(paired: list[tuple[dict, sc.Scenario]], progress: bool = True) -> li
     finally:
         bar.close()
     return out
+
+
+def swept(row: dict, s: sc.Scenario) -> dict:
+    """The swept keys of the point a row ran (its summary row's columns of them) that the table's
+    fixed columns do not show: what tells two rows of one design, steps and load apart (the
+    baselines of a sweep over hardware, each `point` -1)."""
+    from mtpsim.run_table import SHOWN_KEYS
+    return {k: row[k] for k in s.point if k not in SHOWN_KEYS and k in row}
 
 
 def _cap(row: dict) -> int | None:
@@ -211,19 +219,25 @@ PEER_TABLE = {"design": "design", "steps": "S", "concurrency": "conc", "accept_l
               "speedup": "speedup", "aic_speedup": "aic speedup"}
 
 
+# compare's other columns, in peer.csv alone; the rest of a row are its swept keys
+PEER_COLUMNS = {"point", "aic_tps_per_user", "aic_per_user_speedup", "aic_version", "note"}
+
+
 def report(rows: list[dict]) -> str:
     """The side-by-side table `mtpsim run --peer` prints: mtpsim's mean TPOT (the statistic
-    aiconfigurator estimates), tokens/s and speedup, aiconfigurator's beside each, then the
-    release its tables are and, once each, why a row has no answer."""
-    from mtpsim.rows import Table, to_string
+    aiconfigurator estimates), tokens/s and speedup, aiconfigurator's beside each, and the swept
+    keys that tell its points apart (as run's table labels them), then the release its tables are
+    and, once each, why a row has no answer."""
+    from mtpsim.rows import Table, key_labels, to_string
     from mtpsim.run_table import number
-    table = Table.of_rows([{k: r[k] for k in PEER_TABLE} for r in rows])
-    table.rename(PEER_TABLE)
+    keys = list(dict.fromkeys(k for r in rows for k in r if k not in PEER_TABLE and k not in PEER_COLUMNS))
+    table = Table.of_rows([{**{k: r[k] for k in PEER_TABLE}, **{k: r.get(k) for k in keys}} for r in rows])
+    table.rename({**PEER_TABLE, **key_labels(keys, taken=PEER_TABLE.values())})
     versions = sorted({r["aic_version"] for r in rows if r["aic_version"]})
     head = (f"aiconfigurator {peer.VERSION} beside mtpsim (its `cli estimate`, aggregated serving"
             f"{', tables of ' + ', '.join(versions) if versions else ''}; accept length: mtpsim's):")
     notes = [f"- {n}" for n in dict.fromkeys(r["note"] for r in rows if r["note"])]
-    return "\n".join([head, to_string(table, lambda x: "-" if math.isnan(x) else number(x)),
+    return "\n".join([head, to_string(table, number, na_rep="-"),
                       *(["notes (a row with - has no answer):", *notes] if notes else [])])
 
 

@@ -173,3 +173,38 @@ def test_run_asks_a_capped_point_at_its_cap_and_its_speedup_over_its_own_baselin
     assert float(mtp["aic_tps"]) == pytest.approx(direct["tps"])
     assert float(mtp["aic_speedup"]) == pytest.approx(float(mtp["aic_tps"]) / float(plain["aic_tps"]))
     assert float(mtp["aic_speedup"]) < 1.1 and plain["note"] == ""
+
+
+# ------------------------------------------------------------- 4. the table beside the run's
+
+SWEPT = """\
+name: sw
+model: deepseek-v3
+hardware: h200
+parallel: {tp: 8}
+speculative: {design: nextn, steps: 2}
+acceptance: {per_depth: [0.8, 0.7]}
+workload: {arrival: closed, concurrency: 4, num_requests: 8, input_len: 200, output_len: 20}
+sweep: {hardware: [h200, mi300x]}
+"""
+
+
+def test_a_sweeps_rows_say_which_point_they_are_and_no_answer_reads_dash(tmp_path, capsys, monkeypatch):
+    """A sweep over hardware printed four rows, two `nextn` and two `none` at 4 users, with nothing
+    telling them apart (peer.csv's baselines were all point -1), and a row without an answer read
+    NaN under a note saying `a row with - has no answer`."""
+    from tests.test_peer import Fake
+    f = Fake()
+    monkeypatch.setattr(peer, "available", lambda: True)
+    monkeypatch.setattr(peer, "speedup", f.speedup)
+    monkeypatch.setattr(peer, "estimate", f.estimate)
+    (tmp_path / "s.yaml").write_text(SWEPT)
+    assert cli.main(["run", str(tmp_path / "s.yaml"), "--peer", "--out", str(tmp_path / "o")]) == 0
+    table = capsys.readouterr().out.split("accept length: mtpsim's):\n")[1].splitlines()
+    assert table[0].split()[-1] == "hardware" and "NaN" not in "\n".join(table)
+    assert [(r.split()[0], r.split()[-1]) for r in table[1:5]] == \
+        [("nextn", "h200"), ("nextn", "mi300x"), ("none", "h200"), ("none", "mi300x")]
+    assert table[2].split()[5] == "-" and table[1].split()[5] == "5"  # mi300x: no answer; h200: the fake's 5 ms
+    with open(tmp_path / "o" / "peer.csv") as fh:
+        assert [(r["point"], r["hardware"]) for r in csv.DictReader(fh)] == \
+            [("0", "h200"), ("1", "mi300x"), ("-1", "h200"), ("-1", "mi300x")]
