@@ -66,9 +66,11 @@ def question(s: sc.Scenario, cap: int | None = None, base_cap: int | None = None
         raise peer.NotExpressible(f"workload.arrival: {w.arrival}: aiconfigurator estimates a fixed batch (a closed "
                                   "or batch load's concurrency)")
     model = specs.model.name
-    if model not in peer.MODELS:
-        raise peer.NotExpressible(f"model: {model}: no config of it ships with aiconfigurator {peer.VERSION} (mapped: "
-                                  f"{', '.join(sorted(k for k in peer.MODELS if '/' not in k))})")
+    if model not in _mapped():
+        raise peer.NotExpressible(
+            f"model: {model}: mtpsim has no built-in entry of that name to check its shapes against the checkpoint "
+            f"aiconfigurator reads ({peer.MODELS[model]})" if model in peer.MODELS else
+            f"model: {model}: no config of it ships with aiconfigurator {peer.VERSION} (mapped: {', '.join(_mapped())})")
     changed = _changed_from_catalog(s)
     if changed:
         raise peer.NotExpressible(f"model: {', '.join(changed)} {'differ' if len(changed) > 1 else 'differs'} from the "
@@ -124,6 +126,14 @@ def _nextn(s: sc.Scenario) -> tuple[int, str]:
 # a model's sections aiconfigurator has no use for: it prices every draft as an average target
 # layer, whatever the MTP layers, assistant or block drafter the scenario gives the target
 DRAFT_SECTIONS = {"mtp", "assistant", "block_draft"}
+
+
+def _mapped() -> list[str]:
+    """The names question asks about: peer.MODELS' that are built-in catalog entries (what
+    _changed_from_catalog compares a point's model with; deepseek-r1 and the Hugging Face ids
+    are there for peer.estimate's callers, and a model file may take their names)."""
+    from mtpsim.catalog import CATALOG_DIR
+    return sorted(k for k in peer.MODELS if "/" not in k and (CATALOG_DIR / "models" / f"{k}.yaml").is_file())
 
 
 def _changed_from_catalog(s: sc.Scenario) -> list[str]:

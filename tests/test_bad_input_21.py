@@ -27,6 +27,17 @@ def _fresh_peer():
     peer._hung.clear()
 
 
+@pytest.fixture
+def fake_peer(monkeypatch):
+    """tests/test_peer.py's fake aiconfigurator, answering every point asked."""
+    from tests.test_peer import Fake
+    f = Fake()
+    monkeypatch.setattr(peer, "available", lambda: True)
+    monkeypatch.setattr(peer, "speedup", f.speedup)
+    monkeypatch.setattr(peer, "estimate", f.estimate)
+    return f
+
+
 def _script(tmp_path, name: str, body: str) -> str:
     path = tmp_path / name
     path.write_text(f"#!/bin/sh\n{body}\n")
@@ -189,15 +200,10 @@ sweep: {hardware: [h200, mi300x]}
 """
 
 
-def test_a_sweeps_rows_say_which_point_they_are_and_no_answer_reads_dash(tmp_path, capsys, monkeypatch):
+def test_a_sweeps_rows_say_which_point_they_are_and_no_answer_reads_dash(tmp_path, capsys, fake_peer):
     """A sweep over hardware printed four rows, two `nextn` and two `none` at 4 users, with nothing
     telling them apart (peer.csv's baselines were all point -1), and a row without an answer read
     NaN under a note saying `a row with - has no answer`."""
-    from tests.test_peer import Fake
-    f = Fake()
-    monkeypatch.setattr(peer, "available", lambda: True)
-    monkeypatch.setattr(peer, "speedup", f.speedup)
-    monkeypatch.setattr(peer, "estimate", f.estimate)
     (tmp_path / "s.yaml").write_text(SWEPT)
     assert cli.main(["run", str(tmp_path / "s.yaml"), "--peer", "--out", str(tmp_path / "o")]) == 0
     table = capsys.readouterr().out.split("accept length: mtpsim's):\n")[1].splitlines()
@@ -208,3 +214,22 @@ def test_a_sweeps_rows_say_which_point_they_are_and_no_answer_reads_dash(tmp_pat
     with open(tmp_path / "o" / "peer.csv") as fh:
         assert [(r["point"], r["hardware"]) for r in csv.DictReader(fh)] == \
             [("0", "h200"), ("1", "mi300x"), ("-1", "h200"), ("-1", "mi300x")]
+
+
+# ------------------------------------------------------------- 5. a model file named as a checkpoint mtpsim has no entry of
+
+@pytest.mark.parametrize("name", ["deepseek-r1", "meta-llama/Llama-3.1-8B-Instruct"])
+def test_a_model_named_as_a_checkpoint_without_a_built_in_entry_is_a_note(tmp_path, name, fake_peer, capsys):
+    """A model file (or user catalog entry) named deepseek-r1, as aiconfigurator's checkpoint is
+    (peer.MODELS maps it, for peer.estimate's callers), failed `mtpsim run --peer` after the
+    simulation with `peer: models file '.../models/deepseek-r1.yaml': no such file`: there is no
+    built-in entry of that name to compare its shapes with."""
+    from mtpsim.catalog import CATALOG_DIR
+    base = "deepseek-v3" if name.startswith("deepseek") else "llama-3.1-8b"
+    text = (CATALOG_DIR / "models" / f"{base}.yaml").read_text().replace(f"name: {base}\n", f"name: {name}\n", 1)
+    (tmp_path / "m.yaml").write_text(text)
+    with pytest.raises(peer.NotExpressible, match=f"^model: {name}: mtpsim has no built-in entry of that name"):
+        peer_compare.question(point(model=str(tmp_path / "m.yaml"), speculative={"design": "none"}))
+    assert cli.main(["run", "scenarios/quickstart.yaml", "--peer", "--set", f"model={tmp_path / 'm.yaml'}",
+                     "--set", "speculative.design=none", "--out", str(tmp_path / "o")]) == 0
+    assert f"- model: {name}: mtpsim has no built-in entry" in capsys.readouterr().out
