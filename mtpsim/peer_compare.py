@@ -50,6 +50,7 @@ class Question:
     users: int
     caveat: str = ""
     base_batch: int | None = None
+    load_key: str = "workload.concurrency"  # the key that sets `users`: a batch load's are its requests
 
 
 def question(s: sc.Scenario, cap: int | None = None, base_cap: int | None = None) -> Question:
@@ -64,7 +65,7 @@ def question(s: sc.Scenario, cap: int | None = None, base_cap: int | None = None
     w, p, specs = s.workload, s.parallel, s.specs
     if w.arrival not in ("closed", "batch"):
         raise peer.NotExpressible(f"workload.arrival: {w.arrival}: aiconfigurator estimates a fixed batch (a closed "
-                                  "or batch load's concurrency)")
+                                  "load's concurrency, or a batch load's requests)")
     model = specs.model.name
     if model not in _mapped():
         raise peer.NotExpressible(
@@ -85,14 +86,17 @@ def question(s: sc.Scenario, cap: int | None = None, base_cap: int | None = None
     if specs.engine.name not in ("sglang", "trtllm", "vllm"):
         raise peer.NotExpressible(f"engine.kind: {specs.engine.name}: aiconfigurator knows sglang, trtllm and vllm")
     nextn, caveat = _nextn(s)
-    # aiconfigurator's batch is one attention group's, in one replica, of the requests that run at once
-    users = w.concurrency // p.dp
+    # aiconfigurator's batch is one attention group's, in one replica, of the requests that run at once: a
+    # closed load's users, or a batch load's requests (all sent at t=0: run reads no concurrency of it)
+    key, total = ("workload.num_requests", w.num_requests) if w.arrival == "batch" else \
+        ("workload.concurrency", w.concurrency)
+    users = total // p.dp
     running, base_running = (users if c is None else min(users, c) for c in (cap, base_cap if nextn else cap))
-    if w.concurrency % p.dp or running % p.attention_dp or base_running % p.attention_dp:
+    if total % p.dp or running % p.attention_dp or base_running % p.attention_dp:
         held = f" (the running cap lets {min(running, base_running)} of them run a replica at once)" \
             if min(running, base_running) < users else ""
-        raise peer.NotExpressible(f"workload.concurrency: {w.concurrency} users do not split evenly over "
-                                  f"{p.dp} replica(s) x attention_dp {p.attention_dp}{held}")
+        raise peer.NotExpressible(f"{key}: {total} {'requests sent at once' if w.arrival == 'batch' else 'users'} do "
+                                  f"not split evenly over {p.dp} replica(s) x attention_dp {p.attention_dp}{held}")
     if running < users:
         caveat = "; ".join(c for c in [caveat, f"engine.max_running_requests: the running cap held a replica's {users} "
                                               f"users to {running} at once, the batch aiconfigurator is asked"] if c)
@@ -101,7 +105,7 @@ def question(s: sc.Scenario, cap: int | None = None, base_cap: int | None = None
         options["attention_dp_size"] = p.attention_dp
     args = (model, specs.hardware.name, specs.engine.name, p.attention_tp, p.tp // p.ep, p.ep,
             running // p.attention_dp, int(mean_length(w.input_len)), int(mean_length(w.output_len)))
-    return Question(args, options, nextn, p.dp, running, caveat, base_running // p.attention_dp)
+    return Question(args, options, nextn, p.dp, running, caveat, base_running // p.attention_dp, key)
 
 
 def _nextn(s: sc.Scenario) -> tuple[int, str]:
@@ -176,7 +180,7 @@ def ask(s: sc.Scenario, accept_length: float, cap: int | None = None, base_cap: 
     except (peer.NotExpressible, peer.PeerError, ValueError) as exc:
         return {**blank, "note": str(exc)}
     held = est["concurrency"] * q.replicas
-    notes = [q.caveat] + [f"workload.concurrency: aiconfigurator holds {held:g} of the {q.users * q.replicas} users "
+    notes = [q.caveat] + [f"{q.load_key}: aiconfigurator holds {held:g} of the {q.users * q.replicas} users "
                           "(its KV estimate)"] * (math.isfinite(held) and held < q.users * q.replicas)
     return {"aic_tpot_ms": est["tpot_ms"], "aic_tps": est["tps"] * q.replicas, "aic_tps_per_user": est["tps_per_user"],
             "aic_speedup": gain, "aic_per_user_speedup": user_gain,

@@ -233,3 +233,16 @@ def test_a_model_named_as_a_checkpoint_without_a_built_in_entry_is_a_note(tmp_pa
     assert cli.main(["run", "scenarios/quickstart.yaml", "--peer", "--set", f"model={tmp_path / 'm.yaml'}",
                      "--set", "speculative.design=none", "--out", str(tmp_path / "o")]) == 0
     assert f"- model: {name}: mtpsim has no built-in entry" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------- 6. a batch load
+
+def test_a_batch_load_is_asked_at_its_requests_not_its_unread_concurrency():
+    """arrival: batch sends every request at t=0 and run reads no concurrency of it (advice.py
+    warns where one is set), yet aiconfigurator was asked at workload.concurrency: 32 requests
+    at once beside its estimate for a batch of 1 (its default), 213 tok/s beside mtpsim's 1449."""
+    q = peer_compare.question(point(workload={"arrival": "batch", "concurrency": 1, "num_requests": 32}))
+    assert q.args[6] == 32 and q.users == 32 and q.load_key == "workload.num_requests"
+    over = point(workload={"arrival": "batch", "num_requests": 30}, parallel={"tp": 8, "attention_dp": 4})
+    with pytest.raises(peer.NotExpressible, match=r"^workload.num_requests: 30 requests sent at once do not split"):
+        peer_compare.question(over)
