@@ -246,3 +246,16 @@ def test_a_batch_load_is_asked_at_its_requests_not_its_unread_concurrency():
     over = point(workload={"arrival": "batch", "num_requests": 30}, parallel={"tp": 8, "attention_dp": 4})
     with pytest.raises(peer.NotExpressible, match=r"^workload.num_requests: 30 requests sent at once do not split"):
         peer_compare.question(over)
+
+
+# ------------------------------------------------------------- 7. recommend where aiconfigurator answers no batch
+
+def test_recommend_without_an_answer_says_so_not_none_within_the_range(tmp_path, capsys, fake_peer):
+    """Attention DP 8 at batches 1 and 4 (neither splits over 8 groups): its pick column read
+    `None`, and its break-even line `none within the range`, as if it had found speculation
+    winning at every batch."""
+    assert cli.main(["recommend", "scenarios/quickstart.yaml", "--batch", "1,4", "--seeds", "1", "--max-steps", "1",
+                     "--set", "parallel.attention_dp=8", "--peer", "--out", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out.split("each tool's TPS pick:\n")[1]
+    assert "None" not in out and [row.split()[3] for row in out.splitlines()[1:3]] == ["-", "-"]
+    assert "aiconfigurator's break-even batch: - (no answer at any batch)" in out and not fake_peer.calls
