@@ -85,6 +85,9 @@ def question(s: sc.Scenario, cap: int | None = None, base_cap: int | None = None
                                   f"(mapped: {', '.join(sorted(peer.SYSTEMS))})")
     if specs.engine.name not in ("sglang", "trtllm", "vllm"):
         raise peer.NotExpressible(f"engine.kind: {specs.engine.name}: aiconfigurator knows sglang, trtllm and vllm")
+    if mean_length(w.output_len) < 2:
+        raise peer.NotExpressible(f"workload.output_len: requests of {mean_length(w.output_len)} output token decode "
+                                  "nothing after their prefill: no TPOT to compare")
     nextn, caveat = _nextn(s)
     # aiconfigurator's batch is one attention group's, in one replica, of the requests that run at once: a
     # closed load's users, or a batch load's requests (all sent at t=0: run reads no concurrency of it)
@@ -121,6 +124,9 @@ def _nextn(s: sc.Scenario) -> tuple[int, str]:
         raise peer.NotExpressible(f"speculative.topk: {spec.topk}: aiconfigurator prices chains (top-1) only")
     if spec.policy is not None:
         raise peer.NotExpressible("speculative.policy: aiconfigurator prices a fixed draft length")
+    if s.acceptance.kept_length is not None:
+        raise peer.NotExpressible("acceptance.kept_length: aiconfigurator prices every request drafting and verifying "
+                                  "its nextn drafts (a fixed width), not the widths a rule keeps")
     caveat = "" if spec.draft is None else (
         "speculative.draft: aiconfigurator has no draft models: it prices each draft as an average target "
         "layer, not as the draft model's pass")
@@ -167,7 +173,10 @@ def ask(s: sc.Scenario, accept_length: float, cap: int | None = None, base_cap: 
     try:
         q = question(s, cap, base_cap)
         if q.nextn:
-            al = min(max(accept_length, 1.0), q.nextn + 1.0) if math.isfinite(accept_length) else nan
+            if not math.isfinite(accept_length):
+                raise peer.NotExpressible("accept_length: the run accepted no drafts to give aiconfigurator (no "
+                                          "request decoded past its first token)")
+            al = min(max(accept_length, 1.0), q.nextn + 1.0)
             if q.base_batch == q.args[6]:
                 got = peer.speedup(*q.args, q.nextn, al, **q.options)
                 est, gain, user_gain = got["mtp"], got["speedup"], got["per_user_speedup"]

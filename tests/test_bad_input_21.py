@@ -259,3 +259,19 @@ def test_recommend_without_an_answer_says_so_not_none_within_the_range(tmp_path,
     out = capsys.readouterr().out.split("each tool's TPS pick:\n")[1]
     assert "None" not in out and [row.split()[3] for row in out.splitlines()[1:3]] == ["-", "-"]
     assert "aiconfigurator's break-even batch: - (no answer at any batch)" in out and not fake_peer.calls
+
+
+# ------------------------------------------------------------- 8. points whose decode aiconfigurator would price otherwise
+
+def test_kept_widths_one_token_outputs_and_no_accept_length_are_named(fake_peer):
+    """acceptance.kept_length (ragged verify widths) was asked as full-width nextn, its AL beside a
+    verify mtpsim did not run; output_len 1 gave `accept_length nan outside [1, nextn + 1 = 4]`
+    (no key) and `none` an answer of 0 tokens/s; an accept length of NaN the same unkeyed note."""
+    kept = point(acceptance={"per_depth": [0.8, 0.7, 0.6], "kept_length": [0.1, 0.2, 0.3, 0.4]})
+    assert peer_compare.ask(kept, 2.5)["note"].startswith("acceptance.kept_length: aiconfigurator prices every")
+    for design in ("nextn", "none"):
+        one = point(workload={"output_len": 1}, speculative={"design": design, "steps": 3} if design != "none"
+                    else {"design": "none"})
+        assert peer_compare.ask(one, 1.0)["note"].startswith("workload.output_len: requests of 1 output token")
+    assert peer_compare.ask(point(), math.nan)["note"].startswith("accept_length: the run accepted no drafts")
+    assert not fake_peer.calls
