@@ -246,11 +246,12 @@ PEER_TABLE = {"design": "design", "steps": "S", "concurrency": "conc", "accept_l
 PEER_COLUMNS = {"point", "aic_tps_per_user", "aic_per_user_speedup", "aic_version", "note"}
 
 
-def report(rows: list[dict]) -> str:
+def report(rows: list[dict], seeded: bool = False) -> str:
     """The side-by-side table `mtpsim run --peer` prints: mtpsim's mean TPOT (the statistic
     aiconfigurator estimates), tokens/s and speedup, aiconfigurator's beside each, and the swept
     keys that tell its points apart (as run's table labels them), then the release its tables are
-    and, once each, why a row has no answer."""
+    and, once each, why a row has no answer. `seeded`: the run's points ran over several seeds,
+    and mtpsim's figures here are each one's first seed (run.first_rows), not the table's means."""
     from mtpsim.rows import Table, key_labels, to_string
     from mtpsim.run_table import number
     keys = list(dict.fromkeys(k for r in rows for k in r if k not in PEER_TABLE and k not in PEER_COLUMNS))
@@ -258,7 +259,8 @@ def report(rows: list[dict]) -> str:
     table.rename({**PEER_TABLE, **key_labels(keys, taken=PEER_TABLE.values())})
     versions = sorted({r["aic_version"] for r in rows if r["aic_version"]})
     head = (f"aiconfigurator {peer.VERSION} beside mtpsim (its `cli estimate`, aggregated serving"
-            f"{', tables of ' + ', '.join(versions) if versions else ''}; accept length: mtpsim's):")
+            f"{', tables of ' + ', '.join(versions) if versions else ''}; accept length: mtpsim's"
+            f"{'; mtpsim: each point run on its first seed, not the means above' if seeded else ''}):")
     notes = [f"- {n}" for n in dict.fromkeys(r["note"] for r in rows if r["note"])]
     return "\n".join([head, to_string(table, number, na_rep="-"),
                       *(["notes (a row with - has no answer):", *notes] if notes else [])])

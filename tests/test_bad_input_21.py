@@ -275,3 +275,15 @@ def test_kept_widths_one_token_outputs_and_no_accept_length_are_named(fake_peer)
         assert peer_compare.ask(one, 1.0)["note"].startswith("workload.output_len: requests of 1 output token")
     assert peer_compare.ask(point(), math.nan)["note"].startswith("accept_length: the run accepted no drafts")
     assert not fake_peer.calls
+
+
+def test_over_seeds_the_table_says_its_mtpsim_figures_are_the_first_seeds(tmp_path, capsys, fake_peer):
+    """--seeds 2: the table above shows each point's mean ± interval, the one beside
+    aiconfigurator its first seed's run (aiconfigurator has no seeds), and nothing said so."""
+    assert cli.main(["run", "scenarios/quickstart.yaml", "--peer", "--seeds", "2", "--set", "workload.num_requests=16",
+                     "--out", str(tmp_path / "o")]) == 0
+    head = capsys.readouterr().out.split("aiconfigurator 0.12.0 beside mtpsim")[1].splitlines()[0]
+    assert "mtpsim: each point run on its first seed, not the means above" in head
+    with open(tmp_path / "o" / "summary.csv") as f, open(tmp_path / "o" / "peer.csv") as g:
+        first = [r for r in csv.DictReader(f) if r["seed"] == "0"]
+        assert [float(r["tps"]) for r in csv.DictReader(g)] == [float(r["tps"]) for r in first]
