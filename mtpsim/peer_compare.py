@@ -67,11 +67,12 @@ def question(s: sc.Scenario, cap: int | None = None, base_cap: int | None = None
         raise peer.NotExpressible(f"workload.arrival: {w.arrival}: aiconfigurator estimates a fixed batch (a closed "
                                   "load's concurrency, or a batch load's requests)")
     model = specs.model.name
-    if model not in _mapped():
+    if model not in _mapped("models", peer.MODELS):
         raise peer.NotExpressible(
             f"model: {model}: mtpsim has no built-in entry of that name to check its shapes against the checkpoint "
             f"aiconfigurator reads ({peer.MODELS[model]})" if model in peer.MODELS else
-            f"model: {model}: no config of it ships with aiconfigurator {peer.VERSION} (mapped: {', '.join(_mapped())})")
+            f"model: {model}: no config of it ships with aiconfigurator {peer.VERSION} (mapped: "
+            f"{', '.join(_mapped('models', peer.MODELS))})")
     changed = _changed_from_catalog(s)
     if changed:
         raise peer.NotExpressible(f"model: {', '.join(changed)} {'differ' if len(changed) > 1 else 'differs'} from the "
@@ -80,9 +81,19 @@ def question(s: sc.Scenario, cap: int | None = None, base_cap: int | None = None
     kv = specs.model.dtypes.kv_cache
     if kv not in KV_MODES:
         raise peer.NotExpressible(f"model.dtypes.kv_cache: {kv}: aiconfigurator's KV modes are {', '.join(KV_MODES)}")
-    if specs.hardware.name not in peer.SYSTEMS:
-        raise peer.NotExpressible(f"hardware: {specs.hardware.name}: aiconfigurator has no tables for it "
-                                  f"(mapped: {', '.join(sorted(peer.SYSTEMS))})")
+    gpu = specs.hardware.name
+    if gpu not in _mapped("hardware", peer.SYSTEMS):
+        raise peer.NotExpressible(
+            f"hardware: {gpu}: mtpsim has no built-in entry of that name to check it against aiconfigurator's system "
+            f"({peer.SYSTEMS[gpu]})" if gpu in peer.SYSTEMS else
+            f"hardware: {gpu}: aiconfigurator has no tables for it (mapped: {', '.join(_mapped('hardware', peer.SYSTEMS))})")
+    changed = _changed_hardware(s)
+    if changed:
+        raise peer.NotExpressible(f"hardware: {', '.join(changed)} {'differ' if len(changed) > 1 else 'differs'} from "
+                                  f"the built-in {gpu}'s: aiconfigurator times its own {peer.SYSTEMS[gpu]} system")
+    if s.parallel.gpus_per_node is not None and s.parallel.gpus_per_node != specs.hardware.gpus_per_node:
+        raise peer.NotExpressible(f"parallel.gpus_per_node: {s.parallel.gpus_per_node}: aiconfigurator's "
+                                  f"{peer.SYSTEMS[gpu]} nodes are the hardware's {specs.hardware.gpus_per_node} GPUs")
     if specs.engine.name not in ("sglang", "trtllm", "vllm"):
         raise peer.NotExpressible(f"engine.kind: {specs.engine.name}: aiconfigurator knows sglang, trtllm and vllm")
     if mean_length(w.output_len) < 2:
@@ -138,12 +149,28 @@ def _nextn(s: sc.Scenario) -> tuple[int, str]:
 DRAFT_SECTIONS = {"mtp", "assistant", "block_draft"}
 
 
-def _mapped() -> list[str]:
-    """The names question asks about: peer.MODELS' that are built-in catalog entries (what
-    _changed_from_catalog compares a point's model with; deepseek-r1 and the Hugging Face ids
-    are there for peer.estimate's callers, and a model file may take their names)."""
+def _mapped(kind: str, names: dict) -> list[str]:
+    """The names question asks about: peer.MODELS' (or SYSTEMS') that are built-in catalog entries
+    of `kind`, what a point's model (or GPU) is compared with (deepseek-r1, h100 and the Hugging
+    Face ids are there for peer.estimate's callers, and a model or hardware file may take their names)."""
     from mtpsim.catalog import CATALOG_DIR
-    return sorted(k for k in peer.MODELS if "/" not in k and (CATALOG_DIR / "models" / f"{k}.yaml").is_file())
+    return sorted(k for k in names if "/" not in k and (CATALOG_DIR / kind / f"{k}.yaml").is_file())
+
+
+# hardware keys of mtpsim's own pricing (its roofline's knobs, its profiles) or of search's cost and
+# power columns: the GPU aiconfigurator times is the same whatever they say
+PRICING_KEYS = {"name", "launch_overhead_s", "graph_launch_overhead_s", "efficiency_flops", "efficiency_bandwidth",
+                "profiles", "latency_floors", "usd_per_gpu_hour", "board_power_w"}
+
+
+def _changed_hardware(s: sc.Scenario) -> list[str]:
+    """The keys of the point's GPU that differ from the built-in entry of its name (a `{from: h200,
+    memory_bandwidth_bytes_per_s: ...}` override, or a user catalog's h200), its pricing keys aside."""
+    from mtpsim.catalog import CATALOG_DIR, spec_file
+    from mtpsim.hardware_spec import HardwareSpec
+    built_in = spec_file("hardware", str(CATALOG_DIR / "hardware" / f"{s.specs.hardware.name}.yaml"), HardwareSpec, "peer")
+    mine, theirs = (h.model_dump(exclude=PRICING_KEYS) for h in (s.specs.hardware, built_in))
+    return [k for k in mine if mine[k] != theirs.get(k)]
 
 
 def _changed_from_catalog(s: sc.Scenario) -> list[str]:

@@ -287,3 +287,32 @@ def test_over_seeds_the_table_says_its_mtpsim_figures_are_the_first_seeds(tmp_pa
     with open(tmp_path / "o" / "summary.csv") as f, open(tmp_path / "o" / "peer.csv") as g:
         first = [r for r in csv.DictReader(f) if r["seed"] == "0"]
         assert [float(r["tps"]) for r in csv.DictReader(g)] == [float(r["tps"]) for r in first]
+
+
+# ------------------------------------------------------------- 9. a GPU of other figures than aiconfigurator's
+
+@pytest.mark.parametrize("over, note", [
+    ({"hardware": {"from": "h200", "memory_bandwidth_bytes_per_s": 2.4e12}},
+     "hardware: memory_bandwidth_bytes_per_s differs from the built-in h200's: aiconfigurator times its own h200_sxm"),
+    ({"parallel": {"tp": 8, "gpus_per_node": 4}}, "parallel.gpus_per_node: 4: aiconfigurator's h200_sxm nodes are"),
+])
+def test_a_gpu_other_than_aiconfigurators_is_named(over, note, fake_peer):
+    """Half H200's bandwidth, or its replica over two nodes of 4, was asked as the stock 8-GPU
+    H200 node, aiconfigurator's 1070 tok/s beside a point it did not describe."""
+    assert peer_compare.ask(point(**over), 2.5)["note"].startswith(note) and not fake_peer.calls
+
+
+def test_a_gpus_pricing_keys_and_its_own_node_size_are_not_refused(fake_peer):
+    for over in ({"hardware": {"from": "h200", "usd_per_gpu_hour": 9.0, "efficiency_flops": 0.5}},
+                 {"parallel": {"tp": 8, "gpus_per_node": 8}}):
+        assert peer_compare.ask(point(**over), 2.5)["note"] == ""
+
+
+def test_a_hardware_file_named_as_an_aiconfigurator_alias_is_a_note(tmp_path, fake_peer):
+    """peer.SYSTEMS maps h100 (and h200-sxm, b200-sxm) for peer.estimate's callers; a hardware file
+    of that name has no built-in entry to be compared with."""
+    from mtpsim.catalog import CATALOG_DIR
+    (tmp_path / "h.yaml").write_text((CATALOG_DIR / "hardware" / "h200.yaml").read_text()
+                                     .replace("name: h200\n", "name: h200-sxm\n", 1).replace("profiles:", "#", 1))
+    got = peer_compare.ask(point(hardware=str(tmp_path / "h.yaml")), 2.5)
+    assert got["note"].startswith("hardware: h200-sxm: mtpsim has no built-in entry of that name")
