@@ -115,14 +115,17 @@ def unavailable() -> str:
     """'' when aiconfigurator can be imported, here or under $AICONFIGURATOR_PYTHON; else why not,
     in one line (what $AICONFIGURATOR_PYTHON names, where it is set, and what is wrong with it)."""
     if _importable_here():
-        return ""
+        import aiconfigurator
+        found = getattr(aiconfigurator, "__version__", "?")
+        return "" if found == VERSION else f"aiconfigurator {found} is installed here, whose API and MTP model differ"
     python = os.environ.get(PYTHON_ENV, DEFAULT_PYTHON)
     if not python:
         return f"aiconfigurator is not importable here and ${PYTHON_ENV} is not set"
     if not Path(python).exists():
         return f"${PYTHON_ENV} names {python}, which does not exist"
     try:
-        done = subprocess.run([python, "-c", "import aiconfigurator.cli.api"], capture_output=True, text=True,
+        done = subprocess.run([python, "-c", "import aiconfigurator.cli.api, aiconfigurator; "
+                               "print(getattr(aiconfigurator, '__version__', '?'))"], capture_output=True, text=True,
                               timeout=CHECK_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return f"${PYTHON_ENV} ({python}) did not import aiconfigurator within {CHECK_TIMEOUT_S} s"
@@ -130,7 +133,8 @@ def unavailable() -> str:
         return f"${PYTHON_ENV} ({python}) cannot be run: {exc.strerror if isinstance(exc, OSError) else exc}"
     if done.returncode != 0:
         return f"${PYTHON_ENV} ({python}) cannot import aiconfigurator: {_last_line(done.stderr) or f'rc {done.returncode}'}"
-    return ""
+    found = _last_line(done.stdout) or "?"
+    return "" if found == VERSION else f"${PYTHON_ENV} ({python}) has aiconfigurator {found[:40]}, whose API and MTP model differ"
 
 
 def estimate(model: str, system: str, backend: str, tp: int, moe_tp: int | None, moe_ep: int | None,

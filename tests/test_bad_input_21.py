@@ -316,3 +316,21 @@ def test_a_hardware_file_named_as_an_aiconfigurator_alias_is_a_note(tmp_path, fa
                                      .replace("name: h200\n", "name: h200-sxm\n", 1).replace("profiles:", "#", 1))
     got = peer_compare.ask(point(hardware=str(tmp_path / "h.yaml")), 2.5)
     assert got["note"].startswith("hardware: h200-sxm: mtpsim has no built-in entry of that name")
+
+
+# ------------------------------------------------------------- 10. another release of aiconfigurator
+
+@needs_aic
+def test_another_aiconfigurator_release_here_is_refused(tmp_path, capsys, monkeypatch):
+    """--peer reads aiconfigurator 0.12.0's API and MTP model and heads its table `aiconfigurator
+    0.12.0`; another release installed here was asked and labelled 0.12.0."""
+    import aiconfigurator
+    monkeypatch.setattr(aiconfigurator, "__version__", "0.13.0")
+    one_line_error(capsys, ["run", "scenarios/quickstart.yaml", "--peer", "--out", str(tmp_path / "o")], "",
+                   "aiconfigurator 0.13.0 is installed here, whose API and MTP model differ")
+
+
+def test_another_aiconfigurator_release_under_its_python_is_refused(tmp_path, capsys, elsewhere):
+    elsewhere(_script(tmp_path, "py", "echo 0.11.0"))
+    one_line_error(capsys, ["run", "scenarios/quickstart.yaml", "--peer", "--out", str(tmp_path / "o")], "",
+                   "has aiconfigurator 0.11.0, whose API and MTP model differ")
