@@ -1,7 +1,54 @@
 """Bad-input campaign 21: `--peer` (aiconfigurator 0.12.0 beside mtpsim) on run, search and
 recommend: mtpsim/peer.py, mtpsim/peer_compare.py and their callers.
 
-DOCSTRING
+Probed, and already fine (one line, or a note naming the key, or the right numbers): poisson,
+trace (scenarios/azure-conv-replay.yaml) and rate-schedule loads; disaggregated scenarios (run,
+and search --disagg); attention DP whose users do not split (12 over 8 groups), replicas and
+attention DP against a direct peer.estimate (DeepSeek-V3 tp8 ep8 adp4 dp2: 580 tok/s a replica,
+1161 printed); --seeds 3 over a sweep of hardware and concurrency (each row paired with its own
+point's first seed, baselines shared over seeds); sweeps over hardware (mi300x, a100-80g, h200),
+engines (vllm, trtllm, sglang 0.4.0), whole speculative sections and seeds; every design of the
+committed scenarios (nextn, multi_layer, frozen_kv, block, trees, EAGLE-3 drafts); a model given
+as a file path, a user catalog's deepseek-v3 of other shapes, `{from: X, dtypes: ...}`;
+mi300x, cpu (refused by its KV pool first), a100-80g; 100,000 users (aiconfigurator answers OOM in
+1-4 s, never minutes); an accept length past nextn + 1 (held to it); $AICONFIGURATOR_PYTHON
+unset, empty, missing; output folders already holding peer.csv (refused, kept); --peer with
+--plot and --trace, with --backend ray; search --no-plot, --seeds 2, --disagg; recommend --seeds
+3, --topk 1,2 (refused before anything runs for want of per_depth_topk), a swept design.
+
+Found and fixed:
+- $AICONFIGURATOR_PYTHON naming a folder, a non-executable file, a Python without aiconfigurator
+  or one that hangs was `--peer: needs aiconfigurator 0.12.0: pip install ...` whatever was wrong
+  (the hanging one after 120 s): the line now names the variable's value and why (peer.unavailable);
+- a worker that hangs was waited for 600 s at every point asked (a 30-point recommend grid: five
+  hours): now 120 s, once per interpreter, the other points noted `not asked` (peer._ask_worker);
+- a worker answering out of protocol (bad JSON, no answers, a dict, empty dicts) gave notes such
+  as `not enough values to unpack` or a KeyError traceback; a failed worker's note carried 2000
+  characters of traceback over many lines; a non-executable interpreter was a PermissionError
+  traceback from peer_compare.ask;
+- in-process, aiconfigurator calling sys.exit ended `run --peer` silently with its status (folder
+  incomplete); a result of another shape was an AttributeError traceback; a TPOT of 0 or NaN was
+  printed as its answer (peer._answer_safely, _answer);
+- another aiconfigurator release (here or under its Python) was asked with 0.12.0's API and MTP
+  model and labelled 0.12.0;
+- a point the running cap held below its users (128 users, SGLang's speculative cap 48) was asked
+  at 128 beside mtpsim's 48 running, its speedup at 1.19x beside mtpsim's 0.95x: now asked at the
+  batch that ran, its speedup over the batch its baseline ran (peer_compare.question's cap, compare);
+- a batch load (all requests at t=0) was asked at workload.concurrency, which run does not read:
+  32 requests beside aiconfigurator's batch of 1 (its default), 213 tok/s beside 1449;
+- a sweep's rows could not be told apart (two `none` rows at one load, peer.csv's baselines all
+  point -1), and a row without an answer read NaN under a note about rows with `-`;
+- a model file named deepseek-r1 or as a Hugging Face id peer.MODELS maps failed the whole run
+  after the simulation (`models file .../deepseek-r1.yaml: no such file`); a hardware file named
+  h200-sxm the same way would have;
+- a GPU of other figures ({from: h200, memory_bandwidth_bytes_per_s: 2.4e12}) or a replica over
+  nodes of 4 was asked as aiconfigurator's stock 8-GPU system;
+- acceptance.kept_length was asked as full-width nextn; output_len 1 gave an unkeyed `accept_length
+  nan outside [1, nextn + 1 = 4]` and 0 tokens/s for `none`;
+- recommend: a batch without an answer read `None`, and no answer at any batch read `break-even
+  batch: none within the range`, as if speculation had won everywhere;
+- over seeds, the table beside aiconfigurator showed each point's first seed under the means
+  above it without saying so.
 """
 from __future__ import annotations
 
