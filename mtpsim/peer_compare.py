@@ -11,6 +11,7 @@ table never sets two different questions side by side.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 from mtpsim import peer
@@ -261,7 +262,8 @@ def swept(row: dict, s: sc.Scenario) -> dict:
 def _cap(row: dict) -> int | None:
     """The running-request cap a summary (or frontier, or grid) row ran under, where it has one."""
     cap = row.get("max_running")
-    return int(cap) if isinstance(cap, (int, float)) and math.isfinite(cap) and cap > 0 else None
+    return int(cap) if isinstance(cap, numbers.Real) and not isinstance(cap, bool) and math.isfinite(cap) and cap > 0 \
+        else None  # numpy's ints too: a DataFrame's row may hold them
 
 
 PEER_TABLE = {"design": "design", "steps": "S", "concurrency": "conc", "accept_length": "AL",
