@@ -36,7 +36,10 @@ from pathlib import Path
 
 PYTHON_ENV = "AICONFIGURATOR_PYTHON"
 DEFAULT_PYTHON = None  # only $AICONFIGURATOR_PYTHON names another interpreter
-TIMEOUT_S = 600
+# a worker call is an import (~1 s) and a few estimates (~1 s each); one that takes minutes hangs,
+# and is not waited for again in this process (_run)
+TIMEOUT_S = 120
+CHECK_TIMEOUT_S = 60  # `import aiconfigurator.cli.api` under $AICONFIGURATOR_PYTHON (unavailable)
 VERSION = "0.12.0"  # the aiconfigurator release this file reads (its API, its MTP model)
 
 # mtpsim catalog names -> the Hugging Face ids whose config.json aiconfigurator-core 0.12.0 ships
@@ -102,19 +105,36 @@ class PeerError(RuntimeError):
 
 # ---------------------------------------------------------------- public API
 
-@functools.lru_cache(maxsize=1)
 def available() -> bool:
     """True when aiconfigurator can be imported, here or under $AICONFIGURATOR_PYTHON."""
+    return not unavailable()
+
+
+@functools.lru_cache(maxsize=1)
+def unavailable() -> str:
+    """'' when aiconfigurator can be imported, here or under $AICONFIGURATOR_PYTHON; else why not,
+    in one line (what $AICONFIGURATOR_PYTHON names, where it is set, and what is wrong with it)."""
     if _importable_here():
-        return True
-    python = _external_python()
+        import aiconfigurator
+        found = getattr(aiconfigurator, "__version__", "?")
+        return "" if found == VERSION else f"aiconfigurator {found} is installed here, whose API and MTP model differ"
+    python = os.environ.get(PYTHON_ENV, DEFAULT_PYTHON)
     if not python:
-        return False
+        return f"aiconfigurator is not importable here and ${PYTHON_ENV} is not set"
+    if not Path(python).exists():
+        return f"${PYTHON_ENV} names {python}, which does not exist"
     try:
-        done = subprocess.run([python, "-c", "import aiconfigurator.cli.api"], capture_output=True, timeout=120)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return done.returncode == 0
+        done = subprocess.run([python, "-c", "import aiconfigurator.cli.api, aiconfigurator; "
+                               "print(getattr(aiconfigurator, '__version__', '?'))"], capture_output=True, text=True,
+                              timeout=CHECK_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return f"${PYTHON_ENV} ({python}) did not import aiconfigurator within {CHECK_TIMEOUT_S} s"
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"${PYTHON_ENV} ({python}) cannot be run: {exc.strerror if isinstance(exc, OSError) else exc}"
+    if done.returncode != 0:
+        return f"${PYTHON_ENV} ({python}) cannot import aiconfigurator: {_last_line(done.stderr) or f'rc {done.returncode}'}"
+    found = _last_line(done.stdout) or "?"
+    return "" if found == VERSION else f"${PYTHON_ENV} ({python}) has aiconfigurator {found[:40]}, whose API and MTP model differ"
 
 
 def estimate(model: str, system: str, backend: str, tp: int, moe_tp: int | None, moe_ep: int | None,
@@ -205,24 +225,20 @@ def _external_python() -> str | None:
     return python if python and Path(python).exists() else None
 
 
+def _last_line(text: str) -> str:
+    """The last non-blank line of a process's stderr (a traceback's is its exception): one line for a note."""
+    return next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
+
+
+_hung: dict[str, str] = {}  # interpreter -> its worker call that timed out: later calls to it are not waited for
+
+
 def _run(requests: list[dict]) -> list[dict]:
     """Answer requests in-process or in one worker subprocess; re-raise errors as our exceptions."""
     if _importable_here():
-        answers = [_answer(r) for r in requests]
+        answers = [_answer_safely(r) for r in requests]
     else:
-        python = _external_python()
-        if not python:
-            raise PeerError(f"aiconfigurator is not importable and ${PYTHON_ENV} ({os.environ.get(PYTHON_ENV, DEFAULT_PYTHON)})"
-                            " does not exist; install aiconfigurator==0.12.0 in a separate venv")
-        try:
-            done = subprocess.run([python, str(Path(__file__).resolve()), "--worker"], input=json.dumps(requests),
-                                  capture_output=True, text=True, timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired as exc:
-            raise PeerError(f"aiconfigurator worker timed out after {TIMEOUT_S} s") from exc
-        lines = [line for line in done.stdout.splitlines() if line.startswith(_MARK)]
-        if done.returncode != 0 or not lines:
-            raise PeerError(f"aiconfigurator worker failed (rc {done.returncode}): {done.stderr[-2000:]}")
-        answers = json.loads(lines[-1][len(_MARK):])
+        answers = _ask_worker(requests)
     for answer in answers:
         if "error" in answer:
             kind = NotExpressible if answer["error"] == "not_expressible" else PeerError
@@ -230,9 +246,42 @@ def _run(requests: list[dict]) -> list[dict]:
     return answers
 
 
+def _ask_worker(requests: list[dict]) -> list[dict]:
+    """The answers of this file run as a worker under $AICONFIGURATOR_PYTHON, one per request, or
+    PeerError in one line: the interpreter missing or not runnable, its worker failing, timing out
+    (then not asked again in this process), or answering other than the worker does."""
+    python = _external_python()
+    if not python:
+        raise PeerError(f"aiconfigurator is not importable and ${PYTHON_ENV} ({os.environ.get(PYTHON_ENV, DEFAULT_PYTHON)})"
+                        " does not exist; install aiconfigurator==0.12.0 in a separate venv")
+    if python in _hung:
+        raise PeerError(f"not asked: {_hung[python]}")
+    try:
+        done = subprocess.run([python, str(Path(__file__).resolve()), "--worker"], input=json.dumps(requests),
+                              capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired as exc:
+        _hung[python] = f"the aiconfigurator worker under ${PYTHON_ENV} ({python}) timed out after {TIMEOUT_S} s"
+        raise PeerError(_hung[python]) from exc
+    except OSError as exc:
+        raise PeerError(f"${PYTHON_ENV} ({python}) cannot be run: {exc.strerror}") from exc
+    lines = [line for line in done.stdout.splitlines() if line.startswith(_MARK)]
+    if done.returncode != 0 or not lines:
+        raise PeerError(f"aiconfigurator worker under ${PYTHON_ENV} ({python}) failed (rc {done.returncode}): "
+                        f"{_last_line(done.stderr) or 'no answer'}")
+    try:
+        answers = json.loads(lines[-1][len(_MARK):])
+    except ValueError:
+        answers = None
+    if not (isinstance(answers, list) and len(answers) == len(requests)
+            and all(isinstance(a, dict) and ({"error", "message"} <= set(a) or set(_READ) <= set(a)) for a in answers)):
+        raise PeerError(f"aiconfigurator worker under ${PYTHON_ENV} ({python}) did not answer one result per request")
+    return answers
+
+
 # ---------------------------------------------------------------- worker side (imports aiconfigurator)
 
 _MARK = "@@aiconfigurator_peer@@ "
+_READ = ("tpot_ms", "tps", "tps_per_user", "concurrency", "backend", "backend_version")  # what an answer is read for
 
 
 def _answer(req: dict) -> dict:
@@ -258,13 +307,17 @@ def _answer(req: dict) -> dict:
                               moe_tp_size=req["moe_tp"], moe_ep_size=req["moe_ep"], batch_size=req["batch"],
                               isl=req["isl"], osl=req["osl"], nextn=req["nextn"],
                               nextn_accepted=req["nextn_accepted"], **options)
-    except Exception as exc:  # aiconfigurator raises many types; sort them into ours
-        return {"error": _kind(exc), "message": f"{where}: {type(exc).__name__}: {exc}"}
+    except (Exception, SystemExit) as exc:  # aiconfigurator raises many types (and may exit); sort them into ours
+        return {"error": _kind(exc), "message": f"{where}: {type(exc).__name__}: {_one_line(exc)}"}
     raw = result.raw
+    tpot, tps = float(result.tpot), float(raw.get("tokens/s", math.nan))
+    if not (math.isfinite(tpot) and tpot > 0 and math.isfinite(tps) and tps > 0):
+        return {"error": "error", "message": f"{where}: aiconfigurator answered a TPOT of {tpot:g} ms and {tps:g} "
+                                             "tokens/s: no estimate"}
     import aiconfigurator
 
-    return {"tpot_ms": float(result.tpot), "tps_per_user": float(raw.get("tokens/s/user", math.nan)),
-            "tps": float(raw.get("tokens/s", math.nan)), "ttft_ms": float(result.ttft),
+    return {"tpot_ms": tpot, "tps_per_user": float(raw.get("tokens/s/user", math.nan)),
+            "tps": tps, "ttft_ms": float(result.ttft),
             "tps_per_gpu": float(raw.get("tokens/s/gpu", math.nan)),
             "request_latency_ms": float(raw.get("request_latency", math.nan)),
             "concurrency": float(raw.get("concurrency", math.nan)), "num_gpus": int(raw.get("num_total_gpus", 0)),
@@ -277,6 +330,20 @@ def _answer(req: dict) -> dict:
             "nextn_accepted": req["nextn_accepted"], "accept_length": req["accept_length"],
             "proxy": req["model"] == "@qwen3-next-proxy", "warnings": [w for w in [result.kv_cache_warning] if w],
             "source": f"aiconfigurator {getattr(aiconfigurator, '__version__', '?')} cli_estimate"}
+
+
+def _answer_safely(req: dict) -> dict:
+    """_answer, with anything it raises (a result of another shape, an import that fails) as an
+    error answer: the same in-process as in the worker."""
+    try:
+        return _answer(req)
+    except (Exception, SystemExit) as exc:
+        return {"error": "error", "message": f"aiconfigurator failed: {type(exc).__name__}: {_one_line(exc)}"}
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception's text on one line (a note is a line)."""
+    return " ".join(str(exc).split())
 
 
 def _missing_model(model: str) -> str | None:
@@ -293,7 +360,7 @@ def _missing_model(model: str) -> str | None:
                                if not p.name.endswith('_hf_quant_config.json'))))
 
 
-def _kind(exc: Exception) -> str:
+def _kind(exc: BaseException) -> str:
     name = type(exc).__name__
     text = str(exc)
     if name in ("PerfDataNotAvailableError", "InterpolationDataNotAvailableError", "HuggingFaceDownloadError",
@@ -321,12 +388,7 @@ def _proxy_folder() -> str:
 
 def _worker() -> None:
     requests = json.loads(sys.stdin.read())
-    answers = []
-    for req in requests:
-        try:
-            answers.append(_answer(req))
-        except Exception as exc:
-            answers.append({"error": "error", "message": f"{type(exc).__name__}: {exc}"})
+    answers = [_answer_safely(req) for req in requests]
     print(_MARK + json.dumps(answers), flush=True)
 
 

@@ -11,6 +11,7 @@ table never sets two different questions side by side.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 from mtpsim import peer
@@ -27,18 +28,21 @@ MTP_DESIGNS = ("nextn", "multi_layer")
 
 def require() -> None:
     """`--peer`'s precondition, checked before anything runs: aiconfigurator imports here or under
-    $AICONFIGURATOR_PYTHON, else one line naming --peer."""
+    $AICONFIGURATOR_PYTHON, else one line naming --peer and what is wrong (peer.unavailable)."""
     if not peer.available():
         from mtpsim.errors import ScenarioError
-        raise ScenarioError("--peer", "", f"needs aiconfigurator {peer.VERSION}: pip install 'mtpsim[peer]', or set "
-                            f"${peer.PYTHON_ENV} to a Python that has it")
+        why = peer.unavailable()
+        raise ScenarioError("--peer", "", f"needs aiconfigurator {peer.VERSION}{f' ({why})' if why else ''}: pip install "
+                            f"'mtpsim[peer]', or set ${peer.PYTHON_ENV} to a Python that has it")
 
 
 @dataclass(frozen=True)
 class Question:
     """What aiconfigurator is asked for one point: estimate's positional arguments, per replica, and
     its keyword options; `replicas` multiplies its tokens/s back to the deployment's, `users` is
-    the batch it should hold; `caveat`: where its answer is to another design than the point's."""
+    the batch it should hold (a replica's running requests), `base_batch` estimate's batch for the
+    point's plain baseline (args[6] unless a running cap held the two to different batches);
+    `caveat`: where its answer is to another design or batch than the point's load."""
 
     args: tuple
     options: dict
@@ -46,22 +50,30 @@ class Question:
     replicas: int
     users: int
     caveat: str = ""
+    base_batch: int | None = None
+    load_key: str = "workload.concurrency"  # the key that sets `users`: a batch load's are its requests
 
 
-def question(s: sc.Scenario) -> Question:
+def question(s: sc.Scenario, cap: int | None = None, base_cap: int | None = None) -> Question:
     """The point as aiconfigurator's estimate takes it, or peer.NotExpressible naming the key that
-    it cannot take and why."""
+    it cannot take and why. `cap`: the running-request cap the run held each replica to (its
+    summary row's max_running; None: none held it): users past it wait, so aiconfigurator is asked
+    the batch that ran; `base_cap`: the cap its `none` baseline ran under (SGLang caps speculative
+    decoding alone), the batch of the estimate its speedup is over."""
     if s.disaggregation is not None:
         raise peer.NotExpressible("disaggregation: aiconfigurator's estimate here is aggregated serving (run each "
                                   "pool as a scenario of its own to compare)")
     w, p, specs = s.workload, s.parallel, s.specs
     if w.arrival not in ("closed", "batch"):
         raise peer.NotExpressible(f"workload.arrival: {w.arrival}: aiconfigurator estimates a fixed batch (a closed "
-                                  "or batch load's concurrency)")
+                                  "load's concurrency, or a batch load's requests)")
     model = specs.model.name
-    if model not in peer.MODELS:
-        raise peer.NotExpressible(f"model: {model}: no config of it ships with aiconfigurator {peer.VERSION} (mapped: "
-                                  f"{', '.join(sorted(k for k in peer.MODELS if '/' not in k))})")
+    if model not in _mapped("models", peer.MODELS):
+        raise peer.NotExpressible(
+            f"model: {model}: mtpsim has no built-in entry of that name to check its shapes against the checkpoint "
+            f"aiconfigurator reads ({peer.MODELS[model]})" if model in peer.MODELS else
+            f"model: {model}: no config of it ships with aiconfigurator {peer.VERSION} (mapped: "
+            f"{', '.join(_mapped('models', peer.MODELS))})")
     changed = _changed_from_catalog(s)
     if changed:
         raise peer.NotExpressible(f"model: {', '.join(changed)} {'differ' if len(changed) > 1 else 'differs'} from the "
@@ -70,22 +82,45 @@ def question(s: sc.Scenario) -> Question:
     kv = specs.model.dtypes.kv_cache
     if kv not in KV_MODES:
         raise peer.NotExpressible(f"model.dtypes.kv_cache: {kv}: aiconfigurator's KV modes are {', '.join(KV_MODES)}")
-    if specs.hardware.name not in peer.SYSTEMS:
-        raise peer.NotExpressible(f"hardware: {specs.hardware.name}: aiconfigurator has no tables for it "
-                                  f"(mapped: {', '.join(sorted(peer.SYSTEMS))})")
+    gpu = specs.hardware.name
+    if gpu not in _mapped("hardware", peer.SYSTEMS):
+        raise peer.NotExpressible(
+            f"hardware: {gpu}: mtpsim has no built-in entry of that name to check it against aiconfigurator's system "
+            f"({peer.SYSTEMS[gpu]})" if gpu in peer.SYSTEMS else
+            f"hardware: {gpu}: aiconfigurator has no tables for it (mapped: {', '.join(_mapped('hardware', peer.SYSTEMS))})")
+    changed = _changed_hardware(s)
+    if changed:
+        raise peer.NotExpressible(f"hardware: {', '.join(changed)} {'differ' if len(changed) > 1 else 'differs'} from "
+                                  f"the built-in {gpu}'s: aiconfigurator times its own {peer.SYSTEMS[gpu]} system")
+    if s.parallel.gpus_per_node is not None and s.parallel.gpus_per_node != specs.hardware.gpus_per_node:
+        raise peer.NotExpressible(f"parallel.gpus_per_node: {s.parallel.gpus_per_node}: aiconfigurator's "
+                                  f"{peer.SYSTEMS[gpu]} nodes are the hardware's {specs.hardware.gpus_per_node} GPUs")
     if specs.engine.name not in ("sglang", "trtllm", "vllm"):
         raise peer.NotExpressible(f"engine.kind: {specs.engine.name}: aiconfigurator knows sglang, trtllm and vllm")
+    if mean_length(w.output_len) < 2:
+        raise peer.NotExpressible(f"workload.output_len: requests of {mean_length(w.output_len)} output token decode "
+                                  "nothing after their prefill: no TPOT to compare")
     nextn, caveat = _nextn(s)
-    groups = p.dp * p.attention_dp  # aiconfigurator's batch is one attention group's, in one replica
-    if w.concurrency % groups:
-        raise peer.NotExpressible(f"workload.concurrency: {w.concurrency} users do not split evenly over "
-                                  f"{p.dp} replica(s) x attention_dp {p.attention_dp}")
+    # aiconfigurator's batch is one attention group's, in one replica, of the requests that run at once: a
+    # closed load's users, or a batch load's requests (all sent at t=0: run reads no concurrency of it)
+    key, total = ("workload.num_requests", w.num_requests) if w.arrival == "batch" else \
+        ("workload.concurrency", w.concurrency)
+    users = total // p.dp
+    running, base_running = (users if c is None else min(users, c) for c in (cap, base_cap if nextn else cap))
+    if total % p.dp or running % p.attention_dp or base_running % p.attention_dp:
+        held = f" (the running cap lets {min(running, base_running)} of them run a replica at once)" \
+            if min(running, base_running) < users else ""
+        raise peer.NotExpressible(f"{key}: {total} {'requests sent at once' if w.arrival == 'batch' else 'users'} do "
+                                  f"not split evenly over {p.dp} replica(s) x attention_dp {p.attention_dp}{held}")
+    if running < users:
+        caveat = "; ".join(c for c in [caveat, f"engine.max_running_requests: the running cap held a replica's {users} "
+                                              f"users to {running} at once, the batch aiconfigurator is asked"] if c)
     options = {"kvcache_quant_mode": KV_MODES[kv]}
     if p.attention_dp > 1:
         options["attention_dp_size"] = p.attention_dp
     args = (model, specs.hardware.name, specs.engine.name, p.attention_tp, p.tp // p.ep, p.ep,
-            w.concurrency // groups, int(mean_length(w.input_len)), int(mean_length(w.output_len)))
-    return Question(args, options, nextn, p.dp, w.concurrency // p.dp, caveat)
+            running // p.attention_dp, int(mean_length(w.input_len)), int(mean_length(w.output_len)))
+    return Question(args, options, nextn, p.dp, running, caveat, base_running // p.attention_dp, key)
 
 
 def _nextn(s: sc.Scenario) -> tuple[int, str]:
@@ -101,6 +136,9 @@ def _nextn(s: sc.Scenario) -> tuple[int, str]:
         raise peer.NotExpressible(f"speculative.topk: {spec.topk}: aiconfigurator prices chains (top-1) only")
     if spec.policy is not None:
         raise peer.NotExpressible("speculative.policy: aiconfigurator prices a fixed draft length")
+    if s.acceptance.kept_length is not None:
+        raise peer.NotExpressible("acceptance.kept_length: aiconfigurator prices every request drafting and verifying "
+                                  "its nextn drafts (a fixed width), not the widths a rule keeps")
     caveat = "" if spec.draft is None else (
         "speculative.draft: aiconfigurator has no draft models: it prices each draft as an average target "
         "layer, not as the draft model's pass")
@@ -110,6 +148,30 @@ def _nextn(s: sc.Scenario) -> tuple[int, str]:
 # a model's sections aiconfigurator has no use for: it prices every draft as an average target
 # layer, whatever the MTP layers, assistant or block drafter the scenario gives the target
 DRAFT_SECTIONS = {"mtp", "assistant", "block_draft"}
+
+
+def _mapped(kind: str, names: dict) -> list[str]:
+    """The names question asks about: peer.MODELS' (or SYSTEMS') that are built-in catalog entries
+    of `kind`, what a point's model (or GPU) is compared with (deepseek-r1, h100 and the Hugging
+    Face ids are there for peer.estimate's callers, and a model or hardware file may take their names)."""
+    from mtpsim.catalog import CATALOG_DIR
+    return sorted(k for k in names if "/" not in k and (CATALOG_DIR / kind / f"{k}.yaml").is_file())
+
+
+# hardware keys of mtpsim's own pricing (its roofline's knobs, its profiles) or of search's cost and
+# power columns: the GPU aiconfigurator times is the same whatever they say
+PRICING_KEYS = {"name", "launch_overhead_s", "graph_launch_overhead_s", "efficiency_flops", "efficiency_bandwidth",
+                "profiles", "latency_floors", "usd_per_gpu_hour", "board_power_w"}
+
+
+def _changed_hardware(s: sc.Scenario) -> list[str]:
+    """The keys of the point's GPU that differ from the built-in entry of its name (a `{from: h200,
+    memory_bandwidth_bytes_per_s: ...}` override, or a user catalog's h200), its pricing keys aside."""
+    from mtpsim.catalog import CATALOG_DIR, spec_file
+    from mtpsim.hardware_spec import HardwareSpec
+    built_in = spec_file("hardware", str(CATALOG_DIR / "hardware" / f"{s.specs.hardware.name}.yaml"), HardwareSpec, "peer")
+    mine, theirs = (h.model_dump(exclude=PRICING_KEYS) for h in (s.specs.hardware, built_in))
+    return [k for k in mine if mine[k] != theirs.get(k)]
 
 
 def _changed_from_catalog(s: sc.Scenario) -> list[str]:
@@ -126,27 +188,36 @@ def _changed_from_catalog(s: sc.Scenario) -> list[str]:
     return [k if k != "dtypes" else "model.dtypes" for k in mine if mine[k] != theirs.get(k)]
 
 
-def ask(s: sc.Scenario, accept_length: float) -> dict:
+def ask(s: sc.Scenario, accept_length: float, cap: int | None = None, base_cap: int | None = None) -> dict:
     """aiconfigurator's answer for point `s` (with `accept_length`, the accept length mtpsim ran, for
-    its MTP): aic_tpot_ms, aic_tps (the deployment's: every replica), aic_tps_per_user, aic_speedup
-    and aic_per_user_speedup over its own estimate without MTP (1 for a plain point), aic_version (its tables' engine
+    its MTP; `cap`, `base_cap`: question's, the running caps the run held it and its baseline to):
+    aic_tpot_ms, aic_tps (the deployment's: every replica), aic_tps_per_user, aic_speedup and
+    aic_per_user_speedup over its own estimate without MTP (1 for a plain point), aic_version (its tables' engine
     release), and `note`: '' or what to know about the answer, or why there is none (the numbers
     then NaN)."""
     nan = float("nan")
     blank = {"aic_tpot_ms": nan, "aic_tps": nan, "aic_tps_per_user": nan, "aic_speedup": nan,
              "aic_per_user_speedup": nan, "aic_version": ""}
     try:
-        q = question(s)
+        q = question(s, cap, base_cap)
         if q.nextn:
-            al = min(max(accept_length, 1.0), q.nextn + 1.0) if math.isfinite(accept_length) else nan
-            got = peer.speedup(*q.args, q.nextn, al, **q.options)
-            est, gain, user_gain = got["mtp"], got["speedup"], got["per_user_speedup"]
+            if not math.isfinite(accept_length):
+                raise peer.NotExpressible("accept_length: the run accepted no drafts to give aiconfigurator (no "
+                                          "request decoded past its first token)")
+            al = min(max(accept_length, 1.0), q.nextn + 1.0)
+            if q.base_batch == q.args[6]:
+                got = peer.speedup(*q.args, q.nextn, al, **q.options)
+                est, gain, user_gain = got["mtp"], got["speedup"], got["per_user_speedup"]
+            else:  # over its estimate at the batch the baseline ran (speedup asks both at one batch)
+                est = peer.estimate(*q.args, q.nextn, al, **q.options)
+                base = peer.estimate(*q.args[:6], q.base_batch, *q.args[7:], **q.options)
+                gain, user_gain = est["tps"] / base["tps"], est["tps_per_user"] / base["tps_per_user"]
         else:  # its own baseline, as mtpsim's `none` rows are theirs
             est, gain, user_gain = peer.estimate(*q.args, **q.options), 1.0, 1.0
     except (peer.NotExpressible, peer.PeerError, ValueError) as exc:
         return {**blank, "note": str(exc)}
     held = est["concurrency"] * q.replicas
-    notes = [q.caveat] + [f"workload.concurrency: aiconfigurator holds {held:g} of the {q.users * q.replicas} users "
+    notes = [q.caveat] + [f"{q.load_key}: aiconfigurator holds {held:g} of the {q.users * q.replicas} users "
                           "(its KV estimate)"] * (math.isfinite(held) and held < q.users * q.replicas)
     return {"aic_tpot_ms": est["tpot_ms"], "aic_tps": est["tps"] * q.replicas, "aic_tps_per_user": est["tps_per_user"],
             "aic_speedup": gain, "aic_per_user_speedup": user_gain,
@@ -156,20 +227,43 @@ def ask(s: sc.Scenario, accept_length: float) -> dict:
 
 def compare(paired: list[tuple[dict, sc.Scenario]], progress: bool = True) -> list[dict]:
     """One row per (summary row, the scenario it ran: run.first_rows): mtpsim's mean TPOT,
-    tokens/s and speedup beside aiconfigurator's (`ask`)."""
+    tokens/s and speedup beside aiconfigurator's (`ask`, at the batch the row's running cap,
+    max_running, let run, and its speedup over the batch the point's baseline's cap let run: the
+    `none` row of its baseline key among `paired`, else the same cap where the scenario sets one)."""
+    from mtpsim.run import baseline_key
     from mtpsim.sim.progress import progress_bar
+    base_caps: dict[str, int | None] = {}
+    for row, s in paired:
+        if row["design"] == BASELINE:
+            base_caps.setdefault(baseline_key(s), _cap(row))
     bar = progress_bar(len(paired), True if not progress or len(paired) < 3 else None, desc="aiconfigurator", unit="point")
     out = []
     try:
         for row, s in paired:
-            out.append({"point": row["point"], "design": row["design"], "steps": row["steps"],
+            out.append({"point": row["point"], **swept(row, s), "design": row["design"], "steps": row["steps"],
                         "concurrency": row.get("concurrency"), "accept_length": row["accept_length"],
                         "tpot_mean_ms": 1e3 * row["tpot_mean_s"], "tps": row["tps"], "speedup": row["speedup"],
-                        **ask(s, row["accept_length"])})
+                        **ask(s, row["accept_length"], _cap(row), base_caps.get(
+                            baseline_key(s), _cap(row) if s.engine.max_running_requests is not None else None))})
             bar.update()
     finally:
         bar.close()
     return out
+
+
+def swept(row: dict, s: sc.Scenario) -> dict:
+    """The swept keys of the point a row ran (its summary row's columns of them) that the table's
+    fixed columns do not show: what tells two rows of one design, steps and load apart (the
+    baselines of a sweep over hardware, each `point` -1)."""
+    from mtpsim.run_table import SHOWN_KEYS
+    return {k: row[k] for k in s.point if k not in SHOWN_KEYS and k in row}
+
+
+def _cap(row: dict) -> int | None:
+    """The running-request cap a summary (or frontier, or grid) row ran under, where it has one."""
+    cap = row.get("max_running")
+    return int(cap) if isinstance(cap, numbers.Real) and not isinstance(cap, bool) and math.isfinite(cap) and cap > 0 \
+        else None  # numpy's ints too: a DataFrame's row may hold them
 
 
 PEER_TABLE = {"design": "design", "steps": "S", "concurrency": "conc", "accept_length": "AL",
@@ -177,19 +271,27 @@ PEER_TABLE = {"design": "design", "steps": "S", "concurrency": "conc", "accept_l
               "speedup": "speedup", "aic_speedup": "aic speedup"}
 
 
-def report(rows: list[dict]) -> str:
+# compare's other columns, in peer.csv alone; the rest of a row are its swept keys
+PEER_COLUMNS = {"point", "aic_tps_per_user", "aic_per_user_speedup", "aic_version", "note"}
+
+
+def report(rows: list[dict], seeded: bool = False) -> str:
     """The side-by-side table `mtpsim run --peer` prints: mtpsim's mean TPOT (the statistic
-    aiconfigurator estimates), tokens/s and speedup, aiconfigurator's beside each, then the
-    release its tables are and, once each, why a row has no answer."""
-    from mtpsim.rows import Table, to_string
+    aiconfigurator estimates), tokens/s and speedup, aiconfigurator's beside each, and the swept
+    keys that tell its points apart (as run's table labels them), then the release its tables are
+    and, once each, why a row has no answer. `seeded`: the run's points ran over several seeds,
+    and mtpsim's figures here are each one's first seed (run.first_rows), not the table's means."""
+    from mtpsim.rows import Table, key_labels, to_string
     from mtpsim.run_table import number
-    table = Table.of_rows([{k: r[k] for k in PEER_TABLE} for r in rows])
-    table.rename(PEER_TABLE)
+    keys = list(dict.fromkeys(k for r in rows for k in r if k not in PEER_TABLE and k not in PEER_COLUMNS))
+    table = Table.of_rows([{**{k: r[k] for k in PEER_TABLE}, **{k: r.get(k) for k in keys}} for r in rows])
+    table.rename({**PEER_TABLE, **key_labels(keys, taken=PEER_TABLE.values())})
     versions = sorted({r["aic_version"] for r in rows if r["aic_version"]})
     head = (f"aiconfigurator {peer.VERSION} beside mtpsim (its `cli estimate`, aggregated serving"
-            f"{', tables of ' + ', '.join(versions) if versions else ''}; accept length: mtpsim's):")
+            f"{', tables of ' + ', '.join(versions) if versions else ''}; accept length: mtpsim's"
+            f"{'; mtpsim: each point run on its first seed, not the means above' if seeded else ''}):")
     notes = [f"- {n}" for n in dict.fromkeys(r["note"] for r in rows if r["note"])]
-    return "\n".join([head, to_string(table, lambda x: "-" if math.isnan(x) else number(x)),
+    return "\n".join([head, to_string(table, number, na_rep="-"),
                       *(["notes (a row with - has no answer):", *notes] if notes else [])])
 
 

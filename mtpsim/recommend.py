@@ -266,7 +266,7 @@ def peer_picks(points: list[sc.Scenario], summary: pd.DataFrame, table: pd.DataF
         best = runs.loc[runs.aic_tps.idxmax()] if runs.aic_tps.notna().any() else None
         mine = table[table.batch == batch].iloc[0]
         picks.append({"batch": int(batch), "S (TPS)": int(mine.tps_steps), "speedup": mine.speedup,
-                      "aic S (TPS)": int(best.steps) if best is not None else None,
+                      "aic S (TPS)": int(best.steps) if best is not None else float("nan"),  # no answer: -
                       "aic speedup": best.aic_tps / none.iloc[0] if best is not None and len(none) else float("nan")})
     return pd.DataFrame(picks), asked
 
@@ -277,13 +277,17 @@ def peer_report(picks: pd.DataFrame, asked: list[dict]) -> str:
     from mtpsim import peer
     lost = picks[picks["aic S (TPS)"] == 0]
     even = int(lost.batch.min()) if len(lost) else None
+    answered = picks[picks["aic S (TPS)"].notna()]
+    if even is None:  # speculation won at every batch it answered, or it answered none
+        even = "- (no answer at any batch)" if answered.empty else \
+            f"none within the range (speculation wins up to {int(answered.batch.max())})"
     versions = sorted({r["aic_version"] for r in asked if r["aic_version"]})
     notes = [f"- {n}" for n in dict.fromkeys(r["note"] for r in asked if r["note"])]
     text = picks.to_string(index=False, na_rep="-", float_format=lambda x: f"{x:.3g}" if abs(x) < 100 else f"{x:.0f}")
     return "\n".join([f"aiconfigurator {peer.VERSION} on the same grid (its `cli estimate`"
                       f"{', tables of ' + ', '.join(versions) if versions else ''}; accept lengths: mtpsim's), "
                       "each tool's TPS pick:", text,
-                      f"aiconfigurator's break-even batch: {even if even is not None else 'none within the range'}",
+                      f"aiconfigurator's break-even batch: {even}",
                       *(["notes:", *notes] if notes else [])])
 
 

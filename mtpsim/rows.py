@@ -161,18 +161,18 @@ def _plain(cells: list[list[str]], kinds: list[str]) -> bool:
                                       if kind not in ("int", "float"))
 
 
-def _text_cells(values: list, kind: str, float_format: Callable[[float], str]) -> list[str]:
-    """One column's cells as DataFrame.to_string(index=False, float_format=...) shows them."""
+def _text_cells(values: list, kind: str, float_format: Callable[[float], str], na_rep: str = "NaN") -> list[str]:
+    """One column's cells as DataFrame.to_string(index=False, float_format=..., na_rep=...) shows them."""
     if kind == "int":
         return [f"{v:d}" for v in values]
     if kind == "float":
-        return ["NaN" if missing(v) else float_format(v) for v in values]
+        return [na_rep if missing(v) else float_format(v) for v in values]
     out = []
     for v in values:
         if v is None:
             out.append("None")
         elif missing(v):
-            out.append("NaN")
+            out.append(na_rep)
         elif isinstance(v, (float, np.floating)):
             out.append(float_format(v))
         else:
@@ -180,13 +180,13 @@ def _text_cells(values: list, kind: str, float_format: Callable[[float], str]) -
     return out
 
 
-def to_string(table: Table, float_format: Callable[[float], str]) -> str:
-    """DataFrame.to_string(index=False, float_format=float_format) of the table."""
+def to_string(table: Table, float_format: Callable[[float], str], na_rep: str = "NaN") -> str:
+    """DataFrame.to_string(index=False, float_format=float_format, na_rep=na_rep) of the table."""
     columns = []
     for name, values in table.columns.items():
         kind = table.kinds[name]
         header = f" {name}" if kind in ("int", "float", "bool") else name
-        cells = _text_cells(values, kind, float_format)
+        cells = _text_cells(values, kind, float_format, na_rep)
         width = max([len(header), *map(len, cells)])
         columns.append([header.rjust(width)] + [c.rjust(width) for c in cells])
     return "\n".join(" ".join(line) for line in zip(*columns))

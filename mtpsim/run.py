@@ -295,6 +295,6 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
         print_report(points, sets, summary, results, labels, intervals, took)
         if beside is not None:
             from mtpsim.peer_compare import report
-            print(f"\n{report(beside)}")
+            print(f"\n{report(beside, replicated)}")
         print(f"\nwrote {folder}/")  # within claimed: a report that cannot be printed unmarks the folder
     return folder, summary

@@ -22,14 +22,18 @@ TABLE = {"design": "design", "steps": "S", "policy": "policy", "concurrency": "c
          "prefill_share": "prefill%", "host_share": "host%", "bound_by": "bound"}
 
 
+# swept keys a table's fixed columns show already (design, S, conc, rate, policy): no column of their own
+SHOWN_KEYS = {"workload.concurrency", "speculative.steps", "speculative.design", "workload.rate_per_s",
+              "speculative.policy"}
+
+
 def format_table(summary) -> str:
     """The run's table; swept keys the fixed columns do not show get a column of their own. A
     replicated run's interval summary (summary_ci.csv's rows) shows TPS, per-user TPS and speedup
     as mean ± half-width, and `~` after a TPS whose interval overlaps another design's at the
     same load (see legend()). `summary`: rows (dicts) or a DataFrame."""
     table = Table.of_rows(summary) if isinstance(summary, list) else Table.of_frame(summary)
-    shown = {"workload.concurrency", "speculative.steps", "speculative.design", "workload.rate_per_s",
-             "speculative.policy"}
+    shown = SHOWN_KEYS
     cols = list(table.columns)
     # the swept keys sit between dp and tps in a summary row (results.py): a top-level one (model,
     # hardware, seed, name) as well as a dotted one
