@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mtpsim.peer_compare import ask
+from mtpsim.peer_compare import ask_row
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from published import (  # noqa: E402  (a sibling script, not a package)
@@ -105,14 +105,14 @@ def run_case(case: Absolute, jobs: int = 1, peer: bool = False) -> pd.DataFrame:
                      "reported ms": reported, "default ms": predicted, "roofline ms": roofline,
                      "error %": 100 * (predicted - reported) / reported,
                      "roofline error %": 100 * (roofline - reported) / reported,
-                     "aiconfigurator ms": peer_tpot_ms(row.scenario) if peer else math.nan})
+                     "aiconfigurator ms": peer_tpot_ms(row) if peer else math.nan})
     return pd.DataFrame(rows)
 
 
-def peer_tpot_ms(s) -> float:
-    """aiconfigurator's TPOT for the point (a plain decode), asked as `mtpsim run --peer` asks it
-    (mtpsim/peer_compare.py); NaN where it cannot express the point."""
-    return float(ask(s, math.nan)["aic_tpot_ms"])
+def peer_tpot_ms(row) -> float:
+    """aiconfigurator's TPOT for a case's summary row (a plain decode), asked as `mtpsim run --peer`
+    asks it (mtpsim/peer_compare.py ask_row); NaN where it cannot express the point."""
+    return float(ask_row(row, row.scenario)["aic_tpot_ms"])
 
 
 def report(table: pd.DataFrame) -> str:

@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from mtpsim import scenario as sc
-from mtpsim.peer_compare import ask
+from mtpsim.peer_compare import ask_row
 from mtpsim.run import run_points
 from mtpsim.schema import mean_length
 
@@ -116,7 +116,7 @@ def run_case(case: Case, jobs: int = 1, peer: bool = False) -> pd.DataFrame:
                      "r reported": al / reported if is_speedup else math.nan,
                      "r predicted": row.accept_length / predicted if is_speedup else math.nan,
                      "metric": case.metric,
-                     "aiconfigurator": peer_speedup(row.scenario, row.accept_length, case.metric) if peer else math.nan})
+                     "aiconfigurator": peer_speedup(row, case.metric) if peer else math.nan})
     if case.reported_none is not None:  # the source's plain-decode rate, a point of its own
         base, base_roof = default.decode_tps_per_gpu_none.iloc[0], roof.decode_tps_per_gpu_none.iloc[0]
         reported = case.reported_none
@@ -127,14 +127,15 @@ def run_case(case: Case, jobs: int = 1, peer: bool = False) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def peer_speedup(s: sc.Scenario, accept_length: float, metric: str) -> float:
-    """aiconfigurator's predicted speedup for the point, asked as `mtpsim run --peer` asks it
-    (mtpsim/peer_compare.py: model, GPU, engine, parallelism, batch, mean lengths, KV dtype, steps
-    and the accept length); NaN where it cannot express the point, and for metrics other than
-    the two speedups."""
+def peer_speedup(row, metric: str) -> float:
+    """aiconfigurator's predicted speedup for a case's summary row (its scenario, accept length and
+    running cap), asked as `mtpsim run --peer` asks it (mtpsim/peer_compare.py ask_row: model, GPU,
+    engine, parallelism, the batch that ran, mean lengths, KV dtype, steps and the accept length);
+    NaN where it cannot express the point, and for metrics other than the two speedups."""
+    s = row.scenario
     if metric not in ("speedup", "per_user_speedup"):
         return math.nan
-    return ask(s, accept_length)["aic_per_user_speedup" if metric == "per_user_speedup" else "aic_speedup"]
+    return ask_row(row, s)["aic_per_user_speedup" if metric == "per_user_speedup" else "aic_speedup"]
 
 
 def run_all(jobs: int = 1, peer: bool = False, kinds: str | None = None, sets: tuple[str, ...] = ()) -> pd.DataFrame:

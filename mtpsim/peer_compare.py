@@ -230,7 +230,7 @@ def compare(paired: list[tuple[dict, sc.Scenario]], progress: bool = True) -> li
     tokens/s and speedup beside aiconfigurator's (`ask`, at the batch the row's running cap,
     max_running, let run, and its speedup over the batch the point's baseline's cap let run: the
     `none` row of its baseline key among `paired`, else the same cap where the scenario sets one)."""
-    from mtpsim.run import baseline_key
+    from mtpsim.baselines import baseline_key
     from mtpsim.sim.progress import progress_bar
     base_caps: dict[str, int | None] = {}
     for row, s in paired:
@@ -243,12 +243,24 @@ def compare(paired: list[tuple[dict, sc.Scenario]], progress: bool = True) -> li
             out.append({"point": row["point"], **swept(row, s), "design": row["design"], "steps": row["steps"],
                         "concurrency": row.get("concurrency"), "accept_length": row["accept_length"],
                         "tpot_mean_ms": 1e3 * row["tpot_mean_s"], "tps": row["tps"], "speedup": row["speedup"],
-                        **ask(s, row["accept_length"], _cap(row), base_caps.get(
-                            baseline_key(s), _cap(row) if s.engine.max_running_requests is not None else None))})
+                        **ask_row(row, s, base_caps.get(baseline_key(s), NO_BASELINE_ROW))})
             bar.update()
     finally:
         bar.close()
     return out
+
+
+NO_BASELINE_ROW = object()  # ask_row's base_cap when no `none` row of the point's key was run beside it
+
+
+def ask_row(row: dict, s: sc.Scenario, base_cap=NO_BASELINE_ROW) -> dict:
+    """`ask` for the point of summary row `row`: at the batch its running cap (max_running) let run,
+    with mtpsim's accept length, its speedup over the batch `base_cap` lets its baseline run (its
+    `none` row's cap; without that row, the point's own cap where the scenario sets one, else none:
+    an engine's own cap on speculative decoding alone, as SGLang's, does not hold its baseline)."""
+    if base_cap is NO_BASELINE_ROW:
+        base_cap = _cap(row) if s.engine.max_running_requests is not None else None
+    return ask(s, row["accept_length"], _cap(row), base_cap)
 
 
 def swept(row: dict, s: sc.Scenario) -> dict:

@@ -14,7 +14,6 @@ The table shows mean ± half-width. With N = 1 the files and the table are as wi
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import sys
 import time
@@ -23,7 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from mtpsim import scenario as sc
-from mtpsim.designs import BASELINE, is_draft_key
+from mtpsim.baselines import baseline_key, baseline_of
+from mtpsim.designs import BASELINE
 from mtpsim.errors import ScenarioError, holding, warn
 from mtpsim.heaviness import heavy, prefill_chunks
 from mtpsim.results import Results
@@ -43,30 +43,6 @@ from mtpsim.sim import PROGRESS_MIN_REQUESTS, simulate
 from mtpsim.sim.progress import on_terminal, progress_bar
 
 __all__ = ["format_table", "run_points", "run_rows", "run_scenario"]  # format_table: notebooks print the table as run does
-
-# what a `none` run does not depend on; `seeds` too: each replicate has its own baseline run, on
-# its seed, so points that differ only in how many seeds they run share theirs
-BASELINE_FREE = {"name", "question", "speculative", "acceptance", "sweep", "verify", "model", "seeds"}
-
-
-def baseline_key(s: sc.Scenario) -> str:
-    """Everything but the speculation: points that share it share one `none` run. The model counts
-    as its resolved spec without its draft (an `mtp` override changes nothing for `none`)."""
-    target = s.specs.model.model_dump(exclude={"mtp", "assistant", "block_draft"})
-    return json.dumps([s.model_dump(exclude=BASELINE_FREE), target], sort_keys=True, default=str)
-
-
-def baseline_of(s: sc.Scenario, seeds: int | None = None) -> sc.Scenario:
-    """The `none` run of point run `s` (one replicate: one run, on its seed). Its point keeps only
-    the swept keys a baseline runs with, so its rows and legend never carry the design's settings;
-    a swept `seeds` reads `seeds`, the most of the points it is the baseline of (default: s's)."""
-    data = s.model_dump(exclude={"sweep", "seeds"}, exclude_none=True)
-    data["speculative"], data["acceptance"] = {"design": BASELINE}, {}
-    point = {k: v for k, v in s.point.items() if not is_draft_key(k)}
-    if "seeds" in point:
-        point["seeds"] = seeds or s.seeds
-    return sc.validate(data, s.source, point)
-
 
 def run_points(points: list[sc.Scenario], jobs: int = 1, progress: bool = True, keep_passes: bool = False,
                backend: str = "pool", address: str | None = None):

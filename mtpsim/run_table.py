@@ -108,7 +108,7 @@ def limits_note(summary: list[dict], points: list[sc.Scenario]) -> str:
 def _point_of(row: dict, points: list[sc.Scenario]) -> sc.Scenario:
     """The point whose settings a summary row ran with: its own, or for a baseline no point is
     (`point` -1) the first point whose swept values it carries (a baseline keeps every swept key
-    but the draft's: run.baseline_of). points[0] was read for every baseline, so a sweep over
+    but the draft's: baselines.baseline_of). points[0] was read for every baseline, so a sweep over
     engine.batch_wait [null, {...}] under speculation read the null one's for the other's baseline
     (an AttributeError traceback), and a swept cap or chunk named the first point's."""
     from mtpsim.designs import is_draft_key
