@@ -112,9 +112,14 @@ def question(s: sc.Scenario, cap: int | None = None, base_cap: int | None = None
             if min(running, base_running) < users else ""
         raise peer.NotExpressible(f"{key}: {total} {'requests sent at once' if w.arrival == 'batch' else 'users'} do "
                                   f"not split evenly over {p.dp} replica(s) x attention_dp {p.attention_dp}{held}")
+    notes = [caveat]
+    if w.arrival == "batch":  # the tables' conc column shows workload.concurrency, which a batch load does not read
+        notes.append(f"workload.num_requests: a batch load's {total} requests, all sent at once, are the batch "
+                     "aiconfigurator is asked, not the conc column's concurrency")
     if running < users:
-        caveat = "; ".join(c for c in [caveat, f"engine.max_running_requests: the running cap held a replica's {users} "
-                                              f"users to {running} at once, the batch aiconfigurator is asked"] if c)
+        notes.append(f"engine.max_running_requests: the running cap held a replica's {users} users to {running} at "
+                     "once, the batch aiconfigurator is asked")
+    caveat = "; ".join(n for n in notes if n)
     options = {"kvcache_quant_mode": KV_MODES[kv]}
     if p.attention_dp > 1:
         options["attention_dp_size"] = p.attention_dp

@@ -290,6 +290,8 @@ def test_a_batch_load_is_asked_at_its_requests_not_its_unread_concurrency():
     at once beside its estimate for a batch of 1 (its default), 213 tok/s beside mtpsim's 1449."""
     q = peer_compare.question(point(workload={"arrival": "batch", "concurrency": 1, "num_requests": 32}))
     assert q.args[6] == 32 and q.users == 32 and q.load_key == "workload.num_requests"
+    assert "workload.num_requests: a batch load's 32 requests" in q.caveat  # the tables' conc column shows 1
+    assert "workload.num_requests" not in peer_compare.question(point()).caveat
     over = point(workload={"arrival": "batch", "num_requests": 30}, parallel={"tp": 8, "attention_dp": 4})
     with pytest.raises(peer.NotExpressible, match=r"^workload.num_requests: 30 requests sent at once do not split"):
         peer_compare.question(over)
