@@ -233,12 +233,22 @@ def _last_line(text: str) -> str:
 _hung: dict[str, str] = {}  # interpreter -> its worker call that timed out: later calls to it are not waited for
 
 
+# answers given in this process, by where they came from and the request: a sweep's points share
+# their baselines' questions (speedup asks each point's plain estimate too), and one answer serves
+_ANSWERED: dict[str, dict] = {}
+
+
 def _run(requests: list[dict]) -> list[dict]:
-    """Answer requests in-process or in one worker subprocess; re-raise errors as our exceptions."""
-    if _importable_here():
-        answers = [_answer_safely(r) for r in requests]
-    else:
-        answers = _ask_worker(requests)
+    """Answer requests in-process or in one worker subprocess (each question once per process:
+    _ANSWERED); re-raise errors as our exceptions."""
+    here = _importable_here()
+    where = "in-process" if here else str(_external_python())
+    keys = [f"{where}\n{json.dumps(r, sort_keys=True)}" for r in requests]
+    todo = {k: r for k, r in zip(keys, requests) if k not in _ANSWERED}
+    if todo:
+        fresh = [_answer_safely(r) for r in todo.values()] if here else _ask_worker(list(todo.values()))
+        _ANSWERED.update(zip(todo, fresh))
+    answers = [_ANSWERED[k] for k in keys]
     for answer in answers:
         if "error" in answer:
             kind = NotExpressible if answer["error"] == "not_expressible" else PeerError

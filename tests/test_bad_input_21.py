@@ -66,12 +66,15 @@ from tests.test_peer import needs_aic, point
 
 @pytest.fixture(autouse=True)
 def _fresh_peer():
-    """peer.unavailable() is cached per process, and a hung worker remembered: each test starts clean."""
+    """peer.unavailable() is cached per process, a hung worker remembered and every answer kept
+    (peer._ANSWERED): each test starts clean, its own aiconfigurator asked afresh."""
     peer.unavailable.cache_clear()
     peer._hung.clear()
+    peer._ANSWERED.clear()
     yield
     peer.unavailable.cache_clear()
     peer._hung.clear()
+    peer._ANSWERED.clear()
 
 
 @pytest.fixture

@@ -222,3 +222,17 @@ def test_recommend_prints_each_tools_pick_per_batch(monkeypatch, tmp_path, capsy
     assert "aiconfigurator's break-even batch: 8" in out
     with open(tmp_path / "p" / "peer.csv") as fh:
         assert len(list(csv.DictReader(fh))) == 6  # 2 batches x (none, S=1, S=2)
+
+
+def test_a_question_asked_twice_is_answered_once(monkeypatch):
+    """A sweep's points share their baselines' questions: peer._run answers each once a process."""
+    calls = []
+    monkeypatch.setattr(peer, "_importable_here", lambda: True)
+    monkeypatch.setattr(peer, "_ANSWERED", {})
+    monkeypatch.setattr(peer, "_answer_safely", lambda r: calls.append(r["batch"]) or
+                        {"tpot_ms": 10.0 + r["batch"], "tps": 100.0, "tps_per_user": 10.0})
+    args = ("deepseek-v3", "h200", "sglang", 8, 8, 1)
+    first = peer.estimate(*args, 4, 1000, 200)
+    again = peer.estimate(*args, 4, 1000, 200)
+    other = peer.estimate(*args, 8, 1000, 200)
+    assert calls == [4, 8] and first == again and other["tpot_ms"] == 18.0
