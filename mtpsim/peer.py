@@ -118,7 +118,7 @@ def unavailable() -> str:
         import aiconfigurator
         found = getattr(aiconfigurator, "__version__", "?")
         return "" if found == VERSION else f"aiconfigurator {found} is installed here, whose API and MTP model differ"
-    python = os.environ.get(PYTHON_ENV, DEFAULT_PYTHON)
+    python = _named_python()
     if not python:
         return f"aiconfigurator is not importable here and ${PYTHON_ENV} is not set"
     if not Path(python).exists():
@@ -159,14 +159,17 @@ def estimate(model: str, system: str, backend: str, tp: int, moe_tp: int | None,
 
 def speedup(model: str, system: str, backend: str, tp: int, moe_tp: int | None, moe_ep: int | None,
             batch: int, isl: int, osl: int, nextn: int, accept_length: float, *, proxy: bool = False,
-            **options) -> dict:
-    """estimate with nextn over estimate without, as mtpsim defines them.
+            base_batch: int | None = None, **options) -> dict:
+    """estimate with nextn over estimate without, as mtpsim defines them; the one without at
+    `base_batch` (default `batch`: a running cap on speculative decoding alone holds the two apart).
 
     speedup = tps ratio, per_user_speedup = tps_per_user ratio, tpot_ratio = base TPOT / MTP TPOT;
     "mtp" and "base" hold the two estimates."""
     if not nextn:
         raise ValueError("speedup needs nextn > 0")
-    base, mtp = _run([_request(model, system, backend, tp, moe_tp, moe_ep, batch, isl, osl, 0, None, proxy, options),
+    base_batch = batch if base_batch is None else base_batch
+    base, mtp = _run([_request(model, system, backend, tp, moe_tp, moe_ep, base_batch, isl, osl, 0, None, proxy,
+                               options),
                       _request(model, system, backend, tp, moe_tp, moe_ep, batch, isl, osl, nextn,
                                accept_length, proxy, options)])
     return {"speedup": _ratio(mtp["tps"], base["tps"]),
@@ -220,8 +223,14 @@ def _importable_here() -> bool:
     return True
 
 
+def _named_python() -> str | None:
+    """What $AICONFIGURATOR_PYTHON names (None: unset)."""
+    return os.environ.get(PYTHON_ENV, DEFAULT_PYTHON)
+
+
 def _external_python() -> str | None:
-    python = os.environ.get(PYTHON_ENV, DEFAULT_PYTHON)
+    """$AICONFIGURATOR_PYTHON where it names a file that exists."""
+    python = _named_python()
     return python if python and Path(python).exists() else None
 
 
@@ -262,7 +271,7 @@ def _ask_worker(requests: list[dict]) -> list[dict]:
     (then not asked again in this process), or answering other than the worker does."""
     python = _external_python()
     if not python:
-        raise PeerError(f"aiconfigurator is not importable and ${PYTHON_ENV} ({os.environ.get(PYTHON_ENV, DEFAULT_PYTHON)})"
+        raise PeerError(f"aiconfigurator is not importable and ${PYTHON_ENV} ({_named_python()})"
                         " does not exist; install aiconfigurator==0.12.0 in a separate venv")
     if python in _hung:
         raise PeerError(f"not asked: {_hung[python]}")

@@ -210,20 +210,16 @@ def ask(s: sc.Scenario, accept_length: float, cap: int | None = None, base_cap: 
                 raise peer.NotExpressible("accept_length: the run accepted no drafts to give aiconfigurator (no "
                                           "request decoded past its first token)")
             al = min(max(accept_length, 1.0), q.nextn + 1.0)
-            if q.base_batch == q.args[6]:
-                got = peer.speedup(*q.args, q.nextn, al, **q.options)
-                est, gain, user_gain = got["mtp"], got["speedup"], got["per_user_speedup"]
-            else:  # over its estimate at the batch the baseline ran (speedup asks both at one batch)
-                est = peer.estimate(*q.args, q.nextn, al, **q.options)
-                base = peer.estimate(*q.args[:6], q.base_batch, *q.args[7:], **q.options)
-                gain, user_gain = est["tps"] / base["tps"], est["tps_per_user"] / base["tps_per_user"]
+            got = peer.speedup(*q.args, q.nextn, al, base_batch=q.base_batch, **q.options)
+            est, gain, user_gain = got["mtp"], got["speedup"], got["per_user_speedup"]
         else:  # its own baseline, as mtpsim's `none` rows are theirs
             est, gain, user_gain = peer.estimate(*q.args, **q.options), 1.0, 1.0
     except (peer.NotExpressible, peer.PeerError, ValueError) as exc:
         return {**blank, "note": str(exc)}
-    held = est["concurrency"] * q.replicas
-    notes = [q.caveat] + [f"{q.load_key}: aiconfigurator holds {held:g} of the {q.users * q.replicas} users "
-                          "(its KV estimate)"] * (math.isfinite(held) and held < q.users * q.replicas)
+    held, users = est["concurrency"] * q.replicas, q.users * q.replicas
+    notes = [q.caveat]
+    if math.isfinite(held) and held < users:
+        notes.append(f"{q.load_key}: aiconfigurator holds {held:g} of the {users} users (its KV estimate)")
     return {"aic_tpot_ms": est["tpot_ms"], "aic_tps": est["tps"] * q.replicas, "aic_tps_per_user": est["tps_per_user"],
             "aic_speedup": gain, "aic_per_user_speedup": user_gain,
             "aic_version": f"{est['backend']} {est['backend_version']}",
