@@ -10,6 +10,7 @@ table never sets two different questions side by side.
 """
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from dataclasses import dataclass
@@ -60,58 +61,17 @@ def question(s: sc.Scenario, cap: int | None = None, base_cap: int | None = None
     summary row's max_running; None: none held it): users past it wait, so aiconfigurator is asked
     the batch that ran; `base_cap`: the cap its `none` baseline ran under (SGLang caps speculative
     decoding alone), the batch of the estimate its speedup is over."""
-    if s.disaggregation is not None:
-        raise peer.NotExpressible("disaggregation: aiconfigurator's estimate here is aggregated serving (run each "
-                                  "pool as a scenario of its own to compare)")
+    _check_load(s)
+    _check_model(s)
+    _check_gpu(s)
+    if s.specs.engine.name not in ("sglang", "trtllm", "vllm"):
+        raise peer.NotExpressible(f"engine.kind: {s.specs.engine.name}: aiconfigurator knows sglang, trtllm and vllm")
     w, p, specs = s.workload, s.parallel, s.specs
-    if w.arrival not in ("closed", "batch"):
-        raise peer.NotExpressible(f"workload.arrival: {w.arrival}: aiconfigurator estimates a fixed batch (a closed "
-                                  "load's concurrency, or a batch load's requests)")
-    model = specs.model.name
-    if model not in _mapped("models", peer.MODELS):
-        raise peer.NotExpressible(
-            f"model: {model}: mtpsim has no built-in entry of that name to check its shapes against the checkpoint "
-            f"aiconfigurator reads ({peer.MODELS[model]})" if model in peer.MODELS else
-            f"model: {model}: no config of it ships with aiconfigurator {peer.VERSION} (mapped: "
-            f"{', '.join(_mapped('models', peer.MODELS))})")
-    changed = _changed_from_catalog(s)
-    if changed:
-        raise peer.NotExpressible(f"model: {', '.join(changed)} {'differ' if len(changed) > 1 else 'differs'} from the "
-                                  f"built-in {model}'s: aiconfigurator reads the published checkpoint's shapes and "
-                                  "quantisation")
-    kv = specs.model.dtypes.kv_cache
-    if kv not in KV_MODES:
-        raise peer.NotExpressible(f"model.dtypes.kv_cache: {kv}: aiconfigurator's KV modes are {', '.join(KV_MODES)}")
-    gpu = specs.hardware.name
-    if gpu not in _mapped("hardware", peer.SYSTEMS):
-        raise peer.NotExpressible(
-            f"hardware: {gpu}: mtpsim has no built-in entry of that name to check it against aiconfigurator's system "
-            f"({peer.SYSTEMS[gpu]})" if gpu in peer.SYSTEMS else
-            f"hardware: {gpu}: aiconfigurator has no tables for it (mapped: {', '.join(_mapped('hardware', peer.SYSTEMS))})")
-    changed = _changed_hardware(s)
-    if changed:
-        raise peer.NotExpressible(f"hardware: {', '.join(changed)} {'differ' if len(changed) > 1 else 'differs'} from "
-                                  f"the built-in {gpu}'s: aiconfigurator times its own {peer.SYSTEMS[gpu]} system")
-    if s.parallel.gpus_per_node is not None and s.parallel.gpus_per_node != specs.hardware.gpus_per_node:
-        raise peer.NotExpressible(f"parallel.gpus_per_node: {s.parallel.gpus_per_node}: aiconfigurator's "
-                                  f"{peer.SYSTEMS[gpu]} nodes are the hardware's {specs.hardware.gpus_per_node} GPUs")
-    if specs.engine.name not in ("sglang", "trtllm", "vllm"):
-        raise peer.NotExpressible(f"engine.kind: {specs.engine.name}: aiconfigurator knows sglang, trtllm and vllm")
     if mean_length(w.output_len) < 2:
         raise peer.NotExpressible(f"workload.output_len: requests of {mean_length(w.output_len)} output token decode "
                                   "nothing after their prefill: no TPOT to compare")
     nextn, caveat = _nextn(s)
-    # aiconfigurator's batch is one attention group's, in one replica, of the requests that run at once: a
-    # closed load's users, or a batch load's requests (all sent at t=0: run reads no concurrency of it)
-    key, total = ("workload.num_requests", w.num_requests) if w.arrival == "batch" else \
-        ("workload.concurrency", w.concurrency)
-    users = total // p.dp
-    running, base_running = (users if c is None else min(users, c) for c in (cap, base_cap if nextn else cap))
-    if total % p.dp or running % p.attention_dp or base_running % p.attention_dp:
-        held = f" (the running cap lets {min(running, base_running)} of them run a replica at once)" \
-            if min(running, base_running) < users else ""
-        raise peer.NotExpressible(f"{key}: {total} {'requests sent at once' if w.arrival == 'batch' else 'users'} do "
-                                  f"not split evenly over {p.dp} replica(s) x attention_dp {p.attention_dp}{held}")
+    key, total, users, running, base_running = _batches(s, cap, base_cap if nextn else cap)
     notes = [caveat]
     if w.arrival == "batch":  # the tables' conc column shows workload.concurrency, which a batch load does not read
         notes.append(f"workload.num_requests: a batch load's {total} requests, all sent at once, are the batch "
@@ -119,13 +79,84 @@ def question(s: sc.Scenario, cap: int | None = None, base_cap: int | None = None
     if running < users:
         notes.append(f"engine.max_running_requests: the running cap held a replica's {users} users to {running} at "
                      "once, the batch aiconfigurator is asked")
-    caveat = "; ".join(n for n in notes if n)
-    options = {"kvcache_quant_mode": KV_MODES[kv]}
+    options = {"kvcache_quant_mode": KV_MODES[specs.model.dtypes.kv_cache]}
     if p.attention_dp > 1:
         options["attention_dp_size"] = p.attention_dp
-    args = (model, specs.hardware.name, specs.engine.name, p.attention_tp, p.tp // p.ep, p.ep,
+    args = (specs.model.name, specs.hardware.name, specs.engine.name, p.attention_tp, p.tp // p.ep, p.ep,
             running // p.attention_dp, int(mean_length(w.input_len)), int(mean_length(w.output_len)))
-    return Question(args, options, nextn, p.dp, running, caveat, base_running // p.attention_dp, key)
+    return Question(args, options, nextn, p.dp, running, "; ".join(n for n in notes if n),
+                    base_running // p.attention_dp, key)
+
+
+def _check_load(s: sc.Scenario) -> None:
+    """A load aiconfigurator estimates: aggregated serving at a fixed batch."""
+    w = s.workload
+    if s.disaggregation is not None:
+        raise peer.NotExpressible("disaggregation: aiconfigurator's estimate here is aggregated serving (run each "
+                                  "pool as a scenario of its own to compare)")
+    if w.arrival not in ("closed", "batch"):
+        raise peer.NotExpressible(f"workload.arrival: {w.arrival}: aiconfigurator estimates a fixed batch (a closed "
+                                  "load's concurrency, or a batch load's requests)")
+
+
+def _check_model(s: sc.Scenario) -> None:
+    """A model aiconfigurator reads as the point has it: a mapped built-in entry, unchanged but for
+    the KV dtype, which it takes in one of its modes."""
+    model = s.specs.model.name
+    if model not in _mapped("models"):
+        raise peer.NotExpressible(
+            f"model: {model}: mtpsim has no built-in entry of that name to check its shapes against the checkpoint "
+            f"aiconfigurator reads ({peer.MODELS[model]})" if model in peer.MODELS else
+            f"model: {model}: no config of it ships with aiconfigurator {peer.VERSION} (mapped: "
+            f"{', '.join(_mapped('models'))})")
+    changed = _changed_from_catalog(s)
+    if changed:
+        raise peer.NotExpressible(f"model: {', '.join(changed)} {_differ(changed)} from the built-in {model}'s: "
+                                  "aiconfigurator reads the published checkpoint's shapes and quantisation")
+    kv = s.specs.model.dtypes.kv_cache
+    if kv not in KV_MODES:
+        raise peer.NotExpressible(f"model.dtypes.kv_cache: {kv}: aiconfigurator's KV modes are {', '.join(KV_MODES)}")
+
+
+def _check_gpu(s: sc.Scenario) -> None:
+    """A GPU aiconfigurator has a system of: a mapped built-in entry, unchanged but for mtpsim's
+    own pricing keys, in nodes of its size."""
+    gpu, hw = s.specs.hardware.name, s.specs.hardware
+    if gpu not in _mapped("hardware"):
+        raise peer.NotExpressible(
+            f"hardware: {gpu}: mtpsim has no built-in entry of that name to check it against aiconfigurator's system "
+            f"({peer.SYSTEMS[gpu]})" if gpu in peer.SYSTEMS else
+            f"hardware: {gpu}: aiconfigurator has no tables for it (mapped: {', '.join(_mapped('hardware'))})")
+    changed = _changed_hardware(s)
+    if changed:
+        raise peer.NotExpressible(f"hardware: {', '.join(changed)} {_differ(changed)} from the built-in {gpu}'s: "
+                                  f"aiconfigurator times its own {peer.SYSTEMS[gpu]} system")
+    if s.parallel.gpus_per_node is not None and s.parallel.gpus_per_node != hw.gpus_per_node:
+        raise peer.NotExpressible(f"parallel.gpus_per_node: {s.parallel.gpus_per_node}: aiconfigurator's "
+                                  f"{peer.SYSTEMS[gpu]} nodes are the hardware's {hw.gpus_per_node} GPUs")
+
+
+def _differ(keys: list[str]) -> str:
+    return "differ" if len(keys) > 1 else "differs"
+
+
+def _batches(s: sc.Scenario, cap: int | None, base_cap: int | None) -> tuple[str, int, int, int, int]:
+    """(the key that sets the load, its requests at once, a replica's users, the batch that ran
+    there under `cap`, its baseline's under `base_cap`): aiconfigurator's batch is one attention
+    group's, in one replica, of the requests that run at once: a closed load's users, or a batch
+    load's requests (all sent at t=0: run reads no concurrency of it); NotExpressible where they do
+    not split over the replicas and attention groups."""
+    w, p = s.workload, s.parallel
+    key, total = ("workload.num_requests", w.num_requests) if w.arrival == "batch" else \
+        ("workload.concurrency", w.concurrency)
+    users = total // p.dp
+    running, base_running = (users if c is None else min(users, c) for c in (cap, base_cap))
+    if total % p.dp or running % p.attention_dp or base_running % p.attention_dp:
+        held = f" (the running cap lets {min(running, base_running)} of them run a replica at once)" \
+            if min(running, base_running) < users else ""
+        raise peer.NotExpressible(f"{key}: {total} {'requests sent at once' if w.arrival == 'batch' else 'users'} do "
+                                  f"not split evenly over {p.dp} replica(s) x attention_dp {p.attention_dp}{held}")
+    return key, total, users, running, base_running
 
 
 def _nextn(s: sc.Scenario) -> tuple[int, str]:
@@ -155,11 +186,14 @@ def _nextn(s: sc.Scenario) -> tuple[int, str]:
 DRAFT_SECTIONS = {"mtp", "assistant", "block_draft"}
 
 
-def _mapped(kind: str, names: dict) -> list[str]:
-    """The names question asks about: peer.MODELS' (or SYSTEMS') that are built-in catalog entries
-    of `kind`, what a point's model (or GPU) is compared with (deepseek-r1, h100 and the Hugging
-    Face ids are there for peer.estimate's callers, and a model or hardware file may take their names)."""
+@functools.cache
+def _mapped(kind: str) -> list[str]:
+    """The names question asks about: peer.MODELS' (kind `models`) or SYSTEMS' (`hardware`) that are
+    built-in catalog entries, what a point's model (or GPU) is compared with (deepseek-r1, h100 and
+    the Hugging Face ids are there for peer.estimate's callers, and a model or hardware file may
+    take their names). The built-in catalog does not change in a process: read once."""
     from mtpsim.catalog import CATALOG_DIR
+    names = peer.MODELS if kind == "models" else peer.SYSTEMS
     return sorted(k for k in names if "/" not in k and (CATALOG_DIR / kind / f"{k}.yaml").is_file())
 
 
@@ -172,11 +206,8 @@ PRICING_KEYS = {"name", "launch_overhead_s", "graph_launch_overhead_s", "efficie
 def _changed_hardware(s: sc.Scenario) -> list[str]:
     """The keys of the point's GPU that differ from the built-in entry of its name (a `{from: h200,
     memory_bandwidth_bytes_per_s: ...}` override, or a user catalog's h200), its pricing keys aside."""
-    from mtpsim.catalog import CATALOG_DIR, spec_file
     from mtpsim.hardware_spec import HardwareSpec
-    built_in = spec_file("hardware", str(CATALOG_DIR / "hardware" / f"{s.specs.hardware.name}.yaml"), HardwareSpec, "peer")
-    mine, theirs = (h.model_dump(exclude=PRICING_KEYS) for h in (s.specs.hardware, built_in))
-    return [k for k in mine if mine[k] != theirs.get(k)]
+    return _differing(s.specs.hardware, _built_in("hardware", s.specs.hardware.name, HardwareSpec), PRICING_KEYS)
 
 
 def _changed_from_catalog(s: sc.Scenario) -> list[str]:
@@ -184,13 +215,25 @@ def _changed_from_catalog(s: sc.Scenario) -> list[str]:
     one MODELS maps: a user catalog's or file's model of the same name is compared with it too),
     the KV dtype and the draft sections aside (aiconfigurator takes the one as an option and prices
     no draft of its own): an override it cannot be told of."""
-    from mtpsim.catalog import CATALOG_DIR, spec_file
     from mtpsim.specs import ModelSpec
-    built_in = spec_file("models", str(CATALOG_DIR / "models" / f"{s.specs.model.name}.yaml"), ModelSpec, "peer")
-    mine, theirs = (m.model_dump(exclude=DRAFT_SECTIONS) for m in (s.specs.model, built_in))
-    for d in (mine, theirs):
-        d["dtypes"] = {k: v for k, v in d["dtypes"].items() if k != "kv_cache"}
-    return [k if k != "dtypes" else "model.dtypes" for k in mine if mine[k] != theirs.get(k)]
+    without_kv = {"dtypes": {"kv_cache"}}  # model_dump's nested exclude
+    changed = _differing(s.specs.model, _built_in("models", s.specs.model.name, ModelSpec), {*DRAFT_SECTIONS},
+                         without_kv)
+    return [k if k != "dtypes" else "model.dtypes" for k in changed]
+
+
+def _built_in(kind: str, name: str, cls):
+    """The built-in catalog's entry `name` of `kind`, whatever a user catalog holds of that name."""
+    from mtpsim.catalog import CATALOG_DIR, spec_file
+    return spec_file(kind, str(CATALOG_DIR / kind / f"{name}.yaml"), cls, "peer")
+
+
+def _differing(mine, theirs, exclude: set[str], nested: dict | None = None) -> list[str]:
+    """The top-level keys in which two specs' dumps differ, `exclude` (and `nested`'s keys within
+    their sections) left out."""
+    leave_out = {**dict.fromkeys(exclude, True), **(nested or {})}
+    a, b = (spec.model_dump(exclude=leave_out) for spec in (mine, theirs))
+    return [k for k in a if a[k] != b.get(k)]
 
 
 def ask(s: sc.Scenario, accept_length: float, cap: int | None = None, base_cap: int | None = None) -> dict:
