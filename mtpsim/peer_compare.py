@@ -1,6 +1,7 @@
-"""A scenario point put to aiconfigurator (mtpsim/peer.py), and its answer beside mtpsim's: what
-`mtpsim run --peer` prints under its table and writes to peer.csv, and what benchmarks/published.py
-and absolute.py print beside the measurements.
+"""A scenario point put to aiconfigurator (mtpsim/peer.py): the question it can be asked (`question`),
+or why none, and its answer (`ask`, `ask_row` for a run's summary row). The tables that set the
+answers beside mtpsim's (`mtpsim run`, `search` and `recommend --peer`) are peer_tables.py's;
+benchmarks/published.py and absolute.py ask through `ask_row` too.
 
 aiconfigurator 0.12.0 estimates one deployment at a fixed batch (`cli estimate`, its aggregated
 mode): a model whose config.json it ships, as its checkpoint is quantised, on a GPU system it has
@@ -269,31 +270,6 @@ def ask(s: sc.Scenario, accept_length: float, cap: int | None = None, base_cap: 
             "note": "; ".join(n for n in notes if n)}
 
 
-def compare(paired: list[tuple[dict, sc.Scenario]], progress: bool = True) -> list[dict]:
-    """One row per (summary row, the scenario it ran: run.first_rows): mtpsim's mean TPOT,
-    tokens/s and speedup beside aiconfigurator's (`ask`, at the batch the row's running cap,
-    max_running, let run, and its speedup over the batch the point's baseline's cap let run: the
-    `none` row of its baseline key among `paired`, else the same cap where the scenario sets one)."""
-    from mtpsim.baselines import baseline_key
-    from mtpsim.sim.progress import progress_bar
-    base_caps: dict[str, int | None] = {}
-    for row, s in paired:
-        if row["design"] == BASELINE:
-            base_caps.setdefault(baseline_key(s), _cap(row))
-    bar = progress_bar(len(paired), True if not progress or len(paired) < 3 else None, desc="aiconfigurator", unit="point")
-    out = []
-    try:
-        for row, s in paired:
-            out.append({"point": row["point"], **swept(row, s), "design": row["design"], "steps": row["steps"],
-                        "concurrency": row.get("concurrency"), "accept_length": row["accept_length"],
-                        "tpot_mean_ms": 1e3 * row["tpot_mean_s"], "tps": row["tps"], "speedup": row["speedup"],
-                        **ask_row(row, s, base_caps.get(baseline_key(s), NO_BASELINE_ROW))})
-            bar.update()
-    finally:
-        bar.close()
-    return out
-
-
 NO_BASELINE_ROW = object()  # ask_row's base_cap when no `none` row of the point's key was run beside it
 
 
@@ -303,56 +279,12 @@ def ask_row(row: dict, s: sc.Scenario, base_cap=NO_BASELINE_ROW) -> dict:
     `none` row's cap; without that row, the point's own cap where the scenario sets one, else none:
     an engine's own cap on speculative decoding alone, as SGLang's, does not hold its baseline)."""
     if base_cap is NO_BASELINE_ROW:
-        base_cap = _cap(row) if s.engine.max_running_requests is not None else None
-    return ask(s, row["accept_length"], _cap(row), base_cap)
+        base_cap = cap_of(row) if s.engine.max_running_requests is not None else None
+    return ask(s, row["accept_length"], cap_of(row), base_cap)
 
 
-def swept(row: dict, s: sc.Scenario) -> dict:
-    """The swept keys of the point a row ran (its summary row's columns of them) that the table's
-    fixed columns do not show: what tells two rows of one design, steps and load apart (the
-    baselines of a sweep over hardware, each `point` -1)."""
-    from mtpsim.run_table import SHOWN_KEYS
-    return {k: row[k] for k in s.point if k not in SHOWN_KEYS and k in row}
-
-
-def _cap(row: dict) -> int | None:
+def cap_of(row: dict) -> int | None:
     """The running-request cap a summary (or frontier, or grid) row ran under, where it has one."""
     cap = row.get("max_running")
     return int(cap) if isinstance(cap, numbers.Real) and not isinstance(cap, bool) and math.isfinite(cap) and cap > 0 \
         else None  # numpy's ints too: a DataFrame's row may hold them
-
-
-PEER_TABLE = {"design": "design", "steps": "S", "concurrency": "conc", "accept_length": "AL",
-              "tpot_mean_ms": "TPOT ms", "aic_tpot_ms": "aic TPOT ms", "tps": "TPS", "aic_tps": "aic TPS",
-              "speedup": "speedup", "aic_speedup": "aic speedup"}
-
-
-# compare's other columns, in peer.csv alone; the rest of a row are its swept keys
-PEER_COLUMNS = {"point", "aic_tps_per_user", "aic_per_user_speedup", "aic_version", "note"}
-
-
-def report(rows: list[dict], seeded: bool = False) -> str:
-    """The side-by-side table `mtpsim run --peer` prints: mtpsim's mean TPOT (the statistic
-    aiconfigurator estimates), tokens/s and speedup, aiconfigurator's beside each, and the swept
-    keys that tell its points apart (as run's table labels them), then the release its tables are
-    and, once each, why a row has no answer. `seeded`: the run's points ran over several seeds,
-    and mtpsim's figures here are each one's first seed (run.first_rows), not the table's means."""
-    from mtpsim.rows import Table, key_labels, to_string
-    from mtpsim.run_table import number
-    keys = list(dict.fromkeys(k for r in rows for k in r if k not in PEER_TABLE and k not in PEER_COLUMNS))
-    table = Table.of_rows([{**{k: r[k] for k in PEER_TABLE}, **{k: r.get(k) for k in keys}} for r in rows])
-    table.rename({**PEER_TABLE, **key_labels(keys, taken=PEER_TABLE.values())})
-    versions = sorted({r["aic_version"] for r in rows if r["aic_version"]})
-    head = (f"aiconfigurator {peer.VERSION} beside mtpsim (its `cli estimate`, aggregated serving"
-            f"{', tables of ' + ', '.join(versions) if versions else ''}; accept length: mtpsim's"
-            f"{'; mtpsim: each point run on its first seed, not the means above' if seeded else ''}):")
-    notes = [f"- {n}" for n in dict.fromkeys(r["note"] for r in rows if r["note"])]
-    return "\n".join([head, to_string(table, number, na_rep="-"),
-                      *(["notes (a row with - has no answer):", *notes] if notes else [])])
-
-
-def write_csv(rows: list[dict], path) -> None:
-    """peer.csv: compare's rows, every column."""
-    from mtpsim.rows import Table
-    from mtpsim.rows import write_csv as write
-    write(Table.of_rows(rows), path)

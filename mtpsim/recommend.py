@@ -244,53 +244,6 @@ def format_recommendation(table: pd.DataFrame) -> str:
 DEFAULT_SEEDS = 3  # recommend's replicates per setting when neither --seeds nor the scenario says
 
 
-def peer_picks(points: list[sc.Scenario], summary: pd.DataFrame, table: pd.DataFrame) -> tuple[pd.DataFrame, list[dict]]:
-    """aiconfigurator asked every setting of the grid at every batch (peer_compare.py; each point
-    with the accept length mtpsim ran), and its own TPS pick per batch beside mtpsim's: (one row
-    per batch: mtpsim's steps and speedup, aiconfigurator's, `none` winning its ties as in
-    best_by_batch; every asked row)."""
-    from mtpsim.peer_compare import compare
-    key = ["design", "steps", "topk", "concurrency"]
-    first = {}
-    for p in points:  # a setting's first seed: aiconfigurator has no seeds
-        first.setdefault((p.speculative.design, p.speculative.steps if p.speculative.design != BASELINE else 0,
-                          p.speculative.topk if p.speculative.design != BASELINE else 1, p.workload.concurrency), p)
-    rows = summary.assign(point=range(len(summary)))
-    paired = [(r, first[tuple(r[k] for k in key)]) for r in rows.to_dict("records") if tuple(r[k] for k in key) in first]
-    asked = compare(paired)
-    peer = pd.DataFrame(asked).assign(topk=[r["topk"] for r, _ in paired])
-    picks = []
-    for batch, runs in peer.groupby("concurrency", sort=True):
-        runs = runs.sort_values(["steps", "topk"], kind="stable")
-        none = runs[runs.design == BASELINE].aic_tps
-        best = runs.loc[runs.aic_tps.idxmax()] if runs.aic_tps.notna().any() else None
-        mine = table[table.batch == batch].iloc[0]
-        picks.append({"batch": int(batch), "S (TPS)": int(mine.tps_steps), "speedup": mine.speedup,
-                      "aic S (TPS)": int(best.steps) if best is not None else float("nan"),  # no answer: -
-                      "aic speedup": best.aic_tps / none.iloc[0] if best is not None and len(none) else float("nan")})
-    return pd.DataFrame(picks), asked
-
-
-def peer_report(picks: pd.DataFrame, asked: list[dict]) -> str:
-    """The per-batch picks of both tools, aiconfigurator's break-even batch, and the notes (why a
-    setting has no answer, what it prices differently), once each."""
-    from mtpsim import peer
-    lost = picks[picks["aic S (TPS)"] == 0]
-    even = int(lost.batch.min()) if len(lost) else None
-    answered = picks[picks["aic S (TPS)"].notna()]
-    if even is None:  # speculation won at every batch it answered, or it answered none
-        even = "- (no answer at any batch)" if answered.empty else \
-            f"none within the range (speculation wins up to {int(answered.batch.max())})"
-    versions = sorted({r["aic_version"] for r in asked if r["aic_version"]})
-    notes = [f"- {n}" for n in dict.fromkeys(r["note"] for r in asked if r["note"])]
-    text = picks.to_string(index=False, na_rep="-", float_format=lambda x: f"{x:.3g}" if abs(x) < 100 else f"{x:.0f}")
-    return "\n".join([f"aiconfigurator {peer.VERSION} on the same grid (its `cli estimate`"
-                      f"{', tables of ' + ', '.join(versions) if versions else ''}; accept lengths: mtpsim's), "
-                      "each tool's TPS pick:", text,
-                      f"aiconfigurator's break-even batch: {even}",
-                      *(["notes:", *notes] if notes else [])])
-
-
 def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_steps: int | None,
                   jobs: int | None, out: str | None, seeds: int | None = 1, peer: bool = False) -> tuple[Path, pd.DataFrame]:
     """`mtpsim recommend`: check the options, claim the folder, run the grid, print and write.
@@ -316,13 +269,15 @@ def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_
         write_csv(table, folder / "recommend.csv")
         write_csv(summary, folder / "grid.csv")
         took = time.perf_counter() - started
-        beside = peer_picks(points, summary, table) if peer else None
+        if peer:  # peer_tables: on first use, not on recommend's path without --peer
+            from mtpsim.peer_tables import recommend_picks, recommend_report
+        beside = recommend_picks(points, summary, table) if peer else None
         if beside is not None:
             write_csv(pd.DataFrame(beside[1]), folder / "peer.csv")
         mark_complete(folder)
         print_report(s, steps, topks, batches, table, n, took)
         if beside is not None:
-            print(f"\n{peer_report(*beside)}")
+            print(f"\n{recommend_report(*beside)}")
         print(f"\nwrote {folder}/")  # within claimed: a report that cannot be printed unmarks the folder
     return folder, table
 

@@ -261,7 +261,7 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
         took = time.perf_counter() - started  # the simulation's, without aiconfigurator's
         beside = None
         if peer:  # peer_compare: on first use, not on `mtpsim run`'s path without --peer
-            from mtpsim.peer_compare import compare, write_csv
+            from mtpsim.peer_tables import compare, write_csv
             beside = compare(first_rows(points, summary))
             write_csv(beside, folder / "peer.csv")
         mark_complete(folder)
@@ -270,7 +270,7 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
             plot_run(folder, points)
         print_report(points, sets, summary, results, labels, intervals, took)
         if beside is not None:
-            from mtpsim.peer_compare import report
+            from mtpsim.peer_tables import report
             print(f"\n{report(beside, replicated)}")
         print(f"\nwrote {folder}/")  # within claimed: a report that cannot be printed unmarks the folder
     return folder, summary

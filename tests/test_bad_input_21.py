@@ -390,6 +390,6 @@ def test_another_aiconfigurator_release_under_its_python_is_refused(tmp_path, ca
 
 def test_a_rows_cap_is_read_whatever_number_type_holds_it():
     import numpy as np
-    assert [peer_compare._cap({"max_running": v}) for v in (np.int64(48), 48.0, 64, math.nan, None, True)] == \
+    assert [peer_compare.cap_of({"max_running": v}) for v in (np.int64(48), 48.0, 64, math.nan, None, True)] == \
         [48, 48, 64, None, None, None]
-    assert peer_compare._cap({}) is None
+    assert peer_compare.cap_of({}) is None

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from mtpsim import cli, peer, peer_compare
+from mtpsim import cli, peer, peer_compare, peer_tables
 from mtpsim.run import first_rows, run_rows
 from mtpsim.scenario import validate
 from tests.test_bad_input import one_line_error
@@ -132,14 +132,14 @@ def test_no_answer_leaves_numbers_out_and_says_why(fake):
 def test_compare_pairs_each_point_and_baseline_with_its_first_seed(fake):
     points = [point(workload={"concurrency": c, "num_requests": c}, seeds=2) for c in (2, 4)]
     summary, _ = run_rows(points, jobs=1, progress=False)
-    rows = peer_compare.compare(first_rows(points, summary), progress=False)
+    rows = peer_tables.compare(first_rows(points, summary), progress=False)
     assert [(r["point"], r["design"], r["concurrency"]) for r in rows] == \
         [(0, "nextn", 2), (1, "nextn", 4), (-1, "none", 2), (-1, "none", 4)]
     first = [r for r in summary if r["seed"] == points[0].seed]
     for row, ran in zip(rows, first):
         assert row["tps"] == ran["tps"] and row["tpot_mean_ms"] == 1e3 * ran["tpot_mean_s"]
     assert [c[1][6] for c in fake.calls] == [2, 4, 2, 4]  # each asked at its own batch
-    text = peer_compare.report(rows)
+    text = peer_tables.report(rows)
     assert "aic TPOT ms" in text and "sglang 0.5.14" in text
 
 

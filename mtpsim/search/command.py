@@ -247,19 +247,6 @@ def _finalists_or_why(rows: pd.DataFrame, targets: list[Target], folder: Path, t
                             f"{folder}/frontier.csv; {kept})") from None
 
 
-def _peer(points: list[sc.Scenario], rows: pd.DataFrame, chosen: pd.Series, folder: Path) -> list[dict]:
-    """aiconfigurator beside the chosen point and the best `none` point under the targets (where
-    the chosen one speculates), written to peer.csv."""
-    from mtpsim.peer_compare import compare, write_csv
-    picked = [chosen]
-    plain = rows[rows.meets_targets & (rows.design == BASELINE)]
-    if chosen.design != BASELINE and len(plain):
-        picked.append(plain.loc[plain.tps_per_gpu.idxmax()])
-    beside = compare([(row.to_dict(), points[int(row.point)]) for row in picked], progress=False)
-    write_csv(beside, folder / "peer.csv")
-    return beside
-
-
 def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], seeds: int | None, out: str | None,
                jobs: int | None, backend: str = "pool", address: str | None = None,
                cache_dir: str | None = DEFAULT_CACHE, plot: bool = True, peer: bool = False) -> tuple[Path, pd.DataFrame]:
@@ -286,12 +273,15 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
         launch = launch_flags(chosen, int(chosen.max_running), Drafter.of(plan.points[int(chosen.point)]))
         with writing(folder / "launch.txt") as file:
             file.write_text(launch + "\n")
-        beside = _peer(plan.points, rows, chosen, folder) if peer else None
+        beside = None
+        if peer:  # peer_tables: on first use, not on search's path without --peer
+            from mtpsim.peer_tables import search_beside
+            beside = search_beside(plan.points, rows, chosen, folder)
         mark_complete(folder)
         print(summary.report(base, plan.bounds, rows, final, chosen, targets, len(plan.layouts), ran, wall, plan.refused))
         print(f"\nlaunch options for the chosen deployment (MODEL, DRAFT: your checkpoints):\n\n{launch}")
         if beside is not None:
-            from mtpsim.peer_compare import report as peer_report
+            from mtpsim.peer_tables import report as peer_report
             print(f"\nthe chosen deployment and the best without MTP, {peer_report(beside)}")
         print(f"\nwrote {folder}/")  # within claimed: a report that cannot be printed unmarks the folder
     return folder, rows
