@@ -7,10 +7,10 @@ dependency: `pip install 'mtpsim[peer]'`, or a separate interpreter named by $AI
 
 How it is called: through aiconfigurator's Python API, ``aiconfigurator.cli.api.cli_estimate``
 (the programmatic twin of ``aiconfigurator cli estimate``; no CLI output is parsed). If
-aiconfigurator imports in the running interpreter the call is made in-process; otherwise this
-file is run as a worker (``python peer.py --worker``, JSON on stdin/stdout) under the interpreter
-named by $AICONFIGURATOR_PYTHON. So this module imports nothing of mtpsim: that interpreter need
-not have it.
+aiconfigurator imports in the running interpreter the call is made in-process; otherwise
+mtpsim/peer_worker.py, aiconfigurator's side, which imports nothing of mtpsim, is run by its path
+as a worker (JSON on stdin/stdout) under the interpreter named by $AICONFIGURATOR_PYTHON. This file
+asks: requests, the interpreter, the worker's answers checked, each question once a process.
 
 What aiconfigurator assumes about MTP (read from its 0.12.0 source): a decode iteration costs the
 target's generation ops scaled by (num_layers + nextn) / num_layers (the drafts cost `nextn` average
@@ -30,9 +30,11 @@ import json
 import math
 import os
 import subprocess
-import sys
-import tempfile
 from pathlib import Path
+
+from mtpsim import peer_worker
+from mtpsim.peer_worker import MARK, READ
+from mtpsim.peer_worker import answer_safely as _answer_safely  # peer's name: tests stand in for it here
 
 PYTHON_ENV = "AICONFIGURATOR_PYTHON"
 DEFAULT_PYTHON = None  # only $AICONFIGURATOR_PYTHON names another interpreter
@@ -80,15 +82,6 @@ SYSTEMS = {"a100-80g": "a100_sxm", "h200": "h200_sxm", "h200-sxm": "h200_sxm", "
 # silicon rows, so the proxy runs in HYBRID database mode (SOL + empirical fill-in).
 QWEN3_NEXT = ("qwen3-next-80b-a3b", "qwen/qwen3-next-80b-a3b", "qwen/qwen3-next-80b-a3b-instruct",
               "qwen/qwen3-next-80b-a3b-thinking")
-_PROXY_BASE = "Qwen--Qwen3.5-35B-A3B_config.json"
-_PROXY_TEXT = {"num_hidden_layers": 48, "hidden_size": 2048, "num_attention_heads": 16,
-               "num_key_value_heads": 2, "head_dim": 256, "num_experts": 512, "num_experts_per_tok": 10,
-               "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512,
-               "linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_key_head_dim": 128,
-               "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "full_attention_interval": 4,
-               "vocab_size": 151936, "mtp_num_hidden_layers": 1,
-               "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 12}
-
 # Extra keywords passed through to cli_estimate.
 PASSTHROUGH = {"mode", "database_mode", "backend_version", "ctx_tokens", "pp_size", "attention_dp_size",
                "gemm_quant_mode", "kvcache_quant_mode", "fmha_quant_mode", "moe_quant_mode",
@@ -276,140 +269,24 @@ def _ask_worker(requests: list[dict]) -> list[dict]:
     if python in _hung:
         raise PeerError(f"not asked: {_hung[python]}")
     try:
-        done = subprocess.run([python, str(Path(__file__).resolve()), "--worker"], input=json.dumps(requests),
+        done = subprocess.run([python, str(Path(peer_worker.__file__).resolve()), "--worker"], input=json.dumps(requests),
                               capture_output=True, text=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired as exc:
         _hung[python] = f"the aiconfigurator worker under ${PYTHON_ENV} ({python}) timed out after {TIMEOUT_S} s"
         raise PeerError(_hung[python]) from exc
     except OSError as exc:
         raise PeerError(f"${PYTHON_ENV} ({python}) cannot be run: {exc.strerror}") from exc
-    lines = [line for line in done.stdout.splitlines() if line.startswith(_MARK)]
+    lines = [line for line in done.stdout.splitlines() if line.startswith(MARK)]
     if done.returncode != 0 or not lines:
         raise PeerError(f"aiconfigurator worker under ${PYTHON_ENV} ({python}) failed (rc {done.returncode}): "
                         f"{_last_line(done.stderr) or 'no answer'}")
     try:
-        answers = json.loads(lines[-1][len(_MARK):])
+        answers = json.loads(lines[-1][len(MARK):])
     except ValueError:
         answers = None
     if not (isinstance(answers, list) and len(answers) == len(requests)
-            and all(isinstance(a, dict) and ({"error", "message"} <= set(a) or set(_READ) <= set(a)) for a in answers)):
+            and all(isinstance(a, dict) and ({"error", "message"} <= set(a) or set(READ) <= set(a)) for a in answers)):
         raise PeerError(f"aiconfigurator worker under ${PYTHON_ENV} ({python}) did not answer one result per request")
     return answers
 
 
-# ---------------------------------------------------------------- worker side (imports aiconfigurator)
-
-_MARK = "@@aiconfigurator_peer@@ "
-_READ = ("tpot_ms", "tps", "tps_per_user", "concurrency", "backend", "backend_version")  # what an answer is read for
-
-
-def _answer(req: dict) -> dict:
-    """One request -> result dict, or {"error": kind, "message": ...}. Runs where aiconfigurator imports."""
-    import logging
-
-    logging.getLogger("aiconfigurator").setLevel(logging.ERROR)
-    logging.getLogger("aiconfigurator_core").setLevel(logging.ERROR)
-    import warnings
-
-    warnings.filterwarnings("ignore", category=DeprecationWarning)
-    from aiconfigurator.cli.api import cli_estimate
-
-    options = dict(req["options"])
-    model = _proxy_folder() if req["model"] == "@qwen3-next-proxy" else req["model"]
-    where = (f"{req['model']} on {req['system']}/{req['backend']} tp{req['tp']} moe_tp{req['moe_tp']} "
-             f"moe_ep{req['moe_ep']} batch {req['batch']} nextn {req['nextn']}")
-    missing = _missing_model(model)
-    if missing:
-        return {"error": "not_expressible", "message": f"{where}: {missing}"}
-    try:
-        result = cli_estimate(model, req["system"], backend_name=req["backend"], tp_size=req["tp"],
-                              moe_tp_size=req["moe_tp"], moe_ep_size=req["moe_ep"], batch_size=req["batch"],
-                              isl=req["isl"], osl=req["osl"], nextn=req["nextn"],
-                              nextn_accepted=req["nextn_accepted"], **options)
-    except (Exception, SystemExit) as exc:  # aiconfigurator raises many types (and may exit); sort them into ours
-        return {"error": _kind(exc), "message": f"{where}: {type(exc).__name__}: {_one_line(exc)}"}
-    raw = result.raw
-    tpot, tps = float(result.tpot), float(raw.get("tokens/s", math.nan))
-    if not (math.isfinite(tpot) and tpot > 0 and math.isfinite(tps) and tps > 0):
-        return {"error": "error", "message": f"{where}: aiconfigurator answered a TPOT of {tpot:g} ms and {tps:g} "
-                                             "tokens/s: no estimate"}
-    import aiconfigurator
-
-    return {"tpot_ms": tpot, "tps_per_user": float(raw.get("tokens/s/user", math.nan)),
-            "tps": tps, "ttft_ms": float(result.ttft),
-            "tps_per_gpu": float(raw.get("tokens/s/gpu", math.nan)),
-            "request_latency_ms": float(raw.get("request_latency", math.nan)),
-            "concurrency": float(raw.get("concurrency", math.nan)), "num_gpus": int(raw.get("num_total_gpus", 0)),
-            "memory_gb": float(raw.get("memory", math.nan)),
-            "model_path": req["model"], "system": req["system"], "backend": req["backend"],
-            "backend_version": result.backend_version, "mode": result.mode,
-            "database_mode": options.get("database_mode", "SILICON"),
-            "quant": {k: raw.get(k) for k in ("gemm", "moe", "kvcache", "fmha")},
-            "batch": req["batch"], "isl": req["isl"], "osl": req["osl"], "nextn": req["nextn"],
-            "nextn_accepted": req["nextn_accepted"], "accept_length": req["accept_length"],
-            "proxy": req["model"] == "@qwen3-next-proxy", "warnings": [w for w in [result.kv_cache_warning] if w],
-            "source": f"aiconfigurator {getattr(aiconfigurator, '__version__', '?')} cli_estimate"}
-
-
-def _answer_safely(req: dict) -> dict:
-    """_answer, with anything it raises (a result of another shape, an import that fails) as an
-    error answer: the same in-process as in the worker."""
-    try:
-        return _answer(req)
-    except (Exception, SystemExit) as exc:
-        return {"error": "error", "message": f"aiconfigurator failed: {type(exc).__name__}: {_one_line(exc)}"}
-
-
-def _one_line(exc: BaseException) -> str:
-    """An exception's text on one line (a note is a line)."""
-    return " ".join(str(exc).split())
-
-
-def _missing_model(model: str) -> str | None:
-    """Why aiconfigurator would need the network for this model (no config shipped, not a local folder)."""
-    if Path(model).is_dir():
-        return None if (Path(model) / "config.json").exists() else f"{model} has no config.json"
-    import aiconfigurator_core
-
-    shipped = Path(aiconfigurator_core.__file__).parent / "model_configs"
-    if (shipped / f"{model.replace('/', '--')}_config.json").exists():
-        return None
-    return (f"no config for {model} ships with aiconfigurator (and there is no network); shipped: "
-            + ", ".join(sorted(p.name[:-len('_config.json')].replace('--', '/') for p in shipped.glob('*_config.json')
-                               if not p.name.endswith('_hf_quant_config.json'))))
-
-
-def _kind(exc: BaseException) -> str:
-    name = type(exc).__name__
-    text = str(exc)
-    if name in ("PerfDataNotAvailableError", "InterpolationDataNotAvailableError", "HuggingFaceDownloadError",
-                "UnsupportedWideepConfigError", "UnsupportedAttentionBackendError", "InsufficientMemoryError",
-                "KVCacheCapacityError", "MissingSystemFlopsError", "EmpiricalNotImplementedError",
-                "SolNotImplementedError", "AssertionError"):
-        return "not_expressible"
-    if isinstance(exc, ValueError) or "OOM" in text or "not supported" in text or "No database" in text:
-        return "not_expressible"
-    return "error"
-
-
-@functools.lru_cache(maxsize=1)
-def _proxy_folder() -> str:
-    """A config.json for Qwen3-Next-80B-A3B in aiconfigurator's Qwen3.5-MoE format (written once per process)."""
-    import aiconfigurator_core
-
-    base = json.loads((Path(aiconfigurator_core.__file__).parent / "model_configs" / _PROXY_BASE).read_text())
-    base["text_config"].update(_PROXY_TEXT)
-    folder = Path(tempfile.mkdtemp(prefix="aic-qwen3-next-")) / "Qwen3-Next-80B-A3B-proxy"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps(base, indent=1))
-    return str(folder)
-
-
-def _worker() -> None:
-    requests = json.loads(sys.stdin.read())
-    answers = [_answer_safely(req) for req in requests]
-    print(_MARK + json.dumps(answers), flush=True)
-
-
-if __name__ == "__main__" and sys.argv[1:] == ["--worker"]:
-    _worker()
