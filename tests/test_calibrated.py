@@ -181,6 +181,24 @@ def test_sources_outside_the_grid(costs):
         / max(edge.flops / FLOPS, edge.bytes / BYTES), rel=0.03)  # floor: the fastest measured time
 
 
+@pytest.mark.parametrize("batch,kv", [(4, 4096), (1, 16384), (16, 256), (16, 8192)])
+def test_a_verify_past_the_grid_is_priced_from_the_cell_it_reads(costs, batch, kv):
+    """More query tokens than measured (q 8 > 4) at a batch or KV past the grid: the nearest
+    cell's time scaled by the op's work over that cell's, as a decode there is, so never below the
+    decode of the same batch and KV (scaling by the op's own work at the measured q priced the
+    cell's KV as the op's: at 4x the grid's KV such a verify cost about a quarter of the decode)."""
+    shape = dict(kind="gqa", kv_heads=1, head_dim=128, v_head_dim=128, batch=batch, kv=kv, heads=4)
+    verify, decode = op_of("attention", {**shape, "q": 8}, "fp32"), op_of("attention", {**shape, "q": 1}, "fp32")
+    t, t_decode = costs.time(verify, False), costs.time(decode, False)
+    assert t.source == "extrapolated" and t_decode.source == "roofline-scaled"
+    # both scaled affinely from that cell: above its floor in the ratio of their works
+    work = costs.work_s(verify) / costs.work_s(decode)
+    assert t_decode.total_s <= t.total_s <= t_decode.total_s * work
+    # near the synthetic time: the affine floor is the config's fastest row, not FLOOR_S, which
+    # leaves a few percent at 16x a cell's work
+    assert t.total_s == pytest.approx(synthetic_time(verify), rel=0.1)
+
+
 def test_other_head_widths_scale_with_work(costs):
     p = dict(kind="gqa", kv_heads=2, head_dim=64, v_head_dim=64, batch=4, q=1, kv=1024, heads=4)
     op = op_of("attention", p, "fp32")

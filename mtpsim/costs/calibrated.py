@@ -253,11 +253,19 @@ class CalibratedCosts:
             if prefill is not None:
                 return prefill
         if family == "attention" and x["q"] > table.grid["q"][0][-1] * (1 + 1e-9):
-            # more query tokens than measured (verify): the largest measured q, scaled by work
-            q_ref = table.grid["q"][0][-1]
-            x, work_ref = {**x, "q": q_ref}, self.work_s(fewer_queries(op, q_ref / x["q"]))
+            # more query tokens than measured (verify): the time at the largest measured q, scaled
+            # by work from that point's work: the op's own at q_ref inside the grid, else the
+            # nearest cell's, whose batch or KV differ from the op's too (scaling from the op's
+            # work at q_ref there would price the cell's KV as the op's: a verify past the grid
+            # below the decode of the same batch and KV, `roofline-scaled` from that cell)
+            q, q_ref = x["q"], table.grid["q"][0][-1]
+            x = {**x, "q": q_ref}
             hit = interpolate(table, x)
-            log_t, log_w = hit[:2] if hit is not None else nearest_cell(table, x)
+            if hit is not None:
+                log_t, work_ref = hit[0], self.work_s(fewer_queries(op, q_ref / q))
+            else:
+                log_t, log_w = nearest_cell(table, x)
+                work_ref = math.exp(log_w)
             return scaled(table, math.exp(log_t), work_ref, work), "extrapolated", stand_in
         hit = interpolate(table, x)
         if hit is not None and exact and hit.measured:
