@@ -181,6 +181,30 @@ def test_sources_outside_the_grid(costs):
         / max(edge.flops / FLOPS, edge.bytes / BYTES), rel=0.03)  # floor: the fastest measured time
 
 
+def test_past_the_grid_time_is_continuous_and_monotone(profile, tmp_path):
+    """Past the grid an op is scaled by work from the grid's nearest edge, interpolated there.
+    On a GPU whose attention streams KV better at larger batches (here twice as slow at batch 1
+    as at 4), a decode past the kv axis still costs more at each larger batch: the nearest
+    measured cell jumped from batch 1's row to batch 4's between batch 2 and 3, and the time
+    fell with it."""
+    slow = shutil.copytree(profile, tmp_path / "p")
+    df = pd.read_csv(slow / "attention.csv")
+    df.loc[df.batch == 1, "time_s"] = FLOOR_S + 2 * (df.time_s - FLOOR_S)
+    df.to_csv(slow / "attention.csv", index=False)
+    c = CalibratedCosts.from_profile(slow, HW)
+
+    def decode(batch, kv):
+        return c.time(op_of("attention", dict(kind="gqa", kv_heads=1, head_dim=128, v_head_dim=128,
+                                              batch=batch, q=1, kv=kv, heads=4), "fp32"), False).total_s
+    for kv in (2048, 4096, 32768):
+        times = [decode(b, kv) for b in (1, 2, 3, 4)]
+        assert times == sorted(times), kv
+    # at batch 4, past the kv axis only: the synthetic time itself (only the KV is scaled)
+    op = op_of("attention", dict(kind="gqa", kv_heads=1, head_dim=128, v_head_dim=128, batch=4, q=1, kv=4096,
+                                 heads=4), "fp32")
+    assert c.time(op, False).total_s == pytest.approx(synthetic_time(op), rel=0.03)
+
+
 @pytest.mark.parametrize("batch,kv", [(4, 4096), (1, 16384), (16, 256), (16, 8192)])
 def test_a_verify_past_the_grid_is_priced_from_the_cell_it_reads(costs, batch, kv):
     """More query tokens than measured (q 8 > 4) at a batch or KV past the grid: the nearest

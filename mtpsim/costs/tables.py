@@ -158,7 +158,19 @@ def _kv_slice(table: Table, x: dict):
 
 
 def nearest_cell(table: Table, x: dict) -> tuple[float, float]:
-    """The measured cell closest in log axes (each axis in units of its grid span)."""
+    """(log time, log work) where a point outside the grid is read: the grid's edge nearest it
+    (each axis clamped to its measured range), interpolated there, so a time scaled on from it
+    by work is continuous and monotone past the edge (along kv, the longest KV measured there where
+    the grid stops short of its kv axis at that batch); where no such point is timed, the
+    measured cell closest in log axes (each axis in units of its grid span)."""
+    edge = {name: min(max(x[name], values[0]), values[-1]) for name, (values, _) in table.grid.items()}
+    hit = _interpolate(table, edge)
+    if hit is None and "kv" in table.grid:  # a grid measured to shorter KV at larger batches: its kv edge there
+        kvs = [v for v in table.grid["kv"][0] if v < edge["kv"]]
+        while hit is None and kvs:
+            hit = _interpolate(table, {**edge, "kv": kvs.pop()})
+    if hit is not None:
+        return hit.log_t, hit.log_w
     grids = np.meshgrid(*[np.log(v) for v in table.axes.values()], indexing="ij")
     dist = np.zeros_like(table.log_t)
     for g, (name, values) in zip(grids, table.axes.items()):
