@@ -114,8 +114,8 @@ def test_imbalance_defaults_by_eplb_and_ranks():
     wide = O.Parallel(72, 72, 72)
     assert ep_imbalance(None, True, wide) == EPLB_IMBALANCE == pytest.approx(1.109)
     assert ep_imbalance(None, False, wide) == NO_EPLB_IMBALANCE == pytest.approx(2.564)
-    assert ep_imbalance(None, False, O.Parallel(8, 8, 8)) == 1.0
-    assert ep_imbalance(None, False, O.Parallel(32, 8, 32)) == 1.0  # gathered TP, not wide EP
+    assert ep_imbalance(None, False, O.Parallel(8, 8, 8)) is None  # uniform routing's own, by tokens
+    assert ep_imbalance(None, False, O.Parallel(32, 8, 32)) is None  # gathered TP, not wide EP
     assert ep_imbalance(1.5, True, O.Parallel(8)) == 1.5
 
 

@@ -208,8 +208,8 @@ def wide_ep_moe_rows(df: pd.DataFrame, mode: str) -> pd.DataFrame:
     shape = ["dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_ep_size"]
     df = _fastest(df, shape)
     ops = [O.moe_experts(FFNSpec(kind="moe", num_experts=int(e), top_k=int(k), expert_intermediate_size=int(inter)),
-                         int(d), int(t), dt, O.Parallel(tp=int(ep), ep=int(ep)), act=ACT)
-           for dt, t, d, inter, k, e, ep in zip(*(df[c] for c in shape))]
+                         int(d), int(t), dt, O.Parallel(tp=int(ep), ep=int(ep)), act=ACT, busiest=False)
+           for dt, t, d, inter, k, e, ep in zip(*(df[c] for c in shape))]  # the row's own GPU, not a busiest rank
     cols = pd.DataFrame({"mode": mode, "dtype": df.dtype, "inter": df.inter_size, "d": df.hidden_size,
                          "experts": df.num_experts // df.moe_ep_size,
                          "tokens_per_expert": df.num_tokens * df.topk / df.num_experts})

@@ -89,10 +89,11 @@ def mlp_ops(ffn: FFNSpec, d: int, tokens: int, dtype: str, expert_dtype: str, pa
     own = math.ceil(tokens / par.attention_tp)  # scattered over the group's attention GPUs
     if ffn.kind == "dense":
         return O.ffn_ops(ffn, d, own, dtype, expert_dtype, O.Parallel(), skew, act)
-    # every rank waits for the busiest: its experts and its all-to-all at its routed tokens
-    hot = par.ep_imbalance
+    # every rank waits for the busiest: its experts and its all-to-all at its routed tokens (a
+    # figure measured or given, else uniform routing's busiest rank at this pass's tokens)
+    hot = par.ep_imbalance if par.ep_imbalance is not None else O.routed_imbalance(everyone, ffn.top_k, ffn.num_experts, par.ep)
     experts = O.moe_experts(ffn, d, math.ceil(everyone * hot), expert_dtype, O.Parallel(par.tp, par.ep), skew, act,
-                            independent=independent)
+                            independent=independent, busiest=False)
     experts.shape.update(wide_ep=True, ep=par.ep)  # one GPU's DeepEP grouped GEMM (costs/wide_ep.py)
     ops = [O.gemm("moe.router", own, d, ffn.num_experts, act, kernels=2, act=act), experts,
            O.dispatch_combine(math.ceil(own * hot), ffn.top_k, d, par.tp, act, nodes=par.nodes(par.tp))]

@@ -42,13 +42,15 @@ HOST_COPY = "host_copy"  # the family of an op that reads host memory over the G
 class Parallel:
     """A replica's sharding: tp GPUs, ep expert groups, attention_dp attention groups (DP
     attention), on nodes of gpus_per_node GPUs; ep_imbalance: the busiest EP rank's routed tokens
-    over the mean under wide EP (costs/wide_ep.py `ep_imbalance`)."""
+    over the mean under wide EP, a figure measured or given (costs/wide_ep.py `ep_imbalance`), or
+    None where none applies: then uniform routing's own, which depends on the pass's tokens
+    (ffn.py `routed_imbalance`)."""
 
     tp: int = 1
     ep: int = 1
     attention_dp: int = 1
     gpus_per_node: int = 8
-    ep_imbalance: float = 1.0
+    ep_imbalance: float | None = None
 
     @property
     def expert_shard(self) -> int:

@@ -33,6 +33,7 @@ from mtpsim.costs.ffn import experts_touched as experts_touched
 from mtpsim.costs.ffn import ffn_ops as ffn_ops
 from mtpsim.costs.ffn import fusable_shared_experts as fusable_shared_experts
 from mtpsim.costs.ffn import moe_experts as moe_experts
+from mtpsim.costs.ffn import routed_imbalance as routed_imbalance
 from mtpsim.costs.ffn import shared_routing as shared_routing
 from mtpsim.costs.op import ACT as ACT
 from mtpsim.costs.op import MLA_ABSORB_MAX_Q as MLA_ABSORB_MAX_Q

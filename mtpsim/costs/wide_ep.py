@@ -29,7 +29,9 @@ SGLang, older conversions) prices the op as before.
 
 Expert load is not uniform: every rank waits for the busiest, so the experts and the all-to-all
 are priced at its routed tokens, `ep_imbalance` times the mean (dp_attention.mlp_ops), from a
-published measurement unless the scenario gives one (`ep_imbalance`, below). Torch-free.
+published measurement unless the scenario gives one (`ep_imbalance`, below); where neither
+applies, the busiest rank under uniform random routing, which at a few tokens a rank is well
+above the mean (ffn.py `routed_imbalance`). Torch-free.
 """
 from __future__ import annotations
 
@@ -51,14 +53,15 @@ EPLB_IMBALANCE = 1.109
 MEASURED_RANKS = 32  # the narrowest EP the figure was measured at; below it no figure: uniform
 
 
-def ep_imbalance(given: float | None, eplb: bool, par: Parallel) -> float:
+def ep_imbalance(given: float | None, eplb: bool, par: Parallel) -> float | None:
     """Max / mean routed tokens per EP rank for layout `par`: `given` (cost.ep_imbalance) when
     set; else, for wide EP over at least MEASURED_RANKS ranks, the figure above with or without
-    EPLB (engine.eplb); else 1 (uniform routing, no published figure for narrower EP)."""
+    EPLB (engine.eplb); else None: no published figure for narrower EP, and the busiest rank is
+    uniform routing's own (ffn.py `routed_imbalance`, by the pass's tokens)."""
     if given is not None:
         return given
     if par.attention_dp == 1 or not dp_attention.wide_ep(par) or par.ep < MEASURED_RANKS:
-        return 1.0
+        return None
     return EPLB_IMBALANCE if eplb else NO_EPLB_IMBALANCE
 
 
