@@ -169,6 +169,29 @@ def test_noisy_profile_is_made_monotone(profile, tmp_path):
     assert all(b >= a for a, b in zip(times, times[1:]))
 
 
+def test_more_experts_than_the_tokens_were_timed_touching_reads_those_experts_timed(profile, tmp_path):
+    """A table of balanced routings times each token count at one touched count (here touched =
+    tokens at top_k 1). The busiest EP rank at one token can touch 4 experts, a cell no row timed:
+    it takes the 4 experts timed at 4 tokens (the same weights, a little more compute), not the
+    1 expert timed at 1 token scaled up by work, which in this synthetic profile left the time
+    at one expert's."""
+    balanced = shutil.copytree(profile, tmp_path / "p")
+    df = pd.read_csv(balanced / "moe.csv")
+    df = df[df.touched == np.minimum(df.tokens * df.top_k, df.num_experts)]
+    df.to_csv(balanced / "moe.csv", index=False)
+    meta = yaml.safe_load((balanced / "meta.yaml").read_text())
+    meta["families"]["moe"] = len(df)
+    (balanced / "meta.yaml").write_text(yaml.safe_dump(meta))
+    c = CalibratedCosts.from_profile(balanced, HW)
+    point = dict(tokens=1, touched=4, top_k=1, d=256, inter=128, num_experts=8, dtype="fp32")
+    op = op_of("moe", point, "fp32")
+    t = c.time(op, False)
+    assert t.source == "calibrated-scaled"  # a filled cell, moved to the op's own work
+    assert t.total_s == pytest.approx(synthetic_time(op), rel=0.03)
+    one = op_of("moe", {**point, "touched": 1}, "fp32")
+    assert t.total_s > 2 * (c.time(one, False).total_s - FLOOR_S)
+
+
 def test_sources_outside_the_grid(costs):
     assert costs.time(O.gemm("g", 4096, 256, 256, "fp32", act="fp32"), False).source == "roofline-scaled"
     assert costs.time(O.gemm("g", 4, 100, 100, "bf16", act="fp32"), False).source == "calibrated-scaled"

@@ -227,11 +227,15 @@ def _build_table(family: str, columns: dict, rows: np.ndarray, dims: dict | None
     log_t[idx], log_w[idx] = columns["log_t"][rows], columns["log_w"][rows]
     measured = None
     if "touched" in f.axes:
-        # a touched count the table did not time (a routing that cannot happen at that token
-        # count, or, in a table of balanced routings only, fewer experts than tokens x top_k)
-        # takes the nearest timed one's time and work; Hit.measured tells the cost model to
-        # move it to the op's own work (calibrated.py)
+        # a touched count the table did not time takes a timed one's time and work, and
+        # Hit.measured tells the cost model to move it to the op's own work (calibrated.py).
+        # More experts than the tokens were timed touching (the busiest EP rank's share at a few
+        # tokens; a table of balanced routings times each token count at one count only): the
+        # same experts timed at the next larger token count, whose weights are the op's, so only
+        # the tokens' small work is scaled. Fewer (random routing's collisions): the nearest
+        # touched count timed at this token count.
         measured = ~np.isnan(log_t)
+        log_t, log_w = _fill_along(log_t, list(f.axes).index("tokens"), log_w, after_only=True)
         log_t, log_w = _fill_along(log_t, list(f.axes).index("touched"), log_w)
     for a in f.monotone:
         log_t = _running_max(log_t, list(f.axes).index(a))
@@ -256,19 +260,20 @@ def _lower_envelope(a: np.ndarray, axis: int) -> np.ndarray:
     return out
 
 
-def _fill_along(a: np.ndarray, axis: int, *alike: np.ndarray):
+def _fill_along(a: np.ndarray, axis: int, *alike: np.ndarray, after_only: bool = False):
     """Each NaN cell takes the value of the nearest non-NaN cell on its line along `axis` (the
-    lower one on a tie); a line without any stays NaN. Vectorized: the last valid index at or
-    before each cell and the first at or after it, by running max and min. `alike`: arrays
-    with a's NaN cells (a table's log work beside its log time), each filled from the same
-    cells; then the filled arrays come back as a tuple, `a`'s first."""
+    lower one on a tie; with `after_only`, the first one after it); a cell with none stays NaN.
+    Vectorized: the last valid index at or before each cell and the first at or after it, by
+    running max and min. `alike`: arrays with a's NaN cells (a table's log work beside its log
+    time), each filled from the same cells; then the filled arrays come back as a tuple, `a`'s
+    first."""
     line = a.swapaxes(axis, -1)
     n = line.shape[-1]
     pos = np.arange(n)
     ok = ~np.isnan(line)
     before = np.maximum.accumulate(np.where(ok, pos, -1), axis=-1)
     after = np.minimum.accumulate(np.where(ok, pos, n)[..., ::-1], axis=-1)[..., ::-1]
-    take_before = (before >= 0) & ((after == n) | (pos - before <= after - pos))
+    take_before = (before >= 0) & ((after == n) | (pos - before <= after - pos)) & (not after_only)
     source = np.where(take_before, before, np.where(after < n, after, pos))
     # the flat index of each cell's source in its line (lines laid out one after another)
     flat = (source + n * np.arange(source.size // n).reshape(source.shape[:-1] + (1,))).ravel()
