@@ -134,7 +134,9 @@ class Cost(Section):
     ep_imbalance: float | None = Field(default=None, ge=1, le=64, description=(
         "Under wide EP, the busiest EP rank's routed tokens over the mean; its experts and all-to-all set the "
         "layer's time. None: the published figure at EP32 (2.564 without EPLB, 1.109 with engine.eplb; "
-        "mtpsim/costs/wide_ep.py) for wide EP over 32 ranks or more, else 1 (uniform)."))
+        "mtpsim/costs/wide_ep.py) for wide EP over 32 ranks or more, else the busiest rank under uniform random "
+        "routing at the pass's tokens (mtpsim/costs/ffn.py routed_imbalance: 2.5 at one token of DeepSeek-V3 over 8 "
+        "ranks, toward 1 as the tokens grow)."))
 
 
 class Verify(Section):
