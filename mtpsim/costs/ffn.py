@@ -24,8 +24,8 @@ def experts_touched(num_experts: int, top_k: int, tokens: int, skew: float = 0.0
 def busiest_rank(draws: int, p: float, ranks: int) -> float:
     """Expected maximum over `ranks` ranks of a Binomial(draws, p) count each: what the busiest
     of `ranks` expert-parallel ranks holds when each rank's count is `draws` independent chances
-    of probability `p` (its experts each touched with probability p; or the pass's routed copies,
-    each landing on it with probability 1 / ranks). Every rank waits for the busiest at the
+    of probability `p` (its E / ranks experts, each touched with probability p; or its experts'
+    routed copies, tokens x E / ranks chances of k / E: `routed_imbalance`). Every rank waits for the busiest at the
     combine, so that rank's load sets the layer's time. Exact (sum over x of 1 - F(x)^ranks,
     ranks taken independent, which a Monte Carlo of DeepSeek-V3's top-8 of 256 over 8 ranks
     matches to 1%: 2.54 experts at one token against a mean of 1); `draws * p` for one rank."""
