@@ -18,7 +18,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from mtpsim.designs import BASELINE, is_draft_key, label, record  # noqa: E402
-from mtpsim.errors import warn  # noqa: E402
+from mtpsim.errors import cut_middle, warn  # noqa: E402
 from mtpsim.outputs import writing  # noqa: E402
 from mtpsim.results import HOST_COLUMN, PASS_COLUMN, share_column  # noqa: E402
 from mtpsim.rows import key_labels  # noqa: E402
@@ -33,6 +33,12 @@ NOT_SERIES = {"name", "concurrency", "rate_per_s", "num_requests", "draft_tokens
 
 
 # ---------------------------------------------------------------------------- helpers
+
+# characters of a swept value a legend label shows (its start and end): a swept section's whole
+# text (an acceptance curve with its kept lengths: 90 characters) made a legend wider than its
+# figure, which matplotlib then drew with the axes collapsed to nothing
+MAX_LABEL_VALUE = 32
+
 
 def _figure(title: str, size=(7.5, 4.5)) -> tuple[Figure, plt.Axes]:
     fig, ax = plt.subplots(figsize=size, layout="constrained")
@@ -63,8 +69,8 @@ def _label(row, keys: list[str]) -> str:
     for k in keys[2:]:
         if pd.isna(row[k]) or row.design == BASELINE and (k in ("topk", "policy") or is_draft_key(k)):
             continue
-        name = names[k]
-        parts.append(f"{name} {row[k]}" if k in ("topk", "policy") else f"{name}={row[k]}")
+        name, value = names[k], cut_middle(str(row[k]), MAX_LABEL_VALUE)
+        parts.append(f"{name} {value}" if k in ("topk", "policy") else f"{name}={value}")
     return ", ".join(parts)
 
 
