@@ -72,7 +72,8 @@ DEPENDS = {"speculative.draft": ("speculative.design",), "acceptance": ("specula
            "engine.two_batch_overlap": ("parallel", "disaggregation", "model"),
            "cost.ep_imbalance": ("parallel", "disaggregation", "model"),
            "workload.rate_per_s": ("workload.arrival",), "workload.trace": ("workload.arrival",),
-           "workload.num_requests": ("workload.arrival",), "acceptance.forced": ("speculative", "engine"),
+           "workload.num_requests": ("workload.arrival",),
+           "workload.concurrency": ("workload.arrival",), "acceptance.forced": ("speculative", "engine"),
            "engine.eplb": ("model",), "engine.mixed_batches": ("speculative", "engine"),
            "engine.dp_routing": ("parallel", "disaggregation"), "workload.shared_prefix": ("engine",),
            "engine.speculative_overlap": ("speculative", "engine"), "engine.prefix_cache": ("engine",),
@@ -206,13 +207,14 @@ CHECKS = (spec.ignored_by_design, spec.unreached_policy, engine_advice.skew_with
           engine_advice.cap_per_rank, model_advice.unread_dtypes,
           model_advice.windows_past_context, model_advice.fp4_kv_before_blackwell,
           workload_advice.trace_settings_unread, model_advice.past_any_model, model_advice.odd_widths,
-          _verify_past_the_model, _disaggregation_moot, workload_advice.unused_by_arrival,
+          _verify_past_the_model, _disaggregation_moot, workload_advice.unused_by_arrival, workload_advice.concurrency_unread,
           _prefix_past_the_prompts, spec.kept_past_the_steps, _past_their_reach, spec.forced_past_its_range,
           engine_advice.engine_moot, engine_advice.stream_overlap_moot, budget_advice.batch_wait_moot,
           engine_advice.graph_lists_capture_none)
 
 # checks whose every warning says the value is not read at all (a null, the default, is read no more)
-UNREAD_CHECKS = (spec.ignored_by_design, workload_advice.trace_settings_unread, workload_advice.unused_by_arrival)
+UNREAD_CHECKS = (spec.ignored_by_design, workload_advice.trace_settings_unread, workload_advice.unused_by_arrival,
+                 workload_advice.concurrency_unread)
 # checks that judge the batch a run's load keeps running (its users, its requests, the cap):
 # `cost --batch` prices a batch of its own, which its header line describes
 RUNNING_BATCH_CHECKS = (spec.unreached_policy, budget_advice.budget_below_decode, budget_advice.whole_prompts_past_budget)
@@ -220,4 +222,4 @@ RUNNING_BATCH_CHECKS = (spec.unreached_policy, budget_advice.budget_below_decode
 # run: they compare steps of their own (1..--max-steps, as the acceptance allows) at loads of their
 # own, without the policy (the budget is judged at their points: budget_advice.budget_at_points)
 GRID_CHECKS = (spec.unreached_policy, spec.kept_past_the_steps, spec.deep_histogram, budget_advice.budget_below_decode,
-               budget_advice.whole_prompts_past_budget)
+               budget_advice.whole_prompts_past_budget, workload_advice.concurrency_unread)

@@ -18,6 +18,7 @@ from mtpsim.pools import pool_scenario
 from mtpsim.report import cost_report, prefill_table
 from mtpsim.schema import mean_length
 from mtpsim.tracefiles import scan
+from mtpsim.workload_advice import concurrency_unread
 
 # chunks of one prompt `cost --prompt` prices, one after another: the engines' smallest default
 # chunk (2048) cuts the flag's longest prompt (2**24) into 8192; a chunk of 1 token made a
@@ -31,11 +32,13 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
     of `context` committed tokens (default the mean prompt), printed table by table; `prompt`:
     also the prefill of one prompt of that many tokens (on the prefill pool's layout where the
     scenario disaggregates)."""
-    points = sc.load(path, sets, advise_points=batch is None)
-    if batch is not None:  # the batch priced is the flag's, not the one the load would keep running
-        for p in points:
-            advise(p, skip=RUNNING_BATCH_CHECKS)
-        advise_sweep(points, skip=RUNNING_BATCH_CHECKS)
+    points = sc.load(path, sets, advise_points=False)
+    # the batch priced is the flag's, not the one the load would keep running; without the flag it
+    # is workload.concurrency, under any arrival
+    skip = (*(RUNNING_BATCH_CHECKS if batch is not None else ()), concurrency_unread)
+    for p in points:
+        advise(p, skip=skip)
+    advise_sweep(points, skip=skip)
     s = points[0]
     # what leaves no KV pool when the batch is the load's: the decode pool, a fraction the file
     # gives, else the layout (`mtpsim run` refuses it at the pool or engine.mem_fraction: memory.check_fits)

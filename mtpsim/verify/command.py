@@ -34,6 +34,7 @@ from mtpsim.torchkit.kernels import keep_freed_memory, without_cudnn_attention
 from mtpsim.torchkit.measure import Setup, measure
 from mtpsim.verify.compare import comparison, fits_memory, plot, predict, simulated_mapping
 from mtpsim.verify.setup import setup_of
+from mtpsim.workload_advice import concurrency_unread
 
 
 def main(args) -> int:
@@ -43,9 +44,10 @@ def main(args) -> int:
         hardware, profile = cost_source(device, False, None)  # --calibrate's profile is measured later
         for i, s in enumerate(points):  # every point fits this device, before any warning or loop
             _check_memory(s, setup_of(s, device), _point_folder(Path("."), i, s), hardware, profile)
-        for s in points:  # a sweep over the verify section is what this command reads
-            advise(s, skip=(swept_verify,))
-        advise_sweep(points, skip=(swept_verify,))
+        skip = (swept_verify, concurrency_unread)  # the verify section, and any load's users, this command reads
+        for s in points:
+            advise(s, skip=skip)
+        advise_sweep(points, skip=skip)
     with claimed(f"{points[0].name}-verify", args.out) as out:  # new or empty; a failed run gives it back
         return _verify(points, args, out)
 
