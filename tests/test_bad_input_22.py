@@ -1,0 +1,182 @@
+"""Bad-input campaign 22: block drafters with kept-length curves and steps_by_batch, DeepSeek-V4 /
+V4.1 targets read from config.json (mtpsim/hfconfig), engine versions and rules, `mtpsim cost`,
+`search` and `recommend` flags, `--set` values of the wrong type, disaggregation on GB200 NVL72,
+prefix caching, trace files, user catalogs and output folders.
+
+PROBED
+
+Found and fixed:
+FIXED
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from mtpsim import cli
+from tests.test_bad_input import one_line_error
+from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
+from tests.test_deepseek_v4 import FLASH
+
+QUICKSTART = "scenarios/quickstart.yaml"
+V4 = """\
+name: v4
+model: {hf_config: ckpt/config.json, name: deepseek-v4-flash}
+hardware: b200
+parallel: {tp: 8}
+speculative: {design: nextn, steps: 1}
+acceptance: {accept_length: 1.5}
+workload: {concurrency: 1, num_requests: 2, input_len: 64, output_len: 16}
+"""
+
+
+def _v4(tmp_path, config: dict) -> str:
+    """A scenario reading DeepSeek-V4-Flash from `config` (a config.json beside it); its path."""
+    (tmp_path / "ckpt").mkdir(exist_ok=True)
+    (tmp_path / "ckpt" / "config.json").write_text(json.dumps(config))
+    (tmp_path / "s.yaml").write_text(V4)
+    return str(tmp_path / "s.yaml")
+
+
+def _catalog(tmp_path, monkeypatch, kind: str) -> object:
+    """An empty user catalog folder of `kind` under tmp_path, MTPSIM_CATALOG naming it."""
+    folder = tmp_path / "cat" / kind
+    folder.mkdir(parents=True)
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "cat"))
+    return folder
+
+
+# ------------------------------------------------------------- 1. config.json's model_type and architectures
+
+@pytest.mark.parametrize("field, value, word", [
+    ("model_type", ["deepseek_v4"], "expected the architecture's name as text"),
+    ("model_type", 4, "expected the architecture's name as text"),
+    ("architectures", "DeepseekV4ForCausalLM", "expected a list of class names"),
+    ("architectures", [["DeepseekV4ForCausalLM"]], "expected a list of class names"),
+])
+def test_model_type_and_architectures_of_another_form_are_named(tmp_path, capsys, field, value, word):
+    """Before: a model_type written as a list was passed over without a word for the
+    architectures class (the wrong reader could have been picked); an architectures string read as
+    `no model_type nor architectures is not supported`, naming as missing what the file gives."""
+    config = {**FLASH, field: value} | ({"model_type": None} if field == "architectures" else {})
+    line = one_line_error(capsys, ["cost", _v4(tmp_path, config)], field, word)
+    assert line.startswith(f"mtpsim: error: {tmp_path / 'ckpt' / 'config.json'}: "), line
+
+
+# ------------------------------------------------------------- 2. MTPSIM_CATALOG naming something that is no folder
+
+@pytest.mark.parametrize("make, word", [
+    (lambda t: (t / "catalog.yaml").write_text("x: 1\n") and t / "catalog.yaml", "exists and is not a folder (a file)"),
+    (lambda t: os.symlink(t / "gone", t / "link") or t / "link", "exists and is not a folder (a link to nothing)"),
+    (lambda t: t / "missing", "no such folder"),
+])
+def test_a_catalog_variable_naming_no_folder_says_what_is_there(tmp_path, capsys, monkeypatch, make, word):
+    """Before: MTPSIM_CATALOG naming a file (or a broken link) said `no such folder`, of a path
+    the user can see is there."""
+    monkeypatch.setenv("MTPSIM_CATALOG", str(make(tmp_path)))
+    line = one_line_error(capsys, ["models"], "", word)
+    assert line.startswith("mtpsim: error: MTPSIM_CATALOG: "), line
+
+
+# ------------------------------------------------------------- 3. listing a catalog passes over no entry
+
+@pytest.mark.parametrize("kind", ["models", "hardware", "engines"])
+@pytest.mark.parametrize("make, word", [
+    (lambda f: (f / "zz.yaml").mkdir(), "a folder, not a file"),
+    (lambda f: os.symlink(f / "moved.yaml", f / "zz.yaml"), "a link that leads nowhere"),
+    (lambda f: (f / "zz.yml").write_text("name: zz\n"), "catalog files end in .yaml"),
+])
+def test_a_listing_names_the_entries_no_scenario_can_name(tmp_path, capsys, monkeypatch, kind, make, word):
+    """Before: `mtpsim models` (hardware, engines) listed the other entries and exited 0, leaving
+    out a user's zz.yaml that is a folder or a broken link, or zz.yml, without a word, where a
+    scenario naming zz is refused."""
+    make(_catalog(tmp_path, monkeypatch, kind))
+    line = one_line_error(capsys, [kind], "", word)
+    assert f"{tmp_path / 'cat' / kind}/zz.y" in line and "no scenario can name this" in line, line
+
+
+def test_a_listing_names_an_entry_once(tmp_path, capsys, monkeypatch):
+    """A built-in name the user's folder holds as a broken link is the lookup's error, said once."""
+    folder = _catalog(tmp_path, monkeypatch, "engines")
+    os.symlink(folder / "moved.yaml", folder / "sglang.yaml")
+    line = one_line_error(capsys, ["engines"], "", "a link that leads nowhere")
+    assert "more invalid" not in line, line
+
+
+# ------------------------------------------------------------- 4. a legend of long swept values
+
+def test_a_legend_of_long_swept_values_leaves_the_plot_drawn(tmp_path, capsys):
+    """Before: `mtpsim plot` of the committed block-confidence scenario (its sweep over whole
+    acceptance sections, kept lengths and all) drew latency.png with its axes collapsed under a
+    legend wider than the figure, and said so in matplotlib's words: `drawing its plots:
+    constrained_layout not applied because axes sizes collapsed to zero`."""
+    out = tmp_path / "out"
+    assert cli.main(["run", "scenarios/block-confidence-qwen3-8b.yaml", "--out", str(out), "--jobs", "1",
+                     "--set", "sweep.workload.concurrency=[1, 2]", "--set", "workload.num_requests=4",
+                     "--set", "workload.output_len=8"]) == 0
+    capsys.readouterr()
+    assert warnings_of(capsys, ["plot", str(out)]) == []
+    assert (out / "latency.png").is_file()
+
+
+# ------------------------------------------------------------- 5. YAML 1.2's signed floats before a leading dot
+
+def test_a_sign_before_a_leading_dot_reads_as_a_number(tmp_path, capsys):
+    """Before: `-.5` and `+.25` (YAML 1.2 floats; 1.1 signs only a float starting with a digit)
+    were the strings '-.5' and '+.25', refused as `Input should be a valid number (got '-.5')`
+    where the value's own bound is what is wrong, and a valid `+.25` was refused."""
+    one_line_error(capsys, ["cost", QUICKSTART, "--set", "acceptance.spread=-.5"], "acceptance.spread",
+                   "greater than or equal to 0 (got -0.5)")
+    assert warnings_of(capsys, ["cost", QUICKSTART, "--set", "acceptance.spread=+.25"]) == []
+    text = (tmp_path / "q.yaml")
+    text.write_text(open(QUICKSTART).read().replace("engine: {max_running_requests: 64}",
+                                                    "engine: {max_running_requests: 64, mem_fraction: -.9}"))
+    one_line_error(capsys, ["cost", str(text)], "engine.mem_fraction", "(got -0.9)")
+
+
+# ------------------------------------------------------------- 6. users given to a Poisson or trace load
+
+POISSON = """\
+name: p
+model: llama-3.1-8b
+hardware: h100-sxm
+speculative: {design: nextn, steps: 2, draft: eagle3-llama-3.1-8b}
+acceptance: {per_depth: [0.8, 0.7]}
+workload: {arrival: poisson, rate_per_s: 4, num_requests: 8, input_len: 64, output_len: 8}
+"""
+
+
+@pytest.mark.parametrize("arrival, workload, how", [
+    ("poisson", "{arrival: poisson, rate_per_s: 4, num_requests: 8, input_len: 64, output_len: 8}",
+     "draws its requests at rate_per_s"),
+    ("trace", "{arrival: trace, trace: t.csv}", "replays the trace's arrival times"),
+])
+def test_a_sweep_over_users_a_load_does_not_read_is_the_same_run(tmp_path, capsys, arrival, workload, how):
+    """Before: `run` with a Poisson or trace load and a sweep over workload.concurrency ran its
+    points as one (the same rows twice, told apart by nothing in the table) without a word, where
+    a batch load's unread concurrency is warned of."""
+    (tmp_path / "t.csv").write_text("arrival_s,input_len,output_len\n0,64,8\n0.5,32,8\n")
+    text = POISSON.replace("{arrival: poisson, rate_per_s: 4, num_requests: 8, input_len: 64, output_len: 8}", workload)
+    path = tmp_path / "s.yaml"
+    path.write_text(text + "sweep:\n  workload.concurrency: [1, 4]\n")
+    lines = warnings_of(capsys, ["run", str(path), "--out", str(tmp_path / "o"), "--jobs", "1"])
+    said = (f"mtpsim: warning: {path}: sweep.workload.concurrency: workload.concurrency: arrival "
+            f"{arrival} {how}: `run` does not read concurrency")
+    assert any(line.startswith(said) and line.endswith("these points are the same run") for line in lines), lines
+    path.write_text(text)
+    lines = warnings_of(capsys, ["run", str(path), "--set", "workload.concurrency=4", "--out", str(tmp_path / "o2"),
+                                 "--jobs", "1"])
+    assert any(line.startswith("mtpsim: warning: --set: workload.concurrency: ") for line in lines), lines
+
+
+def test_cost_and_a_swept_arrival_read_those_users(tmp_path, capsys):
+    """`cost` takes workload.concurrency as its batch under any arrival, and a sweep over the
+    arrival reads it at its closed-loop points: neither is warned of."""
+    path = tmp_path / "s.yaml"
+    path.write_text(POISSON.replace("rate_per_s: 4,", "rate_per_s: 4, concurrency: 4,"))
+    assert warnings_of(capsys, ["cost", str(path)]) == []
+    path.write_text(POISSON.replace("rate_per_s: 4,", "rate_per_s: 4, concurrency: 4,")
+                    + "sweep:\n  workload.arrival: [closed, poisson]\n")
+    assert warnings_of(capsys, ["run", str(path), "--out", str(tmp_path / "o"), "--jobs", "1"]) == []
