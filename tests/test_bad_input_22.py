@@ -180,3 +180,43 @@ def test_cost_and_a_swept_arrival_read_those_users(tmp_path, capsys):
     path.write_text(POISSON.replace("rate_per_s: 4,", "rate_per_s: 4, concurrency: 4,")
                     + "sweep:\n  workload.arrival: [closed, poisson]\n")
     assert warnings_of(capsys, ["run", str(path), "--out", str(tmp_path / "o"), "--jobs", "1"]) == []
+
+
+# ------------------------------------------------------------- 7. cost over dp replicas prices a replica's share
+
+DP2 = """\
+name: dp
+model: llama-3.1-8b
+hardware: h100-sxm
+parallel: {tp: 1, dp: 2}
+speculative: {design: nextn, steps: 3, draft: eagle3-llama-3.1-8b, policy: {steps_by_batch: {1: 3, 32: 1}}}
+acceptance: {per_depth: [0.8, 0.7, 0.6]}
+workload: {arrival: closed, concurrency: 32, num_requests: 64, input_len: 64, output_len: 32}
+"""
+
+
+def test_cost_prices_a_replicas_share_of_the_users(tmp_path, capsys):
+    """Before: `cost` of 32 users over dp 2 priced one replica's iteration at 32 requests (its
+    steps_by_batch line: 1 step), where `run` spreads them 16 a replica (3 steps): an iteration no
+    GPU runs. Its cap warning already counted a replica's share; its pricing did not."""
+    path = tmp_path / "s.yaml"
+    path.write_text(DP2)
+    assert cli.main(["cost", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "at batch 16 an iteration runs 3 steps" in out and ", batch 16, context 64," in out, out[:600]
+    assert cli.main(["cost", str(path), "--batch", "32"]) == 0  # the flag's batch is a replica's, as said
+    assert ", batch 32, context 64," in capsys.readouterr().out
+
+
+def test_cost_judges_a_replicas_share_against_its_kv_pool(tmp_path, capsys):
+    """Before: 8 users of 100,000 tokens over dp 2 were warned `8 requests ... do not fit in memory
+    (at most 4)`: the users of both replicas held against one replica's pool, which holds its 4."""
+    path = tmp_path / "s.yaml"
+    path.write_text(DP2.replace("speculative: {design: nextn, steps: 3, draft: eagle3-llama-3.1-8b, policy: "
+                                "{steps_by_batch: {1: 3, 32: 1}}}\nacceptance: {per_depth: [0.8, 0.7, 0.6]}\n",
+                                "speculative: {design: none}\n").replace(
+        "concurrency: 32, num_requests: 64, input_len: 64", "concurrency: 8, num_requests: 8, input_len: 100000"))
+    assert warnings_of(capsys, ["cost", str(path)]) == []
+    path.write_text(path.read_text().replace("concurrency: 8, num_requests: 8", "concurrency: 10, num_requests: 10"))
+    lines = warnings_of(capsys, ["cost", str(path)])
+    assert any("5 requests a replica of 100000 tokens do not fit in memory (none: at most 4)" in x for x in lines), lines
