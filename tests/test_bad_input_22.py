@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -130,8 +131,8 @@ def test_a_sign_before_a_leading_dot_reads_as_a_number(tmp_path, capsys):
     one_line_error(capsys, ["cost", QUICKSTART, "--set", "acceptance.spread=-.5"], "acceptance.spread",
                    "greater than or equal to 0 (got -0.5)")
     assert warnings_of(capsys, ["cost", QUICKSTART, "--set", "acceptance.spread=+.25"]) == []
-    text = (tmp_path / "q.yaml")
-    text.write_text(open(QUICKSTART).read().replace("engine: {max_running_requests: 64}",
+    text = tmp_path / "q.yaml"
+    text.write_text(Path(QUICKSTART).read_text().replace("engine: {max_running_requests: 64}",
                                                     "engine: {max_running_requests: 64, mem_fraction: -.9}"))
     one_line_error(capsys, ["cost", str(text)], "engine.mem_fraction", "(got -0.9)")
 
