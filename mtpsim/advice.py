@@ -10,6 +10,8 @@ or a shared file can make such a setting harmless.
 """
 from __future__ import annotations
 
+import copy
+
 from mtpsim import budget_advice, designs, engine_advice, model_advice, workload_advice
 from mtpsim import speculation_advice as spec
 from mtpsim.schema import Scenario
@@ -44,9 +46,34 @@ def advise_sweep(points: list[Scenario], skip: tuple = ()) -> None:
         # the same warning word for word at every point: one that depends on the point (its users,
         # its batch) says each point differs, which is no sign that they are the same run
         if first is not None and all(any(_within(swept, k) and r == first[1] for k, r in at) for at in found[1:]):
-            warn(points[0].source, f"sweep.{swept}", f"{first[0]}: {first[1]} at every point: these points are the same run")
+            if _differ_elsewhere(points, swept, first[0]):  # the warning holds at every point, which still differ
+                warn(points[0].source, f"sweep.{swept}", f"{first[0]}: {first[1]} (at every point)")
+            else:
+                warn(points[0].source, f"sweep.{swept}", f"{first[0]}: {first[1]} at every point: these points are "
+                     "the same run")
         elif first is None:
             _unread_or_null(points, swept, skip)
+
+
+def _differ_elsewhere(points: list[Scenario], swept: str, key: str) -> bool:
+    """Whether the points' values of a swept section differ outside `key`, the key inside it that
+    one warning names at every point (a sweep over whole speculative sections, each a block
+    drafter the release lacks: their steps still differ). A warning at the swept key or above it
+    speaks of all that the points vary."""
+    from mtpsim.overrides import canonical
+    if not key.startswith(swept + "."):
+        return False
+    *path, leaf = key[len(swept) + 1:].split(".")
+    rest = set()
+    for s in points:
+        value = copy.deepcopy(s.point[swept])
+        parent = value
+        for part in path:
+            parent = parent.get(part) if isinstance(parent, dict) else None
+        if isinstance(parent, dict):
+            parent.pop(leaf, None)
+        rest.add(canonical(value))
+    return len(rest) > 1
 
 
 def _unread_or_null(points: list[Scenario], swept: str, skip: tuple) -> None:

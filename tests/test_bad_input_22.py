@@ -221,3 +221,42 @@ def test_cost_judges_a_replicas_share_against_its_kv_pool(tmp_path, capsys):
     path.write_text(path.read_text().replace("concurrency: 8, num_requests: 8", "concurrency: 10, num_requests: 10"))
     lines = warnings_of(capsys, ["cost", str(path)])
     assert any("5 requests a replica of 100000 tokens do not fit in memory (none: at most 4)" in x for x in lines), lines
+
+
+# ------------------------------------------------------------- 8. a warning at every point of a sweep that still differs
+
+SECTIONS = """\
+name: sw
+model: qwen3-8b
+hardware: b200
+engine: {kind: sglang, version: "0.5.14"}
+acceptance: {per_depth: [0.9, 0.85, 0.8, 0.75, 0.7, 0.65]}
+workload: {arrival: closed, concurrency: 4, num_requests: 8, input_len: 256, output_len: 16}
+sweep:
+  speculative:
+    - {design: block, steps: 3, draft: dspark-qwen3-8b-block7}
+    - {design: block, steps: 6, draft: dspark-qwen3-8b-block7}
+"""
+
+
+def test_a_warning_at_every_point_of_sections_that_differ_is_no_same_run(tmp_path, capsys):
+    """Before: a sweep over whole speculative sections, each a DSpark drafter SGLang 0.5.14 has
+    no method for, was told `... at every point: these points are the same run` above a table
+    whose two points ran 3 and 6 steps (1237 and 1508 tokens/s): the one warning the points share
+    was taken for the sweep changing nothing."""
+    path = tmp_path / "s.yaml"
+    path.write_text(SECTIONS)
+    lines = warnings_of(capsys, ["run", str(path), "--out", str(tmp_path / "o"), "--jobs", "1"])
+    said = [x for x in lines if ": sweep.speculative: speculative.design: sglang 0.5.14 has no speculative method" in x]
+    assert len(said) == 1 and said[0].endswith("(at every point)") and "same run" not in said[0], lines
+
+
+def test_sections_that_differ_only_where_the_warning_says_are_the_same_run(tmp_path, capsys):
+    """The rule stays for sections that differ only in what the warning says is ignored."""
+    path = tmp_path / "s.yaml"
+    path.write_text(SECTIONS.replace("hardware: b200\nengine: {kind: sglang, version: \"0.5.14\"}\n", "hardware: b200\n")
+                    .replace("{design: block, steps: 3, draft: dspark-qwen3-8b-block7}", "{design: none, draft: a}")
+                    .replace("{design: block, steps: 6, draft: dspark-qwen3-8b-block7}", "{design: none, draft: b}"))
+    lines = warnings_of(capsys, ["cost", str(path)])
+    assert any(x.endswith("speculative.draft: design none takes no external draft: it is ignored at every point: "
+                          "these points are the same run") for x in lines), lines
