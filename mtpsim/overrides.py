@@ -48,6 +48,7 @@ def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
         raise ScenarioError(where, short(dotted, 80)[1:-1], f"a key path of more than {MAX_DEPTH} levels (YAML nests "
                             f"at most {MAX_DEPTH})")
     *parents, leaf = _parts(dotted)
+    _into_a_list(data, dotted, where)
     for i, part in enumerate(parents):
         part = _key(node, part)
         child = node.get(part)
@@ -62,6 +63,29 @@ def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
         node.pop(_key(node, leaf), None)
     else:
         node[_key(node, leaf)] = value
+
+
+def _into_a_list(data: dict[str, Any], dotted: str, where: str) -> None:
+    """A key path through a list by an item's index (`acceptance.per_depth.0`, or under `sweep`
+    `workload.concurrency.1`, an entry's values): a list is set whole, so a ScenarioError that
+    says so, not that the list is no mapping, that the index is an unknown sweep key, or that the
+    value set there must itself be a list."""
+    parts, node, walked = dotted.split("."), data, []
+    while parts:
+        if isinstance(node, dict) and walked == ["sweep"]:  # a sweep entry's key is itself dotted
+            entry = next((k for k in node if isinstance(k, str) and ".".join(parts).startswith(k + ".")), None)
+            if entry is None:
+                return
+            walked, parts, node = [*walked, entry], parts[len(entry.split(".")):], node[entry]
+            continue
+        if isinstance(node, list) and parts[0].isascii() and parts[0].lstrip("-").isdigit():
+            whole = ".".join(walked)
+            raise ScenarioError(where, dotted, f"{whole} is a list, set whole: give --set {whole}=[...] with every "
+                                "item (an item is not set by its index)")
+        if not isinstance(node, dict):
+            return
+        part = parts.pop(0)
+        node, walked = node.get(_key(node, part)), [*walked, part]
 
 
 def _parts(dotted: str) -> list[str]:

@@ -260,3 +260,23 @@ def test_sections_that_differ_only_where_the_warning_says_are_the_same_run(tmp_p
     lines = warnings_of(capsys, ["cost", str(path)])
     assert any(x.endswith("speculative.draft: design none takes no external draft: it is ignored at every point: "
                           "these points are the same run") for x in lines), lines
+
+
+# ------------------------------------------------------------- 9. --set into a list by an item's index
+
+DSPARK_SWEEP = "scenarios/dspark-vs-mtp1-deepseek-v4-flash.yaml"
+
+
+@pytest.mark.parametrize("setting, whole, before", [
+    ("sweep.workload.concurrency.1=8", "sweep.workload.concurrency", "must be a non-empty list"),
+    ("sweep.workload.concurrency.1=[8]", "sweep.workload.concurrency", "lies inside sweep.workload.concurrency"),
+    ("sweep.speculative.0.steps=[2]", "sweep.speculative", "unknown key"),
+    ("acceptance.per_depth.0=0.5", "acceptance.per_depth", "is not a mapping"),
+])
+def test_an_item_of_a_list_set_by_its_index_says_lists_are_set_whole(capsys, setting, whole, before):
+    """Before: an item of a swept list (or of any list) named by its index was refused with words
+    about something else: the value (`must be a non-empty list`), the index as a key (`unknown
+    key`), a second sweep entry inside the first, or the list as `not a mapping`."""
+    key = setting.partition("=")[0]
+    line = one_line_error(capsys, ["cost", DSPARK_SWEEP, "--set", setting], key, f"{whole} is a list, set whole")
+    assert f"--set {whole}=[...]" in line and before not in line, line
