@@ -280,3 +280,23 @@ def test_an_item_of_a_list_set_by_its_index_says_lists_are_set_whole(capsys, set
     key = setting.partition("=")[0]
     line = one_line_error(capsys, ["cost", DSPARK_SWEEP, "--set", setting], key, f"{whole} is a list, set whole")
     assert f"--set {whole}=[...]" in line and before not in line, line
+
+
+# ------------------------------------------------------------- 10. verify with a steps policy or a kept-length curve
+
+def test_verify_predicts_the_steps_its_loop_runs_and_says_what_it_does_not_read(tmp_path, capsys):
+    """Before: verify's loop drafted speculative.steps (3) every iteration while its prediction ran
+    the scenario's steps_by_batch policy (1 step at batch 2): no draft pass predicted against 3.4 ms
+    measured, an iteration 48% off, without a word; a kept-length curve went unread unsaid."""
+    pytest.importorskip("torch")
+    import pandas as pd
+    out = tmp_path / "v"
+    assert cli.main(["verify", QUICKSTART, "--out", str(out), "--set", "speculative.policy={steps_by_batch: {1: 3, 2: 1}}",
+                     "--set", "verify={num_layers: 2, hidden_scale: 0.05, iterations: 3, warmup_iterations: 1}",
+                     "--set", "workload.concurrency=2", "--set", "workload.input_len=64", "--set", "engine=null",
+                     "--set", "acceptance.kept_length=[0.5, 0.5]"]) == 0
+    err = capsys.readouterr().err
+    assert "--set: speculative.policy: verify's loop drafts speculative.steps (3) every iteration" in err, err
+    assert "--set: acceptance.kept_length: verify's loop verifies every draft it makes" in err, err
+    table = pd.read_csv(out / "verify.csv").set_index("kind")
+    assert table.loc["draft_s", "predicted"] > 0 and table.loc["draft_s", "measured"] > 0

@@ -106,6 +106,15 @@ def _unread_settings(points: list, device: str, profile: str | None, calibrate: 
     if first.seeds > 1:  # run's replicates: verify times one loop per point, at the scenario's seed
         warn(first.source or "verify", "seeds", f"verify runs one loop per point, at seed {first.seed}: the "
              f"{first.seeds} replicates seeds asks for are `mtpsim run`'s")
+    adaptive = next((p for p in points if p.speculative.policy is not None), None)
+    if adaptive is not None:  # the loop, and so its prediction (compare.simulated_mapping), run fixed steps
+        warn(adaptive.source or "verify", "speculative.policy", f"verify's loop drafts speculative.steps "
+             f"({adaptive.speculative.steps}) every iteration, and its prediction does too: the steps_by_batch "
+             "policy is not read (`mtpsim run` reads it)")
+    kept = next((p for p in points if p.acceptance.kept_length is not None), None)
+    if kept is not None:  # the loop verifies every draft, and its prediction reads the loop's accept counts
+        warn(kept.source or "verify", "acceptance.kept_length", "verify's loop verifies every draft it makes, and "
+             "its prediction does too: the kept-length curve is not read (`mtpsim run` reads it)")
     engined = next((p for p in points if p.engine.model_fields_set), None)
     if engined is not None:  # compare.simulated_mapping prices the loop with an engine section of its own
         keys = [f"engine.{k}" for k in sorted(engined.engine.model_fields_set)]
