@@ -55,7 +55,9 @@ def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
         if child is None:
             child = node[part] = {}
         elif isinstance(child, str) and part in ("model", "hardware") and i == 0:
-            child = node[part] = {"from": child}
+            # the catalog name becomes `from`, what the keys set override; a config.json given as the
+            # model's source replaces it (from and hf_config are two sources, refused together)
+            child = node[part] = {} if (part, dotted) == ("model", "model.hf_config") else {"from": child}
         elif not isinstance(child, dict):
             raise ScenarioError(where, dotted, f"{'.'.join(parents[: i + 1])} is not a mapping")
         node = child
@@ -131,6 +133,8 @@ def apply_sets(data: dict[str, Any], overrides: list[Override]) -> dict[str, Any
     copy where there are any), to tell its errors from --set's (from_set). A key given twice, or a
     section given after a key inside it (which it would undo), is a ScenarioError."""
     written = copy.deepcopy(data) if overrides else data
+    if isinstance(data.get("model"), str) and any(key == "model.hf_config" for key, _ in overrides):
+        data["model"] = {}  # a config.json replaces the catalog name as the source, whatever --set comes first
     for key, value in overrides:
         set_key(data, key, value, "--set")
     keys = [k for k, _ in overrides]

@@ -22,6 +22,13 @@ from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (a
 from tests.test_deepseek_v4 import FLASH
 
 QUICKSTART = "scenarios/quickstart.yaml"
+VLLM_8B = """\
+name: v
+model: llama-3.1-8b
+hardware: h100-sxm
+speculative: {design: none}
+workload: {arrival: closed, concurrency: 4, num_requests: 8, input_len: 100, output_len: 8}
+"""
 V4 = """\
 name: v4
 model: {hf_config: ckpt/config.json, name: deepseek-v4-flash}
@@ -323,3 +330,25 @@ def test_search_reruns_the_points_of_an_edited_histogram(tmp_path, capsys):
     assert "(3 run, 0 cached)" in before and "(2 run, 1 cached)" in after, after  # the baseline reads no histogram
     assert cli.main([*argv, "--out", str(tmp_path / "o3")]) == 0
     assert "(0 run, 3 cached)" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------- 12. --set model.hf_config over a catalog name
+
+@pytest.mark.parametrize("sets", [
+    ["model.hf_config=CONFIG"],
+    ["model.dtypes.kv_cache=fp8", "model.hf_config=CONFIG"],
+])
+def test_a_config_set_over_a_catalog_name_replaces_it(tmp_path, capsys, sets):
+    """Before: `--set model.hf_config=...` over `model: llama-3.1-8b` was refused with `model: give
+    one source, from or hf_config, not both`, of a `from` the user never wrote (--set had turned
+    the name into one)."""
+    from tests.test_hfconfig import LLAMA_31_8B
+    (tmp_path / "My-Llama").mkdir()
+    (tmp_path / "My-Llama" / "config.json").write_text(json.dumps(LLAMA_31_8B))
+    path = tmp_path / "s.yaml"
+    path.write_text(VLLM_8B)
+    argv = ["cost", str(path)]
+    for setting in sets:
+        argv += ["--set", setting.replace("CONFIG", str(tmp_path / "My-Llama" / "config.json"))]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    assert "v: My-Llama on 1 h100-sxm" in capsys.readouterr().out
