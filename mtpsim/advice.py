@@ -103,7 +103,7 @@ DEPENDS = {"speculative.draft": ("speculative.design",), "acceptance": ("specula
            "workload.concurrency": ("workload.arrival",), "acceptance.forced": ("speculative", "engine"),
            "engine.eplb": ("model",), "engine.mixed_batches": ("speculative", "engine"),
            "engine.dp_routing": ("parallel", "disaggregation"), "workload.shared_prefix": ("engine",),
-           "engine.speculative_overlap": ("speculative", "engine"), "engine.prefix_cache": ("engine",),
+           "engine.speculative_overlap": ("speculative", "engine"), "engine.prefix_cache": ("engine", "workload"),
            "engine.batch_wait": ("engine", "parallel", "disaggregation", "speculative")}
 
 

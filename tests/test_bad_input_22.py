@@ -352,3 +352,21 @@ def test_a_config_set_over_a_catalog_name_replaces_it(tmp_path, capsys, sets):
         argv += ["--set", setting.replace("CONFIG", str(tmp_path / "My-Llama" / "config.json"))]
     assert cli.main(argv) == 0, capsys.readouterr().err
     assert "v: My-Llama on 1 h100-sxm" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------- 13. a cache block size a Mooncake trace's hash_ids override
+
+def test_a_block_size_the_traces_hash_ids_override_is_warned_of(tmp_path, capsys):
+    """Before: engine.prefix_cache.block_tokens 16 beside a Mooncake trace whose hash_ids name
+    512-token blocks (workload.trace.block_size) ran with blocks of 512 without a word."""
+    (tmp_path / "t.jsonl").write_text('{"timestamp": 0, "input_length": 1024, "output_length": 10, "hash_ids": [1, 2]}\n'
+                                      '{"timestamp": 5, "input_length": 1024, "output_length": 10, "hash_ids": [1, 2]}\n')
+    path = tmp_path / "s.yaml"
+    path.write_text(VLLM_8B.replace("workload: {arrival: closed, concurrency: 4, num_requests: 8, input_len: 100, "
+                                    "output_len: 8}", "engine: {prefix_cache: {enabled: true, block_tokens: 16}}\n"
+                                    "workload: {arrival: trace, trace: t.jsonl}"))
+    lines = warnings_of(capsys, ["run", str(path), "--out", str(tmp_path / "o"), "--jobs", "1"])
+    said = f"mtpsim: warning: {path}: engine.prefix_cache.block_tokens: the trace's hash_ids name blocks of "
+    assert any(x.startswith(said) and "(512) tokens" in x for x in lines), lines
+    (tmp_path / "t.jsonl").write_text('{"timestamp": 0, "input_length": 1024, "output_length": 10}\n')
+    assert warnings_of(capsys, ["run", str(path), "--out", str(tmp_path / "o2"), "--jobs", "1"]) == []
