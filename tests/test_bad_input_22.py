@@ -370,3 +370,25 @@ def test_a_block_size_the_traces_hash_ids_override_is_warned_of(tmp_path, capsys
     assert any(x.startswith(said) and "(512) tokens" in x for x in lines), lines
     (tmp_path / "t.jsonl").write_text('{"timestamp": 0, "input_length": 1024, "output_length": 10}\n')
     assert warnings_of(capsys, ["run", str(path), "--out", str(tmp_path / "o2"), "--jobs", "1"]) == []
+
+
+# ------------------------------------------------------------- 14. per-layer lists longer than the layers and MTP layers
+
+def test_per_layer_lists_past_the_mtp_layers_are_warned_of(tmp_path, capsys):
+    """Before: DeepSeek-V4's compress_ratios (and Step 3.5's layer_types), which go on past the
+    trunk for the MTP layers, took any number of entries: 50 for 43 layers and 1 MTP layer ran
+    without a word, where a transformers layer_types of the wrong length is warned of."""
+    from tests.test_hfconfig import STEP_35_FLASH
+    config = {**FLASH, "compress_ratios": FLASH["compress_ratios"] + [4, 128, 4, 1, 0, 0]}  # a V4.1 ratio read by nothing
+    lines = warnings_of(capsys, ["cost", _v4(tmp_path, config)])
+    said = (f"mtpsim: warning: {tmp_path / 'ckpt' / 'config.json'}: compress_ratios: 50 entries for 43 layers and 1 MTP "
+            "layers: the 6 past those are not read")
+    assert said in lines, lines
+    assert warnings_of(capsys, ["cost", _v4(tmp_path, FLASH)]) == []
+    step = {**STEP_35_FLASH, "layer_types": STEP_35_FLASH["layer_types"] + ["full_attention"] * 10}
+    (tmp_path / "ckpt" / "config.json").write_text(json.dumps(step))
+    (tmp_path / "s.yaml").write_text(V4.replace("hardware: b200", "hardware: h200").replace(", name: deepseek-v4-flash", "")
+                                     + "engine: {}\n")
+    lines = warnings_of(capsys, ["cost", str(tmp_path / "s.yaml")])
+    assert any(": layer_types: 58 entries for 45 layers and 3 MTP layers: the 10 past those are not read" in x
+               for x in lines), lines
