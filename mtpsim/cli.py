@@ -15,7 +15,7 @@ import signal
 import sys
 
 from mtpsim import commands
-from mtpsim.cli_types import MAX_BATCH, MAX_CONTEXT, MAX_JOBS, address, at_least_one, bounded, folder, named
+from mtpsim.cli_types import MAX_BATCH, MAX_CONTEXT, MAX_JOBS, address, at_least_one, bounded, folder, input_path, named
 from mtpsim.errors import MAX_WHERE, ScenarioError, cut_middle, line
 from mtpsim.limits import MAX_SEEDS
 
@@ -24,7 +24,7 @@ from mtpsim.limits import MAX_SEEDS
 
 
 def _add_scenario(p: argparse.ArgumentParser) -> None:
-    p.add_argument("scenario", type=named("name the scenario YAML file"), help="scenario YAML file")
+    p.add_argument("scenario", type=input_path("name the scenario YAML file"), help="scenario YAML file")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY.PATH=VALUE",
                    help="override a key (value parsed as YAML); repeatable")
 
@@ -162,7 +162,7 @@ def _add_search(sub) -> None:
 def _add_plot(sub) -> None:
     """`mtpsim plot`: redraw a run folder's figures."""
     p = sub.add_parser("plot", help="draw the PNGs of a finished run folder")
-    p.add_argument("run_dir", type=named("name the folder `mtpsim run` wrote"), help="a folder written by `mtpsim run`")
+    p.add_argument("run_dir", type=input_path("name the folder `mtpsim run` wrote"), help="a folder written by `mtpsim run`")
     p.set_defaults(func=commands.plot)
 
 
@@ -201,7 +201,7 @@ def _add_calibrate(sub) -> None:
     p.add_argument("--version", type=named("name the engine version, or leave --version out for the database's current one"),
                    help="with --from aiconfigurator: the engine version (default: the "
                    "database's current one; older versions fill the families it lacks)")
-    p.add_argument("--archive", type=named("name an aiconfigurator systems folder"),
+    p.add_argument("--archive", type=input_path("name an aiconfigurator systems folder"),
                    help="with --from aiconfigurator: an older aiconfigurator systems folder "
                    "(aic-core/src/aiconfigurator_core/systems of a checkout) for the tables the installed "
                    "package no longer ships: SGLang's Triton fused-MoE rows (moe_triton); without it that "

@@ -392,3 +392,26 @@ def test_per_layer_lists_past_the_mtp_layers_are_warned_of(tmp_path, capsys):
     lines = warnings_of(capsys, ["cost", str(tmp_path / "s.yaml")])
     assert any(": layer_types: 58 entries for 45 layers and 3 MTP layers: the 10 past those are not read" in x
                for x in lines), lines
+
+
+# ------------------------------------------------------------- 15. a path given with ~ on the command line
+
+def test_a_tilde_path_on_the_command_line_is_the_home_folders(tmp_path, capsys, monkeypatch):
+    """Before: `--out '~/runs/x'` (quoted, or from a script, so no shell expanded it) made a folder
+    named `~` in the current folder and printed `wrote ~/runs/x/`, naming the home folder it did not
+    write; `cost '~/s.yaml'` and `plot '~/runs/x'` said `no such file` of files that were there,
+    where every path a scenario names reads ~ as the home folder."""
+    home, here = tmp_path / "home", tmp_path / "here"
+    home.mkdir()
+    here.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(here)
+    (home / "s.yaml").write_text(VLLM_8B)
+    assert cli.main(["run", "~/s.yaml", "--out", "~/runs/x", "--jobs", "1"]) == 0
+    assert f"wrote {home / 'runs' / 'x'}/" in capsys.readouterr().out
+    assert (home / "runs" / "x" / "summary.csv").is_file() and not (here / "~").exists()
+    assert cli.main(["cost", "~/s.yaml"]) == 0
+    assert cli.main(["plot", "~/runs/x"]) == 0
+    assert cli.main(["search", "~/s.yaml", "--gpus", "1", "--concurrency", "1", "--no-plot", "--jobs", "1",
+                     "--out", "~/search", "--cache", "~/cache"]) == 0
+    assert (home / "search").is_dir() and (home / "cache").is_dir() and list(here.iterdir()) == []
