@@ -415,3 +415,32 @@ def test_a_tilde_path_on_the_command_line_is_the_home_folders(tmp_path, capsys, 
     assert cli.main(["search", "~/s.yaml", "--gpus", "1", "--concurrency", "1", "--no-plot", "--jobs", "1",
                      "--out", "~/search", "--cache", "~/cache"]) == 0
     assert (home / "search").is_dir() and (home / "cache").is_dir() and list(here.iterdir()) == []
+
+
+@pytest.mark.parametrize("setting, shown", [
+    ("workload={arrival: trace, trace: ~/t.csv}", ", context 72, "),
+    ("workload={arrival: trace, trace: {path: ~/t.csv, format: mtpsim}}", ", context 72, "),
+    ("acceptance={histogram: ~/h.csv}", "v: llama-3.1-8b on"),
+    ("model={hf_config: ~/config.json}", "v: home on"),
+    ("cost={model: calibrated, profile: ~/prof}", "priced by calibrated:prof"),
+])
+def test_a_tilde_path_in_a_scenario_is_the_home_folders_for_every_file(tmp_path, capsys, monkeypatch, setting, shown):
+    """Before: a model or hardware file at `~/...` was read from the home folder, but a trace, an
+    acceptance histogram or a profile there was `no such file` (`~/t.csv`), and a config.json at
+    `~/config.json` named its model `~`."""
+    import shutil
+
+    from mtpsim.packagedata import data_dir
+    from tests.test_hfconfig import LLAMA_31_8B
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.json").write_text(json.dumps(LLAMA_31_8B))
+    (home / "t.csv").write_text("arrival_s,input_len,output_len\n0,64,8\n0.5,80,8\n")
+    (home / "h.csv").write_text("accepted,count\n0,5\n1,5\n")
+    shutil.copytree(data_dir() / "profiles" / "h100-sxm-sglang", home / "prof")
+    monkeypatch.setenv("HOME", str(home))
+    path = tmp_path / "s.yaml"
+    path.write_text(VLLM_8B.replace("speculative: {design: none}", "speculative: {design: nextn, steps: 1, draft: "
+                                    "eagle3-llama-3.1-8b}\nacceptance: {per_depth: [0.7]}"))
+    assert cli.main(["cost", str(path), "--set", setting]) == 0, capsys.readouterr().err
+    assert shown in capsys.readouterr().out
