@@ -444,3 +444,35 @@ def test_a_tilde_path_in_a_scenario_is_the_home_folders_for_every_file(tmp_path,
                                     "eagle3-llama-3.1-8b}\nacceptance: {per_depth: [0.7]}"))
     assert cli.main(["cost", str(path), "--set", setting]) == 0, capsys.readouterr().err
     assert shown in capsys.readouterr().out
+
+
+# ------------------------------------------------------------- 16. a YAML alias changed under one of its uses
+
+ALIASED = """\
+name: al
+model: llama-3.1-8b
+hardware: h100-sxm
+speculative: {design: none}
+workload:
+  arrival: closed
+  concurrency: 2
+  num_requests: 4
+  input_len: &len {dist: uniform, min: 64, max: 128}
+  output_len: *len
+"""
+
+
+@pytest.mark.parametrize("how", [
+    ["--set", "workload.input_len.max=4096", "--set", "workload.input_len.min=4000"],
+    ["--set", "sweep.workload.input_len.min=[4000]", "--set", "workload.input_len.max=4096"],
+])
+def test_a_key_changed_under_one_use_of_an_alias_leaves_the_others(tmp_path, how):
+    """Before: `input_len: &len {...}` and `output_len: *len` were one object, so `--set
+    workload.input_len.min=4000` (or a sweep over it) made every answer 4000+ tokens too, without a
+    word: the requests ran 4082 in and 4029 out where 64-128 out was written."""
+    import pandas as pd
+    path = tmp_path / "s.yaml"
+    path.write_text(ALIASED)
+    assert cli.main(["run", str(path), "--out", str(tmp_path / "o"), "--jobs", "1", *how]) == 0
+    requests = pd.read_csv(tmp_path / "o" / "requests.csv")
+    assert requests.input_len.min() >= 4000 and requests.output_len.max() <= 128
