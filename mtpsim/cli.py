@@ -170,8 +170,8 @@ def _add_cost(sub) -> None:
     """`mtpsim cost`: one iteration priced pass by pass."""
     p = sub.add_parser("cost", help="price one iteration pass by pass, with the memory budget")
     _add_scenario(p)
-    p.add_argument("--batch", type=bounded(1, MAX_BATCH), help=f"running requests, 1..{MAX_BATCH} "
-                   "(default: workload.concurrency)")
+    p.add_argument("--batch", type=bounded(1, MAX_BATCH), help=f"running requests on one replica, 1..{MAX_BATCH} "
+                   "(default: a replica's share of workload.concurrency, as run spreads it over parallel.dp)")
     p.add_argument("--context", type=bounded(0, MAX_CONTEXT), help=f"committed KV length per request, "
                    f"0..{MAX_CONTEXT} (default: mean input_len)")
     p.add_argument("--ops", action="store_true", help="also list every op: time, bound, and which model priced it")
