@@ -62,16 +62,34 @@ def series_columns(summary: pd.DataFrame) -> list[str]:
     return ["design", "steps", *shown]
 
 
-def _label(row, keys: list[str]) -> str:
+def _label(row, keys: list[str], frame: pd.DataFrame | None = None) -> str:
     """`nextn S=3`, then what else tells the series apart: `topk 4`, the policy `1:3 128:2`,
-    `layer=attention=swa ffn=dense`. The baseline reads `none` (and only what it runs with)."""
+    `layer=attention=swa ffn=dense`. The baseline reads `none` (and only what it runs with).
+    `frame`: the rows labelled beside this one, whose values stay told apart when cut short
+    (None: this row alone)."""
     parts, names = [label(row.design, row.steps)], key_labels(keys[2:])
     for k in keys[2:]:
         if pd.isna(row[k]) or row.design == BASELINE and (k in ("topk", "policy") or is_draft_key(k)):
             continue
-        name, value = names[k], cut_middle(str(row[k]), MAX_LABEL_VALUE)
+        texts = _value_texts(frame[k] if frame is not None else pd.Series([row[k]]))
+        name, value = names[k], texts[str(row[k])]
         parts.append(f"{name} {value}" if k in ("topk", "policy") else f"{name}={value}")
     return ", ".join(parts)
+
+
+def _value_texts(column: pd.Series) -> dict[str, str]:
+    """Each value of a swept column as a label shows it: cut to MAX_LABEL_VALUE characters, and
+    numbered in order of appearance where two values cut alike (acceptance curves that differ
+    only in their middle entries), so no two series share a label."""
+    values = list(dict.fromkeys(str(v) for v in column if not pd.isna(v)))
+    cut = {v: cut_middle(v, MAX_LABEL_VALUE) for v in values}
+    alike = {text for text in cut.values() if list(cut.values()).count(text) > 1}
+    seen: dict[str, int] = {}
+    for v, text in cut.items():
+        if text in alike:
+            seen[text] = seen.get(text, 0) + 1
+            cut[v] = f"{text} #{seen[text]}"
+    return cut
 
 
 def load_axis(summary: pd.DataFrame) -> tuple[str, str]:
@@ -84,7 +102,7 @@ def load_axis(summary: pd.DataFrame) -> tuple[str, str]:
 def _series(summary: pd.DataFrame):
     keys = series_columns(summary)
     for _, group in summary.groupby(keys, sort=False, dropna=False):
-        yield _label(group.iloc[0], keys), group
+        yield _label(group.iloc[0], keys, summary), group
 
 
 # ---------------------------------------------------------------------------- the plots
@@ -125,7 +143,7 @@ def time_breakdown(summary: pd.DataFrame) -> Figure:
     rows = summary.drop_duplicates(subset=[c for c in summary if c != "point"]).reset_index(drop=True)
     x, _ = load_axis(rows)
     keys = series_columns(rows)
-    labels = [f"{_label(r, keys)}, {x} {r[x]:g}" for _, r in rows.iterrows()]
+    labels = [f"{_label(r, keys, rows)}, {x} {r[x]:g}" for _, r in rows.iterrows()]
     fig, ax = _figure(f"{_name(summary)}: where the GPU time goes", size=(8.5, 1.2 + 0.3 * len(rows)))
     left = pd.Series(0.0, index=rows.index)
     for col, kind in SHARES.items():
@@ -153,7 +171,7 @@ def accept_histogram(counts: pd.DataFrame, summary: pd.DataFrame, max_series: in
         c = counts[counts.point == row.point]
         share = c["count"] / max(1, c["count"].sum()) * 100
         ax.bar(c.accepted + (i - (len(first) - 1) / 2) * width, share, width,
-               label=f"{_label(row, keys)} (AL {row.accept_length:.2f})")
+               label=f"{_label(row, keys, points)} (AL {row.accept_length:.2f})")
     ax.set(xlabel="drafts accepted in one iteration (accept length - 1)",
            ylabel="share of request-iterations (%)")
     if len(first):
@@ -244,7 +262,7 @@ def latency_distributions(requests: pd.DataFrame, summary: pd.DataFrame) -> Figu
     fig.suptitle(f"{_name(summary)}: per-request latency distributions", fontsize=11)
     keys, (x, _) = series_columns(summary), load_axis(summary)
     # by row (a swept key's column may hold a dot, which a namedtuple cannot), with the point's load
-    labels = {int(r.point): f"{_label(r, keys)}, {x} {r[x]:g}" for _, r in summary.iterrows() if r.point >= 0}
+    labels = {int(r.point): f"{_label(r, keys, summary)}, {x} {r[x]:g}" for _, r in summary.iterrows() if r.point >= 0}
     for point, group in requests.groupby("point", sort=True):
         ttft = np.sort((group.first_token_s - group.arrival_s).to_numpy()) * 1e3
         decoding = group[group.output_len > 1]

@@ -476,3 +476,17 @@ def test_a_key_changed_under_one_use_of_an_alias_leaves_the_others(tmp_path, how
     assert cli.main(["run", str(path), "--out", str(tmp_path / "o"), "--jobs", "1", *how]) == 0
     requests = pd.read_csv(tmp_path / "o" / "requests.csv")
     assert requests.input_len.min() >= 4000 and requests.output_len.max() <= 128
+
+
+def test_swept_values_cut_alike_in_a_legend_stay_told_apart():
+    """A legend shows a swept value's start and end (test_a_legend_of_long_swept_values...): two
+    acceptance curves that differ only in their middle entries are numbered, not drawn as two
+    series under one label."""
+    import pandas as pd
+
+    from mtpsim.plots import _series
+    curves = ["per_depth=0.9,0.85,0.8,0.75,0.7,0.65", "per_depth=0.9,0.85,0.8,0.55,0.7,0.65"]
+    summary = pd.DataFrame({"design": "block", "steps": 6, "topk": 1, "dp": 1, "acceptance": curves,
+                            "tps": [1.0, 2.0], "concurrency": 2, "point": [0, 1]})
+    names = [name for name, _ in _series(summary)]
+    assert len(set(names)) == 2 and all(len(n) < 60 for n in names), names
