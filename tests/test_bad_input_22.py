@@ -3,10 +3,105 @@ V4.1 targets read from config.json (mtpsim/hfconfig), engine versions and rules,
 `search` and `recommend` flags, `--set` values of the wrong type, disaggregation on GB200 NVL72,
 prefix caching, trace files, user catalogs and output folders.
 
-PROBED
+Probed, and already fine (one line naming the key, or a warning, or the right numbers): V4 and
+V4.1 config.json fields (hidden_size, vocab_size, heads, head_dim, ranks, groups, experts, top-k,
+index_topk, window, hc_mult, sinkhorn iterations, hash layers, MTP layers, rope dims and factor)
+at 0, -1, 1e300, 2**40, "8", 1.5, true, [1], missing; top-k past the experts, o_groups not
+splitting the heads, more K=V heads than one, a window past the context (warned), compress_ratios
+short, empty, text, a mapping, nested, true, 4.0, an MTP layer without a ratio; NaN, Infinity,
+1e999, a 5,000-digit integer, an empty or null file, a BOM, UTF-16; quantization and expert dtypes
+of the wrong type or disagreeing; text_config empty, a list, null; mlp_layer_types short or text;
+DSpark-bundled checkpoints (their drafter found by shape, a serial MTP refused, block 0 or
+10**6, taps empty, noise -1, markov 0), V4.1 Engram, kv/index source and candidate keys; z-lab
+DFlash and DeepSpec drafter configs (block_size 1, 2, 10**6, "16", target layers 0, 3, taps
+empty, -1, twice, past the target, text; markov -1, true; confidence 1, "yes"); a drafter built
+for another target (V4 / V4.1 / V4-Pro pairs), a config.json read as a draft, assistant or block
+drafter of the wrong role; block steps past the block, topk 2, draft_tokens, another role's draft,
+inline block overrides; kept_length with design none, NaN, all on 0 (warned), 34 entries
+(warned), with a histogram, a curve, a tree, spread, a controller without it, recommend and
+search; steps_by_batch on block drafters past the steps, all 0 (warned), with kept_length, under
+cost --batch, recommend and search (warned unused); engine.version null, [1, 2], {a: 1}, true,
+0.5 / 0.4 / 1e3 / .nan as numbers, "0.5", "v0.5.12", "latest", "0.5.12rc1", blank, a date;
+ignore_rules unknown, twice, not in force (warned), [1], text; mem_fraction [0.5], null, .inf,
+0.5 (warned: no pool); engine overrides moot with the design or graphs (warned); --set of lists,
+mappings, null, booleans, dates, !!binary, !!set, !!python tags, anchors, merges, several
+documents, YAML 1.1 octal / hex / binary / sexagesimal / underscores, 100,000 characters,
+duplicate keys, empty key parts, unknown paths, a sweep entry inside another; cost --batch 0,
+2**20, 1.0, 1e3, blank, twice, --context -1, 2**24, nan, --prompt 0, 2**24, 100,000 on block and
+V4 scenarios; recommend --batch 1,,2 / 0 / -1 / 1.5 / 9999999, --topk 0 / 65 / 1,2 on chains,
+--max-steps 0..1000; search --gpus 0 / 3 / 10**6, --ttft / --tpot / --min-user-tps in every
+spelling, --rates 0 / 1e-300 / 1e300 / nan / 1,1, search.* bounds (tp, ep, attention_dp, topk,
+designs, max_steps, requests_per_user, rates) on block drafters, --disagg on one GPU; GB200
+disaggregation (nvlink past the NVL72 domain, gpus below the pools, nodes of 3 or 5, no scale-out
+network, attention_dp and ep not dividing tp, kv_streaming, link free, a trace), NVL72 layouts of
+tp 64 / 72 / 128 / 144; prefix caching (block 0, 100,000, a cap of 1, off) on V4, V4.1,
+Qwen3-Next, Gemma 4, MiMo-V2-Flash; traces that are a FIFO, /dev/zero, /dev/urandom, /dev/null,
+a folder, a link loop, a corrupt, cut, empty, non-UTF-8 or 200 MB .gz, a window past the file,
+every row skipped, prompts past the context, the wrong format, mooncake hash_ids past their
+blocks, 2,000,000 rows; user catalogs whose entry is a list, empty, binary, null, a scalar,
+Latin-1, another name, 20 MB, a key twice, an alias bomb, a folder or a link loop (named at a
+scenario), a kind folder that is a file or a loop; output folders holding a hidden file, a
+folder named summary.csv, an empty subfolder, the scenario itself, under a file, 300 characters,
+a newline, blank; calibrate --out at a file, a full folder, under a file, a link; plot of
+recommend, search and verify folders, of a run folder with its resolved scenario broken (warned)
+or a table binary or empty; verify of block drafters, V4 (refused), disaggregated pools, traces.
 
 Found and fixed:
-FIXED
+- config.json: a model_type given as a list (or a number) was passed over for the architectures
+  class without a word, and architectures given as a string read as `no model_type nor
+  architectures is not supported`: both are now refused at their key in config.json (hfconfig._reader);
+- MTPSIM_CATALOG naming a file or a broken link said `no such folder` of a path that is there
+  (packagedata.user_catalog_dirs);
+- `mtpsim models / hardware / engines` passed over a user catalog's zz.yaml that is a folder or a
+  broken link, and a zz.yml, exiting 0, where a scenario naming zz is refused: each is now listed
+  invalid and the command exits 2 (catalog.unnamed_entries, listing._unnamed);
+- `plot` of the committed block-confidence scenario drew latency.png with its axes collapsed under
+  a legend of whole swept acceptance sections, and printed matplotlib's `constrained_layout not
+  applied` warning: a swept value's label is cut to its start and end, numbered where two cut alike;
+- YAML read `-.5` and `+.25` (YAML 1.2 floats) as text, refused as `not a valid number` where the
+  value's bound (or nothing) was wrong (yamlfiles._FLOAT_12);
+- a sweep over workload.concurrency under a Poisson or trace load ran the same points twice,
+  told apart by nothing in the table, without a word: concurrency is warned of as unread by run
+  (workload_advice.concurrency_unread; cost and verify, which take it as their batch, skip it);
+- `cost` without --batch on a dp scenario priced one replica at all the users (its steps_by_batch
+  entry and tokens), and held them against one replica's KV pool (`8 requests do not fit` where
+  each replica holds its 4): it now prices a replica's share, as run spreads the users;
+- a sweep over whole speculative sections (block drafters at steps 3 and 6, on a release lacking
+  their method) was told `these points are the same run` above a table of 1237 and 1508 tok/s: a
+  warning shared by every point says so only where the sections differ in nothing else
+  (advice._differ_elsewhere);
+- --set into a list by an item's index (sweep.workload.concurrency.1=8, sweep.speculative.0.steps,
+  acceptance.per_depth.0) was refused for something else (`must be a non-empty list`, `unknown
+  key`, `lies inside sweep...`, `not a mapping`): it now says the list is set whole, and how;
+- verify's prediction ran the scenario's steps_by_batch policy (1 step at batch 2: no draft pass)
+  against a loop that drafts speculative.steps (3.4 ms of drafts), an iteration 48% off without a
+  word; it now predicts the loop's steps, and a policy or a kept-length curve is warned of as unread;
+- search's cache key held an acceptance histogram's path, not its version: after the file was
+  edited, a rerun served the old rows (`MTP vs none: -5.4%` where the new counts give +98.7%);
+- `--set model.hf_config=...` over a catalog name was refused as `give one source, from or
+  hf_config, not both`, of a `from` --set had made of the name: the config now replaces it;
+- engine.prefix_cache.block_tokens 16 beside a Mooncake trace whose hash_ids name 512-token blocks
+  ran with 512 without a word: warned as not read;
+- DeepSeek-V4's compress_ratios and Step 3.5's layer_types took any number of entries past the
+  MTP layers (50 for 43 + 1) without a word, and an unread ratio 1 was refused as an MTP layer's
+  CSA2: the entries past them are warned of and built into nothing;
+- a `~/...` path on the command line (quoted, or from a script): --out made a folder named `~`
+  here and printed `wrote ~/runs/x/`; cost '~/s.yaml' and plot '~/runs/x' said `no such file`;
+- a `~/...` trace, histogram or profile in a scenario was `no such file` where model and hardware
+  files there were read, and a config.json at ~/config.json named its model `~` (sweep.home);
+- a YAML alias used twice (`input_len: &len {...}`, `output_len: *len`) was one object, so --set
+  workload.input_len.min=4000 (or a sweep over it) made every answer 4000+ tokens too.
+
+Noticed, and left alone: unreached_policy bounds a steps_by_batch key by all the users, not a
+replica's share (round-robin routing can pile a closed loop's requests on one replica, so `never
+used` would not be certain); a named acceptance curve measured on another model and drafter (Kimi
+K2.5's EAGLE-3 curve on DeepSeek-V4-Pro's MTP) is applied without a word (a proxy may be meant);
+model.block_draft naming no catalog entry is not checked while the design drafts no block;
+`cost --set seeds=5` is not warned of as unread; `calibrate --from aiconfigurator --archive` at a
+file says `has no data folder`; a plain-text file named .gz is `a corrupt or cut-off .gz file`;
+prefix caching is priced on hybrid linear-attention and compressed-attention models whatever an
+engine release supports (a modelling question, not input); `0o7` (YAML 1.2 octal) is text,
+refused as `not a valid number` where a number goes.
 """
 from __future__ import annotations
 
