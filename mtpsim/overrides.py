@@ -220,7 +220,12 @@ def set_inside(key: str, values: list, overrides: list[Override], where: str, la
         if lost:
             later.append((where, f"sweep.{key}", f"--set {dotted} sets it on every point, inside this swept section: "
                           f"its swept values {', '.join(lost)} are not run"))
-        values = [_with_set(v, inner, value, where) if isinstance(v, dict) else v for v in values]
+        # a swept catalog name takes the key as a file's name does (set_key): {from: NAME, ...}, so
+        # its row says what ran, not the bare name of an entry run with the --set key changed
+        named = key in ("model", "hardware")
+        values = [_with_set(v, inner, value, where) if isinstance(v, dict) else
+                  _with_set({} if inner == "hf_config" else {"from": v}, inner, value, where)
+                  if named and isinstance(v, str) else v for v in values]
     return values
 
 

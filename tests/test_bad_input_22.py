@@ -585,3 +585,18 @@ def test_swept_values_cut_alike_in_a_legend_stay_told_apart():
                             "tps": [1.0, 2.0], "concurrency": 2, "point": [0, 1]})
     names = [name for name, _ in _series(summary)]
     assert len(set(names)) == 2 and all(len(n) < 60 for n in names), names
+
+
+# ------------------------------------------------------------- 17. --set into a swept catalog name
+
+def test_a_set_inside_a_swept_catalog_name_is_in_its_row(tmp_path, capsys):
+    """Before: `sweep: {model: [llama-3.1-8b, {from: qwen3-8b}]}` with --set model.dtypes.kv_cache=fp8
+    ran both points with an FP8 cache, but the first row read `llama-3.1-8b`, the bare name (the
+    mapping's row said `dtypes=kv_cache=fp8`): the rows must say what ran."""
+    import pandas as pd
+    path = tmp_path / "s.yaml"
+    path.write_text(VLLM_8B + "sweep:\n  model: [llama-3.1-8b, {from: qwen3-8b}]\n")
+    assert cli.main(["run", str(path), "--out", str(tmp_path / "o"), "--jobs", "1", "--set",
+                     "model.dtypes.kv_cache=fp8"]) == 0
+    rows = pd.read_csv(tmp_path / "o" / "summary.csv")
+    assert rows.model.str.contains("kv_cache").all(), rows.model.tolist()
