@@ -54,10 +54,11 @@ def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
         child = node.get(part)
         if child is None:
             child = node[part] = {}
-        elif isinstance(child, str) and part in ("model", "hardware") and i == 0:
+        elif isinstance(child, str) and ".".join(parents[: i + 1]) in REFERENCES:
             # the catalog name becomes `from`, what the keys set override; a config.json given as the
-            # model's source replaces it (from and hf_config are two sources, refused together)
-            child = node[part] = {} if (part, dotted) == ("model", "model.hf_config") else {"from": child}
+            # source replaces it (from and hf_config are two sources, refused together)
+            at = ".".join(parents[: i + 1])
+            child = node[part] = {} if dotted == f"{at}.hf_config" else {"from": child}
         elif not isinstance(child, dict):
             raise ScenarioError(where, dotted, f"{'.'.join(parents[: i + 1])} is not a mapping")
         node = child
@@ -103,6 +104,11 @@ def _key(node: dict[str, Any], part: str) -> str | int:
     return int(part) if part.isascii() and part.isdigit() and len(part) <= 18 and part not in node else part
 
 
+# the keys a catalog name or `{from: NAME, ...}` may give (a model, a GPU, a draft): a key --set
+# inside a name there overrides that entry (--set speculative.draft.block.markov_rank=128 over
+# `draft: dspark-qwen3-8b-block7` was `speculative.draft is not a mapping`)
+REFERENCES = ("model", "hardware", "speculative.draft")
+
 NULLS = ("null", "Null", "NULL", "~")  # YAML's spellings of null: `--set key=null` drops the key
 
 
@@ -133,8 +139,13 @@ def apply_sets(data: dict[str, Any], overrides: list[Override]) -> dict[str, Any
     copy where there are any), to tell its errors from --set's (from_set). A key given twice, or a
     section given after a key inside it (which it would undo), is a ScenarioError."""
     written = copy.deepcopy(data) if overrides else data
-    if isinstance(data.get("model"), str) and any(key == "model.hf_config" for key, _ in overrides):
-        data["model"] = {}  # a config.json replaces the catalog name as the source, whatever --set comes first
+    for at in REFERENCES:  # a config.json replaces a catalog name as the source, whatever --set comes first
+        *path, leaf = at.split(".")
+        node = data
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and isinstance(node.get(leaf), str) and any(k == f"{at}.hf_config" for k, _ in overrides):
+            node[leaf] = {}
     for key, value in overrides:
         set_key(data, key, value, "--set")
     keys = [k for k, _ in overrides]
@@ -222,7 +233,7 @@ def set_inside(key: str, values: list, overrides: list[Override], where: str, la
                           f"its swept values {', '.join(lost)} are not run"))
         # a swept catalog name takes the key as a file's name does (set_key): {from: NAME, ...}, so
         # its row says what ran, not the bare name of an entry run with the --set key changed
-        named = key in ("model", "hardware")
+        named = key in REFERENCES
         values = [_with_set(v, inner, value, where) if isinstance(v, dict) else
                   _with_set({} if inner == "hf_config" else {"from": v}, inner, value, where)
                   if named and isinstance(v, str) else v for v in values]

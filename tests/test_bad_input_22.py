@@ -600,3 +600,26 @@ def test_a_set_inside_a_swept_catalog_name_is_in_its_row(tmp_path, capsys):
                      "model.dtypes.kv_cache=fp8"]) == 0
     rows = pd.read_csv(tmp_path / "o" / "summary.csv")
     assert rows.model.str.contains("kv_cache").all(), rows.model.tolist()
+
+
+BLOCK_8B = """\
+name: b
+model: qwen3-8b
+hardware: b200
+engine: {kind: sglang, version: "0.5.23"}
+speculative: {design: block, steps: 6, draft: dspark-qwen3-8b-block7}
+acceptance: {per_depth: [0.9, 0.85, 0.8, 0.75, 0.7, 0.65]}
+workload: {arrival: closed, concurrency: 4, num_requests: 8, input_len: 256, output_len: 32}
+"""
+
+
+def test_a_set_inside_a_drafts_catalog_name_overrides_that_entry(tmp_path, capsys):
+    """Before: --set speculative.draft.block.markov_rank=128 over `draft: dspark-qwen3-8b-block7` was
+    `speculative.draft is not a mapping`, where the same --set inside `model: qwen3-8b` overrides
+    the catalog entry (the draft takes {from: NAME, ...} as the model does)."""
+    path = tmp_path / "s.yaml"
+    path.write_text(BLOCK_8B)
+    assert cli.main(["cost", str(path), "--set", "speculative.draft.block.markov_rank=128"]) == 0
+    capsys.readouterr()
+    one_line_error(capsys, ["cost", str(path), "--set", "speculative.draft.block.markov_rank=-1"],
+                   "speculative.draft.block.markov_rank", "greater than 0")
