@@ -90,7 +90,13 @@ Found and fixed:
 - a `~/...` trace, histogram or profile in a scenario was `no such file` where model and hardware
   files there were read, and a config.json at ~/config.json named its model `~` (sweep.home);
 - a YAML alias used twice (`input_len: &len {...}`, `output_len: *len`) was one object, so --set
-  workload.input_len.min=4000 (or a sweep over it) made every answer 4000+ tokens too.
+  workload.input_len.min=4000 (or a sweep over it) made every answer 4000+ tokens too;
+- --set model.dtypes.kv_cache=fp8 inside a sweep of [llama-3.1-8b, {from: qwen3-8b}] ran both points
+  with an FP8 cache but labelled the first row with the bare name: a swept catalog name takes the
+  key as {from: NAME, ...} in its row too;
+- --set inside a draft given as a catalog name (speculative.draft.block.markov_rank over `draft:
+  dspark-qwen3-8b-block7`) was `speculative.draft is not a mapping`, where inside model and
+  hardware it overrides the entry: the draft's name now takes it the same way.
 
 Noticed, and left alone: unreached_policy bounds a steps_by_batch key by all the users, not a
 replica's share (round-robin routing can pile a closed loop's requests on one replica, so `never
