@@ -38,6 +38,7 @@ NOT_SERIES = {"name", "concurrency", "rate_per_s", "num_requests", "draft_tokens
 # text (an acceptance curve with its kept lengths: 90 characters) made a legend wider than its
 # figure, which matplotlib then drew with the axes collapsed to nothing
 MAX_LABEL_VALUE = 32
+MAX_LEGEND_LINES = 16  # legend entries a two-panel figure of 4 inches holds beside its axes
 
 
 def _figure(title: str, size=(7.5, 4.5)) -> tuple[Figure, plt.Axes]:
@@ -257,23 +258,37 @@ def timeline(passes: pd.DataFrame, iterations: pd.DataFrame, name: str = "run", 
 
 def latency_distributions(requests: pd.DataFrame, summary: pd.DataFrame) -> Figure:
     """Per request, TTFT and TPOT ((E2E - TTFT) / (output - 1), docs/metrics.md) as cumulative
-    distributions, one line per run point (requests.csv rows, `point` naming the summary row)."""
+    distributions, one line per run point (requests.csv rows, `point` naming the summary row).
+    Past MAX_LEGEND_LINES points the legend names each series once, its points in its colour
+    (one entry a point made the legend taller than the figure from 32 points on, and matplotlib
+    then drew the axes collapsed); past that many series, none."""
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
     fig.suptitle(f"{_name(summary)}: per-request latency distributions", fontsize=11)
     keys, (x, _) = series_columns(summary), load_axis(summary)
+    rows = summary[summary.point >= 0]
     # by row (a swept key's column may hold a dot, which a namedtuple cannot), with the point's load
-    labels = {int(r.point): f"{_label(r, keys, summary)}, {x} {r[x]:g}" for _, r in summary.iterrows() if r.point >= 0}
+    series = {int(r.point): _label(r, keys, summary) for _, r in rows.iterrows()}
+    by_point = len(series) <= MAX_LEGEND_LINES
+    labels = {p: f"{name}, {x} {r[x]:g}" for (p, name), (_, r) in zip(series.items(), rows.iterrows())} if by_point \
+        else series
+    colours = {name: f"C{i % 10}" for i, name in enumerate(dict.fromkeys(series.values()))}
+    named = set()
     for point, group in requests.groupby("point", sort=True):
         ttft = np.sort((group.first_token_s - group.arrival_s).to_numpy()) * 1e3
         decoding = group[group.output_len > 1]
         tpot = np.sort(((decoding.finish_s - decoding.first_token_s) / (decoding.output_len - 1)).to_numpy()) * 1e3
+        label = labels.get(int(point), str(point))
+        style = {} if by_point else {"color": colours.get(series.get(int(point)), "C0"), "alpha": 0.6}
         for ax, values in zip(axes, (ttft, tpot)):
-            ax.plot(values, np.arange(1, len(values) + 1) / max(len(values), 1), label=labels.get(int(point), point))
+            shown = by_point or (label not in named and len(colours) <= MAX_LEGEND_LINES)
+            ax.plot(values, np.arange(1, len(values) + 1) / max(len(values), 1), label=label if shown else "_", **style)
+        named.add(label)
     axes[0].set(xlabel="TTFT (ms)", ylabel="fraction of requests")
     axes[1].set(xlabel="TPOT (ms per output token after the first)")
     for ax in axes:
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
     return fig
 
 

@@ -58,6 +58,8 @@ Found and fixed:
 - `plot` of the committed block-confidence scenario drew latency.png with its axes collapsed under
   a legend of whole swept acceptance sections, and printed matplotlib's `constrained_layout not
   applied` warning: a swept value's label is cut to its start and end, numbered where two cut alike;
+  and a sweep of 32 points or more did the same with one legend entry a point: past 16 points the
+  legend names each series once, its points drawn in its colour;
 - YAML read `-.5` and `+.25` (YAML 1.2 floats) as text, refused as `not a valid number` where the
   value's bound (or nothing) was wrong (yamlfiles._FLOAT_12);
 - a sweep over workload.concurrency under a Poisson or trace load ran the same points twice,
@@ -629,3 +631,27 @@ def test_a_set_inside_a_drafts_catalog_name_overrides_that_entry(tmp_path, capsy
     capsys.readouterr()
     one_line_error(capsys, ["cost", str(path), "--set", "speculative.draft.block.markov_rank=-1"],
                    "speculative.draft.block.markov_rank", "greater than 0")
+
+
+def test_a_latency_legend_of_many_points_names_each_series_once():
+    """Before: latency.png's legend held one entry a run point, so a sweep of 32 points (16 loads of
+    two designs) made it taller than the figure: the axes were drawn collapsed, with matplotlib's
+    `constrained_layout not applied` warning. Past 16 points each series is named once."""
+    import warnings
+
+    import numpy as np
+    import pandas as pd
+
+    from mtpsim import plots
+    n = 32
+    summary = pd.DataFrame({"name": "x", "design": ["nextn"] * 16 + ["multi_layer"] * 16, "steps": 2, "topk": 1,
+                            "dp": 1, "concurrency": np.tile(np.arange(1, 17), 2), "rate_per_s": np.nan, "tps": 1.0,
+                            "point": range(n)})
+    requests = pd.DataFrame({"point": np.repeat(np.arange(n), 4), "arrival_s": 0.0, "first_token_s": np.tile(
+        [0.1, 0.2, 0.3, 0.4], n), "finish_s": 2.0, "output_len": 8})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fig = plots.latency_distributions(requests, summary)
+        fig.canvas.draw()
+    assert not caught, [str(w.message) for w in caught]
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["nextn S=2", "multi_layer S=2"]
