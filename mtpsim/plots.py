@@ -39,6 +39,7 @@ NOT_SERIES = {"name", "concurrency", "rate_per_s", "num_requests", "draft_tokens
 # figure, which matplotlib then drew with the axes collapsed to nothing
 MAX_LABEL_VALUE = 32
 MAX_LEGEND_LINES = 16  # legend entries a two-panel figure of 4 inches holds beside its axes
+MAX_SERIES_LEGEND = 32  # and a one-panel figure of 4.5 inches
 
 
 def _figure(title: str, size=(7.5, 4.5)) -> tuple[Figure, plt.Axes]:
@@ -106,6 +107,17 @@ def _series(summary: pd.DataFrame):
         yield _label(group.iloc[0], keys, summary), group
 
 
+def _legend(ax, **options) -> None:
+    """The axes' legend, where its entries fit beside the plot (MAX_SERIES_LEGEND); else a line
+    saying how many series there are: a legend taller than the figure collapsed the axes."""
+    handles, _ = ax.get_legend_handles_labels()
+    if len(handles) <= MAX_SERIES_LEGEND:
+        ax.legend(**options)
+    else:
+        ax.text(0.01, 0.99, f"{len(handles)} series: too many to name (summary.csv lists them)", transform=ax.transAxes,
+                fontsize=8, va="top")
+
+
 # ---------------------------------------------------------------------------- the plots
 
 def speedup_vs_load(summary: pd.DataFrame) -> Figure:
@@ -119,7 +131,7 @@ def speedup_vs_load(summary: pd.DataFrame) -> Figure:
     if summary[x].min() > 0 and summary[x].max() / summary[x].min() >= 8:
         ax.set_xscale("log", base=2)
     ax.set(xlabel=xlabel, ylabel="speedup (TPS / TPS without speculation)")
-    ax.legend(fontsize=8)
+    _legend(ax, fontsize=8)
     return fig
 
 
@@ -135,7 +147,7 @@ def throughput_frontier(summary: pd.DataFrame) -> Figure:
             ax.annotate(f"{row[x]:g}", (row.per_user_tps, row.tps), fontsize=7, xytext=(3, 3),
                         textcoords="offset points")
     ax.set(xlabel="per-user speed (tokens/s per request)", ylabel="total throughput (tokens/s)")
-    ax.legend(fontsize=8, title=f"labels: {x}", title_fontsize=8)
+    _legend(ax, fontsize=8, title=f"labels: {x}", title_fontsize=8)
     return fig
 
 

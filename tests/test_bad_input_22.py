@@ -59,7 +59,8 @@ Found and fixed:
   a legend of whole swept acceptance sections, and printed matplotlib's `constrained_layout not
   applied` warning: a swept value's label is cut to its start and end, numbered where two cut alike;
   and a sweep of 32 points or more did the same with one legend entry a point: past 16 points the
-  legend names each series once, its points drawn in its colour;
+  legend names each series once, its points drawn in its colour (the speedup and frontier plots
+  past 32 series say how many there are instead of a legend that collapsed them at 40);
 - YAML read `-.5` and `+.25` (YAML 1.2 floats) as text, refused as `not a valid number` where the
   value's bound (or nothing) was wrong (yamlfiles._FLOAT_12);
 - a sweep over workload.concurrency under a Poisson or trace load ran the same points twice,
@@ -655,3 +656,25 @@ def test_a_latency_legend_of_many_points_names_each_series_once():
         fig.canvas.draw()
     assert not caught, [str(w.message) for w in caught]
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["nextn S=2", "multi_layer S=2"]
+
+
+def test_a_legend_of_more_series_than_fit_says_how_many():
+    """Before: 40 series (a sweep over 40 steps values) made the speedup and frontier legends taller
+    than their figures, the axes collapsed under matplotlib's warning."""
+    import warnings
+
+    import numpy as np
+    import pandas as pd
+
+    from mtpsim import plots
+    n = 40
+    summary = pd.DataFrame({"name": "x", "design": "nextn", "steps": np.arange(1, n + 1), "topk": 1, "dp": 1,
+                            "concurrency": 4, "rate_per_s": np.nan, "tps": 1.0, "point": range(n), "speedup": 1.1,
+                            "per_user_tps": 10.0})
+    for draw in (plots.speedup_vs_load, plots.throughput_frontier):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fig = draw(summary)
+            fig.canvas.draw()
+        assert not caught and fig.axes[0].get_legend() is None, [str(w.message) for w in caught]
+        assert any("series: too many to name" in t.get_text() for t in fig.axes[0].texts)
