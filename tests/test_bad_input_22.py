@@ -44,7 +44,12 @@ scenario), a kind folder that is a file or a loop; output folders holding a hidd
 folder named summary.csv, an empty subfolder, the scenario itself, under a file, 300 characters,
 a newline, blank; calibrate --out at a file, a full folder, under a file, a link; plot of
 recommend, search and verify folders, of a run folder with its resolved scenario broken (warned)
-or a table binary or empty; verify of block drafters, V4 (refused), disaggregated pools, traces.
+or a table binary or empty; verify of block drafters, V4 (refused), disaggregated pools, traces,
+dtype fp4, 0 iterations or layers, a CUDA device absent; hardware overrides (peak_flops emptied or
+given only FP4, 1 MiB of memory, another GPU's profile, latency floors) and a user h200.yaml of other
+figures (warned); cost.profile of another GPU (refused) or engine (warned); a sweep over
+hf_config-read and catalog models; recommend and search on Poisson or scheduled loads (warned),
+with block drafters, kept lengths, dp and V4; model and draft given both `from` and `hf_config`.
 
 Found and fixed:
 - config.json: a model_type given as a list (or a number) was passed over for the architectures
