@@ -177,8 +177,10 @@ def accept_histogram(counts: pd.DataFrame, summary: pd.DataFrame, max_series: in
     counts: accept_counts.csv (point, accepted, count)."""
     points = summary[(summary.point >= 0) & (summary.design != BASELINE)]
     keys = series_columns(points) if len(points) else ["design", "steps"]
-    first = points.drop_duplicates(subset=keys).head(max_series)
-    fig, ax = _figure(f"{_name(summary)}: accepted drafts per iteration")
+    every = points.drop_duplicates(subset=keys)
+    first = every.head(max_series)
+    shown = f" (the first {max_series} of {len(every)} series)" if len(every) > max_series else ""  # not a silent cut
+    fig, ax = _figure(f"{_name(summary)}: accepted drafts per iteration{shown}")
     width = 0.8 / max(1, len(first))
     for i, (_, row) in enumerate(first.iterrows()):
         c = counts[counts.point == row.point]

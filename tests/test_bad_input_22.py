@@ -65,7 +65,8 @@ Found and fixed:
   applied` warning: a swept value's label is cut to its start and end, numbered where two cut alike;
   and a sweep of 32 points or more did the same with one legend entry a point: past 16 points the
   legend names each series once, its points drawn in its colour (the speedup and frontier plots
-  past 32 series say how many there are instead of a legend that collapsed them at 40);
+  past 32 series say how many there are instead of a legend that collapsed them at 40, and
+  acceptance.png, which draws 6 series, says when a sweep has more);
 - YAML read `-.5` and `+.25` (YAML 1.2 floats) as text, refused as `not a valid number` where the
   value's bound (or nothing) was wrong (yamlfiles._FLOAT_12);
 - a sweep over workload.concurrency under a Poisson or trace load ran the same points twice,
@@ -683,3 +684,17 @@ def test_a_legend_of_more_series_than_fit_says_how_many():
             fig.canvas.draw()
         assert not caught and fig.axes[0].get_legend() is None, [str(w.message) for w in caught]
         assert any("series: too many to name" in t.get_text() for t in fig.axes[0].texts)
+
+
+def test_an_acceptance_figure_of_more_series_than_it_draws_says_so():
+    """Before: acceptance.png drew the first 6 series of a sweep of 8 and said nothing of the other 2."""
+    import numpy as np
+    import pandas as pd
+
+    from mtpsim import plots
+    n = 8
+    summary = pd.DataFrame({"name": "x", "design": "nextn", "steps": np.arange(1, n + 1), "topk": 1, "dp": 1,
+                            "concurrency": 4, "rate_per_s": np.nan, "tps": 1.0, "point": range(n), "accept_length": 2.0})
+    counts = pd.DataFrame({"point": np.repeat(np.arange(n), 2), "accepted": np.tile([0, 1], n), "count": 5})
+    fig = plots.accept_histogram(counts, summary)
+    assert "(the first 6 of 8 series)" in fig._suptitle.get_text()
