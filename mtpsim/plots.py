@@ -7,6 +7,7 @@ call it.
 """
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import matplotlib
@@ -64,34 +65,38 @@ def series_columns(summary: pd.DataFrame) -> list[str]:
     return ["design", "steps", *shown]
 
 
-def _label(row, keys: list[str], frame: pd.DataFrame | None = None) -> str:
+def _label(row, keys: list[str], texts: dict[str, dict[str, str]] | None = None) -> str:
     """`nextn S=3`, then what else tells the series apart: `topk 4`, the policy `1:3 128:2`,
     `layer=attention=swa ffn=dense`. The baseline reads `none` (and only what it runs with).
-    `frame`: the rows labelled beside this one, whose values stay told apart when cut short
-    (None: this row alone)."""
+    `texts`: each key's values as the rows labelled beside this one show them (_texts; None:
+    this row alone)."""
     parts, names = [label(row.design, row.steps)], key_labels(keys[2:])
+    texts = texts if texts is not None else _texts(pd.DataFrame([row]), keys)
     for k in keys[2:]:
         if pd.isna(row[k]) or row.design == BASELINE and (k in ("topk", "policy") or is_draft_key(k)):
             continue
-        texts = _value_texts(frame[k] if frame is not None else pd.Series([row[k]]))
-        name, value = names[k], texts[str(row[k])]
+        name, value = names[k], texts[k][str(row[k])]
         parts.append(f"{name} {value}" if k in ("topk", "policy") else f"{name}={value}")
     return ", ".join(parts)
 
 
-def _value_texts(column: pd.Series) -> dict[str, str]:
-    """Each value of a swept column as a label shows it: cut to MAX_LABEL_VALUE characters, and
-    numbered in order of appearance where two values cut alike (acceptance curves that differ
-    only in their middle entries), so no two series share a label."""
-    values = list(dict.fromkeys(str(v) for v in column if not pd.isna(v)))
-    cut = {v: cut_middle(v, MAX_LABEL_VALUE) for v in values}
-    alike = {text for text in cut.values() if list(cut.values()).count(text) > 1}
-    seen: dict[str, int] = {}
-    for v, text in cut.items():
-        if text in alike:
-            seen[text] = seen.get(text, 0) + 1
-            cut[v] = f"{text} #{seen[text]}"
-    return cut
+def _texts(frame: pd.DataFrame, keys: list[str]) -> dict[str, dict[str, str]]:
+    """Each swept key's values in `frame` as a label shows them: cut to MAX_LABEL_VALUE characters,
+    and numbered in order of appearance where two values cut alike (acceptance curves that differ
+    only in their middle entries), so no two series share a label. Once a frame: a sweep of
+    10,000 points labels each."""
+    out = {}
+    for k in keys[2:]:
+        values = list(dict.fromkeys(str(v) for v in frame[k] if not pd.isna(v)))
+        cut = {v: cut_middle(v, MAX_LABEL_VALUE) for v in values}
+        alike = {text for text, n in Counter(cut.values()).items() if n > 1}
+        seen: Counter = Counter()
+        for v, text in cut.items():
+            if text in alike:
+                seen[text] += 1
+                cut[v] = f"{text} #{seen[text]}"
+        out[k] = cut
+    return out
 
 
 def load_axis(summary: pd.DataFrame) -> tuple[str, str]:
@@ -103,8 +108,9 @@ def load_axis(summary: pd.DataFrame) -> tuple[str, str]:
 
 def _series(summary: pd.DataFrame):
     keys = series_columns(summary)
+    texts = _texts(summary, keys)
     for _, group in summary.groupby(keys, sort=False, dropna=False):
-        yield _label(group.iloc[0], keys, summary), group
+        yield _label(group.iloc[0], keys, texts), group
 
 
 def _legend(ax, **options) -> None:
@@ -156,7 +162,8 @@ def time_breakdown(summary: pd.DataFrame) -> Figure:
     rows = summary.drop_duplicates(subset=[c for c in summary if c != "point"]).reset_index(drop=True)
     x, _ = load_axis(rows)
     keys = series_columns(rows)
-    labels = [f"{_label(r, keys, rows)}, {x} {r[x]:g}" for _, r in rows.iterrows()]
+    texts = _texts(rows, keys)
+    labels = [f"{_label(r, keys, texts)}, {x} {r[x]:g}" for _, r in rows.iterrows()]
     fig, ax = _figure(f"{_name(summary)}: where the GPU time goes", size=(8.5, 1.2 + 0.3 * len(rows)))
     left = pd.Series(0.0, index=rows.index)
     for col, kind in SHARES.items():
@@ -181,12 +188,12 @@ def accept_histogram(counts: pd.DataFrame, summary: pd.DataFrame, max_series: in
     first = every.head(max_series)
     shown = f" (the first {max_series} of {len(every)} series)" if len(every) > max_series else ""  # not a silent cut
     fig, ax = _figure(f"{_name(summary)}: accepted drafts per iteration{shown}")
-    width = 0.8 / max(1, len(first))
+    width, texts = 0.8 / max(1, len(first)), _texts(points, keys)
     for i, (_, row) in enumerate(first.iterrows()):
         c = counts[counts.point == row.point]
         share = c["count"] / max(1, c["count"].sum()) * 100
         ax.bar(c.accepted + (i - (len(first) - 1) / 2) * width, share, width,
-               label=f"{_label(row, keys, points)} (AL {row.accept_length:.2f})")
+               label=f"{_label(row, keys, texts)} (AL {row.accept_length:.2f})")
     ax.set(xlabel="drafts accepted in one iteration (accept length - 1)",
            ylabel="share of request-iterations (%)")
     if len(first):
@@ -281,7 +288,8 @@ def latency_distributions(requests: pd.DataFrame, summary: pd.DataFrame) -> Figu
     keys, (x, _) = series_columns(summary), load_axis(summary)
     rows = summary[summary.point >= 0]
     # by row (a swept key's column may hold a dot, which a namedtuple cannot), with the point's load
-    series = {int(r.point): _label(r, keys, summary) for _, r in rows.iterrows()}
+    texts = _texts(summary, keys)
+    series = {int(r.point): _label(r, keys, texts) for _, r in rows.iterrows()}
     by_point = len(series) <= MAX_LEGEND_LINES
     labels = {p: f"{name}, {x} {r[x]:g}" for (p, name), (_, r) in zip(series.items(), rows.iterrows())} if by_point \
         else series
