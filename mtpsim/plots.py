@@ -41,6 +41,7 @@ NOT_SERIES = {"name", "concurrency", "rate_per_s", "num_requests", "draft_tokens
 MAX_LABEL_VALUE = 32
 MAX_LEGEND_LINES = 16  # legend entries a two-panel figure of 4 inches holds beside its axes
 MAX_SERIES_LEGEND = 32  # and a one-panel figure of 4.5 inches
+MAX_BARS = 200  # runs the time breakdown draws, a bar each (a figure 60 inches tall)
 
 
 def _figure(title: str, size=(7.5, 4.5)) -> tuple[Figure, plt.Axes]:
@@ -159,12 +160,14 @@ def throughput_frontier(summary: pd.DataFrame) -> Figure:
 
 def time_breakdown(summary: pd.DataFrame) -> Figure:
     """Share of busy time by pass kind, one stacked horizontal bar per run (points and baselines)."""
-    rows = summary.drop_duplicates(subset=[c for c in summary if c != "point"]).reset_index(drop=True)
+    every = summary.drop_duplicates(subset=[c for c in summary if c != "point"]).reset_index(drop=True)
+    rows = every.head(MAX_BARS)  # a bar a run: 10,000 made a figure 330,000 pixels tall, drawn in 108 s
     x, _ = load_axis(rows)
     keys = series_columns(rows)
     texts = _texts(rows, keys)
     labels = [f"{_label(r, keys, texts)}, {x} {r[x]:g}" for _, r in rows.iterrows()]
-    fig, ax = _figure(f"{_name(summary)}: where the GPU time goes", size=(8.5, 1.2 + 0.3 * len(rows)))
+    shown = f" (the first {MAX_BARS} of {len(every)} runs)" if len(every) > MAX_BARS else ""
+    fig, ax = _figure(f"{_name(summary)}: where the GPU time goes{shown}", size=(8.5, 1.2 + 0.3 * len(rows)))
     left = pd.Series(0.0, index=rows.index)
     for col, kind in SHARES.items():
         if col in rows:
