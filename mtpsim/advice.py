@@ -10,6 +10,8 @@ or a shared file can make such a setting harmless.
 """
 from __future__ import annotations
 
+import copy
+
 from mtpsim import budget_advice, designs, engine_advice, model_advice, workload_advice
 from mtpsim import speculation_advice as spec
 from mtpsim.schema import Scenario
@@ -44,9 +46,34 @@ def advise_sweep(points: list[Scenario], skip: tuple = ()) -> None:
         # the same warning word for word at every point: one that depends on the point (its users,
         # its batch) says each point differs, which is no sign that they are the same run
         if first is not None and all(any(_within(swept, k) and r == first[1] for k, r in at) for at in found[1:]):
-            warn(points[0].source, f"sweep.{swept}", f"{first[0]}: {first[1]} at every point: these points are the same run")
+            if _differ_elsewhere(points, swept, first[0]):  # the warning holds at every point, which still differ
+                warn(points[0].source, f"sweep.{swept}", f"{first[0]}: {first[1]} (at every point)")
+            else:
+                warn(points[0].source, f"sweep.{swept}", f"{first[0]}: {first[1]} at every point: these points are "
+                     "the same run")
         elif first is None:
             _unread_or_null(points, swept, skip)
+
+
+def _differ_elsewhere(points: list[Scenario], swept: str, key: str) -> bool:
+    """Whether the points' values of a swept section differ outside `key`, the key inside it that
+    one warning names at every point (a sweep over whole speculative sections, each a block
+    drafter the release lacks: their steps still differ). A warning at the swept key or above it
+    speaks of all that the points vary."""
+    from mtpsim.overrides import canonical
+    if not key.startswith(swept + "."):
+        return False
+    *path, leaf = key[len(swept) + 1:].split(".")
+    rest = set()
+    for s in points:
+        value = copy.deepcopy(s.point[swept])
+        parent = value
+        for part in path:
+            parent = parent.get(part) if isinstance(parent, dict) else None
+        if isinstance(parent, dict):
+            parent.pop(leaf, None)
+        rest.add(canonical(value))
+    return len(rest) > 1
 
 
 def _unread_or_null(points: list[Scenario], swept: str, skip: tuple) -> None:
@@ -72,10 +99,11 @@ DEPENDS = {"speculative.draft": ("speculative.design",), "acceptance": ("specula
            "engine.two_batch_overlap": ("parallel", "disaggregation", "model"),
            "cost.ep_imbalance": ("parallel", "disaggregation", "model"),
            "workload.rate_per_s": ("workload.arrival",), "workload.trace": ("workload.arrival",),
-           "workload.num_requests": ("workload.arrival",), "acceptance.forced": ("speculative", "engine"),
+           "workload.num_requests": ("workload.arrival",),
+           "workload.concurrency": ("workload.arrival",), "acceptance.forced": ("speculative", "engine"),
            "engine.eplb": ("model",), "engine.mixed_batches": ("speculative", "engine"),
            "engine.dp_routing": ("parallel", "disaggregation"), "workload.shared_prefix": ("engine",),
-           "engine.speculative_overlap": ("speculative", "engine"), "engine.prefix_cache": ("engine",),
+           "engine.speculative_overlap": ("speculative", "engine"), "engine.prefix_cache": ("engine", "workload"),
            "engine.batch_wait": ("engine", "parallel", "disaggregation", "speculative")}
 
 
@@ -206,13 +234,14 @@ CHECKS = (spec.ignored_by_design, spec.unreached_policy, engine_advice.skew_with
           engine_advice.cap_per_rank, model_advice.unread_dtypes,
           model_advice.windows_past_context, model_advice.fp4_kv_before_blackwell,
           workload_advice.trace_settings_unread, model_advice.past_any_model, model_advice.odd_widths,
-          _verify_past_the_model, _disaggregation_moot, workload_advice.unused_by_arrival,
+          _verify_past_the_model, _disaggregation_moot, workload_advice.unused_by_arrival, workload_advice.concurrency_unread,
           _prefix_past_the_prompts, spec.kept_past_the_steps, _past_their_reach, spec.forced_past_its_range,
           engine_advice.engine_moot, engine_advice.stream_overlap_moot, budget_advice.batch_wait_moot,
           engine_advice.graph_lists_capture_none)
 
 # checks whose every warning says the value is not read at all (a null, the default, is read no more)
-UNREAD_CHECKS = (spec.ignored_by_design, workload_advice.trace_settings_unread, workload_advice.unused_by_arrival)
+UNREAD_CHECKS = (spec.ignored_by_design, workload_advice.trace_settings_unread, workload_advice.unused_by_arrival,
+                 workload_advice.concurrency_unread)
 # checks that judge the batch a run's load keeps running (its users, its requests, the cap):
 # `cost --batch` prices a batch of its own, which its header line describes
 RUNNING_BATCH_CHECKS = (spec.unreached_policy, budget_advice.budget_below_decode, budget_advice.whole_prompts_past_budget)
@@ -220,4 +249,4 @@ RUNNING_BATCH_CHECKS = (spec.unreached_policy, budget_advice.budget_below_decode
 # run: they compare steps of their own (1..--max-steps, as the acceptance allows) at loads of their
 # own, without the policy (the budget is judged at their points: budget_advice.budget_at_points)
 GRID_CHECKS = (spec.unreached_policy, spec.kept_past_the_steps, spec.deep_histogram, budget_advice.budget_below_decode,
-               budget_advice.whole_prompts_past_budget)
+               budget_advice.whole_prompts_past_budget, workload_advice.concurrency_unread)

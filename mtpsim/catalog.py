@@ -28,7 +28,7 @@ from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, from_validation, short, warn
 from mtpsim.files import load_yaml
 from mtpsim.hardware_spec import HardwareSpec
-from mtpsim.packagedata import catalog_dirs, data_dir
+from mtpsim.packagedata import catalog_dirs, data_dir, user_catalog_dirs
 from mtpsim.specs import ModelSpec
 from mtpsim.textfiles import not_a_file
 
@@ -56,6 +56,21 @@ def hardware_for_device(device_name: str) -> str | None:
 def names(kind: Kind) -> list[str]:
     """Catalog entries of one kind (user catalogs and built-in), sorted."""
     return sorted({p.stem for folder in catalog_dirs() for p in (folder / kind).glob("*.yaml") if p.is_file()})
+
+
+def unnamed_entries(kind: Kind) -> list[ScenarioError]:
+    """The entries of the user catalogs' `kind` folders that no name finds, as find's errors say
+    of them (_near_miss): a .yaml that is no regular file (a folder, a broken or looping link, a
+    pipe) or one ending .yml / .YAML. `names` passes over them, so a listing would leave them out
+    without a word where a scenario naming one is refused."""
+    found = []
+    for folder in user_catalog_dirs():
+        for path in sorted((folder / kind).iterdir()) if (folder / kind).is_dir() else []:
+            if path.suffix.lower() not in (".yaml", ".yml") or path.suffix == ".yaml" and path.is_file():
+                continue
+            why = not_a_file(path) if path.suffix == ".yaml" else "catalog files end in .yaml (rename it)"
+            found.append(ScenarioError(str(path), "", f"{why}: no scenario can name this {kind} entry"))
+    return found
 
 
 def find(kind: Kind, name: str, where: str = "catalog", key: str = "") -> Path | None:

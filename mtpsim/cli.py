@@ -15,7 +15,7 @@ import signal
 import sys
 
 from mtpsim import commands
-from mtpsim.cli_types import MAX_BATCH, MAX_CONTEXT, MAX_JOBS, address, at_least_one, bounded, folder, named
+from mtpsim.cli_types import MAX_BATCH, MAX_CONTEXT, MAX_JOBS, address, at_least_one, bounded, folder, input_path, named
 from mtpsim.errors import MAX_WHERE, ScenarioError, cut_middle, line
 from mtpsim.limits import MAX_SEEDS
 
@@ -24,7 +24,7 @@ from mtpsim.limits import MAX_SEEDS
 
 
 def _add_scenario(p: argparse.ArgumentParser) -> None:
-    p.add_argument("scenario", type=named("name the scenario YAML file"), help="scenario YAML file")
+    p.add_argument("scenario", type=input_path("name the scenario YAML file"), help="scenario YAML file")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY.PATH=VALUE",
                    help="override a key (value parsed as YAML); repeatable")
 
@@ -162,7 +162,7 @@ def _add_search(sub) -> None:
 def _add_plot(sub) -> None:
     """`mtpsim plot`: redraw a run folder's figures."""
     p = sub.add_parser("plot", help="draw the PNGs of a finished run folder")
-    p.add_argument("run_dir", type=named("name the folder `mtpsim run` wrote"), help="a folder written by `mtpsim run`")
+    p.add_argument("run_dir", type=input_path("name the folder `mtpsim run` wrote"), help="a folder written by `mtpsim run`")
     p.set_defaults(func=commands.plot)
 
 
@@ -170,8 +170,8 @@ def _add_cost(sub) -> None:
     """`mtpsim cost`: one iteration priced pass by pass."""
     p = sub.add_parser("cost", help="price one iteration pass by pass, with the memory budget")
     _add_scenario(p)
-    p.add_argument("--batch", type=bounded(1, MAX_BATCH), help=f"running requests, 1..{MAX_BATCH} "
-                   "(default: workload.concurrency)")
+    p.add_argument("--batch", type=bounded(1, MAX_BATCH), help=f"running requests on one replica, 1..{MAX_BATCH} "
+                   "(default: a replica's share of workload.concurrency, as run spreads it over parallel.dp)")
     p.add_argument("--context", type=bounded(0, MAX_CONTEXT), help=f"committed KV length per request, "
                    f"0..{MAX_CONTEXT} (default: mean input_len)")
     p.add_argument("--ops", action="store_true", help="also list every op: time, bound, and which model priced it")
@@ -201,7 +201,7 @@ def _add_calibrate(sub) -> None:
     p.add_argument("--version", type=named("name the engine version, or leave --version out for the database's current one"),
                    help="with --from aiconfigurator: the engine version (default: the "
                    "database's current one; older versions fill the families it lacks)")
-    p.add_argument("--archive", type=named("name an aiconfigurator systems folder"),
+    p.add_argument("--archive", type=input_path("name an aiconfigurator systems folder"),
                    help="with --from aiconfigurator: an older aiconfigurator systems folder "
                    "(aic-core/src/aiconfigurator_core/systems of a checkout) for the tables the installed "
                    "package no longer ships: SGLang's Triton fused-MoE rows (moe_triton); without it that "

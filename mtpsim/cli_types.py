@@ -8,6 +8,7 @@ Standard library and mtpsim.errors only, so building the parser stays quick.
 from __future__ import annotations
 
 import argparse
+import os
 import unicodedata
 
 from mtpsim.errors import ScenarioError, short, whole_number
@@ -43,6 +44,13 @@ def named(hint: str):
 LINE_BREAKING = ("Cc", "Zl", "Zp")
 
 
+def input_path(hint: str):
+    """An argparse type for an argument that names a file or folder a command reads (a scenario,
+    a run folder): `named`'s, with `~` the home folder, as the paths a scenario names are read."""
+    not_blank = named(hint)
+    return lambda text: os.path.expanduser(not_blank(text))
+
+
 def output_path(hint: str):
     """An argparse type for a flag that names a file or folder a command writes (--out, --cache):
     `named`'s, and one line of text: a control character in it (a newline pasted with the path, an
@@ -53,7 +61,9 @@ def output_path(hint: str):
         if any(unicodedata.category(c) in LINE_BREAKING for c in text):
             raise argparse.ArgumentTypeError(f"{short(text, 60)} holds a control character or line break: give a path "
                                              "of one line, without newlines, tabs or escapes")
-        return not_blank(text)
+        # `~/runs/x` (quoted, or from a script) is the home folder's, as every path a scenario names
+        # is read: it made a folder named `~` here, and `wrote ~/runs/x/` named one that was not written
+        return os.path.expanduser(not_blank(text))
     return parse
 
 

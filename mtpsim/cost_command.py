@@ -18,6 +18,7 @@ from mtpsim.pools import pool_scenario
 from mtpsim.report import cost_report, prefill_table
 from mtpsim.schema import mean_length
 from mtpsim.tracefiles import scan
+from mtpsim.workload_advice import concurrency_unread
 
 # chunks of one prompt `cost --prompt` prices, one after another: the engines' smallest default
 # chunk (2048) cuts the flag's longest prompt (2**24) into 8192; a chunk of 1 token made a
@@ -31,11 +32,13 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
     of `context` committed tokens (default the mean prompt), printed table by table; `prompt`:
     also the prefill of one prompt of that many tokens (on the prefill pool's layout where the
     scenario disaggregates)."""
-    points = sc.load(path, sets, advise_points=batch is None)
-    if batch is not None:  # the batch priced is the flag's, not the one the load would keep running
-        for p in points:
-            advise(p, skip=RUNNING_BATCH_CHECKS)
-        advise_sweep(points, skip=RUNNING_BATCH_CHECKS)
+    points = sc.load(path, sets, advise_points=False)
+    # the batch priced is the flag's, not the one the load would keep running; without the flag it
+    # is workload.concurrency, under any arrival
+    skip = (*(RUNNING_BATCH_CHECKS if batch is not None else ()), concurrency_unread)
+    for p in points:
+        advise(p, skip=skip)
+    advise_sweep(points, skip=skip)
     s = points[0]
     # what leaves no KV pool when the batch is the load's: the decode pool, a fraction the file
     # gives, else the layout (`mtpsim run` refuses it at the pool or engine.mem_fraction: memory.check_fits)
@@ -46,7 +49,13 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
         print("(disaggregated: pricing the decode pool's iteration on its own layout"
               f"{', and a prompt on the prefill pool' if prompt is not None else ''})")
         s = pool_scenario(s, "decode")
-    asked, batch = batch, s.workload.concurrency if batch is None else batch
+    # the flag's batch is one replica's; the load's users are spread over the dp replicas as `run`
+    # spreads them, each pricing its share (all of them on one replica was an iteration no GPU runs)
+    asked, users = batch, s.workload.concurrency
+    batch = -(-users // s.parallel.dp) if asked is None else asked
+    if batch != users and asked is None:
+        print(f"(dp {s.parallel.dp}: `mtpsim run` spreads workload.concurrency {users} over the replicas, so an "
+              f"iteration is priced at a replica's {batch})")
     context = _context_of(s, context)
     for flag, tokens in (("--context", context), ("--prompt", prompt)):
         _past_max_context(s, flag, tokens)
@@ -130,10 +139,10 @@ def _batch_warnings(s, memory: pd.DataFrame, batch: int, asked: int | None, cont
     pool = int(memory.max_kv_tokens[s.speculative.design]) or None
     cap = s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests, s.specs.hardware,
                                      pool, s.specs.model.max_context)
-    share = batch if asked is not None else -(-batch // s.parallel.dp)  # `run` spreads the users over dp replicas
-    if share > cap:  # as `mtpsim run` caps it (bound_by "cap" in its table)
+    replica = "a replica " if asked is None and s.parallel.dp > 1 else ""  # `batch` is a replica's share of the users
+    if batch > cap:  # as `mtpsim run` caps it (bound_by "cap" in its table)
         rule = "engine.max_running_requests" if s.engine.max_running_requests is not None else f"{s.specs.engine.name}'s default"
-        warn(*asked_at, f"{share} requests {'a replica ' if share != batch else ''}is past the running-request cap of "
+        warn(*asked_at, f"{batch} requests {replica}is past the running-request cap of "
              f"{cap} ({rule}): `mtpsim run` runs at most {cap} at once and queues the rest; priced as asked")
     fits = memory[f"max_requests@{context}"]  # memory_table's column
     limit = s.specs.model.max_context
@@ -147,7 +156,7 @@ def _batch_warnings(s, memory: pd.DataFrame, batch: int, asked: int | None, cont
              "asked, though `mtpsim run` refuses this deployment, as the engine would")
     elif fits.min() < per_pool:
         group = f" ({per_pool} per attention-DP group)" if s.parallel.attention_dp > 1 else ""
-        warn(*asked_at, f"{batch} requests of {context} tokens{group} do not fit in memory ({fits.idxmin()}: at "
+        warn(*asked_at, f"{batch} requests {replica}of {context} tokens{group} do not fit in memory ({fits.idxmin()}: at "
              f"most {int(fits.min())}): priced as asked, though the engine would not run them at once")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from mtpsim import catalog
 from mtpsim.engine_releases import engine_rules, known_versions
@@ -30,7 +31,7 @@ def list_entries(kind: str) -> int:
             invalid.append(exc)
             text = "invalid (the error is on stderr)"
         print(f"{printable(name):<{width}}  {text}")
-    return _said(invalid, kind)
+    return _said(invalid + _unnamed(kind), kind)
 
 
 def list_engines() -> int:
@@ -57,7 +58,17 @@ def list_engines() -> int:
             # newlines (mixed_head_attention, prefill_chunk's gpus), its lists thousands of entries
             value = cut_middle(printable(str(rule.value)), MAX_RULE_VALUE)
             print(f"  {rule.name}: {rule.field} = {value} ({span})")
-    return _said(invalid, "engines")
+    return _said(invalid + _unnamed("engines"), "engines")
+
+
+def _unnamed(kind: str) -> list[ScenarioError]:
+    """A user catalog's entries of `kind` the listing passes over (a folder or broken link named
+    .yaml, a .yml file), each printed as invalid: no scenario can name them."""
+    listed = set(catalog.names(kind))  # one of another folder's name: its lookup above said so already
+    unnamed = [exc for exc in catalog.unnamed_entries(kind) if Path(exc.where).stem not in listed]
+    for exc in unnamed:
+        print(f"{printable(short(exc.where, 200)[1:-1])}  invalid (the error is on stderr)")
+    return unnamed
 
 
 def _usable_hardware(name: str):

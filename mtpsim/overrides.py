@@ -48,13 +48,17 @@ def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
         raise ScenarioError(where, short(dotted, 80)[1:-1], f"a key path of more than {MAX_DEPTH} levels (YAML nests "
                             f"at most {MAX_DEPTH})")
     *parents, leaf = _parts(dotted)
+    _into_a_list(data, dotted, where)
     for i, part in enumerate(parents):
         part = _key(node, part)
         child = node.get(part)
         if child is None:
             child = node[part] = {}
-        elif isinstance(child, str) and part in ("model", "hardware") and i == 0:
-            child = node[part] = {"from": child}
+        elif isinstance(child, str) and ".".join(parents[: i + 1]) in REFERENCES:
+            # the catalog name becomes `from`, what the keys set override; a config.json given as the
+            # source replaces it (from and hf_config are two sources, refused together)
+            at = ".".join(parents[: i + 1])
+            child = node[part] = {} if dotted == f"{at}.hf_config" else {"from": child}
         elif not isinstance(child, dict):
             raise ScenarioError(where, dotted, f"{'.'.join(parents[: i + 1])} is not a mapping")
         node = child
@@ -62,6 +66,29 @@ def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
         node.pop(_key(node, leaf), None)
     else:
         node[_key(node, leaf)] = value
+
+
+def _into_a_list(data: dict[str, Any], dotted: str, where: str) -> None:
+    """A key path through a list by an item's index (`acceptance.per_depth.0`, or under `sweep`
+    `workload.concurrency.1`, an entry's values): a list is set whole, so a ScenarioError that
+    says so, not that the list is no mapping, that the index is an unknown sweep key, or that the
+    value set there must itself be a list."""
+    parts, node, walked = dotted.split("."), data, []
+    while parts:
+        if isinstance(node, dict) and walked == ["sweep"]:  # a sweep entry's key is itself dotted
+            entry = next((k for k in node if isinstance(k, str) and ".".join(parts).startswith(k + ".")), None)
+            if entry is None:
+                return
+            walked, parts, node = [*walked, entry], parts[len(entry.split(".")):], node[entry]
+            continue
+        if isinstance(node, list) and parts[0].isascii() and parts[0].lstrip("-").isdigit():
+            whole = ".".join(walked)
+            raise ScenarioError(where, dotted, f"{whole} is a list, set whole: give --set {whole}=[...] with every "
+                                "item (an item is not set by its index)")
+        if not isinstance(node, dict):
+            return
+        part = parts.pop(0)
+        node, walked = node.get(_key(node, part)), [*walked, part]
 
 
 def _parts(dotted: str) -> list[str]:
@@ -76,6 +103,11 @@ def _key(node: dict[str, Any], part: str) -> str | int:
     # the schema to refuse as a key (int() of 4,300 digits or more raises)
     return int(part) if part.isascii() and part.isdigit() and len(part) <= 18 and part not in node else part
 
+
+# the keys a catalog name or `{from: NAME, ...}` may give (a model, a GPU, a draft): a key --set
+# inside a name there overrides that entry (--set speculative.draft.block.markov_rank=128 over
+# `draft: dspark-qwen3-8b-block7` was `speculative.draft is not a mapping`)
+REFERENCES = ("model", "hardware", "speculative.draft")
 
 NULLS = ("null", "Null", "NULL", "~")  # YAML's spellings of null: `--set key=null` drops the key
 
@@ -107,6 +139,13 @@ def apply_sets(data: dict[str, Any], overrides: list[Override]) -> dict[str, Any
     copy where there are any), to tell its errors from --set's (from_set). A key given twice, or a
     section given after a key inside it (which it would undo), is a ScenarioError."""
     written = copy.deepcopy(data) if overrides else data
+    for at in REFERENCES:  # a config.json replaces a catalog name as the source, whatever --set comes first
+        *path, leaf = at.split(".")
+        node = data
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and isinstance(node.get(leaf), str) and any(k == f"{at}.hf_config" for k, _ in overrides):
+            node[leaf] = {}
     for key, value in overrides:
         set_key(data, key, value, "--set")
     keys = [k for k, _ in overrides]
@@ -192,7 +231,12 @@ def set_inside(key: str, values: list, overrides: list[Override], where: str, la
         if lost:
             later.append((where, f"sweep.{key}", f"--set {dotted} sets it on every point, inside this swept section: "
                           f"its swept values {', '.join(lost)} are not run"))
-        values = [_with_set(v, inner, value, where) if isinstance(v, dict) else v for v in values]
+        # a swept catalog name takes the key as a file's name does (set_key): {from: NAME, ...}, so
+        # its row says what ran, not the bare name of an entry run with the --set key changed
+        named = key in REFERENCES
+        values = [_with_set(v, inner, value, where) if isinstance(v, dict) else
+                  _with_set({} if inner == "hf_config" else {"from": v}, inner, value, where)
+                  if named and isinstance(v, str) else v for v in values]
     return values
 
 

@@ -49,8 +49,10 @@ def user_catalog_dirs() -> list[Path]:
             found = folder.is_dir()
         except OSError as exc:  # a name too long for the file system: the variable is what is wrong
             raise ScenarioError(CATALOG_ENV, "", f"{exc.strerror or exc}: {part[:200]}") from None
-        if not found:
-            raise ScenarioError(CATALOG_ENV, "", f"no such folder: {part[:200]}")
+        if not found:  # a file, a pipe or a broken link there is no missing folder: say which it is
+            from mtpsim.textfiles import not_a_folder
+            there = folder.exists() or folder.is_symlink()
+            raise ScenarioError(CATALOG_ENV, "", f"{not_a_folder(folder) if there else 'no such folder'}: {part[:200]}")
         for kind in CATALOG_KINDS:  # a kind that is not a folder would be passed over without a word
             sub = folder / kind
             if (sub.exists() or sub.is_symlink()) and not sub.is_dir():

@@ -7,6 +7,7 @@ call it.
 """
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import matplotlib
@@ -18,7 +19,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from mtpsim.designs import BASELINE, is_draft_key, label, record  # noqa: E402
-from mtpsim.errors import warn  # noqa: E402
+from mtpsim.errors import cut_middle, warn  # noqa: E402
 from mtpsim.outputs import writing  # noqa: E402
 from mtpsim.results import HOST_COLUMN, PASS_COLUMN, share_column  # noqa: E402
 from mtpsim.rows import key_labels  # noqa: E402
@@ -33,6 +34,15 @@ NOT_SERIES = {"name", "concurrency", "rate_per_s", "num_requests", "draft_tokens
 
 
 # ---------------------------------------------------------------------------- helpers
+
+# characters of a swept value a legend label shows (its start and end): a swept section's whole
+# text (an acceptance curve with its kept lengths: 90 characters) made a legend wider than its
+# figure, which matplotlib then drew with the axes collapsed to nothing
+MAX_LABEL_VALUE = 32
+MAX_LEGEND_LINES = 16  # legend entries a two-panel figure of 4 inches holds beside its axes
+MAX_SERIES_LEGEND = 32  # and a one-panel figure of 4.5 inches
+MAX_BARS = 200  # runs the time breakdown draws, a bar each (a figure 60 inches tall)
+
 
 def _figure(title: str, size=(7.5, 4.5)) -> tuple[Figure, plt.Axes]:
     fig, ax = plt.subplots(figsize=size, layout="constrained")
@@ -56,16 +66,38 @@ def series_columns(summary: pd.DataFrame) -> list[str]:
     return ["design", "steps", *shown]
 
 
-def _label(row, keys: list[str]) -> str:
+def _label(row, keys: list[str], texts: dict[str, dict[str, str]] | None = None) -> str:
     """`nextn S=3`, then what else tells the series apart: `topk 4`, the policy `1:3 128:2`,
-    `layer=attention=swa ffn=dense`. The baseline reads `none` (and only what it runs with)."""
+    `layer=attention=swa ffn=dense`. The baseline reads `none` (and only what it runs with).
+    `texts`: each key's values as the rows labelled beside this one show them (_texts; None:
+    this row alone)."""
     parts, names = [label(row.design, row.steps)], key_labels(keys[2:])
+    texts = texts if texts is not None else _texts(pd.DataFrame([row]), keys)
     for k in keys[2:]:
         if pd.isna(row[k]) or row.design == BASELINE and (k in ("topk", "policy") or is_draft_key(k)):
             continue
-        name = names[k]
-        parts.append(f"{name} {row[k]}" if k in ("topk", "policy") else f"{name}={row[k]}")
+        name, value = names[k], texts[k][str(row[k])]
+        parts.append(f"{name} {value}" if k in ("topk", "policy") else f"{name}={value}")
     return ", ".join(parts)
+
+
+def _texts(frame: pd.DataFrame, keys: list[str]) -> dict[str, dict[str, str]]:
+    """Each swept key's values in `frame` as a label shows them: cut to MAX_LABEL_VALUE characters,
+    and numbered in order of appearance where two values cut alike (acceptance curves that differ
+    only in their middle entries), so no two series share a label. Once a frame: a sweep of
+    10,000 points labels each."""
+    out = {}
+    for k in keys[2:]:
+        values = list(dict.fromkeys(str(v) for v in frame[k] if not pd.isna(v)))
+        cut = {v: cut_middle(v, MAX_LABEL_VALUE) for v in values}
+        alike = {text for text, n in Counter(cut.values()).items() if n > 1}
+        seen: Counter = Counter()
+        for v, text in cut.items():
+            if text in alike:
+                seen[text] += 1
+                cut[v] = f"{text} #{seen[text]}"
+        out[k] = cut
+    return out
 
 
 def load_axis(summary: pd.DataFrame) -> tuple[str, str]:
@@ -77,8 +109,20 @@ def load_axis(summary: pd.DataFrame) -> tuple[str, str]:
 
 def _series(summary: pd.DataFrame):
     keys = series_columns(summary)
+    texts = _texts(summary, keys)
     for _, group in summary.groupby(keys, sort=False, dropna=False):
-        yield _label(group.iloc[0], keys), group
+        yield _label(group.iloc[0], keys, texts), group
+
+
+def _legend(ax, **options) -> None:
+    """The axes' legend, where its entries fit beside the plot (MAX_SERIES_LEGEND); else a line
+    saying how many series there are: a legend taller than the figure collapsed the axes."""
+    handles, _ = ax.get_legend_handles_labels()
+    if len(handles) <= MAX_SERIES_LEGEND:
+        ax.legend(**options)
+    else:
+        ax.text(0.01, 0.99, f"{len(handles)} series: too many to name (summary.csv lists them)", transform=ax.transAxes,
+                fontsize=8, va="top")
 
 
 # ---------------------------------------------------------------------------- the plots
@@ -94,7 +138,7 @@ def speedup_vs_load(summary: pd.DataFrame) -> Figure:
     if summary[x].min() > 0 and summary[x].max() / summary[x].min() >= 8:
         ax.set_xscale("log", base=2)
     ax.set(xlabel=xlabel, ylabel="speedup (TPS / TPS without speculation)")
-    ax.legend(fontsize=8)
+    _legend(ax, fontsize=8)
     return fig
 
 
@@ -110,17 +154,20 @@ def throughput_frontier(summary: pd.DataFrame) -> Figure:
             ax.annotate(f"{row[x]:g}", (row.per_user_tps, row.tps), fontsize=7, xytext=(3, 3),
                         textcoords="offset points")
     ax.set(xlabel="per-user speed (tokens/s per request)", ylabel="total throughput (tokens/s)")
-    ax.legend(fontsize=8, title=f"labels: {x}", title_fontsize=8)
+    _legend(ax, fontsize=8, title=f"labels: {x}", title_fontsize=8)
     return fig
 
 
 def time_breakdown(summary: pd.DataFrame) -> Figure:
     """Share of busy time by pass kind, one stacked horizontal bar per run (points and baselines)."""
-    rows = summary.drop_duplicates(subset=[c for c in summary if c != "point"]).reset_index(drop=True)
+    every = summary.drop_duplicates(subset=[c for c in summary if c != "point"]).reset_index(drop=True)
+    rows = every.head(MAX_BARS)  # a bar a run: 10,000 made a figure 330,000 pixels tall, drawn in 108 s
     x, _ = load_axis(rows)
     keys = series_columns(rows)
-    labels = [f"{_label(r, keys)}, {x} {r[x]:g}" for _, r in rows.iterrows()]
-    fig, ax = _figure(f"{_name(summary)}: where the GPU time goes", size=(8.5, 1.2 + 0.3 * len(rows)))
+    texts = _texts(rows, keys)
+    labels = [f"{_label(r, keys, texts)}, {x} {r[x]:g}" for _, r in rows.iterrows()]
+    shown = f" (the first {MAX_BARS} of {len(every)} runs)" if len(every) > MAX_BARS else ""
+    fig, ax = _figure(f"{_name(summary)}: where the GPU time goes{shown}", size=(8.5, 1.2 + 0.3 * len(rows)))
     left = pd.Series(0.0, index=rows.index)
     for col, kind in SHARES.items():
         if col in rows:
@@ -140,14 +187,16 @@ def accept_histogram(counts: pd.DataFrame, summary: pd.DataFrame, max_series: in
     counts: accept_counts.csv (point, accepted, count)."""
     points = summary[(summary.point >= 0) & (summary.design != BASELINE)]
     keys = series_columns(points) if len(points) else ["design", "steps"]
-    first = points.drop_duplicates(subset=keys).head(max_series)
-    fig, ax = _figure(f"{_name(summary)}: accepted drafts per iteration")
-    width = 0.8 / max(1, len(first))
+    every = points.drop_duplicates(subset=keys)
+    first = every.head(max_series)
+    shown = f" (the first {max_series} of {len(every)} series)" if len(every) > max_series else ""  # not a silent cut
+    fig, ax = _figure(f"{_name(summary)}: accepted drafts per iteration{shown}")
+    width, texts = 0.8 / max(1, len(first)), _texts(points, keys)
     for i, (_, row) in enumerate(first.iterrows()):
         c = counts[counts.point == row.point]
         share = c["count"] / max(1, c["count"].sum()) * 100
         ax.bar(c.accepted + (i - (len(first) - 1) / 2) * width, share, width,
-               label=f"{_label(row, keys)} (AL {row.accept_length:.2f})")
+               label=f"{_label(row, keys, texts)} (AL {row.accept_length:.2f})")
     ax.set(xlabel="drafts accepted in one iteration (accept length - 1)",
            ylabel="share of request-iterations (%)")
     if len(first):
@@ -233,23 +282,38 @@ def timeline(passes: pd.DataFrame, iterations: pd.DataFrame, name: str = "run", 
 
 def latency_distributions(requests: pd.DataFrame, summary: pd.DataFrame) -> Figure:
     """Per request, TTFT and TPOT ((E2E - TTFT) / (output - 1), docs/metrics.md) as cumulative
-    distributions, one line per run point (requests.csv rows, `point` naming the summary row)."""
+    distributions, one line per run point (requests.csv rows, `point` naming the summary row).
+    Past MAX_LEGEND_LINES points the legend names each series once, its points in its colour
+    (one entry a point made the legend taller than the figure from 32 points on, and matplotlib
+    then drew the axes collapsed); past that many series, none."""
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
     fig.suptitle(f"{_name(summary)}: per-request latency distributions", fontsize=11)
     keys, (x, _) = series_columns(summary), load_axis(summary)
+    rows = summary[summary.point >= 0]
     # by row (a swept key's column may hold a dot, which a namedtuple cannot), with the point's load
-    labels = {int(r.point): f"{_label(r, keys)}, {x} {r[x]:g}" for _, r in summary.iterrows() if r.point >= 0}
+    texts = _texts(summary, keys)
+    series = {int(r.point): _label(r, keys, texts) for _, r in rows.iterrows()}
+    by_point = len(series) <= MAX_LEGEND_LINES
+    labels = {p: f"{name}, {x} {r[x]:g}" for (p, name), (_, r) in zip(series.items(), rows.iterrows())} if by_point \
+        else series
+    colours = {name: f"C{i % 10}" for i, name in enumerate(dict.fromkeys(series.values()))}
+    named = set()
     for point, group in requests.groupby("point", sort=True):
         ttft = np.sort((group.first_token_s - group.arrival_s).to_numpy()) * 1e3
         decoding = group[group.output_len > 1]
         tpot = np.sort(((decoding.finish_s - decoding.first_token_s) / (decoding.output_len - 1)).to_numpy()) * 1e3
+        label = labels.get(int(point), str(point))
+        style = {} if by_point else {"color": colours.get(series.get(int(point)), "C0"), "alpha": 0.6}
         for ax, values in zip(axes, (ttft, tpot)):
-            ax.plot(values, np.arange(1, len(values) + 1) / max(len(values), 1), label=labels.get(int(point), point))
+            shown = by_point or (label not in named and len(colours) <= MAX_LEGEND_LINES)
+            ax.plot(values, np.arange(1, len(values) + 1) / max(len(values), 1), label=label if shown else "_", **style)
+        named.add(label)
     axes[0].set(xlabel="TTFT (ms)", ylabel="fraction of requests")
     axes[1].set(xlabel="TPOT (ms per output token after the first)")
     for ax in axes:
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
     return fig
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -178,6 +179,7 @@ def _anchor_paths(data: dict[str, Any], folder: Path, where: str) -> dict[str, A
         if not isinstance(value, str):
             return value
         check_path_length(value, where, key)
+        value = home(value)
         if not Path(value).is_absolute() and not Path(value).exists() and (folder / value).exists():
             return str(folder / value)
         return value
@@ -205,7 +207,15 @@ def _anchor_paths(data: dict[str, Any], folder: Path, where: str) -> dict[str, A
     cost = data.get("cost")
     if isinstance(cost, dict) and isinstance(cost.get("profile"), str):
         check_path_length(cost["profile"], where, "cost.profile")
+        cost["profile"] = home(cost["profile"])
     return data
+
+
+def home(path: str) -> str:
+    """A scenario's path with a leading `~` as the home folder, read as the model and hardware
+    files already were: a trace, histogram or profile at `~/...` was `no such file`, and a
+    config.json at `~/config.json` named its model `~`."""
+    return os.path.expanduser(path) if path.startswith("~") else path
 
 
 def _with_point(data: dict[str, Any], point: dict[str, Any], where: str, overrides=()) -> dict[str, Any]:

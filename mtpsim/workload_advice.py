@@ -92,10 +92,23 @@ def unused_by_arrival(s: Scenario) -> list[tuple[str, str]]:
             for key, readers in READ_BY.items() if key in w.model_fields_set and w.arrival not in readers]
 
 
+def concurrency_unread(s: Scenario) -> list[tuple[str, str]]:
+    """A concurrency given to a Poisson or trace load, whose arrivals `run` takes from the rate or
+    the file (READ_BY leaves concurrency out: cost and verify take it as their batch): a sweep
+    over it ran the same points, told apart by nothing in the table."""
+    w = s.workload
+    if w.arrival not in ("poisson", "trace") or "concurrency" not in w.model_fields_set:
+        return []
+    how = "draws its requests at rate_per_s" if w.arrival == "poisson" else "replays the trace's arrival times"
+    return [("workload.concurrency", f"arrival {w.arrival} {how}: `run` does not read concurrency (cost and verify "
+             "take it as their batch)")]
+
+
 def trace_settings_unread(s: Scenario) -> list[tuple[str, str]]:
     """A trace's settings its file makes moot: block_size sizes hash_ids blocks a file without
     them never has; a shared prefix is not laid over prompts whose hash_ids say what they share
-    (sim/prefix_cache.py prompt_blocks takes the ids as given)."""
+    (sim/prefix_cache.py prompt_blocks takes the ids as given), and their blocks are the trace's
+    block_size, not the engine's prefix_cache.block_tokens."""
     w = s.workload
     if w.arrival != "trace":
         return []
@@ -107,4 +120,9 @@ def trace_settings_unread(s: Scenario) -> list[tuple[str, str]]:
     if w.shared_prefix is not None and blocks:
         found.append(("workload.shared_prefix", "the trace's hash_ids say which prompts share blocks: a shared "
                       "prefix is not laid over them"))
+    cache = s.engine.prefix_cache
+    if blocks and cache is not None and "block_tokens" in cache.model_fields_set:  # cache_settings.block_tokens_of
+        found.append(("engine.prefix_cache.block_tokens", f"the trace's hash_ids name blocks of "
+                      f"workload.trace.block_size ({w.trace.block_size}) tokens, which the cache keeps: this block "
+                      "size is not read"))
     return found

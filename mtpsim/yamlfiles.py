@@ -5,8 +5,9 @@
   merges that gives a key (PyYAML's own choice depends on the key's length); a second `<<` in
   one mapping is a duplicate key;
 - nesting is at most MAX_DEPTH levels and aliases may expand to at most MAX_VALUES values (an
-  alias bomb is refused before anything walks it);
-- floats follow YAML 1.2 as well as 1.1: `1e9` and `989e12` are numbers, not strings;
+  alias bomb is refused before anything walks it); each use of an alias is a copy of its own, so
+  changing one (--set, a sweep) leaves the others as written;
+- floats follow YAML 1.2 as well as 1.1: `1e9`, `989e12` and `-.5` are numbers, not strings;
 - numbers are written in decimal: YAML 1.1's other spellings (`010` octal = 8, `0x4`, `0b11`,
   `1:30` sexagesimal = 90, `1_000`) are errors, not silently other values;
 - `-0.0` reads as 0.0: a zero's sign means nothing to a user, but it passes a `>= 0` bound and
@@ -37,7 +38,10 @@ MAX_YAML_BYTES = 4 * 2**20     # scenarios and catalog entries are a few kB
 MAX_DEPTH = 64                 # YAML nesting levels
 MAX_VALUES = 200_000           # YAML values after alias expansion
 
-_FLOAT_12 = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+# YAML 1.2's floats YAML 1.1 reads as text: an exponent without a dot or sign (`1e9`), and a sign
+# before a leading dot (`-.5`, `+.25`: 1.1 signs only a float that starts with a digit, so `-.5` was
+# the string '-.5' where a number goes, refused as `a valid number`)
+_FLOAT_12 = re.compile(r"^(?:[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+|[-+]\.[0-9]+)$")
 _MERGE = "tag:yaml.org,2002:merge"
 _NUMERIC_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("int", "float", "bool")}
 _DECIMAL = {"tag:yaml.org,2002:int": re.compile(r"[-+]?(?:0|[1-9][0-9]*)"),
@@ -266,8 +270,20 @@ def _documents(loader, where: str, multi: bool) -> list:
         if _expanded_size(node, {}) > MAX_VALUES:
             raise ScenarioError(where, "", f"expands to more than {MAX_VALUES:,} values, aliases expanded "
                                 "(scenarios and catalog entries hold a few hundred)")
-        documents.append(loader.construct_document(node))
+        documents.append(_unshared(loader.construct_document(node)))
     return documents
+
+
+def _unshared(value: Any) -> Any:
+    """`value` with every mapping and list its own: YAML builds each use of an alias as the one
+    object its anchor made, so a key --set (or a sweep) changed under one use changed every other
+    (`input_len: &len {...}`, `output_len: *len`: --set workload.input_len.min=4000 made the
+    outputs 4000 tokens too). Bounded: the expanded size is checked before (MAX_VALUES)."""
+    if isinstance(value, dict):
+        return {k: _unshared(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unshared(v) for v in value]
+    return value
 
 
 def load_yaml_documents(path: str | Path, where: str | None = None) -> list:

@@ -230,6 +230,7 @@ def test_verify_of_a_trace_decodes_the_traces_prompts(tmp_path, capsys):
     path.write_text(VERIFY.replace("{arrival: batch, concurrency: 1, num_requests: 1, input_len: 16, output_len: 8}",
                                    "{arrival: trace, trace: t.csv, concurrency: 2}"))
     assert setup.prompt_lengths(mtpsim.load(path)[0]) == [40, 24]
+    capsys.readouterr()  # load's warning that `run` does not read a trace's concurrency (verify does)
     one_line_error(capsys, ["verify", str(path), "--set", "workload.concurrency=4", "--out", str(tmp_path / "o")],
                    "workload.concurrency", "selects 3")
     assert not (tmp_path / "o").exists()

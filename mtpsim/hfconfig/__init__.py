@@ -88,11 +88,19 @@ def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | No
 
 
 def _reader(top: Config, where: str, at: str):
-    """The family reader of model_type, else of the first architectures class."""
+    """The family reader of model_type, else of the first architectures class. Either given in
+    another form than transformers writes (a list for model_type, a string for architectures) is
+    an error at its key: it was passed over for the other, or said to be missing."""
     model_type, architectures = top.get("model_type"), top.get("architectures", [])
-    first = architectures[0] if isinstance(architectures, list) and architectures else None
-    reader = READERS.get(model_type) if isinstance(model_type, str) else None
-    reader = reader or (READERS.get(ARCHITECTURES.get(first)) if isinstance(first, str) else None)
+    if not isinstance(model_type, (str, type(None))):
+        raise top.error("model_type", f"expected the architecture's name as text (e.g. \"deepseek_v3\"), got "
+                        f"{short(model_type)}")
+    if not isinstance(architectures, list) or not all(isinstance(a, str) for a in architectures):
+        raise top.error("architectures", f"expected a list of class names (e.g. [\"DeepseekV3ForCausalLM\"]), got "
+                        f"{short(architectures)}")
+    first = architectures[0] if architectures else None
+    reader = READERS.get(model_type) if model_type is not None else None
+    reader = reader or (READERS.get(ARCHITECTURES.get(first)) if first is not None else None)
     if reader is None:
         named = (f"model_type {short(model_type)} is" if model_type is not None else
                  f"no model_type, and architectures[0] {short(first)} is" if first is not None else

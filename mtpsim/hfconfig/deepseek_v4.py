@@ -156,7 +156,10 @@ def _ratios(c: Config, n: int) -> list[int]:
     """Per-layer compress ratio: compress_ratios (released configs, MTP layers after the trunk),
     else layer_types with compress_rates (transformers' form, trunk only)."""
     if c.get("compress_ratios") is not None:
-        ratios = c.list("compress_ratios", n, past=None)
+        # the MTP (or DSpark) layers' ratios follow the trunk's; an entry past those is read by nothing
+        # (warned of, and not built into a kind)
+        mtp = c.int("num_nextn_predict_layers", 0)
+        ratios = c.list("compress_ratios", n, past=mtp)[:n + mtp]
         for i, r in enumerate(ratios):
             if type(r) is not int or r not in RATIO_KINDS:
                 raise c.error(f"compress_ratios.{i}", f"{short(r)} is not one of 0, 1, 2, 4, 128 (sliding, V4.1's "

@@ -186,7 +186,7 @@ def step3p5(c: Config) -> Layout:
     moe_intermediate_size, one shared expert share_expert_dim wide), the rest dense; the MTP
     layers are not in it, so dense."""
     n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
-    kinds = kinds_of(c, "layer_types", c.list("layer_types", n, past=None),
+    kinds = kinds_of(c, "layer_types", c.list("layer_types", n, past=c.int("num_nextn_predict_layers", 0)),
                      {"full_attention": "full", "sliding_attention": "sliding"})
     kv, head_dim = c.int("num_attention_groups", heads), head_dim_of(c, heads)
     other = c.sub("attention_other_setting") if c.get("attention_other_setting") is not None else Config({}, c.path)

@@ -42,10 +42,13 @@ MAX_ENTRY_BYTES = 1 << 20  # a row is a few kB; a larger entry is no row of ours
 
 
 def point_key(s) -> str:
-    """The cache key of a point: a hash of everything that decides its result."""
-    specs = s.specs
+    """The cache key of a point: a hash of everything that decides its result, the files it reads
+    as it runs among them (a measured profile, an acceptance histogram: the scenario names their
+    paths, and an edited histogram at the same path was served the rows of the old one)."""
+    specs, histogram = s.specs, s.acceptance.histogram
     text = json.dumps([mtpsim.__version__, ROW_FORMAT, s.model_dump(mode="json", exclude={"search"}),
-                       specs.model_dump(mode="json"), version(specs.profile) if specs.profile else None],
+                       specs.model_dump(mode="json"), version(specs.profile) if specs.profile else None,
+                       version(histogram) if histogram else None],
                       sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -34,6 +34,7 @@ from mtpsim.torchkit.kernels import keep_freed_memory, without_cudnn_attention
 from mtpsim.torchkit.measure import Setup, measure
 from mtpsim.verify.compare import comparison, fits_memory, plot, predict, simulated_mapping
 from mtpsim.verify.setup import setup_of
+from mtpsim.workload_advice import concurrency_unread
 
 
 def main(args) -> int:
@@ -43,9 +44,10 @@ def main(args) -> int:
         hardware, profile = cost_source(device, False, None)  # --calibrate's profile is measured later
         for i, s in enumerate(points):  # every point fits this device, before any warning or loop
             _check_memory(s, setup_of(s, device), _point_folder(Path("."), i, s), hardware, profile)
-        for s in points:  # a sweep over the verify section is what this command reads
-            advise(s, skip=(swept_verify,))
-        advise_sweep(points, skip=(swept_verify,))
+        skip = (swept_verify, concurrency_unread)  # the verify section, and any load's users, this command reads
+        for s in points:
+            advise(s, skip=skip)
+        advise_sweep(points, skip=skip)
     with claimed(f"{points[0].name}-verify", args.out) as out:  # new or empty; a failed run gives it back
         return _verify(points, args, out)
 
@@ -104,6 +106,15 @@ def _unread_settings(points: list, device: str, profile: str | None, calibrate: 
     if first.seeds > 1:  # run's replicates: verify times one loop per point, at the scenario's seed
         warn(first.source or "verify", "seeds", f"verify runs one loop per point, at seed {first.seed}: the "
              f"{first.seeds} replicates seeds asks for are `mtpsim run`'s")
+    adaptive = next((p for p in points if p.speculative.policy is not None), None)
+    if adaptive is not None:  # the loop, and so its prediction (compare.simulated_mapping), run fixed steps
+        warn(adaptive.source or "verify", "speculative.policy", f"verify's loop drafts speculative.steps "
+             f"({adaptive.speculative.steps}) every iteration, and its prediction does too: the steps_by_batch "
+             "policy is not read (`mtpsim run` reads it)")
+    kept = next((p for p in points if p.acceptance.kept_length is not None), None)
+    if kept is not None:  # the loop verifies every draft, and its prediction reads the loop's accept counts
+        warn(kept.source or "verify", "acceptance.kept_length", "verify's loop verifies every draft it makes, and "
+             "its prediction does too: the kept-length curve is not read (`mtpsim run` reads it)")
     engined = next((p for p in points if p.engine.model_fields_set), None)
     if engined is not None:  # compare.simulated_mapping prices the loop with an engine section of its own
         keys = [f"engine.{k}" for k in sorted(engined.engine.model_fields_set)]

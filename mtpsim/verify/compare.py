@@ -29,7 +29,8 @@ def simulated_mapping(s, model: dict, prompt_lens: list[int], accept_counts, fol
     pd.DataFrame({"arrival_s": 0.0, "input_len": prompt_lens, "output_len": out_len}).to_csv(trace, index=False)
     mapping = {
         "name": f"{s.name}-simulated", "model": model, "hardware": hardware,
-        "speculative": s.speculative.model_dump(exclude_none=True),
+        # the loop drafts speculative.steps every iteration: a steps policy would predict another loop
+        "speculative": s.speculative.model_dump(exclude_none=True, exclude={"policy"}),
         "workload": {"arrival": "trace", "trace": str(trace), "num_requests": len(prompt_lens),
                      "concurrency": len(prompt_lens)},
         # the loop runs eagerly and synchronously: no graphs, no host/device overlap
