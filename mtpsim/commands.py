@@ -42,7 +42,7 @@ def run(args) -> int:
 
 
 def recommend(args) -> int:
-    from mtpsim.recommend import run_recommend
+    from mtpsim.recommend_command import run_recommend
     run_recommend(args.scenario, args.sets, args.batch, args.topk, args.max_steps, args.jobs, args.out,
                   seeds=args.seeds, peer=args.peer)
     return 0
