@@ -46,3 +46,24 @@ def test_verify_costs_at_least_the_decode_of_the_same_batch_and_context(priced, 
     attention = [t[t.op == "attn.core"].time_ms.sum() for t in (verify, decode)]
     assert attention[0] >= attention[1] * (1 - 1e-9), attention
     assert verify.time_ms.sum() >= decode.time_ms.sum() * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("case", ["p2-deepseek-v3-sglang", "l2-deepseek-r1-b200-dynamo-trt-mtp",   # MLA
+                                  "p3-eagle3-llama-8b-h100", "s2-qwen3-235b-a22b-eagle3-sglang-h200-gsm8k"])  # GQA
+@pytest.mark.parametrize("batch", [1, 8, 64])
+def test_a_verify_past_64_queries_a_request_stays_on_the_decode_path(case, batch):
+    """A tree verify of 65 tokens a request costs at least one of 64: the engines run verify
+    passes on their decode path however long (AttentionKernel `decode_path`). Past 64 queries a
+    request the cores were once priced as a prompt's: MLA unabsorbed from the prefill rows, 2.7x
+    cheaper than at 64 on H200 (DeepSeek-V3, batch 4, 2k context), GQA 2-7% cheaper."""
+    with contextlib.redirect_stderr(io.StringIO()):
+        s = sc.load(f"scenarios/published/{case}.yaml", [])[0]
+    pricer = build_pricer(s)
+    widths = []
+    for draft_tokens in (64, 65):  # verify width = draft tokens: a tree of topk 8 over 8 steps and more
+        t = op_table(pricer, DesignShape("nextn", 8, 8, draft_tokens), batch, 2000)
+        verify = t[t["pass"] == "verify:target"]
+        widths.append((verify[verify.op == "attn.core"].time_ms.sum(), verify.time_ms.sum()))
+    (core_64, pass_64), (core_65, pass_65) = widths
+    assert core_65 >= core_64 * (1 - 1e-9), widths
+    assert pass_65 >= pass_64 * (1 - 1e-9), widths

@@ -8,6 +8,7 @@ Units: flops in FLOP, bytes in bytes, token counts in tokens.
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -108,10 +109,22 @@ def attention_core(att: AttentionSpec, q_lens: np.ndarray, kv_lens: np.ndarray, 
 class AttentionKernel:
     """One attention kind on one GPU of a group of `tp`: the numbers every batch's core shares
     (heads per GPU, KV bytes per token, widths), worked out once; a pricer keeps one per kind
-    and calls `core` every pass."""
+    and calls `core` every pass.
 
-    def __init__(self, att: AttentionSpec, kv_dtype: str, tp: int, act: str = ACT):
+    `decode_path`: the kernel of passes the engines run on their decode path however many query
+    tokens a request brings (verify, draft and draft-extend passes). Without it, a request of
+    more than MLA_ABSORB_MAX_Q queries is prefill-sized (a prompt or its chunk): MLA unabsorbed,
+    and a profile's prefill rows price it (calibrated.py). With it, never: SGLang's DeepSeek MLA
+    runs TARGET_VERIFY and DRAFT_EXTEND absorbed whatever their length
+    (`models/deepseek_v2.py` `_dispatch_attn_forward_method`: the MHA branch is for plain
+    extends only) and vLLM V1 sends a request to its MLA decode path by query length up to
+    1 + num_speculative_tokens (`reorder_batch_threshold`), so a tree verify of 65 tokens is
+    priced as 64 extrapolated, not 2.7x cheaper as a prompt."""
+
+    def __init__(self, att: AttentionSpec, kv_dtype: str, tp: int, act: str = ACT, decode_path: bool = False):
         self.att, self.kv_dtype, self.tp, self.act = att, kv_dtype, tp, act
+        self.decode_path = decode_path
+        self.prefill_q = math.inf if decode_path else MLA_ABSORB_MAX_Q  # query tokens a request past which it is a prompt
         self.heads = heads_per_gpu(att.num_heads, tp)
         self.kv_bytes_per_token = kv_bytes_per_token(att, kv_dtype, tp)
         if att.kind == "mla":  # unabsorbed (prefill-sized queries), and absorbed: scores over kv_lora + rope, values over kv_lora
@@ -126,7 +139,7 @@ class AttentionKernel:
         # the lookup keys after batch, q and the KV lengths, in the order a core's shape lists them
         self.shape = {"heads": self.heads, "window": att.window or 0,
                       **(_attention_widths(att, tp) if att.kind != "linear" else {}), "kv_dtype": kv_dtype,
-                      "query_only": att.kv_source is not None}
+                      "query_only": att.kv_source is not None, **({"decode_path": True} if decode_path else {})}
 
     def core(self, lens: BatchLens, tree_keys: float = 0.0) -> Op:
         """The kernel over `lens` (`counts`: its flops and bytes)."""
@@ -159,7 +172,7 @@ class AttentionKernel:
             kv_max = float(visible.max(initial=0))
         if self.sparse:  # each query attends its top-k keys; a request reads the union of its queries'
             kv_tokens, qk_tokens, kv_max = sparse_lens(lens, self.att.index_topk, tree_keys)
-        if self.mla and lens.q_max > MLA_ABSORB_MAX_Q:
+        if self.mla and lens.q_max > self.prefill_q:
             # prefill-sized queries run MLA unabsorbed (engines expand K and V from the latent)
             flops = 2.0 * qk_tokens * heads * self.unabsorbed_width
         else:

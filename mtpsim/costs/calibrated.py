@@ -17,8 +17,9 @@ op's flops, bytes and the measured median `time_s`. An op is priced by, in order
 - `extrapolated`: attention with more query tokens per request than the profile measured
   (verify and extend against cached KV; the measured GPU tables hold decode rows, q = 1 only):
   the measured time at the largest measured q, scaled by the roofline work of the two shapes,
-  affinely as above. Past MLA_ABSORB_MAX_Q query tokens a request (a prompt or its chunk), a
-  profile with `prefill_attention` rows prices the core from them instead (`_prefill`:
+  affinely as above. Past MLA_ABSORB_MAX_Q query tokens a request in a prompt or its chunk (not
+  a verify or draft pass: AttentionKernel's `decode_path`), a profile with `prefill_attention`
+  rows prices the core from them instead (`_prefill`:
   `calibrated` for a fresh prompt of a measured shape, else `calibrated-scaled` by work); the
   routing is here, not in lookup_point, because only the profile knows whether it has them;
 - `roofline`: families the profile does not hold (linear-attention state; elementwise, argmax
@@ -197,7 +198,8 @@ class CalibratedCosts:
         flop_rate, byte_rate = self.roofline.rates(probe)
         if table is None or flop_rate is None:
             return None
-        prefill = self.prefill_table(keys, dims) is not None  # prefill-sized cores take `time`'s road
+        # prefill-sized cores take `time`'s road (a decode-path kernel has none: AttentionKernel)
+        prefill = not kernel.decode_path and self.prefill_table(keys, dims) is not None
         return CorePricer(self, kernel, table, exact, stand_in, flop_rate, byte_rate, graphs, prefill)
 
     def frame_pricer(self, batch: int, q: float, d: int, graphs: bool):
@@ -248,7 +250,7 @@ class CalibratedCosts:
         if family == "elementwise":  # the grid's tokens at its width d holding as many elements
             x = {"tokens": x["elements"] / table.dims["d"]}
         work = self.work_s(op)
-        if family == "attention" and x["q"] > MLA_ABSORB_MAX_Q:
+        if family == "attention" and x["q"] > MLA_ABSORB_MAX_Q and not op.shape.get("decode_path"):
             prefill = self._prefill(keys, dims, x, work)
             if prefill is not None:
                 return prefill

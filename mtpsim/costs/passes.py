@@ -173,7 +173,9 @@ class Pricer:
         def priced(kernels):
             return tuple((kernel, n, self.costs.core_pricer(kernel, graphs) if isinstance(kernel, O.AttentionKernel)
                           else None) for kernel, n in kernels if n)
-        kernels, tail = self._kernels(shape.part), self._kernels(shape.part, tail=True) if replays else ()
+        decode_path = shape.kind != "prefill"  # verify, draft, extend: the engines' decode path (AttentionKernel)
+        kernels = self._kernels(shape.part, decode_path=decode_path)
+        tail = self._kernels(shape.part, tail=True, decode_path=decode_path) if replays else ()
         if tail:  # the tail's layers leave the whole-prompt cores
             left = dict(tail)
             kernels = [(kernel, n - left.get(kernel, 0)) for kernel, n in kernels]
@@ -265,14 +267,16 @@ class Pricer:
         return priced, work, frozenset(t.source for _, t, _ in priced)
 
     @lru_cache(maxsize=8)  # noqa: B019 -- a Pricer lives as long as its run; a part's kinds never change
-    def _kernels(self, part: str, tail: bool = False) -> tuple[tuple[O.AttentionKernel, int], ...]:
+    def _kernels(self, part: str, tail: bool = False, decode_path: bool = False) -> tuple[tuple[O.AttentionKernel, int], ...]:
         """(kernel, layer count) per attention kind of a part, on one GPU of an attention group;
-        parts with the same attention kind share its kernel. `tail`: of its replay tail's layers only."""
+        parts with the same attention kind share its kernel. `tail`: of its replay tail's layers
+        only; `decode_path`: the kernels of a pass the engine runs on its decode path
+        (AttentionKernel)."""
         record = self.deployment.part(part)
         kinds = record.tail_attention if tail else record.attention
         kernels = []
         for att, n in kinds:
-            kernels.append((self._kernel(att, self.deployment.kv_dtype), n))
+            kernels.append((self._kernel(att, self.deployment.kv_dtype, decode_path), n))
             if att.sparse:  # DSA: its indexer scores every cached token before the attention reads its top-k
                 kernels.append((self._indexer(att), n))
         return tuple(kernels)
@@ -282,10 +286,10 @@ class Pricer:
         return O.IndexerKernel(att, self.deployment.act)
 
     @lru_cache(maxsize=16)  # noqa: B019 -- a Pricer lives as long as its run; a kind's kernel never changes
-    def _kernel(self, att, kv_dtype: str) -> O.AttentionKernel:
+    def _kernel(self, att, kv_dtype: str, decode_path: bool = False) -> O.AttentionKernel:
         if att.kind == "compressed":  # DeepSeek-V4's window + compressed entries (costs/compressed.py)
             return C.CompressedKernel(att, kv_dtype, self.par.attention_tp, self.deployment.act)
-        return O.AttentionKernel(att, kv_dtype, self.par.attention_tp, self.deployment.act)
+        return O.AttentionKernel(att, kv_dtype, self.par.attention_tp, self.deployment.act, decode_path)
 
 
 @lru_cache(maxsize=1024)
