@@ -150,6 +150,30 @@ def e_cases() -> list[Case]:
     return cases
 
 
+# G: a generalization check (2026-12-06, docs/accuracy.md's last section): public measurements of
+# speculative speedup at several batch sizes, added after the model was built and not fitted to.
+# All from "Speculative Decoding: Performance or Illusion?" (arXiv 2601.11580; project page
+# specdecode-bench.github.io, index.md and its figures at commit 514270c6): speedup = token
+# throughput with EAGLE-3 (3 drafts a step) over without, one H100, at batch 1 / 16 / 64 / 128.
+# G1-G3: Llama-3.1-8B-Instruct under vLLM v0.10.1, Figure 1 (c) ShareGPT, (a) GSM8K, (b)
+# CNN/DailyMail, read off the PNG (+-0.01); accept lengths derived from the authors' released
+# per-position acceptance (SpecDecode-Bench/simulator data/llama3.1-8B/, at most 3 drafts a step).
+# G4: Qwen3-8B under SGLang v0.5.9, Figure 2(a) GSM8K chain (batch 1: the page's text), accept
+# length 2.25 (the page's text). Per file: accept length, {batch: speedup} (scenario files g*-)
+G_REPORTED = {
+    ("G1", "g1-llama-3.1-8b-eagle3-vllm-h100-sharegpt.yaml", "ShareGPT"): (2.25, {1: 1.71, 16: 1.68, 64: 1.55, 128: 1.30}),
+    ("G2", "g2-llama-3.1-8b-eagle3-vllm-h100-gsm8k.yaml", "GSM8K"): (2.39, {1: 1.75, 16: 1.70, 64: 1.49, 128: 1.22}),
+    ("G3", "g3-llama-3.1-8b-eagle3-vllm-h100-cnn.yaml", "CNN/DM"): (2.33, {1: 1.69, 16: 1.58, 64: 1.40, 128: 1.24}),
+    ("G4", "g4-qwen3-8b-eagle3-sglang-h100-gsm8k.yaml", "GSM8K"): (2.25, {1: 1.65, 16: 1.59, 64: 1.31, 128: 1.22}),
+}
+
+
+def g_cases() -> list[Case]:
+    """Each G file's speedups over its batch sweep (the file sweeps the batches), at its accept length."""
+    return [Case(gid, file, "concurrency", points, dict.fromkeys(points, al), unit=f"{label}, batch")
+            for (gid, file, label), (al, points) in G_REPORTED.items()]
+
+
 CASES = [
     Case("P1", "p1-deepseek-v3-report.yaml", "concurrency", {1: 1.8}, {1: 1.875}),
     Case("P2", "p2-deepseek-v3-sglang.yaml", "concurrency", {1: 1.8, 32: 1.5}),
@@ -239,4 +263,5 @@ CASES = [
     *d6_cases(),
     *s_cases(),
     *e_cases(),
+    *g_cases(),
 ]
