@@ -169,6 +169,68 @@ def test_noisy_profile_is_made_monotone(profile, tmp_path):
     assert all(b >= a for a, b in zip(times, times[1:]))
 
 
+def _attention_with(profile: Path, folder: Path, slow: dict, factor: float) -> CalibratedCosts:
+    """The synthetic profile with the attention rows at `slow`'s cells (batch, kv -> every q
+    and heads) `factor` times slower."""
+    copy = shutil.copytree(profile, folder)
+    df = pd.read_csv(copy / "attention.csv")
+    for batch, kv in slow:
+        df.loc[(df.batch == batch) & (df.kv == kv), "time_s"] *= factor
+    df.to_csv(copy / "attention.csv", index=False)
+    return CalibratedCosts.from_profile(copy, HW)
+
+
+ATT = dict(kind="gqa", kv_heads=1, head_dim=128, v_head_dim=128, q=1, heads=1)
+
+
+def test_an_isolated_slow_row_is_an_outlier_not_carried_to_larger_shapes(profile, tmp_path, costs):
+    """One measured cell 50x its neighbours along batch and kv (the committed h200-trtllm MLA table
+    holds one 160x: 2.2 ms between two of 14 us) is an outlier: the running maximum once carried it
+    to every larger batch and KV, so DeepSeek's decode attention on H200 under TensorRT-LLM cost
+    135 ms a step at batch 32. It now takes its slower neighbour's time, and the shapes beyond
+    read their own rows."""
+    c = _attention_with(profile, tmp_path / "p", {(1, 256)}, 50.0)
+    for batch, kv in ((1, 64), (1, 1024), (4, 256), (4, 1024)):  # the rows beyond and beside it, as measured
+        op = op_of("attention", {**ATT, "batch": batch, "kv": kv}, "fp32")
+        assert c.time(op, False).total_s == pytest.approx(costs.time(op, False).total_s, rel=1e-9), (batch, kv)
+    # the outlier itself: between its neighbours along kv, log-linear in kv (its own 50x gone)
+    at = [c.time(op_of("attention", {**ATT, "batch": 1, "kv": kv}, "fp32"), False).total_s for kv in (64, 256, 1024)]
+    assert at[0] < at[1] < at[2] and at[1] == pytest.approx((at[0] * at[2]) ** 0.5, rel=1e-9)
+
+
+def test_a_slow_step_stands(profile, tmp_path, costs):
+    """Two slow cells in a row along kv are a step (a kernel that slows from there on), not an
+    outlier: the data stands, and the running maximum carries the step on."""
+    c = _attention_with(profile, tmp_path / "p", {(1, 256), (1, 1024)}, 50.0)
+    for kv in (256, 1024):
+        op = op_of("attention", {**ATT, "batch": 1, "kv": kv}, "fp32")
+        assert c.time(op, False).total_s == pytest.approx(50 * synthetic_time(op), rel=1e-6)
+    later = op_of("attention", {**ATT, "batch": 4, "kv": 1024}, "fp32")
+    assert c.time(later, False).total_s >= 50 * synthetic_time(op_of("attention", {**ATT, "batch": 1, "kv": 1024},
+                                                                     "fp32")) * (1 - 1e-9)
+
+
+def test_the_committed_tables_read_no_outlier_at_larger_shapes():
+    """DeepSeek-V3's decode attention at TP8 (16 heads, BF16 MLA cache) on H200 under TensorRT-LLM
+    at batch 32-128 and 1.5k context: its rows around there are 14-160 us a layer; with the
+    outlier at batch 32 carried on, 2.2 ms."""
+    c = CalibratedCosts.from_profile(PROFILES_DIR / "h200-trtllm", load_hardware("h200"))
+    mla = dict(kind="mla", kv_heads=1, head_dim=576, v_head_dim=512, kv_dtype="bf16", q=1, heads=16)
+    for batch in (32, 64, 128):
+        t = c.time(op_of("attention", {**mla, "batch": batch, "kv": 1500}, "bf16"), False).total_s
+        assert 10e-6 < t < 200e-6, (batch, t)
+
+
+def test_an_all_reduce_outlier_is_not_carried_to_larger_messages():
+    """h100-sxm-sglang times an all-reduce over 8 GPUs at 3-5 us from 256 B to 64 KB, but 38 us at
+    1 KB: carried on, every TP8 all-reduce on H100 under SGLang took 38 us or more, and
+    DeepSeek-V3's decode step at batch 1 (122 of them) 12.6 ms instead of 8.5."""
+    c = CalibratedCosts.from_profile(PROFILES_DIR / "h100-sxm-sglang", load_hardware("h100-sxm"))
+    for tokens in (1, 4, 16):  # DeepSeek-V3's hidden state in BF16: 14 KB a token
+        t = c.time(O.allreduce(tokens, 7168, 8), True).total_s
+        assert t < 10e-6, (tokens, t)
+
+
 def test_more_experts_than_the_tokens_were_timed_touching_reads_those_experts_timed(profile, tmp_path):
     """A table of balanced routings times each token count at one touched count (here touched =
     tokens at top_k 1). The busiest EP rank at one token can touch 4 experts, a cell no row timed:

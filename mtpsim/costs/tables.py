@@ -16,6 +16,14 @@ import numpy as np
 from mtpsim.costs.profile import FAMILIES
 from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
 
+# A measured time more than this many times both its neighbours' along a monotone axis is an outlier
+# (`_despike`): along these axes the shape only grows, so a kernel's time may rise steeply (a
+# prompt's attention 4x per doubling of q) but cannot fall by half at the next shape. The committed
+# tables hold such cells, from 2x to 160x their neighbours (h200-trtllm's MLA decode row at batch
+# 32, 4 tokens of KV: 2.2 ms between two of 14 us), and the running maximum carried each to every
+# larger shape: DeepSeek's decode attention on H200 under TensorRT-LLM cost 135 ms a step at batch 32.
+SPIKE = 2.0
+
 
 @dataclass
 class Table:
@@ -225,6 +233,8 @@ def _build_table(family: str, columns: dict, rows: np.ndarray, dims: dict | None
     log_t, log_w = (np.full([len(v) for v in axes.values()], np.nan) for _ in range(2))
     idx = tuple(np.searchsorted(axes[a], columns[a][rows]) for a in f.axes)
     log_t[idx], log_w[idx] = columns["log_t"][rows], columns["log_w"][rows]
+    # outliers out before anything is filled from them or carried on by the running maximum
+    log_t = _despike(log_t, [(list(f.axes).index(a), axes[a]) for a in f.monotone])
     measured = None
     if "touched" in f.axes:
         # a touched count the table did not time takes a timed one's time and work, and
@@ -242,6 +252,32 @@ def _build_table(family: str, columns: dict, rows: np.ndarray, dims: dict | None
     for a in f.envelope:
         log_t = _lower_envelope(log_t, list(f.axes).index(a))
     return Table(axes, dims, log_t, log_w, float(columns["time_s"][rows].min()), measured)
+
+
+def _despike(a: np.ndarray, axes: list[tuple[int, np.ndarray]]) -> np.ndarray:
+    """`a` (log times) with its outliers along the monotone `axes` ((index, values) of each)
+    replaced. An outlier is a cell more than SPIKE times slower than both its neighbours along
+    an axis; it takes their log-linear interpolation (where several axes flag it, the fastest of
+    these). A cell with a neighbour on one side only (an axis's ends, a gap) cannot be told from
+    a step and stands, as does a run of two or more slow cells (a step: the running maximum
+    carries it on) and a steep rise."""
+    best = np.full(a.shape, np.inf)
+    limit = math.log(SPIKE)
+    for axis, values in axes:
+        line = np.moveaxis(a, axis, -1)
+        before, after = np.full_like(line, np.nan), np.full_like(line, np.nan)
+        before[..., 1:], after[..., :-1] = line[..., :-1], line[..., 1:]
+        with np.errstate(invalid="ignore"):  # NaN neighbours compare False
+            spike = (line - after > limit) & (line - before > limit)
+        if not spike.any():
+            continue
+        x = np.log(np.asarray(values, float))
+        share = np.zeros(len(x))  # where each value sits between its neighbours, in log
+        share[1:-1] = (x[1:-1] - x[:-2]) / (x[2:] - x[:-2])
+        between = before + share * (after - before)
+        view = np.moveaxis(best, axis, -1)
+        view[...] = np.minimum(view, np.where(spike, between, np.inf))
+    return np.where(np.isfinite(best), best, a)
 
 
 def _running_max(a: np.ndarray, axis: int) -> np.ndarray:
