@@ -1,0 +1,53 @@
+"""Bad-input campaign 23: the leads campaign 22 left (steps_by_batch under dp, a named curve of
+another model, model.block_draft unchecked, `cost --set seeds=5`, YAML 1.2 octal), and a command's
+own flags beside --set, ...
+
+Probed, and already fine: ...
+
+Found and fixed:
+- a key a command's flag gives, given another value by --set too (`run --seeds 2 --set seeds=5`,
+  `recommend` the same, `search --gpus 8 --set search.gpus=16`, `--concurrency 4 --set
+  search.rates=[1]`, `--disagg --set search.disaggregated=false`, `--topk 1,2 --set search.topk=[1]`):
+  the flag won without a word (2 seeds run, 8 GPUs searched): refused naming --set
+  (overrides.flags_over_sets).
+"""
+from __future__ import annotations
+
+import pytest
+
+from mtpsim import cli
+from tests.test_bad_input import one_line_error
+from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
+
+QUICKSTART = "scenarios/quickstart.yaml"
+SEARCH = "scenarios/search/deepseek-v3-8xh200.yaml"
+
+
+# ------------------------------------------------------------- 1. a command's flag and --set giving one key
+
+@pytest.mark.parametrize("argv, key, word", [
+    (["run", QUICKSTART, "--seeds", "2", "--set", "seeds=3"], "seeds", "--seeds 2 sets it over that"),
+    (["recommend", QUICKSTART, "--seeds", "2", "--set", "seeds=3"], "seeds", "--seeds 2 sets it over that"),
+    (["search", SEARCH, "--gpus", "8", "--set", "search.gpus=16"], "search.gpus", "--gpus 8 sets it over that"),
+    (["search", SEARCH, "--gpus", "8", "--set", "search={gpus: 16}"], "search", "gives search.gpus 16"),
+    (["search", SEARCH, "--gpus", "8", "--concurrency", "4", "--set", "search.rates=[1, 2]"], "search.rates",
+     "--concurrency 4 drops it"),
+    (["search", SEARCH, "--gpus", "8", "--disagg", "--set", "search.disaggregated=false"], "search.disaggregated",
+     "--disagg sets it over that"),
+    (["search", SEARCH, "--gpus", "8", "--topk", "1,2", "--set", "search.topk=[1]"], "search.topk",
+     "--topk 1,2 sets it over that"),
+    (["search", SEARCH, "--gpus", "8", "--seeds", "2", "--set", "seeds=4"], "seeds", "--seeds 2 sets it over that"),
+])
+def test_a_flag_and_set_giving_one_key_two_values_is_refused(tmp_path, capsys, argv, key, word):
+    """Before: the flag won over --set without a word: `run --seeds 2 --set seeds=3` ran 2 seeds,
+    `search --gpus 8 --set search.gpus=16` searched 8 GPUs."""
+    line = one_line_error(capsys, [*argv, "--out", str(tmp_path / "out")], key, word)
+    assert line.startswith("mtpsim: error: --set: "), line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_flag_and_set_giving_one_key_the_same_value_runs(tmp_path, capsys):
+    """Both saying the same is no conflict."""
+    warnings_of(capsys, ["run", QUICKSTART, "--seeds", "2", "--set", "seeds=2", "--set", "workload.num_requests=16",
+                         "--out", str(tmp_path / "out")])
+    assert (tmp_path / "out" / "summary.csv").is_file()
