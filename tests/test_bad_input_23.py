@@ -51,3 +51,14 @@ def test_a_flag_and_set_giving_one_key_the_same_value_runs(tmp_path, capsys):
     warnings_of(capsys, ["run", QUICKSTART, "--seeds", "2", "--set", "seeds=2", "--set", "workload.num_requests=16",
                          "--out", str(tmp_path / "out")])
     assert (tmp_path / "out" / "summary.csv").is_file()
+
+
+# ------------------------------------------------------------- 2. cost and the replicates it does not run
+
+def test_cost_says_it_runs_no_replicates(capsys):
+    """Before: `cost --set seeds=5` printed its tables without a word, where verify says seeds is
+    `mtpsim run`'s."""
+    warned = warnings_of(capsys, ["cost", QUICKSTART, "--set", "seeds=5"])
+    assert warned == ["mtpsim: warning: --set: seeds: cost prices one iteration, drawing nothing: the 5 replicates "
+                      "seeds asks for are `mtpsim run`'s"], warned
+    assert warnings_of(capsys, ["cost", QUICKSTART]) == []
