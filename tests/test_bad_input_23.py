@@ -13,9 +13,10 @@ Found and fixed:
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from mtpsim import cli
 from tests.test_bad_input import one_line_error
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 
@@ -62,3 +63,26 @@ def test_cost_says_it_runs_no_replicates(capsys):
     assert warned == ["mtpsim: warning: --set: seeds: cost prices one iteration, drawing nothing: the 5 replicates "
                       "seeds asks for are `mtpsim run`'s"], warned
     assert warnings_of(capsys, ["cost", QUICKSTART]) == []
+
+
+# ------------------------------------------------------------- 3. a model's default drafts, where nothing reads them
+
+def test_a_default_block_drafter_naming_nothing_is_warned_of(capsys):
+    """Before: model.block_draft naming no catalog entry ran nextn without a word, and only a switch
+    to design block said the name was unknown."""
+    warned = warnings_of(capsys, ["cost", QUICKSTART, "--set", "model.block_draft=dflash-qwen3-8b-b61"])
+    assert len(warned) == 1, warned
+    assert warned[0].startswith("mtpsim: warning: --set: model.block_draft: unknown models catalog name "
+                                "'dflash-qwen3-8b-b61' (did you mean dflash-qwen3-8b-b16"), warned
+    assert warned[0].endswith("no design this scenario runs reads it, and design block would refuse it"), warned
+    assert warnings_of(capsys, ["cost", QUICKSTART, "--set", "model.block_draft=dflash-qwen3-8b-b16"]) == []
+
+
+def test_a_default_assistant_naming_no_file_is_warned_of_where_written(tmp_path, capsys):
+    """Before: an inline model's assistant naming a file that is not there ran without a word."""
+    text = Path(QUICKSTART).read_text().replace("model: deepseek-v3", "model: {from: deepseek-v3, assistant: ./gone.yaml}")
+    (tmp_path / "s.yaml").write_text(text)
+    warned = warnings_of(capsys, ["run", str(tmp_path / "s.yaml"), "--set", "workload.num_requests=16",
+                                  "--out", str(tmp_path / "out")])
+    assert warned == [f"mtpsim: warning: {tmp_path / 's.yaml'}: model.assistant: models file './gone.yaml': no such "
+                      "file: no design this scenario runs reads it, and design frozen_kv would refuse it"], warned
