@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from mtpsim import cli
 from tests.test_bad_input import one_line_error
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 
@@ -86,3 +87,26 @@ def test_a_default_assistant_naming_no_file_is_warned_of_where_written(tmp_path,
                                   "--out", str(tmp_path / "out")])
     assert warned == [f"mtpsim: warning: {tmp_path / 's.yaml'}: model.assistant: models file './gone.yaml': no such "
                       "file: no design this scenario runs reads it, and design frozen_kv would refuse it"], warned
+
+
+# ------------------------------------------------------------- 4. data beside a scenario, read from elsewhere
+
+def test_a_profile_folder_beside_the_scenario_is_read_from_any_folder(tmp_path, capsys):
+    """Before: `cost: {profile: ./myprof}` was read from the current folder alone, where traces,
+    histograms, model files and config.json files are also read beside the scenario: run from
+    elsewhere it was `no profile folder './myprof'` of a folder right beside the file."""
+    (tmp_path / "myprof").symlink_to(Path("mtpsim/data/profiles/h200-sglang").resolve())
+    text = Path(QUICKSTART).read_text() + "cost: {model: calibrated, profile: ./myprof}\n"
+    (tmp_path / "s.yaml").write_text(text)
+    assert cli.main(["cost", str(tmp_path / "s.yaml")]) == 0
+    assert "priced by calibrated:myprof" in capsys.readouterr().out
+    (tmp_path / "t.yaml").write_text(text.replace("./myprof", "./gone"))
+    one_line_error(capsys, ["cost", str(tmp_path / "t.yaml")], "cost.profile", "no profile folder './gone'")
+
+
+def test_a_linked_scenario_reads_the_data_beside_the_file_it_links_to(tmp_path, capsys):
+    """Before: a link to scenarios/azure-conv-replay.yaml was `workload.trace.path: no such file:
+    traces/...` of the trace shipped beside the file the link names."""
+    (tmp_path / "s.yaml").symlink_to(Path("scenarios/azure-conv-replay.yaml").resolve())
+    assert cli.main(["cost", str(tmp_path / "s.yaml")]) == 0
+    assert "context 928" in capsys.readouterr().out
