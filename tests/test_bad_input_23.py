@@ -110,3 +110,17 @@ def test_a_linked_scenario_reads_the_data_beside_the_file_it_links_to(tmp_path, 
     (tmp_path / "s.yaml").symlink_to(Path("scenarios/azure-conv-replay.yaml").resolve())
     assert cli.main(["cost", str(tmp_path / "s.yaml")]) == 0
     assert "context 928" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------- 5. a tree too small for its steps
+
+@pytest.mark.parametrize("tokens, drafts", [(2, "drafts 2..3 are"), (3, "draft 3 is")])
+def test_a_tree_budget_under_the_steps_is_blamed_on_draft_tokens(capsys, tokens, drafts):
+    """Before: steps 3 under topk 4 with draft_tokens 2 was warned of as `acceptance.per_depth_topk:
+    no draft past depth 1 is ever accepted`, blaming measured acceptance for the tree's budget."""
+    spec = f"speculative={{design: nextn, steps: 3, topk: 4, draft_tokens: {tokens}, draft: eagle3-llama-3.1-8b}}"
+    warned = warnings_of(capsys, ["cost", "scenarios/tree-vs-chain.yaml", "--set", spec, "--set",
+                                  "workload={concurrency: 1, num_requests: 12, input_len: 256, output_len: 128}"])
+    assert warned == [f"mtpsim: warning: --set: speculative.draft_tokens: {tokens} verified tokens (the root and "
+                      f"{tokens - 1} of the tree's) hold no path deeper than {tokens - 1}: {drafts} never verified "
+                      "of speculative.steps 3, and only cost time"], warned
