@@ -124,3 +124,16 @@ def test_a_tree_budget_under_the_steps_is_blamed_on_draft_tokens(capsys, tokens,
     assert warned == [f"mtpsim: warning: --set: speculative.draft_tokens: {tokens} verified tokens (the root and "
                       f"{tokens - 1} of the tree's) hold no path deeper than {tokens - 1}: {drafts} never verified "
                       "of speculative.steps 3, and only cost time"], warned
+
+
+# ------------------------------------------------------------- 6. intervals of values no seed has
+
+def test_seeds_print_no_interval_of_a_missing_value(tmp_path, capsys):
+    """Before: over 3 seeds of one-token outputs the per-user speed read `nan ± 0` (an interval of
+    a value no run has) and the speedup `0.978 ± 3.38e-16` (rounding as a spread)."""
+    assert cli.main(["run", QUICKSTART, "--seeds", "3", "--set", "workload.output_len=1",
+                     "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "nan ±" not in out and "e-16" not in out, out
+    row = next(line for line in out.splitlines() if line.lstrip().startswith("nextn"))
+    assert " NaN " in row and "0.978 ± 0 " in row, row
