@@ -189,7 +189,8 @@ def _anchor_paths(data: dict[str, Any], scenario: Path, where: str) -> dict[str,
         check_path_length(value, where, key)
         value = home(value)
         if not Path(value).is_absolute() and not Path(value).exists():
-            return next((str(folder / value) for folder in folders if (folder / value).exists()), value)
+            # absolute: scenario.resolved.yaml is read again from other folders (`mtpsim plot`'s memory plot)
+            return next((str((folder / value).absolute()) for folder in folders if (folder / value).exists()), value)
         return value
 
     def reference(value: str, key: str) -> str:

@@ -137,3 +137,18 @@ def test_seeds_print_no_interval_of_a_missing_value(tmp_path, capsys):
     assert "nan ±" not in out and "e-16" not in out, out
     row = next(line for line in out.splitlines() if line.lstrip().startswith("nextn"))
     assert " NaN " in row and "0.978 ± 0 " in row, row
+
+
+def test_a_run_folder_plots_from_another_folder_with_the_trace_beside_its_scenario(tmp_path, capsys, monkeypatch):
+    """Before: a trace read beside the scenario went into scenario.resolved.yaml as a path from
+    the folder the run started in (scenarios/traces/...): `plot` from any other folder warned
+    `no such file` and skipped the memory plot."""
+    out = tmp_path / "out"
+    assert cli.main(["run", "scenarios/azure-conv-replay.yaml", "--set", "sweep=null", "--set",
+                     "workload.trace.end_s=10", "--out", str(out)]) == 0
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert cli.main(["plot", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "warning" not in captured.err, captured.err
+    assert (out / "memory.png").is_file()
