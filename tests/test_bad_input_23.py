@@ -152,3 +152,19 @@ def test_a_run_folder_plots_from_another_folder_with_the_trace_beside_its_scenar
     captured = capsys.readouterr()
     assert "warning" not in captured.err, captured.err
     assert (out / "memory.png").is_file()
+
+
+# ------------------------------------------------------------- 7. YAML 1.2's octal
+
+@pytest.mark.parametrize("old, new, key", [
+    ("concurrency: 16", "concurrency: 0o20", "workload.concurrency"),
+    ("name: quickstart", "name: 0o20", "name"),
+])
+def test_a_yaml_12_octal_is_refused_as_the_other_spellings_are(tmp_path, capsys, old, new, key):
+    """Before: `0o20` (16 to a YAML 1.2 reader) was the text '0o20' to YAML 1.1: `Input should be a
+    valid integer (got '0o20')` where a number goes, and a name of '0o20' without a word, where
+    `010`, `0x10` and `1_0` are refused as number spellings that read as another value."""
+    (tmp_path / "s.yaml").write_text(Path(QUICKSTART).read_text().replace(old, new))
+    one_line_error(capsys, ["cost", str(tmp_path / "s.yaml")], key, "'0o20' is a YAML 1.2 octal number")
+    (tmp_path / "t.yaml").write_text(Path(QUICKSTART).read_text().replace("name: quickstart", "name: '0o20'"))
+    assert cli.main(["cost", str(tmp_path / "t.yaml")]) == 0
