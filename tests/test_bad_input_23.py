@@ -1,15 +1,60 @@
 """Bad-input campaign 23: the leads campaign 22 left (steps_by_batch under dp, a named curve of
-another model, model.block_draft unchecked, `cost --set seeds=5`, YAML 1.2 octal), and a command's
-own flags beside --set, ...
+another model, model.block_draft unchecked, `cost --set seeds=5`, YAML 1.2 octal), a command's own
+flags beside --set, data beside a scenario read from elsewhere, tree budgets, and seeds' intervals.
 
-Probed, and already fine: ...
+Probed, and already fine (one line naming the key, or a warning, or the right numbers): a
+steps_by_batch key past a replica's share of the users under dp (not warned, rightly: round-robin
+routing piled 11 of 16 closed-loop users on one of 2 replicas); a named acceptance curve of another
+model (the curves ship for models the catalog lacks: a proxy is meant); workload rate_schedule out
+of order, beside rate_per_s or under a closed loop, shared_prefix past every prompt or at fraction
+0, a lognormal / normal mean past max, num_requests under concurrency, output_len 1, input_len past
+the context, a trace / rate / num_requests / input_len the arrival does not read, a batch load's
+concurrency; FP4 KV before Blackwell, moe_skew / routing_locality / ep_imbalance on a dense model
+or past ep, eplb and two_batch_overlap without wide EP, engram_tables and bounded_replay on
+DeepSeek-V3, dp_routing at dp 1; parallel.gpus_per_node 3 / 4 / 16 against tp and the hardware's
+NVLink domain, no inter-node network; tp not dividing heads, ep on a dense model; topk 4 without
+per_depth_topk, steps / policy under design none, a longer per_depth than the steps, an
+accept_length_by_steps with a gap or short of the steps, accept_length past steps + 1, a forced
+rule of another engine; EAGLE-3 drafts of another vocabulary or width; sweeps over name and
+question (warned the same run); `--address` without Ray, `--jobs 0`, RAY_ADDRESS unused;
+MTPSIM_CATALOG with empty parts, a relative or missing folder, a folder twice; `--set` keys with
+spaces, a comment, an empty part, a capital; `-`, /dev/stdin (a file and a pipe), a folder and a
+blank as the scenario; calibrate --visits 0 / -3 / 10**9, --device cuda without one, --system /
+--version / --archive without --from, an unknown --system; recommend under dp (keys per replica)
+and past the running cap (bound `cap 64`); search under dp; verify greedy and trees on CPU;
+`run --trace` of 4,000 requests (4 s, bounded files); a user catalog model naming an unknown
+block drafter in `mtpsim models` (listed as written).
 
 Found and fixed:
 - a key a command's flag gives, given another value by --set too (`run --seeds 2 --set seeds=5`,
   `recommend` the same, `search --gpus 8 --set search.gpus=16`, `--concurrency 4 --set
   search.rates=[1]`, `--disagg --set search.disaggregated=false`, `--topk 1,2 --set search.topk=[1]`):
   the flag won without a word (2 seeds run, 8 GPUs searched): refused naming --set
-  (overrides.flags_over_sets).
+  (overrides.flags_over_sets);
+- `cost --set seeds=5` printed its tables without a word, where verify says seeds is run's: warned
+  (cost_command);
+- model.block_draft (or model.assistant) naming no catalog entry or file, under a design that does
+  not read it, ran without a word until a switch to block (or frozen_kv) refused it: warned where
+  written, the scenario or the user's catalog file (resolve._unread_default_drafts);
+- `cost: {profile: ./myprof}` was read from the current folder only, where every other path is
+  also read beside the scenario (`no profile folder './myprof'` of a folder beside the file), and a
+  link to a scenario found none of the data shipped beside the file it names (sweep._anchor_paths);
+- a path read beside the scenario went into scenario.resolved.yaml relative to the folder the run
+  started in: `plot` from another folder warned `no such file` and skipped the memory plot (now
+  absolute);
+- a tree whose draft_tokens cannot reach speculative.steps (steps 3, topk 4, draft_tokens 2) was
+  blamed on acceptance.per_depth_topk (`no draft past depth 1 is ever accepted`): warned at
+  speculative.draft_tokens (speculation_advice.dead_drafts);
+- over seeds, run's table printed a value no seed has as `nan ± 0` and agreeing seeds' speedup as
+  `0.978 ± 3.38e-16` (run_table);
+- YAML 1.2's octal `0o20` (16 to a 1.2 reader) went on as the text '0o20': `Input should be a valid
+  integer` where a number goes, a name without a word; refused as YAML 1.1's number spellings are
+  (yamlfiles._OCTAL_12).
+
+Noticed, and left alone: `mtpsim models` lists a user entry's unknown block drafter as written
+(a run warns of it); parallel.gpus_per_node 6 under tp 4 x dp 3 lays replicas across node
+boundaries as if each sat inside one; cost.profile's name lookup (mtpsim/costs/profile_paths.py)
+is untouched: a bare name is still a profile's name, and only a path is read beside the scenario.
 """
 from __future__ import annotations
 
