@@ -26,6 +26,28 @@ def parse_sets(sets: Any) -> list[Override]:
     return [parse_set(item) for item in _set_items(sets)]
 
 
+REPLACED = object()  # flags_over_sets: a flag that drops the key whatever its value (search --rates, its users)
+
+
+def flags_over_sets(sets: Any, flags: dict[str, tuple[str, Any]]) -> None:
+    """A key a command's own flag gives (dotted key -> (the flag as written, the value it gives;
+    None: not given; REPLACED: the flag drops the key)) that --set gives another value, at the key
+    or in a section around it: a ScenarioError naming --set. The flag wins over the file, and won
+    over --set without a word (`run --seeds 2 --set seeds=5` ran 2 seeds; `search --gpus 8 --set
+    search.gpus=16` searched 8 GPUs)."""
+    for key, value in parse_sets(sets):
+        for at, (flag, given) in flags.items():
+            if given is None or not (at == key or at.startswith(key + ".")):
+                continue
+            found = value
+            for part in at[len(key):].split(".")[1:]:  # the value a set section gives at the flag's key
+                found = found.get(part) if isinstance(found, dict) else None
+            if found is not None and (given is REPLACED or canonical(found) != canonical(given)):
+                does = "drops it" if given is REPLACED else "sets it over that"
+                raise ScenarioError("--set", key, f"gives {at} {short(found, 40)}, and {flag} {does}: give one of "
+                                    "them (the flag would win without a word)")
+
+
 def _set_items(sets: Any) -> list[str]:
     """`load`'s `sets` as the list of `key.path=value` texts --set gives, or a ScenarioError."""
     if isinstance(sets, (str, bytes)) or not isinstance(sets, (list, tuple)):

@@ -112,6 +112,7 @@ def _resolve_specs(s: Scenario, where: str) -> Specs:
     for key, reason in hardware.oddities():  # legal figures that contradict each other: said where written
         warn(*written_at(s.hardware, "hardware", key, where), reason)
     draft = _external_draft(s, model, where)
+    _unread_default_drafts(s, model, where)
     engine = catalog.load_engine(s.engine.kind, s.engine.version, s.engine.ignore_rules, where)
     said = {field: getattr(s.engine, key) for key, field in SCENARIO_OVER_RELEASE.items()
             if getattr(s.engine, key) is not None}
@@ -178,6 +179,22 @@ def _external_draft(s: Scenario, model: ModelSpec, where: str) -> ModelSpec | No
         raise ScenarioError(where, "speculative.draft", f"{draft.name!r} is not {kind} (role: {role}), "
                             f"which {s.speculative.design} needs")
     return draft
+
+
+def _unread_default_drafts(s: Scenario, model: ModelSpec, where: str) -> None:
+    """The model's default assistant or block drafter, where no design the scenario runs (or
+    searches) reads it: one naming no catalog entry or file (a slip, that frozen_kv or block would
+    refuse: _external_draft) is warned of where it is written, not passed over without a word."""
+    read = {designs.record(d).external for d in [s.speculative.design, *s.searched_designs]}
+    for field, design in (("assistant", "frozen_kv"), ("block_draft", "block")):
+        name = getattr(model, field)
+        if name is None or field in read:
+            continue
+        try:
+            catalog.path_of("models", name, where, field)
+        except ScenarioError as exc:
+            warn(*written_at(s.model, "models", field, where), f"{exc.reason}: no design this scenario runs reads it, "
+                 f"and design {design} would refuse it")
 
 
 def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, where: str) -> tuple[str, str | None]:

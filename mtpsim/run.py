@@ -26,6 +26,7 @@ from mtpsim.baselines import baseline_key, baseline_of
 from mtpsim.designs import BASELINE
 from mtpsim.errors import ScenarioError, holding, warn
 from mtpsim.heaviness import heavy, prefill_chunks
+from mtpsim.overrides import flags_over_sets
 from mtpsim.results import Results
 from mtpsim.run_seeds import (
     check_run_count,
@@ -236,6 +237,7 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
         from mtpsim.peer_compare import require
         require()
     n = seeds_count(seeds)  # before the scenario: a bad --seeds is the one line
+    flags_over_sets(sets, {"seeds": (f"--seeds {n}", n)})
     with holding():  # the loader's warnings wait for the seeds' own check: bad input stays one line
         # an engine left no KV pool (or a request it cannot hold) is refused with the point, not after its warnings
         from mtpsim.sim.preflight import check_kv_pool  # on first use, as the simulator: not on `import mtpsim.run`

@@ -55,6 +55,14 @@ def dead_drafts(s: Scenario) -> list[tuple[str, str]]:
     steps, acc = s.speculative.steps, s.acceptance
     if designs.record(s.speculative.design).draft_part is None or acc.histogram is not None or not steps:
         return []
+    spec = s.speculative
+    if spec.topk > 1 and spec.draft_tokens is not None and spec.draft_tokens - 1 < steps:
+        # a tree of N - 1 drafted tokens holds no path deeper than N - 1: the acceptance is not at fault
+        deepest = spec.draft_tokens - 1
+        drafts = f"draft {steps} is" if deepest + 1 == steps else f"drafts {deepest + 1}..{steps} are"
+        return [("speculative.draft_tokens", f"{spec.draft_tokens} verified tokens (the root and {deepest} of the "
+                 f"tree's) hold no path deeper than {deepest}: {drafts} never verified of speculative.steps {steps}, "
+                 "and only cost time")]
     form = next((k for k in ACCEPTANCE_FORMS if getattr(acc, k) is not None), None)
     if form in (None, "forced"):  # a forced setting has its engine's own warnings (forced_past_its_range)
         return []

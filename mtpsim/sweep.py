@@ -9,6 +9,7 @@ scenario.py's `load` calls `expand` (and hands it to overrides.py to blame --set
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
 import math
@@ -155,7 +156,7 @@ def _validate_point(data: dict, point: dict, i: int, n: int, path, where: str, o
     """One sweep point, validated; its error says which point (the values the sweep gave it) when
     the file sweeps more than one, since the same key can be fine at one point and not another."""
     def check() -> Scenario:
-        s = validate(_anchor_paths(_with_point(data, point, where, overrides), Path(path).parent, where), where, point)
+        s = validate(_anchor_paths(_with_point(data, point, where, overrides), Path(path), where), where, point)
         check_engine_starts(s)  # an engine that would not start: refused with the point, before its warnings
         return s
     return _labelled(check, point, i, n)
@@ -171,17 +172,25 @@ def _labelled(check: Callable[[], Any], point: dict, i: int, n: int) -> Any:
         raise ScenarioError(exc.where, exc.key, f"{exc.reason} (sweep point {i + 1} of {n}: {_which(point)})") from None
 
 
-def _anchor_paths(data: dict[str, Any], folder: Path, where: str) -> dict[str, Any]:
-    """Relative trace / histogram paths, model / hardware / draft files and hf_config files that do not exist
-    from the current folder are read beside the scenario file, so scenarios can ship their data
-    next to them."""
+def _anchor_paths(data: dict[str, Any], scenario: Path, where: str) -> dict[str, Any]:
+    """Relative trace / histogram paths, model / hardware / draft files, hf_config files and
+    profile folders (a cost.profile path, not a name) that do not exist from the current folder
+    are read beside the scenario file, so scenarios can ship their data next to them; beside a
+    link to the scenario, else beside the file it links to (a linked scenario found none of the
+    data that ships beside it)."""
+    folders = [scenario.parent]
+    with contextlib.suppress(OSError, RuntimeError):  # a link loop, or no such file (a mapping's `<dict>`)
+        if scenario.is_symlink():
+            folders.append(scenario.resolve(strict=True).parent)
+
     def anchored(value: Any, key: str) -> Any:
         if not isinstance(value, str):
             return value
         check_path_length(value, where, key)
         value = home(value)
-        if not Path(value).is_absolute() and not Path(value).exists() and (folder / value).exists():
-            return str(folder / value)
+        if not Path(value).is_absolute() and not Path(value).exists():
+            # absolute: scenario.resolved.yaml is read again from other folders (`mtpsim plot`'s memory plot)
+            return next((str((folder / value).absolute()) for folder in folders if (folder / value).exists()), value)
         return value
 
     def reference(value: str, key: str) -> str:
@@ -207,7 +216,8 @@ def _anchor_paths(data: dict[str, Any], folder: Path, where: str) -> dict[str, A
     cost = data.get("cost")
     if isinstance(cost, dict) and isinstance(cost.get("profile"), str):
         check_path_length(cost["profile"], where, "cost.profile")
-        cost["profile"] = home(cost["profile"])
+        profile = home(cost["profile"])  # a bare name is a profile's name (profile_paths.find_profile)
+        cost["profile"] = anchored(profile, "cost.profile") if "/" in profile or "\\" in profile else profile
     return data
 
 

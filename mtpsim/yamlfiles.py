@@ -9,7 +9,8 @@
   changing one (--set, a sweep) leaves the others as written;
 - floats follow YAML 1.2 as well as 1.1: `1e9`, `989e12` and `-.5` are numbers, not strings;
 - numbers are written in decimal: YAML 1.1's other spellings (`010` octal = 8, `0x4`, `0b11`,
-  `1:30` sexagesimal = 90, `1_000`) are errors, not silently other values;
+  `1:30` sexagesimal = 90, `1_000`) and YAML 1.2's octal (`0o10`, text to YAML 1.1) are errors,
+  not silently other values;
 - `-0.0` reads as 0.0: a zero's sign means nothing to a user, but it passes a `>= 0` bound and
   then NumPy refused it (`normal(scale=-0.0)` raised `scale < 0` from inside a run).
 The file itself is read by textfiles.py's rules. Where PyYAML was built with libyaml, its C
@@ -42,6 +43,9 @@ MAX_VALUES = 200_000           # YAML values after alias expansion
 # before a leading dot (`-.5`, `+.25`: 1.1 signs only a float that starts with a digit, so `-.5` was
 # the string '-.5' where a number goes, refused as `a valid number`)
 _FLOAT_12 = re.compile(r"^(?:[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+|[-+]\.[0-9]+)$")
+# YAML 1.2's octal (`0o17` = 15), which YAML 1.1 reads as the text '0o17': refused, as 1.1's other
+# number spellings are, where it went on as text to `not a valid integer` (or into a name)
+_OCTAL_12 = re.compile(r"[-+]?0o[0-7_]+")
 _MERGE = "tag:yaml.org,2002:merge"
 _NUMERIC_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("int", "float", "bool")}
 _DECIMAL = {"tag:yaml.org,2002:int": re.compile(r"[-+]?(?:0|[1-9][0-9]*)"),
@@ -69,6 +73,9 @@ class _Rules:
             node = super().compose_node(parent, index)
             # a plain scalar's style: None in PyYAML's events, '' in libyaml's
             plain = _DECIMAL.get(node.tag) if isinstance(node, yaml.ScalarNode) and not node.style else None
+            if isinstance(node, yaml.ScalarNode) and not node.style and _OCTAL_12.fullmatch(node.value):
+                raise _Problem(self._path, f"{node.value[:40]!r} is a YAML 1.2 octal number (YAML 1.1 reads it as "
+                               "text): write the number in decimal, or quote it for a string")
             if plain and not plain.fullmatch(node.value):
                 raise _Problem(self._path, f"{node.value[:40]!r} is a YAML 1.1 number spelling (octal, hex, binary, "
                                "sexagesimal or with underscores) that would read as another value: write it in "

@@ -25,6 +25,7 @@ from mtpsim.designs import BASELINE, record
 from mtpsim.errors import ScenarioError, decimal_number, from_validation, holding, short, warn
 from mtpsim.intervals import half_width
 from mtpsim.outputs import writing
+from mtpsim.overrides import REPLACED, flags_over_sets
 from mtpsim.runfolder import claimed, mark_complete, write_csv
 from mtpsim.schema import check_replicates
 from mtpsim.search import DEFAULT_CACHE, disagg, execute, frontier, rankable, space, summary
@@ -200,11 +201,32 @@ class _Plan:
     cache: execute.Cache
 
 
+FLAG_NAMES = {"gpus": "--gpus", "concurrency": "--concurrency", "rates": "--rates", "max_steps": "--max-steps",
+              "disaggregated": "--disagg", "topk": "--topk"}
+
+
+def _flag_keys(flags: dict, seeds: int | None) -> dict:
+    """The keys the flags give, for flags_over_sets: search.<bound> each (a load flag drops the
+    other load's bound as well), and seeds."""
+    keys = {"seeds": (f"--seeds {seeds}", seeds)}
+    for key, value in flags.items():
+        if value is None:
+            continue
+        flag = FLAG_NAMES.get(key, f"--{key}")
+        written = flag if isinstance(value, bool) else f"{flag} {','.join(map(str, value)) if isinstance(value, list) else value}"
+        keys[f"search.{key}"] = (written, value)
+        other = {"rates": "concurrency", "concurrency": "rates"}.get(key)
+        if other is not None:
+            keys[f"search.{other}"] = (written, REPLACED)
+    return keys
+
+
 def _plan(path: str, sets: list[str], flags: dict, seeds: int | None, out: str | None, jobs: int | None,
           cache_dir: str | None) -> _Plan:
     """Check everything and enumerate the points, under `holding` (warnings wait for the search's
     own checks: bad input stays one line)."""
     with holding():
+        flags_over_sets(sets, _flag_keys(flags, seeds))
         base = base_scenario(path, sets)
         seeds = base.seeds if seeds is None else seeds  # no --seeds: the scenario's
         check_replicates(base.seed, seeds, "--seeds", "")  # the finalists' replicates
