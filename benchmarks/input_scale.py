@@ -32,15 +32,7 @@ from mtpsim import cli  # noqa: E402
 from mtpsim.packagedata import data_dir  # noqa: E402
 from mtpsim.yamlfiles import parse_yaml  # noqa: E402
 
-SCENARIO = """\
-name: p
-model: deepseek-v3
-hardware: h200
-parallel: {tp: 8}
-speculative: {design: nextn, steps: 2}
-acceptance: {per_depth: [0.8, 0.7]}
-workload: {concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}
-"""
+QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
 
 
 def engine_file(folder: Path, releases: int = 201, rules: int = 200) -> Path:
@@ -66,7 +58,7 @@ def quiet(argv: list[str]) -> int:
 def time_engine_file(folder: Path) -> float:
     os.environ["MTPSIM_CATALOG"] = str(engine_file(folder))
     scenario = folder / "s.yaml"
-    scenario.write_text(SCENARIO + "engine: {kind: trtllm}\n")
+    scenario.write_text(QUICKSTART.read_text().replace("engine: {", "engine: {kind: trtllm, "))
     try:
         started = time.perf_counter()
         code = quiet(["cost", str(scenario)])
@@ -79,7 +71,8 @@ def time_engine_file(folder: Path) -> float:
 
 def time_search_refusal(folder: Path) -> float:
     scenario = folder / "search.yaml"
-    scenario.write_text(SCENARIO + "search: {concurrency: [" + ", ".join(map(str, range(1, 50_001))) + "]}\n")
+    scenario.write_text(QUICKSTART.read_text() + "search: {concurrency: [" + ", ".join(map(str, range(1, 50_001)))
+                        + "]}\n")
     started = time.perf_counter()
     code = quiet(["search", str(scenario), "--gpus", "8", "--no-cache", "--no-plot"])
     took = time.perf_counter() - started
@@ -90,7 +83,8 @@ def time_search_refusal(folder: Path) -> float:
 def time_policy_lookups() -> float:
     table = {batch: 1 + batch % 2 for batch in range(1, 20_001)}
     with contextlib.redirect_stderr(io.StringIO()):  # the entries past the workload's batch, warned of
-        policy = mtpsim.load({**parse_yaml(SCENARIO, "benchmark"), "model": "llama-3.1-8b", "parallel": {"tp": 1},
+        policy = mtpsim.load({**parse_yaml(QUICKSTART.read_text(), str(QUICKSTART)), "model": "llama-3.1-8b",
+                              "parallel": {"tp": 1},
                               "speculative": {"design": "nextn", "steps": 2, "draft": "eagle3-llama-3.1-8b",
                                               "policy": {"steps_by_batch": table}}})[0].speculative.policy
     started = time.perf_counter()

@@ -6,16 +6,20 @@ failing. Each test's docstring says what happened before the fix."""
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
 import mtpsim
 from mtpsim import cli, yamlfiles
-from mtpsim.packagedata import data_dir
 from tests.test_bad_input import BASE, one_line_error, run
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 from tests.test_bad_input_12 import SMALL_API as SMALL
 from tests.test_deepseek_v4 import DSPARK, FLASH, _scenario
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import input_scale  # noqa: E402  (benchmarks/input_scale.py: the large engine file it times)
 
 
 @pytest.mark.parametrize("config,key,word", [
@@ -73,17 +77,9 @@ def test_costs_no_kv_pool_warning_names_the_key_that_leaves_none(tmp_path, capsy
 
 def _engine_file(tmp_path, monkeypatch, releases: int, rules: int) -> None:
     """MTPSIM_CATALOG's engines/trtllm.yaml: releases 1.0.0 .. 1.<releases - 1>.0, and `rules`
-    rules of one field each holding at one release after another (no two overlap)."""
-    text = (data_dir() / "engines" / "trtllm.yaml").read_text()
-    text = text.replace('known: ["1.0.0", "1.1.0", "1.2.0", "1.3.0"]', "known: [" + ", ".join(
-        f'"1.{i}.0"' for i in range(releases)) + "]").replace('default: "1.3.0"', 'default: "1.0.0"')
-    text = text[:text.index("rules:")] + "rules:\n" + "".join(
-        f'  - {{name: r{i}, field: shared_expert_stream, value: graphs, since: "1.{i}.0", until: "1.{i + 1}.0", '
-        "source: x}\n" for i in range(rules)) + text[text.index("# KV pool"):]
-    path = tmp_path / "cat" / "engines" / "trtllm.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "cat"))
+    rules of one field each holding at one release after another (no two overlap); the file
+    benchmarks/input_scale.py times."""
+    monkeypatch.setenv("MTPSIM_CATALOG", str(input_scale.engine_file(tmp_path, releases, rules)))
 
 
 def test_a_long_list_is_checked_for_repeats_in_one_pass(tmp_path, capsys, monkeypatch):
