@@ -233,9 +233,10 @@ def _build_table(family: str, columns: dict, rows: np.ndarray, dims: dict | None
     log_t, log_w = (np.full([len(v) for v in axes.values()], np.nan) for _ in range(2))
     idx = tuple(np.searchsorted(axes[a], columns[a][rows]) for a in f.axes)
     log_t[idx], log_w[idx] = columns["log_t"][rows], columns["log_w"][rows]
-    # outliers out before anything is filled from them or carried on by the running maximum
-    log_t = _despike(log_t, [(list(f.axes).index(a), axes[a]) for a in f.monotone])
-    measured = None
+    # outliers out before anything is filled from them or carried on by the running maximum; a
+    # cell they were replaced in is no longer a measurement (Hit.measured: `calibrated-scaled`)
+    log_t, replaced = _despike(log_t, [(list(f.axes).index(a), axes[a]) for a in f.monotone])
+    measured = ~np.isnan(log_t) & ~replaced if replaced.any() else None
     if "touched" in f.axes:
         # a touched count the table did not time takes a timed one's time and work, and
         # Hit.measured tells the cost model to move it to the op's own work (calibrated.py).
@@ -244,7 +245,7 @@ def _build_table(family: str, columns: dict, rows: np.ndarray, dims: dict | None
         # same experts timed at the next larger token count, whose weights are the op's, so only
         # the tokens' small work is scaled. Fewer (random routing's collisions): the nearest
         # touched count timed at this token count.
-        measured = ~np.isnan(log_t)
+        measured = ~np.isnan(log_t) & ~replaced
         log_t, log_w = _fill_along(log_t, list(f.axes).index("tokens"), log_w, after_only=True)
         log_t, log_w = _fill_along(log_t, list(f.axes).index("touched"), log_w)
     for a in f.monotone:
@@ -254,9 +255,9 @@ def _build_table(family: str, columns: dict, rows: np.ndarray, dims: dict | None
     return Table(axes, dims, log_t, log_w, float(columns["time_s"][rows].min()), measured)
 
 
-def _despike(a: np.ndarray, axes: list[tuple[int, np.ndarray]]) -> np.ndarray:
-    """`a` (log times) with its outliers along the monotone `axes` ((index, values) of each)
-    replaced. An outlier is a cell more than SPIKE times slower than both its neighbours along
+def _despike(a: np.ndarray, axes: list[tuple[int, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """(`a` (log times) with its outliers along the monotone `axes` ((index, values) of each)
+    replaced, where they were). An outlier is a cell more than SPIKE times slower than both its neighbours along
     an axis; it takes their log-linear interpolation (where several axes flag it, the fastest of
     these). A cell with a neighbour on one side only (an axis's ends, a gap) cannot be told from
     a step and stands, as does a run of two or more slow cells (a step: the running maximum
@@ -277,7 +278,8 @@ def _despike(a: np.ndarray, axes: list[tuple[int, np.ndarray]]) -> np.ndarray:
         between = before + share * (after - before)
         view = np.moveaxis(best, axis, -1)
         view[...] = np.minimum(view, np.where(spike, between, np.inf))
-    return np.where(np.isfinite(best), best, a)
+    replaced = np.isfinite(best)
+    return np.where(replaced, best, a), replaced
 
 
 def _running_max(a: np.ndarray, axis: int) -> np.ndarray:
