@@ -86,7 +86,8 @@ class Speculative(Section):
     topk: int = Field(default=1, ge=1, le=64)
     """Branching factor of the draft tree (1: a chain)."""
     draft_tokens: int | None = Field(default=None, ge=2)
-    """Tokens verified per request per iteration, root included; default steps + 1 for a chain."""
+    """Tokens verified per request per iteration, root included; default steps + 1 for a chain, 1 + steps x topk for
+    a tree, at most 1 + topk + (steps - 1) x topk^2 (every candidate the tree proposes)."""
     # frozen_kv: the assistant; nextn: an external draft model (role: draft) instead of the model's
     # own MTP layer. A catalog name, {from: NAME, ...} or an inline spec
     draft: Ref | dict[str, Any] | None = None
@@ -99,9 +100,18 @@ class Speculative(Section):
     def _shape(self) -> Speculative:
         if self.topk == 1 and self.draft_tokens not in (None, self.steps + 1):
             raise AtKey("draft_tokens", f"with topk 1, draft_tokens must be steps + 1 = {self.steps + 1}")
-        if self.topk > 1 and self.draft_tokens is not None and self.draft_tokens > 1 + self.steps * self.topk:
-            raise AtKey("draft_tokens", "exceeds 1 + steps * topk (more than the tree holds)")
+        if self.topk > 1 and self.draft_tokens is not None and self.draft_tokens > 1 + self.candidates:
+            raise AtKey("draft_tokens", f"{self.draft_tokens} is more than the tree holds: 1 + the {self.candidates} "
+                        f"candidates that steps {self.steps} at topk {self.topk} propose (topk + (steps - 1) x topk^2)")
         return self
+
+    @property
+    def candidates(self) -> int:
+        """Drafts a tree proposes, of which it verifies the best draft_tokens - 1 (mtpsim/tree.py):
+        topk at depth 1, then each of the topk live nodes' topk children at every later depth
+        (SGLang's `organize_draft_results` ranks all of them: its own example verifies 64 of
+        steps 5 at topk 8). A chain's: steps."""
+        return self.topk + (self.steps - 1) * self.topk ** 2
 
     @property
     def num_draft_tokens(self) -> int:

@@ -61,8 +61,8 @@ def brute_force_pmf(q, topk: int, draft_tokens: int) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- the distribution
 
-# the last two go past the schema's N <= 1 + S*K to every candidate, where which nodes are live
-# (expanded at the next step) decides the tree
+# the last two go past 1 + S*K toward every candidate (K + (S-1)K^2, the schema's limit), where
+# which nodes are live (expanded at the next step) decides the tree
 @pytest.mark.parametrize("topk,draft_tokens", [(2, 3), (2, 5), (2, 7), (3, 4), (3, 10), (4, 2), (4, 8), (4, 13),
                                                (2, 11), (3, 22)])
 def test_distribution_equals_brute_force_over_the_sglang_tree(topk, draft_tokens):
@@ -91,10 +91,11 @@ def test_all_mass_on_rank_one_is_the_chain(topk, extra):
 
 
 def test_full_tree_accepts_at_least_what_any_smaller_tree_does():
-    """N = 1 + S*K: the largest tree the schema allows holds every smaller one (the best N-1
-    nodes grow with N), so P(at least k accepted) can only grow with N."""
+    """Up to N = 1 + every candidate (3 + 2 x 9 at S = 3, K = 3: the largest tree the schema
+    allows), each tree holds every smaller one (the best N-1 nodes grow with N), so P(at least k
+    accepted) can only grow with N."""
     q = [row[:3] for row in Q]
-    tails = [np.cumsum(accept_distribution(q, 3, n)[::-1])[::-1] for n in range(2, 1 + 3 * 3 + 1)]
+    tails = [np.cumsum(accept_distribution(q, 3, n)[::-1])[::-1] for n in range(2, 1 + 3 + 2 * 9 + 1)]
     for small, big in zip(tails, tails[1:]):
         assert (big >= small - 1e-12).all()
     assert tails[-1][1] == pytest.approx(sum(q[0]))  # every depth-1 candidate is in the full tree
@@ -257,10 +258,28 @@ BAD = [  # (id, scenario, key, word)
      "need acceptance.per_depth_topk"),
     ("two-forms", BASE.replace("acceptance: {", "acceptance: {per_depth: [0.8, 0.7], "), "acceptance", "give one of"),
     ("chain-only-design", MIMO.replace("steps: 2", "steps: 2, topk: 2"), "speculative.topk", "proposes a chain"),
-    ("tree-too-wide", BASE.replace("draft_tokens: 4", "draft_tokens: 6"), "speculative.draft_tokens", "more than the tree holds"),
+    ("tree-too-wide", BASE.replace("draft_tokens: 4", "draft_tokens: 8"), "speculative.draft_tokens",
+     "8 is more than the tree holds: 1 + the 6 candidates"),
 ]
 
 
 @pytest.mark.parametrize("text,key,word", [c[1:] for c in BAD], ids=[c[0] for c in BAD])
 def test_bad_tree_input_is_one_line_naming_the_key(tmp_path, capsys, text, key, word):
     one_line_error(capsys, run(tmp_path, text), key, word)
+
+
+def test_a_tree_verifying_more_than_steps_times_topk_runs(tmp_path):
+    """SGLang's documented EAGLE example verifies 64 tokens of steps 5 at topk 8
+    (--speculative-num-steps 5 --speculative-eagle-topk 8 --speculative-num-draft-tokens 64),
+    more than 1 + steps x topk = 41, which the schema once refused; the tree ranks all 8 + 4 x 64
+    candidates, and a wider tree accepts at least as much and verifies more tokens."""
+    ranks = "[0.5, 0.1, 0.05, 0.03, 0.02, 0.01, 0.01, 0.01]"
+    text = BASE.replace("steps: 2, topk: 2, draft_tokens: 4", "steps: 5, topk: 8, draft_tokens: 64") \
+        .replace(ROWS, "[" + ", ".join([ranks] * 5) + "]")
+    points = {}
+    for n in (41, 64):
+        (tmp_path / str(n)).mkdir()
+        points[n] = sc.load(run(tmp_path / str(n), text.replace("draft_tokens: 64", f"draft_tokens: {n}"))[1], [])[0]
+    assert points[64].speculative.num_draft_tokens == 64 and points[64].speculative.candidates == 8 + 4 * 64
+    narrow, wide = (simulate(points[n]).summary.query("design == 'nextn'").iloc[0] for n in (41, 64))
+    assert wide.draft_tokens == 64 and wide.accept_length >= narrow.accept_length - 1e-9
