@@ -238,8 +238,8 @@ SETS = [  # (short name, the line's label, which rows): each set's median, and a
     ("E", "the external speedups (E cases: EAGLE-3 on H100 under SGLang, both arms and the accept length measured, E1 "
      "gpt-oss-120b chain at batch 1-64, E2-E3 Qwen3-30B-A3B chain and trees at batch 1-64)",
      lambda t: t.case.str.startswith("E")),
-    ("G", "the generalization check (G cases, 2026-12-06: EAGLE-3 chains of 3 on one H100 at batch 1-128, arXiv "
-     "2601.11580; G1-G3 Llama-3.1-8B under vLLM 0.10.1, G4 Qwen3-8B under SGLang 0.5.9)",
+    ("G", "the generalization check (G cases, 2026-12-06: EAGLE-3 on one H100 at batch 1-128, arXiv 2601.11580; "
+     "G1-G3 Llama-3.1-8B chains under vLLM 0.10.1, G4 a Qwen3-8B chain and G5 its 21-token tree under SGLang 0.5.9)",
      lambda t: t.case.str.startswith("G")),
 ]
 

@@ -159,12 +159,16 @@ def e_cases() -> list[Case]:
 # CNN/DailyMail, read off the PNG (+-0.01); accept lengths derived from the authors' released
 # per-position acceptance (SpecDecode-Bench/simulator data/llama3.1-8B/, at most 3 drafts a step).
 # G4: Qwen3-8B under SGLang v0.5.9, Figure 2(a) GSM8K chain (batch 1: the page's text), accept
-# length 2.25 (the page's text). Per file: accept length, {batch: speedup} (scenario files g*-)
+# length 2.25 (the page's text). G5: the same panel's EAGLE-3 tree of depth 3 and branching factor 4
+# verifying 21 tokens (batch 1 and the accept length 2.92: the page's text; its acceptance by rank
+# is assumed in the scenario file). Per file: accept length, {batch: speedup} (scenario files g*-)
 G_REPORTED = {
     ("G1", "g1-llama-3.1-8b-eagle3-vllm-h100-sharegpt.yaml", "ShareGPT"): (2.25, {1: 1.71, 16: 1.68, 64: 1.55, 128: 1.30}),
     ("G2", "g2-llama-3.1-8b-eagle3-vllm-h100-gsm8k.yaml", "GSM8K"): (2.39, {1: 1.75, 16: 1.70, 64: 1.49, 128: 1.22}),
     ("G3", "g3-llama-3.1-8b-eagle3-vllm-h100-cnn.yaml", "CNN/DM"): (2.33, {1: 1.69, 16: 1.58, 64: 1.40, 128: 1.24}),
     ("G4", "g4-qwen3-8b-eagle3-sglang-h100-gsm8k.yaml", "GSM8K"): (2.25, {1: 1.65, 16: 1.59, 64: 1.31, 128: 1.22}),
+    ("G5", "g5-qwen3-8b-eagle3-tree-sglang-h100-gsm8k.yaml", "GSM8K tree 3x4/21"):
+        (2.92, {1: 1.85, 16: 1.34, 64: 0.585, 128: 0.558}),
 }
 
 
