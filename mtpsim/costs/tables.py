@@ -1,8 +1,8 @@
 """A measured family's rows as grids, and reading them: `build_tables` turns a family's CSV
-rows into one Table per config (log time and log roofline work over log axes, monotone where the
-family says so, impossible MoE routings filled from the nearest timed one; each built when a
-lookup first picks its config), and `interpolate` reads a Table at a point, multilinear in log
-axes. profile.py reads the files; calibrated.py prices ops with these.
+rows into one Table per config (log time and log roofline work over log axes, outliers replaced
+and monotone where the family says so, impossible MoE routings filled from the nearest timed one;
+each built when a lookup first picks its config), and `interpolate` reads a Table at a point,
+multilinear in log axes. profile.py reads the files; calibrated.py prices ops with these.
 """
 from __future__ import annotations
 
@@ -256,12 +256,12 @@ def _build_table(family: str, columns: dict, rows: np.ndarray, dims: dict | None
 
 
 def _despike(a: np.ndarray, axes: list[tuple[int, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """(`a` (log times) with its outliers along the monotone `axes` ((index, values) of each)
-    replaced, where they were). An outlier is a cell more than SPIKE times slower than both its neighbours along
-    an axis; it takes their log-linear interpolation (where several axes flag it, the fastest of
-    these). A cell with a neighbour on one side only (an axis's ends, a gap) cannot be told from
-    a step and stands, as does a run of two or more slow cells (a step: the running maximum
-    carries it on) and a steep rise."""
+    """`a` (log times) with its outliers along the monotone `axes` ((index, values) of each)
+    replaced, and where they were. An outlier is a cell more than SPIKE times slower than both its
+    neighbours along an axis; it takes their log-linear interpolation (where several axes flag it,
+    the fastest of these). A cell with a neighbour on one side only (an axis's ends, a gap) cannot
+    be told from a step and stands, as does a run of two or more slow cells (a step: the running
+    maximum carries it on) and a steep rise."""
     best = np.full(a.shape, np.inf)
     limit = math.log(SPIKE)
     for axis, values in axes:
