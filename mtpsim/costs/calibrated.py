@@ -198,8 +198,7 @@ class CalibratedCosts:
         flop_rate, byte_rate = self.roofline.rates(probe)
         if table is None or flop_rate is None:
             return None
-        # prefill-sized cores take `time`'s road (a decode-path kernel has none: AttentionKernel)
-        prefill = not kernel.decode_path and self.prefill_table(keys, dims) is not None
+        prefill = self.prefill_table(keys, dims) is not None  # prefill-sized cores take `time`'s road
         return CorePricer(self, kernel, table, exact, stand_in, flop_rate, byte_rate, graphs, prefill)
 
     def frame_pricer(self, batch: int, q: float, d: int, graphs: bool):

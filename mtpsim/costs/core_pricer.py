@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from mtpsim.costs.op import MLA_ABSORB_MAX_Q
 from mtpsim.costs.ops import AttentionKernel, BatchLens, CoreCounts, frame_bytes
 from mtpsim.costs.roofline import OpTime
 from mtpsim.costs.tables import Table, kv_slice, read_slice, scaled
@@ -26,9 +25,10 @@ class CorePricer:
     def __init__(self, costs, kernel: AttentionKernel, table: Table, exact: bool, stand_in: str,
                  flop_rate: float, byte_rate: float, graphs: bool, prefill: bool = False):
         self.kernel, self.table, self.exact = kernel, table, exact
-        # the profile has a prefill table for this kind: prefill-sized cores are priced from it
+        # the profile has a prefill table for this kind: prefill-sized cores (the kernel's own
+        # threshold: none on the decode path, AttentionKernel) are priced from it
         # (CalibratedCosts._prefill), so `price` hands them back
-        self.prefill_q = MLA_ABSORB_MAX_Q if prefill else math.inf
+        self.prefill_q = kernel.prefill_q if prefill else math.inf
         self.flop_rate, self.byte_rate = flop_rate, byte_rate
         self.peak_flops, self.peak_bytes, self.stream_floor = costs.peak_flops, costs.peak_bytes, costs.stream_floor
         self.kv_max = costs.kv_key == "kv_max"
