@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from mtpsim.costs.tables import _fill_along
+from mtpsim.costs.table_build import _fill_along
 
 
 def _fill_along_reference(a: np.ndarray, axis: int) -> np.ndarray:

@@ -31,7 +31,7 @@ nearest edge, interpolated (tables.nearest_cell), in place of its nearest measur
 old nearest_cell every old pin held exactly. deepseek-nextn-c64 and multi_layer-poisson-tp8 were
 re-pinned (by under 2e-5 relative, draft_share 7e-5) when an MoE cell of more experts than its
 tokens were timed touching came to read those experts timed at the next larger token count
-(tables._build_table): with the fill along touched alone every old pin held exactly."""
+(table_build._build_table): with the fill along touched alone every old pin held exactly."""
 from __future__ import annotations
 
 import pytest

@@ -13,7 +13,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mtpsim.costs.tables import SPIKE, _despike, _running_max
+from mtpsim.costs.table_build import SPIKE, _despike, _running_max
 
 AXIS_VALUES = [np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0]), np.array([64.0, 256.0, 1024.0, 4096.0, 16384.0])]
 

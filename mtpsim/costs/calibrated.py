@@ -71,7 +71,8 @@ from mtpsim.costs.profile import (
 )
 from mtpsim.costs.profile_meta import load_meta
 from mtpsim.costs.roofline import OpTime, RooflineCosts
-from mtpsim.costs.tables import Table, build_tables, interpolate, kv_slice, nearest_cell, scaled
+from mtpsim.costs.table_build import build_tables
+from mtpsim.costs.tables import Table, interpolate, kv_slice, nearest_cell, scaled
 from mtpsim.costs.wide_ep import wide_ep_time
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, short

@@ -1,6 +1,6 @@
 """Calibration profiles on disk: the op families a profile measures, and reading and validating
 its CSVs (plain or gzipped). Its meta.yaml (schema, reading, what device and engine it names) is
-profile_meta.py's; tables.py turns the rows into grids and interpolates them.
+profile_meta.py's; table_build.py turns the rows into grids, tables.py interpolates them.
 
 A profile holds the families its meta.yaml lists under `families` (a profile without that list
 holds every family `mtpsim calibrate` measures). A listed family whose file or column is missing
@@ -36,7 +36,7 @@ class Family:
     axes: tuple[str, ...]       # interpolated over, in log space
     monotone: tuple[str, ...]   # time may not fall as these grow
     optional: tuple[str, ...] = ()  # dims older profiles lack: read as ANY, matching every value
-    # axes along which a time is the lowest measured at that value or beyond (tables.py `_lower_envelope`):
+    # axes along which a time is the lowest measured at that value or beyond (table_build.py `_lower_envelope`):
     # a launch-bound kernel's isolated slow rows are noise, which a running maximum would carry up
     envelope: tuple[str, ...] = ()
     values: dict[str, tuple[str, ...]] = field(default_factory=dict)  # text columns' closed sets of values
