@@ -238,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["MPLBACKEND"] = "Agg"
     if argv is None:  # the command itself (not a caller's in-process call): a kill cleans up as Ctrl-C does
         signal.signal(signal.SIGTERM, _terminated)
+        # a parent may have blocked SIGTERM (the mask survives exec): `timeout` or a CI cancel would
+        # then wait for the whole run and find the claimed folder left behind
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     if sys.stderr is None:  # started with 2>&-: errors go nowhere rather than fail
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 -- the process's stderr from here on
     if sys.stdout is None:  # started with >&-: every command prints

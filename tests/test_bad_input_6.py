@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 import yaml
@@ -310,23 +311,38 @@ def test_an_unusable_mplbackend_does_not_stop_the_plots(tmp_path):
     assert list((tmp_path / "r").glob("*.png"))
 
 
-def test_a_terminated_run_leaves_no_folder(tmp_path):
+@pytest.mark.parametrize("blocked", [False, True])
+def test_a_terminated_run_leaves_no_folder(tmp_path, blocked):
     """Before: SIGTERM (timeout, kill, a CI cancel) left the claimed folder holding only its
-    claim, which the next run into it refused as not empty; Ctrl-C cleaned up."""
+    claim, which the next run into it refused as not empty; Ctrl-C cleaned up. And a parent that
+    had blocked SIGTERM (the mask survives exec) left it pending: the run went on to the end and
+    exited 0, as CI once saw."""
     import signal
     import time
     text = SMALL.replace("num_requests: 4", "num_requests: 100000").replace("concurrency: 2", "concurrency: 64").replace(
-        "output_len: 16", "output_len: 1000")  # minutes of simulation: the signal comes long before the end
+        "output_len: 16", "output_len: 1000")  # seconds to minutes of simulation: the signal comes long before the end
     path, out = run(tmp_path, text)[1], tmp_path / "r"
-    proc = _subprocess(["run", path, "--out", str(out)])
+    block = (lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})) if blocked else None
+    proc = _subprocess(["run", path, "--out", str(out)], preexec_fn=block)
     deadline = time.monotonic() + 60
     while not out.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)  # until the run has claimed its folder
     assert out.exists(), "the run never claimed its folder"
+    assert proc.poll() is None, "the run ended before it could be signalled: give it more to simulate"
+    masks = _signal_masks(proc.pid)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and "interrupted" in err, err
+    assert proc.returncode == 130 and "interrupted" in err, f"status {proc.returncode}, {masks}: {err}"
     assert not out.exists()
+
+
+def _signal_masks(pid: int) -> str:
+    """The child's blocked, ignored and caught signal masks (Linux), for a failure's message."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return "no /proc"
+    return ", ".join(x.replace("\t", " ") for x in lines if x.startswith(("SigBlk", "SigIgn", "SigCgt")))
 
 
 def test_search_flags_that_contradict_or_misprint_are_fixed(tmp_path, capsys):
