@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 
-from mtpsim import commands
+from mtpsim import commands, interrupts
 from mtpsim.cli_types import MAX_BATCH, MAX_CONTEXT, MAX_JOBS, address, at_least_one, bounded, folder, input_path, named
 from mtpsim.errors import MAX_WHERE, ScenarioError, cut_middle, line
 from mtpsim.limits import MAX_SEEDS
@@ -282,6 +282,7 @@ def _terminated(signum, frame) -> None:
     """SIGTERM (`timeout`, `kill`, a CI cancel) as KeyboardInterrupt: the same cleanup runs (a run
     folder's claim, a half-written profile or search cache entry are removed) and status 130."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second kill must not cut the cleanup short
+    interrupts.request()  # raised again where long loops check, should this one be swallowed
     raise KeyboardInterrupt
 
 

@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mtpsim import interrupts
 from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE, DesignShape
 from mtpsim.errors import ScenarioError
@@ -123,6 +124,7 @@ def claimed(name: str, out: str | None) -> Iterator[Path]:
     path = output_dir(name, out)  # gives back what it made if interrupted itself
     try:
         yield path
+        interrupts.check()  # a SIGTERM whose KeyboardInterrupt something swallowed: not a finished run
         sys.stdout.flush()  # a full or closed stdout fails here, while the folder can still be unmarked
     except BaseException as exc:
         if not (isinstance(exc, BrokenPipeError) and (path / COMPLETE).is_file()):

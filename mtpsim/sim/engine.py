@@ -15,6 +15,7 @@ from functools import lru_cache
 import numpy as np
 import simpy
 
+from mtpsim import interrupts
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.costs.iteration import PREFILL_WINDOW, iteration_cost
 from mtpsim.costs.ops import BatchLens
@@ -269,6 +270,7 @@ class Engine:
         rep.scheduler.retire(finished)
         if finished:
             self.on_finished(len(finished))
+            interrupts.check()  # a SIGTERM whose KeyboardInterrupt something swallowed stops the run here
 
 
 def completed_prompts(chunk) -> list[Request]:

@@ -1,0 +1,23 @@
+"""A stop the user asked for (SIGTERM: `timeout`, `kill`, a CI cancel), kept beyond the one
+KeyboardInterrupt that carries it. cli.py turns SIGTERM into a KeyboardInterrupt raised wherever
+the main thread is; code that swallows exceptions there (a C extension's attribute probe, a
+finalizer) would drop it, and the run would go on to the end and exit 0 with its folder written.
+So the request is also kept here, and the loops that take long check it: the simulator at every
+finished request (sim/engine.py), a run folder before it is marked done (runfolder.py). Ctrl-C
+needs none of this: SIGINT stays Python's own.
+"""
+from __future__ import annotations
+
+_requested = False
+
+
+def request() -> None:
+    """Note that the process was asked to stop (cli.py's SIGTERM handler)."""
+    global _requested
+    _requested = True
+
+
+def check() -> None:
+    """Raise KeyboardInterrupt if a stop was asked for: the same cleanup as Ctrl-C runs."""
+    if _requested:
+        raise KeyboardInterrupt
