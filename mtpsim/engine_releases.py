@@ -33,7 +33,7 @@ RuleField = Literal["speculative_max_running_requests", "speculative_overlap", "
                     "mixed_head_fa4_capability",
                     "kv_pool.reserved.speculative_mib", "kv_pool.reserved.classes", "kv_pool.fraction",
                     "kv_pool.margin_mib", "kv_pool.margin_activation_share", "prefill_chunk",
-                    "prefix_cache.block_tokens", "dp_routing.waiting_weight", "cuda_graph", "running_cap"]
+                    "prefix_cache.block_tokens", "dp_routing.waiting_weight", "cuda_graph", "running_cap", "hides"]
 # an engine file's releases and rules, at most: each rule is tested at every release (an engine
 # publishes tens of each; thousands would take seconds to check before anything ran)
 MAX_RELEASES = MAX_RULES = 500

@@ -90,6 +90,26 @@ def test_vllm_overlaps_any_step_only_from_async_scheduling():
     assert catalog.load_engine("vllm", "0.13.0", ignore_rules=["v1_async_scheduling"]).hidden_by("none") == ("decode",)
 
 
+def test_vllm_async_speculative_steps_hide_host_work_behind_the_drafter_only_before_zero_bubble():
+    """From v0.14 to v0.18 a speculative step's host work waits on the accepted counts (a sync
+    after the rejection sampler), so only the drafter's passes hide it; v0.19's zero-bubble async
+    spec decoding (PR #32951) hides it behind every pass. Plain decoding is not touched."""
+    for version in ("0.14.0", "0.16.0", "0.18.1"):
+        e = catalog.load_engine("vllm", version)
+        assert e.hidden_by("nextn") == ("draft", "extend"), version
+        assert e.hidden_by("multi_layer") == ("extend",) and e.hidden_by("block") == ("draft",), version
+        assert e.hidden_by("none") == ("decode",), version
+    for version in ("0.19.0", "0.22.0"):
+        assert catalog.load_engine("vllm", version).hidden_by("nextn") == ("draft", "verify", "extend"), version
+    # the exposed host time is the host work past the drafter's passes, where the verify used to hide it
+    from mtpsim.costs.iteration import iteration_cost
+    kinds, times = ("draft", "verify", "extend"), (2e-4, 5e-3, 3e-4)
+    assert iteration_cost(kinds, times, catalog.load_engine("vllm", "0.16.0").hidden_by("nextn"), 1e-3) \
+        .exposed_host_s == pytest.approx(5e-4)
+    assert iteration_cost(kinds, times, catalog.load_engine("vllm", "0.19.0").hidden_by("nextn"), 1e-3) \
+        .exposed_host_s == 0
+
+
 def test_vllm_v0_speculative_steps_pay_their_python_scoring():
     """V0's SpecDecodeWorker (before v0.9) adds ~2 ms of host work to a speculative step only."""
     v0, v1 = catalog.load_engine("vllm", "0.7.3"), catalog.load_engine("vllm", "0.9.0")
