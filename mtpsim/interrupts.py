@@ -2,9 +2,12 @@
 KeyboardInterrupt that carries it. cli.py turns SIGTERM into a KeyboardInterrupt raised wherever
 the main thread is; code that swallows exceptions there (a C extension's attribute probe, a
 finalizer) would drop it, and the run would go on to the end and exit 0 with its folder written.
-So the request is also kept here, and the loops that take long check it: the simulator at every
-finished request (sim/engine.py), a run folder before it is marked done (runfolder.py). Ctrl-C
-needs none of this: SIGINT stays Python's own.
+Seen in CI: a SIGTERM that landed while `np.random` was first resolved (numpy imports
+numpy.random lazily; the signal came during its Cython modules' init, `abc.register`) lost its
+KeyboardInterrupt, and the run went on to exit 0. So the request is also kept here, and the loops
+that take long check it: the simulator at every finished request (sim/engine.py), a run folder
+before it is marked done (runfolder.py). Ctrl-C raises the same KeyboardInterrupt but is not kept:
+an interactive user presses it again.
 """
 from __future__ import annotations
 

@@ -340,9 +340,11 @@ def test_a_terminated_run_leaves_no_folder(tmp_path, blocked):
 
 def test_a_sigterm_whose_interrupt_was_swallowed_still_stops_the_run(tmp_path, monkeypatch, capsys):
     """Before: CI twice saw a run signalled right after claiming its folder exit 0 with the folder
-    written, its SIGTERM handler installed and unblocked: the KeyboardInterrupt the handler raises
-    was dropped where it landed. The stop is now kept (mtpsim/interrupts.py) and raised again at
-    the next finished request, so the run stops, gives its folder back and exits 130."""
+    written, its SIGTERM handler installed and unblocked: the KeyboardInterrupt the handler raised
+    was lost where it landed (a stack written from the handler in a reproduction: inside numpy's
+    lazy first import of numpy.random, in a Cython module's init). The stop is now kept
+    (mtpsim/interrupts.py) and raised again at the next finished request, so the run stops, gives
+    its folder back and exits 130."""
     import contextlib
     import signal
 
