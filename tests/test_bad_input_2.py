@@ -196,7 +196,7 @@ EXTREME = [  # (id, scenario, files, key, word)
 def test_extreme_values_are_refused_before_anything_runs(tmp_path, capsys, text, files, key, word):
     started = time.perf_counter()
     one_line_error(capsys, run(tmp_path, text, files), key, word)
-    assert time.perf_counter() - started < 10, "refused up front, not after a long wait"
+    assert time.perf_counter() - started < 60, "refused up front, not after minutes of simulation"
 
 
 # --------------------------------------------------------------- silently wrong, now refused

@@ -718,5 +718,5 @@ def test_a_breakdown_of_thousands_of_runs_draws_the_first_and_says_so():
     started = time.perf_counter()
     fig = plots.time_breakdown(summary)
     fig.canvas.draw()
-    assert time.perf_counter() - started < 10
+    assert time.perf_counter() - started < 60  # a hang guard (it took minutes), not a speed target
     assert "(the first 200 of 2600 runs)" in fig._suptitle.get_text() and fig.get_size_inches()[1] < 70

@@ -72,7 +72,7 @@ def test_an_address_that_refuses_is_one_line_at_once(tmp_path, capsys):
     line = one_line_error(capsys, run(tmp_path, SMALL) + ["--backend", "ray", "--address", f"127.0.0.1:{port}"],
                           "", "refused")
     assert line.startswith(f"mtpsim: error: --address: no Ray cluster reached at '127.0.0.1:{port}'")
-    assert time.perf_counter() - started < 10
+    assert time.perf_counter() - started < 15  # well before the probe's 20 s deadline
 
 
 def test_unreachable_reads_only_host_port():

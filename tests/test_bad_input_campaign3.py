@@ -52,7 +52,7 @@ def test_a_row_far_longer_than_any_table_holds_is_one_line_at_once(tmp_path, cap
     start = time.monotonic()
     line = one_line_error(capsys, run(tmp_path, text, files), "", "longer than")
     assert named in line and "line " in line
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 60  # a hang guard (it ran for minutes), not a speed target
 
 
 def test_a_profile_table_row_far_too_long_is_one_line(tmp_path, capsys, monkeypatch):
@@ -134,7 +134,7 @@ def test_points_times_seeds_past_the_limit_is_one_line_before_anything_runs(tmp_
     line = one_line_error(capsys, run(tmp_path, text) + extra, "", "over the limit of 20,000")
     assert f"{blamed}: " in line
     assert not (tmp_path / "out").exists()
-    assert time.monotonic() - start < 10
+    assert time.monotonic() - start < 60  # a hang guard (days of runs), not a speed target
 
 
 def _blocker(tmp_path, kind: str) -> str:
