@@ -6,8 +6,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# property tests check answers, not speed: hypothesis's default 200 ms deadline per example fails
+# on a loaded 2-core CI machine (speed lives in benchmarks/)
+settings.register_profile("mtpsim", deadline=None)
+settings.load_profile("mtpsim")
 
 BASE = {
     "name": "t",
