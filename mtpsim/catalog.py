@@ -245,7 +245,9 @@ def _orphans_dropped(merged: dict[str, Any], over: dict[str, Any]) -> dict[str, 
     for key, field in (("attention_kinds", "attention"), ("ffn_kinds", "ffn")):
         kinds, given = merged.get(key), over.get(key)
         if isinstance(kinds, dict):
-            used = {r.get(field) for r in refs} | (set(given) if isinstance(given, dict) else set())
+            # a reference of another type than a kind's name (a list, a mapping) names no kind: ModelSpec refuses it
+            used = {r.get(field) for r in refs if isinstance(r.get(field), str)} | \
+                (set(given) if isinstance(given, dict) else set())
             out[key] = {name: spec for name, spec in kinds.items() if name in used}
     return out
 
