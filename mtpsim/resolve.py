@@ -226,8 +226,11 @@ def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, wh
         warn(str(path / "meta.yaml"), "families", f"{table} is in the profile folder but not listed here: it is "
              f"not read, and its ops are priced by the roofline (list its family, or move the file out)")
     timed = folder.engine
-    if c.profile is not None and timed is not None and timed != engine.name:
-        warn(where, "cost.profile", f"profile {path.name!r} times {timed}'s kernels, and the scenario serves with "
+    # a profile named for this engine (cost.profile, or the hardware's `profiles` under the engine's
+    # own key) that times another's kernels is a slip; the `default` entry is the fallback meant
+    # for engines the GPU has no profile of (the header's `priced by` names it)
+    if (c.profile is not None or engine.name in hardware.profiles) and timed is not None and timed != engine.name:
+        warn(*at, f"profile {path.name!r} times {timed}'s kernels, and the scenario serves with "
              f"{engine.name} (engine.kind): the ops are priced as {timed} runs them")
     overridden = _rate_overrides(s, hardware)
     if overridden:
