@@ -1,0 +1,41 @@
+"""Bad-input campaign 24: DOCSTRING."""
+from __future__ import annotations
+
+import pytest
+
+from tests.test_bad_input import one_line_error
+from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
+
+QUICKSTART = "scenarios/quickstart.yaml"
+
+
+# ------------------------------------------------------------- 1. a layer's kind reference of another type
+
+@pytest.mark.parametrize("override, key", [
+    ("model.mtp.layer.attention=[]", "model.mtp.layer.attention"),
+    ("model.mtp.layer.ffn={}", "model.mtp.layer.ffn"),
+    ("model.mtp.layer.attention={kind: mla}", "model.mtp.layer.attention"),
+    ("model.layers=[{count: 61, attention: [], ffn: moe}]", "model.layers.0.attention"),
+    ("model.layers=[{count: 61, attention: mla, ffn: {a: 1}}]", "model.layers.0.ffn"),
+])
+def test_a_layer_naming_its_kind_by_a_list_or_mapping_is_one_line(capsys, override, key):
+    """Before: over a catalog model (`from`), re-laid layers or an MTP layer whose attention or ffn
+    was a list or a mapping, not a kind's name, was a TypeError traceback (`unhashable type`) in
+    catalog._orphans_dropped, before ModelSpec could say what was wrong."""
+    one_line_error(capsys, ["cost", QUICKSTART, "--set", override], key, "valid string")
+
+
+# ------------------------------------------------------------- 2. a hardware entry's profile of another engine
+
+def test_a_hardware_profile_named_for_an_engine_timing_another_is_warned_of(capsys):
+    """Before: `hardware: {from: h200, profiles: {trtllm: h200-sglang}}` under engine trtllm priced
+    every op as SGLang runs it without a word, where the same profile given as cost.profile is
+    warned of (and one measured on another GPU is refused at either key)."""
+    argv = ["cost", QUICKSTART, "--set", "engine.kind=trtllm"]
+    warned = warnings_of(capsys, [*argv, "--set", "hardware={from: h200, profiles: {trtllm: h200-sglang}}"])
+    assert warned == ["mtpsim: warning: --set: hardware.profiles.trtllm: profile 'h200-sglang' times sglang's "
+                      "kernels, and the scenario serves with trtllm (engine.kind): the ops are priced as sglang "
+                      "runs them"], warned
+    assert warnings_of(capsys, argv) == []  # h200's own trtllm profile
+    # the `default` entry is the fallback for an engine the GPU has no profile of: not warned
+    assert warnings_of(capsys, [*argv, "--set", "hardware=b300"]) == []
