@@ -237,7 +237,8 @@ def _orphans_dropped(merged: dict[str, Any], over: dict[str, Any]) -> dict[str, 
     for ModelSpec to refuse if no layer names it."""
     if not {"layers", "mtp"} & set(over):
         return merged
-    refs = [r for r in (merged.get("layers") or []) if isinstance(r, dict)]
+    layers = merged.get("layers")  # of another type than a list (5, .nan): ModelSpec refuses it
+    refs = [r for r in layers if isinstance(r, dict)] if isinstance(layers, list) else []
     mtp = merged.get("mtp")
     if isinstance(mtp, dict) and isinstance(mtp.get("layer"), dict):
         refs.append(mtp["layer"])
