@@ -41,7 +41,9 @@ def format_table(summary) -> str:
     swept = [c for c in dict.fromkeys(block + [c for c in cols if "." in c]) if c not in shown]
     df = Table({c: table.columns[c] for c in [c for c in TABLE if c in table.columns] + swept},
                {c: table.kinds[c] for c in [c for c in TABLE if c in table.columns] + swept})
-    df.rename(key_labels(swept, taken=[c for c in df.columns if c not in swept]))
+    labels = key_labels(swept, taken=[c for c in df.columns if c not in swept])
+    df.rename(labels)
+    as_written = {labels.get(c, c) for c in swept}  # a swept key's values, shown as the scenario gives them
     for load in ("concurrency", "rate_per_s"):  # closed loads have a concurrency, open ones a rate
         if load not in df.columns:
             continue
@@ -58,7 +60,7 @@ def format_table(summary) -> str:
         df.drop("bound_by")  # no limit bound: nothing to mark
     elif "bound_by" in df.columns:
         df.set("bound_by", _filled(df.columns["bound_by"]), "object")
-    for col in list(df.columns):
+    for col in [c for c in df.columns if c not in as_written]:  # a swept end_s of 2 is 2, not 2000 ms
         if col.endswith("_s") and not col.endswith("_per_s"):  # seconds shown as ms; rates as they are
             df.set(col, [v * 1e3 for v in df.columns[col]], "float")
         if col.endswith("_share"):
