@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from mtpsim import cli
 from tests.test_bad_input import one_line_error
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 
@@ -17,12 +18,15 @@ QUICKSTART = "scenarios/quickstart.yaml"
     ("model.mtp.layer.attention={kind: mla}", "model.mtp.layer.attention"),
     ("model.layers=[{count: 61, attention: [], ffn: moe}]", "model.layers.0.attention"),
     ("model.layers=[{count: 61, attention: mla, ffn: {a: 1}}]", "model.layers.0.ffn"),
+    ("model.layers=5", "model.layers"),
+    ("model.layers=.nan", "model.layers"),
 ])
 def test_a_layer_naming_its_kind_by_a_list_or_mapping_is_one_line(capsys, override, key):
     """Before: over a catalog model (`from`), re-laid layers or an MTP layer whose attention or ffn
     was a list or a mapping, not a kind's name, was a TypeError traceback (`unhashable type`) in
-    catalog._orphans_dropped, before ModelSpec could say what was wrong."""
-    one_line_error(capsys, ["cost", QUICKSTART, "--set", override], key, "valid string")
+    catalog._orphans_dropped, and layers given as a number (`'int' object is not iterable`), before
+    ModelSpec could say what was wrong."""
+    one_line_error(capsys, ["cost", QUICKSTART, "--set", override], key, "valid ")
 
 
 # ------------------------------------------------------------- 2. a hardware entry's profile of another engine
@@ -39,3 +43,20 @@ def test_a_hardware_profile_named_for_an_engine_timing_another_is_warned_of(caps
     assert warnings_of(capsys, argv) == []  # h200's own trtllm profile
     # the `default` entry is the fallback for an engine the GPU has no profile of: not warned
     assert warnings_of(capsys, [*argv, "--set", "hardware=b300"]) == []
+
+
+# ------------------------------------------------------------- 3. run's table: a swept key named like a time
+
+def test_a_swept_key_ending_in_s_is_shown_as_written(tmp_path, capsys):
+    """Before: run's table took every column ending in `_s` for a time in seconds and showed it in
+    ms, the swept keys too: a sweep over workload.trace.end_s [2, 3] read `end_s 2000, 3000`, and
+    one over search.requests_per_rate_s holding null was a TypeError traceback."""
+    assert cli.main(["run", "scenarios/azure-conv-replay.yaml", "--set", "speculative.design=none", "--set",
+                     "sweep={workload.trace.end_s: [2, 3]}", "--jobs", "1", "--out", str(tmp_path / "a")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.lstrip().startswith("design"))
+    assert lines[header].split()[-1] == "end_s", lines[header]
+    assert [line.split()[-1] for line in lines[header + 1: header + 3]] == ["2", "3"], lines
+    assert "TTFT p50 ms" in lines[header]  # the times measured are still in ms
+    assert cli.main(["run", QUICKSTART, "--set", "workload.num_requests=16", "--set",
+                     "sweep={search.requests_per_rate_s: [null, 5]}", "--jobs", "1", "--out", str(tmp_path / "b")]) == 0
