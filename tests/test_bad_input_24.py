@@ -60,3 +60,18 @@ def test_a_swept_key_ending_in_s_is_shown_as_written(tmp_path, capsys):
     assert "TTFT p50 ms" in lines[header]  # the times measured are still in ms
     assert cli.main(["run", QUICKSTART, "--set", "workload.num_requests=16", "--set",
                      "sweep={search.requests_per_rate_s: [null, 5]}", "--jobs", "1", "--out", str(tmp_path / "b")]) == 0
+
+
+# ------------------------------------------------------------- 4. line breaks and C1 controls echoed in a message
+
+@pytest.mark.parametrize("char", ["\u2028", "\u2029", "\x85", "\x9b"])
+def test_a_unicode_line_break_or_c1_control_in_a_path_or_key_is_escaped(tmp_path, capsys, char):
+    """Before: errors.printable escaped C0 controls and DEL only: a scenario path or a --set key
+    holding U+2028, U+2029 or NEL (line breaks to str.splitlines and some terminals) was printed
+    raw, the error two lines, and a C1 control (CSI, 0x9b) reached the terminal; --out already
+    refused the same characters as `a control character or line break` (cli_types.output_path)."""
+    missing = tmp_path / f"a{char}b.yaml"
+    line = one_line_error(capsys, ["cost", str(missing)], "", "no such file")
+    assert char not in line and ("\\u" if ord(char) > 255 else "\\x") in line, line
+    line = one_line_error(capsys, ["cost", QUICKSTART, "--set", f"engine.x{char}y=1"], "", "unknown key")
+    assert char not in line, line
