@@ -75,3 +75,16 @@ def test_a_unicode_line_break_or_c1_control_in_a_path_or_key_is_escaped(tmp_path
     assert char not in line and ("\\u" if ord(char) > 255 else "\\x") in line, line
     line = one_line_error(capsys, ["cost", QUICKSTART, "--set", f"engine.x{char}y=1"], "", "unknown key")
     assert char not in line, line
+
+
+def test_a_config_json_model_whose_mtp_layer_names_its_kind_by_a_list_is_one_line(tmp_path, capsys):
+    """Before: `model: {hf_config: ..., mtp: {layer: {attention: []}}}` was the same TypeError
+    traceback in hfconfig._kinds, which works out the kinds the config's layers use."""
+    import json
+
+    from tests.test_hfconfig import DEEPSEEK_V3
+    (tmp_path / "DeepSeek-V3").mkdir()
+    (tmp_path / "DeepSeek-V3" / "config.json").write_text(json.dumps(DEEPSEEK_V3))
+    config = tmp_path / "DeepSeek-V3" / "config.json"
+    one_line_error(capsys, ["cost", QUICKSTART, "--set", f"model={{hf_config: {config}, mtp: {{layer: {{attention: []}}}}}}"],
+                   "model.mtp.layer.attention", "valid string")
