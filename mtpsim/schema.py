@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -275,3 +275,26 @@ def check_replicates(seed: int, seeds: int, where: str, key: str) -> None:
     if seed + seeds - 1 > MAX_SEED:
         raise ScenarioError(where, key, f"{seeds} replicates from seed {seed} run past the largest seed {MAX_SEED} "
                             "(fewer seeds, or a smaller seed)")
+
+
+def known_key(dotted: str) -> bool:
+    """Whether a dotted key path names a field of the scenario schema, part by part through its
+    sections (an optional section's too: workload.trace.end_s). A path into a catalog reference
+    (model, hardware, a draft) or a mapping of the user's own keys (steps_by_batch) is known as
+    far as the schema knows it: the merge and the spec check the rest."""
+    model: type[BaseModel] | None = Scenario
+    for part in dotted.split("."):
+        if model is None:
+            return True
+        if part not in model.model_fields or part == "sweep":
+            return False
+        model = _section(model.model_fields[part].annotation)
+    return True
+
+
+def _section(annotation: Any) -> type[BaseModel] | None:
+    """The one section class a field's annotation holds (`Forced | None`, `int | LengthDist`), else None."""
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    found = [a for a in (get_args(annotation) or (annotation,)) if isinstance(a, type) and issubclass(a, BaseModel)]
+    return found[0] if len(found) == 1 else None
