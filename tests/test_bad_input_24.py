@@ -88,3 +88,41 @@ def test_a_config_json_model_whose_mtp_layer_names_its_kind_by_a_list_is_one_lin
     config = tmp_path / "DeepSeek-V3" / "config.json"
     one_line_error(capsys, ["cost", QUICKSTART, "--set", f"model={{hf_config: {config}, mtp: {{layer: {{attention: []}}}}}}"],
                    "model.mtp.layer.attention", "valid string")
+
+
+# ------------------------------------------------------------- 5. a key path no scenario has: null, and optional sections
+
+@pytest.mark.parametrize("override, key", [
+    ("acceptence=null", "acceptence"),
+    ("engine.bogus=null", "engine.bogus"),
+    ("workload.trace.bogus=null", "workload.trace.bogus"),
+    ("sweep.workload.bogus=null", "sweep.workload.bogus"),
+    ("sweep.sweep=null", "sweep.sweep"),
+])
+def test_a_null_dropping_a_key_no_scenario_has_is_refused(capsys, override, key):
+    """Before: `--set acceptence=null` (a slip for acceptance, to drop it) ran with the acceptance
+    left in place without a word: null drops a key, there was none to drop, and the unknown key
+    was never validated (`--set acceptence=1` is refused); `workload.trace.bogus=null` made an
+    empty trace and blamed its missing path."""
+    one_line_error(capsys, ["cost", QUICKSTART, "--set", override], key, "unknown key")
+
+
+@pytest.mark.parametrize("argv", [
+    [QUICKSTART, "--set", "engine.mem_fraction=null"],  # a known key the file does not give: its default
+    [QUICKSTART, "--set", "sweep=null"],
+    [QUICKSTART, "--set", "sweep.workload.concurrency=null"],
+    ["scenarios/block-confidence-qwen3-8b.yaml", "--set", "acceptance.kept_length=null"],  # swept entries lack it
+])
+def test_a_null_dropping_a_known_key_the_file_lacks_runs(capsys, argv):
+    assert cli.main(["cost", *argv]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("sweep, key", [
+    ("{workload.trace.bogus: [1, 2]}", "sweep.workload.trace.bogus"),
+    ("{acceptance.forced.bogus: [1, 2]}", "sweep.acceptance.forced.bogus"),
+])
+def test_a_sweep_key_inside_an_optional_section_is_checked(capsys, sweep, key):
+    """Before: a sweep key was checked against the schema only down to a section that may be
+    absent (`trace: TraceFile | None`): past it any name passed, and the point then failed on
+    something else (`workload.trace.path: required key is missing`, `acceptance.forced.engine`)."""
+    one_line_error(capsys, ["cost", QUICKSTART, "--set", f"sweep={sweep}"], key, "unknown key")
