@@ -126,3 +126,32 @@ def test_a_sweep_key_inside_an_optional_section_is_checked(capsys, sweep, key):
     absent (`trace: TraceFile | None`): past it any name passed, and the point then failed on
     something else (`workload.trace.path: required key is missing`, `acceptance.forced.engine`)."""
     one_line_error(capsys, ["cost", QUICKSTART, "--set", f"sweep={sweep}"], key, "unknown key")
+
+
+# ------------------------------------------------------------- 6. calibrate replacing a folder that holds more than a profile
+
+def test_calibrate_replaces_a_profile_never_a_folder_of_other_files(tmp_path, monkeypatch, capsys):
+    """Before: with MTPSIM_CALIBRATE_REPLACE=1, any folder holding a meta.yaml counted as a
+    profile and was replaced whole: the user's notes.txt and src/ beside a meta.yaml of theirs
+    were deleted. A profile's own files (meta.yaml, the family tables, holdout/) are still
+    replaced."""
+    pytest.importorskip("torch")
+    from mtpsim.calibration import command
+    from tests.test_calibration import args
+    from tests.test_calibration import tiny as tiny_fixture
+    tiny_fixture.__wrapped__(monkeypatch)  # the tiny grid: seconds
+    mine = tmp_path / "project"
+    (mine / "src").mkdir(parents=True)
+    (mine / "meta.yaml").write_text("project: mine\n")
+    (mine / "notes.txt").write_text("mine")
+    monkeypatch.setenv("MTPSIM_CALIBRATE_REPLACE", "1")
+    assert command.main(args(mine)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a profile" in err[0] and "notes.txt" in err[0], err
+    assert (mine / "notes.txt").read_text() == "mine" and (mine / "src").is_dir()
+    assert (mine / "meta.yaml").read_text() == "project: mine\n"
+    prof = tmp_path / "prof"
+    monkeypatch.delenv("MTPSIM_CALIBRATE_REPLACE")
+    assert command.main(args(prof)) == 0
+    monkeypatch.setenv("MTPSIM_CALIBRATE_REPLACE", "1")
+    assert command.main(args(prof)) == 0  # a profile calibrate wrote is replaced
