@@ -10,6 +10,7 @@ import math
 
 from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE
+from mtpsim.errors import printable
 from mtpsim.histogram import LogHistogram
 from mtpsim.results import Results
 from mtpsim.rows import Table, key_labels, missing, to_string
@@ -267,7 +268,7 @@ def print_report(points: list[sc.Scenario], sets: list[str], summary: list[dict]
     replicated = intervals is not None
     s = points[0]
     if s.question:  # the question as written, and what --set changed of the scenario it asks about
-        print(f"Q: {s.question}" + (f" (with --set {', '.join(sets)})" if sets else ""))
+        print(f"Q: {s.question}" + (f" (with --set {printable(', '.join(sets))})" if sets else ""))
     # what the header names of the first point, and what of it a sweep varies (its own column)
     named = {"model": lambda p: p.specs.model.name, "hardware": lambda p: p.specs.hardware.name,
              "layout": lambda p: (p.parallel, p.disaggregation), "engine": lambda p: p.specs.engine.name}
