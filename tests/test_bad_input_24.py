@@ -77,6 +77,15 @@ def test_a_unicode_line_break_or_c1_control_in_a_path_or_key_is_escaped(tmp_path
     assert char not in line, line
 
 
+def test_run_echoes_its_set_flags_on_one_line(tmp_path, capsys):
+    """Before: run's `Q: ... (with --set ...)` line echoed a --set value's trailing U+2028 (YAML
+    reads it as a line break, so the value is fine) raw, the header over two lines."""
+    assert cli.main(["run", QUICKSTART, "--set", "workload.num_requests=16", "--set", "workload.concurrency=16\u2028",
+                     "--jobs", "1", "--out", str(tmp_path / "out")]) == 0
+    first = capsys.readouterr().out.split("\n")[0]
+    assert first.startswith("Q: ") and first.endswith("workload.concurrency=16\\u2028)"), first
+
+
 def test_a_config_json_model_whose_mtp_layer_names_its_kind_by_a_list_is_one_line(tmp_path, capsys):
     """Before: `model: {hf_config: ..., mtp: {layer: {attention: []}}}` was the same TypeError
     traceback in hfconfig._kinds, which works out the kinds the config's layers use."""
