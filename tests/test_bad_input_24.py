@@ -79,11 +79,18 @@ def test_a_unicode_line_break_or_c1_control_in_a_path_or_key_is_escaped(tmp_path
 
 def test_run_echoes_its_set_flags_on_one_line(tmp_path, capsys):
     """Before: run's `Q: ... (with --set ...)` line echoed a --set value's trailing U+2028 (YAML
-    reads it as a line break, so the value is fine) raw, the header over two lines."""
+    reads it as a line break, so the value is fine) raw, the header over two lines; so did the
+    `trace PATH` line under the table, of a trace file so named."""
     assert cli.main(["run", QUICKSTART, "--set", "workload.num_requests=16", "--set", "workload.concurrency=16\u2028",
                      "--jobs", "1", "--out", str(tmp_path / "out")]) == 0
     first = capsys.readouterr().out.split("\n")[0]
     assert first.startswith("Q: ") and first.endswith("workload.concurrency=16\\u2028)"), first
+    trace = tmp_path / "a\u2028b.csv"  # and the trace's path under the table
+    trace.write_text("arrival_s,input_len,output_len\n0,10,5\n")
+    assert cli.main(["run", "scenarios/azure-conv-replay.yaml", "--set", f"workload.trace={{path: '{trace}'}}",
+                     "--jobs", "1", "--out", str(tmp_path / "out2")]) == 0
+    assert any(line.startswith("trace ") and line.endswith("a\\u2028b.csv (mtpsim): 1 request all at once")
+               for line in capsys.readouterr().out.split("\n")), "the trace line"
 
 
 def test_a_config_json_model_whose_mtp_layer_names_its_kind_by_a_list_is_one_line(tmp_path, capsys):
