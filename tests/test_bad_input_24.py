@@ -114,6 +114,9 @@ def test_a_config_json_model_whose_mtp_layer_names_its_kind_by_a_list_is_one_lin
     ("workload.trace.bogus=null", "workload.trace.bogus"),
     ("sweep.workload.bogus=null", "sweep.workload.bogus"),
     ("sweep.sweep=null", "sweep.sweep"),
+    ("model.hiden_size=null", "model.hiden_size"),  # into a catalog reference: its spec's keys
+    ("hardware.bogus=null", "hardware.bogus"),
+    ("speculative.draft.bogus=null", "speculative.draft.bogus"),
 ])
 def test_a_null_dropping_a_key_no_scenario_has_is_refused(capsys, override, key):
     """Before: `--set acceptence=null` (a slip for acceptance, to drop it) ran with the acceptance
@@ -127,6 +130,8 @@ def test_a_null_dropping_a_key_no_scenario_has_is_refused(capsys, override, key)
     [QUICKSTART, "--set", "engine.mem_fraction=null"],  # a known key the file does not give: its default
     [QUICKSTART, "--set", "sweep=null"],
     [QUICKSTART, "--set", "sweep.workload.concurrency=null"],
+    [QUICKSTART, "--set", "model.hidden_size=null"],  # the catalog entry's own value stays
+    [QUICKSTART, "--set", "model.attention_kinds.mla.q_lora_rank=null"],
     ["scenarios/block-confidence-qwen3-8b.yaml", "--set", "acceptance.kept_length=null"],  # swept entries lack it
 ])
 def test_a_null_dropping_a_known_key_the_file_lacks_runs(capsys, argv):
@@ -136,6 +141,7 @@ def test_a_null_dropping_a_known_key_the_file_lacks_runs(capsys, argv):
 @pytest.mark.parametrize("sweep, key", [
     ("{workload.trace.bogus: [1, 2]}", "sweep.workload.trace.bogus"),
     ("{acceptance.forced.bogus: [1, 2]}", "sweep.acceptance.forced.bogus"),
+    ("{model.hiden_size: [1, 2]}", "sweep.model.hiden_size"),
 ])
 def test_a_sweep_key_inside_an_optional_section_is_checked(capsys, sweep, key):
     """Before: a sweep key was checked against the schema only down to a section that may be
