@@ -177,3 +177,23 @@ def test_calibrate_replaces_a_profile_never_a_folder_of_other_files(tmp_path, mo
     assert command.main(args(prof)) == 0
     monkeypatch.setenv("MTPSIM_CALIBRATE_REPLACE", "1")
     assert command.main(args(prof)) == 0  # a profile calibrate wrote is replaced
+
+
+# ------------------------------------------------------------- 7. the model's default draft, refused by the design's checks
+
+@pytest.mark.parametrize("model, design, word", [
+    ("{from: qwen3-8b, block_draft: dspark-deepseek-v4-flash}", "{design: block, steps: 3}", "was built for"),
+    ("{from: qwen3-8b, block_draft: eagle3-llama-3.1-8b}", "{design: block, steps: 3}", "is not a block drafter"),
+    ("{from: gemma-4-26b-a4b, assistant: gemma-4-31b-assistant}", "{design: frozen_kv, steps: 2}", "hidden states"),
+    ("{from: gemma-4-26b-a4b, assistant: gemma-4-e2b}", "{design: frozen_kv, steps: 2}", "is not an assistant"),
+])
+def test_a_default_draft_the_design_refuses_is_named_where_the_model_names_it(tmp_path, capsys, model, design, word):
+    """Before: a model's default block_draft (or assistant) that the design's checks refuse (built
+    for another target, of another role or width) was blamed on speculative.draft, a key the
+    scenario does not give; only an unknown default name was said at model.block_draft."""
+    (tmp_path / "s.yaml").write_text(f"name: d\nmodel: {model}\nhardware: h100-sxm\nspeculative: {design}\n"
+                                     "acceptance: {per_depth: [0.8, 0.7, 0.6]}\n"
+                                     "workload: {concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}\n")
+    field = "block_draft" if "block" in design else "assistant"
+    line = one_line_error(capsys, ["cost", str(tmp_path / "s.yaml")], f"model.{field}", word)
+    assert f"the default {field} of model" in line and line.split(": ")[3] == f"model.{field}", line
