@@ -1,4 +1,81 @@
-"""Bad-input campaign 24: DOCSTRING."""
+"""Bad-input campaign 24: what reaches the code before the schema does (raw layer references,
+null overrides, sweep keys), what is echoed back (line breaks past C0, swept keys in run's
+table), user files a command replaces (calibrate), and keys two ways to say one thing (a hardware
+entry's profiles beside cost.profile, a model's default draft beside speculative.draft).
+
+Probed, and already fine (one line naming the key, or a warning, or the right numbers): every
+scenario key through --set at 0, -1, 1e30, 0.5, text, null, [], {}, .inf, .nan, "1" and 4097
+on the quickstart, block-confidence and GB200 disaggregated scenarios (4,104 cases, cost); every
+scalar of 11 catalog models, 4 GPUs and 2 block drafters through `{from: NAME}` overrides at 12
+values (6,648); every field of 13 config.json files (Llama, DeepSeek-V3, GLM-4.5, Qwen3-Next,
+MiMo, Gemma 4, Step 3.5, DeepSeek-V4 / DSpark / V4.1) at nested odd values ([[1]], [{}], {"a":
+[]}, [null], [1.5], [true]: 4,334) and config.json models' overrides; 1,000 random cost / run,
+150 recommend and 80 search combinations of valid values; the 79 committed scenarios under 15
+engine and workload changes for cost and run (2,370); sweeps over every key of lists of lists,
+mappings, nulls and NaN; engine.version 0.5.12.post1 / 0.5.012 / padded / +cu124 / rc4 / 0.5.1e1
+and another engine's release, mem_fraction 0, 1.2, "90%", 90, 1 and 1e-4; trees at the lifted
+cap (steps 64, topk 64, 258,113 draft tokens: 1 s); trace CSVs header-only, CRLF, lone CR, BOM,
+unsorted, at one instant, with zero lengths, a late first row, max_input_len 1, an empty window,
+quoted newlines, `;` or tabs, trailing commas, comments, `1,000`, 0x10, 1_000, true, NA, empty
+cells, and Mooncake hash_ids under max_input_len; histograms header-only, CRLF, BOM, all zero,
+past the steps, repeated, negative, fractional, unsorted, swapped or huge; per_depth, cumulative
+and per_depth_topk of 900,000 entries (the value limit); verify's hidden_scale 1e-9 and 1e-300,
+num_experts 1 and 1024, num_layers 256; block taps unsorted or all 36 layers, built_for and
+target_num_layers of another target; kept_by controller with and without kept_length, beside a
+policy, at one step; kept_length [1, 0], [0, 0, 0, 1], 1e-300 entries, beside
+accept_length_by_steps or spread 0.9; disaggregation with dp_routing, a prefix cache, closed and
+batch loads, policies, kept lengths, two-batch overlap, a running cap, a shared prefix, gpus,
+link free, vLLM and TensorRT-LLM; seed 2**63-1 with --seeds 2 or swept; Poisson at 1e-300, 1e-9
+and 1e6 req/s; chunked_prefill_tokens 1 under 100,000-token prompts (warned as minutes a run);
+search lists with repeats, 20,000 loads (refused past the point limit); steps_by_batch,
+peak_flops, accept_length_by_steps, dtypes and attention_kinds keys of another type; user
+catalog entries with layers 5 or a list as a kind (listed invalid); model {from: [x]}, {from:
+null}, {hf_config: [1]}, a name, block_draft or assistant of another type; U+202E and ESC in a
+path or key (escaped); a length distribution's unread mean or std, min past max, std 0.
+
+Found and fixed:
+- over a catalog model or a config.json, layers re-laid or an MTP layer naming its kind by a list
+  or a mapping, or layers given as a number, was a TypeError traceback (`unhashable type`, `'int'
+  object is not iterable`) in catalog._orphans_dropped and hfconfig._kinds: which kind a raw
+  reference names has one home, layer_specs.named_kind, and ModelSpec says what is wrong;
+- `hardware: {from: h200, profiles: {trtllm: h200-sglang}}` under engine trtllm priced every op as
+  SGLang runs it without a word, where cost.profile naming the same is warned of: warned at the
+  key that names it (resolve._resolve_pricing);
+- run's table took every column ending in `_s` for a time and showed it in ms, swept keys too: a
+  sweep over workload.trace.end_s [2, 3] read 2000 and 3000, and one over
+  search.requests_per_rate_s holding null was a TypeError traceback (run_table.format_table);
+- errors.printable escaped C0 controls and DEL only: a scenario path or --set key holding U+2028,
+  U+2029 or NEL printed the error over two lines, and a C1 control (CSI) reached the terminal,
+  where --out already refused them; LINE_BREAKING moves to errors.py, its one home, and run's
+  `Q: ... (with --set ...)` and `trace PATH` lines escape what they echo;
+- `--set acceptence=null` (to drop acceptance) dropped nothing without a word, where
+  `acceptence=1` is refused: a null naming a key the scenario lacks and no scenario has is
+  refused (overrides.apply_sets, with the loader's schema.known_key), into a catalog reference
+  too (model.hiden_size=null), and a null no longer makes empty sections on its way
+  (workload.trace.bogus=null blamed the trace's missing path); known_key reads through optional
+  sections, so a sweep over workload.trace.bogus or acceptance.forced.bogus is an unknown key,
+  not `workload.trace.path: required key is missing`;
+- calibrate under MTPSIM_CALIBRATE_REPLACE=1 took any folder holding a meta.yaml for a profile and
+  replaced it whole: the user's notes.txt and src/ beside their own meta.yaml were deleted; a
+  folder holding anything a profile does not is refused, naming it;
+- a model's default block_draft or assistant that the design's checks refuse (built for another
+  target, of another width or role) was blamed on speculative.draft, which the scenario does not
+  give: named at model.block_draft / model.assistant, as an unknown default already was
+  (resolve.at_default_draft).
+
+Noticed, and left alone: a --set of a swept key stops it being swept and its swept values are
+neither run nor checked (`--set workload.num_requests=16` beside `sweep: {workload.num_requests:
+[x, {a: 1}]}` runs): by design, sweep.py's `--set wins over the sweep`; an engine release that
+predates a model's architecture (DeepSeek-V4 on SGLang 0.4.0, vLLM 0.7.0) is priced without a
+word: the engine files say which releases lack a speculative method, not which lack a model,
+and that needs each engine's first supporting release, cited; hardware.profiles.default naming
+another engine's profile (b300 under trtllm prices with b300-sglang) is the designed fallback,
+named in the header's `priced by`; search's point-limit error names the file's `search` when
+--set or --concurrency gave the loads; engine.prefix_cache.max_tokens below the shared prefix
+hits nothing without a word (the requests' own blocks evict it: a modelling call); the `wrote
+PATH` lines cli.py prints are not escaped (cli.py is being edited elsewhere; --out already
+refuses line breaks).
+"""
 from __future__ import annotations
 
 import pytest
