@@ -106,6 +106,19 @@ def test_a_layer_naming_its_kind_by_a_list_or_mapping_is_one_line(capsys, overri
     one_line_error(capsys, ["cost", QUICKSTART, "--set", override], key, "valid ")
 
 
+def test_a_config_json_model_whose_mtp_layer_names_its_kind_by_a_list_is_one_line(tmp_path, capsys):
+    """Before: `model: {hf_config: ..., mtp: {layer: {attention: []}}}` was the same TypeError
+    traceback in hfconfig._kinds, which works out the kinds the config's layers use."""
+    import json
+
+    from tests.test_hfconfig import DEEPSEEK_V3
+    (tmp_path / "DeepSeek-V3").mkdir()
+    (tmp_path / "DeepSeek-V3" / "config.json").write_text(json.dumps(DEEPSEEK_V3))
+    config = tmp_path / "DeepSeek-V3" / "config.json"
+    one_line_error(capsys, ["cost", QUICKSTART, "--set", f"model={{hf_config: {config}, mtp: {{layer: {{attention: []}}}}}}"],
+                   "model.mtp.layer.attention", "valid string")
+
+
 # ------------------------------------------------------------- 2. a hardware entry's profile of another engine
 
 def test_a_hardware_profile_named_for_an_engine_timing_another_is_warned_of(capsys):
@@ -168,19 +181,6 @@ def test_run_echoes_its_set_flags_on_one_line(tmp_path, capsys):
                      "--jobs", "1", "--out", str(tmp_path / "out2")]) == 0
     assert any(line.startswith("trace ") and line.endswith("a\\u2028b.csv (mtpsim): 1 request all at once")
                for line in capsys.readouterr().out.split("\n")), "the trace line"
-
-
-def test_a_config_json_model_whose_mtp_layer_names_its_kind_by_a_list_is_one_line(tmp_path, capsys):
-    """Before: `model: {hf_config: ..., mtp: {layer: {attention: []}}}` was the same TypeError
-    traceback in hfconfig._kinds, which works out the kinds the config's layers use."""
-    import json
-
-    from tests.test_hfconfig import DEEPSEEK_V3
-    (tmp_path / "DeepSeek-V3").mkdir()
-    (tmp_path / "DeepSeek-V3" / "config.json").write_text(json.dumps(DEEPSEEK_V3))
-    config = tmp_path / "DeepSeek-V3" / "config.json"
-    one_line_error(capsys, ["cost", QUICKSTART, "--set", f"model={{hf_config: {config}, mtp: {{layer: {{attention: []}}}}}}"],
-                   "model.mtp.layer.attention", "valid string")
 
 
 # ------------------------------------------------------------- 5. a key path no scenario has: null, and optional sections
