@@ -71,11 +71,11 @@ def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
                             f"at most {MAX_DEPTH})")
     *parents, leaf = _parts(dotted)
     _into_a_list(data, dotted, where)
-    if value is None and not _holds_parts(data, [*parents, leaf]):
-        return  # nothing to drop (making the mappings on the way would add empty sections)
     for i, part in enumerate(parents):
         part = _key(node, part)
         child = node.get(part)
+        if child is None and value is None:
+            return  # nothing to drop (making the mappings on the way would add empty sections)
         if child is None:
             child = node[part] = {}
         elif isinstance(child, str) and ".".join(parents[: i + 1]) in REFERENCES:
