@@ -28,6 +28,7 @@ from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, from_validation, short, warn
 from mtpsim.files import load_yaml
 from mtpsim.hardware_spec import HardwareSpec
+from mtpsim.layer_specs import named_kind
 from mtpsim.packagedata import catalog_dirs, data_dir, user_catalog_dirs
 from mtpsim.specs import ModelSpec
 from mtpsim.textfiles import not_a_file
@@ -237,7 +238,8 @@ def _orphans_dropped(merged: dict[str, Any], over: dict[str, Any]) -> dict[str, 
     for ModelSpec to refuse if no layer names it."""
     if not {"layers", "mtp"} & set(over):
         return merged
-    refs = [r for r in (merged.get("layers") or []) if isinstance(r, dict)]
+    layers = merged.get("layers")  # of another type than a list (5, .nan): ModelSpec refuses it
+    refs = [r for r in layers if isinstance(r, dict)] if isinstance(layers, list) else []
     mtp = merged.get("mtp")
     if isinstance(mtp, dict) and isinstance(mtp.get("layer"), dict):
         refs.append(mtp["layer"])
@@ -245,7 +247,7 @@ def _orphans_dropped(merged: dict[str, Any], over: dict[str, Any]) -> dict[str, 
     for key, field in (("attention_kinds", "attention"), ("ffn_kinds", "ffn")):
         kinds, given = merged.get(key), over.get(key)
         if isinstance(kinds, dict):
-            used = {r.get(field) for r in refs} | (set(given) if isinstance(given, dict) else set())
+            used = {named_kind(r, field) for r in refs} | (set(given) if isinstance(given, dict) else set())
             out[key] = {name: spec for name, spec in kinds.items() if name in used}
     return out
 

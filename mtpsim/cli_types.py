@@ -11,7 +11,7 @@ import argparse
 import os
 import unicodedata
 
-from mtpsim.errors import ScenarioError, short, whole_number
+from mtpsim.errors import LINE_BREAKING, ScenarioError, short, whole_number
 
 MAX_JOBS, MAX_BATCH, MAX_CONTEXT = 256, 1 << 20, 1 << 24  # past these a command would only eat memory
 
@@ -39,9 +39,6 @@ def named(hint: str):
     return parse
 
 
-# a line break or a control character: C0 and C1 controls (newline, tab, escape, NEL) and the
-# Unicode line and paragraph separators, which str.splitlines() and some terminals break lines at
-LINE_BREAKING = ("Cc", "Zl", "Zp")
 
 
 def input_path(hint: str):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -154,13 +155,22 @@ def _is_union_tag(part: str) -> bool:
 _warned: set[str] = set()
 
 
-_CONTROL = {c: f"\\x{c:02x}" for c in [*range(32), 127]} | {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
+# a line break or a control character: C0 and C1 controls (newline, tab, escape, NEL) and the
+# Unicode line and paragraph separators, which str.splitlines() and some terminals break lines at
+LINE_BREAKING = ("Cc", "Zl", "Zp")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escaped(c: str) -> str:
+    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}")
 
 
 def printable(text: str) -> str:
-    """A message as one line: control characters a user's value carried (a newline in a flag,
-    an escape in a path) written as escapes, not printed raw."""
-    return text.translate(_CONTROL)
+    """A message as one line: line-breaking and control characters a user's value carried (a
+    newline in a flag, an escape, a NEL or U+2028 in a path) written as escapes, not printed raw."""
+    if text.isprintable():  # nothing to escape (the usual message)
+        return text
+    return "".join(_escaped(c) if unicodedata.category(c) in LINE_BREAKING else c for c in text)
 
 
 # file -> whether a key's value in it came from --set (scenario.load notes it): an error or a

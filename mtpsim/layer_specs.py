@@ -271,6 +271,13 @@ class LayerRef(Spec):
     engram: bool = False
 
 
+def named_kind(ref: object, part: str) -> str | None:
+    """The kind a raw layer reference (a mapping not yet read as a LayerRef) names for `part`
+    (attention or ffn): its text, else None (a list or a mapping names no kind: LayerRef refuses it)."""
+    value = ref.get(part) if isinstance(ref, dict) else None
+    return value if isinstance(value, str) else None
+
+
 class LayerGroup(LayerRef):
     """`count` consecutive layers of one kind pair, in model order."""
 

@@ -74,6 +74,8 @@ def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
     for i, part in enumerate(parents):
         part = _key(node, part)
         child = node.get(part)
+        if child is None and value is None:
+            return  # nothing to drop (making the mappings on the way would add empty sections)
         if child is None:
             child = node[part] = {}
         elif isinstance(child, str) and ".".join(parents[: i + 1]) in REFERENCES:
@@ -88,6 +90,25 @@ def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
         node.pop(_key(node, leaf), None)
     else:
         node[_key(node, leaf)] = value
+
+
+def _holds_parts(data: dict[str, Any], parts: list[str]) -> bool:
+    """Whether the nested mappings hold the key path `parts` (each part as set_key reads it)."""
+    for part in parts:
+        if not isinstance(data, dict) or _key(data, part) not in data:
+            return False
+        data = data[_key(data, part)]
+    return True
+
+
+def _nothing_to_drop(dotted: str, known: Callable[[str], bool], where: str) -> None:
+    """`--set key=null` where the scenario does not hold the key: its default applies already, so
+    nothing changes; a key the schema does not know either (`acceptence=null`, a sweep entry
+    `sweep.workload.bogus=null`) is a slip that would have dropped nothing without a word."""
+    # a sweep entry (`sweep.workload.concurrency`) names a scenario key; `sweep` itself is one too
+    head, _, entry = dotted.partition(".")
+    if not (known(entry) if head == "sweep" and entry else dotted == "sweep" or known(dotted)):
+        raise ScenarioError(where, dotted, "unknown key (=null drops a key, and no scenario has this one)")
 
 
 def _into_a_list(data: dict[str, Any], dotted: str, where: str) -> None:
@@ -156,10 +177,12 @@ def parse_set(item: str) -> Override:
     return key.strip(), value
 
 
-def apply_sets(data: dict[str, Any], overrides: list[Override]) -> dict[str, Any]:
+def apply_sets(data: dict[str, Any], overrides: list[Override],
+               known: Callable[[str], bool] = lambda key: True) -> dict[str, Any]:
     """Set each override into `data` (set_key), and return what the file says without them (a
     copy where there are any), to tell its errors from --set's (from_set). A key given twice, or a
-    section given after a key inside it (which it would undo), is a ScenarioError."""
+    section given after a key inside it (which it would undo), is a ScenarioError; so is a null
+    dropping a key the data does not hold that `known` (the loader's schema) does not know."""
     written = copy.deepcopy(data) if overrides else data
     for at in REFERENCES:  # a config.json replaces a catalog name as the source, whatever --set comes first
         *path, leaf = at.split(".")
@@ -169,6 +192,8 @@ def apply_sets(data: dict[str, Any], overrides: list[Override]) -> dict[str, Any
         if isinstance(node, dict) and isinstance(node.get(leaf), str) and any(k == f"{at}.hf_config" for k, _ in overrides):
             node[leaf] = {}
     for key, value in overrides:
+        if value is None and not _holds_parts(data, _parts(key)):
+            _nothing_to_drop(key, known, "--set")
         set_key(data, key, value, "--set")
     keys = [k for k, _ in overrides]
     again = first_repeat(keys)

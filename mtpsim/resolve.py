@@ -32,9 +32,26 @@ def validate(data: dict[str, Any], where: str = "<scenario>", point: dict[str, A
         raise from_validation(exc, where) from None
     scenario._source, scenario._point = where, dict(point or {})
     scenario._specs = _resolve_specs(scenario, where)
-    check_against_specs(scenario, where)
+    try:
+        check_against_specs(scenario, where)
+    except ScenarioError as exc:
+        if exc.where != where:
+            raise
+        raise at_default_draft(scenario, scenario.specs.model, exc.key, exc.reason, where) from None
     scenario._resolved_from = _resolved_from(scenario)
     return scenario
+
+
+def at_default_draft(s: Scenario, model: ModelSpec, key: str, reason: str, where: str) -> ScenarioError:
+    """An error about the draft the design reads (at speculative.draft or a key under it), named
+    where that draft is written: the model's default assistant or block_draft where the scenario
+    gives no speculative.draft (the user wrote no speculative.draft to change), else as it is."""
+    field = {"assistant": "assistant", "block_draft": "block_draft"}.get(designs.record(s.speculative.design).external)
+    default = getattr(model, field) if field else None
+    if s.speculative.draft is not None or default is None or key.split(".")[:2] != ["speculative", "draft"]:
+        return ScenarioError(where, key, reason)
+    return ScenarioError(*written_at(s.model, "models", field, where),
+                         f"the default {field} of model {model.name!r}: {reason}")
 
 
 RESOLVED_FROM = ("model", "hardware", "engine", "cost")  # the keys `specs` is resolved from (and speculative.draft)
@@ -176,8 +193,8 @@ def _external_draft(s: Scenario, model: ModelSpec, where: str) -> ModelSpec | No
                             f"the default {field} of model {model.name!r}: {exc.reason}") from None
     if draft.role != role:
         kind = {"assistant": "an assistant", "block_draft": "a block drafter"}.get(role, "a draft model")
-        raise ScenarioError(where, "speculative.draft", f"{draft.name!r} is not {kind} (role: {role}), "
-                            f"which {s.speculative.design} needs")
+        raise at_default_draft(s, model, "speculative.draft", f"{draft.name!r} is not {kind} (role: {role}), "
+                               f"which {s.speculative.design} needs", where)
     return draft
 
 
@@ -226,8 +243,11 @@ def _resolve_pricing(s: Scenario, hardware: HardwareSpec, engine: EngineSpec, wh
         warn(str(path / "meta.yaml"), "families", f"{table} is in the profile folder but not listed here: it is "
              f"not read, and its ops are priced by the roofline (list its family, or move the file out)")
     timed = folder.engine
-    if c.profile is not None and timed is not None and timed != engine.name:
-        warn(where, "cost.profile", f"profile {path.name!r} times {timed}'s kernels, and the scenario serves with "
+    # a profile named for this engine (cost.profile, or the hardware's `profiles` under the engine's
+    # own key) that times another's kernels is a slip; the `default` entry is the fallback meant
+    # for engines the GPU has no profile of (the header's `priced by` names it)
+    if (c.profile is not None or engine.name in hardware.profiles) and timed is not None and timed != engine.name:
+        warn(*at, f"profile {path.name!r} times {timed}'s kernels, and the scenario serves with "
              f"{engine.name} (engine.kind): the ops are priced as {timed} runs them")
     overridden = _rate_overrides(s, hardware)
     if overridden:

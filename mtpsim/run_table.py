@@ -10,6 +10,7 @@ import math
 
 from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE
+from mtpsim.errors import printable
 from mtpsim.histogram import LogHistogram
 from mtpsim.results import Results
 from mtpsim.rows import Table, key_labels, missing, to_string
@@ -41,7 +42,9 @@ def format_table(summary) -> str:
     swept = [c for c in dict.fromkeys(block + [c for c in cols if "." in c]) if c not in shown]
     df = Table({c: table.columns[c] for c in [c for c in TABLE if c in table.columns] + swept},
                {c: table.kinds[c] for c in [c for c in TABLE if c in table.columns] + swept})
-    df.rename(key_labels(swept, taken=[c for c in df.columns if c not in swept]))
+    labels = key_labels(swept, taken=[c for c in df.columns if c not in swept])
+    df.rename(labels)
+    as_written = {labels.get(c, c) for c in swept}  # a swept key's values, shown as the scenario gives them
     for load in ("concurrency", "rate_per_s"):  # closed loads have a concurrency, open ones a rate
         if load not in df.columns:
             continue
@@ -58,7 +61,7 @@ def format_table(summary) -> str:
         df.drop("bound_by")  # no limit bound: nothing to mark
     elif "bound_by" in df.columns:
         df.set("bound_by", _filled(df.columns["bound_by"]), "object")
-    for col in list(df.columns):
+    for col in [c for c in df.columns if c not in as_written]:  # a swept end_s of 2 is 2, not 2000 ms
         if col.endswith("_s") and not col.endswith("_per_s"):  # seconds shown as ms; rates as they are
             df.set(col, [v * 1e3 for v in df.columns[col]], "float")
         if col.endswith("_share"):
@@ -190,7 +193,7 @@ def trace_note(row: dict, s: sc.Scenario) -> str:
     skipped or capped (mtpsim/tracefiles), so no length was changed silently."""
     t = s.workload.trace
     n = row["num_requests"]
-    parts = [f"trace {t.path} ({row['trace_format']}): {n:g} request{'s' * (n != 1)} {load_label(row)}"]
+    parts = [f"trace {printable(t.path)} ({row['trace_format']}): {n:g} request{'s' * (n != 1)} {load_label(row)}"]
     if t.speed != 1:
         parts.append(f"replayed {t.speed:g}x faster")
     if row["trace_skipped"]:
@@ -265,7 +268,7 @@ def print_report(points: list[sc.Scenario], sets: list[str], summary: list[dict]
     replicated = intervals is not None
     s = points[0]
     if s.question:  # the question as written, and what --set changed of the scenario it asks about
-        print(f"Q: {s.question}" + (f" (with --set {', '.join(sets)})" if sets else ""))
+        print(f"Q: {s.question}" + (f" (with --set {printable(', '.join(sets))})" if sets else ""))
     # what the header names of the first point, and what of it a sweep varies (its own column)
     named = {"model": lambda p: p.specs.model.name, "hardware": lambda p: p.specs.hardware.name,
              "layout": lambda p: (p.parallel, p.disaggregation), "engine": lambda p: p.specs.engine.name}

@@ -20,14 +20,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from mtpsim import catalog
 from mtpsim.errors import ScenarioError, short, warn
 from mtpsim.memory import check_engine_starts
 from mtpsim.overrides import canonical, set_inside, set_key
 from mtpsim.resolve import validate
-from mtpsim.schema import MAX_SWEEP_POINTS, Scenario
+from mtpsim.schema import MAX_SWEEP_POINTS, Scenario, known_key
 from mtpsim.textfiles import check_path_length
 
 __all__ = ["Points", "expand", "left_out", "one_point"]
@@ -239,11 +237,5 @@ def _with_point(data: dict[str, Any], point: dict[str, Any], where: str, overrid
 
 def _check_key_exists(dotted: str, where: str) -> None:
     """A sweep key must name a schema field (paths into model/hardware are checked on merge)."""
-    model: type[BaseModel] | None = Scenario
-    for part in dotted.split("."):
-        if model is None:
-            return
-        if part not in model.model_fields or part == "sweep":
-            raise ScenarioError(where, f"sweep.{dotted}", "unknown key")
-        annotation = model.model_fields[part].annotation
-        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    if not known_key(dotted):
+        raise ScenarioError(where, f"sweep.{dotted}", "unknown key")

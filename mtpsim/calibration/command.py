@@ -31,7 +31,8 @@ from mtpsim.calibration.host import host_times
 from mtpsim.calibration.layers import layer_case
 from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.layer import layer_spec
-from mtpsim.errors import MAX_WHERE, cut_middle, line
+from mtpsim.costs.profile import profile_files
+from mtpsim.errors import MAX_WHERE, cut_middle, line, short
 from mtpsim.outputs import NAMELESS, is_fresh, is_nameless, staged, writing
 from mtpsim.textfiles import not_a_folder
 from mtpsim.torchkit.kernels import keep_freed_memory, without_cudnn_attention
@@ -112,7 +113,26 @@ def _check_out(out: Path) -> str | None:
         return "folder is not empty and is not a profile (no meta.yaml); choose another --out"
     if os.environ.get("MTPSIM_CALIBRATE_REPLACE") != "1":
         return "a profile is already there; set MTPSIM_CALIBRATE_REPLACE=1 to replace it"
+    others = _not_a_profiles(out)
+    if others:  # the folder is replaced whole: a meta.yaml of the user's beside their own files is no profile
+        more = f" (and {len(others) - 1} more)" if len(others) > 1 else ""
+        return (f"holds {short(others[0], 60)}{more}, which is not a profile's: MTPSIM_CALIBRATE_REPLACE replaces "
+                "a profile folder whole, so move them out or choose another --out")
     return None
+
+
+def _not_a_profiles(out: Path) -> list[str]:
+    """What in `out` a profile does not hold: files other than meta.yaml and the tables
+    (profile_files' names), and holdout/'s; a link or a folder is the user's either way."""
+    ours = {p.name for p in profile_files(out)}
+    found = []
+    for entry in sorted(out.iterdir()):
+        if entry.name == "holdout" and entry.is_dir() and not entry.is_symlink():
+            found += [f"holdout/{e.name}" for e in sorted(entry.iterdir())
+                      if e.name not in ours or e.is_symlink() or not e.is_file()]
+        elif entry.name not in ours or entry.is_symlink() or not entry.is_file():
+            found.append(entry.name)
+    return found
 
 
 def calibrate(device: str, quick: bool, folder: Path, visits: int | None = None) -> dict:

@@ -35,6 +35,7 @@ from mtpsim.hfconfig import deepseek_v4
 from mtpsim.hfconfig.blocks import block_keys
 from mtpsim.hfconfig.families import ARCHITECTURES, READERS
 from mtpsim.hfconfig.view import Config, Layout, layer_runs
+from mtpsim.layer_specs import named_kind
 
 READERS["deepseek_v4"] = deepseek_v4.deepseek_v4  # DeepSeek-V4 (hfconfig/deepseek_v4.py)
 READERS["deepseek_v41"] = READERS["deepseek_v41_text"] = deepseek_v4.deepseek_v4  # and V4.1: the same reader
@@ -174,7 +175,7 @@ def _kinds(layout: Layout, mapping: dict[str, Any], overrides: dict) -> dict[str
     layer = (overrides.get("mtp") or {}).get("layer") if isinstance(overrides.get("mtp"), dict) else None
     refs = [*mapping["layers"], *([mapping["mtp"]["layer"]] if "layer" in mapping.get("mtp", {}) else []),
             *([layer] if isinstance(layer, dict) else [])]
-    used = {(part, ref.get(part)) for ref in refs for part in ("attention", "ffn")}
+    used = {(part, named_kind(ref, part)) for ref in refs for part in ("attention", "ffn")}
     return {"attention_kinds": {k: v for k, v in layout.attention_kinds.items() if ("attention", k) in used},
             "ffn_kinds": {k: v for k, v in layout.ffn_kinds.items() if ("ffn", k) in used}}
 
