@@ -11,7 +11,7 @@ import pandas as pd
 from mtpsim import scenario as sc
 from mtpsim.budget_advice import budget_at_points
 from mtpsim.cli_types import parse_sizes
-from mtpsim.errors import holding
+from mtpsim.errors import holding, printable
 from mtpsim.overrides import flags_over_sets
 from mtpsim.recommend import DEFAULT_BATCHES, base_point, break_even, candidate_steps, check_topks, grid, policy_line, recommend
 from mtpsim.run import default_jobs
@@ -74,7 +74,7 @@ def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_
         print_report(s, steps, topks, batches, table, n, took)
         if beside is not None:
             print(f"\n{recommend_report(*beside)}")
-        print(f"\nwrote {folder}/")  # within claimed: a report that cannot be printed unmarks the folder
+        print(f"\nwrote {printable(str(folder))}/")  # within claimed: a report that cannot be printed unmarks the folder
     return folder, table
 
 

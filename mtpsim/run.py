@@ -24,7 +24,7 @@ import numpy as np
 from mtpsim import scenario as sc
 from mtpsim.baselines import baseline_key, baseline_of
 from mtpsim.designs import BASELINE
-from mtpsim.errors import ScenarioError, holding, warn
+from mtpsim.errors import ScenarioError, holding, printable, warn
 from mtpsim.heaviness import heavy, prefill_chunks
 from mtpsim.overrides import flags_over_sets
 from mtpsim.results import Results
@@ -274,5 +274,5 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
         if beside is not None:
             from mtpsim.peer_tables import report
             print(f"\n{report(beside, replicated)}")
-        print(f"\nwrote {folder}/")  # within claimed: a report that cannot be printed unmarks the folder
+        print(f"\nwrote {printable(str(folder))}/")  # within claimed: a report that cannot be printed unmarks the folder
     return folder, summary

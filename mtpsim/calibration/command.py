@@ -32,7 +32,7 @@ from mtpsim.calibration.layers import layer_case
 from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.layer import layer_spec
 from mtpsim.costs.profile import profile_files
-from mtpsim.errors import MAX_WHERE, cut_middle, line, short
+from mtpsim.errors import MAX_WHERE, cut_middle, line, printable, short
 from mtpsim.outputs import NAMELESS, is_fresh, is_nameless, staged, writing
 from mtpsim.textfiles import not_a_folder
 from mtpsim.torchkit.kernels import keep_freed_memory, without_cudnn_attention
@@ -87,7 +87,8 @@ def write_profile(choice: str, out: str | None, quick: bool, threads: int | None
         meta["wall_s"] = round(time.time() - started, 1)
         with writing(tmp / "meta.yaml") as file:
             file.write_text(yaml.safe_dump(meta, sort_keys=False))
-        print(f"wrote {out} in {meta['wall_s']:.0f} s")  # within staged: a line that cannot be printed replaces nothing
+        # within staged: a line that cannot be printed replaces nothing
+        print(f"wrote {printable(str(out))} in {meta['wall_s']:.0f} s")
     return 0
 
 

@@ -22,7 +22,7 @@ from mtpsim import sweep
 from mtpsim.advice import GRID_CHECKS, advise, swept_search
 from mtpsim.budget_advice import budget_at_points
 from mtpsim.designs import BASELINE, record
-from mtpsim.errors import ScenarioError, decimal_number, from_validation, holding, short, warn
+from mtpsim.errors import ScenarioError, decimal_number, from_validation, holding, printable, short, warn
 from mtpsim.intervals import half_width
 from mtpsim.outputs import writing
 from mtpsim.overrides import REPLACED, flags_over_sets
@@ -305,5 +305,5 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
         if beside is not None:
             from mtpsim.peer_tables import report as peer_report
             print(f"\nthe chosen deployment and the best without MTP, {peer_report(beside)}")
-        print(f"\nwrote {folder}/")  # within claimed: a report that cannot be printed unmarks the folder
+        print(f"\nwrote {printable(str(folder))}/")  # within claimed: a report that cannot be printed unmarks the folder
     return folder, rows
