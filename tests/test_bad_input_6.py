@@ -290,15 +290,23 @@ def test_an_unknown_version_of_the_peer_database_is_refused(tmp_path, capsys):
     assert not out.exists() and not (tmp_path / "prof.partial").exists()
 
 
-def _subprocess(args: list[str], env: dict | None = None, **kw):
+# the command run with SIGTERM blocked, as a parent that blocked it would start it: the mask survives
+# exec, and exec keeps the pid a signal is sent to (preexec_fn would do it in the forked child, which
+# Python warns can deadlock where the parent has threads, as a test worker does)
+BLOCKED_SIGTERM = ["-c", "import os, signal, sys; signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM}); "
+                         "os.execv(sys.executable, [sys.executable, '-m', 'mtpsim.cli', *sys.argv[1:]])"]
+
+
+def _subprocess(args: list[str], env: dict | None = None, blocked: bool = False):
     import os
     import subprocess
     import sys
     from pathlib import Path
     root = Path(__file__).resolve().parent.parent
-    return subprocess.Popen([sys.executable, "-m", "mtpsim.cli", *args], cwd=root, stdout=subprocess.PIPE,
+    command = BLOCKED_SIGTERM if blocked else ["-m", "mtpsim.cli"]
+    return subprocess.Popen([sys.executable, *command, *args], cwd=root, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(root), **(env or {})}, **kw)
+                            env={**os.environ, "PYTHONPATH": str(root), **(env or {})})
 
 
 def test_an_unusable_mplbackend_does_not_stop_the_plots(tmp_path):
@@ -322,8 +330,7 @@ def test_a_terminated_run_leaves_no_folder(tmp_path, blocked):
     text = SMALL.replace("num_requests: 4", "num_requests: 100000").replace("concurrency: 2", "concurrency: 64").replace(
         "output_len: 16", "output_len: 1000")  # seconds to minutes of simulation: the signal comes long before the end
     path, out = run(tmp_path, text)[1], tmp_path / "r"
-    block = (lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})) if blocked else None
-    proc = _subprocess(["run", path, "--out", str(out)], preexec_fn=block)
+    proc = _subprocess(["run", path, "--out", str(out)], blocked=blocked)
     deadline = time.monotonic() + 60
     while not out.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)  # until the run has claimed its folder
