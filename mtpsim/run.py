@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mtpsim import interrupts
 from mtpsim import scenario as sc
 from mtpsim.baselines import baseline_key, baseline_of
 from mtpsim.designs import BASELINE
@@ -159,6 +160,9 @@ def _map(tasks, jobs: int, progress: bool, keep_passes: bool, backend: str = "po
             for f in futures:
                 out.append(f.result())
                 bar.update()
+        except BaseException:  # a failed point, Ctrl-C or SIGTERM: the running points are not waited for
+            interrupts.stop_workers(pool)
+            raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         return out

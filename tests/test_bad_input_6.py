@@ -345,6 +345,31 @@ def test_a_terminated_run_leaves_no_folder(tmp_path, blocked):
     assert not out.exists()
 
 
+def test_a_terminated_sweep_does_not_wait_for_its_running_points(tmp_path):
+    """Before: SIGTERM to a sweep running its points in worker processes (`--jobs 2`) waited for
+    the running points to finish (17 s for two 12 s points; minutes for long ones) before it
+    cleaned up: the pool's shutdown waited on them. The workers are now ended at once
+    (interrupts.stop_workers), and none is left behind."""
+    import signal
+    import time
+    text = SMALL.replace("num_requests: 4", "num_requests: 100000").replace("concurrency: 2", "concurrency: 64").replace(
+        "output_len: 16", "output_len: 4000") + "sweep:\n  workload.concurrency: [64, 32]\n"  # each point ~a minute
+    path, out = run(tmp_path, text)[1], tmp_path / "r"
+    proc = _subprocess(["run", path, "--out", str(out), "--jobs", "2"])
+    deadline = time.monotonic() + 60
+    while not out.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert out.exists() and proc.poll() is None, "the sweep never claimed its folder, or ended first"
+    time.sleep(1.0)  # the workers are simulating
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    took = time.monotonic() - sent
+    assert proc.returncode == 130 and "interrupted" in err, err
+    assert took < 30, f"{took:.0f} s: it waited for the running points"  # a hang guard: ~0.2 s, a point ~60 s
+    assert not out.exists()
+
+
 def test_a_sigterm_whose_interrupt_was_swallowed_still_stops_the_run(tmp_path, monkeypatch, capsys):
     """Before: CI twice saw a run signalled right after claiming its folder exit 0 with the folder
     written, its SIGTERM handler installed and unblocked: the KeyboardInterrupt the handler raised
@@ -559,3 +584,21 @@ def test_a_run_interrupted_while_claiming_its_folder_gives_it_back(tmp_path, mon
     with pytest.raises(ScenarioError):
         runfolder.output_dir("x", str(tmp_path / "theirs"))
     assert (tmp_path / "theirs" / runfolder.CLAIM).exists()
+
+
+def test_stop_workers_ends_a_pool_mid_task():
+    """interrupts.stop_workers, which run's and search's maps call when stopped or failed: the
+    pool's busy workers end at once, so its shutdown does not wait out their tasks."""
+    import time
+    from concurrent.futures import ProcessPoolExecutor
+
+    from mtpsim.interrupts import stop_workers
+    pool = ProcessPoolExecutor(max_workers=2)
+    futures = [pool.submit(time.sleep, 120) for _ in range(2)]
+    while not all(f.running() for f in futures):
+        time.sleep(0.05)
+    started = time.monotonic()
+    stop_workers(pool)
+    pool.shutdown(wait=True, cancel_futures=True)
+    assert time.monotonic() - started < 60  # a hang guard: ~0.1 s, the tasks 120 s
+    assert all(f.done() for f in futures)

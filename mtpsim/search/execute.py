@@ -27,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 import mtpsim
+from mtpsim import interrupts
 from mtpsim.errors import ScenarioError, warn
 from mtpsim.files import version
 from mtpsim.runfolder import CLAIM, COMPLETE
@@ -184,5 +185,8 @@ def _map(tasks: list, index: list[int], jobs: int, backend: str, address: str | 
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for f in done:
                 yield futures[f], f.result()
+    except BaseException:  # a failed point, Ctrl-C, SIGTERM, or a caller that stopped reading: none waited for
+        interrupts.stop_workers(pool)
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
