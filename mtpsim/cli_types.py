@@ -39,8 +39,6 @@ def named(hint: str):
     return parse
 
 
-
-
 def input_path(hint: str):
     """An argparse type for an argument that names a file or folder a command reads (a scenario,
     a run folder): `named`'s, with `~` the home folder, as the paths a scenario names are read."""

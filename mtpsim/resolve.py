@@ -188,9 +188,7 @@ def _external_draft(s: Scenario, model: ModelSpec, where: str) -> ModelSpec | No
     except ScenarioError as exc:
         if s.speculative.draft is not None:
             raise
-        field = "assistant" if role == "assistant" else "block_draft"  # the model's default names it
-        raise ScenarioError(*written_at(s.model, "models", field, where),
-                            f"the default {field} of model {model.name!r}: {exc.reason}") from None
+        raise at_default_draft(s, model, "speculative.draft", exc.reason, where) from None  # the model's default names it
     if draft.role != role:
         kind = {"assistant": "an assistant", "block_draft": "a block drafter"}.get(role, "a draft model")
         raise at_default_draft(s, model, "speculative.draft", f"{draft.name!r} is not {kind} (role: {role}), "

@@ -72,8 +72,9 @@ class _Rules:
         try:
             node = super().compose_node(parent, index)
             # a plain scalar's style: None in PyYAML's events, '' in libyaml's
-            plain = _DECIMAL.get(node.tag) if isinstance(node, yaml.ScalarNode) and not node.style else None
-            if isinstance(node, yaml.ScalarNode) and not node.style and _OCTAL_12.fullmatch(node.value):
+            bare = isinstance(node, yaml.ScalarNode) and not node.style
+            plain = _DECIMAL.get(node.tag) if bare else None
+            if bare and _OCTAL_12.fullmatch(node.value):
                 raise _Problem(self._path, f"{node.value[:40]!r} is a YAML 1.2 octal number (YAML 1.1 reads it as "
                                "text): write the number in decimal, or quote it for a string")
             if plain and not plain.fullmatch(node.value):
