@@ -11,6 +11,9 @@ an interactive user presses it again.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 _requested = False
 
 
@@ -24,6 +27,20 @@ def check() -> None:
     """Raise KeyboardInterrupt if a stop was asked for: the same cleanup as Ctrl-C runs."""
     if _requested:
         raise KeyboardInterrupt
+
+
+@contextmanager
+def running(pool) -> Iterator:
+    """A process pool for the length of a map: shut down when it ends, its tasks waited for when
+    they all came back, ended at once (stop_workers) when the map stops or fails first (a failed
+    point, Ctrl-C, SIGTERM, a caller that stopped reading a generator's results)."""
+    try:
+        yield pool
+    except BaseException:
+        stop_workers(pool)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def stop_workers(pool) -> None:

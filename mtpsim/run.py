@@ -154,17 +154,12 @@ def _map(tasks, jobs: int, progress: bool, keep_passes: bool, backend: str = "po
         # longer run's (benchmarks/cli_pair.py), and a forked worker re-imports nothing
         from concurrent.futures import ProcessPoolExecutor
         pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), **_bar_lock(own_bars and _draws_bars(tasks)))
-        try:
+        with interrupts.running(pool):  # a failed point, Ctrl-C or SIGTERM: the running points are not waited for
             futures = [pool.submit(simulate, s, keep_passes=keep_passes, progress=own_bars, progress_line=i)
                        for i, s in enumerate(tasks)]
             for f in futures:
                 out.append(f.result())
                 bar.update()
-        except BaseException:  # a failed point, Ctrl-C or SIGTERM: the running points are not waited for
-            interrupts.stop_workers(pool)
-            raise
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
         return out
     finally:
         bar.close()

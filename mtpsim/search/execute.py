@@ -177,7 +177,7 @@ def _map(tasks: list, index: list[int], jobs: int, backend: str, address: str | 
             yield i, simulate_point(s)
         return
     pool = ProcessPoolExecutor(max_workers=jobs)
-    try:
+    with interrupts.running(pool):  # a failed point, a stop or a caller that stopped reading: none waited for
         # a layout's points go one after another, so each worker meets one layout at a time
         futures = {pool.submit(simulate_point, s): i for i, s in zip(index, tasks)}
         pending = set(futures)
@@ -185,8 +185,3 @@ def _map(tasks: list, index: list[int], jobs: int, backend: str, address: str | 
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for f in done:
                 yield futures[f], f.result()
-    except BaseException:  # a failed point, Ctrl-C, SIGTERM, or a caller that stopped reading: none waited for
-        interrupts.stop_workers(pool)
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
