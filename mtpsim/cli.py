@@ -11,7 +11,6 @@ import argparse
 import contextlib
 import io
 import os
-import signal
 import sys
 
 from mtpsim import commands, interrupts
@@ -237,10 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     # `import matplotlib` reads and refuses when unknown, names no backend they use
     os.environ["MPLBACKEND"] = "Agg"
     if argv is None:  # the command itself (not a caller's in-process call): a kill cleans up as Ctrl-C does
-        signal.signal(signal.SIGTERM, _terminated)
-        # a parent may have blocked SIGTERM (the mask survives exec): `timeout` or a CI cancel would
-        # then wait for the whole run and find the claimed folder left behind
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        interrupts.on_sigterm()
     if sys.stderr is None:  # started with 2>&-: errors go nowhere rather than fail
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 -- the process's stderr from here on
     if sys.stdout is None:  # started with >&-: every command prints
@@ -276,14 +272,6 @@ def main(argv: list[str] | None = None) -> int:
             _drop_stdout()
             return _fail(f"<stdout>: cannot write: {exc.strerror or exc}")
         return _fail(f"{cut_middle(str(exc.filename), MAX_WHERE)}: {exc.strerror or exc}")
-
-
-def _terminated(signum, frame) -> None:
-    """SIGTERM (`timeout`, `kill`, a CI cancel) as KeyboardInterrupt: the same cleanup runs (a run
-    folder's claim, a half-written profile or search cache entry are removed) and status 130."""
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second kill must not cut the cleanup short
-    interrupts.request()  # raised again where long loops check, should this one be swallowed
-    raise KeyboardInterrupt
 
 
 def _fail(message: str) -> int:

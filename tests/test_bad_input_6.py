@@ -385,7 +385,7 @@ def test_a_sigterm_whose_interrupt_was_swallowed_still_stops_the_run(tmp_path, m
     before = signal.getsignal(signal.SIGTERM)
     try:
         with contextlib.suppress(KeyboardInterrupt):  # what a swallowing library does with it
-            cli._terminated(signal.SIGTERM, None)
+            interrupts.terminated(signal.SIGTERM, None)
     finally:
         signal.signal(signal.SIGTERM, before)
     path, out = run(tmp_path, SMALL)[1], tmp_path / "r"
