@@ -3,7 +3,9 @@
 
 A catalog file is plain YAML describing an architecture in its own fields; its sources are cited
 in a leading comment. A scenario names an entry (`model: deepseek-v3`) or overrides fields of one
-(`model: {from: deepseek-v3, dtypes: {experts: fp4}}`), deep-merged before validation; a model
+(`model: {from: deepseek-v3, dtypes: {experts: fp4}}`), deep-merged before validation; a models
+entry may list other names of the same architecture (`aliases: [deepseek-r1]`), which a scenario
+may give instead where no entry's file has that name; a model
 can also be read from a Hugging Face config.json (`model: {hf_config: ./config.json, ...}`,
 mtpsim/hfconfig).
 
@@ -102,14 +104,45 @@ def path_of(kind: Kind, ref: object, where: str, key: str = "", paths: bool = Tr
         raise ScenarioError(where, key, f"{short(ref)} is not a {kind} catalog name (letters, digits, '.', '-', "
                             "'_', '+'; no '/' or '..'); give a file as a path ending in .yaml")
     path = find(kind, ref, where, key)
+    if path is None and kind == "models":
+        entry = _alias_entry(ref, where, key)
+        path = entry and find(kind, entry, where, key)
     if path is None:
-        known = names(kind)
+        known = names(kind) + (sorted(model_aliases()) if kind == "models" else [])
         import difflib  # an unknown name's hint only: not every load's start-up
         close = difflib.get_close_matches(ref, known, n=3, cutoff=0.6)
         hint = f"did you mean {' or '.join(close)}? " if close else ""
         raise ScenarioError(where, key, f"unknown {kind} catalog name {short(ref, 60)} ({hint}`mtpsim {kind}` lists "
                             f"the {len(known)} known)")
     return path
+
+
+def model_aliases() -> dict[str, list[str]]:
+    """alias -> the models catalog entries that list it (`aliases:`), in lookup order. A name some
+    entry's file has is no alias: that file answers to it."""
+    real, found = names("models"), {}
+    for name in real:
+        path = find("models", name)
+        try:  # the strict reader takes ~40 ms a file: only files that mention aliases are parsed
+            data = _parsed(*_stamped(path)) if path is not None and "aliases:" in path.read_text(errors="replace") \
+                else {}
+        except (OSError, ScenarioError):  # a broken entry says why when a scenario names it
+            continue
+        aliases = data.get("aliases")
+        for alias in aliases if isinstance(aliases, list) else []:
+            if isinstance(alias, str) and alias not in real:
+                found.setdefault(alias, []).append(name)
+    return found
+
+
+def _alias_entry(ref: str, where: str, key: str) -> str | None:
+    """The models catalog entry `ref` is another name of, or None; two entries claiming it is an
+    error naming both (neither is a better guess)."""
+    entries = model_aliases().get(ref, [])
+    if len(entries) > 1:
+        raise ScenarioError(where, key, f"{short(ref, 60)} is an alias of {len(entries)} models catalog entries "
+                            f"({', '.join(entries)}): name the entry itself")
+    return entries[0] if entries else None
 
 
 def _near_miss(folder: Path, kind: Kind, ref: str, where: str, key: str, top: bool = True) -> None:
@@ -165,7 +198,8 @@ def spec_file(kind: Kind, ref: str, cls: type[SpecT], where: str, key: str = "",
     records, so every caller may share one."""
     path = path_of(kind, ref, where, key, paths)
     spec = _spec_at(*_stamped(path), cls)
-    if not (paths and is_path(ref)) and spec.name != ref:  # a catalog name is its file's: the entry answers to it
+    if not (paths and is_path(ref)) and ref not in (spec.name, *getattr(spec, "aliases", ())):
+        # a catalog name is its file's (or one of the aliases it lists): the entry answers to it
         raise ScenarioError(str(path), "name", f"{short(spec.name)} is not the file's name {ref!r}: a scenario names "
                             "the entry by its file")
     return spec

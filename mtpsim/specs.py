@@ -67,6 +67,10 @@ class ModelSpec(Spec):
     block drafter (`role: block_draft`, for block: `block` says how it drafts)."""
 
     name: Name  # printed in every header: a one-line name
+    # other names a scenario may give this catalog entry: checkpoints of the same architecture and
+    # dtypes (deepseek-r1 is deepseek-v3's); catalog.py looks a name up among them only where no
+    # entry's file has that name
+    aliases: list[Name] = Field(default=[], max_length=64)
     role: Literal["target", "assistant", "draft", "block_draft"] = "target"
     hidden_size: int = Field(gt=0, le=MAX_WIDTH)
     vocab_size: int = Field(gt=0, le=MAX_VOCAB)
@@ -92,6 +96,8 @@ class ModelSpec(Spec):
 
     @model_validator(mode="after")
     def _refs_exist(self) -> ModelSpec:
+        if self.name in self.aliases or len(set(self.aliases)) < len(self.aliases):
+            raise AtKey("aliases", "an alias repeats the entry's name or another alias")
         refs = [*self.layers] + ([self.mtp.layer] if self.mtp else [])
         for ref in refs:
             if ref.attention not in self.attention_kinds:
@@ -254,4 +260,5 @@ class ModelSpec(Spec):
         else:
             n = self.mtp.num_layers
             draft = f"{n} parallel head{'s' * (n > 1)}" if self.mtp.parallel else f"MTP {n} layer{'s' * (n > 1)}"
-        return f"{self.num_layers} layers, hidden {self.hidden_size}, {experts}, {draft}"
+        also = f" (also named {', '.join(self.aliases)})" if self.aliases else ""
+        return f"{self.num_layers} layers, hidden {self.hidden_size}, {experts}, {draft}{also}"

@@ -144,3 +144,38 @@ def test_a_catalog_file_is_read_again_once_it_changes(tmp_path, monkeypatch, wri
     entry.write_text("- not a mapping\n")
     with pytest.raises(ScenarioError, match="must be a mapping"):
         sc.load(write_scenario({**BASE, "model": "mine"}))
+
+
+def _user_model(folder, name: str, aliases: list[str]) -> None:
+    """A user catalog entry: deepseek-v3's file under another name, listing `aliases`."""
+    raw = yaml.safe_load((catalog.CATALOG_DIR / "models" / "deepseek-v3.yaml").read_text())
+    (folder / "models").mkdir(parents=True, exist_ok=True)
+    (folder / "models" / f"{name}.yaml").write_text(yaml.safe_dump({**raw, "name": name, "aliases": aliases}))
+
+
+def test_an_alias_names_its_entry_in_a_scenario_and_a_from(write_scenario):
+    """deepseek-r1 is deepseek-v3's checkpoint: a scenario naming it runs deepseek-v3's spec, as
+    `model:` and as `from:`, and the unknown-name hint offers the aliases."""
+    for model in ("deepseek-r1", {"from": "deepseek-v3.1", "dtypes": {"experts": "fp4"}}):
+        spec = sc.load(write_scenario({**BASE, "model": model}))[0].specs.model
+        assert spec.name == "deepseek-v3" and spec.num_layers == 61
+    assert catalog.load_model("deepseek-r1-0528") == catalog.load_model("deepseek-v3")
+    with pytest.raises(ScenarioError, match="did you mean deepseek-r1"):
+        sc.load(write_scenario({**BASE, "model": "deepseek-r2"}))
+
+
+def test_a_file_of_that_name_wins_over_an_alias_and_two_claims_are_refused(tmp_path, monkeypatch, write_scenario):
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path))
+    _user_model(tmp_path, "deepseek-r1", [])  # a user's own deepseek-r1 file: the alias steps aside
+    _user_model(tmp_path, "my-v3", ["deepseek-r1", "shared-name"])
+    _user_model(tmp_path, "other-v3", ["shared-name"])
+    assert catalog.load_model("deepseek-r1").name == "deepseek-r1"
+    with pytest.raises(ScenarioError, match=r"alias of 2 models catalog entries \(my-v3, other-v3\)"):
+        sc.load(write_scenario({**BASE, "model": "shared-name"}))
+
+
+def test_an_alias_repeating_the_name_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path))
+    _user_model(tmp_path, "my-v3", ["my-v3"])
+    with pytest.raises(ScenarioError, match="aliases: an alias repeats"):
+        catalog.load_model("my-v3")
