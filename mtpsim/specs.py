@@ -96,8 +96,6 @@ class ModelSpec(Spec):
 
     @model_validator(mode="after")
     def _refs_exist(self) -> ModelSpec:
-        if self.name in self.aliases or len(set(self.aliases)) < len(self.aliases):
-            raise AtKey("aliases", "an alias repeats the entry's name or another alias")
         refs = [*self.layers] + ([self.mtp.layer] if self.mtp else [])
         for ref in refs:
             if ref.attention not in self.attention_kinds:
@@ -260,5 +258,7 @@ class ModelSpec(Spec):
         else:
             n = self.mtp.num_layers
             draft = f"{n} parallel head{'s' * (n > 1)}" if self.mtp.parallel else f"MTP {n} layer{'s' * (n > 1)}"
-        also = f" (also named {', '.join(self.aliases)})" if self.aliases else ""
+        # an entry copied under one of its aliases' names still lists it: harmless, and not shown
+        others = [a for a in dict.fromkeys(self.aliases) if a != self.name]
+        also = f" (also named {', '.join(others)})" if others else ""
         return f"{self.num_layers} layers, hidden {self.hidden_size}, {experts}, {draft}{also}"

@@ -174,8 +174,10 @@ def test_a_file_of_that_name_wins_over_an_alias_and_two_claims_are_refused(tmp_p
         sc.load(write_scenario({**BASE, "model": "shared-name"}))
 
 
-def test_an_alias_repeating_the_name_is_refused(tmp_path, monkeypatch):
+def test_an_entry_copied_under_one_of_its_aliases_loads(tmp_path, monkeypatch):
+    """deepseek-v3's file saved as deepseek-r1 (its name changed, its aliases kept) is that entry:
+    its own name among its aliases changes nothing, and the listing does not repeat it."""
     monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path))
-    _user_model(tmp_path, "my-v3", ["my-v3"])
-    with pytest.raises(ScenarioError, match="aliases: an alias repeats"):
-        catalog.load_model("my-v3")
+    _user_model(tmp_path, "deepseek-r1", ["deepseek-r1", "deepseek-v3.1"])
+    spec = catalog.load_model("deepseek-r1")
+    assert spec.name == "deepseek-r1" and spec.summary().endswith("(also named deepseek-v3.1)")
