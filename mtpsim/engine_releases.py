@@ -107,7 +107,8 @@ def _plain_release(text: str) -> Version:
         raise ValueError(f"a local '+' part marks a build, not a release: write the release alone ({at.public})")
     if at.is_prerelease:  # a, b, rc and .dev
         raise ValueError(f"a {'development build' if at.is_devrelease else 'pre-release'} of {at.base_version}, "
-                         "not a release: its code may predate the release's rules")
+                         "not a release: its code may predate the release's rules (write the release it led to, "
+                         "or the one before, to price it with that release's rules)")
     if str(at) != text:
         raise ValueError(f"written unusually: write it as {at}")
     return release(text)
@@ -247,8 +248,10 @@ def _known(chosen: str, versions: Versions, name: str, where: str) -> Version:
     # written out to its last part: "0.5" names the 0.5 series, not its first release 0.5.0, though
     # the two compare equal
     if at.release not in {release(v).release for v in versions.known}:
+        series = [v for v in versions.known if release(v).release[:len(at.release)] == at.release]
+        hint = f"it names a series: write one release of it ({', '.join(series)}); " if series else ""
         raise ScenarioError(where, "engine.version", f"unknown {name} version {short(chosen)} "
-                            f"(known: {', '.join(versions.known)})")
+                            f"({hint}known: {', '.join(versions.known)})")
     return at
 
 

@@ -53,6 +53,16 @@ def test_unknown_version_names_the_key_and_the_known_ones():
     assert err.value.key == "engine.version" and "1.0, 1.1, 1.2, 2.0" in err.value.message
 
 
+def test_a_series_is_refused_with_its_releases_named():
+    """"1" names the 1.x series, not 1.0 (the two compare equal): refused, its releases offered."""
+    with pytest.raises(ScenarioError) as err:
+        resolve_engine(RAW, "1")
+    assert "it names a series: write one release of it (1.0, 1.1, 1.2)" in err.value.message
+    with pytest.raises(ScenarioError) as err:
+        resolve_engine(RAW, "3")
+    assert "series" not in err.value.message
+
+
 @pytest.mark.parametrize("written", ["0.10", "0.5", "1"])
 def test_a_release_written_as_a_number_is_refused_not_matched(tmp_path, capsys, written):
     """YAML reads `version: 0.10` as the float 0.1, which could match another release: one line
