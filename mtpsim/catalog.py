@@ -108,9 +108,10 @@ def path_of(kind: Kind, ref: object, where: str, key: str = "", paths: bool = Tr
         entry = _alias_entry(ref, where, key)
         path = entry and find(kind, entry, where, key)
     if path is None:
-        known = names(kind) + (sorted(model_aliases()) if kind == "models" else [])
+        known = names(kind)
         import difflib  # an unknown name's hint only: not every load's start-up
-        close = difflib.get_close_matches(ref, known, n=3, cutoff=0.6)
+        close = difflib.get_close_matches(ref, known + (sorted(model_aliases()) if kind == "models" else []), n=3,
+                                          cutoff=0.6)
         hint = f"did you mean {' or '.join(close)}? " if close else ""
         raise ScenarioError(where, key, f"unknown {kind} catalog name {short(ref, 60)} ({hint}`mtpsim {kind}` lists "
                             f"the {len(known)} known)")
