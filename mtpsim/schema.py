@@ -229,6 +229,12 @@ class Scenario(Section):
         what else this scenario's draft, acceptance and MTP layers may serve."""
         return list(self.search.designs) if self.search is not None and self.search.designs else []
 
+    def describe_model(self) -> str:
+        """The model in headers: its catalog name, and the alias the scenario gave where it gave one
+        (`deepseek-v3 (as deepseek-r1)`): the reader sees the entry that was priced and why."""
+        name, ref = self.specs.model.name, self.model
+        return f"{name} (as {ref})" if isinstance(ref, str) and ref in self.specs.model.aliases and ref != name else name
+
     def describe_layout(self) -> str:
         """The deployment in headers: `parallel`'s GPUs and shape, or, disaggregated, the pools'
         (`16 h200 (prefill: 1 replica x tp 8; decode: 1 replica x tp 8)`)."""

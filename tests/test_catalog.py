@@ -157,8 +157,10 @@ def test_an_alias_names_its_entry_in_a_scenario_and_a_from(write_scenario):
     """deepseek-r1 is deepseek-v3's checkpoint: a scenario naming it runs deepseek-v3's spec, as
     `model:` and as `from:`, and the unknown-name hint offers the aliases."""
     for model in ("deepseek-r1", {"from": "deepseek-v3.1", "dtypes": {"experts": "fp4"}}):
-        spec = sc.load(write_scenario({**BASE, "model": model}))[0].specs.model
-        assert spec.name == "deepseek-v3" and spec.num_layers == 61
+        point = sc.load(write_scenario({**BASE, "model": model}))[0]
+        assert point.specs.model.name == "deepseek-v3" and point.specs.model.num_layers == 61
+        # the headers name the entry priced, and the alias where the scenario gave one
+        assert point.describe_model() == ("deepseek-v3 (as deepseek-r1)" if model == "deepseek-r1" else "deepseek-v3")
     assert catalog.load_model("deepseek-r1-0528") == catalog.load_model("deepseek-v3")
     with pytest.raises(ScenarioError, match="did you mean deepseek-r1"):
         sc.load(write_scenario({**BASE, "model": "deepseek-r2"}))
