@@ -98,7 +98,7 @@ def path_of(kind: Kind, ref: object, where: str, key: str = "", paths: bool = Tr
     if paths and is_path(ref):
         path = Path(ref).expanduser()
         if not path.is_file():
-            raise ScenarioError(where, key, f"{kind} file {short(ref, 200)}: {not_a_file(path)}")
+            raise ScenarioError(where, key, f"{kind} file {short(ref, 200)}: {not_a_file(path)}{_repo_id_hint(kind, ref)}")
         return path
     if not NAME.fullmatch(ref) or ".." in ref:
         raise ScenarioError(where, key, f"{short(ref)} is not a {kind} catalog name (letters, digits, '.', '-', "
@@ -116,6 +116,24 @@ def path_of(kind: Kind, ref: object, where: str, key: str = "", paths: bool = Tr
         raise ScenarioError(where, key, f"unknown {kind} catalog name {short(ref, 60)} ({hint}`mtpsim {kind}` lists "
                             f"the {len(known)} known)")
     return path
+
+
+HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/([A-Za-z0-9][A-Za-z0-9._-]*)")  # org/name, no file extension
+
+
+def _repo_id_hint(kind: Kind, ref: str) -> str:
+    """For a missing models file written as a Hugging Face repo id (deepseek-ai/DeepSeek-R1): the
+    catalog name or alias it stands for, else how to read its config, so the user is not left
+    looking for a file they never meant."""
+    hub = HUB_ID.fullmatch(ref) if kind == "models" else None
+    if hub is None or ref.lower().endswith((".yaml", ".yml", ".json")):
+        return ""
+    stem = hub.group(1).lower()
+    known = {n.lower(): n for n in (*names("models"), *model_aliases())}
+    entry = known.get(stem) or known.get(stem.removesuffix("-instruct"))
+    return (f" (a Hugging Face repo id is not looked up: the catalog names it {entry})" if entry else
+            " (a Hugging Face repo id is not looked up: give a catalog name from `mtpsim models`, or the "
+            "checkpoint's config with hf_config: path/to/config.json)")
 
 
 def model_aliases() -> dict[str, list[str]]:

@@ -183,3 +183,21 @@ def test_an_entry_copied_under_one_of_its_aliases_loads(tmp_path, monkeypatch):
     _user_model(tmp_path, "deepseek-r1", ["deepseek-r1", "deepseek-v3.1"])
     spec = catalog.load_model("deepseek-r1")
     assert spec.name == "deepseek-r1" and spec.summary().endswith("(also named deepseek-v3.1)")
+
+
+@pytest.mark.parametrize("ref,hint", [("deepseek-ai/DeepSeek-R1", "the catalog names it deepseek-r1"),
+                                      ("Qwen/Qwen3-8B", "the catalog names it qwen3-8b"),
+                                      ("meta-llama/Llama-3.1-70B-Instruct", "the catalog names it llama-3.1-70b-instruct"),
+                                      ("someone/unknown-model", "give a catalog name from `mtpsim models`, or the "
+                                                                "checkpoint's config with hf_config")])
+def test_a_hugging_face_repo_id_is_refused_with_the_name_to_write(write_scenario, ref, hint):
+    """A repo id has a '/', so it reads as a file path; the refusal says what it stands for."""
+    with pytest.raises(ScenarioError, match="no such file \\(a Hugging Face repo id is not looked up: ") as err:
+        sc.load(write_scenario({**BASE, "model": ref}))
+    assert hint in err.value.message
+
+
+def test_a_missing_yaml_file_gets_no_repo_id_hint(write_scenario):
+    with pytest.raises(ScenarioError) as err:
+        sc.load(write_scenario({**BASE, "model": "models/mine.yaml"}))
+    assert "no such file" in err.value.message and "Hugging Face" not in err.value.message
