@@ -277,7 +277,7 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
     frontier rows)."""
     plan = _plan(path, sets, flags, seeds, out, jobs, cache_dir)
     base, hw = plan.base, plan.base.specs.hardware
-    title = f"{base.specs.model.name} on {plan.bounds.gpus}x {hw.name}"
+    title = f"{base.describe_model()} on {plan.bounds.gpus}x {hw.name}"
     # the output folder is claimed before any point runs (a busy or bad --out costs nothing), and
     # is marked complete last: a search that fails (its report to stdout too) gives the claim back
     # and leaves no complete folder
