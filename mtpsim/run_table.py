@@ -138,8 +138,13 @@ def _cap_line(row: dict, s: sc.Scenario, where: str, budget: bool) -> str:
         return (f"cap {row['max_running']:g}: {where}: {row['max_running']:g} requests were admitted while more waited, "
                 f"in {held}; at most {row['max_batch']:g} of them decoded at once"
                 f"{' (the budget below kept the others prefilling)' if budget else ''}")
-    return (f"cap {row['max_running']:g}: {where}: at most {row['max_batch']:g} requests ran at once (mean "
+    return (f"cap {row['max_running']:g}: {where}: at most {_requests(row['max_batch'])} ran at once (mean "
             f"{row['mean_running']:.1f}) while more waited, in {held}")
+
+
+def _requests(n: float) -> str:
+    """'1 request', '48 requests': the summaries' counts of the batch held."""
+    return f"{n:g} request{'' if n == 1 else 's'}"
 
 
 def _budget_line(row: dict, s: sc.Scenario, where: str) -> str:
@@ -150,7 +155,7 @@ def _budget_line(row: dict, s: sc.Scenario, where: str) -> str:
     tokens = prefill_chunk_tokens(s)
     origin = "engine.chunked_prefill_tokens" if s.engine.chunked_prefill_tokens is not None else \
         f"{s.specs.engine.name}'s default"
-    held = f"at most {row['max_batch']:g} requests decoded at once (mean {row['mean_running']:.1f})"
+    held = f"at most {_requests(row['max_batch'])} decoded at once (mean {row['mean_running']:.1f})"
     if not s.specs.engine.mixed_batches.split_prompts:  # a prompt rides whole or waits, and those behind it
         return (f"budget {tokens}: {where}: {s.specs.engine.name} prefills a prompt whole, and a waiting prompt did not "
                 f"fit beside the running batch's decode tokens in the {tokens}-token budget a step (set by {origin}): "

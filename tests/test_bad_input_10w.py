@@ -317,9 +317,9 @@ def test_a_budget_an_open_loads_decode_fills_warns_and_is_named_in_the_notes(tmp
              if line.startswith(("cap ", "budget "))}
     assert notes["budget 2: nextn S=2 at 1000 req/s"].endswith(
         "the running batch's decode filled the 2-token budget a step (set by engine.chunked_prefill_tokens), so "
-        "admitted prompts waited to prefill; at most 1 requests decoded at once (mean 1.0)")
+        "admitted prompts waited to prefill; at most 1 request decoded at once (mean 1.0)")
     capped = notes["cap 2: nextn S=2 at 1000 req/s"]
-    assert "2 requests were admitted while more waited" in capped and "at most 1 requests ran at once" not in capped
+    assert "2 requests were admitted while more waited" in capped and "at most 1 request ran at once" not in capped
     assert capped.endswith("at most 1 of them decoded at once (the budget below kept the others prefilling)")
 
 
