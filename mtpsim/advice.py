@@ -19,13 +19,15 @@ from mtpsim.schema import Scenario
 
 def advise(s: Scenario, skip: tuple = ()) -> None:
     """Warn about what in point `s` cannot matter; keys the sweep varies are left alone (a sweep
-    over designs gives `none` a draft it ignores, as it must). `skip`: checks the command makes
-    moot (RUNNING_BATCH_CHECKS where `cost --batch` sets the batch itself)."""
+    over designs gives `none` a draft it ignores, as it must), but for LOAD_CHECKS', which say how
+    the point runs. `skip`: checks the command makes moot (RUNNING_BATCH_CHECKS where `cost --batch`
+    sets the batch itself)."""
     from mtpsim.errors import warn
-    for key, reason in problems(s, skip):
-        depends = (key, *DEPENDS.get(".".join(key.split(".")[:2]), ()))
-        if not any(_within(swept, dep) for swept in s.point for dep in depends):
-            warn(s.source, key, reason)
+    for check in CHECKS:
+        for key, reason in check(s) if check not in skip else ():
+            depends = (key, *DEPENDS.get(".".join(key.split(".")[:2]), ()))
+            if check in LOAD_CHECKS or not any(_within(swept, dep) for swept in s.point for dep in depends):
+                warn(s.source, key, reason)
 
 
 def advise_sweep(points: list[Scenario], skip: tuple = ()) -> None:
@@ -36,7 +38,7 @@ def advise_sweep(points: list[Scenario], skip: tuple = ()) -> None:
     from mtpsim.errors import warn
     if len(points) < 2:
         return
-    found = [problems(s, skip) for s in points]
+    found = [problems(s, (*skip, *LOAD_CHECKS)) for s in points]  # advise() says those at each point
     for swept in points[0].point:
         if swept in ("question", "name"):
             warn(points[0].source, f"sweep.{swept}", f"the {swept} is printed, not simulated: these points are the "
@@ -242,6 +244,13 @@ CHECKS = (spec.ignored_by_design, spec.unreached_policy, engine_advice.skew_with
 # checks whose every warning says the value is not read at all (a null, the default, is read no more)
 UNREAD_CHECKS = (spec.ignored_by_design, workload_advice.trace_settings_unread, workload_advice.unused_by_arrival,
                  workload_advice.concurrency_unread)
+# checks whose warnings say how the point's load will run against its engine's token budget, not
+# that a setting goes unread: advise() says them at every point that has them, its keys swept or
+# not (a sweep over the whole workload section hid the budget that keeps TensorRT-LLM to one 8k
+# prompt at a time, which the run's own note then pointed to), and advise_sweep does not read them
+# as a sign that the points are the same run
+LOAD_CHECKS = (budget_advice.budget_below_decode, budget_advice.whole_prompts_past_budget,
+               budget_advice.prompts_past_whole_budget)
 # checks that judge the batch a run's load keeps running (its users, its requests, the cap):
 # `cost --batch` prices a batch of its own, which its header line describes
 RUNNING_BATCH_CHECKS = (spec.unreached_policy, budget_advice.budget_below_decode, budget_advice.whole_prompts_past_budget)

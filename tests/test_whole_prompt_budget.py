@@ -70,3 +70,17 @@ def test_a_sweep_whose_points_warn_differently_is_not_called_the_same_run(tmp_pa
                     + f"sweep:\n  workload: [{load % 4}, {load % 6}]\n")
     assert cli.main(["cost", str(path)]) == 0
     assert "same run" not in capsys.readouterr().err
+
+
+def test_the_warning_is_said_where_the_sweep_varies_the_whole_workload(tmp_path, capsys):
+    """A sweep over the workload section (each point its own users) put workload.input_len inside a
+    swept key, and advise() left such keys alone as it does unread settings: no warning, while the
+    run's note pointed at one. A budget warning is about how the point runs, so each point says it."""
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE % ("trtllm", "", 4, 12, 8192, 16) +
+                    "sweep:\n  workload:\n"
+                    "    - {arrival: closed, concurrency: 4, num_requests: 12, input_len: 8192, output_len: 16}\n"
+                    "    - {arrival: closed, concurrency: 8, num_requests: 16, input_len: 8192, output_len: 16}\n")
+    assert cli.main(["run", str(path), "--out", str(tmp_path / "out"), "--jobs", "1"]) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if "workload.input_len" in line]
+    assert len(warned) == 2 and "beside 3 other running requests" in warned[0] and "beside 7 other" in warned[1]
