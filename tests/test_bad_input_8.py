@@ -322,6 +322,17 @@ def test_a_length_distribution_its_bounds_reshape_warns(tmp_path, capsys):
     assert any(": workload.input_len.std: " in line and "average about 5" in line for line in lines), lines
 
 
+def test_a_reshaped_length_warns_where_the_sweep_varies_the_whole_workload(tmp_path, capsys):
+    """advise() leaves warnings on swept keys alone, and advise_sweep says only those every point
+    has: a sweep over the workload section whose second point alone draws prompts averaging 5
+    tokens said nothing of them."""
+    load = "{arrival: closed, concurrency: 1, num_requests: 4, input_len: %s, output_len: 8}"
+    reshaped = "{dist: lognormal, mean: 100, std: 1000000, max: 200}"
+    text = _scenario("llama-3.1-8b") + f"sweep:\n  workload: [{load % 64}, {load % reshaped}]\n"
+    lines = warnings_of(capsys, run(tmp_path, text))
+    assert any(": workload.input_len.std: " in line and "average about 5" in line for line in lines), lines
+
+
 @pytest.mark.parametrize("dist", [{"dist": "normal", "mean": 500, "std": 300, "min": 100, "max": 900},
                                   {"dist": "lognormal", "mean": 1000, "std": 500, "max": 4096},
                                   {"dist": "lognormal", "mean": 100, "std": 1000000, "max": 200}])
