@@ -244,13 +244,17 @@ CHECKS = (spec.ignored_by_design, spec.unreached_policy, engine_advice.skew_with
 # checks whose every warning says the value is not read at all (a null, the default, is read no more)
 UNREAD_CHECKS = (spec.ignored_by_design, workload_advice.trace_settings_unread, workload_advice.unused_by_arrival,
                  workload_advice.concurrency_unread)
-# checks whose warnings say how the point's load will run (against its engine's token budget; its
-# lengths, which average other than written), not that a setting goes unread: advise() says them
-# at every point that has them, its keys swept or not (a sweep over the whole workload section hid
-# the budget that keeps TensorRT-LLM to one 8k prompt at a time, which the run's own note then
-# pointed to), and advise_sweep does not read them as a sign that the points are the same run
+# checks whose warnings say the point runs otherwise than written (its load against the engine's
+# token budget, lengths that average other than their mean, drafts never accepted, a cap the
+# ranks split, an FP4 cache kept as FP8, a forced acceptance the engine bends, passes no graph
+# captures), not that a setting goes unread: advise() says them at every point that has them, its
+# keys swept or not (a sweep over the whole workload section hid the budget that keeps
+# TensorRT-LLM to one 8k prompt at a time, which the run's own note then pointed to), and
+# advise_sweep does not read them as a sign that the points are the same run
 LOAD_CHECKS = (budget_advice.budget_below_decode, budget_advice.whole_prompts_past_budget,
-               budget_advice.prompts_past_whole_budget, workload_advice.reshaped_lengths)
+               budget_advice.prompts_past_whole_budget, workload_advice.reshaped_lengths, spec.dead_drafts,
+               engine_advice.cap_per_rank, model_advice.fp4_kv_before_blackwell, spec.forced_past_its_range,
+               engine_advice.graph_lists_capture_none)
 # checks that judge the batch a run's load keeps running (its users, its requests, the cap):
 # `cost --batch` prices a batch of its own, which its header line describes
 RUNNING_BATCH_CHECKS = (spec.unreached_policy, budget_advice.budget_below_decode, budget_advice.whole_prompts_past_budget)

@@ -587,3 +587,13 @@ def test_kv_streaming_over_a_free_link_warns(tmp_path, capsys):
         + "disaggregation: {prefill: {tp: 8}, decode: {tp: 8}, link: free, kv_streaming: true}\n"
     assert any(": disaggregation.kv_streaming: link free" in line
                for line in warnings_of(capsys, ["cost", _file(tmp_path, text)]))
+
+
+def test_drafts_never_accepted_warn_where_the_sweep_varies_the_acceptance(tmp_path, capsys):
+    """A sweep over the acceptance section whose second point never accepts draft 2: advise() left
+    the swept key alone and advise_sweep speaks only of warnings every point has, so its wasted
+    draft went unsaid. A warning that the point runs otherwise than written is said at each point."""
+    text = PROFILE_BASE.replace("cost: {profile: PROF}\n", "") + \
+        "sweep:\n  acceptance: [{per_depth: [0.8, 0.7]}, {per_depth: [0.8, 0.0]}]\n"
+    lines = warnings_of(capsys, ["run", _file(tmp_path, text), "--out", str(tmp_path / "o")])
+    assert any(": acceptance." in line and "only cost time" in line for line in lines), lines
