@@ -19,14 +19,14 @@ from mtpsim.schema import Scenario
 
 def advise(s: Scenario, skip: tuple = ()) -> None:
     """Warn about what in point `s` cannot matter; keys the sweep varies are left alone (a sweep
-    over designs gives `none` a draft it ignores, as it must), but for LOAD_CHECKS', which say how
+    over designs gives `none` a draft it ignores, as it must), but for RUNS_OTHERWISE', which say how
     the point runs. `skip`: checks the command makes moot (RUNNING_BATCH_CHECKS where `cost --batch`
     sets the batch itself)."""
     from mtpsim.errors import warn
     for check in CHECKS:
         for key, reason in check(s) if check not in skip else ():
             depends = (key, *DEPENDS.get(".".join(key.split(".")[:2]), ()))
-            if check in LOAD_CHECKS or not any(_within(swept, dep) for swept in s.point for dep in depends):
+            if check in RUNS_OTHERWISE or not any(_within(swept, dep) for swept in s.point for dep in depends):
                 warn(s.source, key, reason)
 
 
@@ -38,7 +38,7 @@ def advise_sweep(points: list[Scenario], skip: tuple = ()) -> None:
     from mtpsim.errors import warn
     if len(points) < 2:
         return
-    found = [problems(s, (*skip, *LOAD_CHECKS)) for s in points]  # advise() says those at each point
+    found = [problems(s, (*skip, *RUNS_OTHERWISE)) for s in points]  # advise() says those at each point
     for swept in points[0].point:
         if swept in ("question", "name"):
             warn(points[0].source, f"sweep.{swept}", f"the {swept} is printed, not simulated: these points are the "
@@ -251,7 +251,7 @@ UNREAD_CHECKS = (spec.ignored_by_design, workload_advice.trace_settings_unread, 
 # keys swept or not (a sweep over the whole workload section hid the budget that keeps
 # TensorRT-LLM to one 8k prompt at a time, which the run's own note then pointed to), and
 # advise_sweep does not read them as a sign that the points are the same run
-LOAD_CHECKS = (budget_advice.budget_below_decode, budget_advice.whole_prompts_past_budget,
+RUNS_OTHERWISE = (budget_advice.budget_below_decode, budget_advice.whole_prompts_past_budget,
                budget_advice.prompts_past_whole_budget, workload_advice.reshaped_lengths, spec.dead_drafts,
                engine_advice.cap_per_rank, model_advice.fp4_kv_before_blackwell, spec.forced_past_its_range,
                engine_advice.graph_lists_capture_none)
