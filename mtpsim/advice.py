@@ -19,9 +19,9 @@ from mtpsim.schema import Scenario
 
 def advise(s: Scenario, skip: tuple = ()) -> None:
     """Warn about what in point `s` cannot matter; keys the sweep varies are left alone (a sweep
-    over designs gives `none` a draft it ignores, as it must), but for RUNS_OTHERWISE', which say how
-    the point runs. `skip`: checks the command makes moot (RUNNING_BATCH_CHECKS where `cost --batch`
-    sets the batch itself)."""
+    over designs gives `none` a draft it ignores, as it must), but not the warnings of RUNS_OTHERWISE,
+    which say the point runs otherwise than written. `skip`: checks the command makes moot
+    (RUNNING_BATCH_CHECKS where `cost --batch` sets the batch itself)."""
     from mtpsim.errors import warn
     for check in CHECKS:
         for key, reason in check(s) if check not in skip else ():
