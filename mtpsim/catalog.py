@@ -32,13 +32,13 @@ from mtpsim.files import load_yaml
 from mtpsim.hardware_spec import HardwareSpec
 from mtpsim.layer_specs import named_kind
 from mtpsim.packagedata import catalog_dirs, data_dir, user_catalog_dirs
+from mtpsim.sections import is_catalog_name
 from mtpsim.specs import ModelSpec
 from mtpsim.textfiles import not_a_file
 
 CATALOG_DIR = data_dir()  # the built-in catalog: models/, hardware/, engines/
 
 Kind = Literal["models", "hardware", "engines"]
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 SpecT = TypeVar("SpecT", bound=BaseModel)
 
 
@@ -100,7 +100,7 @@ def path_of(kind: Kind, ref: object, where: str, key: str = "", paths: bool = Tr
         if not path.is_file():
             raise ScenarioError(where, key, f"{kind} file {short(ref, 200)}: {not_a_file(path)}{_repo_id_hint(kind, ref)}")
         return path
-    if not NAME.fullmatch(ref) or ".." in ref:
+    if not is_catalog_name(ref):
         raise ScenarioError(where, key, f"{short(ref)} is not a {kind} catalog name (letters, digits, '.', '-', "
                             "'_', '+'; no '/' or '..'); give a file as a path ending in .yaml")
     path = find(kind, ref, where, key)
@@ -272,7 +272,7 @@ def resolve(kind: Kind, ref: str | dict[str, Any], where: str, key: str = "", mt
         return dict(ref)  # a full inline spec
     over = {k: v for k, v in ref.items() if k != "from"}
     name = over.get("name")
-    if isinstance(name, str) and name != ref["from"] and len(name) <= 200 and NAME.fullmatch(name) \
+    if isinstance(name, str) and name != ref["from"] and len(name) <= 200 and is_catalog_name(name) \
             and find(kind, name) is not None:
         warn(where, f"{key}.name" if key else "name", f"{short(name, 60)} is another {kind} catalog entry: this copy of "
              f"{short(ref['from'], 60)} is reported under that name (the entry itself is not read; `from: "

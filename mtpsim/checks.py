@@ -21,6 +21,7 @@ from mtpsim.schema import (
     check_replicates,
     max_length,
 )
+from mtpsim.sections import is_catalog_name
 
 
 def check_against_specs(s: Scenario, where: str) -> None:
@@ -116,7 +117,7 @@ def as_built_for(model, draft):
     read from a folder of any name) is that target when it has its width, depth, vocabulary and
     experts. Anything else is left as it is, for design_checks.block_fits to refuse."""
     built_for = draft.block.built_for if draft is not None and draft.block is not None else None
-    if built_for is None or built_for == model.name or not catalog.NAME.fullmatch(built_for) \
+    if built_for is None or built_for == model.name or not is_catalog_name(built_for) \
             or catalog.find("models", built_for) is None:  # one file looked up, not the catalog listed
         return model
     if _architecture(catalog.load_model(built_for)) != _architecture(model):

@@ -12,6 +12,7 @@ from mtpsim.engine_releases import engine_rules, known_versions
 from mtpsim.errors import ScenarioError, cut_middle, line, printable, short
 from mtpsim.schema import Engine
 from mtpsim.schema_json import json_schema
+from mtpsim.sections import is_catalog_name
 
 MAX_RULE_VALUE = 1000  # characters of a rule's value `mtpsim engines` prints (the shipped files' longest: 600)
 
@@ -88,7 +89,7 @@ def _listable(kind: str, name: str) -> None:
 
     from mtpsim.engine_schema import EngineKind
     engines = get_args(EngineKind)
-    named = bool(catalog.NAME.fullmatch(name)) and ".." not in name
+    named = is_catalog_name(name)
     if named and (kind != "engines" or name in engines):
         return
     path = next(p for d in catalog.catalog_dirs() if (p := d / kind / f"{name}.yaml").is_file())

@@ -3,6 +3,7 @@ and the workload's, mtpsim/workload_schema.py) and the value types they read (fi
 probabilities)."""
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -34,6 +35,24 @@ def _printable_text(text: str) -> str:
 Ref = Annotated[str, Field(max_length=4096), AfterValidator(_not_blank)]
 # any other name a key gives (a release, a shipped curve, a profile): never blank, for the same reason
 Name = Annotated[str, Field(max_length=200), AfterValidator(_a_name)]  # printed in one-line headers and errors
+# a catalog entry's name as a scenario may write it (catalog.py looks names up by this rule): a
+# plain file stem, so it never reaches outside its catalog folder
+CATALOG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+
+
+def is_catalog_name(text: str) -> bool:
+    """Whether `text` is a name a catalog entry could have (and a lookup by it stays in its folder)."""
+    return bool(CATALOG_NAME.fullmatch(text)) and ".." not in text
+
+
+def _a_catalog_name(text: str) -> str:
+    if not is_catalog_name(text):
+        raise ValueError(f"{text[:60]!r} is not a catalog name (letters, digits, '.', '-', '_', '+'; no '/' or '..'): "
+                         "a scenario could never name it")
+    return text
+
+
+CatalogName = Annotated[str, Field(max_length=200), AfterValidator(_a_catalog_name)]
 # free text printed with the results (a scenario's question): lines and tabs, no control characters
 Text = Annotated[str, AfterValidator(_printable_text)]
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]  # an error names the entry: acceptance.per_depth.2

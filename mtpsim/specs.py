@@ -32,7 +32,7 @@ from mtpsim.model_sections import (  # noqa: F401 (the sections, read from here 
     LMHeadSpec,
     MTPSpec,
 )
-from mtpsim.sections import Name
+from mtpsim.sections import CatalogName, Name
 from mtpsim.spec_base import (  # noqa: F401 (the base and limits, read from here too)
     DTYPE_BYTES,
     MAX_CONTEXT,
@@ -70,7 +70,7 @@ class ModelSpec(Spec):
     # other names a scenario may give this catalog entry: checkpoints of the same architecture and
     # dtypes (deepseek-r1 is deepseek-v3's); catalog.py looks a name up among them only where no
     # entry's file has that name
-    aliases: list[Name] = Field(default=[], max_length=64)
+    aliases: list[CatalogName] = Field(default=[], max_length=64)
     role: Literal["target", "assistant", "draft", "block_draft"] = "target"
     hidden_size: int = Field(gt=0, le=MAX_WIDTH)
     vocab_size: int = Field(gt=0, le=MAX_VOCAB)

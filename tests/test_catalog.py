@@ -201,3 +201,13 @@ def test_a_missing_yaml_file_gets_no_repo_id_hint(write_scenario):
     with pytest.raises(ScenarioError) as err:
         sc.load(write_scenario({**BASE, "model": "models/mine.yaml"}))
     assert "no such file" in err.value.message and "Hugging Face" not in err.value.message
+
+
+def test_an_alias_no_scenario_could_name_is_refused(tmp_path, monkeypatch):
+    """An alias with a '/' reads as a file path wherever a scenario gives it, so no scenario could
+    ever reach the entry by it: refused where the entry loads, naming the file and the key."""
+    monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path))
+    _user_model(tmp_path, "my-v3", ["deepseek-ai/DeepSeek-R1"])
+    with pytest.raises(ScenarioError, match="aliases.0: 'deepseek-ai/DeepSeek-R1' is not a catalog name") as err:
+        catalog.load_model("my-v3")
+    assert err.value.where.endswith("my-v3.yaml")
