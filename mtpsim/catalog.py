@@ -58,7 +58,17 @@ def hardware_for_device(device_name: str) -> str | None:
 
 def names(kind: Kind) -> list[str]:
     """Catalog entries of one kind (user catalogs and built-in), sorted."""
-    return sorted({p.stem for folder in catalog_dirs() for p in (folder / kind).glob("*.yaml") if p.is_file()})
+    return sorted(_entries(kind))
+
+
+def _entries(kind: Kind) -> dict[str, Path]:
+    """name -> the file a lookup by it reads (the first folder's), for the entries `names` lists."""
+    found: dict[str, Path] = {}
+    for folder in catalog_dirs():
+        for path in (folder / kind).glob("*.yaml"):
+            if path.stem not in found and path.is_file():
+                found[path.stem] = path
+    return found
 
 
 def unnamed_entries(kind: Kind) -> list[ScenarioError]:
@@ -104,14 +114,13 @@ def path_of(kind: Kind, ref: object, where: str, key: str = "", paths: bool = Tr
         raise ScenarioError(where, key, f"{short(ref)} is not a {kind} catalog name (letters, digits, '.', '-', "
                             "'_', '+'; no '/' or '..'); give a file as a path ending in .yaml")
     path = find(kind, ref, where, key)
-    if path is None and kind == "models":
-        entry = _alias_entry(ref, where, key)
-        path = entry and find(kind, entry, where, key)
+    aliases = model_aliases() if path is None and kind == "models" else {}
+    if ref in aliases:
+        path = find(kind, _alias_entry(ref, aliases[ref], where, key), where, key)
     if path is None:
         known = names(kind)
         import difflib  # an unknown name's hint only: not every load's start-up
-        close = difflib.get_close_matches(ref, known + (sorted(model_aliases()) if kind == "models" else []), n=3,
-                                          cutoff=0.6)
+        close = difflib.get_close_matches(ref, known + sorted(aliases), n=3, cutoff=0.6)
         hint = f"did you mean {' or '.join(close)}? " if close else ""
         raise ScenarioError(where, key, f"unknown {kind} catalog name {short(ref, 60)} ({hint}`mtpsim {kind}` lists "
                             f"the {len(known)} known)")
@@ -138,13 +147,17 @@ def _repo_id_hint(kind: Kind, ref: str) -> str:
 
 def model_aliases() -> dict[str, list[str]]:
     """alias -> the models catalog entries that list it (`aliases:`), in lookup order. A name some
-    entry's file has is no alias: that file answers to it."""
-    real, found = names("models"), {}
-    for name in real:
-        path = find("models", name)
+    entry's file has is no alias: that file answers to it. Read once per version of the catalog's
+    files (`_stamped`): every point of a sweep naming an alias looks it up."""
+    return _aliases_in(tuple((name, *_stamped(path)) for name, path in sorted(_entries("models").items())))
+
+
+@functools.lru_cache(maxsize=8)
+def _aliases_in(files: tuple[tuple[str, str, tuple[int, int, int]], ...]) -> dict[str, list[str]]:
+    real, found = {name for name, _, _ in files}, {}
+    for name, path, stamp in files:
         try:  # the strict reader takes ~40 ms a file: only files that mention aliases are parsed
-            data = _parsed(*_stamped(path)) if path is not None and "aliases:" in path.read_text(errors="replace") \
-                else {}
+            data = _parsed(path, stamp) if "aliases:" in Path(path).read_text(errors="replace") else {}
         except (OSError, ScenarioError):  # a broken entry says why when a scenario names it
             continue
         aliases = data.get("aliases")
@@ -154,14 +167,13 @@ def model_aliases() -> dict[str, list[str]]:
     return found
 
 
-def _alias_entry(ref: str, where: str, key: str) -> str | None:
-    """The models catalog entry `ref` is another name of, or None; two entries claiming it is an
-    error naming both (neither is a better guess)."""
-    entries = model_aliases().get(ref, [])
+def _alias_entry(ref: str, entries: list[str], where: str, key: str) -> str:
+    """The models catalog entry the alias `ref` names, of the `entries` that list it; two entries
+    claiming it is an error naming both (neither is a better guess)."""
     if len(entries) > 1:
         raise ScenarioError(where, key, f"{short(ref, 60)} is an alias of {len(entries)} models catalog entries "
                             f"({', '.join(entries)}): name the entry itself")
-    return entries[0] if entries else None
+    return entries[0]
 
 
 def _near_miss(folder: Path, kind: Kind, ref: str, where: str, key: str, top: bool = True) -> None:
