@@ -252,9 +252,9 @@ UNREAD_CHECKS = (spec.ignored_by_design, workload_advice.trace_settings_unread, 
 # TensorRT-LLM to one 8k prompt at a time, which the run's own note then pointed to), and
 # advise_sweep does not read them as a sign that the points are the same run
 RUNS_OTHERWISE = (budget_advice.budget_below_decode, budget_advice.whole_prompts_past_budget,
-               budget_advice.prompts_past_whole_budget, workload_advice.reshaped_lengths, spec.dead_drafts,
-               engine_advice.cap_per_rank, model_advice.fp4_kv_before_blackwell, spec.forced_past_its_range,
-               engine_advice.graph_lists_capture_none)
+                  budget_advice.prompts_past_whole_budget, workload_advice.reshaped_lengths, spec.dead_drafts,
+                  engine_advice.cap_per_rank, model_advice.fp4_kv_before_blackwell, spec.forced_past_its_range,
+                  engine_advice.graph_lists_capture_none)
 # checks that judge the batch a run's load keeps running (its users, its requests, the cap):
 # `cost --batch` prices a batch of its own, which its header line describes
 RUNNING_BATCH_CHECKS = (spec.unreached_policy, budget_advice.budget_below_decode, budget_advice.whole_prompts_past_budget)
