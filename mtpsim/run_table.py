@@ -198,7 +198,7 @@ def trace_note(row: dict, s: sc.Scenario) -> str:
     skipped or capped (mtpsim/tracefiles), so no length was changed silently."""
     t = s.workload.trace
     n = row["num_requests"]
-    parts = [f"trace {printable(t.path)} ({row['trace_format']}): {n:g} request{'s' * (n != 1)} {load_label(row)}"]
+    parts = [f"trace {printable(t.path)} ({row['trace_format']}): {_requests(n)} {load_label(row)}"]
     if t.speed != 1:
         parts.append(f"replayed {t.speed:g}x faster")
     if row["trace_skipped"]:
