@@ -241,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 -- the process's stderr from here on
     if sys.stdout is None:  # started with >&-: every command prints
         return _fail("<stdout>: closed (started with >&-): redirect it to a file or /dev/null")
+    _escape_unencodable()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -272,6 +273,15 @@ def main(argv: list[str] | None = None) -> int:
             _drop_stdout()
             return _fail(f"<stdout>: cannot write: {exc.strerror or exc}")
         return _fail(f"{cut_middle(str(exc.filename), MAX_WHERE)}: {exc.strerror or exc}")
+
+
+def _escape_unencodable() -> None:
+    """Text a stream's encoding cannot hold (a scenario's `question` in a cp1252 console, a file
+    name under PYTHONIOENCODING=ascii) printed as backslash escapes, not a UnicodeEncodeError
+    halfway through a report: the run folder's files keep it as written."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError, io.UnsupportedOperation):  # a capture, a closed stream
+            stream.reconfigure(errors="backslashreplace")
 
 
 def _fail(message: str) -> int:
