@@ -71,6 +71,7 @@ def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
                             f"at most {MAX_DEPTH})")
     *parents, leaf = _parts(dotted)
     _into_a_list(data, dotted, where)
+    _no_octal_parts(data, [*parents, leaf], dotted, where)
     for i, part in enumerate(parents):
         part = _key(node, part)
         child = node.get(part)
@@ -90,6 +91,22 @@ def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
         node.pop(_key(node, leaf), None)
     else:
         node[_key(node, leaf)] = value
+
+
+def _no_octal_parts(data: dict[str, Any], parts: list[str], dotted: str, where: str) -> None:
+    """A part in digits with a leading zero (`steps_by_batch.010`), which would name an integer
+    key: YAML 1.1 reads `010:` in a file as 8, and the file loader refuses it for that (yamlfiles.py),
+    so --set refuses it too rather than read it as 10. A key the mapping holds as that text is fine."""
+    node: Any = data
+    for part in parts:
+        if isinstance(node, dict) and part not in node and len(part) > 1 and part.isascii() and part.isdigit() \
+                and part.startswith("0"):
+            octal = set(part) <= set("01234567")
+            read = f"the octal number {int(part, 8)}" if octal else f"the text {part!r}"
+            other = "" if octal and int(part, 8) == int(part) else f", not {int(part)}"
+            raise ScenarioError(where, short(dotted, 80)[1:-1], f"{part!r} has a leading zero: YAML 1.1 reads `{part}:` "
+                                f"in a file as {read}{other}: write the number in decimal")
+        node = node.get(_key(node, part)) if isinstance(node, dict) else None
 
 
 def _holds_parts(data: dict[str, Any], parts: list[str]) -> bool:
@@ -224,13 +241,27 @@ def blamed_on_set(exc: ScenarioError, where: str, overrides: list[Override], wri
     `check` accepts without it (breaking_set); None where the error is the file's own."""
     keys = [k for k, _ in overrides]
     if exc.where == where and exc.key and (from_set(exc.key, keys, written) or
-                                           from_set(f"sweep.{exc.key}", keys, written)):
+                                           _swept_by_set(exc.key, overrides, written)):
         return ScenarioError("--set", exc.key, exc.reason)
     culprit = breaking_set(written, overrides, check, exc.key) if exc.where == where and overrides else None
     if culprit is not None:  # the file alone is valid: the flag broke it elsewhere (a sibling, a parent)
         at = f"{exc.key}: " if exc.key and exc.key != culprit else ""
         return ScenarioError("--set", culprit, f"{at}{exc.reason}")
     return None
+
+
+def _swept_by_set(key: str, overrides: list[Override], written: dict[str, Any]) -> bool:
+    """Whether `key` lies at or under an entry of the sweep that --set gave (`sweep.K=[...]`, or a
+    whole `sweep={...}` holding K): its values are the flag's. A --set of the sweep that does not
+    sweep `key` (`sweep=null`, another entry) leaves an error there the file's."""
+    data = copy.deepcopy(written)
+    for dotted, value in overrides:
+        set_key(data, dotted, copy.deepcopy(value), "--set")
+    sweep = data.get("sweep")
+    keys = [k for k, _ in overrides]
+    return isinstance(sweep, dict) and any(
+        isinstance(entry, str) and (key == entry or key.startswith(entry + "."))
+        and from_set(f"sweep.{entry}", keys, written) for entry in sweep)
 
 
 def breaking_set(written: dict[str, Any], overrides: list[Override],
