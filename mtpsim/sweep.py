@@ -75,15 +75,19 @@ def expand(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, An
                                     "value, each point keeping whichever comes last; sweep one of them")
     # --set wins over the sweep: a swept key it names (or lies under) stops being swept, and a
     # swept section it lies inside is overridden point by point; so does a command's flag that
-    # sets a key on every point (run's --seeds), which, unlike --set, does not name the key: it says so
-    sweep = {k: v for k, v in sweep.items() if not any(k == o or k.startswith(o + ".") for o, _ in overrides)}
+    # sets a key on every point (run's --seeds). Either says which swept values are not run
+    for key, values in list(sweep.items()):
+        setter = next(((o, value) for o, value in overrides if key == o or key.startswith(o + ".")), None)
+        if setter is not None:
+            dotted, value = setter
+            del sweep[key]
+            _over_sweep(where, key, f"--set {dotted}", [v for v in values if dotted != key or
+                                                        canonical(v) != canonical(value)], later)
     for key in sweep:
         sweep[key] = set_inside(key, sweep[key], overrides, where, later)
     fixed = fixed or {}
     for key in [k for k in sweep if _canonical_key(k) in fixed]:
-        flag = fixed[_canonical_key(key)]
-        later.append((where, f"sweep.{key}", f"{flag} sets {key} on every point, over the sweep (as --set would): "
-                      f"the swept values {short(sweep.pop(key), 40)} are not run"))
+        _over_sweep(where, key, fixed[_canonical_key(key)], sweep.pop(key), later)
     size = math.prod(len(v) for v in sweep.values())
     if size > MAX_SWEEP_POINTS:
         raise ScenarioError(where, "sweep", f"{size:,} points is over the limit of {MAX_SWEEP_POINTS:,} per scenario "
@@ -96,6 +100,16 @@ def expand(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, An
     for warning in later:
         warn(*warning)
     return Points(scenarios, len(points))
+
+
+def _over_sweep(where: str, key: str, flag: str, lost: list, later: list) -> None:
+    """The warning (into `later`) that a flag setting swept `key` on every point leaves its swept
+    values `lost` (those other than the flag's) unrun: one wording for --set and a command's flag."""
+    lost = list(dict.fromkeys(short(v, 40) for v in lost))
+    if lost:
+        later.append((where, f"sweep.{key}", f"{flag} sets {key} on every point, over the sweep: the swept "
+                      f"value{'s' if len(lost) > 1 else ''} {', '.join(lost)} {'are' if len(lost) > 1 else 'is'} "
+                      "not run"))
 
 
 @contextmanager

@@ -65,7 +65,7 @@ Found and fixed:
 
 Noticed, and left alone: a --set of a swept key stops it being swept and its swept values are
 neither run nor checked (`--set workload.num_requests=16` beside `sweep: {workload.num_requests:
-[x, {a: 1}]}` runs): by design, sweep.py's `--set wins over the sweep`; an engine release that
+[x, {a: 1}]}` runs): by design, sweep.py's `--set wins over the sweep` (said since campaign 25); an engine release that
 predates a model's architecture (DeepSeek-V4 on SGLang 0.4.0, vLLM 0.7.0) is priced without a
 word: the engine files say which releases lack a speculative method, not which lack a model,
 and that needs each engine's first supporting release, cited; hardware.profiles.default naming
