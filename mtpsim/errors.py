@@ -121,6 +121,16 @@ def from_validation(exc: ValidationError, where: str, prefix: str = "") -> Scena
         # int branch's error about the whole mapping
         err = next((e for e in errors if not e["type"].endswith("_type")), None) \
             or next((e for e in errors if e.get("input") is not err["input"]), err)
+    hint = ""
+    if err["type"] == "missing":  # a required key misspelt: the key the user wrote, beside it, is named
+        stray = _stray_beside(err, errors)
+        if stray is not None:
+            import difflib  # the error path only: 1 ms a start otherwise
+
+            wanted = str(err["loc"][-1])
+            close = difflib.get_close_matches(str(stray["loc"][-1]), [wanted], n=1, cutoff=0.6)
+            hint = f" (did you mean {wanted}? it is required)" if close else f" (and the required key {wanted} is missing)"
+            err = stray
     loc = [str(p) for p in err["loc"]]
     named = loc.pop() if err["type"] == "extra_forbidden" and loc else None  # the user's own key, never a tag
     parts = [p for p in loc if not _is_union_tag(p)] + ([named] if named is not None else [])  # cut when printed
@@ -132,12 +142,20 @@ def from_validation(exc: ValidationError, where: str, prefix: str = "") -> Scena
     if "[key]" in parts:  # a mapping's key, not its value, is wrong
         reason = f"as a key: {reason}"
     if err["type"] == "extra_forbidden":
-        reason = "unknown key"
+        reason = f"unknown key{hint}"
     elif err["type"] == "missing":
         reason = "required key is missing"
     elif "input" in err and err["type"] not in ("value_error", "assertion_error"):
         reason = f"{reason} (got {short(err['input'])})"
     return ScenarioError(where, key, reason)
+
+
+def _stray_beside(missing: dict, errors: list[dict]) -> dict | None:
+    """An unknown key in the same mapping as the `missing` required one: most often it is that key
+    misspelt, which "required key is missing" alone never showed the user."""
+    where = [p for p in missing["loc"][:-1] if not _is_union_tag(str(p))]
+    return next((e for e in errors if e["type"] == "extra_forbidden" and e["loc"]
+                 and [p for p in e["loc"][:-1] if not _is_union_tag(str(p))] == where), None)
 
 
 def _part(part: str, limit: int = 60) -> str:
