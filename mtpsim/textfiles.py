@@ -264,7 +264,7 @@ def strict_json(text: str):
     leading byte-order mark is dropped, as the CSV readers drop it (editors on Windows write one).
     A `-0.0` reads as 0.0, as YAML's does (yamlfiles.py): the sign of a zero passes a `>= 0` bound."""
     return json.loads(text.removeprefix("\ufeff"), object_pairs_hook=_unique_keys, parse_constant=_no_constant,
-                      parse_float=_unsigned_float)
+                      parse_float=_unsigned_float, parse_int=_whole)
 
 
 def unsigned(value):
@@ -276,6 +276,15 @@ def unsigned(value):
     if isinstance(value, float):
         return 0.0 if value == 0 else value
     return value + 0.0
+
+
+MAX_INT_DIGITS = 4000  # Python refuses to read an integer of 4,301 digits or more, in words for a programmer
+
+
+def _whole(text: str) -> int:
+    if len(text) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer {len(text.lstrip('-')):,} digits long ({text[:12]}...): no value is that large")
+    return int(text)
 
 
 def _unsigned_float(text: str) -> float:

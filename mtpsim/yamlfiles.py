@@ -47,6 +47,10 @@ _FLOAT_12 = re.compile(r"^(?:[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-
 # number spellings are, where it went on as text to `not a valid integer` (or into a name)
 _OCTAL_12 = re.compile(r"[-+]?0o[0-7_]+")
 _MERGE = "tag:yaml.org,2002:merge"
+# keys YAML 1.1 reads as something no scenario, catalog or engine file keys by: said as written,
+# where the schema's `Keys should be strings (got True)` at the path `engine.1` named a key no one wrote
+_NOT_KEYS = {"tag:yaml.org,2002:bool": "a boolean (YAML 1.1: true, yes, on, false, no, off)",
+             "tag:yaml.org,2002:float": "a fraction", "tag:yaml.org,2002:null": "null"}
 _NUMERIC_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("int", "float", "bool")}
 _DECIMAL = {"tag:yaml.org,2002:int": re.compile(r"[-+]?(?:0|[1-9][0-9]*)"),
             "tag:yaml.org,2002:float": re.compile(rf"{DECIMAL.pattern}|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")}
@@ -74,6 +78,9 @@ class _Rules:
             # a plain scalar's style: None in PyYAML's events, '' in libyaml's
             bare = isinstance(node, yaml.ScalarNode) and not node.style
             plain = _DECIMAL.get(node.tag) if bare else None
+            if node.tag == _MERGE and index is not None:  # a `<<` not in a mapping's key: an item or a value
+                raise _Problem(self._path, "'<<' is YAML's merge key, which only a mapping's key can be (<<: *anchor); "
+                               "quote it to mean the text")
             if bare and _OCTAL_12.fullmatch(node.value):
                 raise _Problem(self._path, f"{node.value[:40]!r} is a YAML 1.2 octal number (YAML 1.1 reads it as "
                                "text): write the number in decimal, or quote it for a string")
@@ -102,6 +109,9 @@ class _Rules:
                         raise _Problem([*self._path, key.value[:60]], f"the same key as {values[value]!r} "
                                        f"(equal as numbers; line {key.start_mark.line + 1})")
                     values[value] = key.value[:60]
+                if key.tag in _NOT_KEYS:  # after the check above: `{1: 2, 1.0: 1}` is a duplicate first
+                    raise _Problem(self._path, f"{key.value[:40]!r} as a key reads as {_NOT_KEYS[key.tag]} (line "
+                                   f"{key.start_mark.line + 1}): a key is a name or a whole number; quote it to mean the text")
         return node
 
     def flatten_mapping(self, node):

@@ -14,8 +14,8 @@ from tests.test_bad_input_2 import SMALL
 
 SWEEPS = [  # the sweep section, the key the line names, a word of the reason
     ("sweep: {5: [1]}", "sweep.5", "dotted key path"),
-    ("sweep: {null: [1]}", "sweep.None", "dotted key path"),
-    ("sweep: {true: [1]}", "sweep.True", "dotted key path"),
+    ("sweep: {null: [1]}", "sweep", "'null' as a key reads as null"),  # refused as written (yamlfiles.py)
+    ("sweep: {true: [1]}", "sweep", "'true' as a key reads as a boolean"),
     ("sweep: 0", "sweep", "must map"),
     ("sweep: []", "sweep", "must map"),
     ("sweep: ''", "sweep", "must map"),
