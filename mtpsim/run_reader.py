@@ -86,6 +86,8 @@ def read_run_table(folder: Path, name: str, required: bool = True) -> pd.DataFra
     columns `mtpsim plot` reads (RUN_TABLES)."""
     path = Path(folder) / name
     if not path.is_file():
+        if path.exists() or path.is_symlink():  # a folder, a dangling link: not the table a run wrote
+            raise ScenarioError(str(path), "", "not a file: a run writes it as a CSV (was the run folder edited?)")
         if required:
             raise ScenarioError(str(folder), "", f"incomplete run folder: no {name}")
         return None
