@@ -72,7 +72,9 @@ def parse_target(text: str, metric: str) -> Target:
     if value <= 0:
         raise ScenarioError(flag, "", f"{short(text, 40)}: must be above 0")
     seconds = value if unit == "s" else value / 1e3
-    low, high = (1e-6, 1e9) if metric == "user_tps" else (1e-6, 1e6)  # tok/s; seconds: from 1 us to ~11 days
+    # seconds: from 1 us to ~11 days; tokens per second the same bounds turned over (1 / TPOT): a
+    # user at 1e7 tok/s is a TPOT of 0.1 us, which --tpot refuses, and no search can meet
+    low, high = (1e-6, 1e6)
     if not low <= (value if metric == "user_tps" else seconds) <= high:
         raise ScenarioError(flag, "", f"{short(text, 40)}: outside {low:g}..{high:g} "
                             f"{'tokens per second' if metric == 'user_tps' else 'seconds'}")
