@@ -50,21 +50,14 @@ from pathlib import Path
 import pytest
 
 from mtpsim import cli
-from tests.test_bad_input import one_line_error
+from tests.test_bad_input import BASE, one_line_error
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICKSTART = str(ROOT / "scenarios" / "quickstart.yaml")
-SMALL = """\
-name: small
-question: "Ünïcødé → how much does nextn buy?"
-model: deepseek-v3
-hardware: h200
-parallel: {tp: 8}
-speculative: {design: nextn, steps: 1}
-acceptance: {per_depth: [0.8, 0.7]}
-workload: {concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}
-"""
+# the campaigns' small scenario (one nextn step), with a question stdout may not encode
+SMALL = BASE.replace("name: p\n", 'name: small\nquestion: "Ünïcødé → how much does nextn buy?"\n').replace(
+    "steps: 2}", "steps: 1}")
 
 
 def _file(tmp_path: Path, text: str, name: str = "s.yaml") -> str:
