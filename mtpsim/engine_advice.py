@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from mtpsim import designs, model_advice, workload_advice
 from mtpsim.cache_settings import block_tokens_of, cache_enabled, trace_blocks
+from mtpsim.engine_forms import scenario_cannot_launch
 from mtpsim.schema import Scenario
 
 
@@ -75,6 +76,12 @@ def engine_moot(s: Scenario) -> list[tuple[str, str]]:
     lacking = lacked_method(s)
     if lacking is not None:
         found.append(("speculative.design", lacking))
+    launch = scenario_cannot_launch(s)
+    if launch is not None:  # a layout or draft shape the engine has no option for
+        key, why = launch
+        why = why.split(": ", 1)[1]  # the engine's label is this warning's subject
+        found.append((key, f"{engine.name} {engine.version} {why}; mtpsim prices it as if it could (the sources: "
+                      "mtpsim/engine_forms.py)"))
     if s.engine.mixed_batches and record.draft_part is not None and not engine.mixed_batches.speculative:
         if s.speculative.design in engine.mixes_as_decode:
             found.append(("engine.mixed_batches", f"{engine.name} {engine.version} mixes a prompt chunk into a "
@@ -88,6 +95,9 @@ def engine_moot(s: Scenario) -> list[tuple[str, str]]:
     if s.engine.speculative_overlap is not None and record.draft_part is None:
         found.append(("engine.speculative_overlap", f"design {s.speculative.design} runs no speculative iteration: the "
                       "speculative overlap changes nothing (plain decode's is engine.overlap_schedule)"))
+    elif s.engine.speculative_overlap and not engine.speculative_overlap_possible:  # resolve.py keeps it off
+        found.append(("engine.speculative_overlap", f"{engine.name} {engine.version} has no speculative overlap to "
+                      f"turn on ({_setting_rule(engine, 'speculative_overlap_possible')}): true changes nothing"))
     elif s.engine.speculative_overlap and not s.engine.overlap_schedule:  # costs/iteration.py hiding_window
         found.append(("engine.speculative_overlap", "engine.overlap_schedule is false: no iteration hides host work, "
                       "so the speculative overlap changes nothing"))

@@ -62,6 +62,9 @@ class EngineSpec(Spec):
     # whether speculative iterations overlap host work at all (SGLang spec v2, vLLM async scheduling
     # of drafts); when False a speculative design hides nothing, whatever `hides` lists for it
     speculative_overlap: bool = True
+    # whether the release has a speculative overlap to turn on at all (engine.speculative_overlap:
+    # true takes it): SGLang's spec v2 from v0.5.5, vLLM's async speculative scheduling from v0.14
+    speculative_overlap_possible: bool = True
     speculative_overlap_max_topk: int | None = Field(default=None, ge=1, le=MAX_TOPK)  # wider trees do not overlap
     # designs whose speculative worker this release runs without the overlap scheduler, whatever
     # speculative_overlap says for the others (SGLang's DFLASH and FROZEN_KV_MTP before v0.5.14)

@@ -133,6 +133,8 @@ def _resolve_specs(s: Scenario, where: str) -> Specs:
     engine = catalog.load_engine(s.engine.kind, s.engine.version, s.engine.ignore_rules, where)
     said = {field: getattr(s.engine, key) for key, field in SCENARIO_OVER_RELEASE.items()
             if getattr(s.engine, key) is not None}
+    if said.get("speculative_overlap") and not engine.speculative_overlap_possible:
+        said["speculative_overlap"] = False  # a release with no overlap to turn on: engine_advice says so
     engine = engine.model_copy(update=said) if said else engine  # the scenario's word over the release's
     cost_model, profile = _resolve_pricing(s, hardware, engine, where)
     _unpriced_attention_kernel(s, engine, hardware, [model, draft], cost_model, where)

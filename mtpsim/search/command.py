@@ -22,6 +22,7 @@ from mtpsim import sweep
 from mtpsim.advice import GRID_CHECKS, advise, swept_search
 from mtpsim.budget_advice import budget_at_points
 from mtpsim.designs import BASELINE, record
+from mtpsim.engine_forms import Drafter
 from mtpsim.errors import ScenarioError, decimal_number, from_validation, holding, printable, short, warn
 from mtpsim.intervals import half_width
 from mtpsim.outputs import writing
@@ -30,7 +31,7 @@ from mtpsim.runfolder import claimed, mark_complete, write_csv
 from mtpsim.schema import check_replicates
 from mtpsim.search import DEFAULT_CACHE, disagg, execute, frontier, rankable, space, summary
 from mtpsim.search.bounds import SearchBounds
-from mtpsim.search.flags import Drafter, launch_flags
+from mtpsim.search.flags import launch_flags
 from mtpsim.search.layouts import fitting_layouts, has_experts
 from mtpsim.search.targets import Target, finalists, meeting
 

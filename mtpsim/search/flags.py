@@ -60,28 +60,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 
 import pandas as pd
 
 from mtpsim.designs import BASELINE
-
-
-@dataclass(frozen=True)
-class Drafter:
-    """What the chosen design drafts with, as far as the engines' options tell them apart."""
-
-    external: bool = False         # nextn with an external (EAGLE-3) draft
-    mtp_layers: int | None = None  # the model's own MTP layers
-    block_kind: str | None = None  # block: dflash | dspark
-
-    @classmethod
-    def of(cls, s) -> Drafter:
-        """From a resolved scenario (its design's draft, the model's MTP layers)."""
-        specs, design = s.specs, s.speculative.design
-        mtp = specs.model.mtp.num_layers if specs.model.mtp is not None else None
-        return cls(external=design == "nextn" and specs.draft is not None, mtp_layers=mtp,
-                   block_kind=specs.block_kind if design == "block" else None)
+from mtpsim.engine_forms import Drafter, cannot_launch
 
 
 def _sglang_spec(row: pd.Series, d: Drafter) -> list[str] | str:
@@ -101,14 +84,21 @@ def _sglang_spec(row: pd.Series, d: Drafter) -> list[str] | str:
                     f"has speculative algorithm DSPARK, dspark block size {row.steps}, for a checkpoint's bundled drafter")
         if d.block_kind != "dflash":
             return f"SGLang: cannot run a {d.block_kind} block drafter (0.5.12's algorithms have DFLASH only)"
-        if row.attention_dp > 1:
-            return "SGLang: cannot run DFLASH with DP attention (server_args.py refuses it)"
         return ["--speculative-algorithm DFLASH --speculative-draft-model-path DRAFT",
                 f"--speculative-dflash-block-size {row.steps + 1}"]
     return f"SGLang: cannot run design {row.design} (no speculative algorithm of 0.5.12 maps to it)"
 
 
+def _cannot(kind: str, row: pd.Series, drafter: Drafter) -> str | None:
+    """engine_forms.cannot_launch's reason for the row under engine `kind`, or None."""
+    found = cannot_launch(kind, row.design, row.topk, row.tp, row.ep, row.attention_dp, drafter)
+    return None if found is None else found[1]
+
+
 def sglang(row: pd.Series, cap: int, drafter: Drafter) -> str:
+    cannot = _cannot("sglang", row, drafter)
+    if cannot is not None:
+        return cannot
     parts = ["python -m sglang.launch_server --model-path MODEL", f"--tp-size {row.tp}"]
     if row.ep > 1:
         parts.append(f"--ep-size {row.ep}")
@@ -129,14 +119,8 @@ def sglang(row: pd.Series, cap: int, drafter: Drafter) -> str:
 
 
 def _vllm_spec(row: pd.Series, d: Drafter) -> dict | str:
-    many = d.mtp_layers is not None and d.mtp_layers > 1
     if row.design == "nextn":
-        if d.external:
-            return {"method": "eagle3", "model": "DRAFT"}
-        if many:
-            return (f"vLLM: cannot reuse one MTP layer of {d.mtp_layers} (it runs layer step % n_predict: "
-                    "that is design multi_layer)")
-        return {"method": "mtp"}
+        return {"method": "eagle3", "model": "DRAFT"} if d.external else {"method": "mtp"}
     if row.design == "multi_layer":
         return {"method": "mtp"}
     if row.design == "frozen_kv":
@@ -152,10 +136,9 @@ def _vllm_spec(row: pd.Series, d: Drafter) -> dict | str:
 
 
 def vllm(row: pd.Series, cap: int, drafter: Drafter) -> str:
-    if row.ep not in (1, row.tp):
-        return f"vLLM: cannot run ep {row.ep} within {row.tp} GPUs (its experts span all of a server's GPUs or none)"
-    if row.topk > 1:
-        return "vLLM: cannot run a draft tree (topk > 1): its drafts are chains"
+    cannot = _cannot("vllm", row, drafter)
+    if cannot is not None:
+        return cannot
     parts = ["vllm serve MODEL", f"--tensor-parallel-size {row.tp // row.attention_dp}"]
     if row.attention_dp > 1:
         parts.append(f"--data-parallel-size {row.attention_dp}")
@@ -172,12 +155,9 @@ def vllm(row: pd.Series, cap: int, drafter: Drafter) -> str:
 
 
 def _trtllm_spec(row: pd.Series, d: Drafter) -> dict | str:
-    many = d.mtp_layers is not None and d.mtp_layers > 1
     if row.design == "nextn":
         if d.external:
             return {"decoding_type": "Eagle3", "max_draft_len": int(row.steps), "speculative_model": "DRAFT"}
-        if many:
-            return f"TensorRT-LLM: cannot reuse one MTP layer of {d.mtp_layers} (its MTP runs them in turn: multi_layer)"
         return {"decoding_type": "MTP", "num_nextn_predict_layers": int(row.steps)}
     if row.design == "multi_layer":
         return {"decoding_type": "MTP", "num_nextn_predict_layers": int(row.steps), "use_mtp_vanilla": True}
@@ -185,10 +165,9 @@ def _trtllm_spec(row: pd.Series, d: Drafter) -> dict | str:
 
 
 def trtllm(row: pd.Series, cap: int, drafter: Drafter) -> str:
-    if row.attention_dp not in (1, row.tp):
-        return f"TensorRT-LLM: cannot run attention_dp {row.attention_dp} of tp {row.tp} (attention DP spans all tp GPUs)"
-    if row.topk > 1:
-        return "TensorRT-LLM: cannot run a draft tree (topk > 1) here: chains only"
+    cannot = _cannot("trtllm", row, drafter)
+    if cannot is not None:
+        return cannot
     options = {"enable_attention_dp": bool(row.attention_dp > 1)}
     if row.design != BASELINE:
         spec = _trtllm_spec(row, drafter)

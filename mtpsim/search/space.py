@@ -17,6 +17,7 @@ from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.checks import as_built_for
 from mtpsim.designs import BASELINE, record
 from mtpsim.engine_advice import lacked_method
+from mtpsim.engine_forms import scenario_cannot_launch
 from mtpsim.errors import ScenarioError, silenced, warn
 from mtpsim.heaviness import heavy_load, prefill_chunks
 from mtpsim.schema import MAX_STEPS, mean_length
@@ -189,9 +190,14 @@ def points(base: sc.Scenario, layouts: list[Layout], settings: list[dict], bound
                             "the loads or the steps)")
     cap_set = base.engine.max_running_requests is not None
     out, unfit = [], {}  # unfit: design -> (its settings x layouts that leave no KV pool, the first why)
+    unlaunched: list[str] = []  # settings x layouts the scenario's engine has no launch options for
     for layout in layouts:
         for spec in settings:
             s = at_layout(base, layout, spec)
+            launch = scenario_cannot_launch(s)
+            if launch is not None:  # the engine could not run it: not a deployment to offer
+                unlaunched.append(f"{layout.label}, {setting_label(spec)}: {launch[1]}")
+                continue
             # a layout is kept for the scenario's own design (fitting_layouts); a searched design's
             # draft (weights, KV) may not fit beside the target there: its points are not run
             problem = kv_problem(s) if spec["design"] != BASELINE else None
@@ -200,6 +206,7 @@ def points(base: sc.Scenario, layouts: list[Layout], settings: list[dict], bound
                 unfit[spec["design"]] = (count + 1, why)
                 continue
             out += [with_load(s, load, layout, cap_set, origin) for load in ladder]
+    _say_unlaunched(base, unlaunched, len(layouts) * len(settings), bool(out or unfit))
     _say_unfit(base, bounds, unfit, layouts, settings)
     # after the points validate: a refused load is one line. A point's size is its requests per
     # user or per rate where the search section sets them, else the load that multiplies them
@@ -215,6 +222,19 @@ def setting_label(spec: dict) -> str:
     if spec["design"] == BASELINE:
         return BASELINE
     return f"{spec['design']} S={spec['steps']}" + (f" topk {spec['topk']}" if spec.get("topk", 1) > 1 else "")
+
+
+def _say_unlaunched(base: sc.Scenario, unlaunched: list[str], total: int, any_left: bool) -> None:
+    """A ScenarioError where the scenario's engine can launch none of the settings x layouts
+    searched, else one warning that those it cannot are not run (engine_forms.py)."""
+    if not unlaunched:
+        return
+    engine = f"{base.engine.kind} {base.specs.engine.version}"
+    if not any_left:
+        raise ScenarioError(base.source, "engine.kind", f"{engine} can launch none of the {total} settings x layouts "
+                            f"searched (e.g. {unlaunched[0]}): search another engine, or narrow the search to what it runs")
+    warn(base.source, "engine.kind", f"{len(unlaunched)} of the {total} settings x layouts searched are not run: {engine} "
+         f"cannot launch them (e.g. {unlaunched[0]})")
 
 
 def _say_unfit(base: sc.Scenario, bounds: SearchBounds, unfit: dict, layouts: list[Layout], settings: list[dict]) -> None:
