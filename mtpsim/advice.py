@@ -228,7 +228,7 @@ def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
 
 
 # every check problems() runs, in the order its warnings print
-CHECKS = (spec.ignored_by_design, spec.unreached_policy, engine_advice.skew_without_experts,
+CHECKS = (spec.ignored_by_design, spec.draft_of_another_target, spec.unreached_policy, engine_advice.skew_without_experts,
           workload_advice.reshaped_lengths, model_advice.no_context_limit, spec.deep_histogram, spec.dead_drafts,
           swept_search, swept_verify, engine_advice.no_wide_ep, engine_advice.idle_engine_settings,
           engine_advice.blocks_out_of_reach, budget_advice.budget_below_decode,
@@ -237,6 +237,7 @@ CHECKS = (spec.ignored_by_design, spec.unreached_policy, engine_advice.skew_with
           model_advice.windows_past_context, model_advice.fp4_kv_before_blackwell,
           workload_advice.trace_settings_unread, model_advice.past_any_model, model_advice.odd_widths,
           _verify_past_the_model, _disaggregation_moot, workload_advice.unused_by_arrival, workload_advice.concurrency_unread,
+          workload_advice.idle_replicas,
           _prefix_past_the_prompts, spec.kept_past_the_steps, _past_their_reach, spec.forced_past_its_range,
           engine_advice.engine_moot, engine_advice.stream_overlap_moot, budget_advice.batch_wait_moot,
           engine_advice.graph_lists_capture_none)

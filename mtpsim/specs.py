@@ -54,10 +54,10 @@ ROLE_NAMES = {"target": "a target model", "draft": "a draft model", "assistant":
 # block.target_layer_ids and borrows the target's embedding and LM head (costs/blocks.py).
 _DRAFTS_UNREAD = ("mtp", "assistant", "block_draft", "tie_embeddings")
 ROLE_UNREAD = {
-    "target": ("backbone_hidden_size", "fused_target_layers", "draft_vocab_size"),
+    "target": ("backbone_hidden_size", "fused_target_layers", "draft_vocab_size", "trained_for"),
     "draft": _DRAFTS_UNREAD,
-    "assistant": (*_DRAFTS_UNREAD, "fused_target_layers", "draft_vocab_size"),
-    "block_draft": (*_DRAFTS_UNREAD, "fused_target_layers", "draft_vocab_size", "lm_head"),
+    "assistant": (*_DRAFTS_UNREAD, "fused_target_layers", "draft_vocab_size", "trained_for"),
+    "block_draft": (*_DRAFTS_UNREAD, "fused_target_layers", "draft_vocab_size", "lm_head", "trained_for"),
 }
 
 
@@ -93,6 +93,9 @@ class ModelSpec(Spec):
     # target's, which a d2t table maps the draft's tokens into)
     fused_target_layers: int | None = Field(default=None, gt=0, le=MAX_LAYERS)
     draft_vocab_size: int | None = Field(default=None, gt=0, le=MAX_VOCAB)
+    # drafts: the targets (catalog names) on whose hidden states the head was trained; paired with
+    # another, its widths may match while its acceptance is not the pair's (speculation_advice.py)
+    trained_for: list[CatalogName] | None = Field(default=None, min_length=1, max_length=64)
 
     @model_validator(mode="after")
     def _refs_exist(self) -> ModelSpec:

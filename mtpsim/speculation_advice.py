@@ -24,6 +24,20 @@ def ignored_by_design(s: Scenario) -> list[tuple[str, str]]:
     return found
 
 
+def draft_of_another_target(s: Scenario) -> list[tuple[str, str]]:
+    """An external draft trained on another target's hidden states (its `trained_for`): the engine
+    loads it where the widths match, but what it accepts is the acceptance of the pair it was
+    trained in, not of this one (design_checks.external_fits checks the widths)."""
+    draft = s.specs.draft
+    trained = draft.trained_for if draft is not None and draft.role == "draft" else None
+    model = s.specs.model
+    if not trained or model.name in trained or any(a in trained for a in model.aliases):
+        return []
+    return [("speculative.draft", f"{draft.name!r} was trained on the hidden states of {' and '.join(trained)} "
+             f"(trained_for), not model {model.name!r}: it runs where the widths match, but what it accepts on this target "
+             "is not measured: the acceptance given is an assumption")]
+
+
 def unreached_policy(s: Scenario) -> list[tuple[str, str]]:
     """steps_by_batch entries whose batch no iteration can run: past the running-request cap,
     the number of requests, or a closed loop's users."""

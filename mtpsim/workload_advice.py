@@ -104,6 +104,20 @@ def concurrency_unread(s: Scenario) -> list[tuple[str, str]]:
              "take it as their batch)")]
 
 
+def idle_replicas(s: Scenario) -> list[tuple[str, str]]:
+    """Replicas a closed loop's users cannot all reach: with fewer users (or requests) than
+    `parallel.dp`, some replicas never serve one, and the per-GPU figures count their GPUs."""
+    w = s.workload
+    swept = any(k.split(".")[0] in ("workload", "parallel") for k in (s.point or {}))  # a ladder of loads: its low rungs
+    if w.arrival != "closed" or s.disaggregation is not None or swept:
+        return []
+    busy = min(w.concurrency, w.num_requests)
+    if busy >= s.parallel.dp:
+        return []
+    return [("parallel.dp", f"{s.parallel.dp} replicas for at most {busy} request{'s' * (busy > 1)} at once: "
+             f"{s.parallel.dp - busy} replicas never serve one, and the per-GPU figures count their GPUs")]
+
+
 def trace_settings_unread(s: Scenario) -> list[tuple[str, str]]:
     """A trace's settings its file makes moot: block_size sizes hash_ids blocks a file without
     them never has; a shared prefix is not laid over prompts whose hash_ids say what they share
