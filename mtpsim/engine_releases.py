@@ -85,10 +85,13 @@ class Versions(Spec):
 
 @functools.lru_cache(maxsize=4096)  # a rule's since / until is read at every release it is tested at
 def release(text: str) -> Version:
-    """A release's comparable form: 0.5.12.post1 compares as 0.5.12 (the rules name releases; a
-    post release runs its release's code paths). What a file or scenario names is read by
-    `_plain_release` first, which refuses what is no release."""
-    return Version(Version(text).base_version)
+    """A release's comparable form: its number and post part (0.5.12.post1 comes after 0.5.12 and
+    before 0.5.13), nothing else. A rule that names a release holds at its post releases as at it
+    (a post release runs its release's code paths); one that names a post release as a bound holds
+    from or until exactly that one (SGLang's EAGLE3 method came in 0.4.4.post2). What a file or
+    scenario names is read by `_plain_release` first, which refuses what is no release."""
+    at = Version(text)
+    return Version(at.base_version + (f".post{at.post}" if at.post is not None else ""))
 
 
 def _plain_release(text: str) -> Version:
@@ -182,7 +185,9 @@ def _check_file(raw: dict, rules: list[VersionRule], versions: Versions, file: s
         if rule.since is not None and rule.until is not None and release(rule.until) <= release(rule.since):
             raise ScenarioError(file, f"rules.{i}.until", f"rule {rule.name} holds for no release (until {rule.until} "
                                 f"is not after since {rule.since})")
-        if not any(rule.holds_at(k) for k in known.values()):
+        # a rule from a post release (since: 0.4.4.post2) may hold at post releases alone
+        holds = [*known.values(), *([release(rule.since)] if rule.since is not None else [])]
+        if not any(rule.holds_at(k) for k in holds):
             raise ScenarioError(file, f"rules.{i}.until", f"rule {rule.name} holds for no release of versions.known "
                                 f"(until {rule.until} is the first)")
     names = [r.name for r in rules]

@@ -37,7 +37,9 @@ def test_rules_hold_over_their_ranges():
 
 
 def test_post_and_candidate_builds_run_their_release():
-    assert release("0.5.12.post1") == release("0.5.12") == release("0.5.12rc3")
+    """A post release sorts between its release and the next, so a rule naming releases holds at it
+    as at its release, and one naming a post release (SGLang's EAGLE3 in 0.4.4.post2) holds exactly."""
+    assert release("0.5.12") == release("0.5.12rc3") < release("0.5.12.post1") < release("0.5.13")
     assert resolve_engine(RAW, "1.2.post2").rules == ("overlap",)
 
 
