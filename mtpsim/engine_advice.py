@@ -56,16 +56,20 @@ def _setting_rule(engine, field: str) -> str:
     return f"rule {rule}" if rule else f"engines/{engine.name}.yaml {field}"
 
 
-def lacked_method(s: Scenario) -> str | None:
-    """What to say where the engine release has no speculative method for the scenario's design
-    (its file's lacks_methods), else None."""
-    engine, design = s.specs.engine, s.speculative.design
+def lacked_method(s: Scenario) -> tuple[str, str] | None:
+    """(the key at fault, what to say) where the engine release has no speculative method for the
+    scenario's design, block drafter or EAGLE-3 draft (its file's lacks_methods), else None."""
+    engine, design, draft = s.specs.engine, s.speculative.design, s.specs.draft
     block = s.specs.block_kind if design == "block" else None
-    lacking = block if block in engine.lacks_methods else design if design in engine.lacks_methods else None
+    eagle3 = design == "nextn" and draft is not None and draft.fused_target_layers is not None
+    lacking = block if block in engine.lacks_methods else design if design in engine.lacks_methods else \
+        "eagle3" if eagle3 and "eagle3" in engine.lacks_methods else None
     if lacking is None:
         return None
-    what = f"a {lacking} block drafter" if lacking == block else f"design {design}"
-    return (f"{engine.name} {engine.version} has no speculative method for {what} (engines/{engine.name}.yaml "
+    what = f"a {lacking} block drafter" if lacking == block else \
+        f"an EAGLE-3 draft ({draft.name!r})" if lacking == "eagle3" else f"design {design}"
+    return ("speculative.draft" if lacking == "eagle3" else "speculative.design",
+            f"{engine.name} {engine.version} has no speculative method for {what} (engines/{engine.name}.yaml "
             "lacks_methods): mtpsim prices it with this engine's host rules as if the release ran it")
 
 
@@ -75,7 +79,7 @@ def engine_moot(s: Scenario) -> list[tuple[str, str]]:
     engine, record, found = s.specs.engine, designs.record(s.speculative.design), []
     lacking = lacked_method(s)
     if lacking is not None:
-        found.append(("speculative.design", lacking))
+        found.append(lacking)
     launch = scenario_cannot_launch(s)
     if launch is not None:  # a layout or draft shape the engine has no option for
         key, why = launch

@@ -100,7 +100,8 @@ class EngineSpec(Spec):
     # what this release has no speculative method for, where its code was read: a design, or a block
     # drafter's kind (dflash, dspark); a scenario running one is priced with the engine's host rules
     # as if it ran it, with one warning (engine_advice.py)
-    lacks_methods: tuple[Literal["multi_layer", "frozen_kv", "parallel_heads", "dflash", "dspark"], ...] = ()
+    # eagle3: an external EAGLE-3 draft (one that fuses target layers) under design nextn
+    lacks_methods: tuple[Literal["multi_layer", "frozen_kv", "parallel_heads", "dflash", "dspark", "eagle3"], ...] = ()
     # designs whose iterations this release mixes prompt chunks into, where mixing is on, by running
     # that step's requests as plain one-token decodes (SGLang from v0.5.19): not modelled, said in one
     # warning (engine_advice.py); mixed_batches.speculative stays the rule mtpsim prices

@@ -30,10 +30,14 @@ Found and fixed:
   word, their GPUs counted in the per-GPU figures: said at parallel.dp (not where a sweep varies the
   load or the layout, whose low rungs are meant).
 
-Noticed, and left alone: an EAGLE-3 draft on SGLang 0.4.0-0.4.4 or vLLM 0.7 (which had no EAGLE3
-method) is not warned of: SGLang's EAGLE3 came in 0.4.4.post2 (read in the wheels), and mtpsim
-compares a post release as its release, so a rule would also warn 0.4.4.post2's users, whose build
-has it; a named acceptance profile of another model is applied without a word (an acceptance is
+- an EAGLE-3 draft on a release with no EAGLE3 method (SGLang before 0.4.4.post2, vLLM before
+  0.8.5, read in the wheels) ran without a word: `eagle3` joins lacks_methods. SGLang's came in a
+  post release, which mtpsim compared as its release: a post release now sorts after its release
+  (engine_releases.release), so a rule may name one, and 0.4.4.post2's own speculative CUDA-graph
+  list (which it read as 0.4.4's) is its rule. P3, which names 0.4.4 and ran the paper's EAGLE-3
+  branch, now says so in one warning (its file explains).
+
+Noticed, and left alone: a named acceptance profile of another model is applied without a word (an acceptance is
 the user's assumption to give); hardware figures far past any GPU within the documented ranges
 (what-if studies); engine.mem_fraction 1.0 (the documented range); FP4 weights on an A100 (Marlin's
 W4A16 exists on Ampere).
@@ -181,3 +185,36 @@ def test_replicas_a_closed_loop_cannot_reach_are_said(capsys):
     assert warned == ["mtpsim: warning: --set: parallel.dp: 100 replicas for at most 16 requests at once: 84 replicas "
                       "never serve one, and the per-GPU figures count their GPUs"], warned
     assert _about(warnings_of(capsys, ["cost", "scenarios/quickstart.yaml", "--set", "parallel.dp=2"]), "parallel.dp") == []
+
+
+# ------------------------------------------------------------- 6. an EAGLE-3 draft before the release that loads one
+
+@pytest.mark.parametrize("engine, version, said", [
+    ("sglang", "0.4.4", True), ("sglang", "0.4.4.post1", True), ("sglang", "0.4.4.post2", False),
+    ("sglang", "0.4.5", False), ("vllm", "0.8.4", True), ("vllm", "0.8.5", False)])
+def test_an_eagle3_draft_on_a_release_without_the_method_is_warned_of(capsys, engine, version, said):
+    """Before: an EAGLE-3 head ran on SGLang 0.4.0-0.4.4.post1 (--speculative-algorithm EAGLE,
+    NEXTN) and vLLM before 0.8.5 (no "eagle3" method) without a word. SGLang's came in a post
+    release, which the rules now tell from its release (engine_releases.release)."""
+    argv = ["cost", TREE, "--set", "sweep=null", "--set", f"engine={{kind: {engine}, version: '{version}'}}"]
+    warned = [w for w in warnings_of(capsys, argv) if "EAGLE-3 draft" in w]
+    assert bool(warned) is said, warned
+    assert not said or f"speculative.draft: {engine} {version} has no speculative method for an EAGLE-3 draft " \
+        "('eagle3-llama-3.1-8b')" in warned[0], warned
+
+
+def test_a_post_release_sorts_between_its_release_and_the_next():
+    from mtpsim.engine_releases import release
+    order = ["0.4.4", "0.4.4.post1", "0.4.4.post2", "0.4.5"]
+    assert sorted(order, key=release) == order and release("0.4.4.post2") > release("0.4.4.post1")
+
+
+def test_sglang_0_4_4_post2_captures_its_own_speculative_graphs(capsys):
+    """v0.4.4.post2 changed the speculative capture list (range(1, 9) + range(9, 33, 2) + 64..160),
+    which mtpsim read as v0.4.4's range(1, 33) while it compared a post release as its release."""
+    verify = {}
+    for version in ("0.4.4", "0.4.4.post2"):
+        assert cli.main(["cost", TREE, "--set", "sweep=null", "--set", f"engine.version={version}", "--batch", "10"]) == 0
+        row = next(line for line in capsys.readouterr().out.splitlines() if "verify:target" in line)
+        verify[version] = int(row.split()[2])
+    assert verify == {"0.4.4": 80, "0.4.4.post2": 88}  # 10 requests x 8 tokens, padded to 11 in post2

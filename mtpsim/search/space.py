@@ -65,7 +65,7 @@ def steps_by_design(base: sc.Scenario, bounds: SearchBounds, flags: set[str] = f
         s = base if design == base.speculative.design else as_design(base, design, key)
         lacking = lacked_method(s) if s is not base else None  # the scenario's own is warned of as it loads
         if lacking is not None:  # as_design's trial is silent: a searched design was picked, flags and all
-            warn(base.source, key, f"{design}: {lacking}")
+            warn(base.source, key, f"{design}: {lacking[1]}")
         steps = candidate_steps(s, bounds.max_steps, bound_origin(base.source, flags, "max_steps"))
         if not steps:
             spec = s.speculative.model_copy(update={"steps": 1, "topk": 1, "draft_tokens": None, "policy": None})
