@@ -83,7 +83,6 @@ def engine_moot(s: Scenario) -> list[tuple[str, str]]:
     launch = scenario_cannot_launch(s)
     if launch is not None:  # a layout or draft shape the engine has no option for
         key, why = launch
-        why = why.split(": ", 1)[1]  # the engine's label is this warning's subject
         found.append((key, f"{engine.name} {engine.version} {why}; mtpsim prices it as if it could (the sources: "
                       "mtpsim/engine_forms.py)"))
     if s.engine.mixed_batches and record.draft_part is not None and not engine.mixed_batches.speculative:

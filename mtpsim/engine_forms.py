@@ -37,30 +37,31 @@ class Drafter:
 
 def cannot_launch(kind: str, design: str, topk: int, tp: int, ep: int, attention_dp: int,
                   drafter: Drafter) -> tuple[str, str] | None:
-    """(the scenario key at fault, why `kind` cannot launch it), or None where it can: a replica
+    """(the scenario key at fault, why `kind` cannot launch it: `cannot run ...`, said after the
+    engine's name), or None where it can: a replica
     of `tp` GPUs, `ep` expert groups and `attention_dp` attention groups running `design` with
     trees `topk` wide."""
     spec = design != BASELINE
     many = drafter.mtp_layers is not None and drafter.mtp_layers > 1 and design == "nextn" and not drafter.external
     if kind == "vllm":
         if ep not in (1, tp):
-            return "parallel.ep", f"vLLM: cannot run ep {ep} within {tp} GPUs (its experts span all of a server's GPUs or none)"
+            return "parallel.ep", f"cannot run ep {ep} within {tp} GPUs (its experts span all of a server's GPUs or none)"
         if spec and topk > 1:
-            return "speculative.topk", "vLLM: cannot run a draft tree (topk > 1): its drafts are chains"
+            return "speculative.topk", "cannot run a draft tree (topk > 1): its drafts are chains"
         if many:
-            return "speculative.design", (f"vLLM: cannot reuse one MTP layer of {drafter.mtp_layers} (it runs layer "
+            return "speculative.design", (f"cannot reuse one MTP layer of {drafter.mtp_layers} (it runs layer "
                                           "step % n_predict: that is design multi_layer)")
     elif kind == "trtllm":
         if attention_dp not in (1, tp):
-            return "parallel.attention_dp", (f"TensorRT-LLM: cannot run attention_dp {attention_dp} of tp {tp} "
+            return "parallel.attention_dp", (f"cannot run attention_dp {attention_dp} of tp {tp} "
                                              "(attention DP spans all tp GPUs)")
         if spec and topk > 1:
-            return "speculative.topk", "TensorRT-LLM: cannot run a draft tree (topk > 1) here: chains only"
+            return "speculative.topk", "cannot run a draft tree (topk > 1) here: chains only"
         if many:
-            return "speculative.design", (f"TensorRT-LLM: cannot reuse one MTP layer of {drafter.mtp_layers} (its MTP "
+            return "speculative.design", (f"cannot reuse one MTP layer of {drafter.mtp_layers} (its MTP "
                                           "runs them in turn: multi_layer)")
     elif kind == "sglang" and design == "block" and drafter.block_kind == "dflash" and attention_dp > 1:
-        return "parallel.attention_dp", "SGLang: cannot run DFLASH with DP attention (server_args.py refuses it)"
+        return "parallel.attention_dp", "cannot run DFLASH with DP attention (server_args.py refuses it)"
     return None
 
 

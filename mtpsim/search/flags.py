@@ -64,7 +64,7 @@ import re
 import pandas as pd
 
 from mtpsim.designs import BASELINE
-from mtpsim.engine_forms import Drafter, cannot_launch
+from mtpsim.engine_forms import ENGINE_LABEL, Drafter, cannot_launch
 
 
 def _sglang_spec(row: pd.Series, d: Drafter) -> list[str] | str:
@@ -92,7 +92,7 @@ def _sglang_spec(row: pd.Series, d: Drafter) -> list[str] | str:
 def _cannot(kind: str, row: pd.Series, drafter: Drafter) -> str | None:
     """engine_forms.cannot_launch's reason for the row under engine `kind`, or None."""
     found = cannot_launch(kind, row.design, row.topk, row.tp, row.ep, row.attention_dp, drafter)
-    return None if found is None else found[1]
+    return None if found is None else f"{ENGINE_LABEL[kind]}: {found[1]}"
 
 
 def sglang(row: pd.Series, cap: int, drafter: Drafter) -> str:

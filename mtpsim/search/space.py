@@ -234,7 +234,7 @@ def _say_unlaunched(base: sc.Scenario, unlaunched: list[str], total: int, any_le
         raise ScenarioError(base.source, "engine.kind", f"{engine} can launch none of the {total} settings x layouts "
                             f"searched (e.g. {unlaunched[0]}): search another engine, or narrow the search to what it runs")
     warn(base.source, "engine.kind", f"{len(unlaunched)} of the {total} settings x layouts searched are not run: {engine} "
-         f"cannot launch them (e.g. {unlaunched[0]})")
+         f"cannot launch them (e.g. {unlaunched[0]})")  # each example: `LAYOUT, SETTING: cannot run ...`
 
 
 def _say_unfit(base: sc.Scenario, bounds: SearchBounds, unfit: dict, layouts: list[Layout], settings: list[dict]) -> None:
