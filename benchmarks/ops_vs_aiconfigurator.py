@@ -227,8 +227,11 @@ def main(argv=None) -> int:
     ap.add_argument("scenarios", nargs="*", help="scenario YAML files (default: a1..a7 and B200 TRT-LLM)")
     ap.add_argument("--batch", type=int, nargs="+", default=[1, 64])
     ap.add_argument("--no-mtp", action="store_true", help="plain decode only")
-    ap.add_argument("--out", default=str(DEFAULT_OUT), help="Markdown file to write ('' for none)")
+    ap.add_argument("--out", default=None, help=f"Markdown file to write ('' for none; default: {DEFAULT_OUT.name} "
+                    "for the default cases, none for scenarios given, whose table it is not)")
     args = ap.parse_args(argv)
+    if args.out is None:  # a user's own scenarios never replace the committed table of the default cases
+        args.out = "" if args.scenarios else str(DEFAULT_OUT)
     why = aic_available()
     if why:
         print(why)
