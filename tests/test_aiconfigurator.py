@@ -187,10 +187,16 @@ def test_balanced_rows_are_labelled_with_the_experts_the_kernel_touched():
     assert [balanced_touched(256, 8, t) for t in (1, 4, 31, 32, 64)] == [8, 32, 248, 256, 256]
 
 
-def test_cli_refuses_an_existing_folder_and_needs_out(profile, capsys):
+def test_cli_refuses_an_existing_folder_and_needs_out(profile, capsys, monkeypatch):
     assert main(["calibrate", "--from", "aiconfigurator", "--out", str(profile)]) == 2
-    assert "already exists" in capsys.readouterr().err
+    assert "a profile is already there; set MTPSIM_CALIBRATE_REPLACE=1 to replace it" in capsys.readouterr().err
     assert main(["calibrate", "--from", "aiconfigurator"]) == 2
+    # as the device path does (limits.md), MTPSIM_CALIBRATE_REPLACE=1 lets it replace a profile: the
+    # next check, an unknown --system, is what stops it now (it ignored the variable before)
+    monkeypatch.setenv("MTPSIM_CALIBRATE_REPLACE", "1")
+    capsys.readouterr()
+    assert main(["calibrate", "--from", "aiconfigurator", "--out", str(profile), "--system", "nope"]) == 2
+    assert "--system: nope: unknown system" in capsys.readouterr().err
 
 
 def _tiny_model():

@@ -33,10 +33,11 @@ from mtpsim.calibration.aic_database import (
     version_key,
 )
 from mtpsim.calibration.aic_sources import SOURCES, read_source, system_wide_tables
+from mtpsim.calibration.replace import check_out
 from mtpsim.catalog import load_hardware
 from mtpsim.costs.profile import FAMILIES
 from mtpsim.errors import ScenarioError, short
-from mtpsim.outputs import NAMELESS, is_fresh, is_nameless, staged, writing
+from mtpsim.outputs import staged, writing
 
 ATTRIBUTION = ("Kernel timings measured by NVIDIA on real GPUs and distributed in aiconfigurator-core "
                f"{PINNED} (Apache-2.0), https://github.com/ai-dynamo/aiconfigurator; converted by mtpsim.")
@@ -180,12 +181,9 @@ def main(args) -> int:
     out = Path(args.out) if args.out else None
     if out is None:
         raise ScenarioError("--out", "", "give the profile folder to write (e.g. profiles/h200-sglang)")
-    if is_nameless(out):
-        raise ScenarioError(str(out), "", NAMELESS)
-    if out.is_symlink():  # staged() writes <name>.partial beside it and renames it into place
-        raise ScenarioError(str(out), "", "is a symbolic link: give the folder itself (nothing was written)")
-    if not is_fresh(out):
-        raise ScenarioError(str(out), "", "already exists: give a new folder (nothing was overwritten)")
+    problem = check_out(out)  # a new folder, or a profile under MTPSIM_CALIBRATE_REPLACE=1, as the device path
+    if problem:
+        raise ScenarioError(str(out), "", f"{problem} (nothing was written)")
     if not out.parent.is_dir():
         raise ScenarioError(str(out), "", "its parent folder does not exist")
     if args.system not in SYSTEMS:  # before the banner below prints the name

@@ -12,7 +12,6 @@ swapped in only when complete.
 from __future__ import annotations
 
 import datetime
-import os
 import platform
 import statistics
 import sys
@@ -29,12 +28,11 @@ from mtpsim.calibration import kernels as K
 from mtpsim.calibration import timing as T
 from mtpsim.calibration.host import host_times
 from mtpsim.calibration.layers import layer_case
+from mtpsim.calibration.replace import check_out
 from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.layer import layer_spec
-from mtpsim.costs.profile import profile_files
-from mtpsim.errors import MAX_WHERE, cut_middle, line, printable, short
-from mtpsim.outputs import NAMELESS, is_fresh, is_nameless, staged, writing
-from mtpsim.textfiles import not_a_folder
+from mtpsim.errors import MAX_WHERE, cut_middle, line, printable
+from mtpsim.outputs import staged, writing
 from mtpsim.torchkit.kernels import keep_freed_memory, without_cudnn_attention
 
 HOLDOUT_PER_CONFIG = {"gemm": 40, "lm_head": 12, "attention": 14, "prefill_attention": 8, "moe": 30, "elementwise": 6,
@@ -70,7 +68,7 @@ def write_profile(choice: str, out: str | None, quick: bool, threads: int | None
               file=sys.stderr)
         return 2
     out = Path(out or f"profiles/{device}")  # the current folder, never the package
-    problem = _check_out(out)
+    problem = check_out(out)
     if problem:
         print(line("error", f"{cut_middle(str(out), MAX_WHERE)}: {problem}"), file=sys.stderr)
         return 2
@@ -98,42 +96,6 @@ def _device(choice: str) -> str | None:
     if choice == "cuda" and not torch.cuda.is_available():
         return None
     return choice
-
-
-def _check_out(out: Path) -> str | None:
-    """Why `out` must not be written, or None."""
-    if out.is_symlink():  # staged() writes <name>.partial beside it and renames it into place
-        return "is a symbolic link: give the folder itself"
-    if is_nameless(out):  # the profile is written beside it as <name>.partial, then renamed
-        return NAMELESS
-    if is_fresh(out):
-        return None
-    if not out.is_dir():
-        return not_a_folder(out)
-    if not (out / "meta.yaml").is_file():
-        return "folder is not empty and is not a profile (no meta.yaml); choose another --out"
-    if os.environ.get("MTPSIM_CALIBRATE_REPLACE") != "1":
-        return "a profile is already there; set MTPSIM_CALIBRATE_REPLACE=1 to replace it"
-    others = _not_a_profiles(out)
-    if others:  # the folder is replaced whole: a meta.yaml of the user's beside their own files is no profile
-        more = f" (and {len(others) - 1} more)" if len(others) > 1 else ""
-        return (f"holds {short(others[0], 60)}{more}, which is not a profile's: MTPSIM_CALIBRATE_REPLACE replaces "
-                "a profile folder whole, so move them out or choose another --out")
-    return None
-
-
-def _not_a_profiles(out: Path) -> list[str]:
-    """What in `out` a profile does not hold: files other than meta.yaml and the tables
-    (profile_files' names), and holdout/'s; a link or a folder is the user's either way."""
-    ours = {p.name for p in profile_files(out)}
-    found = []
-    for entry in sorted(out.iterdir()):
-        if entry.name == "holdout" and entry.is_dir() and not entry.is_symlink():
-            found += [f"holdout/{e.name}" for e in sorted(entry.iterdir())
-                      if e.name not in ours or e.is_symlink() or not e.is_file()]
-        elif entry.name not in ours or entry.is_symlink() or not entry.is_file():
-            found.append(entry.name)
-    return found
 
 
 def calibrate(device: str, quick: bool, folder: Path, visits: int | None = None) -> dict:
