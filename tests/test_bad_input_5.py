@@ -233,9 +233,9 @@ def test_a_listing_with_a_broken_entry_says_so_on_stderr(tmp_path, capsys, monke
 def test_calibrate_out_names_a_folder_of_its_own():
     from pathlib import Path
 
-    from mtpsim.calibration.command import _check_out
+    from mtpsim.calibration.replace import check_out
     for out in (".", "..", "/"):
-        assert "names no folder" in _check_out(Path(out))
+        assert "names no folder" in check_out(Path(out))
 
 
 def test_a_trace_row_gives_each_key_once(tmp_path, capsys):
