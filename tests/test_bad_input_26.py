@@ -37,6 +37,9 @@ Found and fixed:
   list (which it read as 0.4.4's) is its rule. P3, which names 0.4.4 and ran the paper's EAGLE-3
   branch, now says so in one warning (its file explains).
 
+- (from a check of the README's commands) `verify.dtype: fp16` on a CPU was predicted faster than
+  fp32 while the loop ran slower (+199% against +49%): warned of at verify.dtype.
+
 Noticed, and left alone: a named acceptance profile of another model is applied without a word (an acceptance is
 the user's assumption to give); hardware figures far past any GPU within the documented ranges
 (what-if studies); engine.mem_fraction 1.0 (the documented range); FP4 weights on an A100 (Marlin's
@@ -218,3 +221,18 @@ def test_sglang_0_4_4_post2_captures_its_own_speculative_graphs(capsys):
         row = next(line for line in capsys.readouterr().out.splitlines() if "verify:target" in line)
         verify[version] = int(row.split()[2])
     assert verify == {"0.4.4": 80, "0.4.4.post2": 88}  # 10 requests x 8 tokens, padded to 11 in post2
+
+
+# ------------------------------------------------------------- 7. verify in fp16 on a CPU
+
+@pytest.mark.parametrize("dtype, warned", [("fp16", True), ("fp32", False)])
+def test_verify_in_fp16_on_a_cpu_is_warned_of(capsys, dtype, warned):
+    """Before: `verify.dtype: fp16` on a CPU was predicted faster than fp32 (half the bytes) while
+    the real loop ran slower: +199% against fp32's +49%, without a word."""
+    import mtpsim
+    from mtpsim.verify.setup import setup_of
+    s = mtpsim.load("scenarios/verify/deepseek-v3-none-cpu.yaml", sets=[f"verify.dtype={dtype}"])[0]
+    capsys.readouterr()
+    setup_of(s, "cpu")
+    said = [w for w in capsys.readouterr().err.splitlines() if ": verify.dtype: " in w]
+    assert bool(said) is warned and (not warned or "expect the prediction too fast" in said[0]), said

@@ -7,7 +7,7 @@ import numpy as np
 
 from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.designs import DesignShape
-from mtpsim.errors import ScenarioError
+from mtpsim.errors import ScenarioError, warn
 from mtpsim.shrink import shrink_assistant, shrink_block_drafter, shrink_model
 from mtpsim.sim.workload import sample_lengths
 from mtpsim.torchkit.measure import Setup
@@ -36,6 +36,10 @@ def setup_of(s, device: str) -> Setup:
         raise ScenarioError(s.source, "speculative.topk", "verify builds chain drafts (topk 1); `mtpsim run` "
                             "simulates trees")
     dtype = v.dtype or ("bf16" if device == "cuda" else "fp32")
+    if device == "cpu" and dtype == "fp16":  # the measured loop pays for the conversions the prediction does not
+        warn(s.source, "verify.dtype", "fp16 on a CPU: it has no fp16 matmul units, so the loop runs slower than "
+             "in fp32, while the prediction prices fp16's half bytes from a profile timed in fp32: expect the "
+             "prediction too fast (fp32 is the CPU's own dtype)")
     model = shrink_model(s.specs.model, v, dtype)
     try:
         assistant = shrink_assistant(s.specs.assistant, model, v, dtype) if s.specs.assistant else None
