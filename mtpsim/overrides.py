@@ -71,9 +71,8 @@ def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
                             f"at most {MAX_DEPTH})")
     *parents, leaf = _parts(dotted)
     _into_a_list(data, dotted, where)
-    _no_octal_parts(data, [*parents, leaf], dotted, where)
     for i, part in enumerate(parents):
-        part = _key(node, part)
+        part = _set_part(node, part, dotted, where)
         child = node.get(part)
         if child is None and value is None:
             return  # nothing to drop (making the mappings on the way would add empty sections)
@@ -87,26 +86,26 @@ def set_key(data: dict[str, Any], dotted: str, value: Any, where: str) -> None:
         elif not isinstance(child, dict):
             raise ScenarioError(where, dotted, f"{'.'.join(parents[: i + 1])} is not a mapping")
         node = child
+    leaf = _set_part(node, leaf, dotted, where)
     if value is None:
-        node.pop(_key(node, leaf), None)
+        node.pop(leaf, None)
     else:
-        node[_key(node, leaf)] = value
+        node[leaf] = value
 
 
-def _no_octal_parts(data: dict[str, Any], parts: list[str], dotted: str, where: str) -> None:
-    """A part in digits with a leading zero (`steps_by_batch.010`), which would name an integer
-    key: YAML 1.1 reads `010:` in a file as 8, and the file loader refuses it for that (yamlfiles.py),
-    so --set refuses it too rather than read it as 10. A key the mapping holds as that text is fine."""
-    node: Any = data
-    for part in parts:
-        if isinstance(node, dict) and part not in node and len(part) > 1 and part.isascii() and part.isdigit() \
-                and part.startswith("0"):
-            octal = set(part) <= set("01234567")
-            read = f"the octal number {int(part, 8)}" if octal else f"the text {part!r}"
-            other = "" if octal and int(part, 8) == int(part) else f", not {int(part)}"
-            raise ScenarioError(where, short(dotted, 80)[1:-1], f"{part!r} has a leading zero: YAML 1.1 reads `{part}:` "
-                                f"in a file as {read}{other}: write the number in decimal")
-        node = node.get(_key(node, part)) if isinstance(node, dict) else None
+def _set_part(node: dict[str, Any], part: str, dotted: str, where: str) -> str | int:
+    """`_key` for a part --set writes, refusing digits with a leading zero (`steps_by_batch.010`)
+    where they would name an integer key: YAML 1.1 reads `010:` in a file as 8, and the file
+    loader refuses it for that (yamlfiles.py), so --set refuses it too rather than read it as 10,
+    in a mapping it makes on the way as in one the scenario holds."""
+    key = _key(node, part)
+    if isinstance(key, int) and len(part) > 1 and part.startswith("0"):
+        octal = set(part) <= set("01234567")
+        read = f"the octal number {int(part, 8)}" if octal else f"the text {part!r}"
+        other = "" if octal and int(part, 8) == key else f", not {key}"
+        raise ScenarioError(where, short(dotted, 80)[1:-1], f"{part!r} has a leading zero: YAML 1.1 reads `{part}:` "
+                            f"in a file as {read}{other}: write the number in decimal")
+    return key
 
 
 def _holds_parts(data: dict[str, Any], parts: list[str]) -> bool:
