@@ -53,6 +53,7 @@ def expand(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, An
     sweep = {} if data.get("sweep") is None else data["sweep"]
     if not isinstance(sweep, dict):
         raise ScenarioError(where, "sweep", "must map dotted keys to lists")
+    sweep = dict(sweep)  # --set and fixed flags take keys over below: the file's data keeps its sweep
     later = []  # warnings, said once every point has validated: bad input stays one line
     spelled = {}  # each key as the schema reads it (an integer part 01 is 1) -> as written
     for key, values in sweep.items():
