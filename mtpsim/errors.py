@@ -160,7 +160,7 @@ def _stray_beside(missing: dict, errors: list[dict]) -> dict | None:
 
 def _part(part: str, limit: int = 60) -> str:
     """A key path's part as printed: a key the user wrote 100,000 characters long is cut short
-    (the error keeps it whole, so the --set that gave it is still found: overrides.from_set)."""
+    (the error keeps it whole, so the --set that gave it is still found: set_blame.from_set)."""
     return part if len(part) <= limit else f"{part[:limit - 3]}..."
 
 

@@ -1,12 +1,11 @@
 """`--set key.path=value` overrides of a scenario (the flag, and `mtpsim.load`'s `sets`): each
 parsed (its value read as YAML), set into the scenario's nested mappings by its dotted key path,
-checked against the others (a key given twice, a section given after a key inside it), applied
-inside a swept section it lies in, and blamed for the errors its value causes: an error at a key
---set gave, or one its value causes elsewhere in a file that is valid alone, names --set.
+checked against the others (a key given twice, a section given after a key inside it), and
+applied inside a swept section it lies in. Whom an error then blames, --set or the file, is
+set_blame.py's.
 
 scenario.py's `load` uses these before the sweep is expanded, sweep.py while it expands it (its
-points set by the same set_key); nothing here validates a scenario (breaking_set is handed the
-check to try).
+points set by the same set_key); nothing here validates a scenario.
 """
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from mtpsim.errors import ScenarioError, first_repeat, short, silenced
+from mtpsim.errors import ScenarioError, first_repeat, short
 from mtpsim.files import parse_yaml
 from mtpsim.yamlfiles import MAX_DEPTH
 
@@ -226,75 +225,6 @@ def apply_sets(data: dict[str, Any], overrides: list[Override],
     return written
 
 
-def from_set(key: str, set_keys: list[str], written: dict[str, Any]) -> bool:
-    """Whether the value at `key` came from --set: it lies at or under a key the flag set, or it
-    is a mapping the flag created on the way to one (the file does not hold it)."""
-    return any(key == k or key.startswith(k + ".") or (k.startswith(key + ".") and not _holds(written, key))
-               for k in set_keys)
-
-
-def blamed_on_set(exc: ScenarioError, where: str, overrides: list[Override], written: dict[str, Any],
-                  check: Callable[[dict[str, Any], list[Override]], object]) -> ScenarioError | None:
-    """`exc`, raised checking file `where` with `overrides` set, as --set's error where a value
-    the flag gave is at fault: at a key it set (a swept one too), or elsewhere in a file that
-    `check` accepts without it (breaking_set); None where the error is the file's own."""
-    keys = [k for k, _ in overrides]
-    if exc.where == where and exc.key and (from_set(exc.key, keys, written) or
-                                           _swept_by_set(exc.key, overrides, written)):
-        return ScenarioError("--set", exc.key, exc.reason)
-    culprit = breaking_set(written, overrides, check, exc.key) if exc.where == where and overrides else None
-    if culprit is not None:  # the file alone is valid: the flag broke it elsewhere (a sibling, a parent)
-        at = f"{exc.key}: " if exc.key and exc.key != culprit else ""
-        return ScenarioError("--set", culprit, f"{at}{exc.reason}")
-    return None
-
-
-def _swept_by_set(key: str, overrides: list[Override], written: dict[str, Any]) -> bool:
-    """Whether `key` lies at or under an entry of the sweep that --set gave (`sweep.K=[...]`, or a
-    whole `sweep={...}` holding K): its values are the flag's. A --set of the sweep that does not
-    sweep `key` (`sweep=null`, another entry) leaves an error there the file's."""
-    data = copy.deepcopy(written)
-    for dotted, value in overrides:
-        set_key(data, dotted, copy.deepcopy(value), "--set")
-    sweep = data.get("sweep")
-    keys = [k for k, _ in overrides]
-    return isinstance(sweep, dict) and any(
-        isinstance(entry, str) and (key == entry or key.startswith(entry + "."))
-        and from_set(f"sweep.{entry}", keys, written) for entry in sweep)
-
-
-def breaking_set(written: dict[str, Any], overrides: list[Override],
-                 check: Callable[[dict[str, Any], list[Override]], object], at: str | None = None) -> str | None:
-    """The --set key whose value breaks a file that validates on its own (the first that does so
-    alone, at the error's key `at` where one does: another may fail alone for a reason of its
-    own, as a steps_by_batch entry without the policy's key 1; else the first that fails alone,
-    else the first given), or None when the file alone fails too: an error a flag causes away
-    from the key it sets (a null that leaves its parent without a required entry, a value that a
-    sibling must now match) is the flag's, not the file's. `check(data, sets)` validates the
-    file's data with `sets` applied (a ScenarioError if it fails): trial validations, said
-    nothing of: the error path only."""
-    def error(sets: list[Override]) -> ScenarioError | None:
-        data = copy.deepcopy(written)
-        for key, value in sets:
-            set_key(data, key, copy.deepcopy(value), "--set")
-        try:
-            with silenced():
-                check(data, sets)
-        except ScenarioError as exc:
-            return exc
-        return None
-
-    if error([]) is not None:
-        return None
-    first = None
-    for key, value in overrides:
-        found = error([(key, value)])
-        if found is not None and found.key == at:
-            return key
-        first = first or (key if found is not None else None)
-    return first or overrides[0][0]
-
-
 def set_inside(key: str, values: list, overrides: list[Override], where: str, later: list) -> list:
     """A swept section's values with each --set that lies inside it applied, as the points run
     it: the rows then say what ran. Where the section's values set that key otherwise, a warning
@@ -303,7 +233,7 @@ def set_inside(key: str, values: list, overrides: list[Override], where: str, la
         if not dotted.startswith(key + "."):
             continue
         inner = dotted[len(key) + 1:]
-        swept = [_get(v, inner) for v in values if isinstance(v, dict) and _holds(v, inner)]
+        swept = [_get(v, inner) for v in values if isinstance(v, dict) and holds(v, inner)]
         lost = list(dict.fromkeys(short(v, 40) for v in swept if canonical(v) != canonical(value)))
         if lost:
             later.append((where, f"sweep.{key}", f"--set {dotted} sets it on every point, inside this swept section: "
@@ -325,13 +255,13 @@ def _with_set(section: dict[str, Any], dotted: str, value: Any, where: str) -> d
 
 
 def _get(data: dict[str, Any], dotted: str) -> Any:
-    """The value at a dotted key path the mapping holds (_holds)."""
+    """The value at a dotted key path the mapping holds (holds)."""
     for part in dotted.split("."):
         data = data[part if part in data else _key(data, part)]
     return data
 
 
-def _holds(data: Any, dotted: str) -> bool:
+def holds(data: Any, dotted: str) -> bool:
     """Whether the mapping has the dotted key path (each part as written, or as an integer key)."""
     for part in dotted.split("."):
         if not isinstance(data, dict):

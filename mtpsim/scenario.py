@@ -17,7 +17,7 @@ from mtpsim.advice import advise, advise_sweep
 from mtpsim.errors import ScenarioError, holding, note_set_keys, short
 from mtpsim.files import load_yaml, parse_yaml
 from mtpsim.layout_schema import Parallel
-from mtpsim.overrides import apply_sets, blamed_on_set, from_set, parse_sets
+from mtpsim.overrides import apply_sets, parse_sets
 from mtpsim.resolve import disaggregated, validate
 from mtpsim.schema import (
     Acceptance,
@@ -31,6 +31,7 @@ from mtpsim.schema import (
     Workload,
     known_key,
 )
+from mtpsim.set_blame import blamed_on_set, from_set
 from mtpsim.sweep import expand
 from mtpsim.yamlfiles import MAX_DEPTH, dump_yaml_all
 
@@ -143,7 +144,7 @@ def load(path: str | Path | dict[str, Any], sets: list[str] = (), advise_points:
         try:
             scenarios = expand(data, path, overrides, fixed, first_only, refuse)
         except ScenarioError as exc:  # a value --set gave is the flag's fault, not the file's (a swept one too)
-            blamed = blamed_on_set(exc, where, overrides, written,
+            blamed = blamed_on_set(exc, where, overrides, written, data.get("sweep"),
                                    lambda trial, sets: expand(trial, path, sets, fixed, first_only, refuse))
             if blamed is None:
                 raise
