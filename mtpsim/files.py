@@ -33,6 +33,7 @@ from mtpsim.csvfiles import (  # noqa: F401 (the CSV reader, read from here)
     check_numbers,
     read_csv,
 )
+from mtpsim.jsonfiles import strict_json  # noqa: F401 (the JSON reader, read from here)
 from mtpsim.outputs import writing  # noqa: F401 (callers of mtpsim.files.writing keep working)
 from mtpsim.textfiles import (  # noqa: F401 (the byte-level reader, read from here)
     MAX_FILE_BYTES,
@@ -42,7 +43,6 @@ from mtpsim.textfiles import (  # noqa: F401 (the byte-level reader, read from h
     read_once,
     read_text,
     require_file,
-    strict_json,
     unreadable,
     version,
 )

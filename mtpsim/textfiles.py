@@ -1,7 +1,7 @@
 """Reading the files users hand us, at the level every reader shares: a file's bytes or text,
 each file at most MAX_FILE_BYTES (after gunzipping a `.gz`), UTF-8 text without NUL bytes (a
 binary file is called binary), and an unreadable or corrupt one a single ScenarioError naming it.
-`read_once` memoises a reader per version of its file. yamlfiles.py and csvfiles.py parse what
+`read_once` memoises a reader per version of its file. yamlfiles.py, csvfiles.py and jsonfiles.py parse what
 these return; files.py gathers them under the names callers use.
 """
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import gzip
 import io
-import json
 import os
 import zlib
 from pathlib import Path
@@ -257,16 +256,6 @@ def read_once(reader):
     return read
 
 
-def strict_json(text: str):
-    """JSON text -> values, refusing what json.loads lets through silently: a key given twice in
-    one object (the last would win) and NaN / Infinity, which JSON does not allow. Raises
-    ValueError (json.JSONDecodeError for syntax) or RecursionError for the caller to word. A
-    leading byte-order mark is dropped, as the CSV readers drop it (editors on Windows write one).
-    A `-0.0` reads as 0.0, as YAML's does (yamlfiles.py): the sign of a zero passes a `>= 0` bound."""
-    return json.loads(text.removeprefix("\ufeff"), object_pairs_hook=_unique_keys, parse_constant=_no_constant,
-                      parse_float=_unsigned_float, parse_int=_whole)
-
-
 def unsigned(value):
     """A number (or an array of them) with a zero's sign dropped and every other value kept: -0.0
     + 0.0 is 0.0. The one rule of the YAML, JSON and CSV readers: a zero's sign means nothing to a
@@ -276,29 +265,3 @@ def unsigned(value):
     if isinstance(value, float):
         return 0.0 if value == 0 else value
     return value + 0.0
-
-
-MAX_INT_DIGITS = 4000  # Python refuses to read an integer of 4,301 digits or more, in words for a programmer
-
-
-def _whole(text: str) -> int:
-    if len(text) > MAX_INT_DIGITS:
-        raise ValueError(f"an integer {len(text.lstrip('-')):,} digits long ({text[:12]}...): no value is that large")
-    return int(text)
-
-
-def _unsigned_float(text: str) -> float:
-    return unsigned(float(text))
-
-
-def _unique_keys(pairs: list) -> dict:
-    out: dict = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"duplicate key {short(k, 60)}")
-        out[k] = v
-    return out
-
-
-def _no_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a number JSON allows")

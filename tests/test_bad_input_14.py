@@ -9,7 +9,7 @@ combinations of valid values over the shipped scenarios for run, cost and recomm
 and what each did are kept out of the repo). About 40 failed, in six classes, one test each below
 (each docstring says what happened before the fix):
 - a negative zero passed every `>= 0` bound with its sign and reached NumPy as a traceback
-  (yamlfiles.py, textfiles.strict_json, csvfiles: read as 0.0);
+  (yamlfiles.py, jsonfiles.strict_json, csvfiles: read as 0.0);
 - an integer CSV column without an upper bound (a profile's axes, a run folder's replica) cast
   1e20 to int64, wrapped negative (csvfiles.Column.top: at most 2**53);
 - a wrong type inside the mapping branch of an `int | mapping` union was said as the int
@@ -30,7 +30,7 @@ import pytest
 import mtpsim
 from mtpsim import cli
 from mtpsim.csvfiles import Column, check_numbers
-from mtpsim.textfiles import strict_json
+from mtpsim.jsonfiles import strict_json
 from mtpsim.yamlfiles import parse_yaml
 from tests.test_bad_input import BASE, PROFILED, cpu_profile, one_line_error, run
 from tests.test_bad_input_5 import _fresh_warnings  # noqa: F401 (an autouse fixture)
