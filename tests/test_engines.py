@@ -43,6 +43,17 @@ def test_post_and_candidate_builds_run_their_release():
     assert resolve_engine(RAW, "1.2.post2").rules == ("overlap",)
 
 
+def test_hotfix_releases_run_their_release_rules():
+    """vLLM publishes hotfixes as a fourth part (0.9.0.1, 0.10.1.1 on PyPI), which were refused as
+    unknown: each is known, and runs the rules of the release it fixes."""
+    raw = catalog.engine_file("vllm")
+    for hotfix, fixed in (("0.9.0.1", "0.9.0"), ("0.10.1.1", "0.10.1")):
+        at, base = resolve_engine(raw, hotfix), resolve_engine(raw, fixed)
+        assert at.version == hotfix and at.rules == base.rules and at.rules
+    assert resolve_engine(catalog.engine_file("trtllm"), "1.2.1").rules == resolve_engine(
+        catalog.engine_file("trtllm"), "1.2.0").rules
+
+
 def test_ignored_rules_fall_back_to_the_file():
     assert resolve_engine(RAW, "1.0", ["cap"]).speculative_max_running_requests is None
     with pytest.raises(ScenarioError, match="no rule 'nope'"):
