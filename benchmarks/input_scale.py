@@ -18,6 +18,7 @@ import argparse
 import contextlib
 import io
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -39,8 +40,8 @@ def engine_file(folder: Path, releases: int = 201, rules: int = 200) -> Path:
     """A user catalog whose engines/trtllm.yaml knows `releases` releases and holds `rules` rules,
     rule i holding at release 1.i.0 only; the catalog folder."""
     text = (data_dir() / "engines" / "trtllm.yaml").read_text()
-    text = text.replace('known: ["1.0.0", "1.1.0", "1.2.0", "1.3.0"]', "known: [" + ", ".join(
-        f'"1.{i}.0"' for i in range(releases)) + "]").replace('default: "1.3.0"', 'default: "1.0.0"')
+    known = "known: [" + ", ".join(f'"1.{i}.0"' for i in range(releases)) + "]"
+    text = re.sub(r"known: \[[^\]]*\].*", lambda _: known, text, count=1).replace('default: "1.3.0"', 'default: "1.0.0"')
     text = text[:text.index("rules:")] + "rules:\n" + "".join(
         f'  - {{name: r{i}, field: shared_expert_stream, value: graphs, since: "1.{i}.0", until: "1.{i + 1}.0", '
         "source: x}\n" for i in range(rules)) + text[text.index("# KV pool"):]
