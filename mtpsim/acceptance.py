@@ -58,15 +58,26 @@ class AcceptanceProfile:
         return cls(tuple(float(x) for x in alphas), spread)
 
     @classmethod
-    def from_accept_length(cls, accept_length: float, steps: int, spread: float = 0.0) -> AcceptanceProfile:
-        """The geometric profile (alpha constant over depth) whose E[A] over `steps` matches."""
-        if not 1.0 <= accept_length <= steps + 1:
-            raise ValueError(f"accept length {accept_length} outside [1, {steps + 1}]")
+    def from_accept_length(cls, accept_length: float, steps: int, spread: float = 0.0,
+                           kept: tuple[float, ...] | None = None) -> AcceptanceProfile:
+        """The geometric profile (alpha constant over depth) whose E[A] over `steps` matches. With a
+        kept-length distribution `kept` (kept[j] = P(exactly j drafts kept), j past steps keeping
+        all), the accept length is the one measured with that rule on: E over the kept widths w
+        of 1 + a_1 + ... + a_w, at most 1 + E[min(w, steps)] (`most_with_kept`)."""
+        weights = _depth_weights(steps, kept)  # P(depth k is verified), k = 1..steps
+        if not 1.0 <= accept_length <= 1.0 + weights.sum() + 1e-9:
+            raise ValueError(f"accept length {accept_length} outside [1, {1.0 + weights.sum():.6g}]")
         lo, hi = 0.0, 1.0
         for _ in range(60):  # bisection: E[A] is increasing in alpha
             mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if 1 + sum(mid ** k for k in range(1, steps + 1)) < accept_length else (lo, mid)
+            reached = 1 + float(weights @ mid ** np.arange(1, steps + 1))
+            lo, hi = (mid, hi) if reached < accept_length else (lo, mid)
         return cls((lo,) * steps, spread)
+
+    @staticmethod
+    def most_with_kept(steps: int, kept: tuple[float, ...] | None) -> float:
+        """The largest accept length a kept-length rule allows: every kept draft accepted."""
+        return 1.0 + float(_depth_weights(steps, kept).sum())
 
     @classmethod
     def from_histogram(cls, counts, spread: float = 0.0) -> AcceptanceProfile:
@@ -160,8 +171,8 @@ class AcceptanceProfile:
             return cls(tuple(acc.per_depth), acc.spread)
         if acc.cumulative is not None:
             return cls.from_cumulative(acc.cumulative, acc.spread)
-        if acc.accept_length is not None:
-            return cls.from_accept_length(acc.accept_length, steps, acc.spread)
+        if acc.accept_length is not None:  # beside a kept-length rule: the accept length measured with it on
+            return cls.from_accept_length(acc.accept_length, steps, acc.spread, acc.kept_length)
         if acc.histogram is not None:
             return cls.from_histogram(read_histogram(acc.histogram, where), acc.spread)
         if acc.accept_length_by_steps is not None:
@@ -260,6 +271,16 @@ def curve_problem(curve: dict[int, float]) -> str | None:
             return f"step {s}: the gain {gain:.3g} exceeds {what}, so no per-depth acceptance gives this curve"
         last, gain_before = curve[s], gain
     return None
+
+
+def _depth_weights(steps: int, kept) -> np.ndarray:
+    """P(draft k is verified), k = 1..steps: 1 without a kept-length rule, else P(kept >= k), a
+    kept entry past steps keeping all `steps`."""
+    if kept is None:
+        return np.ones(steps)
+    pmf = np.asarray(kept, dtype=float) / sum(kept)
+    at_least = pmf[::-1].cumsum()[::-1]  # at_least[k] = P(kept >= k)
+    return np.array([at_least[k] if k < len(pmf) else 0.0 for k in range(1, steps + 1)])
 
 
 @cache

@@ -11,6 +11,7 @@ or a shared file can make such a setting harmless.
 from __future__ import annotations
 
 import copy
+import math
 
 from mtpsim import budget_advice, designs, engine_advice, model_advice, workload_advice
 from mtpsim import speculation_advice as spec
@@ -211,6 +212,14 @@ def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
     elif w.shared_prefix is not None and s.engine.prefix_cache is not None and not s.engine.prefix_cache.enabled:
         found.append(("workload.shared_prefix", "engine.prefix_cache is off: every prompt is prefilled whole, so "
                       "the shared prompt changes nothing"))
+    elif w.shared_prefix is not None and w.arrival != "trace" and w.shared_prefix.groups > 1:
+        # requests that draw a group an earlier one drew: n - E[distinct groups] of n uniform draws
+        n, groups = w.shared_prefix.fraction * load.requests, w.shared_prefix.groups
+        repeats = n - groups * -math.expm1(n * math.log1p(-1.0 / groups))
+        if repeats < 0.5:
+            found.append(("workload.shared_prefix.groups", f"{groups:,} shared prompts drawn by the ~{n:,.0f} requests "
+                          f"that open with one: {repeats:.2g} requests on average find theirs already cached, so the "
+                          "shared prompt changes almost nothing"))
     routed, by = (s.parallel.dp, "dp") if s.disaggregation is None else \
         (s.disaggregation.prefill.replicas, "disaggregation.prefill.replicas")  # arrivals are routed to prefill
     if s.engine.dp_routing is not None and routed == 1:
@@ -222,13 +231,14 @@ def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
                       "no value, and a speedup compares prefills"))
     if w.arrival == "batch" and "concurrency" in w.model_fields_set and w.concurrency != w.num_requests:
         found.append(("workload.concurrency", f"arrival batch sends all {w.num_requests} requests at t=0, so `run` "
-                      f"does not read concurrency {w.concurrency} (cost and verify take it as their batch), though "
-                      "the results table labels the point with it"))
+                      f"does not read concurrency {w.concurrency} (cost and verify take it as their batch; the results "
+                      f"table's conc column is the {w.num_requests} sent at once)"))
     return found
 
 
 # every check problems() runs, in the order its warnings print
-CHECKS = (spec.ignored_by_design, spec.draft_of_another_target, spec.unreached_policy, engine_advice.skew_without_experts,
+CHECKS = (spec.ignored_by_design, spec.draft_of_another_target, spec.profile_of_another,
+          spec.unreached_policy, engine_advice.skew_without_experts,
           workload_advice.reshaped_lengths, model_advice.no_context_limit, spec.deep_histogram, spec.dead_drafts,
           swept_search, swept_verify, engine_advice.no_wide_ep, engine_advice.idle_engine_settings,
           engine_advice.blocks_out_of_reach, budget_advice.budget_below_decode,

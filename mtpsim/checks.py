@@ -243,6 +243,12 @@ def _check_acceptance_length(s: Scenario, where: str) -> None:
     if a.accept_length is not None and a.accept_length > s.speculative.steps + 1:
         raise ScenarioError(where, "acceptance.accept_length",
                             f"{a.accept_length} exceeds steps + 1 = {s.speculative.steps + 1}")
+    most = AcceptanceProfile.most_with_kept(s.speculative.steps, a.kept_length)
+    if a.accept_length is not None and a.kept_length is not None and a.accept_length > most + 1e-9:
+        raise ScenarioError(where, "acceptance.accept_length",
+                            f"{a.accept_length:g} exceeds {most:.4g}, 1 + the mean drafts acceptance.kept_length keeps "
+                            f"of speculative.steps {s.speculative.steps}: beside a kept-length rule the accept length is "
+                            "the one measured with it on, every kept draft accepted at most")
     if all(getattr(a, k) is None for k in ACCEPTANCE_FORMS):
         raise ScenarioError(where, "acceptance", f"design {s.speculative.design} needs an acceptance profile")
     _check_curve(s, where)

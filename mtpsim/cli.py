@@ -170,9 +170,10 @@ def _add_cost(sub) -> None:
     p = sub.add_parser("cost", help="price one iteration pass by pass, with the memory budget")
     _add_scenario(p)
     p.add_argument("--batch", type=bounded(1, MAX_BATCH), help=f"running requests on one replica, 1..{MAX_BATCH} "
-                   "(default: a replica's share of workload.concurrency, as run spreads it over parallel.dp)")
+                   "(default: a replica's share of workload.concurrency, as run spreads it over parallel.dp; "
+                   "a batch load without concurrency: its num_requests)")
     p.add_argument("--context", type=bounded(0, MAX_CONTEXT), help=f"committed KV length per request, "
-                   f"0..{MAX_CONTEXT} (default: mean input_len)")
+                   f"0..{MAX_CONTEXT} (default: the mean prompt, input_len's or a trace's)")
     p.add_argument("--ops", action="store_true", help="also list every op: time, bound, and which model priced it")
     p.add_argument("--prompt", type=bounded(1, MAX_CONTEXT), help=f"also price the prefill of one prompt of this "
                    f"many tokens, 1..{MAX_CONTEXT}, in the engine's prefill chunks (with --ops, op by op)")

@@ -16,8 +16,7 @@ from mtpsim.errors import ScenarioError, warn
 from mtpsim.memory import memory_budget, pool_rule, prefill_chunk_tokens
 from mtpsim.pools import pool_scenario
 from mtpsim.report import cost_report, prefill_table
-from mtpsim.schema import mean_length
-from mtpsim.tracefiles import scan
+from mtpsim.tracefiles import mean_lengths
 from mtpsim.workload_advice import concurrency_unread
 
 # chunks of one prompt `cost --prompt` prices, one after another: the engines' smallest default
@@ -55,6 +54,9 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
     # the flag's batch is one replica's; the load's users are spread over the dp replicas as `run`
     # spreads them, each pricing its share (all of them on one replica was an iteration no GPU runs)
     asked, users = batch, s.workload.concurrency
+    if asked is None and _sent_at_once(s.workload):
+        users = s.workload.num_requests
+        print(f"(arrival batch: pricing the {users} requests it sends at once as the batch)")
     batch = -(-users // s.parallel.dp) if asked is None else asked
     if batch != users and asked is None:
         print(f"(dp {s.parallel.dp}: `mtpsim run` spreads workload.concurrency {users} over the replicas, so an "
@@ -78,12 +80,16 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
     return 0
 
 
+def _sent_at_once(w) -> bool:
+    """A batch load that gives no concurrency: its batch is the num_requests it sends at t=0, not
+    concurrency's default 1 (a concurrency it gives is cost's and verify's batch, as under any arrival)."""
+    return w.arrival == "batch" and "concurrency" not in w.model_fields_set
+
+
 def _context_of(s, context: int | None) -> int:
     """The committed KV length priced: the flag's, else the replayed prompts' mean (a trace), else
     the mean input_len."""
-    if context is None and s.workload.arrival == "trace":  # the replayed prompts', not the unused input_len
-        context = round(scan(s.workload.trace).mean_input_len)
-    return mean_length(s.workload.input_len) if context is None else context
+    return mean_lengths(s.workload)[0] if context is None else context
 
 
 def _past_max_context(s, flag: str, tokens: int | None) -> None:
@@ -135,7 +141,9 @@ def _prompt_fits(prefilling, pricer: Pricer, design: DesignShape, prompt: int, c
 def _batch_warnings(s, memory: pd.DataFrame, batch: int, asked: int | None, context: int, room: str) -> None:
     """What `mtpsim run` would do otherwise with this batch: queue past the running-request cap,
     or refuse (or not run at once) requests its KV pool cannot hold."""
-    asked_at = ("--batch", "") if asked is not None else (s.source, "workload.concurrency")  # whose batch it is
+    # whose batch it is: the flag's, a batch load's requests, else the users
+    asked_at = ("--batch", "") if asked is not None else \
+        (s.source, "workload.num_requests" if _sent_at_once(s.workload) else "workload.concurrency")
     # the cap `run` holds: SGLang's grows with the KV pool (engines.RunningCap), so its floor
     # (2048) was said where a short-context model's pool admits 4096
     # (no pool: `run` refuses it, and the warning below says so; the cap is then its floor)

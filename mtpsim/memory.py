@@ -197,9 +197,12 @@ def check_fits(s, budget: MemoryBudget, tokens: int, pool: str | None = None, ne
                                 f"({key}) on {s.specs.hardware.name}'s {budget.capacity_bytes / 1e9:.1f} GB, which with "
                                 f"the weights ({weights:.1f} GB) leaves no KV pool: the engine would refuse to start")
         tables = s.specs.model.engram is not None and s.engine.engram_tables == "gpu"
+        # a higher fraction helps only where the weights fit in the GPU at all
+        remedy = "raise engine.mem_fraction or shard over more GPUs" if weights < budget.capacity_bytes / 1e9 else \
+            f"they are more than the GPU's {budget.capacity_bytes / 1e9:.1f} GB: shard over more GPUs"
         raise ScenarioError(s.source, f"disaggregation.{pool}" if pool else "engine.mem_fraction",
                             f"{whose if pool else 'the '}weights ({weights:.1f} GB per GPU) leave no KV pool under {rule}, "
-                            "and the engine would refuse to start: raise engine.mem_fraction or shard over more GPUs"
+                            f"and the engine would refuse to start: {remedy}"
                             + (", or keep the Engram tables in host memory (engine.engram_tables: host)" if tables else ""))
     need = budget.request_bytes(tokens) if need is None else need
     if need > budget.kv_budget_bytes:

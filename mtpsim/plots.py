@@ -209,9 +209,11 @@ def memory_budget(memory: pd.DataFrame, name: str = "run") -> Figure:
     """Per GPU: weights and KV budget (stacked, GB), and the max concurrent requests per design.
 
     memory: one row per design (label, target_weights_GB, draft_weights_GB, kv_budget_GB,
-    max_requests, context; optionally capacity_GB, mem_fraction, fraction_source: the engine's rule)."""
+    max_requests, context; optionally capacity_GB, mem_fraction, fraction_source: the engine's rule;
+    gpu: which GPU the rows are of, "GPU" or "decode-pool GPU")."""
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 4.5), layout="constrained")
-    fig.suptitle(f"{name}: memory per GPU and how many requests fit", fontsize=11)
+    gpu = " or ".join(sorted(set(memory.gpu))) if "gpu" in memory else "GPU"  # a disaggregated run's: a decode-pool GPU
+    fig.suptitle(f"{name}: memory per {gpu} and how many requests fit", fontsize=11)
     pos = range(len(memory))
     ax.bar(pos, memory.target_weights_GB, label="target weights", color="tab:gray")
     ax.bar(pos, memory.draft_weights_GB, bottom=memory.target_weights_GB, label="draft weights", color="tab:orange")
@@ -225,7 +227,7 @@ def memory_budget(memory: pd.DataFrame, name: str = "run") -> Figure:
         top = max(top, memory.capacity_GB.max())
         rules = sorted({f"{f:g} ({src})" for f, src in zip(memory.mem_fraction, memory.fraction_source)})
         ax.set_title("KV pool: " + "; ".join(rules), fontsize=8)
-    ax.set(ylabel="memory per GPU (GB)", ylim=(0, 1.3 * top))
+    ax.set(ylabel=f"memory per {gpu} (GB)", ylim=(0, 1.3 * top))
     ax.legend(fontsize=8, ncols=3, loc="upper center")
     bars = ax2.bar(pos, memory.max_requests, color="tab:green")
     ax2.bar_label(bars, fmt="%d", fontsize=8)

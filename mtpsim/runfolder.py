@@ -26,7 +26,6 @@ from mtpsim.results import (
 )
 from mtpsim.rows import Table
 from mtpsim.rows import write_csv as write_table
-from mtpsim.schema import mean_length
 from mtpsim.textfiles import blocked_by, blocked_note, not_a_folder
 
 if TYPE_CHECKING:
@@ -191,22 +190,28 @@ def concat(results: list[Results], attr: str, labels: list[dict]):
 
 def memory_frame(points: list[sc.Scenario]) -> pd.DataFrame:
     """Per-GPU memory budget of each distinct design in the run (and `none`): weights, KV budget,
-    and max concurrent requests at the workload's mean input + output length."""
+    and max concurrent requests at a request's mean input + output length (a trace's: its
+    replayed requests'). A disaggregated run's requests hold their KV on the decode pool, so the
+    budget is a decode GPU's, on that pool's layout (the scenario's own `parallel` is not read)."""
     import pandas as pd
 
     from mtpsim.costs import build_pricer
     from mtpsim.memory import memory_budget, pool_rule
+    from mtpsim.pools import pool_scenario
     from mtpsim.report import budget_columns
     from mtpsim.sim import point_text
+    from mtpsim.tracefiles import mean_lengths
     rows = {}
     for s in points:
-        pricer, context = build_pricer(s), mean_length(s.workload.input_len) + mean_length(s.workload.output_len)
+        pool = "" if s.disaggregation is None else "decode-pool "
+        s = s if s.disaggregation is None else pool_scenario(s, "decode")
+        pricer, context = build_pricer(s), sum(mean_lengths(s.workload))
         for d in (DesignShape(BASELINE), DesignShape.of(s.speculative)):
             label = d.label + "".join(f", {k.split('.')[-1]}={point_text(v)}" for k, v in s.point.items()
                                       if k.startswith("model") and d.design != BASELINE)
             m = memory_budget(pricer, d, pool_rule(s, d.design))
             rows.setdefault((label, context), {
-                "label": label, "design": d.design, "steps": d.steps,
+                "label": label, "design": d.design, "steps": d.steps, "gpu": f"{pool}GPU",
                 "context": context, **budget_columns(m), "target_weights_GB": m.target_weight_bytes / 1e9,
                 "draft_weights_GB": m.draft_weight_bytes / 1e9, "kv_budget_GB": m.kv_budget_bytes / 1e9,
                 "max_requests": m.max_requests(context)})

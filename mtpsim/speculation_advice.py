@@ -38,9 +38,43 @@ def draft_of_another_target(s: Scenario) -> list[tuple[str, str]]:
              "is not measured: the acceptance given is an assumption")]
 
 
+def profile_of_another(s: Scenario) -> list[tuple[str, str]]:
+    """A named acceptance curve measured on another target or with another drafter than the
+    scenario's (its entry's `model` and `method`): it may stand in, but as an assumption."""
+    name = s.acceptance.profile
+    if name is None or designs.record(s.speculative.design).draft_part is None:
+        return []
+    from mtpsim.acceptance import named_curves
+    entry, model = named_curves().get(name, {}), s.specs.model
+    measured, method, mine = entry.get("model"), entry.get("method"), _method(s)
+    other_model = measured is None or (model.name != measured and measured not in model.aliases)
+    if not other_model and method in (None, mine):
+        return []
+    on = f"on {measured}" if measured else "on a model not in the catalog"
+    differs = " and ".join(x for x in (f"targets {model.name!r}" if other_model else "",
+                                        f"drafts with {mine}" if method not in (None, mine) else "") if x)
+    return [("acceptance.profile", f"{name!r} was measured {on}, drafting with {method or 'its own drafter'}, "
+             f"where this scenario {differs}: the curve stands in as an assumption, not a measurement of it")]
+
+
+def _method(s: Scenario) -> str:
+    """How the scenario drafts, in the words named curves use: mtp (the model's own MTP layers),
+    eagle3 (an external EAGLE-3 head), a block drafter's kind, else the design."""
+    design, draft = s.speculative.design, s.specs.draft
+    if design == "block":
+        return s.specs.block_kind or "block"
+    if design == "nextn" and draft is not None:
+        return "eagle3" if draft.fused_target_layers is not None else "an external draft"
+    return "mtp" if design in ("nextn", "multi_layer") else design
+
+
 def unreached_policy(s: Scenario) -> list[tuple[str, str]]:
     """steps_by_batch entries whose batch no iteration can run: past the running-request cap,
-    the number of requests, or a closed loop's users."""
+    the number of requests, a closed loop's users, or a batch load's share of one replica (all
+    its requests arrive at once and are dealt evenly, unless a cache-aware router piles them up).
+    The policy keys on one replica's batch, so entries past a closed loop's share of a replica
+    (its users over dp) are said apart: a router may pile requests on one replica, so they are
+    rarely reached, not never."""
     policy = s.speculative.policy
     if policy is None:
         return []
@@ -48,17 +82,32 @@ def unreached_policy(s: Scenario) -> list[tuple[str, str]]:
         return [("speculative.policy.steps_by_batch", "every entry drafts 0 steps: no iteration speculates, and the "
                  "run is plain decode paying for the draft's weights and KV")]
     w, load = s.workload, workload_advice.load_bounds(s)
+    replicas, spread = (s.parallel.dp, "parallel.dp") if s.disaggregation is None else \
+        (s.disaggregation.decode.replicas, "disaggregation.decode.replicas")
     bounds = [(s.specs.engine.max_running(s.speculative.design, s.engine.max_running_requests, s.specs.hardware),
                "the running-request cap"),
               (load.requests, load.requests_by)]
-    bounds += [(w.concurrency, "workload.concurrency")] if w.arrival in ("closed", "batch") else []
+    if w.arrival == "closed":
+        bounds.append((w.concurrency, "workload.concurrency"))
+    elif w.arrival == "batch" and replicas > 1 and s.specs.engine.routing(s.engine.dp_routing).policy != "cache_aware":
+        bounds.append((-(-w.num_requests // replicas), f"workload.num_requests {w.num_requests} sent at once, dealt "
+                       f"over {spread} {replicas}"))
     most, by = min(bounds)
-    unreached = sorted(k for k in policy.steps_by_batch if k > most)
-    if not unreached:
-        return []
+    entries = sorted(policy.steps_by_batch)
+    unreached = [k for k in entries if k > most]
+    key = f"speculative.policy.steps_by_batch.{unreached[0] if unreached else ''}"
     which = "this entry is" if len(unreached) == 1 else f"{len(unreached)} entries from this one are"
-    return [(f"speculative.policy.steps_by_batch.{unreached[0]}", f"no iteration of this workload runs more than "
-             f"{most} requests ({by}), so {which} never used")]
+    if unreached:
+        return [(key, f"no iteration of this workload runs more than {most} requests ({by}), so {which} never used")]
+    share = -(-w.concurrency // replicas)
+    rare = [k for k in entries if k > share] if w.arrival == "closed" and replicas > 1 else []
+    if not rare:
+        return []
+    which = "this entry is" if len(rare) == 1 else f"{len(rare)} entries from this one are"
+    return [(f"speculative.policy.steps_by_batch.{rare[0]}", f"the policy keys on one replica's batch, and "
+             f"workload.concurrency {w.concurrency} over {spread} {replicas} is {share} users a replica: {which} "
+             "reached only where the router piles more than its share on one replica (entries count a replica's "
+             "requests, not all of them)")]
 
 
 def dead_drafts(s: Scenario) -> list[tuple[str, str]]:

@@ -172,8 +172,11 @@ def _layouts(base: sc.Scenario, bounds: SearchBounds, flags: dict) -> tuple[list
     if not layouts:
         why = "; ".join(f"{k.label}: {v}" for k, v in list(refused.items())[-2:])
         at = ("--gpus", "") if flags.get("gpus") is not None else (base.source, "search.gpus")
+        tables = base.specs.model.engram is not None and base.engine.engram_tables == "gpu"
         raise ScenarioError(*at, f"no shard of model {base.specs.model.name!r} fits {bounds.gpus} GPUs "
-                            f"({len(refused)} layouts tried; e.g. {why})")
+                            f"({len(refused)} layouts tried; e.g. {why})"
+                            + ("; its Engram tables in host memory (engine.engram_tables: host) leave more room"
+                               if tables else ""))
     return layouts, refused
 
 

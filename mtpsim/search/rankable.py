@@ -8,7 +8,7 @@ from __future__ import annotations
 from mtpsim import scenario as sc
 from mtpsim.errors import ScenarioError, warn
 from mtpsim.schema import max_length
-from mtpsim.tracefiles import scan
+from mtpsim.tracefiles import mean_lengths
 
 
 def refuse_fixed_accept_length(s: sc.Scenario, compare: str) -> None:
@@ -28,8 +28,7 @@ def own_loads(s: sc.Scenario, command: str, runs: str) -> sc.Scenario:
     ScenarioError where no request would have a time per output token to rank by."""
     w = s.workload
     if w.arrival == "trace":
-        stats = scan(w.trace)
-        lengths = {"input_len": max(1, round(stats.mean_input_len)), "output_len": max(1, round(stats.mean_output_len))}
+        lengths = dict(zip(("input_len", "output_len"), mean_lengths(w)))
         s = s.model_copy(update={"workload": w.model_copy(update=lengths)})
     if max_length(s.workload.output_len) < 2:  # before any warning: bad input is one line
         raise ScenarioError(s.source, "workload.trace" if w.arrival == "trace" else "workload.output_len",

@@ -121,11 +121,14 @@ def checked_simulate(scenario, *, keep_passes: bool = False, max_iteration_rows:
 
 
 def load_columns(w) -> dict:
-    """concurrency, rate_per_s (a rate schedule's mean over its cycle; a trace's requests over
-    its span) and num_requests; a trace adds what its selection skipped and capped."""
+    """concurrency (a batch load's: the requests it sends at once), rate_per_s (a rate schedule's
+    mean over its cycle; a trace's requests over its span) and num_requests; a trace adds what
+    its selection skipped and capped."""
     nan = float("nan")
-    if w.arrival in ("closed", "batch"):
+    if w.arrival == "closed":
         return {"concurrency": w.concurrency, "rate_per_s": nan, "num_requests": w.num_requests}
+    if w.arrival == "batch":  # every request at t=0: the batch is num_requests (concurrency is not read)
+        return {"concurrency": w.num_requests, "rate_per_s": nan, "num_requests": w.num_requests}
     if w.arrival == "poisson":
         rate = w.rate_per_s
         if w.rate_schedule:

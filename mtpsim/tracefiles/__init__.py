@@ -26,8 +26,9 @@ from mtpsim.files import read_once
 from mtpsim.schema import MAX_REQUESTS, MAX_SIM_S, TraceFile
 from mtpsim.tracefiles.formats import FORMATS, Format, RawChunk, detect, sniff
 from mtpsim.tracefiles.readers import read_chunks
+from mtpsim.workload_schema import mean_length
 
-__all__ = ["Chunk", "TraceStats", "scan", "stream", "FORMATS"]
+__all__ = ["Chunk", "TraceStats", "mean_lengths", "scan", "stream", "FORMATS"]
 
 
 @dataclass
@@ -103,6 +104,17 @@ class TraceStats:
 def scan(trace: TraceFile) -> TraceStats:
     """The selection's stats, read once per version of the file and selection."""
     return _scan(trace.path, trace)
+
+
+def mean_lengths(workload) -> tuple[int, int]:
+    """A request's typical (input, output) tokens under `workload`: the replayed requests' means
+    for a trace (whose input_len / output_len are the schema's defaults, never read), else the
+    mean of each length as drawn. What one request holds in KV at its end sizes the pool's
+    requests (memory plots) and the context priced (`cost`) the same way."""
+    if workload.arrival == "trace":
+        stats = scan(workload.trace)
+        return max(1, round(stats.mean_input_len)), max(1, round(stats.mean_output_len))
+    return mean_length(workload.input_len), mean_length(workload.output_len)
 
 
 @read_once
