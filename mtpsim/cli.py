@@ -14,9 +14,9 @@ import os
 import sys
 
 from mtpsim import commands, interrupts
-from mtpsim.cli_types import MAX_BATCH, MAX_CONTEXT, MAX_JOBS, address, at_least_one, bounded, folder, input_path, named
+from mtpsim.cli_types import MAX_BATCH, MAX_CONTEXT, MAX_JOBS, address, bounded, folder, input_path, named
 from mtpsim.errors import MAX_WHERE, ScenarioError, cut_middle, line
-from mtpsim.limits import MAX_SEEDS
+from mtpsim.limits import MAX_SEEDS, MAX_VISITS
 
 # The command line imports only what the command given needs: `mtpsim --help` or a one-line
 # argument error stays quick, and pandas, pydantic and the simulator load with the commands.
@@ -187,9 +187,9 @@ def _add_calibrate(sub) -> None:
     p.add_argument("--quick", action="store_true", help="a small grid (about a sixth of the full grid's shapes)")
     p.add_argument("--out", type=folder, help="profile folder (default profiles/<device> in the current folder)")
     p.add_argument("--threads", type=bounded(1, 4096), help="CPU threads for torch, 1..4096 (default: all cores)")
-    p.add_argument("--visits", type=at_least_one, help="passes over the shapes, each taking a share of every shape's "
-                   "repeats, so a slow spell of a shared machine is spread over all shapes (default: CPU 6, "
-                   "CPU --quick 3, CUDA 1)")
+    p.add_argument("--visits", type=bounded(1, MAX_VISITS), help="passes over the shapes, each taking a share of "
+                   "every shape's repeats, so a slow spell of a shared machine is spread over all shapes, "
+                   f"1..{MAX_VISITS} (default: CPU 6, CPU --quick 3, CUDA 1)")
     p.add_argument("--from", dest="source", choices=["aiconfigurator"],
                    help="convert a public measured kernel database instead of timing this machine "
                         "(needs: pip install 'mtpsim[aiconfigurator]')")
@@ -263,9 +263,9 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except ScenarioError as exc:
         return _fail(exc.message)
-    except KeyboardInterrupt:
-        print("mtpsim: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # its message, where given, says what the stop left behind
+        print("mtpsim: interrupted" + (f": {exc.args[0]}" if exc.args else ""), file=sys.stderr)
+        return interrupts.exit_status()
     except BrokenPipeError:  # `mtpsim ... | head`: the reader left; say nothing more
         _drop_stdout()
         return 0

@@ -62,7 +62,6 @@ def output_path(hint: str):
     return parse
 
 
-at_least_one = bounded(1, 1 << 20)
 folder = output_path("name the folder to write, or leave --out out for the default")
 address = named("name the Ray cluster (host:port), or leave --address out for RAY_ADDRESS or a local Ray")
 

@@ -14,6 +14,7 @@ from mtpsim.costs import Pricer, build_pricer
 from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError, warn
 from mtpsim.memory import memory_budget, pool_rule, prefill_chunk_tokens
+from mtpsim.overrides import REPLACED, flags_over_sets
 from mtpsim.pools import pool_scenario
 from mtpsim.report import cost_report, prefill_table
 from mtpsim.tracefiles import mean_lengths
@@ -31,6 +32,8 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
     of `context` committed tokens (default the mean prompt), printed table by table; `prompt`:
     also the prefill of one prompt of that many tokens (on the prefill pool's layout where the
     scenario disaggregates)."""
+    if batch is not None:  # the flag's batch replaces the workload's users
+        flags_over_sets(sets, {"workload.concurrency": (f"--batch {batch}", REPLACED)})
     points = sc.load(path, sets, advise_points=False)
     # the batch priced is the flag's, not the one the load would keep running; without the flag it
     # is workload.concurrency, under any arrival

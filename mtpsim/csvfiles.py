@@ -130,11 +130,16 @@ def as_written(values: pd.Series, position: int, name: str, records: CsvRecords 
 
 
 def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = None, *,
-             max_rows: int = MAX_ROWS, optional: tuple[str, ...] = ()) -> pd.DataFrame:
+             max_rows: int = MAX_ROWS, optional: tuple[str, ...] = (), written_whole: str | None = None) -> pd.DataFrame:
     """A CSV whose `columns` (those in `optional` may be absent) hold what their rules say.
-    Numeric columns come back as float64 (int64 where `integer`); other columns as pandas reads them."""
+    Numeric columns come back as float64 (int64 where `integer`); other columns as pandas reads them.
+    `written_whole`: the file is mtpsim's own output, each row ended by a line end, so one whose
+    last row has none was cut off (its last number read short, `0.0157084` as `0.015`): refused,
+    with this hint at the cause."""
     where = where or str(path)
     data = read_bytes(path, where)  # checked UTF-8: parsed as bytes, as the C parser reads them
+    if written_whole is not None and data and not data.endswith(b"\n"):
+        raise ScenarioError(where, "", f"truncated: its last row is cut off ({written_whole})")
     check_lines(data, where)  # a row of a million fields would take pandas minutes
     try:
         with warnings.catch_warnings():  # rows longer than the header warn (index_col=False): refuse them

@@ -28,7 +28,7 @@ def on_sigterm() -> None:
 
 def terminated(signum, frame) -> None:
     """SIGTERM as KeyboardInterrupt: the same cleanup runs (a run folder's claim, a half-written
-    profile or search cache entry are removed) and status 130; the request is kept too, raised
+    profile or search cache entry are removed) and status 143; the request is kept too, raised
     again where long loops check should this one be swallowed."""
     global _requested
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second kill must not cut the cleanup short
@@ -36,10 +36,33 @@ def terminated(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
+def exit_status() -> int:
+    """A stopped command's status, as a shell reports a signal's: 128 + 15 after SIGTERM, 128 + 2
+    (Ctrl-C) otherwise."""
+    return 128 + (signal.SIGTERM if _requested else signal.SIGINT)
+
+
 def check() -> None:
     """Raise KeyboardInterrupt if a stop was asked for: the same cleanup as Ctrl-C runs."""
     if _requested:
         raise KeyboardInterrupt
+
+
+def worker_pool(jobs: int, initializer=None, initargs: tuple = ()):
+    """A process pool whose workers leave a stop to the parent: a terminal's Ctrl-C reaches the
+    whole process group, and each worker printed its own KeyboardInterrupt traceback (37-131
+    lines before `mtpsim: interrupted`). Workers ignore SIGINT and die quietly on SIGTERM (the
+    parent's handler, inherited through fork, would raise in them); the parent, in `running`,
+    ends them (stop_workers). `initializer(*initargs)` runs after, in each worker."""
+    from concurrent.futures import ProcessPoolExecutor
+    return ProcessPoolExecutor(max_workers=jobs, initializer=_quiet_worker, initargs=(initializer, initargs))
+
+
+def _quiet_worker(initializer, initargs: tuple) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if initializer is not None:
+        initializer(*initargs)
 
 
 @contextmanager

@@ -16,6 +16,9 @@ MAX_SIM_S = 1e9                 # simulated seconds (~32 years): arrival times, 
 MAX_SCHEDULE_DRAWS = 1_000_000  # phases a rate schedule's arrivals are drawn over, repeats included
 MAX_SEED = 2**63 - 1
 MAX_STEPS = 64                  # draft steps per iteration; a chain past this accepts nothing more
+# `calibrate --visits`: each visit times a shape at least twice, and a shape's repeats stop mattering
+# at 200 (calibration/timing.py VISIT_MIN_REPS, MAX_REPS), so visits past 100 only add time
+MAX_VISITS = 100
 MAX_TPS = 1e12                  # tokens per second a run folder may report (a whole cluster reaches ~1e7): bounds plot axes
 MIN_DEVICE_RATE, MAX_DEVICE_RATE = 1e6, 1e18  # FLOP/s and bytes/s of one device or link (hardware, profile ceilings)
 MAX_DEVICE_LATENCY_S = 1.0   # a launch, hop or per-iteration host cost; past a second no GPU step means anything

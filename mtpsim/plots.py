@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")  # files only, never a window
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+from mtpsim.mpl import pyplot
+
+plt = pyplot()  # files only, never a window; before matplotlib's first import
 from matplotlib.figure import Figure  # noqa: E402
 
 from mtpsim.designs import BASELINE, is_draft_key, label, record  # noqa: E402

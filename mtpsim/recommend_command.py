@@ -12,7 +12,7 @@ from mtpsim import scenario as sc
 from mtpsim.budget_advice import budget_at_points
 from mtpsim.cli_types import parse_sizes
 from mtpsim.errors import holding, printable
-from mtpsim.overrides import flags_over_sets
+from mtpsim.overrides import REPLACED, flags_over_sets
 from mtpsim.recommend import DEFAULT_BATCHES, base_point, break_even, candidate_steps, check_topks, grid, policy_line, recommend
 from mtpsim.run import default_jobs
 from mtpsim.runfolder import claimed, mark_complete, write_csv
@@ -49,7 +49,10 @@ def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_
         require()
     batches = parse_sizes(batch, "--batch", MAX_USERS) if batch is not None else list(DEFAULT_BATCHES)
     topks = parse_sizes(topk, "--topk", 64)
-    flags_over_sets(sets, {"seeds": (f"--seeds {seeds}", seeds)})
+    # the batches replace the workload's users, --batch given or not (its default ladder)
+    flags_over_sets(sets, {"seeds": (f"--seeds {seeds}", seeds),
+                           "workload.concurrency": (f"--batch {batch}" if batch is not None else
+                                                    "--batch's default ladder", REPLACED)})
     with holding():  # warnings wait for recommend's own checks and its grid's: bad input stays one line
         s = base_point(path, sets)
         if seeds is None:

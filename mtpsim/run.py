@@ -152,8 +152,7 @@ def _map(tasks, jobs: int, progress: bool, keep_passes: bool, backend: str = "po
             return out
         # a point and its baseline run side by side too: on two cores the pair's wall time is its
         # longer run's (benchmarks/cli_pair.py), and a forked worker re-imports nothing
-        from concurrent.futures import ProcessPoolExecutor
-        pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), **_bar_lock(own_bars and _draws_bars(tasks)))
+        pool = interrupts.worker_pool(min(jobs, len(tasks)), **_bar_lock(own_bars and _draws_bars(tasks)))
         with interrupts.running(pool):  # a failed point, Ctrl-C or SIGTERM: the running points are not waited for
             futures = [pool.submit(simulate, s, keep_passes=keep_passes, progress=own_bars, progress_line=i)
                        for i, s in enumerate(tasks)]

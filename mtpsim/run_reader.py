@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from mtpsim import scenario as sc
 from mtpsim.designs import RECORDS
 from mtpsim.errors import ScenarioError, short, warn
-from mtpsim.files import COUNT, TEXT, Column, load_yaml_documents, read_csv, read_text
+from mtpsim.files import COUNT, TEXT, Column, load_yaml_documents, read_csv
 from mtpsim.limits import MAX_SIM_S, MAX_STEPS, MAX_TPS
 from mtpsim.results import (
     PASS_TIME_COLUMNS,
@@ -91,11 +91,8 @@ def read_run_table(folder: Path, name: str, required: bool = True) -> pd.DataFra
         if required:
             raise ScenarioError(str(folder), "", f"incomplete run folder: no {name}")
         return None
-    text = read_text(path)
-    if text and not text.endswith("\n"):
-        raise ScenarioError(str(path), "", "truncated: its last row is cut off (was the run interrupted?)")
     optional = tuple(c for c in RUN_TABLES[name] if c in OPTIONAL)
-    frame = read_csv(path, RUN_TABLES[name], optional=optional)
+    frame = read_csv(path, RUN_TABLES[name], optional=optional, written_whole="was the run interrupted?")
     for column, allowed in (("design", tuple(RECORDS)), *RUN_VALUES.get(name, {}).items()):
         if column in frame:
             unknown = sorted(set(frame[column].astype(str)) - set(allowed))

@@ -131,6 +131,10 @@ def claimed(name: str, out: str | None) -> Iterator[Path]:
             (path / CLAIM).unlink(missing_ok=True)
             if made and not any(path.iterdir()):
                 path.rmdir()
+            elif isinstance(exc, KeyboardInterrupt) and not exc.args and any(path.iterdir()):
+                # what a command writes as it goes (verify's points) stays: say so on the one line
+                raise KeyboardInterrupt(f"{path} keeps what was written before the stop, not marked complete") \
+                    from None
         raise
 
 

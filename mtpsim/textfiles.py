@@ -6,6 +6,7 @@ these return; files.py gathers them under the names callers use.
 """
 from __future__ import annotations
 
+import errno
 import functools
 import gzip
 import io
@@ -46,7 +47,8 @@ def not_a_file(path: Path) -> str:
         try:
             path.stat()
         except OSError as exc:
-            return f"a link that leads nowhere ({exc.strerror or exc})"
+            what = "a loop of links" if exc.errno == errno.ELOOP else "a link that leads nowhere"
+            return f"{what} ({exc.strerror or exc})"
     return "no such file"
 
 

@@ -110,7 +110,7 @@ def test_set_errors_blame_the_flag_even_for_the_sweep_and_long_keys(tmp_path, ca
 
 def test_a_link_loop_says_so(tmp_path, capsys):
     (tmp_path / "loop.yaml").symlink_to("loop.yaml")
-    one_line_error(capsys, ["run", str(tmp_path / "loop.yaml")], "", "a link that leads nowhere")
+    one_line_error(capsys, ["run", str(tmp_path / "loop.yaml")], "", "a loop of links")
 
 
 @pytest.mark.parametrize("version,ok", [("0.5", False), ("1", False), ("0.5.12", True), ("0.5.12.post1", True),

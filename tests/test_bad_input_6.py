@@ -340,7 +340,7 @@ def test_a_terminated_run_leaves_no_folder(tmp_path, blocked):
     sent = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     stdout, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and "interrupted" in err, \
+    assert proc.returncode == 143 and "interrupted" in err, \
         f"status {proc.returncode} {time.monotonic() - sent:.1f} s after the signal, {masks}: {err} | {stdout[-300:]}"
     assert not out.exists()
 
@@ -365,7 +365,7 @@ def test_a_terminated_sweep_does_not_wait_for_its_running_points(tmp_path):
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     took = time.monotonic() - sent
-    assert proc.returncode == 130 and "interrupted" in err, err
+    assert proc.returncode == 143 and "interrupted" in err, err
     assert took < 30, f"{took:.0f} s: it waited for the running points"  # a hang guard: ~0.2 s, a point ~60 s
     assert not out.exists()
 
@@ -376,7 +376,7 @@ def test_a_sigterm_whose_interrupt_was_swallowed_still_stops_the_run(tmp_path, m
     was lost where it landed (a stack written from the handler in a reproduction: inside numpy's
     lazy first import of numpy.random, in a Cython module's init). The stop is now kept
     (mtpsim/interrupts.py) and raised again at the next finished request, so the run stops, gives
-    its folder back and exits 130."""
+    its folder back and exits 143 (a SIGTERM's 128 + 15)."""
     import contextlib
     import signal
 
@@ -389,7 +389,7 @@ def test_a_sigterm_whose_interrupt_was_swallowed_still_stops_the_run(tmp_path, m
     finally:
         signal.signal(signal.SIGTERM, before)
     path, out = run(tmp_path, SMALL)[1], tmp_path / "r"
-    assert cli.main(["run", path, "--out", str(out)]) == 130
+    assert cli.main(["run", path, "--out", str(out)]) == 143
     assert "interrupted" in capsys.readouterr().err
     assert not out.exists()
     # a command with no simulation loop (or one whose last request had finished) is stopped as it

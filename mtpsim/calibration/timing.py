@@ -19,12 +19,15 @@ import time
 
 import torch
 
+from mtpsim.limits import MAX_VISITS
+
 MAX_SETS = 512           # rotated input sets per op at most
 GRAPH_BELOW_S = 1e-3     # CUDA: graph-capture ops shorter than this
 TARGET_S = {"cpu": 0.02, "cuda": 0.01}  # time spent repeating one point, roughly
 MIN_REPS, MAX_REPS = 7, 200
 SLOW_S = 0.05            # ops slower than this get 3 repeats and one visit (their spread is small)
 VISIT_MIN_REPS = 2       # repeats per visit at least
+assert MAX_VISITS == MAX_REPS // VISIT_MIN_REPS  # cli.py bounds --visits where more only adds time
 
 
 class Pool:

@@ -177,6 +177,11 @@ def profile_files(folder: Path) -> list[Path]:
     return [folder / name for name in names]
 
 
+# why a profile table without a final line end is refused: calibrate ends every row with one
+CUT_OFF = ("calibrate ends every row with a line end, so the file was cut short; one edited by hand needs a line end "
+           "after its last row")
+
+
 def read_family(path: Path, family: str) -> pd.DataFrame:
     """A family CSV with every column the schema names: axes and times positive and finite,
     flops non-negative, key and dim columns present (optional dims read as ANY)."""
@@ -185,7 +190,7 @@ def read_family(path: Path, family: str) -> pd.DataFrame:
     f = FAMILIES[family]
     columns = dict.fromkeys((*f.keys, *f.dims), TEXT) | {"flops": NON_NEGATIVE, "bytes": NON_NEGATIVE} | \
         {a: POSITIVE if a in FRACTIONAL_AXES else COUNT_AXIS for a in f.axes} | {"time_s": OP_TIME}
-    df = read_csv(path, columns, optional=f.optional)
+    df = read_csv(path, columns, optional=f.optional, written_whole=CUT_OFF)
     for col in f.optional:
         if col not in df.columns:
             df[col] = ANY
@@ -265,7 +270,7 @@ def read_layers(folder: Path) -> pd.DataFrame | None:
     path = family_path(folder, "layers")
     if not path.is_file():
         return None
-    df = read_csv(path, LAYER_COLUMNS)
+    df = read_csv(path, LAYER_COLUMNS, written_whole=CUT_OFF)
     short_kv = df.kv < df.q
     if short_kv.any():
         raise ScenarioError(str(path), "kv", f"row {int(short_kv.to_numpy().argmax()) + 2}: kv counts the pass's own "

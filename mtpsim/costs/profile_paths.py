@@ -46,7 +46,12 @@ def known_profiles() -> list[str]:
 def require_profile(ref: str, where: str, key: str) -> Path:
     """`find_profile(ref)`, or a ScenarioError naming `where`'s `key` (the file that wrote the
     reference: a scenario, or a hardware entry's `profiles`) with the names it could give."""
-    path = find_profile(ref)
+    try:
+        path = find_profile(ref)
+    except ScenarioError as exc:  # a path that is there but no profile: named beside the key that gave it
+        if exc.key:
+            raise
+        raise ScenarioError(where, key, f"{short(exc.where, 120)[1:-1]}: {exc.reason}") from None
     if path is None:
         raise ScenarioError(where, key, f"no profile folder {short(ref, 120)} (a path holding meta.yaml, or one of: "
                             f"{', '.join(known_profiles())})")

@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 import re
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
 
 import pandas as pd
@@ -176,7 +176,7 @@ def _map(tasks: list, index: list[int], jobs: int, backend: str, address: str | 
         for i, s in zip(index, tasks):
             yield i, simulate_point(s)
         return
-    pool = ProcessPoolExecutor(max_workers=jobs)
+    pool = interrupts.worker_pool(jobs)
     with interrupts.running(pool):  # a failed point, a stop or a caller that stopped reading: none waited for
         # a layout's points go one after another, so each worker meets one layout at a time
         futures = {pool.submit(simulate_point, s): i for i, s in zip(index, tasks)}

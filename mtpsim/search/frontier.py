@@ -65,9 +65,8 @@ def plot_frontier(rows: pd.DataFrame, path, chosen: pd.Series | None = None, min
     the target region (tok/s per user at least the target) shaded, the points meeting every target
     ringed (TTFT and p99 targets have no edge on these axes), the chosen point marked and each
     crossing labelled."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from mtpsim.mpl import pyplot
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5.5))
     off = curve(rows[rows.design == BASELINE])
     for i, (design, fam) in enumerate(sorted(rows.groupby("design"), key=lambda g: g[0] != BASELINE)):

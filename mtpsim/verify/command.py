@@ -263,10 +263,11 @@ def _check_memory(s, setup: Setup, folder: Path, hardware: str, profile: str | N
             fits_memory(mapping, str(folder / "simulated.yaml"))
         except ScenarioError as exc:
             if exc.key == "engine.chunked_prefill_tokens":  # the loop prefills every prompt in one chunk
-                raise ScenarioError(s.source or "verify", "workload.concurrency", f"the loop prefills its "
+                # both the batch and the prompts' length set it: the section, not one key of it
+                raise ScenarioError(s.source or "verify", "workload", f"the loop prefills its "
                                     f"{len(setup.prompt_lens)} requests' {sum(setup.prompt_lens):,} prompt tokens in one "
                                     "chunk, and the simulated engine's reserve for it outgrows this device: fewer "
-                                    "requests or shorter prompts fit") from None
+                                    "requests (concurrency) or shorter prompts (input_len) fit") from None
             if exc.key.startswith("workload") or "max_context" in exc.reason:  # the iterations set the lengths
                 raise ScenarioError(s.source or "verify", "verify.iterations", f"the loop's requests are too long for "
                                     f"the simulation: {exc.reason} (fewer iterations and warmup_iterations fit)") from None

@@ -81,9 +81,8 @@ def comparison(design: str, batch: int, measured: pd.DataFrame, predicted: pd.Da
 
 def plot(table: pd.DataFrame, path: Path) -> None:
     """Predicted vs measured per pass kind (ms per iteration) and TPS, one panel per design x batch."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from mtpsim.mpl import pyplot
+    plt = pyplot()
     groups = list(table.groupby(["design", "batch"], sort=False))
     fig, axes = plt.subplots(1, len(groups), figsize=(4 * len(groups), 3.2), squeeze=False)
     for ax, ((design, batch), g) in zip(axes[0], groups):
