@@ -462,3 +462,25 @@ def test_a_row_faster_than_the_measured_stream_is_floored(profile, tmp_path):
     gemm = O.gemm("g", 16, 256, 256, "fp32", act="fp32")
     assert c.time(gemm, graphs=True).source == "calibrated"
     assert c.time(gemm, graphs=True).total_s == pytest.approx(synthetic_time(gemm), rel=1e-9)
+
+
+def test_a_verify_with_no_context_costs_no_more_than_with_some(tmp_path, capsys):
+    """Extrapolated verify attention (more queries than the profile's decode rows) scaled the
+    launch latency of its batch and heads with the queries: DeepSeek-V3's nextn verify on B200
+    (batch 8, tp 8) cost 1.37 ms of attention at no context, 0.82 ms at 500 tokens and 1.04 ms at
+    1,000. The latency above the config's fastest call is now the slice's own floor (tables.py
+    slice_floor), which the queries do not scale."""
+    from mtpsim import cli
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("name: v\nmodel: deepseek-v3\nhardware: b200\nparallel: {tp: 8}\n"
+                        "speculative: {design: nextn, steps: 3}\nacceptance: {per_depth: [0.8, 0.7, 0.6]}\n"
+                        "workload: {concurrency: 8, num_requests: 16, input_len: 512, output_len: 64}\n")
+
+    def verify_attention_ms(context: int) -> float:
+        assert cli.main(["cost", str(scenario), "--batch", "8", "--context", str(context), "--ops"]) == 0
+        row = next(line for line in capsys.readouterr().out.splitlines() if line.split()[:2] == ["verify:target", "attn.core"])
+        return float(row.split()[-1])
+
+    at = {c: verify_attention_ms(c) for c in (0, 100, 500, 1000, 4000, 16000)}
+    assert at[0] <= min(at.values()), at
+    assert at[500] < at[1000] < at[4000] < at[16000], at

@@ -17,9 +17,11 @@ op's flops, bytes and the measured median `time_s`. An op is priced by, in order
 - `extrapolated`: attention with more query tokens per request than the profile measured
   (verify and extend against cached KV; the measured GPU tables hold decode rows, q = 1 only):
   the measured time at the largest measured q, scaled by the roofline work of the two shapes,
-  affinely as above. Past MLA_ABSORB_MAX_Q query tokens a request in a prompt or its chunk (not
-  a verify or draft pass: AttentionKernel's `decode_path`), a profile with `prefill_attention`
-  rows prices the core from them instead (`_prefill`:
+  affinely as above but above the launch's own floor (the time at the grid's least KV for that
+  batch, q and heads: tables.slice_floor), which extra queries do not scale. Past
+  MLA_ABSORB_MAX_Q query tokens a request in a prompt or its chunk (not a verify or draft pass:
+  AttentionKernel's `decode_path`), a profile with `prefill_attention` rows prices the core from
+  them instead (`_prefill`:
   `calibrated` for a fresh prompt of a measured shape, else `calibrated-scaled` by work); the
   routing is here, not in lookup_point, because only the profile knows whether it has them;
 - `roofline`: families the profile does not hold (linear-attention state; elementwise, argmax
@@ -72,7 +74,7 @@ from mtpsim.costs.profile import (
 from mtpsim.costs.profile_meta import load_meta
 from mtpsim.costs.roofline import OpTime, RooflineCosts
 from mtpsim.costs.table_build import build_tables
-from mtpsim.costs.tables import Table, interpolate, kv_slice, nearest_cell, scaled
+from mtpsim.costs.tables import Table, interpolate, kv_slice, nearest_cell, scaled, slice_floor
 from mtpsim.costs.wide_ep import wide_ep_time
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, short
@@ -262,13 +264,14 @@ class CalibratedCosts:
             # below the decode of the same batch and KV, `roofline-scaled` from that cell)
             q, q_ref = x["q"], table.grid["q"][0][-1]
             x = {**x, "q": q_ref}
-            hit = interpolate(table, x)
-            if hit is not None:
+            hit, floor = interpolate(table, x), None
+            if hit is not None:  # the launch's own latency at this batch and heads does not scale (slice_floor)
                 log_t, work_ref = hit[0], self.work_s(fewer_queries(op, q_ref / q))
+                floor = slice_floor(kv_slice(table, x)) if "kv" in table.axes else None
             else:
                 log_t, log_w = nearest_cell(table, x)
                 work_ref = math.exp(log_w)
-            return scaled(table, math.exp(log_t), work_ref, work), "extrapolated", stand_in
+            return scaled(table, math.exp(log_t), work_ref, work, floor), "extrapolated", stand_in
         hit = interpolate(table, x)
         if hit is not None and exact and hit.measured:
             return math.exp(hit.log_t), "calibrated", stand_in

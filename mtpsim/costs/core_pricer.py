@@ -11,7 +11,7 @@ from functools import lru_cache
 
 from mtpsim.costs.ops import AttentionKernel, BatchLens, CoreCounts, frame_bytes
 from mtpsim.costs.roofline import OpTime
-from mtpsim.costs.tables import Table, kv_slice, read_slice, scaled
+from mtpsim.costs.tables import Table, kv_slice, read_slice, scaled, slice_floor
 
 
 class CorePricer:
@@ -78,7 +78,8 @@ class CorePricer:
         op_bytes = kv_bytes + act_bytes  # Op.bytes: weight bytes (none), KV, activations
         if share is not None:  # fewer_queries' work: flops and activations scale with q, the KV read not
             work_ref = max(flops * share / self.peak_flops, (kv_bytes + act_bytes * share) / self.peak_bytes)
-            t, kind = scaled(self.table, math.exp(log_t), work_ref, self.work(flops, op_bytes)), "extrapolated"
+            t, kind = scaled(self.table, math.exp(log_t), work_ref, self.work(flops, op_bytes), slice_floor(piece)), \
+                "extrapolated"
         elif self.exact and measured:
             t, kind = math.exp(log_t), "calibrated"
         else:

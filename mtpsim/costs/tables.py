@@ -178,7 +178,21 @@ def nearest_cell(table: Table, x: dict) -> tuple[float, float]:
     return float(table.log_t[idx]), float(table.log_w[idx])
 
 
-def scaled(table: Table, t_ref: float, w_ref: float, work: float) -> float:
-    """t_ref at work w_ref moved to `work`: the per-call floor stays, the rest scales."""
-    floor = min(table.floor_s, t_ref)
+def scaled(table: Table, t_ref: float, w_ref: float, work: float, floor: float | None = None) -> float:
+    """t_ref at work w_ref moved to `work`: the per-call floor stays, the rest scales. `floor`:
+    the launch's own (`slice_floor`) where known, else the config's fastest time."""
+    floor = min(table.floor_s if floor is None else floor, t_ref)
     return floor + (t_ref - floor) * work / w_ref
+
+
+def slice_floor(piece) -> float | None:
+    """A `kv_slice`'s shortest time, at its least KV (times are lifted to rise with kv as they
+    load): what a call at that batch, q and heads takes whatever it reads, so the part of a time
+    that scales with an extrapolated query count is what lies above it. The config's fastest
+    time (a batch-1, one-head call) left the launch latency of a wider call in the scaled part, and
+    a verify's extra queries multiplied it: DeepSeek-V3's verify attention on B200 cost 22 µs a
+    layer at no context and 13 µs at 500 tokens. None at a gap or outside the grid."""
+    if piece is False:
+        return None
+    first = piece[0][0]
+    return None if first != first else math.exp(first)
