@@ -225,10 +225,12 @@ SPECS: dict[str, type[BaseModel]] = {"models": ModelSpec, "hardware": HardwareSp
 
 def spec_file(kind: Kind, ref: str, cls: type[SpecT], where: str, key: str = "", paths: bool = True) -> SpecT:
     """The validated spec of a whole file (a catalog name, or a path when `paths`): validated once
-    per version of the file; an invalid one is a ScenarioError naming that file. Specs are frozen
-    records, so every caller may share one."""
+    per version of the file; an invalid one is a ScenarioError naming that file. Each caller gets
+    its own copy: a spec is a frozen record, but its tables (peak_flops, attention_kinds) are
+    plain mappings, and a notebook's edit of one point's reached every later load in the process
+    through the cache."""
     path = path_of(kind, ref, where, key, paths)
-    spec = _spec_at(*_stamped(path), cls)
+    spec = _spec_at(*_stamped(path), cls).model_copy(deep=True)
     if not (paths and is_path(ref)) and ref not in (spec.name, *getattr(spec, "aliases", ())):
         # a catalog name is its file's (or one of the aliases it lists): the entry answers to it
         raise ScenarioError(str(path), "name", f"{short(spec.name)} is not the file's name {ref!r}: a scenario names "
@@ -344,7 +346,7 @@ def load_engine(name: str, version: str | None = None, ignore_rules=(), where: s
     """An engine at a release (None: its file's default), its version rules applied (engine_releases.py);
     resolved once per version of its file, release and rules left out (EngineSpec is frozen)."""
     path, stamp = _stamped(path_of("engines", name, "engines catalog", paths=False))
-    return _engine_at(path, stamp, version, tuple(ignore_rules), where)
+    return _engine_at(path, stamp, version, tuple(ignore_rules), where).model_copy(deep=True)  # as spec_file's
 
 
 @functools.lru_cache(maxsize=64)

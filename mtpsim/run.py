@@ -25,7 +25,7 @@ from mtpsim import interrupts
 from mtpsim import scenario as sc
 from mtpsim.baselines import baseline_key, baseline_of
 from mtpsim.designs import BASELINE
-from mtpsim.errors import ScenarioError, holding, printable, warn
+from mtpsim.errors import ScenarioError, holding, printable, short, warn
 from mtpsim.heaviness import heavy, prefill_chunks
 from mtpsim.overrides import flags_over_sets
 from mtpsim.results import Results
@@ -46,16 +46,40 @@ from mtpsim.sim.progress import on_terminal, progress_bar
 
 __all__ = ["format_table", "run_points", "run_rows", "run_scenario"]  # format_table: notebooks print the table as run does
 
-def run_points(points: list[sc.Scenario], jobs: int = 1, progress: bool = True, keep_passes: bool = False,
+def run_points(points: list[sc.Scenario], jobs: int | None = 1, progress: bool = True, keep_passes: bool = False,
                backend: str = "pool", address: str | None = None):
     """Simulate each point (once per seed) and the baselines it needs, each baseline on the same
     seed as the runs it is the baseline of. Returns (summary, results per point run, point-major
     then seed). backend: `pool` (processes on this machine) or `ray` (tasks on a Ray cluster at
     `address`, else a local one): the same summary either way. The summary is run_rows' rows
-    as a DataFrame."""
+    as a DataFrame. The API's entry: its arguments are checked as `mtpsim.simulate` checks a point
+    and the CLI its flags (a point changed after load priced its row on the old specs and its
+    baseline on the new: DeepSeek's MTP against Llama's plain decode, 0.29x)."""
     import pandas as pd
-    rows, results = run_rows(points, jobs, progress, keep_passes, backend, address)
+    _check_run_arguments(points, jobs, progress, keep_passes, backend)
+    rows, results = run_rows(list(points), jobs, progress, keep_passes, backend, address)
     return pd.DataFrame(rows), results
+
+
+def _check_run_arguments(points, jobs, progress, keep_passes, backend) -> None:
+    """run_points' arguments, each a ScenarioError naming it: a list of points mtpsim.load
+    resolved (resolve.check_resolved), jobs 1..MAX_JOBS as --jobs (or None), flags as booleans, a backend."""
+    from mtpsim.cli_types import MAX_JOBS
+    from mtpsim.resolve import check_resolved
+    where = "mtpsim.run.run_points"
+    if not isinstance(points, (list, tuple)) or not points:
+        raise ScenarioError(where, "points", f"is {type(points).__name__} {short(points, 40)}: a non-empty list of the "
+                            "points mtpsim.load returns")
+    for point in points:
+        check_resolved(point, where)
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS):
+        raise ScenarioError(where, "jobs", f"is {short(jobs, 40)}: a whole number 1..{MAX_JOBS}, as --jobs (None: "
+                            "one per core)")
+    for key, value in (("progress", progress), ("keep_passes", keep_passes)):
+        if not isinstance(value, bool):
+            raise ScenarioError(where, key, f"is {short(value, 40)}: True or False")
+    if backend not in ("pool", "ray"):
+        raise ScenarioError(where, "backend", f"is {short(backend, 40)}: 'pool' or 'ray'")
 
 
 def plan_runs(points: list[sc.Scenario]):

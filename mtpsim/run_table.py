@@ -10,7 +10,7 @@ import math
 
 from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE
-from mtpsim.errors import printable
+from mtpsim.errors import ScenarioError, printable, short
 from mtpsim.histogram import LogHistogram
 from mtpsim.results import Results
 from mtpsim.rows import Table, key_labels, missing, to_string
@@ -33,6 +33,10 @@ def format_table(summary) -> str:
     replicated run's interval summary (summary_ci.csv's rows) shows TPS, per-user TPS and speedup
     as mean ± half-width, and `~` after a TPS whose interval overlaps another design's at the
     same load (see legend()). `summary`: rows (dicts) or a DataFrame."""
+    rows = isinstance(summary, list) and all(isinstance(r, dict) for r in summary)
+    if not rows and type(summary).__name__ != "DataFrame":  # pandas is not imported for rows
+        raise ScenarioError("mtpsim.run.format_table", "summary", f"is {type(summary).__name__} {short(summary, 40)}: "
+                            "run_points' summary (a DataFrame) or its rows (dicts)")
     table = Table.of_rows(summary) if isinstance(summary, list) else Table.of_frame(summary)
     shown = SHOWN_KEYS
     cols = list(table.columns)

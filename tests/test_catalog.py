@@ -136,7 +136,10 @@ def test_a_catalog_file_is_read_again_once_it_changes(tmp_path, monkeypatch, wri
     entry.write_text(_renamed("models", "deepseek-v3", "mine"))
     monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path))
     first = sc.load(write_scenario({**BASE, "model": "mine"}))[0].specs.model
-    assert sc.load(write_scenario({**BASE, "model": "mine"}))[0].specs.model is first  # validated once
+    hits = catalog._spec_at.cache_info().hits
+    again = sc.load(write_scenario({**BASE, "model": "mine"}))[0].specs.model
+    assert catalog._spec_at.cache_info().hits > hits  # validated once
+    assert again == first and again is not first  # each load its own copy (campaign 28)
     catalog.resolve("models", "mine", "test")["vocab_size"] = 3  # a caller's copy, not the cache
     assert catalog.resolve("models", "mine", "test")["vocab_size"] == 129280
     entry.write_text(entry.read_text().replace("hidden_size: 7168", "hidden_size: 7680") + "\n")

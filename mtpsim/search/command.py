@@ -273,12 +273,31 @@ def _finalists_or_why(rows: pd.DataFrame, targets: list[Target], folder: Path, t
                             f"{folder}/frontier.csv; {kept})") from None
 
 
+def _check_search_arguments(flags, targets, seeds, jobs, backend) -> None:
+    """run_search's arguments as the CLI's parsers would have given them, each a ScenarioError
+    naming it (the API's callers, notebook 01, pass them by hand)."""
+    from mtpsim.cli_types import MAX_JOBS
+    from mtpsim.limits import MAX_SEEDS
+    where = "mtpsim.search.command.run_search"
+    if not isinstance(flags, dict):
+        raise ScenarioError(where, "flags", f"is {short(flags, 40)}: a mapping of the search flags ({{}} for none)")
+    if not isinstance(targets, (list, tuple)) or not all(isinstance(t, Target) for t in targets):
+        raise ScenarioError(where, "targets", f"is {short(targets, 60)}: a list of Target (search.targets.parse_target "
+                            "reads 'p99:50ms')")
+    for key, value, most in (("seeds", seeds, MAX_SEEDS), ("jobs", jobs, MAX_JOBS)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most):
+            raise ScenarioError(where, key, f"is {short(value, 40)}: a whole number 1..{most}, or None")
+    if backend not in ("pool", "ray"):
+        raise ScenarioError(where, "backend", f"is {short(backend, 40)}: 'pool' or 'ray'")
+
+
 def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], seeds: int | None, out: str | None,
                jobs: int | None, backend: str = "pool", address: str | None = None,
                cache_dir: str | None = DEFAULT_CACHE, plot: bool = True, peer: bool = False) -> tuple[Path, pd.DataFrame]:
     """The command: check everything, enumerate, run, pick, print, write (`peer`: aiconfigurator's
     answer for the chosen deployment and the best without MTP, peer_compare.py). Returns (folder,
     frontier rows)."""
+    _check_search_arguments(flags, targets, seeds, jobs, backend)
     plan = _plan(path, sets, flags, seeds, out, jobs, cache_dir)
     base, hw = plan.base, plan.base.specs.hardware
     title = f"{base.describe_model()} on {plan.bounds.gpus}x {hw.name}"

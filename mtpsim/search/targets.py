@@ -24,6 +24,9 @@ DEPLOYMENT = ["layout", "design", "steps", "topk"]
 _TARGET = re.compile(r"^(?:(p50|p99):)?([0-9]*\.?[0-9]+(?:e-?[0-9]+)?)\s*(ms|s)?$")
 
 
+METRICS = ("ttft", "tpot", "user_tps")  # what a Target measures
+
+
 @dataclass(frozen=True)
 class Target:
     """One latency target: `metric` ttft | tpot | user_tps, at percentile p50 | p99."""
@@ -59,8 +62,13 @@ class Target:
 
 
 def parse_target(text: str, metric: str) -> Target:
-    """`p99:50ms` -> Target; a bad one is a ScenarioError naming its flag."""
+    """`p99:50ms` -> Target; a bad one is a ScenarioError naming its flag (the API's: a metric
+    other than ttft, tpot or user_tps, or a text that is none, naming parse_target)."""
+    if metric not in METRICS:
+        raise ScenarioError("parse_target", "metric", f"is {short(metric, 40)}: one of {', '.join(METRICS)}")
     flag = Target(metric, "p50", 0).flag
+    if not isinstance(text, str):
+        raise ScenarioError(flag, "", f"is {type(text).__name__} {short(text, 40)}: a text such as 'p99:50'")
     m = _TARGET.match(text.strip().lower())
     if not m:
         form = "[p50:|p99:]VALUE (tokens per second, e.g. p99:40)" if metric == "user_tps" else \
