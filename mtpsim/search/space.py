@@ -59,6 +59,9 @@ def steps_by_design(base: sc.Scenario, bounds: SearchBounds, flags: set[str] = f
     came from: its flag where one of `flags` gave it (bound_origin), else the search section."""
     key = "search.designs" if bounds.designs else "speculative.design"
     out = {}
+    if bounds.designs and BASELINE not in bounds.designs:  # the MTP-off arm every comparison reads
+        warn(base.source, "search.designs", f"leaves out {BASELINE}: frontier.csv's speedup column has no plain "
+             "decoding to compare against (empty), and the report no frontier without MTP")
     for design in searched_designs(base, bounds):
         if record(design).draft_part is None:
             continue
