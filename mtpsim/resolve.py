@@ -281,13 +281,21 @@ def written_at(ref: object, kind: str, key: str, where: str) -> tuple[str, str]:
 def _names_profiles(s: Scenario) -> bool:
     """Whether the scenario itself says which profiles price its hardware: an inline mapping with
     `profiles`, or a hardware file of its own (a path, not a catalog name: every profile it names
-    is the user's)."""
-    if isinstance(s.hardware, dict):
-        return "profiles" in s.hardware
-    if catalog.is_path(s.hardware):
+    is the user's), directly or as an inline mapping's `from` (whose file's `profiles` were dropped
+    without a word where the path alone was refused)."""
+    ref = s.hardware
+    if isinstance(ref, dict):
+        if "profiles" in ref:
+            return True
+        ref = ref.get("from")
+        if not isinstance(ref, str):
+            return False
+        if catalog.is_path(ref):  # a file of the user's own under `from`: its profiles, if it writes any
+            return "profiles" in load_yaml(Path(ref).expanduser())
+    if catalog.is_path(ref):
         return True
     # a user catalog's entry that writes `profiles` itself (a renamed copy inherits them: roofline)
-    return users_file(s.hardware) and "profiles" in load_yaml(catalog.find("hardware", s.hardware))
+    return users_file(ref) and "profiles" in load_yaml(catalog.find("hardware", ref))
 
 
 def users_file(ref: str, kind: str = "hardware") -> bool:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mtpsim.errors import ScenarioError, short
+from mtpsim.errors import ScenarioError, short, warn
 from mtpsim.files import read_text, require_file, strict_json
 from mtpsim.hfconfig import deepseek_v4
 from mtpsim.hfconfig.blocks import block_keys
@@ -101,6 +101,12 @@ def _reader(top: Config, where: str, at: str):
                         f"{short(architectures)}")
     first = architectures[0] if architectures else None
     reader = READERS.get(model_type) if model_type is not None else None
+    if reader is None and model_type is not None and first in ARCHITECTURES:
+        # the class's family reads it (a fine-tune's own model_type): said, as a family it does not
+        # name (qwen3_moe under Qwen3ForCausalLM) loses what it adds (experts, windows) in silence
+        warn(top.path, top.prefix + "model_type", f"{short(model_type)} is not a family mtpsim reads: the config is "
+             f"read by the reader of architectures[0] {short(first)} ({ARCHITECTURES[first]}), so what "
+             f"{short(model_type)} adds to that layout (experts, sliding windows) is not priced")
     reader = reader or (READERS.get(ARCHITECTURES.get(first)) if first is not None else None)
     if reader is None:
         named = (f"model_type {short(model_type)} is" if model_type is not None else

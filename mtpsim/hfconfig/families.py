@@ -152,14 +152,14 @@ def gemma4(c: Config) -> Layout:
     return Layout(attention, ffns, lambda i: (kinds[i], names[wide[i]]) if i < n else None, tie_default=True)
 
 
-def dense_gqa(c: Config) -> Layout:
+def dense_gqa(c: Config, head_dim_default: int | None = None) -> Layout:
     """Llama, Qwen2 and MiMo-7B (transformers llama / qwen2; MiMo's remote code subclasses
     Qwen2): GQA and a dense MLP in every layer, head_dim defaulting to hidden_size /
     num_attention_heads. Qwen2 with use_sliding_window slides sliding_window from layer
     max_window_layers on (layer_types when given). MiMo-7B's MTP layers are Qwen2 decoder layers
     on the same config (vLLM mimo_mtp.py), so the rule gives their kind."""
     n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
-    kv, head_dim = c.int("num_key_value_heads", heads), head_dim_of(c, heads)
+    kv, head_dim = c.int("num_key_value_heads", heads), head_dim_of(c, heads, head_dim_default)
     if c.get("layer_types") is not None:
         mtp = c.int("num_nextn_predict_layers", 0)  # MiMo-7B: its MTP layers' kinds follow the trunk's
         kinds = kinds_of(c, "layer_types", c.list("layer_types", n, past=mtp),
@@ -256,7 +256,14 @@ READERS: dict[str, Callable[[Config], Layout]] = {
     "qwen3_5_moe": qwen3_next, "qwen3_5_moe_text": qwen3_next, "minimax_m2": minimax_m2,
     "mimo_v2_flash": mimo_v2_flash, "gemma4": gemma4, "gemma4_text": gemma4, "llama": dense_gqa, "qwen2": dense_gqa,
     "mimo": dense_gqa, "step3p5": step3p5, "gpt_oss": gpt_oss}
-READERS["qwen3"] = dense_gqa  # Qwen3 dense (transformers qwen3): qwen2's layout, head_dim given; QK-norm is elementwise
+def qwen3(c: Config) -> Layout:
+    """Qwen3 dense (transformers qwen3): qwen2's layout, but a config without head_dim has
+    Qwen3Config's 128, not hidden_size / heads (a Qwen3-32B shape without it was priced at 80-wide
+    heads: 61 GB of weights for 65.5); QK-norm is elementwise."""
+    return dense_gqa(c, head_dim_default=128)
+
+
+READERS["qwen3"] = qwen3
 ARCHITECTURES = {
     "DeepseekV2ForCausalLM": "deepseek_v2", "DeepseekV3ForCausalLM": "deepseek_v3", "Glm4MoeForCausalLM": "glm4_moe",
     "DeepseekV32ForCausalLM": "deepseek_v32", "GlmMoeDsaForCausalLM": "glm_moe_dsa", "MiniMaxM2ForCausalLM": "minimax_m2",

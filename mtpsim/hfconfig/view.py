@@ -123,8 +123,12 @@ def moe_kind(experts: int, top_k: int, width: int, shared: int = 0, shared_width
     return spec
 
 
-def head_dim_of(c: Config, heads: int) -> int:
-    """head_dim, else hidden_size / heads (transformers' default), which must divide evenly."""
+def head_dim_of(c: Config, heads: int, default: int | None = None) -> int:
+    """head_dim, else the family's own default where its transformers config class sets one
+    (`default`: Qwen3Config's 128, Qwen3NextConfig's 256, which its attention reads whatever the
+    width), else hidden_size / heads (Llama's and Qwen2's rule), which must divide evenly."""
+    if c.get("head_dim") is None and default is not None:
+        return default
     if c.get("head_dim") is None and c.int("hidden_size") % heads:
         raise c.error("hidden_size", f"{c.int('hidden_size')} is not a multiple of the {heads} attention heads, and "
                       "no head_dim is given to say their width")
