@@ -160,7 +160,9 @@ def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = N
             if name in optional:
                 continue
             needed = ", ".join(c for c in columns if c not in optional)
-            raise ScenarioError(where, name, f"missing column (columns needed: {needed})")
+            near = next((c for c in df.columns if isinstance(c, str) and c.strip().lower() == name), None)
+            found = f"; the header has {short(near, 40)}: write it as {name}, no spaces, lower case" if near else ""
+            raise ScenarioError(where, name, f"missing column (columns needed: {needed}){found}")
         if not rule.text:
             df[name] = _numbers(df[name], rule, where, name, records)
     if df.empty:

@@ -17,10 +17,12 @@ Found and fixed:
   naming h200's profiles): refused alike;
 - a model_type mtpsim does not read fell back to architectures[0]'s reader in silence, so
   `model_type: qwen3_moe` under `Qwen3ForCausalLM` was priced as a 6.7 GB dense model (the real one
-  is ~61 GB): the fallback stays (a fine-tune's own model_type) and is said at `model_type`.
+  is ~61 GB): the fallback stays (a fine-tune's own model_type) and is said at `model_type`;
+- (questionable, mended) a CSV column missing only by spaces or case (`accepted , COUNT`) was
+  `missing column` beside a header that visibly held it: the error names the header it found.
 
-Noticed, and left alone: a histogram header with spaces (`accepted , count`) is refused where a
-trace's is stripped; upper-case headers are refused; a ragged CSV row's error quotes pandas' text
+Noticed, and left alone: a histogram header with spaces is still refused (the reader's per-cell
+error lookup keys on the header as written), where a trace's is stripped; a ragged CSV row's error quotes pandas' text
 and names no row; a trace whose span dwarfs its busy time (28 years between two rows, speed 1e-9)
 gets no warning; Mooncake rows with fewer hash_ids than blocks are read as given; a `--peer` note
 lists `aliases` among the differences of a config-read model; FP8's modules_to_not_convert is not
@@ -94,3 +96,14 @@ def test_a_model_type_read_by_another_familys_reader_is_said(tmp_path, capsys):
     (tmp_path / "config.json").write_text(json.dumps({**config, "model_type": "qwen3"}))  # its own family: quiet
     assert not [w for w in warnings_of(capsys, ["cost", _scenario(tmp_path, f"{{hf_config: {tmp_path / 'config.json'}}}")])
                 if ": model_type: " in w]
+
+
+def test_a_csv_header_off_by_spaces_or_case_says_what_it_found(tmp_path, capsys):
+    """Before: `accepted: missing column (columns needed: accepted, count)` beside a header that
+    visibly holds `accepted ` (a trace's header is stripped; a histogram's is read as written)."""
+    (tmp_path / "h.csv").write_text("accepted , COUNT\n0,10\n1,20\n")
+    text = ("name: h\nmodel: llama-3.1-8b\nhardware: h100-sxm\n"
+            "speculative: {design: nextn, steps: 1, draft: eagle3-llama-3.1-8b}\n"
+            f"acceptance: {{histogram: {tmp_path / 'h.csv'}}}\n{LOAD}")
+    (tmp_path / "s.yaml").write_text(text)
+    one_line_error(capsys, ["cost", str(tmp_path / "s.yaml")], "accepted", "the header has 'accepted '")
