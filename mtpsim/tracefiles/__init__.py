@@ -21,7 +21,7 @@ from functools import partial
 
 import numpy as np
 
-from mtpsim.errors import ScenarioError, short
+from mtpsim.errors import ScenarioError, short, warn
 from mtpsim.files import read_once
 from mtpsim.schema import MAX_REQUESTS, MAX_SIM_S, TraceFile
 from mtpsim.tracefiles.formats import FORMATS, Format, RawChunk, detect, sniff
@@ -62,6 +62,7 @@ class TraceStats:
     input_tokens: int = 0         # summed over the selection (after max_input_len cuts)
     output_tokens: int = 0        # summed over the selection (after max_output_len cuts)
     has_blocks: bool = False
+    num_short_blocks: int = 0     # rows naming fewer block ids than their prompt's full blocks
 
     @property
     def longest_row(self) -> int:
@@ -130,6 +131,9 @@ def _scan(path: str, trace: TraceFile) -> TraceStats:
                                 "trace's first row)")
         raise ScenarioError(path, "", "no rows" if not stats.num_skipped else
                             f"no requests selected ({stats.num_skipped} rows with 0 tokens skipped)")
+    if stats.num_short_blocks:  # Mooncake names every full block of a prompt: a shorter list is cut, or another block size
+        warn(path, "hash_ids", f"{stats.num_short_blocks} row(s) name fewer block ids than their prompt's full blocks of "
+             f"{trace.block_size} tokens (workload.trace.block_size): the blocks past their ids are never cached")
     return stats
 
 
@@ -188,6 +192,7 @@ def _take(trace: TraceFile, raw: RawChunk, keep: np.ndarray, stats: TraceStats, 
     if raw.hash_ids is not None:
         blocks = [raw.hash_ids[i] or [] for i in np.flatnonzero(keep)]
         _check_blocks(trace, raw, keep, inputs, blocks, seen)
+        stats.num_short_blocks += sum(0 < len(b) < n // trace.block_size for b, n in zip(blocks, inputs.tolist()))
     if trace.max_input_len is not None:
         over = inputs > trace.max_input_len
         stats.num_capped_inputs += int(over.sum())
