@@ -170,6 +170,15 @@ def _activation_reserve(budget: MemoryBudget) -> float:
     return budget.activation_bytes + (share if share > rule.margin_bytes else 0.0)
 
 
+def engram_remedy(s) -> str:
+    """What else frees GPU memory where a model's Engram tables sit on the GPU: keeping them in
+    host memory, as the engines can (", or ..." to end a remedy; "" otherwise). Said wherever
+    weights leave no room (check_fits, search's layouts)."""
+    if s.specs.model.engram is None or s.engine.engram_tables != "gpu":
+        return ""
+    return ", or keep the Engram tables in host memory (engine.engram_tables: host)"
+
+
 def check_fits(s, budget: MemoryBudget, tokens: int, pool: str | None = None, need: float | None = None) -> None:
     """The longest request's KV (`need` bytes per GPU; default: `tokens` tokens of this budget's
     KV) fits the budget's KV pool, or a ScenarioError: of a whole replica, or of the disaggregated
@@ -196,14 +205,12 @@ def check_fits(s, budget: MemoryBudget, tokens: int, pool: str | None = None, ne
             raise ScenarioError(*reserve_at(s, key), f"{budget.rule.engine} sets aside {reserve / 1e9:.3g} GB per GPU "
                                 f"({key}) on {s.specs.hardware.name}'s {budget.capacity_bytes / 1e9:.1f} GB, which with "
                                 f"the weights ({weights:.1f} GB) leaves no KV pool: the engine would refuse to start")
-        tables = s.specs.model.engram is not None and s.engine.engram_tables == "gpu"
         # a higher fraction helps only where the weights fit in the GPU at all
         remedy = "raise engine.mem_fraction or shard over more GPUs" if weights < budget.capacity_bytes / 1e9 else \
             f"they are more than the GPU's {budget.capacity_bytes / 1e9:.1f} GB: shard over more GPUs"
         raise ScenarioError(s.source, f"disaggregation.{pool}" if pool else "engine.mem_fraction",
                             f"{whose if pool else 'the '}weights ({weights:.1f} GB per GPU) leave no KV pool under {rule}, "
-                            f"and the engine would refuse to start: {remedy}"
-                            + (", or keep the Engram tables in host memory (engine.engram_tables: host)" if tables else ""))
+                            f"and the engine would refuse to start: {remedy}{engram_remedy(s)}")
     need = budget.request_bytes(tokens) if need is None else need
     if need > budget.kv_budget_bytes:
         needed, held = _apart(need / 1e9, budget.kv_budget_bytes / 1e9)

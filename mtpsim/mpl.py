@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 
 
 def pyplot():
@@ -28,13 +29,11 @@ def _writable_config() -> None:
         base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
         folder = os.environ.get("MPLCONFIGDIR") or os.path.join(base, "matplotlib")
         os.makedirs(folder, exist_ok=True)  # as matplotlib would on import
-        import tempfile
         with tempfile.TemporaryFile(dir=folder):
             return
     except (OSError, RuntimeError, ValueError):
         pass
     import atexit
     import shutil
-    import tempfile
     os.environ["MPLCONFIGDIR"] = folder = tempfile.mkdtemp(prefix="mtpsim-matplotlib-")
     atexit.register(shutil.rmtree, folder, ignore_errors=True)

@@ -23,9 +23,10 @@ import numpy as np
 
 from mtpsim import interrupts
 from mtpsim import scenario as sc
+from mtpsim.api_checks import run_points_arguments
 from mtpsim.baselines import baseline_key, baseline_of
 from mtpsim.designs import BASELINE
-from mtpsim.errors import ScenarioError, holding, printable, short, warn
+from mtpsim.errors import ScenarioError, holding, printable, warn
 from mtpsim.heaviness import heavy, prefill_chunks
 from mtpsim.overrides import flags_over_sets
 from mtpsim.results import Results
@@ -56,30 +57,9 @@ def run_points(points: list[sc.Scenario], jobs: int | None = 1, progress: bool =
     and the CLI its flags (a point changed after load priced its row on the old specs and its
     baseline on the new: DeepSeek's MTP against Llama's plain decode, 0.29x)."""
     import pandas as pd
-    _check_run_arguments(points, jobs, progress, keep_passes, backend)
+    run_points_arguments(points, jobs, progress, keep_passes, backend)
     rows, results = run_rows(list(points), jobs, progress, keep_passes, backend, address)
     return pd.DataFrame(rows), results
-
-
-def _check_run_arguments(points, jobs, progress, keep_passes, backend) -> None:
-    """run_points' arguments, each a ScenarioError naming it: a list of points mtpsim.load
-    resolved (resolve.check_resolved), jobs 1..MAX_JOBS as --jobs (or None), flags as booleans, a backend."""
-    from mtpsim.cli_types import MAX_JOBS
-    from mtpsim.resolve import check_resolved
-    where = "mtpsim.run.run_points"
-    if not isinstance(points, (list, tuple)) or not points:
-        raise ScenarioError(where, "points", f"is {type(points).__name__} {short(points, 40)}: a non-empty list of the "
-                            "points mtpsim.load returns")
-    for point in points:
-        check_resolved(point, where)
-    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS):
-        raise ScenarioError(where, "jobs", f"is {short(jobs, 40)}: a whole number 1..{MAX_JOBS}, as --jobs (None: "
-                            "one per core)")
-    for key, value in (("progress", progress), ("keep_passes", keep_passes)):
-        if not isinstance(value, bool):
-            raise ScenarioError(where, key, f"is {short(value, 40)}: True or False")
-    if backend not in ("pool", "ray"):
-        raise ScenarioError(where, "backend", f"is {short(backend, 40)}: 'pool' or 'ray'")
 
 
 def plan_runs(points: list[sc.Scenario]):

@@ -93,21 +93,18 @@ def unreached_policy(s: Scenario) -> list[tuple[str, str]]:
         bounds.append((-(-w.num_requests // replicas), f"workload.num_requests {w.num_requests} sent at once, dealt "
                        f"over {spread} {replicas}"))
     most, by = min(bounds)
-    entries = sorted(policy.steps_by_batch)
-    unreached = [k for k in entries if k > most]
-    key = f"speculative.policy.steps_by_batch.{unreached[0] if unreached else ''}"
-    which = "this entry is" if len(unreached) == 1 else f"{len(unreached)} entries from this one are"
-    if unreached:
-        return [(key, f"no iteration of this workload runs more than {most} requests ({by}), so {which} never used")]
-    share = -(-w.concurrency // replicas)
-    rare = [k for k in entries if k > share] if w.arrival == "closed" and replicas > 1 else []
-    if not rare:
+    share = -(-w.concurrency // replicas) if w.arrival == "closed" and replicas > 1 else most
+    never = most < max(policy.steps_by_batch)  # said first: entries no iteration reaches at all
+    past = [k for k in sorted(policy.steps_by_batch) if k > (most if never else share)]
+    if not past:
         return []
-    which = "this entry is" if len(rare) == 1 else f"{len(rare)} entries from this one are"
-    return [(f"speculative.policy.steps_by_batch.{rare[0]}", f"the policy keys on one replica's batch, and "
-             f"workload.concurrency {w.concurrency} over {spread} {replicas} is {share} users a replica: {which} "
-             "reached only where the router piles more than its share on one replica (entries count a replica's "
-             "requests, not all of them)")]
+    key = f"speculative.policy.steps_by_batch.{past[0]}"
+    which = "this entry is" if len(past) == 1 else f"{len(past)} entries from this one are"
+    if never:
+        return [(key, f"no iteration of this workload runs more than {most} requests ({by}), so {which} never used")]
+    return [(key, f"the policy keys on one replica's batch, and workload.concurrency {w.concurrency} over {spread} "
+             f"{replicas} is {share} users a replica: {which} reached only where the router piles more than its "
+             "share on one replica (entries count a replica's requests, not all of them)")]
 
 
 def dead_drafts(s: Scenario) -> list[tuple[str, str]]:

@@ -125,8 +125,8 @@ def moe_kind(experts: int, top_k: int, width: int, shared: int = 0, shared_width
 
 def head_dim_of(c: Config, heads: int, default: int | None = None) -> int:
     """head_dim, else the family's own default where its transformers config class sets one
-    (`default`: Qwen3Config's 128, Qwen3NextConfig's 256, which its attention reads whatever the
-    width), else hidden_size / heads (Llama's and Qwen2's rule), which must divide evenly."""
+    (`default`: Qwen3Config's 128, which its attention reads whatever the width), else
+    hidden_size / heads (Llama's and Qwen2's rule), which must divide evenly."""
     if c.get("head_dim") is None and default is not None:
         return default
     if c.get("head_dim") is None and c.int("hidden_size") % heads:

@@ -20,11 +20,13 @@ from pydantic import ValidationError
 from mtpsim import scenario as sc
 from mtpsim import sweep
 from mtpsim.advice import GRID_CHECKS, advise, swept_search
+from mtpsim.api_checks import workers
 from mtpsim.budget_advice import budget_at_points
 from mtpsim.designs import BASELINE, record
 from mtpsim.engine_forms import Drafter
 from mtpsim.errors import ScenarioError, decimal_number, from_validation, holding, printable, short, warn
 from mtpsim.intervals import half_width
+from mtpsim.memory import engram_remedy
 from mtpsim.outputs import writing
 from mtpsim.overrides import REPLACED, flags_over_sets
 from mtpsim.runfolder import claimed, mark_complete, write_csv
@@ -172,11 +174,8 @@ def _layouts(base: sc.Scenario, bounds: SearchBounds, flags: dict) -> tuple[list
     if not layouts:
         why = "; ".join(f"{k.label}: {v}" for k, v in list(refused.items())[-2:])
         at = ("--gpus", "") if flags.get("gpus") is not None else (base.source, "search.gpus")
-        tables = base.specs.model.engram is not None and base.engine.engram_tables == "gpu"
         raise ScenarioError(*at, f"no shard of model {base.specs.model.name!r} fits {bounds.gpus} GPUs "
-                            f"({len(refused)} layouts tried; e.g. {why})"
-                            + ("; its Engram tables in host memory (engine.engram_tables: host) leave more room"
-                               if tables else ""))
+                            f"({len(refused)} layouts tried; e.g. {why}){engram_remedy(base)}")
     return layouts, refused
 
 
@@ -273,22 +272,16 @@ def _finalists_or_why(rows: pd.DataFrame, targets: list[Target], folder: Path, t
                             f"{folder}/frontier.csv; {kept})") from None
 
 
-def _check_search_arguments(flags, targets, seeds, jobs, backend) -> None:
-    """run_search's arguments as the CLI's parsers would have given them, each a ScenarioError
-    naming it (the API's callers, notebook 01, pass them by hand)."""
-    from mtpsim.cli_types import MAX_JOBS
-    from mtpsim.limits import MAX_SEEDS
+def _check_arguments(flags, targets, seeds, jobs, backend) -> None:
+    """run_search's arguments as the CLI's parsers would have given them (notebook 01 passes them
+    by hand): a mapping of flags, a list of Target, and the workers (api_checks)."""
     where = "mtpsim.search.command.run_search"
     if not isinstance(flags, dict):
         raise ScenarioError(where, "flags", f"is {short(flags, 40)}: a mapping of the search flags ({{}} for none)")
     if not isinstance(targets, (list, tuple)) or not all(isinstance(t, Target) for t in targets):
         raise ScenarioError(where, "targets", f"is {short(targets, 60)}: a list of Target (search.targets.parse_target "
                             "reads 'p99:50ms')")
-    for key, value, most in (("seeds", seeds, MAX_SEEDS), ("jobs", jobs, MAX_JOBS)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most):
-            raise ScenarioError(where, key, f"is {short(value, 40)}: a whole number 1..{most}, or None")
-    if backend not in ("pool", "ray"):
-        raise ScenarioError(where, "backend", f"is {short(backend, 40)}: 'pool' or 'ray'")
+    workers(where, jobs, backend, seeds)
 
 
 def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], seeds: int | None, out: str | None,
@@ -297,7 +290,7 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
     """The command: check everything, enumerate, run, pick, print, write (`peer`: aiconfigurator's
     answer for the chosen deployment and the best without MTP, peer_compare.py). Returns (folder,
     frontier rows)."""
-    _check_search_arguments(flags, targets, seeds, jobs, backend)
+    _check_arguments(flags, targets, seeds, jobs, backend)
     plan = _plan(path, sets, flags, seeds, out, jobs, cache_dir)
     base, hw = plan.base, plan.base.specs.hardware
     title = f"{base.describe_model()} on {plan.bounds.gpus}x {hw.name}"

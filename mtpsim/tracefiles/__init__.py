@@ -191,8 +191,7 @@ def _take(trace: TraceFile, raw: RawChunk, keep: np.ndarray, stats: TraceStats, 
     blocks = None
     if raw.hash_ids is not None:
         blocks = [raw.hash_ids[i] or [] for i in np.flatnonzero(keep)]
-        _check_blocks(trace, raw, keep, inputs, blocks, seen)
-        stats.num_short_blocks += sum(0 < len(b) < n // trace.block_size for b, n in zip(blocks, inputs.tolist()))
+        stats.num_short_blocks += _check_blocks(trace, raw, keep, inputs, blocks, seen)
     if trace.max_input_len is not None:
         over = inputs > trace.max_input_len
         stats.num_capped_inputs += int(over.sum())
@@ -213,15 +212,16 @@ def _take(trace: TraceFile, raw: RawChunk, keep: np.ndarray, stats: TraceStats, 
 
 
 def _check_blocks(trace: TraceFile, raw: RawChunk, keep: np.ndarray, inputs: np.ndarray, blocks: list,
-                  seen: dict) -> None:
+                  seen: dict) -> int:
     """Each row's ids fit its prompt, and each id keeps one position: a block id names the whole
     prefix up to its block (Mooncake hashes each block with the ones before it), so an id
     twice in a prompt, or at another position than in an earlier row, is a broken trace
-    whose cache hits would be made up."""
-    rows = np.flatnonzero(keep)
+    whose cache hits would be made up. Returns the rows naming fewer ids than their full blocks."""
+    rows, short_rows = np.flatnonzero(keep), 0
     for j, (ids, n) in enumerate(zip(blocks, inputs.tolist())):
         row = raw.row(int(rows[j]))
         allowed = -(-n // trace.block_size)
+        short_rows += 0 < len(ids) < n // trace.block_size
         if len(ids) > allowed:
             raise ScenarioError(trace.path, "hash_ids", f"row {row}: {len(ids)} block ids for "
                                 f"input_length {n}, which fills at most {allowed} blocks of {trace.block_size} tokens "
@@ -233,3 +233,4 @@ def _check_blocks(trace: TraceFile, raw: RawChunk, keep: np.ndarray, inputs: np.
                 raise ScenarioError(trace.path, "hash_ids", f"row {row}: block id {short(block)} is block "
                                     f"{position + 1} here and block {first[0] + 1} {where}: an id names the prefix up "
                                     "to its block, so it keeps one position")
+    return short_rows

@@ -1,0 +1,42 @@
+"""The Python API's argument checks: what a notebook passes by hand to the functions the commands
+call (run_points here, run_search's in search/command.py), held to the ranges the CLI's flags hold (--jobs, --seeds,
+--backend), each a ScenarioError naming the function and the argument. One home, so the API and
+the CLI cannot drift apart on a range."""
+from __future__ import annotations
+
+from mtpsim.cli_types import MAX_JOBS
+from mtpsim.errors import ScenarioError, short
+from mtpsim.limits import MAX_SEEDS
+
+BACKENDS = ("pool", "ray")
+
+
+def whole(where: str, key: str, value, most: int) -> None:
+    """`value` None, or a whole number 1..`most` (a bool is no number here)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most):
+        raise ScenarioError(where, key, f"is {short(value, 40)}: a whole number 1..{most}, or None")
+
+
+def workers(where: str, jobs, backend, seeds=None) -> None:
+    """jobs and seeds as --jobs and --seeds take them, and a backend --backend names."""
+    whole(where, "jobs", jobs, MAX_JOBS)
+    whole(where, "seeds", seeds, MAX_SEEDS)
+    if backend not in BACKENDS:
+        raise ScenarioError(where, "backend", f"is {short(backend, 40)}: {' or '.join(map(repr, BACKENDS))}")
+
+
+def run_points_arguments(points, jobs, progress, keep_passes, backend) -> None:
+    """run_points': a non-empty list of points mtpsim.load resolved (resolve.check_resolved: a point
+    changed after load priced its row on the old specs and its baseline on the new), flags as
+    booleans, and the workers."""
+    from mtpsim.resolve import check_resolved
+    where = "mtpsim.run.run_points"
+    if not isinstance(points, (list, tuple)) or not points:
+        raise ScenarioError(where, "points", f"is {type(points).__name__} {short(points, 40)}: a non-empty list of the "
+                            "points mtpsim.load returns")
+    for point in points:
+        check_resolved(point, where)
+    workers(where, jobs, backend)
+    for key, value in (("progress", progress), ("keep_passes", keep_passes)):
+        if not isinstance(value, bool):
+            raise ScenarioError(where, key, f"is {short(value, 40)}: True or False")
