@@ -94,7 +94,7 @@ def reserve_at(s, key: str) -> tuple[str, str]:
     the scenario's engine.mem_fraction, the launch command's answer."""
     from mtpsim import catalog
     from mtpsim.packagedata import data_dir
-    from mtpsim.resolve import users_file, written_at
+    from mtpsim.pricing_choice import users_file, written_at
     engine_file = catalog.find("engines", s.engine.kind)
     if engine_file is not None and not engine_file.is_relative_to(data_dir()):
         return str(engine_file), key

@@ -40,7 +40,7 @@ Found and fixed:
   reference names has one home, layer_specs.named_kind, and ModelSpec says what is wrong;
 - `hardware: {from: h200, profiles: {trtllm: h200-sglang}}` under engine trtllm priced every op as
   SGLang runs it without a word, where cost.profile naming the same is warned of: warned at the
-  key that names it (resolve._resolve_pricing);
+  key that names it (pricing_choice.resolve_pricing);
 - run's table took every column ending in `_s` for a time and showed it in ms, swept keys too: a
   sweep over workload.trace.end_s [2, 3] read 2000 and 3000, and one over
   search.requests_per_rate_s holding null was a TypeError traceback (run_table.format_table);

@@ -212,7 +212,7 @@ def test_sweep_points_share_one_read_of_their_profile_until_a_file_in_it_changes
     process is read at the next load (the folder's files key the read, not meta.yaml's alone)."""
     import shutil
 
-    from mtpsim import resolve
+    from mtpsim import pricing_choice
     from mtpsim.costs import profile
     folder = shutil.copytree(profile.find_profile("h200-sglang"), tmp_path / "h200")
     reads = []
@@ -221,7 +221,7 @@ def test_sweep_points_share_one_read_of_their_profile_until_a_file_in_it_changes
     path = write_scenario({**BASE, "cost": {"profile": str(folder)}, "sweep": {"workload.concurrency": [1, 2, 4]}})
     shared = sc.load(path)
     assert len(reads) == 1 and {p.specs.profile for p in shared} == {str(folder)}
-    monkeypatch.setattr(resolve, "held", profile.held.__wrapped__)  # every point reads the folder itself
+    monkeypatch.setattr(pricing_choice, "held", profile.held.__wrapped__)  # every point reads the folder itself
     alone = sc.load(path)
     assert len(reads) == 4 and [p.specs for p in alone] == [p.specs for p in shared]
     monkeypatch.undo()
