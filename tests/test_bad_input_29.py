@@ -88,12 +88,12 @@ def test_a_from_file_naming_another_gpus_profiles_is_refused_as_the_file_is(tmp_
 
 def test_a_model_type_read_by_another_familys_reader_is_said(tmp_path, capsys):
     """Before: priced as a dense 6.7 GB model, the only warning an unrelated one."""
-    config = {**QWEN3_32B_NO_HEAD_DIM, "model_type": "qwen3_moe", "hidden_size": 2048, "head_dim": 128,
+    config = {**QWEN3_32B_NO_HEAD_DIM, "model_type": "qwen3_omni_moe", "hidden_size": 2048, "head_dim": 128,
               "num_attention_heads": 32, "num_key_value_heads": 4, "num_hidden_layers": 48, "intermediate_size": 6144,
               "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8}
     (tmp_path / "config.json").write_text(json.dumps(config))
     warned = warnings_of(capsys, ["cost", _scenario(tmp_path, f"{{hf_config: {tmp_path / 'config.json'}}}")])
-    said = [w for w in warned if ": model_type: 'qwen3_moe' is not a family mtpsim reads" in w]
+    said = [w for w in warned if ": model_type: 'qwen3_omni_moe' is not a family mtpsim reads" in w]
     assert said and "'Qwen3ForCausalLM' (qwen3)" in said[0], warned
     (tmp_path / "config.json").write_text(json.dumps({**config, "model_type": "qwen3"}))  # its own family: quiet
     assert not [w for w in warnings_of(capsys, ["cost", _scenario(tmp_path, f"{{hf_config: {tmp_path / 'config.json'}}}")])

@@ -133,6 +133,51 @@ STEP_35_FLASH = {
     "tie_word_embeddings": False, "num_nextn_predict_layers": 3, "torch_dtype": "bfloat16"}
 
 
+# The configs below are the released config.json files as aiconfigurator-core 0.12.0 vendors them
+# (aiconfigurator_core/model_configs/<org>--<name>_config.json), trimmed as above.
+# Qwen/Qwen3-30B-A3B and Qwen/Qwen3-235B-A22B (Qwen3MoeForCausalLM)
+QWEN3_30B_A3B = {
+    "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "decoder_sparse_step": 1, "head_dim": 128,
+    "hidden_size": 2048, "intermediate_size": 6144, "max_position_embeddings": 40960, "max_window_layers": 48,
+    "mlp_only_layers": [], "moe_intermediate_size": 768, "norm_topk_prob": True, "num_attention_heads": 32,
+    "num_experts": 128, "num_experts_per_tok": 8, "num_hidden_layers": 48, "num_key_value_heads": 4,
+    "sliding_window": None, "tie_word_embeddings": False, "torch_dtype": "bfloat16", "use_sliding_window": False,
+    "vocab_size": 151936}
+QWEN3_235B_A22B = {**QWEN3_30B_A3B, "hidden_size": 4096, "intermediate_size": 12288, "max_window_layers": 94,
+                   "moe_intermediate_size": 1536, "num_attention_heads": 64, "num_hidden_layers": 94}
+
+# Qwen/Qwen3.5-397B-A17B (text_config; vision tower left out; layer_types is 15 x (3 linear, 1 full))
+QWEN35_LAYER_TYPES = ["linear_attention"] * 3 + ["full_attention"]
+QWEN35_397B = {
+    "architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe", "tie_word_embeddings": False,
+    "text_config": {
+        "model_type": "qwen3_5_moe_text", "attn_output_gate": True, "dtype": "bfloat16", "full_attention_interval": 4,
+        "head_dim": 256, "hidden_size": 4096, "layer_types": QWEN35_LAYER_TYPES * 15, "linear_conv_kernel_dim": 4,
+        "linear_key_head_dim": 128, "linear_num_key_heads": 16, "linear_num_value_heads": 64,
+        "linear_value_head_dim": 128, "max_position_embeddings": 262144, "mlp_only_layers": [],
+        "moe_intermediate_size": 1024, "mtp_num_hidden_layers": 1, "mtp_use_dedicated_embeddings": False,
+        "num_attention_heads": 32, "num_experts": 512, "num_experts_per_tok": 10, "num_hidden_layers": 60,
+        "num_key_value_heads": 2, "shared_expert_intermediate_size": 1024, "vocab_size": 248320}}
+
+# Qwen/Qwen3.5-27B: the dense member (no experts; 16 x (3 linear, 1 full))
+QWEN35_27B = {
+    "architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5", "tie_word_embeddings": False,
+    "text_config": {
+        "model_type": "qwen3_5_text", "attn_output_gate": True, "dtype": "bfloat16", "full_attention_interval": 4,
+        "head_dim": 256, "hidden_size": 5120, "intermediate_size": 17408, "layer_types": QWEN35_LAYER_TYPES * 16,
+        "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_num_key_heads": 16,
+        "linear_num_value_heads": 48, "linear_value_head_dim": 128, "max_position_embeddings": 262144,
+        "mlp_only_layers": [], "mtp_num_hidden_layers": 1, "mtp_use_dedicated_embeddings": False,
+        "num_attention_heads": 24, "num_hidden_layers": 64, "num_key_value_heads": 4, "vocab_size": 248320}}
+
+# mistralai/Mixtral-8x7B-v0.1
+MIXTRAL_8X7B = {
+    "architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336,
+    "max_position_embeddings": 32768, "num_attention_heads": 32, "num_experts_per_tok": 2, "num_hidden_layers": 32,
+    "num_key_value_heads": 8, "num_local_experts": 8, "sliding_window": None, "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16", "vocab_size": 32000}
+
+
 def read(tmp_path, config, file="config.json", **overrides) -> ModelSpec:
     path = tmp_path / file
     path.write_text(json.dumps(config) if isinstance(config, dict) else config)
@@ -169,6 +214,9 @@ CASES = {
     "mimo-7b": (MIMO_7B, {"mtp": {"num_layers": 3}}, ()),
     # the catalog's max_context comes from the README (256K), not from these fields
     "step-3.5-flash": (STEP_35_FLASH, {}, ("max_context",)),
+    "qwen3-30b-a3b": (QWEN3_30B_A3B, {}, ()),
+    "qwen3-235b-a22b": (QWEN3_235B_A22B, {}, ()),
+    "qwen3.5-397b-a17b": (QWEN35_397B, {}, ()),
 }
 
 
@@ -185,6 +233,39 @@ def test_the_config_alone_says_what_it_says_about_mtp(tmp_path):
     assert (mimo.num_layers, mimo.layer.attention, mimo.layer.ffn) == (1, "gqa", "dense")
     step = read(tmp_path, STEP_35_FLASH)
     assert step.attention_kinds[step.mtp.layer.attention].window == 512 and step.mtp.layer.ffn == "dense"
+
+
+def params(spec: ModelSpec) -> float:
+    """The weights the memory budget holds for the target on one GPU, in billions of 2-byte
+    parameters (a bf16 spec): the passes' weights and the embedding table (memory.memory_budget)."""
+    from mtpsim.costs.deployment import deploy
+    from mtpsim.costs.part_ops import weight_bytes
+    dep = deploy(spec, catalog.load_hardware("h200"), catalog.load_engine("sglang"))
+    embedding = 0 if spec.tie_embeddings else spec.vocab_size * spec.hidden_size * 2
+    return (weight_bytes(dep, "target") + embedding) / 2 / 1e9
+
+
+def test_families_without_a_catalog_entry_read_as_their_modelling_code_builds_them(tmp_path):
+    # Mixtral-8x7B: 46.7B parameters (the model card); every layer MoE, 8 experts, top 2
+    mixtral = read(tmp_path, MIXTRAL_8X7B)
+    assert [(g.count, g.ffn) for g in mixtral.layers] == [(32, "moe")] and mixtral.mtp is None
+    assert mixtral.ffn_kinds["moe"].top_k == 2 and abs(params(mixtral) - 46.7) < 0.1
+    # Qwen3.5-27B: dense FFNs, the Qwen3.5 hybrid attention, and one MTP layer SGLang's qwen3_5_mtp.py
+    # builds as full attention with the layer rule's FFN at layer 0 (dense here, MoE in the 397B)
+    dense = read(tmp_path, QWEN35_27B)
+    assert set(dense.ffn_kinds) == {"dense"} and [g.attention for g in dense.layers[:2]] == ["linear", "full"]
+    assert (dense.mtp.num_layers, dense.mtp.layer.attention, dense.mtp.layer.ffn) == (1, "full", "dense")
+    assert 26 < params(dense) < 27.5  # 27B with a 0.4B vision tower and the output gate, neither priced
+    moe = read(tmp_path, QWEN35_397B)
+    assert (moe.mtp.layer.attention, moe.mtp.layer.ffn) == ("full", "moe")
+    # a Qwen3 MoE with dense layers between (decoder_sparse_step 2) and a window on every layer
+    mixed = read(tmp_path, {**QWEN3_30B_A3B, "decoder_sparse_step": 2, "use_sliding_window": True, "sliding_window": 4096})
+    assert [g.ffn for g in mixed.layers[:2]] == ["dense", "moe"] and mixed.ffn_kinds["dense"].intermediate_size == 6144
+    assert all(mixed.attention_kinds[g.attention].window == 4096 for g in mixed.layers)
+    # Qwen3-VL MoE's text decoder is Qwen3 MoE's
+    vl = read(tmp_path, {"architectures": ["Qwen3VLMoeForConditionalGeneration"], "model_type": "qwen3_vl_moe",
+                         "text_config": {**QWEN3_30B_A3B, "model_type": "qwen3_vl_moe_text"}})
+    assert shape(vl) == shape(read(tmp_path, QWEN3_30B_A3B))
 
 
 def test_kind_names_and_the_folder_name(tmp_path):
@@ -233,10 +314,9 @@ def test_an_unknown_model_type_names_the_supported_ones(tmp_path):
 def test_an_mtp_layer_the_config_cannot_place_asks_for_model_mtp(tmp_path):
     err = error(tmp_path, MIMO_V2_FLASH)
     assert err.key == "model.mtp" and "num_nextn_predict_layers 3" in err.reason and "give model.mtp" in err.reason
-    err = error(tmp_path, {**QWEN3_NEXT, "num_nextn_predict_layers": 1})
-    assert err.key == "model.mtp" and "qwen3_next_mtp" in err.reason
-    spec = read(tmp_path, {**QWEN3_NEXT, "num_nextn_predict_layers": 1}, mtp={"layer": {"attention": "full", "ffn": "moe"}})
-    assert spec.mtp.num_layers == 1
+    # a Qwen3-Next config that counts an MTP layer: the family's rule places it (full attention, MoE)
+    spec = read(tmp_path, {**QWEN3_NEXT, "num_nextn_predict_layers": 1})
+    assert (spec.mtp.num_layers, spec.mtp.layer.attention, spec.mtp.layer.ffn) == (1, "full", "moe")
 
 
 def test_dtypes_the_config_does_not_give_ask_for_model_dtypes(tmp_path):
@@ -328,3 +408,78 @@ def test_readme_states_what_a_qwen3_next_config_gets(tmp_path, write_scenario):
     assert "has neither: give speculative.draft, or model.mtp" in readme
     data["model"]["mtp"] = {"num_layers": 1, "layer": {"attention": "full", "ffn": "moe"}}
     assert sc.load(write_scenario(data))[0].specs.model.mtp.num_layers == 1
+
+
+# ------------------------------------------------------------------------------- quantization
+# NVIDIA's ModelOpt NVFP4 export of a DeepSeek-V3 (nvidia/DeepSeek-V3.1-NVFP4 as aiconfigurator-core
+# 0.12.0 vendors it): config.json names no quantization; hf_quant_config.json beside it does,
+# leaving out four of MLA's five projections in every layer, the MTP layer and the LM head
+NVFP4_DEEPSEEK = {"producer": {"name": "modelopt"}, "quantization": {
+    "quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8", "group_size": 16,
+    "exclude_modules": ["lm_head", "model.layers.61*"] + [
+        f"model.layers.{i}.self_attn.{m}" for i in range(61)
+        for m in ("kv_a_proj_with_mqa", "kv_b_proj", "q_a_proj", "q_b_proj")]}}
+
+
+def test_a_modelopt_nvfp4_export_reads_its_hf_quant_config(tmp_path, capsys):
+    """The sibling file gives the dtypes nvidia/DeepSeek-R1-FP4's deployment uses (scenarios/published/
+    a3-deepseek-r1-b200-trtllm.yaml: BF16 attention and MTP, NVFP4 dense FFN and experts), and the
+    attention's split (o_proj is NVFP4) is said."""
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps(NVFP4_DEEPSEEK))
+    config = {k: v for k, v in DEEPSEEK_V3.items() if k != "quantization_config"}
+    dtypes = read(tmp_path, config).dtypes
+    a3 = sc.load(ROOT / "scenarios/published/a3-deepseek-r1-b200-trtllm.yaml")[0].specs.model.dtypes
+    assert dtypes.model_dump(exclude={"kv_cache"}) == a3.model_dump(exclude={"kv_cache"})
+    assert (dtypes.attention, dtypes.experts, dtypes.mtp) == ("bf16", "fp4", "bf16")
+    err = capsys.readouterr().err
+    assert "attention weights of mixed dtypes (244 of 305 bf16, 61 of 305 fp4): priced bf16" in err
+    # without the sibling the checkpoint is BF16 throughout
+    (tmp_path / "hf_quant_config.json").unlink()
+    assert read(tmp_path, config).dtypes.experts == "bf16"
+
+
+@pytest.mark.parametrize("quant, want", [
+    # ModelOpt in config.json (nvidia/GLM-5-NVFP4 style): wildcards leave the dense first layers
+    # and every attention in BF16
+    ({"quant_method": "modelopt", "quant_algo": "NVFP4",
+      "ignore": ["lm_head", "model.layers.0*", "model.layers.1.*", "model.layers.2.*", "*self_attn*"]},
+     {"attention": "bf16", "dense_ffn": "bf16", "experts": "fp4"}),
+    # compressed-tensors INT4 experts (moonshotai/Kimi-K2.5): regular expressions leave the rest
+    ({"quant_method": "compressed-tensors", "format": "pack-quantized",
+      "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int"}}},
+      "ignore": ["lm_head", "re:.*self_attn.*", "re:.*shared_experts.*", r"re:.*mlp\.(gate|up|gate_up|down)_proj.*"]},
+     {"attention": "bf16", "dense_ffn": "bf16", "experts": "fp4"}),
+    # ModelOpt MIXED_PRECISION: FP8 attention projections, NVFP4 experts, the rest as stored
+    ({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION",
+      "quantized_layers": {"*self_attn*": {"quant_algo": "FP8"}, "*mlp.experts*": {"quant_algo": "NVFP4"}}},
+     {"attention": "fp8", "dense_ffn": "bf16", "experts": "fp4"}),
+    # block FP8 (the existing path): every linear part
+    (FP8_BLOCK, {"attention": "fp8", "dense_ffn": "fp8", "experts": "fp8"}),
+])
+def test_quantization_configs_reach_the_parts_their_exclusions_leave(tmp_path, quant, want):
+    dtypes = read(tmp_path, {**DEEPSEEK_V3, "quantization_config": quant}).dtypes
+    assert {k: getattr(dtypes, k) for k in want} == want and (dtypes.lm_head, dtypes.kv_cache) == ("bf16", "bf16")
+
+
+def test_gemma4_moe_names_its_experts_apart_from_its_mlp(tmp_path):
+    """nvidia/Gemma-4-26B-A4B-NVFP4 leaves every layer's `mlp` (the dense MLP beside the experts) in
+    BF16; the routed experts (`experts.*`, not under `mlp`) are NVFP4."""
+    quant = {"quant_method": "modelopt", "quant_algo": "NVFP4",
+             "ignore": ["lm_head"] + [f"model.language_model.layers.{i}.{m}*" for i in range(30)
+                                      for m in ("mlp", "router", "self_attn")]}
+    config = {**GEMMA_4_26B, "quantization_config": quant}
+    assert (read(tmp_path, config).dtypes.attention, read(tmp_path, config).dtypes.experts) == ("bf16", "fp4")
+
+
+@pytest.mark.parametrize("quant, said", [
+    ({"quant_method": "modelopt", "quant_algo": "W4A8_AWQ"}, "quant_algo 'W4A8_AWQ', which is not read"),
+    ({"quant_method": "compressed-tensors", "config_groups": {"g": {"targets": ["Linear"],
+                                                                    "weights": {"num_bits": 8, "type": "int"}}}},
+     "weights (8, 'int') (num_bits, type), which are not read"),
+    ({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION"}, "MIXED_PRECISION without a quantized_layers map"),
+    ({"quant_method": "gptq", "bits": 4}, "quant_method 'gptq', which is not read"),
+])
+def test_a_quantization_not_read_asks_for_model_dtypes(tmp_path, quant, said):
+    err = error(tmp_path, {**LLAMA_31_8B, "quantization_config": quant})
+    assert err.key == "model.dtypes" and said in err.reason, err.reason
+    assert read(tmp_path, {**LLAMA_31_8B, "quantization_config": quant}, dtypes={"attention": "fp8"}).dtypes.attention == "fp8"

@@ -139,17 +139,26 @@ GPT_OSS_120B = {
     "intermediate_size": 2880, "layer_types": ["sliding_attention", "full_attention"] * 18,
     "max_position_embeddings": 131072, "num_attention_heads": 64, "num_experts_per_tok": 4, "num_hidden_layers": 36,
     "num_key_value_heads": 8, "num_local_experts": 128, "sliding_window": 128, "tie_word_embeddings": False,
-    "vocab_size": 201088, "quantization_config": {"quant_method": "mxfp4"}}
+    "vocab_size": 201088, "quantization_config": {
+        "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens",
+                                   "lm_head"], "quant_method": "mxfp4"}}
 GPT_OSS_DTYPES = {"attention": "bf16", "dense_ffn": "bf16", "experts": "fp4", "mtp": "bf16", "lm_head": "bf16",
                   "kv_cache": "bf16"}
 
 
 def test_gpt_oss_config_gives_the_catalog_entry_and_its_dtypes_are_asked_for(tmp_path):
-    with pytest.raises(ScenarioError) as err:
+    with pytest.raises(ScenarioError) as err:  # the copy names no torch_dtype: the unquantised parts' is asked for
         read(tmp_path, GPT_OSS_120B)
-    assert err.value.key == "model.dtypes" and "mxfp4" in err.value.reason
+    assert err.value.key == "model.dtypes" and "no torch_dtype or dtype" in err.value.reason
     spec = read(tmp_path, GPT_OSS_120B, dtypes=GPT_OSS_DTYPES)
     assert shape(spec) == shape(catalog.load_model("gpt-oss-120b"))
+    # with its base dtype, the MXFP4 scheme gives the experts fp4 and leaves attention (and the
+    # router, embedding and LM head) as they are, as modules_to_not_convert says
+    # (the dtypes of parts it has none of, a dense FFN and MTP layers, are the scheme's: unpriced)
+    spec, entry = read(tmp_path, {**GPT_OSS_120B, "torch_dtype": "bfloat16"}), catalog.load_model("gpt-oss-120b")
+    assert shape(spec, skip=("dtypes",)) == shape(entry, skip=("dtypes",))
+    assert ({k: getattr(spec.dtypes, k) for k in ("attention", "experts", "lm_head", "kv_cache")}
+            == {k: getattr(entry.dtypes, k) for k in ("attention", "experts", "lm_head", "kv_cache")})
 
 
 def test_gpt_oss_with_its_eagle3_head_prices_sliding_layers_capped_at_the_window():

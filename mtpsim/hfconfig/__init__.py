@@ -24,17 +24,15 @@ malformed JSON (duplicate keys, NaN included) and a field of the wrong type are 
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from mtpsim.errors import ScenarioError, short, warn
-from mtpsim.files import read_text, require_file, strict_json
-from mtpsim.hfconfig import deepseek_v4
+from mtpsim.hfconfig import deepseek_v4, quant
 from mtpsim.hfconfig.blocks import block_keys
 from mtpsim.hfconfig.families import ARCHITECTURES, READERS
-from mtpsim.hfconfig.view import Config, Layout, layer_runs
+from mtpsim.hfconfig.view import Config, Layout, layer_runs, load_json
 from mtpsim.layer_specs import named_kind
 
 READERS["deepseek_v4"] = deepseek_v4.deepseek_v4  # DeepSeek-V4 (hfconfig/deepseek_v4.py)
@@ -42,10 +40,8 @@ READERS["deepseek_v41"] = READERS["deepseek_v41_text"] = deepseek_v4.deepseek_v4
 ARCHITECTURES["DeepseekV4ForCausalLM"] = "deepseek_v4"
 ARCHITECTURES["DeepseekV41ForCausalLM"] = "deepseek_v41"
 
-MAX_CONFIG_BYTES = 4 * 2**20  # a config.json is a few kB
 TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 PARTS = ("attention", "dense_ffn", "experts", "mtp", "lm_head", "kv_cache", "activations")
-QUANTISED = ("attention", "dense_ffn", "experts", "mtp")  # the linear weights of an fp8 checkpoint
 
 
 def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | None = None,
@@ -79,7 +75,7 @@ def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | No
     if mtp is not None:
         mapping["mtp"] = mtp
     mapping |= _kinds(layout, mapping, overrides)
-    mapping["dtypes"] = _dtypes(top, text, where, key, overrides)
+    mapping["dtypes"] = _dtypes(top, text, where, key, overrides, mapping)
     if _reader(top, where, at) is deepseek_v4.deepseek_v4:
         mapping = deepseek_v4.finish(top, text, mapping, drafters() if drafters else {})
     block = block_keys(top)  # a block drafter's (hfconfig/blocks.py)
@@ -103,7 +99,7 @@ def _reader(top: Config, where: str, at: str):
     reader = READERS.get(model_type) if model_type is not None else None
     if reader is None and model_type is not None and first in ARCHITECTURES:
         # the class's family reads it (a fine-tune's own model_type): said, as a family it does not
-        # name (qwen3_moe under Qwen3ForCausalLM) loses what it adds (experts, windows) in silence
+        # name (qwen3_omni_moe under Qwen3ForCausalLM) loses what it adds (experts, windows) in silence
         warn(top.path, top.prefix + "model_type", f"{short(model_type)} is not a family mtpsim reads: the config is "
              f"read by the reader of architectures[0] {short(first)} ({ARCHITECTURES[first]}), so what "
              f"{short(model_type)} adds to that layout (experts, sliding windows) is not priced")
@@ -117,22 +113,13 @@ def _reader(top: Config, where: str, at: str):
     return reader
 
 
-def load_json(path: object, where: str, at: str) -> dict[str, Any]:
-    """A config.json's object, or one ScenarioError (the files.read_text rules, then strict JSON)."""
-    if not isinstance(path, str) or not path:
-        raise ScenarioError(where, at, f"expected the path of a config.json, got {short(path)}")
-    file = Path(path).expanduser()
-    require_file(file, where, at)
-    text = read_text(file, str(file), MAX_CONFIG_BYTES)
-    try:
-        data = strict_json(text)
-    except json.JSONDecodeError as exc:
-        raise ScenarioError(str(file), f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
-    except (ValueError, RecursionError) as exc:  # duplicate keys, NaN, a 5000-digit integer, deep nesting
-        raise ScenarioError(str(file), "", f"not readable JSON: {short(str(exc) or type(exc).__name__, 120)[1:-1]}") from None
-    if not isinstance(data, dict):
-        raise ScenarioError(str(file), "", "a config.json must hold a JSON object")
-    return data
+def _family(top: Config) -> str | None:
+    """The family whose modelling code names the checkpoint's modules: model_type where a reader
+    knows it, else that of architectures[0] (the reader `_reader` picked)."""
+    model_type, architectures = top.get("model_type"), top.get("architectures", [])
+    if model_type in READERS:
+        return model_type
+    return ARCHITECTURES.get(architectures[0]) if architectures else None
 
 
 def _name(path: Path, where: str, at: str, overrides: dict) -> str:
@@ -186,21 +173,21 @@ def _kinds(layout: Layout, mapping: dict[str, Any], overrides: dict) -> dict[str
             "ffn_kinds": {k: v for k, v in layout.ffn_kinds.items() if ("ffn", k) in used}}
 
 
-def _dtypes(top: Config, text: Config, where: str, key: str, overrides: dict) -> dict[str, str]:
-    """torch_dtype / dtype for every part; quant_method fp8 for the linear weights. Where the
-    config gives no dtype, or a quantization not read here, the scenario's model.dtypes must."""
+def _dtypes(top: Config, text: Config, where: str, key: str, overrides: dict, mapping: dict) -> dict[str, str]:
+    """torch_dtype / dtype for every part; the checkpoint's quantization (hfconfig/quant.py:
+    quantization_config, else a sibling hf_quant_config.json) for the linear weights it reaches.
+    Where the config gives no dtype, or a quantization not read here, the scenario's model.dtypes must."""
     name = next((c.get(k) for c in (text, top) for k in ("dtype", "torch_dtype") if c.get(k) is not None), None)
     base = TORCH_DTYPES.get(name) if isinstance(name, str) else None
     out = dict.fromkeys(PARTS, base) if base else {}
     problem = None if base else (f"has dtype {short(name)}, not one of {', '.join(TORCH_DTYPES)}" if name is not None
                                  else "gives no torch_dtype or dtype")
-    quant = text.get("quantization_config") or top.get("quantization_config")
-    if quant is not None:
-        method = quant.get("quant_method") if isinstance(quant, dict) else quant
-        if method == "fp8":  # block-scaled e4m3 (DeepSeek-V3, MiMo-V2-Flash, *-FP8 releases)
-            out |= dict.fromkeys(QUANTISED, "fp8")
-        else:
-            problem = f"has quantization_config quant_method {short(method)}, which is not read (fp8 is)"
+    scheme = quant.scheme_of(text.get("quantization_config") or top.get("quantization_config"), top.path)
+    if isinstance(scheme, quant.Problem):
+        problem = scheme.reason
+    elif scheme is not None:
+        at = f"{key}.hf_config" if key else "hf_config"
+        out |= quant.part_dtypes(scheme, mapping, _family(top), where, at, base)
     if problem and "dtypes" not in overrides:
         at = f"{key}.dtypes" if key else "dtypes"
         raise ScenarioError(where, at, f"config.json {problem}; give {at}")

@@ -66,9 +66,12 @@ def qwen3_next(c: Config) -> Layout:
     rest; layer i is MoE when num_experts > 0, i is not in mlp_only_layers and (i + 1) %
     decoder_sparse_step == 0, with one shared expert shared_expert_intermediate_size wide. The
     released config declares no MTP layer, and vLLM's qwen3_next_mtp.py builds it as a full-attention
-    MoE layer whatever the pattern says: the per-layer rule does not reach it. Qwen3.5's MoE text
-    config (qwen3_5_moe_text) is the same layout with mtp_num_hidden_layers MTP layers, which
-    SGLang's qwen3_5_mtp.py builds the same way (full_attention_interval = 1)."""
+    MoE layer whatever the pattern says. Qwen3.5's text configs (qwen3_5_moe_text, and the dense
+    qwen3_5_text of Qwen3.5-27B / Qwen3.6-27B: no experts, every FFN intermediate_size wide) are the
+    same layout with mtp_num_hidden_layers MTP layers, which SGLang's qwen3_5_mtp.py builds as the
+    family's own decoder on the same config cut to one layer with full_attention_interval = 1: full
+    attention, and the FFN the layer rule gives layer 0 (MoE in the MoE releases, dense in the
+    dense ones). The rule gives every MTP layer that pair."""
     n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
     interval = c.int("full_attention_interval", 4, low=1)
     default = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n)]
@@ -84,11 +87,47 @@ def qwen3_next(c: Config) -> Layout:
     if experts:
         ffns["moe"] = moe_kind(experts, c.int("num_experts_per_tok"), c.int("moe_intermediate_size"), int(shared > 0), shared)
 
-    def pair(i: int) -> Pair | None:
-        is_moe = experts and i not in dense_only and (i + 1) % step == 0
-        return (kinds[i], "moe" if is_moe else "dense") if i < n else None
+    def ffn(i: int) -> str:
+        return "moe" if experts and i not in dense_only and (i + 1) % step == 0 else "dense"
+
+    def pair(i: int) -> Pair:  # an MTP layer (i >= n): its one-layer decoder's layer 0, full attention
+        return (kinds[i], ffn(i)) if i < n else ("full", ffn(0))
     attention = {"full": gqa_kind(heads, c.int("num_key_value_heads", heads), head_dim_of(c, heads)), "linear": linear}
-    return Layout(attention, ffns, pair, "vLLM's qwen3_next_mtp.py builds it as {attention: full, ffn: moe}")
+    return Layout(attention, ffns, pair)
+
+
+def qwen3_moe(c: Config) -> Layout:
+    """Qwen3 MoE (transformers qwen3_moe v4.57 Qwen3MoeDecoderLayer; the text decoder of Qwen3-VL MoE,
+    qwen3_vl_moe_text, is the same): GQA, head_dim hidden_size / num_attention_heads unless given
+    (Qwen3MoeConfig sets no default; the releases give 128), every layer windowed by sliding_window
+    when use_sliding_window (Qwen3MoeAttention reads the one window for all layers; false in the
+    releases). Layer i is MoE when num_experts > 0, i is not in mlp_only_layers and (i + 1) %
+    decoder_sparse_step == 0: num_experts routed experts moe_intermediate_size wide, top
+    num_experts_per_tok, no shared expert; else a dense MLP intermediate_size wide. No MTP layers."""
+    n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
+    window = c.int("sliding_window", low=1) if c.bool("use_sliding_window", False) else None
+    attention = {"gqa": gqa_kind(heads, c.int("num_key_value_heads", heads), head_dim_of(c, heads), window)}
+    experts, step = c.int("num_experts", 0), c.int("decoder_sparse_step", 1, low=1)
+    dense_only = _layer_set(c, "mlp_only_layers", n)
+
+    def ffn(i: int) -> str:
+        return "moe" if experts and i not in dense_only and (i + 1) % step == 0 else "dense"
+    ffns = {"dense": dense_kind(c.int("intermediate_size"))} if any(ffn(i) == "dense" for i in range(n)) else {}
+    if experts:
+        ffns["moe"] = moe_kind(experts, c.int("num_experts_per_tok"), c.int("moe_intermediate_size"))
+    return Layout(attention, ffns, lambda i: ("gqa", ffn(i)) if i < n else None)
+
+
+def mixtral(c: Config) -> Layout:
+    """Mixtral (transformers mixtral v4.57 MixtralDecoderLayer): GQA, head_dim hidden_size /
+    num_attention_heads unless given, every layer windowed by sliding_window when it is set (null
+    in the released 8x7B and 8x22B configs); every FFN is MoE, num_local_experts experts
+    intermediate_size wide, top num_experts_per_tok, no shared expert. No MTP layers."""
+    n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
+    attention = gqa_kind(heads, c.int("num_key_value_heads", heads), head_dim_of(c, heads),
+                         c.int("sliding_window", None, low=1))
+    moe = moe_kind(c.int("num_local_experts", low=1), c.int("num_experts_per_tok"), c.int("intermediate_size"))
+    return Layout({"gqa": attention}, {"moe": moe}, lambda i: ("gqa", "moe") if i < n else None)
 
 
 def mimo_v2_flash(c: Config) -> Layout:
@@ -253,7 +292,9 @@ def _layer_set(c: Config, key: str, n: int) -> set[int]:
 READERS: dict[str, Callable[[Config], Layout]] = {
     "deepseek_v2": deepseek, "deepseek_v3": deepseek, "deepseek_v32": deepseek, "deepseek_v4": deepseek,
     "kimi_k2": deepseek, "kimi_k25": deepseek, "glm_moe_dsa": deepseek, "glm4_moe": glm4_moe, "qwen3_next": qwen3_next,
-    "qwen3_5_moe": qwen3_next, "qwen3_5_moe_text": qwen3_next, "minimax_m2": minimax_m2,
+    "qwen3_5_moe": qwen3_next, "qwen3_5_moe_text": qwen3_next, "qwen3_5": qwen3_next, "qwen3_5_text": qwen3_next,
+    "qwen3_moe": qwen3_moe, "qwen3_vl_moe": qwen3_moe, "qwen3_vl_moe_text": qwen3_moe, "mixtral": mixtral,
+    "minimax_m2": minimax_m2,
     "mimo_v2_flash": mimo_v2_flash, "gemma4": gemma4, "gemma4_text": gemma4, "llama": dense_gqa, "qwen2": dense_gqa,
     "mimo": dense_gqa, "step3p5": step3p5, "gpt_oss": gpt_oss}
 def qwen3(c: Config) -> Layout:
@@ -263,13 +304,15 @@ def qwen3(c: Config) -> Layout:
     return dense_gqa(c, head_dim_default=128)
 
 
-READERS["qwen3"] = qwen3
+READERS["qwen3"] = READERS["qwen3_vl"] = READERS["qwen3_vl_text"] = qwen3  # Qwen3-VL's text decoder is Qwen3's
 ARCHITECTURES = {
     "DeepseekV2ForCausalLM": "deepseek_v2", "DeepseekV3ForCausalLM": "deepseek_v3", "Glm4MoeForCausalLM": "glm4_moe",
     "DeepseekV32ForCausalLM": "deepseek_v32", "GlmMoeDsaForCausalLM": "glm_moe_dsa", "MiniMaxM2ForCausalLM": "minimax_m2",
     "Qwen3NextForCausalLM": "qwen3_next", "MiMoV2FlashForCausalLM": "mimo_v2_flash",
     "Gemma4ForConditionalGeneration": "gemma4", "Gemma4ForCausalLM": "gemma4_text", "LlamaForCausalLM": "llama",
     "Qwen2ForCausalLM": "qwen2", "MiMoForCausalLM": "mimo", "Step3p5ForCausalLM": "step3p5",
-    "GptOssForCausalLM": "gpt_oss"}
+    "GptOssForCausalLM": "gpt_oss", "Qwen3MoeForCausalLM": "qwen3_moe", "MixtralForCausalLM": "mixtral",
+    "Qwen3_5ForConditionalGeneration": "qwen3_5", "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
+    "Qwen3VLForConditionalGeneration": "qwen3_vl", "Qwen3VLMoeForConditionalGeneration": "qwen3_vl_moe"}
 # the block drafters (hfconfig/blocks.py) are Qwen3 decoder layers
 ARCHITECTURES |= {"Qwen3ForCausalLM": "qwen3", "DFlashDraftModel": "qwen3", "Qwen3DSparkModel": "qwen3"}

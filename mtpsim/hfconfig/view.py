@@ -5,16 +5,38 @@ readers themselves.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mtpsim.errors import ScenarioError, short, warn
+from mtpsim.files import read_text, require_file, strict_json
 from mtpsim.specs import MAX_CONTEXT, MAX_LAYERS
 
 _REQUIRED = object()
+MAX_CONFIG_BYTES = 4 * 2**20  # a config.json is a few kB
 
 Pair = tuple[str, str]  # (attention kind, ffn kind) of one layer
+
+
+def load_json(path: object, where: str, at: str) -> dict[str, Any]:
+    """A config.json's object, or one ScenarioError (the files.read_text rules, then strict JSON)."""
+    if not isinstance(path, str) or not path:
+        raise ScenarioError(where, at, f"expected the path of a config.json, got {short(path)}")
+    file = Path(path).expanduser()
+    require_file(file, where, at)
+    text = read_text(file, str(file), MAX_CONFIG_BYTES)
+    try:
+        data = strict_json(text)
+    except json.JSONDecodeError as exc:
+        raise ScenarioError(str(file), f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
+    except (ValueError, RecursionError) as exc:  # duplicate keys, NaN, a 5000-digit integer, deep nesting
+        raise ScenarioError(str(file), "", f"not readable JSON: {short(str(exc) or type(exc).__name__, 120)[1:-1]}") from None
+    if not isinstance(data, dict):
+        raise ScenarioError(str(file), "", "a config.json must hold a JSON object")
+    return data
 
 
 class Config:
