@@ -74,7 +74,7 @@ from mtpsim.costs.profile import (
 from mtpsim.costs.profile_meta import load_meta
 from mtpsim.costs.roofline import OpTime, RooflineCosts
 from mtpsim.costs.table_build import build_tables
-from mtpsim.costs.tables import Table, interpolate, kv_slice, nearest_cell, scaled, slice_floor
+from mtpsim.costs.tables import Table, along_work, interpolate, kv_slice, nearest_cell, scaled, slice_floor
 from mtpsim.costs.wide_ep import wide_ep_time
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, short
@@ -245,7 +245,7 @@ class CalibratedCosts:
             # `moe_table`): the profile's table of that kernel, named in the op's source (wide EP's
             # experts run DeepEP's grouped GEMM instead: costs/wide_ep.py)
             family, runner = "moe_triton", ":moe_triton"
-        table, exact, stand_in = self._table(family, keys, dims)
+        table, exact, stand_in = self._table(family, keys, dims, x)
         if table is None:
             return None
         stand_in += runner
@@ -276,6 +276,14 @@ class CalibratedCosts:
         if hit is not None and exact and hit.measured:
             return math.exp(hit.log_t), "calibrated", stand_in
         kind = "calibrated-scaled" if hit is not None else "roofline-scaled"
+        if hit is not None and "touched" in table.axes:
+            # MoE off its timed routings: read along the times measured at the op's top_k and
+            # width, by work (tables.along_work), not scaled from a cell filled from a neighbour,
+            # whose time holds a launch-bound floor the scaling took for work (DeepSeek-V3's
+            # 3-token verify on H200 priced its experts below its 2-token verify's)
+            t = along_work(table, x, work)
+            if t is not None:
+                return t, kind, stand_in
         log_t, log_w = hit[:2] if hit is not None else nearest_cell(table, x)
         return scaled(table, math.exp(log_t), math.exp(log_w), work), kind, stand_in
 
@@ -308,15 +316,22 @@ class CalibratedCosts:
         log_t, log_w = hit[:2] if hit is not None else nearest_cell(table, px)
         return scaled(table, math.exp(log_t), math.exp(log_w), work), kind, stand_in
 
-    def _table(self, family: str, keys: tuple, dims: dict | None) -> tuple[Table | None, bool, str]:
+    def _table(self, family: str, keys: tuple, dims: dict | None, x: dict | None = None) -> tuple[Table | None, bool, str]:
         """The table an op's (family, keys, dims) reads, whether its config was measured, and the
-        stand-in label; resolved once per distinct key (ops of one shape recur every pass)."""
-        key = (family, keys, None if dims is None else tuple(dims.items()))
+        stand-in label; resolved once per distinct key (ops of one shape recur every pass). Where
+        no config has the dims, the nearest: by dims, and by the family's `match` axes at the
+        op's point `x` (MoE's top_k and width: Step-3.5-Flash's 288 experts top-8 on H200 took a
+        256-expert top-22 config timed at a fifth of the bandwidth a 160-expert top-8 one ran at,
+        and its experts cost 13x their bytes)."""
+        near = {a: x[a] for a in FAMILIES[family].match} if x is not None and family in FAMILIES else {}
+        key = (family, keys, None if dims is None else tuple(dims.items()), tuple(near.items()))
         found = self._resolved.get(key)
         if found is None:
             tables, stand_in = stand_in_tables(self.tables, family, keys)
             exact = [t for t in tables if dims is None or dims_match(t.dims, dims)]
-            table = (exact[0] if exact else min(tables, key=lambda t: dims_distance(t.dims, dims))).table() if tables else None
+            nearest = (lambda t: dims_distance(t.dims, dims) + t.gap(near)) if near else (
+                lambda t: dims_distance(t.dims, dims))
+            table = (exact[0] if exact else min(tables, key=nearest)).table() if tables else None
             found = self._resolved[key] = (table, bool(exact), stand_in)
         return found
 

@@ -39,6 +39,10 @@ class Family:
     # axes along which a time is the lowest measured at that value or beyond (table_build.py `_lower_envelope`):
     # a launch-bound kernel's isolated slow rows are noise, which a running maximum would carry up
     envelope: tuple[str, ...] = ()
+    # axes that describe the model rather than the call (MoE's top_k and width): where no config has
+    # the op's dims, the nearest one is chosen by them too (calibrated.py `_table`), as a config
+    # timed only at other values extrapolates the op at that other kernel's efficiency
+    match: tuple[str, ...] = ()
     values: dict[str, tuple[str, ...]] = field(default_factory=dict)  # text columns' closed sets of values
 
 
@@ -57,7 +61,7 @@ MODES = {"mode": ("ll", "normal")}  # DeepEP's low-latency (decode) and normal (
 
 # routed experts by tokens and the distinct experts they touch: the `moe` and `moe_triton` tables
 EXPERTS = Family((), ("dtype", "inter", "num_experts"), ("tokens", "touched", "top_k", "d"), ("tokens", "touched"),
-                 values=DTYPES)
+                 values=DTYPES, match=("top_k", "d"))
 
 FAMILIES = {
     "gemm": Family((), ("dtype",), ("m", "k", "n"), ("m",), values=DTYPES),

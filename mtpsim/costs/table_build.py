@@ -41,6 +41,11 @@ class TableConfig:
             self.built = _build_table(self.family, self.columns, self.rows, self.dims)
         return self.built
 
+    def gap(self, near: dict) -> float:
+        """How far the config's rows lie from `near` along those axes: per axis, |log| of the ratio
+        to its closest value timed, summed (dims_distance's units)."""
+        return sum(float(np.min(np.abs(np.log(self.columns[a][self.rows] / v)))) for a, v in near.items())
+
 
 def build_tables(family: str, df: pd.DataFrame, ceilings: dict) -> dict:
     """keys tuple -> [TableConfig per config], configs in sorted order. The rows are read as

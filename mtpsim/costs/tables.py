@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import NamedTuple
 
 import numpy as np
@@ -129,6 +130,36 @@ def _interpolate(table: Table, x: dict) -> Hit | None:
         log_w += weight * table.log_w[idx]
         measured = measured and (table.measured is None or bool(table.measured[idx]))
     return Hit(log_t, log_w, measured)
+
+
+def along_work(table: Table, x: dict, work: float, along: tuple[str, ...] = ("top_k", "d")) -> float | None:
+    """The time of an op of roofline `work` (seconds) read off the cells measured at x's values of
+    `along` (MoE's top_k and width): their (work, time) points in order of work, times made
+    monotone in it (a running maximum), interpolated in log-log. The MoE tables time each token
+    count at one routing only (touched = tokens x top_k, balanced), so the cells between them
+    hold a neighbour's time: by work, a routing of 3 tokens falls between the 2- and 4-token
+    rows, as its bytes do. None where x's values were not measured, fewer than two cells were,
+    or the work lies outside theirs (the caller scales from the nearest cell)."""
+    names = list(table.axes)
+    index: list = [slice(None)] * len(names)
+    for a in along:
+        values = table.grid[a][0]
+        at = next((i for i, v in enumerate(values) if abs(v - x[a]) <= 1e-9 * abs(v)), None)
+        if at is None:
+            return None
+        index[names.index(a)] = at
+    measured = ~np.isnan(table.log_t) if table.measured is None else table.measured
+    keep = measured[tuple(index)]
+    points = sorted(zip(table.log_w[tuple(index)][keep].tolist(), table.log_t[tuple(index)][keep].tolist()))
+    lw = math.log(work)
+    if len(points) < 2 or not points[0][0] <= lw <= points[-1][0]:
+        return None
+    ws, ts = [w for w, _ in points], list(accumulate((t for _, t in points), max))
+    i = max(1, bisect_left(ws, lw))
+    if ws[i] == ws[i - 1]:
+        return math.exp(ts[i])
+    f = (lw - ws[i - 1]) / (ws[i] - ws[i - 1])
+    return math.exp(ts[i - 1] + f * (ts[i] - ts[i - 1]))
 
 
 def _kv_slice(table: Table, x: dict):

@@ -1,0 +1,53 @@
+"""MoE experts priced from the measured tables where the op's routing or config was not timed
+(costs/calibrated.py `_table`, tables.along_work): more tokens never cost less, and a model whose
+expert count no table holds reads the config timed at its own top-k and width.
+
+Campaign 30 found both: DeepSeek-V3's 3-token verify on H200 (SGLang) priced its experts below its
+2-token verify's (a whole 2-step iteration cheaper than a 1-step one), and Step-3.5-Flash's 288
+experts top-8 on H200 read a 256-expert top-22 config timed at a fifth of the bandwidth, its
+experts 4x what vLLM's tables give the same op."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mtpsim import scenario as sc
+from mtpsim.costs import build_pricer
+from mtpsim.designs import DesignShape, iteration_passes
+
+
+def _pricer(model, engine="sglang", tp=8, design="nextn", steps=1):
+    s = sc.validate({"name": "m", "model": model, "hardware": "h200", "parallel": {"tp": tp},
+                     "engine": {"kind": engine},
+                     "speculative": {"design": design, "steps": steps} if design != "none" else {"design": "none"},
+                     "acceptance": {"per_depth": [0.8] * steps} if design != "none" else {}})
+    return s, build_pricer(s)
+
+
+def _experts_ms(pricer, shape, tokens: int, kv: int = 2048) -> tuple[float, str]:
+    cost = pricer.price(shape, np.full(1, tokens), np.full(1, kv), keep_ops=True)
+    rows = [(t.total_s, t.source) for op, t, _ in cost.ops if op.name == "moe.experts"]
+    return rows[0][0] * 1e3, rows[0][1]
+
+
+@pytest.mark.parametrize("model", ["deepseek-v3", "deepseek-v3.2", "mimo-v2-flash"])
+def test_a_verify_of_more_tokens_never_prices_its_experts_cheaper(model):
+    times = []
+    for steps in range(1, 7):  # a verify of steps + 1 tokens
+        s, pricer = _pricer(model, steps=steps)
+        verify = [p for p in iteration_passes(DesignShape.of(s.speculative)) if p.kind == "verify"][0]
+        times.append(_experts_ms(pricer, verify, steps + 1)[0])
+    assert all(b >= a * (1 - 1e-9) for a, b in zip(times, times[1:])), times
+
+
+def test_a_config_no_table_holds_reads_the_one_timed_at_its_top_k_and_width():
+    """Step-3.5-Flash (288 experts, top-8, 4096 wide; no profile times 288): its experts on one
+    H200 under SGLang cost within 1.5x of vLLM's tables for the same op, at one request and 64."""
+    for batch in (1, 64):
+        times = []
+        for engine in ("sglang", "vllm"):
+            s, pricer = _pricer("step-3.5-flash", engine, tp=8, design="none")
+            decode = iteration_passes(DesignShape.of(s.speculative))[0]
+            cost = pricer.price(decode, np.full(batch, 1), np.full(batch, 2048), keep_ops=True)
+            times.append(sum(t.total_s for op, t, _ in cost.ops if op.name == "moe.experts"))
+        assert 1 / 1.5 < times[0] / times[1] < 1.5, (batch, times)
