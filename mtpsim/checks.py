@@ -170,8 +170,10 @@ def _check_context_of(s: Scenario, spec, where: str) -> None:
         key = "workload.input_len" if max_length(w.input_len) > limit or (
             set_by_flag(where, "workload.input_len") and not set_by_flag(where, "workload.output_len")) \
             else "workload.output_len"
+        override = "model.max_context" if spec is s.specs.model else "speculative.draft's max_context"
         raise ScenarioError(where, key, f"up to {max_length(w.input_len)} input + "
-                            f"{max_length(w.output_len)} output tokens exceed the max_context {limit} of {what}")
+                            f"{max_length(w.output_len)} output tokens exceed the max_context {limit} of {what} "
+                            f"(a checkpoint served past it, with RoPE scaling, says so in {override})")
 
 
 def _check_policy(s: Scenario, where: str) -> None:

@@ -159,6 +159,11 @@ class EngineSpec(Spec):
                     raise AtKey(f"hides.{design}.{i}", f"{kind} is listed twice: list each pass once")
         return self
 
+    @property
+    def label(self) -> str:
+        """The engine and the release it was resolved for, as headers name it ("sglang 0.5.12")."""
+        return f"{self.name} {self.version}" if self.version else self.name
+
     def graph_max(self, gpu_mib: float, tp: int) -> int:
         """The largest CUDA graph this engine captures by default on a GPU of `gpu_mib` MiB at
         `tp` (cuda_graph.unit's units): its own figure, else SGLang's memory class's."""

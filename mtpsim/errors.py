@@ -111,6 +111,16 @@ def decimal_number(text: str) -> float | None:
     return float(text) if text.isascii() and DECIMAL.fullmatch(text) else None
 
 
+# a Hugging Face config.json key written in a catalog spec -> what mtpsim calls it (or reads it as)
+HF_KEYS = {
+    "tie_word_embeddings": "tie_embeddings", "max_position_embeddings": "max_context",
+    "num_hidden_layers": "layers (a list of runs: {count, attention, ffn})", "torch_dtype": "dtypes (per part)",
+    "dtype": "dtypes (per part)", "num_attention_heads": "attention_kinds.<kind>.num_heads",
+    "num_key_value_heads": "attention_kinds.<kind>.num_kv_heads", "intermediate_size": "ffn_kinds.<kind>.intermediate_size",
+    "num_nextn_predict_layers": "mtp.num_layers", "quantization_config": "dtypes (per part)",
+}
+
+
 def from_validation(exc: ValidationError, where: str, prefix: str = "") -> ScenarioError:
     """The first pydantic error as a ScenarioError with a dotted key path."""
     errors = exc.errors()
@@ -142,7 +152,8 @@ def from_validation(exc: ValidationError, where: str, prefix: str = "") -> Scena
     if "[key]" in parts:  # a mapping's key, not its value, is wrong
         reason = f"as a key: {reason}"
     if err["type"] == "extra_forbidden":
-        reason = f"unknown key{hint}"
+        ours = HF_KEYS.get(named or "")
+        reason = f"unknown key{hint}" + (f" (Hugging Face's name; mtpsim's is {ours})" if ours and not hint else "")
     elif err["type"] == "missing":
         reason = "required key is missing"
     elif "input" in err and err["type"] not in ("value_error", "assertion_error"):

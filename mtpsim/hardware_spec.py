@@ -103,7 +103,8 @@ class HardwareSpec(Spec):
             pricing = "roofline" + (" + fitted latency floors" if self.latency_floors else "")
         bw = self.memory_bandwidth_bytes_per_s
         bandwidth = f"{bw / 1e12:.3g} TB/s" if bw >= 1e12 else f"{bw / 1e9:.3g} GB/s"
-        return f"{self.memory_capacity_bytes / 1e9:.0f} GB, {bandwidth}, {pricing}"
+        gib = self.memory_capacity_bytes / 2**30  # the driver's MiB / 1024: the size a GPU is sold by (80 GB H100)
+        return f"{self.memory_capacity_bytes / 1e9:.0f} GB ({gib:.0f} GiB), {bandwidth}, {pricing}"
 
     def stored_kv(self, dtype: Dtype) -> Dtype:
         """The dtype a KV cache of `dtype` is kept in on this GPU: an FP4 cache is packed only on

@@ -205,10 +205,13 @@ def check_fits(s, budget: MemoryBudget, tokens: int, pool: str | None = None, ne
             raise ScenarioError(*reserve_at(s, key), f"{budget.rule.engine} sets aside {reserve / 1e9:.3g} GB per GPU "
                                 f"({key}) on {s.specs.hardware.name}'s {budget.capacity_bytes / 1e9:.1f} GB, which with "
                                 f"the weights ({weights:.1f} GB) leaves no KV pool: the engine would refuse to start")
-        # a higher fraction helps only where the weights fit in the GPU at all
-        remedy = "raise engine.mem_fraction or shard over more GPUs" if weights < budget.capacity_bytes / 1e9 else \
-            f"they are more than the GPU's {budget.capacity_bytes / 1e9:.1f} GB: shard over more GPUs"
-        raise ScenarioError(s.source, f"disaggregation.{pool}" if pool else "engine.mem_fraction",
+        # a higher fraction helps only where the weights fit in the GPU at all; else the layout
+        # (or a smaller checkpoint) is what can change, and the key named is the layout's
+        fits = weights < budget.capacity_bytes / 1e9
+        remedy = "raise engine.mem_fraction or shard over more GPUs" if fits else \
+            (f"they are more than the GPU's {budget.capacity_bytes / 1e9:.1f} GB: shard over more GPUs "
+             "(parallel.tp, parallel.ep) or quantize them (model: {from: ..., dtypes: {...}})")
+        raise ScenarioError(s.source, f"disaggregation.{pool}" if pool else ("engine.mem_fraction" if fits else "parallel.tp"),
                             f"{whose if pool else 'the '}weights ({weights:.1f} GB per GPU) leave no KV pool under {rule}, "
                             f"and the engine would refuse to start: {remedy}{engram_remedy(s)}")
     need = budget.request_bytes(tokens) if need is None else need

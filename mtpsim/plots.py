@@ -143,7 +143,8 @@ def speedup_vs_load(summary: pd.DataFrame) -> Figure:
 
 
 def throughput_frontier(summary: pd.DataFrame) -> Figure:
-    """Total TPS against per-user TPS, one curve per series (baseline included), points labelled by load."""
+    """Output TPS (all replicas) against per-user TPS, one curve per series (baseline included), points
+    labelled by load. Output tokens only: summary.csv's `tps`, not its `total_tps` (input + output)."""
     x, _ = load_axis(summary)
     fig, ax = _figure(f"{_name(summary)}: throughput vs per-user speed")
     for name, g in _series(summary.drop_duplicates(subset=[c for c in summary if c != "point"])):
@@ -153,7 +154,7 @@ def throughput_frontier(summary: pd.DataFrame) -> Figure:
         for _, row in g.iterrows():
             ax.annotate(f"{row[x]:g}", (row.per_user_tps, row.tps), fontsize=7, xytext=(3, 3),
                         textcoords="offset points")
-    ax.set(xlabel="per-user speed (tokens/s per request)", ylabel="total throughput (tokens/s)")
+    ax.set(xlabel="per-user speed (tokens/s per request)", ylabel="output throughput (tokens/s, all replicas)")
     _legend(ax, fontsize=8, title=f"labels: {x}", title_fontsize=8)
     return fig
 
@@ -225,8 +226,11 @@ def memory_budget(memory: pd.DataFrame, name: str = "run") -> Figure:
         for cap in sorted(set(memory.capacity_GB)):
             ax.axhline(cap, color="black", lw=0.8, ls="--", label=f"GPU memory {cap:.1f} GB")
         top = max(top, memory.capacity_GB.max())
-        rules = sorted({f"{f:g} ({src})" for f, src in zip(memory.mem_fraction, memory.fraction_source)})
-        ax.set_title("KV pool: " + "; ".join(rules), fontsize=8)
+        # each bar's fraction, in bar order, and the rule that set them (once where they share it)
+        sources = list(dict.fromkeys(memory.fraction_source))
+        shares = ", ".join(f"{lab} {f:g}" + ("" if len(sources) == 1 else f" ({src})")
+                           for lab, f, src in zip(memory.label, memory.mem_fraction, memory.fraction_source))
+        ax.set_title(f"KV pool fraction{f' ({sources[0]})' if len(sources) == 1 else ''}: {shares}", fontsize=8)
     ax.set(ylabel=f"memory per {gpu} (GB)", ylim=(0, 1.3 * top))
     ax.legend(fontsize=8, ncols=3, loc="upper center")
     bars = ax2.bar(pos, memory.max_requests, color="tab:green")
@@ -255,17 +259,20 @@ def passes_from_iterations(iterations: pd.DataFrame, design: str) -> pd.DataFram
     return pd.DataFrame(rows, columns=["replica", "start_s", "duration_s", "kind", "part", "tokens"])
 
 
-def timeline(passes: pd.DataFrame, iterations: pd.DataFrame, name: str = "run", num_iterations: int = 5) -> Figure:
+def timeline(passes: pd.DataFrame, iterations: pd.DataFrame, name: str = "run", num_iterations: int = 5,
+             point: str = "") -> Figure:
     """The passes of the first `num_iterations` decode iterations, one lane per replica.
 
     passes: passes.csv rows of one point (or passes_from_iterations); iterations: its
-    iterations.csv rows, which fix the window (prefill before the first decode is skipped)."""
+    iterations.csv rows, which fix the window (prefill before the first decode is skipped);
+    point: which run point they are, where the run has several."""
     decode = iterations[iterations.kind == "decode"].sort_values("start_s")
     start = decode.start_s.min() if len(decode) else iterations.start_s.min()
     end_rows = decode.groupby("replica").head(num_iterations)
     end = (end_rows.start_s + end_rows.duration_s).max() if len(end_rows) else start + 1
     shown = passes[(passes.start_s >= start - 1e-12) & (passes.start_s < end)]
-    fig, ax = _figure(f"{name}: first {num_iterations} decode iterations, pass by pass", size=(10, 3.5))
+    fig, ax = _figure(f"{name}{f' ({point})' if point else ''}: first {num_iterations} decode iterations, pass by pass",
+                      size=(10, 3.5))
     seen = set()
     for p in shown.itertuples():
         kind = p.kind if p.kind in KIND_COLORS else "verify"
@@ -280,6 +287,9 @@ def timeline(passes: pd.DataFrame, iterations: pd.DataFrame, name: str = "run", 
     ax.set(xlabel="time since the first decode iteration (ms); gaps = exposed host time")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
+
+
+LINE_STYLES = ("-", "--", ":", "-.")
 
 
 def latency_distributions(requests: pd.DataFrame, summary: pd.DataFrame) -> Figure:
@@ -299,13 +309,17 @@ def latency_distributions(requests: pd.DataFrame, summary: pd.DataFrame) -> Figu
     labels = {p: f"{name}, {x} {r[x]:g}" for (p, name), (_, r) in zip(series.items(), rows.iterrows())} if by_point \
         else series
     colours = {name: f"C{i % 10}" for i, name in enumerate(dict.fromkeys(series.values()))}
+    ranks = {p: [q for q, n in series.items() if n == name].index(p) for p, name in series.items()}
     named = set()
     for point, group in requests.groupby("point", sort=True):
         ttft = np.sort((group.first_token_s - group.arrival_s).to_numpy()) * 1e3
         decoding = group[group.output_len > 1]
         tpot = np.sort(((decoding.finish_s - decoding.first_token_s) / (decoding.output_len - 1)).to_numpy()) * 1e3
         label = labels.get(int(point), str(point))
-        style = {} if by_point else {"color": colours.get(series.get(int(point)), "C0"), "alpha": 0.6}
+        # one colour a series, each point of a series its own line style: matplotlib's 10-colour cycle
+        # gave two series' points one colour from the 11th line on
+        style = {"color": colours.get(series.get(int(point)), "C0")} | (
+            {"ls": LINE_STYLES[ranks[int(point)] % len(LINE_STYLES)]} if by_point else {"alpha": 0.6})
         for ax, values in zip(axes, (ttft, tpot)):
             shown = by_point or (label not in named and len(colours) <= MAX_LEGEND_LINES)
             ax.plot(values, np.arange(1, len(values) + 1) / max(len(values), 1), label=label if shown else "_", **style)
@@ -330,8 +344,11 @@ def write_plots(folder: Path, summary: pd.DataFrame, counts: pd.DataFrame, itera
     it0 = iterations[iterations.point == 0]
     lane = passes[passes.point == 0] if passes is not None and len(passes) else \
         passes_from_iterations(it0, point0.design)
+    keys, (x, _) = series_columns(summary), load_axis(summary)
+    which = f"point 0: {_label(point0, keys, _texts(summary, keys))}, {x} {point0[x]:g}" \
+        if (summary.point >= 0).sum() > 1 else ""
     figures = {"speedup.png": speedup_vs_load(summary), "frontier.png": throughput_frontier(summary),
-               "breakdown.png": time_breakdown(summary), "timeline.png": timeline(lane, it0, name)}
+               "breakdown.png": time_breakdown(summary), "timeline.png": timeline(lane, it0, name, point=which)}
     if (summary.design != BASELINE).any():
         figures["acceptance.png"] = accept_histogram(counts, summary)
     if memory is not None and len(memory):

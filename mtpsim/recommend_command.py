@@ -86,7 +86,7 @@ def print_report(s: sc.Scenario, steps: list[int], topks: list[int], batches: li
     """What `mtpsim recommend` prints: the question, a header line, the picks, the break-even batch and the policy."""
     if s.question:
         print(f"Q: {s.question}")
-    print(f"{s.name}: {s.describe_model()} on {s.describe_layout()}, "
+    print(f"{s.name}: {s.describe_model()} on {s.describe_layout()}, engine {s.specs.engine.label}, "
           f"{s.speculative.design} steps {steps[0]}..{steps[-1]}" + (f", topk {topks}" if topks != [1] else "") +
           f", priced by {s.specs.pricing}: {n} runs + {len(batches)} baselines in {wall_s:.1f} s\n")
     print(format_recommendation(table) + "\n")

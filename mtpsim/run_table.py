@@ -280,10 +280,10 @@ def print_report(points: list[sc.Scenario], sets: list[str], summary: list[dict]
         print(f"Q: {s.question}" + (f" (with --set {printable(', '.join(sets))})" if sets else ""))
     # what the header names of the first point, and what of it a sweep varies (its own column)
     named = {"model": lambda p: p.specs.model.name, "hardware": lambda p: p.specs.hardware.name,
-             "layout": lambda p: (p.parallel, p.disaggregation), "engine": lambda p: p.specs.engine.name}
+             "layout": lambda p: (p.parallel, p.disaggregation), "engine": lambda p: p.specs.engine.label}
     swept = [k for k, of in named.items() if len({of(p) for p in points}) > 1]
     varies = " and ".join([", ".join(swept[:-1]), swept[-1]] if len(swept) > 1 else swept)
-    print(f"{s.name}: {s.describe_model()} on {s.describe_layout()}, engine {s.specs.engine.name}"
+    print(f"{s.name}: {s.describe_model()} on {s.describe_layout()}, engine {s.specs.engine.label}"
           f"{f' (the first point; {varies} swept: see the columns)' if varies else ''}, "
           f"priced by {_pricing(points)}, {len(points)} point(s)"
           f"{f' x {_seed_counts(points)} seeds' if replicated else ''} in {wall_s:.1f} s\n")

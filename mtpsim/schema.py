@@ -12,7 +12,7 @@ from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from mtpsim.acceptance_schema import ACCEPTANCE_FORMS, ROW_SUM_SLACK, Acceptance, Forced  # noqa: F401 (read from here too)
 from mtpsim.designs import DESIGNS, record
@@ -79,6 +79,22 @@ class Policy(Section):
         return self.steps_by_batch[self._keys[bisect.bisect_right(self._keys, batch) - 1]]
 
 
+# engines' method names (SGLang --speculative-algorithm, vLLM speculative_config.method) -> the
+# design and draft that express them here
+METHOD_DESIGNS = {
+    "eagle": "design nextn with speculative.draft an EAGLE head (e.g. eagle3-llama-3.1-8b)",
+    "eagle3": "design nextn with speculative.draft an EAGLE-3 head (e.g. eagle3-llama-3.1-8b)",
+    "mtp": "design nextn (one MTP layer reused) or multi_layer (one per step), on a model with MTP layers",
+    "deepseek_mtp": "design nextn, on a model with MTP layers",
+    "standalone": "design nextn with speculative.draft a small target model",
+    "draft_model": "design nextn with speculative.draft a small target model",
+    "dflash": "design block with speculative.draft a DFlash drafter (e.g. dflash-qwen3-8b-b16)",
+    "dspark": "design block with speculative.draft a DSpark drafter (e.g. dspark-deepseek-v4-flash)",
+    "frozen_kv_mtp": "design frozen_kv with speculative.draft an assistant (e.g. gemma-4-31b-assistant)",
+    "medusa": "design parallel_heads, on a model whose MTP layers are parallel heads",
+}
+
+
 class Speculative(Section):
     design: Design = "none"
     """How drafting is organised: none | nextn | multi_layer | frozen_kv | parallel_heads."""
@@ -96,6 +112,16 @@ class Speculative(Section):
     an inline spec."""
     policy: Policy | None = None
     """Adaptive steps by running batch size; None: `steps` every iteration."""
+
+    @field_validator("design", mode="before")
+    @classmethod
+    def _method_names(cls, value):
+        """An engine's method name where a design is asked for: which design and draft express it."""
+        hint = METHOD_DESIGNS.get(value.lower()) if isinstance(value, str) else None
+        if hint is not None and value not in DESIGNS:
+            raise ValueError(f"{value!r} is a speculative method, not a design: {hint} (the designs: "
+                             f"{', '.join(DESIGNS)})")
+        return value
 
     @model_validator(mode="after")
     def _shape(self) -> Speculative:

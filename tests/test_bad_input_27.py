@@ -181,7 +181,7 @@ def test_a_run_reaches_the_accept_length_stated_beside_a_kept_length_rule(tmp_pa
 def test_weights_past_the_gpu_are_not_told_to_raise_the_fraction(tmp_path, capsys):
     text = ("name: v\nmodel: deepseek-v4.1-flash\nhardware: b200\nengine: {engram_tables: gpu, mem_fraction: 0.99}\n"
             "speculative: {design: none}\nworkload: {concurrency: 1, num_requests: 2, input_len: 256, output_len: 16}\n")
-    line = one_line_error(capsys, ["run", _file(tmp_path, text)], "engine.mem_fraction", "more than the GPU's")
+    line = one_line_error(capsys, ["run", _file(tmp_path, text)], "parallel.tp", "more than the GPU's")
     assert "raise engine.mem_fraction" not in line and "engine.engram_tables: host" in line
 
 

@@ -366,5 +366,5 @@ def test_two_b200s_hold_v41_only_with_its_tables_in_host_memory(tmp_path, capsys
     on the GPUs leave no KV pool, and the engine would refuse to start."""
     text = (f"name: m\nmodel: {MODEL}\nhardware: b200\nparallel: {{tp: 2}}\nengine: {{engram_tables: gpu}}\n"
             "speculative: {design: none}\nworkload: {concurrency: 1, num_requests: 1, input_len: 64, output_len: 4}\n")
-    one_line_error(capsys, run(tmp_path, text), "engine.mem_fraction", "engine.engram_tables: host")
+    one_line_error(capsys, run(tmp_path, text), "parallel.tp", "engine.engram_tables: host")
     assert _host_scenario("host_per_rank").specs.model.engram is not None

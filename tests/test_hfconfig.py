@@ -483,3 +483,33 @@ def test_a_quantization_not_read_asks_for_model_dtypes(tmp_path, quant, said):
     err = error(tmp_path, {**LLAMA_31_8B, "quantization_config": quant})
     assert err.key == "model.dtypes" and said in err.reason, err.reason
     assert read(tmp_path, {**LLAMA_31_8B, "quantization_config": quant}, dtypes={"attention": "fp8"}).dtypes.attention == "fp8"
+
+
+def test_a_float32_checkpoint_is_served_in_16_bits(tmp_path, capsys):
+    """Campaign 30: a float32 config.json was priced with FP32 weights and KV (2x the memory and
+    time the engines' `--dtype auto` serves it at)."""
+    dtypes = read(tmp_path, {**LLAMA_31_8B, "torch_dtype": "float32"}).dtypes
+    assert (dtypes.attention, dtypes.kv_cache, dtypes.lm_head) == ("bf16", "bf16", "bf16")
+    assert "says float32" in capsys.readouterr().err
+    assert read(tmp_path, {**LLAMA_31_8B, "torch_dtype": "float32"}, dtypes={"kv_cache": "fp32"}).dtypes.kv_cache == "fp32"
+
+
+@pytest.mark.parametrize("rope, context", [
+    ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}, 131072),  # Qwen3's YaRN recipe
+    ({"type": "linear", "factor": 2.0}, 262144),
+    ({"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192}, 131072),  # Llama 3.1: as given
+    (None, 131072),
+])
+def test_rope_scaling_lengthens_the_context_as_the_engines_derive_it(tmp_path, rope, context):
+    assert read(tmp_path, {**LLAMA_31_8B, "rope_scaling": rope}).max_context == context
+
+
+def test_a_prompt_past_max_context_names_the_override(tmp_path, write_scenario):
+    (tmp_path / "config.json").write_text(json.dumps({**LLAMA_31_8B, "max_position_embeddings": 4096,
+                                                      "rope_scaling": None}))
+    data = {**BASE, "parallel": {"tp": 1}, "speculative": {"design": "none"}, "acceptance": {},
+            "model": {"hf_config": str(tmp_path / "config.json")},
+            "workload": {"concurrency": 1, "num_requests": 1, "input_len": 6000, "output_len": 8}}
+    with pytest.raises(ScenarioError) as err:
+        sc.load(write_scenario(data))
+    assert err.value.key == "workload.input_len" and "model.max_context" in err.value.reason

@@ -70,7 +70,7 @@ def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | No
         "layers": layer_runs([{"attention": a, "ffn": f} for a, f in pairs]),
         "tie_embeddings": text.bool("tie_word_embeddings", top.bool("tie_word_embeddings", layout.tie_default))}
     if text.get("max_position_embeddings") is not None:
-        mapping["max_context"] = text.int("max_position_embeddings", low=1)
+        mapping["max_context"] = _max_context(text)
     mtp = _mtp(text, layout, n, where, key, overrides, mtp_runs)
     if mtp is not None:
         mapping["mtp"] = mtp
@@ -82,6 +82,28 @@ def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | No
     if block:  # it borrows the target's embedding and LM head: whether they are tied is the target's
         mapping.pop("tie_embeddings", None)
     return mapping | block
+
+
+def _max_context(c: Config) -> int:
+    """The longest sequence the engines serve the checkpoint at: max_position_embeddings, times
+    the RoPE scaling factor unless the scaling is one that does not lengthen the context (su,
+    longrope, llama3), from original_max_position_embeddings under YaRN (vLLM and SGLang
+    `_get_and_verify_max_len`, the derived max_model_len: a Qwen3 config with YaRN factor 4 on
+    32k serves 131,072 tokens)."""
+    length = c.int("max_position_embeddings", low=1)
+    rope = c.get("rope_scaling")
+    if not isinstance(rope, dict):
+        return length
+    scaling = c.sub("rope_scaling")
+    kind = scaling.get("rope_type", scaling.get("type"))
+    if kind in (None, "su", "longrope", "llama3"):
+        return length
+    factor = scaling.get("factor", 1.0)
+    if type(factor) not in (int, float) or not 0 < factor <= 1e4:
+        raise scaling.error("factor", f"expected a number above 0, got {short(factor)}")
+    if kind == "yarn":
+        length = scaling.int("original_max_position_embeddings", low=1)
+    return int(length * factor)
 
 
 def _reader(top: Config, where: str, at: str):
@@ -179,6 +201,12 @@ def _dtypes(top: Config, text: Config, where: str, key: str, overrides: dict, ma
     Where the config gives no dtype, or a quantization not read here, the scenario's model.dtypes must."""
     name = next((c.get(k) for c in (text, top) for k in ("dtype", "torch_dtype") if c.get(k) is not None), None)
     base = TORCH_DTYPES.get(name) if isinstance(name, str) else None
+    if base == "fp32":  # a float32 checkpoint is served in 16 bits (the engines' `--dtype auto`)
+        at = f"{key}.hf_config" if key else "hf_config"
+        warn(where, at, "config.json says float32, which vLLM and SGLang serve in 16 bits under their default "
+             "--dtype auto (SGLang model_config.py and vLLM's `_get_and_verify_dtype`: float16 or bfloat16 for "
+             "float32 models): priced bf16 (model.dtypes overrides)")
+        base = "bf16"
     out = dict.fromkeys(PARTS, base) if base else {}
     problem = None if base else (f"has dtype {short(name)}, not one of {', '.join(TORCH_DTYPES)}" if name is not None
                                  else "gives no torch_dtype or dtype")
