@@ -117,11 +117,12 @@ def memory_budget(pricer: Pricer, design: DesignShape, rule: PoolRule) -> Memory
     # the embedding splits like the LM head: over the attention GPUs (all tp without DP attention)
     embedding = 0.0 if model.tie_embeddings else model.vocab_size * model.hidden_size * 2 / par.attention_tp
     # Engram tables (DeepSeek-V4.1) are looked up, not read whole: sized here, never in a pass's weight bytes
-    target_w = pricer.weight_bytes("target") + embedding + table_bytes_per_gpu(model.engram, par.tp, dep.engram_tables)
+    target_w = pricer.weight_bytes("target", resident=True) + embedding + \
+        table_bytes_per_gpu(model.engram, par.tp, dep.engram_tables)
     draft_w, draft_kv = 0.0, ()
     if rec.layer_part is not None:
         layers = rec.draft_layers(design.steps)
-        draft_w = layers * pricer.weight_bytes(rec.layer_part, shared_head=False)
+        draft_w = layers * pricer.weight_bytes(rec.layer_part, shared_head=False, resident=True)
         draft_kv = part_kv(dep, rec.layer_part) * layers if rec.has_draft_kv else ()
     activations = activation_bytes(pricer, rule.activation_tokens)
     budget = pool_bytes(rule, hw.memory_capacity_bytes, target_w + draft_w, activations)

@@ -82,6 +82,10 @@ class ModelSpec(Spec):
     tie_embeddings: bool = False
     lm_head: LMHeadSpec = LMHeadSpec()
     dtypes: Dtypes = Dtypes()
+    # bytes of block scales each 4-bit (`fp4`) weight is kept with in memory (the op tables and the
+    # roofline count its half byte alone): 1/16 for NVFP4 (an FP8 scale per 16 values) and INT4 with
+    # a BF16 scale per 32 (Kimi-K2.5), 1/32 for MXFP4 and DeepSeek-V4's FP4 (a UE8M0 scale per 32)
+    fp4_scale_bytes: float = Field(default=1 / 16, ge=0, le=0.5)
     mtp: MTPSpec | None = None
     assistant: str | None = None            # default frozen_kv assistant (catalog name)
     block_draft: str | None = None          # default block drafter (catalog name, design block)

@@ -127,3 +127,14 @@ def test_the_hardware_list_gives_gib_beside_gb(capsys):
     assert cli.main(["hardware"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("h100-sxm"))
     assert "86 GB (80 GiB)" in line
+
+
+def test_4_bit_weights_are_held_with_their_scales(tmp_path, capsys):
+    """Kimi-K2.5's INT4 experts (a BF16 scale per 32 values) at tp 8: ~75 GB a GPU, as its ~595 GB
+    checkpoint over 8 (it was 67.8 GB, the values alone)."""
+    import re
+    text = ("name: k\nmodel: kimi-k2.5\nhardware: b200\nparallel: {tp: 8, ep: 8}\nspeculative: {design: none}\n"
+            "workload: {concurrency: 1, num_requests: 2, input_len: 1000, output_len: 100}\n")
+    assert cli.main(["cost", "--batch", "1", _file(tmp_path, text)]) == 0
+    weights = float(re.search(r"sglang default\s+([\d.]+)", capsys.readouterr().out).group(1))
+    assert 74 < weights < 77, weights

@@ -513,3 +513,15 @@ def test_a_prompt_past_max_context_names_the_override(tmp_path, write_scenario):
     with pytest.raises(ScenarioError) as err:
         sc.load(write_scenario(data))
     assert err.value.key == "workload.input_len" and "model.max_context" in err.value.reason
+
+
+def test_a_scheme_says_what_its_4_bit_scales_weigh(tmp_path):
+    """Block-scale bytes a 4-bit weight is held with (ModelSpec.fp4_scale_bytes): MXFP4's E8M0 per 32
+    values, NVFP4's FP8 per 16, INT4's BF16 per group."""
+    mxfp4 = {"quant_method": "mxfp4", "modules_to_not_convert": ["*self_attn*"]}
+    nvfp4 = {"quant_method": "modelopt", "quant_algo": "NVFP4", "ignore": ["*self_attn*"]}
+    int4 = {"quant_method": "compressed-tensors", "ignore": ["re:.*self_attn.*"], "config_groups": {
+        "g": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "group_size": 32}}}}
+    for quant, scale in ((mxfp4, 1 / 32), (nvfp4, 1 / 16), (int4, 2 / 32), (FP8_BLOCK, 1 / 16)):
+        spec = read(tmp_path, {**DEEPSEEK_V3, "quantization_config": quant})
+        assert spec.fp4_scale_bytes == pytest.approx(scale), quant

@@ -13,6 +13,7 @@ from mtpsim.costs import ops as O
 from mtpsim.costs.deployment import Deployment, ModelPart
 from mtpsim.costs.engram import engram_ops
 from mtpsim.costs.layer import decoder_layer_ops
+from mtpsim.spec_base import DTYPE_BYTES
 from mtpsim.specs import AttentionSpec, LayerRef
 
 ALL_EXPERTS_TOKENS = 1 << 30  # enough tokens that every expert is touched (weight_bytes)
@@ -51,15 +52,17 @@ def layer_ops(dep: Deployment, part: ModelPart, tokens: int, glue: bool = False,
         yield from ((count, op) for op in layer)
 
 
-def weight_bytes(dep: Deployment, name: str, shared_head: bool = True) -> float:
+def weight_bytes(dep: Deployment, name: str, shared_head: bool = True, resident: bool = False) -> float:
     """Weight bytes of a part on one GPU: its ops over enough tokens to touch every expert, fc
     over target layers included; without the target's LM head when `shared_head` is False and
-    the part shares it."""
+    the part shares it; `resident`: with the block scales 4-bit weights are kept with in memory
+    (ModelSpec.fp4_scale_bytes a weight; the ops count the values alone, as the measured tables do)."""
     part = dep.part(name)
     rows = [(op, count) for count, op in layer_ops(dep, part, ALL_EXPERTS_TOKENS)]
     rows += part.edge(dep, part, ALL_EXPERTS_TOKENS, 1, True, 1)
     drop = not shared_head and part.shares_target_head
-    return sum(n * op.weight_bytes for op, n in rows if op is not None
+    scales = part.spec.fp4_scale_bytes / DTYPE_BYTES["fp4"] if resident else 0.0
+    return sum(n * op.weight_bytes * (1 + scales * (op.dtype == "fp4")) for op, n in rows if op is not None
                and not (drop and op.family == "lm_head") and op.name not in blocks.REUSED_WEIGHT_OPS)
 
 

@@ -228,9 +228,9 @@ class Pricer:
         q, kv = lens.requests()[0], lens.kv  # kv before any offset: each group is shifted once
         return [g.shifted(lens.offset + offset) for g in O.BatchLens.split(q, kv, self.par.attention_dp)]
 
-    def weight_bytes(self, part: str, shared_head: bool = True) -> float:
-        """Weight bytes of a part on one GPU (part_ops.weight_bytes)."""
-        return part_ops.weight_bytes(self.deployment, part, shared_head)
+    def weight_bytes(self, part: str, shared_head: bool = True, resident: bool = False) -> float:
+        """Weight bytes of a part on one GPU (part_ops.weight_bytes; `resident`: as memory holds them)."""
+        return part_ops.weight_bytes(self.deployment, part, shared_head, resident)
 
     def kv_bytes_per_token(self, part: str) -> float:
         return self.deployment.kv_bytes_per_token(part)

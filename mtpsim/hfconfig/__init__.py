@@ -76,6 +76,9 @@ def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | No
         mapping["mtp"] = mtp
     mapping |= _kinds(layout, mapping, overrides)
     mapping["dtypes"] = _dtypes(top, text, where, key, overrides, mapping)
+    scale = mapping["dtypes"].pop("fp4_scale_bytes", None)  # the scheme's, where it stores 4-bit weights
+    if scale is not None:
+        mapping["fp4_scale_bytes"] = scale
     if _reader(top, where, at) is deepseek_v4.deepseek_v4:
         mapping = deepseek_v4.finish(top, text, mapping, drafters() if drafters else {})
     block = block_keys(top)  # a block drafter's (hfconfig/blocks.py)
@@ -216,6 +219,8 @@ def _dtypes(top: Config, text: Config, where: str, key: str, overrides: dict, ma
     elif scheme is not None:
         at = f"{key}.hf_config" if key else "hf_config"
         out |= quant.part_dtypes(scheme, mapping, _family(top), where, at, base)
+        if scheme.fp4_scale_bytes is not None and "fp4" in out.values():
+            out["fp4_scale_bytes"] = scheme.fp4_scale_bytes
     if problem and "dtypes" not in overrides:
         at = f"{key}.dtypes" if key else "dtypes"
         raise ScenarioError(where, at, f"config.json {problem}; give {at}")

@@ -206,6 +206,10 @@ def finish(top: Config, text: Config, mapping: dict[str, Any], drafters: dict[st
     expert = _expert_dtype(top, text)
     if expert is not None:
         dtypes["experts"] = expert
+    if dtypes.get("experts") == "fp4":  # the reference's FP4 blocks: a UE8M0 scale per 32 values (MXFP4's), unless NVFP4 is named
+        named = [str(v).lower() for v in (text.get("expert_dtype"), (top.get("quantization_config") or {}).get(
+            "expert_dtype") if isinstance(top.get("quantization_config"), dict) else None) if v is not None]
+        mapping["fp4_scale_bytes"] = 1 / 16 if "nvfp4" in named else 1 / 32
     _engram(text, mapping)
     mapping["dtypes"] = dtypes
     if not any(text.get(k) is not None for k in DSPARK_KEYS):

@@ -57,6 +57,7 @@ class Scheme:
     skipped: tuple[str, ...] = ()
     per_module: tuple[tuple[str, str], ...] = ()
     source: str = "quantization_config"
+    fp4_scale_bytes: float | None = None  # block-scale bytes a 4-bit weight carries (Dtypes.fp4_scale_bytes)
 
     def dtype_of(self, module: str) -> str | None:
         """The dtype the scheme gives one module, None where it leaves the module as it was."""
@@ -98,9 +99,10 @@ def scheme_of(quant: Any, config_path: str) -> Scheme | Problem | None:
     if not isinstance(quant, dict):
         return Problem(f"has quantization_config {short(quant)}, not a mapping")
     method = quant.get("quant_method")
-    if method in ("fp8", "mxfp4"):
+    if method in ("fp8", "mxfp4"):  # MXFP4: an E8M0 scale per 32 values
         return Scheme("fp8" if method == "fp8" else "fp4", _patterns(quant.get("modules_to_not_convert") or
-                                                                     quant.get("ignored_layers")))
+                                                                     quant.get("ignored_layers")),
+                      fp4_scale_bytes=None if method == "fp8" else 1 / 32)
     if method == "compressed-tensors":
         return _compressed(quant)
     if method == "modelopt" or (method is None and "quant_algo" in quant):  # ModelOpt's, written with or without it
@@ -138,20 +140,25 @@ def _modelopt(q: dict, source: str) -> Scheme | Problem:
     if algo not in ALGOS:
         return Problem(f"has {source} quant_algo {short(algo)}, which is not read ({', '.join(ALGOS)} and "
                        "MIXED_PRECISION are)")
-    return Scheme(ALGOS[algo], skipped, (), source)
+    return Scheme(ALGOS[algo], skipped, (), source, 1 / 32 if "MXFP4" in algo else None)
 
 
 def _compressed(q: dict) -> Scheme | Problem:
     groups = q.get("config_groups")
     if not isinstance(groups, dict) or not groups:
         return Problem("has quantization_config compressed-tensors without config_groups")
-    per, uniform = [], set()
+    per, uniform, fp4_scale = [], set(), None
     for name, group in groups.items():
         weights = group.get("weights") if isinstance(group, dict) else None
         key = (weights.get("num_bits"), weights.get("type")) if isinstance(weights, dict) else None
         if key not in BITS:
             return Problem(f"has compressed-tensors config_groups.{name} weights {short(key)} (num_bits, type), "
                            "which are not read (8-bit float and 4-bit float or int weights are)")
+        if BITS[key] == "fp4":  # a scale per group: FP8 for 4-bit floats (NVFP4), BF16 for ints, E8M0 for MXFP4
+            size = weights.get("group_size")
+            size = size if type(size) is int and size > 0 else (32 if "mxfp4" in str(q.get("format", "")) else 16)
+            scale = 1 if key[1] == "float" else 2
+            fp4_scale = scale / size if "mxfp4" not in str(q.get("format", "")) else 1 / 32
         targets = group.get("targets") or []
         if targets == ["Linear"]:
             uniform.add(BITS[key])
@@ -159,11 +166,12 @@ def _compressed(q: dict) -> Scheme | Problem:
             per += [(t, BITS[key]) for t in targets if isinstance(t, str)]
     skipped = _patterns(q.get("ignore"))
     if uniform and per:  # a group over every linear layer beside named ones: the named ones first
-        return Scheme(None, skipped, (*per, ("*", min(uniform))), "quantization_config")
+        return Scheme(None, skipped, (*per, ("*", min(uniform))), "quantization_config", fp4_scale)
     if len(uniform) > 1:
         return Problem(f"has compressed-tensors groups of several dtypes ({', '.join(sorted(uniform))}) over every "
                        "linear layer")
-    return Scheme(uniform.pop(), skipped) if uniform else Scheme(None, skipped, tuple(per))
+    return Scheme(uniform.pop(), skipped, fp4_scale_bytes=fp4_scale) if uniform else \
+        Scheme(None, skipped, tuple(per), fp4_scale_bytes=fp4_scale)
 
 
 def _patterns(value: Any) -> tuple[str, ...]:
