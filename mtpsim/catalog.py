@@ -120,8 +120,10 @@ def path_of(kind: Kind, ref: object, where: str, key: str = "", paths: bool = Tr
     if path is None:
         known = names(kind)
         import difflib  # an unknown name's hint only: not every load's start-up
-        # catalog names are lower case: `H100` is matched as `h100` is
-        close = difflib.get_close_matches(ref.lower(), known + sorted(aliases), n=3, cutoff=0.6)
+        # catalog names are lower case: `H100` is matched as `h100` is, names it begins first (h100-sxm)
+        lowered = ref.lower()
+        close = list(dict.fromkeys([n for n in known if n.startswith(lowered)][:3] +
+                                   difflib.get_close_matches(lowered, known + sorted(aliases), n=3, cutoff=0.6)))[:3]
         hint = f"did you mean {' or '.join(close)}? " if close else ""
         raise ScenarioError(where, key, f"unknown {kind} catalog name {short(ref, 60)} ({hint}`mtpsim {kind}` lists "
                             f"the {len(known)} known)")

@@ -152,7 +152,9 @@ def from_validation(exc: ValidationError, where: str, prefix: str = "") -> Scena
     if "[key]" in parts:  # a mapping's key, not its value, is wrong
         reason = f"as a key: {reason}"
     if err["type"] == "extra_forbidden":
-        ours = HF_KEYS.get(named or "")
+        # at a model spec's top level only (a scenario's model, a draft, a catalog file's root)
+        parent = key.rsplit(".", 1)[0] if "." in key else ""
+        ours = HF_KEYS.get(named or "") if parent in ("", "model", "speculative.draft") else None
         reason = f"unknown key{hint}" + (f" (Hugging Face's name; mtpsim's is {ours})" if ours and not hint else "")
     elif err["type"] == "missing":
         reason = "required key is missing"

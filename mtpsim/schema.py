@@ -117,6 +117,8 @@ class Speculative(Section):
     @classmethod
     def _method_names(cls, value):
         """An engine's method name where a design is asked for: which design and draft express it."""
+        if isinstance(value, str) and value not in DESIGNS and value.lower() in DESIGNS:
+            raise ValueError(f"design names are lower case: {value.lower()}")
         hint = METHOD_DESIGNS.get(value.lower()) if isinstance(value, str) else None
         if hint is not None and value not in DESIGNS:
             raise ValueError(f"{value!r} is a speculative method, not a design: {hint} (the designs: "

@@ -476,7 +476,6 @@ def test_gemma4_moe_names_its_experts_apart_from_its_mlp(tmp_path):
     ({"quant_method": "compressed-tensors", "config_groups": {"g": {"targets": ["Linear"],
                                                                     "weights": {"num_bits": 8, "type": "int"}}}},
      "weights (8, 'int') (num_bits, type), which are not read"),
-    ({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION"}, "MIXED_PRECISION without a quantized_layers map"),
     ({"quant_method": "gptq", "bits": 4}, "quant_method 'gptq', which is not read"),
 ])
 def test_a_quantization_not_read_asks_for_model_dtypes(tmp_path, quant, said):
@@ -525,3 +524,58 @@ def test_a_scheme_says_what_its_4_bit_scales_weigh(tmp_path):
     for quant, scale in ((mxfp4, 1 / 32), (nvfp4, 1 / 16), (int4, 2 / 32), (FP8_BLOCK, 1 / 16)):
         spec = read(tmp_path, {**DEEPSEEK_V3, "quantization_config": quant})
         assert spec.fp4_scale_bytes == pytest.approx(scale), quant
+
+
+@pytest.mark.parametrize("quant, key, said", [
+    ({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION"}, "quantization_config.quantized_layers",
+     "MIXED_PRECISION needs a map"),
+    ({"quant_method": "modelopt", "quant_algo": ["NVFP4"]}, "quantization_config.quant_algo", "expected a name"),
+    ({"quant_method": "modelopt", "quant_algo": "NVFP4", "ignore": "lm_head"}, "quantization_config.ignore",
+     "expected a list"),
+    ({"quant_method": "modelopt", "quant_algo": "NVFP4", "ignore": ["re:(?i)ATTN", "re:("]},
+     "quantization_config.ignore.1", "not a regular expression"),
+    ({"quant_method": "modelopt", "quant_algo": "NVFP4", "ignore": [r"re:(\w+\.?)+X"]},
+     "quantization_config.ignore.0", "exponential time"),
+    ({"quant_method": "compressed-tensors", "config_groups": {"g": {"targets": 5, "weights": {"num_bits": 4,
+                                                                                              "type": "int"}}}},
+     "quantization_config.config_groups.g.targets", "expected a list"),
+    ({"quant_method": "compressed-tensors", "config_groups": {"g": {"targets": ["Linear"], "weights": {
+        "num_bits": [4], "type": "int"}}}}, "quantization_config.config_groups.g.weights", "num_bits"),
+])
+def test_a_quantization_written_wrong_names_its_key_in_the_config(tmp_path, quant, key, said):
+    """Campaign 31: a `re:` with an inline flag, two `re:` naming one group, `targets: 5` and lists
+    where names go were tracebacks; a backtracking `re:` hung the read."""
+    err = error(tmp_path, {**DEEPSEEK_V3, "quantization_config": quant}, dtypes={"attention": "bf16"})
+    assert err.where.endswith("config.json") and err.key == key and said in err.reason, (err.key, err.reason)
+
+
+def test_an_inline_flag_and_a_repeated_group_name_are_read(tmp_path):
+    quant = {"quant_method": "modelopt", "quant_algo": "NVFP4",
+             "ignore": ["re:(?i).*SELF_ATTN.*", "re:(?P<x>lm_head)", "re:(?P<x>embed_tokens)"]}
+    dtypes = read(tmp_path, {**DEEPSEEK_V3, "quantization_config": quant}).dtypes
+    assert (dtypes.attention, dtypes.experts) == ("bf16", "fp4")
+
+
+def test_compressed_tensors_linear_beside_other_targets_keeps_every_linear_layer(tmp_path):
+    quant = {"quant_method": "compressed-tensors", "config_groups": {"g": {
+        "targets": ["Linear", "re:.*mlp.experts.*"], "weights": {"num_bits": 8, "type": "float"}}}}
+    dtypes = read(tmp_path, {**DEEPSEEK_V3, "quantization_config": quant}).dtypes
+    assert (dtypes.attention, dtypes.experts) == ("fp8", "fp8")
+
+
+def test_a_long_per_module_map_reads_quickly(tmp_path):
+    """A per-expert MIXED_PRECISION map of DeepSeek-V3's size (45k entries) took 40 s a read: the
+    exact names are looked up, not matched one by one (benchmarks/ time it; here, that it reads)."""
+    layers = {f"model.layers.{i}.mlp.experts.{e}.{m}": {"quant_algo": "NVFP4"}
+              for i in range(3, 61) for e in range(256) for m in ("gate_proj", "up_proj", "down_proj")}
+    quant = {"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "quantized_layers": layers}
+    dtypes = read(tmp_path, {**DEEPSEEK_V3, "quantization_config": quant}).dtypes
+    assert (dtypes.attention, dtypes.experts) == ("bf16", "fp4")
+
+
+def test_rope_parameters_scale_the_context_as_rope_scaling_does(tmp_path):
+    rope = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 262144, "rope_theta": 1e7}
+    config = {**QWEN35_27B, "text_config": {**QWEN35_27B["text_config"], "rope_parameters": rope}}
+    assert read(tmp_path, config).max_context == 1048576
+    assert error(tmp_path, {**LLAMA_31_8B, "rope_scaling": {"rope_type": "dynamic", "factor": 1e6}}).key == \
+        "rope_scaling.factor"

@@ -34,7 +34,11 @@ KIMI_K25 = {
         "max_position_embeddings": 262144, "moe_intermediate_size": 2048, "moe_layer_freq": 1, "n_routed_experts": 384,
         "n_shared_experts": 1, "num_attention_heads": 64, "num_experts_per_tok": 8, "num_hidden_layers": 61,
         "num_key_value_heads": 64, "num_nextn_predict_layers": 0, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
-        "qk_rope_head_dim": 64, "quantization_config": {"quant_method": "compressed-tensors"},
+        "qk_rope_head_dim": 64, "quantization_config": {
+            "quant_method": "compressed-tensors", "format": "pack-quantized",
+            "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+                "num_bits": 4, "type": "int", "group_size": 32, "strategy": "group", "symmetric": True}}},
+            "ignore": ["lm_head", "re:.*self_attn.*", "re:.*shared_experts.*", r"re:.*mlp\.(gate|up|gate_up|down)_proj.*"]},
         "tie_word_embeddings": False, "v_head_dim": 128, "vocab_size": 163840}}
 
 
@@ -77,7 +81,8 @@ def test_minimax_trunk_and_the_mtp_it_cannot_say(tmp_path):
     ("qwen3.5-397b-a17b", QWEN35_MOE, QWEN35_MTP),
     ("deepseek-v3.2", DEEPSEEK_V32, {}),
     ("glm-5", GLM_5, {}),
-    ("kimi-k2.5", KIMI_K25, {"dtypes": {"experts": "fp4"}}),  # INT4 experts: the catalog's 4-bit stand-in
+    # INT4 experts: the catalog's 4-bit stand-in; no MTP layers (their dtype, the scheme's, prices nothing)
+    ("kimi-k2.5", KIMI_K25, {"dtypes": {"experts": "fp4", "mtp": "bf16"}}),
 ])
 def test_the_released_config_gives_the_catalog_entry(tmp_path, name, config, overrides):
     assert shape(read(tmp_path, config, **overrides)) == shape(catalog.load_model(name))

@@ -51,3 +51,20 @@ def test_a_config_no_table_holds_reads_the_one_timed_at_its_top_k_and_width():
             cost = pricer.price(decode, np.full(batch, 1), np.full(batch, 2048), keep_ops=True)
             times.append(sum(t.total_s for op, t, _ in cost.ops if op.name == "moe.experts"))
         assert 1 / 1.5 < times[0] / times[1] < 1.5, (batch, times)
+
+
+def test_a_config_timed_far_below_its_neighbours_is_not_the_one_read():
+    """h200-trtllm's BF16 experts at 256 x 256 ran at 0.56 TB/s beside configs at 2-4 TB/s:
+    Step-3.5-Flash (288 experts) read it as its nearest and priced its experts at 4x their bytes at
+    the GPU's peak. Of the three nearest configs the middling-speed one is read: within 1.5x of the
+    roofline's experts, at 16 requests and 64."""
+    for batch in (16, 64):
+        times = []
+        for model in ("calibrated", "roofline"):
+            s = sc.validate({"name": "m", "model": "step-3.5-flash", "hardware": "h200", "parallel": {"tp": 4},
+                             "engine": {"kind": "trtllm"}, "speculative": {"design": "none"},
+                             "cost": {"model": model}})
+            decode = iteration_passes(DesignShape.of(s.speculative))[0]
+            cost = build_pricer(s).price(decode, np.full(batch, 1), np.full(batch, 1024), keep_ops=True)
+            times.append(sum(t.total_s for op, t, _ in cost.ops if op.name == "moe.experts"))
+        assert times[0] < 1.5 * times[1], (batch, times)

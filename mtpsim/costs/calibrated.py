@@ -84,6 +84,12 @@ from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
 __all__ = ["CalibratedCosts", "FAMILIES", "Family", "Table"]
 
 
+def _speed(table: Table) -> float:
+    """A table's median log work per second over its timed cells: how fast its kernel ran, whatever the shape."""
+    measured = ~np.isnan(table.log_t) if table.measured is None else table.measured
+    return float(np.median((table.log_w - table.log_t)[measured])) if measured.any() else -math.inf
+
+
 class CalibratedCosts:
     """Prices ops from a profile folder; same interface as RooflineCosts."""
 
@@ -266,7 +272,11 @@ class CalibratedCosts:
             x = {**x, "q": q_ref}
             hit, floor = interpolate(table, x), None
             if hit is not None:  # the launch's own latency at this batch and heads does not scale (slice_floor)
-                log_t, work_ref = hit[0], self.work_s(fewer_queries(op, q_ref / q))
+                # the op's own work at q_ref where the table is its config's; another config's cell
+                # scales from the cell's work, as `calibrated-scaled` does (the op's work at q_ref
+                # dropped that step: Gemma 4's 512-wide heads read a 128-wide table and a 2-token
+                # verify cost 41% less than the decode)
+                log_t, work_ref = hit[0], self.work_s(fewer_queries(op, q_ref / q)) if exact else math.exp(hit[1])
                 floor = slice_floor(kv_slice(table, x)) if "kv" in table.axes else None
             else:
                 log_t, log_w = nearest_cell(table, x)
@@ -329,9 +339,16 @@ class CalibratedCosts:
         if found is None:
             tables, stand_in = stand_in_tables(self.tables, family, keys)
             exact = [t for t in tables if dims is None or dims_match(t.dims, dims)]
-            nearest = (lambda t: dims_distance(t.dims, dims) + t.gap(near)) if near else (
-                lambda t: dims_distance(t.dims, dims))
-            table = (exact[0] if exact else min(tables, key=nearest)).table() if tables else None
+            if exact or not tables:
+                table = exact[0].table() if exact else None
+            elif near:
+                # the three nearest configs, and of them the one of middling speed: a family's tables hold
+                # whole configs timed at a fraction of their neighbours' bandwidth (h200-trtllm's BF16
+                # experts at 256 x 256: 0.56 TB/s beside 2-4 TB/s), and the nearest by shape alone may be one
+                closest = sorted(tables, key=lambda t: dims_distance(t.dims, dims) + t.gap(near))[:3]
+                table = sorted((t.table() for t in closest), key=_speed)[len(closest) // 2]
+            else:
+                table = min(tables, key=lambda t: dims_distance(t.dims, dims)).table()
             found = self._resolved[key] = (table, bool(exact), stand_in)
         return found
 

@@ -77,7 +77,9 @@ class CorePricer:
         log_t, log_w, measured = hit
         op_bytes = kv_bytes + act_bytes  # Op.bytes: weight bytes (none), KV, activations
         if share is not None:  # fewer_queries' work: flops and activations scale with q, the KV read not
-            work_ref = max(flops * share / self.peak_flops, (kv_bytes + act_bytes * share) / self.peak_bytes)
+            # (another config's cell: its own work, as calibrated.py's extrapolated lookup)
+            work_ref = max(flops * share / self.peak_flops, (kv_bytes + act_bytes * share) / self.peak_bytes) \
+                if self.exact else math.exp(log_w)
             t, kind = scaled(self.table, math.exp(log_t), work_ref, self.work(flops, op_bytes), slice_floor(piece)), \
                 "extrapolated"
         elif self.exact and measured:

@@ -134,12 +134,15 @@ def _interpolate(table: Table, x: dict) -> Hit | None:
 
 def along_work(table: Table, x: dict, work: float, along: tuple[str, ...] = ("top_k", "d")) -> float | None:
     """The time of an op of roofline `work` (seconds) read off the cells measured at x's values of
-    `along` (MoE's top_k and width): their (work, time) points in order of work, times made
-    monotone in it (a running maximum), interpolated in log-log. The MoE tables time each token
-    count at one routing only (touched = tokens x top_k, balanced), so the cells between them
-    hold a neighbour's time: by work, a routing of 3 tokens falls between the 2- and 4-token
-    rows, as its bytes do. None where x's values were not measured, fewer than two cells were,
-    or the work lies outside theirs (the caller scales from the nearest cell)."""
+    `along` (MoE's top_k and width) and at the token counts that bracket x's: their (work, time)
+    points in order of work, times made monotone in it (a running maximum), interpolated in
+    log-log. The MoE tables time each token count at one routing only (touched = tokens x top_k,
+    balanced), so the cells between them hold a neighbour's time: by work, a routing of 3 tokens
+    falls between the 2- and 4-token rows, as its bytes do. Only the bracketing token counts: a
+    curve over every count read a 64-token decode's experts off the compute-bound rows of
+    thousands of tokens where its bytes outran the decode rows (Step-3.5-Flash: 3x its 128-token
+    time). None where x's values were not measured, fewer than two cells were, or the work lies
+    outside theirs (the caller scales from the nearest cell)."""
     names = list(table.axes)
     index: list = [slice(None)] * len(names)
     for a in along:
@@ -148,9 +151,17 @@ def along_work(table: Table, x: dict, work: float, along: tuple[str, ...] = ("to
         if at is None:
             return None
         index[names.index(a)] = at
+    bracket = _corners(table.grid["tokens"], x["tokens"])
+    if bracket is None:
+        return None
+    tokens = names.index("tokens")
     measured = ~np.isnan(table.log_t) if table.measured is None else table.measured
-    keep = measured[tuple(index)]
-    points = sorted(zip(table.log_w[tuple(index)][keep].tolist(), table.log_t[tuple(index)][keep].tolist()))
+    points = []
+    for i, _ in bracket:
+        index[tokens] = i
+        keep = measured[tuple(index)]
+        points += zip(table.log_w[tuple(index)][keep].tolist(), table.log_t[tuple(index)][keep].tolist())
+    points.sort()
     lw = math.log(work)
     if len(points) < 2 or not points[0][0] <= lw <= points[-1][0]:
         return None

@@ -94,16 +94,17 @@ def _max_context(c: Config) -> int:
     `_get_and_verify_max_len`, the derived max_model_len: a Qwen3 config with YaRN factor 4 on
     32k serves 131,072 tokens)."""
     length = c.int("max_position_embeddings", low=1)
-    rope = c.get("rope_scaling")
-    if not isinstance(rope, dict):
+    # transformers 5 writes the scaling into rope_parameters (Qwen3.5's configs), beside rope_theta
+    key = "rope_scaling" if c.get("rope_scaling") is not None else "rope_parameters"
+    if c.get(key) is None:
         return length
-    scaling = c.sub("rope_scaling")
+    scaling = c.sub(key)
     kind = scaling.get("rope_type", scaling.get("type"))
-    if kind in (None, "su", "longrope", "llama3"):
+    if kind in (None, "default", "su", "longrope", "llama3", "mrope"):
         return length
     factor = scaling.get("factor", 1.0)
-    if type(factor) not in (int, float) or not 0 < factor <= 1e4:
-        raise scaling.error("factor", f"expected a number above 0, got {short(factor)}")
+    if type(factor) not in (int, float) or not 0 < factor <= 1024:
+        raise scaling.error("factor", f"expected a context multiple in (0, 1024], got {short(factor)}")
     if kind == "yarn":
         length = scaling.int("original_max_position_embeddings", low=1)
     return int(length * factor)
@@ -206,14 +207,17 @@ def _dtypes(top: Config, text: Config, where: str, key: str, overrides: dict, ma
     base = TORCH_DTYPES.get(name) if isinstance(name, str) else None
     if base == "fp32":  # a float32 checkpoint is served in 16 bits (the engines' `--dtype auto`)
         at = f"{key}.hf_config" if key else "hf_config"
-        warn(where, at, "config.json says float32, which vLLM and SGLang serve in 16 bits under their default "
-             "--dtype auto (SGLang model_config.py and vLLM's `_get_and_verify_dtype`: float16 or bfloat16 for "
-             "float32 models): priced bf16 (model.dtypes overrides)")
+        if "dtypes" not in overrides:
+            warn(where, at, "config.json says float32, which vLLM and SGLang serve in 16 bits under their default "
+                 "--dtype auto (SGLang model_config.py and vLLM's `_get_and_verify_dtype`: float16 or bfloat16 for "
+                 "float32 models): priced bf16 (model.dtypes overrides)")
         base = "bf16"
     out = dict.fromkeys(PARTS, base) if base else {}
     problem = None if base else (f"has dtype {short(name)}, not one of {', '.join(TORCH_DTYPES)}" if name is not None
                                  else "gives no torch_dtype or dtype")
-    scheme = quant.scheme_of(text.get("quantization_config") or top.get("quantization_config"), top.path)
+    inner = text is not top and text.get("quantization_config") is not None
+    scheme = quant.scheme_of((text if inner else top).get("quantization_config"), top.path,
+                             ("text_config." if inner else "") + "quantization_config")
     if isinstance(scheme, quant.Problem):
         problem = scheme.reason
     elif scheme is not None:

@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from mtpsim.errors import short, warn
+from mtpsim.errors import ScenarioError, short, warn
 from mtpsim.hfconfig.view import load_json
 
 PARTS = ("attention", "dense_ffn", "experts", "mtp")  # the linear weights a scheme can reach
@@ -46,6 +46,40 @@ ALGOS = {"FP8": "fp8", "FP8_BLOCK": "fp8", "NVFP4": "fp4", "W4A16_NVFP4": "fp4",
 LAYER_PREFIXES = ("model.layers.{i}.", "model.language_model.layers.{i}.", "language_model.model.layers.{i}.",
                   "layers.{i}.", "model.model.layers.{i}.")
 MTP_PREFIXES = ("mtp.layers.{k}.", "model.mtp.layers.{k}.", "mtp.{k}.")
+
+
+class Patterns:
+    """Module-name patterns (exclusions, or a MIXED_PRECISION map's keys) matched fast: exact names
+    by a lookup of every dotted run of the module's name (a name names the module, its parents and
+    any name ending in it: `lm_head`, `model.layers.0`), wildcards by fnmatch over the module or
+    a parent, `re:` expressions searched in it. NVIDIA's exports list hundreds to tens of thousands
+    of exact names; a handful are wildcards."""
+
+    def __init__(self, items: list[tuple[str, str | None]]):
+        self.exact: dict[str, str | None] = {}
+        self.other: list[tuple[Callable, str | None]] = []  # (a matcher of the module's name, the value)
+        for pattern, value in items:
+            if pattern.startswith("re:"):  # searched, its own flags and groups its own
+                self.other.append((re.compile(pattern[3:]).search, value))
+            elif any(ch in pattern for ch in "*?["):
+                self.other.append((re.compile(f"{fnmatch.translate(pattern)}|{fnmatch.translate(pattern + '.*')}").match,
+                                   value))
+            else:
+                self.exact.setdefault(pattern, value)
+
+    def find(self, module: str) -> tuple[bool, str | None]:
+        """(whether a pattern names `module`, the value of the first that does)."""
+        if self.exact:
+            parts = module.split(".")
+            for i in range(len(parts)):
+                for j in range(len(parts), i, -1):
+                    run = ".".join(parts[i:j])
+                    if run in self.exact:
+                        return True, self.exact[run]
+        for matches, value in self.other:
+            if matches(module):
+                return True, value
+        return False, None
 
 
 @dataclass(frozen=True)
@@ -57,31 +91,35 @@ class Scheme:
     skipped: tuple[str, ...] = ()
     per_module: tuple[tuple[str, str], ...] = ()
     source: str = "quantization_config"
-    fp4_scale_bytes: float | None = None  # block-scale bytes a 4-bit weight carries (Dtypes.fp4_scale_bytes)
+    fp4_scale_bytes: float | None = None  # block-scale bytes a 4-bit weight carries (ModelSpec.fp4_scale_bytes)
 
     def dtype_of(self, module: str) -> str | None:
         """The dtype the scheme gives one module, None where it leaves the module as it was."""
         if self.leaves_out(module):
             return None
         if self.per_module:
-            return next((dt for rx, dt in self._targets if rx.match(module)), None)
+            named, dtype = self._targets.find(module)
+            return dtype if named else self._fallback
         return self.dtype
 
     def leaves_out(self, module: str) -> bool:
-        return self._skipped is not None and self._skipped.match(module) is not None
+        return self._skipped.find(module)[0]
 
     def names(self, module: str) -> bool:
         """Whether the scheme names `module` at all (left out, or given a dtype of its own)."""
-        return self.leaves_out(module) or any(rx.match(module) for (p, _), (rx, _) in
-                                               zip(self.per_module, self._targets) if p != "*")
+        return self.leaves_out(module) or self._targets.find(module)[0]
 
     @cached_property
-    def _skipped(self) -> re.Pattern | None:  # every exclusion in one expression: NVIDIA's list hundreds
-        return re.compile("|".join(f"(?:{_regex(p)})" for p in self.skipped)) if self.skipped else None
+    def _skipped(self) -> Patterns:
+        return Patterns([(p, None) for p in self.skipped])
 
     @cached_property
-    def _targets(self) -> list[tuple[re.Pattern, str]]:
-        return [(re.compile(_regex(p)), dt) for p, dt in self.per_module]
+    def _targets(self) -> Patterns:  # a "*" target is every other linear layer's dtype (`_fallback`)
+        return Patterns([(p, dt) for p, dt in self.per_module if p != "*"])
+
+    @cached_property
+    def _fallback(self) -> str | None:
+        return next((dt for p, dt in self.per_module if p == "*"), None)
 
 
 @dataclass(frozen=True)
@@ -91,24 +129,68 @@ class Problem:
     reason: str
 
 
-def scheme_of(quant: Any, config_path: str) -> Scheme | Problem | None:
-    """The checkpoint's scheme from `quant` (config.json's quantization_config, or None), else from
-    hf_quant_config.json beside `config_path`; None where neither says anything."""
+def scheme_of(quant: Any, config_path: str, at: str = "quantization_config") -> Scheme | Problem | None:
+    """The checkpoint's scheme from `quant` (config.json's quantization_config at key `at`, or None),
+    else from hf_quant_config.json beside `config_path`; None where neither says anything. A
+    scheme of a kind not read is a Problem (the scenario's model.dtypes then says the dtypes); one
+    written wrong is a ScenarioError naming its file and key."""
     if quant is None:
         return _hf_quant_file(Path(config_path).with_name("hf_quant_config.json"))
     if not isinstance(quant, dict):
-        return Problem(f"has quantization_config {short(quant)}, not a mapping")
-    method = quant.get("quant_method")
+        raise ScenarioError(config_path, at, f"expected a mapping, got {short(quant)}")
+    q = Fields(quant, config_path, at + ".")
+    method = q.text("quant_method")
     if method in ("fp8", "mxfp4"):  # MXFP4: an E8M0 scale per 32 values
-        return Scheme("fp8" if method == "fp8" else "fp4", _patterns(quant.get("modules_to_not_convert") or
-                                                                     quant.get("ignored_layers")),
+        return Scheme("fp8" if method == "fp8" else "fp4", q.patterns("modules_to_not_convert", "ignored_layers"),
                       fp4_scale_bytes=None if method == "fp8" else 1 / 32)
     if method == "compressed-tensors":
-        return _compressed(quant)
+        return _compressed(q)
     if method == "modelopt" or (method is None and "quant_algo" in quant):  # ModelOpt's, written with or without it
-        return _modelopt(quant, "quantization_config")
+        return _modelopt(q, "quantization_config")
     return Problem(f"has quantization_config quant_method {short(method)}, which is not read "
                    "(fp8, mxfp4, compressed-tensors and modelopt are)")
+
+
+# a group quantified inside a quantified group, as `(\w+\.?)+`: Python's matcher can take exponential time on it
+NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)[+*{]")
+
+
+class Fields:
+    """A quantization mapping's reads, each wrong value one ScenarioError at `path`: `prefix`key."""
+
+    def __init__(self, data: dict, path: str, prefix: str):
+        self.data, self.path, self.prefix = data, path, prefix
+
+    def error(self, key: str, reason: str) -> ScenarioError:
+        return ScenarioError(self.path, self.prefix + key, reason)
+
+    def text(self, key: str) -> str | None:
+        value = self.data.get(key)
+        if value is not None and not isinstance(value, str):
+            raise self.error(key, f"expected a name, got {short(value)}")
+        return value
+
+    def patterns(self, *keys: str) -> tuple[str, ...]:
+        """The first of `keys` given, as module patterns (a list of names, wildcards or `re:` expressions)."""
+        key = next((k for k in keys if self.data.get(k) is not None), None)
+        return () if key is None else pattern_list(self.data[key], self, key)
+
+
+def pattern_list(value: Any, fields: Fields, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise fields.error(key, f"expected a list of module names or patterns, got {short(value)}")
+    for i, v in enumerate(value):
+        if not isinstance(v, str):
+            raise fields.error(f"{key}.{i}", f"expected a module name or pattern, got {short(v)}")
+        if v.startswith("re:"):
+            try:
+                re.compile(v[3:])
+            except re.error as exc:
+                raise fields.error(f"{key}.{i}", f"not a regular expression ({exc})") from None
+            if NESTED_QUANTIFIER.search(v[3:]):
+                raise fields.error(f"{key}.{i}", f"{short(v)} repeats a repeated group, which can take Python's "
+                                   "matcher exponential time: write it without the nesting")
+    return tuple(value)
 
 
 def _hf_quant_file(path: Path) -> Scheme | Problem | None:
@@ -117,25 +199,27 @@ def _hf_quant_file(path: Path) -> Scheme | Problem | None:
     data = load_json(str(path), str(path), "")
     inner = data.get("quantization", data)
     if not isinstance(inner, dict):
-        return Problem(f"has a sibling hf_quant_config.json whose quantization is {short(inner)}, not a mapping")
-    return _modelopt(inner, "hf_quant_config.json")
+        raise ScenarioError(str(path), "quantization", f"expected a mapping, got {short(inner)}")
+    return _modelopt(Fields(inner, str(path), "quantization." if "quantization" in data else ""), "hf_quant_config.json")
 
 
-def _modelopt(q: dict, source: str) -> Scheme | Problem:
-    algo = q.get("quant_algo")
-    skipped = _patterns(q.get("exclude_modules") or q.get("ignore"))
+def _modelopt(q: Fields, source: str) -> Scheme | Problem:
+    algo = q.text("quant_algo")
+    skipped = q.patterns("exclude_modules", "ignore")
     if algo == "MIXED_PRECISION":
-        layers = q.get("quantized_layers")
-        if not isinstance(layers, dict):
-            return Problem(f"has {source} quant_algo MIXED_PRECISION without a quantized_layers map")
+        layers = q.data.get("quantized_layers")
+        if not isinstance(layers, dict) or not layers:
+            raise q.error("quantized_layers", f"MIXED_PRECISION needs a map of module -> {{quant_algo: ...}}, got "
+                          f"{short(layers)}")
         per = []
         for module, spec in layers.items():
-            dt = ALGOS.get(spec.get("quant_algo") if isinstance(spec, dict) else None)
-            if dt is None:
-                return Problem(f"has {source} quantized_layers.{module} quant_algo "
-                               f"{short(spec.get('quant_algo') if isinstance(spec, dict) else spec)}, which is not read "
+            name = spec.get("quant_algo") if isinstance(spec, dict) else None
+            if not isinstance(name, str):
+                raise q.error(f"quantized_layers.{module}", f"expected {{quant_algo: NAME}}, got {short(spec)}")
+            if name not in ALGOS:
+                return Problem(f"has {source} quantized_layers.{module} quant_algo {short(name)}, which is not read "
                                f"({', '.join(ALGOS)} are)")
-            per.append((module, dt))
+            per.append((module, ALGOS[name]))
         return Scheme(None, skipped, tuple(per), source)
     if algo not in ALGOS:
         return Problem(f"has {source} quant_algo {short(algo)}, which is not read ({', '.join(ALGOS)} and "
@@ -143,57 +227,41 @@ def _modelopt(q: dict, source: str) -> Scheme | Problem:
     return Scheme(ALGOS[algo], skipped, (), source, 1 / 32 if "MXFP4" in algo else None)
 
 
-def _compressed(q: dict) -> Scheme | Problem:
-    groups = q.get("config_groups")
+def _compressed(q: Fields) -> Scheme | Problem:
+    groups = q.data.get("config_groups")
     if not isinstance(groups, dict) or not groups:
-        return Problem("has quantization_config compressed-tensors without config_groups")
+        raise q.error("config_groups", f"expected a map of weight schemes, got {short(groups)}")
     per, uniform, fp4_scale = [], set(), None
+    form = str(q.data.get("format", ""))
     for name, group in groups.items():
         weights = group.get("weights") if isinstance(group, dict) else None
-        key = (weights.get("num_bits"), weights.get("type")) if isinstance(weights, dict) else None
+        if not isinstance(weights, dict) or type(weights.get("num_bits")) is not int \
+                or not isinstance(weights.get("type"), str):
+            raise q.error(f"config_groups.{name}.weights", f"expected {{num_bits: N, type: int | float}}, got "
+                          f"{short(weights)}")
+        key = (weights["num_bits"], weights["type"])
         if key not in BITS:
             return Problem(f"has compressed-tensors config_groups.{name} weights {short(key)} (num_bits, type), "
                            "which are not read (8-bit float and 4-bit float or int weights are)")
         if BITS[key] == "fp4":  # a scale per group: FP8 for 4-bit floats (NVFP4), BF16 for ints, E8M0 for MXFP4
             size = weights.get("group_size")
-            size = size if type(size) is int and size > 0 else (32 if "mxfp4" in str(q.get("format", "")) else 16)
-            scale = 1 if key[1] == "float" else 2
-            fp4_scale = scale / size if "mxfp4" not in str(q.get("format", "")) else 1 / 32
-        targets = group.get("targets") or []
-        if targets == ["Linear"]:
+            size = size if type(size) is int and size > 0 else 16
+            fp4_scale = 1 / 32 if "mxfp4" in form else (1 if key[1] == "float" else 2) / size
+        targets = pattern_list(group.get("targets", []), Fields(group, q.path, f"{q.prefix}config_groups.{name}."),
+                               "targets")
+        if not targets:
+            raise q.error(f"config_groups.{name}.targets", "names no module (Linear: every linear layer)")
+        if "Linear" in targets:  # every linear layer; other targets beside it name a subset of them
             uniform.add(BITS[key])
-        else:
-            per += [(t, BITS[key]) for t in targets if isinstance(t, str)]
-    skipped = _patterns(q.get("ignore"))
-    if uniform and per:  # a group over every linear layer beside named ones: the named ones first
-        return Scheme(None, skipped, (*per, ("*", min(uniform))), "quantization_config", fp4_scale)
+        per += [(t, BITS[key]) for t in targets if t != "Linear"]
+    skipped = q.patterns("ignore")
     if len(uniform) > 1:
         return Problem(f"has compressed-tensors groups of several dtypes ({', '.join(sorted(uniform))}) over every "
                        "linear layer")
+    if uniform and per:  # a group over every linear layer beside named ones: the named ones first
+        return Scheme(None, skipped, (*per, ("*", min(uniform))), "quantization_config", fp4_scale)
     return Scheme(uniform.pop(), skipped, fp4_scale_bytes=fp4_scale) if uniform else \
         Scheme(None, skipped, tuple(per), fp4_scale_bytes=fp4_scale)
-
-
-def _patterns(value: Any) -> tuple[str, ...]:
-    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
-
-
-def _regex(pattern: str) -> str:
-    """An exclusion (or target) as a regular expression `match`ed against a module's name: the
-    module or a parent of it by name (or a name ending in it: `lm_head`, `gate`), a wildcard
-    pattern over it or its parents (fnmatch, as ModelOpt's and vLLM's readers take them), or a
-    `re:` regular expression searched in it (compressed-tensors); one that does not compile
-    names nothing."""
-    if pattern.startswith("re:"):
-        try:
-            re.compile(pattern[3:])
-        except re.error:
-            return "(?!)"
-        return f".*?(?:{pattern[3:]})"
-    if any(ch in pattern for ch in "*?["):
-        return f"{fnmatch.translate(pattern)}|{fnmatch.translate(pattern + '.*')}"
-    name = re.escape(pattern)
-    return rf"(?:.*\.)?{name}(?:\..*)?\Z"
 
 
 # ------------------------------------------------------------------------- parts -> modules
