@@ -16,8 +16,8 @@ from mtpsim.costs import build_pricer
 from mtpsim.designs import DesignShape, iteration_passes
 
 
-def _pricer(model, engine="sglang", tp=8, design="nextn", steps=1):
-    s = sc.validate({"name": "m", "model": model, "hardware": "h200", "parallel": {"tp": tp},
+def _pricer(model, engine="sglang", tp=8, design="nextn", steps=1, ep=1):
+    s = sc.validate({"name": "m", "model": model, "hardware": "h200", "parallel": {"tp": tp, "ep": ep},
                      "engine": {"kind": engine},
                      "speculative": {"design": design, "steps": steps} if design != "none" else {"design": "none"},
                      "acceptance": {"per_depth": [0.8] * steps} if design != "none" else {}})
@@ -30,11 +30,14 @@ def _experts_ms(pricer, shape, tokens: int, kv: int = 2048) -> tuple[float, str]
     return rows[0][0] * 1e3, rows[0][1]
 
 
-@pytest.mark.parametrize("model", ["deepseek-v3", "deepseek-v3.2", "mimo-v2-flash"])
-def test_a_verify_of_more_tokens_never_prices_its_experts_cheaper(model):
+@pytest.mark.parametrize("model, engine, ep", [("deepseek-v3", "sglang", 1), ("deepseek-v3.2", "sglang", 1),
+                                               ("mimo-v2-flash", "sglang", 1),
+                                               # EP8: the busiest rank's share of 3 tokens outruns the 4-token row
+                                               ("deepseek-v3", "vllm", 8)])
+def test_a_verify_of_more_tokens_never_prices_its_experts_cheaper(model, engine, ep):
     times = []
     for steps in range(1, 7):  # a verify of steps + 1 tokens
-        s, pricer = _pricer(model, steps=steps)
+        s, pricer = _pricer(model, engine, steps=steps, ep=ep)
         verify = [p for p in iteration_passes(DesignShape.of(s.speculative)) if p.kind == "verify"][0]
         times.append(_experts_ms(pricer, verify, steps + 1)[0])
     assert all(b >= a * (1 - 1e-9) for a, b in zip(times, times[1:])), times

@@ -138,7 +138,7 @@ def along_work(table: Table, x: dict, work: float, along: tuple[str, ...] = ("to
     points in order of work, times made monotone in it (a running maximum), interpolated in
     log-log. The MoE tables time each token count at one routing only (touched = tokens x top_k,
     balanced), so the cells between them hold a neighbour's time: by work, a routing of 3 tokens
-    falls between the 2- and 4-token rows, as its bytes do. Only the bracketing token counts: a
+    falls between the 2- and 4-token rows, as its bytes do. Only the token counts around x's: a
     curve over every count read a 64-token decode's experts off the compute-bound rows of
     thousands of tokens where its bytes outran the decode rows (Step-3.5-Flash: 3x its 128-token
     time). None where x's values were not measured, fewer than two cells were, or the work lies
@@ -154,15 +154,23 @@ def along_work(table: Table, x: dict, work: float, along: tuple[str, ...] = ("to
     bracket = _corners(table.grid["tokens"], x["tokens"])
     if bracket is None:
         return None
-    tokens = names.index("tokens")
+    tokens, count = names.index("tokens"), len(table.grid["tokens"][0])
     measured = ~np.isnan(table.log_t) if table.measured is None else table.measured
-    points = []
-    for i, _ in bracket:
+
+    def rows(i: int) -> list:
         index[tokens] = i
         keep = measured[tuple(index)]
-        points += zip(table.log_w[tuple(index)][keep].tolist(), table.log_t[tuple(index)][keep].tolist())
-    points.sort()
+        return list(zip(table.log_w[tuple(index)][keep].tolist(), table.log_t[tuple(index)][keep].tolist()))
+    lo, hi = bracket[0][0], bracket[-1][0]
+    points = [p for i in range(lo, hi + 1) for p in rows(i)]
     lw = math.log(work)
+    # a routing of more (or fewer) experts than the bracketing rows timed, as the busiest EP rank's share
+    # of 3 tokens touching as many as 6 balanced: the next token count's rows on that side, one only
+    if points and lw > max(points)[0] and hi + 1 < count:
+        points += rows(hi + 1)
+    if points and lw < min(points)[0] and lo > 0:
+        points += rows(lo - 1)
+    points.sort()
     if len(points) < 2 or not points[0][0] <= lw <= points[-1][0]:
         return None
     ws, ts = [w for w, _ in points], list(accumulate((t for _, t in points), max))
