@@ -80,15 +80,8 @@ def qwen3_next(c: Config) -> Layout:
     linear = {"kind": "linear", "num_heads": c.int("linear_num_value_heads"), "num_kv_heads": c.int("linear_num_key_heads"),
               "head_dim": c.int("linear_key_head_dim"), "value_head_dim": c.int("linear_value_head_dim"),
               "conv_kernel": c.int("linear_conv_kernel_dim", 4, low=1)}
-    experts, step = c.int("num_experts", 0), c.int("decoder_sparse_step", 1, low=1)
-    dense_only, shared = _layer_set(c, "mlp_only_layers", n), c.int("shared_expert_intermediate_size", 0)
-    # a dense MLP only where some layer has one (Qwen3.5 MoE gives no intermediate_size: every layer is MoE)
-    ffns = {"dense": dense_kind(c.int("intermediate_size"))} if not experts or dense_only or step > 1 else {}
-    if experts:
-        ffns["moe"] = moe_kind(experts, c.int("num_experts_per_tok"), c.int("moe_intermediate_size"), int(shared > 0), shared)
-
-    def ffn(i: int) -> str:
-        return "moe" if experts and i not in dense_only and (i + 1) % step == 0 else "dense"
+    shared = c.int("shared_expert_intermediate_size", 0)
+    ffns, ffn = _qwen_sparse_ffns(c, n, int(shared > 0), shared)
 
     def pair(i: int) -> Pair:  # an MTP layer (i >= n): its one-layer decoder's layer 0, full attention
         return (kinds[i], ffn(i)) if i < n else ("full", ffn(0))
@@ -107,6 +100,15 @@ def qwen3_moe(c: Config) -> Layout:
     n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
     window = c.int("sliding_window", low=1) if c.bool("use_sliding_window", False) else None
     attention = {"gqa": gqa_kind(heads, c.int("num_key_value_heads", heads), head_dim_of(c, heads), window)}
+    ffns, ffn = _qwen_sparse_ffns(c, n)
+    return Layout(attention, ffns, lambda i: ("gqa", ffn(i)) if i < n else None)
+
+
+def _qwen_sparse_ffns(c: Config, n: int, shared: int = 0, shared_width: int = 0):
+    """The Qwen MoE families' FFN rule (Qwen3MoeDecoderLayer, Qwen3NextDecoderLayer): layer i is MoE
+    when num_experts > 0, i is not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0, else a
+    dense MLP intermediate_size wide. Returns the kinds (a dense one only where some layer has one:
+    Qwen3.5 MoE gives no intermediate_size) and the rule, layer index -> kind name."""
     experts, step = c.int("num_experts", 0), c.int("decoder_sparse_step", 1, low=1)
     dense_only = _layer_set(c, "mlp_only_layers", n)
 
@@ -114,8 +116,9 @@ def qwen3_moe(c: Config) -> Layout:
         return "moe" if experts and i not in dense_only and (i + 1) % step == 0 else "dense"
     ffns = {"dense": dense_kind(c.int("intermediate_size"))} if any(ffn(i) == "dense" for i in range(n)) else {}
     if experts:
-        ffns["moe"] = moe_kind(experts, c.int("num_experts_per_tok"), c.int("moe_intermediate_size"))
-    return Layout(attention, ffns, lambda i: ("gqa", ffn(i)) if i < n else None)
+        ffns["moe"] = moe_kind(experts, c.int("num_experts_per_tok"), c.int("moe_intermediate_size"), shared,
+                               shared_width or None)
+    return ffns, ffn
 
 
 def mixtral(c: Config) -> Layout:
