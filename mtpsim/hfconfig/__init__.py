@@ -76,9 +76,6 @@ def read(path: object, where: str, key: str = "", overrides: dict[str, Any] | No
         mapping["mtp"] = mtp
     mapping |= _kinds(layout, mapping, overrides)
     mapping["dtypes"] = _dtypes(top, text, where, key, overrides, mapping)
-    scale = mapping["dtypes"].pop("fp4_scale_bytes", None)  # the scheme's, where it stores 4-bit weights
-    if scale is not None:
-        mapping["fp4_scale_bytes"] = scale
     if _reader(top, where, at) is deepseek_v4.deepseek_v4:
         mapping = deepseek_v4.finish(top, text, mapping, drafters() if drafters else {})
     block = block_keys(top)  # a block drafter's (hfconfig/blocks.py)
@@ -202,7 +199,8 @@ def _kinds(layout: Layout, mapping: dict[str, Any], overrides: dict) -> dict[str
 def _dtypes(top: Config, text: Config, where: str, key: str, overrides: dict, mapping: dict) -> dict[str, str]:
     """torch_dtype / dtype for every part; the checkpoint's quantization (hfconfig/quant.py:
     quantization_config, else a sibling hf_quant_config.json) for the linear weights it reaches.
-    Where the config gives no dtype, or a quantization not read here, the scenario's model.dtypes must."""
+    Where the config gives no dtype, or a quantization not read here, the scenario's model.dtypes must.
+    The scales a scheme stores its 4-bit weights with go to `mapping` (fp4_scale_bytes)."""
     name = next((c.get(k) for c in (text, top) for k in ("dtype", "torch_dtype") if c.get(k) is not None), None)
     base = TORCH_DTYPES.get(name) if isinstance(name, str) else None
     if base == "fp32":  # a float32 checkpoint is served in 16 bits (the engines' `--dtype auto`)
@@ -223,8 +221,8 @@ def _dtypes(top: Config, text: Config, where: str, key: str, overrides: dict, ma
     elif scheme is not None:
         at = f"{key}.hf_config" if key else "hf_config"
         out |= quant.part_dtypes(scheme, mapping, _family(top), where, at, base)
-        if scheme.fp4_scale_bytes is not None and "fp4" in out.values():
-            out["fp4_scale_bytes"] = scheme.fp4_scale_bytes
+        if scheme.fp4_scale_bytes is not None and "fp4" in out.values():  # the scales its 4-bit weights are stored with
+            mapping["fp4_scale_bytes"] = scheme.fp4_scale_bytes
     if problem and "dtypes" not in overrides:
         at = f"{key}.dtypes" if key else "dtypes"
         raise ScenarioError(where, at, f"config.json {problem}; give {at}")

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -331,7 +331,7 @@ def part_dtypes(scheme: Scheme, mapping: dict[str, Any], family: str, where: str
             if scheme.dtype or base:  # (the scenario's model.mtp will): as the checkpoint would store it
                 out[part] = scheme.dtype or base
             continue
-        names = max(namings, key=lambda ns: _named(scheme, ns))
+        names = max(namings, key=lambda ns: sum(map(scheme.names, ns)))
         dtypes = [scheme.dtype_of(m) or base for m in names]
         counts = {dt: dtypes.count(dt) for dt in dict.fromkeys(dtypes)}
         chosen = max(counts, key=lambda dt: (counts[dt], dt != base))
@@ -343,8 +343,3 @@ def part_dtypes(scheme: Scheme, mapping: dict[str, Any], family: str, where: str
             warn(where, at, f"the {scheme.source} leaves the {part} weights of mixed dtypes ({split}): priced "
                  f"{chosen} (model.dtypes.{part} overrides)")
     return out
-
-
-def _named(scheme: Scheme, names: Iterable[str]) -> int:
-    """How many of `names` the scheme names at all."""
-    return sum(map(scheme.names, names))
