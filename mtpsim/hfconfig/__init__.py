@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from mtpsim.errors import ScenarioError, short, warn
-from mtpsim.hfconfig import deepseek_v4, quant
+from mtpsim.hfconfig import deepseek_v4, quant, quant_parts
 from mtpsim.hfconfig.blocks import block_keys
 from mtpsim.hfconfig.families import ARCHITECTURES, READERS
 from mtpsim.hfconfig.view import Config, Layout, layer_runs, load_json
@@ -220,7 +220,7 @@ def _dtypes(top: Config, text: Config, where: str, key: str, overrides: dict, ma
         problem = scheme.reason
     elif scheme is not None:
         at = f"{key}.hf_config" if key else "hf_config"
-        out |= quant.part_dtypes(scheme, mapping, _family(top), where, at, base)
+        out |= quant_parts.part_dtypes(scheme, mapping, _family(top), where, at, base)
         if scheme.fp4_scale_bytes is not None and "fp4" in out.values():  # the scales its 4-bit weights are stored with
             mapping["fp4_scale_bytes"] = scheme.fp4_scale_bytes
     if problem and "dtypes" not in overrides:
