@@ -274,3 +274,19 @@ def overlap_window(d: DesignShape, engine) -> tuple[str, ...]:
     """Pass kinds during which the host can prepare the next iteration, as the
     serving engine's overlap scheduler runs it (mtpsim/data/engines/<kind>.yaml `hides`)."""
     return engine.hidden_by(d.design, d.topk)
+
+
+# engines' method names (SGLang --speculative-algorithm, vLLM speculative_config.method) -> the
+# design and draft that express them here
+METHOD_DESIGNS = {
+    "eagle": "design nextn with speculative.draft an EAGLE head (e.g. eagle3-llama-3.1-8b)",
+    "eagle3": "design nextn with speculative.draft an EAGLE-3 head (e.g. eagle3-llama-3.1-8b)",
+    "mtp": "design nextn (one MTP layer reused) or multi_layer (one per step), on a model with MTP layers",
+    "deepseek_mtp": "design nextn, on a model with MTP layers",
+    "standalone": "design nextn with speculative.draft a small target model",
+    "draft_model": "design nextn with speculative.draft a small target model",
+    "dflash": "design block with speculative.draft a DFlash drafter (e.g. dflash-qwen3-8b-b16)",
+    "dspark": "design block with speculative.draft a DSpark drafter (e.g. dspark-deepseek-v4-flash)",
+    "frozen_kv_mtp": "design frozen_kv with speculative.draft an assistant (e.g. gemma-4-31b-assistant)",
+    "medusa": "design parallel_heads, on a model whose MTP layers are parallel heads",
+}

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from mtpsim.acceptance_schema import ACCEPTANCE_FORMS, ROW_SUM_SLACK, Acceptance, Forced  # noqa: F401 (read from here too)
-from mtpsim.designs import DESIGNS, record
+from mtpsim.designs import DESIGNS, METHOD_DESIGNS, record
 from mtpsim.engine_schema import Engine, PrefixCacheSettings  # noqa: F401 (read from here too)
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import AtKey, ScenarioError
@@ -77,22 +77,6 @@ class Policy(Section):
         if not self._keys:
             self._keys = sorted(self.steps_by_batch)
         return self.steps_by_batch[self._keys[bisect.bisect_right(self._keys, batch) - 1]]
-
-
-# engines' method names (SGLang --speculative-algorithm, vLLM speculative_config.method) -> the
-# design and draft that express them here
-METHOD_DESIGNS = {
-    "eagle": "design nextn with speculative.draft an EAGLE head (e.g. eagle3-llama-3.1-8b)",
-    "eagle3": "design nextn with speculative.draft an EAGLE-3 head (e.g. eagle3-llama-3.1-8b)",
-    "mtp": "design nextn (one MTP layer reused) or multi_layer (one per step), on a model with MTP layers",
-    "deepseek_mtp": "design nextn, on a model with MTP layers",
-    "standalone": "design nextn with speculative.draft a small target model",
-    "draft_model": "design nextn with speculative.draft a small target model",
-    "dflash": "design block with speculative.draft a DFlash drafter (e.g. dflash-qwen3-8b-b16)",
-    "dspark": "design block with speculative.draft a DSpark drafter (e.g. dspark-deepseek-v4-flash)",
-    "frozen_kv_mtp": "design frozen_kv with speculative.draft an assistant (e.g. gemma-4-31b-assistant)",
-    "medusa": "design parallel_heads, on a model whose MTP layers are parallel heads",
-}
 
 
 class Speculative(Section):
