@@ -203,13 +203,11 @@ def finish(top: Config, text: Config, mapping: dict[str, Any], drafters: dict[st
     # scales per 16 (tech report 2.4.4; SGLang v0.5.23 resolve_compressed_kv_layout packs them as FP4)
     low = any(k["compressed"]["ratio"] in CSA2_RATIOS for k in mapping["attention_kinds"].values())
     dtypes = {**mapping["dtypes"], "kv_cache": "fp4" if low else "fp8"}
-    expert = _expert_dtype(top, text)
+    expert, written = _expert_dtype(top, text)
     if expert is not None:
         dtypes["experts"] = expert
     if dtypes.get("experts") == "fp4":  # the reference's FP4 blocks: a UE8M0 scale per 32 values (MXFP4's), unless NVFP4 is named
-        named = [str(v).lower() for v in (text.get("expert_dtype"), (top.get("quantization_config") or {}).get(
-            "expert_dtype") if isinstance(top.get("quantization_config"), dict) else None) if v is not None]
-        mapping["fp4_scale_bytes"] = 1 / 16 if "nvfp4" in named else 1 / 32
+        mapping["fp4_scale_bytes"] = 1 / 16 if written == "nvfp4" else 1 / 32
     _engram(text, mapping)
     mapping["dtypes"] = dtypes
     if not any(text.get(k) is not None for k in DSPARK_KEYS):
@@ -231,10 +229,10 @@ def finish(top: Config, text: Config, mapping: dict[str, Any], drafters: dict[st
     return mapping | ({"block_draft": match[0]} if match else {})
 
 
-def _expert_dtype(top: Config, text: Config) -> str | None:
-    """The experts' dtype: `expert_dtype` in the text config (V4) or in quantization_config (V4.1),
-    each a dtype or a 4-bit format engines name by its scales (MXFP4, NVFP4: fp4's payload); two
-    that disagree are one error, not a silent pick."""
+def _expert_dtype(top: Config, text: Config) -> tuple[str | None, str | None]:
+    """The experts' dtype and the name it was written as: `expert_dtype` in the text config (V4) or
+    in quantization_config (V4.1), each a dtype or a 4-bit format engines name by its scales
+    (MXFP4, NVFP4: fp4's payload); two that disagree are one error, not a silent pick."""
     known = {**{d: d for d in get_args(Dtype)}, "mxfp4": "fp4", "nvfp4": "fp4",  # and torch_dtype's spellings
              "bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float8_e4m3fn": "fp8"}
     quant = top.get("quantization_config")
@@ -246,11 +244,11 @@ def _expert_dtype(top: Config, text: Config) -> str | None:
             continue
         if not isinstance(value, str) or value.lower() not in known:
             raise where.error(key, f"expected one of {', '.join(known)}, got {short(value)}")
-        found.append((where, key, known[value.lower()]))
+        found.append((value.lower(), key, known[value.lower()]))
     if len(found) == 2 and found[0][2] != found[1][2]:
         raise text.error("expert_dtype", f"{found[0][2]} here, and {found[1][2]} at quantization_config.expert_dtype: "
                          "the experts have one format")
-    return found[0][2] if found else None
+    return (found[0][2], found[0][0]) if found else (None, None)
 
 
 def _engram(text: Config, mapping: dict[str, Any]) -> None:
