@@ -117,19 +117,11 @@ E_REPORTED = {
         1: (185.64, 218.89, 2.542, 8), 4: (476.37, 507.49, 2.556, 32), 8: (673.14, 677.14, 2.578, 64),
         32: (927.11, 1128.30, 2.560, 160), 64: (1307.95, 1237.84, 2.553, 160)},
 }
-# A tree needs acceptance per depth and rank (acceptance.per_depth_topk); the sources give only the
-# accept length. Each tree point takes the one-parameter family "every candidate, best first, catches
-# the target's token with the same probability p of what the better ones left" (rank j: p (1 - p)^j,
-# the same at every depth), p solved so that mtpsim's tree model (mtpsim/tree.py) yields the reported
-# accept length (tests/test_published_e.py checks it to 0.005). The verify tree's width is the
-# configuration's (8 or 16 tokens) whatever the split, so the speedup depends on it only through the
-# accept length.
-TREE_P = {2.20: 0.4000, 2.27: 0.4233, 2.542: 0.3822, 2.556: 0.3859, 2.578: 0.3918, 2.560: 0.3870, 2.553: 0.3851}
-
-
-def tree_ranks(p: float, steps: int, topk: int) -> list[list[float]]:
-    """per_depth_topk of the family above: rank j catches the target's token with p (1 - p)^j."""
-    return [[round(p * (1 - p) ** j, 4) for j in range(topk)] for _ in range(steps)]
+# A tree's accept length alone is read through mtpsim's one-parameter rank family (acceptance.py
+# tree_rank_rows: rank j catches the target's token with r (1 - r)^j at every depth, r solved so that
+# the tree model gives the reported length; mtpsim warns of the assumption). The verify tree's width is
+# the configuration's (8 or 16 tokens) whatever the split, so the speedup depends on it only through
+# the accept length.
 
 
 def e_cases() -> list[Case]:
@@ -142,8 +134,7 @@ def e_cases() -> list[Case]:
         for batch, (spec, base, al, requests) in points.items():
             shape = (f"speculative.steps={steps}", f"speculative.topk={topk}",
                      f"speculative.draft_tokens={tokens}")
-            accept = (f"acceptance.accept_length={al}",) if topk == 1 else \
-                ("acceptance.accept_length=null", f"acceptance.per_depth_topk={tree_ranks(TREE_P[al], steps, topk)}")
+            accept = (f"acceptance.accept_length={al}", "acceptance.per_depth_topk=null")
             cases.append(Case(eid, file, "concurrency", {batch: spec / base}, {batch: al}, unit=f"{label}, batch",
                               sets=(*shape, *accept, f"workload.concurrency={batch}",
                                     f"workload.num_requests={requests}")))

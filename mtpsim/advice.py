@@ -178,6 +178,11 @@ def _disaggregation_moot(s: Scenario) -> list[tuple[str, str]]:
     if d is not None and d.kv_streaming and d.link == "free":
         found.append(("disaggregation.kv_streaming", "link free moves the KV at no cost: streaming it layer by "
                       "layer changes nothing"))
+    used = d.prefill.gpus + d.decode.gpus if d is not None else 0
+    if d is not None and d.gpus is not None and d.gpus > used:
+        found.append(("disaggregation.gpus", f"the prefill pool's {d.prefill.gpus} GPUs and the decode pool's "
+                      f"{d.decode.gpus} use {used} of the deployment's {d.gpus}: the other {d.gpus - used} serve "
+                      f"nothing, and per-GPU rates count the pools' {used}"))
     if d is not None and "parallel" in s.model_fields_set:
         found.append(("parallel", "with disaggregation each pool gives its own layout (disaggregation.prefill / "
                       "decode): this one is not read"))
@@ -237,7 +242,7 @@ def _past_their_reach(s: Scenario) -> list[tuple[str, str]]:
 
 
 # every check problems() runs, in the order its warnings print
-CHECKS = (spec.ignored_by_design, spec.draft_of_another_target, spec.profile_of_another,
+CHECKS = (spec.ignored_by_design, spec.draft_of_another_target, spec.profile_of_another, spec.tree_read_from_length,
           spec.unreached_policy, engine_advice.skew_without_experts,
           workload_advice.reshaped_lengths, model_advice.no_context_limit, spec.deep_histogram, spec.dead_drafts,
           swept_search, swept_verify, engine_advice.no_wide_ep, engine_advice.idle_engine_settings,

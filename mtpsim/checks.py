@@ -7,7 +7,7 @@ steps they serve.
 from __future__ import annotations
 
 from mtpsim import catalog, designs
-from mtpsim.acceptance import AcceptanceProfile, named_curve
+from mtpsim.acceptance import AcceptanceProfile, named_curve, tree_most
 from mtpsim.acceptance_histogram import read_histogram
 from mtpsim.errors import ScenarioError, set_by_flag
 from mtpsim.files import require_file
@@ -279,14 +279,23 @@ def _check_curve(s: Scenario, where: str) -> None:
 
 
 def _check_tree_acceptance(s: Scenario, where: str) -> None:
-    """A tree (topk > 1) needs acceptance per depth and per rank; per_depth_topk needs one row
-    per step and a column for each of the topk ranks the draft proposes (more are ignored, as
-    depths past steps are, so one matrix serves a sweep over topk); a design that only drafts
-    chains takes one column."""
+    """A tree (topk > 1) needs acceptance per depth and per rank, or an accept length it reads
+    through a one-parameter rank family (acceptance.py tree_rank_rows; speculation_advice says
+    so), within the tree's reach; per_depth_topk needs one row per step and a column for each of
+    the topk ranks the draft proposes (more are ignored, as depths past steps are, so one matrix
+    serves a sweep over topk); a design that only drafts chains takes one column."""
     a, spec = s.acceptance, s.speculative
+    if spec.topk > 1 and a.accept_length is not None:
+        most = tree_most(spec.steps, spec.num_draft_tokens)
+        if a.accept_length > most + 1e-9:
+            raise ScenarioError(where, "acceptance.accept_length", f"{a.accept_length:g} exceeds {most}, the "
+                                f"deepest path a tree of {spec.num_draft_tokens} tokens (speculative.draft_tokens, the "
+                                f"root included) over {spec.steps} steps can accept, plus the bonus token")
+        return
     if spec.topk > 1 and a.per_depth_topk is None:
-        raise ScenarioError(where, "acceptance", f"tree drafts (topk {spec.topk}) need acceptance.per_depth_topk: "
-                            "per depth, the probability of each rank of the draft's candidates")
+        raise ScenarioError(where, "acceptance", f"tree drafts (topk {spec.topk}) need acceptance.per_depth_topk "
+                            "(per depth, the probability of each rank of the draft's candidates) or "
+                            "acceptance.accept_length (read through a one-parameter rank family)")
     rows = a.per_depth_topk
     if rows is None:
         return

@@ -138,6 +138,23 @@ def dead_drafts(s: Scenario) -> list[tuple[str, str]]:
              f"{steps} only cost time")]
 
 
+def tree_read_from_length(s: Scenario) -> list[tuple[str, str]]:
+    """A tree's accept length alone: how it splits over the draft's ranks is the rank family's
+    assumption (acceptance.py tree_rank_rows), said with the rate it solved."""
+    spec, length = s.speculative, s.acceptance.accept_length
+    if spec.topk == 1 or length is None or designs.record(spec.design).draft_part is None:
+        return []
+    from mtpsim.acceptance import tree_rank_rate
+    try:
+        rate = tree_rank_rate(length, spec.steps, spec.topk, spec.num_draft_tokens)
+    except ValueError:  # past the tree's reach: checks.py refuses it in its own words
+        return []
+    return [("acceptance.accept_length", f"a tree's accept length alone does not say how acceptance splits over the "
+             f"draft's {spec.topk} ranks: mtpsim assumes rank j (0 = best) catches the target's token with "
+             f"r (1 - r)^j at every depth, r = {rate:.4f} solved so this tree of {spec.num_draft_tokens} tokens "
+             f"accepts {length:g}; give acceptance.per_depth_topk for a measured split")]
+
+
 def deep_histogram(s: Scenario) -> list[tuple[str, str]]:
     from mtpsim.acceptance_histogram import read_histogram
     if s.acceptance.histogram is None or designs.record(s.speculative.design).draft_part is None:
