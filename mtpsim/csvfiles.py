@@ -39,6 +39,7 @@ class Column:
     integer: bool = False
     text: bool = False
     blank: bool = False  # empty cells allowed (read as NaN): a column that does not apply to every row
+    note: str = ""  # what the values mean, said after the range where one is refused
 
     @property
     def top(self) -> float | None:
@@ -55,7 +56,7 @@ class Column:
             kind += f" {'>' if self.above else '>='} {self.low:g}"
         if self.top is not None:
             kind += f" and <= {self.top:g}"
-        return kind
+        return f"{kind} ({self.note})" if self.note else kind
 
 
 POSITIVE = Column(low=0, above=True)

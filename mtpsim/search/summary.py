@@ -16,14 +16,21 @@ def describe(row: pd.Series) -> str:
     return f"{row.layout}, {design} at {load}"
 
 
+def rate(value: float) -> str:
+    """A rate as the summary prints it: whole units from 100 up, else three significant figures
+    (a one-user load on thousands of GPUs is a fraction of a token a second per GPU, which
+    `.0f` printed as 0 beside a margin between two zeros)."""
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
 def figures(row: pd.Series) -> str:
-    text = (f"{row.tps_per_gpu:.0f} tok/s/GPU, {row.tps_per_user:.1f} tok/s/user, TTFT p50/p99 "
+    text = (f"{rate(row.tps_per_gpu)} tok/s/GPU, {row.tps_per_user:.1f} tok/s/user, TTFT p50/p99 "
             f"{row.ttft_p50_s * 1e3:.0f}/{row.ttft_p99_s * 1e3:.0f} ms, TPOT p50/p99 "
             f"{row.tpot_p50_s * 1e3:.1f}/{row.tpot_p99_s * 1e3:.1f} ms")
     if pd.notna(row.get("usd_per_m_tokens")):
         text += f", ${row.usd_per_m_tokens:.2f}/M output tokens"
     if pd.notna(row.get("tps_per_kw")):
-        text += f", {row.tps_per_kw:.0f} tok/s/kW"
+        text += f", {rate(row.tps_per_kw)} tok/s/kW"
     return text
 
 
@@ -31,7 +38,7 @@ def report(base, bounds, rows: pd.DataFrame, final: pd.DataFrame, chosen: pd.Ser
            num_layouts: int, ran: int, wall_s: float, refused: dict) -> str:
     lines = [f"Q: {base.question}"] if base.question else []
     lines.append(f"{base.name}: {base.describe_model()} on {bounds.gpus}x {base.specs.hardware.name}, engine "
-                 f"{base.specs.engine.name}, priced by {base.specs.pricing}: {num_layouts} layouts "
+                 f"{base.specs.engine.name}, priced by {base.specs.priced_by}: {num_layouts} layouts "
                  f"({len(refused)} refused), {len(rows)} points ({ran} run, {len(rows) - ran} cached) in {wall_s:.1f} s")
     lines.append("targets: " + (", ".join(t.text for t in targets) if targets else "none (best tok/s per GPU at any latency)"))
     lines.append(f"\nbest: {describe(chosen)}\n      {figures(chosen)}")
@@ -39,9 +46,14 @@ def report(base, bounds, rows: pd.DataFrame, final: pd.DataFrame, chosen: pd.Ser
     edge = rows.rate_per_s.max() if pd.notna(chosen.rate_per_s) else rows.concurrency.max()
     if (chosen.rate_per_s if pd.notna(chosen.rate_per_s) else chosen.concurrency) == edge:
         lines.append("note: the best is at the ladder's heaviest load; a wider --concurrency / --rates may do better")
+    users = int(chosen.concurrency) if pd.isna(chosen.rate_per_s) else None
+    if users is not None and pd.notna(chosen.get("replicas")) and users < chosen.replicas:
+        idle = int(chosen.replicas) - users
+        lines.append(f"note: {int(chosen.replicas)} replicas for {users} user{'s' * (users > 1)}: {idle} never "
+                     "serve a request, and tok/s/GPU counts their GPUs (fewer --gpus serve this load as fast)")
     if len(final) > 1:
         runner = rows.loc[int(final.iloc[1].point)]
-        lines.append(f"runner-up: {describe(runner)}: {runner.tps_per_gpu:.0f} tok/s/GPU")
+        lines.append(f"runner-up: {describe(runner)}: {rate(runner.tps_per_gpu)} tok/s/GPU")
     lines += mtp_lines(rows)
     if bounds.disaggregated:
         lines.append(mode_line(rows, bounds.gpus))
@@ -58,7 +70,7 @@ def mode_line(rows: pd.DataFrame, gpus: int) -> str:
     if any(pd.isna(v) for v in best.values()):
         met = [m for m, v in best.items() if pd.notna(v)]
         return f"agg vs disagg under the targets: only {' and '.join(met) or 'neither'} meets them"
-    return (f"agg vs disagg under the targets: {best['agg']:.0f} vs {best['disagg']:.0f} tok/s/GPU "
+    return (f"agg vs disagg under the targets: {rate(best['agg'])} vs {rate(best['disagg'])} tok/s/GPU "
             f"(disagg {100 * (best['disagg'] / best['agg'] - 1):+.1f}%)")
 
 
@@ -71,8 +83,8 @@ def mtp_lines(rows: pd.DataFrame) -> list[str]:
         none = bests[BASELINE]
         for design, best in bests.items():
             if design != BASELINE:
-                out.append(f"MTP ({design}) vs none under the targets: {best.tps_per_gpu:.0f} vs "
-                           f"{none.tps_per_gpu:.0f} tok/s/GPU ({100 * (best.tps_per_gpu / none.tps_per_gpu - 1):+.1f}%)")
+                out.append(f"MTP ({design}) vs none under the targets: {rate(best.tps_per_gpu)} vs "
+                           f"{rate(none.tps_per_gpu)} tok/s/GPU ({100 * (best.tps_per_gpu / none.tps_per_gpu - 1):+.1f}%)")
     off = frontier.curve(rows[rows.design == BASELINE])
     for design, fam in rows[rows.design != BASELINE].groupby("design"):
         cross = frontier.crossovers(off, frontier.curve(fam))

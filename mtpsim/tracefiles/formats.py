@@ -44,7 +44,8 @@ CSV_LINE_BYTES = MAX_LINE_BYTES  # a CSV trace row: a few dozen bytes
 # a JSON-lines row: its hash_ids list one id per prompt block (a 16M-token prompt in blocks of 16, ~10 MB)
 JSON_LINE_BYTES = 64 * 2**20
 LENGTH = Column(low=0, high=MAX_TOKENS, integer=True)
-TIME = Column(low=0, high=MAX_TRACE_S)
+# a trace stamped in Unix time (~1.7e9 s) is past MAX_TRACE_S: the note says what the column counts from
+TIME = Column(low=0, high=MAX_TRACE_S, note="time from the trace's origin, not Unix time: subtract the first row's")
 
 
 @dataclass(frozen=True)
