@@ -176,7 +176,7 @@ def _batch_warnings(s, memory: pd.DataFrame, batch: int, asked: int | None, cont
 
 def _print_report(s, report: dict, batch: int, context: int, ops: bool) -> None:
     print(f"{s.name}: {s.describe_model()} on {s.describe_layout()}, "
-          f"batch {batch}, context {context}, engine {s.specs.engine.label}, priced by {s.specs.pricing}\n")
+          f"batch {batch}, context {context}, engine {s.specs.engine.label}, priced by {s.specs.priced_by}\n")
     _print("Passes of one iteration (per GPU)", report["passes"])
     _print("Iteration", report["iterations"].assign(**{
         c: report["iterations"][c] * 1e3 for c in ("gpu_s", "host_s", "exposed_host_s", "iteration_s")

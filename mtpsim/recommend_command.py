@@ -88,7 +88,7 @@ def print_report(s: sc.Scenario, steps: list[int], topks: list[int], batches: li
         print(f"Q: {s.question}")
     print(f"{s.name}: {s.describe_model()} on {s.describe_layout()}, engine {s.specs.engine.label}, "
           f"{s.speculative.design} steps {steps[0]}..{steps[-1]}" + (f", topk {topks}" if topks != [1] else "") +
-          f", priced by {s.specs.pricing}: {n} runs + {len(batches)} baselines in {wall_s:.1f} s\n")
+          f", priced by {s.specs.priced_by}: {n} runs + {len(batches)} baselines in {wall_s:.1f} s\n")
     print(format_recommendation(table) + "\n")
     if table.bound_by.astype(bool).any():
         print(f"bound: a limit bound the TPS pick's batch (cap N: the running-request cap, engine.max_running_requests "

@@ -268,7 +268,7 @@ def _seed_counts(points: list[sc.Scenario]) -> str:
 
 def _pricing(points: list[sc.Scenario]) -> str:
     """What priced the run (one cost model, or each one a sweep used)."""
-    return ", ".join(dict.fromkeys(p.specs.pricing for p in points))
+    return ", ".join(dict.fromkeys(p.specs.priced_by for p in points))
 
 
 def print_report(points: list[sc.Scenario], sets: list[str], summary: list[dict], results: list[Results],

@@ -287,6 +287,18 @@ class Specs(Frozen, BaseModel):
         """What priced the run, for headers and summaries: `roofline` or `calibrated:<profile>`."""
         return "roofline" if self.profile is None else f"calibrated:{Path(self.profile).name}"
 
+    @property
+    def priced_by(self) -> str:
+        """`pricing` as the headers print it: with the release whose kernels a converted profile
+        timed, since op times are that release's whatever engine.version the scenario names (its
+        rules set scheduling, caps and host time; a check of new published cases found absolute
+        times of a 2025 release 2-3x off with nothing in the output saying why)."""
+        if self.profile is None:
+            return self.pricing
+        from mtpsim.costs.profile import held  # on first use: a roofline scenario never reads it
+        kernels = held(Path(self.profile)).kernels
+        return f"{self.pricing} ({kernels}'s kernels)" if kernels else self.pricing
+
 
 def check_replicates(seed: int, seeds: int, where: str, key: str) -> None:
     """The replicates run seed, seed + 1, ..., seed + seeds - 1: past MAX_SEED is a ScenarioError

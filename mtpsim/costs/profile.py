@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import get_args
 
-from mtpsim.costs.profile_meta import load_meta, measured_on, not_readable, timed_engine
+from mtpsim.costs.profile_meta import kernels_release, load_meta, measured_on, not_readable, timed_engine
 
 # where profiles are lives in profile_paths.py; these names stay importable from here
 from mtpsim.costs.profile_paths import LEGACY_PREFIX as LEGACY_PREFIX
@@ -145,6 +145,10 @@ class Folder:
     @property
     def engine(self) -> str | None:
         return timed_engine(self.meta)
+
+    @property
+    def kernels(self) -> str | None:
+        return kernels_release(self.meta)
 
     @cached_property
     def unlisted(self) -> tuple[str, ...]:

@@ -33,6 +33,15 @@ def timed_engine(meta: dict) -> str | None:
     return str(engine) if engine is not None else None
 
 
+def kernels_release(meta: dict) -> str | None:
+    """`<engine> <release>` whose kernels a converted profile timed (its source's framework_version):
+    kernel speed is that release's whatever engine.version a scenario names, which sets the
+    scheduling rules only. None for a profile calibrated here (mtpsim's own torch ops)."""
+    source, engine = meta.get("source"), timed_engine(meta)
+    version = source.get("framework_version") if isinstance(source, dict) else None
+    return f"{engine} {version}" if engine and version else None
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, allow_inf_nan=False, frozen=True)
 
