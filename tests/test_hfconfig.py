@@ -319,11 +319,19 @@ def test_an_mtp_layer_the_config_cannot_place_asks_for_model_mtp(tmp_path):
     assert (spec.mtp.num_layers, spec.mtp.layer.attention, spec.mtp.layer.ffn) == (1, "full", "moe")
 
 
-def test_dtypes_the_config_does_not_give_ask_for_model_dtypes(tmp_path):
+def test_a_config_without_a_dtype_is_read_as_float32_served_in_16_bits(tmp_path, capsys):
+    """transformers' default (and vLLM's reading of a missing torch_dtype) is float32, which the
+    engines serve in 16 bits: openai/gpt-oss-120b's config.json gives none, and was refused until
+    2026-12-07 (a check of new published cases could not read it)."""
     bare = {k: v for k, v in LLAMA_31_8B.items() if k != "torch_dtype"}
-    err = error(tmp_path, bare)
-    assert err.key == "model.dtypes" and "no torch_dtype or dtype" in err.reason
+    dtypes = read(tmp_path, bare).dtypes
+    assert (dtypes.attention, dtypes.kv_cache, dtypes.lm_head) == ("bf16", "bf16", "bf16")
+    assert "gives no torch_dtype (transformers' default: float32)" in capsys.readouterr().err
     assert read(tmp_path, bare, dtypes={"attention": "fp8"}).dtypes.attention == "fp8"
+    assert "torch_dtype" not in capsys.readouterr().err  # the scenario's dtypes say it: no warning
+
+
+def test_dtypes_the_config_cannot_give_ask_for_model_dtypes(tmp_path):
     err = error(tmp_path, {**LLAMA_31_8B, "quantization_config": {"quant_method": "awq", "bits": 4}})
     assert err.key == "model.dtypes" and "quant_method 'awq'" in err.reason
     assert error(tmp_path, {**LLAMA_31_8B, "torch_dtype": "int8"}).key == "model.dtypes"

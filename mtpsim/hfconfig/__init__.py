@@ -202,17 +202,19 @@ def _dtypes(top: Config, text: Config, where: str, key: str, overrides: dict, ma
     Where the config gives no dtype, or a quantization not read here, the scenario's model.dtypes must.
     The scales a scheme stores its 4-bit weights with go to `mapping` (fp4_scale_bytes)."""
     name = next((c.get(k) for c in (text, top) for k in ("dtype", "torch_dtype") if c.get(k) is not None), None)
-    base = TORCH_DTYPES.get(name) if isinstance(name, str) else None
+    # no dtype at all is transformers' default, float32 (PretrainedConfig; vLLM's `_get_and_verify_dtype`
+    # reads a missing torch_dtype as float32 too): openai/gpt-oss-120b's config.json gives none
+    base = TORCH_DTYPES.get(name) if isinstance(name, str) else "fp32" if name is None else None
     if base == "fp32":  # a float32 checkpoint is served in 16 bits (the engines' `--dtype auto`)
         at = f"{key}.hf_config" if key else "hf_config"
         if "dtypes" not in overrides:
-            warn(where, at, "config.json says float32, which vLLM and SGLang serve in 16 bits under their default "
+            said = "says float32" if name is not None else "gives no torch_dtype (transformers' default: float32)"
+            warn(where, at, f"config.json {said}, which vLLM and SGLang serve in 16 bits under their default "
                  "--dtype auto (SGLang model_config.py and vLLM's `_get_and_verify_dtype`: float16 or bfloat16 for "
                  "float32 models): priced bf16 (model.dtypes overrides)")
         base = "bf16"
     out = dict.fromkeys(PARTS, base) if base else {}
-    problem = None if base else (f"has dtype {short(name)}, not one of {', '.join(TORCH_DTYPES)}" if name is not None
-                                 else "gives no torch_dtype or dtype")
+    problem = None if base else f"has dtype {short(name)}, not one of {', '.join(TORCH_DTYPES)}"
     inner = text is not top and text.get("quantization_config") is not None
     scheme = quant.scheme_of((text if inner else top).get("quantization_config"), top.path,
                              ("text_config." if inner else "") + "quantization_config")
