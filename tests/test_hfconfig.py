@@ -177,6 +177,21 @@ MIXTRAL_8X7B = {
     "num_key_value_heads": 8, "num_local_experts": 8, "sliding_window": None, "tie_word_embeddings": False,
     "torch_dtype": "bfloat16", "vocab_size": 32000}
 
+# meta-llama/Llama-4-Scout-17B-16E-Instruct and -Maverick-17B-128E-Instruct (text_config; the vision
+# tower is not read)
+LLAMA4_SCOUT_TEXT = {
+    "model_type": "llama4_text", "attention_chunk_size": 8192, "head_dim": 128, "hidden_size": 5120,
+    "interleave_moe_layer_step": 1, "intermediate_size": 8192, "intermediate_size_mlp": 16384,
+    "max_position_embeddings": 10485760, "num_attention_heads": 40, "num_experts_per_tok": 1, "num_hidden_layers": 48,
+    "num_key_value_heads": 8, "num_local_experts": 16, "torch_dtype": "bfloat16", "vocab_size": 202048,
+    "rope_scaling": {"factor": 16.0, "high_freq_factor": 1.0, "low_freq_factor": 1.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"}}
+LLAMA4_SCOUT = {"architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4",
+                "text_config": LLAMA4_SCOUT_TEXT, "vision_config": {"hidden_size": 1408}}
+LLAMA4_MAVERICK = {**LLAMA4_SCOUT, "text_config": {
+    **LLAMA4_SCOUT_TEXT, "interleave_moe_layer_step": 2, "num_local_experts": 128, "max_position_embeddings": 1048576,
+    "rope_scaling": None}}
+
 
 def read(tmp_path, config, file="config.json", **overrides) -> ModelSpec:
     path = tmp_path / file
@@ -266,6 +281,31 @@ def test_families_without_a_catalog_entry_read_as_their_modelling_code_builds_th
     vl = read(tmp_path, {"architectures": ["Qwen3VLMoeForConditionalGeneration"], "model_type": "qwen3_vl_moe",
                          "text_config": {**QWEN3_30B_A3B, "model_type": "qwen3_vl_moe_text"}})
     assert shape(vl) == shape(read(tmp_path, QWEN3_30B_A3B))
+
+
+def test_llama4_reads_chunked_and_full_layers_and_its_interleaved_experts(tmp_path, capsys):
+    """transformers llama4 v4.57: every 4th layer (NoPE) attends globally, the rest in chunks of
+    8,192 tokens (priced as a window, said in a warning); Maverick interleaves dense and MoE
+    layers (interleave_moe_layer_step 2), every MoE with one shared expert of the experts' width."""
+    scout = read(tmp_path, LLAMA4_SCOUT)
+    kinds = [scout.attention_kinds[r.attention] for r in scout.expanded_layers]
+    assert [k.window for k in kinds[:8]] == [8192, 8192, 8192, None] * 2 and len(kinds) == 48
+    assert {r.ffn for r in scout.expanded_layers} == {"moe"} and scout.mtp is None
+    moe = scout.ffn_kinds["moe"]
+    assert (moe.num_experts, moe.top_k, moe.expert_intermediate_size, moe.num_shared_experts) == (16, 1, 8192, 1)
+    assert abs(params(scout) - 107.8) < 0.2  # the card's 109B counts the vision tower too
+    assert "36 of 48 layers attend within chunks of 8192 tokens" in capsys.readouterr().err
+    maverick = read(tmp_path, LLAMA4_MAVERICK)
+    assert [r.ffn for r in maverick.expanded_layers[:4]] == ["dense", "moe", "dense", "moe"]
+    assert maverick.ffn_kinds["dense"].intermediate_size == 16384 and maverick.max_context == 1048576
+    assert abs(params(maverick) - 400.8) < 0.3  # the card: 400B
+    # a config that names its layers says so in its own words, and moe_layers lists them outright
+    named = read(tmp_path, {**LLAMA4_SCOUT, "text_config": {
+        **LLAMA4_SCOUT_TEXT, "layer_types": ["full_attention"] * 48, "moe_layers": [0, 47]}})
+    assert {named.attention_kinds[r.attention].window for r in named.expanded_layers} == {None}
+    assert [r.ffn for r in named.expanded_layers].count("moe") == 2
+    err = error(tmp_path, {**LLAMA4_SCOUT, "text_config": {**LLAMA4_SCOUT_TEXT, "no_rope_layers": [2] * 48}})
+    assert err.key == "text_config.no_rope_layers.0" and "2 is not one of 1, 0" in err.reason, err
 
 
 def test_kind_names_and_the_folder_name(tmp_path):

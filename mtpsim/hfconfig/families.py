@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mtpsim.errors import short
+from mtpsim.errors import short, warn
 from mtpsim.hfconfig.view import Config, Layout, Pair, dense_kind, gqa_kind, head_dim_of, kinds_of, moe_kind
 
 # config keys of attention variants past MLA and DSA that no op prices: each names what it is
@@ -275,6 +275,45 @@ def gpt_oss(c: Config) -> Layout:
     return Layout(attention, {"moe": moe}, lambda i: (kinds[i], "moe") if i < n else None)
 
 
+def llama4(c: Config) -> Layout:
+    """Llama 4 Scout / Maverick's text decoder (transformers llama4 v4.57: Llama4TextConfig,
+    Llama4TextDecoderLayer, Llama4TextMoe): GQA in every layer. layer_types names each layer
+    chunked_attention or full_attention; without it, no_rope_layers does (1: RoPE, chunked; 0:
+    NoPE, full), and without that every no_rope_layer_interval-th layer (4) is full. Chunked layers
+    attend within blocks of attention_chunk_size tokens; their KV is freed past the chunk as a
+    window's is (vLLM's ChunkedLocalAttention), so they are priced as a window of the chunk: exact
+    while a request's context fits one chunk, past it an upper bound on the keys read (a chunk
+    reads only its own; the hf_config reader warns when the model's context passes it). Layer i
+    is MoE when it is in moe_layers (default every interleave_moe_layer_step-th, from step - 1):
+    num_local_experts routed experts intermediate_size wide, top num_experts_per_tok, beside one
+    shared expert of the same width (Llama4TextMoe.shared_expert); the others a dense MLP
+    intermediate_size_mlp wide. No MTP layers."""
+    n, heads = c.int("num_hidden_layers", low=1), c.int("num_attention_heads", low=1)
+    if c.get("layer_types") is not None:
+        kinds = kinds_of(c, "layer_types", c.list("layer_types", n),
+                         {"chunked_attention": "chunked", "full_attention": "full"})
+    elif c.get("no_rope_layers"):  # transformers reads [] as unset too
+        kinds = kinds_of(c, "no_rope_layers", c.list("no_rope_layers", n), {1: "chunked", 0: "full"})
+    else:
+        interval = c.int("no_rope_layer_interval", 4, low=1)
+        kinds = ["chunked" if (i + 1) % interval else "full" for i in range(n)]
+    kv, head_dim = c.int("num_key_value_heads", heads), head_dim_of(c, heads)
+    attention = {"full": gqa_kind(heads, kv, head_dim)}
+    if "chunked" in kinds:
+        chunk = c.int("attention_chunk_size", 8192, low=1)
+        attention["chunked"] = gqa_kind(heads, kv, head_dim, chunk)
+        warn(c.path, f"{c.prefix}attention_chunk_size", f"{kinds.count('chunked')} of {n} layers attend within chunks "
+             f"of {chunk} tokens, priced as a sliding window of {chunk}: exact while a request's context fits one "
+             "chunk, past it an upper bound on the keys they read (a chunk reads only its own tokens)")
+    step = c.int("interleave_moe_layer_step", 1, low=1)
+    moe_layers = _layer_set(c, "moe_layers", n) if c.get("moe_layers") is not None else set(range(step - 1, n, step))
+    width = c.int("intermediate_size")
+    ffns = {"moe": moe_kind(c.int("num_local_experts", low=1), c.int("num_experts_per_tok"), width, 1, width)}
+    if len(moe_layers) < n:
+        ffns["dense"] = dense_kind(c.int("intermediate_size_mlp", 16384))
+    return Layout(attention, ffns, lambda i: (kinds[i], "moe" if i in moe_layers else "dense") if i < n else None)
+
+
 def _layer_set(c: Config, key: str, n: int) -> set[int]:
     """Layer indices written "3,4,5" or [3, 4, 5], each one of the n layers."""
     value = c.get(key, [])
@@ -299,7 +338,7 @@ READERS: dict[str, Callable[[Config], Layout]] = {
     "qwen3_moe": qwen3_moe, "qwen3_vl_moe": qwen3_moe, "qwen3_vl_moe_text": qwen3_moe, "mixtral": mixtral,
     "minimax_m2": minimax_m2,
     "mimo_v2_flash": mimo_v2_flash, "gemma4": gemma4, "gemma4_text": gemma4, "llama": dense_gqa, "qwen2": dense_gqa,
-    "mimo": dense_gqa, "step3p5": step3p5, "gpt_oss": gpt_oss}
+    "mimo": dense_gqa, "step3p5": step3p5, "gpt_oss": gpt_oss, "llama4": llama4, "llama4_text": llama4}
 def qwen3(c: Config) -> Layout:
     """Qwen3 dense (transformers qwen3): qwen2's layout, but a config without head_dim has
     Qwen3Config's 128, not hidden_size / heads (a Qwen3-32B shape without it was priced at 80-wide
@@ -316,6 +355,7 @@ ARCHITECTURES = {
     "Qwen2ForCausalLM": "qwen2", "MiMoForCausalLM": "mimo", "Step3p5ForCausalLM": "step3p5",
     "GptOssForCausalLM": "gpt_oss", "Qwen3MoeForCausalLM": "qwen3_moe", "MixtralForCausalLM": "mixtral",
     "Qwen3_5ForConditionalGeneration": "qwen3_5", "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
-    "Qwen3VLForConditionalGeneration": "qwen3_vl", "Qwen3VLMoeForConditionalGeneration": "qwen3_vl_moe"}
+    "Qwen3VLForConditionalGeneration": "qwen3_vl", "Qwen3VLMoeForConditionalGeneration": "qwen3_vl_moe",
+    "Llama4ForConditionalGeneration": "llama4", "Llama4ForCausalLM": "llama4_text"}
 # the block drafters (hfconfig/blocks.py) are Qwen3 decoder layers
 ARCHITECTURES |= {"Qwen3ForCausalLM": "qwen3", "DFlashDraftModel": "qwen3", "Qwen3DSparkModel": "qwen3"}

@@ -40,6 +40,9 @@ def attention_modules(kind: dict, family: str) -> list[str]:
 
 def ffn_modules(kind: dict, family: str) -> list[str]:
     """One FFN's weights: a dense MLP's projections, or one routed expert's (its experts all alike)."""
+    if family in ("llama4", "llama4_text"):  # transformers llama4: the FFN is `feed_forward`, its experts fused
+        return (["feed_forward.experts.gate_up_proj", "feed_forward.experts.down_proj"] if kind.get("kind") == "moe"
+                else ["feed_forward.gate_proj", "feed_forward.up_proj", "feed_forward.down_proj"])
     if kind.get("kind") != "moe":
         return ["mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"]
     if family in ("mixtral", "minimax_m2"):
