@@ -178,15 +178,22 @@ def _disaggregation_moot(s: Scenario) -> list[tuple[str, str]]:
     if d is not None and d.kv_streaming and d.link == "free":
         found.append(("disaggregation.kv_streaming", "link free moves the KV at no cost: streaming it layer by "
                       "layer changes nothing"))
-    used = d.prefill.gpus + d.decode.gpus if d is not None else 0
-    if d is not None and d.gpus is not None and d.gpus > used:
-        found.append(("disaggregation.gpus", f"the prefill pool's {d.prefill.gpus} GPUs and the decode pool's "
-                      f"{d.decode.gpus} use {used} of the deployment's {d.gpus}: the other {d.gpus - used} serve "
-                      f"nothing, and per-GPU rates count the pools' {used}"))
     if d is not None and "parallel" in s.model_fields_set:
         found.append(("parallel", "with disaggregation each pool gives its own layout (disaggregation.prefill / "
                       "decode): this one is not read"))
     return found
+
+
+def _idle_pool_gpus(s: Scenario) -> list[tuple[str, str]]:
+    """A deployment's GPUs past what its pools use: they serve nothing, and the per-GPU rates count
+    the pools' GPUs only (bad-input campaign 32a: read as a bound and nowhere else, without a word)."""
+    d = s.disaggregation
+    used = d.prefill.gpus + d.decode.gpus if d is not None else 0
+    if d is None or d.gpus is None or d.gpus <= used:
+        return []
+    return [("disaggregation.gpus", f"the prefill pool's {d.prefill.gpus} GPUs and the decode pool's "
+             f"{d.decode.gpus} use {used} of the deployment's {d.gpus}: the other {d.gpus - used} serve nothing, "
+             f"and per-GPU rates count the pools' {used}")]
 
 
 def _prefix_past_the_prompts(s: Scenario) -> list[tuple[str, str]]:
@@ -251,8 +258,8 @@ CHECKS = (spec.ignored_by_design, spec.draft_of_another_target, spec.profile_of_
           engine_advice.cap_per_rank, model_advice.unread_dtypes,
           model_advice.windows_past_context, model_advice.fp4_kv_before_blackwell,
           workload_advice.trace_settings_unread, model_advice.past_any_model, model_advice.odd_widths,
-          _verify_past_the_model, _disaggregation_moot, workload_advice.unused_by_arrival, workload_advice.concurrency_unread,
-          workload_advice.idle_replicas,
+          _verify_past_the_model, _disaggregation_moot, _idle_pool_gpus, workload_advice.unused_by_arrival,
+          workload_advice.concurrency_unread, workload_advice.idle_replicas,
           _prefix_past_the_prompts, spec.kept_past_the_steps, _past_their_reach, spec.forced_past_its_range,
           engine_advice.engine_moot, engine_advice.stream_overlap_moot, budget_advice.batch_wait_moot,
           engine_advice.graph_lists_capture_none)
@@ -263,14 +270,15 @@ UNREAD_CHECKS = (spec.ignored_by_design, workload_advice.trace_settings_unread, 
 # checks whose warnings say the point runs otherwise than written (its load against the engine's
 # token budget, lengths that average other than their mean, drafts never accepted, a cap the
 # ranks split, an FP4 cache kept as FP8, a forced acceptance the engine bends, passes no graph
-# captures), not that a setting goes unread: advise() says them at every point that has them, its
-# keys swept or not (a sweep over the whole workload section hid the budget that keeps
-# TensorRT-LLM to one 8k prompt at a time, which the run's own note then pointed to), and
-# advise_sweep does not read them as a sign that the points are the same run
+# captures, a tree's acceptance split assumed, GPUs no pool uses), not that a setting goes unread:
+# advise() says them at every point that has them, its keys swept or not (a sweep over the whole
+# workload section hid the budget that keeps TensorRT-LLM to one 8k prompt at a time, which the
+# run's own note then pointed to), and advise_sweep does not read them as a sign that the points are
+# the same run
 RUNS_OTHERWISE = (budget_advice.budget_below_decode, budget_advice.whole_prompts_past_budget,
                   budget_advice.prompts_past_whole_budget, workload_advice.reshaped_lengths, spec.dead_drafts,
                   engine_advice.cap_per_rank, model_advice.fp4_kv_before_blackwell, spec.forced_past_its_range,
-                  engine_advice.graph_lists_capture_none)
+                  engine_advice.graph_lists_capture_none, spec.tree_read_from_length, _idle_pool_gpus)
 # checks that judge the batch a run's load keeps running (its users, its requests, the cap):
 # `cost --batch` prices a batch of its own, which its header line describes
 RUNNING_BATCH_CHECKS = (spec.unreached_policy, budget_advice.budget_below_decode, budget_advice.whole_prompts_past_budget)

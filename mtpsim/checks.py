@@ -287,8 +287,8 @@ def _check_tree_acceptance(s: Scenario, where: str) -> None:
     a, spec = s.acceptance, s.speculative
     if spec.topk > 1 and a.accept_length is not None:
         most = tree_most(spec.steps, spec.num_draft_tokens)
-        if a.accept_length > most + 1e-9:
-            raise ScenarioError(where, "acceptance.accept_length", f"{a.accept_length:g} exceeds {most}, the "
+        if a.accept_length > most:  # as written (repr): 5.00000001 is past 5, which `:g` printed as 5
+            raise ScenarioError(where, "acceptance.accept_length", f"{a.accept_length!r} exceeds {most}, the "
                                 f"deepest path a tree of {spec.num_draft_tokens} tokens (speculative.draft_tokens, the "
                                 f"root included) over {spec.steps} steps can accept, plus the bonus token")
         return

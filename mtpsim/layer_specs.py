@@ -102,7 +102,7 @@ def _refuse_stray(spec: BaseModel, what: str, takes: set[str]) -> None:
 _SHARED_ATTENTION = {"kind", "num_heads"}
 ATTENTION_FIELDS = {
     # an indexer on gqa: Qwen4-Exp's QSA (one index key per index_block tokens); hc_*: hyper-connections
-    "gqa": _SHARED_ATTENTION | {"num_kv_heads", "head_dim", "v_head_dim", "window", "kv_source", "input_size",
+    "gqa": _SHARED_ATTENTION | {"num_kv_heads", "head_dim", "v_head_dim", "window", "chunked", "kv_source", "input_size",
                                 "index_topk", "index_n_heads", "index_head_dim", "index_block", "hc_mult",
                                 "hc_lowrank"},
     # a window on mla: a drafter's rolling window over its own cache (DSpark)
@@ -142,6 +142,11 @@ class AttentionSpec(Spec):
     num_kv_heads: int | None = Field(default=None, gt=0, le=MAX_HEADS)
     head_dim: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
     window: int | None = Field(default=None, gt=0, le=MAX_CONTEXT)
+    # chunked local attention (Llama 4): queries attend within blocks of `window` tokens, priced as a
+    # window (exact within one chunk, an upper bound past it), while the KV stays whole: vLLM keeps every
+    # token's KV for these layers (its hybrid KV cache manager is off for chunked local attention by
+    # default, and always beside EAGLE: vllm/config/vllm.py, VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE)
+    chunked: bool = False
     # MLA
     q_lora_rank: int | None = Field(default=None, ge=0, le=MAX_WIDTH)
     kv_lora_rank: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
@@ -192,6 +197,8 @@ class AttentionSpec(Spec):
             what = "query heads" if self.kind == "gqa" else "value heads (num_heads)"
             raise ValueError(f"num_heads {self.num_heads} is not a multiple of num_kv_heads {self.num_kv_heads} "
                              f"(each {'KV' if self.kind == 'gqa' else 'key'} head serves a group of {what})")
+        if self.chunked and self.window is None:
+            raise AtKey("chunked", "chunked attention attends within chunks of `window` tokens: give window")
         if self.kind == "compressed" and self.compressed is None:
             raise ValueError("`compressed` goes with attention kind compressed")
         if self.kind == "compressed":

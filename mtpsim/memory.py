@@ -143,7 +143,8 @@ def part_kv(deployment: Deployment, part: str) -> tuple[LayerKV, ...]:
             per_token, per_request = compressed_kv(att, kv_dtype)
             out += [LayerKV(per_token, 0, per_request)] * count
         else:
-            out += [LayerKV(O.kv_bytes_per_token(att, kv_dtype, tp), att.window or 0, 0.0)] * count
+            kept = 0 if att.chunked else att.window or 0  # chunked layers keep every token's KV (layer_specs.py)
+            out += [LayerKV(O.kv_bytes_per_token(att, kv_dtype, tp), kept, 0.0)] * count
     return tuple(out)
 
 

@@ -99,7 +99,7 @@ def run_rows(points: list[sc.Scenario], jobs: int | None = 1, progress: bool = T
         # the engine's name, unless the sweep varies the engine section: its swept value (a column
         # of r.row, sim.identity) tells the points apart, which two settings of one engine's would not
         named = {} if "engine" in s.point else {"engine": s.specs.engine.name}
-        row = {**r.row, "point": point, "pricing": s.specs.pricing, **named}
+        row = {**r.row, "point": point, "pricing": s.specs.priced_by, **named}
         rows.append({**row, "seed": s.seed, "baseline": group} if replicated else row)
     rows = with_speedups(rows, keys)
     return [r for r in rows if r["point"] >= 0] + [r for r in rows if r["point"] < 0], results[: len(runs)]

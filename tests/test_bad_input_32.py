@@ -41,6 +41,8 @@ workload: {arrival: closed, concurrency: 4, num_requests: 8, input_len: 512, out
 
 
 def test_gpus_past_the_pools_are_said_to_serve_nothing(tmp_path, capsys):
+    from mtpsim import errors
+    errors._warned.clear()  # said of this same file and --set by another test in this process, it would not repeat
     code = cli.main(["cost", str(ROOT / "scenarios" / "disagg-gb200-1p3d.yaml"), "--set", "disaggregation.gpus=1000",
                      "--set", "sweep=null", "--batch", "8"])
     err = capsys.readouterr().err

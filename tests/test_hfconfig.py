@@ -363,6 +363,8 @@ def test_a_config_without_a_dtype_is_read_as_float32_served_in_16_bits(tmp_path,
     """transformers' default (and vLLM's reading of a missing torch_dtype) is float32, which the
     engines serve in 16 bits: openai/gpt-oss-120b's config.json gives none, and was refused until
     2026-12-07 (a check of new published cases could not read it)."""
+    from mtpsim import errors
+    errors._warned.clear()  # the same warning of another test's s.yaml in this process would hide it
     bare = {k: v for k, v in LLAMA_31_8B.items() if k != "torch_dtype"}
     dtypes = read(tmp_path, bare).dtypes
     assert (dtypes.attention, dtypes.kv_cache, dtypes.lm_head) == ("bf16", "bf16", "bf16")
@@ -535,6 +537,8 @@ def test_a_quantization_not_read_asks_for_model_dtypes(tmp_path, quant, said):
 def test_a_float32_checkpoint_is_served_in_16_bits(tmp_path, capsys):
     """Campaign 30: a float32 config.json was priced with FP32 weights and KV (2x the memory and
     time the engines' `--dtype auto` serves it at)."""
+    from mtpsim import errors
+    errors._warned.clear()  # the same warning of another test's s.yaml in this process would hide it
     dtypes = read(tmp_path, {**LLAMA_31_8B, "torch_dtype": "float32"}).dtypes
     assert (dtypes.attention, dtypes.kv_cache, dtypes.lm_head) == ("bf16", "bf16", "bf16")
     assert "says float32" in capsys.readouterr().err

@@ -6,6 +6,7 @@ times). The tables beside it are profile.py's.
 from __future__ import annotations
 
 import datetime
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -33,13 +34,19 @@ def timed_engine(meta: dict) -> str | None:
     return str(engine) if engine is not None else None
 
 
+RELEASE_TEXT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,39}")  # what a header prints of a profile's own words
+
+
 def kernels_release(meta: dict) -> str | None:
     """`<engine> <release>` whose kernels a converted profile timed (its source's framework_version):
     kernel speed is that release's whatever engine.version a scenario names, which sets the
-    scheduling rules only. None for a profile calibrated here (mtpsim's own torch ops)."""
+    scheduling rules only. None for a profile calibrated here (mtpsim's own torch ops), and for
+    words a one-line header cannot print as they are (a user's meta.yaml with a newline, escape
+    codes or a page of text: bad-input campaign 33b)."""
     source, engine = meta.get("source"), timed_engine(meta)
     version = source.get("framework_version") if isinstance(source, dict) else None
-    return f"{engine} {version}" if engine and version else None
+    words = [str(w) for w in (engine, version) if isinstance(w, (str, int, float)) and not isinstance(w, bool)]
+    return " ".join(words) if len(words) == 2 and all(RELEASE_TEXT.fullmatch(w) for w in words) else None
 
 
 class _Strict(BaseModel):

@@ -280,10 +280,10 @@ def llama4(c: Config) -> Layout:
     Llama4TextDecoderLayer, Llama4TextMoe): GQA in every layer. layer_types names each layer
     chunked_attention or full_attention; without it, no_rope_layers does (1: RoPE, chunked; 0:
     NoPE, full), and without that every no_rope_layer_interval-th layer (4) is full. Chunked layers
-    attend within blocks of attention_chunk_size tokens; their KV is freed past the chunk as a
-    window's is (vLLM's ChunkedLocalAttention), so they are priced as a window of the chunk: exact
+    attend within blocks of attention_chunk_size tokens, priced as a window of the chunk: exact
     while a request's context fits one chunk, past it an upper bound on the keys read (a chunk
-    reads only its own; the hf_config reader warns when the model's context passes it). Layer i
+    reads only its own; said in a warning); their KV is kept whole (`chunked`: vLLM turns its
+    hybrid KV cache manager off for chunked local attention by default and beside EAGLE). Layer i
     is MoE when it is in moe_layers (default every interleave_moe_layer_step-th, from step - 1):
     num_local_experts routed experts intermediate_size wide, top num_experts_per_tok, beside one
     shared expert of the same width (Llama4TextMoe.shared_expert); the others a dense MLP
@@ -301,14 +301,17 @@ def llama4(c: Config) -> Layout:
     attention = {"full": gqa_kind(heads, kv, head_dim)}
     if "chunked" in kinds:
         chunk = c.int("attention_chunk_size", 8192, low=1)
-        attention["chunked"] = gqa_kind(heads, kv, head_dim, chunk)
+        attention["chunked"] = gqa_kind(heads, kv, head_dim, chunk) | {"chunked": True}
         warn(c.path, f"{c.prefix}attention_chunk_size", f"{kinds.count('chunked')} of {n} layers attend within chunks "
              f"of {chunk} tokens, priced as a sliding window of {chunk}: exact while a request's context fits one "
-             "chunk, past it an upper bound on the keys they read (a chunk reads only its own tokens)")
+             "chunk, past it an upper bound on the keys they read (a chunk reads only its own tokens); their KV is "
+             "kept whole, as vLLM keeps it by default")
     step = c.int("interleave_moe_layer_step", 1, low=1)
     moe_layers = _layer_set(c, "moe_layers", n) if c.get("moe_layers") is not None else set(range(step - 1, n, step))
-    width = c.int("intermediate_size")
-    ffns = {"moe": moe_kind(c.int("num_local_experts", low=1), c.int("num_experts_per_tok"), width, 1, width)}
+    ffns = {}  # moe_layers [] (or a step past the layers) is an all-dense model, as transformers builds it
+    if moe_layers:
+        width = c.int("intermediate_size")
+        ffns["moe"] = moe_kind(c.int("num_local_experts", low=1), c.int("num_experts_per_tok"), width, 1, width)
     if len(moe_layers) < n:
         ffns["dense"] = dense_kind(c.int("intermediate_size_mlp", 16384))
     return Layout(attention, ffns, lambda i: (kinds[i], "moe" if i in moe_layers else "dense") if i < n else None)

@@ -38,7 +38,7 @@ def report(base, bounds, rows: pd.DataFrame, final: pd.DataFrame, chosen: pd.Ser
            num_layouts: int, ran: int, wall_s: float, refused: dict) -> str:
     lines = [f"Q: {base.question}"] if base.question else []
     lines.append(f"{base.name}: {base.describe_model()} on {bounds.gpus}x {base.specs.hardware.name}, engine "
-                 f"{base.specs.engine.name}, priced by {base.specs.priced_by}: {num_layouts} layouts "
+                 f"{base.specs.engine.label}, priced by {base.specs.priced_by}: {num_layouts} layouts "
                  f"({len(refused)} refused), {len(rows)} points ({ran} run, {len(rows) - ran} cached) in {wall_s:.1f} s")
     lines.append("targets: " + (", ".join(t.text for t in targets) if targets else "none (best tok/s per GPU at any latency)"))
     lines.append(f"\nbest: {describe(chosen)}\n      {figures(chosen)}")
