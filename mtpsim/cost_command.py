@@ -183,6 +183,9 @@ def _print_report(s, report: dict, batch: int, context: int, ops: bool) -> None:
     }).rename(columns=lambda c: c.replace("_s", "_ms")))
     _print("Memory budget per GPU", report["memory"])
     if ops:
+        if "plain_ops" in report:  # the baseline's ops beside the iteration's, as the passes above are
+            _print("Ops of one plain decode step, the baseline (per GPU; count = layers x ops per layer)",
+                   report["plain_ops"])
         _print(f"Ops of one {s.speculative.design} iteration (per GPU; count = layers x ops per layer)", report["ops"])
 
 

@@ -141,8 +141,10 @@ def cost_report(scenario, batch: int, context: int, ops: bool = False) -> dict:
                        **iteration_time_s(pricer, d, table, scenario.engine.overlap_schedule, batch)})
     report = {"passes": pd.concat(passes, ignore_index=True), "iterations": pd.DataFrame(totals),
               "memory": memory_table(pricer, designs, context, scenario)}
-    if ops:
+    if ops:  # the speculative iteration's, and the plain step it is weighed against (none: that step alone)
         report["ops"] = op_table(pricer, priced[-1], batch, context)
+        if len(priced) > 1:
+            report["plain_ops"] = op_table(pricer, priced[0], batch, context)
     return report
 
 

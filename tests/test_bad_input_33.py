@@ -11,6 +11,9 @@ rates and idle replicas, GPUs no pool uses). No traceback or hang; the holes:
   their KV whole by default; summary.csv's `pricing` and search's header left out what the
   headers say (the kernels' release, the engine's).
 
+Also taken from the 33a check of new sources: `cost --ops` prints the plain step's ops beside the
+iteration's.
+
 Left alone: the largest trees the schema allows solve their rank rate in seconds (64 steps x topk
 64 x 512 tokens: ~6 s; 258,049 tokens: ~17 s), realistic ones in under 0.3 s; a tree's warning
 repeats once per tree shape a sweep runs (each solves its own rate); `spread` moves the simulated
@@ -123,3 +126,15 @@ def test_summary_csv_and_search_name_the_kernels_and_the_release(tmp_path, capsy
                      "--set", "search.ep=[1]", "--set", "search.attention_dp=[1]", "--jobs", "1", "--no-cache",
                      "--no-plot", "--out", str(tmp_path / "s")]) == 0
     assert "engine sglang 0.5.12, priced by calibrated:h200-sglang (sglang 0.5.14's kernels)" in capsys.readouterr().out
+
+
+def test_cost_ops_prints_the_plain_step_beside_the_iteration(capsys):
+    """The 33a check of new sources had to price the plain step's ops with a second command
+    (`--set speculative.design=none`) to weigh them against the verify's, op by op."""
+    quick = str(ROOT / "scenarios" / "quickstart.yaml")
+    assert cli.main(["cost", quick, "--batch", "8", "--ops"]) == 0
+    out = capsys.readouterr().out
+    plain, spec = out.index("== Ops of one plain decode step"), out.index("== Ops of one nextn iteration")
+    assert plain < spec and "decode:target" in out[plain:spec] and "verify:target" in out[spec:]
+    assert cli.main(["cost", quick, "--batch", "8", "--ops", "--set", "speculative.design=none"]) == 0
+    assert capsys.readouterr().out.count("== Ops of one") == 1
