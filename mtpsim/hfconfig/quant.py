@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from mtpsim.errors import ScenarioError, short
-from mtpsim.hfconfig.view import load_json
+from mtpsim.hfconfig.view import Config, load_json
 
 BITS = {(8, "float"): "fp8", (4, "float"): "fp4", (4, "int"): "fp4"}  # compressed-tensors (num_bits, type)
 ALGOS = {"FP8": "fp8", "FP8_BLOCK": "fp8", "NVFP4": "fp4", "W4A16_NVFP4": "fp4", "MXFP4": "fp4", "W4A8_MXFP4_FP8": "fp4"}
@@ -142,14 +142,9 @@ def scheme_of(quant: Any, config_path: str, at: str = "quantization_config") -> 
 NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)[+*{]")
 
 
-class Fields:
-    """A quantization mapping's reads, each wrong value one ScenarioError at `path`: `prefix`key."""
-
-    def __init__(self, data: dict, path: str, prefix: str):
-        self.data, self.path, self.prefix = data, path, prefix
-
-    def error(self, key: str, reason: str) -> ScenarioError:
-        return ScenarioError(self.path, self.prefix + key, reason)
+class Fields(Config):
+    """A quantization mapping's reads (a config.json view, view.py's Config), each wrong value one
+    ScenarioError at `path`: `prefix`key; beside Config's, its names and module patterns."""
 
     def text(self, key: str) -> str | None:
         value = self.data.get(key)
