@@ -117,7 +117,7 @@ E_REPORTED = {
         1: (185.64, 218.89, 2.542, 8), 4: (476.37, 507.49, 2.556, 32), 8: (673.14, 677.14, 2.578, 64),
         32: (927.11, 1128.30, 2.560, 160), 64: (1307.95, 1237.84, 2.553, 160)},
 }
-# A tree's accept length alone is read through mtpsim's one-parameter rank family (acceptance.py
+# A tree's accept length alone is read through mtpsim's one-parameter rank family (tree.py
 # tree_rank_rows: rank j catches the target's token with r (1 - r)^j at every depth, r solved so that
 # the tree model gives the reported length; mtpsim warns of the assumption). The verify tree's width is
 # the configuration's (8 or 16 tokens) whatever the split, so the speedup depends on it only through

@@ -106,8 +106,9 @@ class AcceptanceProfile:
     @classmethod
     def from_tree_accept_length(cls, accept_length: float, steps: int, topk: int, draft_tokens: int,
                                 spread: float = 0.0) -> AcceptanceProfile:
-        """The tree profile of the one-parameter rank family (`tree_rank_rows`) whose accept length
+        """The tree profile of the one-parameter rank family (tree.py `tree_rank_rows`) whose accept length
         over this tree matches: what a tree's published accept length alone allows."""
+        from mtpsim.tree import tree_rank_rate, tree_rank_rows  # on first use: a chain never reads it
         rate = tree_rank_rate(accept_length, steps, topk, draft_tokens)
         return cls.from_tree(tree_rank_rows(rate, steps, topk), topk, draft_tokens, spread)
 
@@ -263,41 +264,6 @@ class AcceptanceProfile:
         if remaining is not None:
             np.minimum(accepted, np.maximum(remaining - 1, 0), out=accepted)
         return accepted
-
-
-def tree_rank_rows(rate: float, steps: int, topk: int) -> list[list[float]]:
-    """per_depth_topk of the one-parameter family a tree's accept length alone is read with: at
-    every depth the draft's rank j (0 = best) catches the target's token with rate (1 - rate)^j,
-    so the better ranks catch more and the topk together catch 1 - (1 - rate)^topk. An assumption
-    about how acceptance splits over ranks, not a measurement (checks.py says so where it is used)."""
-    return [[rate * (1 - rate) ** j for j in range(topk)] for _ in range(steps)]
-
-
-def tree_accept_length(rate: float, steps: int, topk: int, draft_tokens: int) -> float:
-    """E[A] of the verify tree (mtpsim/tree.py) under the rank family at `rate`."""
-    from mtpsim.tree import accept_distribution  # on first use: chains never read it
-    pmf = accept_distribution(tree_rank_rows(rate, steps, topk), topk, draft_tokens)
-    return 1.0 + float(np.arange(len(pmf)) @ pmf)
-
-
-def tree_most(steps: int, draft_tokens: int) -> int:
-    """The longest accept length a tree of draft_tokens tokens (root included) over `steps` depths
-    allows: its deepest path accepted whole."""
-    return 1 + min(steps, draft_tokens - 1)
-
-
-@cache
-def tree_rank_rate(accept_length: float, steps: int, topk: int, draft_tokens: int) -> float:
-    """The family's rate whose tree yields `accept_length`, by bisection: E[A] rises with the rate
-    (checked over steps 1-8, topk 2-8 and every tree size in tests/test_tree_accept_length.py),
-    from 1 at rate 0 to tree_most at rate 1."""
-    if not 1.0 <= accept_length <= tree_most(steps, draft_tokens) + 1e-9:
-        raise ValueError(f"accept length {accept_length} outside [1, {tree_most(steps, draft_tokens)}]")
-    lo, hi = 0.0, 1.0
-    for _ in range(50):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if tree_accept_length(mid, steps, topk, draft_tokens) < accept_length else (lo, mid)
-    return (lo + hi) / 2
 
 
 def curve_problem(curve: dict[int, float]) -> str | None:

@@ -7,7 +7,7 @@ steps they serve.
 from __future__ import annotations
 
 from mtpsim import catalog, designs
-from mtpsim.acceptance import AcceptanceProfile, named_curve, tree_most
+from mtpsim.acceptance import AcceptanceProfile, named_curve
 from mtpsim.acceptance_histogram import read_histogram
 from mtpsim.errors import ScenarioError, set_by_flag
 from mtpsim.files import require_file
@@ -280,12 +280,13 @@ def _check_curve(s: Scenario, where: str) -> None:
 
 def _check_tree_acceptance(s: Scenario, where: str) -> None:
     """A tree (topk > 1) needs acceptance per depth and per rank, or an accept length it reads
-    through a one-parameter rank family (acceptance.py tree_rank_rows; speculation_advice says
+    through a one-parameter rank family (tree.py tree_rank_rows; speculation_advice says
     so), within the tree's reach; per_depth_topk needs one row per step and a column for each of
     the topk ranks the draft proposes (more are ignored, as depths past steps are, so one matrix
     serves a sweep over topk); a design that only drafts chains takes one column."""
     a, spec = s.acceptance, s.speculative
     if spec.topk > 1 and a.accept_length is not None:
+        from mtpsim.tree import tree_most  # trees only: a chain never reads tree.py
         most = tree_most(spec.steps, spec.num_draft_tokens)
         if a.accept_length > most:  # as written (repr): 5.00000001 is past 5, which `:g` printed as 5
             raise ScenarioError(where, "acceptance.accept_length", f"{a.accept_length!r} exceeds {most}, the "

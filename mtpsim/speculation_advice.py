@@ -140,11 +140,11 @@ def dead_drafts(s: Scenario) -> list[tuple[str, str]]:
 
 def tree_read_from_length(s: Scenario) -> list[tuple[str, str]]:
     """A tree's accept length alone: how it splits over the draft's ranks is the rank family's
-    assumption (acceptance.py tree_rank_rows), said with the rate it solved."""
+    assumption (tree.py tree_rank_rows), said with the rate it solved."""
     spec, length = s.speculative, s.acceptance.accept_length
     if spec.topk == 1 or length is None or designs.record(spec.design).draft_part is None:
         return []
-    from mtpsim.acceptance import tree_rank_rate
+    from mtpsim.tree import tree_rank_rate
     try:
         rate = tree_rank_rate(length, spec.steps, spec.topk, spec.num_draft_tokens)
     except ValueError:  # past the tree's reach: checks.py refuses it in its own words

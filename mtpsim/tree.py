@@ -1,5 +1,6 @@
-"""Tree drafts (topk K > 1, draft_tokens N): the verify tree SGLang's EAGLE path builds, and the
-distribution of accepted drafts it yields (issue 12 §3).
+"""Tree drafts (topk K > 1, draft_tokens N): the verify tree SGLang's EAGLE path builds, the
+distribution of accepted drafts it yields (issue 12 §3), and the one-parameter rank family a
+tree's accept length alone is read through (`tree_rank_rows`, `tree_rank_rate`).
 
 How SGLang builds the tree (python/sglang/srt/speculative/eagle_worker.py `draft_forward`,
 spec_utils.py `select_top_k_tokens`, eagle_utils.py `organize_draft_results`):
@@ -24,6 +25,7 @@ so the tree always holds a node's ancestors.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -80,3 +82,37 @@ def accept_distribution(rank_probs, topk: int, draft_tokens: int) -> np.ndarray:
     pmf[0] = 1.0 - onward[0]
     np.add.at(pmf, tree.depth, stay)
     return pmf
+
+
+def tree_rank_rows(rate: float, steps: int, topk: int) -> list[list[float]]:
+    """per_depth_topk of the one-parameter family a tree's accept length alone is read with: at
+    every depth the draft's rank j (0 = best) catches the target's token with rate (1 - rate)^j,
+    so the better ranks catch more and the topk together catch 1 - (1 - rate)^topk. An assumption
+    about how acceptance splits over ranks, not a measurement (checks.py says so where it is used)."""
+    return [[rate * (1 - rate) ** j for j in range(topk)] for _ in range(steps)]
+
+
+def tree_accept_length(rate: float, steps: int, topk: int, draft_tokens: int) -> float:
+    """E[A] of the verify tree (`build_tree`) under the rank family at `rate`."""
+    pmf = accept_distribution(tree_rank_rows(rate, steps, topk), topk, draft_tokens)
+    return 1.0 + float(np.arange(len(pmf)) @ pmf)
+
+
+def tree_most(steps: int, draft_tokens: int) -> int:
+    """The longest accept length a tree of draft_tokens tokens (root included) over `steps` depths
+    allows: its deepest path accepted whole."""
+    return 1 + min(steps, draft_tokens - 1)
+
+
+@cache
+def tree_rank_rate(accept_length: float, steps: int, topk: int, draft_tokens: int) -> float:
+    """The family's rate whose tree yields `accept_length`, by bisection: E[A] rises with the rate
+    (checked over steps 1-8, topk 2-8 and every tree size in tests/test_tree_accept_length.py),
+    from 1 at rate 0 to tree_most at rate 1."""
+    if not 1.0 <= accept_length <= tree_most(steps, draft_tokens) + 1e-9:
+        raise ValueError(f"accept length {accept_length} outside [1, {tree_most(steps, draft_tokens)}]")
+    lo, hi = 0.0, 1.0
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if tree_accept_length(mid, steps, topk, draft_tokens) < accept_length else (lo, mid)
+    return (lo + hi) / 2

@@ -1,4 +1,4 @@
-"""A tree read from its accept length alone (acceptance.py tree_rank_rows / tree_rank_rate): the
+"""A tree read from its accept length alone (tree.py tree_rank_rows / tree_rank_rate): the
 published tree results give an accept length and no split over the draft's ranks, so mtpsim reads
 them through one-parameter rank family, says so in a warning, and refuses a length the tree
 cannot reach. Added after campaign 32's check against new published cases, where each tree had
@@ -10,7 +10,8 @@ import pytest
 
 from mtpsim import cli
 from mtpsim import scenario as sc
-from mtpsim.acceptance import AcceptanceProfile, tree_accept_length, tree_most, tree_rank_rate, tree_rank_rows
+from mtpsim.acceptance import AcceptanceProfile
+from mtpsim.tree import tree_accept_length, tree_most, tree_rank_rate, tree_rank_rows
 from tests.test_bad_input import one_line_error
 
 TREE = """\
