@@ -124,7 +124,7 @@ def test_fp8_kv_override_and_engram_tables_are_priced(tmp_path, capsys):
 
 
 def test_an_accept_length_curve_takes_a_config_json_target_with_its_bundled_drafter(tmp_path, capsys):
-    """checks._check_curve tried each step against the model by its own name: 'steps 1 is beyond
+    """acceptance_checks._check_curve (checks.py then) tried each step against the model by its own name: 'steps 1 is beyond
     what block runs', for the drafter `run` itself took as built for it."""
     text = BLOCK.replace("{design: block, steps: 5}", "{design: block, steps: 3}").replace(
         "per_depth: [0.8, 0.7, 0.6, 0.5, 0.4]", "accept_length_by_steps: {1: 1.7, 2: 2.2, 3: 2.6}")

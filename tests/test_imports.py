@@ -30,7 +30,7 @@ TORCH_FREE = ("mtpsim", "mtpsim.cli", "mtpsim.commands", "mtpsim.run", "mtpsim.s
               "mtpsim.engine_schema", "mtpsim.layout_schema",
               "mtpsim.catalog",
               "mtpsim.specs", "mtpsim.hardware_spec", "mtpsim.runfolder", "mtpsim.checks", "mtpsim.layout_checks",
-              "mtpsim.results", "mtpsim.plots",
+              "mtpsim.acceptance_checks", "mtpsim.results", "mtpsim.plots",
               "mtpsim.report", "mtpsim.cost_command", "mtpsim.trace", "mtpsim.designs", "mtpsim.design_checks",
               "mtpsim.acceptance",
               "mtpsim.acceptance_histogram", "mtpsim.memory",
@@ -309,6 +309,7 @@ def test_designs_sit_below_the_cost_model():
 # edges from the loader into the simulator allowed for now (none: the trace reader moved to tracefiles/)
 LOADER_MAY_IMPORT: set[tuple[str, str]] = set()
 SCENARIO_LOADER = ("mtpsim.scenario", "mtpsim.sweep", "mtpsim.resolve", "mtpsim.schema", "mtpsim.checks", "mtpsim.layout_checks",
+                   "mtpsim.acceptance_checks",
                    "mtpsim.catalog", "mtpsim.specs",
                    "mtpsim.hardware_spec",
                    "mtpsim.files", "mtpsim.textfiles", "mtpsim.yamlfiles", "mtpsim.csvfiles",
