@@ -205,8 +205,8 @@ def _dtypes(top: Config, text: Config, where: str, key: str, overrides: dict, ma
     # no dtype at all is transformers' default, float32 (PretrainedConfig; vLLM's `_get_and_verify_dtype`
     # reads a missing torch_dtype as float32 too): openai/gpt-oss-120b's config.json gives none
     base = TORCH_DTYPES.get(name) if isinstance(name, str) else "fp32" if name is None else None
+    at = f"{key}.hf_config" if key else "hf_config"  # where the warnings below name the file read
     if base == "fp32":  # a float32 checkpoint is served in 16 bits (the engines' `--dtype auto`)
-        at = f"{key}.hf_config" if key else "hf_config"
         if "dtypes" not in overrides:
             said = "says float32" if name is not None else "gives no torch_dtype (transformers' default: float32)"
             warn(where, at, f"config.json {said}, which vLLM and SGLang serve in 16 bits under their default "
@@ -221,7 +221,6 @@ def _dtypes(top: Config, text: Config, where: str, key: str, overrides: dict, ma
     if isinstance(scheme, quant.Problem):
         problem = scheme.reason
     elif scheme is not None:
-        at = f"{key}.hf_config" if key else "hf_config"
         out |= quant_parts.part_dtypes(scheme, mapping, _family(top), where, at, base)
         if scheme.fp4_scale_bytes is not None and "fp4" in out.values():  # the scales its 4-bit weights are stored with
             mapping["fp4_scale_bytes"] = scheme.fp4_scale_bytes
