@@ -25,7 +25,8 @@ from mtpsim.engines import EngineSpec
 from mtpsim.errors import AtKey, ScenarioError, first_repeat, from_validation, short, warn
 from mtpsim.specs import Spec
 
-RuleField = Literal["speculative_max_running_requests", "speculative_overlap", "speculative_overlap_possible",
+RuleField = Literal["speculative_max_running_requests", "architecture_running_cap", "speculative_overlap",
+                    "speculative_overlap_possible",
                     "verify_scorer",
                     "fuses_shared_experts", "shared_fusion_below_capability", "triton_fp8_moe_from_capability",
                     "shared_expert_stream",

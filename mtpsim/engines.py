@@ -53,6 +53,9 @@ class EngineSpec(Spec):
         Field(default_factory=dict)
     # the running-request cap the engine sets for speculative decoding when none is configured
     speculative_max_running_requests: int | None = Field(default=None, gt=0, le=MAX_USERS)
+    # running-request caps the engine sets for a model class (its architectures[0]) when none is
+    # configured, before its speculative default can (`for_model`)
+    architecture_running_cap: dict[str, Annotated[int, Field(gt=0, le=MAX_USERS)]] = Field(default_factory=dict)
     # host seconds a speculative iteration pays beyond `host.speculative` in some releases (vLLM V0's
     # SpecDecodeWorker: proposals synced to the CPU and the scoring batch built in Python)
     speculative_host_extra_s: float = Field(default=0.0, ge=0, le=1)
@@ -262,6 +265,20 @@ class EngineSpec(Spec):
             wide = self.speculative_overlap_max_topk is not None and topk > self.speculative_overlap_max_topk
             overlaps = self.speculative_overlap and not wide and design not in self.unoverlapped_designs
         return tuple(self.hides.get(design, ())) if overlaps else ()
+
+    def for_model(self, architecture: str | None) -> EngineSpec:
+        """This release as it runs a model of `architecture` (ModelSpec.architecture): where the
+        engine fills the running-request cap for that class before its speculative default is
+        applied (SGLang's DeepSeek-V4 hook, rule deepseek_v4_running_cap), that cap holds for every
+        design, and the speculative default, which only fills an unset cap, does not apply."""
+        cap = self.architecture_cap(architecture)
+        if cap is None:
+            return self
+        return self.model_copy(update={"speculative_max_running_requests": None, "running_cap": RunningCap(fixed=cap)})
+
+    def architecture_cap(self, architecture: str | None) -> int | None:
+        """The running cap this release sets for `architecture`'s models, where it sets one."""
+        return self.architecture_running_cap.get(architecture) if architecture else None
 
     def max_running(self, design: str, configured: int | None, hardware=None, kv_tokens: int | None = None,
                     context: int | None = None) -> int:

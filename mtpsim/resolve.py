@@ -134,6 +134,7 @@ def _resolve_specs(s: Scenario, where: str) -> Specs:
     if said.get("speculative_overlap") and not engine.speculative_overlap_possible:
         said["speculative_overlap"] = False  # a release with no overlap to turn on: engine_advice says so
     engine = engine.model_copy(update=said) if said else engine  # the scenario's word over the release's
+    engine = engine.for_model(model.architecture)  # the release's rules for this model class
     cost_model, profile = resolve_pricing(s, hardware, engine, where)
     _unpriced_attention_kernel(s, engine, hardware, [model, draft], cost_model, where)
     role = draft.role if draft else None

@@ -133,10 +133,15 @@ def _cap_line(row: dict, s: sc.Scenario, where: str, budget: bool) -> str:
     """The running-request cap's line: the batch it held, and the rule that set it. Where the
     decoding batch stayed below the cap (a mixing engine prefills admitted prompts a chunk per
     step within its token budget), the cap bound admissions only, and the line says so."""
-    e = s.specs.engine
-    origin = "engine.max_running_requests" if s.engine.max_running_requests is not None or row["design"] == BASELINE \
-        else (f"{e.name} {e.version}'s cap under speculative decoding (rule spec_running_cap)"
-              if e.speculative_max_running_requests is not None else "the default cap")
+    e, arch = s.specs.engine, s.specs.model.architecture
+    if s.engine.max_running_requests is not None:
+        origin = "engine.max_running_requests"
+    elif e.architecture_cap(arch) is not None:  # EngineSpec.for_model
+        origin = f"{e.name} {e.version}'s cap for {arch} models (rule deepseek_v4_running_cap)"
+    elif row["design"] != BASELINE and e.speculative_max_running_requests is not None:
+        origin = f"{e.name} {e.version}'s cap under speculative decoding (rule spec_running_cap)"
+    else:
+        origin = "the default cap"
     held = f"{row['capped_iterations']:g} iterations; set by {origin}"
     if row["max_batch"] < row["max_running"]:
         return (f"cap {row['max_running']:g}: {where}: {row['max_running']:g} requests were admitted while more waited, "

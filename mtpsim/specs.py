@@ -209,6 +209,14 @@ class ModelSpec(Spec):
         """Whether any of its FFN kinds routes experts."""
         return any(f.kind == "moe" for f in self.ffn_kinds.values())
 
+    @property
+    def architecture(self) -> str | None:
+        """The engines' model class, where an engine rule keys on it (EngineSpec.for_model):
+        DeepSeek-V4's, `DeepseekV4ForCausalLM`, for a model whose attention is all compressed (V4
+        and V4.1: SGLang serves both through srt/models/deepseek_v4.py); else None."""
+        kinds = self.attention_kinds.values()
+        return "DeepseekV4ForCausalLM" if kinds and all(a.kind == "compressed" for a in kinds) else None
+
     @cached_property
     def expanded_layers(self) -> list[LayerRef]:
         """Every layer in model order."""

@@ -61,3 +61,41 @@ def test_a_model_without_max_context_runs_under_sglang(tmp_path):
                      "workload": {"arrival": "batch", "concurrency": 2, "num_requests": 2, "input_len": 32,
                                   "output_len": 4}})
     assert simulate(s).summary.max_running.iloc[0] == 2048
+
+
+@pytest.mark.parametrize("version, design, cap", [
+    ("0.5.16", "block", 256),   # DSpark: the V4 hook fills 256 before the speculative hook's 48 could
+    ("0.5.16", "nextn", 256),   # V4's own MTP layer, the same
+    ("0.5.16", "none", 256),    # plain decoding: 256, not the KV pool's estimate
+    ("0.5.12", "nextn", 256),   # the first release with DeepSeek-V4 code
+    ("0.5.11", "nextn", 48),    # before it: the speculative rule
+])
+def test_sglang_caps_deepseek_v4_at_256(version, design, cap):
+    model, b200 = catalog.load_model("deepseek-v4-flash"), catalog.load_hardware("b200")
+    assert model.architecture == "DeepseekV4ForCausalLM"
+    engine = catalog.load_engine("sglang", version).for_model(model.architecture)
+    assert engine.max_running(design, None, b200, 2_000_000, 8192) == cap
+    assert engine.max_running(design, 64, b200, 2_000_000, 8192) == 64  # the scenario's first
+
+
+def test_other_models_keep_sglangs_speculative_cap():
+    model = catalog.load_model("deepseek-v3")
+    assert model.architecture is None
+    engine = catalog.load_engine("sglang", "0.5.16").for_model(model.architecture)
+    assert engine.max_running("nextn", None, catalog.load_hardware("h200")) == 48
+
+
+def test_a_deepseek_v4_run_holds_256_requests_and_says_which_rule(tmp_path, capsys):
+    """SGLang's DeepSeek-V4 default, 256, caps both arms (the speculative one ran 48 before), and
+    each cap's note names that rule."""
+    from mtpsim import cli
+    from tests.test_bad_input import run
+    text = ("name: s\nmodel: deepseek-v4-flash\nhardware: b200\nengine: {kind: sglang, version: \"0.5.16\"}\n"
+            "parallel: {tp: 8}\nspeculative: {design: nextn, steps: 1}\nacceptance: {accept_length: 1.8}\n"
+            "workload: {arrival: closed, concurrency: 300, num_requests: 300, input_len: 16, output_len: 4}\n")
+    assert cli.main([*run(tmp_path, text), "--jobs", "1"]) == 0
+    capped = [line for line in capsys.readouterr().out.splitlines() if line.startswith("cap ")]
+    assert len(capped) == 2  # the baseline and nextn, each at 256
+    for line in capped:
+        assert line.startswith("cap 256: ")
+        assert line.endswith("set by sglang 0.5.16's cap for DeepseekV4ForCausalLM models (rule deepseek_v4_running_cap)")
