@@ -169,7 +169,8 @@ def test_memory_keeps_entries_per_token_and_windows_per_request():
 
 
 def test_every_v4_op_is_priced_by_the_roofline_or_a_table_that_has_it():
-    """The compressed core and the hyper-connection kernels are roofline-priced (no profile holds them)."""
+    """The compressed core is roofline-priced (no profile holds it); the mHC kernels read the
+    profile's measured hyper_connection rows (aiconfigurator's mhc_module_perf)."""
     s = sc.validate({"name": "m", "model": "deepseek-v4-flash", "hardware": "b200", "parallel": {"tp": 8},
                      "speculative": {"design": "none"},
                      "workload": {"concurrency": 4, "num_requests": 4, "input_len": 1024, "output_len": 8}})
@@ -179,7 +180,7 @@ def test_every_v4_op_is_priced_by_the_roofline_or_a_table_that_has_it():
     kvs = np.full(4, 1024)
     cost = pricer.price_lens(shape, BatchLens.uniform(1, kvs, int(kvs.sum()), 1024), keep_ops=True)
     by_name = {op.name: t.source for op, t, _ in cost.ops}
-    assert by_name["attn.compressed_core"] == "roofline" and by_name["hc.pre"] == by_name["hc.post"] == "roofline"
+    assert by_name["attn.compressed_core"] == "roofline" and by_name["hc.pre"] == by_name["hc.post"] == "calibrated"
     assert {"attn.wqkv_a", "attn.wo_a", "attn.indexer_q", "moe.experts"} <= set(by_name)
 
 
@@ -271,3 +272,33 @@ def test_the_pro_dspark_checkpoint_names_its_drafter_which_fits_pro(tmp_path):
     # the stages are the target's sliding kind and its routed MoE (the assumption the entry states)
     assert drafter.attention_kinds["swa"] == target.attention_kinds["swa"]
     assert drafter.ffn_kinds["moe"] == target.ffn_kinds["moe"]
+
+
+def test_mhc_kernels_are_priced_per_site_from_the_measured_rows():
+    """aiconfigurator times one decoder layer's two mHC sites together (num_sites 2): a site is
+    half a row. At DeepSeek-V4-Flash's width on B200 (SGLang 0.5.14's TileLang kernels), one token:
+    pre 18.9 / 2 us, post 8.4 / 2 us, where the roofline gave a launch's 1.5 us to each."""
+    pytest.importorskip("aiconfigurator_core")
+    import pandas as pd
+
+    from mtpsim.calibration.aic_database import package_root
+    from mtpsim.calibration.aic_rows import mhc_rows
+    raw = pd.read_parquet(package_root() / "data" / "b200_sxm" / "mhc" / "sglang" / "0.5.14" / "mhc_module_perf.parquet")
+    rows = mhc_rows(raw).set_index(["kind", "d", "tokens"])
+    assert rows.time_s[("pre", 4096, 1)] == pytest.approx(0.0189e-3 / 2)
+    assert rows.time_s[("post", 4096, 1)] == pytest.approx(0.0084e-3 / 2)
+    s = sc.validate({"name": "m", "model": "deepseek-v4-flash", "hardware": "b200", "parallel": {"tp": 8},
+                     "speculative": {"design": "none"},
+                     "workload": {"concurrency": 1, "num_requests": 1, "input_len": 64, "output_len": 8}})
+    pricer = build_pricer(s)
+    from mtpsim.designs import DesignShape, iteration_passes
+    shape = iteration_passes(DesignShape.of(s.speculative))[0]
+    cost = pricer.price_lens(shape, BatchLens.uniform(1, np.full(1, 64), 64, 64), keep_ops=True)
+    times, calls = {}, {"hc.pre": 0, "hc.post": 0}
+    for op, t, n in cost.ops:
+        if op.name in calls:
+            times[op.name], calls[op.name] = (t.total_s - t.launch_s, n), calls[op.name] + n
+    # every site's kernel at its measured row (one token), its launch apart
+    assert times["hc.pre"][0] == pytest.approx(rows.time_s[("pre", 4096, 1)], rel=1e-6)
+    assert times["hc.post"][0] == pytest.approx(rows.time_s[("post", 4096, 1)], rel=1e-6)
+    assert calls["hc.pre"] == calls["hc.post"] == 2 * 43  # two sites a layer

@@ -35,7 +35,9 @@ import numpy as np
 import pandas as pd
 
 from mtpsim.costs import ops as O
-from mtpsim.specs import FFNSpec
+from mtpsim.costs.attention_core import linear_core
+from mtpsim.costs.compressed import hc_post, mhc_pre
+from mtpsim.specs import AttentionSpec, FFNSpec
 
 # mtpsim dtype -> the database's dtypes for it, best first
 GEMM_DTYPES = {"bf16": ("bfloat16",), "fp8": ("fp8_block", "fp8"), "fp4": ("nvfp4",)}
@@ -214,6 +216,44 @@ def wide_ep_moe_rows(df: pd.DataFrame, mode: str) -> pd.DataFrame:
                          "experts": df.num_experts // df.moe_ep_size,
                          "tokens_per_expert": df.num_tokens * df.topk / df.num_experts})
     return _rows(cols, ops, df.latency * 1e-3).groupby(list(cols.columns), as_index=False).median()
+
+
+def gdn_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Gated DeltaNet's kernels of one layer on one GPU (aiconfigurator's `gdn_perf`, Qwen3.5's
+    shapes by heads per GPU), summed per shape: a decode (`generation`: causal_conv1d_update and the
+    fused recurrent packed decode, one token a request) or a prefill (`context`: causal_conv1d_fn
+    and the chunked delta rule over seq_len prompt tokens a request, the engine's own kernel: SGLang's
+    Triton chunk_gated_delta_rule, vLLM's FlashInfer one). A shape where one of the two kernels
+    has no row is left out; models of one head layout share rows (their median)."""
+    df = df.assign(phase=df.phase.map({"generation": "decode", "context": "prefill"}),
+                   q=df.seq_len.where(df.phase == "context", 1))
+    shape = ["phase", "batch_size", "q", "num_k_heads", "num_v_heads", "head_k_dim", "head_v_dim", "d_conv"]
+    per_kernel = df.groupby([*shape, "kernel_source"], as_index=False).latency.median()
+    summed = per_kernel.groupby(shape, as_index=False).agg(latency=("latency", "sum"), kernels=("latency", "size"))
+    summed = summed[summed.kernels == 2].reset_index(drop=True)
+    ops = [linear_core(AttentionSpec(kind="linear", num_heads=int(v), num_kv_heads=int(k), head_dim=int(dk),
+                                     value_head_dim=int(dv), conv_kernel=int(conv)), int(b), int(b) * int(q), 1)
+           for b, q, k, v, dk, dv, conv in zip(summed.batch_size, summed.q, summed.num_k_heads, summed.num_v_heads,
+                                               summed.head_k_dim, summed.head_v_dim, summed.d_conv)]
+    cols = pd.DataFrame({"phase": summed.phase, "kv_heads": summed.num_k_heads, "heads": summed.num_v_heads,
+                         "head_dim": summed.head_k_dim, "v_head_dim": summed.head_v_dim, "batch": summed.batch_size,
+                         "q": summed.q})
+    return _rows(cols, ops, summed.latency * 1e-3)
+
+
+def mhc_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """DeepSeek-V4's mHC pre and post kernels (`mhc_module_perf`: the engine's own, SGLang's and
+    vLLM's TileLang mhc_pre / mhc_post, TensorRT-LLM's autotuned mHC module), per site. A row
+    times one decoder layer's `num_sites` sites (before attention, before the FFN) run back to
+    back, under CUDA graphs (collector/*/collect_mhc_module.py), so a site is latency / num_sites.
+    The fastest kernel per shape (TensorRT-LLM's FMA or DeepGEMM pre tactic, as its autotuner
+    picks)."""
+    df = _fastest(df, ["op_name", "num_tokens", "hidden_size", "hc_mult", "sinkhorn_iters", "num_sites"])
+    ops = [mhc_pre(int(hc), int(d), int(t), int(it)) if kind == "pre" else hc_post(int(hc), int(d), int(t), ACT, int(it))
+           for kind, t, d, hc, it in zip(df.op_name, df.num_tokens, df.hidden_size, df.hc_mult, df.sinkhorn_iters)]
+    cols = pd.DataFrame({"kind": df.op_name, "d": df.hidden_size, "hc": df.hc_mult, "iters": df.sinkhorn_iters,
+                         "tokens": df.num_tokens})
+    return _rows(cols, ops, df.latency * 1e-3 / df.num_sites)
 
 
 def balanced_touched(num_experts: int, top_k: int, tokens: int) -> int:

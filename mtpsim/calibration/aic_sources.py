@@ -29,7 +29,9 @@ from mtpsim.calibration.aic_rows import (
     choose_dtypes,
     context_attention_rows,
     context_mla_rows,
+    gdn_rows,
     gemm_rows,
+    mhc_rows,
     mla_rows,
     moe_rows,
     wide_ep_moe_rows,
@@ -68,6 +70,10 @@ SOURCES = [
     Source("moe_wide_ep", "moe", ("wideep_context_moe_perf.parquet",), partial(wide_ep_moe_rows, mode="normal"), MOE_RULE),
     Source("allreduce", "comm", ("custom_allreduce_perf.parquet",), allreduce_rows),
     Source("alltoall", "comm", ("wideep_deepep_ll_perf.parquet", "moe_a2a_perf.parquet"), alltoall_rows),
+    # Gated DeltaNet's decode and prefill kernels (every engine's own table)
+    Source("linear_state", "linear_attention", ("gdn_perf.parquet",), gdn_rows),
+    # DeepSeek-V4's mHC pre / post kernels, per site (every engine's own table)
+    Source("hyper_connection", "mhc", ("mhc_module_perf.parquet",), mhc_rows),
     # SGLang's Triton fused-MoE runner on block-FP8 experts (what SGLang runs for them on sm100
     # before v0.5.5: engine rule sm100_triton_fp8_moe, mtpsim/data/engines/sglang.yaml), from
     # SGLang 0.5.10's table: the newest that times that kernel at DeepSeek-V3/R1's shape (hidden

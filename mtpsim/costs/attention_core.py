@@ -145,7 +145,7 @@ class AttentionKernel:
         """The kernel over `lens` (`counts`: its flops and bytes)."""
         att = self.att
         if att.kind == "linear":
-            return _linear_core(att, lens.batch, lens.q_tokens, self.tp)
+            return linear_core(att, lens.batch, lens.q_tokens, self.tp)
         flops, kv_bytes, act_bytes, kv_tokens, kv_max = self.counts(lens, tree_keys)
         return Op("attn.core", "attention", flops=flops, kv_bytes=kv_bytes, act_bytes=act_bytes, dtype=self.act,
                   shape={"kind": att.kind, "batch": lens.batch, "q": lens.q_tokens / max(lens.batch, 1),
@@ -226,12 +226,17 @@ def _attention_widths(att: AttentionSpec, tp: int) -> dict:
             "v_head_dim": att.v_head_dim or att.head_dim}
 
 
-def _linear_core(att: AttentionSpec, batch: int, tokens: float, tp: int) -> Op:
+def linear_core(att: AttentionSpec, batch: int, tokens: float, tp: int) -> Op:
     """Gated DeltaNet: read each request's state, update it per token, write it back; for
-    speculative verify every intermediate state is kept for rollback (one write per token)."""
+    speculative verify every intermediate state is kept for rollback (one write per token). Its
+    shape keys the measured `linear_state` rows (costs/lookup.py): the conv update and recurrent
+    kernels of a decode, the conv and chunked kernels of a prefill; a verify's from the decode rows
+    at its work."""
     heads = heads_per_gpu(att.num_heads, tp)
     state = linear_state_bytes(att, tp)
     writes = tokens if tokens > batch else batch
     flops = 6.0 * tokens * heads * att.head_dim * att.value_head_dim
     return Op("attn.linear_state", "state", flops=flops, kv_bytes=state * (batch + writes), kernels=2,
-              shape={"kind": "linear", "batch": batch, "q": tokens / max(batch, 1), "heads": heads})
+              shape={"kind": "linear", "batch": batch, "q": tokens / max(batch, 1), "heads": heads,
+                     "kv_heads": heads_per_gpu(att.num_kv_heads, tp), "head_dim": att.head_dim,
+                     "v_head_dim": att.value_head_dim})

@@ -182,32 +182,39 @@ def hyper_connection_ops(att: AttentionSpec, d: int, tokens: int, act: str = ACT
     hc = att.hc_copies
     if hc == 1:
         return []
-    size = DTYPE_BYTES[act]
     if att.compressed is None:  # a gqa or linear kind's copies mix through Qwen4-Exp's gated residual
         return _gated_residual_ops(hc, att.hc_lowrank, d, tokens, act)
-    mix = (2 + hc) * hc
-    pre = Op("hc.pre", "hyper_connection", flops=tokens * (2.0 * hc * d * mix + 4.0 * att.compressed.hc_sinkhorn_iters * hc * hc
-                                                            + 2 * hc * d),
-             act_bytes=tokens * (hc + 1) * d * size, weight_bytes=hc * d * mix * 4.0, kernels=1, dtype=act,
-             shape={"tokens": tokens, "d": d, "hc": hc})
-    post = _hc_post(hc, d, tokens, act)
+    iters = att.compressed.hc_sinkhorn_iters
+    pre, post = mhc_pre(hc, d, tokens, iters, act), hc_post(hc, d, tokens, act, iters)
     return [pre, post, pre, post]
 
 
-def _hc_post(hc: int, d: int, tokens: int, act: str) -> Op:
-    """The combine after a block: read its output and the hc copies, write the copies."""
+def mhc_pre(hc: int, d: int, tokens: int, iters: int, act: str = ACT) -> Op:
+    """DeepSeek-V4's mHC pre kernel at one site (hyper_connection_ops). Its shape keys the
+    measured `hyper_connection` rows (costs/lookup.py): kind, d, hc, the Sinkhorn iterations."""
+    mix = (2 + hc) * hc
+    return Op("hc.pre", "hyper_connection", flops=tokens * (2.0 * hc * d * mix + 4.0 * iters * hc * hc + 2 * hc * d),
+              act_bytes=tokens * (hc + 1) * d * DTYPE_BYTES[act], weight_bytes=hc * d * mix * 4.0, kernels=1, dtype=act,
+              shape={"kind": "pre", "tokens": tokens, "d": d, "hc": hc, "iters": iters})
+
+
+def hc_post(hc: int, d: int, tokens: int, act: str = ACT, iters: int | None = None) -> Op:
+    """The combine after a block: read its output and the hc copies, write the copies. `iters`:
+    DeepSeek-V4's mHC post kernel (its layer's Sinkhorn iterations, which key the measured rows
+    beside its pre's); None for Qwen4-Exp's gated residual, which no table times."""
+    shape = {"kind": "post", "tokens": tokens, "d": d, "hc": hc}
     return Op("hc.post", "hyper_connection", flops=tokens * 2.0 * hc * d,
               act_bytes=tokens * (2 * hc + 1) * d * DTYPE_BYTES[act], kernels=1, dtype=act,
-              shape={"tokens": tokens, "d": d, "hc": hc})
+              shape=shape if iters is None else {**shape, "iters": iters})
 
 
 def _gated_residual_ops(hc: int, rank: int, d: int, tokens: int, act: str) -> list[Op]:
     """Qwen4-Exp's gated residual at a layer's two sites (hyper_connection_ops)."""
     down = rank + hc + (-(rank + hc)) % 16
     norm = Op("hc.pre", "hyper_connection", flops=tokens * 4.0 * hc * d, act_bytes=tokens * 2 * hc * d * DTYPE_BYTES[act],
-              kernels=1, dtype=act, shape={"tokens": tokens, "d": d, "hc": hc})
+              kernels=1, dtype=act, shape={"kind": "pre", "tokens": tokens, "d": d, "hc": hc})
     site = [norm, gemm("hc.down", tokens, hc * d, down, "bf16", act=act),
-            gemm("hc.up_mix", tokens, rank, hc * d, "bf16", act=act), _hc_post(hc, d, tokens, act)]
+            gemm("hc.up_mix", tokens, rank, hc * d, "bf16", act=act), hc_post(hc, d, tokens, act)]
     return site + site
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from mtpsim.costs.op import Op
+from mtpsim.costs.op import MLA_ABSORB_MAX_Q, Op
 from mtpsim.costs.profile import ANY, FAMILIES
 
 COMM = ("allreduce", "alltoall", "collective")
@@ -39,6 +39,12 @@ def lookup_point(op: Op, kv_key: str = "kv_tokens"):
         return "alltoall", (s["ranks"],), {"d": s["d"], "top_k": s["top_k"]}, {"tokens": s["tokens"]}
     if op.family in ("pass", "argmax"):
         return op.family, (), None, {a: s[a] for a in FAMILIES[op.family].axes}
+    if op.family == "state" and s.get("kind") == "linear":  # Gated DeltaNet: a verify reads the decode rows
+        phase = "prefill" if s["q"] > MLA_ABSORB_MAX_Q else "decode"
+        return "linear_state", (phase,), {d: s[d] for d in FAMILIES["linear_state"].dims}, \
+            {"batch": s["batch"], "q": s["q"]}
+    if op.family == "hyper_connection" and "iters" in s:  # DeepSeek-V4's mHC (the gated residual's: the roofline)
+        return "hyper_connection", (s["kind"],), {"d": s["d"], "hc": s["hc"], "iters": s["iters"]}, {"tokens": s["tokens"]}
     if op.family == "elementwise":  # looked up by element count, tokens x d, at the grid's width
         return "elementwise", (), None, {"elements": s["tokens"] * s["d"]}
     return None

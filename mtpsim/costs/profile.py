@@ -97,6 +97,15 @@ FAMILIES = {
     "alltoall": Family(("ranks",), ("d", "top_k"), ("tokens",), ("tokens",)),
     # NCCL reduce-scatter / all-gather by op and ranks, by the full buffer's bytes (aic_nccl.py)
     "collective": Family(("op", "ranks"), (), ("bytes",), ("bytes",), values={"op": ("all_gather", "reduce_scatter")}),
+    # Gated DeltaNet's kernels a layer, by phase: decode (conv update + fused recurrent, one token a
+    # request) or prefill (conv + chunked delta rule over q prompt tokens a request), per GPU heads
+    # (aic_rows.py `gdn_rows`; costs/attention_core.py `linear_core`)
+    "linear_state": Family(("phase",), ("kv_heads", "heads", "head_dim", "v_head_dim"), ("batch", "q"), ("batch", "q"),
+                           values={"phase": ("decode", "prefill")}),
+    # DeepSeek-V4's mHC kernels at one site, pre (mix, Sinkhorn, reduce, norm) or post (re-expand),
+    # by tokens (aic_rows.py `mhc_rows`; costs/compressed.py `mhc_pre`, `hc_post`)
+    "hyper_connection": Family(("kind",), ("d", "hc", "iters"), ("tokens",), ("tokens",), envelope=("tokens",),
+                               values={"kind": ("pre", "post")}),
     # DeepEP by mode (ll | normal) and ranks, across nodes too: costs/wide_ep.py `dispatch_combine_time`
     "alltoall_wide_ep": Family(("mode", "ranks"), ("d", "top_k"), ("tokens",), ("tokens",), values=MODES),
 }
