@@ -26,7 +26,7 @@ from mtpsim.errors import AtKey, ScenarioError, first_repeat, from_validation, s
 from mtpsim.specs import Spec
 
 RuleField = Literal["speculative_max_running_requests", "architecture_running_cap", "speculative_overlap",
-                    "speculative_overlap_possible",
+                    "speculative_overlap_possible", "compressed_query_heads",
                     "verify_scorer",
                     "fuses_shared_experts", "shared_fusion_below_capability", "triton_fp8_moe_from_capability",
                     "shared_expert_stream",

@@ -93,6 +93,11 @@ class EngineSpec(Spec):
     # when the engine runs unfused shared experts on a second CUDA stream beside the routed ones
     # (costs/streams.py): never, in passes of at most 1,024 tokens, or in CUDA-graph passes
     shared_expert_stream: Literal["none", "small_passes", "graphs"] = "none"
+    # query heads a GPU's compressed-attention kernel (DeepSeek-V4's FlashMLA sparse decode and
+    # prefill) runs under attention tp > 1: its own (`per_rank`), every head of the model
+    # (`all_heads`), or 64 where its own fit in 64, else every head (`to_64`), the rest zero-padded
+    # (costs/compressed.py CompressedKernel)
+    compressed_query_heads: Literal["per_rank", "all_heads", "to_64"] = "per_rank"
     # the attention kernel the release runs on every layer of a model whose attention layers mix
     # head sizes (vLLM forces its Triton unified attention for Gemma 4), which no profile times:
     # said in one warning where such a model is served (resolve.py), not priced

@@ -302,3 +302,26 @@ def test_mhc_kernels_are_priced_per_site_from_the_measured_rows():
     assert times["hc.pre"][0] == pytest.approx(rows.time_s[("pre", 4096, 1)], rel=1e-6)
     assert times["hc.post"][0] == pytest.approx(rows.time_s[("post", 4096, 1)], rel=1e-6)
     assert calls["hc.pre"] == calls["hc.post"] == 2 * 43  # two sites a layer
+
+
+@pytest.mark.parametrize("heads, tp, padding, run", [
+    (64, 8, "to_64", 64), (64, 1, "to_64", 64), (128, 4, "to_64", 64), (128, 2, "to_64", 64),
+    (128, 1, "to_64", 128), (128, 4, "all_heads", 128), (64, 8, "all_heads", 64), (64, 8, "per_rank", 8),
+    (128, 4, "per_rank", 32),
+])
+def test_flashmla_runs_padded_query_heads(heads, tp, padding, run):
+    """SGLang pads a rank's V4 query heads for FlashMLA's sparse kernels (h_q 64 or 128 only): to
+    64 where they fit from v0.5.14, to every head before (srt/models/deepseek_v4.py)."""
+    from mtpsim.costs.compressed import query_heads
+    assert query_heads(heads, tp, padding) == run
+
+
+@pytest.mark.parametrize("kind, version, heads", [("sglang", "0.5.16", 64), ("sglang", "0.5.13", 64),
+                                                   ("vllm", None, 8)])
+def test_the_engine_rule_sets_the_kernels_heads(kind, version, heads):
+    s = sc.validate({"name": "m", "model": "deepseek-v4-flash", "hardware": "b200", "parallel": {"tp": 8},
+                     "engine": {"kind": kind, **({"version": version} if version else {})},
+                     "speculative": {"design": "none"},
+                     "workload": {"concurrency": 1, "num_requests": 1, "input_len": 64, "output_len": 8}})
+    kernel = build_pricer(s)._kernel(s.specs.model.attention_kinds["csa"], "fp8")
+    assert kernel.heads == heads

@@ -218,6 +218,16 @@ def _gated_residual_ops(hc: int, rank: int, d: int, tokens: int, act: str) -> li
     return site + site
 
 
+def query_heads(num_heads: int, tp: int, padding: str = "per_rank") -> int:
+    """Query heads one GPU's compressed-attention kernel runs at attention tp `tp`: its own, or,
+    where the engine pads them for FlashMLA's sparse kernels (EngineSpec.compressed_query_heads),
+    every head of the model or 64 where its own fit in 64. At tp 1 a GPU holds them all."""
+    own = max(1, math.ceil(num_heads / tp))
+    if tp == 1 or padding == "per_rank":
+        return own
+    return num_heads if padding == "all_heads" or own > 64 else 64
+
+
 class CompressedKernel:
     """One compressed attention kind on one GPU of `tp`: the core over a batch's lengths (window
     plus chosen compressed entries), the indexer and the compressors' state traffic, as one op
@@ -226,9 +236,9 @@ class CompressedKernel:
     its last query's window and entries: exact for decode and verify, an upper bound for a
     prefill chunk (causally, early queries see fewer: about half the indexer's pairs)."""
 
-    def __init__(self, att: AttentionSpec, kv_dtype: str, tp: int, act: str = ACT):
+    def __init__(self, att: AttentionSpec, kv_dtype: str, tp: int, act: str = ACT, padding: str = "per_rank"):
         self.att, self.kv_dtype, self.tp, self.act = att, kv_dtype, tp, act
-        self.heads = max(1, math.ceil(att.num_heads / tp))
+        self.heads = query_heads(att.num_heads, tp, padding)
         self.entry, self.slot = entry_bytes(att, kv_dtype), window_entry_bytes(att, kv_dtype)
 
     def core(self, lens: BatchLens, tree_keys: float = 0.0) -> Op:

@@ -288,7 +288,8 @@ class Pricer:
     @lru_cache(maxsize=16)  # noqa: B019 -- a Pricer lives as long as its run; a kind's kernel never changes
     def _kernel(self, att, kv_dtype: str, decode_path: bool = False) -> O.AttentionKernel:
         if att.kind == "compressed":  # DeepSeek-V4's window + compressed entries (costs/compressed.py)
-            return C.CompressedKernel(att, kv_dtype, self.par.attention_tp, self.deployment.act)
+            return C.CompressedKernel(att, kv_dtype, self.par.attention_tp, self.deployment.act,
+                                      self.deployment.host.engine.compressed_query_heads)
         return O.AttentionKernel(att, kv_dtype, self.par.attention_tp, self.deployment.act, decode_path)
 
 
