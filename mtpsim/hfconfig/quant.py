@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -35,24 +36,44 @@ BITS = {(8, "float"): "fp8", (4, "float"): "fp4", (4, "int"): "fp4"}  # compress
 ALGOS = {"FP8": "fp8", "FP8_BLOCK": "fp8", "NVFP4": "fp4", "W4A16_NVFP4": "fp4", "MXFP4": "fp4", "W4A8_MXFP4_FP8": "fp4"}
 
 
+# seconds a scheme's patterns may spend naming a model's modules: NVIDIA's exports name tens of
+# thousands of modules exactly (a lookup) and a handful by pattern, which take milliseconds
+MATCH_BUDGET_S = 10.0
+
+
+class SlowPatterns(Exception):
+    """A scheme's module patterns took more than MATCH_BUDGET_S to match (one regular expression
+    that backtracks without end, or tens of thousands of wildcards): `pattern`, the one matching
+    when the time ran out, and `count`, how many patterns the scheme gives."""
+
+    def __init__(self, pattern: str, count: int):
+        super().__init__(pattern)
+        self.pattern, self.count = pattern, count
+
+
 class Patterns:
     """Module-name patterns (exclusions, or a MIXED_PRECISION map's keys) matched fast: exact names
     by a lookup of every dotted run of the module's name (a name names the module, its parents and
     any name ending in it: `lm_head`, `model.layers.0`), wildcards by fnmatch over the module or
     a parent, `re:` expressions searched in it. NVIDIA's exports list hundreds to tens of thousands
-    of exact names; a handful are wildcards."""
+    of exact names; a handful are wildcards. Wildcards and expressions run on the `regex` package,
+    whose matches take a timeout: together they may spend MATCH_BUDGET_S (SlowPatterns past it;
+    Python's own `re` cannot be stopped inside a match that backtracks exponentially)."""
 
     def __init__(self, items: list[tuple[str, str | None]]):
+        import regex
         self.exact: dict[str, str | None] = {}
-        self.other: list[tuple[Callable, str | None]] = []  # (a matcher of the module's name, the value)
+        # (the pattern as written, a matcher of the module's name, the value)
+        self.other: list[tuple[str, Callable, str | None]] = []
         for pattern, value in items:
             if pattern.startswith("re:"):  # searched, its own flags and groups its own
-                self.other.append((re.compile(pattern[3:]).search, value))
+                self.other.append((pattern, regex.compile(pattern[3:]).search, value))
             elif any(ch in pattern for ch in "*?["):
-                self.other.append((re.compile(f"{fnmatch.translate(pattern)}|{fnmatch.translate(pattern + '.*')}").match,
-                                   value))
+                self.other.append((pattern, regex.compile(f"{fnmatch.translate(pattern)}|"
+                                                          f"{fnmatch.translate(pattern + '.*')}").match, value))
             else:
                 self.exact.setdefault(pattern, value)
+        self.spent = 0.0  # seconds the wildcards and expressions have taken so far
 
     def find(self, module: str) -> tuple[bool, str | None]:
         """(whether a pattern names `module`, the value of the first that does)."""
@@ -63,10 +84,22 @@ class Patterns:
                     run = ".".join(parts[i:j])
                     if run in self.exact:
                         return True, self.exact[run]
-        for matches, value in self.other:
-            if matches(module):
-                return True, value
-        return False, None
+        if not self.other:
+            return False, None
+        start = time.perf_counter()
+        try:
+            for pattern, matches, value in self.other:
+                left = MATCH_BUDGET_S - self.spent - (time.perf_counter() - start)
+                if left <= 0:
+                    raise SlowPatterns(pattern, len(self.other) + len(self.exact))
+                try:
+                    if matches(module, timeout=left):
+                        return True, value
+                except TimeoutError:
+                    raise SlowPatterns(pattern, len(self.other) + len(self.exact)) from None
+            return False, None
+        finally:
+            self.spent += time.perf_counter() - start
 
 
 @dataclass(frozen=True)

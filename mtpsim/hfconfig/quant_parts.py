@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mtpsim.errors import warn
-from mtpsim.hfconfig.quant import Scheme
+from mtpsim.errors import ScenarioError, short, warn
+from mtpsim.hfconfig import quant
+from mtpsim.hfconfig.quant import Scheme, SlowPatterns
 
 PARTS = ("attention", "dense_ffn", "experts", "mtp")  # the linear weights a scheme can reach
 LAYER_PREFIXES = ("model.layers.{i}.", "model.language_model.layers.{i}.", "language_model.model.layers.{i}.",
@@ -86,6 +87,17 @@ def part_dtypes(scheme: Scheme, mapping: dict[str, Any], family: str, where: str
     """The dtype of each part the scheme reaches (PARTS): per part, the naming under which the
     scheme names the most of its modules, then the majority of those modules' dtypes (the base
     where most are left out). A part split between dtypes is said once, at `at`."""
+    try:
+        return _part_dtypes(scheme, mapping, family, where, at, base)
+    except SlowPatterns as slow:
+        raise ScenarioError(where, at, f"the {scheme.source}'s {slow.count} module patterns took over "
+                            f"{quant.MATCH_BUDGET_S:g} s to match the model's modules (stopped at {short(slow.pattern, 60)}): "
+                            "name the modules exactly, or give fewer patterns (an expression that backtracks without end "
+                            "stops here too)") from None
+
+
+def _part_dtypes(scheme: Scheme, mapping: dict[str, Any], family: str, where: str, at: str,
+                 base: str | None) -> dict[str, str]:
     out: dict[str, str] = {}
     for part, namings in part_modules(mapping, family).items():
         if not any(namings):  # none of it in the model, or MTP layers of a kind the config does not say

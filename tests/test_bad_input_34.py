@@ -1,0 +1,48 @@
+"""Bad-input campaign 34: ~760 probes over the whole CLI, aimed at trees read from an accept
+length, hand-written config.json files (Llama 4, no torch_dtype, quantization variants), user
+profiles, engine keys, block drafters, search/recommend flags, YAML tricks and traces. No traceback
+and no multi-line error; every refusal exited 2. The holes, each tested below:
+- a quantization config's module patterns could run without end: 20,000 wildcards took minutes
+  (a regular expression that backtracks exponentially under Python's `re` too); patterns now run
+  on `regex` under a time budget, past which one line names the key;
+"""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from mtpsim.hfconfig import quant
+from tests.test_bad_input import one_line_error, run
+from tests.test_hfconfig import LLAMA_31_8B, read
+
+FP8 = {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}
+HEAD = ("name: s\nmodel: {hf_config: ./config.json}\nhardware: h100-sxm\n"
+        "workload: {arrival: closed, concurrency: 1, num_requests: 1, input_len: 64, output_len: 4}\n")
+
+
+def test_an_expression_that_backtracks_under_re_reads_in_moments(tmp_path):
+    """`re:(.|.)*Z` takes exponential time in Python's `re` on every module name; under `regex`
+    it does not, and the model reads."""
+    config = {**LLAMA_31_8B, "quantization_config": {**FP8, "modules_to_not_convert": ["re:(.|.)*Z"]}}
+    start = time.perf_counter()
+    spec = read(tmp_path, config)
+    assert time.perf_counter() - start < 10
+    assert spec.dtypes.attention == "fp8"
+
+
+def test_patterns_past_the_time_budget_are_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(quant, "MATCH_BUDGET_S", 0.05)
+    config = {**LLAMA_31_8B, "quantization_config": {**FP8, "modules_to_not_convert": [f"zz{i}*" for i in range(3000)]}}
+    line = one_line_error(capsys, run(tmp_path, HEAD, {"config.json": json.dumps(config)}), "model.hf_config",
+                          "3000 module patterns took over 0.05 s")
+    assert "stopped at 'zz" in line
+
+
+def test_a_pattern_that_times_out_stops_the_match():
+    """The budget bounds one match too: a timeout inside `regex` ends it (SlowPatterns)."""
+    patterns = quant.Patterns([("re:a", None)])
+    patterns.spent = quant.MATCH_BUDGET_S  # the budget already spent
+    with pytest.raises(quant.SlowPatterns):
+        patterns.find("model.layers.0.mlp")
