@@ -46,3 +46,21 @@ def test_a_pattern_that_times_out_stops_the_match():
     patterns.spent = quant.MATCH_BUDGET_S  # the budget already spent
     with pytest.raises(quant.SlowPatterns):
         patterns.find("model.layers.0.mlp")
+
+
+TREE_ROWS = ("name: t\nmodel: llama-3.1-8b\nhardware: h100-sxm\n"
+             "speculative: {design: nextn, steps: 2, topk: 2, draft: eagle3-llama-3.1-8b}\n"
+             "acceptance:\n  per_depth_topk: [[0.9, 0.05], [0.9, 0.05], [0.9, 0.05], [0.9, 0.05], [0.9, 0.05], [0.9, 0.05]]\n"
+             "workload: {arrival: closed, concurrency: 1, num_requests: 4, input_len: 256, output_len: 64}\n")
+
+
+def test_recommend_tries_every_depth_a_trees_matrix_gives(tmp_path, capsys):
+    """A 6-row per_depth_topk with speculative.steps 2: recommend compared steps 1..2 only (the
+    profile it read kept the scenario's 2 rows) and picked S=2; chains' 6 per_depth values gave 1..6."""
+    from mtpsim import cli
+    path = tmp_path / "t.yaml"
+    path.write_text(TREE_ROWS)
+    assert cli.main(["recommend", str(path), "--topk", "1,2", "--batch", "1", "--seeds", "1", "--jobs", "1",
+                     "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "nextn steps 1..6, topk [1, 2]" in out

@@ -29,7 +29,9 @@ def candidate_steps(s: sc.Scenario, max_steps: int | None, origin: tuple[str, st
     """1..the most steps that the max_steps limit, the design with this model (one MTP layer
     or head per step, say), and the acceptance profile's depths all allow; `origin` (file or
     flag, key): where max_steps came from, which a limit past what runs is warned on."""
-    depths = len(AcceptanceProfile.from_section(s.acceptance, s.speculative.steps, s.source).alphas)
+    acc = s.acceptance  # a tree's matrix gives a row a depth, whatever steps the scenario drafts (its profile keeps those)
+    depths = len(acc.per_depth_topk) if acc.per_depth_topk is not None else \
+        len(AcceptanceProfile.from_section(acc, s.speculative.steps, s.source).alphas)
     limit = min(max_steps or MAX_STEPS, depths)
     design, draft = record(s.speculative.design), s.specs.draft or s.specs.assistant
     model = as_built_for(s.specs.model, draft)  # a config.json's DSpark target is its drafter's, as checks.py has it
