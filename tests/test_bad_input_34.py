@@ -64,3 +64,13 @@ def test_recommend_tries_every_depth_a_trees_matrix_gives(tmp_path, capsys):
                      "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
     assert "nextn steps 1..6, topk [1, 2]" in out
+
+
+def test_a_partial_model_dtypes_beside_an_unread_quantization_names_the_parts_left(tmp_path, capsys):
+    """A GPTQ config.json with `dtypes: {kv_cache: fp8}`: any partial model.dtypes silenced the
+    "give model.dtypes" error and the 4-bit weights were priced bf16 without a word."""
+    config = {**LLAMA_31_8B, "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128}}
+    text = HEAD.replace("model: {hf_config: ./config.json}", "model: {hf_config: ./config.json, dtypes: {kv_cache: fp8}}")
+    line = one_line_error(capsys, run(tmp_path, text, {"config.json": json.dumps(config)}), "model.dtypes",
+                          "give model.dtypes for attention, dense_ffn (it gives kv_cache only)")
+    assert "gptq" in line

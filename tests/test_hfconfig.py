@@ -531,7 +531,11 @@ def test_gemma4_moe_names_its_experts_apart_from_its_mlp(tmp_path):
 def test_a_quantization_not_read_asks_for_model_dtypes(tmp_path, quant, said):
     err = error(tmp_path, {**LLAMA_31_8B, "quantization_config": quant})
     assert err.key == "model.dtypes" and said in err.reason, err.reason
-    assert read(tmp_path, {**LLAMA_31_8B, "quantization_config": quant}, dtypes={"attention": "fp8"}).dtypes.attention == "fp8"
+    # every weight the model has must be given (campaign 34: a partial model.dtypes priced the rest bf16)
+    spec = read(tmp_path, {**LLAMA_31_8B, "quantization_config": quant}, dtypes={"attention": "fp8", "dense_ffn": "fp4"})
+    assert (spec.dtypes.attention, spec.dtypes.dense_ffn) == ("fp8", "fp4")
+    err = error(tmp_path, {**LLAMA_31_8B, "quantization_config": quant}, dtypes={"attention": "fp8"})
+    assert err.key == "model.dtypes" and err.reason.endswith("give model.dtypes for dense_ffn (it gives attention only)")
 
 
 def test_a_float32_checkpoint_is_served_in_16_bits(tmp_path, capsys):

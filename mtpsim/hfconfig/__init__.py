@@ -224,7 +224,12 @@ def _dtypes(top: Config, text: Config, where: str, key: str, overrides: dict, ma
         out |= quant_parts.part_dtypes(scheme, mapping, _family(top), where, at, base)
         if scheme.fp4_scale_bytes is not None and "fp4" in out.values():  # the scales its 4-bit weights are stored with
             mapping["fp4_scale_bytes"] = scheme.fp4_scale_bytes
-    if problem and "dtypes" not in overrides:
+    if problem:  # the scenario's model.dtypes must say what config.json cannot, for each weight the model has
         at = f"{key}.dtypes" if key else "dtypes"
-        raise ScenarioError(where, at, f"config.json {problem}; give {at}")
+        given = overrides.get("dtypes")
+        held = [part for part, namings in quant_parts.part_modules(mapping, _family(top)).items() if any(namings)]
+        missing = [part for part in held if not isinstance(given, dict) or part not in given]
+        if given is None or missing:
+            also = f" (it gives {', '.join(given)} only)" if isinstance(given, dict) and given else ""
+            raise ScenarioError(where, at, f"config.json {problem}; give {at} for {', '.join(missing)}{also}")
     return out
