@@ -74,3 +74,18 @@ def test_a_partial_model_dtypes_beside_an_unread_quantization_names_the_parts_le
     line = one_line_error(capsys, run(tmp_path, text, {"config.json": json.dumps(config)}), "model.dtypes",
                           "give model.dtypes for attention, dense_ffn (it gives kv_cache only)")
     assert "gptq" in line
+
+
+def test_an_eagle3_heads_config_is_refused_not_read_as_a_plain_decoder(tmp_path, capsys):
+    """SpecForge's EAGLE-3 head (LlamaForCausalLMEagle3 under model_type llama) was read as a
+    one-layer Llama: its draft vocabulary dropped (a draft pass at twice its time) and its 2,048-token
+    max_position_embeddings refusing longer prompts."""
+    head = {**LLAMA_31_8B, "architectures": ["LlamaForCausalLMEagle3"], "num_hidden_layers": 1,
+            "draft_vocab_size": 32000, "max_position_embeddings": 2048}
+    (tmp_path / "head.json").write_text(json.dumps(head))
+    text = ("name: s\nmodel: llama-3.1-8b\nhardware: h100-sxm\n"
+            "speculative: {design: nextn, steps: 2, draft: {hf_config: ./head.json, role: draft, backbone_hidden_size: 4096}}\n"
+            "acceptance: {accept_length: 2.0}\n"
+            "workload: {arrival: closed, concurrency: 1, num_requests: 1, input_len: 64, output_len: 4}\n")
+    line = one_line_error(capsys, run(tmp_path, text), "architectures", "is an EAGLE draft head")
+    assert "head.json" in line

@@ -119,6 +119,10 @@ def _reader(top: Config, where: str, at: str):
         raise top.error("architectures", f"expected a list of class names (e.g. [\"DeepseekV3ForCausalLM\"]), got "
                         f"{short(architectures)}")
     first = architectures[0] if architectures else None
+    if first is not None and "eagle" in first.lower():  # SpecForge's LlamaForCausalLMEagle3 under model_type llama
+        raise top.error("architectures", f"{short(first)} is an EAGLE draft head, which a family reader would read as "
+                        "a plain decoder (its draft vocabulary, fused target layers and double-width attention input "
+                        "lost): write it as a catalog file with role: draft (as mtpsim/data/models/eagle3-llama-3.1-8b.yaml)")
     reader = READERS.get(model_type) if model_type is not None else None
     if reader is None and model_type is not None and first in ARCHITECTURES:
         # the class's family reads it (a fine-tune's own model_type): said, as a family it does not
