@@ -77,7 +77,9 @@ class _Rules:
             node = super().compose_node(parent, index)
             # a plain scalar's style: None in PyYAML's events, '' in libyaml's
             bare = isinstance(node, yaml.ScalarNode) and not node.style
-            plain = _DECIMAL.get(node.tag) if bare else None
+            # a number's spelling, bare or quoted under an explicit !!int / !!float tag (a quoted scalar
+            # is text unless tagged so: its tag is an int's or a float's only then)
+            plain = _DECIMAL.get(node.tag) if isinstance(node, yaml.ScalarNode) else None
             if node.tag == _MERGE and index is not None:  # a `<<` not in a mapping's key: an item or a value
                 raise _Problem(self._path, "'<<' is YAML's merge key, which only a mapping's key can be (<<: *anchor); "
                                "quote it to mean the text")

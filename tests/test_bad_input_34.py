@@ -89,3 +89,16 @@ def test_an_eagle3_heads_config_is_refused_not_read_as_a_plain_decoder(tmp_path,
             "workload: {arrival: closed, concurrency: 1, num_requests: 1, input_len: 64, output_len: 4}\n")
     line = one_line_error(capsys, run(tmp_path, text), "architectures", "is an EAGLE draft head")
     assert "head.json" in line
+
+
+@pytest.mark.parametrize("value", ['!!int "010"', '!!int "0x10"', '!!int "1_0"', '!!int "1:30"', '!!float "1_0.5"'])
+def test_a_quoted_number_under_an_explicit_tag_is_checked_as_a_bare_one(tmp_path, capsys, value):
+    """`!!int "010"` ran with 8 users (16, 10, 90 for the others) where a bare 010 is refused."""
+    text = HEAD.replace("model: {hf_config: ./config.json}", "model: llama-3.1-8b").replace(
+        "concurrency: 1,", f"concurrency: {value},")
+    one_line_error(capsys, run(tmp_path, text), "workload.concurrency", "write it in decimal")
+
+
+def test_a_decimal_under_an_explicit_tag_reads():
+    from mtpsim.yamlfiles import parse_yaml
+    assert parse_yaml('a: !!int "12"\nb: !!float "2.5"\n', "s.yaml") == {"a": 12, "b": 2.5}
