@@ -37,9 +37,15 @@ def advise_sweep(points: list[Scenario], skip: tuple = ()) -> None:
     which is no more read), or that changes no simulation (question, name): one warning that
     the sweep's points are the same run."""
     from mtpsim.errors import warn
-    if len(points) < 2:
+    if not points:
         return
     found = [problems(s, (*skip, *RUNS_OTHERWISE)) for s in points]  # advise() says those at each point
+    if len(points) == 1:  # one point: what advise() holds back at its swept keys is said as at any other key
+        for swept in points[0].point:
+            for key, reason in found[0]:
+                if _within(swept, key):
+                    warn(points[0].source, f"sweep.{swept}", f"{key}: {reason}")
+        return
     for swept in points[0].point:
         if swept in ("question", "name"):
             warn(points[0].source, f"sweep.{swept}", f"the {swept} is printed, not simulated: these points are the "

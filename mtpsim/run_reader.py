@@ -155,14 +155,17 @@ def plot_run(folder: Path, points: list[sc.Scenario] | None = None) -> list[Path
 
 
 def _resolved_names(folder: Path) -> list[str] | None:
-    """Each point's scenario name, from the folder's scenario.resolved.yaml (None where it cannot
-    be read as one mapping per point: plot_run says so as it skips the memory plot)."""
-    try:
-        docs = load_yaml_documents(str(Path(folder) / "scenario.resolved.yaml"))
-    except (ScenarioError, OSError):
+    """Each point's scenario name, from the folder's scenario.resolved.yaml; None without the file
+    (plot_run says so as it skips the memory plot). A file that is there but is not one mapping
+    with a name per point is refused: the tables could not be checked against the run's points,
+    and a folder whose tables were copied in from another run would be drawn as this one."""
+    path = Path(folder) / "scenario.resolved.yaml"
+    if not path.is_file():
         return None
+    docs = load_yaml_documents(str(path))  # its ScenarioError names the file and what is wrong
     if not docs or not all(isinstance(d, dict) and isinstance(d.get("name"), str) for d in docs):
-        return None
+        raise ScenarioError(str(path), "", "not one scenario with a name per point, as `mtpsim run` writes it: the "
+                            "folder's tables cannot be checked against its points")
     return [d["name"] for d in docs]
 
 

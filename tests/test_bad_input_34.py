@@ -102,3 +102,69 @@ def test_a_quoted_number_under_an_explicit_tag_is_checked_as_a_bare_one(tmp_path
 def test_a_decimal_under_an_explicit_tag_reads():
     from mtpsim.yamlfiles import parse_yaml
     assert parse_yaml('a: !!int "12"\nb: !!float "2.5"\n', "s.yaml") == {"a": 12, "b": 2.5}
+
+
+def test_a_one_point_sweep_warns_what_the_key_set_directly_warns(tmp_path, capsys):
+    """`sweep: {cost.moe_skew: [0.5]}` on a dense model said nothing, where setting the key warns
+    and a sweep of two values warns once for both."""
+    from mtpsim import cli, errors
+    errors._warned.clear()
+    text = ("name: s\nmodel: llama-3.1-8b\nhardware: h100-sxm\n"
+            "workload: {arrival: closed, concurrency: 1, num_requests: 1, input_len: 64, output_len: 4}\n"
+            "sweep: {cost.moe_skew: [0.5]}\n")
+    assert cli.main([*run(tmp_path, text), "--jobs", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "sweep.cost.moe_skew: cost.moe_skew: model 'llama-3.1-8b' has no experts" in err
+
+
+def test_plot_refuses_a_folder_whose_points_cannot_be_read(tmp_path, capsys):
+    """Another run's tables copied in are refused (their names disagree with the run's points); with
+    scenario.resolved.yaml broken too, plot drew them with a warning."""
+    from mtpsim import cli
+    text = ("name: s\nmodel: llama-3.1-8b\nhardware: h100-sxm\n"
+            "workload: {arrival: closed, concurrency: 1, num_requests: 1, input_len: 64, output_len: 4}\n")
+    assert cli.main([*run(tmp_path, text), "--jobs", "1"]) == 0
+    resolved = tmp_path / "out" / "scenario.resolved.yaml"
+    resolved.write_text(resolved.read_text() + "x: [\n")
+    capsys.readouterr()
+    line = one_line_error(capsys, ["plot", str(tmp_path / "out")], "", "YAML syntax error")
+    assert "scenario.resolved.yaml" in line
+    resolved.write_text("- 1\n- 2\n")
+    one_line_error(capsys, ["plot", str(tmp_path / "out")], "", "not one scenario with a name per point")
+
+
+@pytest.mark.parametrize("size", [0, -32, 16.5, "16"])
+def test_a_compressed_tensors_group_size_that_is_no_count_is_refused(tmp_path, size):
+    """group_size 0 or -32 was read as NVFP4's 16 in silence."""
+    from mtpsim.errors import ScenarioError
+    quant_cfg = {"quant_method": "compressed-tensors", "config_groups": {
+        "g": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "group_size": size}}}}
+    with pytest.raises(ScenarioError) as err:
+        read(tmp_path, {**LLAMA_31_8B, "quantization_config": quant_cfg})
+    assert err.value.key == "quantization_config.config_groups.g.weights.group_size"
+
+
+def test_an_hf_quant_config_folder_is_refused_not_passed_over(tmp_path, capsys):
+    (tmp_path / "hf_quant_config.json").mkdir()
+    line = one_line_error(capsys, run(tmp_path, HEAD, {"config.json": json.dumps(LLAMA_31_8B)}), "", "a folder, not a file")
+    assert "hf_quant_config.json" in line
+
+
+@pytest.mark.parametrize("rope_type", [["yarn"], 5])
+def test_a_rope_type_that_names_no_scaling_is_refused(tmp_path, rope_type):
+    """It was applied as a plain multiplier (max_context 131072 -> 524288)."""
+    from mtpsim.errors import ScenarioError
+    config = {**LLAMA_31_8B, "rope_scaling": {"rope_type": rope_type, "factor": 4.0}}
+    with pytest.raises(ScenarioError) as err:
+        read(tmp_path, config)
+    assert err.value.key == "rope_scaling.rope_type"
+
+
+@pytest.mark.parametrize("layers", ["1_0,3", "\u0663,1"])
+def test_layer_indices_are_ascii_decimal(tmp_path, layers):
+    """Llama 4's moe_layers "1_0" read as layer 10 and an Arabic-Indic three as layer 3."""
+    from mtpsim.errors import ScenarioError
+    from tests.test_hfconfig import LLAMA4_SCOUT_TEXT
+    with pytest.raises(ScenarioError) as err:
+        read(tmp_path, {**LLAMA4_SCOUT_TEXT, "moe_layers": layers})
+    assert err.value.key.endswith("moe_layers")

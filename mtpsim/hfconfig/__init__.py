@@ -97,6 +97,9 @@ def _max_context(c: Config) -> int:
         return length
     scaling = c.sub(key)
     kind = scaling.get("rope_type", scaling.get("type"))
+    if kind is not None and not isinstance(kind, str):  # a list or a number is no scaling's name: not a multiplier
+        raise scaling.error("rope_type" if "rope_type" in scaling.data else "type",
+                            f"expected the scaling's name (e.g. \"yarn\"), got {short(kind)}")
     if kind in (None, "default", "su", "longrope", "llama3", "mrope"):
         return length
     factor = scaling.get("factor", 1.0)

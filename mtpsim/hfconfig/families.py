@@ -6,6 +6,7 @@ code (cited in each reader; view.py reads the config and builds the kinds). Kind
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from mtpsim.errors import short, warn
@@ -324,6 +325,9 @@ def _layer_set(c: Config, key: str, n: int) -> set[int]:
         items = value.split(",") if isinstance(value, str) else list(value)
         # a list holds JSON integers (int() would read 1.5 as layer 1 and true as layer 1)
         if not isinstance(value, str) and any(type(v) is not int for v in items):
+            raise ValueError
+        # a string's items in ASCII decimal only (int() would read "1_0" as 10 and an Arabic-Indic digit)
+        if isinstance(value, str) and not all(re.fullmatch(r"\s*-?[0-9]+\s*", v) or not v.strip() for v in items):
             raise ValueError
         found = {int(v) for v in items if str(v).strip()}
     except (TypeError, ValueError):

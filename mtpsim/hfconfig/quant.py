@@ -209,6 +209,9 @@ def pattern_list(value: Any, fields: Fields, key: str) -> tuple[str, ...]:
 
 
 def _hf_quant_file(path: Path) -> Scheme | Problem | None:
+    if path.is_dir():  # a file of that name is read: a folder in its place is not the export's file
+        raise ScenarioError(str(path), "", "a folder, not a file: NVIDIA's ModelOpt exports write hf_quant_config.json "
+                            "beside config.json")
     if not path.is_file():
         return None
     data = load_json(str(path), str(path), "")
@@ -260,7 +263,10 @@ def _compressed(q: Fields) -> Scheme | Problem:
                            "which are not read (8-bit float and 4-bit float or int weights are)")
         if BITS[key] == "fp4":  # a scale per group: FP8 for 4-bit floats (NVFP4), BF16 for ints, E8M0 for MXFP4
             size = weights.get("group_size")
-            size = size if type(size) is int and size > 0 else 16
+            if size is not None and (type(size) is not int or size <= 0):  # absent: NVFP4's 16
+                raise q.error(f"config_groups.{name}.weights.group_size", f"expected a positive whole number of "
+                              f"weights a scale covers, got {short(size)}")
+            size = size or 16
             fp4_scale = 1 / 32 if "mxfp4" in form else (1 if key[1] == "float" else 2) / size
         targets = pattern_list(group.get("targets", []), Fields(group, q.path, f"{q.prefix}config_groups.{name}."),
                                "targets")
