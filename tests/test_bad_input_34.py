@@ -4,7 +4,25 @@ profiles, engine keys, block drafters, search/recommend flags, YAML tricks and t
 and no multi-line error; every refusal exited 2. The holes, each tested below:
 - a quantization config's module patterns could run without end: 20,000 wildcards took minutes
   (a regular expression that backtracks exponentially under Python's `re` too); patterns now run
-  on `regex` under a time budget, past which one line names the key;
+  on `regex` under a time budget, past which one line names the key (H1, H2);
+- recommend and search compared a tree's steps only up to the scenario's own, whatever depths
+  its per_depth_topk matrix gave (H3);
+- a quoted number under an explicit !!int / !!float tag skipped the decimal-spelling check (H4);
+- a one-point sweep said nothing of a key no point reads (H5);
+- a partial model.dtypes beside a quantization mtpsim does not read priced the other weights at
+  torch_dtype in silence (H6);
+- an EAGLE-3 head's config.json was read as a plain one-layer Llama (H7);
+- a rope_type that is no name was applied as a multiplier; layer indices spelled "1_0" or in
+  another script's digits were read as numbers (H8);
+- a compressed-tensors group_size of 0 or below read as 16; an hf_quant_config.json folder was
+  passed over (H10, H11);
+- plot drew another run's tables in a folder whose scenario.resolved.yaml could not be read (H12).
+
+Left alone: config.json files that give one setting twice under two keys (mtp_num_hidden_layers
+and num_nextn_predict_layers, rope_scaling and rope_parameters, MiMo's sliding_window and
+sliding_window_size) are read by a fixed key order without a word (H9); a few errors name the spec
+key a config.json value became (model.max_context for a tiny rope factor, model.fp4_scale_bytes for
+group_size 1) rather than the config's own key (H10).
 """
 from __future__ import annotations
 
