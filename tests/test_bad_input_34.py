@@ -18,9 +18,12 @@ and no multi-line error; every refusal exited 2. The holes, each tested below:
   passed over (H10, H11);
 - plot drew another run's tables in a folder whose scenario.resolved.yaml could not be read (H12).
 
-Left alone: config.json files that give one setting twice under two keys (mtp_num_hidden_layers
-and num_nextn_predict_layers, rope_scaling and rope_parameters, MiMo's sliding_window and
-sliding_window_size) are read by a fixed key order without a word (H9); a few errors name the spec
+- two MTP layer counts that disagree (mtp_num_hidden_layers, num_nextn_predict_layers) were read by a
+  fixed key order (H9, in part).
+
+Left alone: the other pairs of keys that give one setting twice (rope_scaling and rope_parameters,
+MiMo's sliding_window and sliding_window_size, a text-level and a top-level quantization_config)
+are read by a fixed key order without a word (H9); a few errors name the spec
 key a config.json value became (model.max_context for a tiny rope factor, model.fp4_scale_bytes for
 group_size 1) rather than the config's own key (H10).
 """
@@ -186,3 +189,15 @@ def test_layer_indices_are_ascii_decimal(tmp_path, layers):
     with pytest.raises(ScenarioError) as err:
         read(tmp_path, {**LLAMA4_SCOUT_TEXT, "moe_layers": layers})
     assert err.value.key.endswith("moe_layers")
+
+
+def test_two_mtp_layer_counts_that_disagree_are_refused(tmp_path):
+    """A config with mtp_num_hidden_layers 1 and num_nextn_predict_layers 2 was read as 2 in
+    silence (H9), where Qwen3.5's engines read the former."""
+    from mtpsim.errors import ScenarioError
+    from tests.test_hfconfig import QWEN35_27B
+    with pytest.raises(ScenarioError) as err:
+        read(tmp_path, {**QWEN35_27B, "text_config": {**QWEN35_27B["text_config"], "num_nextn_predict_layers": 2}})
+    assert err.value.key == "text_config.mtp_num_hidden_layers" and "give one count" in err.value.reason
+    same = {**QWEN35_27B, "text_config": {**QWEN35_27B["text_config"], "num_nextn_predict_layers": 1}}
+    assert read(tmp_path, same).mtp.num_layers == 1

@@ -173,6 +173,10 @@ def _mtp(c: Config, layout: Layout, n: int, where: str, key: str, overrides: dic
     the rule gives every MTP layer the same pair; else the scenario's model.mtp must give it."""
     said = next((k for k in ("num_nextn_predict_layers", "mtp_num_hidden_layers") if c.int(k, 0)), None)  # Qwen3.5: the latter
     count = c.int(said) if said else 0
+    if said == "num_nextn_predict_layers" and c.int("mtp_num_hidden_layers", 0) not in (0, count):
+        # two counts of one thing: the engines of a family read one key each (SGLang's qwen3_5_mtp.py the latter)
+        raise c.error("mtp_num_hidden_layers", f"{c.int('mtp_num_hidden_layers')} MTP layers, and num_nextn_predict_layers "
+                      f"says {count}: give one count")
     if not count and c.bool("use_mtp", False):  # MiniMax-M2: MTP modules of mtp_transformer_layers each
         said, count = "num_mtp_modules", c.int("num_mtp_modules", 0) * c.int("mtp_transformer_layers", 1, low=1)
     if not count:
