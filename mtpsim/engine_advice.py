@@ -80,6 +80,10 @@ def engine_moot(s: Scenario) -> list[tuple[str, str]]:
     lacking = lacked_method(s)
     if lacking is not None:
         found.append(lacking)
+    arch = s.specs.model.architecture
+    if arch is not None and arch in engine.lacks_architectures:
+        found.append(("model", f"{engine.name} {engine.version} has no code for {arch} models (engines/{engine.name}.yaml "
+                      "lacks_architectures): mtpsim prices it with this release's rules as if it served it"))
     launch = scenario_cannot_launch(s)
     if launch is not None:  # a layout or draft shape the engine has no option for
         key, why = launch

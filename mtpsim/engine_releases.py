@@ -32,6 +32,7 @@ RuleField = Literal["speculative_max_running_requests", "architecture_running_ca
                     "shared_expert_stream",
                     "fraction_by_tp", "unoverlapped_designs", "speculative_overlap_max_topk", "decode_overlap",
                     "speculative_host_extra_s", "eager_passes", "mixed_head_attention", "mixes_as_decode", "lacks_methods",
+                    "lacks_architectures",
                     "mixed_head_fa4_capability",
                     "kv_pool.reserved.speculative_mib", "kv_pool.reserved.classes", "kv_pool.fraction",
                     "kv_pool.margin_mib", "kv_pool.margin_activation_share", "prefill_chunk",

@@ -110,6 +110,9 @@ class EngineSpec(Spec):
     # as if it ran it, with one warning (engine_advice.py)
     # eagle3: an external EAGLE-3 draft (one that fuses target layers) under design nextn
     lacks_methods: tuple[Literal["multi_layer", "frozen_kv", "parallel_heads", "dflash", "dspark", "eagle3"], ...] = ()
+    # model classes (ModelSpec.architecture) this release has no code for, where its code was read: a
+    # scenario serving one is priced with the engine's rules as if it ran it, with one warning (engine_advice.py)
+    lacks_architectures: tuple[str, ...] = ()
     # designs whose iterations this release mixes prompt chunks into, where mixing is on, by running
     # that step's requests as plain one-token decodes (SGLang from v0.5.19): not modelled, said in one
     # warning (engine_advice.py); mixed_batches.speculative stays the rule mtpsim prices
@@ -133,6 +136,7 @@ class EngineSpec(Spec):
     dp_routing: DpRouting = DpRouting()  # how arrivals are spread over dp replicas
 
     @field_validator("unoverlapped_designs", "eager_passes", "mixes_as_decode", "mixed_head_fa4_capability", "lacks_methods",
+                     "lacks_architectures",
                      mode="before")
     @classmethod
     def _lists_as_tuples(cls, value):

@@ -99,3 +99,17 @@ def test_a_deepseek_v4_run_holds_256_requests_and_says_which_rule(tmp_path, caps
     for line in capped:
         assert line.startswith("cap 256: ")
         assert line.endswith("set by sglang 0.5.16's cap for DeepseekV4ForCausalLM models (rule deepseek_v4_running_cap)")
+
+
+@pytest.mark.parametrize("version, said", [("0.5.11", True), ("0.5.12", False)])
+def test_a_release_without_deepseek_v4_code_says_so(tmp_path, capsys, version, said):
+    """SGLang's DeepSeek-V4 code first ships in v0.5.12 (rule no_deepseek_v4_code): a scenario on
+    an older release is priced with its rules, and one warning says the release cannot serve it."""
+    from mtpsim import cli, errors
+    from tests.test_bad_input import run
+    errors._warned.clear()
+    text = (f"name: s\nmodel: deepseek-v4-flash\nhardware: b200\nengine: {{kind: sglang, version: \"{version}\"}}\n"
+            "parallel: {tp: 8}\nworkload: {arrival: closed, concurrency: 1, num_requests: 1, input_len: 16, output_len: 4}\n")
+    assert cli.main(["cost", run(tmp_path, text)[1]]) == 0
+    err = capsys.readouterr().err
+    assert (f"model: sglang {version} has no code for DeepseekV4ForCausalLM models" in err) == said
