@@ -325,3 +325,26 @@ def test_the_engine_rule_sets_the_kernels_heads(kind, version, heads):
                      "workload": {"concurrency": 1, "num_requests": 1, "input_len": 64, "output_len": 8}})
     kernel = build_pricer(s)._kernel(s.specs.model.attention_kinds["csa"], "fp8")
     assert kernel.heads == heads
+
+
+def test_mxfp4_experts_read_their_measured_rows_where_nvfp4_has_none():
+    """aiconfigurator times SGLang's MXFP4 experts (flashinfer_mxfp4, MXFP8 activations) at
+    DeepSeek-V4's shapes on B200 and NVFP4 at others': a shape NVFP4 lacks takes the MXFP4 rows
+    (aic_rows.filled_dtypes), so V4-Flash's experts are calibrated, not scaled from another model."""
+    import pandas as pd
+
+    from mtpsim.calibration.aic_rows import MOE_RULE, DtypeRule, filled_dtypes
+    df = pd.DataFrame({"moe_dtype": ["nvfp4", "w4a8_mxfp4_mxfp8", "w4a8_mxfp4_mxfp8", "bfloat16", "bfloat16"],
+                       "num_tokens": [1] * 5, "hidden_size": [7168, 4096, 7168, 4096, 7168], "inter_size": [2048] * 5,
+                       "topk": [8, 6, 8, 6, 8], "num_experts": [256] * 5, "moe_tp_size": [1] * 5, "moe_ep_size": [1] * 5,
+                       "latency": [0.05, 0.04, 0.06, 0.08, 0.1]})
+    assert filled_dtypes(df, MOE_RULE) == {"fp4": {"w4a8_mxfp4_mxfp8": [(4096, 2048, 6, 256)]}}  # not where nvfp4 has rows
+    assert filled_dtypes(df, DtypeRule(MOE_RULE.column, MOE_RULE.mapping, MOE_RULE.shape, MOE_RULE.tokens)) == {}
+    s = sc.validate({"name": "m", "model": "deepseek-v4-flash", "hardware": "b200", "parallel": {"tp": 8},
+                     "speculative": {"design": "none"},
+                     "workload": {"concurrency": 1, "num_requests": 1, "input_len": 64, "output_len": 8}})
+    pricer = build_pricer(s)
+    from mtpsim.designs import DesignShape, iteration_passes
+    shape = iteration_passes(DesignShape.of(s.speculative))[0]
+    cost = pricer.price_lens(shape, BatchLens.uniform(1, np.full(1, 64), 64, 64), keep_ops=True)
+    assert {t.source for op, t, _ in cost.ops if op.name == "moe.experts"} == {"calibrated"}

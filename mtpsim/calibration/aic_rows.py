@@ -41,7 +41,10 @@ from mtpsim.specs import AttentionSpec, FFNSpec
 
 # mtpsim dtype -> the database's dtypes for it, best first
 GEMM_DTYPES = {"bf16": ("bfloat16",), "fp8": ("fp8_block", "fp8"), "fp4": ("nvfp4",)}
-MOE_DTYPES = {"bf16": ("bfloat16",), "fp8": ("fp8_block", "fp8"), "fp4": ("nvfp4", "w4a16_mxfp4", "int4_wo")}
+# fp4: NVFP4, else MXFP4 weights (with MXFP8 activations: SGLang's flashinfer_mxfp4 runner on
+# sm100, DeepSeek-V4's; with 16-bit ones: GPT-OSS's), else INT4
+MOE_DTYPES = {"bf16": ("bfloat16",), "fp8": ("fp8_block", "fp8"),
+              "fp4": ("nvfp4", "w4a8_mxfp4_mxfp8", "w4a16_mxfp4", "int4_wo")}
 KV_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
 ACT = "bf16"  # activations: every table here runs bf16 activations
 
@@ -55,11 +58,15 @@ class DtypeRule:
     mapping: dict
     shape: tuple[str, ...]
     tokens: str
+    # the columns that name a model's shape, where a later candidate's rows fill the shapes the
+    # chosen dtype's rows do not hold (`filled_dtypes`); () where one dtype serves every shape
+    fill: tuple[str, ...] = ()
 
 
 GEMM_RULE = DtypeRule("gemm_dtype", GEMM_DTYPES, ("m", "n", "k"), "m")
 MOE_RULE = DtypeRule("moe_dtype", MOE_DTYPES, ("num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
-                                                "moe_tp_size", "moe_ep_size"), "num_tokens")
+                                                "moe_tp_size", "moe_ep_size"), "num_tokens",
+                     fill=("hidden_size", "inter_size", "topk", "num_experts"))
 IMPLAUSIBLE = 2.0  # a low-precision kernel at decode sizes this many times slower than bf16 (median)
 
 
@@ -88,10 +95,37 @@ def choose_dtypes(df: pd.DataFrame, rule: DtypeRule) -> tuple[dict, dict]:
     return chosen, rejected
 
 
+def filled_dtypes(df: pd.DataFrame, rule: DtypeRule) -> dict[str, dict[str, list[tuple]]]:
+    """mtpsim dtype -> a later candidate -> the model shapes (rule.fill) whose rows it gives, where
+    the chosen dtype's rows hold none: a table that times NVFP4 experts at some models' shapes and
+    MXFP4 ones at DeepSeek-V4's (the MXFP4 checkpoint's kernel: SGLang's flashinfer_mxfp4 runner
+    on B200) serves each model by its own. A candidate choose_dtypes passed over fills nothing."""
+    if not rule.fill:
+        return {}
+    chosen, rejected = choose_dtypes(df, rule)
+    out: dict[str, dict[str, list[tuple]]] = {}
+    for ours, src in chosen.items():
+        taken = set(df[df[rule.column] == src][list(rule.fill)].drop_duplicates().itertuples(index=False, name=None))
+        later = rule.mapping[ours][rule.mapping[ours].index(src) + 1:]
+        for other in (d for d in later if d not in rejected):
+            shapes = set(df[df[rule.column] == other][list(rule.fill)].drop_duplicates().itertuples(index=False, name=None))
+            new = sorted(shapes - taken)
+            if new:
+                out.setdefault(ours, {})[other] = new
+                taken |= shapes
+    return out
+
+
 def _pick_dtypes(df: pd.DataFrame, rule: DtypeRule) -> pd.DataFrame:
-    """Rows of the chosen database dtype for each mtpsim dtype, relabelled with the mtpsim name."""
+    """Rows of the chosen database dtype for each mtpsim dtype, and of later candidates at the
+    shapes it does not hold (`filled_dtypes`), relabelled with the mtpsim name."""
     chosen, _ = choose_dtypes(df, rule)
     parts = [df[df[rule.column] == src].assign(dtype=ours) for ours, src in chosen.items()]
+    for ours, fills in filled_dtypes(df, rule).items():
+        for src, shapes in fills.items():
+            rows = df[df[rule.column] == src]
+            at = pd.MultiIndex.from_frame(rows[list(rule.fill)]).isin(pd.MultiIndex.from_tuples(shapes, names=rule.fill))
+            parts.append(rows[at].assign(dtype=ours))
     return pd.concat(parts, ignore_index=True) if parts else df.iloc[0:0].assign(dtype=[])
 
 

@@ -29,6 +29,7 @@ from mtpsim.calibration.aic_rows import (
     choose_dtypes,
     context_attention_rows,
     context_mla_rows,
+    filled_dtypes,
     gdn_rows,
     gemm_rows,
     mhc_rows,
@@ -155,5 +156,9 @@ def _borrow(root: Path, data: Path, system: str, backend: str, table: Table,
 def _dtype_record(raw: pd.DataFrame, src: Source) -> dict:
     """meta.yaml's record of which database dtype each mtpsim dtype came from, and what was passed over."""
     # moe_rows keeps the balanced routings: the dtypes are chosen among those rows
-    chosen, rejected = choose_dtypes(balanced(raw) if src.build is moe_rows else raw, src.dtypes)
-    return {"dtypes": chosen, **({"dtypes_passed_over": rejected} if rejected else {})}
+    rows = balanced(raw) if src.build is moe_rows else raw
+    chosen, rejected = choose_dtypes(rows, src.dtypes)
+    filled = {ours: {other: [dict(zip(src.dtypes.fill, (int(v) for v in shape))) for shape in shapes]
+                     for other, shapes in fills.items()} for ours, fills in filled_dtypes(rows, src.dtypes).items()}
+    return {"dtypes": chosen, **({"dtypes_passed_over": rejected} if rejected else {}),
+            **({"dtypes_filled_at_shapes": filled} if filled else {})}
