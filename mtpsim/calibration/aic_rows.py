@@ -15,7 +15,9 @@ bytes are the ones the cost model prices with. Conventions, applied here and now
 - A comm `message_size` counts elements of `allreduce_dtype` (bf16: 2 bytes each).
 - Dtypes: bfloat16 -> bf16; block-scaled fp8 (`fp8_block`, what DeepSeek-V3 and Qwen3 FP8
   checkpoints use) -> fp8, per-tensor fp8 only where no block rows exist; nvfp4 -> fp4, else
-  the 4-bit MoE kernels the database has (mxfp4 weights with 16-bit activations, int4 weights).
+  the 4-bit MoE kernels the database has (mxfp4 weights with 8- or 16-bit activations, int4
+  weights), and those fill the MoE shapes nvfp4 has no rows at (`filled_dtypes`: DeepSeek-V4's
+  MXFP4 experts, Kimi's INT4 ones, timed with the kernels their checkpoints run).
   A candidate whose decode-sized rows are implausibly slow against bf16 is passed over for the
   next one, and meta.yaml says so (`choose_dtypes`).
 - Kernel sources: where a table holds several kernels for one shape (triton vs fa3, marlin vs
