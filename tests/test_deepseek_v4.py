@@ -340,6 +340,9 @@ def test_mxfp4_experts_read_their_measured_rows_where_nvfp4_has_none():
                        "latency": [0.05, 0.04, 0.06, 0.08, 0.1]})
     assert filled_dtypes(df, MOE_RULE) == {"fp4": {"w4a8_mxfp4_mxfp8": [(4096, 2048, 6, 256)]}}  # not where nvfp4 has rows
     assert filled_dtypes(df, DtypeRule(MOE_RULE.column, MOE_RULE.mapping, MOE_RULE.shape, MOE_RULE.tokens)) == {}
+    # per-tensor FP8 rows never fill a shape block-FP8 rows lack (another path for the same checkpoints)
+    fp8 = df.assign(moe_dtype=df.moe_dtype.replace({"nvfp4": "fp8_block", "w4a8_mxfp4_mxfp8": "fp8"}))
+    assert filled_dtypes(fp8, MOE_RULE) == {}
     s = sc.validate({"name": "m", "model": "deepseek-v4-flash", "hardware": "b200", "parallel": {"tp": 8},
                      "speculative": {"design": "none"},
                      "workload": {"concurrency": 1, "num_requests": 1, "input_len": 64, "output_len": 8}})

@@ -61,14 +61,18 @@ class DtypeRule:
     shape: tuple[str, ...]
     tokens: str
     # the columns that name a model's shape, where a later candidate's rows fill the shapes the
-    # chosen dtype's rows do not hold (`filled_dtypes`); () where one dtype serves every shape
+    # chosen dtype's rows do not hold (`filled_dtypes`), for the mtpsim dtypes in `fill_for`
+    # (4-bit: NVFP4, MXFP4 and INT4 are the formats different checkpoints ship, each timed at its
+    # own models' shapes; per-tensor FP8 is another path for the same block-FP8 checkpoints, whose
+    # slower rows must not stand in for a shape the block rows lack)
     fill: tuple[str, ...] = ()
+    fill_for: tuple[str, ...] = ()
 
 
 GEMM_RULE = DtypeRule("gemm_dtype", GEMM_DTYPES, ("m", "n", "k"), "m")
 MOE_RULE = DtypeRule("moe_dtype", MOE_DTYPES, ("num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
                                                 "moe_tp_size", "moe_ep_size"), "num_tokens",
-                     fill=("hidden_size", "inter_size", "topk", "num_experts"))
+                     fill=("hidden_size", "inter_size", "topk", "num_experts"), fill_for=("fp4",))
 IMPLAUSIBLE = 2.0  # a low-precision kernel at decode sizes this many times slower than bf16 (median)
 
 
@@ -107,6 +111,8 @@ def filled_dtypes(df: pd.DataFrame, rule: DtypeRule) -> dict[str, dict[str, list
     chosen, rejected = choose_dtypes(df, rule)
     out: dict[str, dict[str, list[tuple]]] = {}
     for ours, src in chosen.items():
+        if ours not in rule.fill_for:
+            continue
         taken = set(df[df[rule.column] == src][list(rule.fill)].drop_duplicates().itertuples(index=False, name=None))
         later = rule.mapping[ours][rule.mapping[ours].index(src) + 1:]
         for other in (d for d in later if d not in rejected):
