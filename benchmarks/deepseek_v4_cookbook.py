@@ -16,12 +16,13 @@ rows measure a server whose requests run out of phase, which a fixed-length clos
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pandas as pd
 
 from mtpsim import scenario as sc
+from mtpsim.cli import _Parser
+from mtpsim.cli_types import MAX_JOBS, bounded
 from mtpsim.run import run_points
 
 FOLDER = Path(__file__).resolve().parent.parent / "scenarios" / "checks" / "deepseek-v4"
@@ -115,8 +116,8 @@ def line(name: str, errors: pd.Series) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--jobs", type=int, default=1)
+    p = _Parser(description=__doc__.splitlines()[0])  # mtpsim's: a bad flag is one line, status 2
+    p.add_argument("--jobs", type=bounded(1, MAX_JOBS), default=1, help=f"worker processes, 1..{MAX_JOBS}")
     args = p.parse_args(argv)
     pd.set_option("display.width", 250)
     v4 = v4_table(args.jobs)

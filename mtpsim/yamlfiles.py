@@ -56,6 +56,10 @@ _DECIMAL = {"tag:yaml.org,2002:int": re.compile(r"[-+]?(?:0|[1-9][0-9]*)"),
             "tag:yaml.org,2002:float": re.compile(rf"{DECIMAL.pattern}|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")}
 
 
+_INT, _FLOAT, _BOOL, _TIMESTAMP = (f"tag:yaml.org,2002:{t}" for t in ("int", "float", "bool", "timestamp"))
+_TAGGED = {_INT: "int", _FLOAT: "float", _BOOL: "bool", _TIMESTAMP: "timestamp"}
+
+
 class _Problem(Exception):
     """Raised inside the loader with the dotted path where it happened."""
 
@@ -86,6 +90,14 @@ class _Rules:
             if bare and _OCTAL_12.fullmatch(node.value):
                 raise _Problem(self._path, f"{node.value[:40]!r} is a YAML 1.2 octal number (YAML 1.1 reads it as "
                                "text): write the number in decimal, or quote it for a string")
+            if isinstance(node, yaml.ScalarNode) and node.tag in _TAGGED:
+                # an explicit !!bool / !!timestamp / !!int / !!float on a value that does not read as
+                # one (PyYAML's constructor fails with a KeyError or AttributeError, or misreads it)
+                reads = self.resolve(yaml.ScalarNode, node.value, (True, False))
+                if reads != node.tag and not (node.tag == _FLOAT and reads == _INT):
+                    what = {_TIMESTAMP: "a date", _BOOL: "true or false"}.get(node.tag, "a number")
+                    raise _Problem(self._path, f"{node.value[:40]!r} is tagged !!{_TAGGED[node.tag]} but is not {what}: "
+                                   "write the value itself, or quote it for a string")
             if plain and not plain.fullmatch(node.value):
                 raise _Problem(self._path, f"{node.value[:40]!r} is a YAML 1.1 number spelling (octal, hex, binary, "
                                "sexagesimal or with underscores) that would read as another value: write it in "
@@ -269,7 +281,8 @@ def _parse(text: str, where: str, multi: bool) -> list:
         if isinstance(exc, yaml.constructor.ConstructorError):
             kind = "YAML tag not allowed" if "tag" in problem else "YAML value not readable"
         raise ScenarioError(where, line, f"{kind}: {problem}") from None
-    except (ValueError, RecursionError) as exc:  # e.g. an integer of more than 4300 digits
+    except (ValueError, RecursionError, KeyError, AttributeError, TypeError, OverflowError) as exc:
+        # e.g. an integer of more than 4300 digits, a date past the calendar
         raise ScenarioError(where, "", f"YAML value not readable: {short(str(exc), 120)[1:-1]}") from None
     finally:
         loader.dispose()

@@ -23,9 +23,10 @@ from __future__ import annotations
 import fnmatch
 import re
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -74,9 +75,16 @@ class Patterns:
             else:
                 self.exact.setdefault(pattern, value)
         self.spent = 0.0  # seconds the wildcards and expressions have taken so far
+        self.found: dict[str, tuple[bool, str | None]] = {}
 
     def find(self, module: str) -> tuple[bool, str | None]:
-        """(whether a pattern names `module`, the value of the first that does)."""
+        """(whether a pattern names `module`, the value of the first that does), remembered: a sweep
+        reads one config.json once a point, and its patterns are matched once."""
+        if module not in self.found:
+            self.found[module] = self._find(module)
+        return self.found[module]
+
+    def _find(self, module: str) -> tuple[bool, str | None]:
         if self.exact:
             parts = module.split(".")
             for i in range(len(parts)):
@@ -100,6 +108,13 @@ class Patterns:
             return False, None
         finally:
             self.spent += time.perf_counter() - start
+
+
+@lru_cache(maxsize=32)
+def patterns_of(items: tuple[tuple[str, str | None], ...]) -> Patterns:
+    """One Patterns a pattern list, kept: every point of a sweep reads the same config.json, and
+    its matches (and the time they took, against the budget) are the first read's."""
+    return Patterns(list(items))
 
 
 @dataclass(frozen=True)
@@ -131,11 +146,11 @@ class Scheme:
 
     @cached_property
     def _skipped(self) -> Patterns:
-        return Patterns([(p, None) for p in self.skipped])
+        return patterns_of(tuple((p, None) for p in self.skipped))
 
     @cached_property
     def _targets(self) -> Patterns:  # a "*" target is every other linear layer's dtype (`_fallback`)
-        return Patterns([(p, dt) for p, dt in self.per_module if p != "*"])
+        return patterns_of(tuple((p, dt) for p, dt in self.per_module if p != "*"))
 
     @cached_property
     def _fallback(self) -> str | None:
@@ -198,14 +213,38 @@ def pattern_list(value: Any, fields: Fields, key: str) -> tuple[str, ...]:
         if not isinstance(v, str):
             raise fields.error(f"{key}.{i}", f"expected a module name or pattern, got {short(v)}")
         if v.startswith("re:"):
-            try:
-                re.compile(v[3:])
-            except re.error as exc:
-                raise fields.error(f"{key}.{i}", f"not a regular expression ({exc})") from None
-            if NESTED_QUANTIFIER.search(v[3:]):
-                raise fields.error(f"{key}.{i}", f"{short(v)} repeats a repeated group, which can take Python's "
-                                   "matcher exponential time: write it without the nesting")
+            problem = expression_problem(v[3:])
+            if problem:
+                raise fields.error(f"{key}.{i}", f"{short(v)} {problem}")
     return tuple(value)
+
+
+# a repeat count past this is expanded by the matcher at compile time (`x{100000000}`: gigabytes)
+MAX_REPEAT = 10_000
+REPEAT = re.compile(r"\{\s*(\d+)\s*(?:,\s*(\d*)\s*)?\}")
+# syntax the `regex` package reads (and Python's `re` rejects or reads otherwise): fuzzy matching,
+# POSIX classes, nested sets
+REGEX_ONLY = re.compile(r"\{\s*[edis]\s*[<=]|\[\[?:\w+:\]|\[\[")
+
+
+def expression_problem(expr: str) -> str | None:
+    """Why an `re:` module pattern cannot be matched as written, or None: the engines match them
+    with Python's `re`, mtpsim with `regex` under a time budget (Patterns), so an expression must
+    mean the same to both, and must compile in bounded memory."""
+    if REGEX_ONLY.search(expr):
+        return ("uses syntax only the regex package reads (fuzzy matching, POSIX classes, nested sets), which "
+                "the engines' Python re reads otherwise: write it in re's syntax")
+    if any(int(n) > MAX_REPEAT for pair in REPEAT.findall(expr) for n in pair if n):
+        return f"repeats a piece more than {MAX_REPEAT:,} times: write it without the count"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # re's FutureWarning of a syntax it will read otherwise
+            re.compile(expr)
+    except (re.error, OverflowError, RecursionError, FutureWarning) as exc:
+        return f"is not a regular expression ({short(str(exc), 80)[1:-1]})"
+    if NESTED_QUANTIFIER.search(expr):
+        return "repeats a repeated group, which can take Python's matcher exponential time: write it without the nesting"
+    return None
 
 
 def _hf_quant_file(path: Path) -> Scheme | Problem | None:
@@ -231,6 +270,9 @@ def _modelopt(q: Fields, source: str) -> Scheme | Problem:
                           f"{short(layers)}")
         per = []
         for module, spec in layers.items():
+            problem = expression_problem(module[3:]) if module.startswith("re:") else None
+            if problem:  # a key is a module pattern as an exclusion is (Patterns)
+                raise q.error(f"quantized_layers.{module}", f"{short(module)} {problem}")
             name = spec.get("quant_algo") if isinstance(spec, dict) else None
             if not isinstance(name, str):
                 raise q.error(f"quantized_layers.{module}", f"expected {{quant_algo: NAME}}, got {short(spec)}")
