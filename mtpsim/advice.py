@@ -40,11 +40,12 @@ def advise_sweep(points: list[Scenario], skip: tuple = ()) -> None:
     if not points:
         return
     found = [problems(s, (*skip, *RUNS_OTHERWISE)) for s in points]  # advise() says those at each point
-    if len(points) == 1:  # one point: what advise() holds back at its swept keys is said as at any other key
-        for swept in points[0].point:
-            for key, reason in found[0]:
-                if _within(swept, key):
-                    warn(points[0].source, f"sweep.{swept}", f"{key}: {reason}")
+    if len(points) == 1:  # one point: what advise() holds back for its swept keys is said as set directly
+        for key, reason in found[0]:
+            depends = (key, *DEPENDS.get(".".join(key.split(".")[:2]), ()))
+            swept = next((k for k in points[0].point for dep in depends if _within(k, dep)), None)
+            if swept is not None:
+                warn(points[0].source, f"sweep.{swept}", f"{key}: {reason}")
         return
     for swept in points[0].point:
         if swept in ("question", "name"):

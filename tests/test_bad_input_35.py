@@ -83,3 +83,18 @@ def test_the_v4_benchmark_refuses_a_job_count_it_cannot_run(capsys):
         assert exit_.value.code == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "--jobs" in err[0], err
+
+
+def test_a_one_point_sweep_warns_what_depends_on_its_key(tmp_path, capsys):
+    """`sweep: {speculative.design: [none]}` lost the warnings of the acceptance and draft it
+    ignores, which setting the design directly gives (H7)."""
+    from mtpsim import cli, errors
+    errors._warned.clear()
+    text = ("name: s\nmodel: llama-3.1-8b\nhardware: h100-sxm\n"
+            "speculative: {design: nextn, steps: 2, draft: eagle3-llama-3.1-8b}\nacceptance: {accept_length: 2.0}\n"
+            "workload: {arrival: closed, concurrency: 1, num_requests: 2, input_len: 64, output_len: 4}\n"
+            "sweep: {speculative.design: [none]}\n")
+    assert cli.main(["cost", run(tmp_path, text)[1]]) == 0
+    err = capsys.readouterr().err
+    assert "sweep.speculative.design: acceptance: design none drafts nothing" in err
+    assert "sweep.speculative.design: speculative.draft: design none takes no external draft" in err
