@@ -274,6 +274,16 @@ def test_the_pro_dspark_checkpoint_names_its_drafter_which_fits_pro(tmp_path):
     assert drafter.ffn_kinds["moe"] == target.ffn_kinds["moe"]
 
 
+def _flash_decode_ops():
+    """V4-Flash's plain decode step on 8xB200 (SGLang's profile), one request at 64 tokens, its ops kept."""
+    from mtpsim.designs import DesignShape, iteration_passes
+    s = sc.validate({"name": "m", "model": "deepseek-v4-flash", "hardware": "b200", "parallel": {"tp": 8},
+                     "speculative": {"design": "none"},
+                     "workload": {"concurrency": 1, "num_requests": 1, "input_len": 64, "output_len": 8}})
+    shape = iteration_passes(DesignShape.of(s.speculative))[0]
+    return build_pricer(s).price_lens(shape, BatchLens.uniform(1, np.full(1, 64), 64, 64), keep_ops=True)
+
+
 def test_mhc_kernels_are_priced_per_site_from_the_measured_rows():
     """aiconfigurator times one decoder layer's two mHC sites together (num_sites 2): a site is
     half a row. At DeepSeek-V4-Flash's width on B200 (SGLang 0.5.14's TileLang kernels), one token:
@@ -287,13 +297,7 @@ def test_mhc_kernels_are_priced_per_site_from_the_measured_rows():
     rows = mhc_rows(raw).set_index(["kind", "d", "tokens"])
     assert rows.time_s[("pre", 4096, 1)] == pytest.approx(0.0189e-3 / 2)
     assert rows.time_s[("post", 4096, 1)] == pytest.approx(0.0084e-3 / 2)
-    s = sc.validate({"name": "m", "model": "deepseek-v4-flash", "hardware": "b200", "parallel": {"tp": 8},
-                     "speculative": {"design": "none"},
-                     "workload": {"concurrency": 1, "num_requests": 1, "input_len": 64, "output_len": 8}})
-    pricer = build_pricer(s)
-    from mtpsim.designs import DesignShape, iteration_passes
-    shape = iteration_passes(DesignShape.of(s.speculative))[0]
-    cost = pricer.price_lens(shape, BatchLens.uniform(1, np.full(1, 64), 64, 64), keep_ops=True)
+    cost = _flash_decode_ops()
     times, calls = {}, {"hc.pre": 0, "hc.post": 0}
     for op, t, n in cost.ops:
         if op.name in calls:
@@ -343,11 +347,5 @@ def test_mxfp4_experts_read_their_measured_rows_where_nvfp4_has_none():
     # per-tensor FP8 rows never fill a shape block-FP8 rows lack (another path for the same checkpoints)
     fp8 = df.assign(moe_dtype=df.moe_dtype.replace({"nvfp4": "fp8_block", "w4a8_mxfp4_mxfp8": "fp8"}))
     assert filled_dtypes(fp8, MOE_RULE) == {}
-    s = sc.validate({"name": "m", "model": "deepseek-v4-flash", "hardware": "b200", "parallel": {"tp": 8},
-                     "speculative": {"design": "none"},
-                     "workload": {"concurrency": 1, "num_requests": 1, "input_len": 64, "output_len": 8}})
-    pricer = build_pricer(s)
-    from mtpsim.designs import DesignShape, iteration_passes
-    shape = iteration_passes(DesignShape.of(s.speculative))[0]
-    cost = pricer.price_lens(shape, BatchLens.uniform(1, np.full(1, 64), 64, 64), keep_ops=True)
+    cost = _flash_decode_ops()
     assert {t.source for op, t, _ in cost.ops if op.name == "moe.experts"} == {"calibrated"}
