@@ -34,7 +34,7 @@ import time
 
 import pytest
 
-from mtpsim.hfconfig import quant
+from mtpsim.hfconfig import patterns as quant
 from tests.test_bad_input import one_line_error, run
 from tests.test_hfconfig import LLAMA_31_8B, read
 

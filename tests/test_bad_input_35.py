@@ -62,7 +62,7 @@ def test_a_mixed_precision_key_is_checked_as_a_pattern(tmp_path, capsys):
 def test_a_sweep_matches_a_configs_patterns_once(tmp_path):
     """Each sweep point read its config.json again and matched its patterns under a budget of its
     own: a pattern list taking seconds took a sweep's points times that (a hang at 20 points)."""
-    from mtpsim.hfconfig import quant
+    from mtpsim.hfconfig import patterns as quant
     quant.patterns_of.cache_clear()
     config = {**LLAMA_31_8B, "quantization_config": {**FP8, "modules_to_not_convert": ["re:lm_head", "*.mlp.gate*"]}}
     read(tmp_path, config)

@@ -17,8 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from mtpsim.errors import ScenarioError, short, warn
-from mtpsim.hfconfig import quant
-from mtpsim.hfconfig.quant import Scheme, SlowPatterns
+from mtpsim.hfconfig import patterns
+from mtpsim.hfconfig.patterns import SlowPatterns
+from mtpsim.hfconfig.quant import Scheme
 
 PARTS = ("attention", "dense_ffn", "experts", "mtp")  # the linear weights a scheme can reach
 LAYER_PREFIXES = ("model.layers.{i}.", "model.language_model.layers.{i}.", "language_model.model.layers.{i}.",
@@ -91,7 +92,7 @@ def part_dtypes(scheme: Scheme, mapping: dict[str, Any], family: str, where: str
         return _part_dtypes(scheme, mapping, family, where, at, base)
     except SlowPatterns as slow:
         raise ScenarioError(where, at, f"the {scheme.source}'s {slow.count} module patterns took over "
-                            f"{quant.MATCH_BUDGET_S:g} s to match the model's modules (stopped at {short(slow.pattern, 60)}): "
+                            f"{patterns.MATCH_BUDGET_S:g} s to match the model's modules (stopped at {short(slow.pattern, 60)}): "
                             "name the modules exactly, or give fewer patterns (an expression that backtracks without end "
                             "stops here too)") from None
 
