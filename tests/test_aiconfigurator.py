@@ -12,7 +12,7 @@ import yaml
 
 pytest.importorskip("pyarrow")
 
-from mtpsim.calibration import aic_rows, aic_sources  # noqa: E402
+from mtpsim.calibration import aic_dtypes, aic_sources  # noqa: E402
 from mtpsim.calibration import aiconfigurator as A  # noqa: E402
 from mtpsim.catalog import load_hardware  # noqa: E402
 from mtpsim.cli import main  # noqa: E402
@@ -118,7 +118,7 @@ def test_implausibly_slow_low_precision_rows_are_passed_over():
     rows = [_gemm(m, n, 1024, 0.01) for m in (1, 16) for n in (1024, 2048)]
     rows += [_gemm(m, n, 1024, 0.1, dtype="fp8_block") for m in (1, 16) for n in (1024, 2048)]
     rows += [_gemm(m, n, 1024, 0.008, dtype="fp8") for m in (1, 16) for n in (1024, 2048)]
-    chosen, passed = aic_rows.choose_dtypes(pd.DataFrame(rows), aic_rows.GEMM_RULE)
+    chosen, passed = aic_dtypes.choose_dtypes(pd.DataFrame(rows), aic_dtypes.GEMM_RULE)
     assert chosen == {"bf16": "bfloat16", "fp8": "fp8"} and "10.0x" in passed["fp8_block"]
 
 

@@ -334,10 +334,10 @@ def test_the_engine_rule_sets_the_kernels_heads(kind, version, heads):
 def test_mxfp4_experts_read_their_measured_rows_where_nvfp4_has_none():
     """aiconfigurator times SGLang's MXFP4 experts (flashinfer_mxfp4, MXFP8 activations) at
     DeepSeek-V4's shapes on B200 and NVFP4 at others': a shape NVFP4 lacks takes the MXFP4 rows
-    (aic_rows.filled_dtypes), so V4-Flash's experts are calibrated, not scaled from another model."""
+    (aic_dtypes.filled_dtypes), so V4-Flash's experts are calibrated, not scaled from another model."""
     import pandas as pd
 
-    from mtpsim.calibration.aic_rows import MOE_RULE, DtypeRule, filled_dtypes
+    from mtpsim.calibration.aic_dtypes import MOE_RULE, DtypeRule, filled_dtypes
     df = pd.DataFrame({"moe_dtype": ["nvfp4", "w4a8_mxfp4_mxfp8", "w4a8_mxfp4_mxfp8", "bfloat16", "bfloat16"],
                        "num_tokens": [1] * 5, "hidden_size": [7168, 4096, 7168, 4096, 7168], "inter_size": [2048] * 5,
                        "topk": [8, 6, 8, 6, 8], "num_experts": [256] * 5, "moe_tp_size": [1] * 5, "moe_ep_size": [1] * 5,

@@ -36,7 +36,7 @@ TORCH_FREE = ("mtpsim", "mtpsim.cli", "mtpsim.commands", "mtpsim.run", "mtpsim.s
               "mtpsim.acceptance_histogram", "mtpsim.memory",
               "mtpsim.tracefiles", "mtpsim.tracefiles.*",
               "mtpsim.shrink", "mtpsim.hfconfig", "mtpsim.hfconfig.*",
-              "mtpsim.calibration.aiconfigurator", "mtpsim.calibration.aic_rows",
+              "mtpsim.calibration.aiconfigurator", "mtpsim.calibration.aic_rows", "mtpsim.calibration.aic_dtypes",
               "mtpsim.calibration.grid", "mtpsim.verify.compare")
 DISPATCHER = "mtpsim.commands"  # the handlers cli.py dispatches to
 # what verification may use of calibration: its public entry points (module -> names)

@@ -16,20 +16,16 @@ import pandas as pd
 from mtpsim.calibration import aic_kernels
 from mtpsim.calibration.aic_database import PACKAGE, PINNED, SYSTEMS, Table, current_version, find_table, read_table
 from mtpsim.calibration.aic_deepep import deepep_rows
+from mtpsim.calibration.aic_dtypes import GEMM_RULE, MOE_RULE, DtypeRule, choose_dtypes, filled_dtypes
 from mtpsim.calibration.aic_nccl import nccl_rows
 from mtpsim.calibration.aic_rows import (
-    GEMM_RULE,
-    MOE_RULE,
-    DtypeRule,
     allreduce_rows,
     alltoall_rows,
     attention_rows,
     balanced,
     bmm_rows,
-    choose_dtypes,
     context_attention_rows,
     context_mla_rows,
-    filled_dtypes,
     gdn_rows,
     gemm_rows,
     mhc_rows,
