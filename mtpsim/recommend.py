@@ -8,7 +8,8 @@ with each pick's margin printed.
 
 The grid is the scenario (its first point, when it sweeps) at each batch size as closed-loop
 concurrency, with `none` and every candidate steps value (1 up to what the design, the model and
-the acceptance profile allow) and topk (1 unless asked, and only for designs that draft trees).
+the acceptance profile allow) and topk (unless asked, search's default: chains, and trees where the design drafts them and the
+acceptance gives per-rank columns, the scenario's own width among them).
 One home: the grid is the search's points with the layout fixed (search/space.py), run by the
 search's executor (search/execute.py: the pool or Ray, one Pricer per layout), so each batch's
 `none` runs once per seed, on the same seed and workload as that batch's speculative runs. The
@@ -156,6 +157,10 @@ def recommend(s: sc.Scenario, batches: list[int], steps: list[int], topks: list[
     key = ["concurrency", "steps", "topk"]
     picks = table.rename(columns={"batch": "concurrency", "tps_steps": "steps", "tps_topk": "topk"})[key]
     table["bound_by"] = picks.merge(summary[[*key, "bound_by"]], on=key, how="left").bound_by.fillna("").to_numpy()
+    # the cap a scenario running the policy holds (its design's, whatever steps a batch picks,
+    # `none` included): policy_line keys each pick at the batch that runs
+    speculative = summary[summary.design != BASELINE].groupby("concurrency").max_running.min()
+    table["max_running"] = table.batch.map(speculative).to_numpy()
     return table, summary
 
 
@@ -196,22 +201,36 @@ def may_be_best(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[runs.tps_ci_high >= runs.tps_ci_low.max()]
 
 
+def _batches(batches: list[int]) -> str:
+    return ("batch " if len(batches) == 1 else "batches ") + ", ".join(str(int(b)) for b in batches)
+
+
 def policy_line(table: pd.DataFrame, replicas: int = 1) -> str:
     """The `policy:` line to paste under `speculative:` (chain picks only: a policy varies steps).
     The table's batches are users over all `replicas` (closed-loop concurrency), and a policy's
     keys are one replica's running batch (sim/engine.py iteration_at): each key is its batch's
-    share per replica, a later pick winning where two batches share one."""
+    share per replica, held at the running-request cap in force (`max_running`, where the table
+    has it: users past the cap wait, and the batch that runs is the cap), a later pick winning
+    where two batches share one."""
     chain = table[table.tps_topk == 1]
     if chain.empty:
         return "policy: none (every pick is a tree; a policy varies a chain's steps)"
+    caps = dict(zip(chain.batch, chain.max_running)) if "max_running" in chain else {}
     per_replica = {}
     for batch, steps in steps_by_batch(chain).items():
-        per_replica[-(-batch // replicas)] = steps
+        running = -(-batch // replicas)
+        cap = caps.get(batch)
+        per_replica[running if cap is None or pd.isna(cap) else min(running, int(cap))] = steps
     policy, last = {}, None
     for batch, steps in per_replica.items():  # an entry that repeats the one before it does nothing
         if steps != last:
             policy[batch], last = steps, steps
     table_text = ", ".join(f"{b}: {v}" for b, v in policy.items())
     per = f"; keys per replica: batch / {replicas} replicas" if replicas > 1 else ""
+    held = [b for b in chain.batch if caps.get(b) is not None and not pd.isna(caps[b])
+            and -(-b // replicas) > int(caps[b])]
+    held_text = f"; {_batches(held)} keyed at the running cap" if held else ""
+    trees = table.batch[table.tps_topk > 1].tolist()
+    tree_text = f"; {_batches(trees)} picked a tree, which a policy cannot set" if trees else ""
     return (f"policy: {{steps_by_batch: {{{table_text}}}}}   # under speculative:, with steps >= "
-            f"{max(max(policy.values()), 1)}{per}")
+            f"{max(max(policy.values()), 1)}{per}{held_text}{tree_text}")

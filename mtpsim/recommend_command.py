@@ -17,6 +17,7 @@ from mtpsim.recommend import DEFAULT_BATCHES, base_point, break_even, candidate_
 from mtpsim.run import default_jobs
 from mtpsim.runfolder import claimed, mark_complete, write_csv
 from mtpsim.schema import MAX_USERS, check_replicates
+from mtpsim.search.space import default_topks
 
 SHOWN = {"batch": "batch", "tps_steps": "S (TPS)", "tps_topk": "K (TPS)", "tps": "TPS", "speedup": "speedup",
          "user_steps": "S (user)", "user_topk": "K (user)", "per_user_tps": "user TPS",
@@ -25,7 +26,7 @@ SHOWN = {"batch": "batch", "tps_steps": "S (TPS)", "tps_topk": "K (TPS)", "tps":
 
 
 def format_recommendation(table: pd.DataFrame) -> str:
-    df = table.copy()
+    df = table.drop(columns=["max_running"], errors="ignore")  # recommend.csv keeps it; `bound` names a cap that bound
     if (df.tps_topk == 1).all() and (df.user_topk == 1).all():
         df = df.drop(columns=["tps_topk", "user_topk"])
     df["speculate"] = df.speculate.map({True: "yes", False: "no"})
@@ -39,7 +40,7 @@ def format_recommendation(table: pd.DataFrame) -> str:
 DEFAULT_SEEDS = 3  # recommend's replicates per setting when neither --seeds nor the scenario says
 
 
-def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_steps: int | None,
+def run_recommend(path: str, sets: list[str], batch: str | None, topk: str | None, max_steps: int | None,
                   jobs: int | None, out: str | None, seeds: int | None = 1, peer: bool = False) -> tuple[Path, pd.DataFrame]:
     """`mtpsim recommend`: check the options, claim the folder, run the grid, print and write.
     seeds None (no --seeds): the scenario's `seeds` where it sets them, else DEFAULT_SEEDS; `peer`:
@@ -48,7 +49,7 @@ def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_
         from mtpsim.peer_compare import require
         require()
     batches = parse_sizes(batch, "--batch", MAX_USERS) if batch is not None else list(DEFAULT_BATCHES)
-    topks = parse_sizes(topk, "--topk", 64)
+    asked = parse_sizes(topk, "--topk", 64) if topk is not None else None
     # the batches replace the workload's users, --batch given or not (its default ladder)
     flags_over_sets(sets, {"seeds": (f"--seeds {seeds}", seeds),
                            "workload.concurrency": (f"--batch {batch}" if batch is not None else
@@ -58,6 +59,7 @@ def run_recommend(path: str, sets: list[str], batch: str | None, topk: str, max_
         if seeds is None:
             seeds = s.seeds if "seeds" in s.model_fields_set else DEFAULT_SEEDS
         check_replicates(s.seed, seeds, "--seeds", "")
+        topks = asked or default_topks(s, s.speculative.design)  # the scenario's own tree is compared unless --topk
         check_topks(s, topks)
         steps = candidate_steps(s, max_steps)
         points = grid(s, batches, steps, topks, seeds)  # every point validated before the folder is claimed

@@ -134,12 +134,19 @@ DEFAULT_MAX_TOPK = 4  # trees tried by default: topk 1..this, within the ranks t
 
 
 def topks(base: sc.Scenario, bounds: SearchBounds, design: str) -> list[int]:
-    """search.topk when set; else chains, plus trees up to DEFAULT_MAX_TOPK for a design that
-    drafts them when the acceptance gives per-rank columns (acceptance.per_depth_topk)."""
-    if "topk" in bounds.model_fields_set or not record(design).trees or base.acceptance.per_depth_topk is None:
-        return list(bounds.topk)
+    """search.topk when set; else default_topks."""
+    return list(bounds.topk) if "topk" in bounds.model_fields_set else default_topks(base, design)
+
+
+def default_topks(base: sc.Scenario, design: str) -> list[int]:
+    """The widths search and recommend try unless asked: chains, plus trees up to
+    DEFAULT_MAX_TOPK for a design that drafts them when the acceptance gives per-rank columns
+    (acceptance.per_depth_topk), the scenario's own topk always among them."""
+    if not record(design).trees or base.acceptance.per_depth_topk is None:
+        return [1]
     ranks = min(len(row) for row in base.acceptance.per_depth_topk)
-    return list(range(1, min(ranks, DEFAULT_MAX_TOPK) + 1))
+    own = base.speculative.topk if design == base.speculative.design else 1
+    return sorted(set(range(1, min(ranks, DEFAULT_MAX_TOPK) + 1)) | {min(own, ranks)})
 
 
 def loads(bounds: SearchBounds) -> list[dict]:
