@@ -77,14 +77,22 @@ def _check_running_per_rank(s: Scenario, where: str) -> None:
     """SGLang under DP attention gives each attention-DP rank max_running_requests // dp_size
     requests (model_runner.py init_max_running_requests): a cap below the ranks admits none, and
     the engine runs nothing, where mtpsim ran the cap at once."""
-    cap = s.engine.max_running_requests
+    cap, e = s.engine.max_running_requests, s.specs.engine
     d = s.disaggregation
     layout = s.parallel if d is None else d.decode  # the running cap holds where requests decode
-    if s.specs.engine.name == "sglang" and cap is not None and cap < layout.attention_dp:
-        at = "parallel.attention_dp" if d is None else "disaggregation.decode.attention_dp"
+    at = "parallel.attention_dp" if d is None else "disaggregation.decode.attention_dp"
+    if e.name != "sglang":
+        return
+    if cap is not None and cap < layout.attention_dp:
         raise ScenarioError(where, "engine.max_running_requests", f"{cap} is below {at} {layout.attention_dp}: SGLang "
                             f"gives each attention-DP rank {cap} // {layout.attention_dp} = 0 requests, "
                             f"so none would run (give at least {layout.attention_dp})")
+    own = e.max_running(s.speculative.design, None) if cap is None else None  # the engine's fixed cap, if any
+    if own is not None and own < layout.attention_dp:
+        origin = e.cap_origin(s.speculative.design, False, s.specs.model.architecture)
+        raise ScenarioError(where, at, f"{layout.attention_dp} ranks, and {origin} is {own}: SGLang gives each rank {own} // "
+                            f"{layout.attention_dp} = 0 requests, so none would run (set engine.max_running_requests "
+                            f"to at least {layout.attention_dp})")
 
 
 def _check_token_budget(s: Scenario, where: str) -> None:

@@ -155,9 +155,10 @@ def _batch_warnings(s, memory: pd.DataFrame, batch: int, asked: int | None, cont
                                      pool, s.specs.model.max_context)
     replica = "a replica " if asked is None and s.parallel.dp > 1 else ""  # `batch` is a replica's share of the users
     if batch > cap:  # as `mtpsim run` caps it (bound_by "cap" in its table)
-        rule = "engine.max_running_requests" if s.engine.max_running_requests is not None else f"{s.specs.engine.name}'s default"
+        rule = s.specs.engine.cap_origin(s.speculative.design, s.engine.max_running_requests is not None,
+                                         s.specs.model.architecture)
         warn(*asked_at, f"{batch} requests {replica}is past the running-request cap of "
-             f"{cap} ({rule}): `mtpsim run` runs at most {cap} at once and queues the rest; priced as asked")
+             f"{cap}, set by {rule}: `mtpsim run` runs at most {cap} at once and queues the rest; priced as asked")
     fits = memory[f"max_requests@{context}"]  # memory_table's column
     limit = s.specs.model.max_context
     if limit is not None and context > limit:  # warned already; then nothing fits anyway

@@ -144,7 +144,8 @@ def resolve_engine(raw: dict, version: str | None, ignore: list[str] | tuple[str
     fields = dict(raw)
     for r in applied:
         fields = _with(fields, r.field, r.value)
-    fields = {**fields, "version": chosen, "rules": tuple(r.name for r in applied)}
+    fields = {**fields, "version": chosen, "rules": tuple(r.name for r in applied),
+              "set_by": {r.field: r.name for r in applied}}
     try:
         return EngineSpec.model_validate(fields)
     except ValidationError as exc:  # each rule's value passed alone (_check_file): two together clash

@@ -29,7 +29,7 @@ from mtpsim.engine_sections import (  # noqa: F401 (the sections, read from here
 )
 from mtpsim.errors import AtKey, first_repeat
 from mtpsim.limits import MAX_USERS
-from mtpsim.specs import Spec
+from mtpsim.specs import Architecture, Spec
 
 DEFAULT_MAX_RUNNING = 256  # running requests an engine file that names no running_cap admits (the shipped ones give theirs)
 # The bounds of an engine file's (and its version rules') sizes are the scenario's for the same
@@ -55,7 +55,7 @@ class EngineSpec(Spec):
     speculative_max_running_requests: int | None = Field(default=None, gt=0, le=MAX_USERS)
     # running-request caps the engine sets for a model class (its architectures[0]) when none is
     # configured, before its speculative default can (`for_model`)
-    architecture_running_cap: dict[str, Annotated[int, Field(gt=0, le=MAX_USERS)]] = Field(default_factory=dict)
+    architecture_running_cap: dict[Architecture, Annotated[int, Field(gt=0, le=MAX_USERS)]] = Field(default_factory=dict)
     # host seconds a speculative iteration pays beyond `host.speculative` in some releases (vLLM V0's
     # SpecDecodeWorker: proposals synced to the CPU and the scoring batch built in Python)
     speculative_host_extra_s: float = Field(default=0.0, ge=0, le=1)
@@ -112,7 +112,7 @@ class EngineSpec(Spec):
     lacks_methods: tuple[Literal["multi_layer", "frozen_kv", "parallel_heads", "dflash", "dspark", "eagle3"], ...] = ()
     # model classes (ModelSpec.architecture) this release has no code for, where its code was read: a
     # scenario serving one is priced with the engine's rules as if it ran it, with one warning (engine_advice.py)
-    lacks_architectures: tuple[str, ...] = ()
+    lacks_architectures: tuple[Architecture, ...] = ()
     # designs whose iterations this release mixes prompt chunks into, where mixing is on, by running
     # that step's requests as plain one-token decodes (SGLang from v0.5.19): not modelled, said in one
     # warning (engine_advice.py); mixed_batches.speculative stays the rule mtpsim prices
@@ -122,6 +122,7 @@ class EngineSpec(Spec):
     prefill_tail_replay: bool = False
     version: str = ""            # the release these fields were resolved for (engine_releases.py)
     rules: tuple[str, ...] = ()  # the version rules in force at that release
+    set_by: dict[str, str] = Field(default_factory=dict)  # a field a rule in force set -> that rule's name
     kv_pool: KVPoolSpec  # how the engine sizes its KV pool (memory.py)
     # a release's default memory fraction by tp, where it predates kv_pool.reserved's rule (a version rule sets it)
     fraction_by_tp: TpFractions | None = None
@@ -145,7 +146,7 @@ class EngineSpec(Spec):
     @model_validator(mode="after")
     def _designs_once(self) -> EngineSpec:
         """A design listed twice says nothing more (as `hides` refuses a pass listed twice)."""
-        for key in ("unoverlapped_designs", "eager_passes", "mixes_as_decode", "lacks_methods"):
+        for key in ("unoverlapped_designs", "eager_passes", "mixes_as_decode", "lacks_methods", "lacks_architectures"):
             again = first_repeat(list(getattr(self, key)))
             if again is not None:
                 raise AtKey(f"{key}.{again}", f"{getattr(self, key)[again]} is listed twice: list each once")
@@ -288,6 +289,23 @@ class EngineSpec(Spec):
     def architecture_cap(self, architecture: str | None) -> int | None:
         """The running cap this release sets for `architecture`'s models, where it sets one."""
         return self.architecture_running_cap.get(architecture) if architecture else None
+
+    def cap_origin(self, design: str, configured: bool, architecture: str | None) -> str:
+        """Who set the running-request cap `max_running` gives (`configured`: the scenario set
+        engine.max_running_requests), for the lines that say a cap bound: the rule in force that
+        set the field, else the engine file's own field."""
+        if configured:
+            return "engine.max_running_requests"
+        if self.architecture_cap(architecture) is not None:  # for_model
+            return f"{self.name} {self.version}'s cap for {architecture} models ({self._origin('architecture_running_cap')})"
+        if design != "none" and self.speculative_max_running_requests is not None:
+            return (f"{self.name} {self.version}'s cap under speculative decoding "
+                    f"({self._origin('speculative_max_running_requests')})")
+        return f"{self.name} {self.version}'s default cap"
+
+    def _origin(self, field: str) -> str:
+        rule = self.set_by.get(field)
+        return f"rule {rule}" if rule is not None else f"the engine file's {field}"
 
     def max_running(self, design: str, configured: int | None, hardware=None, kv_tokens: int | None = None,
                     context: int | None = None) -> int:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 
 from mtpsim import scenario as sc
-from mtpsim.designs import BASELINE
 from mtpsim.errors import ScenarioError, printable, short
 from mtpsim.histogram import LogHistogram
 from mtpsim.results import Results
@@ -133,15 +132,8 @@ def _cap_line(row: dict, s: sc.Scenario, where: str, budget: bool) -> str:
     """The running-request cap's line: the batch it held, and the rule that set it. Where the
     decoding batch stayed below the cap (a mixing engine prefills admitted prompts a chunk per
     step within its token budget), the cap bound admissions only, and the line says so."""
-    e, arch = s.specs.engine, s.specs.model.architecture
-    if s.engine.max_running_requests is not None:
-        origin = "engine.max_running_requests"
-    elif e.architecture_cap(arch) is not None:  # EngineSpec.for_model
-        origin = f"{e.name} {e.version}'s cap for {arch} models (rule deepseek_v4_running_cap)"
-    elif row["design"] != BASELINE and e.speculative_max_running_requests is not None:
-        origin = f"{e.name} {e.version}'s cap under speculative decoding (rule spec_running_cap)"
-    else:
-        origin = "the default cap"
+    origin = s.specs.engine.cap_origin(row["design"], s.engine.max_running_requests is not None,
+                                       s.specs.model.architecture)
     held = f"{row['capped_iterations']:g} iterations; set by {origin}"
     if row["max_batch"] < row["max_running"]:
         return (f"cap {row['max_running']:g}: {where}: {row['max_running']:g} requests were admitted while more waited, "

@@ -46,6 +46,10 @@ from mtpsim.spec_base import (  # noqa: F401 (the base and limits, read from her
     Spec,
 )
 
+DEEPSEEK_V4 = "DeepseekV4ForCausalLM"
+# the model classes ModelSpec.architecture can name, which an engine rule may key on (engines.py)
+Architecture = Literal["DeepseekV4ForCausalLM"]
+
 ROLE_NAMES = {"target": "a target model", "draft": "a draft model", "assistant": "a frozen-KV assistant",
               "block_draft": "a block drafter"}
 # the top-level fields a role never reads (`block` aside: only a block drafter takes it). A target
@@ -215,7 +219,7 @@ class ModelSpec(Spec):
         DeepSeek-V4's, `DeepseekV4ForCausalLM`, for a model whose attention is all compressed (V4
         and V4.1: SGLang serves both through srt/models/deepseek_v4.py); else None."""
         kinds = self.attention_kinds.values()
-        return "DeepseekV4ForCausalLM" if kinds and all(a.kind == "compressed" for a in kinds) else None
+        return DEEPSEEK_V4 if kinds and all(a.kind == "compressed" for a in kinds) else None
 
     @cached_property
     def expanded_layers(self) -> list[LayerRef]:

@@ -150,7 +150,7 @@ def test_cost_says_the_running_cap_run_holds(tmp_path, capsys):
     path = _scenario(tmp_path, SHORT_CONTEXT)
     assert warnings_of(capsys, ["cost", path]) == []
     lines = warnings_of(capsys, ["cost", path, "--batch", "5000"])
-    assert any("past the running-request cap of 4096 (sglang's default)" in x for x in lines), lines
+    assert any("past the running-request cap of 4096, set by sglang 0.5.12's default cap:" in x for x in lines), lines
 
 
 # ------------------------------------------------------------- 5. a GPU no class holds
