@@ -178,9 +178,24 @@ def _part(part: str, limit: int = 60) -> str:
 
 
 def _is_union_tag(part: str) -> bool:
-    """pydantic names union branches in error locations (`int`, `LengthDist`, `function-after[...]`)."""
-    return part.startswith(("function-", "constrained-")) or part in ("int", "str", "float", "bool") or part[:1].isupper() \
-        or part.startswith(("dict[", "list["))
+    """pydantic names union branches in error locations (`int`, `LengthDist`, `function-after[...]`).
+    A capitalised part is a branch only where it names a model class: a mapping's own key
+    (`architecture_running_cap.DeepseekV4ForCausalLM`) stays in the path."""
+    return part.startswith(("function-", "constrained-")) or part in ("int", "str", "float", "bool") \
+        or part.startswith(("dict[", "list[")) or (part[:1].isupper() and ("[" in part or part in _model_names()))
+
+
+def _model_names() -> set[str]:
+    """The names of every pydantic model class defined so far (the branches a union's error names)."""
+    from pydantic import BaseModel
+    names, todo = set(), [BaseModel]
+    while todo:
+        cls = todo.pop()
+        for sub in cls.__subclasses__():
+            if sub.__name__ not in names:
+                names.add(sub.__name__)
+                todo.append(sub)
+    return names
 
 
 _warned: set[str] = set()
