@@ -171,6 +171,20 @@ def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = N
     return df
 
 
+def first_repeat_rows(df: pd.DataFrame, columns: list[str] | None = None) -> tuple[int, int] | None:
+    """The file rows (header row 1) of the first row some later row repeats on `columns` (all
+    when None) and of that later row: a pair that really are copies of each other."""
+    later = df.duplicated(subset=columns, keep="first").to_numpy().nonzero()[0]
+    if not len(later):
+        return None
+    j = int(later[0])
+    key = df.columns if columns is None else columns
+    before, row = df[key].iloc[:j], df[key].iloc[j]
+    same = (before == row) | (before.isna() & row.isna())  # duplicated() counts two blanks as one value
+    i = int(same.all(axis=1).to_numpy().nonzero()[0][0])
+    return i + 2, j + 2
+
+
 def _unique_header(data: bytes, where: str) -> None:
     """pandas renames a repeated column (`x`, `x.1`): which one is meant is then a guess, so refuse it."""
     header = pd.read_csv(io.BytesIO(data), header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()

@@ -31,6 +31,7 @@ from mtpsim.csvfiles import (  # noqa: F401 (the CSV reader, read from here)
     TEXT,
     Column,
     check_numbers,
+    first_repeat_rows,
     read_csv,
 )
 from mtpsim.jsonfiles import strict_json  # noqa: F401 (the JSON reader, read from here)
