@@ -98,6 +98,12 @@ class _Rules:
                     what = {_TIMESTAMP: "a date", _BOOL: "true or false"}.get(node.tag, "a number")
                     raise _Problem(self._path, f"{node.value[:40]!r} is tagged !!{_TAGGED[node.tag]} but is not {what}: "
                                    "write the value itself, or quote it for a string")
+            if isinstance(node, yaml.ScalarNode) and node.tag == _TIMESTAMP:
+                try:  # a date's spelling past the calendar (2001-13-45) fails only when built, where no key is known
+                    self.construct_yaml_timestamp(node)
+                except (ValueError, OverflowError) as exc:
+                    raise _Problem(self._path, f"{node.value[:40]!r} is not a date ({exc}): write a real date, or "
+                                   "quote it for a string") from None
             if plain and not plain.fullmatch(node.value):
                 raise _Problem(self._path, f"{node.value[:40]!r} is a YAML 1.1 number spelling (octal, hex, binary, "
                                "sexagesimal or with underscores) that would read as another value: write it in "

@@ -31,7 +31,8 @@ def test_a_tag_on_a_value_that_is_none_is_one_line(tmp_path, capsys, value, word
 
 
 def test_a_date_past_the_calendar_is_one_line(tmp_path, capsys):
-    one_line_error(capsys, run(tmp_path, HEAD.replace("VALUE", "!!timestamp 2001-13-45")), "", "month must be")
+    one_line_error(capsys, run(tmp_path, HEAD.replace("VALUE", "!!timestamp 2001-13-45")), "workload.concurrency",
+                   "month must be")
 
 
 FP8 = {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}
