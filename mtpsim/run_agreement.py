@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mtpsim.errors import ScenarioError, short
+from mtpsim.files import first_repeat_rows
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
 def same_run(folder: Path, summary: pd.DataFrame, intervals: pd.DataFrame | None, tables: dict[str, pd.DataFrame | None],
-             names: list[str] | None) -> None:
+             names: list[str] | None, drafts: list[tuple[str, int] | None] | None = None) -> None:
     """That the folder's tables are one run's, as `mtpsim run` wrote them together, else a
     ScenarioError naming the table that disagrees (a file copied in from another run, or from a
     run of another scenario): summary.csv's point runs (point, and seed over seeds) are once each,
@@ -23,7 +24,8 @@ def same_run(folder: Path, summary: pd.DataFrame, intervals: pd.DataFrame | None
     and are summary_ci.csv's; every other table's rows are labelled with those runs, requests.csv
     and iterations.csv hold as many rows for each as summary.csv says it kept, accept_counts.csv
     has rows for each, and where a run kept every request, its requests' mean latencies are
-    summary.csv's (_same_latencies)."""
+    summary.csv's (_same_latencies). `drafts`: each point's (design, steps) where the scenario
+    gives them, which its summary rows must carry (_same_drafts)."""
     folder = Path(folder)
     # over seeds a run writes `seed` and `baseline` into summary.csv and `seed` into the other
     # tables (run.run_rows, run_seeds.run_labels); a swept seed at one seed a point is a column of
@@ -41,9 +43,11 @@ def same_run(folder: Path, summary: pd.DataFrame, intervals: pd.DataFrame | None
         raise mixed("summary.csv", "point", f"{_run_name(twice.iloc[0], labels)} has more than one row")
     _no_repeated_row(summary, labels, mixed)
     _same_points(folder, "summary.csv", summary, names, mixed)
+    _same_drafts("summary.csv", summary, drafts, mixed)
     if intervals is not None:
         _no_repeated_row(intervals, ["point"], mixed, "summary_ci.csv")  # one row of means per point and baseline
         _same_points(folder, "summary_ci.csv", intervals, names, mixed)
+        _same_drafts("summary_ci.csv", intervals, drafts, mixed)
         if set(intervals.point[intervals.point >= 0]) != set(runs.point):
             raise mixed("summary_ci.csv", "point", f"holds points {_listed(intervals.point[intervals.point >= 0])}, "
                         f"and summary.csv points {_listed(runs.point)}")
@@ -103,10 +107,10 @@ def _no_repeated_row(summary: pd.DataFrame, labels: list[str], mixed, name: str 
     summary_ci.csv's means; without seeds, a row equal to another in every column, wall time
     included, is one written twice)."""
     key = [*labels, "baseline"] if "baseline" in summary else list(summary.columns)
-    again = summary.duplicated(key, keep=False).to_numpy().nonzero()[0]
-    if len(again):
-        raise mixed(name, "point", f"rows {again[0] + 2} and {again[1] + 2} are the same run "
-                    f"({_run_name(summary.iloc[again[0]], labels)})")
+    again = first_repeat_rows(summary, key)
+    if again is not None:
+        raise mixed(name, "point", f"rows {again[0]} and {again[1]} are the same run "
+                    f"({_run_name(summary.iloc[again[0] - 2], labels)})")
 
 
 def _same_points(folder: Path, name: str, frame: pd.DataFrame, names: list[str] | None, mixed) -> None:
@@ -128,6 +132,22 @@ def _same_points(folder: Path, name: str, frame: pd.DataFrame, names: list[str] 
         if point < 0 and text not in names:
             raise mixed(name, "name", f"{short(text, 40)} at a baseline, and scenario.resolved.yaml's points are "
                         f"{short(names[0], 40)}{' ...' if len(set(names)) > 1 else ''}")
+
+
+def _same_drafts(name: str, frame: pd.DataFrame, drafts: list[tuple[str, int] | None] | None, mixed) -> None:
+    """Each point's rows run the design and steps its scenario gives (steps where it drafts):
+    an edited or copied-in row would be drawn as another setting's."""
+    if drafts is None or "design" not in frame or "steps" not in frame:
+        return
+    for point, design, steps in zip(frame.point, frame.design, frame.steps):
+        if point < 0 or point >= len(drafts) or drafts[point] is None:
+            continue
+        want, want_steps = drafts[point]
+        if design != want:
+            raise mixed(name, "design", f"{short(str(design), 40)} at point {point}, and scenario.resolved.yaml runs "
+                        f"{short(want, 40)}")
+        if want != "none" and steps != want_steps:
+            raise mixed(name, "steps", f"{steps:g} at point {point}, and scenario.resolved.yaml drafts {want_steps}")
 
 
 def _run_name(row, labels: list[str]) -> str:

@@ -131,8 +131,10 @@ def plot_run(folder: Path, points: list[sc.Scenario] | None = None) -> list[Path
     if passes is not None and not (passes.point == 0).any():  # the timeline is point 0's
         raise ScenarioError(str(folder / "passes.csv"), "point", "no row for point 0")
     intervals = read_run_table(folder, "summary_ci.csv", required=False)
+    names, drafts = ([p.name for p in points], [(p.speculative.design, p.speculative.steps) for p in points]) if points \
+        else _resolved_points(folder)
     same_run(folder, summary, intervals, {"requests.csv": requests, "iterations.csv": iterations, "accept_counts.csv": counts,
-                                          "passes.csv": passes}, [p.name for p in points] if points else _resolved_names(folder))
+                                          "passes.csv": passes}, names, drafts)
     memory = None
     try:
         memory = memory_frame(points or load_run_points(folder))
@@ -154,19 +156,28 @@ def plot_run(folder: Path, points: list[sc.Scenario] | None = None) -> list[Path
     return paths
 
 
-def _resolved_names(folder: Path) -> list[str] | None:
-    """Each point's scenario name, from the folder's scenario.resolved.yaml; None without the file
+def _resolved_points(folder: Path) -> tuple[list[str] | None, list[tuple[str, int] | None] | None]:
+    """Each point's scenario name and its (design, steps) where the file gives both, from the
+    folder's scenario.resolved.yaml; (None, None) without the file
     (plot_run says so as it skips the memory plot). A file that is there but is not one mapping
     with a name per point is refused: the tables could not be checked against the run's points,
     and a folder whose tables were copied in from another run would be drawn as this one."""
     path = Path(folder) / "scenario.resolved.yaml"
     if not path.is_file():
-        return None
+        return None, None
     docs = load_yaml_documents(str(path))  # its ScenarioError names the file and what is wrong
     if not docs or not all(isinstance(d, dict) and isinstance(d.get("name"), str) for d in docs):
         raise ScenarioError(str(path), "", "not one scenario with a name per point, as `mtpsim run` writes it: the "
                             "folder's tables cannot be checked against its points")
-    return [d["name"] for d in docs]
+    return [d["name"] for d in docs], [_draft_of(d) for d in docs]
+
+
+def _draft_of(doc: dict) -> tuple[str, int] | None:
+    """A resolved point's (design, steps), where its speculative section gives both as written."""
+    spec = doc.get("speculative")
+    if not isinstance(spec, dict) or not isinstance(spec.get("design"), str) or type(spec.get("steps")) is not int:
+        return None
+    return spec["design"], spec["steps"]
 
 
 def _first_seed(frame: pd.DataFrame | None) -> pd.DataFrame | None:
