@@ -49,11 +49,16 @@ def stream_overlap_moot(s: Scenario) -> list[tuple[str, str]]:
 
 def _setting_rule(engine, field: str) -> str:
     """Who set `field` of `engine` at its release: the version rule in force that sets it, else its file."""
+    return engine.origin_of(field, engine_file_label(engine.name))
+
+
+def engine_file_label(name: str) -> str:
+    """The engine file a scenario's engine `name` was read from, as a message names it: the shipped
+    one as engines/NAME.yaml, a user catalog's (MTPSIM_CATALOG) by its path."""
     from mtpsim import catalog
-    from mtpsim.engine_releases import engine_rules
-    rule = next((r.name for r in engine_rules(catalog.engine_file(engine.name)) if r.field == field
-                 and r.name in engine.rules), None)
-    return f"rule {rule}" if rule else f"engines/{engine.name}.yaml {field}"
+    from mtpsim.packagedata import data_dir
+    path = catalog.find("engines", name)
+    return f"engines/{name}.yaml" if path is None or path.parent == data_dir() / "engines" else str(path)
 
 
 def lacked_method(s: Scenario) -> tuple[str, str] | None:
@@ -69,8 +74,9 @@ def lacked_method(s: Scenario) -> tuple[str, str] | None:
     what = f"a {lacking} block drafter" if lacking == block else \
         f"an EAGLE-3 draft ({draft.name!r})" if lacking == "eagle3" else f"design {design}"
     return ("speculative.draft" if lacking == "eagle3" else "speculative.design",
-            f"{engine.name} {engine.version} has no speculative method for {what} (engines/{engine.name}.yaml "
-            "lacks_methods): mtpsim prices it with this engine's host rules as if the release ran it")
+            f"{engine.name} {engine.version} has no speculative method for {what} "
+            f"({_setting_rule(engine, 'lacks_methods')}): mtpsim prices it with this engine's host rules as if "
+            "the release ran it")
 
 
 def engine_moot(s: Scenario) -> list[tuple[str, str]]:
@@ -82,8 +88,9 @@ def engine_moot(s: Scenario) -> list[tuple[str, str]]:
         found.append(lacking)
     arch = s.specs.model.architecture
     if arch is not None and arch in engine.lacks_architectures:
-        found.append(("model", f"{engine.name} {engine.version} has no code for {arch} models (engines/{engine.name}.yaml "
-                      "lacks_architectures): mtpsim prices it with this release's rules as if it served it"))
+        found.append(("model", f"{engine.name} {engine.version} has no code for {arch} models "
+                      f"({_setting_rule(engine, 'lacks_architectures')}): mtpsim prices it with this release's rules as "
+                      "if it served it"))
     launch = scenario_cannot_launch(s)
     if launch is not None:  # a layout or draft shape the engine has no option for
         key, why = launch

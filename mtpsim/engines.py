@@ -297,15 +297,17 @@ class EngineSpec(Spec):
         if configured:
             return "engine.max_running_requests"
         if self.architecture_cap(architecture) is not None:  # for_model
-            return f"{self.name} {self.version}'s cap for {architecture} models ({self._origin('architecture_running_cap')})"
+            return f"{self.name} {self.version}'s cap for {architecture} models ({self.origin_of('architecture_running_cap')})"
         if design != "none" and self.speculative_max_running_requests is not None:
             return (f"{self.name} {self.version}'s cap under speculative decoding "
-                    f"({self._origin('speculative_max_running_requests')})")
+                    f"({self.origin_of('speculative_max_running_requests')})")
         return f"{self.name} {self.version}'s default cap"
 
-    def _origin(self, field: str) -> str:
+    def origin_of(self, field: str, file: str = "the engine file's") -> str:
+        """Who set `field` at this release, as a message names it: the version rule in force that
+        set it, else the engine file (`file`: how to name it) itself."""
         rule = self.set_by.get(field)
-        return f"rule {rule}" if rule is not None else f"the engine file's {field}"
+        return f"rule {rule}" if rule is not None else f"{file} {field}"
 
     def max_running(self, design: str, configured: int | None, hardware=None, kv_tokens: int | None = None,
                     context: int | None = None) -> int:

@@ -67,7 +67,10 @@ def line(kind: str, message: str, prog: str = "mtpsim") -> str:
 
 
 def short(value: object, limit: int = 80) -> str:
-    """repr(value), cut to `limit` characters: an error message never echoes a huge value."""
+    """repr(value), cut to `limit` characters: an error message never echoes a huge value. A
+    numpy scalar (a table's cell) is said as the number it holds, not as `np.int64(0)`."""
+    if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+        value = value.item()
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 

@@ -13,7 +13,6 @@ from pydantic import BaseModel, ValidationError
 
 from mtpsim import catalog, designs
 from mtpsim.checks import check_against_specs
-from mtpsim.engine_releases import engine_rules
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, from_validation, short, warn
 from mtpsim.hardware_spec import HardwareSpec
@@ -156,8 +155,7 @@ def _unpriced_attention_kernel(s: Scenario, engine: EngineSpec, hardware: Hardwa
     for spec in served:
         sizes = sorted({a.head_dim for a in spec.attention_kinds.values() if a.kind == "gqa"} if spec else ())
         if len(sizes) > 1:
-            rule = next((r.name for r in engine_rules(catalog.engine_file(engine.name))
-                         if r.field == "mixed_head_attention" and r.name in engine.rules), "")
+            rule = engine.set_by.get("mixed_head_attention", "")
             priced_as = "from the profile's FlashAttention rows" if cost_model == "calibrated" else \
                 "by the roofline, as an efficient kernel would run"
             named = f" (rule {rule})" if rule else ""

@@ -172,3 +172,41 @@ def test_plot_refuses_a_summary_whose_steps_were_edited(tmp_path, capsys):
     lines[row] = ",".join(cells)
     summary.write_text("\n".join(lines) + "\n")
     one_line_error(capsys, ["plot", str(out)], "steps", "64 at point 0")
+
+
+# ------------------------------------------------------------------ campaign 35's smaller notes
+
+def test_a_table_cell_in_an_error_is_said_as_its_number():
+    """Before: `iters: row 2: np.int64(0) is not ...`."""
+    import numpy as np
+
+    from mtpsim.errors import short
+    assert short(np.int64(0)) == "0" and short(np.float64(4096.0)) == "4096.0"
+
+
+def test_a_families_count_that_is_no_number_is_refused():
+    """Before: `families.linear_state: "lots"` turned the row-count check off without a word."""
+    from mtpsim.costs.profile import check_rows
+    from mtpsim.errors import ScenarioError
+    with pytest.raises(ScenarioError) as err:
+        check_rows("linear_state", pd.DataFrame({"a": [1]}), {"families": {"linear_state": "lots"}}, "meta.yaml")
+    assert err.value.key == "families.linear_state" and "not a count of rows" in err.value.reason
+
+
+def test_a_lacked_method_names_the_user_catalogs_file(tmp_path, capsys, monkeypatch):
+    """Before: `(engines/sglang.yaml lacks_methods)` where a user catalog's file set it."""
+    def edit(data):
+        data["rules"] = [r for r in data["rules"] if r["field"] != "lacks_methods"]
+        data["lacks_methods"] = ["eagle3"]
+    _engine_catalog(tmp_path, monkeypatch, edit)
+    assert cli.main(run(tmp_path, CHAIN.replace("TOPK", "1"))) == 0
+    err = capsys.readouterr().err
+    assert f"({tmp_path / 'cat' / 'engines' / 'sglang.yaml'} lacks_methods)" in err, err
+
+
+def test_a_lacked_method_a_rule_set_names_the_rule(tmp_path, capsys):
+    text = CHAIN.replace("TOPK", "1").replace("hardware: h100-sxm\n", "hardware: h100-sxm\nengine: {kind: sglang, "
+                                               "version: \"0.4.4\"}\n")
+    assert cli.main(run(tmp_path, text)) == 0
+    assert "(rule sglang_methods_v04 lacks_methods)" not in (err := capsys.readouterr().err)
+    assert "(rule sglang_methods_v04)" in err, err

@@ -269,7 +269,7 @@ def check_rows(family: str, df: pd.DataFrame, meta: dict, where: str) -> None:
     listed = (meta.get("families") or {}).get(family)
     count = listed.get("rows") if isinstance(listed, dict) else listed
     key = f"families.{family}" + (".rows" if isinstance(listed, dict) else "")
-    if isinstance(listed, dict) and count is not None and (type(count) is not int or count < 1):
+    if listed is not None and count is not None and (type(count) is not int or count < 1):
         # a source record's count in another form (many, 15342.0) turned the check off without a word
         raise ScenarioError(where, key, f"{short(count)} is not a count of rows (a whole number above 0)")
     if isinstance(count, int) and not isinstance(count, bool) and count != len(df):
