@@ -6,7 +6,10 @@
   (H12); a capitalised mapping key vanished from the error's key path (H13);
 - a profile's repeated row was reported at two rows that were not copies (H14);
 - a date past the calendar had no key path (H17); `mtpsim plot` drew a summary whose steps were
-  edited (H18).
+  edited (H18);
+- and campaign 34's H9: two config.json keys giving one setting (rope_scaling and rope_parameters,
+  MiMo's two window keys, a text-level and a top-level quantization_config) were read in a fixed
+  order without a word where they disagree.
 """
 from __future__ import annotations
 
@@ -210,3 +213,38 @@ def test_a_lacked_method_a_rule_set_names_the_rule(tmp_path, capsys):
     assert cli.main(run(tmp_path, text)) == 0
     assert "(rule sglang_methods_v04 lacks_methods)" not in (err := capsys.readouterr().err)
     assert "(rule sglang_methods_v04)" in err, err
+
+
+# ------------------------------------------------------------------ campaign 34's H9: two config.json keys, one setting
+
+def test_rope_scaling_and_rope_parameters_that_disagree_are_refused(tmp_path):
+    """Before: rope_scaling was read and rope_parameters passed over without a word."""
+    from mtpsim.errors import ScenarioError
+    from tests.test_hfconfig import LLAMA_31_8B, read
+    config = {**LLAMA_31_8B, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768},
+              "rope_parameters": {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 32768,
+                                  "rope_theta": 1e6}}
+    with pytest.raises(ScenarioError) as err:
+        read(tmp_path, config)
+    assert err.value.key == "rope_parameters" and "factor as 8.0, and rope_scaling as 4.0" in err.value.reason
+    agreeing = {**config, "rope_parameters": {**config["rope_scaling"], "rope_theta": 1e6}}
+    assert read(tmp_path, agreeing).max_context == 4 * 32768
+
+
+def test_mimos_two_window_keys_that_disagree_are_refused(tmp_path):
+    from mtpsim.errors import ScenarioError
+    from tests.test_hfconfig import MIMO_V2_FLASH, read
+    with pytest.raises(ScenarioError) as err:
+        read(tmp_path, {**MIMO_V2_FLASH, "sliding_window_size": 256})
+    assert err.value.key == "sliding_window_size" and "sliding_window 128" in err.value.reason
+
+
+def test_a_text_level_quantization_that_differs_from_the_top_level_is_refused(tmp_path):
+    from mtpsim.errors import ScenarioError
+    from tests.test_hfconfig import GEMMA_4_E2B, read
+    fp8 = {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}
+    config = {**GEMMA_4_E2B, "quantization_config": fp8,
+              "text_config": {**GEMMA_4_E2B["text_config"], "quantization_config": {**fp8, "weight_block_size": [64, 64]}}}
+    with pytest.raises(ScenarioError) as err:
+        read(tmp_path, config)
+    assert err.value.key == "quantization_config" and "text_config.quantization_config" in err.value.reason

@@ -95,6 +95,7 @@ def _max_context(c: Config) -> int:
     key = "rope_scaling" if c.get("rope_scaling") is not None else "rope_parameters"
     if c.get(key) is None:
         return length
+    _one_scaling(c)
     scaling = c.sub(key)
     kind = scaling.get("rope_type", scaling.get("type"))
     if kind is not None and not isinstance(kind, str):  # a list or a number is no scaling's name: not a multiplier
@@ -108,6 +109,22 @@ def _max_context(c: Config) -> int:
     if kind == "yarn":
         length = scaling.int("original_max_position_embeddings", low=1)
     return int(length * factor)
+
+
+def _one_scaling(c: Config) -> None:
+    """rope_scaling and rope_parameters may both be written (transformers 5 keeps the first for old
+    readers); where both give the scaling they must agree on what the context length reads (its
+    kind, factor and original length), else which one an engine reads decides the context."""
+    old, new = c.get("rope_scaling"), c.get("rope_parameters")
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return
+    for name, fields in (("kind", ("rope_type", "type")), ("factor", ("factor",)),
+                         ("original length", ("original_max_position_embeddings",))):
+        a = next((old[f] for f in fields if f in old), None)
+        b = next((new[f] for f in fields if f in new), None)
+        if a is not None and b is not None and a != b:
+            raise c.error("rope_parameters", f"gives the RoPE scaling's {name} as {short(b)}, and rope_scaling as "
+                          f"{short(a)}: the two say one thing, so keep one (or make them agree)")
 
 
 def _reader(top: Config, where: str, at: str):
@@ -227,6 +244,10 @@ def _dtypes(top: Config, text: Config, where: str, key: str, overrides: dict, ma
     out = dict.fromkeys(PARTS, base) if base else {}
     problem = None if base else f"has dtype {short(name)}, not one of {', '.join(TORCH_DTYPES)}"
     inner = text is not top and text.get("quantization_config") is not None
+    if inner and top.get("quantization_config") is not None and top.get("quantization_config") != \
+            text.get("quantization_config"):  # which one an engine reads would set the weights' dtypes
+        raise top.error("quantization_config", "differs from text_config.quantization_config: the two describe one "
+                        "checkpoint's weights, so keep one (or make them agree)")
     scheme = quant.scheme_of((text if inner else top).get("quantization_config"), top.path,
                              ("text_config." if inner else "") + "quantization_config")
     if isinstance(scheme, quant.Problem):

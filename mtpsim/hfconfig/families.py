@@ -156,6 +156,10 @@ def mimo_v2_flash(c: Config) -> Layout:
     if "sliding" in kinds:
         window_key = "sliding_window" if c.get("sliding_window") is not None else "sliding_window_size"
         head_dim, window = c.int("swa_head_dim"), c.int(window_key, low=1)
+        other = c.get("sliding_window_size")
+        if window_key == "sliding_window" and other is not None and other != window:  # which one an engine reads sets it
+            raise c.error("sliding_window_size", f"{short(other)} tokens, and sliding_window {window}: the two keys "
+                          "give one window, so keep one (or make them agree)")
         attention["sliding"] = gqa_kind(c.int("swa_num_attention_heads", low=1), c.int("swa_num_key_value_heads"), head_dim,
                                     window, c.int("swa_v_head_dim", None, low=1))
     width, shared = c.int("moe_intermediate_size"), c.int("n_shared_experts", 0)
