@@ -248,3 +248,13 @@ def test_a_text_level_quantization_that_differs_from_the_top_level_is_refused(tm
     with pytest.raises(ScenarioError) as err:
         read(tmp_path, config)
     assert err.value.key == "quantization_config" and "text_config.quantization_config" in err.value.reason
+
+
+def test_a_rope_factor_that_leaves_no_context_names_its_own_key(tmp_path):
+    """Before: `model.max_context: Input should be greater than 0`, a key config.json does not have."""
+    from mtpsim.errors import ScenarioError
+    from tests.test_hfconfig import LLAMA_31_8B, read
+    config = {**LLAMA_31_8B, "rope_scaling": {"rope_type": "yarn", "factor": 0.0001, "original_max_position_embeddings": 8192}}
+    with pytest.raises(ScenarioError) as err:
+        read(tmp_path, config)
+    assert err.value.key == "rope_scaling.factor" and "leaves no context" in err.value.reason

@@ -108,6 +108,8 @@ def _max_context(c: Config) -> int:
         raise scaling.error("factor", f"expected a context multiple in (0, 1024], got {short(factor)}")
     if kind == "yarn":
         length = scaling.int("original_max_position_embeddings", low=1)
+    if int(length * factor) < 1:  # else said as the spec's model.max_context, a key config.json does not have
+        raise scaling.error("factor", f"{short(factor)} times {length:,} tokens leaves no context to serve")
     return int(length * factor)
 
 
