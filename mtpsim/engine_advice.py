@@ -86,8 +86,8 @@ def engine_moot(s: Scenario) -> list[tuple[str, str]]:
     lacking = lacked_method(s)
     if lacking is not None:
         found.append(lacking)
-    arch = s.specs.model.architecture
-    if arch is not None and arch in engine.lacks_architectures:
+    arch = next((a for a in s.specs.model.served_as if a in engine.lacks_architectures), None)
+    if arch is not None:
         found.append(("model", f"{engine.name} {engine.version} has no code for {arch} models "
                       f"({_setting_rule(engine, 'lacks_architectures')}): mtpsim prices it with this release's rules as "
                       "if it served it"))

@@ -29,7 +29,7 @@ from mtpsim.engine_sections import (  # noqa: F401 (the sections, read from here
 )
 from mtpsim.errors import AtKey, first_repeat
 from mtpsim.limits import MAX_USERS
-from mtpsim.specs import Architecture, Spec
+from mtpsim.specs import Architecture, ServedAs, Spec
 
 DEFAULT_MAX_RUNNING = 256  # running requests an engine file that names no running_cap admits (the shipped ones give theirs)
 # The bounds of an engine file's (and its version rules') sizes are the scenario's for the same
@@ -110,9 +110,9 @@ class EngineSpec(Spec):
     # as if it ran it, with one warning (engine_advice.py)
     # eagle3: an external EAGLE-3 draft (one that fuses target layers) under design nextn
     lacks_methods: tuple[Literal["multi_layer", "frozen_kv", "parallel_heads", "dflash", "dspark", "eagle3"], ...] = ()
-    # model classes (ModelSpec.architecture) this release has no code for, where its code was read: a
+    # model classes (ModelSpec.served_as) this release has no code for, where its code was read: a
     # scenario serving one is priced with the engine's rules as if it ran it, with one warning (engine_advice.py)
-    lacks_architectures: tuple[Architecture, ...] = ()
+    lacks_architectures: tuple[ServedAs, ...] = ()
     # designs whose iterations this release mixes prompt chunks into, where mixing is on, by running
     # that step's requests as plain one-token decodes (SGLang from v0.5.19): not modelled, said in one
     # warning (engine_advice.py); mixed_batches.speculative stays the rule mtpsim prices

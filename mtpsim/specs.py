@@ -49,6 +49,11 @@ from mtpsim.spec_base import (  # noqa: F401 (the base and limits, read from her
 DEEPSEEK_V4 = "DeepseekV4ForCausalLM"
 # the model classes ModelSpec.architecture can name, which an engine rule may key on (engines.py)
 Architecture = Literal["DeepseekV4ForCausalLM"]
+# what an engine must have code for to serve a model (ModelSpec.served_as): its class, and for
+# DeepSeek-V4.1 its CSA2 layers (compress ratios 1 and 2), which the engines serve through V4's
+# class but added releases later (SGLang v0.5.21)
+DEEPSEEK_V41 = "DeepSeek-V4.1"
+ServedAs = Literal["DeepseekV4ForCausalLM", "DeepSeek-V4.1"]
 
 ROLE_NAMES = {"target": "a target model", "draft": "a draft model", "assistant": "a frozen-KV assistant",
               "block_draft": "a block drafter"}
@@ -220,6 +225,15 @@ class ModelSpec(Spec):
         and V4.1: SGLang serves both through srt/models/deepseek_v4.py); else None."""
         kinds = self.attention_kinds.values()
         return DEEPSEEK_V4 if kinds and all(a.kind == "compressed" for a in kinds) else None
+
+    @property
+    def served_as(self) -> tuple[str, ...]:
+        """What an engine needs code for to serve this model (engine lacks_architectures): its class
+        (`architecture`), and DeepSeek-V4.1's CSA2 layers where it has them; () for the others."""
+        if self.architecture is None:
+            return ()
+        csa2 = any(a.compressed is not None and a.compressed.csa2 for a in self.attention_kinds.values())
+        return (self.architecture, DEEPSEEK_V41) if csa2 else (self.architecture,)
 
     @cached_property
     def expanded_layers(self) -> list[LayerRef]:

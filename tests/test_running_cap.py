@@ -113,3 +113,23 @@ def test_a_release_without_deepseek_v4_code_says_so(tmp_path, capsys, version, s
     assert cli.main(["cost", run(tmp_path, text)[1]]) == 0
     err = capsys.readouterr().err
     assert (f"model: sglang {version} has no code for DeepseekV4ForCausalLM models" in err) == said
+
+
+@pytest.mark.parametrize("version, said", [("0.5.11", "DeepseekV4ForCausalLM"), ("0.5.20", "DeepSeek-V4.1"),
+                                           ("0.5.21", None)])
+def test_deepseek_v41_needs_the_release_that_added_its_layers(tmp_path, capsys, version, said):
+    """V4.1 keeps V4's class, but its ratio-1/2 layers and Engram came in SGLang v0.5.21 (rule
+    no_deepseek_v41_code): a release from v0.5.12 to v0.5.20 serves V4 and not V4.1."""
+    from mtpsim import cli, errors
+    from tests.test_bad_input import run
+    errors._warned.clear()
+    assert catalog.load_model("deepseek-v4.1-flash").served_as == ("DeepseekV4ForCausalLM", "DeepSeek-V4.1")
+    assert catalog.load_model("deepseek-v4-flash").served_as == ("DeepseekV4ForCausalLM",)
+    text = (f"name: s\nmodel: deepseek-v4.1-flash\nhardware: b200\nengine: {{kind: sglang, version: \"{version}\"}}\n"
+            "parallel: {tp: 8}\nworkload: {arrival: closed, concurrency: 1, num_requests: 1, input_len: 16, output_len: 4}\n")
+    assert cli.main(["cost", run(tmp_path, text)[1]]) == 0
+    err = capsys.readouterr().err
+    if said is None:
+        assert "has no code for" not in err, err
+    else:
+        assert f"model: sglang {version} has no code for {said} models" in err, err
