@@ -37,6 +37,25 @@ def run_points_arguments(points, jobs, progress, keep_passes, backend) -> None:
     for point in points:
         check_resolved(point, where)
     workers(where, jobs, backend)
-    for key, value in (("progress", progress), ("keep_passes", keep_passes)):
+    flags(where, progress=progress, keep_passes=keep_passes)
+
+
+def flags(where: str, **values) -> None:
+    """Each of `values` a boolean (a notebook's 1 or "no" is no flag)."""
+    for key, value in values.items():
         if not isinstance(value, bool):
             raise ScenarioError(where, key, f"is {short(value, 40)}: True or False")
+
+
+def load_arguments(advise_points, fixed, first_only, refuse) -> None:
+    """mtpsim.load's keyword arguments as the commands pass them: flags as booleans, `fixed` a
+    mapping of top-level keys to the flag that set them, `refuse` a function of a point."""
+    where = "mtpsim.load"
+    flags(where, advise_points=advise_points, first_only=first_only)
+    if fixed is not None and not (isinstance(fixed, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                                                   for k, v in fixed.items())):
+        raise ScenarioError(where, "fixed", f"is {short(fixed, 40)}: a mapping of top-level keys to the flag that set "
+                            "them (text), or None")
+    if refuse is not None and not callable(refuse):
+        raise ScenarioError(where, "refuse", f"is {short(refuse, 40)}: a function of a point, or None")
+

@@ -238,7 +238,19 @@ def spec_file(kind: Kind, ref: str, cls: type[SpecT], where: str, key: str = "",
         # a catalog name is its file's (or one of the aliases it lists): the entry answers to it
         raise ScenarioError(str(path), "name", f"{short(spec.name)} is not the file's name {ref!r}: a scenario names "
                             "the entry by its file")
+    if kind == "models":
+        warn_shadowed_aliases(spec, str(path))
     return spec
+
+
+def warn_shadowed_aliases(spec, where: str) -> None:
+    """One warning for each alias a models entry lists that another entry's file is named: that
+    entry answers to the name (path_of looks up files first), so the alias never names this one."""
+    real = set(names("models"))
+    for i, alias in enumerate(getattr(spec, "aliases", ())):
+        if alias != spec.name and alias in real:
+            warn(where, f"aliases.{i}", f"{short(alias, 60)} is the name of another models catalog entry, which "
+                 "answers to it: this alias never names this entry (drop it)")
 
 
 @functools.lru_cache(maxsize=64)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from mtpsim import catalog, designs
 from mtpsim.acceptance_checks import check_acceptance
 from mtpsim.acceptance_histogram import read_histogram
-from mtpsim.errors import ScenarioError, set_by_flag
+from mtpsim.errors import ScenarioError, set_by_flag, warn
 from mtpsim.files import require_file
 from mtpsim.layout_checks import check_parallelism, check_pools
 from mtpsim.schema import (
@@ -113,10 +113,20 @@ def _check_peak_flops(s: Scenario, where: str) -> None:
     hw = s.specs.hardware
     for spec in filter(None, (s.specs.model, s.specs.draft, s.specs.assistant)):
         used = spec.dtypes.model_dump()
+        widened = {}  # dtype -> the roles priced at the fp32 peak for want of their own
         for role, dtype in used.items():
-            if role != "kv_cache" and hw.peak_for(dtype) is None:
+            if role == "kv_cache":
+                continue
+            at = hw.peak_dtype_for(dtype)
+            if at is None:
                 raise ScenarioError(where, "hardware", f"hardware {hw.name!r} has no peak_flops entry usable for "
                                     f"{dtype} ({spec.name}'s dtypes.{role}; it has {', '.join(hw.peak_flops) or 'none'})")
+            if at == "fp32" and dtype != "fp32":  # 8 to 16 times slower on tensor-core GPUs: said, not assumed
+                widened.setdefault(dtype, []).append(role)
+        for dtype, roles in widened.items():
+            warn(where, "hardware", f"hardware {hw.name!r} gives no peak_flops for {dtype} or another 8- or 16-bit "
+                 f"type: {spec.name}'s {', '.join(roles)} ({dtype}) are priced at its fp32 peak (give "
+                 f"peak_flops.{dtype} where the GPU has one)")
 
 
 def as_built_for(model, draft):

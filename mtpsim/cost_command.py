@@ -45,6 +45,8 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
     if s.seeds > 1:  # run's replicates, as verify says of them: cost draws nothing
         warn(s.source, "seeds", f"cost prices one iteration, drawing nothing: the {s.seeds} replicates seeds asks for "
              "are `mtpsim run`'s")
+    if "seed" in s.model_fields_set:  # the lengths and acceptance draws it seeds are run's
+        warn(s.source, "seed", "cost prices one iteration, drawing nothing: the seed is `mtpsim run`'s")
     # what leaves no KV pool when the batch is the load's: the decode pool, a fraction the file
     # gives, else the layout (`mtpsim run` refuses it at the pool or engine.mem_fraction: memory.check_fits)
     room = "disaggregation.decode" if s.disaggregation is not None else \

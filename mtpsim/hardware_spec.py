@@ -125,7 +125,13 @@ class HardwareSpec(Spec):
     def peak_for(self, dtype: Dtype) -> float | None:
         """Peak for `dtype`, falling back to the widest supported type (FP4 weights on Hopper
         are dequantised and computed in FP8 or BF16); None when no entry is that wide."""
+        found = self.peak_dtype_for(dtype)
+        return None if found is None else self.peak_flops[found]
+
+    def peak_dtype_for(self, dtype: Dtype) -> str | None:
+        """The peak_flops entry `peak_for` prices `dtype` at: its own, else the first of fp8, bf16,
+        fp16, fp32 at least as wide."""
         for d in (dtype, "fp8", "bf16", "fp16", "fp32"):
             if d in self.peak_flops and (DTYPE_BYTES[d] >= DTYPE_BYTES[dtype]):
-                return self.peak_flops[d]
+                return d
         return None

@@ -97,9 +97,10 @@ class MemoryBudget:
         per = self.kv_bytes_per_token
         return int(self.kv_budget_bytes // per) if per else 0
 
-    def request_bytes(self, length: int) -> float:
-        """KV bytes one running request of `length` committed tokens holds, reservation included."""
-        tokens = length + self.reserved_tokens
+    def request_bytes(self, length: int, reserve: bool = True) -> float:
+        """KV bytes one running request of `length` committed tokens holds, the reservation for
+        its next verify included unless `reserve` is False."""
+        tokens = length + self.reserved_tokens * reserve
         return sum(x.request_bytes(tokens) for x in self.target_kv + self.draft_kv)
 
     def max_requests(self, length: int) -> int:
@@ -210,15 +211,29 @@ def check_fits(s, budget: MemoryBudget, tokens: int, pool: str | None = None, ne
         # a higher fraction helps only where the weights fit in the GPU at all; else the layout
         # (or a smaller checkpoint) is what can change, and the key named is the layout's
         fits = weights < budget.capacity_bytes / 1e9
-        remedy = "raise engine.mem_fraction or shard over more GPUs" if fits else \
+        layout = f"disaggregation.{pool}.tp, disaggregation.{pool}.ep" if pool else "parallel.tp, parallel.ep"
+        # the engine's own default comes from a reserve that grows with the layout (SGLang's: tp,
+        # attention DP's graphs), so more GPUs would shrink it further: only the fraction helps
+        derived = s.specs.engine.kv_pool.reserved is not None and s.engine.mem_fraction is None
+        shrinking = derived and budget.rule.fraction < weights / (budget.capacity_bytes / 1e9)
+        remedy = ("set engine.mem_fraction (the engine's default is what its reserve for this layout leaves, and it "
+                  "shrinks with more GPUs)" if shrinking else "raise engine.mem_fraction or shard over more GPUs") if fits else \
             (f"they are more than the GPU's {budget.capacity_bytes / 1e9:.1f} GB: shard over more GPUs "
-             "(parallel.tp, parallel.ep) or quantize them (model: {from: ..., dtypes: {...}})")
+             f"({layout}) or quantize them (model: {{from: ..., dtypes: {{...}}}})")
         raise ScenarioError(s.source, f"disaggregation.{pool}" if pool else ("engine.mem_fraction" if fits else "parallel.tp"),
                             f"{whose if pool else 'the '}weights ({weights:.1f} GB per GPU) leave no KV pool under {rule}, "
                             f"and the engine would refuse to start: {remedy}{engram_remedy(s)}")
     need = budget.request_bytes(tokens) if need is None else need
     if need > budget.kv_budget_bytes:
         needed, held = _apart(need / 1e9, budget.kv_budget_bytes / 1e9)
+        reserved = budget.reserved_tokens
+        if not pool and reserved > tokens and budget.request_bytes(tokens, reserve=False) <= budget.kv_budget_bytes:
+            # the reservation for a verify of the draft tree, more than the request itself, fills the pool
+            raise ScenarioError(s.source, "speculative.draft_tokens" if s.speculative.draft_tokens is not None else
+                                "speculative.topk", f"each request reserves {reserved:,} KV slots for its drafts "
+                                f"and their verify (2 x max(steps x topk, draft_tokens)) beside its {tokens} tokens: "
+                                f"{needed} GB per GPU, more than the {held} GB {whose}KV pool holds ({rule}); draft or "
+                                "verify fewer tokens")
         raise ScenarioError(s.source, f"disaggregation.{pool}" if pool else "workload",
                             f"a request of {tokens} tokens needs {needed} GB of KV per GPU, more than the "
                             f"{held} GB {whose}KV pool holds ({rule})")

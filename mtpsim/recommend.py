@@ -30,7 +30,7 @@ from mtpsim import sweep
 from mtpsim.advice import GRID_CHECKS, advise
 from mtpsim.checks import as_built_for
 from mtpsim.designs import BASELINE, record
-from mtpsim.errors import ScenarioError, warn
+from mtpsim.errors import ScenarioError
 from mtpsim.heaviness import heavy_load, prefill_chunks
 from mtpsim.intervals import seed_intervals
 from mtpsim.schema import mean_length
@@ -54,9 +54,7 @@ def base_point(path: str, sets: list[str]) -> sc.Scenario:
         rankable.refuse_fixed_accept_length(s, "compare steps")
         from mtpsim.sim.preflight import check_kv_pool  # on first use, as the simulator
         check_kv_pool(s)  # the engine's pool, empty at every steps setting, is refused before any warning
-        if s.speculative.policy is not None:
-            warn(s.source, "speculative.policy", "recommend compares fixed steps at each batch and prints the policy "
-                 "they make: the scenario's own policy is not used")
+        rankable.fixed_settings(s, "recommend", "fixed steps at each batch and prints the policy they make")
         s = rankable.own_loads(s, "recommend", "closed-loop batches (--batch)")
     advise(points[0], skip=GRID_CHECKS)  # the point recommended for; its steps and policy are its own (said above)
     return s

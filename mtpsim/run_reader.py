@@ -128,6 +128,8 @@ def plot_run(folder: Path, points: list[sc.Scenario] | None = None) -> list[Path
         raise ScenarioError(str(folder / "iterations.csv"), "point", "no row for point 0")
     passes = read_run_table(folder, "passes.csv", required=False)
     requests = read_run_table(folder, "requests.csv", required=False)
+    if requests is None:  # `mtpsim run` writes it: a folder without it lost it, or is older than the latency plot
+        warn(str(folder / "requests.csv"), "", "absent: latency.png, drawn from each request's latencies, is skipped")
     if passes is not None and not (passes.point == 0).any():  # the timeline is point 0's
         raise ScenarioError(str(folder / "passes.csv"), "point", "no row for point 0")
     intervals = read_run_table(folder, "summary_ci.csv", required=False)

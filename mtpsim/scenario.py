@@ -134,6 +134,8 @@ def load(path: str | Path | dict[str, Any], sets: list[str] = (), advise_points:
     the list then holds it, and its `size` the sweep's count (sweep.Points). `refuse(point)`: a
     command's own refusal of a valid point (run's memory checks), raised as validation's are: before
     any warning, and as --set's where a flag's value is the cause (the file alone passes it)."""
+    from mtpsim.api_checks import load_arguments
+    load_arguments(advise_points, fixed, first_only, refuse)
     path, data = _source(path)
     where = str(path)
     overrides = parse_sets(sets)

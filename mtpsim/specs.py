@@ -113,11 +113,12 @@ class ModelSpec(Spec):
     @model_validator(mode="after")
     def _refs_exist(self) -> ModelSpec:
         refs = [*self.layers] + ([self.mtp.layer] if self.mtp else [])
-        for ref in refs:
-            if ref.attention not in self.attention_kinds:
-                raise ValueError(f"layer names unknown attention kind {ref.attention!r}")
-            if ref.ffn not in self.ffn_kinds:
-                raise ValueError(f"layer names unknown ffn kind {ref.ffn!r}")
+        where = [f"layers.{i}" for i in range(len(self.layers))] + (["mtp.layer"] if self.mtp else [])
+        for at, ref in zip(where, refs):
+            for part, kinds in (("attention", self.attention_kinds), ("ffn", self.ffn_kinds)):
+                if getattr(ref, part) not in kinds:
+                    raise AtKey(f"{at}.{part}", f"names unknown {part} kind {getattr(ref, part)!r} (the model's: "
+                                f"{', '.join(kinds) or 'none'})")
         for key, kinds, used in (("attention_kinds", self.attention_kinds, {r.attention for r in refs}),
                                  ("ffn_kinds", self.ffn_kinds, {r.ffn for r in refs})):
             for name in kinds:

@@ -105,17 +105,24 @@ def concurrency_unread(s: Scenario) -> list[tuple[str, str]]:
 
 
 def idle_replicas(s: Scenario) -> list[tuple[str, str]]:
-    """Replicas a closed loop's users cannot all reach: with fewer users (or requests) than
-    `parallel.dp`, some replicas never serve one, and the per-GPU figures count their GPUs."""
-    w = s.workload
-    swept = any(k.split(".")[0] in ("workload", "parallel") for k in (s.point or {}))  # a ladder of loads: its low rungs
-    if w.arrival != "closed" or s.disaggregation is not None or swept:
+    """Replicas a load cannot all reach: with fewer users at once (a closed loop) or fewer
+    requests in all (any other arrival, a trace's rows) than a pool's replicas, some never serve
+    one, and the per-GPU figures count their GPUs. Of `parallel.dp`, or of each disaggregated pool."""
+    w, d = s.workload, s.disaggregation
+    swept = any(k.split(".")[0] in ("workload", "parallel", "disaggregation") for k in (s.point or {}))
+    if swept:  # a ladder of loads or layouts: its low rungs
         return []
-    busy = min(w.concurrency, w.num_requests)
-    if busy >= s.parallel.dp:
-        return []
-    return [("parallel.dp", f"{s.parallel.dp} replicas for at most {busy} request{'s' * (busy > 1)} at once: "
-             f"{s.parallel.dp - busy} replicas never serve one, and the per-GPU figures count their GPUs")]
+    if w.arrival == "closed":
+        busy, how = min(w.concurrency, w.num_requests), "at once"
+    elif w.arrival == "trace":
+        from mtpsim.tracefiles import scan
+        busy, how = scan(w.trace).num_requests, "in all"
+    else:
+        busy, how = w.num_requests, "in all"
+    pools = [("parallel.dp", s.parallel.dp)] if d is None else \
+        [("disaggregation.prefill.replicas", d.prefill.replicas), ("disaggregation.decode.replicas", d.decode.replicas)]
+    return [(key, f"{n} replicas for at most {busy} request{'s' * (busy != 1)} {how}: {n - busy} replicas never "
+             "serve one, and the per-GPU figures count their GPUs") for key, n in pools if busy < n]
 
 
 def trace_settings_unread(s: Scenario) -> list[tuple[str, str]]:

@@ -6,9 +6,10 @@ specs it was built for, and the source of the mtpsim package (any code change ma
 so an entry is only ever read back by the code that wrote it, for the files it was read from.
 The folder is `$MTPSIM_CACHE_DIR`, else `$XDG_CACHE_HOME/mtpsim`, else `~/.cache/mtpsim`;
 MTPSIM_CACHE_DIR=off turns it off. A cache that cannot be read or written is no error: the
-profile is parsed as without one. At most MAX_ENTRIES entries are kept (the oldest go first);
-the folder may be shared with the user's own files, so only names the cache writes
-(ENTRY_NAME) are ever counted or deleted.
+profile is parsed as without one. Entries are pickles, which run code when read: a folder
+(or an entry) that another user could write is not used, with one warning. At most
+MAX_ENTRIES entries are kept (the oldest go first); the folder may be shared with the user's own
+files, so only names the cache writes (ENTRY_NAME) are ever counted or deleted.
 """
 from __future__ import annotations
 
@@ -77,21 +78,24 @@ def cached(profile, parts: tuple[str, ...], load: Callable[[], T], kind: type[T]
     folder, profile = cache_dir(), Path(profile)
     if folder is None or not profile.is_dir():  # no cache, or a missing folder: the loader says why
         return load()
+    if not _usable(folder):
+        return load()
     try:
         file = folder / f"profile-{entry_key(profile, *parts)}.pickle"
     except OSError:  # an unreadable profile file: the loader names it
         return load()
     try:
-        found = pickle.loads(file.read_bytes())
-        if isinstance(found, kind):
-            return found
+        if _owned(file):  # unpickling runs code: only an entry no one else could have written is read
+            found = pickle.loads(file.read_bytes())
+            if isinstance(found, kind):
+                return found
     except Exception:  # noqa: BLE001 -- missing, truncated or foreign: parse the profile instead
         pass
     value = load()
     tmp = None
     try:
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
         with os.fdopen(fd, "wb") as out:
             out.write(data)
@@ -104,6 +108,33 @@ def cached(profile, parts: tuple[str, ...], load: Callable[[], T], kind: type[T]
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
     return value
+
+
+def _owned(path: Path) -> bool:
+    """Whether `path` is this user's and writable by no one else (no group or other write bit)."""
+    st = path.stat()
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def _usable(folder: Path) -> bool:
+    """Whether the cache may live in `folder`: absent (made private on first write), or a folder
+    of this user's that no one else can write into. Else one warning, and the profile is parsed
+    without the cache: an entry is a pickle, and another user able to plant one there could run
+    code in this process."""
+    from mtpsim.errors import warn
+    try:
+        if not folder.exists():
+            return True
+        if not folder.is_dir():
+            warn(CACHE_ENV, "", f"{folder} is not a folder: the profile cache is off (name a folder, or off)")
+            return False
+        if not _owned(folder):
+            warn(CACHE_ENV, "", f"{folder} is writable by other users or not yours: the profile cache is off, as "
+                 "its entries run code when read (name a folder only you can write, e.g. chmod 700)")
+            return False
+    except OSError:
+        return False
+    return True
 
 
 def _prune(folder: Path) -> None:

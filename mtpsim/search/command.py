@@ -99,8 +99,11 @@ def base_scenario(path: str, sets: list[str]) -> sc.Scenario:
         if record(s.speculative.design).draft_part is not None:
             rankable.refuse_fixed_accept_length(s, "search over steps")
         s = rankable.own_loads(s, "search", "its own loads (closed-loop users or Poisson rates, --concurrency / --rates)")
-        if s.speculative.policy is not None:
-            warn(s.source, "speculative.policy", "search compares fixed steps at each load: the policy is not used")
+        rankable.fixed_settings(s, "search", "fixed steps at each load")
+        laid = [k for k in ("tp", "ep", "dp", "attention_dp") if k in s.parallel.model_fields_set]
+        if laid:  # the rest of the section (gpus per node, links) is kept
+            warn(s.source, f"parallel.{laid[0]}", f"search lays out its own deployments of --gpus (search.tp, "
+                 f"search.ep and search.attention_dp bound them): the scenario's parallel {', '.join(laid)} are not read")
     # the point searched; its search section is read here, its steps and policy are its own
     advise(points[0], skip=(swept_search, *GRID_CHECKS))
     return s
@@ -254,6 +257,9 @@ def _plan(path: str, sets: list[str], flags: dict, seeds: int | None, out: str |
         if cache_dir and out and Path(out).resolve() in (Path(cache_dir).resolve(), *Path(cache_dir).resolve().parents):
             raise ScenarioError("--cache", "", f"{cache_dir} is the --out folder or inside it (a run folder must be new or "
                                 "empty): give the cache a folder of its own")
+        if cache_dir and out and Path(cache_dir).resolve() in Path(out).resolve().parents:
+            raise ScenarioError("--out", "", f"{out} is inside the cache folder {cache_dir}, which holds cache entries only "
+                                "(every later search would refuse the cache): give the run a folder outside it")
         cache = execute.Cache(cache_dir)  # a --cache that cannot be a folder is refused here, before anything runs
     return _Plan(base, bounds, seeds, layouts, refused, points, jobs, cache)
 

@@ -21,6 +21,17 @@ def refuse_fixed_accept_length(s: sc.Scenario, compare: str) -> None:
                                 f"acceptance per depth (per_depth, cumulative or histogram) to {compare}")
 
 
+def fixed_settings(s: sc.Scenario, command: str, compares: str) -> None:
+    """One warning for each speculative key the command's grid sets itself (it `compares` fixed
+    steps and widths), which the scenario gave: its policy, and a tree's verify width draft_tokens
+    (each tree is verified whole, 1 + steps x topk tokens, as the grid's points have no N of their own)."""
+    if s.speculative.policy is not None:
+        warn(s.source, "speculative.policy", f"{command} compares {compares}: the scenario's policy is not used")
+    if s.speculative.draft_tokens is not None and s.speculative.topk > 1:
+        warn(s.source, "speculative.draft_tokens", f"{command} compares {compares}, each tree verified whole (1 + "
+             f"steps x topk tokens): the scenario's {s.speculative.draft_tokens} is not used")
+
+
 def own_loads(s: sc.Scenario, command: str, runs: str) -> sc.Scenario:
     """`s` as `command` runs it under its own loads (`runs`, e.g. closed-loop batches): a trace's
     requests stand in by their mean lengths (the workload's input_len / output_len would be the
