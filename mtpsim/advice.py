@@ -102,7 +102,7 @@ def _unread_or_null(points: list[Scenario], swept: str, skip: tuple) -> None:
 
 # what else a warning's key depends on: a sweep over these makes the setting matter at other points
 DEPENDS = {"speculative.draft": ("speculative.design",), "acceptance": ("speculative",),
-           "speculative.steps": ("speculative.design",), "speculative.draft_tokens": ("speculative.design",),
+           "speculative.draft_tokens": ("speculative.design",),
            "speculative.policy": ("workload", "engine", "speculative"),
            "cost.moe_skew": ("model",), "cost.routing_locality": ("model", "speculative"),
            "cost.moe_stream_overlap": ("model", "hardware", "engine", "parallel"),

@@ -21,10 +21,11 @@ def ignored_by_design(s: Scenario) -> list[tuple[str, str]]:
     if spec.draft is not None and record.external is None \
             and not any(designs.record(d).external is not None for d in s.searched_designs):
         found.append(("speculative.draft", f"design {spec.design} takes no external draft: it is ignored"))
-    if record.draft_part is None and not any(designs.record(d).draft_part is not None for d in s.searched_designs):
-        for key in ("steps", "draft_tokens"):  # topk past 1 is refused under none; these said, not dropped in silence
-            if key in spec.model_fields_set and getattr(spec, key) is not None:
-                found.append((f"speculative.{key}", f"design {spec.design} drafts nothing: it is ignored"))
+    # a tree's verify width: said, not dropped in silence (topk past 1 is refused under none; steps
+    # stays quiet, as a scenario switched to none by --set keeps the steps of the design it had)
+    if record.draft_part is None and spec.draft_tokens is not None \
+            and not any(designs.record(d).draft_part is not None for d in s.searched_designs):
+        found.append(("speculative.draft_tokens", f"design {spec.design} drafts nothing: it is ignored"))
     return found
 
 

@@ -100,10 +100,12 @@ def base_scenario(path: str, sets: list[str]) -> sc.Scenario:
             rankable.refuse_fixed_accept_length(s, "search over steps")
         s = rankable.own_loads(s, "search", "its own loads (closed-loop users or Poisson rates, --concurrency / --rates)")
         rankable.fixed_settings(s, "search", "fixed steps at each load")
-        laid = [k for k in ("tp", "ep", "dp", "attention_dp") if k in s.parallel.model_fields_set]
-        if laid:  # the rest of the section (gpus per node, links) is kept
+        laid = [k for k in ("tp", "ep", "dp", "attention_dp") if k in s.parallel.model_fields_set
+                and getattr(s.parallel, k) != 1]  # a layout asked for; the rest of the section (gpus per node) is kept
+        if laid:
             warn(s.source, f"parallel.{laid[0]}", f"search lays out its own deployments of --gpus (search.tp, "
-                 f"search.ep and search.attention_dp bound them): the scenario's parallel {', '.join(laid)} are not read")
+                 f"search.ep and search.attention_dp bound them): the scenario's {', '.join(laid)} "
+                 f"{'is' if len(laid) == 1 else 'are'} not read")
     # the point searched; its search section is read here, its steps and policy are its own
     advise(points[0], skip=(swept_search, *GRID_CHECKS))
     return s
