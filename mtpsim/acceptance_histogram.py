@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from mtpsim.errors import ScenarioError
-from mtpsim.files import Column, first_repeat_rows, read_csv, read_once
+from mtpsim.files import Column, file_row, first_repeat_rows, read_csv, read_once
 from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
 
 MAX_ACCEPTED = 64  # the most drafts a histogram row may count (speculative.steps' limit)
@@ -25,8 +25,8 @@ def read_histogram(path: str | Path, where: str = "") -> np.ndarray:
                          "count": Column(low=0, high=MAX_COUNT)})
     again = first_repeat_rows(df, ["accepted"])
     if again is not None:  # two counts for one depth: a merge gone wrong, not something to add up
-        raise ScenarioError(str(path), "accepted", f"rows {again[0]} and {again[1]} both count "
-                            f"accepted {int(df.accepted.iloc[again[0] - 2])}: keep one row per value")
+        raise ScenarioError(str(path), "accepted", f"rows {file_row(df, again[0])} and {file_row(df, again[1])} both "
+                            f"count accepted {int(df.accepted.iloc[again[0]])}: keep one row per value")
     counts = np.zeros(int(df.accepted.max()) + 1)
     counts[df.accepted.to_numpy()] = df["count"].to_numpy()
     if len(counts) < 2 or counts.sum() <= 0:

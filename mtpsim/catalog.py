@@ -370,6 +370,13 @@ def _engine_at(path: str, stamp: tuple[int, int, int], version: str | None, igno
     return resolve_engine(copy.deepcopy(_parsed(path, stamp)), version, ignore, where, path)
 
 
+def engine_file_label(name: str) -> str:
+    """The engine file a scenario's engine `name` is read from, as a message names it: the shipped
+    one as engines/NAME.yaml, a user catalog's (MTPSIM_CATALOG) by its path."""
+    path = find("engines", name)
+    return f"engines/{name}.yaml" if path is None or path.parent == data_dir() / "engines" else str(path)
+
+
 def engine_file(name: str) -> dict[str, Any]:
     """An engine's catalog file as read: its fields, versions and rules."""
     return _read("engines", name, "engines catalog", paths=False)

@@ -89,7 +89,7 @@ def _check_running_per_rank(s: Scenario, where: str) -> None:
                             f"so none would run (give at least {layout.attention_dp})")
     own = e.max_running(s.speculative.design, None) if cap is None else None  # the engine's fixed cap, if any
     if own is not None and own < layout.attention_dp:
-        origin = e.cap_origin(s.speculative.design, False, s.specs.model.architecture)
+        origin = e.cap_origin(s.speculative.design, False, s.specs.model.architecture, catalog.engine_file_label(e.name))
         raise ScenarioError(where, at, f"{layout.attention_dp} ranks, and {origin} is {own}: SGLang gives each rank {own} // "
                             f"{layout.attention_dp} = 0 requests, so none would run (set engine.max_running_requests "
                             f"to at least {layout.attention_dp})")
@@ -121,12 +121,13 @@ def _check_peak_flops(s: Scenario, where: str) -> None:
             if at is None:
                 raise ScenarioError(where, "hardware", f"hardware {hw.name!r} has no peak_flops entry usable for "
                                     f"{dtype} ({spec.name}'s dtypes.{role}; it has {', '.join(hw.peak_flops) or 'none'})")
-            if at == "fp32" and dtype != "fp32":  # 8 to 16 times slower on tensor-core GPUs: said, not assumed
+            held = not (role == "experts" and not spec.has_experts) and not (role == "mtp" and spec.mtp is None)
+            if at == "fp32" and dtype != "fp32" and held:  # 8 to 16 times slower on tensor-core GPUs: said, not assumed
                 widened.setdefault(dtype, []).append(role)
         for dtype, roles in widened.items():
-            warn(where, "hardware", f"hardware {hw.name!r} gives no peak_flops for {dtype} or another 8- or 16-bit "
-                 f"type: {spec.name}'s {', '.join(roles)} ({dtype}) are priced at its fp32 peak (give "
-                 f"peak_flops.{dtype} where the GPU has one)")
+            warn(where, "hardware", f"hardware {hw.name!r} gives no peak_flops as wide as {dtype} below fp32: "
+                 f"{spec.name}'s {', '.join(roles)} ({dtype}) {'is' if len(roles) == 1 else 'are'} priced at its fp32 "
+                 f"peak (give peak_flops.{dtype} where the GPU has one)")
 
 
 def as_built_for(model, draft):

@@ -135,7 +135,8 @@ def _add_recommend(sub) -> None:
     p.add_argument("--batch", metavar="B1,B2,...", help="batch sizes (closed-loop concurrency), comma-separated "
                    "(default 1,2,4,8,16,32,64)")
     p.add_argument("--topk", metavar="K1,K2,...", help="topk values to try, for designs that draft trees (default: "
-                   "chains, plus trees up to 4 wide and the scenario's own where the acceptance gives per-rank columns)")
+                   "chains, plus trees up to 4 wide and the scenario's own where the acceptance gives per-rank columns and the "
+                   "engine runs trees)")
     p.add_argument("--max-steps", type=bounded(1, 64), help="most steps to try (default: as many as the "
                    "acceptance profile's depths and the design allow)")
     p.add_argument("--jobs", type=bounded(1, MAX_JOBS), help=f"worker processes, 1..{MAX_JOBS} (default: one per core)")

@@ -10,6 +10,7 @@ from mtpsim import scenario as sc
 from mtpsim import sweep
 from mtpsim.advice import RUNNING_BATCH_CHECKS, advise, advise_sweep
 from mtpsim.budget_advice import batch_past_budget, past_whole_budget
+from mtpsim.catalog import engine_file_label
 from mtpsim.costs import Pricer, build_pricer
 from mtpsim.designs import DesignShape
 from mtpsim.errors import ScenarioError, warn
@@ -158,7 +159,7 @@ def _batch_warnings(s, memory: pd.DataFrame, batch: int, asked: int | None, cont
     replica = "a replica " if asked is None and s.parallel.dp > 1 else ""  # `batch` is a replica's share of the users
     if batch > cap:  # as `mtpsim run` caps it (bound_by "cap" in its table)
         rule = s.specs.engine.cap_origin(s.speculative.design, s.engine.max_running_requests is not None,
-                                         s.specs.model.architecture)
+                                         s.specs.model.architecture, engine_file_label(s.specs.engine.name))
         warn(*asked_at, f"{batch} requests {replica}is past the running-request cap of "
              f"{cap}, set by {rule}: `mtpsim run` runs at most {cap} at once and queues the rest; priced as asked")
     fits = memory[f"max_requests@{context}"]  # memory_table's column

@@ -168,12 +168,13 @@ def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = N
             df[name] = _numbers(df[name], rule, where, name, records)
     if df.empty:
         raise ScenarioError(where, "", "no rows")
+    df.attrs["records"] = records  # where each row starts in the file, for the errors found later (first_repeat_rows)
     return df
 
 
 def first_repeat_rows(df: pd.DataFrame, columns: list[str] | None = None) -> tuple[int, int] | None:
-    """The file rows (header row 1) of the first row some later row repeats on `columns` (all
-    when None) and of that later row: a pair that really are copies of each other."""
+    """The positions of the first row some later row repeats on `columns` (all when None) and of
+    that later row: a pair that really are copies of each other (file_row says where each is)."""
     later = df.duplicated(subset=columns, keep="first").to_numpy().nonzero()[0]
     if not len(later):
         return None
@@ -181,8 +182,16 @@ def first_repeat_rows(df: pd.DataFrame, columns: list[str] | None = None) -> tup
     key = df.columns if columns is None else columns
     before, row = df[key].iloc[:j], df[key].iloc[j]
     same = (before == row) | (before.isna() & row.isna())  # duplicated() counts two blanks as one value
-    i = int(same.all(axis=1).to_numpy().nonzero()[0][0])
-    return i + 2, j + 2
+    return int(same.all(axis=1).to_numpy().nonzero()[0][0]), j
+
+
+def file_row(df: pd.DataFrame, position: int) -> int:
+    """The file row (header row 1) of the row at `position`: where read_csv found it (its
+    `records`: a blank line between rows moves the numbers), else counted from the header."""
+    records = df.attrs.get("records")
+    if isinstance(records, CsvRecords):
+        return records.line(int(df.index[position]))
+    return position + 2
 
 
 def _unique_header(data: bytes, where: str) -> None:

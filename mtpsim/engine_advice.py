@@ -49,16 +49,10 @@ def stream_overlap_moot(s: Scenario) -> list[tuple[str, str]]:
 
 def _setting_rule(engine, field: str) -> str:
     """Who set `field` of `engine` at its release: the version rule in force that sets it, else its file."""
+    from mtpsim.catalog import engine_file_label
     return engine.origin_of(field, engine_file_label(engine.name))
 
 
-def engine_file_label(name: str) -> str:
-    """The engine file a scenario's engine `name` was read from, as a message names it: the shipped
-    one as engines/NAME.yaml, a user catalog's (MTPSIM_CATALOG) by its path."""
-    from mtpsim import catalog
-    from mtpsim.packagedata import data_dir
-    path = catalog.find("engines", name)
-    return f"engines/{name}.yaml" if path is None or path.parent == data_dir() / "engines" else str(path)
 
 
 def lacked_method(s: Scenario) -> tuple[str, str] | None:

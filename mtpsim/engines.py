@@ -290,17 +290,18 @@ class EngineSpec(Spec):
         """The running cap this release sets for `architecture`'s models, where it sets one."""
         return self.architecture_running_cap.get(architecture) if architecture else None
 
-    def cap_origin(self, design: str, configured: bool, architecture: str | None) -> str:
+    def cap_origin(self, design: str, configured: bool, architecture: str | None, file: str = "the engine file's") -> str:
         """Who set the running-request cap `max_running` gives (`configured`: the scenario set
         engine.max_running_requests), for the lines that say a cap bound: the rule in force that
         set the field, else the engine file's own field."""
         if configured:
             return "engine.max_running_requests"
         if self.architecture_cap(architecture) is not None:  # for_model
-            return f"{self.name} {self.version}'s cap for {architecture} models ({self.origin_of('architecture_running_cap')})"
+            return (f"{self.name} {self.version}'s cap for {architecture} models "
+                    f"({self.origin_of('architecture_running_cap', file)})")
         if design != "none" and self.speculative_max_running_requests is not None:
             return (f"{self.name} {self.version}'s cap under speculative decoding "
-                    f"({self.origin_of('speculative_max_running_requests')})")
+                    f"({self.origin_of('speculative_max_running_requests', file)})")
         return f"{self.name} {self.version}'s default cap"
 
     def origin_of(self, field: str, file: str = "the engine file's") -> str:

@@ -31,6 +31,7 @@ from mtpsim.csvfiles import (  # noqa: F401 (the CSV reader, read from here)
     TEXT,
     Column,
     check_numbers,
+    file_row,
     first_repeat_rows,
     read_csv,
 )

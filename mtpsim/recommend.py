@@ -209,16 +209,23 @@ def policy_line(table: pd.DataFrame, replicas: int = 1) -> str:
     keys are one replica's running batch (sim/engine.py iteration_at): each key is its batch's
     share per replica, held at the running-request cap in force (`max_running`, where the table
     has it: users past the cap wait, and the batch that runs is the cap), a later pick winning
-    where two batches share one."""
+    where two batches share one below the cap. At the cap the batch nearest it keys it: past it
+    plain decoding ran more requests at once than a server running the policy can (its cap holds
+    whatever steps an iteration picks), so a later `none` pick there is no pick for that server."""
     chain = table[table.tps_topk == 1]
     if chain.empty:
         return "policy: none (every pick is a tree; a policy varies a chain's steps)"
     caps = dict(zip(chain.batch, chain.max_running)) if "max_running" in chain else {}
-    per_replica = {}
-    for batch, steps in steps_by_batch(chain).items():
-        running = -(-batch // replicas)
+    per_replica, capped = {}, set()
+    for i, (batch, steps) in enumerate(zip(chain.batch.tolist(), chain.tps_steps.tolist())):
+        running = -(-(1 if i == 0 else batch) // replicas)  # the smallest batch's pick holds below it too
         cap = caps.get(batch)
-        per_replica[running if cap is None or pd.isna(cap) else min(running, int(cap))] = steps
+        key = running if cap is None or pd.isna(cap) else min(running, int(cap))
+        if key in capped:  # the batch nearest the cap keys it
+            continue
+        per_replica[key] = steps
+        if key < running:
+            capped.add(key)
     policy, last = {}, None
     for batch, steps in per_replica.items():  # an entry that repeats the one before it does nothing
         if steps != last:

@@ -15,7 +15,7 @@ from mtpsim.errors import holding, printable
 from mtpsim.overrides import REPLACED, flags_over_sets
 from mtpsim.recommend import DEFAULT_BATCHES, base_point, break_even, candidate_steps, check_topks, grid, policy_line, recommend
 from mtpsim.run import default_jobs
-from mtpsim.runfolder import claimed, mark_complete, write_csv
+from mtpsim.runfolder import claimed, free_out, mark_complete, write_csv
 from mtpsim.schema import MAX_USERS, check_replicates
 from mtpsim.search.space import default_topks
 
@@ -64,6 +64,7 @@ def run_recommend(path: str, sets: list[str], batch: str | None, topk: str | Non
         steps = candidate_steps(s, max_steps)
         points = grid(s, batches, steps, topks, seeds)  # every point validated before the folder is claimed
         budget_at_points(points, ("--batch", ""))
+        free_out(out)  # a busy --out is the one line, not after the scenario's warnings
     with claimed(f"{s.name}-recommend", out) as folder:  # a failed run gives the folder back
         started, n = time.perf_counter(), len(batches) * len(steps) * len(topks)
         table, summary = recommend(s, batches, steps, topks, jobs or default_jobs(n + len(batches)), seeds=seeds)

@@ -40,7 +40,7 @@ from mtpsim.run_seeds import (
     with_seeds,
 )
 from mtpsim.run_table import format_table, print_report
-from mtpsim.runfolder import claimed, concat, mark_complete, write_run
+from mtpsim.runfolder import claimed, concat, free_out, mark_complete, write_run
 from mtpsim.schema import mean_length
 from mtpsim.sim import PROGRESS_MIN_REQUESTS, simulate
 from mtpsim.sim.progress import on_terminal, progress_bar
@@ -247,6 +247,7 @@ def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, 
         check_run_count(points, n)
         shared_seeds(points)
         heavy_runs(points)
+        free_out(out)  # a busy --out is the one line, not after the scenario's warnings
     with claimed(points[0].name, out) as folder:  # a failed run gives the folder back
         started = time.perf_counter()
         summary, results = run_rows(points, jobs, keep_passes=trace,

@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mtpsim.errors import ScenarioError, short
-from mtpsim.files import first_repeat_rows
+from mtpsim.files import file_row, first_repeat_rows
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
 def same_run(folder: Path, summary: pd.DataFrame, intervals: pd.DataFrame | None, tables: dict[str, pd.DataFrame | None],
-             names: list[str] | None, drafts: list[tuple[str, int] | None] | None = None) -> None:
+             names: list[str] | None, drafts: list[dict | None] | None = None) -> None:
     """That the folder's tables are one run's, as `mtpsim run` wrote them together, else a
     ScenarioError naming the table that disagrees (a file copied in from another run, or from a
     run of another scenario): summary.csv's point runs (point, and seed over seeds) are once each,
@@ -24,8 +24,8 @@ def same_run(folder: Path, summary: pd.DataFrame, intervals: pd.DataFrame | None
     and are summary_ci.csv's; every other table's rows are labelled with those runs, requests.csv
     and iterations.csv hold as many rows for each as summary.csv says it kept, accept_counts.csv
     has rows for each, and where a run kept every request, its requests' mean latencies are
-    summary.csv's (_same_latencies). `drafts`: each point's (design, steps) where the scenario
-    gives them, which its summary rows must carry (_same_drafts)."""
+    summary.csv's (_same_latencies). `drafts`: each point's settings the scenario gives (design,
+    steps, topk, draft_tokens, closed-loop concurrency), which its summary rows must carry (_same_drafts)."""
     folder = Path(folder)
     # over seeds a run writes `seed` and `baseline` into summary.csv and `seed` into the other
     # tables (run.run_rows, run_seeds.run_labels); a swept seed at one seed a point is a column of
@@ -109,8 +109,8 @@ def _no_repeated_row(summary: pd.DataFrame, labels: list[str], mixed, name: str 
     key = [*labels, "baseline"] if "baseline" in summary else list(summary.columns)
     again = first_repeat_rows(summary, key)
     if again is not None:
-        raise mixed(name, "point", f"rows {again[0]} and {again[1]} are the same run "
-                    f"({_run_name(summary.iloc[again[0] - 2], labels)})")
+        raise mixed(name, "point", f"rows {file_row(summary, again[0])} and {file_row(summary, again[1])} are the same "
+                    f"run ({_run_name(summary.iloc[again[0]], labels)})")
 
 
 def _same_points(folder: Path, name: str, frame: pd.DataFrame, names: list[str] | None, mixed) -> None:
@@ -134,20 +134,29 @@ def _same_points(folder: Path, name: str, frame: pd.DataFrame, names: list[str] 
                         f"{short(names[0], 40)}{' ...' if len(set(names)) > 1 else ''}")
 
 
-def _same_drafts(name: str, frame: pd.DataFrame, drafts: list[tuple[str, int] | None] | None, mixed) -> None:
-    """Each point's rows run the design and steps its scenario gives (steps where it drafts):
+def _same_drafts(name: str, frame: pd.DataFrame, drafts: list[dict | None] | None, mixed) -> None:
+    """Each point's rows run the settings its scenario gives (design; steps, topk and draft_tokens
+    where it drafts; the closed loop's users), and every baseline row (point -1) plain decoding:
     an edited or copied-in row would be drawn as another setting's."""
-    if drafts is None or "design" not in frame or "steps" not in frame:
+    if drafts is None or "design" not in frame:
         return
-    for point, design, steps in zip(frame.point, frame.design, frame.steps):
-        if point < 0 or point >= len(drafts) or drafts[point] is None:
+    for i, row in enumerate(frame.to_dict("records")):
+        point = row["point"]
+        if point < 0:
+            if row["design"] != "none":
+                raise mixed(name, "design", f"{short(str(row['design']), 40)} at a baseline row ({i + 2}), which "
+                            "runs plain decoding (none)")
             continue
-        want, want_steps = drafts[point]
-        if design != want:
-            raise mixed(name, "design", f"{short(str(design), 40)} at point {point}, and scenario.resolved.yaml runs "
-                        f"{short(want, 40)}")
-        if want != "none" and steps != want_steps:
-            raise mixed(name, "steps", f"{steps:g} at point {point}, and scenario.resolved.yaml drafts {want_steps}")
+        want = drafts[point] if point < len(drafts) else None
+        if want is None:
+            continue
+        drafting = want.get("design") != "none"
+        for key, value in want.items():
+            if key not in row or value is None or (key in ("steps", "topk", "draft_tokens") and not drafting):
+                continue
+            if row[key] != value:
+                raise mixed(name, key, f"{short(row[key], 40)} at point {point}, and scenario.resolved.yaml runs "
+                            f"{short(value, 40)}")
 
 
 def _run_name(row, labels: list[str]) -> str:

@@ -133,7 +133,7 @@ def plot_run(folder: Path, points: list[sc.Scenario] | None = None) -> list[Path
     if passes is not None and not (passes.point == 0).any():  # the timeline is point 0's
         raise ScenarioError(str(folder / "passes.csv"), "point", "no row for point 0")
     intervals = read_run_table(folder, "summary_ci.csv", required=False)
-    names, drafts = ([p.name for p in points], [(p.speculative.design, p.speculative.steps) for p in points]) if points \
+    names, drafts = ([p.name for p in points], [_draft_of(p.model_dump()) for p in points]) if points \
         else _resolved_points(folder)
     same_run(folder, summary, intervals, {"requests.csv": requests, "iterations.csv": iterations, "accept_counts.csv": counts,
                                           "passes.csv": passes}, names, drafts)
@@ -158,8 +158,8 @@ def plot_run(folder: Path, points: list[sc.Scenario] | None = None) -> list[Path
     return paths
 
 
-def _resolved_points(folder: Path) -> tuple[list[str] | None, list[tuple[str, int] | None] | None]:
-    """Each point's scenario name and its (design, steps) where the file gives both, from the
+def _resolved_points(folder: Path) -> tuple[list[str] | None, list[dict | None] | None]:
+    """Each point's scenario name and the settings a summary row carries (_draft_of), from the
     folder's scenario.resolved.yaml; (None, None) without the file
     (plot_run says so as it skips the memory plot). A file that is there but is not one mapping
     with a name per point is refused: the tables could not be checked against the run's points,
@@ -174,12 +174,17 @@ def _resolved_points(folder: Path) -> tuple[list[str] | None, list[tuple[str, in
     return [d["name"] for d in docs], [_draft_of(d) for d in docs]
 
 
-def _draft_of(doc: dict) -> tuple[str, int] | None:
-    """A resolved point's (design, steps), where its speculative section gives both as written."""
-    spec = doc.get("speculative")
-    if not isinstance(spec, dict) or not isinstance(spec.get("design"), str) or type(spec.get("steps")) is not int:
+def _draft_of(doc: dict) -> dict | None:
+    """A resolved point's settings a summary row carries, as written where they are (design, steps,
+    topk, draft_tokens, and a closed loop's concurrency); None where its speculative section has no design."""
+    spec, load = doc.get("speculative"), doc.get("workload")
+    if not isinstance(spec, dict) or not isinstance(spec.get("design"), str):
         return None
-    return spec["design"], spec["steps"]
+    out = {"design": spec["design"]}
+    out |= {k: spec[k] for k in ("steps", "topk", "draft_tokens") if type(spec.get(k)) is int}
+    if isinstance(load, dict) and load.get("arrival") == "closed" and type(load.get("concurrency")) is int:
+        out["concurrency"] = load["concurrency"]
+    return out
 
 
 def _first_seed(frame: pd.DataFrame | None) -> pd.DataFrame | None:

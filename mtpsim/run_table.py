@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from mtpsim import scenario as sc
+from mtpsim.catalog import engine_file_label
 from mtpsim.errors import ScenarioError, printable, short
 from mtpsim.histogram import LogHistogram
 from mtpsim.results import Results
@@ -133,7 +134,7 @@ def _cap_line(row: dict, s: sc.Scenario, where: str, budget: bool) -> str:
     decoding batch stayed below the cap (a mixing engine prefills admitted prompts a chunk per
     step within its token budget), the cap bound admissions only, and the line says so."""
     origin = s.specs.engine.cap_origin(row["design"], s.engine.max_running_requests is not None,
-                                       s.specs.model.architecture)
+                                       s.specs.model.architecture, engine_file_label(s.specs.engine.name))
     held = f"{row['capped_iterations']:g} iterations; set by {origin}"
     if row["max_batch"] < row["max_running"]:
         return (f"cap {row['max_running']:g}: {where}: {row['max_running']:g} requests were admitted while more waited, "

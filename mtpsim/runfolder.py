@@ -54,6 +54,19 @@ def output_dir(name: str, out: str | None) -> Path:
         raise
 
 
+def free_out(out: str | None) -> None:
+    """--out refused as output_dir would refuse it (a file, a folder holding something), checked
+    while the scenario's warnings are still held: a bad --out is then the one line. The claim
+    itself is made later (output_dir); this makes nothing."""
+    if not out:
+        return
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise ScenarioError(str(path), "", f"{not_a_folder(path)}: pass another --out")
+    if path.is_dir() and any(path.iterdir()):
+        raise _busy(path)
+
+
 def _busy(path: Path) -> ScenarioError:
     """The refusal of a folder that holds something, saying what: a run being written, a run that
     stopped part-way (no completion marker: a full disk, a signal), or other files."""

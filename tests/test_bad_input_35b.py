@@ -137,10 +137,21 @@ def test_an_engine_cap_below_the_attention_dp_ranks_is_refused(tmp_path, capsys,
 
 def test_a_repeated_row_is_named_with_its_copy():
     """Before: `rows 2 and 3 time the same shape` where row 2 repeated row 2145 and row 3 row 2146."""
-    from mtpsim.csvfiles import first_repeat_rows
+    from mtpsim.csvfiles import file_row, first_repeat_rows
     df = pd.DataFrame({"tokens": [1, 2, 3, 1, 2], "us": [5.0, 6.0, 7.0, 5.0, 6.0]})
-    assert first_repeat_rows(df, ["tokens"]) == (2, 5)
+    assert first_repeat_rows(df, ["tokens"]) == (0, 3) and (file_row(df, 0), file_row(df, 3)) == (2, 5)
     assert first_repeat_rows(df.iloc[:3]) is None
+
+
+def test_a_repeated_row_after_a_blank_line_is_named_on_its_own_line(tmp_path):
+    """Campaign 37's H6: the rows were counted from the header, so a blank line moved them."""
+    from mtpsim.acceptance_histogram import read_histogram
+    from mtpsim.errors import ScenarioError
+    path = tmp_path / "h.csv"
+    path.write_text("accepted,count\n0,10\n1,20\n2,30\n\n1,25\n")
+    with pytest.raises(ScenarioError) as err:
+        read_histogram(path)
+    assert "rows 3 and 6 both count accepted 1" in err.value.reason
 
 
 def test_a_profile_family_names_the_pair(tmp_path):

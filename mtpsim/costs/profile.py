@@ -24,7 +24,7 @@ from mtpsim.costs.profile_paths import find_profile as find_profile
 from mtpsim.costs.profile_paths import known_profiles as known_profiles
 from mtpsim.costs.profile_paths import require_profile as require_profile
 from mtpsim.errors import ScenarioError, short
-from mtpsim.files import COUNT, NON_NEGATIVE, POSITIVE, TEXT, Column, first_repeat_rows, read_csv, read_once
+from mtpsim.files import COUNT, NON_NEGATIVE, POSITIVE, TEXT, Column, file_row, first_repeat_rows, read_csv, read_once
 from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
 from mtpsim.specs import Dtype
 
@@ -230,7 +230,8 @@ def read_family(path: Path, family: str) -> pd.DataFrame:
     _any_alone(df, f, path)
     again = first_repeat_rows(df, [*f.keys, *f.dims, *f.axes])
     if again is not None:  # which of two times for one shape would price it depends on the row order
-        raise ScenarioError(str(path), "", f"rows {again[0]} and {again[1]} time the same shape: keep one")
+        raise ScenarioError(str(path), "", f"rows {file_row(df, again[0])} and {file_row(df, again[1])} time the same "
+                            "shape: keep one")
     return df
 
 

@@ -18,6 +18,7 @@ import hashlib
 import os
 import pickle
 import re
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -110,10 +111,12 @@ def cached(profile, parts: tuple[str, ...], load: Callable[[], T], kind: type[T]
     return value
 
 
-def _owned(path: Path) -> bool:
-    """Whether `path` is this user's and writable by no one else (no group or other write bit)."""
-    st = path.stat()
-    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+def _owned(path: Path, folder: bool = False) -> bool:
+    """Whether `path` is this user's, writable by no one else (no group or other write bit), and a
+    regular file (a folder where `folder`): a pipe named like an entry would block its read."""
+    st = path.lstat()
+    kind = stat.S_ISDIR(st.st_mode) if folder else stat.S_ISREG(st.st_mode)
+    return kind and st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
 def _usable(folder: Path) -> bool:
@@ -122,14 +125,15 @@ def _usable(folder: Path) -> bool:
     without the cache: an entry is a pickle, and another user able to plant one there could run
     code in this process."""
     from mtpsim.errors import warn
+    where = CACHE_ENV if os.environ.get(CACHE_ENV) is not None else "the profile cache (XDG_CACHE_HOME or ~/.cache)"
     try:
         if not folder.exists():
             return True
         if not folder.is_dir():
-            warn(CACHE_ENV, "", f"{folder} is not a folder: the profile cache is off (name a folder, or off)")
+            warn(where, "", f"{folder} is not a folder: the profile cache is off (name a folder, or off)")
             return False
-        if not _owned(folder):
-            warn(CACHE_ENV, "", f"{folder} is writable by other users or not yours: the profile cache is off, as "
+        if not _owned(folder, folder=True) and not (folder.is_symlink() and _owned(folder.resolve(), folder=True)):
+            warn(where, "", f"{folder} is writable by other users or not yours: the profile cache is off, as "
                  "its entries run code when read (name a folder only you can write, e.g. chmod 700)")
             return False
     except OSError:

@@ -92,7 +92,7 @@ def _max_context(c: Config) -> int:
     32k serves 131,072 tokens)."""
     length = c.int("max_position_embeddings", low=1)
     # transformers 5 writes the scaling into rope_parameters (Qwen3.5's configs), beside rope_theta
-    key = "rope_scaling" if c.get("rope_scaling") is not None else "rope_parameters"
+    key = "rope_scaling" if c.get("rope_scaling") else "rope_parameters"  # transformers: rope_scaling or rope_parameters
     if c.get(key) is None:
         return length
     _one_scaling(c)
@@ -118,12 +118,13 @@ def _one_scaling(c: Config) -> None:
     readers); where both give the scaling they must agree on what the context length reads (its
     kind, factor and original length), else which one an engine reads decides the context."""
     old, new = c.get("rope_scaling"), c.get("rope_parameters")
-    if not isinstance(old, dict) or not isinstance(new, dict):
+    if not isinstance(old, dict) or not isinstance(new, dict) or not old:  # an empty rope_scaling gives way
         return
-    for name, fields in (("kind", ("rope_type", "type")), ("factor", ("factor",)),
-                         ("original length", ("original_max_position_embeddings",))):
-        a = next((old[f] for f in fields if f in old), None)
-        b = next((new[f] for f in fields if f in new), None)
+    # a kind or factor one leaves out is the default (no scaling, 1): said apart from one that gives it
+    for name, fields, default in (("kind", ("rope_type", "type"), "default"), ("factor", ("factor",), 1.0),
+                                  ("original length", ("original_max_position_embeddings",), None)):
+        a = next((old[f] for f in fields if old.get(f) is not None), default)
+        b = next((new[f] for f in fields if new.get(f) is not None), default)
         if a is not None and b is not None and a != b:
             raise c.error("rope_parameters", f"gives the RoPE scaling's {name} as {short(b)}, and rope_scaling as "
                           f"{short(a)}: the two say one thing, so keep one (or make them agree)")

@@ -21,7 +21,9 @@ def add_arguments(p) -> None:
                    "model and acceptance allow)")
     p.add_argument("--disagg", action="store_true", default=None, help="also try disaggregated prefill / decode pools "
                    "(xPyD) of the same GPUs, the ratio matched to the load (or search.disaggregated)")
-    p.add_argument("--topk", metavar="K1,K2,...", help="topk values, for designs that draft trees (default 1)")
+    p.add_argument("--topk", metavar="K1,K2,...", help="topk values, for designs that draft trees (default: chains, "
+                   "plus trees up to 4 wide and the scenario's own where the acceptance gives per-rank columns and the "
+                   "engine runs trees)")
     for flag, what in (("--ttft", "time to first token at most, e.g. p99:2s (ms when no unit)"),
                        ("--tpot", "time per output token at most, e.g. p50:20ms (ms when no unit)"),
                        ("--min-user-tps", "tokens per second per user (1 / TPOT) at least, e.g. p99:40")):

@@ -29,7 +29,7 @@ from mtpsim.intervals import half_width
 from mtpsim.memory import engram_remedy
 from mtpsim.outputs import writing
 from mtpsim.overrides import REPLACED, flags_over_sets
-from mtpsim.runfolder import claimed, mark_complete, write_csv
+from mtpsim.runfolder import claimed, free_out, mark_complete, write_csv
 from mtpsim.schema import check_replicates
 from mtpsim.search import DEFAULT_CACHE, disagg, execute, frontier, rankable, space, summary
 from mtpsim.search.bounds import SearchBounds
@@ -263,6 +263,7 @@ def _plan(path: str, sets: list[str], flags: dict, seeds: int | None, out: str |
             raise ScenarioError("--out", "", f"{out} is inside the cache folder {cache_dir}, which holds cache entries only "
                                 "(every later search would refuse the cache): give the run a folder outside it")
         cache = execute.Cache(cache_dir)  # a --cache that cannot be a folder is refused here, before anything runs
+        free_out(out)  # a busy --out is the one line, not after the scenario's warnings
     return _Plan(base, bounds, seeds, layouts, refused, points, jobs, cache)
 
 

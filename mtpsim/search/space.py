@@ -17,7 +17,7 @@ from mtpsim.acceptance import AcceptanceProfile
 from mtpsim.checks import as_built_for
 from mtpsim.designs import BASELINE, record
 from mtpsim.engine_advice import lacked_method
-from mtpsim.engine_forms import scenario_cannot_launch
+from mtpsim.engine_forms import Drafter, cannot_launch, scenario_cannot_launch
 from mtpsim.errors import ScenarioError, silenced, warn
 from mtpsim.heaviness import heavy_load, prefill_chunks
 from mtpsim.schema import MAX_STEPS, mean_length
@@ -143,6 +143,9 @@ def default_topks(base: sc.Scenario, design: str) -> list[int]:
     DEFAULT_MAX_TOPK for a design that drafts them when the acceptance gives per-rank columns
     (acceptance.per_depth_topk), the scenario's own topk always among them."""
     if not record(design).trees or base.acceptance.per_depth_topk is None:
+        return [1]
+    chains_only = cannot_launch(base.engine.kind, design, 2, 1, 1, 1, Drafter.of(base))
+    if chains_only is not None and chains_only[0] == "speculative.topk":  # vLLM, TensorRT-LLM: chains only
         return [1]
     ranks = min(len(row) for row in base.acceptance.per_depth_topk)
     own = base.speculative.topk if design == base.speculative.design else 1

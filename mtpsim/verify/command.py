@@ -27,7 +27,7 @@ from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.errors import ScenarioError, holding, warn
 from mtpsim.outputs import writing
-from mtpsim.runfolder import claimed, mark_complete, write_csv
+from mtpsim.runfolder import claimed, free_out, mark_complete, write_csv
 from mtpsim.sim.progress import progress_bar
 from mtpsim.torchkit import loops
 from mtpsim.torchkit.kernels import keep_freed_memory, without_cudnn_attention
@@ -48,6 +48,7 @@ def main(args) -> int:
         for s in points:
             advise(s, skip=skip)
         advise_sweep(points, skip=skip)
+        free_out(args.out)  # a busy --out is the one line, not after the scenario's warnings
     with claimed(f"{points[0].name}-verify", args.out) as out:  # new or empty; a failed run gives it back
         return _verify(points, args, out)
 
