@@ -117,8 +117,9 @@ class ModelSpec(Spec):
         for at, ref in zip(where, refs):
             for part, kinds in (("attention", self.attention_kinds), ("ffn", self.ffn_kinds)):
                 if getattr(ref, part) not in kinds:
-                    raise AtKey(f"{at}.{part}", f"names unknown {part} kind {getattr(ref, part)!r} (the model's: "
-                                f"{', '.join(kinds) or 'none'})")
+                    known = f"the model's: {', '.join(kinds)}" if kinds else \
+                        f"the model has none: give {part}_kinds beside layers re-laid over another entry"
+                    raise AtKey(f"{at}.{part}", f"names unknown {part} kind {getattr(ref, part)!r} ({known})")
         for key, kinds, used in (("attention_kinds", self.attention_kinds, {r.attention for r in refs}),
                                  ("ffn_kinds", self.ffn_kinds, {r.ffn for r in refs})):
             for name in kinds:

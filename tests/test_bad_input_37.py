@@ -9,7 +9,8 @@ test_bad_input_35b.py and test_bad_input_36.py):
 - `mtpsim plot` checked design and steps only: an edited topk, width, load or baseline row was
   drawn (H5);
 - a busy --out came after the scenario's warnings: several lines (H7);
-- a cap's note named "the engine file" where a user catalog's file set it (H10).
+- a cap's note named "the engine file" where a user catalog's file set it (H10); an unknown kind
+  over re-laid layers said "(the model's: none)" (H11).
 """
 from __future__ import annotations
 
@@ -129,3 +130,10 @@ def test_a_cap_note_names_the_user_catalogs_file(tmp_path, monkeypatch):
     engine = catalog.load_engine("sglang", "0.5.12")
     assert engine.cap_origin("nextn", False, None, catalog.engine_file_label("sglang")).endswith(
         f"({path} speculative_max_running_requests)")
+
+
+def test_an_unknown_kind_over_re_laid_layers_says_what_to_give(tmp_path, capsys):
+    """H11: `(the model's: none)` where `from:` re-laid the layers and dropped the source's kinds."""
+    one_line_error(capsys, [*run(tmp_path, SMALL.replace("TOPK", "1")), "--set",
+                            "model={from: llama-3.1-8b, layers: [{count: 32, attention: gqa, ffn: moe}]}"],
+                   "model.layers.0.ffn", "give ffn_kinds beside layers re-laid")
