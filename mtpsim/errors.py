@@ -185,20 +185,26 @@ def _is_union_tag(part: str) -> bool:
     A capitalised part is a branch only where it names a model class: a mapping's own key
     (`architecture_running_cap.DeepseekV4ForCausalLM`) stays in the path."""
     return part.startswith(("function-", "constrained-")) or part in ("int", "str", "float", "bool") \
-        or part.startswith(("dict[", "list[")) or (part[:1].isupper() and ("[" in part or part in _model_names()))
+        or part.startswith(("dict[", "list[")) or (part[:1].isupper() and ("[" in part or _is_model_name(part)))
 
 
-def _model_names() -> set[str]:
-    """The names of every pydantic model class defined so far (the branches a union's error names)."""
-    from pydantic import BaseModel
-    names, todo = set(), [BaseModel]
-    while todo:
-        cls = todo.pop()
-        for sub in cls.__subclasses__():
-            if sub.__name__ not in names:
-                names.add(sub.__name__)
-                todo.append(sub)
-    return names
+_MODEL_NAMES: set[str] = set()  # pydantic model classes seen so far: walked again only on a miss
+
+
+def _is_model_name(part: str) -> bool:
+    """Whether `part` names a pydantic model class (a union's branch): the classes are walked once,
+    and again only for a name not found (a class imported since, or a mapping's own key), so an
+    error of many entries does not walk them per entry."""
+    if part not in _MODEL_NAMES:
+        from pydantic import BaseModel
+        todo, seen = [BaseModel], set()
+        while todo:
+            for sub in todo.pop().__subclasses__():
+                if sub not in seen:
+                    seen.add(sub)
+                    _MODEL_NAMES.add(sub.__name__)
+                    todo.append(sub)
+    return part in _MODEL_NAMES
 
 
 _warned: set[str] = set()

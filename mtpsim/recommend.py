@@ -216,11 +216,13 @@ def policy_line(table: pd.DataFrame, replicas: int = 1) -> str:
     if chain.empty:
         return "policy: none (every pick is a tree; a policy varies a chain's steps)"
     caps = dict(zip(chain.batch, chain.max_running)) if "max_running" in chain else {}
-    per_replica, capped = {}, set()
+    per_replica, capped, held = {}, set(), []
     for i, (batch, steps) in enumerate(zip(chain.batch.tolist(), chain.tps_steps.tolist())):
         running = -(-(1 if i == 0 else batch) // replicas)  # the smallest batch's pick holds below it too
         cap = caps.get(batch)
         key = running if cap is None or pd.isna(cap) else min(running, int(cap))
+        if key < -(-batch // replicas):
+            held.append(batch)
         if key in capped:  # the batch nearest the cap keys it
             continue
         per_replica[key] = steps
@@ -232,8 +234,6 @@ def policy_line(table: pd.DataFrame, replicas: int = 1) -> str:
             policy[batch], last = steps, steps
     table_text = ", ".join(f"{b}: {v}" for b, v in policy.items())
     per = f"; keys per replica: batch / {replicas} replicas" if replicas > 1 else ""
-    held = [b for b in chain.batch if caps.get(b) is not None and not pd.isna(caps[b])
-            and -(-b // replicas) > int(caps[b])]
     held_text = f"; {_batches(held)} keyed at the running cap" if held else ""
     trees = table.batch[table.tps_topk > 1].tolist()
     tree_text = f"; {_batches(trees)} picked a tree, which a policy cannot set" if trees else ""

@@ -144,7 +144,7 @@ def _same_drafts(name: str, frame: pd.DataFrame, drafts: list[dict | None] | Non
         point = row["point"]
         if point < 0:
             if row["design"] != "none":
-                raise mixed(name, "design", f"{short(str(row['design']), 40)} at a baseline row ({i + 2}), which "
+                raise mixed(name, "design", f"{short(str(row['design']), 40)} at a baseline row ({file_row(frame, i)}), which "
                             "runs plain decoding (none)")
             continue
         want = drafts[point] if point < len(drafts) else None

@@ -84,10 +84,7 @@ def _busy(path: Path) -> ScenarioError:
 def _claim(path: Path, claimed_here: list) -> Path:
     """Make `path` if needed and claim it (output_dir's rules); `claimed_here` gets an entry as
     the claim file is made (a claim someone else holds is a ScenarioError, never cleaned up)."""
-    if path.exists() and not path.is_dir():
-        raise ScenarioError(str(path), "", f"{not_a_folder(path)}: pass another --out")
-    if path.is_dir() and any(path.iterdir()):
-        raise _busy(path)
+    free_out(str(path))
     try:
         path.mkdir(parents=True, exist_ok=True)
         claimed_here.append(CLAIM)  # before: a signal can land once the file is made, never inside the call

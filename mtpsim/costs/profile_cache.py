@@ -113,8 +113,9 @@ def cached(profile, parts: tuple[str, ...], load: Callable[[], T], kind: type[T]
 
 def _owned(path: Path, folder: bool = False) -> bool:
     """Whether `path` is this user's, writable by no one else (no group or other write bit), and a
-    regular file (a folder where `folder`): a pipe named like an entry would block its read."""
-    st = path.lstat()
+    regular file (a folder, or a link to one, where `folder`): a pipe named like an entry would
+    block its read, and an entry that is a link could name another user's file."""
+    st = path.stat() if folder else path.lstat()
     kind = stat.S_ISDIR(st.st_mode) if folder else stat.S_ISREG(st.st_mode)
     return kind and st.st_uid == os.getuid() and not st.st_mode & 0o022
 
@@ -132,7 +133,7 @@ def _usable(folder: Path) -> bool:
         if not folder.is_dir():
             warn(where, "", f"{folder} is not a folder: the profile cache is off (name a folder, or off)")
             return False
-        if not _owned(folder, folder=True) and not (folder.is_symlink() and _owned(folder.resolve(), folder=True)):
+        if not _owned(folder, folder=True):
             warn(where, "", f"{folder} is writable by other users or not yours: the profile cache is off, as "
                  "its entries run code when read (name a folder only you can write, e.g. chmod 700)")
             return False
