@@ -61,8 +61,25 @@ def advise_sweep(points: list[Scenario], skip: tuple = ()) -> None:
             else:
                 warn(points[0].source, f"sweep.{swept}", f"{first[0]}: {first[1]} at every point: these points are "
                      "the same run")
+        elif _within(swept, "speculative") and all(s.speculative.design == "none" for s in points):
+            warn(points[0].source, f"sweep.{swept}", "design none drafts nothing at every point: these points are "
+                 "the same run")
         elif first is None:
             _unread_or_null(points, swept, skip)
+    _held_everywhere(points, found)
+
+
+def _held_everywhere(points: list[Scenario], found: list[list[tuple[str, str]]]) -> None:
+    """A warning advise() held back because the sweep varies a key it depends on (DEPENDS), but
+    which every point gives word for word about a key no sweep sets: the swept values never made
+    it matter (`acceptance` under design none with only the steps swept). Said once, at its key."""
+    from mtpsim.errors import warn
+    swept = list(points[0].point)
+    for key, reason in found[0]:
+        depends = DEPENDS.get(".".join(key.split(".")[:2]), ())
+        held = any(_within(k, dep) for k in swept for dep in depends)
+        if held and not any(_within(k, key) for k in swept) and all((key, reason) in at for at in found[1:]):
+            warn(points[0].source, key, reason)
 
 
 def _differ_elsewhere(points: list[Scenario], swept: str, key: str) -> bool:

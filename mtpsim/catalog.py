@@ -265,7 +265,7 @@ def _spec_at(path: str, stamp: tuple[int, int, int], cls: type[SpecT]) -> SpecT:
     try:
         return cls.model_validate(copy.deepcopy(data))  # a copy: a before-validator may edit it
     except ValidationError as exc:
-        raise from_validation(exc, path) from None
+        raise from_validation(exc, path, data=data) from None
 
 
 def deep_merge(base: dict[str, Any], over: dict[str, Any], where: str = "", path: str = "") -> dict[str, Any]:

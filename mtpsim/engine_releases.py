@@ -165,7 +165,7 @@ def _check_file(raw: dict, rules: list[VersionRule], versions: Versions, file: s
     try:
         EngineSpec.model_validate(base)
     except ValidationError as exc:
-        raise from_validation(exc, file) from None
+        raise from_validation(exc, file, data=base) from None
     for i, rule in enumerate(rules):
         parent = rule.field.rpartition(".")[0]
         if parent and not isinstance(_at(base, parent), dict):
@@ -271,7 +271,7 @@ def _versions(data, raw: dict, file: str | None = None) -> Versions:
     try:
         versions = Versions.model_validate(data)
     except ValidationError as exc:
-        raise from_validation(exc, file, "versions") from None
+        raise from_validation(exc, file, "versions", data=data) from None
     for key, v in [("versions.default", versions.default), *(("versions.known", k) for k in versions.known)]:
         _release_in(v, file, key)
     if release(versions.default) not in {release(v) for v in versions.known}:
@@ -290,7 +290,7 @@ def _rules(data, raw: dict, file: str | None = None) -> list[VersionRule]:
         try:
             rule = VersionRule.model_validate(r)
         except ValidationError as exc:
-            raise from_validation(exc, file, f"rules.{i}") from None
+            raise from_validation(exc, file, f"rules.{i}", data=r) from None
         for key, v in (("since", rule.since), ("until", rule.until)):
             if v is not None:
                 _release_in(v, file, f"rules.{i}.{key}")

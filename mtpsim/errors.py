@@ -124,8 +124,10 @@ HF_KEYS = {
 }
 
 
-def from_validation(exc: ValidationError, where: str, prefix: str = "") -> ScenarioError:
-    """The first pydantic error as a ScenarioError with a dotted key path."""
+def from_validation(exc: ValidationError, where: str, prefix: str = "", data: object = None) -> ScenarioError:
+    """The first pydantic error as a ScenarioError with a dotted key path. `data`: the input that
+    was validated, where the caller has it: a part of the path that is one of its keys stays in the
+    path even when it spells a union branch's name (a user's `attention_kinds: {Pool: ...}`)."""
     errors = exc.errors()
     err = errors[0]
     if isinstance(err.get("input"), dict):  # a union like `int | mapping`: report the mapping's error
@@ -146,7 +148,8 @@ def from_validation(exc: ValidationError, where: str, prefix: str = "") -> Scena
             err = stray
     loc = [str(p) for p in err["loc"]]
     named = loc.pop() if err["type"] == "extra_forbidden" and loc else None  # the user's own key, never a tag
-    parts = [p for p in loc if not _is_union_tag(p)] + ([named] if named is not None else [])  # cut when printed
+    keys = _input_keys(loc, data)
+    parts = [p for i, p in enumerate(loc) if i in keys or not _is_union_tag(p)] + ([named] if named is not None else [])
     cause = (err.get("ctx") or {}).get("error")
     if isinstance(cause, AtKey):  # a validator that knows which of its keys is wrong
         parts.append(cause.key)
@@ -164,6 +167,22 @@ def from_validation(exc: ValidationError, where: str, prefix: str = "") -> Scena
     elif "input" in err and err["type"] not in ("value_error", "assertion_error"):
         reason = f"{reason} (got {short(err['input'])})"
     return ScenarioError(where, key, reason)
+
+
+def _input_keys(loc: list[str], data: object) -> set[int]:
+    """The positions in an error's `loc` that are keys (or list indices) of the validated input, read
+    down from its root; a union branch's tag is none (it names a type, not a key the user wrote)."""
+    found, node = set(), data
+    for i, part in enumerate(loc):
+        if isinstance(node, dict):
+            by_text = {str(k): v for k, v in node.items()}
+            if part in by_text:
+                found.add(i)
+                node = by_text[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            found.add(i)
+            node = node[int(part)]
+    return found
 
 
 def _stray_beside(missing: dict, errors: list[dict]) -> dict | None:

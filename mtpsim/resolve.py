@@ -26,7 +26,7 @@ def validate(data: dict[str, Any], where: str = "<scenario>", point: dict[str, A
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
-        raise from_validation(exc, where) from None
+        raise from_validation(exc, where, data=data) from None
     scenario._source, scenario._point = where, dict(point or {})
     scenario._specs = _resolve_specs(scenario, where)
     try:
@@ -104,10 +104,11 @@ def check_resolved(scenario: Any, caller: str = "mtpsim.simulate") -> None:
 def _spec(kind: str, ref: str | dict[str, Any], cls: type[BaseModel], where: str, key: str, mtp_runs: bool = True):
     if isinstance(ref, str):  # the whole spec is one file's (a path, or a catalog name): its errors name that file
         return catalog.spec_file(kind, ref, cls, where, key)
+    resolved = catalog.resolve(kind, ref, where, key, mtp_runs)
     try:
-        return cls.model_validate(catalog.resolve(kind, ref, where, key, mtp_runs))
+        return cls.model_validate(resolved)
     except ValidationError as exc:
-        err = from_validation(exc, where, key)
+        err = from_validation(exc, where, key, data=resolved)
         if "hf_config" in ref:  # the spec was read from config.json: say so, as its keys are the spec's
             err = ScenarioError(err.where, err.key, f"{err.reason} (in the spec read from {short(ref['hf_config'], 200)}"
                                 " with this scenario's overrides)")

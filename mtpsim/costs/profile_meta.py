@@ -123,7 +123,7 @@ def load_meta(path: Path) -> dict:
     try:
         ProfileMeta.model_validate(meta)
     except ValidationError as exc:
-        raise from_validation(exc, str(path)) from None
+        raise from_validation(exc, str(path), data=meta) from None
     return meta
 
 

@@ -82,8 +82,10 @@ def _other_deployment(points: list, device: str, hardware: str) -> None:
     only the first's: verify runs a shrunken model on this one device."""
     other = next((p for p in points if p.specs.hardware.name != hardware or p.parallel.dp * p.parallel.tp > 1
                   or p.disaggregation is not None), None)
-    if other is not None:
-        warn(points[0].source or "verify", "hardware", f"verify runs a shrunken copy of the model on this {device} "
+    if other is not None:  # the key that makes it another deployment (a --set of it is blamed as such)
+        key = "hardware" if other.specs.hardware.name != hardware else "disaggregation" \
+            if other.disaggregation is not None else "parallel.tp" if other.parallel.tp > 1 else "parallel.dp"
+        warn(points[0].source or "verify", key, f"verify runs a shrunken copy of the model on this {device} "
              f"({hardware}, one device), not the scenario's {other.describe_layout()}: it checks the simulator "
              "against a real loop here, not that deployment's speed")
 
