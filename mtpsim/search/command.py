@@ -13,7 +13,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
@@ -22,7 +21,7 @@ from mtpsim import sweep
 from mtpsim.advice import GRID_CHECKS, advise, swept_search
 from mtpsim.api_checks import workers
 from mtpsim.budget_advice import budget_at_points
-from mtpsim.designs import BASELINE, record
+from mtpsim.designs import record
 from mtpsim.engine_forms import Drafter
 from mtpsim.errors import ScenarioError, decimal_number, from_validation, holding, printable, short, warn
 from mtpsim.intervals import half_width
@@ -35,7 +34,7 @@ from mtpsim.search import DEFAULT_CACHE, disagg, execute, frontier, rankable, sp
 from mtpsim.search.bounds import SearchBounds
 from mtpsim.search.flags import launch_flags
 from mtpsim.search.layouts import fitting_layouts, has_experts
-from mtpsim.search.targets import Target, finalists, meeting
+from mtpsim.search.targets import Target, finalists
 
 
 def bounds_of(s: sc.Scenario, flags: dict) -> SearchBounds:
@@ -49,7 +48,7 @@ def bounds_of(s: sc.Scenario, flags: dict) -> SearchBounds:
     try:
         bounds = SearchBounds.model_validate(merged)
     except ValidationError as exc:
-        raise from_validation(exc, s.source, "search") from None
+        raise from_validation(exc, s.source, "search", data=merged) from None
     repeats = s.search.repeated() if s.search else []  # the section's, as the scenario wrote it
     for key, reason in _idle_bounds(bounds, repeats, set(section) - set(given)):
         warn(s.source, f"search.{key}", reason)
@@ -109,31 +108,6 @@ def base_scenario(path: str, sets: list[str]) -> sc.Scenario:
     # the point searched; its search section is read here, its steps and policy are its own
     advise(points[0], skip=(swept_search, *GRID_CHECKS))
     return s
-
-
-def enrich(rows: pd.DataFrame, targets: list[Target]) -> pd.DataFrame:
-    """Summary rows -> frontier rows: per-GPU and per-user figures, speedup over `none` on the same
-    layout and load, memory headroom, cost and power, Pareto flags, whether the targets hold."""
-    r = rows.copy()
-    agg = r.layout.str.extract(r"^(\d+)x tp(\d+) ep(\d+) adp(\d+)$").astype(float)
-    pools = r.layout.str.extract(r"^(\d+)P\(tp(\d+) ep\d+ adp\d+\) (\d+)D\(tp(\d+) ep(\d+) adp(\d+)\)$").astype(float)
-    r["mode"] = np.where(agg[0].notna(), "agg", "disagg")  # a disaggregated row's layout columns are its decode pool's
-    for col, a, d in (("replicas", 0, 2), ("tp", 1, 3), ("ep", 2, 4), ("attention_dp", 3, 5)):
-        r[col] = agg[a].fillna(pools[d]).astype(int)
-    r["gpus"] = (agg[0] * agg[1]).fillna(pools[0] * pools[1] + pools[2] * pools[3]).astype(int)
-    r["tps_per_gpu"] = r.tps / r.gpus
-    r["tps_per_user"] = 1.0 / r.tpot_p50_s
-    load = r.concurrency.where(r.rate_per_s.isna(), r.rate_per_s)
-    key = r.layout + " @ " + load.astype(str)
-    none = r[r.design == BASELINE].set_index(key[r.design == BASELINE]).tps
-    r["speedup"] = r.tps / key.map(none)
-    per_group = (r.max_batch / r.attention_dp).apply(math.ceil)
-    r["kv_headroom"] = 1.0 - per_group * r.request_kv_bytes / (r.kv_pool_gb_per_gpu * 1e9)
-    r["usd_per_m_tokens"] = r.usd_per_gpu_hour * r.gpus / (r.tps * 3600) * 1e6
-    r["tps_per_kw"] = r.tps / (r.gpus * r.board_power_w / 1e3)
-    r = frontier.with_pareto(r)
-    r["meets_targets"] = meeting(r, targets) if targets else True
-    return r
 
 
 def seeded(points: list[sc.Scenario], rows: pd.DataFrame, seeds: int, cache, jobs: int, backend: str,
@@ -309,7 +283,7 @@ def run_search(path: str, sets: list[str], flags: dict, targets: list[Target], s
     with claimed(f"{base.name}-search", out) as folder:
         started = time.perf_counter()
         rows, ran = execute.run_search_points(plan.points, plan.cache, plan.jobs, backend, address)
-        rows = enrich(rows.assign(usd_per_gpu_hour=hw.usd_per_gpu_hour, board_power_w=hw.board_power_w), targets)
+        rows = frontier.frontier_rows(rows.assign(usd_per_gpu_hour=hw.usd_per_gpu_hour, board_power_w=hw.board_power_w), targets)
         final = _finalists_or_why(rows, targets, folder, title, plot, cache_dir)
         if plan.seeds > 1:
             final = seeded(plan.points, final, plan.seeds, plan.cache, plan.jobs, backend, address)

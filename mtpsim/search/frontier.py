@@ -1,5 +1,9 @@
 """frontier.csv and frontier.png: every point's throughput per GPU against its interactivity.
 
+`frontier_rows` turns the search's summary rows into these rows (COLUMNS): the layout's numbers,
+per-GPU and per-user figures, the speedup over `none`, memory headroom, cost, power, the Pareto
+flags and whether the targets hold.
+
 Interactivity is tok/s per user = 1 / TPOT p50 (as InferenceX plots it). A point is on the
 Pareto frontier of its design family (`none`, or one speculative design at any steps and topk)
 when no point of the family has at least its tok/s per GPU and tok/s per user and more of one.
@@ -8,16 +12,44 @@ MTP-off and MTP-on curves cross, speculation stops paying (`crossovers`).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
 from mtpsim.designs import BASELINE
+from mtpsim.search.targets import Target, meeting
 
 COLUMNS = ["mode", "layout", "replicas", "tp", "ep", "attention_dp", "gpus", "design", "steps", "topk", "concurrency",
            "rate_per_s", "tps", "tps_per_gpu", "tps_per_user", "per_user_tps", "ttft_p50_s", "ttft_p99_s",
            "ttft_all_p50_s", "ttft_all_p99_s", "tpot_p50_s", "tpot_p99_s", "accept_length", "speedup",
            "weights_gb_per_gpu", "kv_pool_gb_per_gpu",
            "kv_headroom", "bound_by", "usd_per_m_tokens", "tps_per_kw", "pareto", "meets_targets"]
+
+
+def frontier_rows(rows: pd.DataFrame, targets: list[Target]) -> pd.DataFrame:
+    """Summary rows -> frontier rows: per-GPU and per-user figures, speedup over `none` on the same
+    layout and load, memory headroom, cost and power, Pareto flags, whether the targets hold."""
+    r = rows.copy()
+    agg = r.layout.str.extract(r"^(\d+)x tp(\d+) ep(\d+) adp(\d+)$").astype(float)
+    pools = r.layout.str.extract(r"^(\d+)P\(tp(\d+) ep\d+ adp\d+\) (\d+)D\(tp(\d+) ep(\d+) adp(\d+)\)$").astype(float)
+    r["mode"] = np.where(agg[0].notna(), "agg", "disagg")  # a disaggregated row's layout columns are its decode pool's
+    for col, a, d in (("replicas", 0, 2), ("tp", 1, 3), ("ep", 2, 4), ("attention_dp", 3, 5)):
+        r[col] = agg[a].fillna(pools[d]).astype(int)
+    r["gpus"] = (agg[0] * agg[1]).fillna(pools[0] * pools[1] + pools[2] * pools[3]).astype(int)
+    r["tps_per_gpu"] = r.tps / r.gpus
+    r["tps_per_user"] = 1.0 / r.tpot_p50_s
+    load = r.concurrency.where(r.rate_per_s.isna(), r.rate_per_s)
+    key = r.layout + " @ " + load.astype(str)
+    none = r[r.design == BASELINE].set_index(key[r.design == BASELINE]).tps
+    r["speedup"] = r.tps / key.map(none)
+    per_group = (r.max_batch / r.attention_dp).apply(math.ceil)
+    r["kv_headroom"] = 1.0 - per_group * r.request_kv_bytes / (r.kv_pool_gb_per_gpu * 1e9)
+    r["usd_per_m_tokens"] = r.usd_per_gpu_hour * r.gpus / (r.tps * 3600) * 1e6
+    r["tps_per_kw"] = r.tps / (r.gpus * r.board_power_w / 1e3)
+    r = with_pareto(r)
+    r["meets_targets"] = meeting(r, targets) if targets else True
+    return r
 
 
 def pareto(x: np.ndarray, y: np.ndarray) -> np.ndarray:
