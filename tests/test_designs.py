@@ -139,8 +139,8 @@ def test_eagle3_draft_ops_fuse_target_layers_only_when_fed_the_target():
     draft, cost = _ops(pricer, PassShape("draft", "mtp", 1, 1, kv_offset=1))
     assert extend["draft.fc"][0].weight_bytes == 3 * 4096 * 4096 * 2            # 3h -> h
     assert "draft.fc" not in draft                                              # its own h-wide hidden
-    assert draft["attn.q_proj"][0].weight_bytes == 2 * 4096 * 4096 * 2          # embedding ++ hidden in
-    assert draft["attn.kv_proj"][0].weight_bytes == 2 * 4096 * 2 * 8 * 128 * 2
+    # embedding ++ hidden in, to 32 query heads and 8 key and value heads in one GEMM
+    assert draft["attn.qkv_proj"][0].weight_bytes == 2 * 4096 * (4096 + 2 * 8 * 128) * 2
     assert draft["attn.o_proj"][0].weight_bytes == 4096 * 4096 * 2              # back to h
     assert draft["lm_head"][0].weight_bytes == 4096 * 32000 * 2                 # its own pruned head
     assert draft["sample.argmax"][0].act_bytes == 32000 * 2

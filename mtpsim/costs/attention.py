@@ -22,9 +22,11 @@ def attention_projections(att: AttentionSpec, d: int, tokens: int, dtype: str, p
     if att.kind == "gqa":
         heads, kv_heads = heads_per_gpu(att.num_heads, tp), heads_per_gpu(att.num_kv_heads, tp)
         hd, vd, d_in = att.head_dim, att.v_head_dim or att.head_dim, att.input_size or d
-        ops = [gemm("attn.q_proj", tokens, d_in, heads * hd, dtype, act=act)]
-        if not query_only:
-            ops.append(gemm("attn.kv_proj", tokens, d_in, kv_heads * (hd + vd), dtype, act=act))
+        # queries, keys and values in one GEMM, as every engine runs them (SGLang and vLLM
+        # QKVParallelLinear `qkv_proj` in models/llama.py, qwen3.py, gemma4.py, llama_eagle3.py;
+        # TensorRT-LLM _torch/modules/attention.py `qkv_proj`); a query-only layer has its queries alone
+        ops = [gemm("attn.q_proj", tokens, d_in, heads * hd, dtype, act=act) if query_only else
+               gemm("attn.qkv_proj", tokens, d_in, heads * hd + kv_heads * (hd + vd), dtype, act=act)]
         ops += indexer_projections(att, d, tokens, dtype, act) if att.sparse else []
         return ops + [gemm("attn.o_proj", tokens, heads * vd, d, dtype, act=act)]
     if att.kind == "mla":

@@ -27,15 +27,25 @@ def linear(d_in: int, d_out: int) -> nn.Linear:
 
 
 class Attention(nn.Module):
-    """GQA (MHA when kv heads = heads), optionally sliding-window, optionally query-only."""
+    """GQA (MHA when kv heads = heads), optionally sliding-window, optionally query-only. Queries,
+    keys and values come out of one projection, as the engines run it (and costs/attention.py
+    prices it); a query-only layer's projection gives the queries alone."""
 
     def __init__(self, att: AttentionSpec, d: int, query_only: bool = False):
         super().__init__()
         self.heads, self.kv_heads, self.window = att.num_heads, att.num_kv_heads, att.window
         self.hd, self.vd, self.query_only = att.head_dim, att.v_head_dim or att.head_dim, query_only
-        self.q_proj = linear(d, self.heads * self.hd)
-        self.kv_proj = None if query_only else linear(d, self.kv_heads * (self.hd + self.vd))
+        self.q_size = self.heads * self.hd
+        self.qkv_proj = linear(d, self.q_size + (0 if query_only else self.kv_heads * (self.hd + self.vd)))
         self.o_proj = linear(self.heads * self.vd, d)
+
+    def _split(self, out: torch.Tensor, with_query: bool = True):
+        """A projection's output [B, q, width] -> (queries [B, q, heads, hd] or None, k, v [B, q, kv_heads, *])."""
+        B, q, _ = out.shape
+        query = out[..., :self.q_size].reshape(B, q, self.heads, self.hd) if with_query else None
+        kv = out[..., self.q_size:] if with_query else out
+        k, v = kv.reshape(B, q, self.kv_heads, self.hd + self.vd).split([self.hd, self.vd], -1)
+        return query, k, v
 
     def new_storage(self, batch: int, capacity: int, max_pass: int, dtype, device) -> KVSlots | None:
         if self.query_only:
@@ -45,10 +55,11 @@ class Attention(nn.Module):
 
     def forward(self, x: torch.Tensor, batch: Batch, kv: KVSlots) -> torch.Tensor:
         B, q, _ = x.shape
-        query = rope(self.q_proj(x).view(B, q, self.heads, self.hd), batch).transpose(1, 2)
-        if self.kv_proj is not None:
-            k, v = self.kv_proj(x).view(B, q, self.kv_heads, self.hd + self.vd).split([self.hd, self.vd], -1)
-            k = rope(k, batch)
+        if self.query_only:
+            query = rope(self.qkv_proj(x).view(B, q, self.heads, self.hd), batch).transpose(1, 2)
+        else:
+            query, k, v = self._split(self.qkv_proj(x))
+            query, k = rope(query, batch).transpose(1, 2), rope(k, batch)
             if batch.prefill and q > kv.capacity:  # a prompt longer than the ring: attend to it fresh
                 out = attend(query, k.transpose(1, 2), v.transpose(1, 2), batch.mask(NEVER_WRAP, self.window, q))
                 kv.write(batch.q_pos[:, -kv.capacity:], k[:, -kv.capacity:], v[:, -kv.capacity:])
@@ -60,16 +71,15 @@ class Attention(nn.Module):
 
     def write_context(self, x: torch.Tensor, batch: Batch, kv: KVSlots) -> None:
         """A block drafter's context: K/V of the fused target hidden x [B, c, d] into the cache."""
-        B, c, _ = x.shape
-        k, v = self.kv_proj(x).view(B, c, self.kv_heads, self.hd + self.vd).split([self.hd, self.vd], -1)
+        _, k, v = self._split(torch.nn.functional.linear(x, self.qkv_proj.weight[self.q_size:]), with_query=False)
         kv.write(batch.q_pos, rope(k, batch), v)
 
     def block(self, x: torch.Tensor, batch: Batch, kv: KVSlots) -> torch.Tensor:
         """A block drafter's queries x [B, q, d]: each reads the cache below the block's first
         position and every key of the block (bidirectional); the block's K/V is not kept."""
         B, q, _ = x.shape
-        query = rope(self.q_proj(x).view(B, q, self.heads, self.hd), batch).transpose(1, 2)
-        k, v = self.kv_proj(x).view(B, q, self.kv_heads, self.hd + self.vd).split([self.hd, self.vd], -1)
+        query, k, v = self._split(self.qkv_proj(x))
+        query = rope(query, batch).transpose(1, 2)
         context = Batch(batch.q_pos[:, :1].expand(B, q) - 1, prefill=False)  # positions before the block
         n = context.read_len(kv.capacity)
         mask = torch.cat([context.mask(kv.capacity, self.window, n),
