@@ -27,6 +27,20 @@ AIC_ROLES = {
     "logits_gemm": "embed_lm_head", "embedding": "embed_lm_head", "p2p": "other",
     "add_norm_1": "norms_small", "add_norm_2": "norms_small", "q_a_layernorm": "norms_small",
     "shared_act_gate": "norms_small", "act_gate": "norms_small", "tp_allreduce": "allreduce", "allreduce": "allreduce",
+    # the newer models' op lists (sdk/models/gemma4.py, hybrid_moe.py, qwen35.py, deepseek_v4.py, nemotron_h.py,
+    # kimi_k3.py, gpt.py, llama.py): norms, activations and gates, all-reduces, the dense and shared MLPs,
+    # linear attention's projections and state update, DeepSeek-V4's hyper-connections
+    "_norm": "norms_small", "_act": "norms_small", "act": "norms_small", "relu2": "norms_small",
+    "gate_mul": "norms_small", "shared_merge": "norms_small", "attn_gate": "norms_small",
+    "_ar": "allreduce", "ar_1": "allreduce", "ar_2": "allreduce",
+    "shared_mlp_gate_up_gemm": "gemm.shared_experts", "shared_mlp_down_gemm": "gemm.shared_experts",
+    "shared_up_gemm": "gemm.shared_experts", "shared_down_gemm": "gemm.shared_experts",
+    "shared_expert_gate_gemm": "gemm.shared_experts",
+    "dense_gate_up_gemm": "gemm.dense_ffn", "dense_down_gemm": "gemm.dense_ffn", "mlp_up_gemm": "gemm.dense_ffn",
+    "mlp_down_gemm": "gemm.dense_ffn", "gdn_in_proj_gemm": "gemm.qkv", "gdn_in_proj_ba_gemm": "gemm.qkv",
+    "attn_gate_gemm": "gemm.qkv", "gdn_out_proj_gemm": "gemm.o_proj", "gdn_conv1d": "attention",
+    "gdn_recurrence": "attention", "mamba_conv1d": "attention", "mamba_ssm": "attention",
+    "mhc_pre": "hyper_connections", "mhc_post": "hyper_connections", "rope_kvcache": "norms_small",
 }
 
 

@@ -64,14 +64,14 @@ TRTLLM_B200 = ("B200 TRT-LLM FP8 TP8", PUBLISHED / "a7-deepseek-r1-b200-sglang-v
 
 ROLES = ("gemm.qkv_a", "gemm.q_b", "bmm.w_uk", "bmm.w_uv", "gemm.qkv", "gemm.o_proj", "gemm.dense_ffn",
          "gemm.router", "gemm.shared_experts", "gemm.mtp_eh_proj", "attention", "attention.module_vs_ops", "moe",
-         "moe.shared_overlap", "dispatch_combine", "allreduce", "embed_lm_head", "norms_small", "glue",
-         "host", "other")
+         "moe.shared_overlap", "dispatch_combine", "allreduce", "embed_lm_head", "norms_small", "hyper_connections",
+         "engram", "glue", "host", "other")
 
 # mtpsim op name -> role (mtpsim/costs/ops.py names)
 MTPSIM_ROLES = {
     "attn.q_a_proj": "gemm.qkv_a", "attn.kv_a_proj": "gemm.qkv_a", "attn.qkv_a_proj": "gemm.qkv_a",
     "attn.q_b_proj": "gemm.q_b", "attn.w_uk": "bmm.w_uk", "attn.w_uv": "bmm.w_uv",
-    "attn.q_proj": "gemm.qkv", "attn.kv_proj": "gemm.qkv", "attn.in_proj": "gemm.qkv", "attn.o_proj": "gemm.o_proj",
+    "attn.q_proj": "gemm.qkv", "attn.qkv_proj": "gemm.qkv", "attn.in_proj": "gemm.qkv", "attn.o_proj": "gemm.o_proj",
     "ffn.gate_up": "gemm.dense_ffn", "ffn.down": "gemm.dense_ffn", "moe.router": "gemm.router",
     "moe.shared_gate_up": "gemm.shared_experts", "moe.shared_down": "gemm.shared_experts",
     "attn.core": "attention", "attn.linear_state": "attention", "moe.experts": "moe",
@@ -80,6 +80,16 @@ MTPSIM_ROLES = {
     "lm_head.centroid_expand": "embed_lm_head", "mtp.eh_proj": "gemm.mtp_eh_proj",
     "pass.frame": "embed_lm_head", "sample.argmax": "norms_small",
     "norms+rope+act": "norms_small", "kv.compact": "norms_small", "layer.glue": "glue",
+    # DeepSeek-V4's attention (costs/compressed.py): its projections by role; the compressor, the
+    # indexer and the sparse core are its attention, as aiconfigurator's one module row times them
+    "attn.wqkv_a": "gemm.qkv_a", "attn.wq_b": "gemm.q_b", "attn.wo_a": "gemm.o_proj", "attn.wo_b": "gemm.o_proj",
+    "attn.compressor": "attention", "attn.indexer": "attention", "attn.indexer_q": "attention",
+    "attn.indexer_k": "attention", "attn.indexer_qk": "attention", "attn.indexer_weights": "attention",
+    "attn.indexer_wk": "attention", "attn.indexer_compressor": "attention", "attn.compressed_core": "attention",
+    "hc.pre": "hyper_connections", "hc.post": "hyper_connections", "hc.down": "hyper_connections",
+    "hc.up_mix": "hyper_connections", "engram.gate": "engram", "engram.gather": "engram",
+    "engram.host_gather": "engram", "engram.wkv": "engram", "comm.engram_allreduce": "allreduce",
+    "comm.dp_gather_scatter": "dispatch_combine",
 }
 
 # ----------------------------------------------------------------------------- mtpsim's side
@@ -132,7 +142,7 @@ def compare(label: str, s: sc.Scenario, batch: int, context: int, mtp: bool,
             continue
         gap = abs(a - b) / max(abs(a), abs(b))
         flagged = gap > THRESHOLD and abs(a - b) > FLOOR_MS
-        e = explain(gpu, engine, role) if flagged else None
+        e = explain(gpu, engine, role, s.specs.model.name, "mtp" if mtp else "decode") if flagged else None
         rows.append({"case": label, "batch": batch, "step": "mtp" if mtp else "decode", "role": role,
                      "mtpsim_ms": a, "aiconfigurator_ms": b, "diff_%": 100 * (a - b) / b if b else math.nan,
                      "verdict": (e.verdict if e else "unexplained") if flagged else "",
@@ -156,11 +166,22 @@ def default_cases() -> list[tuple[str, Path, tuple[str, ...]]]:
     return [(p.name.split("-")[0].upper(), p, ()) for p in sorted(PUBLISHED.glob("a[0-9]*-*.yaml"))] + [TRTLLM_B200]
 
 
+def mtp_setting(path: Path, sets: tuple[str, ...]) -> dict:
+    """The MTP iteration compared: MTP (nextn, top-1 chain of NEXTN) with the scenario's own
+    external draft where it drafts with one (an EAGLE-3 head), else the model's MTP layers."""
+    try:
+        spec = load_point(path, sets).speculative
+    except Exception:  # the decode step's load reports it
+        return MTP
+    draft = spec.draft if spec.design == "nextn" and isinstance(spec.draft, str) else None
+    return {**MTP, "draft": draft} if draft else MTP
+
+
 def run(cases, batches: list[int], mtp: bool = True) -> tuple[pd.DataFrame, list[str]]:
     tables, notes = [], []
     for label, path, sets in cases:
         for step_mtp in ((False, True) if mtp else (False,)):
-            extra = ((f"speculative={_yaml(MTP)}", f"acceptance={ACCEPTANCE}") if step_mtp
+            extra = ((f"speculative={_yaml(mtp_setting(path, sets))}", f"acceptance={ACCEPTANCE}") if step_mtp
                      else ("speculative={design: none}",))
             try:
                 s = load_point(path, sets + extra)
