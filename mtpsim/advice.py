@@ -28,7 +28,15 @@ def advise(s: Scenario, skip: tuple = ()) -> None:
         for key, reason in check(s) if check not in skip else ():
             depends = (key, *DEPENDS.get(".".join(key.split(".")[:2]), ()))
             if check in RUNS_OTHERWISE or not any(_within(swept, dep) for swept in s.point for dep in depends):
-                warn(s.source, key, reason)
+                warn(s.source, *swept_at(s, key, reason))
+
+
+def swept_at(s: Scenario, key: str, reason: str) -> tuple[str, str]:
+    """(key, reason) of a warning about point `s`'s `key` as said: where a sweep gives its value,
+    at the sweep's entry (`sweep.acceptance.per_depth`), which names the --set that gave the sweep,
+    not at a key the file does not hold."""
+    swept = next((k for k in s.point if _within(k, key)), None)
+    return (key, reason) if swept is None else (f"sweep.{swept}", f"{key}: {reason}" if key != swept else reason)
 
 
 def advise_sweep(points: list[Scenario], skip: tuple = ()) -> None:
@@ -61,6 +69,9 @@ def advise_sweep(points: list[Scenario], skip: tuple = ()) -> None:
             else:
                 warn(points[0].source, f"sweep.{swept}", f"{first[0]}: {first[1]} at every point: these points are "
                      "the same run")
+        elif first is not None and all(any(k == first[0] for k, _ in at) for at in found[1:]):
+            # the same key warned at every point in other words (its numbers differ): still at every point
+            warn(points[0].source, f"sweep.{swept}", f"{first[0]} at every point, as at the first: {first[1]}")
         elif _within(swept, "speculative") and all(s.speculative.design == "none" for s in points):
             warn(points[0].source, f"sweep.{swept}", "design none drafts nothing at every point: these points are "
                  "the same run")
@@ -132,7 +143,10 @@ DEPENDS = {"speculative.draft": ("speculative.design",), "acceptance": ("specula
            "engine.eplb": ("model",), "engine.mixed_batches": ("speculative", "engine"),
            "engine.dp_routing": ("parallel", "disaggregation"), "workload.shared_prefix": ("engine",),
            "engine.speculative_overlap": ("speculative", "engine"), "engine.prefix_cache": ("engine", "workload"),
-           "engine.batch_wait": ("engine", "parallel", "disaggregation", "speculative")}
+           "engine.batch_wait": ("engine", "parallel", "disaggregation", "speculative"),
+           "parallel.dp": ("workload", "parallel", "disaggregation"),
+           "disaggregation.prefill": ("workload", "parallel", "disaggregation"),
+           "disaggregation.decode": ("workload", "parallel", "disaggregation")}
 
 
 def _within(swept: str, key: str) -> bool:

@@ -233,7 +233,12 @@ def spec_file(kind: Kind, ref: str, cls: type[SpecT], where: str, key: str = "",
     plain mappings, and a notebook's edit of one point's reached every later load in the process
     through the cache."""
     path = path_of(kind, ref, where, key, paths)
-    spec = _spec_at(*_stamped(path), cls).model_copy(deep=True)
+    stamp = _stamped(path)
+    if {"workload", "speculative"} & set(_parsed(*stamp)):  # _parsed gives a mapping or raises
+        noun = {"models": "model", "hardware": "hardware", "engines": "engine"}[kind]
+        raise ScenarioError(where, key, f"{short(ref, 200)} is a scenario file, not a {noun} entry: give a {noun} "
+                            f"catalog name or a {noun} entry's file")
+    spec = _spec_at(*stamp, cls).model_copy(deep=True)
     if not (paths and is_path(ref)) and ref not in (spec.name, *getattr(spec, "aliases", ())):
         # a catalog name is its file's (or one of the aliases it lists): the entry answers to it
         raise ScenarioError(str(path), "name", f"{short(spec.name)} is not the file's name {ref!r}: a scenario names "
@@ -275,6 +280,10 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any], where: str = "", path
     out = dict(base)
     for key, value in over.items():
         at = f"{path}.{key}" if path else str(key)
+        if isinstance(value, dict) and isinstance(out.get(key), list) and value \
+                and all(isinstance(k, int) or (isinstance(k, str) and k.isascii() and k.isdigit()) for k in value):
+            # `--set model.layers.0.count=16` over a catalog entry: an item named by its index
+            raise ScenarioError(where, at, "is a list, set whole: give every item (an item is not set by its index)")
         if isinstance(value, dict) and isinstance(out.get(key), dict):
             if not value and out[key]:
                 raise ScenarioError(where, at, "an empty mapping: give the entries to change, or leave the key out")

@@ -8,7 +8,7 @@ import pandas as pd
 
 from mtpsim import scenario as sc
 from mtpsim import sweep
-from mtpsim.advice import RUNNING_BATCH_CHECKS, advise, advise_sweep
+from mtpsim.advice import RUNNING_BATCH_CHECKS, advise, advise_sweep, swept_at
 from mtpsim.budget_advice import batch_past_budget, past_whole_budget
 from mtpsim.catalog import engine_file_label
 from mtpsim.costs import Pricer, build_pricer
@@ -44,10 +44,10 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
     advise_sweep(points, skip=skip)
     s = points[0]
     if s.seeds > 1:  # run's replicates, as verify says of them: cost draws nothing
-        warn(s.source, "seeds", f"cost prices one iteration, drawing nothing: the {s.seeds} replicates seeds asks for "
-             "are `mtpsim run`'s")
+        warn(s.source, *swept_at(s, "seeds", f"cost prices one iteration, drawing nothing: the {s.seeds} replicates "
+                                 "seeds asks for are `mtpsim run`'s"))
     if "seed" in s.model_fields_set:  # the lengths and acceptance draws it seeds are run's
-        warn(s.source, "seed", "cost prices one iteration, drawing nothing: the seed is `mtpsim run`'s")
+        warn(s.source, *swept_at(s, "seed", "cost prices one iteration, drawing nothing: the seed is `mtpsim run`'s"))
     # what leaves no KV pool when the batch is the load's: the decode pool, a fraction the file
     # gives, else the layout (`mtpsim run` refuses it at the pool or engine.mem_fraction: memory.check_fits)
     room = "disaggregation.decode" if s.disaggregation is not None else \

@@ -41,8 +41,10 @@ def heavy(requests: int, output_len: float, running: int | None, chunks_per_prom
     share = max(requests / HEAVY_POINT_REQUESTS, (decode + prefill) / HEAVY_POINT_ITERATIONS)
     counted = ([f"about {decode:,} decode iterations"] if decode else []) + \
         ([f"{prefill:,} prefill passes"] if chunks_per_prompt > 1 else [])  # several a prompt: worth saying
+    # prefill-bound only where prompts take several passes each (prompts sharing a pass are not what
+    # a larger chunk helps; an open load's decode iterations are not counted, which is no sign either)
     return Heaviness(share, f"{requests:,} requests" + (f" ({' and '.join(counted)})" if counted else ""),
-                     prefill > decode)
+                     chunks_per_prompt > 1 and prefill > decode)
 
 
 def prefill_chunks(s: Scenario, input_len: float) -> float:

@@ -71,9 +71,23 @@ def same_run(folder: Path, summary: pd.DataFrame, intervals: pd.DataFrame | None
                             f"kept {int(row[column]):,}")
             if name == "accept_counts.csv" and not n:
                 raise mixed(name, "point", f"no rows for {_run_name(row, labels)}, which summary.csv holds")
+        if name == "accept_counts.csv" and "steps" in runs:
+            _accepted_within_steps(frame, by_run, labels, mixed)
     requests = tables.get("requests.csv")
     if requests is not None and {"requests_kept", "requests_total"} <= set(runs):
         _same_latencies(requests, by_run, labels, mixed)
+
+
+def _accepted_within_steps(counts: pd.DataFrame, by_run: dict, labels: list[str], mixed) -> None:
+    """No run accepts more drafts in a step than its point drafts (summary.csv's steps; design none
+    drafts none): a row past them was written by no run of this scenario."""
+    most = counts[counts["count"] > 0].groupby(labels).accepted.max()
+    for key, top in most.items():
+        row = by_run[tuple(int(v) for v in (key if isinstance(key, tuple) else (key,)))]
+        steps = 0 if row.get("design") == "none" else row.get("steps")
+        if steps is not None and not math.isnan(float(steps)) and top > steps:
+            raise mixed("accept_counts.csv", "accepted", f"{int(top)} drafts accepted in a step of {_run_name(row, labels)}, "
+                        f"which drafts {int(steps)}")
 
 
 def _request_latencies(requests: pd.DataFrame) -> dict[str, tuple[str, str, pd.Series]]:

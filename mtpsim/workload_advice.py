@@ -107,11 +107,10 @@ def concurrency_unread(s: Scenario) -> list[tuple[str, str]]:
 def idle_replicas(s: Scenario) -> list[tuple[str, str]]:
     """Replicas a load cannot all reach: with fewer users at once (a closed loop) or fewer
     requests in all (any other arrival, a trace's rows) than a pool's replicas, some never serve
-    one, and the per-GPU figures count their GPUs. Of `parallel.dp`, or of each disaggregated pool."""
+    one, and the per-GPU figures count their GPUs. Of `parallel.dp`, or of each disaggregated pool.
+    Under a sweep of the load or the layout (advice.DEPENDS) it is said only where every point
+    leaves the same replicas idle: a ladder's low rungs are not a mistake."""
     w, d = s.workload, s.disaggregation
-    swept = any(k.split(".")[0] in ("workload", "parallel", "disaggregation") for k in (s.point or {}))
-    if swept:  # a ladder of loads or layouts: its low rungs
-        return []
     if w.arrival == "closed":
         busy, how = min(w.concurrency, w.num_requests), "at once"
     elif w.arrival == "trace":

@@ -139,17 +139,18 @@ class _Rules:
         merged ones, and of the mappings `<<: [A, B]` merges, the first that gives a key wins.
         PyYAML 6.0.4 kept every merged pair, told apart by the key string's identity: the last
         source won for most keys and the first for one-character (interned) ones."""
-        merged, own = [], []
+        merged, own, merges = [], [], False
         for key_node, value_node in node.value:
             if key_node.tag != _MERGE:
                 if key_node.tag == "tag:yaml.org,2002:value":  # as PyYAML reads `=`
                     key_node.tag = "tag:yaml.org,2002:str"
                 own.append((key_node, value_node))
                 continue
+            merges = True
             for source in _merge_sources(node, value_node):
                 self.flatten_mapping(source)
                 merged += source.value
-        if merged:
+        if merges:  # an empty merge (`<<: {}`, `<<: []`) merges nothing: its key goes with it
             node.value = self._merged_pairs(merged, own)
 
     def _merged_pairs(self, merged: list, own: list) -> list:

@@ -57,7 +57,8 @@ def test_a_swept_disaggregation_gpus_says_the_idle_gpus_at_every_point(tmp_path,
     text = text[: text.index("sweep:")] if "sweep:" in text else text
     path = _write(tmp_path, text + "\nsweep: {disaggregation.gpus: [64, 128]}\n")
     assert cli.main(["run", path, "--out", str(tmp_path / "o")]) == 0
-    said = [line for line in capsys.readouterr().err.splitlines() if ": disaggregation.gpus: " in line]
+    # each point's GPUs come from the sweep, so its entry is named (campaign 38, H4)
+    said = [line for line in capsys.readouterr().err.splitlines() if ": sweep.disaggregation.gpus: " in line]
     assert len(said) == 2 and "other 32 serve nothing" in said[0] and "other 96 serve nothing" in said[1]
 
 
