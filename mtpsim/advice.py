@@ -78,6 +78,26 @@ def advise_sweep(points: list[Scenario], skip: tuple = ()) -> None:
         elif first is None:
             _unread_or_null(points, swept, skip)
     _held_everywhere(points, found)
+    _undrafted_twins(points)
+
+
+def _undrafted_twins(points: list[Scenario]) -> None:
+    """Points of design none that differ only in speculative settings it does not read (a sweep of
+    designs crossed with steps runs `none` once per step): one warning naming the first pair."""
+    from mtpsim.errors import warn
+    from mtpsim.overrides import canonical
+    if all(s.speculative.design == "none" for s in points):  # said of the sweep as a whole (advise_sweep)
+        return
+    seen: dict = {}
+    for i, s in enumerate(points):
+        if s.speculative.design != "none" or not any(_within(k, "speculative") for k in s.point):
+            continue
+        rest = canonical({k: v for k, v in s.point.items() if not _within(k, "speculative")})
+        if rest in seen:
+            warn(s.source, "sweep", f"points {seen[rest]} and {i} run design none and differ only in speculative "
+                 "settings it does not read: the same run")
+            return
+        seen[rest] = i
 
 
 def _held_everywhere(points: list[Scenario], found: list[list[tuple[str, str]]]) -> None:

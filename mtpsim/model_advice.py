@@ -46,13 +46,27 @@ def unread_dtypes(s: Scenario) -> list[tuple[str, str]]:
         given = ref.get("dtypes") if isinstance(ref, dict) else None
         if not isinstance(given, dict):
             continue
-        unread = {"experts": "has no experts" if not spec.has_experts else None,
-                  "mtp": "has no MTP layers of its own" if spec.mtp is None or spec.role != "target" else None,
-                  "lm_head": "borrows the target's LM head" if spec.role == "block_draft" else None,
-                  "kv_cache": "keeps no KV of its own" if spec.role == "assistant" else None}
         found += [(f"{key}.dtypes.{part}", f"{spec.name!r} {why}: this dtype prices nothing")
-                  for part, why in unread.items() if why and part in given]
+                  for part, why in unread_dtype_parts(spec).items() if part in given]
     return found
+
+
+def unread_dtype_parts(spec) -> dict[str, str]:
+    """part -> why `spec`'s dtype for it prices nothing (a ModelSpec's parts it lacks or borrows)."""
+    unread = {"experts": "has no experts" if not spec.has_experts else None,
+              "mtp": "has no MTP layers of its own" if spec.mtp is None or spec.role != "target" else None,
+              "lm_head": "borrows the target's LM head" if spec.role == "block_draft" else None,
+              "kv_cache": "keeps no KV of its own" if spec.role == "assistant" else None}
+    return {part: why for part, why in unread.items() if why}
+
+
+def spec_entry(spec, **dump) -> dict:
+    """A ModelSpec as a scenario's inline entry (mode json), without the dtypes it never reads: what
+    a command writes for the user to run again (verify's simulated.yaml) says nothing it ignores."""
+    entry = spec.model_dump(mode="json", **dump)
+    unread = unread_dtype_parts(spec)
+    entry["dtypes"] = {part: dtype for part, dtype in entry.get("dtypes", {}).items() if part not in unread}
+    return entry
 
 
 def fp4_kv_before_blackwell(s: Scenario) -> list[tuple[str, str]]:

@@ -116,3 +116,13 @@ def test_the_scenario_named_as_an_entry_is_refused_as_a_scenario(tmp_path, capsy
     """Before: `--set: model: unknown key (and the required key hidden_size is missing)`."""
     scenario = run(tmp_path, BASE)[1]
     one_line_error(capsys, ["cost", scenario, "--set", f"{key}={scenario}"], key, "is a scenario file, not a")
+
+
+def test_design_none_crossed_with_steps_is_one_run_said_once(tmp_path, capsys):
+    """Before: two identical `none` rows and no word (campaign 38's smaller notes)."""
+    text = BASE + "sweep: {speculative.design: [none, nextn], speculative.steps: [1, 2]}\n"
+    said = _warned(capsys, run(tmp_path, text))
+    assert any(": sweep: points 0 and 1 run design none" in line for line in said), said
+    (tmp_path / "b").mkdir()
+    said = _warned(capsys, run(tmp_path / "b", BASE + "sweep: {speculative.design: [none, nextn]}\n"))
+    assert not any("run design none" in line for line in said), said

@@ -289,3 +289,27 @@ def test_verify_command_runs_a_block_drafter(write_scenario, tmp_path, monkeypat
     assert row.loc["extend_s", "measured"] == row.loc["extend_s", "predicted"] == 0
     simulated = yaml.safe_load(next((tmp_path / "out").glob("*/simulated.yaml")).read_text())
     assert simulated["speculative"]["draft"]["block"]["target_layer_ids"] == [0]  # 1 target layer kept, tapped once
+
+
+def test_a_verify_folders_simulated_yaml_runs_without_warnings_of_its_own_keys(write_scenario, tmp_path, monkeypatch,
+                                                                              capsys):
+    """simulated.yaml is a scenario the user can run again: it writes no key its trace load does
+    not read (num_requests, concurrency) and no dtype of a part its models lack (campaign 38: each
+    was a warning about the file verify wrote)."""
+    from mtpsim import errors
+    from mtpsim.cli import main
+    from mtpsim.verify import command
+    monkeypatch.setattr(command, "_machine_level", lambda device, profile: None)
+    path = write_scenario({
+        "name": "blk", "model": "qwen3-8b", "hardware": "cpu",
+        "speculative": {"design": "block", "steps": 3, "draft": "dflash-qwen3-8b-block7"},
+        "acceptance": {"per_depth": [0.7, 0.5, 0.4]},
+        "workload": {"arrival": "batch", "concurrency": 2, "num_requests": 2, "input_len": 16, "output_len": 16},
+        "verify": {"num_layers": 1, "hidden_scale": 0.03125, "iterations": 3, "warmup_iterations": 1, "device": "cpu"}})
+    assert main(["verify", str(path), "--out", str(tmp_path / "out")]) == 0
+    simulated = next((tmp_path / "out").glob("*/simulated.yaml"))
+    errors._warned.clear()
+    capsys.readouterr()
+    assert main(["run", str(simulated), "--out", str(tmp_path / "again")]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mtpsim: warning:")]
+    assert not [line for line in said if ": workload." in line or ".dtypes." in line], said

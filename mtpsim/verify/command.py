@@ -26,6 +26,7 @@ from mtpsim.advice import advise, advise_sweep, swept_verify
 from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.errors import ScenarioError, holding, warn
+from mtpsim.model_advice import spec_entry
 from mtpsim.outputs import writing
 from mtpsim.runfolder import claimed, free_out, mark_complete, write_csv
 from mtpsim.sim.progress import progress_bar
@@ -247,10 +248,10 @@ def verify_point(s, device: str, hardware: str, profile: str | None, folder: Pat
 def _mapping(s, setup: Setup, accept_counts, folder: Path, hardware: str, profile: str | None) -> dict:
     """compare.simulated_mapping of what `setup` built, its shrunken assistant or drafter inline,
     so simulated.yaml reproduces the prediction."""
-    mapping = simulated_mapping(s, setup.model.model_dump(mode="json"), setup.prompt_lens, accept_counts, folder,
+    mapping = simulated_mapping(s, spec_entry(setup.model), setup.prompt_lens, accept_counts, folder,
                                 hardware, profile, setup.warmup_iterations + setup.iterations)
     if setup.assistant is not None:
-        mapping["speculative"]["draft"] = setup.assistant.model_dump(mode="json", exclude_none=True)
+        mapping["speculative"]["draft"] = spec_entry(setup.assistant, exclude_none=True)
     return mapping
 
 

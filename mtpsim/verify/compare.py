@@ -31,8 +31,7 @@ def simulated_mapping(s, model: dict, prompt_lens: list[int], accept_counts, fol
         "name": f"{s.name}-simulated", "model": model, "hardware": hardware,
         # the loop drafts speculative.steps every iteration: a steps policy would predict another loop
         "speculative": s.speculative.model_dump(exclude_none=True, exclude={"policy"}),
-        "workload": {"arrival": "trace", "trace": str(trace), "num_requests": len(prompt_lens),
-                     "concurrency": len(prompt_lens)},
+        "workload": {"arrival": "trace", "trace": str(trace)},  # the trace's rows are the requests
         # the loop runs eagerly and synchronously: no graphs, no host/device overlap
         "engine": {"max_running_requests": len(prompt_lens), "cuda_graphs": False, "overlap_schedule": False,
                    "chunked_prefill_tokens": max(sum(prompt_lens), 1)},
