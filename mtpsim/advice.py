@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 
 from mtpsim import budget_advice, designs, engine_advice, model_advice, workload_advice
 from mtpsim import speculation_advice as spec
@@ -63,13 +64,14 @@ def advise_sweep(points: list[Scenario], skip: tuple = ()) -> None:
         first = next(((k, r) for k, r in found[0] if _within(swept, k)), None)
         # the same warning word for word at every point: one that depends on the point (its users,
         # its batch) says each point differs, which is no sign that they are the same run
-        if first is not None and all(any(_within(swept, k) and r == first[1] for k, r in at) for at in found[1:]):
+        if first is not None and all((first[0], first[1]) in at for at in found[1:]):
             if _differ_elsewhere(points, swept, first[0]):  # the warning holds at every point, which still differ
                 warn(points[0].source, f"sweep.{swept}", f"{first[0]}: {first[1]} (at every point)")
             else:
                 warn(points[0].source, f"sweep.{swept}", f"{first[0]}: {first[1]} at every point: these points are "
                      "the same run")
-        elif first is not None and all(any(k == first[0] for k, _ in at) for at in found[1:]):
+        elif first is not None and all(any(k == first[0] and _in_words(r) == _in_words(first[1]) for k, r in at)
+                                       for at in found[1:]):
             # the same key warned at every point in other words (its numbers differ): still at every point
             warn(points[0].source, f"sweep.{swept}", f"{first[0]} at every point, as at the first: {first[1]}")
         elif _within(swept, "speculative") and all(s.speculative.design == "none" for s in points):
@@ -109,8 +111,18 @@ def _held_everywhere(points: list[Scenario], found: list[list[tuple[str, str]]])
     for key, reason in found[0]:
         depends = DEPENDS.get(".".join(key.split(".")[:2]), ())
         held = any(_within(k, dep) for k in swept for dep in depends)
-        if held and not any(_within(k, key) for k in swept) and all((key, reason) in at for at in found[1:]):
+        if not held or any(_within(k, key) for k in swept):
+            continue
+        if all((key, reason) in at for at in found[1:]):
             warn(points[0].source, key, reason)
+        elif all(any(k == key and _in_words(r) == _in_words(reason) for k, r in at) for at in found[1:]):
+            warn(points[0].source, key, f"at every point, as at the first: {reason}")  # its numbers differ
+
+
+def _in_words(reason: str) -> str:
+    """A warning's words without its numbers: one check's warning at two points where the counts
+    differ (8 replicas for 4 users, 16 for 4) reads the same; another check's does not."""
+    return re.sub(r"(\w+?)s\b", r"\1", re.sub(r"\d[\d,.]*", "#", reason))  # 1 request, 2 requests
 
 
 def _differ_elsewhere(points: list[Scenario], swept: str, key: str) -> bool:
@@ -334,7 +346,7 @@ UNREAD_CHECKS = (spec.ignored_by_design, workload_advice.trace_settings_unread, 
 # workload section hid the budget that keeps TensorRT-LLM to one 8k prompt at a time, which the
 # run's own note then pointed to), and advise_sweep does not read them as a sign that the points are
 # the same run
-RUNS_OTHERWISE = (budget_advice.budget_below_decode, budget_advice.whole_prompts_past_budget,
+RUNS_OTHERWISE = (spec.draft_of_another_target, budget_advice.budget_below_decode, budget_advice.whole_prompts_past_budget,
                   budget_advice.prompts_past_whole_budget, workload_advice.reshaped_lengths, spec.dead_drafts,
                   engine_advice.cap_per_rank, model_advice.fp4_kv_before_blackwell, spec.forced_past_its_range,
                   engine_advice.graph_lists_capture_none, spec.tree_read_from_length, _idle_pool_gpus)
@@ -345,4 +357,4 @@ RUNNING_BATCH_CHECKS = (spec.unreached_policy, budget_advice.budget_below_decode
 # run: they compare steps of their own (1..--max-steps, as the acceptance allows) at loads of their
 # own, without the policy (the budget is judged at their points: budget_advice.budget_at_points)
 GRID_CHECKS = (spec.unreached_policy, spec.kept_past_the_steps, spec.deep_histogram, budget_advice.budget_below_decode,
-               budget_advice.whole_prompts_past_budget, workload_advice.concurrency_unread)
+               budget_advice.whole_prompts_past_budget, workload_advice.concurrency_unread, workload_advice.idle_replicas)

@@ -234,7 +234,7 @@ def spec_file(kind: Kind, ref: str, cls: type[SpecT], where: str, key: str = "",
     through the cache."""
     path = path_of(kind, ref, where, key, paths)
     stamp = _stamped(path)
-    if {"workload", "speculative"} & set(_parsed(*stamp)):  # _parsed gives a mapping or raises
+    if {"model", "hardware"} <= set(_parsed(*stamp)):  # a scenario's two required keys (_parsed gives a mapping)
         noun = {"models": "model", "hardware": "hardware", "engines": "engine"}[kind]
         raise ScenarioError(where, key, f"{short(ref, 200)} is a scenario file, not a {noun} entry: give a {noun} "
                             f"catalog name or a {noun} entry's file")

@@ -42,9 +42,10 @@ def heavy(requests: int, output_len: float, running: int | None, chunks_per_prom
     counted = ([f"about {decode:,} decode iterations"] if decode else []) + \
         ([f"{prefill:,} prefill passes"] if chunks_per_prompt > 1 else [])  # several a prompt: worth saying
     # prefill-bound only where prompts take several passes each (prompts sharing a pass are not what
-    # a larger chunk helps; an open load's decode iterations are not counted, which is no sign either)
+    # a larger chunk helps); an open load's batch is unknown, so its decode iterations are not
+    # counted: there, only where a prompt's passes outnumber its output tokens, each an iteration at most
     return Heaviness(share, f"{requests:,} requests" + (f" ({' and '.join(counted)})" if counted else ""),
-                     chunks_per_prompt > 1 and prefill > decode)
+                     chunks_per_prompt > 1 and (prefill > decode if running else chunks_per_prompt > output_len))
 
 
 def prefill_chunks(s: Scenario, input_len: float) -> float:

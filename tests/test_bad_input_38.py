@@ -63,7 +63,7 @@ def test_an_open_load_of_short_prompts_is_not_prefill_bound():
     """Before: an open load counted no decode iterations, so any prompts made it 'prefill-bound'."""
     from mtpsim.heaviness import heavy
     assert not heavy(100_000, 64, None, chunks_per_prompt=256 / 8192).prefill_bound
-    assert heavy(100_000, 64, None, chunks_per_prompt=4.0).prefill_bound  # prompts of several passes each
+    assert heavy(100_000, 2, None, chunks_per_prompt=4.0).prefill_bound  # more passes a prompt than output tokens
 
 
 def test_a_heavy_open_load_blames_its_request_count(tmp_path, capsys):

@@ -22,7 +22,7 @@ import torch
 import yaml
 
 from mtpsim import scenario as sc
-from mtpsim.advice import advise, advise_sweep, swept_verify
+from mtpsim.advice import advise, advise_sweep, swept_at, swept_verify
 from mtpsim.catalog import hardware_for_device
 from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.errors import ScenarioError, holding, warn
@@ -86,9 +86,9 @@ def _other_deployment(points: list, device: str, hardware: str) -> None:
     if other is not None:  # the key that makes it another deployment (a --set of it is blamed as such)
         key = "hardware" if other.specs.hardware.name != hardware else "disaggregation" \
             if other.disaggregation is not None else "parallel.tp" if other.parallel.tp > 1 else "parallel.dp"
-        warn(points[0].source or "verify", key, f"verify runs a shrunken copy of the model on this {device} "
+        warn(points[0].source or "verify", *swept_at(other, key, f"verify runs a shrunken copy of the model on this {device} "
              f"({hardware}, one device), not the scenario's {other.describe_layout()}: it checks the simulator "
-             "against a real loop here, not that deployment's speed")
+             "against a real loop here, not that deployment's speed"))
 
 
 def _unread_settings(points: list, device: str, profile: str | None, calibrate: bool) -> None:
