@@ -269,7 +269,7 @@ def test_verify_of_an_external_draft_is_one_line_exit_2(write_scenario, tmp_path
     assert err.count("\n") == 1 and "speculative.draft: verify builds a model's own MTP layers" in err
 
 
-def test_verify_command_runs_a_block_drafter(write_scenario, tmp_path, monkeypatch):
+def test_verify_command_runs_a_block_drafter(write_scenario, tmp_path, monkeypatch, capsys):
     """The block design end to end: its shrunken drafter built beside the target and written
     inline into simulated.yaml, so the prediction is of the same drafter (the CPU's level is
     the test above's: not re-timed here)."""
@@ -287,27 +287,11 @@ def test_verify_command_runs_a_block_drafter(write_scenario, tmp_path, monkeypat
     row = table.set_index("kind")
     assert row.loc["draft_s", "measured"] > 0 and row.loc["draft_s", "predicted"] > 0
     assert row.loc["extend_s", "measured"] == row.loc["extend_s", "predicted"] == 0
-    simulated = yaml.safe_load(next((tmp_path / "out").glob("*/simulated.yaml")).read_text())
-    assert simulated["speculative"]["draft"]["block"]["target_layer_ids"] == [0]  # 1 target layer kept, tapped once
-
-
-def test_a_verify_folders_simulated_yaml_runs_without_warnings_of_its_own_keys(write_scenario, tmp_path, monkeypatch,
-                                                                              capsys):
-    """simulated.yaml is a scenario the user can run again: it writes no key its trace load does
-    not read (num_requests, concurrency) and no dtype of a part its models lack (campaign 38: each
-    was a warning about the file verify wrote)."""
-    from mtpsim import errors
-    from mtpsim.cli import main
-    from mtpsim.verify import command
-    monkeypatch.setattr(command, "_machine_level", lambda device, profile: None)
-    path = write_scenario({
-        "name": "blk", "model": "qwen3-8b", "hardware": "cpu",
-        "speculative": {"design": "block", "steps": 3, "draft": "dflash-qwen3-8b-block7"},
-        "acceptance": {"per_depth": [0.7, 0.5, 0.4]},
-        "workload": {"arrival": "batch", "concurrency": 2, "num_requests": 2, "input_len": 16, "output_len": 16},
-        "verify": {"num_layers": 1, "hidden_scale": 0.03125, "iterations": 3, "warmup_iterations": 1, "device": "cpu"}})
-    assert main(["verify", str(path), "--out", str(tmp_path / "out")]) == 0
     simulated = next((tmp_path / "out").glob("*/simulated.yaml"))
+    assert yaml.safe_load(simulated.read_text())["speculative"]["draft"]["block"]["target_layer_ids"] == [0]  # 1 kept
+    # simulated.yaml is a scenario to run again: no key its trace load does not read (num_requests,
+    # concurrency) and no dtype of a part its models lack (campaign 38: each was a warning about it)
+    from mtpsim import errors
     errors._warned.clear()
     capsys.readouterr()
     assert main(["run", str(simulated), "--out", str(tmp_path / "again")]) == 0
