@@ -84,8 +84,13 @@ def stop_workers(pool) -> None:
     (a sweep's point of minutes kept `kill` waiting for it to finish, 17 s on a point of 12). Python
     3.14's executor does it itself (terminate_workers); before it, the pool's own worker processes
     are terminated."""
+    import multiprocessing
     if hasattr(pool, "terminate_workers"):
         pool.terminate_workers()
-        return
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
+    else:
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.terminate()
+    # a worker the pool was starting when the stop came (forked, not yet in its table) is ended too:
+    # else the pool's shutdown waits for it to finish its point, minutes after the stop
+    for process in multiprocessing.active_children():
         process.terminate()
