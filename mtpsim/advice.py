@@ -64,14 +64,14 @@ def advise_sweep(points: list[Scenario], skip: tuple = ()) -> None:
         first = next(((k, r) for k, r in found[0] if _within(swept, k)), None)
         # the same warning word for word at every point: one that depends on the point (its users,
         # its batch) says each point differs, which is no sign that they are the same run
-        if first is not None and all((first[0], first[1]) in at for at in found[1:]):
+        held = _everywhere(found, *first) if first is not None else None
+        if held == "word for word":
             if _differ_elsewhere(points, swept, first[0]):  # the warning holds at every point, which still differ
                 warn(points[0].source, f"sweep.{swept}", f"{first[0]}: {first[1]} (at every point)")
             else:
                 warn(points[0].source, f"sweep.{swept}", f"{first[0]}: {first[1]} at every point: these points are "
                      "the same run")
-        elif first is not None and all(any(k == first[0] and _in_words(r) == _in_words(first[1]) for k, r in at)
-                                       for at in found[1:]):
+        elif held == "in other numbers":
             # the same key warned at every point in other words (its numbers differ): still at every point
             warn(points[0].source, f"sweep.{swept}", f"{first[0]} at every point, as at the first: {first[1]}")
         elif _within(swept, "speculative") and all(s.speculative.design == "none" for s in points):
@@ -113,10 +113,22 @@ def _held_everywhere(points: list[Scenario], found: list[list[tuple[str, str]]])
         held = any(_within(k, dep) for k in swept for dep in depends)
         if not held or any(_within(k, key) for k in swept):
             continue
-        if all((key, reason) in at for at in found[1:]):
+        held = _everywhere(found, key, reason)
+        if held == "word for word":
             warn(points[0].source, key, reason)
-        elif all(any(k == key and _in_words(r) == _in_words(reason) for k, r in at) for at in found[1:]):
-            warn(points[0].source, key, f"at every point, as at the first: {reason}")  # its numbers differ
+        elif held == "in other numbers":
+            warn(points[0].source, key, f"at every point, as at the first: {reason}")
+
+
+def _everywhere(found: list[list[tuple[str, str]]], key: str, reason: str) -> str | None:
+    """Whether every point warns at `key` as the first point does: "word for word", "in other
+    numbers" (the same words, its counts differ: 8 replicas for 4 users, 16 for 4), else None."""
+    if all((key, reason) in at for at in found[1:]):
+        return "word for word"
+    words = _in_words(reason)
+    if all(any(k == key and _in_words(r) == words for k, r in at) for at in found[1:]):
+        return "in other numbers"
+    return None
 
 
 def _in_words(reason: str) -> str:

@@ -53,29 +53,36 @@ def same_run(folder: Path, summary: pd.DataFrame, intervals: pd.DataFrame | None
                         f"and summary.csv points {_listed(runs.point)}")
     by_run = {tuple(int(row[c]) for c in labels): row for _, row in runs.iterrows()}
     for name, frame in tables.items():
-        if frame is None:
-            continue
-        if ("seed" in frame) != replicated:
-            raise mixed(name, "seed", "has a seed column, and summary.csv's runs have none" if "seed" in frame else
-                        "has no seed column, and summary.csv's runs are over seeds")
-        counts = {tuple(int(v) for v in key): n for key, n in frame.value_counts(labels, sort=False).items()}
-        stray = next((key for key in counts if key not in by_run), None)
-        if stray is not None:
-            raise mixed(name, "point", f"has rows for {_run_name(dict(zip(labels, stray)), labels)}, which summary.csv "
-                        "does not hold")
-        column = {"requests.csv": "requests_kept", "iterations.csv": "iterations_kept"}.get(name)
-        for key, row in by_run.items():
-            n = counts.get(key, 0)
-            if column in row and n != row[column]:
-                raise mixed(name, "point", f"{n:,} rows for {_run_name(row, labels)}, and summary.csv says that run "
-                            f"kept {int(row[column]):,}")
-            if name == "accept_counts.csv" and not n:
-                raise mixed(name, "point", f"no rows for {_run_name(row, labels)}, which summary.csv holds")
-        if name == "accept_counts.csv" and "steps" in runs:
-            _accepted_within_steps(frame, by_run, labels, mixed)
+        if frame is not None:
+            _table_of_the_runs(name, frame, runs, by_run, labels, replicated, mixed)
     requests = tables.get("requests.csv")
     if requests is not None and {"requests_kept", "requests_total"} <= set(runs):
         _same_latencies(requests, by_run, labels, mixed)
+
+
+def _table_of_the_runs(name: str, frame: pd.DataFrame, runs: pd.DataFrame, by_run: dict, labels: list[str],
+                       replicated: bool, mixed) -> None:
+    """One table's rows are labelled with summary.csv's runs (seed column too over seeds), as many
+    as summary.csv says each kept (requests.csv, iterations.csv), and accept_counts.csv has rows
+    for each, within its point's steps."""
+    if ("seed" in frame) != replicated:
+        raise mixed(name, "seed", "has a seed column, and summary.csv's runs have none" if "seed" in frame else
+                    "has no seed column, and summary.csv's runs are over seeds")
+    counts = {tuple(int(v) for v in key): n for key, n in frame.value_counts(labels, sort=False).items()}
+    stray = next((key for key in counts if key not in by_run), None)
+    if stray is not None:
+        raise mixed(name, "point", f"has rows for {_run_name(dict(zip(labels, stray)), labels)}, which summary.csv "
+                    "does not hold")
+    column = {"requests.csv": "requests_kept", "iterations.csv": "iterations_kept"}.get(name)
+    for key, row in by_run.items():
+        n = counts.get(key, 0)
+        if column in row and n != row[column]:
+            raise mixed(name, "point", f"{n:,} rows for {_run_name(row, labels)}, and summary.csv says that run "
+                        f"kept {int(row[column]):,}")
+        if name == "accept_counts.csv" and not n:
+            raise mixed(name, "point", f"no rows for {_run_name(row, labels)}, which summary.csv holds")
+    if name == "accept_counts.csv" and "steps" in runs:
+        _accepted_within_steps(frame, by_run, labels, mixed)
 
 
 def _accepted_within_steps(counts: pd.DataFrame, by_run: dict, labels: list[str], mixed) -> None:
