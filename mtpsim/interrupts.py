@@ -65,6 +65,23 @@ def _quiet_worker(initializer, initargs: tuple) -> None:
         initializer(*initargs)
 
 
+POLL_S = 0.2  # how long a stop may wait while the main thread waits for a worker's point
+
+
+def first_finished(futures) -> tuple[set, set]:
+    """`concurrent.futures.wait(futures, return_when=FIRST_COMPLETED)`, woken every POLL_S. A wait
+    with no deadline blocks the main thread in a lock the kernel never interrupts when Ctrl-C's
+    SIGINT is handed to another of the process's threads (the pool's manager or queue thread, a
+    progress bar's monitor: Linux gives a process-wide signal to any thread that does not block
+    it). Python runs its handler only in the main thread, so the KeyboardInterrupt waited for the
+    point to finish: minutes, in CI, of a sweep that was told to stop. Each wake-up lets it raise."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+    while True:
+        done, pending = wait(futures, timeout=POLL_S, return_when=FIRST_COMPLETED)
+        if done:
+            return done, pending
+
+
 @contextmanager
 def running(pool) -> Iterator:
     """A process pool for the length of a map: shut down when it ends, its tasks waited for when

@@ -161,6 +161,7 @@ def _map(tasks, jobs: int, progress: bool, keep_passes: bool, backend: str = "po
             futures = [pool.submit(simulate, s, keep_passes=keep_passes, progress=own_bars, progress_line=i)
                        for i, s in enumerate(tasks)]
             for f in futures:
+                interrupts.first_finished([f])
                 out.append(f.result())
                 bar.update()
         return out

@@ -13,6 +13,9 @@ Found and fixed:
 - Ctrl-C (SIGINT to the process group, as a terminal sends it) during `run --jobs 2`, `recommend`
   or `search` printed every worker's KeyboardInterrupt traceback, 37-131 lines, before `mtpsim:
   interrupted`: pool workers ignore SIGINT and leave the stop to the parent (interrupts.worker_pool);
+- the same Ctrl-C, handed by the kernel to a thread other than the main one, went unheard until
+  the running points finished (minutes; seen as a flaky CI failure): the main thread waits for a
+  worker's point in slices of interrupts.POLL_S (first_finished);
 - a profile table cut off inside its last row (`0.0157084` read as `0.015`) priced the run with
   the short number: mtpsim's own tables end each row with a line end, so one without is refused;
 - an interrupted `verify` kept the points it had finished in a folder that looks whole and that the
@@ -44,6 +47,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -75,6 +79,24 @@ def _worker_state() -> tuple:
 def test_pool_workers_leave_a_stop_to_the_parent():
     with interrupts.worker_pool(1, initializer=os.environ.__setitem__, initargs=("MTPSIM_TEST_INIT", "ran")) as pool:
         assert pool.submit(_worker_state).result(timeout=60) == (signal.SIG_IGN, signal.SIG_DFL, "ran")
+
+
+def test_a_stop_handed_to_another_thread_ends_the_wait_for_a_worker():
+    """Before: a pool map's main thread waited on its future with no deadline, and a Ctrl-C that the
+    kernel handed to another thread (the pool's manager, a progress bar's monitor) raised nothing
+    until the point finished: in CI, a sweep simulated on for minutes after its stop."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    pool = interrupts.worker_pool(1)
+    try:
+        task = pool.submit(time.sleep, 120)
+        threading.Thread(target=lambda: (time.sleep(0.3), signal.pthread_kill(threading.get_ident(), signal.SIGINT))).start()
+        with pytest.raises(KeyboardInterrupt):
+            interrupts.first_finished([task])
+        assert not task.done()  # raised while the point still ran, not once it was over
+    finally:
+        signal.signal(signal.SIGINT, before)
+        interrupts.stop_workers(pool)
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def test_ctrl_c_to_a_sweep_in_workers_is_one_line(tmp_path):

@@ -21,7 +21,6 @@ import hashlib
 import json
 import os
 import re
-from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
 
 import pandas as pd
@@ -182,6 +181,6 @@ def _map(tasks: list, index: list[int], jobs: int, backend: str, address: str | 
         futures = {pool.submit(simulate_point, s): i for i, s in zip(index, tasks)}
         pending = set(futures)
         while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            done, pending = interrupts.first_finished(pending)
             for f in done:
                 yield futures[f], f.result()
