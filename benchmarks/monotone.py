@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mtpsim import catalog  # noqa: E402
+from mtpsim import catalog, catalog_lookup  # noqa: E402
 from mtpsim import scenario as sc  # noqa: E402
 from mtpsim.costs import build_pricer  # noqa: E402
 from mtpsim.designs import DesignShape, iteration_passes  # noqa: E402
@@ -39,7 +39,7 @@ DROP = 0.01  # a step cheaper by more than this is counted
 
 
 def targets() -> list[str]:
-    return [n for n in catalog.names("models") if catalog.load_model(n).role == "target"]
+    return [n for n in catalog_lookup.names("models") if catalog.load_model(n).role == "target"]
 
 
 def scenario(model: str, hardware: str, engine: str, tp: int, steps: int = 0):
@@ -81,7 +81,7 @@ def audit(models: list[str], engines: tuple[str, ...]) -> tuple[dict, list]:
     counts = {"decode x batch": 0, "verify x width": 0, "decode x context": 0, "combinations": 0}
     found: list = []
     for model in models:
-        for hw in catalog.names("hardware"):
+        for hw in catalog_lookup.names("hardware"):
             hardware = catalog.load_hardware(hw)
             for engine in engines:
                 measured = engine in hardware.profiles or (engine == "sglang" and "default" in hardware.profiles)

@@ -208,10 +208,10 @@ def run(cases, batches: list[int], mtp: bool = True) -> tuple[pd.DataFrame, list
 def stream_rules(s: sc.Scenario) -> list[str]:
     """The scenario's ignored rules plus its engine's side-stream rule in force (field
     shared_expert_stream; one rule a release: leaving out one that does not hold warns)."""
-    from mtpsim import catalog
+    from mtpsim import catalog, catalog_lookup
     from mtpsim.engine_releases import engine_rules
     name = s.specs.engine.name
-    rules = engine_rules(catalog.engine_file(name), str(catalog.path_of("engines", name, "engines catalog", paths=False)))
+    rules = engine_rules(catalog.engine_file(name), str(catalog_lookup.path_of("engines", name, "engines catalog", paths=False)))
     mine = [r.name for r in rules if r.field == "shared_expert_stream" and r.name in s.specs.engine.rules]
     return sorted(set(s.engine.ignore_rules or ()) | set(mine))
 

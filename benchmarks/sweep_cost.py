@@ -30,7 +30,7 @@ each in turn, the tree before (2fa2678) and after (8e186f2):
     (`cost`'s output, stdout and stderr, byte for byte the same.)
 Where the rest goes (cProfile of the after tree's `cost`, shares of its time): the advice checks
 ~25% (advice.py `problems`, twice a point: advise, and advise_sweep for the swept keys), looking up
-each point's catalog names ~11% (catalog.find: the model and hardware files in MTPSIM_CATALOG's
+each point's catalog names ~11% (catalog_lookup.find: the model and hardware files in MTPSIM_CATALOG's
 folders and the built-in one), the profile folder's version and require_profile's lookup ~13%,
 the rest the schema's validation of each point and the sweep's expansion.
 """

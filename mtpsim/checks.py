@@ -6,7 +6,7 @@ it serves is acceptance_checks.py's.
 """
 from __future__ import annotations
 
-from mtpsim import catalog, designs
+from mtpsim import catalog, catalog_lookup, designs
 from mtpsim.acceptance_checks import check_acceptance
 from mtpsim.acceptance_histogram import read_histogram
 from mtpsim.errors import ScenarioError, set_by_flag, warn
@@ -137,7 +137,7 @@ def as_built_for(model, draft):
     experts. Anything else is left as it is, for design_checks.block_fits to refuse."""
     built_for = draft.block.built_for if draft is not None and draft.block is not None else None
     if built_for is None or built_for == model.name or not is_catalog_name(built_for) \
-            or catalog.find("models", built_for) is None:  # one file looked up, not the catalog listed
+            or catalog_lookup.find("models", built_for) is None:  # one file looked up, not the catalog listed
         return model
     if _architecture(catalog.load_model(built_for)) != _architecture(model):
         return model
@@ -149,7 +149,7 @@ def _changed_target(model, draft) -> bool:
     not its architecture (`{from: qwen3-8b, layers: ...}`): the name alone does not make it that
     target."""
     built_for = draft.block.built_for if draft is not None and draft.block is not None else None
-    if built_for is None or built_for != model.name or catalog.find("models", built_for) is None:
+    if built_for is None or built_for != model.name or catalog_lookup.find("models", built_for) is None:
         return False
     return _architecture(catalog.load_model(built_for)) != _architecture(model)
 

@@ -7,9 +7,10 @@ import json
 import sys
 from pathlib import Path
 
-from mtpsim import catalog
+from mtpsim import catalog, catalog_lookup
 from mtpsim.engine_releases import engine_rules, known_versions
 from mtpsim.errors import ScenarioError, cut_middle, line, printable, short
+from mtpsim.packagedata import catalog_dirs
 from mtpsim.schema import Engine
 from mtpsim.schema_json import json_schema
 from mtpsim.sections import is_catalog_name
@@ -21,7 +22,7 @@ def list_entries(kind: str) -> int:
     """`mtpsim models` / `mtpsim hardware`: every catalog entry, one line each."""
     load, describe = {"models": (catalog.load_model, lambda spec: spec.summary()),
                       "hardware": (_usable_hardware, lambda spec: spec.summary(Engine().kind))}[kind]
-    entries = catalog.names(kind)
+    entries = catalog_lookup.names(kind)
     width = max((len(n) for n in entries), default=0)
     invalid = []
     for name in entries:
@@ -40,11 +41,11 @@ def list_engines() -> int:
     entry is listed once its whole file resolves, as a scenario naming it would resolve it (its
     errors name the file read, not the one the name suggests)."""
     invalid = []
-    for name in catalog.names("engines"):
+    for name in catalog_lookup.names("engines"):
         try:
             _listable("engines", name)
             catalog.load_engine(name)
-            file = str(catalog.path_of("engines", name, "engines catalog", paths=False))
+            file = str(catalog_lookup.path_of("engines", name, "engines catalog", paths=False))
             raw = catalog.engine_file(name)
             versions, rules = known_versions(raw, file), engine_rules(raw, file)
         except ScenarioError as exc:
@@ -65,8 +66,8 @@ def list_engines() -> int:
 def _unnamed(kind: str) -> list[ScenarioError]:
     """A user catalog's entries of `kind` the listing passes over (a folder or broken link named
     .yaml, a .yml file), each printed as invalid: no scenario can name them."""
-    listed = set(catalog.names(kind))  # one of another folder's name: its lookup above said so already
-    unnamed = [exc for exc in catalog.unnamed_entries(kind) if Path(exc.where).stem not in listed]
+    listed = set(catalog_lookup.names(kind))  # one of another folder's name: its lookup above said so already
+    unnamed = [exc for exc in catalog_lookup.unnamed_entries(kind) if Path(exc.where).stem not in listed]
     for exc in unnamed:
         print(f"{printable(short(exc.where, 200)[1:-1])}  invalid (the error is on stderr)")
     return unnamed
@@ -78,7 +79,7 @@ def _usable_hardware(name: str):
     from mtpsim.costs.profile import require_profile
     spec = catalog.load_hardware(name)
     for engine, ref in spec.profiles.items():
-        require_profile(ref, str(catalog.find("hardware", name)), f"profiles.{engine}")
+        require_profile(ref, str(catalog_lookup.find("hardware", name)), f"profiles.{engine}")
     return spec
 
 
@@ -92,7 +93,7 @@ def _listable(kind: str, name: str) -> None:
     named = is_catalog_name(name)
     if named and (kind != "engines" or name in engines):
         return
-    path = next(p for d in catalog.catalog_dirs() if (p := d / kind / f"{name}.yaml").is_file())
+    path = next(p for d in catalog_dirs() if (p := d / kind / f"{name}.yaml").is_file())
     if named:
         raise ScenarioError(str(path), "", f"{short(name)} is no engine a scenario can name (engine.kind: "
                             f"{', '.join(engines)}): an engine file gives one of those engines' releases and rules")

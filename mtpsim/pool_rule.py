@@ -92,10 +92,10 @@ def reserve_at(s, key: str) -> tuple[str, str]:
     gives it; else the built-in figure is the engine's own, so the GPU's memory_capacity_bytes
     where it is written (a hardware file of the user's, or the scenario's inline mapping); else
     the scenario's engine.mem_fraction, the launch command's answer."""
-    from mtpsim import catalog
+    from mtpsim import catalog_lookup
     from mtpsim.packagedata import data_dir
     from mtpsim.pricing_choice import users_file, written_at
-    engine_file = catalog.find("engines", s.engine.kind)
+    engine_file = catalog_lookup.find("engines", s.engine.kind)
     if engine_file is not None and not engine_file.is_relative_to(data_dir()):
         return str(engine_file), key
     at = written_at(s.hardware, "hardware", "memory_capacity_bytes", s.source)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mtpsim import catalog
+from mtpsim import catalog, catalog_lookup
 from mtpsim.costs.profile import held, known_profiles, require_profile
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, warn
@@ -77,7 +77,7 @@ def written_at(ref: object, kind: str, key: str, where: str) -> tuple[str, str]:
             return where, f"{section}.{key}"
         ref = ref.get("from")
     if isinstance(ref, str) and users_file(ref, kind):
-        return str(Path(ref).expanduser() if catalog.is_path(ref) else catalog.find(kind, ref)), key
+        return str(Path(ref).expanduser() if catalog_lookup.is_path(ref) else catalog_lookup.find(kind, ref)), key
     return where, f"{section}.{key}"
 
 
@@ -93,20 +93,20 @@ def _names_profiles(s: Scenario) -> bool:
         ref = ref.get("from")
         if not isinstance(ref, str):
             return False
-        if catalog.is_path(ref):  # a file of the user's own under `from`: its profiles, if it writes any
+        if catalog_lookup.is_path(ref):  # a file of the user's own under `from`: its profiles, if it writes any
             return "profiles" in load_yaml(Path(ref).expanduser())
-    if catalog.is_path(ref):
+    if catalog_lookup.is_path(ref):
         return True
     # a user catalog's entry that writes `profiles` itself (a renamed copy inherits them: roofline)
-    return users_file(ref) and "profiles" in load_yaml(catalog.find("hardware", ref))
+    return users_file(ref) and "profiles" in load_yaml(catalog_lookup.find("hardware", ref))
 
 
 def users_file(ref: str, kind: str = "hardware") -> bool:
     """A file the user wrote: a path, or a name MTPSIM_CATALOG's folders hold (not the built-in
     catalog's): every profile a hardware file names is the user's choice."""
-    if catalog.is_path(ref):
+    if catalog_lookup.is_path(ref):
         return True
-    path = catalog.find(kind, ref)
+    path = catalog_lookup.find(kind, ref)
     return path is not None and not path.is_relative_to(data_dir())
 
 

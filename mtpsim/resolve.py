@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from mtpsim import catalog, designs
+from mtpsim import catalog, catalog_lookup, designs
 from mtpsim.checks import check_against_specs
 from mtpsim.engines import EngineSpec
 from mtpsim.errors import ScenarioError, from_validation, short, warn
@@ -206,7 +206,7 @@ def _unread_default_drafts(s: Scenario, model: ModelSpec, where: str) -> None:
         if name is None or field in read:
             continue
         try:
-            catalog.path_of("models", name, where, field)
+            catalog_lookup.path_of("models", name, where, field)
         except ScenarioError as exc:
             warn(*written_at(s.model, "models", field, where), f"{exc.reason}: no design this scenario runs reads it, "
                  f"and design {design} would refuse it")

@@ -20,7 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from mtpsim import catalog
+from mtpsim import catalog_lookup
 from mtpsim.errors import ScenarioError, short, warn
 from mtpsim.memory import check_engine_starts
 from mtpsim.overrides import canonical, set_inside, set_key
@@ -208,7 +208,7 @@ def _anchor_paths(data: dict[str, Any], scenario: Path, where: str) -> dict[str,
 
     def reference(value: str, key: str) -> str:
         """A catalog name or a file path (a catalog name is a file name too)."""
-        return anchored(value, key) if catalog.is_path(value) else check_path_length(value, where, key)
+        return anchored(value, key) if catalog_lookup.is_path(value) else check_path_length(value, where, key)
 
     for section, key in (("workload", "trace"), ("acceptance", "histogram")):
         node = data.get(section)

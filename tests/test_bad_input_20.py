@@ -38,7 +38,7 @@ Found and fixed:
 - run's notes under the table read every baseline row's settings off the first point: a sweep over
   engine.batch_wait [null, {...}] under speculation was an AttributeError traceback (run_table.py);
 - a user catalog's entry of a built-in name that the lookup passes over (a link to a moved file, a
-  folder, sglang.yml) was skipped for the built-in entry without a word (catalog.find), as a
+  folder, sglang.yml) was skipped for the built-in entry without a word (catalog_lookup.find), as a
   profile of that kind already is not;
 - a batch-wait ratio whose share of the budget is under a speculative mixing step's least tokens
   (0.0005 x 8192 = 4.1 under nextn S=3: 4 verify tokens and a prompt token) held nothing back

@@ -59,7 +59,7 @@ Found and fixed:
   (packagedata.user_catalog_dirs);
 - `mtpsim models / hardware / engines` passed over a user catalog's zz.yaml that is a folder or a
   broken link, and a zz.yml, exiting 0, where a scenario naming zz is refused: each is now listed
-  invalid and the command exits 2 (catalog.unnamed_entries, listing._unnamed);
+  invalid and the command exits 2 (catalog_lookup.unnamed_entries, listing._unnamed);
 - `plot` of the committed block-confidence scenario drew latency.png with its axes collapsed under
   a legend of whole swept acceptance sections, and printed matplotlib's `constrained_layout not
   applied` warning: a swept value's label is cut to its start and end, numbered where two cut alike;

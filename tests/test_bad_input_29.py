@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from mtpsim import catalog, cli
+from mtpsim import catalog_lookup, cli
 from tests.test_bad_input import one_line_error
 from tests.test_bad_input_5 import _fresh_warnings, warnings_of  # noqa: F401 (an autouse fixture)
 
@@ -78,7 +78,7 @@ def test_a_qwen3_config_without_head_dim_has_qwen3s_heads(tmp_path, capsys):
 def test_a_from_file_naming_another_gpus_profiles_is_refused_as_the_file_is(tmp_path, capsys):
     """Before: the path form was refused, the `from:` form ran on the roofline without a word."""
     gpu = tmp_path / "my-gpu.yaml"
-    shutil.copy(catalog.find("hardware", "h200"), gpu)
+    shutil.copy(catalog_lookup.find("hardware", "h200"), gpu)
     gpu.write_text(gpu.read_text().replace("name: h200", "name: myh", 1))
     assert "profiles:" in gpu.read_text()
     for hardware in (str(gpu), f"{{from: {gpu}}}"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mtpsim import catalog, cli
+from mtpsim import catalog, catalog_lookup, cli
 from mtpsim.engine_releases import resolve_engine
 from mtpsim.packagedata import data_dir
 from tests.test_bad_input import one_line_error
@@ -94,7 +94,7 @@ def test_the_shipped_engine_files_hold_one_rule_per_field_and_release(monkeypatc
     """sglang.yaml's two side-stream rules overlapped from 0.5.6 (the later won): the first now ends
     there, and every release still resolves to what it did."""
     monkeypatch.delenv("MTPSIM_CATALOG", raising=False)
-    for name in catalog.names("engines"):
+    for name in catalog_lookup.names("engines"):
         assert catalog.load_engine(name).name == name  # the whole file checked, as a scenario resolves it
     sglang = catalog.engine_file("sglang")
     assert [resolve_engine(sglang, v).shared_expert_stream for v in ("0.4.7", "0.4.8", "0.5.5", "0.5.6", "0.5.12")] == \

@@ -187,8 +187,8 @@ def test_block_spec_needs_block_and_only_block_drafters_take_it(tmp_path, capsys
 # ----------------------------------------------------------------------------- the catalog's drafters
 
 def test_catalog_block_drafters_fit_the_targets_they_were_built_for():
-    from mtpsim import catalog
-    drafters = [catalog.load_model(n) for n in catalog.names("models")]
+    from mtpsim import catalog, catalog_lookup
+    drafters = [catalog.load_model(n) for n in catalog_lookup.names("models")]
     drafters = [d for d in drafters if d.role == "block_draft"]
     assert {d.block.kind for d in drafters} == {"dflash", "dspark"}
     for d in drafters:

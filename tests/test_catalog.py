@@ -6,12 +6,12 @@ import shutil
 import pytest
 import yaml
 
-from mtpsim import catalog
+from mtpsim import catalog, catalog_lookup
 from mtpsim import scenario as sc
 from mtpsim.errors import ScenarioError
 from tests.conftest import BASE
 
-MODELS, HARDWARE = catalog.names("models"), catalog.names("hardware")
+MODELS, HARDWARE = catalog_lookup.names("models"), catalog_lookup.names("hardware")
 REQUIRED_MODELS = {"deepseek-v3", "glm-4.5", "qwen3-next-80b-a3b", "mimo-7b", "mimo-v2-flash", "step-3.5-flash",
                    "gemma-4-e2b", "gemma-4-26b-a4b", "gemma-4-e2b-assistant", "gemma-4-26b-a4b-assistant",
                    "llama-3.1-8b", "meta-mtp-7b"}
@@ -81,7 +81,7 @@ def test_user_catalog_folders_are_searched_before_the_built_in_one(tmp_path, mon
     (second / "models" / "mine.yaml").write_text("not: used\n")
     (second / "models" / "deepseek-v3.yaml").write_text(_renamed("models", "mimo-7b", "deepseek-v3"))
     monkeypatch.setenv("MTPSIM_CATALOG", f"{first}:{second}")
-    assert {"mine", "deepseek-v3", "glm-4.5"} <= set(catalog.names("models"))
+    assert {"mine", "deepseek-v3", "glm-4.5"} <= set(catalog_lookup.names("models"))
     assert catalog.load_model("mine").num_layers == 61
     assert catalog.load_model("deepseek-v3").hidden_size == catalog.load_model("mimo-7b").hidden_size  # shadowed
 
@@ -89,7 +89,7 @@ def test_user_catalog_folders_are_searched_before_the_built_in_one(tmp_path, mon
 def test_a_missing_user_catalog_folder_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("MTPSIM_CATALOG", str(tmp_path / "nowhere"))
     with pytest.raises(ScenarioError, match="MTPSIM_CATALOG: no such folder"):
-        catalog.names("models")
+        catalog_lookup.names("models")
 
 
 @pytest.mark.parametrize("name", ["..", "../deepseek-v3", "/etc/passwd", ".hidden", "a/../b", ""])
@@ -129,7 +129,7 @@ def test_profiles_resolve_by_name_from_user_catalogs_and_the_old_spelling(tmp_pa
 
 
 def test_a_catalog_file_is_read_again_once_it_changes(tmp_path, monkeypatch, write_scenario):
-    """Parses and specs are cached per version of a file (catalog._stamped): an edit between two
+    """Parses and specs are cached per version of a file (catalog_files.stamped): an edit between two
     loads in one process is seen, and what a caller does to its copy never reaches the cache."""
     (tmp_path / "models").mkdir()
     entry = tmp_path / "models" / "mine.yaml"

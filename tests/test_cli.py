@@ -75,15 +75,15 @@ def test_draft_only_sweeps_share_one_baseline(write_scenario, tmp_path, capsys):
 # ----------------------------------------------------------------------------- listings, version, schema
 
 def test_models_and_hardware_list_one_line_each(capsys):
-    from mtpsim import catalog
+    from mtpsim import catalog_lookup
     assert main(["models"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines] == catalog.names("models")
+    assert [line.split()[0] for line in lines] == catalog_lookup.names("models")
     ds = next(line for line in lines if line.startswith("deepseek-v3 "))
     assert "61 layers" in ds and "hidden 7168" in ds and "256 experts" in ds and "MTP 1 layer" in ds
     assert main(["hardware"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines] == catalog.names("hardware")
+    assert [line.split()[0] for line in lines] == catalog_lookup.names("hardware")
     h200 = next(line for line in lines if line.startswith("h200 "))
     assert "151 GB" in h200 and "4.8 TB/s" in h200 and "h200-sglang" in h200
 

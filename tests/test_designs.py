@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mtpsim import catalog
+from mtpsim import catalog, catalog_lookup
 from mtpsim import scenario as sc
 from mtpsim.cli import main
 from mtpsim.costs import build_pricer
@@ -64,7 +64,7 @@ def test_none_is_the_design_with_zero_steps():
     assert label("none", 0) == "none" and label("multi_layer", 2) == "multi_layer S=2"
 
 
-@pytest.mark.parametrize("engine", catalog.names("engines"))
+@pytest.mark.parametrize("engine", catalog_lookup.names("engines"))
 def test_engines_hide_host_time_only_behind_passes_a_design_runs(engine):
     spec = catalog.load_engine(engine)
     for design, kinds in spec.hides.items():

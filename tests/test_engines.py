@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import yaml
 
-from mtpsim import catalog, cli
+from mtpsim import catalog, catalog_lookup, cli
 from mtpsim import scenario as sc
 from mtpsim.costs import build_pricer
 from mtpsim.costs.passes import PassShape
@@ -85,7 +85,7 @@ def test_a_release_written_as_a_number_is_refused_not_matched(tmp_path, capsys, 
     one_line_error(capsys, ["run", str(path), "--out", str(tmp_path / "o")], "engine.version", "in quotes")
 
 
-@pytest.mark.parametrize("name", catalog.names("engines"))
+@pytest.mark.parametrize("name", catalog_lookup.names("engines"))
 def test_every_catalog_engine_resolves_at_every_known_release(name):
     from mtpsim.engine_releases import known_versions
     for v in known_versions(catalog.engine_file(name)).known:

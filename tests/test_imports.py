@@ -28,7 +28,7 @@ TORCH_PACKAGES = ("mtpsim.torchkit", "mtpsim.calibration", "mtpsim.verify")
 TORCH_FREE = ("mtpsim", "mtpsim.cli", "mtpsim.commands", "mtpsim.run", "mtpsim.sim", "mtpsim.sim.*", "mtpsim.costs",
               "mtpsim.costs.*", "mtpsim.scenario", "mtpsim.sweep", "mtpsim.resolve", "mtpsim.schema", "mtpsim.acceptance_schema",
               "mtpsim.engine_schema", "mtpsim.layout_schema",
-              "mtpsim.catalog",
+              "mtpsim.catalog", "mtpsim.catalog_lookup", "mtpsim.catalog_files",
               "mtpsim.specs", "mtpsim.hardware_spec", "mtpsim.runfolder", "mtpsim.checks", "mtpsim.layout_checks",
               "mtpsim.acceptance_checks", "mtpsim.results", "mtpsim.plots",
               "mtpsim.report", "mtpsim.cost_command", "mtpsim.trace", "mtpsim.designs", "mtpsim.design_checks",
@@ -310,7 +310,7 @@ def test_designs_sit_below_the_cost_model():
 LOADER_MAY_IMPORT: set[tuple[str, str]] = set()
 SCENARIO_LOADER = ("mtpsim.scenario", "mtpsim.sweep", "mtpsim.resolve", "mtpsim.schema", "mtpsim.checks", "mtpsim.layout_checks",
                    "mtpsim.acceptance_checks",
-                   "mtpsim.catalog", "mtpsim.specs",
+                   "mtpsim.catalog", "mtpsim.catalog_lookup", "mtpsim.catalog_files", "mtpsim.specs",
                    "mtpsim.hardware_spec",
                    "mtpsim.files", "mtpsim.textfiles", "mtpsim.yamlfiles", "mtpsim.csvfiles",
                    "mtpsim.advice", "mtpsim.engine_advice", "mtpsim.budget_advice", "mtpsim.limits", "mtpsim.engines",

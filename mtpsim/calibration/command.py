@@ -29,7 +29,7 @@ from mtpsim.calibration import timing as T
 from mtpsim.calibration.host import host_times
 from mtpsim.calibration.layers import layer_case
 from mtpsim.calibration.replace import check_out
-from mtpsim.catalog import hardware_for_device
+from mtpsim.catalog_lookup import hardware_for_device
 from mtpsim.costs.layer import layer_spec
 from mtpsim.errors import MAX_WHERE, cut_middle, line, printable
 from mtpsim.outputs import staged, writing

@@ -23,7 +23,7 @@ import yaml
 
 from mtpsim import scenario as sc
 from mtpsim.advice import advise, advise_sweep, swept_at, swept_verify
-from mtpsim.catalog import hardware_for_device
+from mtpsim.catalog_lookup import hardware_for_device
 from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.errors import ScenarioError, holding, warn
 from mtpsim.model_advice import spec_entry
