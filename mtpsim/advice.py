@@ -1,18 +1,17 @@
 """Warnings for a scenario that is valid and runs, but asks something that cannot matter: a sweep
 over or a --set into a section the command does not read, verify settings past the model, a
 disaggregation setting nothing acts on, a shared prefix longer than the prompts or read by nothing,
-a routing over one replica, outputs of one token; the speculation checks are
+a routing over one replica, outputs of one token; what a sweep's points say together is
+advice_sweep.py's; the speculation checks are
 speculation_advice.py's, the model's model_advice.py's, the load's workload_advice.py's, the
 engine's and the cost model's engine_advice.py's, a mixing engine's token budget's
-budget_advice.py's. This module runs them all (advise,
-advise_sweep). Each is one stderr line (errors.warn); refusing would be too strict, since a sweep
+budget_advice.py's. This module runs them all at one
+point (advise). Each is one stderr line (errors.warn); refusing would be too strict, since a sweep
 or a shared file can make such a setting harmless.
 """
 from __future__ import annotations
 
-import copy
 import math
-import re
 
 from mtpsim import budget_advice, designs, engine_advice, model_advice, workload_advice
 from mtpsim import speculation_advice as spec
@@ -28,7 +27,7 @@ def advise(s: Scenario, skip: tuple = ()) -> None:
     for check in CHECKS:
         for key, reason in check(s) if check not in skip else ():
             depends = (key, *DEPENDS.get(".".join(key.split(".")[:2]), ()))
-            if check in RUNS_OTHERWISE or not any(_within(swept, dep) for swept in s.point for dep in depends):
+            if check in RUNS_OTHERWISE or not any(within(swept, dep) for swept in s.point for dep in depends):
                 warn(s.source, *swept_at(s, key, reason))
 
 
@@ -36,140 +35,8 @@ def swept_at(s: Scenario, key: str, reason: str) -> tuple[str, str]:
     """(key, reason) of a warning about point `s`'s `key` as said: where a sweep gives its value,
     at the sweep's entry (`sweep.acceptance.per_depth`), which names the --set that gave the sweep,
     not at a key the file does not hold."""
-    swept = next((k for k in s.point if _within(k, key)), None)
+    swept = next((k for k in s.point if within(k, key)), None)
     return (key, reason) if swept is None else (f"sweep.{swept}", f"{key}: {reason}" if key != swept else reason)
-
-
-def advise_sweep(points: list[Scenario], skip: tuple = ()) -> None:
-    """A swept key that no point reads (the same warning at every point, which advise() leaves
-    alone because the key is swept; or a value no point reads, null at the others: the default,
-    which is no more read), or that changes no simulation (question, name): one warning that
-    the sweep's points are the same run."""
-    from mtpsim.errors import warn
-    if not points:
-        return
-    found = [problems(s, (*skip, *RUNS_OTHERWISE)) for s in points]  # advise() says those at each point
-    if len(points) == 1:  # one point: what advise() holds back for its swept keys is said as set directly
-        for key, reason in found[0]:
-            depends = (key, *DEPENDS.get(".".join(key.split(".")[:2]), ()))
-            swept = next((k for k in points[0].point for dep in depends if _within(k, dep)), None)
-            if swept is not None:
-                warn(points[0].source, f"sweep.{swept}", f"{key}: {reason}")
-        return
-    for swept in points[0].point:
-        if swept in ("question", "name"):
-            warn(points[0].source, f"sweep.{swept}", f"the {swept} is printed, not simulated: these points are the "
-                 "same run")
-            continue
-        first = next(((k, r) for k, r in found[0] if _within(swept, k)), None)
-        # the same warning word for word at every point: one that depends on the point (its users,
-        # its batch) says each point differs, which is no sign that they are the same run
-        held = _everywhere(found, *first) if first is not None else None
-        if held == "word for word":
-            if _differ_elsewhere(points, swept, first[0]):  # the warning holds at every point, which still differ
-                warn(points[0].source, f"sweep.{swept}", f"{first[0]}: {first[1]} (at every point)")
-            else:
-                warn(points[0].source, f"sweep.{swept}", f"{first[0]}: {first[1]} at every point: these points are "
-                     "the same run")
-        elif held == "in other numbers":
-            # the same key warned at every point in other words (its numbers differ): still at every point
-            warn(points[0].source, f"sweep.{swept}", f"{first[0]} at every point, as at the first: {first[1]}")
-        elif _within(swept, "speculative") and all(s.speculative.design == "none" for s in points):
-            warn(points[0].source, f"sweep.{swept}", "design none drafts nothing at every point: these points are "
-                 "the same run")
-        elif first is None:
-            _unread_or_null(points, swept, skip)
-    _held_everywhere(points, found)
-    _undrafted_twins(points)
-
-
-def _undrafted_twins(points: list[Scenario]) -> None:
-    """Points of design none that differ only in speculative settings it does not read (a sweep of
-    designs crossed with steps runs `none` once per step): one warning naming the first pair."""
-    from mtpsim.errors import warn
-    from mtpsim.overrides import canonical
-    if all(s.speculative.design == "none" for s in points):  # said of the sweep as a whole (advise_sweep)
-        return
-    seen: dict = {}
-    for i, s in enumerate(points):
-        if s.speculative.design != "none" or not any(_within(k, "speculative") for k in s.point):
-            continue
-        rest = canonical({k: v for k, v in s.point.items() if not _within(k, "speculative")})
-        if rest in seen:
-            warn(s.source, "sweep", f"points {seen[rest]} and {i} run design none and differ only in speculative "
-                 "settings it does not read: the same run")
-            return
-        seen[rest] = i
-
-
-def _held_everywhere(points: list[Scenario], found: list[list[tuple[str, str]]]) -> None:
-    """A warning advise() held back because the sweep varies a key it depends on (DEPENDS), but
-    which every point gives word for word about a key no sweep sets: the swept values never made
-    it matter (`acceptance` under design none with only the steps swept). Said once, at its key."""
-    from mtpsim.errors import warn
-    swept = list(points[0].point)
-    for key, reason in found[0]:
-        depends = DEPENDS.get(".".join(key.split(".")[:2]), ())
-        held = any(_within(k, dep) for k in swept for dep in depends)
-        if not held or any(_within(k, key) for k in swept):
-            continue
-        held = _everywhere(found, key, reason)
-        if held == "word for word":
-            warn(points[0].source, key, reason)
-        elif held == "in other numbers":
-            warn(points[0].source, key, f"at every point, as at the first: {reason}")
-
-
-def _everywhere(found: list[list[tuple[str, str]]], key: str, reason: str) -> str | None:
-    """Whether every point warns at `key` as the first point does: "word for word", "in other
-    numbers" (the same words, its counts differ: 8 replicas for 4 users, 16 for 4), else None."""
-    if all((key, reason) in at for at in found[1:]):
-        return "word for word"
-    words = _in_words(reason)
-    if all(any(k == key and _in_words(r) == words for k, r in at) for at in found[1:]):
-        return "in other numbers"
-    return None
-
-
-def _in_words(reason: str) -> str:
-    """A warning's words without its numbers: one check's warning at two points where the counts
-    differ (8 replicas for 4 users, 16 for 4) reads the same; another check's does not."""
-    return re.sub(r"(\w+?)s\b", r"\1", re.sub(r"\d[\d,.]*", "#", reason))  # 1 request, 2 requests
-
-
-def _differ_elsewhere(points: list[Scenario], swept: str, key: str) -> bool:
-    """Whether the points' values of a swept section differ outside `key`, the key inside it that
-    one warning names at every point (a sweep over whole speculative sections, each a block
-    drafter the release lacks: their steps still differ). A warning at the swept key or above it
-    speaks of all that the points vary."""
-    from mtpsim.overrides import canonical
-    if not key.startswith(swept + "."):
-        return False
-    *path, leaf = key[len(swept) + 1:].split(".")
-    rest = set()
-    for s in points:
-        value = copy.deepcopy(s.point[swept])
-        parent = value
-        for part in path:
-            parent = parent.get(part) if isinstance(parent, dict) else None
-        if isinstance(parent, dict):
-            parent.pop(leaf, None)
-        rest.add(canonical(value))
-    return len(rest) > 1
-
-
-def _unread_or_null(points: list[Scenario], swept: str, skip: tuple) -> None:
-    """A swept key null at some points and, at every other, named by a check whose warnings say
-    the value is not read (UNREAD_CHECKS): its default is no more read than its values, so the
-    points are the same run (`workload.rate_per_s: [null, 5]` under a closed loop)."""
-    from mtpsim.errors import warn
-    unread = [[found for check in UNREAD_CHECKS if check not in skip for found in check(s)
-               if _within(swept, found[0])] for s in points]
-    null = [s.point[swept] is None for s in points]
-    said = next((at[0] for at in unread if at), None)
-    if said is not None and any(null) and all(at or blank for at, blank in zip(unread, null)):
-        warn(points[0].source, f"sweep.{swept}", f"{said[0]}: {said[1]} where it is set, and null elsewhere: these "
-             "points are the same run")
 
 
 # what else a warning's key depends on: a sweep over these makes the setting matter at other points
@@ -193,7 +60,7 @@ DEPENDS = {"speculative.draft": ("speculative.design",), "acceptance": ("specula
            "disaggregation.decode": ("workload", "parallel", "disaggregation")}
 
 
-def _within(swept: str, key: str) -> bool:
+def within(swept: str, key: str) -> bool:
     return swept == key or swept.startswith(key + ".") or key.startswith(swept + ".")
 
 

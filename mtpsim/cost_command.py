@@ -8,7 +8,8 @@ import pandas as pd
 
 from mtpsim import scenario as sc
 from mtpsim import sweep
-from mtpsim.advice import RUNNING_BATCH_CHECKS, advise, advise_sweep, swept_at
+from mtpsim.advice import RUNNING_BATCH_CHECKS, advise, swept_at
+from mtpsim.advice_sweep import advise_sweep
 from mtpsim.budget_advice import batch_past_budget, past_whole_budget
 from mtpsim.catalog import engine_file_label
 from mtpsim.costs import Pricer, build_pricer

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mtpsim.advice import advise, advise_sweep
+from mtpsim.advice import advise
+from mtpsim.advice_sweep import advise_sweep
 from mtpsim.errors import ScenarioError, holding, note_set_keys, short
 from mtpsim.files import load_yaml, parse_yaml
 from mtpsim.layout_schema import Parallel

@@ -79,7 +79,7 @@ Found and fixed:
 - a sweep over whole speculative sections (block drafters at steps 3 and 6, on a release lacking
   their method) was told `these points are the same run` above a table of 1237 and 1508 tok/s: a
   warning shared by every point says so only where the sections differ in nothing else
-  (advice._differ_elsewhere);
+  (advice_sweep._differ_elsewhere);
 - --set into a list by an item's index (sweep.workload.concurrency.1=8, sweep.speculative.0.steps,
   acceptance.per_depth.0) was refused for something else (`must be a non-empty list`, `unknown
   key`, `lies inside sweep...`, `not a mapping`): it now says the list is set whole, and how;

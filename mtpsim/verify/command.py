@@ -22,7 +22,8 @@ import torch
 import yaml
 
 from mtpsim import scenario as sc
-from mtpsim.advice import advise, advise_sweep, swept_at, swept_verify
+from mtpsim.advice import advise, swept_at, swept_verify
+from mtpsim.advice_sweep import advise_sweep
 from mtpsim.catalog_lookup import hardware_for_device
 from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.errors import ScenarioError, holding, warn
