@@ -11,7 +11,8 @@ import argparse
 import os
 import unicodedata
 
-from mtpsim.errors import LINE_BREAKING, ScenarioError, short, whole_number
+from mtpsim.errors import LINE_BREAKING, ScenarioError, short
+from mtpsim.textnumbers import whole_number
 
 MAX_JOBS, MAX_BATCH, MAX_CONTEXT = 256, 1 << 20, 1 << 24  # past these a command would only eat memory
 

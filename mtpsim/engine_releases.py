@@ -22,8 +22,9 @@ from packaging.version import InvalidVersion, Version
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from mtpsim.engines import EngineSpec
-from mtpsim.errors import AtKey, ScenarioError, first_repeat, from_validation, short, warn
+from mtpsim.errors import AtKey, ScenarioError, from_validation, short, warn
 from mtpsim.specs import Spec
+from mtpsim.textnumbers import first_repeat
 
 RuleField = Literal["speculative_max_running_requests", "architecture_running_cap", "speculative_overlap",
                     "speculative_overlap_possible", "compressed_query_heads",

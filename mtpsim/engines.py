@@ -27,9 +27,10 @@ from mtpsim.engine_sections import (  # noqa: F401 (the sections, read from here
     classes_read,
     first_holding,
 )
-from mtpsim.errors import AtKey, first_repeat
+from mtpsim.errors import AtKey
 from mtpsim.limits import MAX_USERS
 from mtpsim.specs import Architecture, ServedAs, Spec
+from mtpsim.textnumbers import first_repeat
 
 DEFAULT_MAX_RUNNING = 256  # running requests an engine file that names no running_cap admits (the shipped ones give theirs)
 # The bounds of an engine file's (and its version rules') sizes are the scenario's for the same

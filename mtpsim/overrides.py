@@ -13,8 +13,9 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from mtpsim.errors import ScenarioError, first_repeat, short
+from mtpsim.errors import ScenarioError, short
 from mtpsim.files import parse_yaml
+from mtpsim.textnumbers import first_repeat
 from mtpsim.yamlfiles import MAX_DEPTH
 
 Override = tuple[str, Any]  # (the dotted key path, its value as YAML read it)

@@ -8,9 +8,10 @@ from __future__ import annotations
 from pydantic import TypeAdapter, ValidationError
 
 from mtpsim import scenario as sc
-from mtpsim.errors import ScenarioError, warn, whole_number
+from mtpsim.errors import ScenarioError, warn
 from mtpsim.limits import MAX_POINT_RUNS
 from mtpsim.schema import MAX_SEEDS, Seeds, check_replicates
+from mtpsim.textnumbers import whole_number
 
 SEEDS = TypeAdapter(Seeds)
 

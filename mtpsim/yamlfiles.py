@@ -32,8 +32,9 @@ from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
 from yaml.resolver import Resolver
 
-from mtpsim.errors import DECIMAL, ScenarioError, short
+from mtpsim.errors import ScenarioError, short
 from mtpsim.textfiles import read_text, unsigned
+from mtpsim.textnumbers import DECIMAL
 
 MAX_YAML_BYTES = 4 * 2**20     # scenarios and catalog entries are a few kB
 MAX_DEPTH = 64                 # YAML nesting levels

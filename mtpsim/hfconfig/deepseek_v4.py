@@ -33,10 +33,11 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
-from mtpsim.errors import first_repeat, short
+from mtpsim.errors import short
 from mtpsim.hfconfig.view import Config, Layout, kinds_of, layer_runs, moe_kind
 from mtpsim.spec_base import MAX_CONTEXT
 from mtpsim.specs import CSA2_RATIOS, MAX_ENGRAM_ROWS, Dtype
+from mtpsim.textnumbers import first_repeat
 
 RATIO_KINDS = {0: "swa", 4: "csa", 128: "hca", 1: "c1", 2: "c2"}  # transformers _COMPRESS_RATIO_TO_LAYER_TYPE; V4.1's CSA2
 LAYER_TYPES = {"sliding_attention": 0, "compressed_sparse_attention": 4, "heavily_compressed_attention": 128}

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from mtpsim.designs import DESIGNS
-from mtpsim.errors import first_repeat
+from mtpsim.textnumbers import first_repeat
 
 LISTS = ("tp", "ep", "attention_dp", "designs", "topk", "concurrency", "rates")  # the values a search tries
 MAX_SEARCH_POINTS = 20_000  # past this a search is better split (each point is a simulation)

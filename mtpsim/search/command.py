@@ -23,7 +23,7 @@ from mtpsim.api_checks import workers
 from mtpsim.budget_advice import budget_at_points
 from mtpsim.designs import record
 from mtpsim.engine_forms import Drafter
-from mtpsim.errors import ScenarioError, decimal_number, from_validation, holding, printable, short, warn
+from mtpsim.errors import ScenarioError, from_validation, holding, printable, short, warn
 from mtpsim.intervals import half_width
 from mtpsim.memory import engram_remedy
 from mtpsim.outputs import writing
@@ -35,6 +35,7 @@ from mtpsim.search.bounds import SearchBounds
 from mtpsim.search.flags import launch_flags
 from mtpsim.search.layouts import fitting_layouts, has_experts
 from mtpsim.search.targets import Target, finalists
+from mtpsim.textnumbers import decimal_number
 
 
 def bounds_of(s: sc.Scenario, flags: dict) -> SearchBounds:

@@ -15,10 +15,11 @@ from functools import partial
 import numpy as np
 
 from mtpsim.csvfiles import CsvRecords, as_written, record_row
-from mtpsim.errors import ScenarioError, first_repeat, short
+from mtpsim.errors import ScenarioError, short
 from mtpsim.files import READ_ERRORS, Column, check_numbers, strict_json, unreadable
 from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
 from mtpsim.schema import MAX_TRACE_S
+from mtpsim.textnumbers import first_repeat
 from mtpsim.tracefiles.formats import (
     CSV_LINE_BYTES,
     JSON_LINE_BYTES,
