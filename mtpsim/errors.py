@@ -125,6 +125,8 @@ def from_validation(exc: ValidationError, where: str, prefix: str = "", data: ob
     elif err["type"] == "missing":
         reason = "required key is missing"
     elif "input" in err and err["type"] not in ("value_error", "assertion_error"):
+        if err["type"] in ("model_type", "dataclass_type"):  # pydantic's names its class: "... instance of Workload"
+            reason = "expected a section of keys (a mapping) here"
         reason = f"{reason} (got {short(err['input'])})"
     return ScenarioError(where, key, reason)
 
