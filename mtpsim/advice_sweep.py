@@ -48,8 +48,9 @@ def advise_sweep(points: list[Scenario], skip: tuple = ()) -> None:
             # the same key warned at every point in other words (its numbers differ): still at every point
             warn(points[0].source, f"sweep.{swept}", f"{first[0]} at every point, as at the first: {first[1]}")
         elif advice.within(swept, "speculative") and all(s.speculative.design == "none" for s in points):
-            warn(points[0].source, f"sweep.{swept}", "design none drafts nothing at every point: these points are "
-                 "the same run")
+            same = "these points are the same run" if not _differ_outside(points, "speculative") else \
+                "points that differ only in speculative settings are the same run"
+            warn(points[0].source, f"sweep.{swept}", f"design none drafts nothing at every point: {same}")
         elif first is None:
             _unread_or_null(points, swept, skip)
     _held_everywhere(points, found)
@@ -60,19 +61,30 @@ def _undrafted_twins(points: list[Scenario]) -> None:
     """Points of design none that differ only in speculative settings it does not read (a sweep of
     designs crossed with steps runs `none` once per step): one warning naming the first pair."""
     from mtpsim.errors import warn
-    from mtpsim.overrides import canonical
     if all(s.speculative.design == "none" for s in points):  # said of the sweep as a whole (advise_sweep)
         return
     seen: dict = {}
     for i, s in enumerate(points):
         if s.speculative.design != "none" or not any(advice.within(k, "speculative") for k in s.point):
             continue
-        rest = canonical({k: v for k, v in s.point.items() if not advice.within(k, "speculative")})
+        rest = _outside(s, "speculative")
         if rest in seen:
             warn(s.source, "sweep", f"points {seen[rest]} and {i} run design none and differ only in speculative "
                  "settings it does not read: the same run")
             return
         seen[rest] = i
+
+
+def _differ_outside(points: list[Scenario], section: str) -> bool:
+    """Whether the points' swept values differ outside `section` (a sweep of steps crossed with
+    users: the points of one user count are the same run under design none, the others not)."""
+    return len({_outside(s, section) for s in points}) > 1
+
+
+def _outside(s: Scenario, section: str) -> str:
+    """Point `s`'s swept values outside `section`, as one comparable text."""
+    from mtpsim.overrides import canonical
+    return canonical({k: v for k, v in s.point.items() if not advice.within(k, section)})
 
 
 def _held_everywhere(points: list[Scenario], found: list[list[tuple[str, str]]]) -> None:

@@ -1,12 +1,15 @@
 """Bad-input campaign 40, and the smaller notes campaign 39 left. Each test below failed on the code
 before its fix:
 - a scalar where a section of keys belongs was refused in pydantic's words, naming its own class
-  ("a valid dictionary or instance of PrefixCacheSettings"), a name no user wrote.
+  ("a valid dictionary or instance of PrefixCacheSettings"), a name no user wrote;
+- a sweep of speculative settings under design none, crossed with another key, said every point
+  was the same run, where only those that share the other key's value are.
 """
 from __future__ import annotations
 
 import pytest
 
+from mtpsim import cli, errors
 from tests.test_bad_input import one_line_error, run
 from tests.test_bad_input_38 import BASE
 
@@ -16,3 +19,20 @@ from tests.test_bad_input_38 import BASE
 def test_a_scalar_where_a_section_belongs_names_no_class(tmp_path, capsys, key, value):
     line = one_line_error(capsys, ["cost", run(tmp_path, BASE)[1], "--set", f"{key}={value}"], key, "section of keys")
     assert "instance of" not in line
+
+
+def _warned(capsys, argv: list[str]) -> list[str]:
+    errors._warned.clear()
+    capsys.readouterr()
+    assert cli.main(argv) == 0
+    return [line for line in capsys.readouterr().err.splitlines() if line.startswith("mtpsim: warning:")]
+
+
+@pytest.mark.parametrize("sweep, same", [
+    ("{speculative.steps: [1, 2]}", "these points are the same run"),
+    ("{speculative.steps: [1, 2], workload.concurrency: [1, 4]}", "points that differ only in speculative settings")])
+def test_a_none_sweep_crossed_with_another_key_is_not_all_one_run(tmp_path, capsys, sweep, same):
+    """Before: steps crossed with users under design none said every point was the same run."""
+    path = run(tmp_path, BASE.replace("design: nextn", "design: none").replace("draft: eagle3-llama-3.1-8b", ""))[1]
+    said = [w for w in _warned(capsys, ["cost", path, "--set", f"sweep={sweep}"]) if "drafts nothing at every point" in w]
+    assert len(said) == 1 and same in said[0], said
