@@ -93,8 +93,10 @@ def _accepted_within_steps(counts: pd.DataFrame, by_run: dict, labels: list[str]
         row = by_run[tuple(int(v) for v in (key if isinstance(key, tuple) else (key,)))]
         steps = 0 if row.get("design") == "none" else row.get("steps")
         if steps is not None and not math.isnan(float(steps)) and top > steps:
-            raise mixed("accept_counts.csv", "accepted", f"{int(top)} drafts accepted in a step of {_run_name(row, labels)}, "
-                        f"which drafts {int(steps)}")
+            drafts = "drafts nothing (design none)" if row.get("design") == "none" else \
+                f"drafts {int(steps)} token{'s' * (int(steps) != 1)} a step"
+            raise mixed("accept_counts.csv", "accepted", f"{int(top)} draft{'s' * (int(top) != 1)} accepted in a step "
+                        f"of {_run_name(row, labels)}, which {drafts}")
 
 
 def _request_latencies(requests: pd.DataFrame) -> dict[str, tuple[str, str, pd.Series]]:

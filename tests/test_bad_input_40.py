@@ -4,6 +4,7 @@ before its fix:
   ("a valid dictionary or instance of PrefixCacheSettings"), a name no user wrote;
 - a sweep of speculative settings under design none, crossed with another key, said every point
   was the same run, where only those that share the other key's value are.
+- plot's refusal of drafts accepted past a run's steps said "1 drafts accepted ... which drafts 0".
 """
 from __future__ import annotations
 
@@ -36,3 +37,19 @@ def test_a_none_sweep_crossed_with_another_key_is_not_all_one_run(tmp_path, caps
     path = run(tmp_path, BASE.replace("design: nextn", "design: none").replace("draft: eagle3-llama-3.1-8b", ""))[1]
     said = [w for w in _warned(capsys, ["cost", path, "--set", f"sweep={sweep}"]) if "drafts nothing at every point" in w]
     assert len(said) == 1 and same in said[0], said
+
+
+def test_a_none_run_with_drafts_accepted_is_said_in_words(tmp_path, capsys):
+    """Before: "1 drafts accepted in a step of point 0, which drafts 0"."""
+    import pandas as pd
+    argv = run(tmp_path, BASE + "sweep: {speculative.design: [none, nextn]}\n")
+    assert cli.main(argv) == 0
+    table = tmp_path / "out" / "accept_counts.csv"
+    counts = pd.read_csv(table)
+    none = counts.index[counts.point == 0]
+    assert len(none) > 0, counts
+    counts.loc[none[0], ["accepted", "count"]] = [1, 5]
+    counts.to_csv(table, index=False)
+    capsys.readouterr()
+    one_line_error(capsys, ["plot", str(tmp_path / "out")], "accepted", "1 draft accepted in a step of point 0, which "
+                   "drafts nothing (design none)")
