@@ -210,6 +210,7 @@ def apply_sets(data: dict[str, Any], overrides: list[Override],
     for key, value in overrides:
         if value is None and not _holds_parts(data, _parts(key)):
             _nothing_to_drop(key, known, "--set")
+        _keys_dropped(data, key, value)
         set_key(data, key, value, "--set")
     keys = [k for k, _ in overrides]
     again = first_repeat(keys)
@@ -224,6 +225,24 @@ def apply_sets(data: dict[str, Any], overrides: list[Override],
         raise ScenarioError("--set", outer, f"replaces the whole section after --set {inner}, which it would undo: "
                             f"give {inner} after it, or inside it")
     return written
+
+
+def _keys_dropped(data: dict[str, Any], key: str, value: Any) -> None:
+    """A --set of a whole section (`workload={concurrency: 2}`) replaces it: the keys the scenario
+    gave there and the value does not go back to their defaults. Said once, with the --set that
+    changes one key; a sweep is replaced whole on purpose (`sweep={...}` runs that sweep)."""
+    if not isinstance(value, dict) or key == "sweep" or key.startswith("sweep."):
+        return
+    held = _get(data, key) if holds(data, key) else None
+    lost = [str(k) for k in held if k not in value] if isinstance(held, dict) else []
+    if lost:
+        from mtpsim.errors import warn
+        first = next(iter(value), None)
+        one = f" (--set {key}.{first}=... changes one key)" if first is not None else ""
+        named = lost[0] if len(lost) == 1 else f"{', '.join(lost[:-1])} and {lost[-1]}" if len(lost) <= 4 else \
+            f"{', '.join(lost[:4])} and {len(lost) - 4} more"
+        warn("--set", key, f"replaces the whole section: the scenario's {named} "
+             f"{'go back to their defaults' if len(lost) > 1 else 'goes back to its default'}{one}")
 
 
 def set_inside(key: str, values: list, overrides: list[Override], where: str, later: list) -> list:

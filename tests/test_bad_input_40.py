@@ -3,8 +3,10 @@ before its fix:
 - a scalar where a section of keys belongs was refused in pydantic's words, naming its own class
   ("a valid dictionary or instance of PrefixCacheSettings"), a name no user wrote;
 - a sweep of speculative settings under design none, crossed with another key, said every point
-  was the same run, where only those that share the other key's value are.
-- plot's refusal of drafts accepted past a run's steps said "1 drafts accepted ... which drafts 0".
+  was the same run, where only those that share the other key's value are;
+- plot's refusal of drafts accepted past a run's steps said "1 drafts accepted ... which drafts 0";
+- a --set of a whole section dropped the scenario's other keys there for their defaults without a
+  word (overrides._keys_dropped).
 """
 from __future__ import annotations
 
@@ -53,3 +55,14 @@ def test_a_none_run_with_drafts_accepted_is_said_in_words(tmp_path, capsys):
     capsys.readouterr()
     one_line_error(capsys, ["plot", str(tmp_path / "out")], "accepted", "1 draft accepted in a step of point 0, which "
                    "drafts nothing (design none)")
+
+
+def test_a_set_of_a_whole_section_says_which_keys_it_drops(tmp_path, capsys):
+    """Before: `--set workload={concurrency: 2}` ran the file's other workload keys at their
+    defaults (input_len 64 -> 1024, num_requests 8 -> 64) without a word."""
+    path = run(tmp_path, BASE)[1]
+    said = [w for w in _warned(capsys, ["cost", path, "--set", "workload={concurrency: 2}"]) if "whole section" in w]
+    assert len(said) == 1 and ": workload: " in said[0] and "arrival, num_requests, input_len and output_len go back" in said[0]
+    full = "workload={arrival: closed, concurrency: 2, num_requests: 8, input_len: 64, output_len: 16}"
+    assert not [w for w in _warned(capsys, ["cost", path, "--set", full]) if "whole section" in w]
+    assert not [w for w in _warned(capsys, ["cost", path, "--set", "workload.concurrency=2"]) if "whole section" in w]
