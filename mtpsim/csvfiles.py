@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import warnings
 from array import array
 from collections.abc import Callable
@@ -151,6 +152,11 @@ def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = N
     except pd.errors.EmptyDataError:
         raise ScenarioError(where, "", "empty: no header and no rows") from None
     except (pd.errors.ParserError, ValueError) as exc:
+        ragged = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
+        if ragged:  # pandas' C parser, in its own words ("Error tokenizing data. C error: ...")
+            header, row, saw = ragged.groups()
+            raise ScenarioError(where, f"line {row}", f"{saw} fields where the header has {header} (ragged rows): is it a CSV "
+                                "table?") from None
         raise ScenarioError(where, "", f"not a readable CSV: {short(str(exc).strip(), 160)[1:-1]}") from None
     if len(df) > max_rows:
         raise ScenarioError(where, "", f"more than {max_rows:,} rows")

@@ -6,7 +6,9 @@ before its fix:
   was the same run, where only those that share the other key's value are;
 - plot's refusal of drafts accepted past a run's steps said "1 drafts accepted ... which drafts 0";
 - a --set of a whole section dropped the scenario's other keys there for their defaults without a
-  word (overrides._keys_dropped).
+  word (overrides._keys_dropped);
+- a file given as a CSV table that is none (a YAML file as acceptance.histogram) was refused in
+  pandas' words ("Error tokenizing data. C error: ..."), naming no line.
 """
 from __future__ import annotations
 
@@ -66,3 +68,11 @@ def test_a_set_of_a_whole_section_says_which_keys_it_drops(tmp_path, capsys):
     full = "workload={arrival: closed, concurrency: 2, num_requests: 8, input_len: 64, output_len: 16}"
     assert not [w for w in _warned(capsys, ["cost", path, "--set", full]) if "whole section" in w]
     assert not [w for w in _warned(capsys, ["cost", path, "--set", "workload.concurrency=2"]) if "whole section" in w]
+
+
+def test_a_file_that_is_no_csv_table_is_said_without_pandas_words(tmp_path, capsys):
+    """Before: "not a readable CSV: Error tokenizing data. C error: Expected 1 fields in line 4, saw 3"."""
+    (tmp_path / "h.yaml").write_text("name: h\nmodel: x\n# a comment\nworkload: {a: 1, b: 2}\n")
+    text = BASE.replace("acceptance: {per_depth: [0.8, 0.7, 0.6]}", f"acceptance: {{histogram: {tmp_path / 'h.yaml'}}}")
+    line = one_line_error(capsys, ["cost", run(tmp_path, text)[1]], "line 4", "2 fields where the header has 1")
+    assert "tokenizing" not in line and "C error" not in line
