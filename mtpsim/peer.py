@@ -7,7 +7,8 @@ dependency: `pip install 'mtpsim[peer]'`, or a separate interpreter named by $AI
 
 How it is called: through aiconfigurator's Python API, ``aiconfigurator.cli.api.cli_estimate``
 (the programmatic twin of ``aiconfigurator cli estimate``; no CLI output is parsed). If
-aiconfigurator imports in the running interpreter the call is made in-process; otherwise
+aiconfigurator imports in the running interpreter the call is made in-process (a warning says
+$AICONFIGURATOR_PYTHON, if set, is not read); otherwise
 mtpsim/peer_worker.py, aiconfigurator's side, which imports nothing of mtpsim, is run by its path
 as a worker (JSON on stdin/stdout) under the interpreter named by $AICONFIGURATOR_PYTHON. This file
 asks: requests, the interpreter, the worker's answers checked, each question once a process.
@@ -30,6 +31,7 @@ import json
 import math
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 from mtpsim import peer_worker
@@ -109,6 +111,10 @@ def unavailable() -> str:
     in one line (what $AICONFIGURATOR_PYTHON names, where it is set, and what is wrong with it)."""
     if _importable_here():
         import aiconfigurator
+        if _named_python():  # the user named another interpreter, which an in-process import passes over
+            from mtpsim.errors import short, warn
+            warn(f"${PYTHON_ENV}", "", f"not read: aiconfigurator imports in this interpreter ({short(sys.executable, 80)}), "
+                 f"which answers (unset ${PYTHON_ENV}, or run mtpsim where aiconfigurator is not installed)")
         found = getattr(aiconfigurator, "__version__", "?")
         return "" if found == VERSION else f"aiconfigurator {found} is installed here, whose API and MTP model differ"
     python = _named_python()

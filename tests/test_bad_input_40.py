@@ -8,7 +8,9 @@ before its fix:
 - a --set of a whole section dropped the scenario's other keys there for their defaults without a
   word (overrides._keys_dropped);
 - a file given as a CSV table that is none (a YAML file as acceptance.histogram) was refused in
-  pandas' words ("Error tokenizing data. C error: ..."), naming no line.
+  pandas' words ("Error tokenizing data. C error: ..."), naming no line;
+- $AICONFIGURATOR_PYTHON was passed over without a word where aiconfigurator imports in-process
+  (campaign 38's note).
 """
 from __future__ import annotations
 
@@ -76,3 +78,22 @@ def test_a_file_that_is_no_csv_table_is_said_without_pandas_words(tmp_path, caps
     text = BASE.replace("acceptance: {per_depth: [0.8, 0.7, 0.6]}", f"acceptance: {{histogram: {tmp_path / 'h.yaml'}}}")
     line = one_line_error(capsys, ["cost", run(tmp_path, text)[1]], "line 4", "2 fields where the header has 1")
     assert "tokenizing" not in line and "C error" not in line
+
+
+def test_an_interpreter_named_for_aiconfigurator_that_is_passed_over_is_said(monkeypatch, capsys):
+    """Before: $AICONFIGURATOR_PYTHON set to a path that does not exist was passed over without a
+    word wherever aiconfigurator imports in-process."""
+    import sys
+    import types
+
+    from mtpsim import peer
+    monkeypatch.setattr(peer, "_importable_here", lambda: True)
+    monkeypatch.setitem(sys.modules, "aiconfigurator", types.SimpleNamespace(__version__=peer.VERSION))
+    errors._warned.clear()
+    for named, said in (("", False), ("/no/such/python", True)):
+        monkeypatch.setenv(peer.PYTHON_ENV, named)
+        peer.unavailable.cache_clear()
+        assert peer.unavailable() == ""
+        err = capsys.readouterr().err
+        assert (f"${peer.PYTHON_ENV}: not read" in err) is said, err
+    peer.unavailable.cache_clear()
