@@ -212,13 +212,22 @@ def _unread_default_drafts(s: Scenario, model: ModelSpec, where: str) -> None:
                  f"and design {design} would refuse it")
 
 
+CALL = "mtpsim.disaggregated"  # what an error in its arguments names
+
+
 def disaggregated(s: Scenario, prefill: dict, decode: dict, link: str = "auto", gpus: int | None = None) -> Scenario:
     """An aggregated scenario `s` as the same model, GPU, workload and design on prefill and decode
     pools (each a mapping of layout_schema.Pool's keys: replicas, tp, ep, attention_dp,
     gpus_per_node), validated as a scenario file would be: what a deployment search compares with
     `s` itself. `simulate(result)` runs it (sim/disagg.py)."""
+    from mtpsim.scenario import plain_values
     check_point_type(s, "mtpsim.disaggregated")  # its values are validated again below, as a file's
     data = s.model_dump(exclude={"parallel", "disaggregation", "sweep"}, exclude_defaults=True)
-    data["disaggregation"] = {"prefill": prefill, "decode": decode, "link": link,
-                              **({"gpus": gpus} if gpus is not None else {})}
-    return validate(data, s.source, s.point)
+    given = {"prefill": prefill, "decode": decode, "link": link, **({"gpus": gpus} if gpus is not None else {})}
+    data["disaggregation"] = plain_values(given, CALL)  # a NumPy number is named as load() names it
+    try:
+        return validate(data, s.source, s.point)
+    except ScenarioError as exc:  # the pools are the call's arguments, not the scenario file's section
+        if exc.key.split(".")[0] != "disaggregation":
+            raise
+        raise ScenarioError(CALL, exc.key.removeprefix("disaggregation").lstrip("."), exc.reason) from None

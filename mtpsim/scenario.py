@@ -113,6 +113,14 @@ def _plain(value: Any, key: str, depth: int) -> Any:
     return float(value)
 
 
+def plain_values(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """`data`'s values as YAML would hold them (_plain), an error naming `where` (a call's name)."""
+    try:
+        return _plain(data, "", 0)
+    except ScenarioError as exc:
+        raise ScenarioError(where, exc.key, exc.reason) from None
+
+
 def read_mapping(data: dict[str, Any]) -> dict[str, Any]:
     """A mapping of plain values (_plain) as the YAML reader would return it from a file
     holding it: a copy (tuples as lists, int and str subclasses as int and str), under the same

@@ -10,7 +10,9 @@ before its fix:
 - a file given as a CSV table that is none (a YAML file as acceptance.histogram) was refused in
   pandas' words ("Error tokenizing data. C error: ..."), naming no line;
 - $AICONFIGURATOR_PYTHON was passed over without a word where aiconfigurator imports in-process
-  (campaign 38's note).
+  (campaign 38's note);
+- mtpsim.disaggregated() blamed the scenario file for its own pool arguments, and refused a NumPy
+  integer as "not a valid integer (got 1)" (H1, H2).
 """
 from __future__ import annotations
 
@@ -97,3 +99,26 @@ def test_an_interpreter_named_for_aiconfigurator_that_is_passed_over_is_said(mon
         err = capsys.readouterr().err
         assert (f"${peer.PYTHON_ENV}: not read" in err) is said, err
     peer.unavailable.cache_clear()
+
+
+@pytest.mark.parametrize("kwargs, key, word", [
+    (dict(prefill={"tpp": 1}, decode={"tp": 1}), "prefill.tpp", "unknown key"),
+    (dict(prefill={"tp": 1}, decode={"tp": 1}, link="carrier-pigeon"), "link", "carrier-pigeon"),
+    (dict(prefill={"tp": 1}, decode={"tp": 1}, gpus=1), "gpus", "exceed"),
+    (dict(prefill={"tp": "numpy"}, decode={"tp": 1}), "prefill.tp", "numpy.int64 1"),
+    (dict(prefill={"tp": 1}, decode={"tp": 1}, gpus="numpy"), "gpus", "numpy.int64 2")])
+def test_disaggregated_names_its_own_arguments(tmp_path, kwargs, key, word):
+    """Before: the scenario file was blamed for the call's pools (`q.yaml: disaggregation.prefill.tpp:
+    unknown key`, a section q.yaml does not hold), and a NumPy integer was "not a valid integer (got 1)"."""
+    import numpy as np
+
+    import mtpsim
+    from mtpsim.errors import ScenarioError
+    kwargs = {k: ({kk: np.int64(1) if vv == "numpy" else vv for kk, vv in v.items()} if isinstance(v, dict) else
+                  np.int64(2) if v == "numpy" else v) for k, v in kwargs.items()}
+    s = mtpsim.load(run(tmp_path, BASE.replace("design: nextn, steps: 3, draft: eagle3-llama-3.1-8b", "design: none")
+                        .replace("acceptance: {per_depth: [0.8, 0.7, 0.6]}\n", ""))[1], advise_points=False)[0]
+    with pytest.raises(ScenarioError) as refused:
+        mtpsim.disaggregated(s, **kwargs)
+    assert (refused.value.where, refused.value.key) == ("mtpsim.disaggregated", key) and word in refused.value.reason, \
+        refused.value.message
