@@ -19,6 +19,7 @@ from mtpsim.hardware_spec import HardwareSpec
 from mtpsim.pricing_choice import resolve_pricing, written_at
 from mtpsim.schema import Scenario, Specs
 from mtpsim.specs import ModelSpec
+from mtpsim.yamlfiles import plain_values
 
 
 def validate(data: dict[str, Any], where: str = "<scenario>", point: dict[str, Any] | None = None) -> Scenario:
@@ -220,7 +221,6 @@ def disaggregated(s: Scenario, prefill: dict, decode: dict, link: str = "auto", 
     pools (each a mapping of layout_schema.Pool's keys: replicas, tp, ep, attention_dp,
     gpus_per_node), validated as a scenario file would be: what a deployment search compares with
     `s` itself. `simulate(result)` runs it (sim/disagg.py)."""
-    from mtpsim.scenario import plain_values
     check_point_type(s, "mtpsim.disaggregated")  # its values are validated again below, as a file's
     data = s.model_dump(exclude={"parallel", "disaggregation", "sweep"}, exclude_defaults=True)
     given = {"prefill": prefill, "decode": decode, "link": link, **({"gpus": gpus} if gpus is not None else {})}

@@ -34,7 +34,7 @@ from mtpsim.schema import (
 )
 from mtpsim.set_blame import blamed_on_set, from_set
 from mtpsim.sweep import expand
-from mtpsim.yamlfiles import MAX_DEPTH, dump_yaml_all
+from mtpsim.yamlfiles import dump_yaml_all, plain_values
 
 __all__ = ["Acceptance", "Cost", "Engine", "LengthDist", "Parallel", "Scenario", "Specs", "Speculative",
            "Verify", "Workload", "ScenarioError", "load", "validate", "read_yaml", "disaggregated"]
@@ -50,7 +50,6 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
 
 
 MAPPING = "<dict>"  # what errors name for a scenario `load` was given as a mapping, not a file
-PLAIN = (str, bool, int, float, type(None))  # the values YAML reads (besides lists and mappings)
 
 
 def _source(source: Any) -> tuple[str | Path, dict[str, Any]]:
@@ -63,66 +62,13 @@ def _source(source: Any) -> tuple[str | Path, dict[str, Any]]:
     if isinstance(source, (str, os.PathLike)):
         return source, read_yaml(source)
     if isinstance(source, dict):
-        return MAPPING, read_mapping(_plain(source, "", 0))
+        return MAPPING, read_mapping(plain_values(source, MAPPING))
     raise ScenarioError("mtpsim.load", "", f"takes a scenario file's path (str or pathlib.Path) or a mapping of "
                         f"its sections, not {type(source).__name__} {short(source, 60)}")
 
 
-def _plain(value: Any, key: str, depth: int) -> Any:
-    """A mapping given to `load`, holding only what a YAML file can (else the key path of what
-    does not), as a copy of built-in types: a subclass (an OrderedDict, a str or int Enum, a
-    list subclass) as the dict, str, int or list it is, which the YAML writer takes; an integer
-    or text no YAML file could hold (past the 4,300 digits Python converts, a lone surrogate) is
-    named, not met as a ValueError or UnicodeError when the mapping is written out."""
-    if depth > MAX_DEPTH:
-        raise ScenarioError(MAPPING, short(key, 80)[1:-1], f"nested deeper than {MAX_DEPTH} levels (a mapping that "
-                            "holds itself?)")
-    if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            if not isinstance(k, (str, int)) or isinstance(k, bool):
-                raise ScenarioError(MAPPING, key, f"a key is {type(k).__name__} {short(k, 40)}: keys are text (or "
-                                    "integers, as steps_by_batch's batch sizes)")
-            k = _plain(k, key, depth + 1)
-            out[k] = _plain(v, f"{key}.{k}" if key else str(k), depth + 1)
-        return out
-    if isinstance(value, (list, tuple)):
-        return [_plain(v, f"{key}.{i}", depth + 1) for i, v in enumerate(value)]
-    if not isinstance(value, PLAIN):
-        raise ScenarioError(MAPPING, key, f"is {type(value).__module__}.{type(value).__qualname__} {short(value, 40)}: "
-                            "a scenario holds what YAML does (str, int, float, bool, None, lists and dicts; "
-                            "int(x) or float(x) for a NumPy number)")
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, str):
-        text = str.__str__(value)
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise ScenarioError(MAPPING, key, f"holds {text[exc.start]!r}, a lone surrogate no UTF-8 text (and so no "
-                                "file) can hold") from None
-        return text
-    if isinstance(value, int):
-        number = int.__index__(value)
-        try:
-            str(number)
-        except ValueError:
-            raise ScenarioError(MAPPING, key, f"an integer of {number.bit_length():,} bits, more digits than a YAML "
-                                "file's number may have (4,300)") from None
-        return number
-    return float(value)
-
-
-def plain_values(data: dict[str, Any], where: str) -> dict[str, Any]:
-    """`data`'s values as YAML would hold them (_plain), an error naming `where` (a call's name)."""
-    try:
-        return _plain(data, "", 0)
-    except ScenarioError as exc:
-        raise ScenarioError(where, exc.key, exc.reason) from None
-
-
 def read_mapping(data: dict[str, Any]) -> dict[str, Any]:
-    """A mapping of plain values (_plain) as the YAML reader would return it from a file
+    """A mapping of plain values (yamlfiles.plain_values) as the YAML reader would return it from a file
     holding it: a copy (tuples as lists, int and str subclasses as int and str), under the same
     rules, so a mapping and the file written from it load alike."""
     if not data:

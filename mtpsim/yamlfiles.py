@@ -348,3 +348,52 @@ _SAFE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 def dump_yaml_all(documents: list, **options) -> str:
     """yaml.safe_dump_all's text of `documents`, by the fastest safe emitter at hand."""
     return yaml.dump_all(documents, Dumper=_SAFE_DUMPER, **options)
+
+
+PLAIN = (str, bool, int, float, type(None))  # the values YAML reads (besides lists and mappings)
+
+
+def plain_values(value: Any, where: str, key: str = "", depth: int = 0) -> Any:
+    """A value handed to mtpsim in code (a mapping given to `load`, `disaggregated`'s pools) holding
+    only what a YAML file can (else an error at `where` naming the key path of what does not), as a
+    copy of built-in types: a subclass (an OrderedDict, a str or int Enum, a
+    list subclass) as the dict, str, int or list it is, which the YAML writer takes; an integer
+    or text no YAML file could hold (past the 4,300 digits Python converts, a lone surrogate) is
+    named, not met as a ValueError or UnicodeError when the mapping is written out."""
+    if depth > MAX_DEPTH:
+        raise ScenarioError(where, short(key, 80)[1:-1], f"nested deeper than {MAX_DEPTH} levels (a mapping that "
+                            "holds itself?)")
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, (str, int)) or isinstance(k, bool):
+                raise ScenarioError(where, key, f"a key is {type(k).__name__} {short(k, 40)}: keys are text (or "
+                                    "integers, as steps_by_batch's batch sizes)")
+            k = plain_values(k, where, key, depth + 1)
+            out[k] = plain_values(v, where, f"{key}.{k}" if key else str(k), depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [plain_values(v, where, f"{key}.{i}", depth + 1) for i, v in enumerate(value)]
+    if not isinstance(value, PLAIN):
+        raise ScenarioError(where, key, f"is {type(value).__module__}.{type(value).__qualname__} {short(value, 40)}: "
+                            "a scenario holds what YAML does (str, int, float, bool, None, lists and dicts; "
+                            "int(x) or float(x) for a NumPy number)")
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, str):
+        text = str.__str__(value)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ScenarioError(where, key, f"holds {text[exc.start]!r}, a lone surrogate no UTF-8 text (and so no "
+                                "file) can hold") from None
+        return text
+    if isinstance(value, int):
+        number = int.__index__(value)
+        try:
+            str(number)
+        except ValueError:
+            raise ScenarioError(where, key, f"an integer of {number.bit_length():,} bits, more digits than a YAML "
+                                "file's number may have (4,300)") from None
+        return number
+    return float(value)
