@@ -2,8 +2,8 @@
 by before a point that takes minutes (their progress lines come only as points finish, or after
 a run's first minute): its requests, and its iterations (decode iterations and prefill passes).
 
-`heavy` weighs one point; `heavy_load` is recommend's and search's warning over a ladder of
-loads; run.py words its own (heavy_runs), blamed on the scenario's keys.
+`heavy` weighs a load, `point_size` one point's; `heavy_load` is recommend's and search's warning
+over a ladder of loads; run.py words its own (heavy_runs), blamed on the scenario's keys.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from mtpsim.errors import warn
 from mtpsim.memory import prefill_chunk_tokens
-from mtpsim.schema import Scenario
+from mtpsim.schema import Scenario, mean_length
 
 HEAVY_POINT_REQUESTS = 100_000  # a point this long simulates for minutes on one core
 HEAVY_POINT_ITERATIONS = 1_000_000  # decode iterations and prefill passes: 50-250 us each on one core,
@@ -30,7 +30,8 @@ class Heaviness(NamedTuple):
 
 def heavy(requests: int, output_len: float, running: int | None, chunks_per_prompt: float = 0.0) -> Heaviness:
     """How long a point of `requests` requests, `output_len` output tokens each on average and
-    `running` of them at a time (None: an open load, whose batch the simulation finds), is to
+    `running` of them at a time on each replica (running_at; None: an open load, whose batch the
+    simulation finds), is to
     simulate, e.g. `40,000 requests (about 320,000 decode iterations)`. The one rule `run`,
     `recommend` and `search` warn by: HEAVY_POINT_REQUESTS requests or HEAVY_POINT_ITERATIONS
     iterations: every request's output tokens `running` at a time (the `none` baseline's count;
@@ -48,17 +49,41 @@ def heavy(requests: int, output_len: float, running: int | None, chunks_per_prom
                      chunks_per_prompt > 1 and (prefill > decode if running else chunks_per_prompt > output_len))
 
 
+def point_size(s: Scenario) -> Heaviness:
+    """How long one run of point `s` is to simulate (`heavy`): a trace by its selection (read once
+    already: checks.py); a closed or batch load's users decoding together, shared over the
+    replicas, each replica at most the engine's running cap (batch_bound)."""
+    w = s.workload
+    if w.arrival == "trace":
+        from mtpsim.tracefiles import scan  # on first use: not on `mtpsim run`'s path without a trace
+        stats = scan(w.trace)
+        return heavy(stats.num_requests, stats.mean_output_len, None, prefill_chunks(s, stats.mean_input_len))
+    cap, replicas = batch_bound(s)
+    running = min(math.ceil(w.concurrency / replicas), cap) if w.arrival in ("closed", "batch") else None
+    return heavy(w.num_requests, mean_length(w.output_len), running, prefill_chunks(s, mean_length(w.input_len)))
+
+
+def batch_bound(s: Scenario) -> tuple[int, int]:
+    """(the most requests one replica runs at once in every run of point `s`, its replicas): the
+    engine's running cap for its design and for its `none` baseline, the lower (SGLang holds a
+    speculative batch to 48), and parallel.dp. The cap is the engine's floor where it grows with the
+    KV pool (not sized here), so a point's count of iterations is, if anything, high."""
+    engine, configured = s.specs.engine, s.engine.max_running_requests
+    cap = min(engine.max_running(design, configured, s.specs.hardware) for design in {s.speculative.design, "none"})
+    return cap, s.parallel.dp
+
+
 def prefill_chunks(s: Scenario, input_len: float) -> float:
     """Prefill passes a prompt of `input_len` tokens takes on average at the scenario's chunk
     (engine.chunked_prefill_tokens, else the engine's default); under 1, prompts share a pass."""
     return input_len / prefill_chunk_tokens(s)
 
 
-def heavy_load(ladder: list[dict], origin: tuple[str, str], output_len: float, chunks_per_prompt: float) -> None:
-    """One line up front when a load's point takes minutes to simulate (`heavy`): the progress
-    line comes as points finish, so a few such points would otherwise run in silence."""
-    share, what, _ = max((heavy(load["num_requests"], output_len, load.get("concurrency"), chunks_per_prompt)
-                          for load in ladder), default=Heaviness(0.0, "", False), key=lambda found: found.share)
+def heavy_load(points: list[Scenario], origin: tuple[str, str]) -> None:
+    """One line up front when one of a load ladder's points takes minutes to simulate
+    (point_size): the progress line comes as points finish, so a few such points would otherwise
+    run in silence."""
+    share, what, _ = max((point_size(s) for s in points), default=Heaviness(0.0, "", False), key=lambda found: found.share)
     if share >= 1:
         warn(*origin, f"a point of this load simulates {what}, which takes minutes per point "
              "(progress is reported as points finish): fewer requests per user or rate would do for a ranking")

@@ -31,9 +31,8 @@ from mtpsim.advice import GRID_CHECKS, advise
 from mtpsim.checks import as_built_for
 from mtpsim.designs import BASELINE, record
 from mtpsim.errors import ScenarioError
-from mtpsim.heaviness import heavy_load, prefill_chunks
+from mtpsim.heaviness import heavy_load
 from mtpsim.intervals import seed_intervals
-from mtpsim.schema import mean_length
 from mtpsim.search import execute, layouts, rankable, space
 from mtpsim.search.bounds import MAX_SEARCH_POINTS
 from mtpsim.search.space import candidate_steps  # noqa: F401  (recommend's steps are the search's)
@@ -88,8 +87,7 @@ def grid(s: sc.Scenario, batches: list[int], steps: list[int], topks: list[int],
     for setting in settings:
         at = layouts.at_layout(s, layout, setting)
         points += [space.with_load(at, load, layout, keep_cap=True, origin=("--batch", "")) for load in loads]
-    heavy_load(loads, ("--batch", ""), mean_length(w.output_len),
-               prefill_chunks(s, mean_length(w.input_len)))  # after the points validate: one line if refused
+    heavy_load(points, ("--batch", ""))  # after the points validate: one line if refused
     return [p.model_copy(update={"seed": p.seed + k}) for p in points for k in range(seeds)]
 
 

@@ -27,7 +27,7 @@ from mtpsim.api_checks import run_points_arguments
 from mtpsim.baselines import baseline_key, baseline_of
 from mtpsim.designs import BASELINE
 from mtpsim.errors import ScenarioError, holding, printable, warn
-from mtpsim.heaviness import heavy, prefill_chunks
+from mtpsim.heaviness import point_size
 from mtpsim.overrides import flags_over_sets
 from mtpsim.results import Results
 from mtpsim.run_seeds import (
@@ -41,7 +41,6 @@ from mtpsim.run_seeds import (
 )
 from mtpsim.run_table import format_table, print_report
 from mtpsim.runfolder import claimed, concat, free_out, mark_complete, write_run
-from mtpsim.schema import mean_length
 from mtpsim.sim import PROGRESS_MIN_REQUESTS, simulate
 from mtpsim.sim.progress import on_terminal, progress_bar
 
@@ -196,7 +195,7 @@ def heavy_runs(points: list[sc.Scenario]) -> None:
     search warn by (heaviness.py `heavy`): a run's progress line only starts after its first
     minute, so a long one would otherwise say nothing until then. Blamed on the request count,
     or on the prefill chunk where prompts cut into many passes make most of the run."""
-    share, what, prefill_bound, i, s = max(((*_run_size(s), i, s) for i, s in enumerate(points)),
+    share, what, prefill_bound, i, s = max(((*point_size(s), i, s) for i, s in enumerate(points)),
                                            key=lambda found: found[0])
     if share < 1:
         return
@@ -211,18 +210,6 @@ def heavy_runs(points: list[sc.Scenario]) -> None:
             "fewer requests would do for steady-state figures"
     warn(s.source, key, f"{at}a run of this load simulates {what}, which takes minutes per run (progress is reported "
          f"after the first minute): {fix}")
-
-
-def _run_size(s: sc.Scenario):
-    """How long one run of the point is to simulate (heaviness.py `heavy`): a trace by its
-    selection, read once already (checks.py); a closed or batch load's users decode together."""
-    w = s.workload
-    if w.arrival == "trace":
-        from mtpsim.tracefiles import scan  # on first use: not on `mtpsim run`'s path without a trace
-        stats = scan(w.trace)
-        return heavy(stats.num_requests, stats.mean_output_len, None, prefill_chunks(s, stats.mean_input_len))
-    return heavy(w.num_requests, mean_length(w.output_len), w.concurrency if w.arrival in ("closed", "batch") else None,
-                 prefill_chunks(s, mean_length(w.input_len)))
 
 
 def run_scenario(path: str, sets: list[str], out: str | None, jobs: int | None, plot: bool = False,

@@ -12,7 +12,10 @@ before its fix:
 - $AICONFIGURATOR_PYTHON was passed over without a word where aiconfigurator imports in-process
   (campaign 38's note);
 - mtpsim.disaggregated() blamed the scenario file for its own pool arguments, and refused a NumPy
-  integer as "not a valid integer (got 1)" (H1, H2).
+  integer as "not a valid integer (got 1)" (H1, H2);
+- the "takes minutes" warning counted every user as decoding at once, past the engine's running
+  cap and over all replicas together ("about 8 decode iterations" for a run of 43,750), and so
+  missed a run of 1.24M iterations (H3).
 """
 from __future__ import annotations
 
@@ -122,3 +125,22 @@ def test_disaggregated_names_its_own_arguments(tmp_path, kwargs, key, word):
         mtpsim.disaggregated(s, **kwargs)
     assert (refused.value.where, refused.value.key) == ("mtpsim.disaggregated", key) and word in refused.value.reason, \
         refused.value.message
+
+
+@pytest.mark.parametrize("engine, users, dp, output, iterations", [
+    ("{max_running_requests: 16}", 100000, 1, 8, "100,000 requests (about 50,000 decode iterations)"),  # x 8 / 16
+    ("{kind: sglang}", 100000, 1, 8, "(about 16,667 decode iterations)"),  # SGLang's speculative cap of 48
+    ("{max_running_requests: 64}", 100000, 8, 8, "(about 12,500 decode iterations)"),  # 64 on each of 8 replicas
+    ("{max_running_requests: 8}", 50000, 1, 200, "50,000 requests (about 1,250,000 decode iterations)")])  # heavy by them
+def test_the_heavy_run_warning_counts_iterations_within_the_running_cap(tmp_path, capsys, engine, users, dp, output,
+                                                                         iterations):
+    """Before: "100,000 requests (about 8 decode iterations)", every user counted as decoding at once,
+    where the run then took 43,750 at its cap of 16; and a run of 1.24M iterations got no warning."""
+    import mtpsim
+    from mtpsim.run import heavy_runs
+    text = BASE.replace("concurrency: 4, num_requests: 8", f"concurrency: {users}, num_requests: {users}").replace(
+        "output_len: 16", f"output_len: {output}").replace("hardware: h100-sxm\n", f"hardware: h100-sxm\nengine: {engine}\n"
+                                                         f"parallel: {{dp: {dp}}}\n")
+    errors._warned.clear()
+    heavy_runs(mtpsim.load(run(tmp_path, text)[1], advise_points=False))
+    assert iterations in capsys.readouterr().err

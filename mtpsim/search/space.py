@@ -19,8 +19,8 @@ from mtpsim.designs import BASELINE, record
 from mtpsim.engine_advice import lacked_method
 from mtpsim.engine_forms import Drafter, cannot_launch, scenario_cannot_launch
 from mtpsim.errors import ScenarioError, silenced, warn
-from mtpsim.heaviness import heavy_load, prefill_chunks
-from mtpsim.schema import MAX_STEPS, mean_length
+from mtpsim.heaviness import heavy_load
+from mtpsim.schema import MAX_STEPS
 from mtpsim.search.bounds import DEFAULT_LADDER, MAX_SEARCH_POINTS, SearchBounds, bound_origin
 from mtpsim.search.layouts import Layout, at_layout, kv_problem
 
@@ -227,8 +227,7 @@ def points(base: sc.Scenario, layouts: list[Layout], settings: list[dict], bound
     # user or per rate where the search section sets them, else the load that multiplies them
     size = "requests_per_rate_s" if bounds.rates is not None else "requests_per_user"
     sized = base.search is not None and size in base.search.model_fields_set
-    heavy_load(ladder, (base.source, f"search.{size}") if sized else origin or (base.source, "search"),
-               mean_length(base.workload.output_len), prefill_chunks(base, mean_length(base.workload.input_len)))
+    heavy_load(out, (base.source, f"search.{size}") if sized else origin or (base.source, "search"))
     return out
 
 
