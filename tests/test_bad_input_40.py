@@ -15,7 +15,9 @@ before its fix:
   integer as "not a valid integer (got 1)" (H1, H2);
 - the "takes minutes" warning counted every user as decoding at once, past the engine's running
   cap and over all replicas together ("about 8 decode iterations" for a run of 43,750), and so
-  missed a run of 1.24M iterations (H3).
+  missed a run of 1.24M iterations (H3);
+- search's bounds that admit no layout were blamed on the file's whole search section (a --set
+  among them too), offered a dp bound the section does not take, and named none (H4).
 """
 from __future__ import annotations
 
@@ -144,3 +146,16 @@ def test_the_heavy_run_warning_counts_iterations_within_the_running_cap(tmp_path
     errors._warned.clear()
     heavy_runs(mtpsim.load(run(tmp_path, text)[1], advise_points=False))
     assert iterations in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bound, key, word", [("search.tp=[3]", "search.tp", "no tp tried divides the 2 GPUs"),
+                                              ("search.attention_dp=[4]", "search.attention_dp", "divides no tp tried")])
+def test_search_names_the_bound_that_admits_no_layout(tmp_path, capsys, bound, key, word):
+    """Before: `s.yaml: search: ... widen tp, ep, dp or attention_dp`, naming the file for a --set,
+    no bound, and a dp bound the section does not take."""
+    argv = ["search", run(tmp_path, BASE)[1], "--gpus", "2", "--out", str(tmp_path / "o"), "--no-cache", "--no-plot"]
+    line = one_line_error(capsys, [*argv, "--set", bound], key, word)
+    assert line.startswith("mtpsim: error: --set: ") and " dp or " not in line
+    (tmp_path / "f.yaml").write_text(BASE + f"search: {{{bound.replace('search.', '').replace('=', ': ')}}}\n")
+    argv[1] = str(tmp_path / "f.yaml")
+    assert f"f.yaml: {key}: " in one_line_error(capsys, argv, key, word)

@@ -116,7 +116,7 @@ def test_seeds_on_the_finalists_report_a_margin_or_a_tie(tmp_path, capsys):
 @pytest.mark.parametrize("args, text, key, word", [
     (["--gpus", "1"], SMALL.replace("tp: [8], ep: [8], ", ""), "", "no shard of model 'deepseek-v3' fits 1 gpus"),
     # ep 8 on 1 GPU: the bounds leave nothing to try (was blamed on --gpus as "0 layouts tried")
-    (["--gpus", "1"], SMALL.replace("tp: [8], ", ""), "search", "admit no layout of 1 gpus"),
+    (["--gpus", "1"], SMALL.replace("tp: [8], ", ""), "search.ep", "8: divides no tp tried (1)"),
     ([], SMALL.replace("requests_per_user", "requests_per_usr"), "search.requests_per_usr", "unknown key"),
     (["--tpot", "p50:0.1ms"], SMALL, "", "no point meets --tpot"),
     (["--tpot", "p99:fast"], SMALL, "", "p50:|p99:"),

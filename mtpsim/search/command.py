@@ -33,7 +33,7 @@ from mtpsim.schema import check_replicates
 from mtpsim.search import DEFAULT_CACHE, disagg, execute, frontier, rankable, space, summary
 from mtpsim.search.bounds import SearchBounds
 from mtpsim.search.flags import launch_flags
-from mtpsim.search.layouts import fitting_layouts, has_experts
+from mtpsim.search.layouts import fitting_layouts, has_experts, no_layout_cause
 from mtpsim.search.targets import Target, finalists
 from mtpsim.textnumbers import decimal_number
 
@@ -149,8 +149,9 @@ def _layouts(base: sc.Scenario, bounds: SearchBounds, flags: dict) -> tuple[list
                             "parallelism does not apply to it (give [1] or leave ep out)")
     layouts, refused = fitting_layouts(base, bounds.gpus, bounds)
     if not layouts and not refused:  # the bounds themselves admit no layout: they, not the GPUs, are the cause
-        raise ScenarioError(base.source, "search", f"the search bounds (this section and its flags) admit no layout "
-                            f"of {bounds.gpus} GPUs to try: widen tp, ep, dp or attention_dp")
+        key, why = no_layout_cause(bounds.gpus, bounds, has_experts(base))
+        raise ScenarioError(base.source, f"search.{key}", f"{why}, so the search has no layout of {bounds.gpus} GPUs "
+                            "to try")
     if not layouts:
         why = "; ".join(f"{k.label}: {v}" for k, v in list(refused.items())[-2:])
         at = ("--gpus", "") if flags.get("gpus") is not None else (base.source, "search.gpus")

@@ -60,6 +60,22 @@ def candidate_layouts(gpus: int, bounds: SearchBounds, has_experts: bool) -> lis
     return out
 
 
+def no_layout_cause(gpus: int, bounds: SearchBounds, experts: bool) -> tuple[str, str]:
+    """(the search bound, why) that leaves candidate_layouts empty: no tp tried divides the GPUs,
+    or no ep (attention_dp) tried divides a tp tried, or no tp tried takes both."""
+    def listed(values) -> str:
+        return ", ".join(map(str, values))
+    tps = [t for t in divisors(gpus) if bounds.tp is None or t in bounds.tp]
+    if not tps:
+        return "tp", f"{listed(bounds.tp)}: no tp tried divides the {gpus} GPUs (tp {listed(divisors(gpus))} would)"
+    asked = {"ep": bounds.ep if experts else None, "attention_dp": bounds.attention_dp}
+    for key, values in asked.items():
+        if values is not None and not any(t % v == 0 for t in tps for v in values):
+            return key, f"{listed(values)}: divides no tp tried ({listed(tps)}): a replica's {key} divides its tp"
+    return "tp", (f"{listed(tps)}: no tp tried is divided by both an ep ({listed(asked['ep'])}) and an attention_dp "
+                  f"({listed(asked['attention_dp'])}) tried")
+
+
 def at_layout(base: sc.Scenario, layout: Layout, speculative: dict) -> sc.Scenario:
     """The base scenario on `layout` with `speculative` (validated: a ScenarioError if it cannot run)."""
     data = base.model_dump(exclude={"sweep", "search"}, exclude_none=True)
