@@ -180,7 +180,10 @@ def _check_context_of(s: Scenario, spec, where: str) -> None:
         from mtpsim.tracefiles import scan  # on first use: not on `mtpsim run`'s path without a trace
         t = scan(w.trace)
         if t.longest > limit:
-            raise ScenarioError(w.trace.path, "input_len", f"row {t.longest_row}: {t.longest_input} input + "
+            from mtpsim.tracefiles.formats import FORMATS
+            columns = FORMATS[t.format]  # the file's own names: its prompt's where it alone overflows, else its output's
+            column = columns.input if t.longest_input > limit else columns.output
+            raise ScenarioError(w.trace.path, column, f"row {t.longest_row}: {t.longest_input} input + "
                                 f"{t.longest - t.longest_input} output tokens exceed the max_context {limit} of "
                                 f"{what} (workload.trace.max_input_len / max_output_len cap them)")
         return

@@ -17,7 +17,9 @@ before its fix:
   cap and over all replicas together ("about 8 decode iterations" for a run of 43,750), and so
   missed a run of 1.24M iterations (H3);
 - search's bounds that admit no layout were blamed on the file's whole search section (a --set
-  among them too), offered a dp bound the section does not take, and named none (H4).
+  among them too), offered a dp bound the section does not take, and named none (H4);
+- a trace past the model's context named the `input_len` column in every format, for an output
+  past it too (H5).
 """
 from __future__ import annotations
 
@@ -159,3 +161,18 @@ def test_search_names_the_bound_that_admits_no_layout(tmp_path, capsys, bound, k
     (tmp_path / "f.yaml").write_text(BASE + f"search: {{{bound.replace('search.', '').replace('=', ': ')}}}\n")
     argv[1] = str(tmp_path / "f.yaml")
     assert f"f.yaml: {key}: " in one_line_error(capsys, argv, key, word)
+
+
+@pytest.mark.parametrize("header, row, column", [
+    ("arrival_s,input_len,output_len", "0,100,16000000", "output_len"),
+    ("arrival_s,input_len,output_len", "0,16000000,10", "input_len"),
+    ("TIMESTAMP,ContextTokens,GeneratedTokens", "2023-11-16 18:15:46,100,16000000", "GeneratedTokens"),
+    ("TIMESTAMP,ContextTokens,GeneratedTokens", "2023-11-16 18:15:46,16000000,10", "ContextTokens")])
+def test_a_trace_past_the_context_names_its_own_column_that_overflows(tmp_path, capsys, header, row, column):
+    """Before: `input_len: row 2: 100 input + 16000000 output tokens exceed the max_context`, in every
+    format, for an output past the context too."""
+    first = "2023-11-16 18:15:45,10,10" if header.startswith("TIMESTAMP") else "0,10,10"
+    (tmp_path / "t.csv").write_text(f"{header}\n{first}\n{row}\n")
+    text = BASE.replace("workload: {arrival: closed, concurrency: 4, num_requests: 8, input_len: 64, output_len: 16}",
+                        f"workload: {{arrival: trace, trace: {tmp_path / 't.csv'}}}")
+    one_line_error(capsys, ["cost", run(tmp_path, text)[1]], column, "row 3")
