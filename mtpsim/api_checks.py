@@ -56,6 +56,12 @@ def load_arguments(advise_points, fixed, first_only, refuse) -> None:
                                                                    for k, v in fixed.items())):
         raise ScenarioError(where, "fixed", f"is {short(fixed, 40)}: a mapping of top-level keys to the flag that set "
                             "them (text), or None")
+    if fixed:
+        from mtpsim.schema import Scenario
+        stray = next((k for k in fixed if k not in Scenario.model_fields), None)
+        if stray is not None:
+            raise ScenarioError(where, "fixed", f"names {short(stray, 40)}, no top-level key of a scenario (known: "
+                                f"{', '.join(sorted(Scenario.model_fields))})")
     if refuse is not None and not callable(refuse):
         raise ScenarioError(where, "refuse", f"is {short(refuse, 40)}: a function of a point, or None")
 

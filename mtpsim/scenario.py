@@ -60,6 +60,8 @@ def _source(source: Any) -> tuple[str | Path, dict[str, Any]]:
     if isinstance(source, bytes):
         source = os.fsdecode(source)
     if isinstance(source, (str, os.PathLike)):
+        if not os.fspath(source):  # Path("") is ".": the current folder, which no one meant
+            raise ScenarioError("mtpsim.load", "", "the path is empty: give a scenario file's path or a mapping")
         return source, read_yaml(source)
     if isinstance(source, dict):
         return MAPPING, read_mapping(plain_values(source, MAPPING))

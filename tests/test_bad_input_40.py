@@ -19,7 +19,9 @@ before its fix:
 - search's bounds that admit no layout were blamed on the file's whole search section (a --set
   among them too), offered a dp bound the section does not take, and named none (H4);
 - a trace past the model's context named the `input_len` column in every format, for an output
-  past it too (H5).
+  past it too (H5);
+- `mtpsim.load("")` read the current folder, and `load(fixed=...)` took keys no scenario has
+  (smaller notes).
 """
 from __future__ import annotations
 
@@ -176,3 +178,15 @@ def test_a_trace_past_the_context_names_its_own_column_that_overflows(tmp_path, 
     text = BASE.replace("workload: {arrival: closed, concurrency: 4, num_requests: 8, input_len: 64, output_len: 16}",
                         f"workload: {{arrival: trace, trace: {tmp_path / 't.csv'}}}")
     one_line_error(capsys, ["cost", run(tmp_path, text)[1]], column, "row 3")
+
+
+@pytest.mark.parametrize("call, word", [(lambda m: m.load(""), "the path is empty"),
+                                        (lambda m: m.load(b""), "the path is empty"),
+                                        (lambda m: m.load("x.yaml", fixed={"nosuch": "--x"}), "names 'nosuch'")])
+def test_load_names_an_empty_path_and_a_fixed_key_no_scenario_has(call, word):
+    """Before: `load("")` read the current folder (".: a folder, not a file"), and `fixed` took any key."""
+    import mtpsim
+    from mtpsim.errors import ScenarioError
+    with pytest.raises(ScenarioError) as refused:
+        call(mtpsim)
+    assert refused.value.where == "mtpsim.load" and word in refused.value.reason
