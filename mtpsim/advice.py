@@ -87,8 +87,7 @@ def _swept_section(s: Scenario, section: str) -> list[tuple[str, str]]:
     --set gave it (the section as a whole, or its first key the flag set): the command it was
     given to ignores them (a file's own section is for the command that reads it, and is quiet)."""
     from mtpsim.errors import set_by_flag
-    from mtpsim.schema import Verify
-    from mtpsim.search.bounds import SearchBounds
+    from mtpsim.schema import SearchBounds, Verify  # the sections' schemas, as every scenario holds them
     said = f"only `mtpsim {section}` reads the {section} section"
     found = [(f"sweep.{k}", f"{said}: these points are the same run")
              for k in s.point if k == section or k.startswith(section + ".")][:1]

@@ -193,8 +193,8 @@ def parse_set(item: str) -> Override:
     return key.strip(), value
 
 
-def apply_sets(data: dict[str, Any], overrides: list[Override],
-               known: Callable[[str], bool] = lambda key: True) -> dict[str, Any]:
+def apply_sets(data: dict[str, Any], overrides: list[Override], known: Callable[[str], bool] = lambda key: True,
+               defaults: Callable[[str], dict[str, Any]] = lambda key: {}) -> dict[str, Any]:
     """Set each override into `data` (set_key), and return what the file says without them (a
     copy where there are any), to tell its errors from --set's (from_set). A key given twice, or a
     section given after a key inside it (which it would undo), is a ScenarioError; so is a null
@@ -210,7 +210,7 @@ def apply_sets(data: dict[str, Any], overrides: list[Override],
     for key, value in overrides:
         if value is None and not _holds_parts(data, _parts(key)):
             _nothing_to_drop(key, known, "--set")
-        _keys_dropped(data, key, value)
+        _keys_dropped(data, key, value, defaults)
         set_key(data, key, value, "--set")
     keys = [k for k, _ in overrides]
     again = first_repeat(keys)
@@ -227,14 +227,18 @@ def apply_sets(data: dict[str, Any], overrides: list[Override],
     return written
 
 
-def _keys_dropped(data: dict[str, Any], key: str, value: Any) -> None:
+def _keys_dropped(data: dict[str, Any], key: str, value: Any, defaults: Callable[[str], dict[str, Any]]) -> None:
     """A --set of a whole section (`workload={concurrency: 2}`) replaces it: the keys the scenario
-    gave there and the value does not go back to their defaults. Said once, with the --set that
-    changes one key; a sweep is replaced whole on purpose (`sweep={...}` runs that sweep)."""
+    gave there and the value does not go back to their defaults (`defaults`: the loader's for the
+    section at a key path; a key the scenario gave its default value changes nothing). Said once,
+    with the --set that changes one key; a sweep is replaced whole on purpose (`sweep={...}` runs
+    that sweep)."""
     if not isinstance(value, dict) or key == "sweep" or key.startswith("sweep."):
         return
     held = _get(data, key) if holds(data, key) else None
-    lost = [str(k) for k in held if k not in value] if isinstance(held, dict) else []
+    default = defaults(key) if isinstance(held, dict) else {}
+    lost = [str(k) for k, v in held.items() if k not in value and not (k in default and default[k] == v)] \
+        if isinstance(held, dict) else []
     if lost:
         from mtpsim.errors import warn
         first = next(iter(value), None)

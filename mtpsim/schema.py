@@ -335,6 +335,19 @@ def known_key(dotted: str) -> bool:
     return True
 
 
+def section_defaults(dotted: str) -> dict[str, Any]:
+    """The defaults of the section at a dotted key path (`workload`, `engine.batch_wait`) where the
+    schema gives it one class, else {}: what a key left out of a --set section goes back to."""
+    model: type[BaseModel] | None = Scenario
+    for part in dotted.split("."):
+        if model is None or part not in model.model_fields:
+            return {}
+        model = _section(model.model_fields[part].annotation)
+    if model is None:
+        return {}
+    return {k: f.default for k, f in model.model_fields.items() if not f.is_required() and f.default_factory is None}
+
+
 def _section(annotation: Any) -> type[BaseModel] | None:
     """The one section class a field's annotation holds (`Forced | None`, `int | LengthDist`), else
     None: a list's or a mapping's items (attention_kinds' specs) sit under keys of the user's."""

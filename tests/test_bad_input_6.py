@@ -506,7 +506,7 @@ def test_search_and_recommend_say_which_load_they_do_not_replay(tmp_path, capsys
     path = run(tmp_path, text, {"t.csv": trace})[1]
     assert cli.main(["search", path, "--gpus", "8", "--no-cache"]) == 2  # stopped by the bounds: that line alone
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and ": search: " in err[0], err
+    assert len(err) == 1 and ": search.ep: " in err[0], err
     path = run(tmp_path, text.replace("search: {ep: [3]}", "search: {tp: [8], ep: [8], attention_dp: [1], "
                                       "concurrency: [1], requests_per_user: 1}"), {"t.csv": trace})[1]
     assert cli.main(["search", path, "--gpus", "8", "--no-cache", "--no-plot", "--out", str(tmp_path / "s")]) == 0
