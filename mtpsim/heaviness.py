@@ -30,10 +30,9 @@ class Heaviness(NamedTuple):
 
 def heavy(requests: int, output_len: float, running: int | None, chunks_per_prompt: float = 0.0) -> Heaviness:
     """How long a point of `requests` requests, `output_len` output tokens each on average and
-    `running` of them at a time on each replica (running_at; None: an open load, whose batch the
-    simulation finds), is to
-    simulate, e.g. `40,000 requests (about 320,000 decode iterations)`. The one rule `run`,
-    `recommend` and `search` warn by: HEAVY_POINT_REQUESTS requests or HEAVY_POINT_ITERATIONS
+    `running` of them at a time on each replica (point_size; None: an open load, whose batch the
+    simulation finds), is to simulate, e.g. `40,000 requests (about 320,000 decode iterations)`.
+    The one rule `run`, `recommend` and `search` warn by: HEAVY_POINT_REQUESTS requests or HEAVY_POINT_ITERATIONS
     iterations: every request's output tokens `running` at a time (the `none` baseline's count;
     speculation makes fewer, dearer ones), plus the prefill passes of prompts `chunks_per_prompt`
     chunks long on average (prefill_chunks): a tiny chunk makes one pass per few prompt tokens."""

@@ -236,9 +236,10 @@ def _keys_dropped(data: dict[str, Any], key: str, value: Any, defaults: Callable
     if not isinstance(value, dict) or key == "sweep" or key.startswith("sweep."):
         return
     held = _get(data, key) if holds(data, key) else None
-    default = defaults(key) if isinstance(held, dict) else {}
-    lost = [str(k) for k, v in held.items() if k not in value and not (k in default and default[k] == v)] \
-        if isinstance(held, dict) else []
+    if not isinstance(held, dict):  # nothing of the scenario's there, or a catalog name the mapping overrides
+        return
+    default = defaults(key)
+    lost = [str(k) for k, v in held.items() if k not in value and not (k in default and default[k] == v)]
     if lost:
         from mtpsim.errors import warn
         first = next(iter(value), None)

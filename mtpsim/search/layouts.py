@@ -72,8 +72,8 @@ def no_layout_cause(gpus: int, bounds: SearchBounds, experts: bool) -> tuple[str
     for key, values in asked.items():
         if values is not None and not any(t % v == 0 for t in tps for v in values):
             return key, f"{listed(values)}: divides no tp tried ({listed(tps)}): a replica's {key} divides its tp"
-    return "tp", (f"{listed(tps)}: no tp tried is divided by both an ep ({listed(asked['ep'])}) and an attention_dp "
-                  f"({listed(asked['attention_dp'])}) tried")
+    return "tp", (f"{listed(tps)}: no tp tried is divided by both an ep ({listed(asked['ep'] or [1])}) and an "
+                  f"attention_dp ({listed(asked['attention_dp'] or [1])}) tried")
 
 
 def at_layout(base: sc.Scenario, layout: Layout, speculative: dict) -> sc.Scenario:
