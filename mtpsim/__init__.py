@@ -13,7 +13,7 @@ from __future__ import annotations
 __all__ = ["load", "simulate", "disaggregated", "Results", "__version__"]
 
 _LAZY = {"load": ("mtpsim.scenario", "load"), "simulate": ("mtpsim.sim", "checked_simulate"),
-         "disaggregated": ("mtpsim.resolve", "disaggregated"),  # a scenario on prefill + decode pools
+         "disaggregated": ("mtpsim.sim", "checked_disaggregated"),  # a scenario on prefill + decode pools
          "Results": ("mtpsim.results", "Results")}
 
 

@@ -92,7 +92,10 @@ def _swept_section(s: Scenario, section: str) -> list[tuple[str, str]]:
     found = [(f"sweep.{k}", f"{said}: these points are the same run")
              for k in s.point if k == section or k.startswith(section + ".")][:1]
     keys = {"search": SearchBounds, "verify": Verify}[section].model_fields
-    given = [k for k in keys if set_by_flag(s.source, f"{section}.{k}")]
+    # a --set that drops the section (`search=null`, `verify=null`) leaves nothing of it to ignore
+    held = getattr(s, section)
+    given = [k for k in keys if set_by_flag(s.source, f"{section}.{k}")] if held is not None and held.model_fields_set \
+        else []
     if given:
         found.append((section if len(given) == len(keys) else f"{section}.{given[0]}", f"{said}: it is ignored"))
     return found

@@ -152,12 +152,7 @@ def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = N
     except pd.errors.EmptyDataError:
         raise ScenarioError(where, "", "empty: no header and no rows") from None
     except (pd.errors.ParserError, ValueError) as exc:
-        ragged = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
-        if ragged:  # pandas' C parser, in its own words ("Error tokenizing data. C error: ...")
-            header, row, saw = ragged.groups()
-            raise ScenarioError(where, f"line {row}", f"{saw} fields where the header has {header} (ragged rows): is it a CSV "
-                                "table?") from None
-        raise ScenarioError(where, "", f"not a readable CSV: {short(str(exc).strip(), 160)[1:-1]}") from None
+        raise unreadable_csv(exc, where) from None
     if len(df) > max_rows:
         raise ScenarioError(where, "", f"more than {max_rows:,} rows")
     _unique_header(data, where)
@@ -176,6 +171,18 @@ def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = N
         raise ScenarioError(where, "", "no rows")
     df.attrs["records"] = records  # where each row starts in the file, for the errors found later (first_repeat_rows)
     return df
+
+
+def unreadable_csv(exc: Exception, where: str) -> ScenarioError:
+    """pandas' refusal of a CSV as one line: a row with more fields than the header at its line
+    (the C parser says "Error tokenizing data. C error: Expected 3 fields in line 3, saw 4"), else
+    its own words."""
+    ragged = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
+    if ragged:
+        header, row, saw = ragged.groups()
+        return ScenarioError(where, f"line {row}", f"{saw} fields where the header has {header} (ragged rows): is it a "
+                             "CSV table?")
+    return ScenarioError(where, "", f"not a readable CSV: {short(str(exc).strip(), 160)[1:-1]}")
 
 
 def first_repeat_rows(df: pd.DataFrame, columns: list[str] | None = None) -> tuple[int, int] | None:

@@ -65,11 +65,12 @@ def point_size(s: Scenario) -> Heaviness:
 def batch_bound(s: Scenario) -> tuple[int, int]:
     """(the most requests one replica runs at once in every run of point `s`, its replicas): the
     engine's running cap for its design and for its `none` baseline, the lower (SGLang holds a
-    speculative batch to 48), and parallel.dp. The cap is the engine's floor where it grows with the
+    speculative batch to 48), and parallel.dp (the decode pool's replicas where prefill runs
+    apart). The cap is the engine's floor where it grows with the
     KV pool (not sized here), so a point's count of iterations is, if anything, high."""
     engine, configured = s.specs.engine, s.engine.max_running_requests
     cap = min(engine.max_running(design, configured, s.specs.hardware) for design in {s.speculative.design, "none"})
-    return cap, s.parallel.dp
+    return cap, s.disaggregation.decode.replicas if s.disaggregation is not None else s.parallel.dp
 
 
 def prefill_chunks(s: Scenario, input_len: float) -> float:

@@ -207,10 +207,11 @@ def apply_sets(data: dict[str, Any], overrides: list[Override], known: Callable[
             node = node.get(part) if isinstance(node, dict) else None
         if isinstance(node, dict) and isinstance(node.get(leaf), str) and any(k == f"{at}.hf_config" for k, _ in overrides):
             node[leaf] = {}
-    for key, value in overrides:
+    for i, (key, value) in enumerate(overrides):
         if value is None and not _holds_parts(data, _parts(key)):
             _nothing_to_drop(key, known, "--set")
-        _keys_dropped(data, key, value, defaults)
+        later = {k[len(key) + 1:].split(".")[0] for k, _ in overrides[i + 1:] if k.startswith(f"{key}.")}
+        _keys_dropped(data, key, value, defaults, later)
         set_key(data, key, value, "--set")
     keys = [k for k, _ in overrides]
     again = first_repeat(keys)
@@ -227,19 +228,21 @@ def apply_sets(data: dict[str, Any], overrides: list[Override], known: Callable[
     return written
 
 
-def _keys_dropped(data: dict[str, Any], key: str, value: Any, defaults: Callable[[str], dict[str, Any]]) -> None:
+def _keys_dropped(data: dict[str, Any], key: str, value: Any, defaults: Callable[[str], dict[str, Any]],
+                  later: set[str]) -> None:
     """A --set of a whole section (`workload={concurrency: 2}`) replaces it: the keys the scenario
     gave there and the value does not go back to their defaults (`defaults`: the loader's for the
     section at a key path; a key the scenario gave its default value changes nothing). Said once,
     with the --set that changes one key; a sweep is replaced whole on purpose (`sweep={...}` runs
-    that sweep)."""
+    that sweep); `later`: keys a later --set inside the section gives again."""
     if not isinstance(value, dict) or key == "sweep" or key.startswith("sweep."):
         return
     held = _get(data, key) if holds(data, key) else None
     if not isinstance(held, dict):  # nothing of the scenario's there, or a catalog name the mapping overrides
         return
     default = defaults(key)
-    lost = [str(k) for k, v in held.items() if k not in value and not (k in default and default[k] == v)]
+    lost = [str(k) for k, v in held.items() if k not in value and str(k) not in later
+            and not (k in default and default[k] == v)]
     if lost:
         from mtpsim.errors import warn
         first = next(iter(value), None)

@@ -6,10 +6,13 @@ the results come back in submission order, so the summary is the one the process
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import ray
@@ -78,12 +81,28 @@ def connect(address: str | None, jobs: int | None) -> bool:
         if problem:
             raise ScenarioError(where, "", f"no Ray cluster reached at {address!r}: {problem}")
         try:
-            ray.init(address=address, runtime_env=runtime_env(), **quiet)
+            with _sigterm_kept():
+                ray.init(address=address, runtime_env=runtime_env(), **quiet)
         except (ConnectionError, ValueError) as exc:  # nothing listening there; not an address at all
             raise ScenarioError(where, "", f"no Ray cluster reached at {address!r}: {exc}") from None
     else:
-        ray.init(address="local", num_cpus=jobs, include_dashboard=False, runtime_env=runtime_env(), **quiet)
+        with _sigterm_kept():
+            ray.init(address="local", num_cpus=jobs, include_dashboard=False, runtime_env=runtime_env(), **quiet)
     return True
+
+
+@contextlib.contextmanager
+def _sigterm_kept():
+    """ray.init installs its C++ core's handler for SIGTERM, which prints a native stack dump and
+    exits 1: a `kill` of a sweep on Ray then skipped mtpsim's stop (`mtpsim: interrupted`, status
+    143, the run folder given back). The handler in place before (the CLI's, interrupts.on_sigterm,
+    or a notebook's own) is put back."""
+    kept = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
+    try:
+        yield
+    finally:
+        if kept is not None:
+            signal.signal(signal.SIGTERM, kept)
 
 
 PROBE_S = 20  # how long a cluster may take to answer before `--address` is called unreachable

@@ -87,7 +87,8 @@ def grid(s: sc.Scenario, batches: list[int], steps: list[int], topks: list[int],
     for setting in settings:
         at = layouts.at_layout(s, layout, setting)
         points += [space.with_load(at, load, layout, keep_cap=True, origin=("--batch", "")) for load in loads]
-    heavy_load(points, ("--batch", ""))  # after the points validate: one line if refused
+    # after the points validate (one line if refused); a closed loop's requests per user are the file's
+    heavy_load(points, (s.source, "workload.num_requests") if w.arrival == "closed" else ("--batch", ""))
     return [p.model_copy(update={"seed": p.seed + k}) for p in points for k in range(seeds)]
 
 

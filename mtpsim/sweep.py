@@ -176,11 +176,12 @@ def _validate_point(data: dict, point: dict, i: int, n: int, path, where: str, o
 
 
 def _labelled(check: Callable[[], Any], point: dict, i: int, n: int) -> Any:
-    """check(), its ScenarioError saying which sweep point it is about where there are several."""
+    """check(), its ScenarioError saying which sweep point it is about (a one-point sweep's too: the
+    value may be the sweep's, not the file's key the error names)."""
     try:
         return check()
     except ScenarioError as exc:
-        if n == 1 or not point:
+        if not point:
             raise
         raise ScenarioError(exc.where, exc.key, f"{exc.reason} (sweep point {i + 1} of {n}: {_which(point)})") from None
 

@@ -22,6 +22,14 @@ before its fix:
   past it too (H5);
 - `mtpsim.load("")` read the current folder, and `load(fixed=...)` took keys no scenario has
   (smaller notes).
+Campaign 41 (~390 probes of those fixes and beside them), the tests after the marker below:
+- disaggregated() took pools whose weights leave no KV room, and simulate() then blamed the file
+  (H1); `--set search=null` was said to be ignored (H3); a key a later --set gave again was said to
+  go back to its default (H4); a trace's ragged row kept pandas' words (H5); the heavy-run warning
+  read parallel.dp under disaggregation (H6); a one-point sweep's error named the key as the
+  file's (H7); recommend's heavy-run warning blamed --batch for the file's requests per user (H8).
+  A SIGTERM during `--backend ray` met Ray's native handler (a stack dump, status 1): H2, fixed in
+  ray_backend._sigterm_kept and checked by hand: rc 143, `mtpsim: interrupted`, the folder given back.
 """
 from __future__ import annotations
 
@@ -191,3 +199,76 @@ def test_load_names_an_empty_path_and_a_fixed_key_no_scenario_has(call, word):
     with pytest.raises(ScenarioError) as refused:
         call(mtpsim)
     assert refused.value.where == "mtpsim.load" and word in refused.value.reason
+
+
+# ------------------------------------------------------------- campaign 41 (the holes in this file's fixes and beside them)
+
+def test_disaggregated_refuses_a_pool_with_no_kv_room_as_its_own(tmp_path):
+    """Before: accepted, and `simulate` then blamed the scenario file's disaggregation.decode, a
+    section the file does not hold (campaign 41, H1)."""
+    import mtpsim
+    from mtpsim.errors import ScenarioError
+    text = BASE.replace("model: llama-3.1-8b", "model: deepseek-v3").replace("hardware: h100-sxm", "hardware: h200") \
+        .replace("design: nextn, steps: 3, draft: eagle3-llama-3.1-8b", "design: none") \
+        .replace("acceptance: {per_depth: [0.8, 0.7, 0.6]}\n", "")
+    s = mtpsim.load(run(tmp_path, text)[1], advise_points=False)[0]
+    with pytest.raises(ScenarioError) as refused:
+        mtpsim.disaggregated(s, {"tp": 8}, {"tp": 1})
+    assert (refused.value.where, refused.value.key) == ("mtpsim.disaggregated", "decode"), refused.value.message
+
+
+@pytest.mark.parametrize("section", ["search=null", "verify=null"])
+def test_a_set_that_drops_a_section_is_not_said_to_be_ignored(tmp_path, capsys, section):
+    """Before: `--set search=null` warned that only `mtpsim search` reads the section (campaign 41, H3)."""
+    assert not [w for w in _warned(capsys, ["cost", run(tmp_path, BASE)[1], "--set", section]) if "reads the" in w]
+
+
+def test_a_key_a_later_set_gives_again_is_not_said_to_go_back_to_its_default(tmp_path, capsys):
+    """Before: `--set workload={...} --set workload.input_len=64` said input_len went back to its
+    default, and it ran at 64 (campaign 41, H4)."""
+    argv = ["cost", run(tmp_path, BASE)[1], "--set", "workload={concurrency: 2, num_requests: 8, output_len: 16}",
+            "--set", "workload.input_len=64"]
+    assert not [w for w in _warned(capsys, argv) if "whole section" in w]
+
+
+def test_a_trace_row_longer_than_its_header_names_its_line(tmp_path, capsys):
+    """Before: pandas' tokenizer text ("Error tokenizing data. C error: ...") at no key (campaign 41, H5)."""
+    (tmp_path / "t.csv").write_text("arrival_s,input_len,output_len\n0,64,16\n0.1,64,16,9\n")
+    text = BASE.replace("workload: {arrival: closed, concurrency: 4, num_requests: 8, input_len: 64, output_len: 16}",
+                        f"workload: {{arrival: trace, trace: {tmp_path / 't.csv'}}}")
+    line = one_line_error(capsys, ["cost", run(tmp_path, text)[1]], "line 3", "4 fields where the header has 3")
+    assert "tokenizing" not in line
+
+
+def test_the_heavy_run_warning_counts_a_disaggregated_decode_pools_replicas(tmp_path, capsys):
+    """Before: parallel.dp (1 under disaggregation) was read, and the run went unwarned (campaign 41, H6)."""
+    import mtpsim
+    from mtpsim.run import heavy_runs
+    text = BASE.replace("concurrency: 4, num_requests: 8", "concurrency: 8, num_requests: 40000").replace(
+        "output_len: 16", "output_len: 100").replace("design: nextn, steps: 3, draft: eagle3-llama-3.1-8b", "design: none") \
+        .replace("acceptance: {per_depth: [0.8, 0.7, 0.6]}\n", "") + \
+        "disaggregation: {prefill: {tp: 1}, decode: {tp: 1, replicas: 4}}\n"
+    errors._warned.clear()
+    heavy_runs(mtpsim.load(run(tmp_path, text)[1], advise_points=False))
+    assert "about 2,000,000 decode iterations" in capsys.readouterr().err
+
+
+def test_a_one_point_sweeps_error_names_the_point(tmp_path, capsys):
+    """Before: `speculative.topk: ...` as if the file set it; two points added the point (campaign 41, H7)."""
+    text = BASE + "sweep: {speculative.topk: [2]}\n"
+    line = one_line_error(capsys, ["cost", run(tmp_path, text.replace("draft: eagle3-llama-3.1-8b", "draft: "
+                                                                      "eagle3-llama-3.1-8b, draft_tokens: 2"))[1]],
+                          "", "sweep point 1 of 1: speculative.topk=2")
+    assert "speculative" in line
+
+
+def test_recommends_heavy_warning_blames_the_files_requests_per_user(tmp_path, capsys):
+    """Before: blamed --batch, when the file's num_requests over its users made each point long (H8)."""
+    text = BASE.replace("concurrency: 4, num_requests: 8", "concurrency: 1, num_requests: 20000").replace(
+        "output_len: 16", "output_len: 256")
+    import mtpsim
+    from mtpsim.recommend import grid
+    errors._warned.clear()
+    grid(mtpsim.load(run(tmp_path, text)[1], advise_points=False)[0], [1], [1], [1])  # the points, not run
+    said = [w for w in capsys.readouterr().err.splitlines() if "takes minutes" in w]
+    assert len(said) == 1 and ": workload.num_requests: " in said[0], said

@@ -120,6 +120,23 @@ def checked_simulate(scenario, *, keep_passes: bool = False, max_iteration_rows:
                     max_request_rows=max_request_rows, progress=progress, progress_line=progress_line)
 
 
+def checked_disaggregated(s, prefill: dict, decode: dict, link: str = "auto", gpus: int | None = None):
+    """`mtpsim.disaggregated`: resolve.disaggregated (see there), and the pools' KV pools checked as
+    `mtpsim run` checks a file's before it runs (preflight.check_kv_pool). A pool whose weights leave
+    no room is the call's error, naming its argument; `simulate` met it later, blaming the scenario
+    file for a disaggregation section it does not hold."""
+    from mtpsim.resolve import CALL, disaggregated
+    from mtpsim.sim.preflight import check_kv_pool
+    point = disaggregated(s, prefill, decode, link, gpus)
+    try:
+        check_kv_pool(point)
+    except ScenarioError as exc:
+        if exc.key.split(".")[0] != "disaggregation":
+            raise
+        raise ScenarioError(CALL, exc.key.removeprefix("disaggregation").lstrip("."), exc.reason) from None
+    return point
+
+
 def load_columns(w) -> dict:
     """concurrency (a batch load's: the requests it sends at once), rate_per_s (a rate schedule's
     mean over its cycle; a trace's requests over its span) and num_requests; a trace adds what

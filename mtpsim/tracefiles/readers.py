@@ -14,7 +14,7 @@ from functools import partial
 
 import numpy as np
 
-from mtpsim.csvfiles import CsvRecords, as_written, record_row
+from mtpsim.csvfiles import CsvRecords, as_written, record_row, unreadable_csv
 from mtpsim.errors import ScenarioError, short
 from mtpsim.files import READ_ERRORS, Column, check_numbers, strict_json, unreadable
 from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
@@ -85,10 +85,7 @@ def _csv_chunks(path: str, fmt: Format, chunk_rows: int) -> Iterator[RawChunk]:
         except pd.errors.EmptyDataError:
             raise ScenarioError(path, "", "no rows") from None
         except pd.errors.ParserError as exc:
-            detail = short(str(exc).strip(), 160)[1:-1]
-            if "Expected" in detail:  # the C parser: "Expected 3 fields in line 3, saw 4"
-                raise ScenarioError(path, "", f"a row holds more fields than the header names ({detail})") from None
-            raise ScenarioError(path, "", f"not a readable CSV: {detail}") from None
+            raise unreadable_csv(exc, path) from None
 
 
 def _chunks_refusing_long_rows(reader, path: str) -> Iterator[pd.DataFrame]:
