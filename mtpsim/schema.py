@@ -345,7 +345,7 @@ def section_defaults(dotted: str) -> dict[str, Any]:
         model = _section(model.model_fields[part].annotation)
     if model is None:
         return {}
-    return {k: f.default for k, f in model.model_fields.items() if not f.is_required() and f.default_factory is None}
+    return {k: f.get_default(call_default_factory=True) for k, f in model.model_fields.items() if not f.is_required()}
 
 
 def _section(annotation: Any) -> type[BaseModel] | None:

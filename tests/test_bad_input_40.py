@@ -272,3 +272,10 @@ def test_recommends_heavy_warning_blames_the_files_requests_per_user(tmp_path, c
     grid(mtpsim.load(run(tmp_path, text)[1], advise_points=False)[0], [1], [1], [1])  # the points, not run
     said = [w for w in capsys.readouterr().err.splitlines() if "takes minutes" in w]
     assert len(said) == 1 and ": workload.num_requests: " in said[0], said
+
+
+def test_a_dropped_key_that_held_its_factory_default_is_not_named(tmp_path, capsys):
+    """Before: `engine.ignore_rules: []` (a list default) was said to go back to its default."""
+    text = BASE.replace("hardware: h100-sxm\n", "hardware: h100-sxm\nengine: {kind: sglang, ignore_rules: []}\n")
+    assert not [w for w in _warned(capsys, ["cost", run(tmp_path, text)[1], "--set", "engine={kind: sglang}"])
+                if "whole section" in w]
