@@ -7,6 +7,8 @@ aggregated point on prefill and decode pools.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -225,9 +227,17 @@ def disaggregated(s: Scenario, prefill: dict, decode: dict, link: str = "auto", 
     data = s.model_dump(exclude={"parallel", "disaggregation", "sweep"}, exclude_defaults=True)
     given = {"prefill": prefill, "decode": decode, "link": link, **({"gpus": gpus} if gpus is not None else {})}
     data["disaggregation"] = plain_values(given, CALL)  # a NumPy number is named as load() names it
-    try:
+    with pools_blamed_on_call():
         return validate(data, s.source, s.point)
-    except ScenarioError as exc:  # the pools are the call's arguments, not the scenario file's section
+
+
+@contextmanager
+def pools_blamed_on_call() -> Iterator[None]:
+    """An error about a disaggregated() point's `disaggregation` section as the call's: the pools are
+    its arguments, not a section of the scenario file (resolve.disaggregated, sim.checked_disaggregated)."""
+    try:
+        yield
+    except ScenarioError as exc:
         if exc.key.split(".")[0] != "disaggregation":
             raise
         raise ScenarioError(CALL, exc.key.removeprefix("disaggregation").lstrip("."), exc.reason) from None

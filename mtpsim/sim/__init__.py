@@ -125,15 +125,11 @@ def checked_disaggregated(s, prefill: dict, decode: dict, link: str = "auto", gp
     `mtpsim run` checks a file's before it runs (preflight.check_kv_pool). A pool whose weights leave
     no room is the call's error, naming its argument; `simulate` met it later, blaming the scenario
     file for a disaggregation section it does not hold."""
-    from mtpsim.resolve import CALL, disaggregated
+    from mtpsim.resolve import disaggregated, pools_blamed_on_call
     from mtpsim.sim.preflight import check_kv_pool
     point = disaggregated(s, prefill, decode, link, gpus)
-    try:
+    with pools_blamed_on_call():
         check_kv_pool(point)
-    except ScenarioError as exc:
-        if exc.key.split(".")[0] != "disaggregation":
-            raise
-        raise ScenarioError(CALL, exc.key.removeprefix("disaggregation").lstrip("."), exc.reason) from None
     return point
 
 
