@@ -56,6 +56,7 @@ def staged(out: Path) -> Iterator[Path]:
     line) has reached stdout: a stdout it cannot write (a full device) fails the command before
     anything is replaced."""
     tmp = out.with_name(out.name + ".partial")
+    made = missing_above(tmp)
     try:
         tmp.mkdir(parents=True)
     except OSError as exc:  # named as the user gave it (the .partial beside it is ours), with what blocks it
@@ -74,4 +75,20 @@ def staged(out: Path) -> Iterator[Path]:
         tmp.rename(out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)  # the half-written folder we created
+        remove_empty(made)
         raise
+
+
+def missing_above(path: Path) -> list[Path]:
+    """The folders above `path` that do not exist yet (a `mkdir(parents=True)` makes them), deepest first."""
+    return [p for p in Path(path).absolute().parents if not p.exists()]
+
+
+def remove_empty(folders: list[Path]) -> None:
+    """Remove `folders` (deepest first: missing_above's), which a command made for an output it
+    then gave back, while nothing else is in them: a stopped command leaves no empty tree behind."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # something else is there now, or it is gone: what is above it stays too
+            break

@@ -15,6 +15,7 @@ from typing import Any
 
 from mtpsim.errors import ScenarioError, short
 from mtpsim.files import parse_yaml
+from mtpsim.sections import is_catalog_name
 from mtpsim.textnumbers import first_repeat
 from mtpsim.yamlfiles import MAX_DEPTH
 
@@ -235,22 +236,42 @@ def _keys_dropped(data: dict[str, Any], key: str, value: Any, defaults: Callable
     section at a key path; a key the scenario gave its default value changes nothing). Said once,
     with the --set that changes one key; a sweep is replaced whole on purpose (`sweep={...}` runs
     that sweep); `later`: keys a later --set inside the section gives again."""
+    held = _get(data, key) if holds(data, key) else None
+    if isinstance(value, str) and key in REFERENCES and isinstance(held, dict) and is_catalog_name(value):
+        # a catalog name over `{from: NAME, ...}` (or an hf_config mapping) takes the entry as the
+        # catalog has it: the scenario's own fields there are dropped, which `KEY.from=` would keep
+        own = [str(k) for k in held if k not in ("from", "hf_config") and str(k) not in later]
+        if own:
+            _say_dropped(key, own, _from_catalog(value, len(own)),
+                         f" (--set {key}.from={value} keeps {'them' if len(own) > 1 else 'it'})" if "from" in held else "")
+        return
     if not isinstance(value, dict) or key == "sweep" or key.startswith("sweep."):
         return
-    held = _get(data, key) if holds(data, key) else None
     if not isinstance(held, dict):  # nothing of the scenario's there, or a catalog name the mapping overrides
         return
     default = defaults(key)
     lost = [str(k) for k, v in held.items() if k not in value and str(k) not in later
             and not (k in default and default[k] == v)]
     if lost:
-        from mtpsim.errors import warn
         first = next(iter(value), None)
-        one = f" (--set {key}.{first}=... changes one key)" if first is not None else ""
-        named = lost[0] if len(lost) == 1 else f"{', '.join(lost[:-1])} and {lost[-1]}" if len(lost) <= 4 else \
-            f"{', '.join(lost[:4])} and {len(lost) - 4} more"
-        warn("--set", key, f"replaces the whole section: the scenario's {named} "
-             f"{'go back to their defaults' if len(lost) > 1 else 'goes back to its default'}{one}")
+        source = value.get("from") if key in REFERENCES else None  # the fields a catalog entry gives
+        fate = _from_catalog(source, len(lost)) if isinstance(source, str) else \
+            "go back to their defaults" if len(lost) > 1 else "goes back to its default"
+        _say_dropped(key, lost, fate,
+                     f" (--set {key}.{first}=... changes one key)" if first is not None else "")
+
+
+def _from_catalog(name: str, count: int) -> str:
+    """What becomes of `count` dropped keys of a section that catalog entry `name` now gives."""
+    return f"take{'' if count > 1 else 's'} the catalog value{'s' if count > 1 else ''} of {short(name, 40)}"
+
+
+def _say_dropped(key: str, lost: list[str], fate: str, hint: str) -> None:
+    """One warning that `--set KEY=...` drops the scenario's `lost` keys inside KEY."""
+    from mtpsim.errors import warn
+    named = lost[0] if len(lost) == 1 else f"{', '.join(lost[:-1])} and {lost[-1]}" if len(lost) <= 4 else \
+        f"{', '.join(lost[:4])} and {len(lost) - 4} more"
+    warn("--set", key, f"replaces the whole section: the scenario's {named} {fate}{hint}")
 
 
 def set_inside(key: str, values: list, overrides: list[Override], where: str, later: list) -> list:

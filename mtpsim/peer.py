@@ -30,6 +30,7 @@ import functools
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -121,7 +122,8 @@ def unavailable() -> str:
     if not python:
         return f"aiconfigurator is not importable here and ${PYTHON_ENV} is not set"
     if not Path(python).exists():
-        return f"${PYTHON_ENV} names {python}, which does not exist"
+        missing = "is no command on $PATH" if os.sep not in python else "does not exist"
+        return f"${PYTHON_ENV} names {python}, which {missing}"
     try:
         done = subprocess.run([python, "-c", "import aiconfigurator.cli.api, aiconfigurator; "
                                "print(getattr(aiconfigurator, '__version__', '?'))"], capture_output=True, text=True,
@@ -223,8 +225,12 @@ def _importable_here() -> bool:
 
 
 def _named_python() -> str | None:
-    """What $AICONFIGURATOR_PYTHON names (None: unset)."""
-    return os.environ.get(PYTHON_ENV, DEFAULT_PYTHON)
+    """What $AICONFIGURATOR_PYTHON names (None: unset); a bare command name (`python3`) is looked up
+    on $PATH, as a shell would run it."""
+    python = os.environ.get(PYTHON_ENV, DEFAULT_PYTHON)
+    if python and os.sep not in python and not Path(python).exists():
+        return shutil.which(python) or python
+    return python
 
 
 def _external_python() -> str | None:

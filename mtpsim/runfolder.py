@@ -17,7 +17,7 @@ from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE, DesignShape
 from mtpsim.errors import ScenarioError
 from mtpsim.files import dump_yaml_all
-from mtpsim.outputs import writing
+from mtpsim.outputs import missing_above, remove_empty, writing
 from mtpsim.results import (
     ITERATION_COLUMNS,
     PASS_COLUMNS,
@@ -130,6 +130,7 @@ def claimed(name: str, out: str | None) -> Iterator[Path]:
     command made it, so that the same --out can be used again; what it had already written stays.
     A reader that left (`| head`, a BrokenPipeError: status 0) takes nothing from a finished folder."""
     made = out is None or not Path(out).exists()  # a folder this run creates; an empty one given by --out stays
+    above = missing_above(Path(out) if out else Path("runs") / "run")  # and the folders it creates above it
     path = output_dir(name, out)  # gives back what it made if interrupted itself
     try:
         yield path
@@ -141,6 +142,7 @@ def claimed(name: str, out: str | None) -> Iterator[Path]:
             (path / CLAIM).unlink(missing_ok=True)
             if made and not any(path.iterdir()):
                 path.rmdir()
+                remove_empty(above)
             elif isinstance(exc, KeyboardInterrupt) and not exc.args and any(path.iterdir()):
                 # what a command writes as it goes (verify's points) stays: say so on the one line
                 raise KeyboardInterrupt(f"{path} keeps what was written before the stop, not marked complete") \
