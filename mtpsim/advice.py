@@ -109,7 +109,7 @@ def _verify_past_the_model(s: Scenario) -> list[tuple[str, str]]:
     if "verify" not in s.model_fields_set:
         return found
     if v.num_layers > model.num_layers:
-        found.append(("verify.num_layers", f"{v.num_layers} is more than model {model.name!r}'s "
+        found.append(("verify.num_layers", f"{v.num_layers} is more than model {model.name}'s "
                       f"{model.num_layers} layers: verify builds those {model.num_layers}"))
     built = [m for m in (model, s.specs.draft, s.specs.assistant) if m is not None]  # each shrunk by the cap
     experts = max((f.num_experts for m in built for f in m.ffn_kinds.values() if f.kind == "moe"), default=0)

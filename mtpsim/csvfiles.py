@@ -89,6 +89,25 @@ class CsvRecords:
         found = self._scan(record, column)
         return found if isinstance(found, str) else None
 
+    def first_ragged(self) -> tuple[int, int, int] | None:
+        """(the file line, its field count, the header's) of the first data record holding more
+        fields than the header, which pandas' own messages place by no file line; None if none
+        (or the file cannot be read again)."""
+        try:
+            with self.opener() as raw, io.TextIOWrapper(raw, encoding="utf-8-sig", newline="") as text:
+                reader, width, end = csv.reader(text, skipinitialspace=self.skipinitialspace), None, 0
+                for fields in reader:
+                    start, end = end + 1, reader.line_num
+                    if len(fields) <= 1 and not "".join(fields).strip():
+                        continue
+                    if width is None:
+                        width = len(fields)
+                    elif len(fields) > width:
+                        return start, len(fields), width
+        except (OSError, ValueError, csv.Error):
+            pass
+        return None
+
     def _scan(self, record: int, column: str | None = None):
         """Read the records up to `record`, noting where each starts; the text of its cell in
         `column` when asked."""
@@ -147,12 +166,10 @@ def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = N
         with warnings.catch_warnings():  # rows longer than the header warn (index_col=False): refuse them
             warnings.simplefilter("error", pd.errors.ParserWarning)
             df = pd.read_csv(io.BytesIO(data), nrows=max_rows + 1, index_col=False)
-    except pd.errors.ParserWarning:
-        raise ScenarioError(where, "", "rows hold more fields than the header names (ragged rows)") from None
     except pd.errors.EmptyDataError:
         raise ScenarioError(where, "", "empty: no header and no rows") from None
-    except (pd.errors.ParserError, ValueError) as exc:
-        raise unreadable_csv(exc, where) from None
+    except (pd.errors.ParserWarning, pd.errors.ParserError, ValueError) as exc:
+        raise unreadable_csv(exc, where, CsvRecords(partial(io.BytesIO, data))) from None
     if len(df) > max_rows:
         raise ScenarioError(where, "", f"more than {max_rows:,} rows")
     _unique_header(data, where)
@@ -173,15 +190,18 @@ def read_csv(path: str | Path, columns: dict[str, Column], where: str | None = N
     return df
 
 
-def unreadable_csv(exc: Exception, where: str) -> ScenarioError:
-    """pandas' refusal of a CSV as one line: a row with more fields than the header at its line
-    (the C parser says "Error tokenizing data. C error: Expected 3 fields in line 3, saw 4"), else
-    its own words."""
-    ragged = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
-    if ragged:
-        header, row, saw = ragged.groups()
-        return ScenarioError(where, f"line {row}", f"{saw} fields where the header has {header} (ragged rows): is it a "
+def unreadable_csv(exc: Exception, where: str, records: CsvRecords) -> ScenarioError:
+    """pandas' refusal of a CSV as one line: a row with more fields than the header at its file
+    line (`records` finds it: pandas' C parser says "Expected 3 fields in line 3, saw 4", counting
+    records, not lines, and its warning where every row is long names none), else its own words."""
+    ragged = isinstance(exc, pd.errors.ParserWarning) or re.search(r"Expected \d+ fields in line \d+", str(exc))
+    found = records.first_ragged() if ragged else None
+    if found is not None:
+        line, saw, header = found
+        return ScenarioError(where, f"line {line}", f"{saw} fields where the header has {header} (ragged rows): is it a "
                              "CSV table?")
+    if ragged:
+        return ScenarioError(where, "", "rows hold more fields than the header names (ragged rows)")
     return ScenarioError(where, "", f"not a readable CSV: {short(str(exc).strip(), 160)[1:-1]}")
 
 

@@ -19,8 +19,8 @@ def external_fits(spec, model, draft):
         return ("speculative.draft.fused_target_layers", f"{draft.name!r} fuses the hidden states of "
                 f"{draft.fused_target_layers} target layers and model {model.name!r} has {model.num_layers}")
     if draft.draft_vocab_size is not None and draft.draft_vocab_size > model.vocab_size:
-        return ("speculative.draft.draft_vocab_size", f"{draft.name!r}'s own head covers {draft.draft_vocab_size} "
-                f"tokens, more than model {model.name!r}'s vocabulary of {model.vocab_size}: a draft head prunes "
+        return ("speculative.draft.draft_vocab_size", f"{draft.name}'s own head covers {draft.draft_vocab_size} "
+                f"tokens, more than model {model.name}'s vocabulary of {model.vocab_size}: a draft head prunes "
                 "the target's vocabulary, it cannot widen it")
     return None
 
@@ -62,12 +62,12 @@ def block_fits(spec, model, draft):
     depth = draft.block.target_num_layers
     if depth is not None and depth != model.num_layers:
         return ("speculative.draft", f"{draft.name!r} was trained against a target of {depth} layers "
-                f"(block.target_num_layers: num_target_layers in its config.json), not model {model.name!r}'s "
+                f"(block.target_num_layers: num_target_layers in its config.json), not model {model.name}'s "
                 f"{model.num_layers}")
     if draft.backbone_hidden_size != model.hidden_size or draft.hidden_size != model.hidden_size:
         return ("speculative.draft", f"{draft.name!r} borrows the target's LM head and reads its hidden states: "
                 f"hidden_size {draft.hidden_size} and backbone_hidden_size {draft.backbone_hidden_size} must be "
-                f"model {model.name!r}'s {model.hidden_size}")
+                f"model {model.name}'s {model.hidden_size}")
     if draft.vocab_size != model.vocab_size:
         return ("speculative.draft", f"{draft.name!r} proposes tokens of a {draft.vocab_size}-token vocabulary and "
                 f"model {model.name!r} has {model.vocab_size}")
@@ -103,7 +103,7 @@ def not_block_checkpoint(spec, model, draft):
     """A checkpoint whose draft module is a block drafter (DSpark) drafts a block per forward; the
     serial MTP path cannot run it (vLLM refuses it: PR #46965)."""
     if draft is None and model.mtp is None and model.block_draft is not None:
-        return ("speculative.design", f"model {model.name!r}'s draft module is the block drafter "
+        return ("speculative.design", f"model {model.name}'s draft module is the block drafter "
                 f"{model.block_draft!r}, which the serial MTP path ({spec.design}) cannot run: use design block")
     return None
 
@@ -121,7 +121,7 @@ def chained_mtp(spec, model, draft):
     if draft is None and model.mtp is None:
         return ("speculative.design", f"{spec.design} needs MTP layers and model {model.name!r} has none")
     if draft is None and model.mtp.parallel:
-        return ("speculative.design", f"model {model.name!r}'s draft is {model.mtp.num_layers} parallel heads, "
+        return ("speculative.design", f"model {model.name}'s draft is {model.mtp.num_layers} parallel heads, "
                 f"not chained MTP layers: use design parallel_heads")
     return None
 

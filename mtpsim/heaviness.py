@@ -50,15 +50,16 @@ def heavy(requests: int, output_len: float, running: int | None, chunks_per_prom
 
 def point_size(s: Scenario) -> Heaviness:
     """How long one run of point `s` is to simulate (`heavy`): a trace by its selection (read once
-    already: checks.py); a closed or batch load's users decoding together, shared over the
-    replicas, each replica at most the engine's running cap (batch_bound)."""
+    already: checks.py); a closed load's users (a batch load's requests, all sent at once)
+    decoding together, shared over the replicas, each replica at most the engine's running cap (batch_bound)."""
     w = s.workload
     if w.arrival == "trace":
         from mtpsim.tracefiles import scan  # on first use: not on `mtpsim run`'s path without a trace
         stats = scan(w.trace)
         return heavy(stats.num_requests, stats.mean_output_len, None, prefill_chunks(s, stats.mean_input_len))
     cap, replicas = batch_bound(s)
-    running = min(math.ceil(w.concurrency / replicas), cap) if w.arrival in ("closed", "batch") else None
+    users = {"closed": w.concurrency, "batch": w.num_requests}.get(w.arrival)  # a batch load sends every request at once
+    running = min(math.ceil(users / replicas), cap) if users is not None else None
     return heavy(w.num_requests, mean_length(w.output_len), running, prefill_chunks(s, mean_length(w.input_len)))
 
 

@@ -94,7 +94,7 @@ def windows_past_context(s: Scenario) -> list[tuple[str, str]]:
             window, at = (att.compressed.window, "compressed.window") if att.compressed else (att.window, "window")
             if window is not None and window >= limit:
                 found.append((f"{key}.attention_kinds.{name}.{at}", f"{window:,} tokens is not shorter than model "
-                              f"{s.specs.model.name!r}'s context of {limit:,} (max_context): no sequence outgrows it, so "
+                              f"{s.specs.model.name}'s context of {limit:,} (max_context): no sequence outgrows it, so "
                               "these layers attend their whole context, as global ones"))
     return found
 

@@ -10,7 +10,7 @@ points set by the same set_key); nothing here validates a scenario.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from mtpsim.errors import ScenarioError, short
@@ -231,47 +231,56 @@ def apply_sets(data: dict[str, Any], overrides: list[Override], known: Callable[
 
 def _keys_dropped(data: dict[str, Any], key: str, value: Any, defaults: Callable[[str], dict[str, Any]],
                   later: set[str]) -> None:
-    """A --set of a whole section (`workload={concurrency: 2}`) replaces it: the keys the scenario
-    gave there and the value does not go back to their defaults (`defaults`: the loader's for the
-    section at a key path; a key the scenario gave its default value changes nothing). Said once,
+    """A --set of a whole section (`workload={concurrency: 2}`) replaces it: said once (`dropped`),
     with the --set that changes one key; a sweep is replaced whole on purpose (`sweep={...}` runs
     that sweep); `later`: keys a later --set inside the section gives again."""
+    if key == "sweep" or key.startswith("sweep."):
+        return
+    lost, fate = dropped(data, key, value, defaults, later)
+    if not lost:
+        return
+    if isinstance(value, str):
+        hint = f" (--set {key}.from={value} keeps {'them' if len(lost) > 1 else 'it'})" \
+            if "from" in _get(data, key) else ""
+    else:
+        first = next(iter(value), None)
+        hint = f" (--set {key}.{first}=... changes one key)" if first is not None else ""
+    from mtpsim.errors import warn
+    warn("--set", key, f"replaces the whole section: the scenario's {said_keys(lost)} {fate}{hint}")
+
+
+def dropped(data: dict[str, Any], key: str, value: Any, defaults: Callable[[str], dict[str, Any]],
+            later: Collection[str] = ()) -> tuple[list[str], str]:
+    """The keys the scenario gave in section `key` that `value`, replacing the section whole,
+    drops, and what becomes of them: a mapping's go back to their defaults (`defaults`: the
+    loader's for the section at a key path; a key the scenario gave its default value changes
+    nothing), or to a catalog entry's values where the value names one (`{from: NAME}`, or a
+    catalog name over the scenario's `{from: ..., ...}`); `later`: keys set again after it."""
     held = _get(data, key) if holds(data, key) else None
-    if isinstance(value, str) and key in REFERENCES and isinstance(held, dict) and is_catalog_name(value):
-        # a catalog name over `{from: NAME, ...}` (or an hf_config mapping) takes the entry as the
-        # catalog has it: the scenario's own fields there are dropped, which `KEY.from=` would keep
-        own = [str(k) for k in held if k not in ("from", "hf_config") and str(k) not in later]
-        if own:
-            _say_dropped(key, own, _from_catalog(value, len(own)),
-                         f" (--set {key}.from={value} keeps {'them' if len(own) > 1 else 'it'})" if "from" in held else "")
-        return
-    if not isinstance(value, dict) or key == "sweep" or key.startswith("sweep."):
-        return
     if not isinstance(held, dict):  # nothing of the scenario's there, or a catalog name the mapping overrides
-        return
+        return [], ""
+    if isinstance(value, str) and key in REFERENCES and is_catalog_name(value):
+        own = [str(k) for k in held if k not in ("from", "hf_config") and str(k) not in later]
+        return own, _from_catalog(value, len(own))
+    if not isinstance(value, dict):
+        return [], ""
     default = defaults(key)
     lost = [str(k) for k, v in held.items() if k not in value and str(k) not in later
             and not (k in default and default[k] == v)]
-    if lost:
-        first = next(iter(value), None)
-        source = value.get("from") if key in REFERENCES else None  # the fields a catalog entry gives
-        fate = _from_catalog(source, len(lost)) if isinstance(source, str) else \
-            "go back to their defaults" if len(lost) > 1 else "goes back to its default"
-        _say_dropped(key, lost, fate,
-                     f" (--set {key}.{first}=... changes one key)" if first is not None else "")
+    source = value.get("from") if key in REFERENCES else None  # the fields a catalog entry gives
+    return lost, _from_catalog(source, len(lost)) if isinstance(source, str) else \
+        "go back to their defaults" if len(lost) > 1 else "goes back to its default"
+
+
+def said_keys(keys: list[str]) -> str:
+    """`a`, `a and b`, `a, b and c`, ... at most four named, then a count."""
+    return keys[0] if len(keys) == 1 else f"{', '.join(keys[:-1])} and {keys[-1]}" if len(keys) <= 4 else \
+        f"{', '.join(keys[:4])} and {len(keys) - 4} more"
 
 
 def _from_catalog(name: str, count: int) -> str:
     """What becomes of `count` dropped keys of a section that catalog entry `name` now gives."""
     return f"take{'' if count > 1 else 's'} the catalog value{'s' if count > 1 else ''} of {short(name, 40)}"
-
-
-def _say_dropped(key: str, lost: list[str], fate: str, hint: str) -> None:
-    """One warning that `--set KEY=...` drops the scenario's `lost` keys inside KEY."""
-    from mtpsim.errors import warn
-    named = lost[0] if len(lost) == 1 else f"{', '.join(lost[:-1])} and {lost[-1]}" if len(lost) <= 4 else \
-        f"{', '.join(lost[:4])} and {len(lost) - 4} more"
-    warn("--set", key, f"replaces the whole section: the scenario's {named} {fate}{hint}")
 
 
 def set_inside(key: str, values: list, overrides: list[Override], where: str, later: list) -> list:

@@ -7,6 +7,7 @@ aggregated point on prefill and decode pools.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -113,9 +114,27 @@ def _spec(kind: str, ref: str | dict[str, Any], cls: type[BaseModel], where: str
     except ValidationError as exc:
         err = from_validation(exc, where, key, data=resolved)
         if "hf_config" in ref:  # the spec was read from config.json: say so, as its keys are the spec's
-            err = ScenarioError(err.where, err.key, f"{err.reason} (in the spec read from {short(ref['hf_config'], 200)}"
-                                " with this scenario's overrides)")
+            inner = err.key.removeprefix(key).lstrip(".")
+            if _overridden(ref, inner):  # a value this scenario wrote over the file's
+                err = ScenarioError(err.where, err.key, f"{err.reason} (in the spec read from "
+                                    f"{short(ref['hf_config'], 200)} with this scenario's overrides)")
+            else:  # the config.json's own value: the scenario has no such key to blame
+                err = ScenarioError(str(ref["hf_config"]), inner, f"{err.reason} (mtpsim's spec key, as read from "
+                                    f"this config.json for {key} in {where})")
         raise err from None
+
+
+def _overridden(ref: dict[str, Any], inner: str) -> bool:
+    """Whether a scenario's `{hf_config: ..., ...}` mapping wrote the spec key `inner` (or the
+    list or value holding it) over what the config.json gives."""
+    node: Any = ref
+    for part in inner.split(".") if inner else ():
+        if not isinstance(node, dict):
+            return True  # a list or value the scenario wrote holds it
+        if part not in node:
+            return False
+        node = node[part]
+    return bool(inner)
 
 
 # engine.<key> a scenario may set -> the EngineSpec field it overrides (None there: the release's value)
@@ -240,4 +259,6 @@ def pools_blamed_on_call() -> Iterator[None]:
     except ScenarioError as exc:
         if exc.key.split(".")[0] != "disaggregation":
             raise
-        raise ScenarioError(CALL, exc.key.removeprefix("disaggregation").lstrip("."), exc.reason) from None
+        # its words name the call's arguments too: `prefill['tp']`, not the file's disaggregation.prefill.tp
+        reason = re.sub(r"\bdisaggregation\.(prefill|decode)\.(\w+)", r"\1['\2']", exc.reason)
+        raise ScenarioError(CALL, exc.key.removeprefix("disaggregation").lstrip("."), reason) from None

@@ -152,7 +152,8 @@ def test_a_plot_series_label_tells_same_named_keys_apart():
 
 # ---------------------------------------------------------------- 4: --set inside a swept section
 
-SECTION_SWEEP = CLOSED + "sweep: {workload: [{concurrency: 1, num_requests: 4}, {concurrency: 2, num_requests: 4}]}\n"
+SECTION_SWEEP = CLOSED + ("sweep: {workload: [{concurrency: 1, num_requests: 4, input_len: 64, output_len: 16}, "
+                          "{concurrency: 2, num_requests: 4, input_len: 64, output_len: 16}]}\n")
 
 
 def test_a_set_inside_a_swept_section_says_so_and_the_rows_say_what_ran(tmp_path, capsys):
@@ -164,11 +165,11 @@ def test_a_set_inside_a_swept_section_says_so_and_the_rows_say_what_ran(tmp_path
     assert err.splitlines() == [f"mtpsim: warning: {tmp_path / 's.yaml'}: sweep.workload: --set workload.concurrency "
                                 "sets it on every point, inside this swept section: its swept values 1, 2 are not run"]
     rows = [line for line in out.splitlines() if line.lstrip().startswith("nextn")]
-    assert len(rows) == 2 and all(row.endswith("concurrency=3 num_requests=4") for row in rows), out
+    assert len(rows) == 2 and all(row.endswith("concurrency=3 num_requests=4 input_len=64 output_len=16") for row in rows), out
 
 
 def test_a_set_inside_a_swept_section_that_its_values_leave_alone_is_quiet(tmp_path, capsys):
-    argv = [*run(tmp_path, SECTION_SWEEP), "--jobs", "1", "--set", "workload.input_len=32"]
+    argv = [*run(tmp_path, SECTION_SWEEP), "--jobs", "1", "--set", "workload.arrival=closed"]
     assert warnings_of(capsys, argv) == []
 
 

@@ -199,7 +199,7 @@ QWEN_BLOCK = BASE.replace("deepseek-v3", "qwen3-8b").replace("hardware: h200", "
     ({**DFLASH_CONFIG, "num_target_layers": 20, "dflash_config": {"target_layer_ids": [1, 5, 9, 13, 17]}},
      "speculative.draft", "trained against a target of 20 layers"),
     ({**DFLASH_CONFIG, "num_target_layers": 30, "dflash_config": {"target_layer_ids": [1, 9, 17, 25, 33]}},
-     "speculative.draft.block.target_layer_ids.4", "past the 30 layers"),
+     "block.target_layer_ids.4", "past the 30 layers"),
 ], ids=["default-taps", "given-taps", "tap-past-its-own-target"])
 def test_a_block_drafter_config_trained_for_another_depth_is_refused(tmp_path, capsys, config, key, word):
     """Before: a block drafter read from its config.json names no catalog target (built_for), and

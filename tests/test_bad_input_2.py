@@ -217,7 +217,7 @@ def test_values_python_or_a_default_would_take_silently(tmp_path, capsys, text, 
     one_line_error(capsys, run(tmp_path, text), key, word)
 
 
-RAGGED = [("long-rows", TRACE + "0,64,16,9\n1,64,16,9\n", "", "more fields than the header"),
+RAGGED = [("long-rows", TRACE + "0,64,16,9\n1,64,16,9\n", "line 2", "4 fields where the header has 3"),
           ("repeated-column", "arrival_s,arrival_s,input_len,output_len\n0,5,64,16\n", "arrival_s", "named twice"),
           ("short-row", TRACE + "0,64,16\n1,64\n", "output_len", "row 3: empty")]
 

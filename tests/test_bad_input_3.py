@@ -87,7 +87,7 @@ def test_kv_heads_that_do_not_divide_the_heads(tmp_path, capsys):
               "num_attention_heads": 32, "num_key_value_heads": 7, "vocab_size": 128256,
               "max_position_embeddings": 131072, "torch_dtype": "bfloat16"}
     text = SMALL.replace("model: llama-3.1-8b", "model: {hf_config: c.json}")
-    one_line_error(capsys, run(tmp_path, text, {"c.json": json.dumps(config)}), "model.attention_kinds.gqa",
+    one_line_error(capsys, run(tmp_path, text, {"c.json": json.dumps(config)}), "attention_kinds.gqa",
                    "not a multiple of num_kv_heads 7")
 
 

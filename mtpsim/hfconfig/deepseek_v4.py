@@ -165,12 +165,24 @@ def _ratios(c: Config, n: int) -> list[int]:
             if type(r) is not int or r not in RATIO_KINDS:
                 raise c.error(f"compress_ratios.{i}", f"{short(r)} is not one of 0, 1, 2, 4, 128 (sliding, V4.1's "
                               "compressed sparse at ratio 1 or 2, compressed sparse, heavily compressed attention)")
+        if c.get("layer_types") is not None:  # both forms given: read one, so they must say the same
+            named = kinds_of(c, "layer_types", c.list("layer_types", n), dict(zip(LAYER_TYPES, LAYER_TYPES)))
+            odd = next((i for i, (t, r) in enumerate(zip(named, ratios)) if _family(LAYER_TYPES[t]) != _family(r)), None)
+            if odd is not None:
+                raise c.error(f"layer_types.{odd}", f"{named[odd]} disagrees with compress_ratios.{odd} ({ratios[odd]}), "
+                              "which mtpsim reads: give one of the two, or make them agree")
         return ratios
     rates = c.get("compress_rates", {})
     if not isinstance(rates, dict) or any(LAYER_TYPES.get(k) not in (None, v) for k, v in rates.items()):
         raise c.error("compress_rates", f"expected compressed_sparse_attention 4 and heavily_compressed_attention 128, "
                       f"got {short(rates)}")
     return [LAYER_TYPES[t] for t in kinds_of(c, "layer_types", c.list("layer_types", n), dict(zip(LAYER_TYPES, LAYER_TYPES)))]
+
+
+def _family(ratio: int) -> int:
+    """A compress ratio's kind of attention: 0 sliding, 4 compressed sparse (V4.1's ratios 1 and 2
+    too), 128 heavily compressed, as layer_types names them."""
+    return 4 if ratio in (1, 2, 4) else ratio
 
 
 def _is_v41(c: Config) -> bool:

@@ -72,7 +72,7 @@ def _csv_chunks(path: str, fmt: Format, chunk_rows: int) -> Iterator[RawChunk]:
             reader = pd.read_csv(f, chunksize=chunk_rows, skipinitialspace=True, encoding="utf-8-sig", index_col=False,
                                  dtype={fmt.time: str} if fmt.seconds_per_unit is None else None)
             records, origin = CsvRecords(partial(open_trace, path), skipinitialspace=True), None
-            for df in map(_stripped, _chunks_refusing_long_rows(reader, path)):
+            for df in map(_stripped, _chunks_refusing_long_rows(reader)):
                 if df.empty:
                     continue
                 if fmt.seconds_per_unit is None:
@@ -84,13 +84,13 @@ def _csv_chunks(path: str, fmt: Format, chunk_rows: int) -> Iterator[RawChunk]:
                 yield RawChunk(int(df.index[0]), time_s, *lengths, records=records)
         except pd.errors.EmptyDataError:
             raise ScenarioError(path, "", "no rows") from None
-        except pd.errors.ParserError as exc:
-            raise unreadable_csv(exc, path) from None
+        except (pd.errors.ParserError, pd.errors.ParserWarning) as exc:
+            raise unreadable_csv(exc, path, CsvRecords(partial(open_trace, path), skipinitialspace=True)) from None
 
 
-def _chunks_refusing_long_rows(reader, path: str) -> Iterator[pd.DataFrame]:
+def _chunks_refusing_long_rows(reader) -> Iterator[pd.DataFrame]:
     """The reader's chunks; rows all longer than the header (pandas warns and drops the extra
-    fields, index_col=False) are one ScenarioError, as an uneven row is (the parser's error)."""
+    fields, index_col=False) raise its warning, which the caller words as an uneven row's error."""
     while True:
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
@@ -98,9 +98,6 @@ def _chunks_refusing_long_rows(reader, path: str) -> Iterator[pd.DataFrame]:
                 df = next(reader)
             except StopIteration:
                 return
-            except pd.errors.ParserWarning as exc:
-                detail = short(str(exc), 100)[1:-1]
-                raise ScenarioError(path, "", f"rows hold more fields than the header names ({detail})") from None
         yield df
 
 

@@ -36,7 +36,7 @@ def setup_of(s, device: str) -> Setup:
         wide = sorted(k for k, a in (spec.attention_kinds.items() if spec is not None else ()) if a.input_size)
         if wide:  # torchkit's projections read the hidden width: a wider input would be priced, not built
             raise ScenarioError(s.source, key, f"verify builds q/k/v projections that read the hidden states, and "
-                                f"{spec.name!r}'s attention {wide} reads input_size-wide inputs; `mtpsim run` "
+                                f"{spec.name}'s attention {wide} reads input_size-wide inputs; `mtpsim run` "
                                 "simulates it")
     if s.speculative.topk > 1:
         raise ScenarioError(s.source, "speculative.topk", "verify builds chain drafts (topk 1); `mtpsim run` "
