@@ -9,7 +9,7 @@ import io
 import re
 import warnings
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -93,42 +93,43 @@ class CsvRecords:
         """(the file line, its field count, the header's) of the first data record holding more
         fields than the header, which pandas' own messages place by no file line; None if none
         (or the file cannot be read again)."""
-        try:
-            with self.opener() as raw, io.TextIOWrapper(raw, encoding="utf-8-sig", newline="") as text:
-                reader, width, end = csv.reader(text, skipinitialspace=self.skipinitialspace), None, 0
-                for fields in reader:
-                    start, end = end + 1, reader.line_num
-                    if len(fields) <= 1 and not "".join(fields).strip():
-                        continue
-                    if width is None:
-                        width = len(fields)
-                    elif len(fields) > width:
-                        return start, len(fields), width
-        except (OSError, ValueError, csv.Error):
-            pass
+        header = None
+        for start, fields in self._records():
+            if header is None:
+                header = fields
+            elif len(fields) > len(header):
+                return start, len(fields), len(header)
         return None
 
     def _scan(self, record: int, column: str | None = None):
         """Read the records up to `record`, noting where each starts; the text of its cell in
         `column` when asked."""
         self.lines = array("q")
+        header = None
+        for start, fields in self._records():
+            if header is None:
+                header = [f.strip() for f in fields]
+                continue
+            self.lines.append(start)
+            if len(self.lines) > record:
+                at = header.index(column) if column in header else len(fields)
+                return fields[at] if at < len(fields) else None
+        return None
+
+    def _records(self) -> Iterator[tuple[int, list[str]]]:
+        """(the file line it starts on, its fields) of each record, the header's first, as pandas
+        reads them (blank and whitespace-only lines skipped); none past a point the file can no
+        longer be read (the callers then fall back to counting rows)."""
         try:
             with self.opener() as raw, io.TextIOWrapper(raw, encoding="utf-8-sig", newline="") as text:
-                reader, header, end = csv.reader(text, skipinitialspace=self.skipinitialspace), None, 0
+                reader, end = csv.reader(text, skipinitialspace=self.skipinitialspace), 0
                 for fields in reader:
                     start, end = end + 1, reader.line_num
                     if len(fields) <= 1 and not "".join(fields).strip():
                         continue  # a blank line: pandas skips it
-                    if header is None:
-                        header = [f.strip() for f in fields]
-                        continue
-                    self.lines.append(start)
-                    if len(self.lines) > record:
-                        at = header.index(column) if column in header else len(fields)
-                        return fields[at] if at < len(fields) else None
-        except (OSError, ValueError, csv.Error):  # unreadable now: the caller falls back to counting rows
-            pass
-        return None
+                    yield start, fields
+        except (OSError, ValueError, csv.Error):
+            return
 
 
 def record_row(values: pd.Series, position: int, records: CsvRecords | None) -> int:
