@@ -27,7 +27,7 @@ def main() -> int:
     from mtpsim.torchkit import loops
     from mtpsim.torchkit.kernels import without_cudnn_attention
     from mtpsim.torchkit.measure import start
-    from mtpsim.verify.command import setup_of
+    from mtpsim.verify.setup import setup_of
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--design", default="none", choices=list(SCENARIOS))

@@ -183,7 +183,7 @@ def _stub_verify(monkeypatch, ran=None) -> None:
     table = pd.DataFrame({"kind": ["tps"], "predicted": [1.0], "measured": [1.0], "rel_error": [0.0]})
     monkeypatch.setattr(command, "verify_point", lambda s, *args: (ran.append(s.seed) if ran is not None else None) or table)
     monkeypatch.setattr(command, "plot", lambda table, path: path.write_text(""))
-    monkeypatch.setattr(command, "_machine_level", lambda device, profile: None)
+    monkeypatch.setattr(command, "machine_level", lambda device, profile: None)
 
 
 def _verify_warnings(tmp_path, capsys, text: str) -> list[str]:

@@ -85,7 +85,7 @@ def test_verify_names_a_swept_layout_as_the_sweeps(tmp_path, capsys, monkeypatch
     table = pd.DataFrame({"kind": ["tps"], "predicted": [1.0], "measured": [1.0], "rel_error": [0.0]})
     monkeypatch.setattr(command, "verify_point", lambda s, *args: table)
     monkeypatch.setattr(command, "plot", lambda table, path: path.write_text(""))
-    monkeypatch.setattr(command, "_machine_level", lambda device, profile: None)
+    monkeypatch.setattr(command, "machine_level", lambda device, profile: None)
     path = tmp_path / "v.yaml"
     path.write_text("name: v\nmodel: qwen3-8b\nhardware: cpu\nspeculative: {design: none}\n"
                     "workload: {arrival: batch, concurrency: 2, num_requests: 2, input_len: 64, output_len: 16}\n"

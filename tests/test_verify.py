@@ -195,7 +195,7 @@ def test_verify_command_end_to_end(write_scenario, tmp_path, capsys):
 def test_verify_calibrate_writes_a_quick_profile_through_calibration(tmp_path, monkeypatch):
     """--calibrate: calibration's public write_profile, quick, into the run folder (grid not run here)."""
     from mtpsim.calibration import command as calibration
-    from mtpsim.verify.command import cost_source
+    from mtpsim.verify.device import cost_source
     seen = []
     monkeypatch.setattr(calibration, "calibrate", lambda device, quick, folder, visits: seen.append(
         (device, quick, visits)) or {"device": device, "quick": quick})
@@ -205,7 +205,7 @@ def test_verify_calibrate_writes_a_quick_profile_through_calibration(tmp_path, m
 
 
 def test_machine_level_scales_predictions():
-    from mtpsim.verify.command import at_level
+    from mtpsim.verify.device import at_level
     table = pd.DataFrame({"kind": ["tps", "iteration_s", "draft_s"], "predicted": [100.0, 0.010, 0.0],
                           "measured": [80.0, 0.0125, 0.0]})
     assert at_level(table.copy(), [1.2, None]) is None
@@ -275,7 +275,7 @@ def test_verify_command_runs_a_block_drafter(write_scenario, tmp_path, monkeypat
     the test above's: not re-timed here)."""
     from mtpsim.cli import main
     from mtpsim.verify import command
-    monkeypatch.setattr(command, "_machine_level", lambda device, profile: None)
+    monkeypatch.setattr(command, "machine_level", lambda device, profile: None)
     path = write_scenario({
         "name": "blk", "model": "qwen3-8b", "hardware": "cpu",
         "speculative": {"design": "block", "steps": 3, "draft": "dflash-qwen3-8b-block7"},

@@ -18,14 +18,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 import yaml
 
 from mtpsim import scenario as sc
 from mtpsim.advice import advise, swept_at, swept_verify
 from mtpsim.advice_sweep import advise_sweep
-from mtpsim.catalog_lookup import hardware_for_device
-from mtpsim.costs.profile import PROFILES_DIR
 from mtpsim.errors import ScenarioError, holding, warn
 from mtpsim.model_advice import spec_entry
 from mtpsim.outputs import writing
@@ -35,6 +32,7 @@ from mtpsim.torchkit import loops
 from mtpsim.torchkit.kernels import keep_freed_memory, without_cudnn_attention
 from mtpsim.torchkit.measure import Setup, measure
 from mtpsim.verify.compare import comparison, fits_memory, plot, predict, simulated_mapping
+from mtpsim.verify.device import at_level, cost_source, machine_level, one_device
 from mtpsim.verify.setup import setup_of
 from mtpsim.workload_advice import concurrency_unread
 
@@ -68,12 +66,12 @@ def _verify(points: list, args, out: Path) -> int:
     _other_deployment(points, device, hardware)
     print(f"verify {points[0].name} on {device} ({hardware}); cost model: "
           f"{'calibrated, ' + profile if profile else 'roofline (no profile for this device yet)'}")
-    levels = [_machine_level(device, profile)]
+    levels = [machine_level(device, profile)]
     tables = []
     for s, folder in zip(points, folders):
         folder.mkdir(exist_ok=True)
         tables.append(verify_point(s, device, hardware, profile, folder))
-    levels.append(_machine_level(device, profile))
+    levels.append(machine_level(device, profile))
     _unread_settings(points, device, profile, args.calibrate)
     _report(pd.concat(tables, ignore_index=True), levels, out)
     return 0
@@ -148,81 +146,6 @@ def _report(table: pd.DataFrame, levels: list, out: Path) -> None:
 
 def _point_folder(out: Path, i: int, s) -> Path:
     return out / f"{i:02d}-{s.speculative.design}-b{s.workload.concurrency}"
-
-
-def _machine_level(device: str, profile: str | None) -> float | None:
-    """A shared CPU's speed now against its profile's (calibration/level.py); None on CUDA or
-    without a profile."""
-    if device != "cpu" or profile is None:
-        return None
-    from mtpsim.calibration.level import machine_level
-    return machine_level(Path(profile))
-
-
-def at_level(table: pd.DataFrame, levels: list) -> float | None:
-    """Add `machine_level` and `rel_error_at_level` (the prediction scaled by the machine's
-    level: times x level, TPS / level) to `table`; the level used (geometric mean), or None."""
-    if any(v is None for v in levels):
-        return None
-    level = float(np.exp(np.mean(np.log(levels))))
-    scaled = np.where(table.kind == "tps", table.predicted / level, table.predicted * level)
-    table["machine_level"] = level
-    table["rel_error_at_level"] = np.where(table.measured > 0, scaled / table.measured.where(table.measured > 0, 1) - 1, 0.0)
-    return level
-
-
-def one_device(points: list) -> str:
-    """The device every point runs on. One verify times one device, against that device's cost
-    model (its profile, its thread count); a sweep whose points pick different devices is refused,
-    not run on the first point's device while its rows say otherwise."""
-    devices = [pick_device(s.verify.device, s.source) for s in points]
-    if len(set(devices)) > 1:
-        swept = next((f"sweep.{k}" for k in points[0].point if k in ("verify", "verify.device")), "verify.device")
-        raise ScenarioError(points[0].source or "verify", swept, f"the points pick devices {sorted(set(devices))}: one "
-                            "verify times one device against its own cost model; run one verify per device")
-    return devices[0]
-
-
-def pick_device(choice: str, where: str = "verify") -> str:
-    if choice == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if choice == "cuda" and not torch.cuda.is_available():
-        raise ScenarioError(where, "verify.device", "cuda, and torch sees no CUDA device on this machine "
-                            "(use cpu or auto)")
-    return choice
-
-
-def cost_source(device: str, calibrate: bool, out: Path | None) -> tuple[str, str | None]:
-    """(hardware catalog name, profile folder or None): the committed profile of this device,
-    or one measured now into `out` with --calibrate; roofline when there is neither."""
-    hardware = "cpu"
-    if device == "cuda":
-        name = torch.cuda.get_device_name()
-        hardware = hardware_for_device(name)
-        if hardware is None:
-            raise ScenarioError("verify", "", f"no hardware catalog entry for the device {name!r}")
-    if calibrate:
-        from mtpsim.calibration.command import write_profile
-        folder = out / "profile"
-        if write_profile(device, str(folder), quick=True) != 0:
-            raise SystemExit(2)  # write_profile printed its one-line error
-        return hardware, str(folder)
-    folder = PROFILES_DIR / hardware
-    if (folder / "meta.yaml").is_file():
-        _match_threads(folder, device)
-        return hardware, str(folder)
-    if device == "cpu":
-        torch.set_num_threads(1)  # see _match_threads
-    return hardware, None
-
-
-def _match_threads(folder: Path, device: str) -> None:
-    """Time with the CPU thread count the profile was measured with (1 when it does not say:
-    on a shared 2-core machine two spinning OpenMP threads make tiny ops 10x slower and noisy)."""
-    meta = yaml.safe_load((folder / "meta.yaml").read_text()) or {}
-    threads = meta.get("threads")
-    if device == "cpu":
-        torch.set_num_threads(threads if isinstance(threads, int) and threads > 0 else 1)
 
 
 def verify_point(s, device: str, hardware: str, profile: str | None, folder: Path) -> pd.DataFrame:
