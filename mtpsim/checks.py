@@ -43,7 +43,7 @@ def check_against_specs(s: Scenario, where: str) -> None:
         raise ScenarioError(where, "acceptance.kept_length", f"design {s.speculative.design} drafts nothing to keep")
     _check_peak_flops(s, where)
     _check_policy(s, where)
-    _check_rate_schedule(s.workload, where)
+    check_rate_schedule(s.workload, where)
     check_parallelism(s, where)
     if s.disaggregation is not None:
         check_pools(s, where)
@@ -220,7 +220,7 @@ def _check_policy(s: Scenario, where: str) -> None:
                                 "the most the run reserves KV and draws acceptance for")
 
 
-def _check_rate_schedule(w: Workload, where: str) -> None:
+def check_rate_schedule(w: Workload, where: str) -> None:
     """A rate schedule is a Poisson load's rate over time: phases in time order, one rate at a time.
     A Poisson load's arrivals span at most MAX_SIM_S simulated seconds."""
     if w.arrival == "poisson" and w.rate_per_s is not None and w.num_requests / w.rate_per_s > MAX_SIM_S:

@@ -22,6 +22,7 @@ from mtpsim.lazy import pandas as pd  # on first use: not on `mtpsim run`'s path
 from mtpsim.textfiles import check_lines, read_bytes, unsigned
 
 MAX_ROWS = 5_000_000           # CSV rows
+CELL_LIMIT = 2**31 - 1         # characters of one cell the record walk reads (pandas' C parser has no limit)
 
 
 # the largest integer a float64 holds exactly, and so the largest an integer column reads: past it
@@ -120,6 +121,7 @@ class CsvRecords:
         """(the file line it starts on, its fields) of each record, the header's first, as pandas
         reads them (blank and whitespace-only lines skipped); none past a point the file can no
         longer be read (the callers then fall back to counting rows)."""
+        csv.field_size_limit(CELL_LIMIT)  # a cell as long as pandas reads (the csv module stops at 128 KiB)
         try:
             with self.opener() as raw, io.TextIOWrapper(raw, encoding="utf-8-sig", newline="") as text:
                 reader, end = csv.reader(text, skipinitialspace=self.skipinitialspace), 0

@@ -49,17 +49,27 @@ def heavy(requests: int, output_len: float, running: int | None, chunks_per_prom
 
 
 def point_size(s: Scenario) -> Heaviness:
-    """How long one run of point `s` is to simulate (`heavy`): a trace by its selection (read once
-    already: checks.py); a closed load's users (a batch load's requests, all sent at once)
-    decoding together, shared over the replicas, each replica at most the engine's running cap (batch_bound)."""
+    """How long one run of point `s` is to simulate (`heavy`): a closed load's users (a batch
+    load's requests, all sent at once) decoding together, shared over the replicas; an open load
+    (Poisson, or a trace by its selection, read once already: checks.py) at the fewest iterations
+    it can take, every replica full; each replica at most the engine's running cap (batch_bound)."""
     w = s.workload
-    if w.arrival == "trace":
-        from mtpsim.tracefiles import scan  # on first use: not on `mtpsim run`'s path without a trace
-        stats = scan(w.trace)
-        return heavy(stats.num_requests, stats.mean_output_len, None, prefill_chunks(s, stats.mean_input_len))
     cap, replicas = batch_bound(s)
-    users = {"closed": w.concurrency, "batch": w.num_requests}.get(w.arrival)  # a batch load sends every request at once
-    running = min(math.ceil(users / replicas), cap) if users is not None else None
+    if w.arrival in ("trace", "poisson"):
+        if w.arrival == "trace":
+            from mtpsim.tracefiles import scan  # on first use: not on `mtpsim run`'s path without a trace
+            stats = scan(w.trace)
+            requests, output_len, input_len = stats.num_requests, stats.mean_output_len, stats.mean_input_len
+        else:
+            requests, output_len, input_len = w.num_requests, mean_length(w.output_len), mean_length(w.input_len)
+        load = heavy(requests, output_len, None, prefill_chunks(s, input_len))
+        # an open load's batch is what the simulation finds; every replica full (the running cap)
+        # is the fewest iterations it can take, so a run past the limit even then is said
+        fewest = heavy(requests, output_len, cap, prefill_chunks(s, input_len))
+        return load if load.share >= fewest.share else \
+            Heaviness(fewest.share, fewest.what.replace("about ", "at least "), load.prefill_bound)
+    users = {"closed": w.concurrency, "batch": w.num_requests}[w.arrival]  # a batch load sends every request at once
+    running = min(math.ceil(users / replicas), cap)
     return heavy(w.num_requests, mean_length(w.output_len), running, prefill_chunks(s, mean_length(w.input_len)))
 
 

@@ -80,8 +80,9 @@ def staged(out: Path) -> Iterator[Path]:
 
 
 def missing_above(path: Path) -> list[Path]:
-    """The folders above `path` that do not exist yet (a `mkdir(parents=True)` makes them), deepest first."""
-    return [p for p in Path(path).absolute().parents if not p.exists()]
+    """The folders above `path` that do not exist yet (a `mkdir(parents=True)` makes them), deepest
+    first: `a/..` names no folder of its own (`a` is the one made), so it is left out."""
+    return [p for p in Path(path).absolute().parents if not p.exists() and p.name not in ("..", ".")]
 
 
 def remove_empty(folders: list[Path]) -> None:

@@ -10,12 +10,11 @@ points set by the same set_key); nothing here validates a scenario.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from typing import Any
 
 from mtpsim.errors import ScenarioError, short
 from mtpsim.files import parse_yaml
-from mtpsim.sections import is_catalog_name
 from mtpsim.textnumbers import first_repeat
 from mtpsim.yamlfiles import MAX_DEPTH
 
@@ -195,7 +194,7 @@ def parse_set(item: str) -> Override:
 
 
 def apply_sets(data: dict[str, Any], overrides: list[Override], known: Callable[[str], bool] = lambda key: True,
-               defaults: Callable[[str], dict[str, Any]] = lambda key: {}) -> dict[str, Any]:
+               on_replace: Callable[[dict[str, Any], str, Any, set[str]], None] = lambda *args: None) -> dict[str, Any]:
     """Set each override into `data` (set_key), and return what the file says without them (a
     copy where there are any), to tell its errors from --set's (from_set). A key given twice, or a
     section given after a key inside it (which it would undo), is a ScenarioError; so is a null
@@ -212,7 +211,7 @@ def apply_sets(data: dict[str, Any], overrides: list[Override], known: Callable[
         if value is None and not _holds_parts(data, _parts(key)):
             _nothing_to_drop(key, known, "--set")
         later = {k[len(key) + 1:].split(".")[0] for k, _ in overrides[i + 1:] if k.startswith(f"{key}.")}
-        _keys_dropped(data, key, value, defaults, later)
+        on_replace(data, key, value, later)  # a whole section replaced: the loader says what it drops (section_drops.py)
         set_key(data, key, value, "--set")
     keys = [k for k, _ in overrides]
     again = first_repeat(keys)
@@ -229,60 +228,6 @@ def apply_sets(data: dict[str, Any], overrides: list[Override], known: Callable[
     return written
 
 
-def _keys_dropped(data: dict[str, Any], key: str, value: Any, defaults: Callable[[str], dict[str, Any]],
-                  later: set[str]) -> None:
-    """A --set of a whole section (`workload={concurrency: 2}`) replaces it: said once (`dropped`),
-    with the --set that changes one key; a sweep is replaced whole on purpose (`sweep={...}` runs
-    that sweep); `later`: keys a later --set inside the section gives again."""
-    if key == "sweep" or key.startswith("sweep."):
-        return
-    lost, fate = dropped(data, key, value, defaults, later)
-    if not lost:
-        return
-    if isinstance(value, str):
-        hint = f" (--set {key}.from={value} keeps {'them' if len(lost) > 1 else 'it'})" \
-            if "from" in _get(data, key) else ""
-    else:
-        first = next(iter(value), None)
-        hint = f" (--set {key}.{first}=... changes one key)" if first is not None else ""
-    from mtpsim.errors import warn
-    warn("--set", key, f"replaces the whole section: the scenario's {said_keys(lost)} {fate}{hint}")
-
-
-def dropped(data: dict[str, Any], key: str, value: Any, defaults: Callable[[str], dict[str, Any]],
-            later: Collection[str] = ()) -> tuple[list[str], str]:
-    """The keys the scenario gave in section `key` that `value`, replacing the section whole,
-    drops, and what becomes of them: a mapping's go back to their defaults (`defaults`: the
-    loader's for the section at a key path; a key the scenario gave its default value changes
-    nothing), or to a catalog entry's values where the value names one (`{from: NAME}`, or a
-    catalog name over the scenario's `{from: ..., ...}`); `later`: keys set again after it."""
-    held = _get(data, key) if holds(data, key) else None
-    if not isinstance(held, dict):  # nothing of the scenario's there, or a catalog name the mapping overrides
-        return [], ""
-    if isinstance(value, str) and key in REFERENCES and is_catalog_name(value):
-        own = [str(k) for k in held if k not in ("from", "hf_config") and str(k) not in later]
-        return own, _from_catalog(value, len(own))
-    if not isinstance(value, dict):
-        return [], ""
-    default = defaults(key)
-    lost = [str(k) for k, v in held.items() if k not in value and str(k) not in later
-            and not (k in default and default[k] == v)]
-    source = value.get("from") if key in REFERENCES else None  # the fields a catalog entry gives
-    return lost, _from_catalog(source, len(lost)) if isinstance(source, str) else \
-        "go back to their defaults" if len(lost) > 1 else "goes back to its default"
-
-
-def said_keys(keys: list[str]) -> str:
-    """`a`, `a and b`, `a, b and c`, ... at most four named, then a count."""
-    return keys[0] if len(keys) == 1 else f"{', '.join(keys[:-1])} and {keys[-1]}" if len(keys) <= 4 else \
-        f"{', '.join(keys[:4])} and {len(keys) - 4} more"
-
-
-def _from_catalog(name: str, count: int) -> str:
-    """What becomes of `count` dropped keys of a section that catalog entry `name` now gives."""
-    return f"take{'' if count > 1 else 's'} the catalog value{'s' if count > 1 else ''} of {short(name, 40)}"
-
-
 def set_inside(key: str, values: list, overrides: list[Override], where: str, later: list) -> list:
     """A swept section's values with each --set that lies inside it applied, as the points run
     it: the rows then say what ran. Where the section's values set that key otherwise, a warning
@@ -291,7 +236,7 @@ def set_inside(key: str, values: list, overrides: list[Override], where: str, la
         if not dotted.startswith(key + "."):
             continue
         inner = dotted[len(key) + 1:]
-        swept = [_get(v, inner) for v in values if isinstance(v, dict) and holds(v, inner)]
+        swept = [value_at(v, inner) for v in values if isinstance(v, dict) and holds(v, inner)]
         lost = list(dict.fromkeys(short(v, 40) for v in swept if canonical(v) != canonical(value)))
         if lost:
             later.append((where, f"sweep.{key}", f"--set {dotted} sets it on every point, inside this swept section: "
@@ -312,7 +257,7 @@ def _with_set(section: dict[str, Any], dotted: str, value: Any, where: str) -> d
     return out
 
 
-def _get(data: dict[str, Any], dotted: str) -> Any:
+def value_at(data: dict[str, Any], dotted: str) -> Any:
     """The value at a dotted key path the mapping holds (holds)."""
     for part in dotted.split("."):
         data = data[part if part in data else _key(data, part)]

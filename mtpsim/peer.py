@@ -121,8 +121,9 @@ def unavailable() -> str:
     python = _named_python()
     if not python:
         return f"aiconfigurator is not importable here and ${PYTHON_ENV} is not set"
-    if not Path(python).exists():
-        missing = "is no command on $PATH" if os.sep not in python else "does not exist"
+    if os.sep not in python or not Path(python).exists():  # a bare name _named_python found on no $PATH
+        here = f" ({python} in the current folder is not looked up: write ./{python})" if Path(python).exists() else ""
+        missing = f"is no command on $PATH{here}" if os.sep not in python else "does not exist"
         return f"${PYTHON_ENV} names {python}, which {missing}"
     try:
         done = subprocess.run([python, "-c", "import aiconfigurator.cli.api, aiconfigurator; "
@@ -225,18 +226,20 @@ def _importable_here() -> bool:
 
 
 def _named_python() -> str | None:
-    """What $AICONFIGURATOR_PYTHON names (None: unset); a bare command name (`python3`) is looked up
-    on $PATH, as a shell would run it."""
+    """What $AICONFIGURATOR_PYTHON names (None: unset), as a shell would run it: `~` expanded, and a
+    bare command name (`python3`) looked up on $PATH, never in the current folder, so that the
+    check and the run find the same file."""
     python = os.environ.get(PYTHON_ENV, DEFAULT_PYTHON)
-    if python and os.sep not in python and not Path(python).exists():
-        return shutil.which(python) or python
-    return python
+    if not python:
+        return python
+    python = os.path.expanduser(python)
+    return (shutil.which(python) or python) if os.sep not in python else python
 
 
 def _external_python() -> str | None:
-    """$AICONFIGURATOR_PYTHON where it names a file that exists."""
+    """$AICONFIGURATOR_PYTHON where it names a file that exists (a bare name: found on $PATH)."""
     python = _named_python()
-    return python if python and Path(python).exists() else None
+    return python if python and os.sep in python and Path(python).exists() else None
 
 
 def _last_line(text: str) -> str:

@@ -125,16 +125,13 @@ def _spec(kind: str, ref: str | dict[str, Any], cls: type[BaseModel], where: str
 
 
 def _overridden(ref: dict[str, Any], inner: str) -> bool:
-    """Whether a scenario's `{hf_config: ..., ...}` mapping wrote the spec key `inner` (or the
-    list or value holding it) over what the config.json gives."""
-    node: Any = ref
-    for part in inner.split(".") if inner else ():
-        if not isinstance(node, dict):
-            return True  # a list or value the scenario wrote holds it
-        if part not in node:
-            return False
-        node = node[part]
-    return bool(inner)
+    """Whether a scenario's `{hf_config: ..., ...}` mapping may have caused the error at spec key
+    `inner`: it wrote the section holding it (`block`, a missing `block.kind` too), or, for an
+    error about the whole spec, it wrote anything over the config.json (`role: draft`). Else the
+    config.json's own value is to blame."""
+    if not inner:
+        return any(k not in ("hf_config", "name") for k in ref)  # a name causes no error of the spec
+    return inner.split(".")[0] in ref
 
 
 # engine.<key> a scenario may set -> the EngineSpec field it overrides (None there: the release's value)

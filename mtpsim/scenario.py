@@ -31,8 +31,8 @@ from mtpsim.schema import (
     Verify,
     Workload,
     known_key,
-    section_defaults,
 )
+from mtpsim.section_drops import warn_set
 from mtpsim.set_blame import blamed_on_set, from_set
 from mtpsim.sweep import expand
 from mtpsim.yamlfiles import dump_yaml_all, plain_values
@@ -97,7 +97,7 @@ def load(path: str | Path | dict[str, Any], sets: list[str] = (), advise_points:
     path, data = _source(path)
     where = str(path)
     overrides = parse_sets(sets)
-    written = apply_sets(data, overrides, known_key, section_defaults)  # what the file says, to tell its errors from --set's
+    written = apply_sets(data, overrides, known_key, warn_set)  # what the file says, to tell its errors from --set's
     keys = [k for k, _ in overrides]  # warnings about these keys, during validation or later, name --set
     note_set_keys(where, (lambda key: from_set(key, keys, written)) if keys else None)
     with holding():  # what a point's validation warns of waits for every point and profile: bad input is one line

@@ -335,17 +335,15 @@ def known_key(dotted: str) -> bool:
     return True
 
 
-def section_defaults(dotted: str) -> dict[str, Any]:
-    """The defaults of the section at a dotted key path (`workload`, `engine.batch_wait`) where the
-    schema gives it one class, else {}: what a key left out of a --set section goes back to."""
+def section_class(dotted: str) -> type[BaseModel] | None:
+    """The class of the section at a dotted key path (`workload`, `engine.batch_wait`) where the
+    schema gives it one, else None (a mapping of the user's own keys, a union of sections)."""
     model: type[BaseModel] | None = Scenario
     for part in dotted.split("."):
         if model is None or part not in model.model_fields:
-            return {}
+            return None
         model = _section(model.model_fields[part].annotation)
-    if model is None:
-        return {}
-    return {k: f.get_default(call_default_factory=True) for k, f in model.model_fields.items() if not f.is_required()}
+    return model
 
 
 def _section(annotation: Any) -> type[BaseModel] | None:

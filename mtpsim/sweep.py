@@ -23,9 +23,10 @@ from typing import Any
 from mtpsim import catalog_lookup
 from mtpsim.errors import ScenarioError, short, warn
 from mtpsim.memory import check_engine_starts
-from mtpsim.overrides import canonical, dropped, said_keys, set_inside, set_key
+from mtpsim.overrides import canonical, set_inside, set_key
 from mtpsim.resolve import validate
-from mtpsim.schema import MAX_SWEEP_POINTS, Scenario, known_key, section_defaults
+from mtpsim.schema import MAX_SWEEP_POINTS, Scenario, known_key
+from mtpsim.section_drops import sweep_drops
 from mtpsim.textfiles import check_path_length
 
 __all__ = ["Points", "expand", "left_out", "one_point"]
@@ -86,7 +87,9 @@ def expand(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, An
                                                         canonical(v) != canonical(value)], later)
     for key in sweep:
         sweep[key] = set_inside(key, sweep[key], overrides, where, later)
-        _section_dropped(data, key, sweep[key], where, later)
+        drops = sweep_drops(data, key, sweep[key])
+        if drops is not None:
+            later.append((where, f"sweep.{key}", drops))
     fixed = fixed or {}
     for key in [k for k in sweep if _canonical_key(k) in fixed]:
         _over_sweep(where, key, fixed[_canonical_key(key)], sweep.pop(key), later)
@@ -102,26 +105,6 @@ def expand(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, An
     for warning in later:
         warn(*warning)
     return Points(scenarios, len(points))
-
-
-def _section_dropped(data: dict[str, Any], key: str, values: list, where: str, later: list) -> None:
-    """The warning (into `later`) that a swept section's values, each replacing the section whole
-    as `--set KEY={...}` does, drop keys the scenario gave there (overrides.dropped)."""
-    lost, catalog = [], False
-    for value in values:
-        keys, fate = dropped(data, key, value, section_defaults)
-        lost += [k for k in keys if k not in lost]
-        catalog |= bool(keys) and "catalog" in fate
-    if not lost:
-        return
-    many = len(lost) > 1
-    fate = f"take{'' if many else 's'} each swept entry's catalog value{'s' if many else ''}" if catalog else \
-        "go back to their defaults" if many else "goes back to its default"
-    first = next((next(iter(v), None) for v in values if isinstance(v, dict) and v), None)
-    hint = f" (sweep {key}.{first} to change one key)" if first is not None and not catalog else \
-        f" (sweep {key}.from to keep {'them' if many else 'it'})" if catalog else ""
-    later.append((where, f"sweep.{key}", f"each value replaces the whole section: the scenario's "
-                  f"{said_keys(lost)} {fate}{hint}"))
 
 
 def _over_sweep(where: str, key: str, flag: str, lost: list, later: list) -> None:

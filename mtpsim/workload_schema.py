@@ -134,7 +134,7 @@ class Workload(Section):
     arrival: Literal["closed", "poisson", "batch", "trace"] = "closed"
     """closed (fixed users, each sending the next request when one ends) | poisson | batch (all at t=0) | trace."""
     concurrency: int = Field(default=1, ge=1, le=MAX_USERS)
-    """closed: users; batch: requests at once."""
+    """closed: users (run reads it there only: a batch load sends all num_requests at once; cost takes it as its batch)."""
     rate_per_s: float | None = Field(default=None, gt=0, le=MAX_RATE)
     """poisson: arrival rate, requests per second."""
     # poisson whose rate swings: phases in order, the schedule repeating after the last until_s

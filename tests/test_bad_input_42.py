@@ -19,14 +19,29 @@ Campaign 42 (its report's H1-H2 and notes N1-N6):
 - a config.json's own bad value was blamed on a scenario key no one wrote (N4);
 - DeepSeek-V4's layer_types was passed over without a word where compress_ratios disagrees (N5);
 - a name was quoted twice before its 's (N6).
+Campaign 43 (its report's holes 1-9 and notes N1-N3), mostly of the drop warnings above:
+- a plain path over a mapping (`--set workload.trace=t2.csv` over `{path: t.csv, max_requests: 1}`,
+  a spec file over `{from: ..., max_context: ...}`) dropped its keys without a word (1);
+- errors the scenario's own overrides over a config.json caused were blamed on the config.json (2);
+- keys the value replaced by an alternative (per_depth by accept_length, rate_per_s by a rate
+  schedule, mean and std by a uniform range, one catalog source by another, the lengths a trace
+  brings) were named as dropped, with hints the schema refuses, and a table of the user's own keys
+  (steps_by_batch) was said to go back to defaults it has none of (3-5);
+- MTPSIM_CACHE_DIR='~/x' made a folder named `~` here (6); a bare $AICONFIGURATOR_PYTHON that is a
+  file here but no command on $PATH was checked here and run from $PATH (7); an open load of hours
+  was never weighed as heavy (8); a CSV cell over 128 KiB threw the record walk's lines off (9);
+- a stopped run's `--out a/../b/c` left `a` behind (N1); DeepSeek-V4's compress_rates were passed
+  over where compress_ratios is given (N2).
 """
 from __future__ import annotations
 
+import io
 import json
+from pathlib import Path
 
 import pytest
 
-from mtpsim import cli, errors
+from mtpsim import catalog, cli, errors
 from tests.test_bad_input import one_line_error, run
 from tests.test_bad_input_38 import BASE
 
@@ -41,9 +56,8 @@ def _warned(capsys, argv: list[str]) -> list[str]:
 
 
 @pytest.mark.parametrize("value, fate, hint", [
-    ("h200", "usd_per_gpu_hour takes the catalog value of 'h200'", "--set hardware.from=h200 keeps it"),
-    ("{from: h200, memory_capacity_bytes: 1.5e11}", "usd_per_gpu_hour takes the catalog value of 'h200'",
-     "--set hardware.from=... changes one key")])
+    ("h200", "usd_per_gpu_hour takes the value 'h200' gives", " (--set hardware.from=h200 keeps it)"),
+    ("{from: h200, memory_capacity_bytes: 1.5e11}", "usd_per_gpu_hour takes the value 'h200' gives", "gives")])
 def test_a_catalog_name_over_a_mapping_says_which_fields_it_drops(tmp_path, capsys, value, fate, hint):
     said = _warned(capsys, ["cost", run(tmp_path, PRICED)[1], "--set", f"hardware={value}"])
     assert len(said) == 1 and ": hardware: " in said[0] and fate in said[0] and hint in said[0], said
@@ -198,3 +212,129 @@ def test_a_named_models_possessive_is_quoted_once(tmp_path, capsys):
         .replace("speculative: {design: nextn", "speculative: {design: block")
     said = one_line_error(capsys, ["cost", run(tmp_path, text)[1]], "speculative.draft", "llama-3.1-8b's")
     assert "''s" not in said
+
+
+TRACED = BASE.replace("{arrival: closed, concurrency: 4, num_requests: 8, input_len: 64, output_len: 16}",
+                      "{arrival: trace, trace: {path: t.csv, max_requests: 1}}")
+TRACE_ROWS = "arrival_s,input_len,output_len\n0,64,8\n0.1,64,8\n"
+
+
+def _dropped(capsys, argv: list[str]) -> list[str]:
+    errors._warned.clear()
+    capsys.readouterr()
+    assert cli.main(argv) == 0
+    return [w for w in capsys.readouterr().err.splitlines() if "replaces the whole section" in w]
+
+
+def test_a_plain_path_over_a_mapping_says_which_keys_it_drops(tmp_path, capsys):
+    files = {"t.csv": TRACE_ROWS, "t2.csv": TRACE_ROWS}
+    said = _dropped(capsys, ["cost", run(tmp_path, TRACED, files)[1], "--set", "workload.trace=t2.csv"])
+    assert len(said) == 1 and "workload.trace: " in said[0] and "max_requests goes back to its default" in said[0]
+    said = _dropped(capsys, ["cost", run(tmp_path, TRACED + "sweep: {workload.trace: [t.csv, t2.csv]}\n", files)[1]])
+    assert len(said) == 1 and "sweep.workload.trace: each value" in said[0] and "max_requests" in said[0], said
+    (tmp_path / "mine.yaml").write_text((Path(catalog.CATALOG_DIR) / "models" / "llama-3.1-8b.yaml").read_text())
+    text = BASE.replace("model: llama-3.1-8b", "model: {from: llama-3.1-8b, max_context: 32768}")
+    said = _dropped(capsys, ["cost", run(tmp_path, text)[1], "--set", f"model={tmp_path / 'mine.yaml'}"])
+    assert len(said) == 1 and "max_context takes the value" in said[0] and "--set model.from=" in said[0], said
+
+
+QWEN = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "head_dim": 128, "hidden_size": 4096,
+        "intermediate_size": 12288, "max_position_embeddings": 40960, "num_attention_heads": 32,
+        "num_hidden_layers": 36, "num_key_value_heads": 8, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+        "vocab_size": 151936}
+PLAIN = "hardware: h100-sxm\nspeculative: {design: none}\nworkload: {concurrency: 1, num_requests: 2, input_len: 64, " \
+        "output_len: 8}\n"
+
+
+@pytest.mark.parametrize("over, key, word", [
+    ("block: {block_size: 16, target_layer_ids: [1, 2]}", "model.block.kind", "required key is missing"),
+    ("role: draft", "model", "backbone_hidden_size")])
+def test_an_error_the_scenarios_overrides_cause_over_a_config_json_is_the_scenarios(tmp_path, capsys, over, key, word):
+    text = f"name: q\nmodel: {{hf_config: q/config.json, {over}}}\n" + PLAIN
+    said = one_line_error(capsys, ["cost", run(tmp_path, text, {"q/config.json": json.dumps(QWEN)})[1]], key, word)
+    assert said.startswith(f"mtpsim: error: {tmp_path / 's.yaml'}: {key}: "), said
+
+
+@pytest.mark.parametrize("text, value", [
+    (BASE, "acceptance={accept_length: 2.5}"),  # another of acceptance's forms
+    (BASE.replace("{arrival: closed, concurrency: 4,", "{arrival: poisson, rate_per_s: 5,"),
+     "workload={arrival: poisson, rate_schedule: [{until_s: 1, rate_per_s: 5}], num_requests: 8, input_len: 64, "
+     "output_len: 16}"),  # a schedule for the rate
+    (BASE.replace("input_len: 64", "input_len: {dist: normal, mean: 64, std: 8, max: 128}"),
+     "workload.input_len={dist: uniform, min: 10, max: 128}"),  # a range for mean and std
+    (BASE.replace("output_len: 16}", "output_len: 16}\nsweep: {acceptance: [{per_depth: [0.9, 0.8, 0.7]}, "
+                  "{accept_length: 2.5}]}"), None),
+    (BASE.replace("{design: nextn, steps: 3,", "{design: nextn, steps: 3, policy: {steps_by_batch: {1: 3, 8: 2, 32: 1}},"),
+     "speculative.policy.steps_by_batch={1: 3, 16: 1}"),  # a table of the user's own keys, replaced whole
+    (BASE, "workload={arrival: trace, trace: t.csv}")])  # a trace brings its own requests and lengths
+def test_a_key_the_value_replaces_by_an_alternative_is_not_said_to_be_dropped(tmp_path, capsys, text, value):
+    argv = ["cost", run(tmp_path, text, {"t.csv": TRACE_ROWS})[1]] + (["--set", value] if value else [])
+    assert _dropped(capsys, argv) == []
+
+
+def test_one_model_source_for_another_drops_only_the_fields_it_leaves_out(tmp_path, capsys):
+    files = {"q/config.json": json.dumps(QWEN)}
+    path = run(tmp_path, "name: q\nmodel: {from: qwen3-8b, max_context: 32768}\n" + PLAIN, files)[1]
+    assert _dropped(capsys, ["cost", path, "--set", f"model={{hf_config: {tmp_path / 'q' / 'config.json'}, "
+                                                    "max_context: 32768}"]) == []
+    said = _dropped(capsys, ["cost", path, "--set", f"model={{hf_config: {tmp_path / 'q' / 'config.json'}}}"])
+    assert len(said) == 1 and "max_context takes the value" in said[0] and "config.json' gives" in said[0], said
+    assert "from" not in said[0].split("scenario's")[1].split("takes")[0]
+
+
+def test_a_cache_folder_given_under_home_is_not_made_here(tmp_path, monkeypatch):
+    from mtpsim.costs.profile_cache import cache_dir
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("MTPSIM_CACHE_DIR", "~/mtpcache")
+    assert cache_dir() == tmp_path / "mtpcache"
+
+
+def test_a_bare_interpreter_name_here_but_not_on_path_is_said_so(monkeypatch, tmp_path):
+    from mtpsim import peer
+    (tmp_path / "mypython").write_text("#!/bin/sh\nexit 3\n")
+    (tmp_path / "mypython").chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    monkeypatch.setattr(peer, "_importable_here", lambda: False)
+    monkeypatch.setenv(peer.PYTHON_ENV, "mypython")
+    peer.unavailable.cache_clear()
+    assert "is no command on $PATH (mypython in the current folder is not looked up: write ./mypython)" \
+        in peer.unavailable() and peer._external_python() is None
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv(peer.PYTHON_ENV, "~/mypython")
+    peer.unavailable.cache_clear()
+    assert f"({tmp_path / 'mypython'}) cannot import aiconfigurator" in peer.unavailable()
+    peer.unavailable.cache_clear()
+
+
+def test_an_open_load_of_hours_is_weighed_at_its_fewest_iterations(tmp_path):
+    from mtpsim import scenario
+    from mtpsim.heaviness import point_size
+    text = BASE.replace("{arrival: closed, concurrency: 4, num_requests: 8, input_len: 64, output_len: 16}",
+                        "{arrival: poisson, rate_per_s: 100, num_requests: 60000, input_len: 64, output_len: 100000}")
+    share, what, _ = point_size(scenario.load(run(tmp_path, text)[1])[0])
+    assert share > 1 and "at least" in what, what  # 6e9 output tokens, at most 48 a decode iteration
+
+
+def test_a_csv_cell_longer_than_the_csv_modules_limit_keeps_its_rows_lines(tmp_path):
+    from mtpsim.csvfiles import CsvRecords
+    big = "\n".join(["x" * 60_000] * 3)  # one quoted cell of 180 kB over three lines
+    data = f'accepted,count,note\n0,5,"{big}"\n1,3,a\n2,NA,b\n'.encode()
+    records = CsvRecords(lambda: io.BytesIO(data))
+    assert [records.line(i) for i in range(3)] == [2, 5, 6] and records.cell(2, "count") == "NA"
+
+
+def test_a_stopped_run_gives_back_a_folder_made_on_a_path_through_dot_dot(tmp_path, monkeypatch):
+    from mtpsim.outputs import staged
+    with pytest.raises(KeyboardInterrupt), staged(tmp_path / "a" / ".." / "b" / "profile"):
+        raise KeyboardInterrupt
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_deepseek_v4_compress_rates_beside_compress_ratios_are_checked(tmp_path, capsys):
+    from tests.test_deepseek_v4 import FLASH
+    config = {**FLASH, "compress_rates": {"compressed_sparse_attention": 8, "heavily_compressed_attention": 64}}
+    text = ("name: v4\nmodel: {hf_config: c/config.json}\nhardware: b200\nparallel: {tp: 8}\n"
+            "workload: {concurrency: 1, num_requests: 2, input_len: 64, output_len: 16}\n")
+    one_line_error(capsys, ["cost", run(tmp_path, text, {"c/config.json": json.dumps(config)})[1]], "compress_rates",
+                   "expected compressed_sparse_attention 4")

@@ -37,8 +37,9 @@ def cache_dir() -> Path | None:
     """Where entries live; None when the cache is off."""
     chosen = os.environ.get(CACHE_ENV)
     if chosen is not None:
-        return None if chosen.strip().lower() in ("", "off", "0", "none") else Path(chosen)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mtpsim"
+        # `~` as a shell would expand it (a quoted or env-file value keeps it): never a folder named `~` here
+        return None if chosen.strip().lower() in ("", "off", "0", "none") else Path(chosen).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "mtpsim"
 
 
 @functools.lru_cache(maxsize=1)

@@ -156,6 +156,10 @@ def _layer_ids(c: Config, key: str, n: int, ratios: list[int]) -> list[int]:
 def _ratios(c: Config, n: int) -> list[int]:
     """Per-layer compress ratio: compress_ratios (released configs, MTP layers after the trunk),
     else layer_types with compress_rates (transformers' form, trunk only)."""
+    rates = c.get("compress_rates", {})
+    if not isinstance(rates, dict) or any(LAYER_TYPES.get(k) not in (None, v) for k, v in rates.items()):
+        raise c.error("compress_rates", f"expected compressed_sparse_attention 4 and heavily_compressed_attention 128, "
+                      f"got {short(rates)}")
     if c.get("compress_ratios") is not None:
         # the MTP (or DSpark) layers' ratios follow the trunk's; an entry past those is read by nothing
         # (warned of, and not built into a kind)
@@ -172,10 +176,6 @@ def _ratios(c: Config, n: int) -> list[int]:
                 raise c.error(f"layer_types.{odd}", f"{named[odd]} disagrees with compress_ratios.{odd} ({ratios[odd]}), "
                               "which mtpsim reads: give one of the two, or make them agree")
         return ratios
-    rates = c.get("compress_rates", {})
-    if not isinstance(rates, dict) or any(LAYER_TYPES.get(k) not in (None, v) for k, v in rates.items()):
-        raise c.error("compress_rates", f"expected compressed_sparse_attention 4 and heavily_compressed_attention 128, "
-                      f"got {short(rates)}")
     return [LAYER_TYPES[t] for t in kinds_of(c, "layer_types", c.list("layer_types", n), dict(zip(LAYER_TYPES, LAYER_TYPES)))]
 
 
