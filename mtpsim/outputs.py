@@ -80,9 +80,25 @@ def staged(out: Path) -> Iterator[Path]:
 
 
 def missing_above(path: Path) -> list[Path]:
-    """The folders above `path` that do not exist yet (a `mkdir(parents=True)` makes them), deepest
-    first: `a/..` names no folder of its own (`a` is the one made), so it is left out."""
-    return [p for p in Path(path).absolute().parents if not p.exists() and p.name not in ("..", ".")]
+    """The folders a `mkdir(parents=True)` of `path` would make above it, deepest first: its
+    parts walked from the root as the system resolves them (`a/..` is where `a` is, so `b` in
+    `a/../b` is looked for beside `a`, not under it), a folder that already exists never among
+    them. A link on the way (where `..` would leave the link's target) stops the walk: nothing
+    is listed, so nothing the user had is ever removed as one of the command's own."""
+    parts = Path(path).absolute().parts
+    at, made = Path(parts[0]), []
+    for part in parts[1:-1]:
+        if part == "..":
+            if at.is_symlink():
+                return []
+            at = at.parent
+        elif part != ".":
+            at = at / part
+            if at.is_symlink():
+                return []
+            if not at.exists() and at not in made:
+                made.append(at)
+    return made[::-1]
 
 
 def remove_empty(folders: list[Path]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from mtpsim.advice import advise
 from mtpsim.advice_sweep import advise_sweep
-from mtpsim.errors import ScenarioError, holding, note_set_keys, short
+from mtpsim.errors import ScenarioError, holding, note_set_keys, short, warn
 from mtpsim.files import load_yaml, parse_yaml
 from mtpsim.layout_schema import Parallel
 from mtpsim.overrides import apply_sets, parse_sets
@@ -32,7 +32,7 @@ from mtpsim.schema import (
     Workload,
     known_key,
 )
-from mtpsim.section_drops import warn_set
+from mtpsim.section_drops import set_drop
 from mtpsim.set_blame import blamed_on_set, from_set
 from mtpsim.sweep import expand
 from mtpsim.yamlfiles import dump_yaml_all, plain_values
@@ -97,10 +97,13 @@ def load(path: str | Path | dict[str, Any], sets: list[str] = (), advise_points:
     path, data = _source(path)
     where = str(path)
     overrides = parse_sets(sets)
-    written = apply_sets(data, overrides, known_key, warn_set)  # what the file says, to tell its errors from --set's
+    drops = []  # what each --set of a whole section drops: said once every point has validated
+    written = apply_sets(data, overrides, known_key, lambda *replaced: drops.append(set_drop(*replaced)))
     keys = [k for k, _ in overrides]  # warnings about these keys, during validation or later, name --set
     note_set_keys(where, (lambda key: from_set(key, keys, written)) if keys else None)
     with holding():  # what a point's validation warns of waits for every point and profile: bad input is one line
+        for drop in filter(None, drops):
+            warn(*drop)
         try:
             scenarios = expand(data, path, overrides, fixed, first_only, refuse)
         except ScenarioError as exc:  # a value --set gave is the flag's fault, not the file's (a swept one too)

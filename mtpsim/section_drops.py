@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel
 
 from mtpsim.checks import check_rate_schedule
-from mtpsim.errors import short, silenced, warn
-from mtpsim.overrides import REFERENCES, holds, value_at
+from mtpsim.errors import short, silenced
+from mtpsim.overrides import REFERENCES, canonical, holds, value_at
 from mtpsim.schema import section_class
 from mtpsim.workload_advice import READ_BY
 
@@ -27,13 +27,11 @@ SOURCES = ("from", "hf_config")  # a catalog reference's source: replaced by ano
 
 
 class Drop(NamedTuple):
-    """The scenario's keys a replacement drops, the source that now gives them (None: the
-    defaults), and a key of the value that, set alone over the scenario's section, would change
-    just that (None: none would do)."""
+    """The scenario's keys a replacement drops, and the catalog entry or file that now gives
+    them (None: the defaults)."""
 
     lost: list[str]
     source: str | None
-    one_key: str | None
 
 
 def dropped(data: dict[str, Any], key: str, value: Any, later: Collection[str] = ()) -> Drop | None:
@@ -55,9 +53,7 @@ def _reference_drop(held: dict, value: Any, later: Collection[str]) -> Drop | No
         return None
     given = value if isinstance(value, dict) else {}
     lost = [str(k) for k in held if k not in SOURCES and k not in given and str(k) not in later]
-    # a name or a `{from: NAME}` over `{from: ..., ...}`: setting `from` alone keeps the fields
-    keeps = "from" in held and (isinstance(value, str) or set(value) == {"from"})
-    return Drop(lost, source, "from" if keeps else None)
+    return Drop(lost, source)
 
 
 def _section_drop(key: str, held: dict, value: Any, later: Collection[str]) -> Drop | None:
@@ -74,9 +70,7 @@ def _section_drop(key: str, held: dict, value: Any, later: Collection[str]) -> D
     lost = [str(k) for k, v in held.items() if k not in base and str(k) not in later
             and not (k in default and default[k] == v) and not _unread(key, section, str(k))
             and _valid(key, cls, {**base, k: v}) is not None]  # else: an alternative the value chose
-    one_key = next((k for k in base if _valid(key, cls, {**held, k: base[k]}) is not None), None) \
-        if len(base) == 1 else None
-    return Drop(lost, None, one_key)
+    return Drop(lost, None)
 
 
 def _valid(key: str, cls: type[BaseModel], data: dict) -> BaseModel | None:
@@ -97,51 +91,52 @@ def _unread(key: str, section: BaseModel, name: str) -> bool:
     arrival leaves alone (a trace brings its own requests and lengths; workload_advice.READ_BY)."""
     if key != "workload":
         return False
-    readers = {**READ_BY, "concurrency": ("closed", "batch")}.get(name)
+    readers = READ_BY.get(name)  # concurrency is not among them: `cost` takes it as its batch under any arrival
     return readers is not None and section.arrival not in readers
 
 
-def warn_set(data: dict[str, Any], key: str, value: Any, later: Collection[str]) -> None:
-    """The warning for `--set KEY=VALUE` of a whole section (overrides.apply_sets calls it before
-    setting the value); a sweep is replaced whole on purpose (`sweep={...}` runs that sweep)."""
+def set_drop(data: dict[str, Any], key: str, value: Any, later: Collection[str]) -> tuple[str, str, str] | None:
+    """The warning (where, key, reason) for `--set KEY=VALUE` of a whole section, worked out
+    before the value is set (overrides.apply_sets calls it) and said once the scenario has
+    validated (scenario.load: bad input stays one line); None where nothing is dropped. A sweep
+    is replaced whole on purpose (`sweep={...}` runs that sweep)."""
     if key == "sweep" or key.startswith("sweep."):
-        return
+        return None
     drop = dropped(data, key, value, later)
     if drop is None:
-        return
-    them = "them" if len(drop.lost) > 1 else "it"
-    hint = "" if drop.one_key is None else f" (--set {key}.from={drop.source} keeps {them})" \
-        if drop.one_key == "from" else f" (--set {key}.{drop.one_key}=... changes one key)"
-    warn("--set", key, f"replaces the whole section: the scenario's {said_keys(drop.lost)} "
-         f"{_fate({drop.source}, len(drop.lost))}{hint}")
+        return None
+    # a catalog name or `{from: NAME}` over `{from: ..., ...}`: `KEY.from=NAME` keeps the fields
+    keeps = isinstance(drop.source, str) and "from" in value_at(data, key) and \
+        (isinstance(value, str) or set(value) == {"from"})
+    hint = f" (--set {key}.from={drop.source} keeps {'them' if len(drop.lost) > 1 else 'it'})" if keeps else ""
+    return "--set", key, f"replaces the whole section: the scenario's {said_keys(drop.lost)} " \
+        f"{_fate({drop.source}, len(drop.lost))}{hint}"
 
 
 def sweep_drops(data: dict[str, Any], key: str, values: list) -> str | None:
     """The warning's words for a swept section whose values each replace it whole (None: none of
-    them drops a key the scenario gave)."""
-    drops = [d for d in (dropped(data, key, v) for v in values) if d is not None]
+    them drops a key the scenario gave). Each distinct value is weighed once."""
+    distinct = list({repr(canonical(v)): v for v in values}.values())
+    drops = [d for d in (dropped(data, key, v) for v in distinct) if d is not None]
     if not drops:
         return None
     lost = list(dict.fromkeys(k for d in drops for k in d.lost))
-    them = "them" if len(lost) > 1 else "it"
-    same = len(drops) == len(values) and len({d.one_key for d in drops}) == 1
-    hint = "" if not same or drops[0].one_key is None else f" (sweep {key}.from to keep {them})" \
-        if drops[0].one_key == "from" else f" (sweep {key}.{drops[0].one_key} to change one key)"
-    which = "each value" if len(drops) == len(values) else f"{len(drops)} of its {len(values)} values"
-    return f"{which} replaces the whole section: the scenario's {said_keys(lost)} " \
-        f"{_fate({d.source for d in drops}, len(lost))}{hint}"
+    every = len(drops) == len(distinct) and all(set(d.lost) == set(lost) for d in drops)
+    which = "each value replaces the whole section" if every else \
+        f"{len(drops)} of its {len(distinct)} values replace the whole section, dropping some of"
+    return f"{which}: the scenario's {said_keys(lost)} {_fate({d.source for d in drops}, len(lost))}"
 
 
 def _fate(sources: set[str | None], count: int) -> str:
-    """What becomes of `count` dropped keys: the defaults' values (source None), one source's, or
-    (over a sweep's values) each value's own."""
+    """What becomes of `count` dropped keys: the defaults' values (source None), what one source
+    gives (its value, or the default where it gives none), or (over a sweep's values) each one's."""
     many = count > 1
     if len(sources) > 1:
-        return f"take{'' if many else 's'} what each value's source or the defaults give"
+        return f"go{'' if many else 'es'} back to what each value's source gives, or to the default"
     source = next(iter(sources))
     if source is None:
         return "go back to their defaults" if many else "goes back to its default"
-    return f"take{'' if many else 's'} the value{'s' if many else ''} {short(source, 200)} gives"
+    return f"go{'' if many else 'es'} back to what {short(source, 200)} gives"
 
 
 def said_keys(keys: list[str]) -> str:

@@ -87,9 +87,6 @@ def expand(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, An
                                                         canonical(v) != canonical(value)], later)
     for key in sweep:
         sweep[key] = set_inside(key, sweep[key], overrides, where, later)
-        drops = sweep_drops(data, key, sweep[key])
-        if drops is not None:
-            later.append((where, f"sweep.{key}", drops))
     fixed = fixed or {}
     for key in [k for k in sweep if _canonical_key(k) in fixed]:
         _over_sweep(where, key, fixed[_canonical_key(key)], sweep.pop(key), later)
@@ -97,6 +94,10 @@ def expand(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, An
     if size > MAX_SWEEP_POINTS:
         raise ScenarioError(where, "sweep", f"{size:,} points is over the limit of {MAX_SWEEP_POINTS:,} per scenario "
                             "(split the study over several scenario files)")
+    for key, values in sweep.items():  # past the limit: a sweep too large is refused before its values are weighed
+        drops = sweep_drops(data, key, values)
+        if drops is not None:
+            later.append((where, f"sweep.{key}", drops))
     points = [dict(zip(sweep, combo)) for combo in itertools.product(*sweep.values())] or [{}]
     used = points[:1] if first_only else points
     scenarios = [_validate_point(data, point, i, len(points), path, where, overrides) for i, point in enumerate(used)]

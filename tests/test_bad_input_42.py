@@ -32,6 +32,14 @@ Campaign 43 (its report's holes 1-9 and notes N1-N3), mostly of the drop warning
   was never weighed as heavy (8); a CSV cell over 128 KiB threw the record walk's lines off (9);
 - a stopped run's `--out a/../b/c` left `a` behind (N1); DeepSeek-V4's compress_rates were passed
   over where compress_ratios is given (N2).
+Campaign 44, of the fixes above:
+- a stopped run with `--out nothere/../b/run1` removed the user's own empty folder `b`, which it
+  had taken for one it made (1);
+- the drop warning of `--set SECTION=VALUE` came before the error of a value the scenario then
+  refused (`hardware=nosuchgpu`): two lines for bad input (2);
+- concurrency was taken as unread under a trace load, which cost reads as its batch (6); the
+  "changes one key" hints could name a --set the scenario then refused (7): they are gone;
+- an error a `role: draft` override caused over a config.json was blamed on the file's `mtp` (10).
 """
 from __future__ import annotations
 
@@ -56,8 +64,8 @@ def _warned(capsys, argv: list[str]) -> list[str]:
 
 
 @pytest.mark.parametrize("value, fate, hint", [
-    ("h200", "usd_per_gpu_hour takes the value 'h200' gives", " (--set hardware.from=h200 keeps it)"),
-    ("{from: h200, memory_capacity_bytes: 1.5e11}", "usd_per_gpu_hour takes the value 'h200' gives", "gives")])
+    ("h200", "usd_per_gpu_hour goes back to what 'h200' gives", " (--set hardware.from=h200 keeps it)"),
+    ("{from: h200, memory_capacity_bytes: 1.5e11}", "usd_per_gpu_hour goes back to what 'h200' gives", "gives")])
 def test_a_catalog_name_over_a_mapping_says_which_fields_it_drops(tmp_path, capsys, value, fate, hint):
     said = _warned(capsys, ["cost", run(tmp_path, PRICED)[1], "--set", f"hardware={value}"])
     assert len(said) == 1 and ": hardware: " in said[0] and fate in said[0] and hint in said[0], said
@@ -114,7 +122,7 @@ SWEPT = BASE.replace("speculative:", "engine: {kind: sglang, version: \"0.5.14\"
 
 @pytest.mark.parametrize("sweep, key, lost", [
     ("{workload: [{concurrency: 1}, {concurrency: 2}]}", "sweep.workload",
-     "num_requests, input_len and output_len go back to their defaults (sweep workload.concurrency to change one key)"),
+     "num_requests, input_len and output_len go back to their defaults"),
     ("{engine: [{mixed_batches: false}, {mixed_batches: true}]}", "sweep.engine",
      "version and max_running_requests go back to their defaults"),
     ("{acceptance: [{per_depth: [0.9, 0.7, 0.5]}, {per_depth: [0.5, 0.4, 0.3]}]}", "sweep.acceptance",
@@ -235,7 +243,7 @@ def test_a_plain_path_over_a_mapping_says_which_keys_it_drops(tmp_path, capsys):
     (tmp_path / "mine.yaml").write_text((Path(catalog.CATALOG_DIR) / "models" / "llama-3.1-8b.yaml").read_text())
     text = BASE.replace("model: llama-3.1-8b", "model: {from: llama-3.1-8b, max_context: 32768}")
     said = _dropped(capsys, ["cost", run(tmp_path, text)[1], "--set", f"model={tmp_path / 'mine.yaml'}"])
-    assert len(said) == 1 and "max_context takes the value" in said[0] and "--set model.from=" in said[0], said
+    assert len(said) == 1 and "max_context goes back to what" in said[0] and "--set model.from=" in said[0], said
 
 
 QWEN = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "head_dim": 128, "hidden_size": 4096,
@@ -266,7 +274,7 @@ def test_an_error_the_scenarios_overrides_cause_over_a_config_json_is_the_scenar
                   "{accept_length: 2.5}]}"), None),
     (BASE.replace("{design: nextn, steps: 3,", "{design: nextn, steps: 3, policy: {steps_by_batch: {1: 3, 8: 2, 32: 1}},"),
      "speculative.policy.steps_by_batch={1: 3, 16: 1}"),  # a table of the user's own keys, replaced whole
-    (BASE, "workload={arrival: trace, trace: t.csv}")])  # a trace brings its own requests and lengths
+    (BASE, "workload={arrival: trace, trace: t.csv, concurrency: 4}")])  # a trace brings its own requests and lengths
 def test_a_key_the_value_replaces_by_an_alternative_is_not_said_to_be_dropped(tmp_path, capsys, text, value):
     argv = ["cost", run(tmp_path, text, {"t.csv": TRACE_ROWS})[1]] + (["--set", value] if value else [])
     assert _dropped(capsys, argv) == []
@@ -278,8 +286,8 @@ def test_one_model_source_for_another_drops_only_the_fields_it_leaves_out(tmp_pa
     assert _dropped(capsys, ["cost", path, "--set", f"model={{hf_config: {tmp_path / 'q' / 'config.json'}, "
                                                     "max_context: 32768}"]) == []
     said = _dropped(capsys, ["cost", path, "--set", f"model={{hf_config: {tmp_path / 'q' / 'config.json'}}}"])
-    assert len(said) == 1 and "max_context takes the value" in said[0] and "config.json' gives" in said[0], said
-    assert "from" not in said[0].split("scenario's")[1].split("takes")[0]
+    assert len(said) == 1 and "max_context goes back to what" in said[0] and "config.json' gives" in said[0], said
+    assert "from" not in said[0].split("scenario's")[1].split("goes")[0]
 
 
 def test_a_cache_folder_given_under_home_is_not_made_here(tmp_path, monkeypatch):
@@ -338,3 +346,26 @@ def test_deepseek_v4_compress_rates_beside_compress_ratios_are_checked(tmp_path,
             "workload: {concurrency: 1, num_requests: 2, input_len: 64, output_len: 16}\n")
     one_line_error(capsys, ["cost", run(tmp_path, text, {"c/config.json": json.dumps(config)})[1]], "compress_rates",
                    "expected compressed_sparse_attention 4")
+
+
+def test_a_stopped_run_never_removes_a_folder_the_user_had(tmp_path, monkeypatch):
+    from mtpsim import run as run_module
+    monkeypatch.setattr(run_module, "simulate", _stop)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "b").mkdir()  # the user's own, empty
+    assert cli.main([*run(tmp_path, BASE)[:2], "--out", "nothere/../b/run1"]) == 130
+    assert (tmp_path / "b").is_dir() and not (tmp_path / "b" / "run1").exists() and not (tmp_path / "nothere").exists()
+
+
+@pytest.mark.parametrize("value, key", [("hardware=nosuchgpu", "hardware"), ("hardware={from: h200, bogus_key: 1}",
+                                                                            "hardware.bogus_key")])
+def test_a_drop_warning_never_comes_before_the_error_of_the_value(tmp_path, capsys, value, key):
+    one_line_error(capsys, ["cost", run(tmp_path, PRICED)[1], "--set", value], key, "")
+
+
+def test_an_error_a_role_override_causes_over_a_config_json_is_the_scenarios(tmp_path, capsys):
+    from tests.test_hfconfig import DEEPSEEK_V3  # a target with MTP layers, which a draft does not take
+    text = "name: q\nmodel: {hf_config: q/config.json, role: draft, backbone_hidden_size: 7168}\n" + \
+        PLAIN.replace("h100-sxm", "h200\nparallel: {tp: 8}")
+    said = one_line_error(capsys, ["cost", run(tmp_path, text, {"q/config.json": json.dumps(DEEPSEEK_V3)})[1]], "", "")
+    assert said.startswith(f"mtpsim: error: {tmp_path / 's.yaml'}: model"), said
