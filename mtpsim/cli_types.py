@@ -12,6 +12,7 @@ import os
 import unicodedata
 
 from mtpsim.errors import LINE_BREAKING, ScenarioError, short
+from mtpsim.outputs import placed
 from mtpsim.textnumbers import whole_number
 
 MAX_JOBS, MAX_BATCH, MAX_CONTEXT = 256, 1 << 20, 1 << 24  # past these a command would only eat memory
@@ -59,7 +60,8 @@ def output_path(hint: str):
                                              "of one line, without newlines, tabs or escapes")
         # `~/runs/x` (quoted, or from a script) is the home folder's, as every path a scenario names
         # is read: it made a folder named `~` here, and `wrote ~/runs/x/` named one that was not written
-        return os.path.expanduser(not_blank(text))
+        # and `nothere/../b` is `b` (outputs.placed): the folder it names once `nothere` is made
+        return placed(os.path.expanduser(not_blank(text)))
     return parse
 
 

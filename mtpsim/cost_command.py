@@ -14,7 +14,7 @@ from mtpsim.budget_advice import batch_past_budget, past_whole_budget
 from mtpsim.catalog import engine_file_label
 from mtpsim.costs import Pricer, build_pricer
 from mtpsim.designs import DesignShape
-from mtpsim.errors import ScenarioError, warn
+from mtpsim.errors import ScenarioError, holding, warn
 from mtpsim.memory import memory_budget, pool_rule, prefill_chunk_tokens
 from mtpsim.overrides import REPLACED, flags_over_sets
 from mtpsim.pools import pool_scenario
@@ -36,42 +36,44 @@ def cost_command(path: str, sets: list[str], batch: int | None, context: int | N
     scenario disaggregates)."""
     if batch is not None:  # the flag's batch replaces the workload's users
         flags_over_sets(sets, {"workload.concurrency": (f"--batch {batch}", REPLACED)})
-    points = sc.load(path, sets, advise_points=False)
-    # the batch priced is the flag's, not the one the load would keep running; without the flag it
-    # is workload.concurrency, under any arrival
-    skip = (*(RUNNING_BATCH_CHECKS if batch is not None else ()), concurrency_unread)
-    for p in points:
-        advise(p, skip=skip)
-    advise_sweep(points, skip=skip)
-    s = points[0]
-    if s.seeds > 1:  # run's replicates, as verify says of them: cost draws nothing
-        warn(s.source, *swept_at(s, "seeds", f"cost prices one iteration, drawing nothing: the {s.seeds} replicates "
-                                 "seeds asks for are `mtpsim run`'s"))
-    if "seed" in s.model_fields_set:  # the lengths and acceptance draws it seeds are run's
-        warn(s.source, *swept_at(s, "seed", "cost prices one iteration, drawing nothing: the seed is `mtpsim run`'s"))
-    # what leaves no KV pool when the batch is the load's: the decode pool, a fraction the file
-    # gives, else the layout (`mtpsim run` refuses it at the pool or engine.mem_fraction: memory.check_fits)
-    room = "disaggregation.decode" if s.disaggregation is not None else \
-        "engine.mem_fraction" if s.engine.mem_fraction is not None else "parallel"
-    prefilling = s if s.disaggregation is None else pool_scenario(s, "prefill")  # where a prompt is prefilled
-    if s.disaggregation is not None:  # an iteration is the decode pool's: TPOT is set there
-        print("(disaggregated: pricing the decode pool's iteration on its own layout"
-              f"{', and a prompt on the prefill pool' if prompt is not None else ''})")
-        s = pool_scenario(s, "decode")
-    # the flag's batch is one replica's; the load's users are spread over the dp replicas as `run`
-    # spreads them, each pricing its share (all of them on one replica was an iteration no GPU runs)
-    asked, users = batch, s.workload.concurrency
-    if asked is None and _sent_at_once(s.workload):
-        users = s.workload.num_requests
-        print(f"(arrival batch: pricing the {users} requests it sends at once as the batch)")
-    batch = -(-users // s.parallel.dp) if asked is None else asked
-    if batch != users and asked is None:
-        print(f"(dp {s.parallel.dp}: `mtpsim run` spreads workload.concurrency {users} over the replicas, so an "
-              f"iteration is priced at a replica's {batch})")
-    context = _context_of(s, context)
-    for flag, tokens in (("--context", context), ("--prompt", prompt)):
-        _past_max_context(s, flag, tokens)
-    chunk = _prefill_chunks(prefilling, prompt) if prompt is not None else None
+    # the loader's warnings wait for cost's own checks (a --prompt past the chunk limit): bad input is one line
+    with holding():
+        points = sc.load(path, sets, advise_points=False)
+        # the batch priced is the flag's, not the one the load would keep running; without the flag it
+        # is workload.concurrency, under any arrival
+        skip = (*(RUNNING_BATCH_CHECKS if batch is not None else ()), concurrency_unread)
+        for p in points:
+            advise(p, skip=skip)
+        advise_sweep(points, skip=skip)
+        s = points[0]
+        if s.seeds > 1:  # run's replicates, as verify says of them: cost draws nothing
+            warn(s.source, *swept_at(s, "seeds", f"cost prices one iteration, drawing nothing: the {s.seeds} replicates "
+                                     "seeds asks for are `mtpsim run`'s"))
+        if "seed" in s.model_fields_set:  # the lengths and acceptance draws it seeds are run's
+            warn(s.source, *swept_at(s, "seed", "cost prices one iteration, drawing nothing: the seed is `mtpsim run`'s"))
+        # what leaves no KV pool when the batch is the load's: the decode pool, a fraction the file
+        # gives, else the layout (`mtpsim run` refuses it at the pool or engine.mem_fraction: memory.check_fits)
+        room = "disaggregation.decode" if s.disaggregation is not None else \
+            "engine.mem_fraction" if s.engine.mem_fraction is not None else "parallel"
+        prefilling = s if s.disaggregation is None else pool_scenario(s, "prefill")  # where a prompt is prefilled
+        if s.disaggregation is not None:  # an iteration is the decode pool's: TPOT is set there
+            print("(disaggregated: pricing the decode pool's iteration on its own layout"
+                  f"{', and a prompt on the prefill pool' if prompt is not None else ''})")
+            s = pool_scenario(s, "decode")
+        # the flag's batch is one replica's; the load's users are spread over the dp replicas as `run`
+        # spreads them, each pricing its share (all of them on one replica was an iteration no GPU runs)
+        asked, users = batch, s.workload.concurrency
+        if asked is None and _sent_at_once(s.workload):
+            users = s.workload.num_requests
+            print(f"(arrival batch: pricing the {users} requests it sends at once as the batch)")
+        batch = -(-users // s.parallel.dp) if asked is None else asked
+        if batch != users and asked is None:
+            print(f"(dp {s.parallel.dp}: `mtpsim run` spreads workload.concurrency {users} over the replicas, so an "
+                  f"iteration is priced at a replica's {batch})")
+        context = _context_of(s, context)
+        for flag, tokens in (("--context", context), ("--prompt", prompt)):
+            _past_max_context(s, flag, tokens)
+        chunk = _prefill_chunks(prefilling, prompt) if prompt is not None else None
     sweep.left_out(points, "cost")
     if s.speculative.policy is not None:
         print(f"(steps_by_batch: at batch {batch} an iteration runs {s.speculative.policy.steps_for(batch)} steps; "

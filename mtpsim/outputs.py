@@ -6,6 +6,7 @@ last of them.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from collections.abc import Iterator
@@ -55,6 +56,7 @@ def staged(out: Path) -> Iterator[Path]:
     checked that `out` may be replaced) by one rename, once what the body printed (its `wrote`
     line) has reached stdout: a stdout it cannot write (a full device) fails the command before
     anything is replaced."""
+    out = Path(placed(str(out)))
     tmp = out.with_name(out.name + ".partial")
     made = missing_above(tmp)
     try:
@@ -77,6 +79,22 @@ def staged(out: Path) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)  # the half-written folder we created
         remove_empty(made)
         raise
+
+
+def placed(out: str) -> str:
+    """`out` as the folder a command writes will really be: each `..` after a folder that does not
+    exist yet taken off with that folder (`nothere/../b` is `b`, which `mkdir -p` reaches once it
+    has made `nothere`; every check before then read `nothere/../b` as absent, and a run claimed
+    the user's own `b`, wrote over its files, or removed it when stopped). A `..` after a folder
+    or link that exists is left to the system, as it resolves it."""
+    path = Path(out)
+    at = Path(path.parts[0]) if path.is_absolute() else Path()
+    for part in path.parts[1:] if path.is_absolute() else path.parts:
+        if part == ".." and at.name not in ("", "..") and not os.path.lexists(at):
+            at = at.parent
+        else:
+            at = at / part
+    return str(at)
 
 
 def missing_above(path: Path) -> list[Path]:

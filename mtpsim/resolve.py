@@ -115,7 +115,7 @@ def _spec(kind: str, ref: str | dict[str, Any], cls: type[BaseModel], where: str
         err = from_validation(exc, where, key, data=resolved)
         if "hf_config" in ref:  # the spec was read from config.json: say so, as its keys are the spec's
             inner = err.key.removeprefix(key).lstrip(".")
-            if _overridden(ref):  # values this scenario wrote over the file's
+            if _overridden(ref, inner):  # values this scenario wrote over the file's
                 err = ScenarioError(err.where, err.key, f"{err.reason} (in the spec read from "
                                     f"{short(ref['hf_config'], 200)} with this scenario's overrides)")
             else:  # the config.json's own value: the scenario has no such key to blame
@@ -124,13 +124,16 @@ def _spec(kind: str, ref: str | dict[str, Any], cls: type[BaseModel], where: str
         raise err from None
 
 
-def _overridden(ref: dict[str, Any]) -> bool:
-    """Whether a scenario's `{hf_config: ..., ...}` mapping may have caused an error of the spec
-    read from it: it wrote anything over the config.json (`role: draft` fails the spec at `mtp`; a
-    `block` section at `block.kind`), so the blame stays with the scenario, which says the spec
-    was read from the file. Only where it wrote nothing (a name aside) is the config.json's own
-    value to blame, at its spec key."""
-    return any(k not in ("hf_config", "name") for k in ref)
+def _overridden(ref: dict[str, Any], inner: str) -> bool:
+    """Whether a scenario's `{hf_config: ..., ...}` mapping may have caused the error at spec key
+    `inner`: it wrote the section holding it (`block`: a missing `block.kind` too), it set the
+    role (`role: draft` changes which fields the spec takes: its error comes at `mtp`), or, for an
+    error about the whole spec, it wrote anything over the config.json (a name aside). Else the
+    config.json's own value is to blame, at its spec key (an unrelated `max_context` beside it
+    moves no blame)."""
+    if "role" in ref or not inner:
+        return "role" in ref or any(k not in ("hf_config", "name") for k in ref)
+    return inner.split(".")[0] in ref
 
 
 # engine.<key> a scenario may set -> the EngineSpec field it overrides (None there: the release's value)

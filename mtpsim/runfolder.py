@@ -17,7 +17,7 @@ from mtpsim import scenario as sc
 from mtpsim.designs import BASELINE, DesignShape
 from mtpsim.errors import ScenarioError
 from mtpsim.files import dump_yaml_all
-from mtpsim.outputs import missing_above, remove_empty, writing
+from mtpsim.outputs import missing_above, placed, remove_empty, writing
 from mtpsim.results import (
     ITERATION_COLUMNS,
     PASS_COLUMNS,
@@ -39,6 +39,7 @@ def output_dir(name: str, out: str | None) -> Path:
     """The run folder, claimed before simulating: new, or an existing empty one, never one with
     files in it, and never one another run is writing into (the claim file is created
     exclusively, so of two runs started into one folder only one proceeds)."""
+    out = placed(out) if out else out
     made = not out or not Path(out).exists()
     path = Path(out) if out else _new_default(name)
     claimed_here: list = []
@@ -60,7 +61,10 @@ def free_out(out: str | None) -> None:
     itself is made later (output_dir); this makes nothing."""
     if not out:
         return
-    path = Path(out)
+    path = Path(placed(out))
+    blocked = blocked_by(path)  # a file or a link to nothing on the way: refused now, while warnings are held
+    if blocked is not None:
+        raise ScenarioError(str(path), "", f"cannot create the run folder: {blocked}: pass another --out")
     if path.exists() and not path.is_dir():
         raise ScenarioError(str(path), "", f"{not_a_folder(path)}: pass another --out")
     if path.is_dir() and any(path.iterdir()):
@@ -129,6 +133,7 @@ def claimed(name: str, out: str | None) -> Iterator[Path]:
     reads the folder as done, and the folder itself while nothing else is in it when this
     command made it, so that the same --out can be used again; what it had already written stays.
     A reader that left (`| head`, a BrokenPipeError: status 0) takes nothing from a finished folder."""
+    out = placed(out) if out else out
     made = out is None or not Path(out).exists()  # a folder this run creates; an empty one given by --out stays
     above = missing_above(Path(out) if out else Path("runs") / "run")  # and the folders it creates above it
     path = output_dir(name, out)  # gives back what it made if interrupted itself

@@ -40,6 +40,11 @@ Campaign 44, of the fixes above:
 - concurrency was taken as unread under a trace load, which cost reads as its batch (6); the
   "changes one key" hints could name a --set the scenario then refused (7): they are gone;
 - an error a `role: draft` override caused over a config.json was blamed on the file's `mtp` (10).
+Campaign 45, of the fixes above and what lay beside them: every --out check read `nothere/../b`
+as absent while `nothere` was (outputs.placed now takes such a `..` off), so a run wrote over the
+user's own `b`, a stopped one removed it, and calibrate replaced a folder of the user's (1-3); an
+--out through a file came after the held warnings (4), as did cost's own chunk check (5); an
+unrelated override beside hf_config moved the blame for the file's own bad value (6).
 """
 from __future__ import annotations
 
@@ -369,3 +374,39 @@ def test_an_error_a_role_override_causes_over_a_config_json_is_the_scenarios(tmp
         PLAIN.replace("h100-sxm", "h200\nparallel: {tp: 8}")
     said = one_line_error(capsys, ["cost", run(tmp_path, text, {"q/config.json": json.dumps(DEEPSEEK_V3)})[1]], "", "")
     assert said.startswith(f"mtpsim: error: {tmp_path / 's.yaml'}: model"), said
+
+
+def test_an_out_path_through_a_folder_not_yet_made_is_the_folder_it_reaches(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "summary.csv").write_text("the user's\n")
+    one_line_error(capsys, [*run(tmp_path, BASE)[:2], "--out", "nothere/../mine"], "", "not empty")
+    assert (tmp_path / "mine" / "summary.csv").read_text() == "the user's\n" and not (tmp_path / "nothere").exists()
+    from mtpsim.calibration.replace import check_out
+    assert "not a profile" in check_out(Path("nothere/../mine"))
+
+
+def test_a_stopped_run_keeps_the_users_folder_reached_through_a_folder_not_yet_made(tmp_path, monkeypatch):
+    from mtpsim import run as run_module
+    monkeypatch.setattr(run_module, "simulate", _stop)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine").mkdir()
+    assert cli.main([*run(tmp_path, BASE)[:2], "--out", "nothere/../mine"]) == 130
+    assert (tmp_path / "mine").is_dir() and not (tmp_path / "nothere").exists()
+
+
+@pytest.mark.parametrize("argv", [["run", "--out", "{tmp}/afile/sub", "--set", "workload={concurrency: 2}"],
+                                  ["cost", "--set", "engine={chunked_prefill_tokens: 2}", "--prompt", "100000"]])
+def test_a_command_refusing_its_flags_says_no_held_warning_first(tmp_path, capsys, argv):
+    (tmp_path / "afile").write_text("")
+    path = run(tmp_path, BASE.replace("speculative:", "engine: {mixed_batches: false}\nspeculative:"))[1]
+    one_line_error(capsys, [argv[0], path, *[a.replace("{tmp}", str(tmp_path)) for a in argv[1:]]], "", "")
+
+
+def test_an_unrelated_override_beside_a_config_json_moves_no_blame(tmp_path, capsys):
+    text = ("name: df\nmodel: qwen3-8b\nhardware: h100-sxm\nspeculative: {design: block, steps: 3, draft: "
+            "{hf_config: d/config.json, max_context: 4096}}\nacceptance: {accept_length: 1.5}\n"
+            "workload: {concurrency: 1, num_requests: 2, input_len: 64, output_len: 8}\n")
+    said = one_line_error(capsys, ["cost", run(tmp_path, text, {"d/config.json": json.dumps(DRAFT)})[1]],
+                          "block.target_layer_ids.1", "tapped twice")
+    assert said.startswith(f"mtpsim: error: {tmp_path / 'd' / 'config.json'}: "), said

@@ -9,13 +9,14 @@ from pathlib import Path
 
 from mtpsim.costs.profile import profile_files
 from mtpsim.errors import short
-from mtpsim.outputs import NAMELESS, is_fresh, is_nameless
+from mtpsim.outputs import NAMELESS, is_fresh, is_nameless, placed
 from mtpsim.textfiles import not_a_folder
 
 
 def check_out(out: Path) -> str | None:
     """Why a profile must not be written to `out`, or None: a new folder, or under
     MTPSIM_CALIBRATE_REPLACE=1 a profile folder holding nothing else (both calibrate paths)."""
+    out = Path(placed(str(out)))  # `nothere/../prof` is the user's `prof`, not a new folder
     if out.is_symlink():  # staged() writes <name>.partial beside it and renames it into place
         return "is a symbolic link: give the folder itself"
     if is_nameless(out):  # the profile is written beside it as <name>.partial, then renamed
