@@ -23,7 +23,7 @@ from typing import Any
 from mtpsim import catalog_lookup
 from mtpsim.errors import ScenarioError, short, warn
 from mtpsim.memory import check_engine_starts
-from mtpsim.overrides import canonical, set_inside, set_key
+from mtpsim.overrides import canonical, holds, set_inside, set_key
 from mtpsim.resolve import validate
 from mtpsim.schema import MAX_SWEEP_POINTS, Scenario, known_key
 from mtpsim.section_drops import sweep_drops
@@ -83,8 +83,12 @@ def expand(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, An
         if setter is not None:
             dotted, value = setter
             del sweep[key]
+            # a section set whole that leaves the swept key out replaces it with its default: say so
+            inner = key[len(dotted) + 1:]
+            does = f"replaces {dotted} on every point, leaving {key} at its default over the sweep" \
+                if dotted != key and not (isinstance(value, dict) and holds(value, inner)) else None
             _over_sweep(where, key, f"--set {dotted}", [v for v in values if dotted != key or
-                                                        canonical(v) != canonical(value)], later)
+                                                        canonical(v) != canonical(value)], later, does)
     for key in sweep:
         sweep[key] = set_inside(key, sweep[key], overrides, where, later)
     fixed = fixed or {}
@@ -108,12 +112,13 @@ def expand(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, An
     return Points(scenarios, len(points))
 
 
-def _over_sweep(where: str, key: str, flag: str, lost: list, later: list) -> None:
+def _over_sweep(where: str, key: str, flag: str, lost: list, later: list, does: str | None = None) -> None:
     """The warning (into `later`) that a flag setting swept `key` on every point leaves its swept
-    values `lost` (those other than the flag's) unrun: one wording for --set and a command's flag."""
+    values `lost` (those other than the flag's) unrun: one wording for --set and a command's flag;
+    `does`: what the flag does to the key where it does not set it itself."""
     lost = list(dict.fromkeys(short(v, 40) for v in lost))
     if lost:
-        later.append((where, f"sweep.{key}", f"{flag} sets {key} on every point, over the sweep: the swept "
+        later.append((where, f"sweep.{key}", f"{flag} {does or f'sets {key} on every point, over the sweep'}: the swept "
                       f"value{'s' if len(lost) > 1 else ''} {', '.join(lost)} {'are' if len(lost) > 1 else 'is'} "
                       "not run"))
 

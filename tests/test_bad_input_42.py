@@ -44,7 +44,8 @@ Campaign 45, of the fixes above and what lay beside them: every --out check read
 as absent while `nothere` was (outputs.placed now takes such a `..` off), so a run wrote over the
 user's own `b`, a stopped one removed it, and calibrate replaced a folder of the user's (1-3); an
 --out through a file came after the held warnings (4), as did cost's own chunk check (5); an
-unrelated override beside hf_config moved the blame for the file's own bad value (6).
+unrelated override beside hf_config moved the blame for the file's own bad value (6); a --set of a
+whole section over a key swept inside it was said to set that key, which its value left out (9).
 """
 from __future__ import annotations
 
@@ -410,3 +411,17 @@ def test_an_unrelated_override_beside_a_config_json_moves_no_blame(tmp_path, cap
     said = one_line_error(capsys, ["cost", run(tmp_path, text, {"d/config.json": json.dumps(DRAFT)})[1]],
                           "block.target_layer_ids.1", "tapped twice")
     assert said.startswith(f"mtpsim: error: {tmp_path / 'd' / 'config.json'}: "), said
+
+
+@pytest.mark.parametrize("value, says", [
+    ("workload={num_requests: 8, input_len: 64, output_len: 16}",
+     "--set workload replaces workload on every point, leaving workload.concurrency at its default over the sweep"),
+    ("workload={concurrency: 3, num_requests: 8, input_len: 64, output_len: 16}",
+     "--set workload sets workload.concurrency on every point, over the sweep")])
+def test_a_section_set_over_a_key_swept_inside_it_says_what_it_does_to_the_key(tmp_path, capsys, value, says):
+    errors._warned.clear()
+    capsys.readouterr()
+    path = run(tmp_path, BASE + "sweep: {workload.concurrency: [1, 2]}\n")[1]
+    assert cli.main(["cost", path, "--set", value]) == 0
+    said = [w for w in capsys.readouterr().err.splitlines() if "sweep.workload.concurrency: " in w]
+    assert len(said) == 1 and says in said[0], said
