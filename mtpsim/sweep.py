@@ -56,7 +56,31 @@ def expand(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, An
         raise ScenarioError(where, "sweep", "must map dotted keys to lists")
     sweep = dict(sweep)  # --set and fixed flags take keys over below: the file's data keeps its sweep
     later = []  # warnings, said once every point has validated: bad input stays one line
-    spelled = {}  # each key as the schema reads it (an integer part 01 is 1) -> as written
+    _check_keys(sweep, where, later)
+    _flags_over_sweep(sweep, overrides, fixed or {}, where, later)
+    size = math.prod(len(v) for v in sweep.values())
+    if size > MAX_SWEEP_POINTS:
+        raise ScenarioError(where, "sweep", f"{size:,} points is over the limit of {MAX_SWEEP_POINTS:,} per scenario "
+                            "(split the study over several scenario files)")
+    for key, values in sweep.items():  # past the limit: a sweep too large is refused before its values are weighed
+        drops = sweep_drops(data, key, values)
+        if drops is not None:
+            later.append((where, f"sweep.{key}", drops))
+    points = [dict(zip(sweep, combo)) for combo in itertools.product(*sweep.values())] or [{}]
+    used = points[:1] if first_only else points
+    scenarios = [_validate_point(data, point, i, len(points), path, where, overrides) for i, point in enumerate(used)]
+    for i, s in enumerate(scenarios if refuse is not None else ()):  # once every point is valid: the file's errors first
+        _labelled(partial(refuse, s), used[i], i, len(points))
+    for warning in later:
+        warn(*warning)
+    return Points(scenarios, len(points))
+
+
+def _check_keys(sweep: dict, where: str, later: list) -> None:
+    """Each sweep key a schema key path given once (as the schema reads it: an integer part 01 is
+    1), none inside another swept key, each with a non-empty list; a value listed twice is said
+    (into `later`)."""
+    spelled = {}  # each key as the schema reads it -> as written
     for key, values in sweep.items():
         if not isinstance(key, str):
             raise ScenarioError(where, f"sweep.{key}", f"a sweep key is a dotted key path such as "
@@ -75,9 +99,14 @@ def expand(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, An
             if isinstance(other, str) and _canonical_key(key).startswith(_canonical_key(other) + "."):
                 raise ScenarioError(where, f"sweep.{key}", f"lies inside sweep.{other}: the two would set the same "
                                     "value, each point keeping whichever comes last; sweep one of them")
-    # --set wins over the sweep: a swept key it names (or lies under) stops being swept, and a
-    # swept section it lies inside is overridden point by point; so does a command's flag that
-    # sets a key on every point (run's --seeds). Either says which swept values are not run
+
+
+def _flags_over_sweep(sweep: dict, overrides: list[tuple[str, Any]], fixed: dict[str, str], where: str,
+                      later: list) -> None:
+    """--set wins over the sweep (in place): a swept key it names (or lies under) stops being
+    swept, and a swept section it lies inside is overridden point by point; so does a command's
+    flag that sets a key on every point (`fixed`: run's --seeds). Either says (into `later`)
+    which swept values are not run."""
     for key, values in list(sweep.items()):
         setter = next(((o, value) for o, value in overrides if key == o or key.startswith(o + ".")), None)
         if setter is not None:
@@ -91,25 +120,8 @@ def expand(data: dict[str, Any], path: str | Path, overrides: list[tuple[str, An
                                                         canonical(v) != canonical(value)], later, does)
     for key in sweep:
         sweep[key] = set_inside(key, sweep[key], overrides, where, later)
-    fixed = fixed or {}
     for key in [k for k in sweep if _canonical_key(k) in fixed]:
         _over_sweep(where, key, fixed[_canonical_key(key)], sweep.pop(key), later)
-    size = math.prod(len(v) for v in sweep.values())
-    if size > MAX_SWEEP_POINTS:
-        raise ScenarioError(where, "sweep", f"{size:,} points is over the limit of {MAX_SWEEP_POINTS:,} per scenario "
-                            "(split the study over several scenario files)")
-    for key, values in sweep.items():  # past the limit: a sweep too large is refused before its values are weighed
-        drops = sweep_drops(data, key, values)
-        if drops is not None:
-            later.append((where, f"sweep.{key}", drops))
-    points = [dict(zip(sweep, combo)) for combo in itertools.product(*sweep.values())] or [{}]
-    used = points[:1] if first_only else points
-    scenarios = [_validate_point(data, point, i, len(points), path, where, overrides) for i, point in enumerate(used)]
-    for i, s in enumerate(scenarios if refuse is not None else ()):  # once every point is valid: the file's errors first
-        _labelled(partial(refuse, s), used[i], i, len(points))
-    for warning in later:
-        warn(*warning)
-    return Points(scenarios, len(points))
 
 
 def _over_sweep(where: str, key: str, flag: str, lost: list, later: list, does: str | None = None) -> None:
