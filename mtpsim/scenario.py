@@ -30,8 +30,8 @@ from mtpsim.schema import (
     Speculative,
     Verify,
     Workload,
-    known_key,
 )
+from mtpsim.schema_paths import known_key
 from mtpsim.section_drops import set_drop
 from mtpsim.set_blame import blamed_on_set, from_set
 from mtpsim.sweep import expand

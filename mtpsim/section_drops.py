@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from mtpsim.checks import check_rate_schedule
 from mtpsim.errors import short, silenced
 from mtpsim.overrides import REFERENCES, canonical, holds, value_at
-from mtpsim.schema import section_class
+from mtpsim.schema_paths import section_class
 from mtpsim.workload_advice import READ_BY
 
 SOURCES = ("from", "hf_config")  # a catalog reference's source: replaced by another on purpose

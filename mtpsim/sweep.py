@@ -25,7 +25,8 @@ from mtpsim.errors import ScenarioError, short, warn
 from mtpsim.memory import check_engine_starts
 from mtpsim.overrides import canonical, holds, set_inside, set_key
 from mtpsim.resolve import validate
-from mtpsim.schema import MAX_SWEEP_POINTS, Scenario, known_key
+from mtpsim.schema import MAX_SWEEP_POINTS, Scenario
+from mtpsim.schema_paths import known_key
 from mtpsim.section_drops import sweep_drops
 from mtpsim.textfiles import check_path_length
 
